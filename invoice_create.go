@@ -1,0 +1,209 @@
+package kassa
+
+import (
+	"encoding/json"
+	"net/mail"
+	"net/url"
+	"time"
+	"unicode/utf8"
+
+	"github.com/shopspring/decimal"
+)
+
+// Limits of invoice requests.
+const (
+	MaxWalletMessage = 255
+	MaxMetadataBytes = 16 << 10
+	MaxShortText     = 255
+	MaxURL           = 2048
+)
+
+// DefaultInvoiceExpiry is how long an invoice waits for its payment.
+const DefaultInvoiceExpiry = 15 * time.Minute
+
+// DefaultMonitoring is how long an expired invoice's address is watched.
+const DefaultMonitoring = 24 * time.Hour
+
+// InvoiceRequest is a request to create an invoice, as the API takes it.
+type InvoiceRequest struct {
+	// Amount is in Currency; zero with HasAmount false makes a top-up
+	// invoice that accepts any amount.
+	Amount                decimal.Decimal
+	HasAmount             bool
+	Currency              Currency
+	EnabledMethods        []PaymentMethod
+	BuyerEmail            string
+	RedirectURL           string
+	RedirectAutomatically bool
+	OrderID               string
+	WalletMessage         string
+	Metadata              json.RawMessage
+	ReferralCode          string
+	PaymentLinkID         string
+}
+
+// Validate checks the request and fills its defaults (currency EUR, both
+// payment methods).
+func (r *InvoiceRequest) Validate() error {
+	var fields []FieldError
+	add := func(field, msg string) { fields = append(fields, FieldError{field, msg}) }
+	if r.Currency == "" {
+		r.Currency = EUR
+	} else if c, err := ParseCurrency(string(r.Currency)); err != nil {
+		add("currency", ErrorMessage(err))
+	} else {
+		r.Currency = c
+	}
+	if r.HasAmount {
+		switch {
+		case !r.Amount.IsPositive():
+			add("amount", "must be greater than 0")
+		case r.Currency != "" && r.Amount.Exponent() < -r.Currency.Decimals() && !r.Amount.Equal(r.Amount.Round(r.Currency.Decimals())):
+			add("amount", "has more decimal places than "+string(r.Currency)+" allows")
+		}
+	}
+	if len(r.EnabledMethods) == 0 {
+		r.EnabledMethods = []PaymentMethod{MethodOnchain, MethodLightning}
+	}
+	if utf8.RuneCountInString(r.WalletMessage) > MaxWalletMessage {
+		add("walletMessage", "must be at most 255 characters")
+	}
+	if r.BuyerEmail != "" {
+		if _, err := mail.ParseAddress(r.BuyerEmail); err != nil || len(r.BuyerEmail) > MaxShortText {
+			add("buyerEmail", "is not an e-mail address")
+		}
+	}
+	if r.RedirectURL != "" && !validURL(r.RedirectURL) {
+		add("redirectUrl", "must be an absolute http or https URL")
+	}
+	if len(r.OrderID) > MaxShortText {
+		add("orderId", "must be at most 255 characters")
+	}
+	if len(r.ReferralCode) > MaxShortText {
+		add("referralCode", "must be at most 255 characters")
+	}
+	if len(r.Metadata) > 0 {
+		if len(r.Metadata) > MaxMetadataBytes {
+			add("metadata", "must be at most 16 KiB")
+		} else if r.Metadata[0] != '{' || !json.Valid(r.Metadata) {
+			add("metadata", "must be a JSON object")
+		}
+	}
+	if len(fields) > 0 {
+		return InvalidFields(fields)
+	}
+	return nil
+}
+
+func validURL(s string) bool {
+	if len(s) > MaxURL {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// InvoiceTerms are what the service fixes when it creates an invoice: the
+// locked rates, the store's rules and the clock.
+type InvoiceTerms struct {
+	// RequestRate is the price of one bitcoin in the request currency.
+	RequestRate decimal.Decimal
+	// StoreRate is the price of one bitcoin in the store currency.
+	StoreRate  decimal.Decimal
+	Now        time.Time
+	Expiry     time.Duration
+	Monitoring time.Duration
+}
+
+// NewInvoice returns a new invoice for store from a validated request. The
+// on-chain address and Lightning invoice are attached by the caller.
+func NewInvoice(id string, store *Store, r *InvoiceRequest, t InvoiceTerms) (Invoice, []Effect, error) {
+	var sats Sats
+	if r.HasAmount {
+		var err error
+		if sats, err = ToSats(r.Amount, r.Currency, t.RequestRate); err != nil {
+			return Invoice{}, nil, err
+		}
+		if sats < 1 {
+			return Invoice{}, nil, InvalidFields([]FieldError{{"amount", "is less than one satoshi"}})
+		}
+	}
+	metadata := r.Metadata
+	if r.OrderID != "" {
+		metadata = withOrderID(metadata, r.OrderID)
+	}
+	now := t.Now.UTC().Truncate(time.Millisecond)
+	expiresAt := now.Add(t.Expiry)
+	inv := Invoice{
+		ID:                    id,
+		StoreID:               store.ID,
+		PaymentLinkID:         r.PaymentLinkID,
+		TerminalName:          store.Name,
+		Status:                InvoiceNew,
+		Amount:                sats,
+		InvoiceAmount:         r.Amount,
+		Currency:              r.Currency,
+		StoreCurrency:         store.Currency,
+		ExchangeRate:          t.StoreRate,
+		RequestRate:           t.RequestRate,
+		OrderID:               r.OrderID,
+		BuyerEmail:            r.BuyerEmail,
+		RedirectURL:           r.RedirectURL,
+		RedirectAutomatically: r.RedirectAutomatically,
+		WalletMessage:         r.WalletMessage,
+		ReferralCode:          r.ReferralCode,
+		Metadata:              metadata,
+		EnabledMethods:        r.EnabledMethods,
+		PercentFee:            store.PercentFee,
+		Tolerance:             store.UnderpaymentTolerance,
+		ConfirmationsRequired: store.ConfirmationsRequired,
+		CreatedAt:             now,
+		UpdatedAt:             now,
+		ExpiresAt:             expiresAt,
+		MonitorUntil:          expiresAt.Add(t.Monitoring),
+	}
+	return inv, []Effect{Emit{Type: EventNew}, ArmTimer{At: expiresAt}}, nil
+}
+
+// withOrderID returns metadata with orderId set, so that webhooks echo it
+// as metadata.orderId. An orderId already in metadata wins.
+func withOrderID(metadata json.RawMessage, orderID string) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	if len(metadata) > 0 {
+		if err := json.Unmarshal(metadata, &m); err != nil {
+			return metadata
+		}
+	}
+	if _, ok := m["orderId"]; ok {
+		return metadata
+	}
+	m["orderId"], _ = json.Marshal(orderID)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return metadata
+	}
+	return out
+}
+
+// Deadline is when the invoice's timer must fire next: its expiry while
+// New, the end of monitoring while Processing or Expired. ok is false when
+// the invoice waits for nothing.
+func (inv *Invoice) Deadline() (at time.Time, ok bool) {
+	switch inv.Status {
+	case InvoiceNew:
+		return inv.ExpiresAt, true
+	case InvoiceProcessing, InvoiceExpired:
+		if !inv.MonitoringDone {
+			return inv.MonitorUntil, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// DeadlineInput is the input to apply when the deadline is reached.
+func (inv *Invoice) DeadlineInput(at time.Time) InvoiceInput {
+	if inv.Status == InvoiceNew {
+		return ExpiryReached{At: at}
+	}
+	return MonitoringEnded{At: at}
+}

@@ -1,0 +1,191 @@
+package kassa
+
+import (
+	"context"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// The interfaces below are what the core consumes from its adapters and
+// what the HTTP adapter consumes from the core. Adapters implement them;
+// only cmd/kassa knows every concrete type.
+
+// StoreService changes stores.
+type StoreService interface {
+	CreateStore(ctx context.Context, s StoreSettings) (*Store, error)
+	// TopUp credits the store's prepaid balance.
+	TopUp(ctx context.Context, storeID string, amount Sats) (*Transaction, error)
+}
+
+// InvoiceService creates and changes invoices.
+type InvoiceService interface {
+	CreateInvoice(ctx context.Context, storeID string, r *InvoiceRequest) (*Invoice, error)
+	MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID string) (*Invoice, error)
+}
+
+// PaymentRequestService creates and changes pay links.
+type PaymentRequestService interface {
+	CreatePaymentRequest(ctx context.Context, storeID string, in *PaymentRequestInput) (*PaymentRequest, error)
+	UpdatePaymentRequest(ctx context.Context, storeID, id string, in *PaymentRequestInput) (*PaymentRequest, error)
+	ArchivePaymentRequest(ctx context.Context, storeID, id string) error
+}
+
+// ListQuery selects a range of a store's invoices or transactions, newest
+// first. Zero times leave that end open. Limit zero means no limit; Cursor
+// continues a previous page.
+type ListQuery struct {
+	From, To time.Time
+	Limit    int
+	Cursor   string
+}
+
+// Reader reads what the actors stored. Reads need no actor: every write
+// is committed before the request that caused it is answered.
+type Reader interface {
+	Store(ctx context.Context, id string) (*Store, error)
+	// StoreByAPIKey returns the store that owns key, or NotFound.
+	StoreByAPIKey(ctx context.Context, key string) (*Store, error)
+	Stores(ctx context.Context, fn func(*Store) error) error
+	// Balance is the store's prepaid balance.
+	Balance(ctx context.Context, storeID string) (Sats, error)
+
+	Invoice(ctx context.Context, id string) (*Invoice, error)
+	InvoiceIDByAddress(ctx context.Context, address string) (string, error)
+	InvoiceIDByPaymentHash(ctx context.Context, hash string) (string, error)
+	// Invoices calls fn for each invoice of the store in q, newest first,
+	// and returns the cursor of the next page when q.Limit cut the list.
+	Invoices(ctx context.Context, storeID string, q ListQuery, fn func(*Invoice) error) (next string, err error)
+	// OpenInvoices calls fn for each invoice that waits for a timer, by
+	// deadline.
+	OpenInvoices(ctx context.Context, fn func(invoiceID string, deadline time.Time) error) error
+
+	Transaction(ctx context.Context, id int64) (*Transaction, error)
+	TransactionsByInvoice(ctx context.Context, invoiceID string) ([]Transaction, error)
+	Transactions(ctx context.Context, storeID string, q ListQuery, fn func(*Transaction) error) (next string, err error)
+
+	PaymentRequest(ctx context.Context, id string) (*PaymentRequest, error)
+	PaymentRequests(ctx context.Context, storeID string, fn func(*PaymentRequest) error) error
+}
+
+// Stream names the journal of one actor.
+type Stream struct {
+	Kind string
+	ID   string
+}
+
+// Stream kinds.
+const (
+	KindStore   = "store"
+	KindInvoice = "invoice"
+)
+
+// Batch collects writes that commit together or not at all: an actor's
+// event, its new state, the indexes and ledger lines that follow from it.
+type Batch interface {
+	AppendEvent(s Stream, seq uint64, event []byte)
+	PutStore(st *Store, seq uint64)
+	// PutInvoice writes the invoice's snapshot and updates its indexes;
+	// prev is its state before, nil when it is new.
+	PutInvoice(inv, prev *Invoice, seq uint64)
+	// PutTransaction assigns tx an ID, writes it and applies its balance
+	// delta to the store's prepaid balance.
+	PutTransaction(tx *Transaction)
+	PutPaymentRequest(pr *PaymentRequest)
+}
+
+// Journal stores actors' events and state durably.
+type Journal interface {
+	NewBatch() Batch
+	// Commit writes b durably (fsynced) before it returns.
+	Commit(ctx context.Context, b Batch) error
+	// Events calls fn for each event of s after seq, in order.
+	Events(ctx context.Context, s Stream, after uint64, fn func(seq uint64, event []byte) error) error
+	// StreamSeq returns the last sequence number of s, or 0.
+	StreamSeq(ctx context.Context, s Stream) (uint64, error)
+}
+
+// KeyValue keeps small records that expire, such as idempotency keys.
+type KeyValue interface {
+	GetValue(ctx context.Context, key string) ([]byte, bool, error)
+	PutValue(ctx context.Context, key string, value []byte, expires time.Time) error
+}
+
+// BackendInfo describes a chain or Lightning backend for the health check.
+type BackendInfo struct {
+	Backend   string `json:"backend"` // "sim", "rpc", "lnd"
+	Network   string `json:"network"`
+	Simulated bool   `json:"simulated"`
+	Height    int64  `json:"height,omitempty"`
+	Synced    bool   `json:"synced"`
+	Error     string `json:"error,omitempty"`
+}
+
+// ChainEvent says what the chain watcher saw of one output paying a
+// watched address: first in the mempool, then at each new depth, or that
+// it was dropped.
+type ChainEvent struct {
+	Address string
+	Payment Payment
+	Dropped bool
+}
+
+// Chain is an on-chain backend.
+type Chain interface {
+	// NewAddress returns a fresh address for an invoice of store.
+	NewAddress(ctx context.Context, store *Store, invoiceID string) (string, error)
+	// Start delivers chain events to handle until ctx ends.
+	Start(ctx context.Context, handle func(context.Context, ChainEvent)) error
+	Info(ctx context.Context) BackendInfo
+}
+
+// LightningInvoice is a BOLT11 payment request made by the node.
+type LightningInvoice struct {
+	PaymentRequest string
+	PaymentHash    string
+}
+
+// LightningEvent says that a Lightning invoice was settled.
+type LightningEvent struct {
+	PaymentHash string
+	AmountMSat  MSat
+	SettledAt   time.Time
+}
+
+// Lightning is a Lightning backend.
+type Lightning interface {
+	// CreateInvoice asks the node for an invoice; amount zero makes an
+	// invoice for any amount.
+	CreateInvoice(ctx context.Context, amount MSat, memo string, expiry time.Duration) (LightningInvoice, error)
+	// Start delivers settled invoices to handle until ctx ends.
+	Start(ctx context.Context, handle func(context.Context, LightningEvent)) error
+	Info(ctx context.Context) BackendInfo
+}
+
+// RateEntry is the rate of one pair for the rates endpoint.
+type RateEntry struct {
+	Currency Currency
+	Rate     decimal.Decimal
+	// Errors says what went wrong with the pair's sources.
+	Errors []string
+}
+
+// Rates gives the price of one bitcoin in each currency.
+type Rates interface {
+	// Rate returns the current price of one bitcoin in c, or an
+	// Unavailable error that names c and the failing sources. BTC and
+	// SATS never fail.
+	Rate(ctx context.Context, c Currency) (decimal.Decimal, error)
+	// Entries returns one entry per fiat currency.
+	Entries(ctx context.Context) []RateEntry
+	// Source names where rates come from ("fixed" in simulation).
+	Source() string
+}
+
+// Simulator drives the simulated chain and Lightning backends.
+type Simulator interface {
+	// Pay pays inv by method with amount sats (zero: the amount due).
+	Pay(ctx context.Context, inv *Invoice, method PaymentMethod, amount Sats) (txid string, err error)
+	// Mine mines n blocks and returns the new height.
+	Mine(ctx context.Context, n int) (int64, error)
+}

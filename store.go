@@ -1,0 +1,108 @@
+package kassa
+
+import (
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Store is a merchant's store: its settings, API keys and prepaid balance.
+type Store struct {
+	ID       string   `json:"id"`
+	Name     string   `json:"name"`
+	Currency Currency `json:"currency"`
+	// PercentFee is the service fee in percent of each settled invoice.
+	PercentFee decimal.Decimal `json:"percentFee"`
+	// UnderpaymentTolerance is the shortfall, in percent of the invoice
+	// amount, that still settles an invoice (0.25 is a quarter percent).
+	UnderpaymentTolerance decimal.Decimal `json:"underpaymentTolerance"`
+	// WalletMinSendable and WalletMaxSendable bound the forwards to the
+	// store's Lightning address, in millisatoshis.
+	WalletMinSendable MSat   `json:"walletMinSendable"`
+	WalletMaxSendable MSat   `json:"walletMaxSendable"`
+	LightningAddress  string `json:"lightningAddress,omitempty"`
+	// Xpub is the extended public key on-chain addresses are derived from
+	// (BIP84); empty means the service's own wallet.
+	Xpub                  string `json:"xpub,omitempty"`
+	NextAddressIndex      uint32 `json:"nextAddressIndex,omitempty"`
+	ConfirmationsRequired int32  `json:"confirmationsRequired"`
+	// CreditLimit is how far below zero the prepaid balance may go before
+	// the store can no longer create invoices.
+	CreditLimit Sats      `json:"creditLimit"`
+	APIKeys     []APIKey  `json:"apiKeys"`
+	CreatedAt   time.Time `json:"createdAt"`
+}
+
+// APIKey is one of a store's API keys. Keys can be shown again at any
+// time (SPEC.md), so the key itself is stored.
+type APIKey struct {
+	ID        string    `json:"id"`
+	Label     string    `json:"label"`
+	Key       string    `json:"key"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Default store settings.
+var (
+	DefaultWalletMinSendable MSat = 1_000
+	DefaultWalletMaxSendable MSat = 100_000_000_000 // one bitcoin
+	DefaultCreditLimit       Sats = 100_000
+)
+
+// StoreSettings are the fields a store is created with.
+type StoreSettings struct {
+	Name                  string
+	Currency              Currency
+	PercentFee            decimal.Decimal
+	UnderpaymentTolerance decimal.Decimal
+	Xpub                  string
+	LightningAddress      string
+	ConfirmationsRequired int32
+}
+
+// Validate checks the settings of a new store.
+func (s *StoreSettings) Validate() error {
+	var fields []FieldError
+	if s.Name == "" || len(s.Name) > 100 {
+		fields = append(fields, FieldError{"name", "is required, at most 100 characters"})
+	}
+	if s.Currency == "" {
+		s.Currency = EUR
+	} else if c, err := ParseCurrency(string(s.Currency)); err != nil {
+		fields = append(fields, FieldError{"currency", ErrorMessage(err)})
+	} else {
+		s.Currency = c
+	}
+	if s.PercentFee.IsNegative() || s.PercentFee.GreaterThan(decHundred) {
+		fields = append(fields, FieldError{"percentFee", "must be between 0 and 100"})
+	}
+	if s.UnderpaymentTolerance.IsNegative() || s.UnderpaymentTolerance.GreaterThan(decHundred) {
+		fields = append(fields, FieldError{"underpaymentTolerance", "must be between 0 and 100"})
+	}
+	if s.ConfirmationsRequired < 0 || s.ConfirmationsRequired > 100 {
+		fields = append(fields, FieldError{"confirmations", "must be between 0 and 100"})
+	}
+	if len(fields) > 0 {
+		return InvalidFields(fields)
+	}
+	return nil
+}
+
+// NewStore returns a new store with one API key.
+func NewStore(id string, s StoreSettings, now time.Time) *Store {
+	return &Store{
+		ID:                    id,
+		Name:                  s.Name,
+		Currency:              s.Currency,
+		PercentFee:            s.PercentFee,
+		UnderpaymentTolerance: s.UnderpaymentTolerance,
+		WalletMinSendable:     DefaultWalletMinSendable,
+		WalletMaxSendable:     DefaultWalletMaxSendable,
+		LightningAddress:      s.LightningAddress,
+		Xpub:                  s.Xpub,
+		ConfirmationsRequired: s.ConfirmationsRequired,
+		CreditLimit:           DefaultCreditLimit,
+		APIKeys:               []APIKey{{ID: NewID("key_"), Label: "default", Key: NewSecret(), CreatedAt: now}},
+		CreatedAt:             now,
+	}
+}

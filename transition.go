@@ -1,0 +1,298 @@
+package kassa
+
+import (
+	"errors"
+	"time"
+)
+
+// Sentinel errors of the invoice state machine. The actor treats them as
+// "nothing to do" for inputs that race with another change (a timer firing
+// just after a settle) and as a conflict for requests from a person.
+var (
+	// ErrInvoiceAlreadySettled is returned for an input that would change
+	// an invoice that is already settled.
+	ErrInvoiceAlreadySettled = Errorf(Conflict, "invoice is already settled")
+	// ErrInvoiceNotOpen is returned when the expiry timer fires for an
+	// invoice that is no longer New.
+	ErrInvoiceNotOpen = Errorf(Conflict, "invoice is no longer open")
+	// ErrInvoiceInvalid is returned for an input to an invoice marked
+	// Invalid that would change its status.
+	ErrInvoiceInvalid = Errorf(Conflict, "invoice is invalid")
+	// ErrExpiryTooEarly is returned when an expiry input comes before the
+	// invoice's expiry time.
+	ErrExpiryTooEarly = Errorf(Conflict, "invoice has not reached its expiry time")
+	// ErrMonitoringNotOver is returned when a monitoring-ended input comes
+	// before the end of the monitoring window.
+	ErrMonitoringNotOver = Errorf(Conflict, "monitoring window is not over")
+	// ErrUnknownPayment is returned when a dropped payment names no
+	// payment of the invoice.
+	ErrUnknownPayment = Errorf(NotFound, "no such payment on this invoice")
+	// ErrMethodNotEnabled is returned for a payment by a method the
+	// invoice does not accept.
+	ErrMethodNotEnabled = Errorf(Invalid, "payment method is not enabled on this invoice")
+	// ErrNothingChanged is returned for an input that repeats what the
+	// invoice already knows (the same output at the same depth).
+	ErrNothingChanged = errors.New("nothing changed")
+)
+
+// InvoiceInput is something that happens to an invoice: a payment, a
+// confirmation, a timer. Inputs carry their own time, so that applying the
+// same input to the same state always gives the same result; replay from
+// the journal depends on it.
+type InvoiceInput interface{ inputTime() time.Time }
+
+// PaymentObserved says that an on-chain output paying the invoice's
+// address was seen, in the mempool or in a block at a given depth. The
+// same output may be observed again as it gains confirmations.
+type PaymentObserved struct {
+	Payment Payment
+	At      time.Time
+}
+
+// PaymentDropped says that an on-chain payment was double-spent, replaced
+// or reorged out of the chain.
+type PaymentDropped struct {
+	PaymentID string
+	At        time.Time
+}
+
+// LightningPaid says that the invoice's Lightning invoice was settled.
+type LightningPaid struct {
+	PaymentHash string
+	AmountMSat  MSat
+	At          time.Time
+}
+
+// ExpiryReached says that the invoice's expiry timer fired.
+type ExpiryReached struct{ At time.Time }
+
+// MonitoringEnded says that the window in which an expired invoice's
+// address is still watched is over.
+type MonitoringEnded struct{ At time.Time }
+
+// MarkedInvalid says that a person marked the invoice invalid.
+type MarkedInvalid struct{ At time.Time }
+
+func (i PaymentObserved) inputTime() time.Time { return i.At }
+func (i PaymentDropped) inputTime() time.Time  { return i.At }
+func (i LightningPaid) inputTime() time.Time   { return i.At }
+func (i ExpiryReached) inputTime() time.Time   { return i.At }
+func (i MonitoringEnded) inputTime() time.Time { return i.At }
+func (i MarkedInvalid) inputTime() time.Time   { return i.At }
+
+// Effect is something to do after an input's event is durable.
+type Effect interface{ effect() }
+
+// Emit says to send a webhook event.
+type Emit struct {
+	Type             EventType
+	AdditionalStatus AdditionalStatus
+	IsUnderpaid      bool
+}
+
+// Settle says to record the deposit and the service fee of a settled
+// invoice.
+type Settle struct {
+	FullAmount Sats
+	Fee        Sats
+	Method     PaymentMethod
+	// Hash is the payment hash or transaction id of the settling payment.
+	Hash string
+}
+
+// ArmTimer says to fire an input at At: the expiry while the invoice is
+// New, the end of monitoring afterwards.
+type ArmTimer struct{ At time.Time }
+
+// StopWatching says the invoice no longer needs its timer or the watchers.
+type StopWatching struct{}
+
+func (Emit) effect()         {}
+func (Settle) effect()       {}
+func (ArmTimer) effect()     {}
+func (StopWatching) effect() {}
+
+// Apply returns the invoice after in, and the effects to perform once the
+// input is durable. An error leaves the invoice unchanged and means that
+// nothing is to be stored.
+func (inv Invoice) Apply(in InvoiceInput) (Invoice, []Effect, error) {
+	next := inv
+	next.Payments = append([]Payment(nil), inv.Payments...)
+	next.UpdatedAt = in.inputTime()
+	var effects []Effect
+	var err error
+	switch in := in.(type) {
+	case PaymentObserved:
+		effects, err = next.observe(in)
+	case PaymentDropped:
+		effects, err = next.drop(in)
+	case LightningPaid:
+		effects, err = next.lightning(in)
+	case ExpiryReached:
+		effects, err = next.expire(in)
+	case MonitoringEnded:
+		effects, err = next.endMonitoring(in)
+	case MarkedInvalid:
+		effects, err = next.markInvalid()
+	default:
+		err = Errorf(Internal, "unknown invoice input %T", in)
+	}
+	if err != nil {
+		return inv, nil, err
+	}
+	return next, effects, nil
+}
+
+func (inv *Invoice) observe(in PaymentObserved) ([]Effect, error) {
+	p := in.Payment
+	p.Method = MethodOnchain
+	if p.ID == "" {
+		return nil, Errorf(Invalid, "payment has no id")
+	}
+	if p.Amount <= 0 {
+		return nil, Errorf(Invalid, "payment amount must be positive")
+	}
+	found := false
+	for i := range inv.Payments {
+		if inv.Payments[i].ID != p.ID {
+			continue
+		}
+		found = true
+		old := inv.Payments[i]
+		if old.Confirmations == p.Confirmations && !old.Dropped {
+			return nil, ErrNothingChanged
+		}
+		p.ReceivedAt = old.ReceivedAt
+		inv.Payments[i] = p
+	}
+	if !found {
+		if p.ReceivedAt.IsZero() {
+			p.ReceivedAt = in.At
+		}
+		inv.Payments = append(inv.Payments, p)
+	}
+	return inv.afterPayment(in.At, MethodOnchain, p.TxID), nil
+}
+
+func (inv *Invoice) drop(in PaymentDropped) ([]Effect, error) {
+	for i := range inv.Payments {
+		if inv.Payments[i].ID == in.PaymentID {
+			if inv.Payments[i].Dropped {
+				return nil, ErrNothingChanged
+			}
+			inv.Payments[i].Dropped = true
+			return nil, nil
+		}
+	}
+	return nil, ErrUnknownPayment
+}
+
+func (inv *Invoice) lightning(in LightningPaid) ([]Effect, error) {
+	if in.AmountMSat <= 0 {
+		return nil, Errorf(Invalid, "payment amount must be positive")
+	}
+	for _, p := range inv.Payments {
+		if p.ID == in.PaymentHash {
+			return nil, ErrNothingChanged
+		}
+	}
+	inv.Payments = append(inv.Payments, Payment{
+		ID:          in.PaymentHash,
+		Method:      MethodLightning,
+		TxID:        in.PaymentHash,
+		Amount:      in.AmountMSat.Sats(),
+		AmountMSat:  in.AmountMSat,
+		Destination: inv.LightningInvoice,
+		ReceivedAt:  in.At,
+	})
+	return inv.afterPayment(in.At, MethodLightning, in.PaymentHash), nil
+}
+
+// afterPayment moves the invoice on after a payment was added or gained
+// confirmations.
+func (inv *Invoice) afterPayment(at time.Time, method PaymentMethod, hash string) []Effect {
+	received, confirmed := inv.TotalPaid(), inv.ConfirmedPaid()
+	switch inv.Status {
+	case InvoiceNew:
+		if Covers(inv.Amount, confirmed, inv.Tolerance) {
+			return append([]Effect{Emit{Type: EventProcessing}}, inv.settle(at, method, hash, StatusNone)...)
+		}
+		if Covers(inv.Amount, received, inv.Tolerance) {
+			inv.Status = InvoiceProcessing
+			return []Effect{Emit{Type: EventProcessing}, ArmTimer{At: inv.MonitorUntil}}
+		}
+	case InvoiceProcessing:
+		if Covers(inv.Amount, confirmed, inv.Tolerance) {
+			return inv.settle(at, method, hash, StatusNone)
+		}
+	case InvoiceExpired:
+		if Covers(inv.Amount, confirmed, inv.Tolerance) {
+			return inv.settle(at, method, hash, StatusPaidAfterExpiration)
+		}
+	}
+	// Settled and Invalid invoices only record what arrives.
+	return nil
+}
+
+func (inv *Invoice) settle(at time.Time, method PaymentMethod, hash string, additional AdditionalStatus) []Effect {
+	paid := inv.TotalPaid()
+	if additional == StatusNone && inv.Amount > 0 && paid > inv.Amount {
+		additional = StatusOverpaid
+	}
+	inv.Status = InvoiceSettled
+	inv.AdditionalStatus = additional
+	inv.SettledAt = at
+	inv.SettledBy = method
+	inv.MonitoringDone = true
+	return []Effect{
+		Emit{Type: EventSettled, AdditionalStatus: additional},
+		Settle{FullAmount: paid, Fee: PercentOf(paid, inv.PercentFee), Method: method, Hash: hash},
+		StopWatching{},
+	}
+}
+
+func (inv *Invoice) expire(in ExpiryReached) ([]Effect, error) {
+	if inv.Status != InvoiceNew {
+		return nil, ErrInvoiceNotOpen
+	}
+	if in.At.Before(inv.ExpiresAt) {
+		return nil, ErrExpiryTooEarly
+	}
+	inv.Status = InvoiceExpired
+	emit := Emit{Type: EventExpired}
+	if inv.TotalPaid() > 0 {
+		inv.AdditionalStatus = StatusUnderpaid
+		emit.AdditionalStatus, emit.IsUnderpaid = StatusUnderpaid, true
+	}
+	return []Effect{emit, ArmTimer{At: inv.MonitorUntil}}, nil
+}
+
+func (inv *Invoice) endMonitoring(in MonitoringEnded) ([]Effect, error) {
+	if in.At.Before(inv.MonitorUntil) {
+		return nil, ErrMonitoringNotOver
+	}
+	switch inv.Status {
+	case InvoiceProcessing:
+		inv.Status = InvoiceInvalid
+		inv.MonitoringDone = true
+		return []Effect{StopWatching{}}, nil
+	case InvoiceExpired:
+		if !inv.MonitoringDone {
+			inv.MonitoringDone = true
+			return []Effect{StopWatching{}}, nil
+		}
+	}
+	return nil, ErrNothingChanged
+}
+
+func (inv *Invoice) markInvalid() ([]Effect, error) {
+	switch inv.Status {
+	case InvoiceSettled:
+		return nil, ErrInvoiceAlreadySettled
+	case InvoiceInvalid:
+		return nil, ErrNothingChanged
+	}
+	inv.Status = InvoiceInvalid
+	inv.MonitoringDone = true
+	return []Effect{StopWatching{}}, nil
+}

@@ -92,6 +92,8 @@ type Batch interface {
 	// delta to the store's prepaid balance.
 	PutTransaction(tx *Transaction)
 	PutPaymentRequest(pr *PaymentRequest)
+	// MarkPaymentRequestPaid records that invoiceID settled the pay link.
+	MarkPaymentRequestPaid(paymentRequestID, invoiceID string)
 }
 
 // Journal stores actors' events and state durably.
@@ -103,6 +105,11 @@ type Journal interface {
 	Events(ctx context.Context, s Stream, after uint64, fn func(seq uint64, event []byte) error) error
 	// StreamSeq returns the last sequence number of s, or 0.
 	StreamSeq(ctx context.Context, s Stream) (uint64, error)
+	// InvoiceSnapshot returns an invoice's stored state and the sequence
+	// number of the last event it includes; NotFound when there is none.
+	InvoiceSnapshot(ctx context.Context, id string) (*Invoice, uint64, error)
+	// StoreSnapshot does the same for a store.
+	StoreSnapshot(ctx context.Context, id string) (*Store, uint64, error)
 }
 
 // KeyValue keeps small records that expire, such as idempotency keys.

@@ -1,0 +1,18 @@
+// Package actors runs Kassa's stores and invoices as supervised
+// protoactor-go actors, each with its own mailbox.
+//
+// A store actor owns the store's settings and pay links and supervises its
+// invoice actors (one-for-one: a panic in one invoice actor restarts that
+// actor from storage and touches no other). Each open invoice actor owns
+// its expiry timer. Actors persist through kassa.Journal: an event, the
+// new state and everything that follows from it (indexes, ledger lines,
+// balance) are one batch, durable before the request is answered or any
+// effect happens. On start, every invoice that waits for a timer is
+// re-activated; those whose deadline passed while the service was down
+// fire at once.
+//
+// Actors are addressed through one small lookup by kind and id
+// (System.store and System.invoice), which a cluster would turn into a
+// grain lookup. Messages that would cross nodes are the protobuf messages
+// of package protos.
+package actors

@@ -1,0 +1,247 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/protos"
+)
+
+// invoiceActor owns one invoice: it applies inputs through the pure state
+// machine, journals them, and owns the invoice's timer.
+type invoiceActor struct {
+	sys     *System
+	storeID string
+	fresh   bool
+
+	inv    kassa.Invoice
+	seq    uint64
+	cancel func()
+	armed  time.Time
+}
+
+// createInvoice is the first message of a new invoice actor.
+type createInvoice struct {
+	ctx     context.Context
+	inv     kassa.Invoice
+	effects []kassa.Effect
+}
+
+// crash makes an invoice actor panic. Only tests send it, to check that
+// the supervisor restarts the actor from storage.
+type crash struct{}
+
+// deadlineFired is sent by the invoice's own timer.
+type deadlineFired struct{ at time.Time }
+
+func (a *invoiceActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		if !a.fresh {
+			a.load(ctx)
+		}
+	case *createInvoice:
+		ctx.Respond(a.create(ctx, msg))
+	case *protos.InvoiceEvent:
+		in, err := inputOf(msg)
+		if err != nil {
+			ctx.Respond(reply{err: err})
+			return
+		}
+		inv, err := a.apply(ctx, context.Background(), in)
+		if ctx.Sender() != nil {
+			ctx.Respond(reply{value: inv, err: err})
+		}
+	case *deadlineFired:
+		if !msg.at.Equal(a.armed) {
+			return // a timer that was re-armed or cancelled after it fired
+		}
+		a.armed = time.Time{}
+		now := a.sys.cfg.Clock.Now().UTC()
+		in := a.inv.DeadlineInput(now)
+		if _, err := a.apply(ctx, context.Background(), in); err != nil && !ignorable(err) {
+			if errors.Is(err, kassa.ErrExpiryTooEarly) || errors.Is(err, kassa.ErrMonitoringNotOver) {
+				a.arm(ctx)
+				return
+			}
+			a.sys.log.Error("invoice deadline", "invoice", a.inv.ID, "err", err)
+		}
+	case crash:
+		panic("crash requested")
+	case *actor.Stopping:
+		a.disarm()
+	case *actor.Restarting:
+		a.disarm()
+	}
+}
+
+// load rebuilds the invoice from its snapshot and any later events.
+func (a *invoiceActor) load(ctx actor.Context) {
+	id := ctx.Self().Id[len("store/"+a.storeID+"/inv/"):]
+	bg := context.Background()
+	inv, seq, err := a.sys.cfg.Journal.InvoiceSnapshot(bg, id)
+	if err != nil && kassa.ErrorCode(err) != kassa.NotFound {
+		panic(fmt.Sprintf("load invoice %s: %v", id, err))
+	}
+	if inv != nil {
+		a.inv, a.seq = *inv, seq
+	}
+	err = a.sys.cfg.Journal.Events(bg, kassa.Stream{Kind: kassa.KindInvoice, ID: id}, a.seq, func(seq uint64, data []byte) error {
+		var ev protos.InvoiceEvent
+		if err := proto.Unmarshal(data, &ev); err != nil {
+			return err
+		}
+		if c := ev.GetCreated(); c != nil {
+			if err := jsonUnmarshal(c.Invoice, &a.inv); err != nil {
+				return err
+			}
+		} else {
+			in, err := inputOf(&ev)
+			if err != nil {
+				return err
+			}
+			if next, _, err := a.inv.Apply(in); err == nil {
+				a.inv = next
+			}
+		}
+		a.seq = seq
+		return nil
+	})
+	if err != nil {
+		panic(fmt.Sprintf("replay invoice %s: %v", id, err))
+	}
+	if a.inv.ID == "" {
+		a.sys.log.Warn("message for an unknown invoice", "invoice", id)
+		ctx.Send(ctx.Parent(), &passivate{invoiceID: id})
+		return
+	}
+	a.arm(ctx)
+	a.maybePassivate(ctx)
+}
+
+func (a *invoiceActor) stream() kassa.Stream {
+	return kassa.Stream{Kind: kassa.KindInvoice, ID: a.inv.ID}
+}
+
+func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
+	_, span := a.sys.tracer.Start(msg.ctx, "invoice.Create", trace.WithAttributes(attribute.String("invoice.id", msg.inv.ID)))
+	defer span.End()
+	ev, err := createdEvent(&msg.inv)
+	if err != nil {
+		return reply{err: err}
+	}
+	data, err := marshal(ev)
+	if err != nil {
+		return reply{err: err}
+	}
+	b := a.sys.cfg.Journal.NewBatch()
+	b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: msg.inv.ID}, 1, data)
+	b.PutInvoice(&msg.inv, nil, 1)
+	if err := a.sys.cfg.Journal.Commit(trace.ContextWithSpan(msg.ctx, span), b); err != nil {
+		ctx.Send(ctx.Parent(), &passivate{invoiceID: msg.inv.ID})
+		return reply{err: err}
+	}
+	a.inv, a.seq = msg.inv, 1
+	inv := a.inv
+	a.perform(ctx, msg.ctx, &inv, msg.effects)
+	return reply{value: &inv}
+}
+
+// apply runs in through the state machine, journals it with everything
+// that follows from it in one batch, then performs the effects.
+func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa.InvoiceInput) (*kassa.Invoice, error) {
+	if a.inv.ID == "" {
+		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
+	}
+	next, effects, err := a.inv.Apply(in)
+	if err != nil {
+		cur := a.inv
+		return &cur, err
+	}
+	spanCtx, span := a.sys.tracer.Start(parent, "invoice.Apply", trace.WithAttributes(
+		attribute.String("invoice.id", a.inv.ID), attribute.String("input", fmt.Sprintf("%T", in))))
+	defer span.End()
+	data, err := marshal(eventOf(in))
+	if err != nil {
+		return nil, err
+	}
+	seq := a.seq + 1
+	b := a.sys.cfg.Journal.NewBatch()
+	b.AppendEvent(a.stream(), seq, data)
+	for _, e := range effects {
+		if s, ok := e.(kassa.Settle); ok {
+			for _, tx := range kassa.SettlementTransactions(&next, s, next.UpdatedAt) {
+				b.PutTransaction(&tx)
+			}
+			if next.PaymentLinkID != "" {
+				b.MarkPaymentRequestPaid(next.PaymentLinkID, next.ID)
+			}
+		}
+	}
+	b.PutInvoice(&next, &a.inv, seq)
+	if err := a.sys.cfg.Journal.Commit(spanCtx, b); err != nil {
+		return nil, fmt.Errorf("persist invoice %s: %w", a.inv.ID, err)
+	}
+	a.inv, a.seq = next, seq
+	out := a.inv
+	a.perform(ctx, spanCtx, &out, effects)
+	a.maybePassivate(ctx)
+	return &out, nil
+}
+
+// perform carries out effects once their event is durable.
+func (a *invoiceActor) perform(ctx actor.Context, parent context.Context, inv *kassa.Invoice, effects []kassa.Effect) {
+	for _, e := range effects {
+		switch e := e.(type) {
+		case kassa.Emit:
+			a.sys.log.Info("invoice event", "invoice", inv.ID, "store", inv.StoreID, "type", string(e.Type), "additionalStatus", e.AdditionalStatus.String())
+			if a.sys.cfg.Events != nil {
+				a.sys.cfg.Events.InvoiceEvent(parent, inv, e)
+			}
+		case kassa.ArmTimer:
+			a.arm(ctx)
+		case kassa.StopWatching:
+			a.disarm()
+		}
+	}
+}
+
+// arm sets the timer to the invoice's deadline, if it has one.
+func (a *invoiceActor) arm(ctx actor.Context) {
+	at, ok := a.inv.Deadline()
+	if !ok || at.Equal(a.armed) {
+		return
+	}
+	a.disarm()
+	self, root := ctx.Self(), a.sys.as.Root
+	d := at.Sub(a.sys.cfg.Clock.Now())
+	if d < 0 {
+		d = 0
+	}
+	a.armed = at
+	a.cancel = a.sys.cfg.Clock.AfterFunc(d, func() { root.Send(self, &deadlineFired{at: at}) })
+}
+
+func (a *invoiceActor) disarm() {
+	if a.cancel != nil {
+		a.cancel()
+		a.cancel = nil
+	}
+	a.armed = time.Time{}
+}
+
+// maybePassivate asks the store to stop this actor once the invoice waits
+// for nothing; a later payment or request activates it again.
+func (a *invoiceActor) maybePassivate(ctx actor.Context) {
+	if _, ok := a.inv.Deadline(); !ok {
+		ctx.Send(ctx.Parent(), &passivate{invoiceID: a.inv.ID})
+	}
+}

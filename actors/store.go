@@ -1,0 +1,251 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/protos"
+)
+
+// storeActor owns a store's settings and pay links and supervises the
+// store's invoice actors.
+type storeActor struct {
+	sys *System
+	id  string
+	st  *kassa.Store
+	seq uint64
+
+	invoices map[string]*actor.PID
+	// stopping holds messages for invoice actors that are passivating;
+	// they are delivered to a fresh actor once the old one is gone.
+	stopping map[string][]pending
+}
+
+type pending struct {
+	msg    *invoiceCommand
+	sender *actor.PID
+}
+
+// passivate asks the store to stop an invoice actor that waits for
+// nothing; the store then routes new messages to a fresh activation.
+type passivate struct{ invoiceID string }
+
+func (a *storeActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		a.id = ctx.Self().Id[len("store/"):]
+		a.invoices = map[string]*actor.PID{}
+		a.stopping = map[string][]pending{}
+		st, seq, err := a.sys.cfg.Journal.StoreSnapshot(context.Background(), a.id)
+		if err == nil {
+			a.st, a.seq = st, seq
+		} else if kassa.ErrorCode(err) != kassa.NotFound {
+			panic(fmt.Sprintf("load store %s: %v", a.id, err))
+		}
+	case *createStore:
+		ctx.Respond(a.create(msg))
+	case *spawnInvoice:
+		a.spawnInvoice(ctx, msg)
+	case *invoiceCommand:
+		a.route(ctx, msg, ctx.Sender())
+	case *passivate:
+		if pid, ok := a.invoices[msg.invoiceID]; ok {
+			delete(a.invoices, msg.invoiceID)
+			a.stopping[msg.invoiceID] = nil
+			ctx.Poison(pid)
+		}
+	case *actor.Terminated:
+		id := invoiceIDOf(a.id, msg.Who.Id)
+		if queued, ok := a.stopping[id]; ok {
+			delete(a.stopping, id)
+			for _, p := range queued {
+				a.route(ctx, p.msg, p.sender)
+			}
+		} else if pid, ok := a.invoices[id]; ok && pid.Id == msg.Who.Id {
+			delete(a.invoices, id)
+		}
+	case *savePaymentRequest:
+		ctx.Respond(a.savePaymentRequest(msg))
+	case *topUp:
+		ctx.Respond(a.topUp(msg))
+	}
+}
+
+func invoiceName(invoiceID string) string { return "inv/" + invoiceID }
+
+func invoiceIDOf(storeID, pid string) string {
+	return pid[len("store/"+storeID+"/inv/"):]
+}
+
+func (a *storeActor) create(msg *createStore) reply {
+	if a.st != nil {
+		return reply{err: kassa.Errorf(kassa.Conflict, "store %s exists", a.id)}
+	}
+	doc, err := json.Marshal(msg.store)
+	if err != nil {
+		return reply{err: err}
+	}
+	ev := &protos.StoreEvent{AtUnixNano: msg.store.CreatedAt.UnixNano(), Kind: &protos.StoreEvent_Created{Created: &protos.StoreCreated{Store: doc}}}
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) { b.PutStore(msg.store, seq) }); err != nil {
+		return reply{err: err}
+	}
+	a.st = msg.store
+	return reply{value: msg.store}
+}
+
+// commit journals ev with the writes of put, as one batch.
+func (a *storeActor) commit(ctx context.Context, ev *protos.StoreEvent, put func(kassa.Batch, uint64)) error {
+	data, err := marshal(ev)
+	if err != nil {
+		return err
+	}
+	seq := a.seq + 1
+	b := a.sys.cfg.Journal.NewBatch()
+	b.AppendEvent(kassa.Stream{Kind: kassa.KindStore, ID: a.id}, seq, data)
+	put(b, seq)
+	if err := a.sys.cfg.Journal.Commit(ctx, b); err != nil {
+		return err
+	}
+	a.seq = seq
+	return nil
+}
+
+func (a *storeActor) invoiceProps(fresh bool) *actor.Props {
+	var started atomic.Bool
+	started.Store(!fresh)
+	return actor.PropsFromProducer(func() actor.Actor {
+		// The first instance of a new invoice starts empty and gets its
+		// state from the create message; any later instance (a restart
+		// after a panic) loads it from storage.
+		return &invoiceActor{sys: a.sys, storeID: a.id, fresh: !started.Swap(true)}
+	})
+}
+
+func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
+	if a.st == nil {
+		ctx.Respond(reply{err: kassa.Errorf(kassa.NotFound, "store not found")})
+		return
+	}
+	pid, err := ctx.SpawnNamed(a.invoiceProps(true), invoiceName(msg.inv.ID))
+	if err != nil {
+		ctx.Respond(reply{err: fmt.Errorf("spawn invoice actor: %w", err)})
+		return
+	}
+	a.invoices[msg.inv.ID] = pid
+	ctx.RequestWithCustomSender(pid, &createInvoice{ctx: msg.ctx, inv: msg.inv, effects: msg.effects}, ctx.Sender())
+}
+
+// route delivers msg to its invoice actor, activating it when needed.
+func (a *storeActor) route(ctx actor.Context, msg *invoiceCommand, sender *actor.PID) {
+	if queued, ok := a.stopping[msg.invoiceID]; ok {
+		a.stopping[msg.invoiceID] = append(queued, pending{msg, sender})
+		return
+	}
+	pid, ok := a.invoices[msg.invoiceID]
+	if !ok {
+		var err error
+		pid, err = ctx.SpawnNamed(a.invoiceProps(false), invoiceName(msg.invoiceID))
+		if err != nil {
+			if sender != nil {
+				ctx.Send(sender, reply{err: fmt.Errorf("activate invoice actor: %w", err)})
+			}
+			return
+		}
+		a.invoices[msg.invoiceID] = pid
+	}
+	if msg.event == nil {
+		return // activation only
+	}
+	if sender != nil {
+		ctx.RequestWithCustomSender(pid, msg.event, sender)
+	} else {
+		ctx.Send(pid, msg.event)
+	}
+}
+
+func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
+	if a.st == nil {
+		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
+	}
+	now := a.sys.cfg.Clock.Now().UTC()
+	var pr *kassa.PaymentRequest
+	if msg.id == "" {
+		in := msg.input
+		pr = &kassa.PaymentRequest{
+			ID: kassa.NewID(""), StoreID: a.id, CreatedAt: now,
+			Amount: in.Amount, Title: in.Title, Currency: in.Currency, OrderID: in.OrderID,
+			Description: in.Description, RedirectURL: in.RedirectURL, CustomerEmail: in.CustomerEmail,
+			Discount: in.Discount, InternalNote: in.InternalNote, ExpiryDate: in.ExpiryDate,
+		}
+		if pr.Currency == "" {
+			pr.Currency = a.st.Currency
+		}
+		if pr.ExpiryDate.IsZero() {
+			pr.ExpiryDate = now.Add(kassa.DefaultPaymentRequestExpiry)
+		}
+	} else {
+		old, err := a.sys.cfg.Reader.PaymentRequest(msg.ctx, msg.id)
+		if err != nil {
+			return reply{err: err}
+		}
+		if old.StoreID != a.id {
+			return reply{err: kassa.Errorf(kassa.NotFound, "payment request not found")}
+		}
+		if old.Archived {
+			return reply{err: kassa.Errorf(kassa.Conflict, "payment request is archived")}
+		}
+		pr = old
+		if msg.archive {
+			pr.Archived = true
+		} else {
+			in := msg.input
+			pr.Amount, pr.Title = in.Amount, in.Title
+			if in.Currency != "" {
+				pr.Currency = in.Currency
+			}
+			if in.OrderID != "" {
+				pr.OrderID = in.OrderID
+			}
+			if in.Description != "" {
+				pr.Description = in.Description
+			}
+			if !in.ExpiryDate.IsZero() {
+				pr.ExpiryDate = in.ExpiryDate
+			}
+		}
+	}
+	pr.UpdatedAt = now
+	doc, err := json.Marshal(pr)
+	if err != nil {
+		return reply{err: err}
+	}
+	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_PaymentRequestSaved{PaymentRequestSaved: &protos.PaymentRequestSaved{PaymentRequest: doc}}}
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.PutPaymentRequest(pr) }); err != nil {
+		return reply{err: err}
+	}
+	return reply{value: pr}
+}
+
+func (a *storeActor) topUp(msg *topUp) reply {
+	if a.st == nil {
+		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
+	}
+	now := a.sys.cfg.Clock.Now().UTC()
+	tx := &kassa.Transaction{
+		StoreID: a.id, Type: kassa.TransactionTopUp, Status: kassa.TransactionSettled,
+		Amount: msg.amount, FullAmount: msg.amount, Currency: kassa.SATS,
+		AmountInPreferredCurrency: kassa.FiatValue(msg.amount, kassa.SATS, decimal.Zero),
+		Comment: "prepaid balance top-up", CreatedAt: now,
+	}
+	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_ToppedUp{ToppedUp: &protos.BalanceToppedUp{AmountSat: int64(msg.amount)}}}
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.PutTransaction(tx) }); err != nil {
+		return reply{err: err}
+	}
+	return reply{value: tx}
+}

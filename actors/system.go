@@ -1,0 +1,407 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/protos"
+)
+
+// EventSink receives the webhook events of invoices once the event that
+// caused them is durable.
+type EventSink interface {
+	InvoiceEvent(ctx context.Context, inv *kassa.Invoice, e kassa.Emit)
+}
+
+// Config holds what the actors need.
+type Config struct {
+	Journal   kassa.Journal
+	Reader    kassa.Reader
+	Chain     kassa.Chain
+	Lightning kassa.Lightning
+	Rates     kassa.Rates
+	Events    EventSink // nil: events are only logged
+	Clock     kassa.Clock
+	Logger    *slog.Logger
+	// InvoiceExpiry is how long an invoice waits for its payment.
+	InvoiceExpiry time.Duration
+	// Monitoring is how long an expired invoice's address is watched.
+	Monitoring time.Duration
+	// RequestTimeout bounds one request to an actor.
+	RequestTimeout time.Duration
+}
+
+// System runs the actors and offers the core's services.
+type System struct {
+	cfg    Config
+	as     *actor.ActorSystem
+	tracer trace.Tracer
+	log    *slog.Logger
+
+	storeProps *actor.Props
+	stores     sync.Map // store id → *actor.PID
+	shutdown   sync.Once
+}
+
+var (
+	_ kassa.StoreService          = (*System)(nil)
+	_ kassa.InvoiceService        = (*System)(nil)
+	_ kassa.PaymentRequestService = (*System)(nil)
+)
+
+// NewSystem starts an actor system. Call Recover once the backends run.
+func NewSystem(cfg Config) *System {
+	if cfg.Clock == nil {
+		cfg.Clock = kassa.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.InvoiceExpiry <= 0 {
+		cfg.InvoiceExpiry = kassa.DefaultInvoiceExpiry
+	}
+	if cfg.Monitoring <= 0 {
+		cfg.Monitoring = kassa.DefaultMonitoring
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 10 * time.Second
+	}
+	quiet := cfg.Logger.With("component", "protoactor")
+	s := &System{
+		cfg:    cfg,
+		as:     actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet })),
+		tracer: otel.Tracer("github.com/kassapay/kassa/actors"),
+		log:    cfg.Logger,
+	}
+	// A panicking invoice actor is restarted from storage; its siblings
+	// and its store are not touched.
+	invoiceSupervisor := actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
+		s.log.Error("invoice actor crashed; restarting it from storage", "reason", fmt.Sprint(reason))
+		return actor.RestartDirective
+	})
+	s.storeProps = actor.PropsFromProducer(func() actor.Actor { return &storeActor{sys: s} },
+		actor.WithSupervisor(invoiceSupervisor))
+	return s
+}
+
+// Shutdown stops every actor. It may be called more than once.
+func (s *System) Shutdown() { s.shutdown.Do(s.as.Shutdown) }
+
+// store returns the actor of store id, spawning it when it is not active.
+func (s *System) store(id string) *actor.PID {
+	if pid, ok := s.stores.Load(id); ok {
+		return pid.(*actor.PID)
+	}
+	pid, err := s.as.Root.SpawnNamed(s.storeProps, "store/"+id)
+	if err != nil && !errors.Is(err, actor.ErrNameExists) {
+		panic(fmt.Sprintf("spawn store actor %s: %v", id, err))
+	}
+	actual, _ := s.stores.LoadOrStore(id, pid)
+	return actual.(*actor.PID)
+}
+
+// request sends msg to pid and waits for its reply.
+func (s *System) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
+	timeout := s.cfg.RequestTimeout
+	if d, ok := ctx.Deadline(); ok {
+		if left := time.Until(d); left < timeout {
+			timeout = left
+		}
+	}
+	if timeout <= 0 {
+		return nil, kassa.Errorf(kassa.Unavailable, "request timed out")
+	}
+	res, err := s.as.Root.RequestFuture(pid, msg, timeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("actor %s: %w", pid.Id, err)
+	}
+	if r, ok := res.(reply); ok {
+		return r.value, r.err
+	}
+	return res, nil
+}
+
+// reply is the answer of an actor to a request.
+type reply struct {
+	value any
+	err   error
+}
+
+// Messages handled by store actors. They stay on one node; what crosses
+// actors as data (invoice events) is protobuf.
+type (
+	createStore struct {
+		ctx   context.Context
+		store *kassa.Store
+	}
+	spawnInvoice struct {
+		ctx     context.Context
+		inv     kassa.Invoice
+		effects []kassa.Effect
+	}
+	// invoiceCommand routes an event to an invoice actor, activating it
+	// from storage when needed; a nil event only activates it.
+	invoiceCommand struct {
+		ctx       context.Context
+		invoiceID string
+		event     *protos.InvoiceEvent
+	}
+	savePaymentRequest struct {
+		ctx     context.Context
+		id      string // empty: create
+		input   *kassa.PaymentRequestInput
+		archive bool
+	}
+	topUp struct {
+		ctx    context.Context
+		amount kassa.Sats
+	}
+)
+
+// CreateStore creates a store with one API key.
+func (s *System) CreateStore(ctx context.Context, settings kassa.StoreSettings) (*kassa.Store, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.CreateStore")
+	defer span.End()
+	if err := settings.Validate(); err != nil {
+		return nil, err
+	}
+	st := kassa.NewStore(kassa.NewID(""), settings, s.cfg.Clock.Now().UTC())
+	res, err := s.request(ctx, s.store(st.ID), &createStore{ctx: ctx, store: st})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.Store), nil
+}
+
+// TopUp credits a store's prepaid balance.
+func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats) (*kassa.Transaction, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.TopUp")
+	defer span.End()
+	if amount <= 0 || amount > kassa.MaxSats {
+		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "amount", Message: "must be a positive number of satoshis"}})
+	}
+	if _, err := s.cfg.Reader.Store(ctx, storeID); err != nil {
+		return nil, err
+	}
+	res, err := s.request(ctx, s.store(storeID), &topUp{ctx: ctx, amount: amount})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.Transaction), nil
+}
+
+// rate returns the price of one bitcoin in c.
+func (s *System) rate(ctx context.Context, c kassa.Currency) (decimal.Decimal, error) {
+	switch c {
+	case kassa.BTC:
+		return decimal.NewFromInt(1), nil
+	case kassa.SATS:
+		return decimal.NewFromInt(kassa.SatsPerBTC), nil
+	}
+	return s.cfg.Rates.Rate(ctx, c)
+}
+
+// CreateInvoice creates an invoice: it locks the rate, asks the backends
+// for an address and a Lightning invoice, and has the store actor spawn
+// the invoice actor, which answers once the invoice is durable.
+func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.CreateInvoice", trace.WithAttributes(attribute.String("store.id", storeID)))
+	defer span.End()
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	st, err := s.cfg.Reader.Store(ctx, storeID)
+	if err != nil {
+		return nil, err
+	}
+	balance, err := s.cfg.Reader.Balance(ctx, storeID)
+	if err != nil {
+		return nil, err
+	}
+	if balance < -st.CreditLimit {
+		return nil, kassa.Errorf(kassa.PaymentRequired,
+			"the store's prepaid balance is %d sat, beyond its credit limit of %d sat: top it up in the dashboard to create invoices", balance, st.CreditLimit)
+	}
+	requestRate, err := s.rate(ctx, r.Currency)
+	if err != nil {
+		return nil, err
+	}
+	storeRate := requestRate
+	if st.Currency != r.Currency {
+		if storeRate, err = s.rate(ctx, st.Currency); err != nil {
+			return nil, err
+		}
+	}
+	inv, effects, err := kassa.NewInvoice(kassa.NewID(""), st, r, kassa.InvoiceTerms{
+		RequestRate: requestRate, StoreRate: storeRate, Now: s.cfg.Clock.Now(),
+		Expiry: s.cfg.InvoiceExpiry, Monitoring: s.cfg.Monitoring,
+	})
+	if err != nil {
+		return nil, err
+	}
+	span.SetAttributes(attribute.String("invoice.id", inv.ID))
+	if inv.Accepts(kassa.MethodOnchain) {
+		if inv.OnchainAddress, err = s.cfg.Chain.NewAddress(ctx, st, inv.ID); err != nil {
+			s.log.Error("chain backend: new address", "err", err)
+			return nil, kassa.Errorf(kassa.Unavailable, "the chain backend cannot give an address right now")
+		}
+	}
+	if inv.Accepts(kassa.MethodLightning) {
+		memo := st.Name
+		if inv.OrderID != "" {
+			memo += " order " + inv.OrderID
+		}
+		li, err := s.cfg.Lightning.CreateInvoice(ctx, inv.Amount.MSat(), memo, s.cfg.InvoiceExpiry)
+		if err != nil {
+			s.log.Error("lightning backend: create invoice", "err", err)
+			return nil, kassa.Errorf(kassa.Unavailable, "the Lightning backend cannot make an invoice right now")
+		}
+		inv.LightningInvoice, inv.PaymentHash = li.PaymentRequest, li.PaymentHash
+	}
+	res, err := s.request(ctx, s.store(storeID), &spawnInvoice{ctx: ctx, inv: inv, effects: effects})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.Invoice), nil
+}
+
+// MarkInvoiceInvalid marks an invoice of the store invalid.
+func (s *System) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID string) (*kassa.Invoice, error) {
+	inv, err := s.cfg.Reader.Invoice(ctx, invoiceID)
+	if err != nil {
+		return nil, err
+	}
+	if inv.StoreID != storeID {
+		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
+	}
+	return s.command(ctx, inv.StoreID, invoiceID, eventOf(kassa.MarkedInvalid{At: s.cfg.Clock.Now().UTC()}))
+}
+
+// command sends an event to an invoice actor and returns the invoice
+// after it.
+func (s *System) command(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
+	res, err := s.request(ctx, s.store(storeID), &invoiceCommand{ctx: ctx, invoiceID: invoiceID, event: ev})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.Invoice), nil
+}
+
+// commandByInvoice looks up the store of an invoice and sends it ev.
+func (s *System) commandByInvoice(ctx context.Context, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
+	inv, err := s.cfg.Reader.Invoice(ctx, invoiceID)
+	if err != nil {
+		return nil, err
+	}
+	return s.command(ctx, inv.StoreID, invoiceID, ev)
+}
+
+// HandleChainEvent applies what the chain watcher saw to the invoice that
+// owns the address. Outputs to addresses of no invoice are ignored.
+func (s *System) HandleChainEvent(ctx context.Context, ev kassa.ChainEvent) {
+	ctx, span := s.tracer.Start(ctx, "actors.HandleChainEvent")
+	defer span.End()
+	id, err := s.cfg.Reader.InvoiceIDByAddress(ctx, ev.Address)
+	if err != nil {
+		if kassa.ErrorCode(err) != kassa.NotFound {
+			s.log.Error("chain event: look up address", "address", ev.Address, "err", err)
+		}
+		return
+	}
+	now := s.cfg.Clock.Now().UTC()
+	var in kassa.InvoiceInput = kassa.PaymentObserved{Payment: ev.Payment, At: now}
+	if ev.Dropped {
+		in = kassa.PaymentDropped{PaymentID: ev.Payment.ID, At: now}
+	}
+	if _, err := s.commandByInvoice(ctx, id, eventOf(in)); err != nil && !ignorable(err) {
+		s.log.Error("chain event", "invoice", id, "txid", ev.Payment.TxID, "err", err)
+	}
+}
+
+// HandleLightningEvent applies a settled Lightning invoice.
+func (s *System) HandleLightningEvent(ctx context.Context, ev kassa.LightningEvent) {
+	ctx, span := s.tracer.Start(ctx, "actors.HandleLightningEvent")
+	defer span.End()
+	id, err := s.cfg.Reader.InvoiceIDByPaymentHash(ctx, ev.PaymentHash)
+	if err != nil {
+		if kassa.ErrorCode(err) != kassa.NotFound {
+			s.log.Error("lightning event: look up hash", "err", err)
+		}
+		return
+	}
+	at := ev.SettledAt
+	if at.IsZero() {
+		at = s.cfg.Clock.Now()
+	}
+	in := kassa.LightningPaid{PaymentHash: ev.PaymentHash, AmountMSat: ev.AmountMSat, At: at.UTC()}
+	if _, err := s.commandByInvoice(ctx, id, eventOf(in)); err != nil && !ignorable(err) {
+		s.log.Error("lightning event", "invoice", id, "err", err)
+	}
+}
+
+// ignorable reports errors that only say an input came too late or twice.
+func ignorable(err error) bool {
+	return errors.Is(err, kassa.ErrNothingChanged) || errors.Is(err, kassa.ErrInvoiceNotOpen)
+}
+
+// Recover activates every invoice that waits for a timer, so that each
+// re-arms it with the time left; those already due fire at once.
+func (s *System) Recover(ctx context.Context) (int, error) {
+	n := 0
+	err := s.cfg.Reader.OpenInvoices(ctx, func(id string, _ time.Time) error {
+		inv, err := s.cfg.Reader.Invoice(ctx, id)
+		if err != nil {
+			return err
+		}
+		s.as.Root.Send(s.store(inv.StoreID), &invoiceCommand{ctx: context.Background(), invoiceID: id})
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// CreatePaymentRequest creates a pay link.
+func (s *System) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
+	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, input: in})
+}
+
+// UpdatePaymentRequest changes a pay link.
+func (s *System) UpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
+	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, input: in})
+}
+
+// ArchivePaymentRequest archives a pay link: it can no longer be paid.
+func (s *System) ArchivePaymentRequest(ctx context.Context, storeID, id string) error {
+	_, err := s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, archive: true})
+	return err
+}
+
+func (s *System) savePaymentRequest(ctx context.Context, storeID string, msg *savePaymentRequest) (*kassa.PaymentRequest, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.SavePaymentRequest")
+	defer span.End()
+	msg.ctx = ctx
+	if msg.input != nil {
+		if err := msg.input.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := s.cfg.Reader.Store(ctx, storeID); err != nil {
+		return nil, err
+	}
+	res, err := s.request(ctx, s.store(storeID), msg)
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.PaymentRequest), nil
+}

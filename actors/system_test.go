@@ -1,0 +1,390 @@
+package actors
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence"
+)
+
+// fakeChain hands out unique addresses and delivers nothing by itself.
+type fakeChain struct {
+	mu sync.Mutex
+	n  int
+}
+
+var _ kassa.Chain = (*fakeChain)(nil)
+
+func (c *fakeChain) NewAddress(context.Context, *kassa.Store, string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return fmt.Sprintf("bcrt1qfake%d", c.n), nil
+}
+func (c *fakeChain) Start(context.Context, func(context.Context, kassa.ChainEvent)) error { return nil }
+func (c *fakeChain) Info(context.Context) kassa.BackendInfo                            { return kassa.BackendInfo{Backend: "fake"} }
+
+type fakeLightning struct{}
+
+var _ kassa.Lightning = fakeLightning{}
+
+func (fakeLightning) CreateInvoice(_ context.Context, amount kassa.MSat, _ string, _ time.Duration) (kassa.LightningInvoice, error) {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return kassa.LightningInvoice{PaymentRequest: fmt.Sprintf("lnbcrtfake%d", amount), PaymentHash: hex.EncodeToString(b[:])}, nil
+}
+func (fakeLightning) Start(context.Context, func(context.Context, kassa.LightningEvent)) error {
+	return nil
+}
+func (fakeLightning) Info(context.Context) kassa.BackendInfo { return kassa.BackendInfo{Backend: "fake"} }
+
+type fixedRates struct{}
+
+func (fixedRates) Rate(_ context.Context, c kassa.Currency) (decimal.Decimal, error) {
+	return decimal.NewFromInt(50_000), nil
+}
+func (fixedRates) Entries(context.Context) []kassa.RateEntry { return nil }
+func (fixedRates) Source() string                           { return "fixed" }
+
+// recordingSink keeps every webhook event in order.
+type recordingSink struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recordingSink) InvoiceEvent(_ context.Context, inv *kassa.Invoice, e kassa.Emit) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, inv.ID+":"+string(e.Type)+":"+e.AdditionalStatus.String())
+}
+
+func (r *recordingSink) of(id string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.events {
+		if len(e) > len(id) && e[:len(id)+1] == id+":" {
+			out = append(out, e[len(id)+1:])
+		}
+	}
+	return out
+}
+
+type harness struct {
+	t     *testing.T
+	db    *persistence.DB
+	sys   *System
+	clock *kassa.TestClock
+	sink  *recordingSink
+	store *kassa.Store
+}
+
+func newHarness(t *testing.T, db *persistence.DB, clock *kassa.TestClock) *harness {
+	t.Helper()
+	sink := &recordingSink{}
+	sys := NewSystem(Config{
+		Journal: db, Reader: db, Chain: &fakeChain{}, Lightning: fakeLightning{}, Rates: fixedRates{},
+		Events: sink, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		InvoiceExpiry: 15 * time.Minute, Monitoring: time.Hour,
+	})
+	t.Cleanup(sys.Shutdown)
+	return &harness{t: t, db: db, sys: sys, clock: clock, sink: sink}
+}
+
+func openMem(t *testing.T) *persistence.DB {
+	t.Helper()
+	db, err := persistence.Open("", persistence.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func (h *harness) createStore(percentFee, tolerance string) *kassa.Store {
+	h.t.Helper()
+	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+		Name: "Test", Currency: kassa.EUR, PercentFee: decimal.RequireFromString(percentFee),
+		UnderpaymentTolerance: decimal.RequireFromString(tolerance), ConfirmationsRequired: 1,
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.store = st
+	return st
+}
+
+func (h *harness) invoice(amount string, currency kassa.Currency) *kassa.Invoice {
+	h.t.Helper()
+	inv, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+		Amount: decimal.RequireFromString(amount), HasAmount: true, Currency: currency, OrderID: "42",
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return inv
+}
+
+func (h *harness) get(id string) *kassa.Invoice {
+	h.t.Helper()
+	inv, err := h.db.Invoice(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return inv
+}
+
+// eventually polls cond until it holds or a deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (h *harness) pay(inv *kassa.Invoice, sats kassa.Sats, confs int32, txid string) {
+	h.sys.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: kassa.Payment{
+		ID: txid + ":0", TxID: txid, Amount: sats, Destination: inv.OnchainAddress, Confirmations: confs,
+	}})
+}
+
+func TestLightningSettlesWithTransactionAndFee(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h.createStore("1", "0")
+	inv := h.invoice("10", kassa.EUR) // 10 EUR at 50 000 EUR/BTC = 20 000 sat
+	if inv.Amount != 20_000 || inv.Status != kassa.InvoiceNew {
+		t.Fatalf("invoice = %d sat %s", inv.Amount, inv.Status)
+	}
+	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 20_000_000})
+	got := h.get(inv.ID)
+	if got.Status != kassa.InvoiceSettled {
+		t.Fatalf("status = %s", got.Status)
+	}
+	if ev := h.sink.of(inv.ID); fmt.Sprint(ev) != "[New:None Processing:None Settled:None]" {
+		t.Fatalf("events = %v", ev)
+	}
+	txs, err := h.db.TransactionsByInvoice(context.Background(), inv.ID)
+	if err != nil || len(txs) != 2 {
+		t.Fatalf("transactions = %v, %v", txs, err)
+	}
+	if txs[0].Type != kassa.TransactionTransfer || txs[0].FullAmount != 20_000 || txs[0].FeeAmount != 200 || !txs[0].AmountInPreferredCurrency.Equal(decimal.RequireFromString("10")) {
+		t.Fatalf("transfer = %+v", txs[0])
+	}
+	if txs[1].Type != kassa.TransactionFee || txs[1].Amount != 200 {
+		t.Fatalf("fee line = %+v", txs[1])
+	}
+	if bal, _ := h.db.Balance(context.Background(), h.store.ID); bal != -200 {
+		t.Fatalf("balance = %d", bal)
+	}
+	// A repeated settle notification changes nothing.
+	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 20_000_000})
+	if txs, _ := h.db.TransactionsByInvoice(context.Background(), inv.ID); len(txs) != 2 {
+		t.Fatalf("duplicate transactions: %d", len(txs))
+	}
+}
+
+func TestOnchainProcessingThenSettledOnConfirmation(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h.createStore("0", "0")
+	inv := h.invoice("20000", kassa.SATS)
+	h.pay(inv, 20_000, 0, "aa")
+	if got := h.get(inv.ID); got.Status != kassa.InvoiceProcessing {
+		t.Fatalf("after mempool: %s", got.Status)
+	}
+	h.pay(inv, 20_000, 1, "aa")
+	if got := h.get(inv.ID); got.Status != kassa.InvoiceSettled || got.AdditionalStatus != kassa.StatusNone {
+		t.Fatalf("after block: %s %s", got.Status, got.AdditionalStatus)
+	}
+	if ev := h.sink.of(inv.ID); fmt.Sprint(ev) != "[New:None Processing:None Settled:None]" {
+		t.Fatalf("events = %v", ev)
+	}
+}
+
+func TestExpiryFiresOnTimeAndUnderpaid(t *testing.T) {
+	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newHarness(t, openMem(t), clock)
+	h.createStore("0", "0")
+	empty := h.invoice("1000", kassa.SATS)
+	partial := h.invoice("1000", kassa.SATS)
+	h.pay(partial, 400, 1, "bb")
+	if got := h.get(partial.ID); got.Status != kassa.InvoiceNew || got.TotalPaid() != 400 {
+		t.Fatalf("partial: %s %d", got.Status, got.TotalPaid())
+	}
+	clock.Advance(14 * time.Minute)
+	time.Sleep(20 * time.Millisecond)
+	if got := h.get(empty.ID); got.Status != kassa.InvoiceNew {
+		t.Fatalf("expired early: %s", got.Status)
+	}
+	clock.Advance(time.Minute)
+	eventually(t, "expiry", func() bool {
+		return h.get(empty.ID).Status == kassa.InvoiceExpired && h.get(partial.ID).Status == kassa.InvoiceExpired
+	})
+	if got := h.get(partial.ID); got.AdditionalStatus != kassa.StatusUnderpaid {
+		t.Fatalf("partial additional = %s", got.AdditionalStatus)
+	}
+	if ev := h.sink.of(partial.ID); fmt.Sprint(ev) != "[New:None Expired:Underpaid]" {
+		t.Fatalf("events = %v", ev)
+	}
+	// The rest arrives after expiry, within monitoring: PaidAfterExpiration.
+	h.pay(partial, 600, 1, "cc")
+	if got := h.get(partial.ID); got.Status != kassa.InvoiceSettled || got.AdditionalStatus != kassa.StatusPaidAfterExpiration {
+		t.Fatalf("late payment: %s %s", got.Status, got.AdditionalStatus)
+	}
+}
+
+func TestRestartRecoversAndExpiresOverdue(t *testing.T) {
+	dir := t.TempDir()
+	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	db, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, db, clock)
+	h.createStore("0", "0")
+	soon := h.invoice("1000", kassa.SATS)
+	h.sys.Shutdown()
+	db.Close()
+
+	// Down for 20 minutes: the invoice must expire at start-up.
+	clock.Advance(20 * time.Minute)
+	db2, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	h2 := newHarness(t, db2, clock)
+	n, err := h2.sys.Recover(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("recover = %d, %v", n, err)
+	}
+	eventually(t, "overdue expiry", func() bool { return h2.get(soon.ID).Status == kassa.InvoiceExpired })
+}
+
+func TestPanicRestartsOnlyThatInvoice(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h.createStore("0", "0")
+	a := h.invoice("1000", kassa.SATS)
+	b := h.invoice("1000", kassa.SATS)
+	pid := h.sys.store(h.store.ID)
+	child := actor.NewPID(h.sys.as.Address(), pid.Id+"/"+invoiceName(a.ID))
+	if _, ok := h.sys.as.ProcessRegistry.GetLocal(child.Id); !ok {
+		t.Fatal("invoice actor not found")
+	}
+	if _, err := h.sys.as.Root.RequestFuture(child, crash{}, time.Second).Result(); err == nil {
+		t.Fatal("crash answered")
+	}
+	// Both invoices still work.
+	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: a.PaymentHash, AmountMSat: 1_000_000})
+	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: b.PaymentHash, AmountMSat: 1_000_000})
+	if h.get(a.ID).Status != kassa.InvoiceSettled || h.get(b.ID).Status != kassa.InvoiceSettled {
+		t.Fatalf("after panic: a=%s b=%s", h.get(a.ID).Status, h.get(b.ID).Status)
+	}
+}
+
+func TestBadInputStoresNothing(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h.createStore("0", "0")
+	for _, r := range []kassa.InvoiceRequest{
+		{Amount: decimal.RequireFromString("-1"), HasAmount: true},
+		{Amount: decimal.Zero, HasAmount: true},
+		{Amount: decimal.RequireFromString("1"), HasAmount: true, Currency: "XYZ"},
+		{Amount: decimal.RequireFromString("1"), HasAmount: true, WalletMessage: string(make([]byte, 256))},
+	} {
+		if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &r); kassa.ErrorCode(err) != kassa.Invalid {
+			t.Errorf("%+v: err = %v", r, err)
+		}
+	}
+	n := 0
+	h.db.Invoices(context.Background(), h.store.ID, kassa.ListQuery{}, func(*kassa.Invoice) error { n++; return nil })
+	if n != 0 {
+		t.Fatalf("%d invoices stored", n)
+	}
+	if _, err := h.sys.CreateInvoice(context.Background(), "nostore", &kassa.InvoiceRequest{}); kassa.ErrorCode(err) != kassa.NotFound {
+		t.Fatalf("unknown store: %v", err)
+	}
+}
+
+func TestCreditLimitBlocksInvoices(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h.createStore("50", "0")
+	// 50% of 300 000 sat = 150 000 sat of fees, beyond the 100 000 credit.
+	inv := h.invoice("300000", kassa.SATS)
+	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 300_000_000})
+	_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1), HasAmount: true, Currency: kassa.SATS})
+	if kassa.ErrorCode(err) != kassa.PaymentRequired {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := h.sys.TopUp(context.Background(), h.store.ID, 100_000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1), HasAmount: true, Currency: kassa.SATS}); err != nil {
+		t.Fatalf("after top-up: %v", err)
+	}
+}
+
+func TestConcurrentSettleCreatesOneTransaction(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h.createStore("1", "0")
+	inv := h.invoice("5000", kassa.SATS)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 5_000_000})
+		}()
+	}
+	close(start)
+	wg.Wait()
+	txs, _ := h.db.TransactionsByInvoice(context.Background(), inv.ID)
+	if len(txs) != 2 {
+		t.Fatalf("%d transactions", len(txs))
+	}
+}
+
+func TestPaymentRequestLifecycle(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h.createStore("0", "0")
+	ctx := context.Background()
+	pr, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(5), HasAmount: true, Title: "Shoes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Currency != kassa.EUR || !pr.ExpiryDate.Equal(pr.CreatedAt.Add(30*24*time.Hour)) {
+		t.Fatalf("defaults: %+v", pr)
+	}
+	if _, err := h.sys.UpdatePaymentRequest(ctx, h.store.ID, pr.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(7), HasAmount: true, Title: "Boots"}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := h.db.PaymentRequest(ctx, pr.ID)
+	if got.Title != "Boots" || !got.Amount.Equal(decimal.NewFromInt(7)) {
+		t.Fatalf("after update: %+v", got)
+	}
+	if err := h.sys.ArchivePaymentRequest(ctx, h.store.ID, pr.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sys.ArchivePaymentRequest(ctx, h.store.ID, pr.ID); kassa.ErrorCode(err) != kassa.Conflict {
+		t.Fatalf("second archive: %v", err)
+	}
+	if _, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Title: "x"}); !errors.Is(err, err) || kassa.ErrorCode(err) != kassa.Invalid {
+		t.Fatalf("no amount: %v", err)
+	}
+}

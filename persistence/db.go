@@ -1,0 +1,300 @@
+package persistence
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kassapay/kassa"
+)
+
+// DB is Kassa's Pebble store. It implements kassa.Journal, kassa.Reader
+// and kassa.KeyValue.
+type DB struct {
+	db        *pebble.DB
+	nextTxID  atomic.Int64
+	tracer    trace.Tracer
+	syncWrite bool
+}
+
+var (
+	_ kassa.Journal  = (*DB)(nil)
+	_ kassa.Reader   = (*DB)(nil)
+	_ kassa.KeyValue = (*DB)(nil)
+)
+
+// Options configure Open.
+type Options struct {
+	// InMemory keeps everything in memory (tests); Dir is then ignored.
+	InMemory bool
+	// FS overrides the file system (tests with vfs.NewMem and crash
+	// simulation).
+	FS     vfs.FS
+	Logger *slog.Logger
+	// NoSync commits without fsync. Only benchmarks of other parts set it.
+	NoSync bool
+}
+
+// Open opens (or creates) the store in dir.
+func Open(dir string, o Options) (*DB, error) {
+	opts := &pebble.Options{Merger: merger, Logger: pebbleLogger{log: o.Logger}}
+	if o.FS != nil {
+		opts.FS = o.FS
+	} else if o.InMemory {
+		opts.FS = vfs.NewMem()
+	}
+	pdb, err := pebble.Open(dir, opts)
+	if err != nil {
+		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
+	}
+	d := &DB{db: pdb, tracer: otel.Tracer("github.com/kassapay/kassa/persistence"), syncWrite: !o.NoSync}
+	last, err := d.lastTransactionID()
+	if err != nil {
+		pdb.Close()
+		return nil, err
+	}
+	d.nextTxID.Store(last)
+	return d, nil
+}
+
+// Close closes the store.
+func (d *DB) Close() error { return d.db.Close() }
+
+func (d *DB) lastTransactionID() (int64, error) {
+	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte("tx/"), UpperBound: prefixEnd([]byte("tx/"))})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, it.Error()
+	}
+	k := it.Key()
+	if len(k) != 3+8 {
+		return 0, fmt.Errorf("malformed transaction key %q", k)
+	}
+	return int64(binary.BigEndian.Uint64(k[3:])), nil
+}
+
+// Batch is a kassa.Batch on Pebble.
+type Batch struct {
+	db    *DB
+	b     *pebble.Batch
+	count int
+	err   error
+}
+
+// NewBatch starts a batch.
+func (d *DB) NewBatch() kassa.Batch { return &Batch{db: d, b: d.db.NewBatch()} }
+
+func (b *Batch) set(k, v []byte) {
+	if b.err == nil {
+		b.err = b.b.Set(k, v, nil)
+		b.count++
+	}
+}
+
+func (b *Batch) del(k []byte) {
+	if b.err == nil {
+		b.err = b.b.Delete(k, nil)
+		b.count++
+	}
+}
+
+func (b *Batch) setJSON(k []byte, prefix []byte, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		if b.err == nil {
+			b.err = err
+		}
+		return
+	}
+	if prefix != nil {
+		data = append(prefix, data...)
+	}
+	b.set(k, data)
+}
+
+// AppendEvent appends an event to a stream.
+func (b *Batch) AppendEvent(s kassa.Stream, seq uint64, event []byte) {
+	b.set(eventKey(s.Kind, s.ID, seq), event)
+}
+
+// PutStore writes a store's snapshot and its API key index.
+func (b *Batch) PutStore(st *kassa.Store, seq uint64) {
+	b.setJSON(storeKey(st.ID), u64(seq), st)
+	for _, k := range st.APIKeys {
+		b.set(apiKeyKey(k.Key), str(st.ID))
+	}
+}
+
+// PutInvoice writes an invoice's snapshot and updates its indexes.
+func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
+	b.setJSON(invoiceKey(inv.ID), u64(seq), inv)
+	if prev == nil {
+		b.set(invoiceByStoreKey(inv.StoreID, inv.CreatedAt, inv.ID), nil)
+		if inv.OnchainAddress != "" {
+			b.set(addressKey(inv.OnchainAddress), str(inv.ID))
+		}
+		if inv.PaymentHash != "" {
+			b.set(paymentHashKey(inv.PaymentHash), str(inv.ID))
+		}
+	}
+	next, nextOK := inv.Deadline()
+	if prev != nil {
+		if old, ok := prev.Deadline(); ok && (!nextOK || !old.Equal(next)) {
+			b.del(openKey(old, inv.ID))
+		}
+	}
+	if nextOK {
+		b.set(openKey(next, inv.ID), nil)
+	}
+}
+
+// PutTransaction assigns tx an ID, writes it with its indexes and applies
+// its balance delta.
+func (b *Batch) PutTransaction(tx *kassa.Transaction) {
+	tx.ID = b.db.nextTxID.Add(1)
+	b.setJSON(transactionKey(tx.ID), nil, tx)
+	b.set(transactionByStoreKey(tx.StoreID, tx.CreatedAt, tx.ID), nil)
+	if tx.InvoiceID != "" {
+		b.set(transactionByInvoiceKey(tx.InvoiceID, tx.ID), nil)
+	}
+	if delta := tx.BalanceDelta(); delta != 0 && b.err == nil {
+		b.err = b.b.Merge(balanceKey(tx.StoreID), encodeInt64(int64(delta)), nil)
+	}
+}
+
+// PutPaymentRequest writes a pay link and its index.
+func (b *Batch) PutPaymentRequest(pr *kassa.PaymentRequest) {
+	b.setJSON(paymentRequestKey(pr.ID), nil, pr)
+	b.set(paymentRequestByStoreKey(pr.StoreID, pr.CreatedAt, pr.ID), nil)
+}
+
+// MarkPaymentRequestPaid records the invoice that paid a pay link. It is
+// a key of its own so that the invoice actor never rewrites the pay link
+// document, which the store actor owns.
+func (b *Batch) MarkPaymentRequestPaid(paymentRequestID, invoiceID string) {
+	b.set(paymentRequestPaidKey(paymentRequestID), str(invoiceID))
+}
+
+// Commit writes the batch durably.
+func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
+	b, ok := kb.(*Batch)
+	if !ok {
+		return fmt.Errorf("persistence: foreign batch %T", kb)
+	}
+	_, span := d.tracer.Start(ctx, "pebble.Commit", trace.WithAttributes(
+		attribute.Int("batch.ops", b.count), attribute.Int("batch.bytes", len(b.b.Repr()))))
+	defer span.End()
+	defer b.b.Close()
+	if b.err != nil {
+		span.SetStatus(codes.Error, b.err.Error())
+		return fmt.Errorf("build batch: %w", b.err)
+	}
+	opts := pebble.Sync
+	if !d.syncWrite {
+		opts = pebble.NoSync
+	}
+	if err := b.b.Commit(opts); err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return fmt.Errorf("commit batch: %w", err)
+	}
+	return nil
+}
+
+// Events calls fn for each event of s after seq.
+func (d *DB) Events(ctx context.Context, s kassa.Stream, after uint64, fn func(uint64, []byte) error) error {
+	prefix := eventPrefix(s.Kind, s.ID)
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: eventKey(s.Kind, s.ID, after+1), UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		seq := binary.BigEndian.Uint64(k[len(k)-8:])
+		if err := fn(seq, append([]byte(nil), it.Value()...)); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// StreamSeq returns the sequence number of the last event of s.
+func (d *DB) StreamSeq(ctx context.Context, s kassa.Stream) (uint64, error) {
+	prefix := eventPrefix(s.Kind, s.ID)
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, it.Error()
+	}
+	k := it.Key()
+	return binary.BigEndian.Uint64(k[len(k)-8:]), nil
+}
+
+// get returns a copy of the value at k, or nil and no error when absent.
+func (d *DB) get(k []byte) ([]byte, error) {
+	v, closer, err := d.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := append([]byte(nil), v...)
+	closer.Close()
+	return out, nil
+}
+
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) logger() *slog.Logger {
+	if l.log == nil {
+		return slog.Default()
+	}
+	return l.log
+}
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.logger().Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.logger().Error(fmt.Sprintf(format, args...), "component", "pebble")
+}
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.logger().Error(fmt.Sprintf(format, args...), "component", "pebble")
+	panic(fmt.Sprintf(format, args...))
+}
+
+// GetValue returns the value at key unless it expired.
+func (d *DB) GetValue(ctx context.Context, k string) ([]byte, bool, error) {
+	v, err := d.get(kvKey(k))
+	if err != nil || len(v) < 8 {
+		return nil, false, err
+	}
+	if time.Now().UnixMilli() >= int64(binary.BigEndian.Uint64(v[:8])) {
+		return nil, false, nil
+	}
+	return v[8:], true, nil
+}
+
+// PutValue stores value at key until expires.
+func (d *DB) PutValue(ctx context.Context, k string, value []byte, expires time.Time) error {
+	v := append(ms(expires), value...)
+	return d.db.Set(kvKey(k), v, pebble.Sync)
+}

@@ -1,0 +1,28 @@
+// Package persistence stores Kassa's actors in Pebble: an event journal
+// per actor, the actor's state as a snapshot that doubles as its read
+// model, and the secondary indexes that lists and watchers need. Every
+// write of one actor event (event, snapshot, indexes, ledger lines, balance
+// change) is one batch, committed with fsync before the request that caused
+// it is answered. Pebble groups concurrent synced commits into one WAL
+// sync, so many actors committing at once share the cost.
+//
+// Keys are ordered byte strings: a short prefix, identifiers separated by
+// 0x00 (identifiers never contain it) and fixed-width big-endian numbers,
+// so that range scans serve the date filters and keyset pages.
+//
+//	e/<kind>\0<id>\0<seq:8>              event
+//	inv/<id>                             invoice snapshot: seq:8 + JSON
+//	sto/<id>                             store snapshot: seq:8 + JSON
+//	pr/<id>                              payment request JSON
+//	ist/<store>\0<createdMs:8><id>       invoices by store and time
+//	iad/<address>, iph/<hash>            invoice by address, by payment hash
+//	iop/<deadlineMs:8><id>               invoices waiting for a timer
+//	tx/<id:8>                            transaction JSON
+//	tst/<store>\0<createdMs:8><id:8>     transactions by store and time
+//	tin/<invoice>\0<id:8>                transactions by invoice
+//	prs/<store>\0<createdMs:8><id>       payment requests by store
+//	prp/<id>                             invoice that paid a pay link
+//	bal/<store>                          prepaid balance (int64 merge operands)
+//	key/<sha256 of API key>              store of an API key
+//	kv/<key>                             small expiring values
+package persistence

@@ -1,0 +1,294 @@
+package persistence
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/kassapay/kassa"
+)
+
+var (
+	errStoreNotFound          = kassa.Errorf(kassa.NotFound, "store not found")
+	errInvoiceNotFound        = kassa.Errorf(kassa.NotFound, "invoice not found")
+	errTransactionNotFound    = kassa.Errorf(kassa.NotFound, "transaction not found")
+	errPaymentRequestNotFound = kassa.Errorf(kassa.NotFound, "payment request not found")
+	errBadCursor              = kassa.Errorf(kassa.Invalid, "cursor is not one this server gave out")
+)
+
+// Store returns a store.
+func (d *DB) Store(ctx context.Context, id string) (*kassa.Store, error) {
+	st, _, err := d.StoreSnapshot(ctx, id)
+	return st, err
+}
+
+// StoreSnapshot returns a store and the sequence number of its snapshot.
+func (d *DB) StoreSnapshot(ctx context.Context, id string) (*kassa.Store, uint64, error) {
+	v, err := d.get(storeKey(id))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(v) < 8 {
+		return nil, 0, errStoreNotFound
+	}
+	var st kassa.Store
+	if err := json.Unmarshal(v[8:], &st); err != nil {
+		return nil, 0, fmt.Errorf("decode store %s: %w", id, err)
+	}
+	return &st, binary.BigEndian.Uint64(v[:8]), nil
+}
+
+// StoreByAPIKey returns the store that owns apiKey.
+func (d *DB) StoreByAPIKey(ctx context.Context, apiKey string) (*kassa.Store, error) {
+	v, err := d.get(apiKeyKey(apiKey))
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, errStoreNotFound
+	}
+	return d.Store(ctx, string(v))
+}
+
+// Stores calls fn for every store.
+func (d *DB) Stores(ctx context.Context, fn func(*kassa.Store) error) error {
+	prefix := []byte("sto/")
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		var st kassa.Store
+		if err := json.Unmarshal(it.Value()[8:], &st); err != nil {
+			return fmt.Errorf("decode store %s: %w", it.Key(), err)
+		}
+		if err := fn(&st); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// Balance returns the store's prepaid balance.
+func (d *DB) Balance(ctx context.Context, storeID string) (kassa.Sats, error) {
+	v, err := d.get(balanceKey(storeID))
+	if err != nil || len(v) != 8 {
+		return 0, err
+	}
+	return kassa.Sats(int64(binary.BigEndian.Uint64(v))), nil
+}
+
+// Invoice returns an invoice.
+func (d *DB) Invoice(ctx context.Context, id string) (*kassa.Invoice, error) {
+	inv, _, err := d.InvoiceSnapshot(ctx, id)
+	return inv, err
+}
+
+// InvoiceSnapshot returns an invoice and the sequence number of its
+// snapshot.
+func (d *DB) InvoiceSnapshot(ctx context.Context, id string) (*kassa.Invoice, uint64, error) {
+	v, err := d.get(invoiceKey(id))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(v) < 8 {
+		return nil, 0, errInvoiceNotFound
+	}
+	var inv kassa.Invoice
+	if err := json.Unmarshal(v[8:], &inv); err != nil {
+		return nil, 0, fmt.Errorf("decode invoice %s: %w", id, err)
+	}
+	return &inv, binary.BigEndian.Uint64(v[:8]), nil
+}
+
+// InvoiceIDByAddress returns the invoice an address was made for.
+func (d *DB) InvoiceIDByAddress(ctx context.Context, address string) (string, error) {
+	v, err := d.get(addressKey(address))
+	if err != nil {
+		return "", err
+	}
+	if v == nil {
+		return "", errInvoiceNotFound
+	}
+	return string(v), nil
+}
+
+// InvoiceIDByPaymentHash returns the invoice of a Lightning payment hash.
+func (d *DB) InvoiceIDByPaymentHash(ctx context.Context, hash string) (string, error) {
+	v, err := d.get(paymentHashKey(hash))
+	if err != nil {
+		return "", err
+	}
+	if v == nil {
+		return "", errInvoiceNotFound
+	}
+	return string(v), nil
+}
+
+// Invoices calls fn for the store's invoices in q, newest first.
+func (d *DB) Invoices(ctx context.Context, storeID string, q kassa.ListQuery, fn func(*kassa.Invoice) error) (string, error) {
+	return d.scanRange(ctx, invoiceByStorePrefix(storeID), q, func(suffix []byte) error {
+		inv, err := d.Invoice(ctx, string(suffix[8:]))
+		if err != nil {
+			return err
+		}
+		return fn(inv)
+	})
+}
+
+// OpenInvoices calls fn for each invoice that waits for a timer, by
+// deadline.
+func (d *DB) OpenInvoices(ctx context.Context, fn func(string, time.Time) error) error {
+	prefix := []byte("iop/")
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()[len(prefix):]
+		deadline := time.UnixMilli(int64(binary.BigEndian.Uint64(k[:8])))
+		if err := fn(string(k[8:]), deadline); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// Transaction returns a transaction.
+func (d *DB) Transaction(ctx context.Context, id int64) (*kassa.Transaction, error) {
+	v, err := d.get(transactionKey(id))
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, errTransactionNotFound
+	}
+	var tx kassa.Transaction
+	if err := json.Unmarshal(v, &tx); err != nil {
+		return nil, fmt.Errorf("decode transaction %d: %w", id, err)
+	}
+	return &tx, nil
+}
+
+// TransactionsByInvoice returns the ledger lines of an invoice, oldest
+// first.
+func (d *DB) TransactionsByInvoice(ctx context.Context, invoiceID string) ([]kassa.Transaction, error) {
+	prefix := transactionByInvoicePrefix(invoiceID)
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []kassa.Transaction
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		tx, err := d.Transaction(ctx, int64(binary.BigEndian.Uint64(k[len(k)-8:])))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *tx)
+	}
+	return out, it.Error()
+}
+
+// Transactions calls fn for the store's transactions in q, newest first.
+func (d *DB) Transactions(ctx context.Context, storeID string, q kassa.ListQuery, fn func(*kassa.Transaction) error) (string, error) {
+	return d.scanRange(ctx, transactionByStorePrefix(storeID), q, func(suffix []byte) error {
+		tx, err := d.Transaction(ctx, int64(binary.BigEndian.Uint64(suffix[8:16])))
+		if err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// PaymentRequest returns a pay link.
+func (d *DB) PaymentRequest(ctx context.Context, id string) (*kassa.PaymentRequest, error) {
+	v, err := d.get(paymentRequestKey(id))
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, errPaymentRequestNotFound
+	}
+	var pr kassa.PaymentRequest
+	if err := json.Unmarshal(v, &pr); err != nil {
+		return nil, fmt.Errorf("decode payment request %s: %w", id, err)
+	}
+	if pr.PaidInvoiceID == "" {
+		paid, err := d.get(paymentRequestPaidKey(id))
+		if err != nil {
+			return nil, err
+		}
+		pr.PaidInvoiceID = string(paid)
+	}
+	return &pr, nil
+}
+
+// PaymentRequests calls fn for the store's pay links, newest first.
+func (d *DB) PaymentRequests(ctx context.Context, storeID string, fn func(*kassa.PaymentRequest) error) error {
+	_, err := d.scanRange(ctx, paymentRequestByStorePrefix(storeID), kassa.ListQuery{}, func(suffix []byte) error {
+		pr, err := d.PaymentRequest(ctx, string(suffix[8:]))
+		if err != nil {
+			return err
+		}
+		return fn(pr)
+	})
+	return err
+}
+
+// scanRange walks the index keys under prefix whose 8-byte time follows
+// the prefix, newest first, within q's dates, limit and cursor. fn gets
+// the key's suffix after prefix.
+func (d *DB) scanRange(ctx context.Context, prefix []byte, q kassa.ListQuery, fn func(suffix []byte) error) (string, error) {
+	lower := prefix
+	if !q.From.IsZero() {
+		lower = key(string(prefix), ms(q.From.Truncate(time.Second)))
+	}
+	upper := prefixEnd(prefix)
+	if !q.To.IsZero() {
+		upper = key(string(prefix), ms(q.To.Truncate(time.Second).Add(time.Second)))
+	}
+	if q.Cursor != "" {
+		after, err := base64.RawURLEncoding.DecodeString(q.Cursor)
+		if err != nil || len(after) < 8 {
+			return "", errBadCursor
+		}
+		if c := key(string(prefix), after); bytes.Compare(c, upper) < 0 {
+			upper = c
+		}
+	}
+	if bytes.Compare(lower, upper) >= 0 {
+		return "", nil
+	}
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return "", err
+	}
+	defer it.Close()
+	n := 0
+	var lastSuffix []byte
+	for valid := it.Last(); valid; valid = it.Prev() {
+		if q.Limit > 0 && n == q.Limit {
+			return base64.RawURLEncoding.EncodeToString(lastSuffix), nil
+		}
+		suffix := append([]byte(nil), it.Key()[len(prefix):]...)
+		if len(suffix) < 8 {
+			return "", fmt.Errorf("malformed index key %q", it.Key())
+		}
+		if err := fn(suffix); err != nil {
+			return "", err
+		}
+		lastSuffix = suffix
+		n++
+	}
+	return "", it.Error()
+}

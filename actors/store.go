@@ -241,7 +241,7 @@ func (a *storeActor) topUp(msg *topUp) reply {
 		StoreID: a.id, Type: kassa.TransactionTopUp, Status: kassa.TransactionSettled,
 		Amount: msg.amount, FullAmount: msg.amount, Currency: kassa.SATS,
 		AmountInPreferredCurrency: kassa.FiatValue(msg.amount, kassa.SATS, decimal.Zero),
-		Comment: "prepaid balance top-up", CreatedAt: now,
+		Comment:                   "prepaid balance top-up", CreatedAt: now,
 	}
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_ToppedUp{ToppedUp: &protos.BalanceToppedUp{AmountSat: int64(msg.amount)}}}
 	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.PutTransaction(tx) }); err != nil {

@@ -34,7 +34,9 @@ func (c *fakeChain) NewAddress(context.Context, *kassa.Store, string) (string, e
 	return fmt.Sprintf("bcrt1qfake%d", c.n), nil
 }
 func (c *fakeChain) Start(context.Context, func(context.Context, kassa.ChainEvent)) error { return nil }
-func (c *fakeChain) Info(context.Context) kassa.BackendInfo                            { return kassa.BackendInfo{Backend: "fake"} }
+func (c *fakeChain) Info(context.Context) kassa.BackendInfo {
+	return kassa.BackendInfo{Backend: "fake"}
+}
 
 type fakeLightning struct{}
 
@@ -48,7 +50,9 @@ func (fakeLightning) CreateInvoice(_ context.Context, amount kassa.MSat, _ strin
 func (fakeLightning) Start(context.Context, func(context.Context, kassa.LightningEvent)) error {
 	return nil
 }
-func (fakeLightning) Info(context.Context) kassa.BackendInfo { return kassa.BackendInfo{Backend: "fake"} }
+func (fakeLightning) Info(context.Context) kassa.BackendInfo {
+	return kassa.BackendInfo{Backend: "fake"}
+}
 
 type fixedRates struct{}
 
@@ -56,7 +60,7 @@ func (fixedRates) Rate(_ context.Context, c kassa.Currency) (decimal.Decimal, er
 	return decimal.NewFromInt(50_000), nil
 }
 func (fixedRates) Entries(context.Context) []kassa.RateEntry { return nil }
-func (fixedRates) Source() string                           { return "fixed" }
+func (fixedRates) Source() string                            { return "fixed" }
 
 // recordingSink keeps every webhook event in order.
 type recordingSink struct {

@@ -77,7 +77,7 @@ func apiKeyKey(apiKey string) []byte {
 	return key("key/", str(hex.EncodeToString(sum[:])))
 }
 func paymentRequestPaidKey(id string) []byte { return key("prp/", str(id)) }
-func kvKey(k string) []byte { return key("kv/", str(k)) }
+func kvKey(k string) []byte                  { return key("kv/", str(k)) }
 
 // prefixEnd returns the smallest key greater than every key with prefix p.
 func prefixEnd(p []byte) []byte {

@@ -1,0 +1,39 @@
+# Kassa. `make run` starts the service on its embedded default (Pebble and
+# the simulated chain and Lightning); `make test` runs every test.
+GO      ?= go
+BIN     := bin/kassa
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.Version=$(VERSION)
+
+.PHONY: all build run test bench lint protos itest clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/kassa
+
+run: build
+	$(BIN) serve --dev
+
+# Every test, with the race detector. The end-to-end and kill -9 tests
+# start the real binary.
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+# Benchmarks are not tests: they print BENCH lines and ratios against a
+# floor measured in the same run.
+bench:
+	$(GO) run ./cmd/kassa-bench
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))" || (gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'); exit 1)
+	$(GO) vet ./...
+
+# Regenerates protos/kassa.pb.go; needs protoc (Debian protobuf-compiler).
+protos:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.33.0
+	cd protos && PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative kassa.proto
+
+clean:
+	rm -rf bin

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// Config is every setting of `kassa serve`. Each flag can also be set as
+// KASSA_<NAME> in the environment; a flag on the command line wins.
+type Config struct {
+	Data          string
+	Listen        string
+	PublicURL     string
+	Chain         string
+	Lightning     string
+	Rates         string
+	InvoiceExpiry time.Duration
+	Monitoring    time.Duration
+	Dev           bool
+	OTLPEndpoint  string
+	LogFormat     string
+	LogLevel      string
+	RateLimit     float64
+	RateBurst     int
+}
+
+// DefaultConfig returns safe defaults: the embedded simulation on
+// loopback, data in ./data.
+func DefaultConfig() Config {
+	return Config{
+		Data:          "./data",
+		Listen:        "127.0.0.1:8080",
+		Chain:         "sim",
+		Lightning:     "sim",
+		Rates:         "fixed",
+		InvoiceExpiry: 15 * time.Minute,
+		Monitoring:    24 * time.Hour,
+		LogFormat:     "text",
+		LogLevel:      "info",
+		RateLimit:     100,
+		RateBurst:     200,
+	}
+}
+
+func (c *Config) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Data, "data", c.Data, "data directory (Pebble, admin.token)")
+	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP listen address")
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "base URL of checkout and pay-link pages (default http://LISTEN)")
+	fs.StringVar(&c.Chain, "chain", c.Chain, "chain backend: sim or rpc://user:pass@host:port")
+	fs.StringVar(&c.Lightning, "lightning", c.Lightning, "Lightning backend: sim or lnd://host:port?tls=…&macaroon=…")
+	fs.StringVar(&c.Rates, "rates", c.Rates, "exchange rates: fixed (simulation) or providers, e.g. kraken,coinbase,bitstamp")
+	fs.DurationVar(&c.InvoiceExpiry, "invoice-expiry", c.InvoiceExpiry, "how long an invoice waits for payment")
+	fs.DurationVar(&c.Monitoring, "monitoring", c.Monitoring, "how long an expired invoice's address is still watched")
+	fs.BoolVar(&c.Dev, "dev", c.Dev, "development: allow loopback webhook URLs, seed a demo store")
+	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", c.OTLPEndpoint, "send traces over OTLP/gRPC to HOST:PORT (off when empty)")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per key (0: off)")
+	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "burst of the per-key rate limit")
+}
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// applyEnv sets every flag not given on the command line from its
+// KASSA_<NAME> variable.
+func applyEnv(fs *flag.FlagSet, given map[string]bool) error {
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || err != nil {
+			return
+		}
+		name := "KASSA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok {
+			if e := f.Value.Set(v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", name, v, e)
+			}
+		}
+	})
+	return err
+}

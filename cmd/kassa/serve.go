@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	nethttp "net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/actors"
+	chainsim "github.com/kassapay/kassa/chain/sim"
+	kassahttp "github.com/kassapay/kassa/http"
+	lnsim "github.com/kassapay/kassa/lightning/sim"
+	"github.com/kassapay/kassa/persistence"
+	"github.com/kassapay/kassa/rates"
+)
+
+// Main is the running service: ParseFlags, Run, then Close.
+type Main struct {
+	Config Config
+	Clock  kassa.Clock
+	Stdout io.Writer
+	// Addr is the address the HTTP server listens on once Run returns.
+	Addr string
+
+	log       *slog.Logger
+	db        *persistence.DB
+	sys       *actors.System
+	server    *nethttp.Server
+	cancel    context.CancelFunc
+	telemetry func(context.Context) error
+}
+
+// NewMain returns a Main with the default configuration.
+func NewMain() *Main {
+	return &Main{Config: DefaultConfig(), Clock: kassa.SystemClock{}, Stdout: os.Stdout}
+}
+
+// ParseFlags reads the serve flags and KASSA_* variables.
+func (m *Main) ParseFlags(args []string) error {
+	fs := flag.NewFlagSet("kassa serve", flag.ContinueOnError)
+	m.Config.flags(fs)
+	rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		return errUsage
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("serve takes no arguments, got %q", rest)
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return applyEnv(fs, given)
+}
+
+func newLogger(c Config, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", c.LogLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.LogFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", c.LogFormat)
+}
+
+// Run opens storage, starts the backends, the actors and the HTTP server,
+// and returns once the server listens.
+func (m *Main) Run(ctx context.Context) error {
+	c := m.Config
+	log, err := newLogger(c, os.Stderr)
+	if err != nil {
+		return err
+	}
+	m.log = log
+	if c.InvoiceExpiry <= 0 {
+		return fmt.Errorf("--invoice-expiry must be positive")
+	}
+	if m.telemetry, err = setupTelemetry(ctx, c.OTLPEndpoint, Version); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	token, err := adminToken(c.Data)
+	if err != nil {
+		return err
+	}
+	if m.db, err = persistence.Open(filepath.Join(c.Data, "pebble"), persistence.Options{Logger: log}); err != nil {
+		return err
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+
+	var sim *simulator
+	var chain kassa.Chain
+	var lightning kassa.Lightning
+	switch {
+	case c.Chain == "sim":
+		chainSim := chainsim.New(m.Clock)
+		chain = chainSim
+		sim = &simulator{chain: chainSim}
+	case strings.HasPrefix(c.Chain, "rpc://"):
+		return fmt.Errorf("--chain rpc:// is not built yet in this version; use --chain sim")
+	default:
+		return fmt.Errorf("--chain %q: use sim or rpc://user:pass@host:port", c.Chain)
+	}
+	switch {
+	case c.Lightning == "sim":
+		node, err := lnsim.New(m.Clock)
+		if err != nil {
+			return err
+		}
+		lightning = node
+		if sim == nil {
+			sim = &simulator{}
+		}
+		sim.node = node
+	case strings.HasPrefix(c.Lightning, "lnd://"):
+		return fmt.Errorf("--lightning lnd:// is not built yet in this version; use --lightning sim")
+	default:
+		return fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
+	}
+	rateBackend, err := rates.FromFlag(c.Rates, nil, nil, m.Clock, log)
+	if err != nil {
+		return err
+	}
+	go rateBackend.Run(runCtx)
+
+	m.sys = actors.NewSystem(actors.Config{
+		Journal: m.db, Reader: m.db, Chain: chain, Lightning: lightning, Rates: rateBackend,
+		Clock: m.Clock, Logger: log, InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring,
+	})
+	if err := chain.Start(runCtx, m.sys.HandleChainEvent); err != nil {
+		return fmt.Errorf("start chain backend: %w", err)
+	}
+	if err := lightning.Start(runCtx, m.sys.HandleLightningEvent); err != nil {
+		return fmt.Errorf("start Lightning backend: %w", err)
+	}
+	if sim != nil {
+		log.Warn("SIMULATION: the chain and Lightning backends are simulated; no real bitcoin moves",
+			"chain", c.Chain, "lightning", c.Lightning, "rates", rateBackend.Source())
+	}
+	recovered, err := m.sys.Recover(ctx)
+	if err != nil {
+		return fmt.Errorf("recover open invoices: %w", err)
+	}
+	log.Info("recovered open invoices", "count", recovered)
+
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	m.Addr = ln.Addr().String()
+	publicURL := c.PublicURL
+	if publicURL == "" {
+		publicURL = "http://" + m.Addr
+	}
+	deps := kassahttp.Deps{
+		Reader: m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: rateBackend,
+		Chain: chain, Lightning: lightning, KV: m.db, Clock: m.Clock, Logger: log,
+		PublicURL: publicURL, AdminToken: token, Version: Version,
+		RateLimit: c.RateLimit, RateBurst: c.RateBurst,
+	}
+	if sim != nil {
+		deps.Simulator = sim
+	}
+	m.server = &nethttp.Server{
+		Handler:           kassahttp.NewHandler(deps),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	go func() {
+		if err := m.server.Serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
+			log.Error("http server", "err", err)
+		}
+	}()
+	log.Info("kassa listening", "addr", m.Addr, "public_url", publicURL, "data", c.Data, "version", Version)
+	if c.Dev {
+		if err := m.seedDemo(ctx, publicURL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seedDemo creates a demo store on first start and prints how to use it.
+func (m *Main) seedDemo(ctx context.Context, publicURL string) error {
+	var demo *kassa.Store
+	err := m.db.Stores(ctx, func(st *kassa.Store) error {
+		if demo == nil {
+			demo = st
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if demo == nil {
+		if demo, err = m.sys.CreateStore(ctx, kassa.StoreSettings{Name: "Demo Store", Currency: kassa.EUR, ConfirmationsRequired: 1}); err != nil {
+			return fmt.Errorf("seed demo store: %w", err)
+		}
+		if _, err := m.sys.TopUp(ctx, demo.ID, 1_000_000); err != nil {
+			return fmt.Errorf("top up demo store: %w", err)
+		}
+	}
+	fmt.Fprintf(m.Stdout, `
+Demo store (simulation):
+  store id:  %s
+  API key:   %s
+  try:       curl -s -X POST %s/api/v1/stores/%s/invoices -H 'x-api-key: %s' -H 'Content-Type: application/json' -d '{"amount":"12.50","currency":"EUR"}'
+  then:      kassa sim pay INVOICE_ID --data %s
+  admin token: %s
+`, demo.ID, demo.APIKeys[0].Key, publicURL, demo.ID, demo.APIKeys[0].Key, m.Config.Data, filepath.Join(m.Config.Data, "admin.token"))
+	return nil
+}
+
+// Close stops the server, the actors and storage, in that order.
+func (m *Main) Close() error {
+	var errs []error
+	if m.server != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, m.server.Shutdown(ctx))
+		cancel()
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	if m.sys != nil {
+		m.sys.Shutdown()
+	}
+	if m.db != nil {
+		errs = append(errs, m.db.Close())
+	}
+	if m.telemetry != nil {
+		errs = append(errs, m.telemetry(context.Background()))
+	}
+	return errors.Join(errs...)
+}
+
+// adminToken reads DIR/admin.token, creating it (mode 0600) on first start.
+func adminToken(dir string) (string, error) {
+	path := filepath.Join(dir, "admin.token")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	token := kassa.NewSecret()
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	return token, nil
+}
+
+// simulator drives the simulated backends for `kassa sim` and the
+// checkout page's simulation buttons.
+type simulator struct {
+	chain *chainsim.Chain
+	node  *lnsim.Node
+}
+
+func (s *simulator) Pay(ctx context.Context, inv *kassa.Invoice, method kassa.PaymentMethod, amount kassa.Sats) (string, error) {
+	switch method {
+	case kassa.MethodLightning:
+		if s.node == nil || inv.LightningInvoice == "" {
+			return "", kassa.Errorf(kassa.Invalid, "invoice %s has no simulated Lightning invoice", inv.ID)
+		}
+		return s.node.Pay(ctx, inv.LightningInvoice, amount.MSat())
+	case kassa.MethodOnchain:
+		if s.chain == nil || inv.OnchainAddress == "" {
+			return "", kassa.Errorf(kassa.Invalid, "invoice %s has no simulated on-chain address", inv.ID)
+		}
+		if amount == 0 {
+			amount = inv.Amount - inv.TotalPaid()
+			if amount <= 0 {
+				return "", kassa.Errorf(kassa.Invalid, "invoice %s has nothing left to pay; give --amount", inv.ID)
+			}
+		}
+		return s.chain.Pay(ctx, inv.OnchainAddress, amount)
+	}
+	return "", kassa.Errorf(kassa.Invalid, "unknown payment method")
+}
+
+func (s *simulator) Mine(ctx context.Context, n int) (int64, error) {
+	if s.chain == nil {
+		return 0, kassa.Errorf(kassa.Invalid, "the chain is not simulated")
+	}
+	return s.chain.Mine(ctx, n)
+}

@@ -1,0 +1,226 @@
+package http
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/kassapay/kassa"
+)
+
+// createStoreBody is the admin request that creates a store, as
+// "kassa store create" sends it.
+type createStoreBody struct {
+	Name             string          `json:"name"`
+	Currency         string          `json:"currency"`
+	PercentFee       json.RawMessage `json:"percentFee"`
+	Tolerance        json.RawMessage `json:"tolerance"`
+	Xpub             string          `json:"xpub"`
+	LightningAddress string          `json:"lightningAddress"`
+	// Confirmations defaults to 1 when absent; 0 settles on mempool sight.
+	Confirmations *int32 `json:"confirmations"`
+}
+
+// createdStore is the answer to a store creation.
+type createdStore struct {
+	StoreID string `json:"storeId"`
+	APIKey  string `json:"apiKey"`
+}
+
+func (s *server) adminCreateStore(w http.ResponseWriter, r *http.Request) {
+	var body createStoreBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var fields []kassa.FieldError
+	settings := kassa.StoreSettings{
+		Name:                  body.Name,
+		Currency:              kassa.Currency(body.Currency),
+		Xpub:                  body.Xpub,
+		LightningAddress:      body.LightningAddress,
+		ConfirmationsRequired: 1,
+	}
+	if body.Confirmations != nil {
+		settings.ConfirmationsRequired = *body.Confirmations
+	}
+	if d, ok, err := parseDecimalField(body.PercentFee); err != nil {
+		fields = append(fields, kassa.FieldError{Field: "percentFee", Message: "must be a number of percent"})
+	} else if ok {
+		settings.PercentFee = d
+	}
+	if d, ok, err := parseDecimalField(body.Tolerance); err != nil {
+		fields = append(fields, kassa.FieldError{Field: "tolerance", Message: "must be a number of percent"})
+	} else if ok {
+		settings.UnderpaymentTolerance = d
+	}
+	if fields = mergeFields(fields, settings.Validate()); len(fields) > 0 {
+		s.writeError(w, r, kassa.InvalidFields(fields))
+		return
+	}
+	st, err := s.Stores.CreateStore(r.Context(), settings)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := createdStore{StoreID: st.ID}
+	if len(st.APIKeys) > 0 {
+		out.APIKey = st.APIKeys[0].Key
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// topUpBody credits a store's prepaid balance by amount satoshis.
+type topUpBody struct {
+	Amount json.RawMessage `json:"amount"`
+}
+
+// toppedUp is the answer to a top-up: the ledger line and the balance
+// after it.
+type toppedUp struct {
+	StoreID     string     `json:"storeId"`
+	Transaction int64      `json:"transactionId"`
+	Amount      kassa.Sats `json:"amount"`
+	Balance     kassa.Sats `json:"balance"`
+}
+
+func (s *server) adminTopUp(w http.ResponseWriter, r *http.Request) {
+	storeID, err := pathID(r, "storeId", "store")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var body topUpBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	amount, ok, err := parseSatsField(body.Amount)
+	switch {
+	case err != nil:
+		s.writeError(w, r, invalidField("amount", kassa.ErrorMessage(err)))
+		return
+	case !ok || amount <= 0:
+		s.writeError(w, r, invalidField("amount", "must be a whole number of satoshis greater than 0"))
+		return
+	}
+	tx, err := s.Stores.TopUp(r.Context(), storeID, amount)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	balance, err := s.Reader.Balance(r.Context(), storeID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toppedUp{StoreID: storeID, Transaction: tx.ID, Amount: tx.Amount, Balance: balance})
+}
+
+var errNoSimulation = kassa.Errorf(kassa.NotFound, "simulation is off: the server runs against real backends (start it with --chain=sim --lightning=sim to simulate)")
+
+// simPayBody pays an invoice in simulation. method is "lightning" or
+// "onchain" (default: Lightning when the invoice accepts it); amount in
+// satoshis defaults to the amount due.
+type simPayBody struct {
+	InvoiceID string          `json:"invoiceId"`
+	Method    string          `json:"method"`
+	Amount    json.RawMessage `json:"amount"`
+}
+
+// simPaid is the answer to a simulated payment.
+type simPaid struct {
+	TxID      string `json:"txid"`
+	InvoiceID string `json:"invoiceId"`
+	Method    string `json:"method"`
+}
+
+func (s *server) adminSimPay(w http.ResponseWriter, r *http.Request) {
+	if s.Simulator == nil {
+		s.writeError(w, r, errNoSimulation)
+		return
+	}
+	var body simPayBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !kassa.ValidID(body.InvoiceID) {
+		s.writeError(w, r, invalidField("invoiceId", "is required"))
+		return
+	}
+	amount, _, err := parseSatsField(body.Amount)
+	if err != nil || amount < 0 {
+		s.writeError(w, r, invalidField("amount", "must be a whole number of satoshis"))
+		return
+	}
+	inv, err := s.Reader.Invoice(r.Context(), body.InvoiceID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.simPay(r, inv, body.Method, amount)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// simPay pays inv through the simulator by the named method.
+func (s *server) simPay(r *http.Request, inv *kassa.Invoice, methodName string, amount kassa.Sats) (simPaid, error) {
+	method := kassa.MethodLightning
+	if !inv.Accepts(method) {
+		method = kassa.MethodOnchain
+	}
+	if methodName != "" {
+		m, err := kassa.ParsePaymentMethod(methodName)
+		if err != nil {
+			return simPaid{}, invalidField("method", "must be lightning or onchain")
+		}
+		method = m
+	}
+	txid, err := s.Simulator.Pay(r.Context(), inv, method, amount)
+	if err != nil {
+		return simPaid{}, err
+	}
+	return simPaid{TxID: txid, InvoiceID: inv.ID, Method: method.String()}, nil
+}
+
+// simMineBody mines blocks (default 1, at most 1000) in simulation.
+type simMineBody struct {
+	Blocks *int `json:"blocks"`
+}
+
+// simMined is the chain height after mining.
+type simMined struct {
+	Height int64 `json:"height"`
+}
+
+// maxSimBlocks bounds one mining request.
+const maxSimBlocks = 1000
+
+func (s *server) adminSimMine(w http.ResponseWriter, r *http.Request) {
+	if s.Simulator == nil {
+		s.writeError(w, r, errNoSimulation)
+		return
+	}
+	var body simMineBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	blocks := 1
+	if body.Blocks != nil {
+		blocks = *body.Blocks
+	}
+	if blocks < 1 || blocks > maxSimBlocks {
+		s.writeError(w, r, invalidField("blocks", "must be from 1 to 1000"))
+		return
+	}
+	height, err := s.Simulator.Mine(r.Context(), blocks)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, simMined{Height: height})
+}

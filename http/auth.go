@@ -1,0 +1,121 @@
+package http
+
+import (
+	"context"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kassapay/kassa"
+)
+
+// caller is who a request authenticated as: a store and the key used.
+type caller struct {
+	store *kassa.Store
+	key   kassa.APIKey
+}
+
+type callerKey struct{}
+
+// callerFrom returns the authenticated caller of the request. Handlers
+// behind authenticate always have one.
+func callerFrom(ctx context.Context) *caller {
+	c, _ := ctx.Value(callerKey{}).(*caller)
+	return c
+}
+
+// maxKeyLength bounds the API key a caller may present; longer keys are
+// unknown without a look-up.
+const maxKeyLength = 256
+
+// presentedKey returns the API key of the request: the x-api-key header,
+// or an Authorization header "X-Api-Key <key>" or "token <key>".
+func presentedKey(r *http.Request) string {
+	if k := strings.TrimSpace(r.Header.Get("X-Api-Key")); k != "" {
+		return k
+	}
+	scheme, key, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if !ok {
+		return ""
+	}
+	if strings.EqualFold(scheme, "X-Api-Key") || strings.EqualFold(scheme, "token") {
+		return strings.TrimSpace(key)
+	}
+	return ""
+}
+
+var (
+	errNoKey      = kassa.Errorf(kassa.Unauthorized, "missing API key: send it in the x-api-key header")
+	errUnknownKey = kassa.Errorf(kassa.Unauthorized, "unknown API key")
+	errOtherStore = kassa.Errorf(kassa.Forbidden, "this API key does not belong to the store in the path")
+)
+
+// authenticate finds the store of the presented API key. The key itself
+// is compared in constant time with the stored one, and never logged.
+func (s *server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := presentedKey(r)
+		if key == "" {
+			s.writeError(w, r, errNoKey)
+			return
+		}
+		if len(key) > maxKeyLength {
+			s.writeError(w, r, errUnknownKey)
+			return
+		}
+		store, err := s.Reader.StoreByAPIKey(r.Context(), key)
+		if kassa.ErrorCode(err) == kassa.NotFound {
+			s.writeError(w, r, errUnknownKey)
+			return
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		c := &caller{store: store}
+		found := false
+		for _, k := range store.APIKeys {
+			if subtle.ConstantTimeCompare([]byte(k.Key), []byte(key)) == 1 {
+				c.key, found = k, true
+			}
+		}
+		if !found {
+			s.writeError(w, r, errUnknownKey)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+	})
+}
+
+// storeScope admits a request only to the store of its key: another
+// store's id is 403 whether or not that store exists.
+func (s *server) storeScope(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := chi.URLParam(r, "storeId")
+		if !kassa.ValidID(id) {
+			s.writeError(w, r, kassa.Errorf(kassa.NotFound, "store not found"))
+			return
+		}
+		if id != callerFrom(r.Context()).store.ID {
+			s.writeError(w, r, errOtherStore)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// adminOnly admits requests that carry "Authorization: Bearer <token>"
+// with the admin token. An empty admin token admits nobody.
+func (s *server) adminOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		if s.AdminToken == "" || !strings.EqualFold(scheme, "Bearer") ||
+			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.AdminToken)) != 1 {
+			s.writeError(w, r, kassa.Errorf(kassa.Unauthorized, "admin API needs Authorization: Bearer <admin token>"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

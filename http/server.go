@@ -1,0 +1,155 @@
+package http
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kassapay/kassa"
+)
+
+// Deps are what the handler consumes. Reader, Stores, Invoices,
+// PaymentRequests and Rates are required; the others may be left zero.
+type Deps struct {
+	Reader           kassa.Reader
+	Stores           kassa.StoreService
+	Invoices         kassa.InvoiceService
+	PaymentRequests  kassa.PaymentRequestService
+	Rates            kassa.Rates
+	Chain, Lightning interface {
+		Info(context.Context) kassa.BackendInfo
+	}
+	Simulator kassa.Simulator // nil unless --chain=sim / --lightning=sim
+	KV        kassa.KeyValue  // idempotency keys
+	Clock     kassa.Clock
+	Logger    *slog.Logger
+	// PublicURL is the base of checkoutLink and pay-link URLs, e.g.
+	// http://127.0.0.1:8080.
+	PublicURL string
+	// AdminToken is the bearer token of the admin API; empty disables it.
+	AdminToken string
+	Version    string
+	// RateLimit is the number of requests per second per API key; 0
+	// turns rate limiting off. RateBurst is the bucket size (at least 1).
+	RateLimit float64
+	RateBurst int
+}
+
+// server holds the dependencies of every handler.
+type server struct {
+	Deps
+	log       *slog.Logger
+	publicURL string
+	limiter   *rateLimiter
+	idemLocks keyedMutex
+	router    *chi.Mux
+}
+
+// NewHandler returns the HTTP handler of the whole service except
+// webhooks: the merchant API under /api/v1, the admin API under
+// /admin/v1 and the customer pages.
+func NewHandler(d Deps) http.Handler {
+	s := &server{Deps: d, log: d.Logger, publicURL: strings.TrimRight(d.PublicURL, "/")}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.Clock == nil {
+		s.Clock = kassa.SystemClock{}
+	}
+	if d.RateLimit > 0 {
+		s.limiter = newRateLimiter(d.RateLimit, d.RateBurst, s.Clock)
+	}
+	s.router = s.routes()
+	return s.router
+}
+
+// routes builds the router. NotFound and MethodNotAllowed are set first so
+// that every sub-router inherits them.
+func (s *server) routes() *chi.Mux {
+	r := chi.NewRouter()
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(s.methodNotAllowed)
+	r.Use(s.observe, s.recoverPanic)
+
+	r.Route("/api/v1", func(r chi.Router) {
+		r.Get("/health", s.health)
+		r.Group(func(r chi.Router) {
+			r.Use(s.authenticate, s.rateLimit)
+			r.Get("/stores", s.listStores)
+			r.Route("/stores/{storeId}", func(r chi.Router) {
+				r.Use(s.storeScope)
+				r.Get("/", s.getStore)
+				r.Get("/rates", s.getRates)
+
+				r.Get("/invoices", s.listInvoices)
+				r.With(s.idempotent).Post("/invoices", s.createInvoice)
+				r.Get("/invoices/{invoiceId}", s.getInvoice)
+				r.Get("/invoices/{invoiceId}/payments", s.listInvoicePayments)
+
+				r.Get("/payment-requests", s.listPaymentRequests)
+				r.With(s.idempotent).Post("/payment-requests", s.createPaymentRequest)
+				r.Get("/payment-requests/{id}", s.getPaymentRequest)
+				r.Put("/payment-requests/{id}", s.updatePaymentRequest)
+				r.Delete("/payment-requests/{id}", s.archivePaymentRequest)
+
+				r.Get("/transactions", s.listTransactions)
+				r.Get("/transactions/{id}", s.getTransaction)
+			})
+		})
+	})
+
+	r.Route("/admin/v1", func(r chi.Router) {
+		r.Use(s.adminOnly)
+		r.Post("/stores", s.adminCreateStore)
+		r.Post("/stores/{storeId}/topup", s.adminTopUp)
+		r.Post("/sim/pay", s.adminSimPay)
+		r.Post("/sim/mine", s.adminSimMine)
+	})
+
+	r.Get("/checkout/{invoiceId}", s.checkoutPage)
+	r.Get("/checkout/{invoiceId}/status", s.checkoutStatus)
+	if s.Simulator != nil {
+		r.Post("/checkout/{invoiceId}/sim/pay", s.checkoutSimPay)
+		r.Post("/checkout/{invoiceId}/sim/mine", s.checkoutSimMine)
+	}
+	r.Get("/payment-requests/{id}", s.payLinkPage)
+	r.Post("/payment-requests/{id}/pay", s.payLinkPay)
+	return r
+}
+
+// notFound answers routes that do not exist.
+func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, kassa.Errorf(kassa.NotFound, "no route %s %s", r.Method, r.URL.Path))
+}
+
+// methodNotAllowed answers a route that exists for other methods, and
+// lists them in the Allow header.
+func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		if s.router.Match(chi.NewRouteContext(), m, r.URL.Path) {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+	}
+	s.writeError(w, r, kassa.Errorf(kassa.MethodNotAllowed, "method %s is not allowed on %s", r.Method, r.URL.Path))
+}
+
+// now is the handler's clock reading.
+func (s *server) now() time.Time { return s.Clock.Now() }
+
+// pathID returns the path parameter name when it is a valid id, or a
+// NotFound error that names what was looked for.
+func pathID(r *http.Request, name, what string) (string, error) {
+	id := chi.URLParam(r, name)
+	if !kassa.ValidID(id) {
+		return "", kassa.Errorf(kassa.NotFound, "%s not found", what)
+	}
+	return id, nil
+}

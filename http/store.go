@@ -1,0 +1,146 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/kassapay/kassa"
+)
+
+// storeRecord is a store as SPEC.md's Store table shows it. apiKey is the
+// key the caller authenticated with.
+type storeRecord struct {
+	StoreID               string         `json:"storeId"`
+	Name                  string         `json:"name"`
+	WalletMinSendable     kassa.MSat     `json:"walletMinSendable"`
+	WalletMaxSendable     kassa.MSat     `json:"walletMaxSendable"`
+	APIKey                string         `json:"apiKey"`
+	PercentFee            json.Number    `json:"percentFee"`
+	UnderpaymentTolerance json.Number    `json:"underpaymentTolerance"`
+	Currency              kassa.Currency `json:"currency"`
+}
+
+func newStoreRecord(c *caller) storeRecord {
+	st := c.store
+	return storeRecord{
+		StoreID:               st.ID,
+		Name:                  st.Name,
+		WalletMinSendable:     st.WalletMinSendable,
+		WalletMaxSendable:     st.WalletMaxSendable,
+		APIKey:                c.key.Key,
+		PercentFee:            number(st.PercentFee),
+		UnderpaymentTolerance: number(st.UnderpaymentTolerance),
+		Currency:              st.Currency,
+	}
+}
+
+// listStores answers an array holding the key's own store.
+func (s *server) listStores(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, []storeRecord{newStoreRecord(callerFrom(r.Context()))})
+}
+
+func (s *server) getStore(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, newStoreRecord(callerFrom(r.Context())))
+}
+
+// rateRecord is one exchange rate entry of SPEC.md; rate is a decimal
+// string.
+type rateRecord struct {
+	CurrencyPair string   `json:"currencyPair"`
+	Rate         string   `json:"rate"`
+	Errors       []string `json:"errors"`
+}
+
+// parseCurrencyPair reads BTC_EUR or BTC/EUR (any letter case) and
+// returns the fiat currency.
+func parseCurrencyPair(pair string) (kassa.Currency, bool) {
+	base, quote, ok := strings.Cut(pair, "_")
+	if !ok {
+		base, quote, ok = strings.Cut(pair, "/")
+	}
+	if !ok || !strings.EqualFold(strings.TrimSpace(base), "BTC") {
+		return "", false
+	}
+	c, err := kassa.ParseCurrency(quote)
+	if err != nil || !c.IsFiat() {
+		return "", false
+	}
+	return c, true
+}
+
+// getRates answers one entry per fiat pair, or only the pairs asked for
+// by currencyPair (repeated, or comma-separated).
+func (s *server) getRates(w http.ResponseWriter, r *http.Request) {
+	var wanted []kassa.Currency
+	for _, v := range r.URL.Query()["currencyPair"] {
+		for _, pair := range strings.Split(v, ",") {
+			if pair = strings.TrimSpace(pair); pair == "" {
+				continue
+			}
+			c, ok := parseCurrencyPair(pair)
+			if !ok {
+				s.writeError(w, r, invalidField("currencyPair", "unknown currency pair "+pair+": use BTC_EUR, BTC_USD, BTC_CAD, BTC_JPY, BTC_GBP or BTC_CHF"))
+				return
+			}
+			wanted = append(wanted, c)
+		}
+	}
+	entries := s.Rates.Entries(r.Context())
+	byCurrency := make(map[kassa.Currency]kassa.RateEntry, len(entries))
+	for _, e := range entries {
+		byCurrency[e.Currency] = e
+	}
+	if len(wanted) == 0 {
+		for _, e := range entries {
+			wanted = append(wanted, e.Currency)
+		}
+	}
+	records := make([]rateRecord, 0, len(wanted))
+	for _, c := range wanted {
+		e, ok := byCurrency[c]
+		if !ok {
+			e = kassa.RateEntry{Currency: c, Errors: []string{"no rate source for " + string(c)}}
+		}
+		errs := e.Errors
+		if errs == nil {
+			errs = []string{}
+		}
+		records = append(records, rateRecord{CurrencyPair: "BTC_" + string(c), Rate: e.Rate.String(), Errors: errs})
+	}
+	writeJSON(w, http.StatusOK, records)
+}
+
+// healthRecord is the health check's answer.
+type healthRecord struct {
+	Status       string            `json:"status"`
+	Chain        kassa.BackendInfo `json:"chain"`
+	Lightning    kassa.BackendInfo `json:"lightning"`
+	Synchronized bool              `json:"synchronized"`
+	Simulation   bool              `json:"simulation"`
+	Rates        string            `json:"rates"`
+	Version      string            `json:"version"`
+}
+
+// health needs no key. It always answers 200 while the process serves;
+// synchronized says whether both backends are caught up.
+func (s *server) health(w http.ResponseWriter, r *http.Request) {
+	rec := healthRecord{Status: "ok", Simulation: s.Simulator != nil, Version: s.Version}
+	rec.Chain = backendInfo(r, s.Chain)
+	rec.Lightning = backendInfo(r, s.Lightning)
+	rec.Synchronized = rec.Chain.Synced && rec.Lightning.Synced
+	if s.Rates != nil {
+		rec.Rates = s.Rates.Source()
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+func backendInfo(r *http.Request, b interface {
+	Info(context.Context) kassa.BackendInfo
+}) kassa.BackendInfo {
+	if b == nil {
+		return kassa.BackendInfo{Backend: "none", Error: "not configured"}
+	}
+	return b.Info(r.Context())
+}

@@ -1,0 +1,309 @@
+// Package sim is a simulation of a Lightning node, the Lightning backend of
+// `kassa serve --lightning=sim`: an in-memory regtest node with no daemon
+// and no channels, which issues real, signed BOLT11 invoices and settles
+// them when Pay is called.
+package sim
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/btcsuite/btcd/btcec/v2"
+	"github.com/btcsuite/btcd/btcec/v2/ecdsa"
+	"github.com/btcsuite/btcd/chaincfg"
+	"github.com/btcsuite/btcd/chaincfg/chainhash"
+	"github.com/lightningnetwork/lnd/lnwire"
+	"github.com/lightningnetwork/lnd/zpay32"
+
+	"github.com/kassapay/kassa"
+)
+
+var _ kassa.Lightning = (*Node)(nil)
+
+// Params are the network parameters of the simulated node: its invoices
+// start with "lnbcrt".
+var Params = &chaincfg.RegressionNetParams
+
+const (
+	// DefaultExpiry is the expiry of an invoice created with none, as
+	// BOLT11 assumes when an invoice does not say.
+	DefaultExpiry = zpay32.DefaultInvoiceExpiry
+
+	// FinalCLTVDelta is the min_final_cltv_expiry of every invoice, lnd's
+	// default.
+	FinalCLTVDelta = 80
+
+	// MaxMemoBytes is the longest description a BOLT11 invoice holds;
+	// longer memos are cut at a character boundary.
+	MaxMemoBytes = 639
+)
+
+var (
+	// ErrUnknownInvoice is returned by Pay for a payment request that this
+	// node did not make.
+	ErrUnknownInvoice = kassa.Errorf(kassa.NotFound, "the simulated Lightning node made no such invoice")
+
+	// ErrBadPaymentRequest is returned by Pay for a string that is not a
+	// BOLT11 regtest payment request.
+	ErrBadPaymentRequest = kassa.Errorf(kassa.Invalid, "not a valid BOLT11 regtest payment request")
+
+	// ErrInvoiceAlreadyPaid is returned by Pay for an invoice that was
+	// paid before: a Lightning invoice settles once.
+	ErrInvoiceAlreadyPaid = kassa.Errorf(kassa.Conflict, "the Lightning invoice is already paid")
+
+	// ErrInvoiceExpired is returned by Pay for an invoice past its expiry.
+	ErrInvoiceExpired = kassa.Errorf(kassa.Conflict, "the Lightning invoice has expired")
+
+	// ErrAmountRequired is returned by Pay for an invoice without an
+	// amount when the payment names none either.
+	ErrAmountRequired = kassa.Errorf(kassa.Invalid, "the Lightning invoice has no amount: give one")
+
+	// ErrAmountTooLow is returned by Pay for less than the invoice asks:
+	// Lightning payments are never partial.
+	ErrAmountTooLow = kassa.Errorf(kassa.Invalid, "the payment is less than the Lightning invoice asks")
+
+	// ErrAmountTooHigh is returned by Pay for more than twice what the
+	// invoice asks, which BOLT 4 lets a recipient refuse.
+	ErrAmountTooHigh = kassa.Errorf(kassa.Invalid, "the payment is more than twice what the Lightning invoice asks")
+
+	// ErrBadAmount is returned for a negative amount or one above all
+	// bitcoin.
+	ErrBadAmount = kassa.Errorf(kassa.Invalid, "the amount must be between 0 and 21 million bitcoin")
+
+	// ErrBadExpiry is returned by CreateInvoice for a negative expiry.
+	ErrBadExpiry = kassa.Errorf(kassa.Invalid, "the invoice expiry must not be negative")
+)
+
+// maxMSat is every bitcoin there will ever be, in millisatoshis.
+var maxMSat = kassa.MaxSats.MSat()
+
+// Node is a simulated Lightning node held in memory. CreateInvoice makes
+// BOLT11 invoices signed with a key made by New; Pay settles them and
+// reports each settlement to the handler given to Start, outside the
+// node's lock and before Pay returns. It is safe for concurrent use.
+type Node struct {
+	clock kassa.Clock
+	key   *btcec.PrivateKey
+
+	mu       sync.Mutex
+	invoices map[string]*invoice // by payment hash, hex
+	handle   func(context.Context, kassa.LightningEvent)
+	running  context.Context
+}
+
+// invoice is what the node keeps of one invoice it made.
+type invoice struct {
+	amount    kassa.MSat // zero: any amount
+	expiresAt time.Time
+	preimage  [32]byte
+	settled   bool
+}
+
+// New returns a node with a new random key and no invoices. clock stamps
+// invoices and settlements; nil means the system clock.
+func New(clock kassa.Clock) (*Node, error) {
+	if clock == nil {
+		clock = kassa.SystemClock{}
+	}
+	key, err := btcec.NewPrivateKey()
+	if err != nil {
+		return nil, fmt.Errorf("simulated Lightning node key: %w", err)
+	}
+	return &Node{clock: clock, key: key, invoices: make(map[string]*invoice)}, nil
+}
+
+// PubKey returns the node's public key, hex encoded (its node id).
+func (n *Node) PubKey() string {
+	return hex.EncodeToString(n.key.PubKey().SerializeCompressed())
+}
+
+// Start delivers settled invoices to handle from now until ctx ends. It
+// returns at once. A second Start replaces the handler of the first.
+// Settlements made while no handler runs are not reported later.
+func (n *Node) Start(ctx context.Context, handle func(context.Context, kassa.LightningEvent)) error {
+	if handle == nil {
+		return errors.New("start simulated Lightning node: no handler")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.handle, n.running = handle, ctx
+	n.mu.Unlock()
+	return nil
+}
+
+// Info describes the simulated node: always synced.
+func (n *Node) Info(ctx context.Context) kassa.BackendInfo {
+	return kassa.BackendInfo{Backend: "sim", Network: "regtest", Simulated: true, Synced: true}
+}
+
+// CreateInvoice makes a BOLT11 regtest invoice for amount (zero: any
+// amount) with memo as its description, valid for expiry (zero:
+// DefaultExpiry), rounded up to whole seconds. Its payment hash is the
+// SHA-256 of a random preimage that the node keeps.
+func (n *Node) CreateInvoice(ctx context.Context, amount kassa.MSat, memo string, expiry time.Duration) (kassa.LightningInvoice, error) {
+	if err := ctx.Err(); err != nil {
+		return kassa.LightningInvoice{}, err
+	}
+	if amount < 0 || amount > maxMSat {
+		return kassa.LightningInvoice{}, fmt.Errorf("create invoice for %d msat: %w", amount, ErrBadAmount)
+	}
+	if expiry < 0 {
+		return kassa.LightningInvoice{}, fmt.Errorf("create invoice expiring in %s: %w", expiry, ErrBadExpiry)
+	}
+	if expiry == 0 {
+		expiry = DefaultExpiry
+	}
+	expiry = (expiry + time.Second - 1).Truncate(time.Second)
+
+	var preimage, paymentAddr [32]byte
+	if _, err := rand.Read(preimage[:]); err != nil {
+		return kassa.LightningInvoice{}, fmt.Errorf("create invoice: %w", err)
+	}
+	if _, err := rand.Read(paymentAddr[:]); err != nil {
+		return kassa.LightningInvoice{}, fmt.Errorf("create invoice: %w", err)
+	}
+	hash := sha256.Sum256(preimage[:])
+	// BOLT11 timestamps are whole seconds; expiry counts from there.
+	created := time.Unix(n.clock.Now().Unix(), 0)
+
+	options := []func(*zpay32.Invoice){
+		zpay32.Description(cleanMemo(memo)),
+		zpay32.Expiry(expiry),
+		zpay32.CLTVExpiry(FinalCLTVDelta),
+		zpay32.PaymentAddr(paymentAddr),
+		zpay32.Features(lnwire.NewFeatureVector(
+			lnwire.NewRawFeatureVector(
+				lnwire.TLVOnionPayloadRequired,
+				lnwire.PaymentAddrRequired,
+				lnwire.MPPOptional,
+			),
+			lnwire.Features,
+		)),
+	}
+	if amount > 0 {
+		options = append(options, zpay32.Amount(lnwire.MilliSatoshi(amount)))
+	}
+	inv, err := zpay32.NewInvoice(Params, hash, created, options...)
+	if err != nil {
+		return kassa.LightningInvoice{}, fmt.Errorf("create invoice: %w", err)
+	}
+	request, err := inv.Encode(zpay32.MessageSigner{SignCompact: n.signCompact})
+	if err != nil {
+		return kassa.LightningInvoice{}, fmt.Errorf("encode invoice: %w", err)
+	}
+
+	hashHex := hex.EncodeToString(hash[:])
+	n.mu.Lock()
+	n.invoices[hashHex] = &invoice{amount: amount, expiresAt: created.Add(expiry), preimage: preimage}
+	n.mu.Unlock()
+	return kassa.LightningInvoice{PaymentRequest: request, PaymentHash: hashHex}, nil
+}
+
+// signCompact signs the SHA-256 of msg with the node key, as BOLT11 asks.
+func (n *Node) signCompact(msg []byte) ([]byte, error) {
+	return ecdsa.SignCompact(n.key, chainhash.HashB(msg), true), nil
+}
+
+// cleanMemo makes memo fit a BOLT11 description: valid UTF-8 of at most
+// MaxMemoBytes bytes, cut at a character boundary.
+func cleanMemo(memo string) string {
+	memo = strings.ToValidUTF8(memo, "\uFFFD")
+	if len(memo) <= MaxMemoBytes {
+		return memo
+	}
+	cut := MaxMemoBytes
+	for cut > 0 && !utf8.RuneStart(memo[cut]) {
+		cut--
+	}
+	return memo[:cut]
+}
+
+// Pay pays paymentRequest, an invoice of this node, with amount (zero:
+// the invoice's amount), settles it, reports the settlement and returns
+// its payment hash. It refuses an unknown, expired or already paid
+// invoice, and an amount below the invoice's or above twice it.
+func (n *Node) Pay(ctx context.Context, paymentRequest string, amount kassa.MSat) (hash string, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if amount < 0 || amount > maxMSat {
+		return "", fmt.Errorf("pay %d msat: %w", amount, ErrBadAmount)
+	}
+	decoded, err := zpay32.Decode(strings.TrimSpace(paymentRequest), Params)
+	if err != nil {
+		return "", refuse(ErrBadPaymentRequest, "%s (%v)", ErrBadPaymentRequest.Message, err)
+	}
+	hash = hex.EncodeToString(decoded.PaymentHash[:])
+	if decoded.Destination == nil || !decoded.Destination.IsEqual(n.key.PubKey()) {
+		return "", fmt.Errorf("pay %s: %w", hash, ErrUnknownInvoice)
+	}
+
+	n.mu.Lock()
+	inv := n.invoices[hash]
+	now := n.clock.Now()
+	switch {
+	case inv == nil:
+		err = fmt.Errorf("pay %s: %w", hash, ErrUnknownInvoice)
+	case inv.settled:
+		err = fmt.Errorf("pay %s: %w", hash, ErrInvoiceAlreadyPaid)
+	case !now.Before(inv.expiresAt):
+		err = refuse(ErrInvoiceExpired, "the Lightning invoice expired at %s", inv.expiresAt.UTC().Format(time.RFC3339))
+	case amount == 0 && inv.amount == 0:
+		err = ErrAmountRequired
+	case amount == 0:
+		amount = inv.amount
+	case amount < inv.amount:
+		err = refuse(ErrAmountTooLow, "the payment of %d msat is less than the %d msat the Lightning invoice asks", amount, inv.amount)
+	case inv.amount > 0 && amount > 2*inv.amount:
+		err = refuse(ErrAmountTooHigh, "the payment of %d msat is more than twice the %d msat the Lightning invoice asks", amount, inv.amount)
+	}
+	if err != nil {
+		n.mu.Unlock()
+		return "", err
+	}
+	inv.settled = true
+	handle, running := n.handle, n.running
+	n.mu.Unlock()
+
+	if handle != nil && running.Err() == nil {
+		handle(ctx, kassa.LightningEvent{PaymentHash: hash, AmountMSat: amount, SettledAt: now})
+	}
+	return hash, nil
+}
+
+// Preimage returns the preimage of the invoice with payment hash hash
+// once it is paid: the proof of payment a payer receives.
+func (n *Node) Preimage(hash string) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	inv := n.invoices[strings.ToLower(hash)]
+	if inv == nil || !inv.settled {
+		return "", false
+	}
+	return hex.EncodeToString(inv.preimage[:]), true
+}
+
+// refusal is a refusal that tells its caller the details of the case and
+// still matches its sentinel with errors.Is.
+type refusal struct {
+	detail   *kassa.Error
+	sentinel *kassa.Error
+}
+
+// refuse returns sentinel's refusal with a message of its own.
+func refuse(sentinel *kassa.Error, format string, args ...any) error {
+	return &refusal{detail: kassa.Errorf(sentinel.Code, format, args...), sentinel: sentinel}
+}
+
+func (r *refusal) Error() string   { return r.detail.Error() }
+func (r *refusal) Unwrap() []error { return []error{r.detail, r.sentinel} }

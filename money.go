@@ -74,7 +74,9 @@ func FiatValue(s Sats, c Currency, rate decimal.Decimal) decimal.Decimal {
 	case BTC:
 		return amount.Div(decSatsPerBTC).Round(8)
 	}
-	return amount.Mul(rate).Div(decSatsPerBTC).Round(c.Decimals())
+	// Shift divides by 10⁸ exactly; Div would first round to 16 places
+	// and could carry a value just below half a minor unit up to it.
+	return amount.Mul(rate).Shift(-8).Round(c.Decimals())
 }
 
 // PercentOf returns percent percent of s, rounded up to a whole satoshi.
@@ -83,7 +85,9 @@ func PercentOf(s Sats, percent decimal.Decimal) Sats {
 	if !percent.IsPositive() || s <= 0 {
 		return 0
 	}
-	return Sats(decimal.NewFromInt(int64(s)).Mul(percent).Div(decHundred).RoundUp(0).IntPart())
+	// Shift divides by 100 exactly: Div would round to 16 places first
+	// and turn a fee of a tiny fraction of a satoshi into none.
+	return Sats(decimal.NewFromInt(int64(s)).Mul(percent).Shift(-2).RoundUp(0).IntPart())
 }
 
 // Covers reports whether paid settles an invoice of amount sats when the
@@ -120,7 +124,7 @@ func ParseAmount(raw json.RawMessage) (decimal.Decimal, error) {
 		}
 		text = strings.TrimSpace(s)
 	}
-	if text == "" || len(text) > 40 || strings.ContainsAny(text, "eE") && len(text) > 30 {
+	if text == "" || len(text) > maxAmountChars || strings.ContainsAny(text, "eE") && len(text) > 30 {
 		return decimal.Zero, errBadAmount
 	}
 	for _, r := range text {
@@ -135,8 +139,18 @@ func ParseAmount(raw json.RawMessage) (decimal.Decimal, error) {
 	if d.Abs().GreaterThan(maxFiatAmount) {
 		return decimal.Zero, fmt.Errorf("%w: too large", errBadAmount)
 	}
+	// An exponent writes in a few characters what takes thousands in
+	// full ("1e-9999"). The full form must fit as well, so that every
+	// amount accepted here is accepted again from its String().
+	if len(d.String()) > maxAmountChars {
+		return decimal.Zero, errBadAmount
+	}
 	return d, nil
 }
+
+// maxAmountChars is the longest amount ParseAmount accepts, in
+// characters, as given and written out in full.
+const maxAmountChars = 40
 
 var (
 	errMissingAmount = Errorf(Invalid, "amount is missing")

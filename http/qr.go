@@ -55,21 +55,65 @@ func lightningURI(bolt11 string) string {
 }
 
 // invoiceQRCodes makes the Lightning QR code of bolt11 and the Bitcoin QR
-// code of the BIP21 URI. An empty input gives an empty data URI.
+// code of the BIP21 URI, the two at once. An empty input gives an empty
+// data URI.
 func invoiceQRCodes(bolt11, bip21 string) (qrCodes, error) {
 	var codes qrCodes
-	var err error
+	var lnErr, btcErr error
+	var wg sync.WaitGroup
 	if bolt11 != "" {
-		if codes.LightningQR, err = qrDataURI(lightningURI(bolt11)); err != nil {
-			return qrCodes{}, err
-		}
+		wg.Go(func() { codes.LightningQR, lnErr = cachedQRDataURI(lightningURI(bolt11)) })
 	}
 	if bip21 != "" {
-		if codes.BitcoinQR, err = qrDataURI(bip21); err != nil {
-			return qrCodes{}, err
-		}
+		codes.BitcoinQR, btcErr = cachedQRDataURI(bip21)
+	}
+	wg.Wait()
+	if lnErr != nil {
+		return qrCodes{}, lnErr
+	}
+	if btcErr != nil {
+		return qrCodes{}, btcErr
 	}
 	return codes, nil
+}
+
+// qrCacheSize is how many QR images each generation of the cache holds.
+// An image is 2 to 4 KB, so the cache stays under about 16 MB.
+const qrCacheSize = 2048
+
+// qrCache keeps recent QR images, so that an invoice polled with GET, or
+// its checkout page reloaded, does not draw its codes again. It has two
+// generations: when the current one is full it becomes the previous one
+// and the old previous one is dropped.
+var qrCache = struct {
+	sync.Mutex
+	current, previous map[string]string
+}{current: map[string]string{}}
+
+// cachedQRDataURI is qrDataURI through qrCache.
+func cachedQRDataURI(content string) (string, error) {
+	qrCache.Lock()
+	uri, ok := qrCache.current[content]
+	if !ok {
+		if uri, ok = qrCache.previous[content]; ok {
+			qrCache.current[content] = uri
+		}
+	}
+	qrCache.Unlock()
+	if ok {
+		return uri, nil
+	}
+	uri, err := qrDataURI(content)
+	if err != nil {
+		return "", err
+	}
+	qrCache.Lock()
+	if len(qrCache.current) >= qrCacheSize {
+		qrCache.previous, qrCache.current = qrCache.current, make(map[string]string, qrCacheSize)
+	}
+	qrCache.current[content] = uri
+	qrCache.Unlock()
+	return uri, nil
 }
 
 // qrDataURI returns content as a QR code in a PNG data URI

@@ -98,11 +98,10 @@ func unmarshalBody(body []byte, dst any) error {
 	return kassa.Errorf(kassa.Invalid, "malformed JSON: %v", err)
 }
 
-// position returns the 1-based line and column of byte offset in body.
+// position returns the 1-based line and column of the byte that a JSON
+// syntax error reports: the one before offset, where decoding stopped.
 func position(body []byte, offset int64) (line, col int) {
-	if offset > int64(len(body)) {
-		offset = int64(len(body))
-	}
+	offset = min(max(offset-1, 0), int64(len(body)))
 	before := body[:offset]
 	line = bytes.Count(before, []byte("\n")) + 1
 	col = int(offset) - bytes.LastIndexByte(before, '\n')

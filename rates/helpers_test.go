@@ -18,16 +18,6 @@ import (
 	"github.com/kassapay/kassa"
 )
 
-// fixture returns the content of testdata/name.
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // reply is how a fixture server answers one request path.
 type reply struct {
 	status     int    // 200 when zero
@@ -86,7 +76,13 @@ func (s *apiServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	body := []byte(rep.body)
 	if rep.file != "" {
-		body = fixture(s.t, rep.file)
+		var err error
+		// Errorf, not Fatal: this is the handler's goroutine.
+		if body, err = os.ReadFile(filepath.Join("testdata", rep.file)); err != nil {
+			s.t.Errorf("fixture: %v", err)
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
 	}
 	if rep.retryAfter != "" {
 		w.Header().Set("Retry-After", rep.retryAfter)

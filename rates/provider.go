@@ -46,6 +46,8 @@ type HTTPError struct {
 	RetryAfter time.Duration
 }
 
+// Error says the status, the provider's message and how long to wait:
+// "HTTP 429 Too Many Requests: Rate limit exceeded (retry after 30s)".
 func (e *HTTPError) Error() string {
 	msg := fmt.Sprintf("HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
 	if e.Message != "" {
@@ -123,7 +125,8 @@ func (h httpSource) getJSON(ctx context.Context, path string, v any) error {
 	return nil
 }
 
-// transportError describes a failed request without its URL.
+// transportError describes a failed request without its URL or the
+// provider's address.
 func transportError(err error) error {
 	var uerr *url.Error
 	if errors.As(err, &uerr) {
@@ -132,6 +135,12 @@ func transportError(err error) error {
 	var nerr net.Error
 	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &nerr) && nerr.Timeout() {
 		return fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	// "dial tcp 203.0.113.9:443: connect: connection refused" becomes
+	// "dial: connect: connection refused": callers see these messages.
+	var operr *net.OpError
+	if errors.As(err, &operr) && operr.Err != nil {
+		err = fmt.Errorf("%s: %w", operr.Op, operr.Err)
 	}
 	return fmt.Errorf("request failed: %w", err)
 }

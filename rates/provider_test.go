@@ -85,7 +85,6 @@ func allPaths(routes map[string]reply, r reply) map[string]reply {
 	return out
 }
 
-
 func fetchAll(t *testing.T, p Provider) (map[kassa.Currency]string, error) {
 	t.Helper()
 	got, err := p.Fetch(context.Background(), kassa.Currencies)

@@ -101,9 +101,9 @@ func New(cfg Config) *Service {
 		providers:    slices.Clone(cfg.Providers),
 		primary:      strings.ToLower(cfg.Primary),
 		fallback:     strings.ToLower(cfg.Fallback),
-		refresh:      cmp(cfg.Refresh, DefaultRefresh),
-		maxAge:       cmp(cfg.MaxAge, DefaultMaxAge),
-		timeout:      cmp(cfg.Timeout, DefaultTimeout),
+		refresh:      orDefault(cfg.Refresh, DefaultRefresh),
+		maxAge:       orDefault(cfg.MaxAge, DefaultMaxAge),
+		timeout:      orDefault(cfg.Timeout, DefaultTimeout),
 		maxDeviation: cfg.MaxDeviation,
 		clock:        cfg.Clock,
 		log:          cfg.Logger,
@@ -128,8 +128,8 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// cmp returns d, or def when d is not positive.
-func cmp(d, def time.Duration) time.Duration {
+// orDefault returns d, or def when d is not positive.
+func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
 		return def
 	}
@@ -166,7 +166,7 @@ func (s *Service) Source() string {
 // in its own goroutine.
 func (s *Service) Run(ctx context.Context) {
 	s.log.Info("exchange rates refreshing", "source", s.Source(), "every", s.refresh, "max_age", s.maxAge)
-	for {
+	for ctx.Err() == nil {
 		s.Refresh(ctx)
 		next := make(chan struct{})
 		cancel := s.clock.AfterFunc(s.refresh, func() { close(next) })
@@ -186,7 +186,8 @@ func (s *Service) Run(ctx context.Context) {
 // concurrently, each under its own Timeout, and stores what they answer.
 // A provider that asked to be left alone (Retry-After) is skipped until
 // then. Each failure is logged once; the returned error joins them, each
-// prefixed with its provider's name.
+// prefixed with its provider's name. Answers that arrive after ctx ended
+// are dropped.
 func (s *Service) Refresh(ctx context.Context) error {
 	now := s.clock.Now()
 	errs := make([]error, len(s.providers))
@@ -202,6 +203,10 @@ func (s *Service) Refresh(ctx context.Context) error {
 			fctx, cancel := context.WithTimeout(ctx, s.timeout)
 			defer cancel()
 			got, err := p.Fetch(fctx, kassa.FiatCurrencies)
+			if ctx.Err() != nil {
+				// Shutting down: the provider did not fail.
+				return
+			}
 			s.record(p.Name(), got, err)
 			if err != nil {
 				errs[i] = fmt.Errorf("%s: %w", p.Name(), err)

@@ -237,7 +237,8 @@ func (c *Client) post(ctx context.Context, rawURL string, headers http.Header, b
 		return Attempt{Err: msg}, kassa.Errorf(kassa.Invalid, "%s", msg)
 	}
 	for name, values := range headers {
-		req.Header[name] = slices.Clone(values)
+		key := http.CanonicalHeaderKey(name)
+		req.Header[key] = append(slices.Clone(req.Header[key]), values...)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if req.Header.Get("User-Agent") == "" {

@@ -673,6 +673,7 @@ func TestDeliver(t *testing.T) {
 		"X-Service-Signature": {"t=1,v1=abc"},
 		"X-Service-Sig":       {"sha256=def"},
 		"Content-Type":        {"text/plain"},
+		"content-type":        {"text/html"},
 		"X-Multi":             {"a", "b"},
 	}
 	c := devClient(Config{})
@@ -690,7 +691,7 @@ func TestDeliver(t *testing.T) {
 	if v := req.Header.Get("X-Service-Sig"); v != "sha256=def" {
 		t.Errorf("X-Service-Sig = %q", v)
 	}
-	if v := req.Header.Get("Content-Type"); v != "application/json" {
+	if v := req.Header.Values("Content-Type"); len(v) != 1 || v[0] != "application/json" {
 		t.Errorf("Content-Type = %q", v)
 	}
 	if v := req.Header.Values("X-Multi"); len(v) != 2 {

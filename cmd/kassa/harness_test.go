@@ -1,0 +1,272 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binPath is the kassa binary that the end-to-end tests start.
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kassa-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "kassa")
+	args := []string{"build", "-o", binPath}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build kassa:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// server is a running kassa process.
+type server struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	url  string
+	data string
+	args []string
+
+	mu   sync.Mutex
+	logs bytes.Buffer
+	done chan struct{}
+}
+
+var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
+
+// startServer starts `kassa serve` on a free loopback port with data in
+// dir and waits until it listens.
+func startServer(t *testing.T, dir string, extra ...string) *server {
+	t.Helper()
+	s := &server{t: t, data: dir, done: make(chan struct{})}
+	s.args = append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, extra...)
+	s.cmd = exec.Command(binPath, s.args...)
+	s.cmd.Stdout = io.Discard
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		defer close(s.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			s.mu.Lock()
+			s.logs.WriteString(line + "\n")
+			s.mu.Unlock()
+			if m := listenLine.FindStringSubmatch(line); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		s.url = "http://" + a
+	case <-time.After(30 * time.Second):
+		s.cmd.Process.Kill()
+		t.Fatalf("server did not start:\n%s", s.Logs())
+	case <-s.done:
+		t.Fatalf("server exited:\n%s", s.Logs())
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			logs := s.Logs()
+			if len(logs) > 20000 {
+				logs = logs[len(logs)-20000:]
+			}
+			t.Logf("server log (tail):\n%s", logs)
+		}
+	})
+	return s
+}
+
+// Logs returns what the server wrote to stderr so far.
+func (s *server) Logs() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+// Stop ends the server gracefully.
+func (s *server) Stop() {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(15 * time.Second):
+		s.cmd.Process.Kill()
+	}
+	s.cmd.Wait()
+}
+
+// Kill ends the server with SIGKILL, as a crash would.
+func (s *server) Kill() {
+	s.cmd.Process.Kill()
+	<-s.done
+	s.cmd.Wait()
+}
+
+// cli runs a kassa admin command against the server and returns stdout.
+func (s *server) cli(args ...string) (string, error) {
+	cmd := exec.Command(binPath, append(args, "--server", s.url, "--data", s.data)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return out.String(), fmt.Errorf("%v: %s", err, errb.String())
+	}
+	return out.String(), nil
+}
+
+func (s *server) mustCLI(args ...string) string {
+	s.t.Helper()
+	out, err := s.cli(args...)
+	if err != nil {
+		s.t.Fatalf("kassa %s: %v", strings.Join(args, " "), err)
+	}
+	return out
+}
+
+type storeCreds struct {
+	StoreID string `json:"storeId"`
+	APIKey  string `json:"apiKey"`
+}
+
+func (s *server) createStore(args ...string) storeCreds {
+	s.t.Helper()
+	out := s.mustCLI(append([]string{"store", "create"}, args...)...)
+	var c storeCreds
+	if err := json.Unmarshal([]byte(out), &c); err != nil || c.StoreID == "" || c.APIKey == "" {
+		s.t.Fatalf("store create printed %q: %v", out, err)
+	}
+	return c
+}
+
+var httpClient = &http.Client{Timeout: 30 * time.Second}
+
+// do sends a request with key (empty: none) and returns status and body.
+func (s *server) do(method, path, key string, body any) (int, []byte, http.Header) {
+	s.t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	case []byte:
+		r = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, s.url+path, r)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	res, err := httpClient.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return res.StatusCode, data, res.Header
+}
+
+// json sends a request that must answer want and decodes the body.
+func (s *server) json(method, path, key string, body any, want int) map[string]any {
+	s.t.Helper()
+	status, data, _ := s.do(method, path, key, body)
+	if status != want {
+		s.t.Fatalf("%s %s = %d, want %d: %s", method, path, status, want, data)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		s.t.Fatalf("%s %s: %v: %s", method, path, err, data)
+	}
+	return m
+}
+
+func (s *server) list(path, key string) []map[string]any {
+	s.t.Helper()
+	status, data, _ := s.do("GET", path, key, nil)
+	if status != 200 {
+		s.t.Fatalf("GET %s = %d: %s", path, status, data)
+	}
+	var out []map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		s.t.Fatalf("GET %s: %v: %s", path, err, data)
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var eventLine = regexp.MustCompile(`msg="invoice event" invoice=(\S+) store=\S+ type=(\S+) additionalStatus=(\S+)`)
+
+// events returns the webhook events the server logged for an invoice, in
+// order, as "Type:AdditionalStatus".
+func (s *server) events(invoiceID string) []string {
+	var out []string
+	for _, m := range eventLine.FindAllStringSubmatch(s.Logs(), -1) {
+		if m[1] == invoiceID {
+			out = append(out, m[2]+":"+m[3])
+		}
+	}
+	return out
+}

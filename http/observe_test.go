@@ -1,0 +1,98 @@
+package http
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// spans records every span the tests make.
+var spans = tracetest.NewSpanRecorder()
+
+func TestMain(m *testing.M) {
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	os.Exit(m.Run())
+}
+
+// spansOfTrace returns the ended spans of one trace, by hex trace id.
+func spansOfTrace(traceID string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range spans.Ended() {
+		if s.SpanContext().TraceID().String() == traceID {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestTracing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tests := []struct {
+		traceID, method, path, body string
+		name                        string
+		status                      int64
+	}{
+		{"0af7651916cd43dd8448eb211c80319c", "POST", "/api/v1/stores/store_a/invoices", `{"amount": 1}`, "POST /api/v1/stores/{storeId}/invoices", 200},
+		{"1af7651916cd43dd8448eb211c80319c", "GET", "/api/v1/stores/store_a/invoices/inv_404", "", "GET /api/v1/stores/{storeId}/invoices/{invoiceId}", 404},
+		{"2af7651916cd43dd8448eb211c80319c", "GET", "/api/v1/health", "", "GET /api/v1/health", 200},
+		{"3af7651916cd43dd8448eb211c80319c", "GET", "/no/such/route", "", "GET", 404},
+	}
+	for _, tt := range tests {
+		w := e.do(tt.method, tt.path, tt.body, header{"Traceparent", "00-" + tt.traceID + "-b7ad6b7169203331-01"})
+		expectStatus(t, w, int(tt.status))
+		got := spansOfTrace(tt.traceID)
+		if len(got) != 1 {
+			t.Fatalf("%s: %d spans, want 1", tt.path, len(got))
+		}
+		s := got[0]
+		if s.Name() != tt.name {
+			t.Errorf("span name %q, want %q", s.Name(), tt.name)
+		}
+		if s.Parent().SpanID().String() != "b7ad6b7169203331" {
+			t.Errorf("span parent %s: the incoming trace context was not used", s.Parent().SpanID())
+		}
+		attrs := map[attribute.Key]attribute.Value{}
+		for _, a := range s.Attributes() {
+			attrs[a.Key] = a.Value
+		}
+		if attrs["http.method"].AsString() != tt.method || attrs["http.status_code"].AsInt64() != tt.status {
+			t.Errorf("attributes %v", s.Attributes())
+		}
+		if route := strings.TrimPrefix(tt.name, tt.method+" "); route != tt.name && attrs["http.route"].AsString() != route {
+			t.Errorf("http.route %q, want %q", attrs["http.route"].AsString(), route)
+		}
+	}
+	if e.invoices.traceID.String() != tests[0].traceID {
+		t.Errorf("the service ran in trace %s, want the request's", e.invoices.traceID)
+	}
+}
+
+func TestAccessLog(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	inv := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
+	e.do("GET", "/api/v1/stores/store_a/invoices/"+inv.ID, "")
+	e.do("GET", "/api/v1/stores/store_a", "", header{"X-Api-Key", "wrong-key-123"})
+	logs := e.logs.String()
+	for _, want := range []string{
+		`msg="http request" method=GET route=/api/v1/stores/{storeId}/invoices/{invoiceId} status=200 duration=`,
+		`route=/api/v1/stores/{storeId} status=401`,
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+	for _, secret := range []string{keyA, "wrong-key-123", inv.ID} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("log contains %q", secret)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package http
+
+import (
+	"bytes"
+	"encoding/base64"
+	"image/color"
+	"image/png"
+	"strings"
+	"testing"
+
+	qrcode "github.com/skip2/go-qrcode"
+)
+
+// decodeQR decodes a PNG data URI and checks that its pixels are the
+// modules of content's QR code at qrScale.
+func checkQR(t *testing.T, dataURI, content string) {
+	t.Helper()
+	const prefix = "data:image/png;base64,"
+	if !strings.HasPrefix(dataURI, prefix) {
+		t.Fatalf("not a PNG data URI: %.40q", dataURI)
+	}
+	raw, err := base64.StdEncoding.DecodeString(dataURI[len(prefix):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pal, ok := cfg.ColorModel.(color.Palette); !ok || len(pal) != 2 {
+		t.Errorf("colour model %T, want a two-colour palette", cfg.ColorModel)
+	}
+	if raw[24] != 1 { // IHDR bit depth
+		t.Errorf("bit depth %d, want 1", raw[24])
+	}
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := qrcode.New(content, qrLevel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bitmap := q.Bitmap()
+	if size := img.Bounds().Dx(); size != len(bitmap)*qrScale || img.Bounds().Dy() != size {
+		t.Fatalf("image %v, want %d modules of %d px", img.Bounds(), len(bitmap), qrScale)
+	}
+	for y, row := range bitmap {
+		for x, dark := range row {
+			for _, d := range [][2]int{{0, 0}, {qrScale - 1, qrScale - 1}} {
+				r, _, _, _ := img.At(x*qrScale+d[0], y*qrScale+d[1]).RGBA()
+				if (r == 0) != dark {
+					t.Fatalf("module (%d,%d) is wrong", x, y)
+				}
+			}
+		}
+	}
+}
+
+func TestInvoiceQRCodes(t *testing.T) {
+	t.Parallel()
+	bolt11 := testBolt11(1)
+	uri := bip21(testAddress(1), 25000, bolt11, "Alice's Shop")
+	codes, err := invoiceQRCodes(bolt11, uri)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkQR(t, codes.LightningQR, "lightning:"+strings.ToUpper(bolt11))
+	checkQR(t, codes.BitcoinQR, uri)
+
+	codes, err = invoiceQRCodes("", "")
+	if err != nil || codes != (qrCodes{}) {
+		t.Errorf("QR codes of nothing = %+v, %v", codes, err)
+	}
+	if _, err := qrDataURI(strings.Repeat("x", 5000)); err == nil {
+		t.Error("content too long for a QR code made one")
+	}
+}
+
+func TestQRCodesInResponses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 1}`)
+	created := decode[createdInvoice](t, w)
+	checkQR(t, created.QRCodes.LightningQR, "lightning:"+strings.ToUpper(created.LightningInvoice))
+	checkQR(t, created.QRCodes.BitcoinQR, created.BIP21)
+
+	single := decode[invoiceRecord](t, e.do("GET", "/api/v1/stores/store_a/invoices/"+created.ID, ""))
+	if single.QRCodes == nil || single.QRCodes.LightningQR != created.QRCodes.LightningQR || single.QRCodes.BitcoinQR != created.QRCodes.BitcoinQR {
+		t.Error("the single-invoice response has other QR codes than the create response")
+	}
+}
+
+// BenchmarkInvoiceQRCodes measures the two QR images made on every
+// invoice creation, for a realistic regtest BOLT11 (360 characters) and
+// its BIP21 URI. Every iteration is a new invoice, so the cache never
+// answers.
+func BenchmarkInvoiceQRCodes(b *testing.B) {
+	b.ReportAllocs()
+	n := 1_000_000
+	for b.Loop() {
+		n++
+		bolt11 := testBolt11(n)
+		if _, err := invoiceQRCodes(bolt11, bip21(testAddress(1), 25000, bolt11, "Alice's Shop")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInvoiceQRCodesCached measures the same invoice's codes again,
+// as a GET of the invoice or its checkout page makes them.
+func BenchmarkInvoiceQRCodesCached(b *testing.B) {
+	bolt11 := testBolt11(1)
+	uri := bip21(testAddress(1), 25000, bolt11, "Alice's Shop")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := invoiceQRCodes(bolt11, uri); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkQRLibraryPNG is the baseline: the library's own PNG output
+// (RGBA, default compression) for the same two codes.
+func BenchmarkQRLibraryPNG(b *testing.B) {
+	bolt11 := testBolt11(1)
+	uri := bip21(testAddress(1), 25000, bolt11, "Alice's Shop")
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, content := range []string{"lightning:" + strings.ToUpper(bolt11), uri} {
+			q, err := qrcode.New(content, qrLevel)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := q.PNG(-qrScale); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -20,6 +20,8 @@ import (
 //
 //	store [currency=EUR] [fee=1] [tolerance=0] [confirmations=1]
 //	create [amount=A] [currency=C] [rate=R] [store-rate=R] [methods=BTC,Lightning]
+//	       (store-rate defaults to rate for a request in the store
+//	       currency, else to 87000)
 //	pay onchain id=ID amount=SATS [conf=N] [at=D]
 //	pay lightning hash=H (amount=SATS | msat=MSAT) [at=D]
 //	confirm id=ID conf=N [at=D]
@@ -133,9 +135,13 @@ func (s *invoiceScript) run(c *scriptCommand) string {
 			return "error: " + err.Error()
 		}
 		rate := s.decimal(c, "rate", "0")
+		storeRate := "87000"
+		if req.Currency == s.store.Currency && c.Has("rate") {
+			storeRate = rate.String()
+		}
 		terms := InvoiceTerms{
 			RequestRate: rate,
-			StoreRate:   s.decimal(c, "store-rate", rate.String()),
+			StoreRate:   s.decimal(c, "store-rate", storeRate),
 			Now:         scriptEpoch,
 			Expiry:      DefaultInvoiceExpiry,
 			Monitoring:  DefaultMonitoring,

@@ -125,7 +125,7 @@ func invoiceBIP21(inv *kassa.Invoice) string {
 	if inv.OnchainAddress == "" && inv.LightningInvoice == "" {
 		return ""
 	}
-	return bip21(inv.OnchainAddress, inv.Amount, inv.LightningInvoice, inv.TerminalName)
+	return kassa.BIP21(inv.OnchainAddress, inv.Amount, inv.LightningInvoice, inv.TerminalName)
 }
 
 // invoiceRecord renders inv. single selects the single-invoice response

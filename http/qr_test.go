@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	qrcode "github.com/skip2/go-qrcode"
+
+	"github.com/kassapay/kassa"
 )
 
 // decodeQR decodes a PNG data URI and checks that its pixels are the
@@ -60,7 +62,7 @@ func checkQR(t *testing.T, dataURI, content string) {
 func TestInvoiceQRCodes(t *testing.T) {
 	t.Parallel()
 	bolt11 := testBolt11(1)
-	uri := bip21(testAddress(1), 25000, bolt11, "Alice's Shop")
+	uri := kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop")
 	codes, err := invoiceQRCodes(bolt11, uri)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +103,7 @@ func BenchmarkInvoiceQRCodes(b *testing.B) {
 	for b.Loop() {
 		n++
 		bolt11 := testBolt11(n)
-		if _, err := invoiceQRCodes(bolt11, bip21(testAddress(1), 25000, bolt11, "Alice's Shop")); err != nil {
+		if _, err := invoiceQRCodes(bolt11, kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop")); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -111,7 +113,7 @@ func BenchmarkInvoiceQRCodes(b *testing.B) {
 // as a GET of the invoice or its checkout page makes them.
 func BenchmarkInvoiceQRCodesCached(b *testing.B) {
 	bolt11 := testBolt11(1)
-	uri := bip21(testAddress(1), 25000, bolt11, "Alice's Shop")
+	uri := kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop")
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := invoiceQRCodes(bolt11, uri); err != nil {
@@ -124,7 +126,7 @@ func BenchmarkInvoiceQRCodesCached(b *testing.B) {
 // (RGBA, default compression) for the same two codes.
 func BenchmarkQRLibraryPNG(b *testing.B) {
 	bolt11 := testBolt11(1)
-	uri := bip21(testAddress(1), 25000, bolt11, "Alice's Shop")
+	uri := kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop")
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, content := range []string{"lightning:" + strings.ToUpper(bolt11), uri} {

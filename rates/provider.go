@@ -180,6 +180,9 @@ func cleanMessage(s string) string {
 // maxRate bounds a plausible price of one bitcoin in any currency.
 var maxRate = decimal.New(1, 15)
 
+// maxPricePlaces bounds the decimal places of a price.
+const maxPricePlaces = 18
+
 // parseRate reads a price given as a JSON number or a JSON string holding
 // a decimal number, straight into a decimal: never through float64.
 func parseRate(raw json.RawMessage) (decimal.Decimal, error) {
@@ -203,8 +206,10 @@ func parseRate(raw json.RawMessage) (decimal.Decimal, error) {
 	if err != nil {
 		return decimal.Zero, fmt.Errorf("price %q is not a number", cleanMessage(s))
 	}
-	if !d.IsPositive() || d.GreaterThanOrEqual(maxRate) {
-		return decimal.Zero, fmt.Errorf("implausible price %s", d)
+	// Bound the exponent before comparing: "1e-9999" is a number, but
+	// no price, and rescaling it would be costly.
+	if exp := d.Exponent(); exp < -maxPricePlaces || exp > 15 || !d.IsPositive() || d.GreaterThanOrEqual(maxRate) {
+		return decimal.Zero, fmt.Errorf("implausible price %q", cleanMessage(s))
 	}
 	return d, nil
 }

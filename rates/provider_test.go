@@ -250,7 +250,7 @@ func TestKraken(t *testing.T) {
 		if !sameRates(got, rateMap("EUR", "87012.4")) || !errors.As(err, &pe) || len(pe) != 2 || pe[kassa.USD] == nil || pe[kassa.CHF] == nil {
 			t.Fatalf("got %v, %v", got, err)
 		}
-		if want := "CHF: pair missing from the answer; USD: implausible price -1"; err.Error() != want {
+		if want := `CHF: pair missing from the answer; USD: implausible price "-1"`; err.Error() != want {
 			t.Errorf("message %q, want %q", err, want)
 		}
 	})
@@ -366,10 +366,17 @@ func TestParseRate(t *testing.T) {
 		{`""`, ""},
 		{`null`, ""},
 		{`1e15`, ""},
+		{`1e9999`, ""},
+		{`1e-9999`, ""},
+		{`"1e-19"`, ""},
+		{`"0.000000000000000001"`, "0.000000000000000001"},
 		{`"` + strings.Repeat("1", 41) + `"`, ""},
 		{`"12`, ""},
 	} {
 		got, err := parseRate([]byte(tc.raw))
+		if err != nil && len(err.Error()) > 80 {
+			t.Errorf("parseRate(%s): message of %d bytes", tc.raw, len(err.Error()))
+		}
 		switch {
 		case tc.want == "" && err == nil:
 			t.Errorf("parseRate(%s) = %s, want an error", tc.raw, got)

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestKill9 kills the server with SIGKILL under concurrent invoice
+// creation and payment, restarts it on the same data, and checks that
+// every invoice whose create answered 200 is there, that no transaction
+// is duplicated, and that open invoices still expire on time.
+func TestKill9(t *testing.T) {
+	const expiry = 4 * time.Second
+	dir := t.TempDir()
+	s := startServer(t, dir, "--invoice-expiry", expiry.String())
+	a := s.createStore("--name", "Crash", "--percent-fee", "1")
+	token, err := os.ReadFile(filepath.Join(dir, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "/api/v1/stores/" + a.StoreID
+
+	type created struct {
+		id string
+		at time.Time
+	}
+	var (
+		mu       sync.Mutex
+		answered []created
+		paid     = map[string]bool{}
+		wg       sync.WaitGroup
+		stop     = make(chan struct{})
+	)
+	post := func(path, auth string, body string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", s.url+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if strings.HasPrefix(auth, "Bearer ") {
+			req.Header.Set("Authorization", auth)
+		} else {
+			req.Header.Set("x-api-key", auth)
+		}
+		res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		defer res.Body.Close()
+		var m map[string]any
+		json.NewDecoder(res.Body).Decode(&m)
+		return res.StatusCode, m
+	}
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				status, m := post(base+"/invoices", a.APIKey, fmt.Sprintf(`{"amount": %d, "currency": "SATS", "orderId": "w%d-%d"}`, 1000+i, w, i))
+				if status == 200 {
+					mu.Lock()
+					answered = append(answered, created{m["id"].(string), time.Now()})
+					mu.Unlock()
+				} else if status == 0 {
+					return // the server is gone
+				}
+			}
+		}(w)
+	}
+	// Two payers settle invoices over Lightning while creation goes on.
+	for p := 0; p < 2; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := p; ; i += 2 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				mu.Lock()
+				if i >= len(answered) {
+					mu.Unlock()
+					time.Sleep(5 * time.Millisecond)
+					i -= 2
+					continue
+				}
+				id := answered[i].id
+				mu.Unlock()
+				status, _ := post("/admin/v1/sim/pay", "Bearer "+strings.TrimSpace(string(token)), fmt.Sprintf(`{"invoiceId": %q, "method": "lightning"}`, id))
+				if status == 200 {
+					mu.Lock()
+					paid[id] = true
+					mu.Unlock()
+				} else if status == 0 {
+					return
+				}
+			}
+		}(p)
+	}
+	// Kill once the load is well under way, whatever the machine's speed.
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		mu.Lock()
+		enough := len(answered) >= 60 && len(paid) >= 10
+		mu.Unlock()
+		if enough {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.Kill()
+	close(stop)
+	wg.Wait()
+	if len(answered) < 20 || len(paid) < 5 {
+		t.Fatalf("too little load before the kill: %d created, %d paid", len(answered), len(paid))
+	}
+	t.Logf("killed after %d answered creates and %d payments", len(answered), len(paid))
+
+	s2 := startServer(t, dir, "--invoice-expiry", expiry.String())
+	s2.t = t
+	status := map[string]string{}
+	for _, c := range answered {
+		inv := s2.json("GET", base+"/invoices/"+c.id, a.APIKey, nil, 200)
+		status[c.id] = inv["status"].(string)
+	}
+	for id := range paid {
+		if status[id] != "Settled" {
+			t.Errorf("invoice %s was paid before the kill but is %s", id, status[id])
+		}
+	}
+
+	// No duplicated ledger line; every settled invoice has its deposit.
+	lines := map[string]int{}
+	for _, tx := range s2.list(base+"/transactions", a.APIKey) {
+		lines[fmt.Sprint(tx["invoiceId"], "/", tx["type"])]++
+	}
+	for k, n := range lines {
+		if n != 1 {
+			t.Errorf("%d ledger lines %s", n, k)
+		}
+	}
+	for id, st := range status {
+		if st == "Settled" && (lines[id+"/transfer"] != 1 || lines[id+"/fee"] != 1) {
+			t.Errorf("settled invoice %s has lines %d/%d", id, lines[id+"/transfer"], lines[id+"/fee"])
+		}
+	}
+
+	// Open invoices still expire, on time: none before its expiry, all
+	// soon after.
+	last := answered[len(answered)-1].at
+	waitFor(t, time.Until(last.Add(expiry+5*time.Second)), "every open invoice to expire", func() bool {
+		for _, c := range answered {
+			if status[c.id] == "Settled" || status[c.id] == "Expired" {
+				continue
+			}
+			inv := s2.json("GET", base+"/invoices/"+c.id, a.APIKey, nil, 200)
+			if inv["status"] != "Expired" {
+				return false
+			}
+			if expired := time.Unix(int64(num(inv, "updatedAt")), 0); expired.Before(c.at.Add(expiry).Add(-time.Second)) {
+				t.Fatalf("invoice %s expired at %v, before its expiry %v", c.id, expired, c.at.Add(expiry))
+			}
+			status[c.id] = "Expired"
+		}
+		return true
+	})
+}

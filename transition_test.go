@@ -1,0 +1,378 @@
+package kassa
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// newTestInvoice returns a New invoice for amount sats created at
+// scriptEpoch: 15 minutes to pay, 24 hours of monitoring, one
+// confirmation, fee 1 %, no tolerance.
+func newTestInvoice(t testing.TB, amount Sats) Invoice {
+	t.Helper()
+	req := InvoiceRequest{Currency: SATS}
+	if amount > 0 {
+		req.Amount, req.HasAmount = decimal.NewFromInt(int64(amount)), true
+	}
+	if err := req.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	store := scriptStore()
+	inv, _, err := NewInvoice("inv1", &store, &req, InvoiceTerms{
+		StoreRate:  decimal.NewFromInt(87000),
+		Now:        scriptEpoch,
+		Expiry:     DefaultInvoiceExpiry,
+		Monitoring: DefaultMonitoring,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+// mustApply applies inputs in turn and returns the invoice and the
+// effects of the last input.
+func mustApply(t testing.TB, inv Invoice, inputs ...InvoiceInput) (Invoice, []Effect) {
+	t.Helper()
+	var effects []Effect
+	for _, in := range inputs {
+		var err error
+		if inv, effects, err = inv.Apply(in); err != nil {
+			t.Fatalf("Apply(%#v): %v", in, err)
+		}
+	}
+	return inv, effects
+}
+
+func onchain(id string, amount Sats, conf int32, at time.Duration) PaymentObserved {
+	return PaymentObserved{At: scriptEpoch.Add(at), Payment: Payment{
+		ID: id, TxID: "tx-" + id, Amount: amount, Confirmations: conf, Destination: "bcrt1qtest",
+	}}
+}
+
+// bogusInput is an input the state machine does not know.
+type bogusInput struct{}
+
+func (bogusInput) inputTime() time.Time { return scriptEpoch }
+
+func TestApplyRefuses(t *testing.T) {
+	fresh := newTestInvoice(t, 1000)
+	processing, _ := mustApply(t, fresh, onchain("a", 1000, 0, time.Minute))
+	settled, _ := mustApply(t, fresh, onchain("a", 1000, 1, time.Minute))
+	expired, _ := mustApply(t, fresh, ExpiryReached{At: fresh.ExpiresAt})
+	unwatched, _ := mustApply(t, expired, MonitoringEnded{At: fresh.MonitorUntil})
+	invalid, _ := mustApply(t, fresh, MarkedInvalid{At: scriptEpoch.Add(time.Minute)})
+	at := scriptEpoch.Add(2 * time.Minute)
+
+	for _, tc := range []struct {
+		name string
+		inv  Invoice
+		in   InvoiceInput
+		want error  // a sentinel, or nil to check code
+		code string // error code when want is nil
+	}{
+		{"expiry before ExpiresAt", fresh, ExpiryReached{At: fresh.ExpiresAt.Add(-time.Nanosecond)}, ErrExpiryTooEarly, ""},
+		{"expiry of Processing", processing, ExpiryReached{At: fresh.ExpiresAt}, ErrInvoiceNotOpen, ""},
+		{"expiry of Settled", settled, ExpiryReached{At: fresh.ExpiresAt}, ErrInvoiceNotOpen, ""},
+		{"expiry of Expired", expired, ExpiryReached{At: fresh.ExpiresAt}, ErrInvoiceNotOpen, ""},
+		{"expiry of Invalid", invalid, ExpiryReached{At: fresh.ExpiresAt}, ErrInvoiceNotOpen, ""},
+		{"monitoring ended early, Processing", processing, MonitoringEnded{At: fresh.MonitorUntil.Add(-time.Nanosecond)}, ErrMonitoringNotOver, ""},
+		{"monitoring ended early, Expired", expired, MonitoringEnded{At: fresh.MonitorUntil.Add(-time.Second)}, ErrMonitoringNotOver, ""},
+		{"monitoring ended twice", unwatched, MonitoringEnded{At: fresh.MonitorUntil.Add(time.Hour)}, ErrNothingChanged, ""},
+		{"monitoring ended, Settled", settled, MonitoringEnded{At: fresh.MonitorUntil}, ErrNothingChanged, ""},
+		{"monitoring ended, Invalid", invalid, MonitoringEnded{At: fresh.MonitorUntil}, ErrNothingChanged, ""},
+		{"marked invalid, Settled", settled, MarkedInvalid{At: at}, ErrInvoiceAlreadySettled, ""},
+		{"marked invalid twice", invalid, MarkedInvalid{At: at}, ErrNothingChanged, ""},
+		{"same output, same depth", processing, onchain("a", 1000, 0, 2*time.Minute), ErrNothingChanged, ""},
+		{"same Lightning payment", mustApplyOne(t, fresh, LightningPaid{PaymentHash: "h", AmountMSat: 1_000_000, At: at}), LightningPaid{PaymentHash: "h", AmountMSat: 1_000_000, At: at}, ErrNothingChanged, ""},
+		{"drop unknown payment", processing, PaymentDropped{PaymentID: "zz", At: at}, ErrUnknownPayment, ""},
+		{"drop twice", mustApplyOne(t, processing, PaymentDropped{PaymentID: "a", At: at}), PaymentDropped{PaymentID: "a", At: at}, ErrNothingChanged, ""},
+		{"payment without id", fresh, onchain("", 1000, 0, time.Minute), nil, Invalid},
+		{"payment of nothing", fresh, onchain("a", 0, 0, time.Minute), nil, Invalid},
+		{"negative payment", fresh, onchain("a", -1, 0, time.Minute), nil, Invalid},
+		{"Lightning payment of nothing", fresh, LightningPaid{PaymentHash: "h", At: at}, nil, Invalid},
+		{"unknown input", fresh, bogusInput{}, nil, Internal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			next, effects, err := checkedApply(t, tc.name, tc.inv, tc.in)
+			switch {
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Fatalf("Apply = %v, want %v", err, tc.want)
+			case tc.want == nil && (err == nil || ErrorCode(err) != tc.code):
+				t.Fatalf("Apply = %v, want a %s error", err, tc.code)
+			}
+			if effects != nil || !reflect.DeepEqual(next, tc.inv) {
+				t.Fatalf("a refused input changed the invoice or returned effects %v", effects)
+			}
+		})
+	}
+}
+
+func mustApplyOne(t testing.TB, inv Invoice, in InvoiceInput) Invoice {
+	t.Helper()
+	next, _ := mustApply(t, inv, in)
+	return next
+}
+
+// TestSentinelCodes pins the codes the http package maps to statuses.
+func TestSentinelCodes(t *testing.T) {
+	for err, code := range map[*Error]string{
+		ErrInvoiceAlreadySettled: Conflict,
+		ErrInvoiceNotOpen:        Conflict,
+		ErrInvoiceInvalid:        Conflict,
+		ErrExpiryTooEarly:        Conflict,
+		ErrMonitoringNotOver:     Conflict,
+		ErrUnknownPayment:        NotFound,
+		ErrMethodNotEnabled:      Invalid,
+	} {
+		if err.Code != code {
+			t.Errorf("%v has code %s, want %s", err, err.Code, code)
+		}
+		if !errors.Is(fmt.Errorf("settle invoice x: %w", err), err) {
+			t.Errorf("a wrapped %v is not itself", err)
+		}
+	}
+	if errors.Is(ErrInvoiceNotOpen, ErrInvoiceAlreadySettled) {
+		t.Error("two sentinels compare equal")
+	}
+}
+
+// TestApplyDoesNotAlias checks that Apply never writes to the payments of
+// its receiver, even when their slice has room to grow: a journal replay
+// and the actor's current state may share one.
+func TestApplyDoesNotAlias(t *testing.T) {
+	base := newTestInvoice(t, 1000)
+	base.Payments = make([]Payment, 1, 8)
+	base.Payments[0] = Payment{ID: "a", Method: MethodOnchain, TxID: "tx-a", Amount: 400, ReceivedAt: scriptEpoch}
+	want := cloneInvoice(base)
+	spare := base.Payments[:cap(base.Payments)]
+
+	for _, in := range []InvoiceInput{
+		onchain("b", 600, 0, time.Minute),                     // appends
+		onchain("a", 400, 3, time.Minute),                     // updates in place
+		PaymentDropped{PaymentID: "a", At: scriptEpoch},       // marks dropped
+		LightningPaid{PaymentHash: "h", AmountMSat: 600_000},  // appends
+		ExpiryReached{At: base.ExpiresAt},                     // leaves them be
+		MarkedInvalid{At: scriptEpoch.Add(time.Minute)},       // leaves them be
+		onchain("c", 5000, 1, time.Minute),                    // settles
+		PaymentDropped{PaymentID: "a", At: base.MonitorUntil}, // marks dropped
+	} {
+		next, _, err := base.Apply(in)
+		if err != nil {
+			t.Fatalf("Apply(%#v): %v", in, err)
+		}
+		if !reflect.DeepEqual(base, want) {
+			t.Fatalf("Apply(%T) changed its receiver", in)
+		}
+		for i := len(base.Payments); i < len(spare); i++ {
+			if spare[i] != (Payment{}) {
+				t.Fatalf("Apply(%T) wrote into the spare capacity of the receiver's payments: %+v", in, spare[i])
+			}
+		}
+		if len(next.Payments) > 0 {
+			next.Payments[0].Amount = 999_999
+			if base.Payments[0].Amount != 400 {
+				t.Fatalf("Apply(%T) returned payments that share the receiver's array", in)
+			}
+		}
+	}
+}
+
+// TestApplyDeterministic applies the same inputs twice, from the same
+// states, and replays a recorded journal: replay from the journal depends
+// on equal results.
+func TestApplyDeterministic(t *testing.T) {
+	for seed := range uint64(50) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		start := newTestInvoice(t, Sats(rng.IntN(3))*5000)
+		inv := start
+		var journal []InvoiceInput
+		for _, in := range randomInputs(rng, start, 40) {
+			next, _, err := checkedApply(t, fmt.Sprintf("seed %d", seed), inv, in)
+			if err == nil {
+				journal = append(journal, in)
+				inv = next
+			}
+		}
+		replayed := start
+		for _, in := range journal {
+			var err error
+			if replayed, _, err = replayed.Apply(in); err != nil {
+				t.Fatalf("seed %d: replay of %#v: %v", seed, in, err)
+			}
+		}
+		if !reflect.DeepEqual(replayed, inv) {
+			t.Fatalf("seed %d: replay differs:\n%+v\n%+v", seed, replayed, inv)
+		}
+	}
+}
+
+// TestApplyInvariants walks random input sequences and checks, at every
+// step, the rules of SPEC.md's transition table and DESIGN.md §4 that
+// hold whatever the order of inputs.
+func TestApplyInvariants(t *testing.T) {
+	allowed := map[InvoiceStatus][]InvoiceStatus{
+		InvoiceNew:        {InvoiceNew, InvoiceProcessing, InvoiceSettled, InvoiceExpired, InvoiceInvalid},
+		InvoiceProcessing: {InvoiceProcessing, InvoiceSettled, InvoiceInvalid},
+		InvoiceExpired:    {InvoiceExpired, InvoiceSettled, InvoiceInvalid},
+		InvoiceSettled:    {InvoiceSettled},
+		InvoiceInvalid:    {InvoiceInvalid},
+	}
+	steps := 0
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		prev := newTestInvoice(t, Sats(rng.IntN(3))*5000)
+		prev.Tolerance = []decimal.Decimal{decimal.Zero, decimalOf("0.25"), decimalOf("1.5")}[rng.IntN(3)]
+		prev.ConfirmationsRequired = int32(rng.IntN(3))
+		for _, in := range randomInputs(rng, prev, 30) {
+			pos := fmt.Sprintf("seed %d, %s after %T", seed, prev.Status, in)
+			next, effects, err := checkedApply(t, pos, prev, in)
+			if err != nil {
+				continue
+			}
+			steps++
+			checkStep(t, pos, allowed, prev, next, effects)
+			prev = next
+		}
+	}
+	if steps < 3000 {
+		t.Errorf("only %d steps applied", steps)
+	}
+}
+
+func checkStep(t *testing.T, pos string, allowed map[InvoiceStatus][]InvoiceStatus, prev, next Invoice, effects []Effect) {
+	t.Helper()
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s: %s\neffects: %v\nbefore: %+v\nafter: %+v", pos, fmt.Sprintf(format, args...), effects, prev, next)
+	}
+	ok := false
+	for _, s := range allowed[prev.Status] {
+		ok = ok || s == next.Status
+	}
+	if !ok {
+		fail("%s → %s is not a transition", prev.Status, next.Status)
+	}
+	var emits []Emit
+	var settles []Settle
+	for _, e := range effects {
+		switch e := e.(type) {
+		case Emit:
+			emits = append(emits, e)
+		case Settle:
+			settles = append(settles, e)
+		}
+	}
+	received, confirmed := next.TotalPaid(), next.ConfirmedPaid()
+	switch {
+	case next.Status == prev.Status:
+		if len(emits) > 0 || len(settles) > 0 {
+			fail("events without a change of status")
+		}
+	case next.Status == InvoiceSettled:
+		want := []EventType{EventSettled}
+		if prev.Status == InvoiceNew {
+			want = []EventType{EventProcessing, EventSettled}
+		}
+		if got := emitTypes(emits); !reflect.DeepEqual(got, want) {
+			fail("events %v, want %v", got, want)
+		}
+		additional := StatusNone
+		switch {
+		case prev.Status == InvoiceExpired:
+			additional = StatusPaidAfterExpiration
+		case next.Amount > 0 && received > next.Amount:
+			additional = StatusOverpaid
+		}
+		if next.AdditionalStatus != additional || emits[len(emits)-1].AdditionalStatus != additional {
+			fail("additional status %s, event %s, want %s", next.AdditionalStatus, emits[len(emits)-1].AdditionalStatus, additional)
+		}
+		if !Covers(next.Amount, confirmed, next.Tolerance) {
+			fail("settled with %d confirmed of %d", confirmed, next.Amount)
+		}
+		if len(settles) != 1 || settles[0].FullAmount != received || settles[0].Fee != PercentOf(received, next.PercentFee) {
+			fail("settle effects %+v, want one of %d with fee %d", settles, received, PercentOf(received, next.PercentFee))
+		}
+		if !next.MonitoringDone || !next.SettledAt.Equal(next.UpdatedAt) {
+			fail("settled without MonitoringDone and SettledAt")
+		}
+	case next.Status == InvoiceProcessing:
+		if !reflect.DeepEqual(effects, []Effect{Emit{Type: EventProcessing}, ArmTimer{At: next.MonitorUntil}}) {
+			fail("effects %v, want event Processing and the monitoring timer", effects)
+		}
+		if !Covers(next.Amount, received, next.Tolerance) || Covers(next.Amount, confirmed, next.Tolerance) {
+			fail("Processing with %d received, %d confirmed of %d", received, confirmed, next.Amount)
+		}
+	case next.Status == InvoiceExpired:
+		underpaid := received > 0
+		want := Emit{Type: EventExpired, IsUnderpaid: underpaid}
+		if underpaid {
+			want.AdditionalStatus = StatusUnderpaid
+		}
+		if !reflect.DeepEqual(effects, []Effect{want, ArmTimer{At: next.MonitorUntil}}) {
+			fail("effects %v, want %v and the monitoring timer", effects, want)
+		}
+		if next.AdditionalStatus != want.AdditionalStatus {
+			fail("additional status %s, want %s", next.AdditionalStatus, want.AdditionalStatus)
+		}
+	case next.Status == InvoiceInvalid:
+		if len(emits) > 0 || len(settles) > 0 || !next.MonitoringDone {
+			fail("Invalid with events or still watched")
+		}
+	}
+	if next.Status == InvoiceNew && Covers(next.Amount, received, next.Tolerance) {
+		fail("still New with %d received of %d", received, next.Amount)
+	}
+	if prev.Status == InvoiceSettled && (next.AdditionalStatus != prev.AdditionalStatus || !next.SettledAt.Equal(prev.SettledAt)) {
+		fail("a settled invoice changed its settlement")
+	}
+}
+
+func emitTypes(emits []Emit) []EventType {
+	var types []EventType
+	for _, e := range emits {
+		types = append(types, e.Type)
+	}
+	return types
+}
+
+// randomInputs returns n inputs for inv at increasing times: payments of
+// a few outputs at varying depths, drops, Lightning payments, timers
+// early and late, and now and then a person marking it invalid.
+func randomInputs(rng *rand.Rand, inv Invoice, n int) []InvoiceInput {
+	amount := inv.Amount
+	if amount == 0 {
+		amount = 5000
+	}
+	amounts := []Sats{amount, amount / 2, amount / 3, amount - 1, amount + 7, 1}
+	ids := []string{"a", "b", "c", "d"}
+	at := inv.CreatedAt
+	var inputs []InvoiceInput
+	for range n {
+		at = at.Add(time.Duration(rng.Int64N(int64(90 * time.Minute))))
+		switch r := rng.IntN(20); {
+		case r < 9:
+			id := ids[rng.IntN(len(ids))]
+			inputs = append(inputs, PaymentObserved{At: at, Payment: Payment{
+				ID: id, TxID: "tx-" + id, Amount: amounts[rng.IntN(len(amounts))], Confirmations: int32(rng.IntN(3)),
+			}})
+		case r < 12:
+			inputs = append(inputs, PaymentDropped{PaymentID: ids[rng.IntN(len(ids))], At: at})
+		case r < 14:
+			inputs = append(inputs, LightningPaid{PaymentHash: fmt.Sprintf("h%d", rng.IntN(3)), AmountMSat: amounts[rng.IntN(len(amounts))].MSat(), At: at})
+		case r < 17:
+			inputs = append(inputs, ExpiryReached{At: inv.ExpiresAt.Add(time.Duration(rng.Int64N(int64(time.Hour))) - 10*time.Minute)})
+		case r < 19:
+			inputs = append(inputs, MonitoringEnded{At: inv.MonitorUntil.Add(time.Duration(rng.Int64N(int64(time.Hour))) - 10*time.Minute)})
+		default:
+			inputs = append(inputs, MarkedInvalid{At: at})
+		}
+	}
+	return inputs
+}

@@ -256,7 +256,7 @@ func (inv *Invoice) FiatTotalPaid() decimal.Decimal {
 
 // OrderIDFromMetadata returns metadata.orderId: the string, or the digits
 // of a number as the merchant gave them. A number is not read through
-// float64, which would change an order id of more than 15 digits.
+// float64, which could change an order id of more than 15 digits.
 func OrderIDFromMetadata(metadata json.RawMessage) string {
 	var m struct {
 		OrderID json.RawMessage `json:"orderId"`

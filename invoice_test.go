@@ -2,6 +2,7 @@ package kassa
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,24 +90,48 @@ func enumNumber(v fmtStringer) uint8 {
 	panic("not an enum")
 }
 
-// TestInvoiceJSONNumbers checks that a snapshot stores the enums as
-// their numbers.
-func TestInvoiceJSONNumbers(t *testing.T) {
-	inv := Invoice{Status: InvoiceExpired, AdditionalStatus: StatusUnderpaid, EnabledMethods: []PaymentMethod{MethodOnchain, MethodLightning}}
+// TestInvoiceJSON checks that an invoice's snapshot stores the enums as
+// their numbers and decodes to the same invoice.
+func TestInvoiceJSON(t *testing.T) {
+	inv := newTestInvoice(t, 1000)
+	inv.Metadata = json.RawMessage(`{"orderId":"A-1"}`)
+	inv.Tolerance = decimalOf("0.25")
+	inv = mustApplyOne(t, inv, onchain("a", 400, 1, time.Minute))
+	inv = mustApplyOne(t, inv, PaymentDropped{PaymentID: "a", At: scriptEpoch.Add(2 * time.Minute)})
+	inv = mustApplyOne(t, inv, LightningPaid{PaymentHash: "h", AmountMSat: 300_500, At: scriptEpoch.Add(3 * time.Minute)})
+	inv = mustApplyOne(t, inv, ExpiryReached{At: inv.ExpiresAt})
 	b, err := json.Marshal(inv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var m struct {
-		Status           int   `json:"status"`
-		AdditionalStatus int   `json:"additionalStatus"`
-		EnabledMethods   []int `json:"enabledMethods"`
+		Status           int             `json:"status"`
+		AdditionalStatus int             `json:"additionalStatus"`
+		EnabledMethods   []PaymentMethod `json:"enabledMethods"`
+		Payments         []struct {
+			Method int `json:"method"`
+		} `json:"payments"`
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	if m.Status != 4 || m.AdditionalStatus != 1 || len(m.EnabledMethods) != 2 || m.EnabledMethods[0] != 1 || m.EnabledMethods[1] != 2 {
+	if m.Status != 4 || m.AdditionalStatus != 1 || len(m.EnabledMethods) != 2 || m.EnabledMethods[0] != MethodOnchain ||
+		len(m.Payments) != 2 || m.Payments[0].Method != 1 || m.Payments[1].Method != 2 {
 		t.Errorf("snapshot has %s", b)
+	}
+	var back Invoice
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	b2, err := json.Marshal(back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != string(b2) {
+		t.Errorf("snapshot does not round-trip:\n%s\n%s", b, b2)
+	}
+	if back.TotalPaid() != 300 || back.Status != InvoiceExpired || !back.ExpiresAt.Equal(inv.ExpiresAt) || !back.Tolerance.Equal(inv.Tolerance) {
+		t.Errorf("decoded snapshot %+v", back)
 	}
 }
 
@@ -122,7 +147,7 @@ func TestParsePaymentMethod(t *testing.T) {
 			t.Errorf("ParsePaymentMethod(%q) = %s, %v; want %s", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "ETH", "card", "BTC/Lightning", "Lightnin"} {
+	for _, in := range []string{"", "ETH", "card", "Lightnin", "BTC-Liquid"} {
 		if got, err := ParsePaymentMethod(in); ErrorCode(err) != Invalid {
 			t.Errorf("ParsePaymentMethod(%q) = %s, %v; want Invalid", in, got, err)
 		}
@@ -418,13 +443,7 @@ func TestInvoiceRequestValidate(t *testing.T) {
 		t.Errorf("currency %s, methods %v, %v: want SATS, Lightning only", r.Currency, r.EnabledMethods, err)
 	}
 
-	long := func(n int, s string) string {
-		out := ""
-		for range n {
-			out += s
-		}
-		return out
-	}
+	long := func(n int, s string) string { return strings.Repeat(s, n) }
 	bigObject := func(size int) json.RawMessage {
 		// {"k":"xxx…"} of exactly size bytes.
 		return json.RawMessage(`{"k":"` + long(size-8, "x") + `"}`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -18,9 +19,7 @@ import (
 // invoiceActor owns one invoice: it applies inputs through the pure state
 // machine, journals them, and owns the invoice's timer.
 type invoiceActor struct {
-	sys     *System
-	storeID string
-	fresh   bool
+	sys *System
 
 	inv    kassa.Invoice
 	seq    uint64
@@ -39,18 +38,29 @@ type createInvoice struct {
 // the supervisor restarts the actor from storage.
 type crash struct{}
 
+// load makes a started invoice actor load its state, unless a create
+// message gave it one first. Every instance sends it to itself on start,
+// so a new invoice is never read from storage and a restarted one always
+// is.
+type load struct{}
+
 // deadlineFired is sent by the invoice's own timer.
 type deadlineFired struct{ at time.Time }
 
 func (a *invoiceActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		if !a.fresh {
+		ctx.Send(ctx.Self(), load{})
+	case load:
+		if a.inv.ID == "" {
 			a.load(ctx)
 		}
 	case *createInvoice:
 		ctx.Respond(a.create(ctx, msg))
 	case *protos.InvoiceEvent:
+		if a.inv.ID == "" {
+			a.load(ctx) // an event can come before the load message
+		}
 		in, err := inputOf(msg)
 		if err != nil {
 			ctx.Respond(reply{err: err})
@@ -85,7 +95,8 @@ func (a *invoiceActor) Receive(ctx actor.Context) {
 
 // load rebuilds the invoice from its snapshot and any later events.
 func (a *invoiceActor) load(ctx actor.Context) {
-	id := ctx.Self().Id[len("store/"+a.storeID+"/inv/"):]
+	self := ctx.Self().Id
+	id := self[strings.LastIndex(self, "/inv/")+len("/inv/"):]
 	bg := context.Background()
 	inv, seq, err := a.sys.cfg.Journal.InvoiceSnapshot(bg, id)
 	if err != nil && kassa.ErrorCode(err) != kassa.NotFound {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/shopspring/decimal"
@@ -116,23 +115,12 @@ func (a *storeActor) commit(ctx context.Context, ev *protos.StoreEvent, put func
 	return nil
 }
 
-func (a *storeActor) invoiceProps(fresh bool) *actor.Props {
-	var started atomic.Bool
-	started.Store(!fresh)
-	return actor.PropsFromProducer(func() actor.Actor {
-		// The first instance of a new invoice starts empty and gets its
-		// state from the create message; any later instance (a restart
-		// after a panic) loads it from storage.
-		return &invoiceActor{sys: a.sys, storeID: a.id, fresh: !started.Swap(true)}
-	})
-}
-
 func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 	if a.st == nil {
 		ctx.Respond(reply{err: kassa.Errorf(kassa.NotFound, "store not found")})
 		return
 	}
-	pid, err := ctx.SpawnNamed(a.invoiceProps(true), invoiceName(msg.inv.ID))
+	pid, err := ctx.SpawnNamed(a.sys.invoiceProps, invoiceName(msg.inv.ID))
 	if err != nil {
 		ctx.Respond(reply{err: fmt.Errorf("spawn invoice actor: %w", err)})
 		return
@@ -150,7 +138,7 @@ func (a *storeActor) route(ctx actor.Context, msg *invoiceCommand, sender *actor
 	pid, ok := a.invoices[msg.invoiceID]
 	if !ok {
 		var err error
-		pid, err = ctx.SpawnNamed(a.invoiceProps(false), invoiceName(msg.invoiceID))
+		pid, err = ctx.SpawnNamed(a.sys.invoiceProps, invoiceName(msg.invoiceID))
 		if err != nil {
 			if sender != nil {
 				ctx.Send(sender, reply{err: fmt.Errorf("activate invoice actor: %w", err)})

@@ -49,7 +49,8 @@ type System struct {
 	tracer trace.Tracer
 	log    *slog.Logger
 
-	storeProps *actor.Props
+	storeProps   *actor.Props
+	invoiceProps *actor.Props
 	stores     sync.Map // store id → *actor.PID
 	shutdown   sync.Once
 }
@@ -92,6 +93,9 @@ func NewSystem(cfg Config) *System {
 	})
 	s.storeProps = actor.PropsFromProducer(func() actor.Actor { return &storeActor{sys: s} },
 		actor.WithSupervisor(invoiceSupervisor))
+	// One Props for every invoice actor: per-actor memory matters with
+	// many open invoices.
+	s.invoiceProps = actor.PropsFromProducer(func() actor.Actor { return &invoiceActor{sys: s} })
 	return s
 }
 

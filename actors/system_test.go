@@ -392,3 +392,23 @@ func TestPaymentRequestLifecycle(t *testing.T) {
 		t.Fatalf("no amount: %v", err)
 	}
 }
+
+func TestEventActivatesPassivatedInvoice(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h.createStore("0", "0")
+	inv := h.invoice("1000", kassa.SATS)
+	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000})
+	// The settled invoice's actor passivates; a later on-chain payment to
+	// its address activates it from storage and is recorded.
+	pid := h.sys.store(h.store.ID)
+	child := pid.Id + "/" + invoiceName(inv.ID)
+	eventually(t, "passivation", func() bool {
+		_, ok := h.sys.as.ProcessRegistry.GetLocal(child)
+		return !ok
+	})
+	h.pay(inv, 500, 1, "dd")
+	got := h.get(inv.ID)
+	if got.Status != kassa.InvoiceSettled || got.TotalPaid() != 1500 || len(got.Payments) != 2 {
+		t.Fatalf("after late payment: %s paid %d, %d payments", got.Status, got.TotalPaid(), len(got.Payments))
+	}
+}

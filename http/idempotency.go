@@ -30,10 +30,12 @@ type idemRecord struct {
 	Body        []byte `json:"body"`
 }
 
-// idempotent replays the first response (status and body) to a POST with
-// the same Idempotency-Key and store for IdempotencyTTL. Concurrent
-// requests with one key run one at a time, so only the first one acts.
-// Server errors (5xx) and 429 are not stored: a retry should try again.
+// idempotent replays the first successful response (status and body) to
+// a POST with the same Idempotency-Key and store for IdempotencyTTL.
+// Concurrent requests with one key run one at a time, so only the first
+// one acts. Failures are not stored, because a failed create changed
+// nothing: a retry with the same key and a corrected body acts (as
+// Stripe does for requests that fail validation).
 func (s *server) idempotent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
@@ -90,7 +92,7 @@ func (s *server) idempotent(next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		if status >= 500 || status == http.StatusTooManyRequests {
+		if status < 200 || status > 299 {
 			return
 		}
 		rec, _ := json.Marshal(idemRecord{

@@ -30,7 +30,7 @@ type pageBase struct {
 func (s *server) newPageBase(title string) pageBase {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return pageBase{PageTitle: title, Nonce: base64.RawStdEncoding.EncodeToString(b[:]), Simulation: s.Simulator != nil}
+	return pageBase{PageTitle: title, Nonce: base64.RawURLEncoding.EncodeToString(b[:]), Simulation: s.Simulator != nil}
 }
 
 // renderPage answers an HTML page. Inline styles and scripts run only

@@ -1,0 +1,51 @@
+// Command kassa-bench measures Kassa against a floor measured in the same
+// run and prints each figure as `BENCH <name> <value> <unit>`.
+//
+// The floor is the same chi router and Pebble with one synced write per
+// request and nothing else; Kassa is the real `kassa serve` binary with
+// durable writes. Both run as separate processes on loopback and are
+// driven by the same load generator: a closed loop at fixed concurrency
+// for the peak rate, then an open loop at half the peak rate for latency.
+//
+//	kassa-bench [-duration 5s] [-concurrency 32] [-open-invoices 100000]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "floor" {
+		if err := runFloor(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	duration := flag.Duration("duration", 5*time.Second, "length of each measured phase")
+	concurrency := flag.Int("concurrency", 32, "requests in flight in the closed loop")
+	openInvoices := flag.Int("open-invoices", 100_000, "open invoice actors for the memory figure")
+	only := flag.String("only", "", "run only this part: create or memory")
+	flag.Parse()
+	ctx := context.Background()
+	if *only == "" || *only == "create" {
+		if err := benchCreate(ctx, *duration, *concurrency); err != nil {
+			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
+			os.Exit(1)
+		}
+	}
+	if *only == "" || *only == "memory" {
+		if err := benchMemory(ctx, *openInvoices); err != nil {
+			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+func bench(name string, value float64, unit string) {
+	fmt.Printf("BENCH %s %.4g %s\n", name, value, unit)
+}

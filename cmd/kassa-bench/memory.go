@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/actors"
+	chainsim "github.com/kassapay/kassa/chain/sim"
+	lnsim "github.com/kassapay/kassa/lightning/sim"
+	"github.com/kassapay/kassa/persistence"
+	"github.com/kassapay/kassa/rates"
+)
+
+func heapInUse() uint64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// benchMemory opens n invoices (each an actor with its expiry timer) and
+// reports the heap they take, per invoice.
+func benchMemory(ctx context.Context, n int) error {
+	dir, err := os.MkdirTemp("", "kassa-bench-mem")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	// Durability is not what this measures: skip fsync so 100 000
+	// creates take seconds.
+	db, err := persistence.Open(dir, persistence.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	clock := kassa.SystemClock{}
+	node, err := lnsim.New(clock)
+	if err != nil {
+		return err
+	}
+	sys := actors.NewSystem(actors.Config{
+		Journal: db, Reader: db, Chain: chainsim.New(clock), Lightning: node, Rates: rates.Fixed{},
+		Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), InvoiceExpiry: time.Hour,
+	})
+	defer sys.Shutdown()
+	st, err := sys.CreateStore(ctx, kassa.StoreSettings{Name: "Mem", Currency: kassa.EUR})
+	if err != nil {
+		return err
+	}
+	req := func(i int) *kassa.InvoiceRequest {
+		return &kassa.InvoiceRequest{Amount: decimal.New(int64(1000+i), -2), HasAmount: true, Currency: kassa.EUR,
+			OrderID: fmt.Sprint(i), EnabledMethods: []kassa.PaymentMethod{kassa.MethodOnchain, kassa.MethodLightning}}
+	}
+	// Warm up everything that is allocated once.
+	for i := 0; i < 1000; i++ {
+		if _, err := sys.CreateInvoice(ctx, st.ID, req(i)); err != nil {
+			return err
+		}
+	}
+	before := heapInUse()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				if _, err := sys.CreateInvoice(ctx, st.ID, req(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	after := heapInUse()
+	fmt.Fprintf(os.Stderr, "opened %d invoices in %v\n", n, time.Since(start).Round(time.Millisecond))
+	bench("bytes_per_open_invoice", float64(after-before)/float64(n), "B")
+	return nil
+}

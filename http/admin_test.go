@@ -1,0 +1,212 @@
+package http
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa"
+)
+
+func TestRateLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(d *Deps) { d.RateLimit, d.RateBurst = 0.5, 2 })
+	get := func(h ...header) int { return e.do("GET", "/api/v1/stores/store_a", "", h...).Code }
+	if get() != 200 || get() != 200 {
+		t.Fatal("the burst was not allowed")
+	}
+	w := e.do("GET", "/api/v1/stores/store_a", "")
+	expectError(t, w, 429, kassa.RateLimited)
+	if got := w.Header().Get("Retry-After"); got != "2" {
+		t.Errorf("Retry-After %q, want 2 (one token at 0.5/s)", got)
+	}
+	// Each key has its own bucket, also a second key of the same store.
+	if get(header{"X-Api-Key", keyA + "-staging"}) != 200 || get(asB) != 403 {
+		t.Error("another key was limited")
+	}
+	// Health needs no key and is never limited; unauthenticated requests
+	// get 401, not 429.
+	for range 5 {
+		if e.do("GET", "/api/v1/health", "", noKey).Code != 200 || get(noKey) != 401 {
+			t.Fatal("health or an unauthenticated request was rate limited")
+		}
+	}
+	e.clock.Advance(1500 * time.Millisecond)
+	if get() != 429 {
+		t.Error("a token came back too early")
+	}
+	e.clock.Advance(500 * time.Millisecond)
+	if get() != 200 {
+		t.Error("no token after 2 s")
+	}
+}
+
+func TestRateLimitOff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for range 50 {
+		expectStatus(t, e.do("GET", "/api/v1/stores/store_a", ""), 200)
+	}
+}
+
+func TestRateLimiterDefaultBurst(t *testing.T) {
+	t.Parallel()
+	l := newRateLimiter(3, 0, kassa.NewTestClock(testNow))
+	n := 0
+	for range 10 {
+		if ok, _ := l.allow("k"); ok {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("burst %d, want the rate rounded up, 3", n)
+	}
+}
+
+// admin is the admin token header of newEnv.
+var admin = header{"Authorization", "Bearer admin-secret-token"}
+
+func TestAdminAuthentication(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		token   string
+		headers []header
+		status  int
+	}{
+		{"right token", "admin-secret-token", []header{admin}, 200},
+		{"scheme in lower case", "admin-secret-token", []header{{"Authorization", "bearer admin-secret-token"}}, 200},
+		{"no token", "admin-secret-token", nil, 401},
+		{"wrong token", "admin-secret-token", []header{{"Authorization", "Bearer admin-secret-tokeN"}}, 401},
+		{"token prefix", "admin-secret-token", []header{{"Authorization", "Bearer admin"}}, 401},
+		{"API key is no admin token", "admin-secret-token", []header{{"Authorization", "X-Api-Key " + keyA}}, 401},
+		{"empty token disables the admin API", "", []header{{"Authorization", "Bearer "}}, 401},
+		{"empty token refuses any token", "", []header{admin}, 401},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, func(d *Deps) { d.AdminToken = tt.token })
+			w := e.do("POST", "/admin/v1/stores", `{"name": "New shop"}`, append([]header{noKey}, tt.headers...)...)
+			if tt.status == 401 {
+				expectError(t, w, 401, kassa.Unauthorized, "admin")
+				return
+			}
+			expectStatus(t, w, tt.status)
+		})
+	}
+}
+
+func TestAdminCreateStoreAndTopUp(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.do("POST", "/admin/v1/stores", `{"name": "Carol's Café", "currency": "chf", "percentFee": "1.5", "tolerance": 0.25, "xpub": "vpub5Y…", "confirmations": 0}`, admin)
+	expectStatus(t, w, 200)
+	created := decode[createdStore](t, w)
+	st, err := e.reader.Store(t.Context(), created.StoreID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.APIKey == "" || st.APIKeys[0].Key != created.APIKey || st.Currency != kassa.CHF ||
+		st.PercentFee.String() != "1.5" || st.UnderpaymentTolerance.String() != "0.25" || st.ConfirmationsRequired != 0 {
+		t.Errorf("store %+v from %+v", st, created)
+	}
+	// The new key works on the merchant API.
+	expectStatus(t, e.do("GET", "/api/v1/stores/"+created.StoreID, "", header{"X-Api-Key", created.APIKey}), 200)
+
+	w = e.do("POST", "/admin/v1/stores", `{"name": "Defaults"}`, admin)
+	st, _ = e.reader.Store(t.Context(), decode[createdStore](t, w).StoreID)
+	if st.ConfirmationsRequired != 1 || st.Currency != kassa.EUR {
+		t.Errorf("defaults: %d confirmations, %s", st.ConfirmationsRequired, st.Currency)
+	}
+
+	bad := []struct{ body, field string }{
+		{`{}`, "name"},
+		{`{"name": "x", "currency": "XYZ"}`, "currency"},
+		{`{"name": "x", "percentFee": "many"}`, "percentFee"},
+		{`{"name": "x", "percentFee": 101}`, "percentFee"},
+		{`{"name": "x", "confirmations": -1}`, "confirmations"},
+	}
+	for _, tt := range bad {
+		body := expectError(t, e.do("POST", "/admin/v1/stores", tt.body, admin), 400, kassa.Invalid)
+		if len(body.Errors) == 0 || body.Errors[0].Field != tt.field {
+			t.Errorf("%s: errors %+v, want %s", tt.body, body.Errors, tt.field)
+		}
+	}
+	expectError(t, e.do("POST", "/admin/v1/stores", `{"name": "x"}`, admin, header{"Content-Type", "text/plain"}), 415, kassa.UnsupportedMedia)
+
+	w = e.do("POST", "/admin/v1/stores/store_a/topup", `{"amount": 50000}`, admin)
+	expectStatus(t, w, 200)
+	if got := decode[toppedUp](t, w); got.Amount != 50000 || got.Balance != 50000 || got.Transaction == 0 || got.StoreID != "store_a" {
+		t.Errorf("top-up %+v", got)
+	}
+	w = e.do("POST", "/admin/v1/stores/store_a/topup", `{"amount": "25000"}`, admin)
+	if got := decode[toppedUp](t, w); got.Balance != 75000 {
+		t.Errorf("balance %d after two top-ups, want 75000", got.Balance)
+	}
+	for _, body := range []string{`{}`, `{"amount": 0}`, `{"amount": -5}`, `{"amount": 1.5}`, `{"amount": "x"}`} {
+		expectError(t, e.do("POST", "/admin/v1/stores/store_a/topup", body, admin), 400, kassa.Invalid, "amount")
+	}
+	expectError(t, e.do("POST", "/admin/v1/stores/store_zz/topup", `{"amount": 1}`, admin), 404, kassa.NotFound)
+	expectError(t, e.do("POST", "/admin/v1/stores/bad%20id/topup", `{"amount": 1}`, admin), 404, kassa.NotFound)
+}
+
+func TestAdminSimulation(t *testing.T) {
+	t.Parallel()
+	t.Run("off", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		inv := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
+		expectError(t, e.do("POST", "/admin/v1/sim/pay", `{"invoiceId": "`+inv.ID+`"}`, admin), 404, kassa.NotFound, "simulation is off")
+		expectError(t, e.do("POST", "/admin/v1/sim/mine", `{"blocks": 1}`, admin), 404, kassa.NotFound, "simulation is off")
+		expectError(t, e.do("POST", "/admin/v1/sim/mine", ``, noKey), 401, kassa.Unauthorized)
+	})
+	t.Run("on", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t, withSim)
+		inv := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
+		chainOnly := e.seedInvoice("store_a", testNow, `{"amount": 1, "enabledPaymentMethods": ["BTC"]}`)
+		tests := []struct {
+			body   string
+			status int
+			want   string
+		}{
+			{`{"invoiceId": "` + inv.ID + `"}`, 200, inv.ID + " Lightning 0"},
+			{`{"invoiceId": "` + inv.ID + `", "method": "onchain", "amount": 1500}`, 200, inv.ID + " BTC 1500"},
+			{`{"invoiceId": "` + inv.ID + `", "method": "lightning", "amount": "700"}`, 200, inv.ID + " Lightning 700"},
+			{`{"invoiceId": "` + chainOnly.ID + `"}`, 200, chainOnly.ID + " BTC 0"},
+			{`{"invoiceId": "` + inv.ID + `", "method": "carrier pigeon"}`, 400, ""},
+			{`{"invoiceId": "` + inv.ID + `", "amount": -1}`, 400, ""},
+			{`{"invoiceId": "inv_none"}`, 404, ""},
+			{`{}`, 400, ""},
+		}
+		for _, tt := range tests {
+			w := e.do("POST", "/admin/v1/sim/pay", tt.body, admin)
+			if w.Code != tt.status {
+				t.Errorf("%s: status %d, want %d: %s", tt.body, w.Code, tt.status, w.Body.String())
+				continue
+			}
+			if tt.status == 200 {
+				pays := e.sim.payments()
+				if got := decode[simPaid](t, w); got.TxID == "" || pays[len(pays)-1] != tt.want {
+					t.Errorf("%s: paid %q (%+v), want %q", tt.body, pays[len(pays)-1], got, tt.want)
+				}
+			}
+		}
+		for _, tt := range []struct {
+			body   string
+			status int
+			height int64
+		}{
+			{``, 200, 101},
+			{`{"blocks": 6}`, 200, 107},
+			{`{"blocks": 0}`, 400, 0},
+			{`{"blocks": 1001}`, 400, 0},
+		} {
+			w := e.do("POST", "/admin/v1/sim/mine", tt.body, admin)
+			if w.Code != tt.status || tt.status == 200 && decode[simMined](t, w).Height != tt.height {
+				t.Errorf("mine %s: %d %s, want %d height %d", tt.body, w.Code, strings.TrimSpace(w.Body.String()), tt.status, tt.height)
+			}
+		}
+	})
+}

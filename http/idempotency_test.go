@@ -1,0 +1,174 @@
+package http
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa"
+)
+
+func TestIdempotencyReplay(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := header{"Idempotency-Key", "order-1001-attempt"}
+	first := e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 12.5}`, key)
+	expectStatus(t, first, 200)
+
+	again := e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 12.5}`, key)
+	expectStatus(t, again, 200)
+	if again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
+		t.Error("the second request with the key did not replay the first response")
+	}
+	if again.Header().Get("Content-Type") != first.Header().Get("Content-Type") {
+		t.Errorf("replayed Content-Type %q", again.Header().Get("Content-Type"))
+	}
+	if n := e.invoices.created.Load(); n != 1 {
+		t.Errorf("%d invoices created, want 1", n)
+	}
+
+	// Another key, or no key, acts again.
+	expectStatus(t, e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 12.5}`, header{"Idempotency-Key", "other"}), 200)
+	expectStatus(t, e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 12.5}`), 200)
+	if n := e.invoices.created.Load(); n != 3 {
+		t.Errorf("%d invoices created, want 3", n)
+	}
+
+	// The same key in another store is another key.
+	w := e.do("POST", "/api/v1/stores/store_b/invoices", `{"amount": 12.5}`, key, asB)
+	expectStatus(t, w, 200)
+	if w.Header().Get("Idempotent-Replayed") != "" || decode[createdInvoice](t, w).StoreID != "store_b" {
+		t.Error("a key of store A was replayed to store B")
+	}
+
+	// The same key with another body is a conflict.
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 13}`, key), 409, kassa.Conflict, "different request")
+	// ... and so is the same key on another endpoint.
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/payment-requests", `{"amount": 12.5}`, key), 409, kassa.Conflict)
+
+	// After 24 hours the key is forgotten.
+	e.clock.Advance(IdempotencyTTL + time.Second)
+	w = e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 12.5}`, key)
+	expectStatus(t, w, 200)
+	if w.Header().Get("Idempotent-Replayed") != "" {
+		t.Error("replayed after the TTL")
+	}
+}
+
+func TestIdempotencyStoresOnlySuccess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := header{"Idempotency-Key", "k1"}
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/payment-requests", `{"title": "no amount"}`, key), 400, kassa.Invalid)
+	// The corrected request with the same key acts, then replays.
+	first := e.do("POST", "/api/v1/stores/store_a/payment-requests", `{"title": "T", "amount": 1}`, key)
+	expectStatus(t, first, 200)
+	again := e.do("POST", "/api/v1/stores/store_a/payment-requests", `{"title": "T", "amount": 1}`, key)
+	if again.Header().Get("Idempotent-Replayed") != "true" || again.Body.String() != first.Body.String() {
+		t.Errorf("not replayed: %s", again.Body.String())
+	}
+
+	e.invoices.err = kassa.Errorf(kassa.Unavailable, "no exchange rate for EUR")
+	key2 := header{"Idempotency-Key", "k2"}
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 1}`, key2), 503, kassa.Unavailable)
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 1}`, key2, header{"Content-Type", "text/plain"}), 415, kassa.UnsupportedMedia)
+	e.invoices.err = nil
+	w := e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 1}`, key2)
+	expectStatus(t, w, 200)
+	if w.Header().Get("Idempotent-Replayed") != "" {
+		t.Error("a failure was stored and replayed")
+	}
+}
+
+func TestIdempotencyKeyErrors(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tests := []struct {
+		name, key string
+		status    int
+	}{
+		{"longest key", strings.Repeat("k", 255), 200},
+		{"too long", strings.Repeat("k", 256), 400},
+		{"control character", "a\tb", 400},
+		{"non-ASCII", "schlüssel", 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/api/v1/stores/store_a/invoices", strings.NewReader(`{"amount": 1}`))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("X-Api-Key", keyA)
+			r.Header["Idempotency-Key"] = []string{tt.key}
+			w := httptest.NewRecorder()
+			e.h.ServeHTTP(w, r)
+			if tt.status != 200 {
+				body := expectError(t, w, tt.status, kassa.Invalid)
+				if len(body.Errors) != 1 || body.Errors[0].Field != "Idempotency-Key" {
+					t.Errorf("errors %+v", body.Errors)
+				}
+				return
+			}
+			expectStatus(t, w, tt.status)
+		})
+	}
+	// The body limit holds before anything is stored.
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/invoices", `{"metadata": {"x": "`+strings.Repeat("a", MaxBodyBytes)+`"}}`,
+		header{"Idempotency-Key", "big"}), 413, kassa.TooLarge)
+	if e.kv.len() != 1 {
+		t.Errorf("%d idempotency records, want 1", e.kv.len())
+	}
+}
+
+func TestIdempotencyConcurrent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const n = 32
+	var start, done sync.WaitGroup
+	start.Add(1)
+	bodies := make([]string, n)
+	codes := make([]int, n)
+	for i := range n {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			r := httptest.NewRequest("POST", "/api/v1/stores/store_a/invoices", strings.NewReader(`{"amount": 7}`))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("X-Api-Key", keyA)
+			r.Header.Set("Idempotency-Key", "same-for-all")
+			w := httptest.NewRecorder()
+			start.Wait()
+			e.h.ServeHTTP(w, r)
+			bodies[i], codes[i] = w.Body.String(), w.Code
+		}()
+	}
+	start.Done()
+	done.Wait()
+	if got := e.invoices.created.Load(); got != 1 {
+		t.Errorf("%d invoices created by %d concurrent requests with one key, want 1", got, n)
+	}
+	for i := range n {
+		if codes[i] != http.StatusOK || bodies[i] != bodies[0] {
+			t.Fatalf("request %d answered %d %s, not the first response", i, codes[i], bodies[i])
+		}
+	}
+}
+
+func TestKeyedMutexForgetsKeys(t *testing.T) {
+	t.Parallel()
+	var k keyedMutex
+	unlock := k.lock("a")
+	unlock2 := make(chan func())
+	go func() { unlock2 <- k.lock("a") }()
+	select {
+	case <-unlock2:
+		t.Fatal("the second lock of a key did not wait")
+	case <-time.After(20 * time.Millisecond):
+	}
+	unlock()
+	(<-unlock2)()
+	if len(k.locks) != 0 {
+		t.Errorf("%d keys left after every unlock", len(k.locks))
+	}
+}

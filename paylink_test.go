@@ -1,0 +1,135 @@
+package kassa
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+func TestPaymentRequestInputValidate(t *testing.T) {
+	valid := func() PaymentRequestInput {
+		return PaymentRequestInput{Amount: decimalOf("25"), HasAmount: true, Title: "Workshop ticket"}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*PaymentRequestInput)
+		fields []string
+	}{
+		{"valid", func(*PaymentRequestInput) {}, nil},
+		{"amount missing", func(in *PaymentRequestInput) { in.Amount, in.HasAmount = decimal.Zero, false }, []string{"amount"}},
+		{"amount zero", func(in *PaymentRequestInput) { in.Amount = decimal.Zero }, []string{"amount"}},
+		{"amount negative", func(in *PaymentRequestInput) { in.Amount = decimalOf("-0.01") }, []string{"amount"}},
+		{"amount tiny", func(in *PaymentRequestInput) { in.Amount = decimalOf("0.01") }, nil},
+		{"title missing", func(in *PaymentRequestInput) { in.Title = "" }, []string{"title"}},
+		{"title of 255 characters", func(in *PaymentRequestInput) { in.Title = strings.Repeat("ü", 255) }, nil},
+		{"title of 256 characters", func(in *PaymentRequestInput) { in.Title = strings.Repeat("t", 256) }, []string{"title"}},
+		{"amount and title missing", func(in *PaymentRequestInput) { in.HasAmount, in.Title = false, "" }, []string{"amount", "title"}},
+		{"currency", func(in *PaymentRequestInput) { in.Currency = "gbp" }, nil},
+		{"unknown currency", func(in *PaymentRequestInput) { in.Currency = "ABC" }, []string{"currency"}},
+		{"discount", func(in *PaymentRequestInput) { in.Discount = decimalOf("99.99") }, nil},
+		{"discount of 100", func(in *PaymentRequestInput) { in.Discount = decimalOf("100") }, []string{"discount"}},
+		{"negative discount", func(in *PaymentRequestInput) { in.Discount = decimalOf("-1") }, []string{"discount"}},
+		{"description of 4096", func(in *PaymentRequestInput) { in.Description = strings.Repeat("d", 4096) }, nil},
+		{"description of 4097", func(in *PaymentRequestInput) { in.Description = strings.Repeat("d", 4097) }, []string{"description"}},
+		{"internal note of 4097", func(in *PaymentRequestInput) { in.InternalNote = strings.Repeat("n", 4097) }, []string{"internalNote"}},
+		{"order id of 256", func(in *PaymentRequestInput) { in.OrderID = strings.Repeat("1", 256) }, []string{"orderId"}},
+		{"redirect", func(in *PaymentRequestInput) { in.RedirectURL = "https://shop.example/" }, nil},
+		{"bad redirect", func(in *PaymentRequestInput) { in.RedirectURL = "data:text/html,hi" }, []string{"redirectUrl"}},
+		{"customer e-mail too long", func(in *PaymentRequestInput) { in.CustomerEmail = strings.Repeat("c", 256) }, []string{"customerEmail"}},
+		{"all wrong", func(in *PaymentRequestInput) {
+			*in = PaymentRequestInput{Amount: decimalOf("-1"), HasAmount: true, Currency: "X", Discount: decimalOf("150"), RedirectURL: "x"}
+		}, []string{"amount", "title", "currency", "discount", "redirectUrl"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := valid()
+			tc.change(&in)
+			checkFields(t, in.Validate(), tc.fields)
+		})
+	}
+
+	// SPEC.md errors item 1: the body lists each field with a message;
+	// the error's own message names the first and counts the others.
+	in := PaymentRequestInput{}
+	err := in.Validate()
+	e, ok := err.(*Error)
+	if !ok || len(e.Fields) != 2 {
+		t.Fatalf("Validate of nothing = %v", err)
+	}
+	if e.Fields[0] != (FieldError{"amount", "is required"}) || e.Fields[1] != (FieldError{"title", "is required"}) {
+		t.Errorf("fields = %+v", e.Fields)
+	}
+	if e.Message != "amount: is required (and 1 more)" {
+		t.Errorf("message = %q", e.Message)
+	}
+
+	in = PaymentRequestInput{Amount: decimalOf("1"), HasAmount: true, Title: "x", Currency: " jpy"}
+	if err := in.Validate(); err != nil || in.Currency != JPY {
+		t.Errorf("currency %q, %v; want JPY", in.Currency, err)
+	}
+}
+
+func TestParseDate(t *testing.T) {
+	utc := func(y int, m time.Month, d, h, min, s, ns int) time.Time {
+		return time.Date(y, m, d, h, min, s, ns, time.UTC)
+	}
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+	}{
+		{"2025-11-21", utc(2025, 11, 21, 0, 0, 0, 0)},
+		{"2025-11-21T09:30:00Z", utc(2025, 11, 21, 9, 30, 0, 0)},
+		{"2025-11-21T09:30:00.250Z", utc(2025, 11, 21, 9, 30, 0, 250_000_000)},
+		{"2025-11-21T10:30:00+01:00", utc(2025, 11, 21, 9, 30, 0, 0)},
+		{"2025-11-21T04:30:00-05:00", utc(2025, 11, 21, 9, 30, 0, 0)},
+		{"2025-11-21T10:30:00+0100", utc(2025, 11, 21, 9, 30, 0, 0)},
+		{"2025-11-21T09:30:00", utc(2025, 11, 21, 9, 30, 0, 0)},
+		{"2025-11-21T09:30", utc(2025, 11, 21, 9, 30, 0, 0)},
+		{"1763717400", utc(2025, 11, 21, 9, 30, 0, 0)},
+		{"0", time.Unix(0, 0).UTC()},
+		{"999999999999", time.Unix(999_999_999_999, 0).UTC()},
+	} {
+		got, err := ParseDate(tc.in)
+		if err != nil || !got.Equal(tc.want) || got.Location() != time.UTC {
+			t.Errorf("ParseDate(%q) = %s, %v; want %s", tc.in, got, err, tc.want)
+		}
+	}
+	for _, in := range []string{
+		"", " ", "yesterday", "21.11.2025", "2025/11/21", "2025-13-01", "2025-02-30",
+		"2025-11-21T25:00:00Z", "-1", "1.5", "1e9", "0x10",
+		"1763717400000", // milliseconds: 13 digits, not taken for seconds
+		"2025-11-21 09:30:00", "２０２５",
+	} {
+		if got, err := ParseDate(in); ErrorCode(err) != Invalid {
+			t.Errorf("ParseDate(%q) = %s, %v; want Invalid", in, got, err)
+		}
+	}
+}
+
+func TestPaymentRequestStatus(t *testing.T) {
+	expiry := scriptEpoch.Add(DefaultPaymentRequestExpiry)
+	p := PaymentRequest{ExpiryDate: expiry}
+	for _, tc := range []struct {
+		name string
+		p    PaymentRequest
+		now  time.Time
+		want string
+	}{
+		{"before expiry", p, expiry.Add(-time.Nanosecond), PaymentRequestPending},
+		{"at expiry", p, expiry, PaymentRequestExpired},
+		{"after expiry", p, expiry.Add(time.Hour), PaymentRequestExpired},
+		{"paid", PaymentRequest{ExpiryDate: expiry, PaidInvoiceID: "inv1"}, expiry.Add(time.Hour), PaymentRequestCompleted},
+		{"archived", PaymentRequest{ExpiryDate: expiry, PaidInvoiceID: "inv1", Archived: true}, scriptEpoch, PaymentRequestArchived},
+	} {
+		if got := tc.p.Status(tc.now); got != tc.want {
+			t.Errorf("%s: Status = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	if PaymentRequestExpired != "Expired" || PaymentRequestType != "Fixed" {
+		t.Error("pay link names changed")
+	}
+	if DefaultPaymentRequestExpiry != 30*24*time.Hour {
+		t.Errorf("DefaultPaymentRequestExpiry = %s, want 30 days (SPEC.md Limits)", DefaultPaymentRequestExpiry)
+	}
+}

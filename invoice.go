@@ -62,8 +62,10 @@ func (s AdditionalStatus) String() string {
 	return "None"
 }
 
-// PaymentMethod is how a customer pays. The numbers are on disk.
-type PaymentMethod uint8
+// PaymentMethod is how a customer pays. The numbers are on disk. It is
+// 16 bits wide so that a list of methods encodes as JSON numbers, not as
+// base64 bytes.
+type PaymentMethod uint16
 
 // Payment methods.
 const (

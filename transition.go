@@ -235,7 +235,9 @@ func (inv *Invoice) afterPayment(at time.Time, method PaymentMethod, hash string
 }
 
 func (inv *Invoice) settle(at time.Time, method PaymentMethod, hash string, additional AdditionalStatus) []Effect {
-	paid := inv.TotalPaid()
+	// Only what is final counts: an unconfirmed extra output neither makes
+	// the invoice Overpaid nor enters the deposit or the fee.
+	paid := inv.ConfirmedPaid()
 	if additional == StatusNone && inv.Amount > 0 && paid > inv.Amount {
 		additional = StatusOverpaid
 	}

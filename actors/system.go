@@ -51,8 +51,8 @@ type System struct {
 
 	storeProps   *actor.Props
 	invoiceProps *actor.Props
-	stores     sync.Map // store id → *actor.PID
-	shutdown   sync.Once
+	stores       sync.Map // store id → *actor.PID
+	shutdown     sync.Once
 }
 
 var (

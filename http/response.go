@@ -164,7 +164,11 @@ func (l *listWriter) add(v any) error {
 func (s *server) finishList(l *listWriter, r *http.Request, next string, err error) {
 	if err != nil {
 		if l.started && !l.buffered {
-			s.log.ErrorContext(r.Context(), "list failed after it began", "err", err)
+			if r.Context().Err() != nil {
+				s.log.InfoContext(r.Context(), "list abandoned by the client", "err", err)
+			} else {
+				s.log.ErrorContext(r.Context(), "list failed after it began", "err", err)
+			}
 			panic(http.ErrAbortHandler)
 		}
 		s.writeError(l.w, r, err)

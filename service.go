@@ -66,6 +66,8 @@ type Reader interface {
 
 	PaymentRequest(ctx context.Context, id string) (*PaymentRequest, error)
 	PaymentRequests(ctx context.Context, storeID string, fn func(*PaymentRequest) error) error
+
+	WebhookReader
 }
 
 // Stream names the journal of one actor.
@@ -94,6 +96,11 @@ type Batch interface {
 	PutPaymentRequest(pr *PaymentRequest)
 	// MarkPaymentRequestPaid records that invoiceID settled the pay link.
 	MarkPaymentRequestPaid(paymentRequestID, invoiceID string)
+	PutWebhook(w *Webhook)
+	DeleteWebhook(w *Webhook)
+	// PutDelivery writes a delivery; pending keeps it in the outbox of
+	// deliveries to send, false takes it out.
+	PutDelivery(d *Delivery, pending bool)
 }
 
 // Journal stores actors' events and state durably.

@@ -156,13 +156,20 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 	b := a.sys.cfg.Journal.NewBatch()
 	b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: msg.inv.ID}, 1, data)
 	b.PutInvoice(&msg.inv, nil, 1)
-	if err := a.sys.cfg.Journal.Commit(trace.ContextWithSpan(msg.ctx, span), b); err != nil {
+	spanCtx := trace.ContextWithSpan(msg.ctx, span)
+	deliveries, err := a.outbox(spanCtx, b, &msg.inv, msg.effects)
+	if err != nil {
+		ctx.Send(ctx.Parent(), &passivate{invoiceID: msg.inv.ID})
+		return reply{err: err}
+	}
+	if err := a.sys.cfg.Journal.Commit(spanCtx, b); err != nil {
 		ctx.Send(ctx.Parent(), &passivate{invoiceID: msg.inv.ID})
 		return reply{err: err}
 	}
 	a.inv, a.seq = msg.inv, 1
 	inv := a.inv
 	a.perform(ctx, msg.ctx, &inv, msg.effects)
+	a.sys.notify(deliveries)
 	return reply{value: &inv}
 }
 
@@ -198,14 +205,39 @@ func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa
 		}
 	}
 	b.PutInvoice(&next, &a.inv, seq)
+	deliveries, err := a.outbox(spanCtx, b, &next, effects)
+	if err != nil {
+		return nil, err
+	}
 	if err := a.sys.cfg.Journal.Commit(spanCtx, b); err != nil {
 		return nil, fmt.Errorf("persist invoice %s: %w", a.inv.ID, err)
 	}
 	a.inv, a.seq = next, seq
 	out := a.inv
 	a.perform(ctx, spanCtx, &out, effects)
+	a.sys.notify(deliveries)
 	a.maybePassivate(ctx)
 	return &out, nil
+}
+
+// outbox adds to b a pending delivery for each webhook that wants each
+// event the effects emit, so that the event and its deliveries commit
+// together: after a crash, every delivery is still sent.
+func (a *invoiceActor) outbox(ctx context.Context, b kassa.Batch, inv *kassa.Invoice, effects []kassa.Effect) ([]*kassa.Delivery, error) {
+	var all []*kassa.Delivery
+	for _, e := range effects {
+		if emit, ok := e.(kassa.Emit); ok {
+			ds, err := a.sys.deliveriesFor(ctx, inv, emit, inv.UpdatedAt)
+			if err != nil {
+				return nil, fmt.Errorf("webhooks of store %s: %w", inv.StoreID, err)
+			}
+			for _, d := range ds {
+				b.PutDelivery(d, true)
+			}
+			all = append(all, ds...)
+		}
+	}
+	return all, nil
 }
 
 // perform carries out effects once their event is durable.

@@ -73,6 +73,10 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		ctx.Respond(a.savePaymentRequest(msg))
 	case *topUp:
 		ctx.Respond(a.topUp(msg))
+	case *saveWebhook:
+		ctx.Respond(a.saveWebhook(msg))
+	case *deleteWebhook:
+		ctx.Respond(a.deleteWebhook(msg))
 	}
 }
 
@@ -236,4 +240,24 @@ func (a *storeActor) topUp(msg *topUp) reply {
 		return reply{err: err}
 	}
 	return reply{value: tx}
+}
+
+func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
+	if a.st == nil {
+		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
+	}
+	ev := &protos.StoreEvent{AtUnixNano: msg.webhook.UpdatedAt.UnixNano(), Kind: &protos.StoreEvent_WebhookSaved{WebhookSaved: &protos.WebhookSaved{Webhook: webhookDoc(msg.webhook)}}}
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.PutWebhook(msg.webhook) }); err != nil {
+		return reply{err: err}
+	}
+	return reply{value: msg.webhook}
+}
+
+func (a *storeActor) deleteWebhook(msg *deleteWebhook) reply {
+	now := a.sys.cfg.Clock.Now()
+	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_WebhookDeleted{WebhookDeleted: &protos.WebhookDeleted{WebhookId: msg.webhook.ID}}}
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.DeleteWebhook(msg.webhook) }); err != nil {
+		return reply{err: err}
+	}
+	return reply{value: msg.webhook}
 }

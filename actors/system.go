@@ -31,7 +31,9 @@ type Config struct {
 	Chain     kassa.Chain
 	Lightning kassa.Lightning
 	Rates     kassa.Rates
-	Events    EventSink // nil: events are only logged
+	// Webhooks sends to merchants' URLs.
+	Webhooks kassa.WebhookClient
+	Events   EventSink // nil: events are only logged
 	Clock     kassa.Clock
 	Logger    *slog.Logger
 	// InvoiceExpiry is how long an invoice waits for its payment.
@@ -51,11 +53,14 @@ type System struct {
 
 	storeProps   *actor.Props
 	invoiceProps *actor.Props
+	webhookProps *actor.Props
+	webhooks     sync.Map // webhook id → *actor.PID
 	stores       sync.Map // store id → *actor.PID
 	shutdown     sync.Once
 }
 
 var (
+	_ kassa.WebhookService        = (*System)(nil)
 	_ kassa.StoreService          = (*System)(nil)
 	_ kassa.InvoiceService        = (*System)(nil)
 	_ kassa.PaymentRequestService = (*System)(nil)
@@ -96,6 +101,7 @@ func NewSystem(cfg Config) *System {
 	// One Props for every invoice actor: per-actor memory matters with
 	// many open invoices.
 	s.invoiceProps = actor.PropsFromProducer(func() actor.Actor { return &invoiceActor{sys: s} })
+	s.webhookProps = actor.PropsFromProducer(func() actor.Actor { return &webhookActor{sys: s} })
 	return s
 }
 

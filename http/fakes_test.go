@@ -539,3 +539,24 @@ func (f *fakeKV) len() int {
 type fakeBackend struct{ info kassa.BackendInfo }
 
 func (f fakeBackend) Info(context.Context) kassa.BackendInfo { return f.info }
+
+// The webhook reads are served by the next issue's endpoints; the fake
+// has no webhooks yet.
+
+func (f *fakeReader) Webhook(context.Context, string) (*kassa.Webhook, error) {
+	return nil, notFound("webhook")
+}
+
+func (f *fakeReader) Webhooks(context.Context, string, func(*kassa.Webhook) error) error { return nil }
+
+func (f *fakeReader) Delivery(context.Context, string) (*kassa.Delivery, error) {
+	return nil, notFound("delivery")
+}
+
+func (f *fakeReader) Deliveries(context.Context, string, kassa.ListQuery, func(*kassa.Delivery) error) (string, error) {
+	return "", nil
+}
+
+func (f *fakeReader) PendingDeliveries(context.Context, func(webhookID, deliveryID string) error) error {
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"html/template"
 	"net/http"
+	"strings"
 
 	"github.com/shopspring/decimal"
 
@@ -131,7 +132,7 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 		Settled:               inv.Status == kassa.InvoiceSettled,
 		Bolt11:                inv.LightningInvoice,
 		Address:               inv.OnchainAddress,
-		LightningURI:          template.URL(lightningURI(inv.LightningInvoice)),
+		LightningURI:          template.URL("lightning:" + strings.ToUpper(inv.LightningInvoice)),
 		BIP21:                 template.URL(uri),
 		LightningQR:           template.URL(codes.LightningQR),
 		BitcoinQR:             template.URL(codes.BitcoinQR),

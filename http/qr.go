@@ -2,15 +2,15 @@ package http
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
+	"hash/crc32"
 	"strings"
 	"sync"
 
-	qrcode "github.com/skip2/go-qrcode"
+	"rsc.io/qr"
 )
 
 // qrScale is the number of pixels per QR module. Pages scale the image up
@@ -19,25 +19,11 @@ const qrScale = 4
 
 // qrLevel is the error-correction level of every QR code: M, which wallet
 // cameras read well off a screen.
-const qrLevel = qrcode.Medium
+const qrLevel = qr.M
 
-// qrPalette is black on white; a two-colour palette makes the encoder
-// write a 1-bit PNG.
-var qrPalette = color.Palette{color.White, color.Black}
-
-// pngEncoder is tuned for speed: QR images are made on every invoice
-// creation and compress well at any level.
-var pngEncoder = png.Encoder{CompressionLevel: png.BestSpeed, BufferPool: &pngBuffers{}}
-
-// pngBuffers reuses the encoder's buffers between images.
-type pngBuffers struct{ pool sync.Pool }
-
-func (p *pngBuffers) Get() *png.EncoderBuffer {
-	b, _ := p.pool.Get().(*png.EncoderBuffer)
-	return b
-}
-
-func (p *pngBuffers) Put(b *png.EncoderBuffer) { p.pool.Put(b) }
+// qrQuietZone is the blank border around a code, in modules (the
+// standard asks for four).
+const qrQuietZone = 4
 
 // qrCodes are the two QR images of an invoice.
 type qrCodes struct {
@@ -45,13 +31,14 @@ type qrCodes struct {
 	BitcoinQR   string `json:"bitcoinQR"`
 }
 
-// lightningURI is what the Lightning QR code encodes: the BOLT11 invoice
-// in upper case, which QR codes store in their denser alphanumeric mode.
+// lightningURI is what the Lightning QR code encodes: the URI in upper
+// case (schemes are case-insensitive), which QR codes store in their
+// denser alphanumeric mode.
 func lightningURI(bolt11 string) string {
 	if bolt11 == "" {
 		return ""
 	}
-	return "lightning:" + strings.ToUpper(bolt11)
+	return "LIGHTNING:" + strings.ToUpper(bolt11)
 }
 
 // invoiceQRCodes makes the Lightning QR code of bolt11 and the Bitcoin QR
@@ -119,43 +106,77 @@ func cachedQRDataURI(content string) (string, error) {
 // qrDataURI returns content as a QR code in a PNG data URI
 // (data:image/png;base64,…).
 func qrDataURI(content string) (string, error) {
-	img, err := qrImage(content)
+	code, err := qr.Encode(content, qrLevel)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("make QR code: %w", err)
 	}
-	var raw bytes.Buffer
-	if err := pngEncoder.Encode(&raw, img); err != nil {
+	raw, err := qrPNG(code)
+	if err != nil {
 		return "", fmt.Errorf("encode QR code: %w", err)
 	}
 	const prefix = "data:image/png;base64,"
-	out := make([]byte, len(prefix)+base64.StdEncoding.EncodedLen(raw.Len()))
+	out := make([]byte, len(prefix)+base64.StdEncoding.EncodedLen(len(raw)))
 	copy(out, prefix)
-	base64.StdEncoding.Encode(out[len(prefix):], raw.Bytes())
+	base64.StdEncoding.Encode(out[len(prefix):], raw)
 	return string(out), nil
 }
 
-// qrImage draws content as a QR code, quiet zone included, at qrScale
-// pixels per module.
-func qrImage(content string) (*image.Paletted, error) {
-	q, err := qrcode.New(content, qrLevel)
-	if err != nil {
-		return nil, fmt.Errorf("make QR code: %w", err)
-	}
-	bitmap := q.Bitmap()
-	size := len(bitmap) * qrScale
-	img := image.NewPaletted(image.Rect(0, 0, size, size), qrPalette)
-	for y, modules := range bitmap {
-		row := img.Pix[y*qrScale*img.Stride : y*qrScale*img.Stride+size]
-		for x, dark := range modules {
-			if dark {
+// zlibWriters reuses compressors: a new one allocates hundreds of KB.
+var zlibWriters = sync.Pool{New: func() any {
+	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return w
+}}
+
+// qrPNG draws code, quiet zone included, at qrScale pixels per module as
+// a 1-bit indexed PNG (palette white, black). It writes the rows itself:
+// image/png's path for 1-bit images reads every pixel through an
+// interface and took most of an invoice creation's time.
+func qrPNG(code *qr.Code) ([]byte, error) {
+	modules := code.Size + 2*qrQuietZone
+	size := modules * qrScale
+	stride := 1 + (size+7)/8 // filter byte, then packed pixels
+	rows := make([]byte, stride*size)
+	for my := 0; my < modules; my++ {
+		row := rows[my*qrScale*stride : (my*qrScale+1)*stride]
+		for mx := 0; mx < modules; mx++ {
+			if code.Black(mx-qrQuietZone, my-qrQuietZone) {
 				for i := range qrScale {
-					row[x*qrScale+i] = 1
+					px := mx*qrScale + i
+					row[1+px/8] |= 0x80 >> (px % 8)
 				}
 			}
 		}
 		for i := 1; i < qrScale; i++ {
-			copy(img.Pix[(y*qrScale+i)*img.Stride:], row)
+			copy(rows[(my*qrScale+i)*stride:], row)
 		}
 	}
-	return img, nil
+	var idat bytes.Buffer
+	zw := zlibWriters.Get().(*zlib.Writer)
+	zw.Reset(&idat)
+	if _, err := zw.Write(rows); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	zlibWriters.Put(zw)
+
+	out := make([]byte, 0, idat.Len()+64)
+	out = append(out, "\x89PNG\r\n\x1a\n"...)
+	var ihdr [13]byte
+	binary.BigEndian.PutUint32(ihdr[0:], uint32(size))
+	binary.BigEndian.PutUint32(ihdr[4:], uint32(size))
+	ihdr[8], ihdr[9] = 1, 3 // bit depth 1, indexed colour
+	out = pngChunk(out, "IHDR", ihdr[:])
+	out = pngChunk(out, "PLTE", []byte{0xff, 0xff, 0xff, 0, 0, 0})
+	out = pngChunk(out, "IDAT", idat.Bytes())
+	return pngChunk(out, "IEND", nil), nil
+}
+
+func pngChunk(out []byte, kind string, data []byte) []byte {
+	out = binary.BigEndian.AppendUint32(out, uint32(len(data)))
+	start := len(out)
+	out = append(out, kind...)
+	out = append(out, data...)
+	return binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(out[start:]))
 }

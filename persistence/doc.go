@@ -24,5 +24,9 @@
 //	prp/<id>                             invoice that paid a pay link
 //	bal/<store>                          prepaid balance (int64 merge operands)
 //	key/<sha256 of API key>              store of an API key
+//	wh/<id>, whs/<store>\0<id>           webhook, webhooks by store
+//	dl/<id>                              delivery attempt
+//	dlw/<webhook>\0<createdMs:8><id>     deliveries by webhook and time
+//	obx/<webhook>\0<delivery>            outbox: deliveries still to send
 //	kv/<key>                             small expiring values
 package persistence

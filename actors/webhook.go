@@ -1,0 +1,344 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/protos"
+	"github.com/kassapay/kassa/webhook"
+)
+
+// webhookActor is one webhook endpoint. Its mailbox orders the endpoint's
+// deliveries, so a slow or dead URL delays only its own events, never
+// another endpoint or the invoice that caused them.
+type webhookActor struct {
+	sys    *System
+	id     string
+	timers map[string]func()
+}
+
+// redeliver asks a webhook actor to re-send a delivery by hand.
+type redeliver struct {
+	ctx        context.Context
+	deliveryID string
+}
+
+func (a *webhookActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		a.id = ctx.Self().Id[len("webhook/"):]
+		a.timers = map[string]func(){}
+	case *protos.DeliverWebhook:
+		delete(a.timers, msg.DeliveryId)
+		a.send(ctx, msg.DeliveryId)
+	case *redeliver:
+		ctx.Respond(a.redeliver(ctx, msg))
+	case *actor.Stopping:
+		for _, cancel := range a.timers {
+			cancel()
+		}
+	}
+}
+
+// send delivers a pending delivery once, records the attempt and, for a
+// webhook that opted in, schedules a retry.
+func (a *webhookActor) send(ctx actor.Context, deliveryID string) *kassa.Delivery {
+	bg := context.Background()
+	d, err := a.sys.cfg.Reader.Delivery(bg, deliveryID)
+	if err != nil {
+		a.sys.log.Error("webhook delivery: read", "delivery", deliveryID, "err", err)
+		return nil
+	}
+	if d.Status != kassa.DeliveryPending {
+		return d // sent already: a repeated notice after a restart
+	}
+	now := a.sys.cfg.Clock.Now()
+	if wait := d.NotBefore.Sub(now); wait > 0 {
+		if _, armed := a.timers[d.ID]; !armed {
+			self, root := ctx.Self(), a.sys.as.Root
+			a.timers[d.ID] = a.sys.cfg.Clock.AfterFunc(wait, func() { root.Send(self, &protos.DeliverWebhook{DeliveryId: d.ID}) })
+		}
+		return d
+	}
+	spanCtx, span := a.sys.tracer.Start(bg, "webhook.Deliver", trace.WithAttributes(
+		attribute.String("webhook.id", d.WebhookID), attribute.String("delivery.id", d.ID), attribute.String("event.type", string(d.Type))))
+	defer span.End()
+
+	w, err := a.sys.cfg.Reader.Webhook(spanCtx, d.WebhookID)
+	var retry *kassa.Delivery
+	switch {
+	case err != nil && kassa.ErrorCode(err) == kassa.NotFound:
+		d.Status, d.Error = kassa.DeliveryFailed, "the webhook was deleted before this event could be sent"
+	case err != nil:
+		a.sys.log.Error("webhook delivery: read webhook", "webhook", d.WebhookID, "err", err)
+		return d
+	case !w.Enabled:
+		d.Status, d.Error = kassa.DeliveryFailed, "the webhook was disabled before this event could be sent"
+	default:
+		signature, sig := webhook.Sign(w.Secret, d.Payload, now)
+		headers := http.Header{}
+		headers.Set(webhook.SignatureHeader, signature)
+		headers.Set(webhook.SigHeader, sig)
+		attempt := a.sys.cfg.Webhooks.Deliver(spanCtx, w.URL, headers, d.Payload)
+		d.Headers = map[string]string{webhook.SignatureHeader: signature, webhook.SigHeader: sig, "Content-Type": "application/json"}
+		d.StatusCode, d.ResponseBody, d.Duration, d.Error = attempt.StatusCode, string(attempt.ResponseBody), attempt.Duration, attempt.Err
+		d.SentAt = now
+		d.Status = kassa.DeliveryFailed
+		if attempt.OK {
+			d.Status = kassa.DeliveryDelivered
+		}
+		span.SetAttributes(attribute.Int("http.status_code", attempt.StatusCode))
+		if !attempt.OK {
+			span.SetStatus(codes.Error, attempt.Err)
+			if w.AutomaticRedelivery && kassa.Retryable(attempt.StatusCode) && d.Attempt < kassa.MaxAutomaticRetries {
+				original := d.RedeliveryOf
+				if original == "" {
+					original = d.ID
+				}
+				retry = &kassa.Delivery{
+					ID: kassa.NewID(""), WebhookID: d.WebhookID, StoreID: d.StoreID, InvoiceID: d.InvoiceID,
+					Type: d.Type, Payload: d.Payload, Status: kassa.DeliveryPending, RedeliveryOf: original,
+					Attempt: d.Attempt + 1, NotBefore: now.Add(kassa.RetryDelay(d.Attempt + 1)), CreatedAt: now,
+				}
+			}
+		}
+	}
+	b := a.sys.cfg.Journal.NewBatch()
+	b.PutDelivery(d, false)
+	if retry != nil {
+		b.PutDelivery(retry, true)
+	}
+	if err := a.sys.cfg.Journal.Commit(spanCtx, b); err != nil {
+		// The delivery stays in the outbox and is sent again after a
+		// restart: at least once, as receivers are told.
+		a.sys.log.Error("webhook delivery: record attempt", "delivery", d.ID, "err", err)
+		return d
+	}
+	a.sys.log.Debug("webhook delivery", "webhook", d.WebhookID, "delivery", d.ID, "type", string(d.Type),
+		"status", d.Status.String(), "code", d.StatusCode, "duration", d.Duration)
+	if retry != nil {
+		a.send(ctx, retry.ID) // arms the retry's timer
+	}
+	return d
+}
+
+func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
+	orig, err := a.sys.cfg.Reader.Delivery(msg.ctx, msg.deliveryID)
+	if err != nil {
+		return reply{err: err}
+	}
+	now := a.sys.cfg.Clock.Now()
+	d := &kassa.Delivery{
+		ID: kassa.NewID(""), WebhookID: orig.WebhookID, StoreID: orig.StoreID, InvoiceID: orig.InvoiceID,
+		Type: orig.Type, Payload: kassa.RedeliveryPayload(orig.Type, orig.InvoiceID),
+		Status: kassa.DeliveryPending, RedeliveryOf: orig.ID, CreatedAt: now,
+	}
+	b := a.sys.cfg.Journal.NewBatch()
+	b.PutDelivery(d, true)
+	if err := a.sys.cfg.Journal.Commit(msg.ctx, b); err != nil {
+		return reply{err: err}
+	}
+	if sent := a.send(ctx, d.ID); sent != nil {
+		d = sent
+	}
+	return reply{value: d}
+}
+
+// webhook returns the actor of webhook endpoint id.
+func (s *System) webhook(id string) *actor.PID {
+	if pid, ok := s.webhooks.Load(id); ok {
+		return pid.(*actor.PID)
+	}
+	pid, err := s.as.Root.SpawnNamed(s.webhookProps, "webhook/"+id)
+	if err != nil && !errors.Is(err, actor.ErrNameExists) {
+		panic(fmt.Sprintf("spawn webhook actor %s: %v", id, err))
+	}
+	actual, _ := s.webhooks.LoadOrStore(id, pid)
+	return actual.(*actor.PID)
+}
+
+// deliveriesFor returns the pending deliveries of an invoice event, one
+// per enabled webhook of the store that selected its type.
+func (s *System) deliveriesFor(ctx context.Context, inv *kassa.Invoice, e kassa.Emit, now time.Time) ([]*kassa.Delivery, error) {
+	var out []*kassa.Delivery
+	err := s.cfg.Reader.Webhooks(ctx, inv.StoreID, func(w *kassa.Webhook) error {
+		if w.Enabled && w.Selects(e.Type) {
+			out = append(out, &kassa.Delivery{
+				ID: kassa.NewID(""), WebhookID: w.ID, StoreID: inv.StoreID, InvoiceID: inv.ID, Type: e.Type,
+				Payload: kassa.EventPayload(inv, e), Status: kassa.DeliveryPending, CreatedAt: now,
+			})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// notify tells the endpoint actors about deliveries now in the outbox.
+func (s *System) notify(deliveries []*kassa.Delivery) {
+	for _, d := range deliveries {
+		s.as.Root.Send(s.webhook(d.WebhookID), &protos.DeliverWebhook{DeliveryId: d.ID})
+	}
+}
+
+// RecoverDeliveries sends every delivery left in the outbox, for example
+// by a crash between an invoice event and its delivery.
+func (s *System) RecoverDeliveries(ctx context.Context) (int, error) {
+	n := 0
+	err := s.cfg.Reader.PendingDeliveries(ctx, func(webhookID, deliveryID string) error {
+		s.as.Root.Send(s.webhook(webhookID), &protos.DeliverWebhook{DeliveryId: deliveryID})
+		n++
+		return nil
+	})
+	return n, err
+}
+
+// Webhook registration: the URL check runs in the caller's goroutine
+// (it can take 5 s); the store actor only persists.
+type (
+	saveWebhook struct {
+		ctx     context.Context
+		webhook *kassa.Webhook
+	}
+	deleteWebhook struct {
+		ctx     context.Context
+		webhook *kassa.Webhook
+	}
+)
+
+// CreateWebhook validates the URL with one unsigned POST and registers it.
+func (s *System) CreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.CreateWebhook")
+	defer span.End()
+	if err := in.Validate(true); err != nil {
+		return nil, err
+	}
+	if _, err := s.cfg.Reader.Store(ctx, storeID); err != nil {
+		return nil, err
+	}
+	count := 0
+	if err := s.cfg.Reader.Webhooks(ctx, storeID, func(*kassa.Webhook) error { count++; return nil }); err != nil {
+		return nil, err
+	}
+	if count >= kassa.MaxWebhooksPerStore {
+		return nil, kassa.Errorf(kassa.Conflict, "a store can have at most %d webhooks", kassa.MaxWebhooksPerStore)
+	}
+	if err := s.checkURL(ctx, in.URL); err != nil {
+		return nil, err
+	}
+	now := s.cfg.Clock.Now().UTC()
+	w := &kassa.Webhook{ID: kassa.NewID(""), StoreID: storeID, URL: in.URL, Secret: in.Secret, Events: in.Events,
+		Enabled: true, CreatedAt: now, UpdatedAt: now}
+	if w.Secret == "" {
+		w.Secret = kassa.NewSecret()
+	}
+	if in.Enabled != nil {
+		w.Enabled = *in.Enabled
+	}
+	if in.AutomaticRedelivery != nil {
+		w.AutomaticRedelivery = *in.AutomaticRedelivery
+	}
+	if _, err := s.request(ctx, s.store(storeID), &saveWebhook{ctx: ctx, webhook: w}); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (s *System) checkURL(ctx context.Context, url string) error {
+	if err := s.cfg.Webhooks.CheckURL(url); err != nil {
+		return err
+	}
+	return s.cfg.Webhooks.Validate(ctx, url)
+}
+
+// UpdateWebhook changes a webhook; a new URL is validated first.
+func (s *System) UpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.UpdateWebhook")
+	defer span.End()
+	if err := in.Validate(false); err != nil {
+		return nil, err
+	}
+	w, err := s.cfg.Reader.Webhook(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if w.StoreID != storeID {
+		return nil, kassa.Errorf(kassa.NotFound, "webhook not found")
+	}
+	if in.URL != "" && in.URL != w.URL {
+		if err := s.checkURL(ctx, in.URL); err != nil {
+			return nil, err
+		}
+		w.URL = in.URL
+	}
+	if in.EventsGiven {
+		w.Events = in.Events
+	}
+	if in.Secret != "" {
+		w.Secret = in.Secret
+	}
+	if in.Enabled != nil {
+		w.Enabled = *in.Enabled
+	}
+	if in.AutomaticRedelivery != nil {
+		w.AutomaticRedelivery = *in.AutomaticRedelivery
+	}
+	w.UpdatedAt = s.cfg.Clock.Now().UTC()
+	if _, err := s.request(ctx, s.store(storeID), &saveWebhook{ctx: ctx, webhook: w}); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// DeleteWebhook removes a webhook. Its pending deliveries fail with a
+// note; its delivery log stays readable.
+func (s *System) DeleteWebhook(ctx context.Context, storeID, id string) error {
+	w, err := s.cfg.Reader.Webhook(ctx, id)
+	if err != nil {
+		return err
+	}
+	if w.StoreID != storeID {
+		return kassa.Errorf(kassa.NotFound, "webhook not found")
+	}
+	_, err = s.request(ctx, s.store(storeID), &deleteWebhook{ctx: ctx, webhook: w})
+	return err
+}
+
+// Redeliver re-sends a delivery with the reduced payload, signed now.
+func (s *System) Redeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.Redeliver")
+	defer span.End()
+	d, err := s.cfg.Reader.Delivery(ctx, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	if d.StoreID != storeID || d.WebhookID != webhookID {
+		return nil, kassa.Errorf(kassa.NotFound, "delivery not found")
+	}
+	w, err := s.cfg.Reader.Webhook(ctx, webhookID)
+	if err != nil {
+		return nil, err
+	}
+	if !w.Enabled {
+		return nil, kassa.Errorf(kassa.Conflict, "the webhook is disabled; enable it to redeliver")
+	}
+	res, err := s.request(ctx, s.webhook(webhookID), &redeliver{ctx: ctx, deliveryID: deliveryID})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.Delivery), nil
+}
+
+func webhookDoc(w *kassa.Webhook) []byte {
+	doc, _ := json.Marshal(w)
+	return doc
+}

@@ -1,0 +1,240 @@
+package kassa
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// Webhook is a store's registration of a URL for invoice events.
+type Webhook struct {
+	ID      string `json:"id"`
+	StoreID string `json:"storeId"`
+	URL     string `json:"url"`
+	// Secret signs every delivery (HMAC-SHA256). It is a credential of its
+	// own, never the API key.
+	Secret string `json:"secret"`
+	// Events are the selected event types; none selected receives nothing.
+	Events  []EventType `json:"events"`
+	Enabled bool        `json:"enabled"`
+	// AutomaticRedelivery opts in to durable retries with backoff for
+	// failures that may pass later (5xx, 408, 429, network errors).
+	AutomaticRedelivery bool      `json:"automaticRedelivery"`
+	CreatedAt           time.Time `json:"createdAt"`
+	UpdatedAt           time.Time `json:"updatedAt"`
+}
+
+// Selects reports whether the webhook wants events of type t.
+func (w *Webhook) Selects(t EventType) bool {
+	for _, e := range w.Events {
+		if e == t {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxWebhooksPerStore bounds registrations, and so the fan-out of one
+// invoice event.
+const MaxWebhooksPerStore = 50
+
+// WebhookInput is a create or update request for a webhook. Pointers and
+// EventsGiven tell a field left out from one set to its zero value.
+type WebhookInput struct {
+	URL                 string
+	Events              []EventType
+	EventsGiven         bool
+	Secret              string
+	Enabled             *bool
+	AutomaticRedelivery *bool
+}
+
+// ParseEventType reads an event type as the API names it.
+func ParseEventType(s string) (EventType, error) {
+	for _, t := range EventTypes {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", Errorf(Invalid, "unknown event %q: use New, Processing, Settled or Expired", s)
+}
+
+// Validate checks the input. On create, events left out mean all four
+// (what existing clients expect); an explicit empty list means none.
+func (in *WebhookInput) Validate(create bool) error {
+	var fields []FieldError
+	if create && in.URL == "" {
+		fields = append(fields, FieldError{"url", "is required"})
+	}
+	if len(in.URL) > MaxURL {
+		fields = append(fields, FieldError{"url", "must be at most 2048 characters"})
+	}
+	seen := map[EventType]bool{}
+	var events []EventType
+	for _, e := range in.Events {
+		t, err := ParseEventType(string(e))
+		if err != nil {
+			fields = append(fields, FieldError{"events", ErrorMessage(err)})
+			continue
+		}
+		if !seen[t] {
+			seen[t] = true
+			events = append(events, t)
+		}
+	}
+	in.Events = events
+	if create && !in.EventsGiven {
+		in.Events = append([]EventType(nil), EventTypes...)
+	}
+	if in.Events == nil && in.EventsGiven {
+		in.Events = []EventType{}
+	}
+	if in.Secret != "" && (len(in.Secret) < 8 || len(in.Secret) > 255) {
+		fields = append(fields, FieldError{"secret", "must be 8 to 255 characters"})
+	}
+	if len(fields) > 0 {
+		return InvalidFields(fields)
+	}
+	return nil
+}
+
+// DeliveryStatus is the state of one delivery attempt. The numbers are on
+// disk.
+type DeliveryStatus uint8
+
+// Delivery states.
+const (
+	DeliveryPending   DeliveryStatus = 1
+	DeliveryDelivered DeliveryStatus = 2
+	DeliveryFailed    DeliveryStatus = 3
+)
+
+func (s DeliveryStatus) String() string {
+	switch s {
+	case DeliveryPending:
+		return "Pending"
+	case DeliveryDelivered:
+		return "Delivered"
+	case DeliveryFailed:
+		return "Failed"
+	}
+	return "Unknown"
+}
+
+// Delivery is one attempt to send an event to a webhook: what was sent,
+// and what the receiver answered.
+type Delivery struct {
+	ID        string          `json:"id"`
+	WebhookID string          `json:"webhookId"`
+	StoreID   string          `json:"storeId"`
+	InvoiceID string          `json:"invoiceId"`
+	Type      EventType       `json:"type"`
+	Payload   json.RawMessage `json:"payload"`
+	// Headers are the request headers sent (signatures, not the secret).
+	Headers      map[string]string `json:"headers,omitempty"`
+	Status       DeliveryStatus    `json:"status"`
+	StatusCode   int               `json:"statusCode,omitempty"`
+	ResponseBody string            `json:"responseBody,omitempty"`
+	Duration     time.Duration     `json:"duration,omitempty"`
+	Error        string            `json:"error,omitempty"`
+	// RedeliveryOf is the delivery this one re-sends, by hand or
+	// automatically; Attempt counts automatic retries (0 for the first).
+	RedeliveryOf string    `json:"redeliveryOf,omitempty"`
+	Attempt      int       `json:"attempt,omitempty"`
+	NotBefore    time.Time `json:"notBefore,omitzero"`
+	CreatedAt    time.Time `json:"createdAt"`
+	SentAt       time.Time `json:"sentAt,omitzero"`
+}
+
+// EventPayload is the body of a full webhook event.
+func EventPayload(inv *Invoice, e Emit) json.RawMessage {
+	p := struct {
+		Type             EventType       `json:"type"`
+		InvoiceID        string          `json:"invoiceId"`
+		Metadata         json.RawMessage `json:"metadata"`
+		AdditionalStatus string          `json:"additionalStatus"`
+		IsUnderpaid      *bool           `json:"isUnderpaid,omitempty"`
+	}{Type: e.Type, InvoiceID: inv.ID, Metadata: inv.Metadata, AdditionalStatus: e.AdditionalStatus.String()}
+	if len(p.Metadata) == 0 {
+		p.Metadata = json.RawMessage("{}")
+	}
+	if e.Type == EventExpired {
+		underpaid := e.IsUnderpaid
+		p.IsUnderpaid = &underpaid
+	}
+	out, _ := json.Marshal(p)
+	return out
+}
+
+// RedeliveryPayload is the reduced body of a redelivered event (SPEC.md:
+// type and invoiceId only).
+func RedeliveryPayload(t EventType, invoiceID string) json.RawMessage {
+	out, _ := json.Marshal(struct {
+		Type      EventType `json:"type"`
+		InvoiceID string    `json:"invoiceId"`
+	}{t, invoiceID})
+	return out
+}
+
+// RetryDelay is the wait before automatic retry n (1-based): 10 s doubling
+// to at most an hour. Retries stop after MaxAutomaticRetries.
+func RetryDelay(n int) time.Duration {
+	d := 10 * time.Second
+	for i := 1; i < n && d < time.Hour; i++ {
+		d *= 2
+	}
+	return min(d, time.Hour)
+}
+
+// MaxAutomaticRetries is how many times a failed delivery is retried when
+// the webhook opted in.
+const MaxAutomaticRetries = 8
+
+// Retryable reports whether a failed attempt may pass later: 5xx, 408,
+// 429 or no answer at all.
+func Retryable(statusCode int) bool {
+	return statusCode == 0 || statusCode == 408 || statusCode == 429 || statusCode >= 500
+}
+
+// WebhookAttempt is what one POST to a webhook URL gave.
+type WebhookAttempt struct {
+	StatusCode   int
+	ResponseBody []byte
+	Duration     time.Duration
+	Err          string
+	OK           bool
+}
+
+// WebhookClient sends to merchants' URLs, refusing addresses the service
+// must not reach.
+type WebhookClient interface {
+	// CheckURL checks a URL's form (and https outside development).
+	CheckURL(rawURL string) error
+	// Validate sends the unsigned registration check; an error says why
+	// the URL is refused.
+	Validate(ctx context.Context, rawURL string) error
+	// Deliver sends one POST and never retries.
+	Deliver(ctx context.Context, rawURL string, headers http.Header, body []byte) WebhookAttempt
+}
+
+// WebhookService registers webhooks and re-sends deliveries.
+type WebhookService interface {
+	CreateWebhook(ctx context.Context, storeID string, in *WebhookInput) (*Webhook, error)
+	UpdateWebhook(ctx context.Context, storeID, id string, in *WebhookInput) (*Webhook, error)
+	DeleteWebhook(ctx context.Context, storeID, id string) error
+	// Redeliver re-sends a delivery with the reduced payload, freshly
+	// signed, and returns the new attempt.
+	Redeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*Delivery, error)
+}
+
+// WebhookReader reads webhooks and their deliveries.
+type WebhookReader interface {
+	Webhook(ctx context.Context, id string) (*Webhook, error)
+	Webhooks(ctx context.Context, storeID string, fn func(*Webhook) error) error
+	Delivery(ctx context.Context, id string) (*Delivery, error)
+	// Deliveries lists a webhook's deliveries, newest first.
+	Deliveries(ctx context.Context, webhookID string, q ListQuery, fn func(*Delivery) error) (next string, err error)
+	// PendingDeliveries calls fn for every delivery still to be sent.
+	PendingDeliveries(ctx context.Context, fn func(webhookID, deliveryID string) error) error
+}

@@ -87,6 +87,7 @@ func (r *recordingSink) of(id string) []string {
 }
 
 type harness struct {
+	hooks *fakeWebhookClient
 	t     *testing.T
 	db    *persistence.DB
 	sys   *System
@@ -98,13 +99,14 @@ type harness struct {
 func newHarness(t *testing.T, db *persistence.DB, clock *kassa.TestClock) *harness {
 	t.Helper()
 	sink := &recordingSink{}
+	hooks := newFakeWebhookClient()
 	sys := NewSystem(Config{
 		Journal: db, Reader: db, Chain: &fakeChain{}, Lightning: fakeLightning{}, Rates: fixedRates{},
-		Events: sink, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Webhooks: hooks, Events: sink, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		InvoiceExpiry: 15 * time.Minute, Monitoring: time.Hour,
 	})
 	t.Cleanup(sys.Shutdown)
-	return &harness{t: t, db: db, sys: sys, clock: clock, sink: sink}
+	return &harness{t: t, db: db, sys: sys, clock: clock, sink: sink, hooks: hooks}
 }
 
 func openMem(t *testing.T) *persistence.DB {

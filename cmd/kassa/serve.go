@@ -141,7 +141,8 @@ func (m *Main) Run(ctx context.Context) error {
 
 	m.sys = actors.NewSystem(actors.Config{
 		Journal: m.db, Reader: m.db, Chain: chain, Lightning: lightning, Rates: rateBackend,
-		Clock: m.Clock, Logger: log, InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring,
+		Webhooks: newWebhookClient(c.Dev), Clock: m.Clock, Logger: log,
+		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring,
 	})
 	if err := chain.Start(runCtx, m.sys.HandleChainEvent); err != nil {
 		return fmt.Errorf("start chain backend: %w", err)
@@ -157,7 +158,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover open invoices: %w", err)
 	}
-	log.Info("recovered open invoices", "count", recovered)
+	pending, err := m.sys.RecoverDeliveries(ctx)
+	if err != nil {
+		return fmt.Errorf("recover webhook deliveries: %w", err)
+	}
+	log.Info("recovered open invoices and pending webhook deliveries", "invoices", recovered, "deliveries", pending)
 
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {

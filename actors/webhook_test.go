@@ -1,0 +1,334 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence"
+	"github.com/kassapay/kassa/webhook"
+)
+
+// sent is one request the fake webhook client made.
+type sent struct {
+	url     string
+	headers http.Header
+	body    []byte
+	at      time.Time
+}
+
+// fakeWebhookClient records deliveries and answers with the status set
+// per URL (200 by default), after an optional real-time delay.
+type fakeWebhookClient struct {
+	mu     sync.Mutex
+	sent   []sent
+	status map[string][]int // URL → statuses to answer in turn; the last repeats
+	delay  map[string]time.Duration
+}
+
+var _ kassa.WebhookClient = (*fakeWebhookClient)(nil)
+
+func newFakeWebhookClient() *fakeWebhookClient {
+	return &fakeWebhookClient{status: map[string][]int{}, delay: map[string]time.Duration{}}
+}
+
+func (f *fakeWebhookClient) CheckURL(u string) error {
+	if !strings.HasPrefix(u, "https://") {
+		return kassa.Errorf(kassa.Invalid, "webhook URL must use https")
+	}
+	return nil
+}
+
+func (f *fakeWebhookClient) Validate(_ context.Context, u string) error {
+	if strings.Contains(u, "refuse") {
+		return kassa.Errorf(kassa.Invalid, "webhook URL answered 404 Not Found")
+	}
+	return nil
+}
+
+func (f *fakeWebhookClient) Deliver(ctx context.Context, u string, h http.Header, body []byte) kassa.WebhookAttempt {
+	f.mu.Lock()
+	d := f.delay[u]
+	code := 200
+	if codes := f.status[u]; len(codes) > 0 {
+		code = codes[0]
+		if len(codes) > 1 {
+			f.status[u] = codes[1:]
+		}
+	}
+	f.mu.Unlock()
+	time.Sleep(d)
+	f.mu.Lock()
+	f.sent = append(f.sent, sent{url: u, headers: h.Clone(), body: append([]byte(nil), body...), at: time.Now()})
+	f.mu.Unlock()
+	a := kassa.WebhookAttempt{StatusCode: code, OK: code/100 == 2, Duration: d}
+	if !a.OK {
+		a.Err = fmt.Sprintf("webhook URL answered %d", code)
+	}
+	return a
+}
+
+// to returns what was sent to u, in order.
+func (f *fakeWebhookClient) to(u string) []sent {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []sent
+	for _, s := range f.sent {
+		if s.url == u {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func types(ss []sent) string {
+	var out []string
+	for _, s := range ss {
+		var e webhook.Event
+		json.Unmarshal(s.body, &e)
+		out = append(out, e.Type+":"+e.AdditionalStatus)
+	}
+	return strings.Join(out, " ")
+}
+
+func (h *harness) webhook(url string, events ...kassa.EventType) *kassa.Webhook {
+	h.t.Helper()
+	in := &kassa.WebhookInput{URL: url}
+	if events != nil {
+		in.Events, in.EventsGiven = events, true
+	}
+	w, err := h.sys.CreateWebhook(context.Background(), h.store.ID, in)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return w
+}
+
+func TestWebhookEventsFilteredAndSigned(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h.createStore("0", "0")
+	all := h.webhook("https://a.example/hook")
+	processingOnly := h.webhook("https://b.example/hook", kassa.EventProcessing)
+	none := h.webhook("https://c.example/hook", []kassa.EventType{}...)
+	if len(none.Events) != 0 || len(all.Events) != 4 {
+		t.Fatalf("events: all %v, none %v", all.Events, none.Events)
+	}
+	inv := h.invoice("1000", kassa.SATS)
+	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000})
+	eventually(t, "deliveries", func() bool { return len(h.hooks.to(all.URL)) == 3 && len(h.hooks.to(processingOnly.URL)) == 1 })
+	if got := types(h.hooks.to(all.URL)); got != "New:None Processing:None Settled:None" {
+		t.Fatalf("all = %s", got)
+	}
+	if got := types(h.hooks.to(processingOnly.URL)); got != "Processing:None" {
+		t.Fatalf("processing only = %s", got)
+	}
+	if n := len(h.hooks.to(none.URL)); n != 0 {
+		t.Fatalf("a webhook with no event selected got %d", n)
+	}
+	for _, s := range h.hooks.to(all.URL) {
+		if err := webhook.Verify(all.Secret, s.body, s.headers.Get(webhook.SignatureHeader), time.Now(), 0); err != nil {
+			t.Fatalf("X-Service-Signature: %v", err)
+		}
+		if err := webhook.VerifySig(all.Secret, s.body, s.headers.Get(webhook.SigHeader)); err != nil {
+			t.Fatalf("X-Service-Sig: %v", err)
+		}
+		var e webhook.Event
+		json.Unmarshal(s.body, &e)
+		if e.InvoiceID != inv.ID || e.OrderID() != "42" {
+			t.Fatalf("payload = %s", s.body)
+		}
+	}
+	// The delivery log holds every attempt.
+	var log []*kassa.Delivery
+	h.db.Deliveries(context.Background(), all.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error { log = append(log, d); return nil })
+	if len(log) != 3 {
+		t.Fatalf("log has %d deliveries", len(log))
+	}
+	for _, d := range log {
+		if d.Status != kassa.DeliveryDelivered || d.StatusCode != 200 || d.SentAt.IsZero() || d.Headers[webhook.SigHeader] == "" {
+			t.Fatalf("delivery = %+v", d)
+		}
+	}
+}
+
+func TestWebhookExpiredUnderpaidPayload(t *testing.T) {
+	clock := kassa.NewTestClock(time.Now())
+	h := newHarness(t, openMem(t), clock)
+	h.createStore("0", "0")
+	w := h.webhook("https://a.example/hook", kassa.EventExpired)
+	empty := h.invoice("1000", kassa.SATS)
+	partial := h.invoice("1000", kassa.SATS)
+	h.pay(partial, 300, 1, "ee")
+	clock.Advance(15 * time.Minute)
+	eventually(t, "two Expired events", func() bool { return len(h.hooks.to(w.URL)) == 2 })
+	got := map[string]string{}
+	for _, s := range h.hooks.to(w.URL) {
+		var e struct {
+			InvoiceID        string `json:"invoiceId"`
+			AdditionalStatus string `json:"additionalStatus"`
+			IsUnderpaid      *bool  `json:"isUnderpaid"`
+		}
+		json.Unmarshal(s.body, &e)
+		if e.IsUnderpaid == nil {
+			t.Fatalf("Expired without isUnderpaid: %s", s.body)
+		}
+		got[e.InvoiceID] = fmt.Sprint(e.AdditionalStatus, " ", *e.IsUnderpaid)
+	}
+	if got[empty.ID] != "None false" || got[partial.ID] != "Underpaid true" {
+		t.Fatalf("expired payloads = %v", got)
+	}
+}
+
+func TestWebhookRefusedURLIsNotSaved(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h.createStore("0", "0")
+	for _, url := range []string{"https://refuse.example/hook", "http://plain.example/hook"} {
+		if _, err := h.sys.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: url}); kassa.ErrorCode(err) != kassa.Invalid {
+			t.Fatalf("%s: %v", url, err)
+		}
+	}
+	n := 0
+	h.db.Webhooks(context.Background(), h.store.ID, func(*kassa.Webhook) error { n++; return nil })
+	if n != 0 {
+		t.Fatalf("%d webhooks saved", n)
+	}
+}
+
+func TestRedeliverSendsReducedPayloadSignedNow(t *testing.T) {
+	clock := kassa.NewTestClock(time.Now())
+	h := newHarness(t, openMem(t), clock)
+	h.createStore("0", "0")
+	w := h.webhook("https://a.example/hook", kassa.EventNew)
+	h.hooks.status[w.URL] = []int{500, 200}
+	inv := h.invoice("1000", kassa.SATS)
+	eventually(t, "first attempt", func() bool { return len(h.hooks.to(w.URL)) == 1 })
+	var first *kassa.Delivery
+	eventually(t, "failed delivery recorded", func() bool {
+		h.db.Deliveries(context.Background(), w.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error { first = d; return nil })
+		return first != nil && first.Status == kassa.DeliveryFailed
+	})
+	if first.StatusCode != 500 {
+		t.Fatalf("first = %+v", first)
+	}
+	clock.Advance(time.Hour)
+	d, err := h.sys.Redeliver(context.Background(), h.store.ID, w.ID, first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Status != kassa.DeliveryDelivered || d.RedeliveryOf != first.ID {
+		t.Fatalf("redelivery = %+v", d)
+	}
+	re := h.hooks.to(w.URL)[1]
+	if string(re.body) != fmt.Sprintf(`{"type":"New","invoiceId":%q}`, inv.ID) {
+		t.Fatalf("redelivered payload = %s", re.body)
+	}
+	sig, err := webhook.ParseSignature(re.headers.Get(webhook.SignatureHeader))
+	if err != nil || sig.Timestamp != clock.Now().Unix() {
+		t.Fatalf("redelivery signed at %d, want %d (%v)", sig.Timestamp, clock.Now().Unix(), err)
+	}
+	if _, err := h.sys.Redeliver(context.Background(), h.store.ID, "other", first.ID); kassa.ErrorCode(err) != kassa.NotFound {
+		t.Fatalf("redeliver under another webhook: %v", err)
+	}
+}
+
+func TestAutomaticRedeliveryRetriesOnlyTransientFailures(t *testing.T) {
+	clock := kassa.NewTestClock(time.Now())
+	h := newHarness(t, openMem(t), clock)
+	h.createStore("0", "0")
+	yes := true
+	flaky, err := h.sys.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: "https://flaky.example/hook", Events: []kassa.EventType{kassa.EventNew}, EventsGiven: true, AutomaticRedelivery: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, _ := h.sys.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: "https://gone.example/hook", Events: []kassa.EventType{kassa.EventNew}, EventsGiven: true, AutomaticRedelivery: &yes})
+	h.hooks.status[flaky.URL] = []int{503, 429, 200}
+	h.hooks.status[gone.URL] = []int{404}
+	h.invoice("1000", kassa.SATS)
+	eventually(t, "first attempts", func() bool { return len(h.hooks.to(flaky.URL)) == 1 && len(h.hooks.to(gone.URL)) == 1 })
+	time.Sleep(20 * time.Millisecond)
+	clock.Advance(kassa.RetryDelay(1))
+	eventually(t, "second attempt", func() bool { return len(h.hooks.to(flaky.URL)) == 2 })
+	time.Sleep(20 * time.Millisecond)
+	clock.Advance(kassa.RetryDelay(2))
+	eventually(t, "third attempt", func() bool { return len(h.hooks.to(flaky.URL)) == 3 })
+	clock.Advance(24 * time.Hour)
+	time.Sleep(50 * time.Millisecond)
+	if n := len(h.hooks.to(flaky.URL)); n != 3 {
+		t.Fatalf("retried after success: %d attempts", n)
+	}
+	if n := len(h.hooks.to(gone.URL)); n != 1 {
+		t.Fatalf("a 404 was retried: %d attempts", n)
+	}
+	var log []*kassa.Delivery
+	h.db.Deliveries(context.Background(), flaky.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error { log = append(log, d); return nil })
+	byAttempt := map[int]*kassa.Delivery{}
+	for _, d := range log {
+		byAttempt[d.Attempt] = d
+	}
+	if len(log) != 3 || byAttempt[0] == nil || byAttempt[1] == nil || byAttempt[2] == nil {
+		t.Fatalf("log has %d attempts", len(log))
+	}
+	if byAttempt[0].StatusCode != 503 || byAttempt[1].StatusCode != 429 || byAttempt[2].Status != kassa.DeliveryDelivered ||
+		byAttempt[1].RedeliveryOf != byAttempt[0].ID || byAttempt[2].RedeliveryOf != byAttempt[0].ID {
+		t.Fatalf("attempts = %+v %+v %+v", byAttempt[0], byAttempt[1], byAttempt[2])
+	}
+}
+
+func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h.createStore("0", "0")
+	slow := h.webhook("https://slow.example/hook")
+	fast := h.webhook("https://fast.example/hook")
+	h.hooks.delay[slow.URL] = 3 * time.Second
+	start := time.Now()
+	inv := h.invoice("1000", kassa.SATS)
+	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000})
+	eventually(t, "fast deliveries", func() bool { return len(h.hooks.to(fast.URL)) == 3 })
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("fast endpoint waited %v behind the slow one", d)
+	}
+}
+
+func TestPendingDeliveriesSentAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	db, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, db, kassa.NewTestClock(time.Now()))
+	h.createStore("0", "0")
+	w := h.webhook("https://a.example/hook", kassa.EventNew)
+	// A delivery left in the outbox, as a crash right after the invoice
+	// event committed would leave it.
+	d := &kassa.Delivery{ID: "pending1", WebhookID: w.ID, StoreID: h.store.ID, InvoiceID: "inv1", Type: kassa.EventNew,
+		Payload: json.RawMessage(`{"type":"New","invoiceId":"inv1"}`), Status: kassa.DeliveryPending, CreatedAt: time.Now()}
+	b := db.NewBatch()
+	b.PutDelivery(d, true)
+	if err := db.Commit(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	h.sys.Shutdown()
+	db.Close()
+
+	db2, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	h2 := newHarness(t, db2, kassa.NewTestClock(time.Now()))
+	if n, err := h2.sys.RecoverDeliveries(context.Background()); err != nil || n != 1 {
+		t.Fatalf("recovered %d, %v", n, err)
+	}
+	eventually(t, "recovered delivery", func() bool { return len(h2.hooks.to(w.URL)) == 1 })
+	eventually(t, "outbox empty", func() bool {
+		n := 0
+		db2.PendingDeliveries(context.Background(), func(string, string) error { n++; return nil })
+		return n == 0
+	})
+}

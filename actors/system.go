@@ -34,8 +34,8 @@ type Config struct {
 	// Webhooks sends to merchants' URLs.
 	Webhooks kassa.WebhookClient
 	Events   EventSink // nil: events are only logged
-	Clock     kassa.Clock
-	Logger    *slog.Logger
+	Clock    kassa.Clock
+	Logger   *slog.Logger
 	// InvoiceExpiry is how long an invoice waits for its payment.
 	InvoiceExpiry time.Duration
 	// Monitoring is how long an expired invoice's address is watched.

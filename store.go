@@ -26,6 +26,10 @@ type Store struct {
 	Xpub                  string `json:"xpub,omitempty"`
 	NextAddressIndex      uint32 `json:"nextAddressIndex,omitempty"`
 	ConfirmationsRequired int32  `json:"confirmationsRequired"`
+	// RatePrimary and RateFallback name the exchange rate providers the
+	// store prefers; empty means the median of every configured provider.
+	RatePrimary  string `json:"ratePrimary,omitempty"`
+	RateFallback string `json:"rateFallback,omitempty"`
 	// CreditLimit is how far below zero the prepaid balance may go before
 	// the store can no longer create invoices.
 	CreditLimit Sats      `json:"creditLimit"`
@@ -58,6 +62,8 @@ type StoreSettings struct {
 	Xpub                  string
 	LightningAddress      string
 	ConfirmationsRequired int32
+	RatePrimary           string
+	RateFallback          string
 }
 
 // Validate checks the settings of a new store.
@@ -78,6 +84,9 @@ func (s *StoreSettings) Validate() error {
 	}
 	if s.UnderpaymentTolerance.IsNegative() || s.UnderpaymentTolerance.GreaterThan(decHundred) {
 		fields = append(fields, FieldError{"underpaymentTolerance", "must be between 0 and 100"})
+	}
+	if s.RateFallback != "" && s.RatePrimary == "" {
+		fields = append(fields, FieldError{"rateFallback", "needs a ratePrimary"})
 	}
 	if s.ConfirmationsRequired < 0 || s.ConfirmationsRequired > 100 {
 		fields = append(fields, FieldError{"confirmations", "must be between 0 and 100"})
@@ -101,6 +110,8 @@ func NewStore(id string, s StoreSettings, now time.Time) *Store {
 		LightningAddress:      s.LightningAddress,
 		Xpub:                  s.Xpub,
 		ConfirmationsRequired: s.ConfirmationsRequired,
+		RatePrimary:           s.RatePrimary,
+		RateFallback:          s.RateFallback,
 		CreditLimit:           DefaultCreditLimit,
 		APIKeys:               []APIKey{{ID: NewID("key_"), Label: "default", Key: NewSecret(), CreatedAt: now}},
 		CreatedAt:             now,

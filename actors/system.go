@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -186,6 +187,9 @@ func (s *System) CreateStore(ctx context.Context, settings kassa.StoreSettings) 
 	if err := settings.Validate(); err != nil {
 		return nil, err
 	}
+	if err := s.checkRateProviders(settings.RatePrimary, settings.RateFallback); err != nil {
+		return nil, err
+	}
 	st := kassa.NewStore(kassa.NewID(""), settings, s.cfg.Clock.Now().UTC())
 	res, err := s.request(ctx, s.store(st.ID), &createStore{ctx: ctx, store: st})
 	if err != nil {
@@ -211,13 +215,39 @@ func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats) (
 	return res.(*kassa.Transaction), nil
 }
 
-// rate returns the price of one bitcoin in c.
-func (s *System) rate(ctx context.Context, c kassa.Currency) (decimal.Decimal, error) {
+// checkRateProviders refuses provider names the rates backend does not
+// have, so that a store cannot be created that can make no invoice.
+func (s *System) checkRateProviders(names ...string) error {
+	lister, ok := s.cfg.Rates.(interface{ Providers() []string })
+	if !ok {
+		return nil
+	}
+	known := lister.Providers()
+	for _, name := range names {
+		if name != "" && !slices.Contains(known, name) {
+			return kassa.InvalidFields([]kassa.FieldError{{Field: "ratePrimary", Message: fmt.Sprintf("rate provider %q is not configured (configured: %v)", name, known)}})
+		}
+	}
+	return nil
+}
+
+// storeRates is what a rates backend offers when it lets a store pick
+// its own primary and fallback providers.
+type storeRates interface {
+	RateWith(ctx context.Context, c kassa.Currency, primary, fallback string) (decimal.Decimal, error)
+}
+
+// rate returns the price of one bitcoin in c, from the store's preferred
+// providers when it named any.
+func (s *System) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (decimal.Decimal, error) {
 	switch c {
 	case kassa.BTC:
 		return decimal.NewFromInt(1), nil
 	case kassa.SATS:
 		return decimal.NewFromInt(kassa.SatsPerBTC), nil
+	}
+	if r, ok := s.cfg.Rates.(storeRates); ok && st.RatePrimary != "" {
+		return r.RateWith(ctx, c, st.RatePrimary, st.RateFallback)
 	}
 	return s.cfg.Rates.Rate(ctx, c)
 }
@@ -243,14 +273,21 @@ func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.Inv
 		return nil, kassa.Errorf(kassa.PaymentRequired,
 			"the store's prepaid balance is %d sat, beyond its credit limit of %d sat: top it up in the dashboard to create invoices", balance, st.CreditLimit)
 	}
-	requestRate, err := s.rate(ctx, r.Currency)
+	requestRate, err := s.rate(ctx, st, r.Currency)
 	if err != nil {
 		return nil, err
 	}
 	storeRate := requestRate
 	if st.Currency != r.Currency {
-		if storeRate, err = s.rate(ctx, st.Currency); err != nil {
-			return nil, err
+		if storeRate, err = s.rate(ctx, st, st.Currency); err != nil {
+			if r.Currency.IsFiat() {
+				return nil, err
+			}
+			// A BTC or SATS invoice asks for an exact amount and never
+			// depends on a rate source; without a fresh rate its fiat
+			// values are recorded as zero rather than at a stale rate.
+			s.log.Warn("no store rate for a bitcoin-denominated invoice; fiat values will be 0", "store", storeID, "err", err)
+			storeRate = decimal.Zero
 		}
 	}
 	inv, effects, err := kassa.NewInvoice(kassa.NewID(""), st, r, kassa.InvoiceTerms{

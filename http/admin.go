@@ -16,6 +16,10 @@ type createStoreBody struct {
 	Tolerance        json.RawMessage `json:"tolerance"`
 	Xpub             string          `json:"xpub"`
 	LightningAddress string          `json:"lightningAddress"`
+	// RatePrimary and RateFallback name the rate providers the store
+	// prefers (empty: the median of every configured provider).
+	RatePrimary  string `json:"ratePrimary"`
+	RateFallback string `json:"rateFallback"`
 	// Confirmations defaults to 1 when absent; 0 settles on mempool sight.
 	Confirmations *int32 `json:"confirmations"`
 }
@@ -38,6 +42,8 @@ func (s *server) adminCreateStore(w http.ResponseWriter, r *http.Request) {
 		Currency:              kassa.Currency(body.Currency),
 		Xpub:                  body.Xpub,
 		LightningAddress:      body.LightningAddress,
+		RatePrimary:           body.RatePrimary,
+		RateFallback:          body.RateFallback,
 		ConfirmationsRequired: 1,
 	}
 	if body.Confirmations != nil {

@@ -42,6 +42,7 @@ type env struct {
 	invoices *fakeInvoices
 	payLinks *fakePayLinks
 	stores   *fakeStores
+	webhooks *fakeWebhooks
 	sim      *fakeSimulator
 	kv       *fakeKV
 	clock    *kassa.TestClock
@@ -77,6 +78,7 @@ func newEnv(t *testing.T, opts ...func(*Deps)) *env {
 	e.invoices = &fakeInvoices{reader: e.reader, clock: e.clock}
 	e.payLinks = &fakePayLinks{reader: e.reader, clock: e.clock}
 	e.stores = &fakeStores{reader: e.reader, clock: e.clock}
+	e.webhooks = newFakeWebhooks(e.reader, e.clock)
 	e.kv = &fakeKV{clock: e.clock}
 	e.storeA = &kassa.Store{
 		ID: "store_a", Name: "Alice's Shop", Currency: kassa.EUR,
@@ -105,6 +107,7 @@ func newEnv(t *testing.T, opts ...func(*Deps)) *env {
 		Stores:          e.stores,
 		Invoices:        e.invoices,
 		PaymentRequests: e.payLinks,
+		Webhooks:        e.webhooks,
 		Rates:           fakeRates{},
 		Chain:           fakeBackend{kassa.BackendInfo{Backend: "rpc", Network: "regtest", Height: 812, Synced: true}},
 		Lightning:       fakeBackend{kassa.BackendInfo{Backend: "lnd", Network: "regtest", Synced: true}},

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +27,7 @@ var (
 	_ kassa.Rates                 = (*fakeRates)(nil)
 	_ kassa.Simulator             = (*fakeSimulator)(nil)
 	_ kassa.KeyValue              = (*fakeKV)(nil)
+	_ kassa.WebhookService        = (*fakeWebhooks)(nil)
 )
 
 // fakeReader is an in-memory kassa.Reader. Lists are newest first by
@@ -36,9 +39,11 @@ type fakeReader struct {
 	invoices     map[string]*kassa.Invoice
 	transactions []kassa.Transaction
 	payLinks     map[string]*kassa.PaymentRequest
+	webhooks     map[string]*kassa.Webhook
+	deliveries   map[string]*kassa.Delivery
 
-	// failList makes Invoices and Transactions fail after that many items
-	// (-1: never).
+	// failList makes Invoices, Transactions and Deliveries fail after
+	// that many items (-1: never).
 	failList int
 	// storeErr, when set, is what StoreByAPIKey returns.
 	storeErr error
@@ -46,11 +51,13 @@ type fakeReader struct {
 
 func newFakeReader() *fakeReader {
 	return &fakeReader{
-		stores:   map[string]*kassa.Store{},
-		balances: map[string]kassa.Sats{},
-		invoices: map[string]*kassa.Invoice{},
-		payLinks: map[string]*kassa.PaymentRequest{},
-		failList: -1,
+		stores:     map[string]*kassa.Store{},
+		balances:   map[string]kassa.Sats{},
+		invoices:   map[string]*kassa.Invoice{},
+		payLinks:   map[string]*kassa.PaymentRequest{},
+		webhooks:   map[string]*kassa.Webhook{},
+		deliveries: map[string]*kassa.Delivery{},
+		failList:   -1,
 	}
 }
 
@@ -540,23 +547,295 @@ type fakeBackend struct{ info kassa.BackendInfo }
 
 func (f fakeBackend) Info(context.Context) kassa.BackendInfo { return f.info }
 
-// The webhook reads are served by the next issue's endpoints; the fake
-// has no webhooks yet.
+// copyWebhook returns a copy of w that shares no slice with it.
+func copyWebhook(w *kassa.Webhook) *kassa.Webhook {
+	c := *w
+	c.Events = slices.Clone(w.Events)
+	return &c
+}
 
-func (f *fakeReader) Webhook(context.Context, string) (*kassa.Webhook, error) {
+// copyDelivery returns a copy of d that shares no slice or map with it.
+func copyDelivery(d *kassa.Delivery) *kassa.Delivery {
+	c := *d
+	c.Payload = slices.Clone(d.Payload)
+	c.Headers = maps.Clone(d.Headers)
+	return &c
+}
+
+func (f *fakeReader) putWebhook(w kassa.Webhook) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.webhooks[w.ID] = copyWebhook(&w)
+}
+
+func (f *fakeReader) removeWebhook(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.webhooks, id)
+}
+
+func (f *fakeReader) putDelivery(d kassa.Delivery) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deliveries[d.ID] = copyDelivery(&d)
+}
+
+func (f *fakeReader) Webhook(_ context.Context, id string) (*kassa.Webhook, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if w, ok := f.webhooks[id]; ok {
+		return copyWebhook(w), nil
+	}
 	return nil, notFound("webhook")
 }
 
-func (f *fakeReader) Webhooks(context.Context, string, func(*kassa.Webhook) error) error { return nil }
+// Webhooks lists a store's webhooks oldest first, then by id.
+func (f *fakeReader) Webhooks(_ context.Context, storeID string, fn func(*kassa.Webhook) error) error {
+	f.mu.Lock()
+	var items []*kassa.Webhook
+	for _, w := range f.webhooks {
+		if w.StoreID == storeID {
+			items = append(items, copyWebhook(w))
+		}
+	}
+	f.mu.Unlock()
+	slices.SortFunc(items, func(a, b *kassa.Webhook) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	for _, w := range items {
+		if err := fn(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-func (f *fakeReader) Delivery(context.Context, string) (*kassa.Delivery, error) {
+func (f *fakeReader) Delivery(_ context.Context, id string) (*kassa.Delivery, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if d, ok := f.deliveries[id]; ok {
+		return copyDelivery(d), nil
+	}
 	return nil, notFound("delivery")
 }
 
-func (f *fakeReader) Deliveries(context.Context, string, kassa.ListQuery, func(*kassa.Delivery) error) (string, error) {
-	return "", nil
+func (f *fakeReader) Deliveries(_ context.Context, webhookID string, q kassa.ListQuery, fn func(*kassa.Delivery) error) (string, error) {
+	f.mu.Lock()
+	var items []*kassa.Delivery
+	for _, d := range f.deliveries {
+		if d.WebhookID == webhookID {
+			items = append(items, copyDelivery(d))
+		}
+	}
+	failAfter := f.failList
+	f.mu.Unlock()
+	return page(items, q, failAfter,
+		func(d *kassa.Delivery) time.Time { return d.CreatedAt },
+		func(d *kassa.Delivery) string { return d.ID }, fn)
 }
 
-func (f *fakeReader) PendingDeliveries(context.Context, func(webhookID, deliveryID string) error) error {
+func (f *fakeReader) PendingDeliveries(_ context.Context, fn func(webhookID, deliveryID string) error) error {
+	f.mu.Lock()
+	var pending []*kassa.Delivery
+	for _, d := range f.deliveries {
+		if d.Status == kassa.DeliveryPending {
+			pending = append(pending, copyDelivery(d))
+		}
+	}
+	f.mu.Unlock()
+	slices.SortFunc(pending, func(a, b *kassa.Delivery) int { return cmp.Compare(a.ID, b.ID) })
+	for _, d := range pending {
+		if err := fn(d.WebhookID, d.ID); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// fakeWebhooks registers webhooks and re-sends deliveries in the reader,
+// checking what actors.System checks. Its URL validation refuses the URLs
+// in refuse with their message; a redelivery is answered with
+// receiverStatus (0: unreachable).
+type fakeWebhooks struct {
+	reader *fakeReader
+	clock  kassa.Clock
+
+	mu             sync.Mutex
+	n              int
+	refuse         map[string]string
+	receiverStatus int
+	err            error // returned by every call when set
+	calls          int
+	last           *kassa.WebhookInput
+}
+
+func newFakeWebhooks(reader *fakeReader, clock kassa.Clock) *fakeWebhooks {
+	return &fakeWebhooks{reader: reader, clock: clock, refuse: map[string]string{}, receiverStatus: 200}
+}
+
+// record notes a call and its input, and returns the injected error.
+func (f *fakeWebhooks) record(in *kassa.WebhookInput) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if in != nil {
+		c := *in
+		c.Events = slices.Clone(in.Events)
+		f.last = &c
+	}
+	return f.err
+}
+
+// lastInput returns the input of the last create or update, as it was
+// passed in (before the fake validated it).
+func (f *fakeWebhooks) lastInput() *kassa.WebhookInput {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.last
+}
+
+func (f *fakeWebhooks) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
+}
+
+func (f *fakeWebhooks) nextID(prefix string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n++
+	return fmt.Sprintf("%s_%04d", prefix, f.n)
+}
+
+// checkURL is the registration check: a refused URL answers what the
+// real client says.
+func (f *fakeWebhooks) checkURL(url string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if msg, ok := f.refuse[url]; ok {
+		return kassa.Errorf(kassa.Invalid, "%s", msg)
+	}
+	return nil
+}
+
+func (f *fakeWebhooks) CreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
+	if err := f.record(in); err != nil {
+		return nil, err
+	}
+	if err := in.Validate(true); err != nil {
+		return nil, err
+	}
+	if _, err := f.reader.Store(ctx, storeID); err != nil {
+		return nil, err
+	}
+	if err := f.checkURL(in.URL); err != nil {
+		return nil, err
+	}
+	now := f.clock.Now().UTC()
+	id := f.nextID("wh")
+	w := kassa.Webhook{ID: id, StoreID: storeID, URL: in.URL, Secret: in.Secret, Events: in.Events,
+		Enabled: true, CreatedAt: now, UpdatedAt: now}
+	if w.Secret == "" {
+		w.Secret = "generated-secret-" + id
+	}
+	if in.Enabled != nil {
+		w.Enabled = *in.Enabled
+	}
+	if in.AutomaticRedelivery != nil {
+		w.AutomaticRedelivery = *in.AutomaticRedelivery
+	}
+	f.reader.putWebhook(w)
+	return &w, nil
+}
+
+func (f *fakeWebhooks) UpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
+	if err := f.record(in); err != nil {
+		return nil, err
+	}
+	if err := in.Validate(false); err != nil {
+		return nil, err
+	}
+	w, err := f.reader.Webhook(ctx, id)
+	if err != nil || w.StoreID != storeID {
+		return nil, notFound("webhook")
+	}
+	if in.URL != "" && in.URL != w.URL {
+		if err := f.checkURL(in.URL); err != nil {
+			return nil, err
+		}
+		w.URL = in.URL
+	}
+	if in.EventsGiven {
+		w.Events = in.Events
+	}
+	if in.Secret != "" {
+		w.Secret = in.Secret
+	}
+	if in.Enabled != nil {
+		w.Enabled = *in.Enabled
+	}
+	if in.AutomaticRedelivery != nil {
+		w.AutomaticRedelivery = *in.AutomaticRedelivery
+	}
+	w.UpdatedAt = f.clock.Now().UTC()
+	f.reader.putWebhook(*w)
+	return w, nil
+}
+
+func (f *fakeWebhooks) DeleteWebhook(ctx context.Context, storeID, id string) error {
+	if err := f.record(nil); err != nil {
+		return err
+	}
+	w, err := f.reader.Webhook(ctx, id)
+	if err != nil || w.StoreID != storeID {
+		return notFound("webhook")
+	}
+	f.reader.removeWebhook(id)
+	return nil
+}
+
+func (f *fakeWebhooks) Redeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
+	if err := f.record(nil); err != nil {
+		return nil, err
+	}
+	d, err := f.reader.Delivery(ctx, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	if d.StoreID != storeID || d.WebhookID != webhookID {
+		return nil, notFound("delivery")
+	}
+	w, err := f.reader.Webhook(ctx, webhookID)
+	if err != nil {
+		return nil, err
+	}
+	if !w.Enabled {
+		return nil, kassa.Errorf(kassa.Conflict, "the webhook is disabled; enable it to redeliver")
+	}
+	f.mu.Lock()
+	status := f.receiverStatus
+	f.mu.Unlock()
+	now := f.clock.Now().UTC()
+	re := kassa.Delivery{
+		ID: f.nextID("dl"), WebhookID: webhookID, StoreID: storeID, InvoiceID: d.InvoiceID, Type: d.Type,
+		Payload:      kassa.RedeliveryPayload(d.Type, d.InvoiceID),
+		Headers:      map[string]string{"X-Service-Sig": "sha256=" + strings.Repeat("0", 64)},
+		Status:       kassa.DeliveryDelivered,
+		StatusCode:   status,
+		Duration:     12 * time.Millisecond,
+		RedeliveryOf: d.ID,
+		CreatedAt:    now,
+		SentAt:       now,
+	}
+	switch {
+	case status == 0:
+		re.Status, re.Error = kassa.DeliveryFailed, "webhook URL did not answer within 5s"
+	case status < 200 || status > 299:
+		re.Status, re.Error = kassa.DeliveryFailed, fmt.Sprintf("webhook URL answered %d %s", status, http.StatusText(status))
+	}
+	f.reader.putDelivery(re)
+	return &re, nil
 }

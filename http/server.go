@@ -20,6 +20,7 @@ type Deps struct {
 	Invoices         kassa.InvoiceService
 	PaymentRequests  kassa.PaymentRequestService
 	Rates            kassa.Rates
+	Webhooks         kassa.WebhookService // nil: the webhook routes answer 404
 	Chain, Lightning interface {
 		Info(context.Context) kassa.BackendInfo
 	}
@@ -49,9 +50,9 @@ type server struct {
 	router    *chi.Mux
 }
 
-// NewHandler returns the HTTP handler of the whole service except
-// webhooks: the merchant API under /api/v1, the admin API under
-// /admin/v1 and the customer pages.
+// NewHandler returns the HTTP handler of the whole service: the merchant
+// API under /api/v1 (webhooks included when Deps.Webhooks is set), the
+// admin API under /admin/v1 and the customer pages.
 func NewHandler(d Deps) http.Handler {
 	s := &server{Deps: d, log: d.Logger, publicURL: strings.TrimRight(d.PublicURL, "/")}
 	if s.log == nil {
@@ -98,6 +99,19 @@ func (s *server) routes() *chi.Mux {
 
 				r.Get("/transactions", s.listTransactions)
 				r.Get("/transactions/{id}", s.getTransaction)
+
+				r.Group(func(r chi.Router) {
+					r.Use(s.webhooksAvailable)
+					r.Get("/webhooks", s.listWebhooks)
+					r.With(s.idempotent).Post("/webhooks", s.createWebhook)
+					r.Get("/webhooks/{webhookId}", s.getWebhook)
+					r.Put("/webhooks/{webhookId}", s.updateWebhook)
+					r.Delete("/webhooks/{webhookId}", s.deleteWebhook)
+					r.Get("/webhooks/{webhookId}/deliveries", s.listDeliveries)
+					r.Get("/webhooks/{webhookId}/deliveries/{deliveryId}", s.getDelivery)
+					// SPEC.md spells the segment "paylods"; it is served as spelled.
+					r.With(s.idempotent).Post("/webhooks/{webhookId}/paylods/{payloadId}/redeliver", s.redeliver)
+				})
 			})
 		})
 	})

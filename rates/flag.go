@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/kassapay/kassa"
 )
@@ -80,6 +81,22 @@ func redact(raw string) string {
 // name (for tests and proxies); client may be nil. Names are read in any
 // letter case; unknown, repeated or missing names are errors.
 func FromFlag(spec string, baseURLs map[string]string, client *http.Client, clock kassa.Clock, log *slog.Logger) (Backend, error) {
+	return FromOptions(spec, Options{BaseURLs: baseURLs, Client: client, Clock: clock, Logger: log})
+}
+
+// Options are the settings of FromOptions beyond the provider list.
+type Options struct {
+	BaseURLs map[string]string
+	Client   *http.Client
+	Clock    kassa.Clock
+	Logger   *slog.Logger
+	// Refresh and MaxAge override DefaultRefresh and DefaultMaxAge.
+	Refresh, MaxAge time.Duration
+}
+
+// FromOptions is FromFlag with every setting of the service.
+func FromOptions(spec string, o Options) (Backend, error) {
+	baseURLs, client, clock, log := o.BaseURLs, o.Client, o.Clock, o.Logger
 	usage := "use fixed or a comma-separated list of " + strings.Join(ProviderNames(), ", ")
 	for name := range baseURLs {
 		if _, ok := constructors[strings.ToLower(name)]; !ok {
@@ -118,5 +135,5 @@ func FromFlag(spec string, baseURLs map[string]string, client *http.Client, cloc
 		names = append(names, name)
 		providers = append(providers, p)
 	}
-	return New(Config{Providers: providers, Clock: clock, Logger: log}), nil
+	return New(Config{Providers: providers, Clock: clock, Logger: log, Refresh: o.Refresh, MaxAge: o.MaxAge}), nil
 }

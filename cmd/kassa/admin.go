@@ -80,6 +80,7 @@ func runAdmin(ctx context.Context, cmd string, args []string, stdout io.Writer) 
 	data := fs.String("data", os.Getenv("KASSA_DATA"), "data directory of the server, for admin.token (default ./data)")
 	var (
 		name, currency, percentFee, tolerance, xpub, method string
+		ratePrimary, rateFallback                           string
 		amount                                              int64
 		confirmations                                       int
 	)
@@ -91,6 +92,8 @@ func runAdmin(ctx context.Context, cmd string, args []string, stdout io.Writer) 
 		fs.StringVar(&tolerance, "tolerance", "0", "underpayment tolerance in percent")
 		fs.StringVar(&xpub, "xpub", "", "extended public key for on-chain addresses (BIP84)")
 		fs.IntVar(&confirmations, "confirmations", 1, "confirmations an on-chain payment needs")
+		fs.StringVar(&ratePrimary, "rate-primary", "", "preferred exchange rate provider (default: median of all)")
+		fs.StringVar(&rateFallback, "rate-fallback", "", "rate provider used when the primary has no fresh rate")
 	case "store topup":
 		fs.Int64Var(&amount, "amount", 0, "satoshis to credit to the prepaid balance")
 	case "sim pay":
@@ -117,6 +120,7 @@ func runAdmin(ctx context.Context, cmd string, args []string, stdout io.Writer) 
 		out, err = c.post(ctx, "/admin/v1/stores", map[string]any{
 			"name": name, "currency": currency, "percentFee": json.Number(percentFee),
 			"tolerance": json.Number(tolerance), "xpub": xpub, "confirmations": confirmations,
+			"ratePrimary": ratePrimary, "rateFallback": rateFallback,
 		})
 	case "store topup":
 		if len(rest) != 1 || amount <= 0 {

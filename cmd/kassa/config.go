@@ -17,6 +17,9 @@ type Config struct {
 	Chain         string
 	Lightning     string
 	Rates         string
+	RatesURLs     string
+	RatesRefresh  time.Duration
+	RatesMaxAge   time.Duration
 	InvoiceExpiry time.Duration
 	Monitoring    time.Duration
 	Dev           bool
@@ -36,6 +39,8 @@ func DefaultConfig() Config {
 		Chain:         "sim",
 		Lightning:     "sim",
 		Rates:         "fixed",
+		RatesRefresh:  30 * time.Second,
+		RatesMaxAge:   10 * time.Minute,
 		InvoiceExpiry: 15 * time.Minute,
 		Monitoring:    24 * time.Hour,
 		LogFormat:     "text",
@@ -52,6 +57,9 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Chain, "chain", c.Chain, "chain backend: sim or rpc://user:pass@host:port")
 	fs.StringVar(&c.Lightning, "lightning", c.Lightning, "Lightning backend: sim or lnd://host:port?tls=…&macaroon=…")
 	fs.StringVar(&c.Rates, "rates", c.Rates, "exchange rates: fixed (simulation) or providers, e.g. kraken,coinbase,bitstamp")
+	fs.StringVar(&c.RatesURLs, "rates-url", c.RatesURLs, "override provider base URLs: NAME=URL,NAME=URL (tests, proxies)")
+	fs.DurationVar(&c.RatesRefresh, "rates-refresh", c.RatesRefresh, "how often rates are fetched in the background")
+	fs.DurationVar(&c.RatesMaxAge, "rates-max-age", c.RatesMaxAge, "a rate older than this is not used")
 	fs.DurationVar(&c.InvoiceExpiry, "invoice-expiry", c.InvoiceExpiry, "how long an invoice waits for payment")
 	fs.DurationVar(&c.Monitoring, "monitoring", c.Monitoring, "how long an expired invoice's address is still watched")
 	fs.BoolVar(&c.Dev, "dev", c.Dev, "development: allow loopback webhook URLs, seed a demo store")

@@ -133,7 +133,13 @@ func (m *Main) Run(ctx context.Context) error {
 	default:
 		return fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
 	}
-	rateBackend, err := rates.FromFlag(c.Rates, nil, nil, m.Clock, log)
+	rateURLs, err := parseRateURLs(c.RatesURLs)
+	if err != nil {
+		return err
+	}
+	rateBackend, err := rates.FromOptions(c.Rates, rates.Options{
+		BaseURLs: rateURLs, Clock: m.Clock, Logger: log, Refresh: c.RatesRefresh, MaxAge: c.RatesMaxAge,
+	})
 	if err != nil {
 		return err
 	}
@@ -305,4 +311,20 @@ func (s *simulator) Mine(ctx context.Context, n int) (int64, error) {
 		return 0, kassa.Errorf(kassa.Invalid, "the chain is not simulated")
 	}
 	return s.chain.Mine(ctx, n)
+}
+
+// parseRateURLs reads --rates-url NAME=URL,NAME=URL.
+func parseRateURLs(spec string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, pair := range strings.Split(spec, ",") {
+		if pair = strings.TrimSpace(pair); pair == "" {
+			continue
+		}
+		name, url, ok := strings.Cut(pair, "=")
+		if !ok || name == "" || url == "" {
+			return nil, fmt.Errorf("--rates-url %q: use NAME=URL,NAME=URL", pair)
+		}
+		out[strings.TrimSpace(name)] = strings.TrimSpace(url)
+	}
+	return out, nil
 }

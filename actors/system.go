@@ -106,8 +106,24 @@ func NewSystem(cfg Config) *System {
 	return s
 }
 
-// Shutdown stops every actor. It may be called more than once.
-func (s *System) Shutdown() { s.shutdown.Do(s.as.Shutdown) }
+// Shutdown stops every actor and waits for them (a store actor stops its
+// invoice actors first), so that nothing writes to storage afterwards. It
+// may be called more than once.
+func (s *System) Shutdown() {
+	s.shutdown.Do(func() {
+		var futures []actor.Future
+		for _, m := range []*sync.Map{&s.stores, &s.webhooks} {
+			m.Range(func(_, pid any) bool {
+				futures = append(futures, s.as.Root.StopFuture(pid.(*actor.PID)))
+				return true
+			})
+		}
+		for _, f := range futures {
+			_ = f.Wait()
+		}
+		s.as.Shutdown()
+	})
+}
 
 // store returns the actor of store id, spawning it when it is not active.
 func (s *System) store(id string) *actor.PID {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,10 @@ import (
 // DB is Kassa's Pebble store. It implements kassa.Journal, kassa.Reader
 // and kassa.KeyValue.
 type DB struct {
+	// mu keeps Close from closing Pebble under a write in flight; Pebble
+	// panics on use after close.
+	mu        sync.RWMutex
+	closed    bool
 	db        *pebble.DB
 	nextTxID  atomic.Int64
 	tracer    trace.Tracer
@@ -69,8 +74,19 @@ func Open(dir string, o Options) (*DB, error) {
 	return d, nil
 }
 
-// Close closes the store.
-func (d *DB) Close() error { return d.db.Close() }
+// Close closes the store. Later writes fail with an error.
+func (d *DB) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	return d.db.Close()
+}
+
+// errClosed is returned for writes after Close.
+var errClosed = errors.New("persistence: store is closed")
 
 func (d *DB) lastTransactionID() (int64, error) {
 	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte("tx/"), UpperBound: prefixEnd([]byte("tx/"))})
@@ -208,6 +224,11 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	if !d.syncWrite {
 		opts = pebble.NoSync
 	}
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return errClosed
+	}
 	if err := b.b.Commit(opts); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return fmt.Errorf("commit batch: %w", err)
@@ -250,6 +271,11 @@ func (d *DB) StreamSeq(ctx context.Context, s kassa.Stream) (uint64, error) {
 
 // get returns a copy of the value at k, or nil and no error when absent.
 func (d *DB) get(k []byte) ([]byte, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return nil, errClosed
+	}
 	v, closer, err := d.db.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
@@ -296,5 +322,10 @@ func (d *DB) GetValue(ctx context.Context, k string) ([]byte, bool, error) {
 // PutValue stores value at key until expires.
 func (d *DB) PutValue(ctx context.Context, k string, value []byte, expires time.Time) error {
 	v := append(ms(expires), value...)
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.closed {
+		return errClosed
+	}
 	return d.db.Set(kvKey(k), v, pebble.Sync)
 }

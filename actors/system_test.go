@@ -414,3 +414,26 @@ func TestEventActivatesPassivatedInvoice(t *testing.T) {
 		t.Fatalf("after late payment: %s paid %d, %d payments", got.Status, got.TotalPaid(), len(got.Payments))
 	}
 }
+
+func TestManyConcurrentCreatesStayActiveAndExpire(t *testing.T) {
+	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newHarness(t, openMem(t), clock)
+	h.createStore("0", "0")
+	var wg sync.WaitGroup
+	ids := make(chan string, 200)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 25; i++ {
+				ids <- h.invoice("1000", kassa.SATS).ID
+			}
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	clock.Advance(15 * time.Minute)
+	for id := range ids {
+		eventually(t, "expiry of "+id, func() bool { return h.get(id).Status == kassa.InvoiceExpired })
+	}
+}

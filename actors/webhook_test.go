@@ -251,12 +251,19 @@ func TestAutomaticRedeliveryRetriesOnlyTransientFailures(t *testing.T) {
 	h.hooks.status[gone.URL] = []int{404}
 	h.invoice("1000", kassa.SATS)
 	eventually(t, "first attempts", func() bool { return len(h.hooks.to(flaky.URL)) == 1 && len(h.hooks.to(gone.URL)) == 1 })
-	time.Sleep(20 * time.Millisecond)
-	clock.Advance(kassa.RetryDelay(1))
-	eventually(t, "second attempt", func() bool { return len(h.hooks.to(flaky.URL)) == 2 })
-	time.Sleep(20 * time.Millisecond)
-	clock.Advance(kassa.RetryDelay(2))
-	eventually(t, "third attempt", func() bool { return len(h.hooks.to(flaky.URL)) == 3 })
+	// Move the clock a second at a time, so each retry's timer fires
+	// whenever the actor armed it.
+	advanceUntil := func(what string, cond func() bool) {
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			clock.Advance(time.Second)
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	advanceUntil("third attempt", func() bool { return len(h.hooks.to(flaky.URL)) == 3 })
 	clock.Advance(24 * time.Hour)
 	time.Sleep(50 * time.Millisecond)
 	if n := len(h.hooks.to(flaky.URL)); n != 3 {

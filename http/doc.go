@@ -4,11 +4,11 @@
 // link) under /checkout and /payment-requests.
 //
 // The package turns requests into calls of the domain interfaces
-// (kassa.Reader for reads; kassa.InvoiceService, kassa.PaymentRequestService
-// and kassa.StoreService for changes) and renders their results as the
-// wire format of SPEC.md and DESIGN.md §3. It holds no state of its own
-// beyond the per-key rate-limit buckets; idempotency records live in a
-// kassa.KeyValue.
+// (kassa.Reader for reads; kassa.InvoiceService, kassa.PaymentRequestService,
+// kassa.StoreService and kassa.WebhookService for changes) and renders
+// their results as the wire format of SPEC.md and DESIGN.md §3. It holds
+// no state of its own beyond the per-key rate-limit buckets; idempotency
+// records live in a kassa.KeyValue.
 //
 // Conventions of every /api/v1 endpoint:
 //

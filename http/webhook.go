@@ -20,6 +20,7 @@ type webhookRecord struct {
 	AutomaticRedelivery bool              `json:"automaticRedelivery"`
 }
 
+// newWebhookRecord renders w.
 func newWebhookRecord(w *kassa.Webhook) webhookRecord {
 	events := w.Events
 	if events == nil {
@@ -56,6 +57,7 @@ type deliveryRecord struct {
 	SentAt       *int64            `json:"sentAt"`
 }
 
+// newDeliveryRecord renders d.
 func newDeliveryRecord(d *kassa.Delivery) deliveryRecord {
 	rec := deliveryRecord{
 		ID:           d.ID,

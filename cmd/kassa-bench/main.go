@@ -7,7 +7,7 @@
 // driven by the same load generator: a closed loop at fixed concurrency
 // for the peak rate, then an open loop at half the peak rate for latency.
 //
-//	kassa-bench [-duration 5s] [-concurrency 32] [-open-invoices 100000]
+//	kassa-bench [-duration 5s] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
 package main
 
 import (
@@ -29,11 +29,18 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "length of each measured phase")
 	concurrency := flag.Int("concurrency", 32, "requests in flight in the closed loop")
 	openInvoices := flag.Int("open-invoices", 100_000, "open invoice actors for the memory figure")
-	only := flag.String("only", "", "run only this part: create or memory")
+	endpoints := flag.Int("endpoints", 1000, "webhook endpoints for the fan-out figure")
+	only := flag.String("only", "", "run only this part: create, memory or webhooks")
 	flag.Parse()
 	ctx := context.Background()
 	if *only == "" || *only == "create" {
 		if err := benchCreate(ctx, *duration, *concurrency); err != nil {
+			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
+			os.Exit(1)
+		}
+	}
+	if *only == "" || *only == "webhooks" {
+		if err := benchWebhooks(ctx, *endpoints); err != nil {
 			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
 			os.Exit(1)
 		}

@@ -180,7 +180,7 @@ func (m *Main) Run(ctx context.Context) error {
 		publicURL = "http://" + m.Addr
 	}
 	deps := kassahttp.Deps{
-		Reader: m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: rateBackend,
+		Reader: m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: rateBackend, Webhooks: m.sys,
 		Chain: chain, Lightning: lightning, KV: m.db, Clock: m.Clock, Logger: log,
 		PublicURL: publicURL, AdminToken: token, Version: Version,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst,

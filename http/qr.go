@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"rsc.io/qr"
+	"rsc.io/qr/coding"
 )
 
 // qrScale is the number of pixels per QR module. Pages scale the image up
@@ -106,7 +107,7 @@ func cachedQRDataURI(content string) (string, error) {
 // qrDataURI returns content as a QR code in a PNG data URI
 // (data:image/png;base64,…).
 func qrDataURI(content string) (string, error) {
-	code, err := qr.Encode(content, qrLevel)
+	code, err := qrEncode(content)
 	if err != nil {
 		return "", fmt.Errorf("make QR code: %w", err)
 	}
@@ -121,33 +122,71 @@ func qrDataURI(content string) (string, error) {
 	return string(out), nil
 }
 
+// qrPlans caches rsc.io/qr's layout plan of each version: building one
+// costs more than encoding with it, and a plan is only read.
+var qrPlans sync.Map // coding.Version → *coding.Plan
+
+// qrEncode is rsc.io/qr's Encode (smallest mode, smallest version, mask
+// 0) with the plan cached.
+func qrEncode(text string) (*coding.Code, error) {
+	var enc coding.Encoding
+	switch {
+	case coding.Num(text).Check() == nil:
+		enc = coding.Num(text)
+	case coding.Alpha(text).Check() == nil:
+		enc = coding.Alpha(text)
+	default:
+		enc = coding.String(text)
+	}
+	level := coding.Level(qrLevel)
+	v := coding.Version(coding.MinVersion)
+	for ; enc.Bits(v) > v.DataBytes(level)*8; v++ {
+		if v == coding.MaxVersion {
+			return nil, fmt.Errorf("%d characters are too long for a QR code", len(text))
+		}
+	}
+	plan, ok := qrPlans.Load(v)
+	if !ok {
+		p, err := coding.NewPlan(v, level, 0)
+		if err != nil {
+			return nil, err
+		}
+		plan, _ = qrPlans.LoadOrStore(v, p)
+	}
+	return plan.(*coding.Plan).Encode(enc)
+}
+
 // zlibWriters reuses compressors: a new one allocates hundreds of KB.
 var zlibWriters = sync.Pool{New: func() any {
-	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	w, _ := zlib.NewWriterLevel(nil, zlib.HuffmanOnly)
 	return w
 }}
 
-// qrPNG draws code, quiet zone included, at qrScale pixels per module as
-// a 1-bit indexed PNG (palette white, black). It writes the rows itself:
-// image/png's path for 1-bit images reads every pixel through an
-// interface and took most of an invoice creation's time.
-func qrPNG(code *qr.Code) ([]byte, error) {
+// qrPNG draws code, quiet zone included, at qrScale (4) pixels per module
+// as a 1-bit indexed PNG (palette white, black). It writes the rows
+// itself: a module is one nibble of a row, and every pixel row that
+// repeats the one above is written with PNG's Up filter as zeros, so
+// Huffman coding alone compresses the image to a few hundred bytes.
+// image/png's generic path took most of an invoice creation's time.
+func qrPNG(code *coding.Code) ([]byte, error) {
 	modules := code.Size + 2*qrQuietZone
 	size := modules * qrScale
 	stride := 1 + (size+7)/8 // filter byte, then packed pixels
 	rows := make([]byte, stride*size)
 	for my := 0; my < modules; my++ {
 		row := rows[my*qrScale*stride : (my*qrScale+1)*stride]
-		for mx := 0; mx < modules; mx++ {
-			if code.Black(mx-qrQuietZone, my-qrQuietZone) {
-				for i := range qrScale {
-					px := mx*qrScale + i
-					row[1+px/8] |= 0x80 >> (px % 8)
+		y := my - qrQuietZone
+		if y >= 0 && y < code.Size {
+			bits := code.Bitmap[y*code.Stride:]
+			for x := 0; x < code.Size; x++ {
+				if bits[x/8]&(0x80>>(x%8)) != 0 {
+					mx := x + qrQuietZone
+					row[1+mx/2] |= 0xf0 >> (4 * (mx % 2))
 				}
 			}
 		}
 		for i := 1; i < qrScale; i++ {
-			copy(rows[(my*qrScale+i)*stride:], row)
+			rows[(my*qrScale+i)*stride] = 2 // Up: same as the row above
 		}
 	}
 	var idat bytes.Buffer

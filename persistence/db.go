@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -238,6 +239,9 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 
 // Events calls fn for each event of s after seq.
 func (d *DB) Events(ctx context.Context, s kassa.Stream, after uint64, fn func(uint64, []byte) error) error {
+	if after == math.MaxUint64 {
+		return nil // after+1 would wrap to 0 and replay the whole stream
+	}
 	prefix := eventPrefix(s.Kind, s.ID)
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: eventKey(s.Kind, s.ID, after+1), UpperBound: prefixEnd(prefix)})
 	if err != nil {

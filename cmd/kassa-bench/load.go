@@ -87,7 +87,11 @@ func startKassa(tmp string) (*target, error) {
 		return nil, err
 	}
 	data := filepath.Join(tmp, "kassa-data")
-	stop, err := startProcess(bin, "serve", "--data", data, "--listen", addr, "--rate-limit", "0", "--log-level", "warn")
+	args := []string{"serve", "--data", data, "--listen", addr, "--rate-limit", "0", "--log-level", "warn"}
+	if debug := os.Getenv("KASSA_BENCH_DEBUG_LISTEN"); debug != "" {
+		args = append(args, "--debug-listen", debug)
+	}
+	stop, err := startProcess(bin, args...)
 	if err != nil {
 		return nil, err
 	}

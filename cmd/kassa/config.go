@@ -28,6 +28,7 @@ type Config struct {
 	LogLevel      string
 	RateLimit     float64
 	RateBurst     int
+	DebugListen   string
 }
 
 // DefaultConfig returns safe defaults: the embedded simulation on
@@ -68,6 +69,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per key (0: off)")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "burst of the per-key rate limit")
+	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "serve Go's pprof profiles on this address (off when empty; keep it on loopback)")
 }
 
 // parseInterleaved parses flags that may come before or after positional

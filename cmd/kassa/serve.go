@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	nethttp "net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,6 +171,17 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	log.Info("recovered open invoices and pending webhook deliveries", "invoices", recovered, "deliveries", pending)
 
+	if c.DebugListen != "" {
+		mux := nethttp.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		go func() {
+			if err := nethttp.ListenAndServe(c.DebugListen, mux); err != nil {
+				log.Error("debug listener", "err", err)
+			}
+		}()
+	}
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

@@ -31,6 +31,10 @@ type DB struct {
 	closed    bool
 	db        *pebble.DB
 	nextTxID  atomic.Int64
+	// stores caches decoded store snapshots: every API request reads its
+	// store (to check the key) and stores change rarely. Commits of
+	// PutStore update it after they are durable.
+	stores storeCache
 	tracer    trace.Tracer
 	syncWrite bool
 }
@@ -107,10 +111,11 @@ func (d *DB) lastTransactionID() (int64, error) {
 
 // Batch is a kassa.Batch on Pebble.
 type Batch struct {
-	db    *DB
-	b     *pebble.Batch
-	count int
-	err   error
+	db     *DB
+	b      *pebble.Batch
+	count  int
+	err    error
+	stores []cachedStore // to cache once committed
 }
 
 // NewBatch starts a batch.
@@ -155,6 +160,8 @@ func (b *Batch) PutStore(st *kassa.Store, seq uint64) {
 	for _, k := range st.APIKeys {
 		b.set(apiKeyKey(k.Key), str(st.ID))
 	}
+	copied := *st
+	b.stores = append(b.stores, cachedStore{store: &copied, seq: seq})
 }
 
 // PutInvoice writes an invoice's snapshot and updates its indexes.
@@ -233,6 +240,9 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	if err := b.b.Commit(opts); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return fmt.Errorf("commit batch: %w", err)
+	}
+	for _, c := range b.stores {
+		d.stores.put(c)
 	}
 	return nil
 }

@@ -29,7 +29,12 @@ func (d *DB) Store(ctx context.Context, id string) (*kassa.Store, error) {
 }
 
 // StoreSnapshot returns a store and the sequence number of its snapshot.
+// The store is the caller's copy; its slices are shared and read-only.
 func (d *DB) StoreSnapshot(ctx context.Context, id string) (*kassa.Store, uint64, error) {
+	if c, ok := d.stores.get(id); ok {
+		copied := *c.store
+		return &copied, c.seq, nil
+	}
 	v, err := d.get(storeKey(id))
 	if err != nil {
 		return nil, 0, err
@@ -41,18 +46,26 @@ func (d *DB) StoreSnapshot(ctx context.Context, id string) (*kassa.Store, uint64
 	if err := json.Unmarshal(v[8:], &st); err != nil {
 		return nil, 0, fmt.Errorf("decode store %s: %w", id, err)
 	}
-	return &st, binary.BigEndian.Uint64(v[:8]), nil
+	seq := binary.BigEndian.Uint64(v[:8])
+	cached := st
+	d.stores.put(cachedStore{store: &cached, seq: seq})
+	return &st, seq, nil
 }
 
 // StoreByAPIKey returns the store that owns apiKey.
 func (d *DB) StoreByAPIKey(ctx context.Context, apiKey string) (*kassa.Store, error) {
-	v, err := d.get(apiKeyKey(apiKey))
+	k := apiKeyKey(apiKey)
+	if id, ok := d.stores.byKey(string(k)); ok {
+		return d.Store(ctx, id)
+	}
+	v, err := d.get(k)
 	if err != nil {
 		return nil, err
 	}
 	if v == nil {
 		return nil, errStoreNotFound
 	}
+	d.stores.putKey(string(k), string(v))
 	return d.Store(ctx, string(v))
 }
 

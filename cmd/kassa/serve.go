@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -85,6 +86,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.log = log
+	if os.Getenv("GOGC") == "" {
+		// The live heap is small and allocation-heavy requests are the
+		// norm (QR images, JSON): collect less often. GOGC overrides.
+		debug.SetGCPercent(400)
+	}
 	if c.InvoiceExpiry <= 0 {
 		return fmt.Errorf("--invoice-expiry must be positive")
 	}

@@ -1,0 +1,793 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/webhook"
+)
+
+// End-to-end tests of webhooks (SPEC.md "Events", endpoints 3-8) against
+// the real binary, with real local HTTP receivers. Every server runs with
+// --dev, which allows the loopback URLs of httptest servers.
+
+// hookRequest is one request that a receiver got.
+type hookRequest struct {
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+	At     time.Time // when the handler was entered
+}
+
+// validation reports whether h is a URL validation request rather than
+// an event.
+func (h hookRequest) validation() bool {
+	var v struct {
+		Purpose string `json:"purpose"`
+	}
+	return json.Unmarshal(h.Body, &v) == nil && v.Purpose == "webhook_url_validation"
+}
+
+// event decodes the body as an event; a body that is not one decodes to
+// the zero Event.
+func (h hookRequest) event() webhook.Event {
+	var e webhook.Event
+	json.Unmarshal(h.Body, &e)
+	return e
+}
+
+// answer is how a receiver answers the requests to one path.
+type answer struct {
+	status int           // 0 means 200
+	delay  time.Duration // wait this long before answering
+	hang   bool          // never answer: wait until the client gives up or the test ends
+	hangOn string        // with hang: hang only on events of this type
+}
+
+// receiver is a merchant's webhook endpoint: it records every request and
+// answers as told per path.
+type receiver struct {
+	srv     *httptest.Server
+	release chan struct{} // closed at the end of the test: frees hanging handlers
+
+	mu      sync.Mutex
+	reqs    []hookRequest
+	answers map[string]answer
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{release: make(chan struct{}), answers: map[string]answer{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(func() {
+		close(r.release)
+		r.srv.Close()
+	})
+	return r
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	at := time.Now()
+	body, _ := io.ReadAll(req.Body)
+	h := hookRequest{Method: req.Method, Path: req.URL.Path, Header: req.Header.Clone(), Body: body, At: at}
+	r.mu.Lock()
+	r.reqs = append(r.reqs, h)
+	a := r.answers[h.Path]
+	r.mu.Unlock()
+	if a.hang && (a.hangOn == "" || h.event().Type == a.hangOn) {
+		select {
+		case <-req.Context().Done():
+		case <-r.release:
+		}
+		return
+	}
+	if a.delay > 0 {
+		select {
+		case <-time.After(a.delay):
+		case <-req.Context().Done():
+			return
+		case <-r.release:
+		}
+	}
+	status := a.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	io.WriteString(w, "received")
+}
+
+func (r *receiver) url(path string) string { return r.srv.URL + path }
+
+func (r *receiver) set(path string, a answer) {
+	r.mu.Lock()
+	r.answers[path] = a
+	r.mu.Unlock()
+}
+
+// requests returns every request to path, in order of arrival.
+func (r *receiver) requests(path string) []hookRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []hookRequest
+	for _, h := range r.reqs {
+		if h.Path == path {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// events returns the event deliveries to path (everything but URL
+// validation), in order of arrival.
+func (r *receiver) events(path string) []hookRequest {
+	var out []hookRequest
+	for _, h := range r.requests(path) {
+		if !h.validation() {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// eventsFor returns the deliveries to path about one invoice.
+func (r *receiver) eventsFor(path, invoiceID string) []hookRequest {
+	var out []hookRequest
+	for _, h := range r.events(path) {
+		if h.event().InvoiceID == invoiceID {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// summary lists the deliveries to path about an invoice as
+// "Type:AdditionalStatus".
+func (r *receiver) summary(path, invoiceID string) string {
+	var out []string
+	for _, h := range r.eventsFor(path, invoiceID) {
+		e := h.event()
+		out = append(out, e.Type+":"+e.AdditionalStatus)
+	}
+	return fmt.Sprint(out)
+}
+
+// wait waits until path has received n deliveries of type typ about the
+// invoice and returns the nth.
+func (r *receiver) wait(t *testing.T, path, invoiceID, typ string, n int) hookRequest {
+	t.Helper()
+	var found hookRequest
+	waitFor(t, 20*time.Second, fmt.Sprintf("delivery %d of %s for %s at %s", n, typ, invoiceID, path), func() bool {
+		seen := 0
+		for _, h := range r.eventsFor(path, invoiceID) {
+			if h.event().Type == typ {
+				if seen++; seen == n {
+					found = h
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// verify checks one delivery as a merchant would: POST, JSON, both
+// signature headers valid for the raw body with secret, X-Service-Signature
+// within the 300 s tolerance. It returns the event.
+func verify(t *testing.T, h hookRequest, secret string) webhook.Event {
+	t.Helper()
+	if h.Method != http.MethodPost || !strings.HasPrefix(h.Header.Get("Content-Type"), "application/json") {
+		t.Errorf("delivery to %s: %s with Content-Type %q", h.Path, h.Method, h.Header.Get("Content-Type"))
+	}
+	if err := webhook.Verify(secret, h.Body, h.Header.Get(webhook.SignatureHeader), time.Now(), 300*time.Second); err != nil {
+		t.Errorf("delivery to %s: X-Service-Signature: %v\n%s", h.Path, err, h.Body)
+	}
+	if err := webhook.VerifySig(secret, h.Body, h.Header.Get(webhook.SigHeader)); err != nil {
+		t.Errorf("delivery to %s: X-Service-Sig: %v\n%s", h.Path, err, h.Body)
+	}
+	if err := webhook.Verify(secret+"x", h.Body, h.Header.Get(webhook.SignatureHeader), time.Now(), 300*time.Second); err == nil {
+		t.Errorf("delivery to %s verifies with a wrong secret", h.Path)
+	}
+	var e webhook.Event
+	if err := json.Unmarshal(h.Body, &e); err != nil {
+		t.Fatalf("delivery to %s is not an event: %v: %s", h.Path, err, h.Body)
+	}
+	return e
+}
+
+// signedAt returns the t of a delivery's X-Service-Signature.
+func signedAt(t *testing.T, h hookRequest) int64 {
+	t.Helper()
+	sig, err := webhook.ParseSignature(h.Header.Get(webhook.SignatureHeader))
+	if err != nil {
+		t.Fatalf("delivery to %s: %v", h.Path, err)
+	}
+	return sig.Timestamp
+}
+
+// apiCall sends an API request for t, which may be a parallel subtest
+// (the harness's helpers fail the test that started the server).
+func apiCall(t *testing.T, s *server, method, path, key string, body any) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, s.url+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("x-api-key", key)
+	res, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.StatusCode, data
+}
+
+// addWebhook registers a webhook, which must succeed, and returns the
+// create response.
+func addWebhook(t *testing.T, s *server, c storeCreds, body map[string]any) map[string]any {
+	t.Helper()
+	status, data := apiCall(t, s, "POST", "/api/v1/stores/"+c.StoreID+"/webhooks", c.APIKey, body)
+	if status != 200 {
+		t.Fatalf("create webhook %v = %d: %s", body, status, data)
+	}
+	var wh map[string]any
+	if err := json.Unmarshal(data, &wh); err != nil {
+		t.Fatal(err)
+	}
+	requireFields(t, "webhook", wh, "id", "secret", "url", "events")
+	if wh["url"] != body["url"] || wh["id"] == "" || wh["secret"] == "" {
+		t.Fatalf("create webhook %v answered %v", body, wh)
+	}
+	return wh
+}
+
+// deliveryLog lists a webhook's delivery attempts.
+func deliveryLog(t *testing.T, s *server, c storeCreds, webhookID string) []map[string]any {
+	t.Helper()
+	path := "/api/v1/stores/" + c.StoreID + "/webhooks/" + webhookID + "/deliveries"
+	status, data := apiCall(t, s, "GET", path, c.APIKey, nil)
+	if status != 200 {
+		t.Fatalf("GET %s = %d: %s", path, status, data)
+	}
+	var out []map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, data)
+	}
+	return out
+}
+
+// logEntry returns the delivery log entries of an invoice's event type.
+func logEntries(log []map[string]any, invoiceID, typ string) []map[string]any {
+	var out []map[string]any
+	for _, d := range log {
+		if d["invoiceId"] == invoiceID && d["type"] == typ {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func createInvoice(t *testing.T, s *server, c storeCreds, body map[string]any) string {
+	t.Helper()
+	status, data := apiCall(t, s, "POST", "/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey, body)
+	if status != 200 {
+		t.Fatalf("create invoice = %d: %s", status, data)
+	}
+	var inv struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(data, &inv); err != nil || inv.ID == "" {
+		t.Fatalf("create invoice: %v: %s", err, data)
+	}
+	return inv.ID
+}
+
+// TestWebhookRegistration checks SPEC.md's URL validation: one unsigned
+// POST before saving; 2xx, 401 and 403 pass; 404, 500, a timeout and a
+// DNS failure refuse the registration with a 400 that says why, and save
+// nothing.
+func TestWebhookRegistration(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, t.TempDir(), "--dev")
+	c := s.createStore("--name", "Hooks")
+	rcv := newReceiver(t)
+	rcv.set("/unauthorized", answer{status: 401})
+	rcv.set("/forbidden", answer{status: 403})
+	rcv.set("/missing", answer{status: 404})
+	rcv.set("/broken", answer{status: 500})
+	rcv.set("/slow", answer{delay: 6 * time.Second})
+
+	cases := []struct {
+		name, url string
+		accept    bool
+		says      string // the refusal message must contain this
+	}{
+		{"200", rcv.url("/ok"), true, ""},
+		{"401", rcv.url("/unauthorized"), true, ""},
+		{"403", rcv.url("/forbidden"), true, ""},
+		{"404", rcv.url("/missing"), false, "404"},
+		{"500", rcv.url("/broken"), false, "500"},
+		{"timeout", rcv.url("/slow"), false, "5s"},
+		{"dns failure", "http://does-not-exist.invalid/hook", false, ""},
+	}
+	t.Run("validate", func(t *testing.T) {
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				body := map[string]any{"url": tc.url, "events": []string{"Settled"}}
+				start := time.Now()
+				status, data := apiCall(t, s, "POST", "/api/v1/stores/"+c.StoreID+"/webhooks", c.APIKey, body)
+				took := time.Since(start)
+				t.Logf("%s: %d in %v: %s", tc.name, status, took.Round(time.Millisecond), data)
+				if tc.accept {
+					if status != 200 {
+						t.Fatalf("registration of a URL answering %s = %d: %s", tc.name, status, data)
+					}
+					var wh map[string]any
+					json.Unmarshal(data, &wh)
+					requireFields(t, "webhook", wh, "id", "secret", "url", "events")
+					if wh["url"] != tc.url || wh["secret"] == "" || fmt.Sprint(wh["events"]) != "[Settled]" {
+						t.Fatalf("created = %v", wh)
+					}
+					return
+				}
+				var e struct {
+					Message string `json:"message"`
+				}
+				json.Unmarshal(data, &e)
+				if status != 400 || e.Message == "" || !strings.Contains(e.Message, tc.says) {
+					t.Fatalf("registration of a URL that %s = %d %s, want 400 with a message that says %q", tc.name, status, data, tc.says)
+				}
+				if tc.name == "timeout" && took < 5*time.Second {
+					t.Fatalf("refused after %v, before the 5 s timeout", took)
+				}
+			})
+		}
+	})
+
+	// Exactly one unsigned validation POST reached each receiving path.
+	for _, path := range []string{"/ok", "/unauthorized", "/forbidden", "/missing", "/broken", "/slow"} {
+		reqs := rcv.requests(path)
+		if len(reqs) != 1 {
+			t.Fatalf("%s got %d requests, want one validation POST", path, len(reqs))
+		}
+		h := reqs[0]
+		if h.Method != "POST" || !strings.HasPrefix(h.Header.Get("Content-Type"), "application/json") {
+			t.Errorf("%s: %s with Content-Type %q", path, h.Method, h.Header.Get("Content-Type"))
+		}
+		for _, name := range []string{webhook.SignatureHeader, webhook.SigHeader} {
+			if v := h.Header.Values(name); len(v) != 0 {
+				t.Errorf("%s: validation request is signed: %s: %v", path, name, v)
+			}
+		}
+		var v map[string]any
+		if err := json.Unmarshal(h.Body, &v); err != nil {
+			t.Fatalf("%s: validation body is not JSON: %v: %s", path, err, h.Body)
+		}
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if fmt.Sprint(keys) != "[app message purpose timestamp]" {
+			t.Errorf("%s: validation body has fields %v, want app, message, purpose, timestamp: %s", path, keys, h.Body)
+		}
+		app, _ := v["app"].(string)
+		msg, _ := v["message"].(string)
+		ts, _ := v["timestamp"].(string)
+		when, err := time.Parse(time.RFC3339, ts)
+		if app == "" || msg == "" || v["purpose"] != "webhook_url_validation" || err != nil || when.Sub(h.At).Abs() > time.Minute {
+			t.Errorf("%s: validation body %s (timestamp: %v)", path, h.Body, err)
+		}
+	}
+
+	// Only the accepted ones were saved.
+	var urls []string
+	for _, wh := range s.list("/api/v1/stores/"+c.StoreID+"/webhooks", c.APIKey) {
+		requireFields(t, "listed webhook", wh, "id", "enabled", "secret", "events")
+		urls = append(urls, wh["url"].(string))
+	}
+	sort.Strings(urls)
+	want := []string{rcv.url("/forbidden"), rcv.url("/ok"), rcv.url("/unauthorized")}
+	sort.Strings(want)
+	if !slices.Equal(urls, want) {
+		t.Fatalf("saved webhooks %v, want %v", urls, want)
+	}
+}
+
+// TestWebhookEvents drives every event kind through the sim CLI and checks
+// what three webhooks receive: one registered without events (all four),
+// one with only Processing, one with an empty list (nothing). Every
+// delivery verifies with both signatures.
+func TestWebhookEvents(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, t.TempDir(), "--dev", "--invoice-expiry", "3s")
+	c := s.createStore("--name", "Events")
+	rcv := newReceiver(t)
+	all := addWebhook(t, s, c, map[string]any{"url": rcv.url("/all")})
+	if fmt.Sprint(all["events"]) != "[New Processing Settled Expired]" {
+		t.Fatalf("events left out must mean all four: %v", all["events"])
+	}
+	proc := addWebhook(t, s, c, map[string]any{"url": rcv.url("/processing"), "events": []string{"Processing"}, "secret": "processing-secret"})
+	if proc["secret"] != "processing-secret" || fmt.Sprint(proc["events"]) != "[Processing]" {
+		t.Fatalf("created = %v", proc)
+	}
+	none := addWebhook(t, s, c, map[string]any{"url": rcv.url("/none"), "events": []string{}})
+	if fmt.Sprint(none["events"]) != "[]" {
+		t.Fatalf("an empty list must select nothing: %v", none["events"])
+	}
+	secrets := map[string]string{"/all": all["secret"].(string), "/processing": "processing-secret", "/none": none["secret"].(string)}
+	orders := map[string]string{}
+	create := func(name string, body map[string]any) string {
+		t.Helper()
+		body["orderId"] = "order-" + name
+		id := createInvoice(t, s, c, body)
+		orders[id] = "order-" + name
+		rcv.wait(t, "/all", id, "New", 1)
+		return id
+	}
+
+	// Lightning: Processing and Settled back to back.
+	ln := create("ln", map[string]any{"amount": 5000, "currency": "SATS", "metadata": map[string]any{"sku": "A1"}})
+	s.mustCLI("sim", "pay", ln, "--method", "lightning")
+	rcv.wait(t, "/all", ln, "Settled", 1)
+
+	// On-chain: Processing in the mempool, Settled only after a block.
+	oc := create("oc", map[string]any{"amount": 20000, "currency": "SATS"})
+	s.mustCLI("sim", "pay", oc, "--method", "onchain")
+	rcv.wait(t, "/all", oc, "Processing", 1)
+	over := create("over", map[string]any{"amount": 10000, "currency": "SATS"})
+	s.mustCLI("sim", "pay", over, "--method", "onchain", "--amount", "12000")
+	rcv.wait(t, "/all", over, "Processing", 1)
+	if got := rcv.summary("/all", oc); got != "[New:None Processing:None]" {
+		t.Fatalf("on-chain before a block: %s", got)
+	}
+	s.mustCLI("sim", "mine", "1")
+	rcv.wait(t, "/all", oc, "Settled", 1)
+	rcv.wait(t, "/all", over, "Settled", 1)
+
+	// Expiry with nothing, with a partial payment, and a payment after
+	// expiry.
+	empty := create("empty", map[string]any{"amount": 1000, "currency": "SATS"})
+	under := create("under", map[string]any{"amount": 10000, "currency": "SATS"})
+	late := create("late", map[string]any{"amount": 5000, "currency": "SATS"})
+	s.mustCLI("sim", "pay", under, "--method", "onchain", "--amount", "5000")
+	s.mustCLI("sim", "mine")
+	for _, id := range []string{empty, under, late} {
+		rcv.wait(t, "/all", id, "Expired", 1)
+	}
+	s.mustCLI("sim", "pay", late, "--method", "onchain")
+	s.mustCLI("sim", "mine")
+	rcv.wait(t, "/all", late, "Settled", 1)
+	waitFor(t, 20*time.Second, "the Processing webhook's three deliveries", func() bool {
+		return len(rcv.events("/processing")) >= 3
+	})
+
+	// What the webhook with all events saw, per invoice, in order.
+	want := map[string]string{
+		ln:    "[New:None Processing:None Settled:None]",
+		oc:    "[New:None Processing:None Settled:None]",
+		over:  "[New:None Processing:None Settled:Overpaid]",
+		empty: "[New:None Expired:None]",
+		under: "[New:None Expired:Underpaid]",
+		late:  "[New:None Expired:None Settled:PaidAfterExpiration]",
+	}
+	for id, w := range want {
+		if got := rcv.summary("/all", id); got != w {
+			t.Errorf("%s (%s): webhook with all events got %s, want %s", orders[id], id, got, w)
+		}
+	}
+	// The Lightning pair arrived back to back: nothing between them.
+	allEvents := rcv.events("/all")
+	for i, h := range allEvents {
+		if e := h.event(); e.InvoiceID == ln && e.Type == "Processing" {
+			if i+1 >= len(allEvents) || allEvents[i+1].event().InvoiceID != ln || allEvents[i+1].event().Type != "Settled" {
+				t.Errorf("the Lightning Processing is not followed at once by its Settled")
+			}
+		}
+	}
+	kinds := map[string]bool{}
+	for _, h := range allEvents {
+		e := verify(t, h, secrets["/all"])
+		kinds[e.Type] = true
+		if got := e.OrderID(); got != orders[e.InvoiceID] {
+			t.Errorf("%s %s: metadata.orderId = %q, want %q: %s", e.Type, e.InvoiceID, got, orders[e.InvoiceID], h.Body)
+		}
+		if e.InvoiceID == ln && !bytes.Contains(e.Metadata, []byte(`"sku":"A1"`)) {
+			t.Errorf("metadata not echoed: %s", h.Body)
+		}
+		switch {
+		case e.Type == "Expired" && e.IsUnderpaid == nil:
+			t.Errorf("Expired without isUnderpaid: %s", h.Body)
+		case e.Type == "Expired" && *e.IsUnderpaid != (e.InvoiceID == under):
+			t.Errorf("Expired of %s with isUnderpaid %v: %s", orders[e.InvoiceID], *e.IsUnderpaid, h.Body)
+		case e.Type != "Expired" && e.IsUnderpaid != nil:
+			t.Errorf("%s with isUnderpaid: %s", e.Type, h.Body)
+		}
+	}
+	if len(kinds) != 4 {
+		t.Errorf("webhook without events got kinds %v, want all four", kinds)
+	}
+
+	// Filtering: only Processing, so only the first of the Lightning pair;
+	// the empty selection gets nothing. The outbox is written with the
+	// event, so the delivery logs are complete.
+	for _, h := range rcv.events("/processing") {
+		verify(t, h, secrets["/processing"])
+	}
+	for id, w := range map[string]string{ln: "[Processing:None]", oc: "[Processing:None]", over: "[Processing:None]",
+		empty: "[]", under: "[]", late: "[]"} {
+		if got := rcv.summary("/processing", id); got != w {
+			t.Errorf("%s: webhook with only Processing got %s, want %s", orders[id], got, w)
+		}
+	}
+	for _, d := range deliveryLog(t, s, c, proc["id"].(string)) {
+		if d["type"] != "Processing" {
+			t.Errorf("webhook with only Processing has a %v delivery: %v", d["type"], d)
+		}
+	}
+	if got := rcv.events("/none"); len(got) != 0 {
+		t.Errorf("webhook with no event selected got %d deliveries, first %s", len(got), got[0].Body)
+	}
+	if got := deliveryLog(t, s, c, none["id"].(string)); len(got) != 0 {
+		t.Errorf("webhook with no event selected has %d deliveries: %v", len(got), got)
+	}
+}
+
+// TestWebhookDeliveryLogRedeliver checks the delivery log of a working
+// and a failing endpoint, and a redelivery of a failed delivery: reduced
+// payload, fresh signature, linked to the original.
+func TestWebhookDeliveryLogRedeliver(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, t.TempDir(), "--dev")
+	c := s.createStore("--name", "Log")
+	rcv := newReceiver(t)
+	ok := addWebhook(t, s, c, map[string]any{"url": rcv.url("/ok")})
+	bad := addWebhook(t, s, c, map[string]any{"url": rcv.url("/fail")})
+	rcv.set("/fail", answer{status: 500})
+	okID, badID := ok["id"].(string), bad["id"].(string)
+	okSecret, badSecret := ok["secret"].(string), bad["secret"].(string)
+
+	id := createInvoice(t, s, c, map[string]any{"amount": 3000, "currency": "SATS", "orderId": "log-1"})
+	s.mustCLI("sim", "pay", id, "--method", "lightning")
+	rcv.wait(t, "/ok", id, "Settled", 1)
+	rcv.wait(t, "/fail", id, "Settled", 1)
+	finished := func(wid string) func() bool {
+		return func() bool {
+			log := deliveryLog(t, s, c, wid)
+			for _, d := range log {
+				if d["status"] == "Pending" {
+					return false
+				}
+			}
+			return len(log) >= 3
+		}
+	}
+	waitFor(t, 20*time.Second, "the working endpoint's log", finished(okID))
+	waitFor(t, 20*time.Second, "the failing endpoint's log", finished(badID))
+
+	// Each attempt is listed with what was sent and what came back.
+	check := func(wid, path, secret, status string, code int) map[string]map[string]any {
+		t.Helper()
+		log := deliveryLog(t, s, c, wid)
+		if len(log) != 3 {
+			t.Fatalf("%s: %d deliveries, want 3 (New, Processing, Settled; no automatic retry): %v", path, len(log), log)
+		}
+		byType := map[string]map[string]any{}
+		for _, d := range log {
+			requireFields(t, "delivery", d, "id", "status", "statusCode", "payload", "headers", "durationMs", "redeliveryOf")
+			typ, _ := d["type"].(string)
+			byType[typ] = d
+			sent := rcv.eventsFor(path, id)
+			var h *hookRequest
+			for i := range sent {
+				if sent[i].event().Type == typ {
+					h = &sent[i]
+				}
+			}
+			if h == nil {
+				t.Fatalf("%s: log lists %s that the receiver did not get", path, typ)
+			}
+			verify(t, *h, secret)
+			var body any
+			json.Unmarshal(h.Body, &body)
+			headers, _ := d["headers"].(map[string]any)
+			if d["status"] != status || num(d, "statusCode") != float64(code) || d["invoiceId"] != id ||
+				!reflect.DeepEqual(d["payload"], body) || d["redeliveryOf"] != "" ||
+				headers[webhook.SignatureHeader] != h.Header.Get(webhook.SignatureHeader) ||
+				headers[webhook.SigHeader] != h.Header.Get(webhook.SigHeader) {
+				t.Errorf("%s: log entry %v\ndoes not match the request %v %s", path, d, h.Header, h.Body)
+			}
+			if ms, isNum := d["durationMs"].(float64); !isNum || ms < 0 || ms > 5000 {
+				t.Errorf("%s: durationMs %v", path, d["durationMs"])
+			}
+			if status == "Failed" && d["error"] == "" {
+				t.Errorf("%s: failed delivery without an error: %v", path, d)
+			}
+		}
+		if len(byType) != 3 || byType["New"] == nil || byType["Processing"] == nil || byType["Settled"] == nil {
+			t.Fatalf("%s: log types %v", path, log)
+		}
+		return byType
+	}
+	check(okID, "/ok", okSecret, "Delivered", 200)
+	failed := check(badID, "/fail", badSecret, "Failed", 500)
+	if n := len(rcv.eventsFor("/fail", id)); n != 3 {
+		t.Fatalf("the failing endpoint got %d deliveries, want 3", n)
+	}
+
+	// Redeliver the failed Settled once the endpoint works again.
+	rcv.set("/fail", answer{})
+	orig := failed["Settled"]
+	origID := orig["id"].(string)
+	asked := time.Now()
+	res := s.json("POST", "/api/v1/stores/"+c.StoreID+"/webhooks/"+badID+"/paylods/"+origID+"/redeliver", c.APIKey, nil, 200)
+	if msg, _ := res["message"].(string); !strings.Contains(strings.ToLower(msg), "resent") {
+		t.Errorf("redeliver answered %v, want a message that it was resent", res)
+	}
+	h := rcv.wait(t, "/fail", id, "Settled", 2)
+	e := verify(t, h, badSecret)
+	var fields map[string]any
+	json.Unmarshal(h.Body, &fields)
+	if len(fields) != 2 || fields["type"] != "Settled" || fields["invoiceId"] != id || e.Metadata != nil || e.AdditionalStatus != "" {
+		t.Errorf("redelivered body %s, want exactly {type, invoiceId}", h.Body)
+	}
+	if ts := signedAt(t, h); ts < asked.Unix() {
+		t.Errorf("redelivery signed at %d, before it was asked at %d", ts, asked.Unix())
+	}
+	var again map[string]any
+	waitFor(t, 10*time.Second, "the redelivery in the log", func() bool {
+		for _, d := range deliveryLog(t, s, c, badID) {
+			if d["redeliveryOf"] == origID {
+				again = d
+				return d["status"] != "Pending"
+			}
+		}
+		return false
+	})
+	var slim any
+	json.Unmarshal(h.Body, &slim)
+	if again["status"] != "Delivered" || num(again, "statusCode") != 200 || again["id"] == origID ||
+		again["type"] != "Settled" || !reflect.DeepEqual(again["payload"], slim) {
+		t.Errorf("redelivery log entry %v", again)
+	}
+	if res["deliveryId"] != nil && res["deliveryId"] != again["id"] {
+		t.Errorf("redeliver answered deliveryId %v, log has %v", res["deliveryId"], again["id"])
+	}
+	for _, d := range deliveryLog(t, s, c, badID) {
+		if d["id"] == origID && d["status"] != "Failed" {
+			t.Errorf("the original delivery changed: %v", d)
+		}
+	}
+}
+
+// TestWebhookSlowEndpoint checks that an endpoint that never answers
+// delays no other endpoint: the working one gets each event within
+// 100 ms of the call that caused it. It runs alone (not parallel), so that
+// the other tests' servers do not compete for the CPU.
+func TestWebhookSlowEndpoint(t *testing.T) {
+	const bound = 100 * time.Millisecond
+	// A race-instrumented process sleeps 1 s at exit by default
+	// (GORACE atexit_sleep_ms), which would put every `kassa sim pay` 1 s
+	// after its answer and make the bound meaningless.
+	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	s := startServer(t, t.TempDir(), "--dev")
+	c := s.createStore("--name", "Slow")
+	rcv := newReceiver(t)
+	slow := addWebhook(t, s, c, map[string]any{"url": rcv.url("/slow")})
+	addWebhook(t, s, c, map[string]any{"url": rcv.url("/fast")})
+	rcv.set("/slow", answer{hang: true})
+
+	var first string
+	for round := 1; round <= 3; round++ {
+		id := createInvoice(t, s, c, map[string]any{"amount": 2000 + round, "currency": "SATS"})
+		created := time.Now()
+		if first == "" {
+			first = id
+		}
+		newAt := rcv.wait(t, "/fast", id, "New", 1).At
+		started := time.Now()
+		s.mustCLI("sim", "pay", id, "--method", "lightning")
+		paid := time.Now()
+		procAt := rcv.wait(t, "/fast", id, "Processing", 1).At
+		settledAt := rcv.wait(t, "/fast", id, "Settled", 1).At
+		t.Logf("round %d: New %v after the create response; sim pay ran %v; Processing %v, Settled %v after it returned",
+			round, newAt.Sub(created), paid.Sub(started), procAt.Sub(paid), settledAt.Sub(paid))
+		if d := newAt.Sub(created); d > bound {
+			t.Errorf("round %d: New arrived %v after the create response, over %v", round, d, bound)
+		}
+		if d := settledAt.Sub(paid); d > bound {
+			t.Errorf("round %d: Settled arrived %v after sim pay returned, over %v", round, d, bound)
+		}
+		if procAt.After(settledAt) {
+			t.Errorf("round %d: Processing after Settled", round)
+		}
+	}
+	if len(rcv.eventsFor("/slow", first)) == 0 {
+		t.Fatal("the slow endpoint got nothing")
+	}
+	// The slow endpoint's first delivery is cut by the 5 s egress timeout.
+	var d map[string]any
+	waitFor(t, 15*time.Second, "the slow endpoint's New to fail", func() bool {
+		for _, e := range logEntries(deliveryLog(t, s, c, slow["id"].(string)), first, "New") {
+			d = e
+			return e["status"] == "Failed"
+		}
+		return false
+	})
+	if ms := num(d, "durationMs"); ms < 5000 || ms > 6000 || !strings.Contains(fmt.Sprint(d["error"]), "5s") {
+		t.Errorf("slow delivery %v: want about 5000 ms and an error naming the 5s timeout", d)
+	}
+	t.Logf("slow endpoint: %v after %v ms", d["error"], d["durationMs"])
+}
+
+// TestWebhookKillInFlight kills the server while the Settled delivery is
+// in flight and checks that it is sent again after the restart and logged
+// Delivered.
+func TestWebhookKillInFlight(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServer(t, dir, "--dev")
+	c := s.createStore("--name", "Crash")
+	rcv := newReceiver(t)
+	wh := addWebhook(t, s, c, map[string]any{"url": rcv.url("/hook")})
+	secret, wid := wh["secret"].(string), wh["id"].(string)
+	rcv.set("/hook", answer{hang: true, hangOn: "Settled"})
+
+	id := createInvoice(t, s, c, map[string]any{"amount": 4000, "currency": "SATS", "orderId": "crash-1"})
+	s.mustCLI("sim", "pay", id, "--method", "lightning")
+	first := rcv.wait(t, "/hook", id, "Settled", 1)
+	s.Kill()
+	killed := time.Now()
+	t.Logf("killed with the Settled delivery in flight (it arrived %v before)", killed.Sub(first.At).Round(time.Millisecond))
+	rcv.set("/hook", answer{})
+
+	s2 := startServer(t, dir, "--dev")
+	again := rcv.wait(t, "/hook", id, "Settled", 2)
+	if e := verify(t, again, secret); e.OrderID() != "crash-1" || e.AdditionalStatus != "None" {
+		t.Errorf("Settled after the restart: %s", again.Body)
+	}
+	if !bytes.Equal(again.Body, first.Body) {
+		t.Errorf("Settled after the restart %s differs from the one in flight %s", again.Body, first.Body)
+	}
+	if signedAt(t, again) < killed.Unix() {
+		t.Errorf("the resent Settled is not signed anew")
+	}
+	var log []map[string]any
+	waitFor(t, 10*time.Second, "the Settled delivery to be logged Delivered", func() bool {
+		log = logEntries(deliveryLog(t, s2, c, wid), id, "Settled")
+		return len(log) > 0 && log[0]["status"] == "Delivered"
+	})
+	if len(log) != 1 || num(log[0], "statusCode") != 200 {
+		t.Errorf("Settled log entries %v, want one Delivered with 200", log)
+	}
+	t.Logf("receiver got %s", rcv.summary("/hook", id))
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/makiuchi-d/gozxing"
 	"github.com/makiuchi-d/gozxing/qrcode"
 	"rsc.io/qr"
+	"rsc.io/qr/coding"
 
 	"github.com/kassapay/kassa"
 )
@@ -65,7 +66,7 @@ func TestInvoiceQRCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkQR(t, codes.LightningQR, "LIGHTNING:"+strings.ToUpper(bolt11))
-	checkQR(t, codes.BitcoinQR, uri)
+	checkQR(t, codes.BitcoinQR, bitcoinQRContent(uri))
 
 	codes, err = invoiceQRCodes("", "")
 	if err != nil || codes != (qrCodes{}) {
@@ -82,7 +83,7 @@ func TestQRCodesInResponses(t *testing.T) {
 	w := e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 1}`)
 	created := decode[createdInvoice](t, w)
 	checkQR(t, created.QRCodes.LightningQR, "LIGHTNING:"+strings.ToUpper(created.LightningInvoice))
-	checkQR(t, created.QRCodes.BitcoinQR, created.BIP21)
+	checkQR(t, created.QRCodes.BitcoinQR, bitcoinQRContent(created.BIP21))
 
 	single := decode[invoiceRecord](t, e.do("GET", "/api/v1/stores/store_a/invoices/"+created.ID, ""))
 	if single.QRCodes == nil || single.QRCodes.LightningQR != created.QRCodes.LightningQR || single.QRCodes.BitcoinQR != created.QRCodes.BitcoinQR {
@@ -132,4 +133,55 @@ func BenchmarkQRLibraryPNG(b *testing.B) {
 			}
 		}
 	}
+}
+
+func TestQRSegments(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ in, want string }{
+		{"", "S()"},
+		{"abc", "S(abc)"},
+		{"ABCDEFGHIJ", "A(ABCDEFGHIJ)"},
+		{"ABCDEFGHI", "S(ABCDEFGHI)"},
+		{"BITCOIN:BCRT1QXYZ0123456?amount=0.001&lightning=LNBCRT1234567890",
+			"A(BITCOIN:BCRT1QXYZ0123456) S(?amount=0.001&lightning=) A(LNBCRT1234567890)"},
+	} {
+		var parts []string
+		for _, s := range qrSegments(c.in) {
+			switch s := s.(type) {
+			case coding.Alpha:
+				parts = append(parts, "A("+string(s)+")")
+			case coding.String:
+				parts = append(parts, "S("+string(s)+")")
+			}
+		}
+		if got := strings.Join(parts, " "); got != c.want {
+			t.Errorf("qrSegments(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	if got := bitcoinQRContent("bitcoin:bcrt1qabc?amount=1&label=Shop"); got != "BITCOIN:BCRT1QABC?amount=1&label=Shop" {
+		t.Errorf("bitcoinQRContent = %s", got)
+	}
+}
+
+// BenchmarkBitcoinQR compares the Bitcoin QR code of a BIP21 URI with a
+// Lightning invoice as one byte-mode segment and as mixed segments.
+func BenchmarkBitcoinQR(b *testing.B) {
+	bolt11 := testBolt11(1)
+	uri := bitcoinQRContent(kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop"))
+	b.Run("byte-mode", func(b *testing.B) {
+		for b.Loop() {
+			code, err := qr.Encode(uri, qrLevel)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = code
+		}
+	})
+	b.Run("segments", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := qrEncode(uri); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -719,8 +719,8 @@ func TestWebhookSlowEndpoint(t *testing.T) {
 		paid := time.Now()
 		procAt := rcv.wait(t, "/fast", id, "Processing", 1).At
 		settledAt := rcv.wait(t, "/fast", id, "Settled", 1).At
-		t.Logf("round %d: New %v after the create response; sim pay ran %v; Processing %v, Settled %v after it returned",
-			round, newAt.Sub(created), paid.Sub(started), procAt.Sub(paid), settledAt.Sub(paid))
+		t.Logf("round %d: New %v after the create response; sim pay ran %v; Processing %v, Settled %v after it returned (%v after it started)",
+			round, newAt.Sub(created), paid.Sub(started), procAt.Sub(paid), settledAt.Sub(paid), settledAt.Sub(started))
 		if d := newAt.Sub(created); d > bound {
 			t.Errorf("round %d: New arrived %v after the create response, over %v", round, d, bound)
 		}
@@ -767,6 +767,9 @@ func TestWebhookKillInFlight(t *testing.T) {
 	first := rcv.wait(t, "/hook", id, "Settled", 1)
 	s.Kill()
 	killed := time.Now()
+	if killed.Sub(first.At) >= 5*time.Second {
+		t.Fatalf("killed %v after the Settled delivery arrived: the 5 s egress timeout may have ended it first", killed.Sub(first.At))
+	}
 	t.Logf("killed with the Settled delivery in flight (it arrived %v before)", killed.Sub(first.At).Round(time.Millisecond))
 	rcv.set("/hook", answer{})
 

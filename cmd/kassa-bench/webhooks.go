@@ -62,19 +62,6 @@ func (r *receiver) settledAt(id string) (time.Time, bool) {
 	return t, ok
 }
 
-// webhookClient adapts egress for the bench, as cmd/kassa does.
-type webhookClient struct{ c *egress.Client }
-
-func (w webhookClient) CheckURL(u string) error { return w.c.CheckURL(u) }
-func (w webhookClient) Validate(ctx context.Context, u string) error {
-	_, err := w.c.Validate(ctx, u, "Kassa bench")
-	return err
-}
-func (w webhookClient) Deliver(ctx context.Context, u string, h http.Header, b []byte) kassa.WebhookAttempt {
-	a := w.c.Deliver(ctx, u, h, b)
-	return kassa.WebhookAttempt{StatusCode: a.StatusCode, ResponseBody: a.ResponseBody, Duration: a.Duration, Err: a.Err, OK: a.OK}
-}
-
 // benchWebhooks measures fan-out to endpoints webhooks and the time from
 // a Lightning settle to its Settled webhook arriving, with durable writes.
 func benchWebhooks(ctx context.Context, endpoints int) error {
@@ -97,7 +84,7 @@ func benchWebhooks(ctx context.Context, endpoints int) error {
 	cfg.AllowPrivate, cfg.RequireHTTPS = true, false
 	sys := actors.NewSystem(actors.Config{
 		Journal: db, Reader: db, Chain: chainsim.New(clock), Lightning: node, Rates: rates.Fixed{},
-		Webhooks: webhookClient{egress.New(cfg)}, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Webhooks: egress.WebhookClient{Client: egress.New(cfg), App: "Kassa bench"}, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	defer sys.Shutdown()
 	if err := node.Start(ctx, sys.HandleLightningEvent); err != nil {

@@ -1,0 +1,58 @@
+package actors
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/kassapay/kassa"
+)
+
+// TestCreateInvoiceSpans checks that an invoice creation is one trace: the
+// caller's span, the actor request, the invoice actor's create and the
+// Pebble commit, each the child of the one before.
+func TestCreateInvoiceSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h.createStore("0", "0")
+	ctx, root := tp.Tracer("test").Start(context.Background(), "POST /invoices")
+	if _, err := h.sys.CreateInvoice(ctx, h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS}); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		if s.SpanContext().TraceID() == root.SpanContext().TraceID() {
+			byName[s.Name()] = s
+		}
+	}
+	chain := []string{"POST /invoices", "actors.CreateInvoice", "invoice.Create", "pebble.Commit"}
+	for i := 1; i < len(chain); i++ {
+		child, parent := byName[chain[i]], byName[chain[i-1]]
+		if child == nil || parent == nil {
+			t.Fatalf("missing span %q or %q in trace; have %v", chain[i], chain[i-1], names(byName))
+		}
+		if child.Parent().SpanID() != parent.SpanContext().SpanID() {
+			t.Errorf("%s is not a child of %s", chain[i], chain[i-1])
+		}
+	}
+}
+
+func names(m map[string]sdktrace.ReadOnlySpan) []string {
+	var out []string
+	for n := range m {
+		out = append(out, n)
+	}
+	return out
+}

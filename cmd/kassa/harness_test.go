@@ -65,6 +65,7 @@ func startServer(t *testing.T, dir string, extra ...string) *server {
 	s := &server{t: t, data: dir, done: make(chan struct{})}
 	s.args = append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, extra...)
 	s.cmd = exec.Command(binPath, s.args...)
+	s.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	s.cmd.Stdout = io.Discard
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
@@ -144,6 +145,9 @@ func (s *server) Kill() {
 // cli runs a kassa admin command against the server and returns stdout.
 func (s *server) cli(args ...string) (string, error) {
 	cmd := exec.Command(binPath, append(args, "--server", s.url, "--data", s.data)...)
+	// A race-built binary sleeps a second before exiting unless told not
+	// to; the CLI is called hundreds of times.
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -284,7 +284,7 @@ func deliveryLog(t *testing.T, s *server, c storeCreds, webhookID string) []map[
 	return out
 }
 
-// logEntry returns the delivery log entries of an invoice's event type.
+// logEntries returns the delivery log entries of an invoice's event type.
 func logEntries(log []map[string]any, invoiceID, typ string) []map[string]any {
 	var out []map[string]any
 	for _, d := range log {

@@ -27,14 +27,14 @@ import (
 type DB struct {
 	// mu keeps Close from closing Pebble under a write in flight; Pebble
 	// panics on use after close.
-	mu        sync.RWMutex
-	closed    bool
-	db        *pebble.DB
-	nextTxID  atomic.Int64
+	mu       sync.RWMutex
+	closed   bool
+	db       *pebble.DB
+	nextTxID atomic.Int64
 	// stores caches decoded store snapshots: every API request reads its
 	// store (to check the key) and stores change rarely. Commits of
 	// PutStore update it after they are durable.
-	stores storeCache
+	stores    storeCache
 	tracer    trace.Tracer
 	syncWrite bool
 }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,10 +24,11 @@ import (
 // DB is Kassa's Pebble store. It implements kassa.Journal, kassa.Reader
 // and kassa.KeyValue.
 type DB struct {
-	// mu keeps Close from closing Pebble under a write in flight; Pebble
-	// panics on use after close.
-	mu       sync.RWMutex
-	closed   bool
+	// closed and ops keep Close from closing Pebble under a read or write
+	// in flight (Pebble panics on use after close): every operation counts
+	// itself in ops, and Close waits for the count to drop to zero.
+	closed   atomic.Bool
+	ops      atomic.Int64
 	db       *pebble.DB
 	nextTxID atomic.Int64
 	// stores caches decoded store snapshots: every API request reads its
@@ -79,18 +79,32 @@ func Open(dir string, o Options) (*DB, error) {
 	return d, nil
 }
 
-// Close closes the store. Later writes fail with an error.
+// Close closes the store once the operations in flight are done. Later
+// reads and writes fail with an error.
 func (d *DB) Close() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
+	if d.closed.Swap(true) {
 		return nil
 	}
-	d.closed = true
+	for d.ops.Load() > 0 {
+		time.Sleep(time.Millisecond)
+	}
 	return d.db.Close()
 }
 
-// errClosed is returned for writes after Close.
+// enter counts an operation in; it reports false once the store is
+// closed. Every true enter is paired with a leave.
+func (d *DB) enter() bool {
+	d.ops.Add(1)
+	if d.closed.Load() {
+		d.ops.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (d *DB) leave() { d.ops.Add(-1) }
+
+// errClosed is returned for reads and writes after Close.
 var errClosed = errors.New("persistence: store is closed")
 
 func (d *DB) lastTransactionID() (int64, error) {
@@ -232,11 +246,10 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	if !d.syncWrite {
 		opts = pebble.NoSync
 	}
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	if d.closed {
+	if !d.enter() {
 		return errClosed
 	}
+	defer d.leave()
 	if err := b.b.Commit(opts); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return fmt.Errorf("commit batch: %w", err)
@@ -253,6 +266,10 @@ func (d *DB) Events(ctx context.Context, s kassa.Stream, after uint64, fn func(u
 		return nil // after+1 would wrap to 0 and replay the whole stream
 	}
 	prefix := eventPrefix(s.Kind, s.ID)
+	if !d.enter() {
+		return errClosed
+	}
+	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: eventKey(s.Kind, s.ID, after+1), UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return err
@@ -271,6 +288,10 @@ func (d *DB) Events(ctx context.Context, s kassa.Stream, after uint64, fn func(u
 // StreamSeq returns the sequence number of the last event of s.
 func (d *DB) StreamSeq(ctx context.Context, s kassa.Stream) (uint64, error) {
 	prefix := eventPrefix(s.Kind, s.ID)
+	if !d.enter() {
+		return 0, errClosed
+	}
+	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return 0, err
@@ -285,11 +306,10 @@ func (d *DB) StreamSeq(ctx context.Context, s kassa.Stream) (uint64, error) {
 
 // get returns a copy of the value at k, or nil and no error when absent.
 func (d *DB) get(k []byte) ([]byte, error) {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	if d.closed {
+	if !d.enter() {
 		return nil, errClosed
 	}
+	defer d.leave()
 	v, closer, err := d.db.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
@@ -336,10 +356,9 @@ func (d *DB) GetValue(ctx context.Context, k string) ([]byte, bool, error) {
 // PutValue stores value at key until expires.
 func (d *DB) PutValue(ctx context.Context, k string, value []byte, expires time.Time) error {
 	v := append(ms(expires), value...)
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	if d.closed {
+	if !d.enter() {
 		return errClosed
 	}
+	defer d.leave()
 	return d.db.Set(kvKey(k), v, pebble.Sync)
 }

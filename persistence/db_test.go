@@ -3,6 +3,7 @@ package persistence
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1015,4 +1016,32 @@ func BenchmarkCommitParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestReadsAfterCloseFail checks that range reads after Close answer an
+// error: Pebble itself panics on use after close.
+func TestReadsAfterCloseFail(t *testing.T) {
+	db, err := Open("", Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	checks := map[string]error{
+		"Events":       db.Events(ctx, kassa.Stream{Kind: "invoice", ID: "x"}, 0, func(uint64, []byte) error { return nil }),
+		"OpenInvoices": db.OpenInvoices(ctx, func(string, time.Time) error { return nil }),
+		"Stores":       db.Stores(ctx, func(*kassa.Store) error { return nil }),
+		"Webhooks":     db.Webhooks(ctx, "s", func(*kassa.Webhook) error { return nil }),
+		"Pending":      db.PendingDeliveries(ctx, func(string, string) error { return nil }),
+	}
+	_, checks["Invoices"] = db.Invoices(ctx, "s", kassa.ListQuery{}, func(*kassa.Invoice) error { return nil })
+	_, checks["StreamSeq"] = db.StreamSeq(ctx, kassa.Stream{Kind: "invoice", ID: "x"})
+	_, checks["TransactionsByInvoice"] = db.TransactionsByInvoice(ctx, "i")
+	for name, err := range checks {
+		if err == nil {
+			t.Errorf("%s after Close: no error", name)
+		}
+	}
 }

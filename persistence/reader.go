@@ -72,6 +72,10 @@ func (d *DB) StoreByAPIKey(ctx context.Context, apiKey string) (*kassa.Store, er
 // Stores calls fn for every store.
 func (d *DB) Stores(ctx context.Context, fn func(*kassa.Store) error) error {
 	prefix := []byte("sto/")
+	if !d.enter() {
+		return errClosed
+	}
+	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return err
@@ -160,6 +164,10 @@ func (d *DB) Invoices(ctx context.Context, storeID string, q kassa.ListQuery, fn
 // deadline.
 func (d *DB) OpenInvoices(ctx context.Context, fn func(string, time.Time) error) error {
 	prefix := []byte("iop/")
+	if !d.enter() {
+		return errClosed
+	}
+	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return err
@@ -195,6 +203,10 @@ func (d *DB) Transaction(ctx context.Context, id int64) (*kassa.Transaction, err
 // first.
 func (d *DB) TransactionsByInvoice(ctx context.Context, invoiceID string) ([]kassa.Transaction, error) {
 	prefix := transactionByInvoicePrefix(invoiceID)
+	if !d.enter() {
+		return nil, errClosed
+	}
+	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return nil, err
@@ -282,6 +294,10 @@ func (d *DB) scanRange(ctx context.Context, prefix []byte, q kassa.ListQuery, fn
 	if bytes.Compare(lower, upper) >= 0 {
 		return "", nil
 	}
+	if !d.enter() {
+		return "", errClosed
+	}
+	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return "", err

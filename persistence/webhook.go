@@ -69,6 +69,10 @@ func (d *DB) Webhook(ctx context.Context, id string) (*kassa.Webhook, error) {
 // Webhooks calls fn for each webhook of the store.
 func (d *DB) Webhooks(ctx context.Context, storeID string, fn func(*kassa.Webhook) error) error {
 	prefix := webhookByStorePrefix(storeID)
+	if !d.enter() {
+		return errClosed
+	}
+	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return err
@@ -116,6 +120,10 @@ func (d *DB) Deliveries(ctx context.Context, webhookID string, q kassa.ListQuery
 // PendingDeliveries calls fn for each delivery in the outbox.
 func (d *DB) PendingDeliveries(ctx context.Context, fn func(webhookID, deliveryID string) error) error {
 	prefix := []byte("obx/")
+	if !d.enter() {
+		return errClosed
+	}
+	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return err

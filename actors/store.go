@@ -73,6 +73,8 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		ctx.Respond(a.savePaymentRequest(msg))
 	case *topUp:
 		ctx.Respond(a.topUp(msg))
+	case *allocateAddress:
+		ctx.Respond(a.allocateAddress(msg))
 	case *saveWebhook:
 		ctx.Respond(a.saveWebhook(msg))
 	case *deleteWebhook:
@@ -260,4 +262,20 @@ func (a *storeActor) deleteWebhook(msg *deleteWebhook) reply {
 		return reply{err: err}
 	}
 	return reply{value: msg.webhook}
+}
+
+func (a *storeActor) allocateAddress(msg *allocateAddress) reply {
+	if a.st == nil {
+		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
+	}
+	index := a.st.NextAddressIndex
+	next := *a.st
+	next.NextAddressIndex = index + 1
+	now := a.sys.cfg.Clock.Now()
+	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_AddressIndexAllocated{AddressIndexAllocated: &protos.AddressIndexAllocated{Index: index}}}
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) { b.PutStore(&next, seq) }); err != nil {
+		return reply{err: err}
+	}
+	a.st = &next
+	return reply{value: index}
 }

@@ -194,6 +194,8 @@ type (
 		ctx    context.Context
 		amount kassa.Sats
 	}
+	// allocateAddress asks for the next xpub derivation index.
+	allocateAddress struct{ ctx context.Context }
 )
 
 // CreateStore creates a store with one API key.
@@ -315,6 +317,15 @@ func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.Inv
 	}
 	span.SetAttributes(attribute.String("invoice.id", inv.ID))
 	if inv.Accepts(kassa.MethodOnchain) {
+		if st.Xpub != "" {
+			// The derivation index is store state: allocate it durably
+			// so that no address is handed out twice, restarts included.
+			res, err := s.request(ctx, s.store(storeID), &allocateAddress{ctx: ctx})
+			if err != nil {
+				return nil, err
+			}
+			st.NextAddressIndex = res.(uint32)
+		}
 		if inv.OnchainAddress, err = s.cfg.Chain.NewAddress(ctx, st, inv.ID); err != nil {
 			s.log.Error("chain backend: new address", "err", err)
 			return nil, kassa.Errorf(kassa.Unavailable, "the chain backend cannot give an address right now")

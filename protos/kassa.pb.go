@@ -582,6 +582,7 @@ type StoreEvent struct {
 	//	*StoreEvent_ToppedUp
 	//	*StoreEvent_WebhookSaved
 	//	*StoreEvent_WebhookDeleted
+	//	*StoreEvent_AddressIndexAllocated
 	Kind isStoreEvent_Kind `protobuf_oneof:"kind"`
 }
 
@@ -666,6 +667,13 @@ func (x *StoreEvent) GetWebhookDeleted() *WebhookDeleted {
 	return nil
 }
 
+func (x *StoreEvent) GetAddressIndexAllocated() *AddressIndexAllocated {
+	if x, ok := x.GetKind().(*StoreEvent_AddressIndexAllocated); ok {
+		return x.AddressIndexAllocated
+	}
+	return nil
+}
+
 type isStoreEvent_Kind interface {
 	isStoreEvent_Kind()
 }
@@ -690,6 +698,10 @@ type StoreEvent_WebhookDeleted struct {
 	WebhookDeleted *WebhookDeleted `protobuf:"bytes,6,opt,name=webhook_deleted,json=webhookDeleted,proto3,oneof"`
 }
 
+type StoreEvent_AddressIndexAllocated struct {
+	AddressIndexAllocated *AddressIndexAllocated `protobuf:"bytes,7,opt,name=address_index_allocated,json=addressIndexAllocated,proto3,oneof"`
+}
+
 func (*StoreEvent_Created) isStoreEvent_Kind() {}
 
 func (*StoreEvent_PaymentRequestSaved) isStoreEvent_Kind() {}
@@ -699,6 +711,57 @@ func (*StoreEvent_ToppedUp) isStoreEvent_Kind() {}
 func (*StoreEvent_WebhookSaved) isStoreEvent_Kind() {}
 
 func (*StoreEvent_WebhookDeleted) isStoreEvent_Kind() {}
+
+func (*StoreEvent_AddressIndexAllocated) isStoreEvent_Kind() {}
+
+// AddressIndexAllocated hands out the next derivation index of the
+// store's xpub, durably, so that no address is given twice.
+type AddressIndexAllocated struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Index uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+}
+
+func (x *AddressIndexAllocated) Reset() {
+	*x = AddressIndexAllocated{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_kassa_proto_msgTypes[9]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *AddressIndexAllocated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddressIndexAllocated) ProtoMessage() {}
+
+func (x *AddressIndexAllocated) ProtoReflect() protoreflect.Message {
+	mi := &file_kassa_proto_msgTypes[9]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddressIndexAllocated.ProtoReflect.Descriptor instead.
+func (*AddressIndexAllocated) Descriptor() ([]byte, []int) {
+	return file_kassa_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *AddressIndexAllocated) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
 
 // StoreCreated holds the initial store document (JSON of kassa.Store).
 type StoreCreated struct {
@@ -712,7 +775,7 @@ type StoreCreated struct {
 func (x *StoreCreated) Reset() {
 	*x = StoreCreated{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[9]
+		mi := &file_kassa_proto_msgTypes[10]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -725,7 +788,7 @@ func (x *StoreCreated) String() string {
 func (*StoreCreated) ProtoMessage() {}
 
 func (x *StoreCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[9]
+	mi := &file_kassa_proto_msgTypes[10]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +801,7 @@ func (x *StoreCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreCreated.ProtoReflect.Descriptor instead.
 func (*StoreCreated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{9}
+	return file_kassa_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *StoreCreated) GetStore() []byte {
@@ -761,7 +824,7 @@ type PaymentRequestSaved struct {
 func (x *PaymentRequestSaved) Reset() {
 	*x = PaymentRequestSaved{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[10]
+		mi := &file_kassa_proto_msgTypes[11]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -774,7 +837,7 @@ func (x *PaymentRequestSaved) String() string {
 func (*PaymentRequestSaved) ProtoMessage() {}
 
 func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[10]
+	mi := &file_kassa_proto_msgTypes[11]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +850,7 @@ func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestSaved.ProtoReflect.Descriptor instead.
 func (*PaymentRequestSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{10}
+	return file_kassa_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PaymentRequestSaved) GetPaymentRequest() []byte {
@@ -809,7 +872,7 @@ type BalanceToppedUp struct {
 func (x *BalanceToppedUp) Reset() {
 	*x = BalanceToppedUp{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[11]
+		mi := &file_kassa_proto_msgTypes[12]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -822,7 +885,7 @@ func (x *BalanceToppedUp) String() string {
 func (*BalanceToppedUp) ProtoMessage() {}
 
 func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[11]
+	mi := &file_kassa_proto_msgTypes[12]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +898,7 @@ func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceToppedUp.ProtoReflect.Descriptor instead.
 func (*BalanceToppedUp) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{11}
+	return file_kassa_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *BalanceToppedUp) GetAmountSat() int64 {
@@ -858,7 +921,7 @@ type WebhookSaved struct {
 func (x *WebhookSaved) Reset() {
 	*x = WebhookSaved{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[12]
+		mi := &file_kassa_proto_msgTypes[13]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -871,7 +934,7 @@ func (x *WebhookSaved) String() string {
 func (*WebhookSaved) ProtoMessage() {}
 
 func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[12]
+	mi := &file_kassa_proto_msgTypes[13]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +947,7 @@ func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSaved.ProtoReflect.Descriptor instead.
 func (*WebhookSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{12}
+	return file_kassa_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *WebhookSaved) GetWebhook() []byte {
@@ -906,7 +969,7 @@ type WebhookDeleted struct {
 func (x *WebhookDeleted) Reset() {
 	*x = WebhookDeleted{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[13]
+		mi := &file_kassa_proto_msgTypes[14]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -919,7 +982,7 @@ func (x *WebhookDeleted) String() string {
 func (*WebhookDeleted) ProtoMessage() {}
 
 func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[13]
+	mi := &file_kassa_proto_msgTypes[14]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -932,7 +995,7 @@ func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleted.ProtoReflect.Descriptor instead.
 func (*WebhookDeleted) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{13}
+	return file_kassa_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WebhookDeleted) GetWebhookId() string {
@@ -955,7 +1018,7 @@ type DeliverWebhook struct {
 func (x *DeliverWebhook) Reset() {
 	*x = DeliverWebhook{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[14]
+		mi := &file_kassa_proto_msgTypes[15]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -968,7 +1031,7 @@ func (x *DeliverWebhook) String() string {
 func (*DeliverWebhook) ProtoMessage() {}
 
 func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[14]
+	mi := &file_kassa_proto_msgTypes[15]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1044,7 @@ func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverWebhook.ProtoReflect.Descriptor instead.
 func (*DeliverWebhook) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{14}
+	return file_kassa_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeliverWebhook) GetDeliveryId() string {
@@ -1060,7 +1123,7 @@ var file_kassa_proto_rawDesc = []byte{
 	0x74, 0x22, 0x0f, 0x0a, 0x0d, 0x45, 0x78, 0x70, 0x69, 0x72, 0x79, 0x52, 0x65, 0x61, 0x63, 0x68,
 	0x65, 0x64, 0x22, 0x11, 0x0a, 0x0f, 0x4d, 0x6f, 0x6e, 0x69, 0x74, 0x6f, 0x72, 0x69, 0x6e, 0x67,
 	0x45, 0x6e, 0x64, 0x65, 0x64, 0x22, 0x0f, 0x0a, 0x0d, 0x4d, 0x61, 0x72, 0x6b, 0x65, 0x64, 0x49,
-	0x6e, 0x76, 0x61, 0x6c, 0x69, 0x64, 0x22, 0xfd, 0x02, 0x0a, 0x0a, 0x53, 0x74, 0x6f, 0x72, 0x65,
+	0x6e, 0x76, 0x61, 0x6c, 0x69, 0x64, 0x22, 0xd8, 0x03, 0x0a, 0x0a, 0x53, 0x74, 0x6f, 0x72, 0x65,
 	0x45, 0x76, 0x65, 0x6e, 0x74, 0x12, 0x20, 0x0a, 0x0c, 0x61, 0x74, 0x5f, 0x75, 0x6e, 0x69, 0x78,
 	0x5f, 0x6e, 0x61, 0x6e, 0x6f, 0x18, 0x01, 0x20, 0x01, 0x28, 0x03, 0x52, 0x0a, 0x61, 0x74, 0x55,
 	0x6e, 0x69, 0x78, 0x4e, 0x61, 0x6e, 0x6f, 0x12, 0x32, 0x0a, 0x07, 0x63, 0x72, 0x65, 0x61, 0x74,
@@ -1083,29 +1146,38 @@ var file_kassa_proto_rawDesc = []byte{
 	0x68, 0x6f, 0x6f, 0x6b, 0x5f, 0x64, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x18, 0x06, 0x20, 0x01,
 	0x28, 0x0b, 0x32, 0x18, 0x2e, 0x6b, 0x61, 0x73, 0x73, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x57, 0x65,
 	0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x48, 0x00, 0x52, 0x0e,
-	0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x42, 0x06,
-	0x0a, 0x04, 0x6b, 0x69, 0x6e, 0x64, 0x22, 0x24, 0x0a, 0x0c, 0x53, 0x74, 0x6f, 0x72, 0x65, 0x43,
-	0x72, 0x65, 0x61, 0x74, 0x65, 0x64, 0x12, 0x14, 0x0a, 0x05, 0x73, 0x74, 0x6f, 0x72, 0x65, 0x18,
-	0x01, 0x20, 0x01, 0x28, 0x0c, 0x52, 0x05, 0x73, 0x74, 0x6f, 0x72, 0x65, 0x22, 0x3e, 0x0a, 0x13,
-	0x50, 0x61, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x53, 0x61,
-	0x76, 0x65, 0x64, 0x12, 0x27, 0x0a, 0x0f, 0x70, 0x61, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x5f, 0x72,
-	0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0c, 0x52, 0x0e, 0x70, 0x61,
-	0x79, 0x6d, 0x65, 0x6e, 0x74, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x22, 0x30, 0x0a, 0x0f,
-	0x42, 0x61, 0x6c, 0x61, 0x6e, 0x63, 0x65, 0x54, 0x6f, 0x70, 0x70, 0x65, 0x64, 0x55, 0x70, 0x12,
-	0x1d, 0x0a, 0x0a, 0x61, 0x6d, 0x6f, 0x75, 0x6e, 0x74, 0x5f, 0x73, 0x61, 0x74, 0x18, 0x01, 0x20,
-	0x01, 0x28, 0x03, 0x52, 0x09, 0x61, 0x6d, 0x6f, 0x75, 0x6e, 0x74, 0x53, 0x61, 0x74, 0x22, 0x28,
-	0x0a, 0x0c, 0x57, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x53, 0x61, 0x76, 0x65, 0x64, 0x12, 0x18,
-	0x0a, 0x07, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0c, 0x52,
-	0x07, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x22, 0x2f, 0x0a, 0x0e, 0x57, 0x65, 0x62, 0x68,
-	0x6f, 0x6f, 0x6b, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x12, 0x1d, 0x0a, 0x0a, 0x77, 0x65,
-	0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x5f, 0x69, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x09,
-	0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x49, 0x64, 0x22, 0x31, 0x0a, 0x0e, 0x44, 0x65, 0x6c,
-	0x69, 0x76, 0x65, 0x72, 0x57, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x12, 0x1f, 0x0a, 0x0b, 0x64,
-	0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x5f, 0x69, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09,
-	0x52, 0x0a, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x49, 0x64, 0x42, 0x22, 0x5a, 0x20,
-	0x67, 0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x6b, 0x61, 0x73, 0x73, 0x61,
-	0x70, 0x61, 0x79, 0x2f, 0x6b, 0x61, 0x73, 0x73, 0x61, 0x2f, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x73,
-	0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
+	0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x12, 0x59,
+	0x0a, 0x17, 0x61, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x5f, 0x69, 0x6e, 0x64, 0x65, 0x78, 0x5f,
+	0x61, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x65, 0x64, 0x18, 0x07, 0x20, 0x01, 0x28, 0x0b, 0x32,
+	0x1f, 0x2e, 0x6b, 0x61, 0x73, 0x73, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x41, 0x64, 0x64, 0x72, 0x65,
+	0x73, 0x73, 0x49, 0x6e, 0x64, 0x65, 0x78, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x65, 0x64,
+	0x48, 0x00, 0x52, 0x15, 0x61, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x49, 0x6e, 0x64, 0x65, 0x78,
+	0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x65, 0x64, 0x42, 0x06, 0x0a, 0x04, 0x6b, 0x69, 0x6e,
+	0x64, 0x22, 0x2d, 0x0a, 0x15, 0x41, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x49, 0x6e, 0x64, 0x65,
+	0x78, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x65, 0x64, 0x12, 0x14, 0x0a, 0x05, 0x69, 0x6e,
+	0x64, 0x65, 0x78, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0d, 0x52, 0x05, 0x69, 0x6e, 0x64, 0x65, 0x78,
+	0x22, 0x24, 0x0a, 0x0c, 0x53, 0x74, 0x6f, 0x72, 0x65, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x64,
+	0x12, 0x14, 0x0a, 0x05, 0x73, 0x74, 0x6f, 0x72, 0x65, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0c, 0x52,
+	0x05, 0x73, 0x74, 0x6f, 0x72, 0x65, 0x22, 0x3e, 0x0a, 0x13, 0x50, 0x61, 0x79, 0x6d, 0x65, 0x6e,
+	0x74, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x53, 0x61, 0x76, 0x65, 0x64, 0x12, 0x27, 0x0a,
+	0x0f, 0x70, 0x61, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x5f, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74,
+	0x18, 0x01, 0x20, 0x01, 0x28, 0x0c, 0x52, 0x0e, 0x70, 0x61, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x52,
+	0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x22, 0x30, 0x0a, 0x0f, 0x42, 0x61, 0x6c, 0x61, 0x6e, 0x63,
+	0x65, 0x54, 0x6f, 0x70, 0x70, 0x65, 0x64, 0x55, 0x70, 0x12, 0x1d, 0x0a, 0x0a, 0x61, 0x6d, 0x6f,
+	0x75, 0x6e, 0x74, 0x5f, 0x73, 0x61, 0x74, 0x18, 0x01, 0x20, 0x01, 0x28, 0x03, 0x52, 0x09, 0x61,
+	0x6d, 0x6f, 0x75, 0x6e, 0x74, 0x53, 0x61, 0x74, 0x22, 0x28, 0x0a, 0x0c, 0x57, 0x65, 0x62, 0x68,
+	0x6f, 0x6f, 0x6b, 0x53, 0x61, 0x76, 0x65, 0x64, 0x12, 0x18, 0x0a, 0x07, 0x77, 0x65, 0x62, 0x68,
+	0x6f, 0x6f, 0x6b, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0c, 0x52, 0x07, 0x77, 0x65, 0x62, 0x68, 0x6f,
+	0x6f, 0x6b, 0x22, 0x2f, 0x0a, 0x0e, 0x57, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x44, 0x65, 0x6c,
+	0x65, 0x74, 0x65, 0x64, 0x12, 0x1d, 0x0a, 0x0a, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x5f,
+	0x69, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x09, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f,
+	0x6b, 0x49, 0x64, 0x22, 0x31, 0x0a, 0x0e, 0x44, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x57, 0x65,
+	0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x12, 0x1f, 0x0a, 0x0b, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72,
+	0x79, 0x5f, 0x69, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x0a, 0x64, 0x65, 0x6c, 0x69,
+	0x76, 0x65, 0x72, 0x79, 0x49, 0x64, 0x42, 0x22, 0x5a, 0x20, 0x67, 0x69, 0x74, 0x68, 0x75, 0x62,
+	0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x6b, 0x61, 0x73, 0x73, 0x61, 0x70, 0x61, 0x79, 0x2f, 0x6b, 0x61,
+	0x73, 0x73, 0x61, 0x2f, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x73, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74,
+	0x6f, 0x33,
 }
 
 var (
@@ -1120,23 +1192,24 @@ func file_kassa_proto_rawDescGZIP() []byte {
 	return file_kassa_proto_rawDescData
 }
 
-var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_kassa_proto_goTypes = []interface{}{
-	(*InvoiceEvent)(nil),        // 0: kassa.v1.InvoiceEvent
-	(*InvoiceCreated)(nil),      // 1: kassa.v1.InvoiceCreated
-	(*PaymentObserved)(nil),     // 2: kassa.v1.PaymentObserved
-	(*PaymentDropped)(nil),      // 3: kassa.v1.PaymentDropped
-	(*LightningPaid)(nil),       // 4: kassa.v1.LightningPaid
-	(*ExpiryReached)(nil),       // 5: kassa.v1.ExpiryReached
-	(*MonitoringEnded)(nil),     // 6: kassa.v1.MonitoringEnded
-	(*MarkedInvalid)(nil),       // 7: kassa.v1.MarkedInvalid
-	(*StoreEvent)(nil),          // 8: kassa.v1.StoreEvent
-	(*StoreCreated)(nil),        // 9: kassa.v1.StoreCreated
-	(*PaymentRequestSaved)(nil), // 10: kassa.v1.PaymentRequestSaved
-	(*BalanceToppedUp)(nil),     // 11: kassa.v1.BalanceToppedUp
-	(*WebhookSaved)(nil),        // 12: kassa.v1.WebhookSaved
-	(*WebhookDeleted)(nil),      // 13: kassa.v1.WebhookDeleted
-	(*DeliverWebhook)(nil),      // 14: kassa.v1.DeliverWebhook
+	(*InvoiceEvent)(nil),          // 0: kassa.v1.InvoiceEvent
+	(*InvoiceCreated)(nil),        // 1: kassa.v1.InvoiceCreated
+	(*PaymentObserved)(nil),       // 2: kassa.v1.PaymentObserved
+	(*PaymentDropped)(nil),        // 3: kassa.v1.PaymentDropped
+	(*LightningPaid)(nil),         // 4: kassa.v1.LightningPaid
+	(*ExpiryReached)(nil),         // 5: kassa.v1.ExpiryReached
+	(*MonitoringEnded)(nil),       // 6: kassa.v1.MonitoringEnded
+	(*MarkedInvalid)(nil),         // 7: kassa.v1.MarkedInvalid
+	(*StoreEvent)(nil),            // 8: kassa.v1.StoreEvent
+	(*AddressIndexAllocated)(nil), // 9: kassa.v1.AddressIndexAllocated
+	(*StoreCreated)(nil),          // 10: kassa.v1.StoreCreated
+	(*PaymentRequestSaved)(nil),   // 11: kassa.v1.PaymentRequestSaved
+	(*BalanceToppedUp)(nil),       // 12: kassa.v1.BalanceToppedUp
+	(*WebhookSaved)(nil),          // 13: kassa.v1.WebhookSaved
+	(*WebhookDeleted)(nil),        // 14: kassa.v1.WebhookDeleted
+	(*DeliverWebhook)(nil),        // 15: kassa.v1.DeliverWebhook
 }
 var file_kassa_proto_depIdxs = []int32{
 	1,  // 0: kassa.v1.InvoiceEvent.created:type_name -> kassa.v1.InvoiceCreated
@@ -1146,16 +1219,17 @@ var file_kassa_proto_depIdxs = []int32{
 	5,  // 4: kassa.v1.InvoiceEvent.expiry_reached:type_name -> kassa.v1.ExpiryReached
 	6,  // 5: kassa.v1.InvoiceEvent.monitoring_ended:type_name -> kassa.v1.MonitoringEnded
 	7,  // 6: kassa.v1.InvoiceEvent.marked_invalid:type_name -> kassa.v1.MarkedInvalid
-	9,  // 7: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
-	10, // 8: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
-	11, // 9: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
-	12, // 10: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
-	13, // 11: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	10, // 7: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
+	11, // 8: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
+	12, // 9: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
+	13, // 10: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
+	14, // 11: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
+	9,  // 12: kassa.v1.StoreEvent.address_index_allocated:type_name -> kassa.v1.AddressIndexAllocated
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_kassa_proto_init() }
@@ -1273,7 +1347,7 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[9].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*StoreCreated); i {
+			switch v := v.(*AddressIndexAllocated); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -1285,7 +1359,7 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[10].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*PaymentRequestSaved); i {
+			switch v := v.(*StoreCreated); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -1297,7 +1371,7 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[11].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*BalanceToppedUp); i {
+			switch v := v.(*PaymentRequestSaved); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -1309,7 +1383,7 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[12].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*WebhookSaved); i {
+			switch v := v.(*BalanceToppedUp); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -1321,7 +1395,7 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[13].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*WebhookDeleted); i {
+			switch v := v.(*WebhookSaved); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -1333,6 +1407,18 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[14].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*WebhookDeleted); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_kassa_proto_msgTypes[15].Exporter = func(v interface{}, i int) interface{} {
 			switch v := v.(*DeliverWebhook); i {
 			case 0:
 				return &v.state
@@ -1360,6 +1446,7 @@ func file_kassa_proto_init() {
 		(*StoreEvent_ToppedUp)(nil),
 		(*StoreEvent_WebhookSaved)(nil),
 		(*StoreEvent_WebhookDeleted)(nil),
+		(*StoreEvent_AddressIndexAllocated)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1367,7 +1454,7 @@ func file_kassa_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_kassa_proto_rawDesc,
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

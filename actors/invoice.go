@@ -58,18 +58,9 @@ func (a *invoiceActor) Receive(ctx actor.Context) {
 	case *createInvoice:
 		ctx.Respond(a.create(ctx, msg))
 	case *protos.InvoiceEvent:
-		if a.inv.ID == "" {
-			a.load(ctx) // an event can come before the load message
-		}
-		in, err := inputOf(msg)
-		if err != nil {
-			ctx.Respond(reply{err: err})
-			return
-		}
-		inv, err := a.apply(ctx, context.Background(), in)
-		if ctx.Sender() != nil {
-			ctx.Respond(reply{value: inv, err: err})
-		}
+		a.handleEvent(ctx, context.Background(), msg)
+	case *tracedEvent:
+		a.handleEvent(ctx, msg.ctx, msg.event)
 	case *deadlineFired:
 		if !msg.at.Equal(a.armed) {
 			return // a timer that was re-armed or cancelled after it fired
@@ -90,6 +81,34 @@ func (a *invoiceActor) Receive(ctx actor.Context) {
 		a.disarm()
 	case *actor.Restarting:
 		a.disarm()
+	}
+}
+
+// tracedEvent is an invoice event with the context of the request that
+// caused it, so that the invoice's spans join that trace. Across nodes
+// the bare protobuf event travels and the trace context goes in headers.
+type tracedEvent struct {
+	ctx   context.Context
+	event *protos.InvoiceEvent
+}
+
+func (a *invoiceActor) handleEvent(ctx actor.Context, parent context.Context, ev *protos.InvoiceEvent) {
+	if parent == nil {
+		parent = context.Background()
+	}
+	if a.inv.ID == "" {
+		a.load(ctx) // an event can come before the load message
+	}
+	in, err := inputOf(ev)
+	if err != nil {
+		if ctx.Sender() != nil {
+			ctx.Respond(reply{err: err})
+		}
+		return
+	}
+	inv, err := a.apply(ctx, parent, in)
+	if ctx.Sender() != nil {
+		ctx.Respond(reply{value: inv, err: err})
 	}
 }
 

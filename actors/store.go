@@ -156,10 +156,11 @@ func (a *storeActor) route(ctx actor.Context, msg *invoiceCommand, sender *actor
 	if msg.event == nil {
 		return // activation only
 	}
+	ev := &tracedEvent{ctx: msg.ctx, event: msg.event}
 	if sender != nil {
-		ctx.RequestWithCustomSender(pid, msg.event, sender)
+		ctx.RequestWithCustomSender(pid, ev, sender)
 	} else {
-		ctx.Send(pid, msg.event)
+		ctx.Send(pid, ev)
 	}
 }
 

@@ -150,6 +150,10 @@ func (s *System) request(ctx context.Context, pid *actor.PID, msg any) (any, err
 		return nil, kassa.Errorf(kassa.Unavailable, "request timed out")
 	}
 	res, err := s.as.Root.RequestFuture(pid, msg, timeout).Result()
+	if errors.Is(err, actor.ErrTimeout) {
+		s.log.Error("actor request timed out", "actor", pid.Id, "timeout", timeout)
+		return nil, kassa.Errorf(kassa.Unavailable, "the service is busy: try again")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("actor %s: %w", pid.Id, err)
 	}

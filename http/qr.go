@@ -18,6 +18,10 @@ import (
 // with CSS (image-rendering: pixelated), so it stays small.
 const qrScale = 4
 
+// qrPNG's nibble table assumes 4 pixels a module: this fails to compile
+// otherwise.
+const _ = uint(qrScale-4) + uint(4-qrScale)
+
 // qrLevel is the error-correction level of every QR code: M, which wallet
 // cameras read well off a screen.
 const qrLevel = qr.M
@@ -124,7 +128,7 @@ func qrDataURI(content string) (string, error) {
 
 // qrPlans caches rsc.io/qr's layout plan of each version: building one
 // costs more than encoding with it, and a plan is only read.
-var qrPlans sync.Map // coding.Version → *coding.Plan
+var qrPlans sync.Map // coding.Version → *qrLayout
 
 // qrEncode is rsc.io/qr's Encode (smallest version, mask 0) with the
 // plan cached and the text split into segments: long runs of characters
@@ -154,9 +158,67 @@ func qrEncode(text string) (*coding.Code, error) {
 		if err != nil {
 			return nil, err
 		}
-		plan, _ = qrPlans.LoadOrStore(v, p)
+		plan, _ = qrPlans.LoadOrStore(v, newQRLayout(p))
 	}
-	return plan.(*coding.Plan).Encode(segments...)
+	return plan.(*qrLayout).encode(segments)
+}
+
+// qrLayout is a plan flattened for encoding: the bitmap of everything
+// fixed (finder patterns, timing, format, with the mask applied) and, for
+// each data or check module, where it is and which bit of the message it
+// shows. Encoding is then one copy and one pass over the message bits,
+// where coding.Plan.Encode looks at every module's role.
+type qrLayout struct {
+	plan   *coding.Plan
+	size   int
+	stride int
+	base   []byte
+	pos    []uint32 // bit index into the bitmap of each message bit's module
+	offset []uint32 // message bit offset shown by that module
+}
+
+func newQRLayout(p *coding.Plan) *qrLayout {
+	size := len(p.Pixel)
+	l := &qrLayout{plan: p, size: size, stride: (size + 7) &^ 7}
+	l.base = make([]byte, l.stride*size)
+	for y, row := range p.Pixel {
+		for x, pix := range row {
+			if pix&coding.Black != 0 {
+				l.base[y*l.stride+x/8] |= 0x80 >> (x % 8)
+			}
+			if r := pix.Role(); r == coding.Data || r == coding.Check {
+				l.pos = append(l.pos, uint32(y*l.stride*8+x))
+				l.offset = append(l.offset, uint32(pix.Offset()))
+			}
+		}
+	}
+	return l
+}
+
+// encode lays out the segments' bits and error correction: the same code
+// as coding.Plan.Encode gives.
+func (l *qrLayout) encode(segments []coding.Encoding) (*coding.Code, error) {
+	var b coding.Bits
+	for _, s := range segments {
+		if err := s.Check(); err != nil {
+			return nil, err
+		}
+		s.Encode(&b, l.plan.Version)
+	}
+	if b.Bits() > l.plan.DataBytes*8 {
+		return nil, fmt.Errorf("cannot encode %d bits into %d-bit code", b.Bits(), l.plan.DataBytes*8)
+	}
+	b.AddCheckBytes(l.plan.Version, l.plan.Level)
+	msg := b.Bytes()
+	bitmap := make([]byte, len(l.base))
+	copy(bitmap, l.base)
+	for i, o := range l.offset {
+		if msg[o/8]&(0x80>>(o%8)) != 0 {
+			p := l.pos[i]
+			bitmap[p/8] ^= 0x80 >> (p % 8)
+		}
+	}
+	return &coding.Code{Bitmap: bitmap, Size: l.size, Stride: l.stride}, nil
 }
 
 // qrMinAlphaRun is the shortest run worth its own alphanumeric segment:
@@ -210,31 +272,45 @@ func bitcoinQRContent(bip21 string) string {
 
 // zlibWriters reuses compressors: a new one allocates hundreds of KB.
 var zlibWriters = sync.Pool{New: func() any {
-	w, _ := zlib.NewWriterLevel(nil, zlib.HuffmanOnly)
+	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
 	return w
 }}
+
+// qrNibbles spreads the 8 modules of a bitmap byte over 4 bytes, a
+// nibble each (qrScale is 4).
+var qrNibbles = func() (t [256][4]byte) {
+	for b := range 256 {
+		for m := range 8 {
+			if b&(0x80>>m) != 0 {
+				t[b][m/2] |= 0xf0 >> (4 * (m % 2))
+			}
+		}
+	}
+	return t
+}()
 
 // qrPNG draws code, quiet zone included, at qrScale (4) pixels per module
 // as a 1-bit indexed PNG (palette white, black). It writes the rows
 // itself: a module is one nibble of a row, and every pixel row that
-// repeats the one above is written with PNG's Up filter as zeros, so
-// Huffman coding alone compresses the image to a few hundred bytes.
+// repeats the one above is written with PNG's Up filter as zeros, which
+// deflate's fastest level compresses to almost nothing.
 // image/png's generic path took most of an invoice creation's time.
 func qrPNG(code *coding.Code) ([]byte, error) {
 	modules := code.Size + 2*qrQuietZone
 	size := modules * qrScale
 	stride := 1 + (size+7)/8 // filter byte, then packed pixels
 	rows := make([]byte, stride*size)
+	// At 4 pixels a module a module is a nibble and the 4-module quiet
+	// zone two bytes, so each byte of the code's bitmap becomes four
+	// bytes of the row through a table.
+	bitmapBytes := (code.Size + 7) / 8
 	for my := 0; my < modules; my++ {
 		row := rows[my*qrScale*stride : (my*qrScale+1)*stride]
-		y := my - qrQuietZone
-		if y >= 0 && y < code.Size {
-			bits := code.Bitmap[y*code.Stride:]
-			for x := 0; x < code.Size; x++ {
-				if bits[x/8]&(0x80>>(x%8)) != 0 {
-					mx := x + qrQuietZone
-					row[1+mx/2] |= 0xf0 >> (4 * (mx % 2))
-				}
+		if y := my - qrQuietZone; y >= 0 && y < code.Size {
+			out := row[1+qrQuietZone/2:]
+			for i, b := range code.Bitmap[y*code.Stride : y*code.Stride+bitmapBytes] {
+				x := qrNibbles[b]
+				copy(out[min(4*i, len(out)):], x[:])
 			}
 		}
 		for i := 1; i < qrScale; i++ {

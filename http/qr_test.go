@@ -185,3 +185,52 @@ func BenchmarkBitcoinQR(b *testing.B) {
 		}
 	})
 }
+
+// TestQRLayoutMatchesLibrary checks the flattened layout against
+// rsc.io/qr's own Plan.Encode, bit for bit, across versions.
+func TestQRLayoutMatchesLibrary(t *testing.T) {
+	t.Parallel()
+	for n := 1; n <= 600; n += 37 {
+		text := strings.Repeat("BITCOIN:BC1Q?amount=0.1&", n)[:n*3]
+		segments := qrSegments(text)
+		for v := coding.Version(coding.MinVersion); v <= coding.MaxVersion; v++ {
+			bits := 0
+			for _, s := range segments {
+				bits += s.Bits(v)
+			}
+			if bits > v.DataBytes(coding.Level(qrLevel))*8 {
+				continue
+			}
+			plan, err := coding.NewPlan(v, coding.Level(qrLevel), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := plan.Encode(segments...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := newQRLayout(plan).encode(segments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.Bitmap, want.Bitmap) || got.Size != want.Size || got.Stride != want.Stride {
+				t.Fatalf("version %d, %d characters: layout differs from Plan.Encode", v, len(text))
+			}
+			break
+		}
+	}
+}
+
+// BenchmarkQRPNG measures drawing and compressing one code.
+func BenchmarkQRPNG(b *testing.B) {
+	code, err := qrEncode(bitcoinQRContent(kassa.BIP21(testAddress(1), 25000, testBolt11(1), "Alice's Shop")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := qrPNG(code); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

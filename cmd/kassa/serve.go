@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/actors"
 	chainsim "github.com/kassapay/kassa/chain/sim"
@@ -241,7 +243,8 @@ func (m *Main) seedDemo(ctx context.Context, publicURL string) error {
 		return err
 	}
 	if demo == nil {
-		if demo, err = m.sys.CreateStore(ctx, kassa.StoreSettings{Name: "Demo Store", Currency: kassa.EUR, ConfirmationsRequired: 1}); err != nil {
+		if demo, err = m.sys.CreateStore(ctx, kassa.StoreSettings{Name: "Demo Store", Currency: kassa.EUR,
+			PercentFee: decimal.NewFromInt(1), ConfirmationsRequired: 1}); err != nil {
 			return fmt.Errorf("seed demo store: %w", err)
 		}
 		if _, err := m.sys.TopUp(ctx, demo.ID, 1_000_000); err != nil {
@@ -253,9 +256,9 @@ Demo store (simulation):
   store id:  %s
   API key:   %s
   try:       curl -s -X POST %s/api/v1/stores/%s/invoices -H 'x-api-key: %s' -H 'Content-Type: application/json' -d '{"amount":"12.50","currency":"EUR"}'
-  then:      kassa sim pay INVOICE_ID --data %s
+  then:      %s sim pay INVOICE_ID --data %s --server %s
   admin token: %s
-`, demo.ID, demo.APIKeys[0].Key, publicURL, demo.ID, demo.APIKeys[0].Key, m.Config.Data, filepath.Join(m.Config.Data, "admin.token"))
+`, demo.ID, demo.APIKeys[0].Key, publicURL, demo.ID, demo.APIKeys[0].Key, os.Args[0], m.Config.Data, "http://"+m.Addr, filepath.Join(m.Config.Data, "admin.token"))
 	return nil
 }
 

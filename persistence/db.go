@@ -304,6 +304,42 @@ func (d *DB) StreamSeq(ctx context.Context, s kassa.Stream) (uint64, error) {
 	return binary.BigEndian.Uint64(k[len(k)-8:]), nil
 }
 
+// scanPrefix calls fn for each record under prefix, in key order, with
+// the key after prefix and the value; both are valid during the call only.
+func (d *DB) scanPrefix(ctx context.Context, prefix []byte, fn func(rest, value []byte) error) error {
+	if !d.enter() {
+		return errClosed
+	}
+	defer d.leave()
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key()[len(prefix):], it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// getJSON decodes the JSON record at k, or returns notFound.
+func getJSON[T any](d *DB, k []byte, notFound error) (*T, error) {
+	v, err := d.get(k)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, notFound
+	}
+	var out T
+	if err := json.Unmarshal(v, &out); err != nil {
+		return nil, fmt.Errorf("decode record %q: %w", k, err)
+	}
+	return &out, nil
+}
+
 // get returns a copy of the value at k, or nil and no error when absent.
 func (d *DB) get(k []byte) ([]byte, error) {
 	if !d.enter() {

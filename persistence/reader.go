@@ -71,26 +71,13 @@ func (d *DB) StoreByAPIKey(ctx context.Context, apiKey string) (*kassa.Store, er
 
 // Stores calls fn for every store.
 func (d *DB) Stores(ctx context.Context, fn func(*kassa.Store) error) error {
-	prefix := []byte("sto/")
-	if !d.enter() {
-		return errClosed
-	}
-	defer d.leave()
-	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
+	return d.scanPrefix(ctx, []byte("sto/"), func(id, v []byte) error {
 		var st kassa.Store
-		if err := json.Unmarshal(it.Value()[8:], &st); err != nil {
-			return fmt.Errorf("decode store %s: %w", it.Key(), err)
+		if err := json.Unmarshal(v[8:], &st); err != nil {
+			return fmt.Errorf("decode store %s: %w", id, err)
 		}
-		if err := fn(&st); err != nil {
-			return err
-		}
-	}
-	return it.Error()
+		return fn(&st)
+	})
 }
 
 // Balance returns the store's prepaid balance.
@@ -163,65 +150,29 @@ func (d *DB) Invoices(ctx context.Context, storeID string, q kassa.ListQuery, fn
 // OpenInvoices calls fn for each invoice that waits for a timer, by
 // deadline.
 func (d *DB) OpenInvoices(ctx context.Context, fn func(string, time.Time) error) error {
-	prefix := []byte("iop/")
-	if !d.enter() {
-		return errClosed
-	}
-	defer d.leave()
-	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()[len(prefix):]
-		deadline := time.UnixMilli(int64(binary.BigEndian.Uint64(k[:8])))
-		if err := fn(string(k[8:]), deadline); err != nil {
-			return err
-		}
-	}
-	return it.Error()
+	return d.scanPrefix(ctx, []byte("iop/"), func(k, _ []byte) error {
+		return fn(string(k[8:]), time.UnixMilli(int64(binary.BigEndian.Uint64(k[:8]))))
+	})
 }
 
 // Transaction returns a transaction.
 func (d *DB) Transaction(ctx context.Context, id int64) (*kassa.Transaction, error) {
-	v, err := d.get(transactionKey(id))
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		return nil, errTransactionNotFound
-	}
-	var tx kassa.Transaction
-	if err := json.Unmarshal(v, &tx); err != nil {
-		return nil, fmt.Errorf("decode transaction %d: %w", id, err)
-	}
-	return &tx, nil
+	return getJSON[kassa.Transaction](d, transactionKey(id), errTransactionNotFound)
 }
 
 // TransactionsByInvoice returns the ledger lines of an invoice, oldest
 // first.
 func (d *DB) TransactionsByInvoice(ctx context.Context, invoiceID string) ([]kassa.Transaction, error) {
-	prefix := transactionByInvoicePrefix(invoiceID)
-	if !d.enter() {
-		return nil, errClosed
-	}
-	defer d.leave()
-	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
 	var out []kassa.Transaction
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		tx, err := d.Transaction(ctx, int64(binary.BigEndian.Uint64(k[len(k)-8:])))
+	err := d.scanPrefix(ctx, transactionByInvoicePrefix(invoiceID), func(k, _ []byte) error {
+		tx, err := d.Transaction(ctx, int64(binary.BigEndian.Uint64(k)))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, *tx)
-	}
-	return out, it.Error()
+		return nil
+	})
+	return out, err
 }
 
 // Transactions calls fn for the store's transactions in q, newest first.
@@ -237,16 +188,9 @@ func (d *DB) Transactions(ctx context.Context, storeID string, q kassa.ListQuery
 
 // PaymentRequest returns a pay link.
 func (d *DB) PaymentRequest(ctx context.Context, id string) (*kassa.PaymentRequest, error) {
-	v, err := d.get(paymentRequestKey(id))
+	pr, err := getJSON[kassa.PaymentRequest](d, paymentRequestKey(id), errPaymentRequestNotFound)
 	if err != nil {
 		return nil, err
-	}
-	if v == nil {
-		return nil, errPaymentRequestNotFound
-	}
-	var pr kassa.PaymentRequest
-	if err := json.Unmarshal(v, &pr); err != nil {
-		return nil, fmt.Errorf("decode payment request %s: %w", id, err)
 	}
 	if pr.PaidInvoiceID == "" {
 		paid, err := d.get(paymentRequestPaidKey(id))
@@ -255,7 +199,7 @@ func (d *DB) PaymentRequest(ctx context.Context, id string) (*kassa.PaymentReque
 		}
 		pr.PaidInvoiceID = string(paid)
 	}
-	return &pr, nil
+	return pr, nil
 }
 
 // PaymentRequests calls fn for the store's pay links, newest first.

@@ -1,11 +1,9 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-
-	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/kassapay/kassa"
 )
@@ -52,58 +50,23 @@ func (b *Batch) PutDelivery(d *kassa.Delivery, pending bool) {
 
 // Webhook returns a webhook.
 func (d *DB) Webhook(ctx context.Context, id string) (*kassa.Webhook, error) {
-	v, err := d.get(webhookKey(id))
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		return nil, errWebhookNotFound
-	}
-	var w kassa.Webhook
-	if err := json.Unmarshal(v, &w); err != nil {
-		return nil, fmt.Errorf("decode webhook %s: %w", id, err)
-	}
-	return &w, nil
+	return getJSON[kassa.Webhook](d, webhookKey(id), errWebhookNotFound)
 }
 
 // Webhooks calls fn for each webhook of the store.
 func (d *DB) Webhooks(ctx context.Context, storeID string, fn func(*kassa.Webhook) error) error {
-	prefix := webhookByStorePrefix(storeID)
-	if !d.enter() {
-		return errClosed
-	}
-	defer d.leave()
-	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		w, err := d.Webhook(ctx, string(it.Key()[len(prefix):]))
+	return d.scanPrefix(ctx, webhookByStorePrefix(storeID), func(id, _ []byte) error {
+		w, err := d.Webhook(ctx, string(id))
 		if err != nil {
 			return err
 		}
-		if err := fn(w); err != nil {
-			return err
-		}
-	}
-	return it.Error()
+		return fn(w)
+	})
 }
 
 // Delivery returns a delivery.
 func (d *DB) Delivery(ctx context.Context, id string) (*kassa.Delivery, error) {
-	v, err := d.get(deliveryKey(id))
-	if err != nil {
-		return nil, err
-	}
-	if v == nil {
-		return nil, errDeliveryNotFound
-	}
-	var dl kassa.Delivery
-	if err := json.Unmarshal(v, &dl); err != nil {
-		return nil, fmt.Errorf("decode delivery %s: %w", id, err)
-	}
-	return &dl, nil
+	return getJSON[kassa.Delivery](d, deliveryKey(id), errDeliveryNotFound)
 }
 
 // Deliveries lists a webhook's deliveries, newest first.
@@ -119,34 +82,11 @@ func (d *DB) Deliveries(ctx context.Context, webhookID string, q kassa.ListQuery
 
 // PendingDeliveries calls fn for each delivery in the outbox.
 func (d *DB) PendingDeliveries(ctx context.Context, fn func(webhookID, deliveryID string) error) error {
-	prefix := []byte("obx/")
-	if !d.enter() {
-		return errClosed
-	}
-	defer d.leave()
-	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		rest := it.Key()[len(prefix):]
-		i := indexByte(rest, sep)
-		if i < 0 {
-			return fmt.Errorf("malformed outbox key %q", it.Key())
+	return d.scanPrefix(ctx, []byte("obx/"), func(k, _ []byte) error {
+		webhook, delivery, ok := bytes.Cut(k, sepb)
+		if !ok {
+			return fmt.Errorf("malformed outbox key %q", k)
 		}
-		if err := fn(string(rest[:i]), string(rest[i+1:])); err != nil {
-			return err
-		}
-	}
-	return it.Error()
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
+		return fn(string(webhook), string(delivery))
+	})
 }

@@ -108,19 +108,32 @@ func (d *DB) leave() { d.ops.Add(-1) }
 var errClosed = errors.New("persistence: store is closed")
 
 func (d *DB) lastTransactionID() (int64, error) {
-	it, err := d.db.NewIter(&pebble.IterOptions{LowerBound: []byte("tx/"), UpperBound: prefixEnd([]byte("tx/"))})
-	if err != nil {
+	k, err := d.lastKey(context.Background(), []byte("tx/"))
+	if err != nil || k == nil {
 		return 0, err
+	}
+	if len(k) != 8 {
+		return 0, fmt.Errorf("malformed transaction key %q", k)
+	}
+	return int64(binary.BigEndian.Uint64(k)), nil
+}
+
+// lastKey returns the greatest key under prefix, after the prefix, or
+// nil when there is none.
+func (d *DB) lastKey(ctx context.Context, prefix []byte) ([]byte, error) {
+	if !d.enter() {
+		return nil, errClosed
+	}
+	defer d.leave()
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, err
 	}
 	defer it.Close()
 	if !it.Last() {
-		return 0, it.Error()
+		return nil, it.Error()
 	}
-	k := it.Key()
-	if len(k) != 3+8 {
-		return 0, fmt.Errorf("malformed transaction key %q", k)
-	}
-	return int64(binary.BigEndian.Uint64(k[3:])), nil
+	return append([]byte(nil), it.Key()[len(prefix):]...), nil
 }
 
 // Batch is a kassa.Batch on Pebble.
@@ -287,21 +300,11 @@ func (d *DB) Events(ctx context.Context, s kassa.Stream, after uint64, fn func(u
 
 // StreamSeq returns the sequence number of the last event of s.
 func (d *DB) StreamSeq(ctx context.Context, s kassa.Stream) (uint64, error) {
-	prefix := eventPrefix(s.Kind, s.ID)
-	if !d.enter() {
-		return 0, errClosed
-	}
-	defer d.leave()
-	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
+	k, err := d.lastKey(ctx, eventPrefix(s.Kind, s.ID))
+	if err != nil || len(k) != 8 {
 		return 0, err
 	}
-	defer it.Close()
-	if !it.Last() {
-		return 0, it.Error()
-	}
-	k := it.Key()
-	return binary.BigEndian.Uint64(k[len(k)-8:]), nil
+	return binary.BigEndian.Uint64(k), nil
 }
 
 // scanPrefix calls fn for each record under prefix, in key order, with

@@ -58,7 +58,7 @@ type Reader interface {
 	Invoices(ctx context.Context, storeID string, q ListQuery, fn func(*Invoice) error) (next string, err error)
 	// OpenInvoices calls fn for each invoice that waits for a timer, by
 	// deadline.
-	OpenInvoices(ctx context.Context, fn func(invoiceID string, deadline time.Time) error) error
+	OpenInvoices(ctx context.Context, fn func(invoiceID, storeID string, deadline time.Time) error) error
 
 	Transaction(ctx context.Context, id int64) (*Transaction, error)
 	TransactionsByInvoice(ctx context.Context, invoiceID string) ([]Transaction, error)

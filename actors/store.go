@@ -47,6 +47,11 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		} else if kassa.ErrorCode(err) != kassa.NotFound {
 			panic(fmt.Sprintf("load store %s: %v", a.id, err))
 		}
+		if a.st != nil && a.sys.recovered.Load() {
+			a.sys.activateOpenInvoices(ctx, a.id)
+		}
+	case crash:
+		panic("crash requested")
 	case *createStore:
 		ctx.Respond(a.create(msg))
 	case *spawnInvoice:

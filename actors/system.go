@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -56,8 +57,14 @@ type System struct {
 	invoiceProps *actor.Props
 	webhookProps *actor.Props
 	webhooks     sync.Map // webhook id → *actor.PID
-	stores       sync.Map // store id → *actor.PID
-	shutdown     sync.Once
+	// recovered is set once Recover has activated the open invoices; a
+	// store actor that starts after that re-activates its own.
+	recovered atomic.Bool
+	// deliveriesRecovered is set once RecoverDeliveries has sent the
+	// outbox; a webhook actor that starts after that sends its own.
+	deliveriesRecovered atomic.Bool
+	stores              sync.Map // store id → *actor.PID
+	shutdown            sync.Once
 }
 
 var (
@@ -437,16 +444,30 @@ func ignorable(err error) bool {
 // re-arms it with the time left; those already due fire at once.
 func (s *System) Recover(ctx context.Context) (int, error) {
 	n := 0
-	err := s.cfg.Reader.OpenInvoices(ctx, func(id string, _ time.Time) error {
-		inv, err := s.cfg.Reader.Invoice(ctx, id)
-		if err != nil {
-			return err
-		}
-		s.as.Root.Send(s.store(inv.StoreID), &invoiceCommand{ctx: context.Background(), invoiceID: id})
+	err := s.cfg.Reader.OpenInvoices(ctx, func(id, storeID string, _ time.Time) error {
+		s.as.Root.Send(s.store(storeID), &invoiceCommand{ctx: context.Background(), invoiceID: id})
 		n++
 		return nil
 	})
+	if err == nil {
+		s.recovered.Store(true)
+	}
 	return n, err
+}
+
+// activateOpenInvoices re-activates a store's invoices that wait for a
+// timer. A store actor that restarts after a panic has lost its invoice
+// actors, and with them their timers.
+func (s *System) activateOpenInvoices(ctx actor.Context, storeID string) {
+	err := s.cfg.Reader.OpenInvoices(context.Background(), func(id, owner string, _ time.Time) error {
+		if owner == storeID {
+			ctx.Send(ctx.Self(), &invoiceCommand{ctx: context.Background(), invoiceID: id})
+		}
+		return nil
+	})
+	if err != nil {
+		s.log.Error("re-activate open invoices", "store", storeID, "err", err)
+	}
 }
 
 // CreatePaymentRequest creates a pay link.

@@ -437,3 +437,29 @@ func TestManyConcurrentCreatesStayActiveAndExpire(t *testing.T) {
 		eventually(t, "expiry of "+id, func() bool { return h.get(id).Status == kassa.InvoiceExpired })
 	}
 }
+
+// TestStorePanicKeepsInvoiceTimers checks that a store actor restarted
+// after a panic (which stops its invoice actors) re-activates its open
+// invoices, so they still expire.
+func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
+	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newHarness(t, openMem(t), clock)
+	h.createStore("0", "0")
+	if _, err := h.sys.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	inv := h.invoice("1000", kassa.SATS)
+	if _, err := h.sys.as.Root.RequestFuture(h.sys.store(h.store.ID), crash{}, time.Second).Result(); err == nil {
+		t.Fatal("crash answered")
+	}
+	// The restarted store re-activates the invoice; its timer is armed
+	// again from storage.
+	child := h.sys.store(h.store.ID).Id + "/" + invoiceName(inv.ID)
+	eventually(t, "re-activation", func() bool {
+		_, ok := h.sys.as.ProcessRegistry.GetLocal(child)
+		return ok
+	})
+	time.Sleep(20 * time.Millisecond)
+	clock.Advance(15 * time.Minute)
+	eventually(t, "expiry after the store's restart", func() bool { return h.get(inv.ID).Status == kassa.InvoiceExpired })
+}

@@ -38,11 +38,27 @@ func (a *webhookActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		a.id = ctx.Self().Id[len("webhook/"):]
 		a.timers = map[string]func(){}
+		if a.sys.deliveriesRecovered.Load() {
+			// A restart after a panic lost the mailbox: send what this
+			// endpoint still has in the outbox. Repeats are harmless, a
+			// delivery already sent is skipped.
+			err := a.sys.cfg.Reader.PendingDeliveries(context.Background(), func(webhookID, deliveryID string) error {
+				if webhookID == a.id {
+					ctx.Send(ctx.Self(), &protos.DeliverWebhook{DeliveryId: deliveryID})
+				}
+				return nil
+			})
+			if err != nil {
+				a.sys.log.Error("webhook actor: read outbox", "webhook", a.id, "err", err)
+			}
+		}
 	case *protos.DeliverWebhook:
 		delete(a.timers, msg.DeliveryId)
 		a.send(ctx, msg.DeliveryId)
 	case *redeliver:
 		ctx.Respond(a.redeliver(ctx, msg))
+	case crash:
+		panic("crash requested")
 	case *actor.Stopping:
 		for _, cancel := range a.timers {
 			cancel()
@@ -199,6 +215,9 @@ func (s *System) RecoverDeliveries(ctx context.Context) (int, error) {
 		n++
 		return nil
 	})
+	if err == nil {
+		s.deliveriesRecovered.Store(true)
+	}
 	return n, err
 }
 

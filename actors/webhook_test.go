@@ -339,3 +339,27 @@ func TestPendingDeliveriesSentAfterRestart(t *testing.T) {
 		return n == 0
 	})
 }
+
+// TestWebhookActorPanicResendsOutbox checks that a webhook actor restarted
+// after a panic sends the deliveries left in its outbox.
+func TestWebhookActorPanicResendsOutbox(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h.createStore("0", "0")
+	if _, err := h.sys.RecoverDeliveries(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w := h.webhook("https://a.example/hook", kassa.EventNew)
+	// A pending delivery that no message announces, as if the actor's
+	// mailbox was lost in a crash.
+	d := &kassa.Delivery{ID: "orphan", WebhookID: w.ID, StoreID: h.store.ID, InvoiceID: "inv1", Type: kassa.EventNew,
+		Payload: json.RawMessage(`{"type":"New","invoiceId":"inv1"}`), Status: kassa.DeliveryPending, CreatedAt: time.Now()}
+	b := h.db.NewBatch()
+	b.PutDelivery(d, true)
+	if err := h.db.Commit(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.sys.as.Root.RequestFuture(h.sys.webhook(w.ID), crash{}, time.Second).Result(); err == nil {
+		t.Fatal("crash answered")
+	}
+	eventually(t, "the orphan delivery", func() bool { return len(h.hooks.to(w.URL)) == 1 })
+}

@@ -210,7 +210,9 @@ func (f *fakeReader) Invoices(_ context.Context, storeID string, q kassa.ListQue
 		func(inv *kassa.Invoice) string { return inv.ID }, fn)
 }
 
-func (f *fakeReader) OpenInvoices(context.Context, func(string, time.Time) error) error { return nil }
+func (f *fakeReader) OpenInvoices(context.Context, func(string, string, time.Time) error) error {
+	return nil
+}
 
 func (f *fakeReader) Transaction(_ context.Context, id int64) (*kassa.Transaction, error) {
 	f.mu.Lock()

@@ -210,7 +210,7 @@ func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 		}
 	}
 	if nextOK {
-		b.set(openKey(next, inv.ID), nil)
+		b.set(openKey(next, inv.ID), str(inv.StoreID))
 	}
 }
 

@@ -422,7 +422,7 @@ func checkNothingOfFullBatch(t *testing.T, db *DB) {
 	if _, err := db.Transactions(ctx, "s1", kassa.ListQuery{}, func(*kassa.Transaction) error { count(); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.OpenInvoices(ctx, func(string, time.Time) error { count(); return nil }); err != nil {
+	if err := db.OpenInvoices(ctx, func(string, string, time.Time) error { count(); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.PendingDeliveries(ctx, func(string, string) error { count(); return nil }); err != nil {
@@ -1031,7 +1031,7 @@ func TestReadsAfterCloseFail(t *testing.T) {
 	ctx := context.Background()
 	checks := map[string]error{
 		"Events":       db.Events(ctx, kassa.Stream{Kind: "invoice", ID: "x"}, 0, func(uint64, []byte) error { return nil }),
-		"OpenInvoices": db.OpenInvoices(ctx, func(string, time.Time) error { return nil }),
+		"OpenInvoices": db.OpenInvoices(ctx, func(string, string, time.Time) error { return nil }),
 		"Stores":       db.Stores(ctx, func(*kassa.Store) error { return nil }),
 		"Webhooks":     db.Webhooks(ctx, "s", func(*kassa.Webhook) error { return nil }),
 		"Pending":      db.PendingDeliveries(ctx, func(string, string) error { return nil }),

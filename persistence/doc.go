@@ -16,7 +16,7 @@
 //	pr/<id>                              payment request JSON
 //	ist/<store>\0<createdMs:8><id>       invoices by store and time
 //	iad/<address>, iph/<hash>            invoice by address, by payment hash
-//	iop/<deadlineMs:8><id>               invoices waiting for a timer
+//	iop/<deadlineMs:8><id>               invoices waiting for a timer → store id
 //	tx/<id:8>                            transaction JSON
 //	tst/<store>\0<createdMs:8><id:8>     transactions by store and time
 //	tin/<invoice>\0<id:8>                transactions by invoice

@@ -149,9 +149,9 @@ func (d *DB) Invoices(ctx context.Context, storeID string, q kassa.ListQuery, fn
 
 // OpenInvoices calls fn for each invoice that waits for a timer, by
 // deadline.
-func (d *DB) OpenInvoices(ctx context.Context, fn func(string, time.Time) error) error {
-	return d.scanPrefix(ctx, []byte("iop/"), func(k, _ []byte) error {
-		return fn(string(k[8:]), time.UnixMilli(int64(binary.BigEndian.Uint64(k[:8]))))
+func (d *DB) OpenInvoices(ctx context.Context, fn func(invoiceID, storeID string, deadline time.Time) error) error {
+	return d.scanPrefix(ctx, []byte("iop/"), func(k, storeID []byte) error {
+		return fn(string(k[8:]), string(storeID), time.UnixMilli(int64(binary.BigEndian.Uint64(k[:8]))))
 	})
 }
 

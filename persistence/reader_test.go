@@ -198,7 +198,10 @@ type deadline struct {
 func openInvoices(t *testing.T, h *harness) []deadline {
 	t.Helper()
 	var out []deadline
-	err := h.db.OpenInvoices(t.Context(), func(id string, at time.Time) error {
+	err := h.db.OpenInvoices(t.Context(), func(id, storeID string, at time.Time) error {
+		if storeID == "" {
+			t.Errorf("open invoice %s has no store id in the index", id)
+		}
 		out = append(out, deadline{id, at})
 		return nil
 	})
@@ -286,7 +289,7 @@ func testOpenInvoices(t *testing.T, h *harness) {
 		batch.PutInvoice(newInvoice("inv_d", "s1", t0), nil, 1)
 	})
 	calls := 0
-	if err := h.db.OpenInvoices(t.Context(), func(string, time.Time) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
+	if err := h.db.OpenInvoices(t.Context(), func(string, string, time.Time) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
 		t.Errorf("OpenInvoices with failing fn: %v after %d calls", err, calls)
 	}
 }

@@ -401,3 +401,35 @@ func (d *DB) PutValue(ctx context.Context, k string, value []byte, expires time.
 	defer d.leave()
 	return d.db.Set(kvKey(k), v, pebble.Sync)
 }
+
+// SweepExpired deletes the small values whose expiry passed before now,
+// so that idempotency records do not pile up. It returns how many it
+// deleted.
+func (d *DB) SweepExpired(ctx context.Context, now time.Time) (int, error) {
+	var expired [][]byte
+	prefix := []byte("kv/")
+	err := d.scanPrefix(ctx, prefix, func(k, v []byte) error {
+		if len(v) >= 8 && now.UnixMilli() >= int64(binary.BigEndian.Uint64(v[:8])) {
+			expired = append(expired, key("kv/", k))
+		}
+		return nil
+	})
+	if err != nil || len(expired) == 0 {
+		return 0, err
+	}
+	if !d.enter() {
+		return 0, errClosed
+	}
+	defer d.leave()
+	b := d.db.NewBatch()
+	defer b.Close()
+	for _, k := range expired {
+		if err := b.Delete(k, nil); err != nil {
+			return 0, err
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return 0, err
+	}
+	return len(expired), nil
+}

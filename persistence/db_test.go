@@ -1045,3 +1045,28 @@ func TestReadsAfterCloseFail(t *testing.T) {
 		}
 	}
 }
+
+func TestSweepExpired(t *testing.T) {
+	db, err := Open("", Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	now := time.Now()
+	for i, exp := range []time.Duration{-time.Hour, -time.Second, time.Hour} {
+		if err := db.PutValue(ctx, fmt.Sprint("idem/s/", i), []byte("v"), now.Add(exp)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := db.SweepExpired(ctx, now)
+	if err != nil || n != 2 {
+		t.Fatalf("swept %d, %v", n, err)
+	}
+	if _, ok, _ := db.GetValue(ctx, "idem/s/2"); !ok {
+		t.Fatal("a live value was swept")
+	}
+	if n, _ := db.SweepExpired(ctx, now); n != 0 {
+		t.Fatalf("second sweep deleted %d", n)
+	}
+}

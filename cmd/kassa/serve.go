@@ -169,6 +169,7 @@ func (m *Main) Run(ctx context.Context) error {
 		log.Warn("SIMULATION: the chain and Lightning backends are simulated; no real bitcoin moves",
 			"chain", c.Chain, "lightning", c.Lightning, "rates", rateBackend.Source())
 	}
+	go m.sweepExpired(runCtx)
 	recovered, err := m.sys.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover open invoices: %w", err)
@@ -348,4 +349,22 @@ func parseRateURLs(spec string) (map[string]string, error) {
 		out[strings.TrimSpace(name)] = strings.TrimSpace(url)
 	}
 	return out, nil
+}
+
+// sweepExpired deletes expired idempotency records every ten minutes.
+func (m *Main) sweepExpired(ctx context.Context) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := m.db.SweepExpired(ctx, m.Clock.Now()); err != nil {
+				m.log.Error("sweep expired records", "err", err)
+			} else if n > 0 {
+				m.log.Debug("swept expired records", "count", n)
+			}
+		}
+	}
 }

@@ -242,9 +242,6 @@ func (inv *Invoice) ConfirmedPaid() Sats {
 
 // FiatAmount is Amount in the store currency at the locked rate.
 func (inv *Invoice) FiatAmount() decimal.Decimal {
-	if inv.Amount == 0 && inv.Currency == inv.StoreCurrency {
-		return inv.InvoiceAmount
-	}
 	if inv.Currency == inv.StoreCurrency {
 		return inv.InvoiceAmount
 	}

@@ -15,9 +15,6 @@ var (
 	// ErrInvoiceNotOpen is returned when the expiry timer fires for an
 	// invoice that is no longer New.
 	ErrInvoiceNotOpen = Errorf(Conflict, "invoice is no longer open")
-	// ErrInvoiceInvalid is returned for an input to an invoice marked
-	// Invalid that would change its status.
-	ErrInvoiceInvalid = Errorf(Conflict, "invoice is invalid")
 	// ErrExpiryTooEarly is returned when an expiry input comes before the
 	// invoice's expiry time.
 	ErrExpiryTooEarly = Errorf(Conflict, "invoice has not reached its expiry time")
@@ -27,9 +24,6 @@ var (
 	// ErrUnknownPayment is returned when a dropped payment names no
 	// payment of the invoice.
 	ErrUnknownPayment = Errorf(NotFound, "no such payment on this invoice")
-	// ErrMethodNotEnabled is returned for a payment by a method the
-	// invoice does not accept.
-	ErrMethodNotEnabled = Errorf(Invalid, "payment method is not enabled on this invoice")
 	// ErrNothingChanged is returned for an input that repeats what the
 	// invoice already knows (the same output at the same depth).
 	ErrNothingChanged = errors.New("nothing changed")

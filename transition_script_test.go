@@ -331,11 +331,9 @@ func sentinelName(err error) string {
 	}{
 		{"ErrInvoiceAlreadySettled", ErrInvoiceAlreadySettled},
 		{"ErrInvoiceNotOpen", ErrInvoiceNotOpen},
-		{"ErrInvoiceInvalid", ErrInvoiceInvalid},
 		{"ErrExpiryTooEarly", ErrExpiryTooEarly},
 		{"ErrMonitoringNotOver", ErrMonitoringNotOver},
 		{"ErrUnknownPayment", ErrUnknownPayment},
-		{"ErrMethodNotEnabled", ErrMethodNotEnabled},
 		{"ErrNothingChanged", ErrNothingChanged},
 	} {
 		if errors.Is(err, s.err) {

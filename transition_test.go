@@ -125,11 +125,9 @@ func TestSentinelCodes(t *testing.T) {
 	for err, code := range map[*Error]string{
 		ErrInvoiceAlreadySettled: Conflict,
 		ErrInvoiceNotOpen:        Conflict,
-		ErrInvoiceInvalid:        Conflict,
 		ErrExpiryTooEarly:        Conflict,
 		ErrMonitoringNotOver:     Conflict,
 		ErrUnknownPayment:        NotFound,
-		ErrMethodNotEnabled:      Invalid,
 	} {
 		if err.Code != code {
 			t.Errorf("%v has code %s, want %s", err, err.Code, code)

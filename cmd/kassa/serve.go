@@ -213,9 +213,10 @@ func (m *Main) Run(ctx context.Context) error {
 		Handler:           kassahttp.NewHandler(deps),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		// Lists stream everything in range; give large exports time.
+		WriteTimeout:   10 * time.Minute,
+		IdleTimeout:    2 * time.Minute,
+		MaxHeaderBytes: 64 << 10,
 	}
 	go func() {
 		if err := m.server.Serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {

@@ -302,8 +302,15 @@ func (a *invoiceActor) disarm() {
 
 // maybePassivate asks the store to stop this actor once the invoice waits
 // for nothing; a later payment or request activates it again.
+//
+// An invoice past its expiry (Expired, or Processing) waits only for the
+// end of its monitoring window, a day by default; it passivates too, and
+// the system's sweeper wakes it shortly before that deadline. A New
+// invoice keeps its actor and its own expiry timer.
 func (a *invoiceActor) maybePassivate(ctx actor.Context) {
-	if _, ok := a.inv.Deadline(); !ok {
+	at, ok := a.inv.Deadline()
+	if !ok || a.inv.Status != kassa.InvoiceNew && at.Sub(a.sys.cfg.Clock.Now()) > sweepAhead {
+		a.disarm()
 		ctx.Send(ctx.Parent(), &passivate{invoiceID: a.inv.ID})
 	}
 }

@@ -463,3 +463,34 @@ func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
 	clock.Advance(15 * time.Minute)
 	eventually(t, "expiry after the store's restart", func() bool { return h.get(inv.ID).Status == kassa.InvoiceExpired })
 }
+
+// TestExpiredInvoicesPassivateAndSweeperWakesThem checks that an expired
+// invoice's actor does not wait out the monitoring window in memory, and
+// that the sweeper wakes it in time to end monitoring.
+func TestExpiredInvoicesPassivateAndSweeperWakesThem(t *testing.T) {
+	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newHarness(t, openMem(t), clock)
+	h.createStore("0", "0")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.sys.RunSweeper(ctx)
+	inv := h.invoice("1000", kassa.SATS)
+	child := h.sys.store(h.store.ID).Id + "/" + invoiceName(inv.ID)
+	active := func() bool { _, ok := h.sys.as.ProcessRegistry.GetLocal(child); return ok }
+
+	clock.Advance(15 * time.Minute)
+	eventually(t, "expiry", func() bool { return h.get(inv.ID).Status == kassa.InvoiceExpired })
+	eventually(t, "passivation after expiry", func() bool { return !active() })
+
+	// Move on a minute at a time through the hour of monitoring (the
+	// harness's window); the sweeper wakes the invoice before its end.
+	eventually(t, "end of monitoring", func() bool {
+		clock.Advance(time.Minute)
+		time.Sleep(2 * time.Millisecond)
+		return h.get(inv.ID).MonitoringDone
+	})
+	if got := h.get(inv.ID); got.Status != kassa.InvoiceExpired || clock.Now().Before(got.MonitorUntil) {
+		t.Fatalf("after monitoring: %s at %v (until %v)", got.Status, clock.Now(), got.MonitorUntil)
+	}
+	eventually(t, "passivation after monitoring", func() bool { return !active() })
+}

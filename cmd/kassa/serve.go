@@ -170,6 +170,7 @@ func (m *Main) Run(ctx context.Context) error {
 			"chain", c.Chain, "lightning", c.Lightning, "rates", rateBackend.Source())
 	}
 	go m.sweepExpired(runCtx)
+	m.sys.RunSweeper(runCtx)
 	recovered, err := m.sys.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover open invoices: %w", err)

@@ -5,7 +5,7 @@ BIN     := bin/kassa
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: all build run test bench lint protos itest clean
+.PHONY: all build run test test-deps bench lint protos itest clean
 
 all: build
 
@@ -16,10 +16,14 @@ run: build
 	$(BIN) serve --dev
 
 # Every test, with the race detector. The end-to-end and kill -9 tests
-# start the real binary.
-test:
+# start the real binary; the browser tests drive it in headless Chromium.
+test: test-deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
+
+# What the tests need beyond Go: Debian's chromium (needs root when missing).
+test-deps:
+	bash scripts/install-test-deps.sh
 
 # Benchmarks are not tests: they print BENCH lines and ratios against a
 # floor measured in the same run.

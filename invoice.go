@@ -252,25 +252,3 @@ func (inv *Invoice) FiatAmount() decimal.Decimal {
 func (inv *Invoice) FiatTotalPaid() decimal.Decimal {
 	return FiatValue(inv.TotalPaid(), inv.StoreCurrency, inv.ExchangeRate)
 }
-
-// OrderIDFromMetadata returns metadata.orderId: the string, or the digits
-// of a number as the merchant gave them. A number is not read through
-// float64, which could change an order id of more than 15 digits.
-func OrderIDFromMetadata(metadata json.RawMessage) string {
-	var m struct {
-		OrderID json.RawMessage `json:"orderId"`
-	}
-	if json.Unmarshal(metadata, &m) != nil || len(m.OrderID) == 0 {
-		return ""
-	}
-	switch c := m.OrderID[0]; {
-	case c == '"':
-		var id string
-		if json.Unmarshal(m.OrderID, &id) == nil {
-			return id
-		}
-	case c == '-' || c >= '0' && c <= '9':
-		return string(m.OrderID)
-	}
-	return ""
-}

@@ -424,6 +424,15 @@ func TestEventOrderID(t *testing.T) {
 		{`{"orderId":null}`, ""},
 		{`{"orderId":{"x":1}}`, ""},
 		{`[1,2]`, ""},
+		{`{"orderId":-7}`, "-7"},
+		// Digits beyond float64's 53 bits are kept as given.
+		{`{"orderId":12345678901234567891}`, "12345678901234567891"},
+		{`{"orderId":9007199254740993}`, "9007199254740993"},
+		{`{"orderId":true}`, ""},
+		{`{"orderId":["1"]}`, ""},
+		{`{"order":"1"}`, ""},
+		{`"1001"`, ""},
+		{`{"orderId":`, ""},
 	}
 	for _, tt := range tests {
 		e := webhook.Event{Metadata: json.RawMessage(tt.metadata)}

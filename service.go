@@ -148,8 +148,11 @@ type ChainEvent struct {
 type Chain interface {
 	// NewAddress returns a fresh address for an invoice of store.
 	NewAddress(ctx context.Context, store *Store, invoiceID string) (string, error)
-	// Start delivers chain events to handle until ctx ends.
-	Start(ctx context.Context, handle func(context.Context, ChainEvent)) error
+	// Start delivers chain events to handle until ctx ends. An event is
+	// acknowledged only when handle returns nil: then its effect is
+	// durable. An event whose handle failed is delivered again later, so
+	// handle must be idempotent.
+	Start(ctx context.Context, handle func(context.Context, ChainEvent) error) error
 	Info(ctx context.Context) BackendInfo
 }
 
@@ -171,8 +174,15 @@ type Lightning interface {
 	// CreateInvoice asks the node for an invoice; amount zero makes an
 	// invoice for any amount.
 	CreateInvoice(ctx context.Context, amount MSat, memo string, expiry time.Duration) (LightningInvoice, error)
-	// Start delivers settled invoices to handle until ctx ends.
-	Start(ctx context.Context, handle func(context.Context, LightningEvent)) error
+	// Start delivers settled invoices to handle until ctx ends. A settle
+	// is acknowledged (and the node's cursor advanced past it) only when
+	// handle returns nil; one whose handle failed is delivered again
+	// later, so handle must be idempotent.
+	Start(ctx context.Context, handle func(context.Context, LightningEvent) error) error
+	// CancelInvoice cancels the open invoice with paymentHash, so that no
+	// payment can arrive for it any more. Cancelling an invoice that is
+	// already cancelled, expired or unknown is not an error.
+	CancelInvoice(ctx context.Context, paymentHash string) error
 	Info(ctx context.Context) BackendInfo
 }
 

@@ -393,16 +393,19 @@ func (s *System) commandByInvoice(ctx context.Context, invoiceID string, ev *pro
 }
 
 // HandleChainEvent applies what the chain watcher saw to the invoice that
-// owns the address. Outputs to addresses of no invoice are ignored.
-func (s *System) HandleChainEvent(ctx context.Context, ev kassa.ChainEvent) {
+// owns the address. Outputs to addresses of no invoice are ignored. It
+// returns nil only once the effect is durable (or there is none, such as
+// an input seen twice), so the watcher may acknowledge the event; on an
+// error the watcher must deliver it again later.
+func (s *System) HandleChainEvent(ctx context.Context, ev kassa.ChainEvent) error {
 	ctx, span := s.tracer.Start(ctx, "actors.HandleChainEvent")
 	defer span.End()
 	id, err := s.cfg.Reader.InvoiceIDByAddress(ctx, ev.Address)
 	if err != nil {
-		if kassa.ErrorCode(err) != kassa.NotFound {
-			s.log.Error("chain event: look up address", "address", ev.Address, "err", err)
+		if kassa.ErrorCode(err) == kassa.NotFound {
+			return nil
 		}
-		return
+		return fmt.Errorf("chain event: look up address %s: %w", ev.Address, err)
 	}
 	now := s.cfg.Clock.Now().UTC()
 	var in kassa.InvoiceInput = kassa.PaymentObserved{Payment: ev.Payment, At: now}
@@ -410,20 +413,23 @@ func (s *System) HandleChainEvent(ctx context.Context, ev kassa.ChainEvent) {
 		in = kassa.PaymentDropped{PaymentID: ev.Payment.ID, At: now}
 	}
 	if _, err := s.commandByInvoice(ctx, id, eventOf(in)); err != nil && !ignorable(err) {
-		s.log.Error("chain event", "invoice", id, "txid", ev.Payment.TxID, "err", err)
+		s.log.Error("chain event not recorded", "invoice", id, "txid", ev.Payment.TxID, "err", err)
+		return fmt.Errorf("chain event for invoice %s: %w", id, err)
 	}
+	return nil
 }
 
-// HandleLightningEvent applies a settled Lightning invoice.
-func (s *System) HandleLightningEvent(ctx context.Context, ev kassa.LightningEvent) {
+// HandleLightningEvent applies a settled Lightning invoice. Like
+// HandleChainEvent it returns nil only once the settle is durable.
+func (s *System) HandleLightningEvent(ctx context.Context, ev kassa.LightningEvent) error {
 	ctx, span := s.tracer.Start(ctx, "actors.HandleLightningEvent")
 	defer span.End()
 	id, err := s.cfg.Reader.InvoiceIDByPaymentHash(ctx, ev.PaymentHash)
 	if err != nil {
-		if kassa.ErrorCode(err) != kassa.NotFound {
-			s.log.Error("lightning event: look up hash", "err", err)
+		if kassa.ErrorCode(err) == kassa.NotFound {
+			return nil
 		}
-		return
+		return fmt.Errorf("lightning event: look up hash: %w", err)
 	}
 	at := ev.SettledAt
 	if at.IsZero() {
@@ -431,8 +437,10 @@ func (s *System) HandleLightningEvent(ctx context.Context, ev kassa.LightningEve
 	}
 	in := kassa.LightningPaid{PaymentHash: ev.PaymentHash, AmountMSat: ev.AmountMSat, At: at.UTC()}
 	if _, err := s.commandByInvoice(ctx, id, eventOf(in)); err != nil && !ignorable(err) {
-		s.log.Error("lightning event", "invoice", id, "err", err)
+		s.log.Error("lightning event not recorded", "invoice", id, "err", err)
+		return fmt.Errorf("lightning event for invoice %s: %w", id, err)
 	}
+	return nil
 }
 
 // ignorable reports errors that only say an input came too late or twice.

@@ -33,7 +33,9 @@ func (c *fakeChain) NewAddress(context.Context, *kassa.Store, string) (string, e
 	c.n++
 	return fmt.Sprintf("bcrt1qfake%d", c.n), nil
 }
-func (c *fakeChain) Start(context.Context, func(context.Context, kassa.ChainEvent)) error { return nil }
+func (c *fakeChain) Start(context.Context, func(context.Context, kassa.ChainEvent) error) error {
+	return nil
+}
 func (c *fakeChain) Info(context.Context) kassa.BackendInfo {
 	return kassa.BackendInfo{Backend: "fake"}
 }
@@ -47,7 +49,9 @@ func (fakeLightning) CreateInvoice(_ context.Context, amount kassa.MSat, _ strin
 	_, _ = rand.Read(b[:])
 	return kassa.LightningInvoice{PaymentRequest: fmt.Sprintf("lnbcrtfake%d", amount), PaymentHash: hex.EncodeToString(b[:])}, nil
 }
-func (fakeLightning) Start(context.Context, func(context.Context, kassa.LightningEvent)) error {
+func (fakeLightning) CancelInvoice(context.Context, string) error { return nil }
+
+func (fakeLightning) Start(context.Context, func(context.Context, kassa.LightningEvent) error) error {
 	return nil
 }
 func (fakeLightning) Info(context.Context) kassa.BackendInfo {

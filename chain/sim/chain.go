@@ -59,6 +59,11 @@ var (
 	// or is more than all bitcoin.
 	ErrBadAmount = kassa.Errorf(kassa.Invalid, "the amount must be between 1 satoshi and 21 million bitcoin")
 
+	// ErrNotRecorded is returned when the service did not make a change
+	// of the chain durable: the payment exists on the simulated chain but
+	// the invoice does not show it yet.
+	ErrNotRecorded = kassa.Errorf(kassa.Unavailable, "the service did not record the change")
+
 	// ErrBadBlockCount is returned by Mine for a block count below one or
 	// above MaxBlocksPerMine.
 	ErrBadBlockCount = kassa.Errorf(kassa.Invalid, "the number of blocks must be between 1 and %d", MaxBlocksPerMine)
@@ -85,7 +90,7 @@ type Chain struct {
 	// ReportedDepth yet, oldest first: the ones Mine reports on.
 	watched []*output
 	wallets map[walletID]*wallet
-	handle  func(context.Context, kassa.ChainEvent)
+	handle  func(context.Context, kassa.ChainEvent) error
 	running context.Context
 	// tickets counts the batches of events handed out for delivery.
 	tickets uint64
@@ -157,7 +162,7 @@ func p2wpkhAddress(pub *btcec.PublicKey) (string, error) {
 
 // Start delivers chain events to handle from now until ctx ends. It
 // returns at once. A second Start replaces the handler of the first.
-func (c *Chain) Start(ctx context.Context, handle func(context.Context, kassa.ChainEvent)) error {
+func (c *Chain) Start(ctx context.Context, handle func(context.Context, kassa.ChainEvent) error) error {
 	if handle == nil {
 		return errors.New("start simulated chain: no handler")
 	}
@@ -220,7 +225,9 @@ func (c *Chain) Pay(ctx context.Context, address string, amount kassa.Sats) (txi
 	d := c.prepare([]kassa.ChainEvent{o.event()})
 	c.mu.Unlock()
 
-	c.deliver(ctx, d)
+	if err := c.deliver(ctx, d); err != nil {
+		return txid, err
+	}
 	return txid, nil
 }
 
@@ -274,7 +281,9 @@ func (c *Chain) Mine(ctx context.Context, n int) (height int64, err error) {
 	d := c.prepare(events)
 	c.mu.Unlock()
 
-	c.deliver(ctx, d)
+	if err := c.deliver(ctx, d); err != nil {
+		return height, err
+	}
 	return height, nil
 }
 
@@ -309,8 +318,7 @@ func (c *Chain) Drop(ctx context.Context, txid string) error {
 	d := c.prepare([]kassa.ChainEvent{o.event()})
 	c.mu.Unlock()
 
-	c.deliver(ctx, d)
-	return nil
+	return c.deliver(ctx, d)
 }
 
 // event is the chain event that reports o as it is now.
@@ -325,7 +333,7 @@ func (o *output) event() kassa.ChainEvent {
 // delivery is a batch of events waiting for its turn to be handled.
 type delivery struct {
 	ticket  uint64
-	handle  func(context.Context, kassa.ChainEvent)
+	handle  func(context.Context, kassa.ChainEvent) error
 	running context.Context
 	events  []kassa.ChainEvent
 }
@@ -342,19 +350,25 @@ func (c *Chain) prepare(events []kassa.ChainEvent) *delivery {
 }
 
 // deliver calls the handler with the events of d once every earlier batch
-// has been handled, without holding c.mu.
-func (c *Chain) deliver(ctx context.Context, d *delivery) {
+// has been handled, without holding c.mu. It returns the first handler
+// error: the change it reports was not made durable by the service, and
+// the caller must not report it as done.
+func (c *Chain) deliver(ctx context.Context, d *delivery) error {
 	if d == nil {
-		return
+		return nil
 	}
 	c.order.wait(d.ticket)
 	defer c.order.done()
+	var first error
 	for _, ev := range d.events {
 		if d.running.Err() != nil {
-			return
+			return nil
 		}
-		d.handle(ctx, ev)
+		if err := d.handle(ctx, ev); err != nil && first == nil {
+			first = fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		}
 	}
+	return first
 }
 
 // deliveryOrder lets batches of events through one at a time, in ticket

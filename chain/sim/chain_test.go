@@ -24,10 +24,11 @@ type recorder struct {
 	events []kassa.ChainEvent
 }
 
-func (r *recorder) handle(_ context.Context, ev kassa.ChainEvent) {
+func (r *recorder) handle(_ context.Context, ev kassa.ChainEvent) error {
 	r.mu.Lock()
 	r.events = append(r.events, ev)
 	r.mu.Unlock()
+	return nil
 }
 
 // take returns the events recorded since the last take.
@@ -321,11 +322,12 @@ func TestConcurrentPayments(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	depths := make(map[string][]int32)
-	err := c.Start(t.Context(), func(ctx context.Context, ev kassa.ChainEvent) {
+	err := c.Start(t.Context(), func(ctx context.Context, ev kassa.ChainEvent) error {
 		_ = c.Info(ctx) // would deadlock if called under the chain's lock
 		mu.Lock()
 		depths[ev.Payment.TxID] = append(depths[ev.Payment.TxID], ev.Payment.Confirmations)
 		mu.Unlock()
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,15 @@ var (
 	// paid before: a Lightning invoice settles once.
 	ErrInvoiceAlreadyPaid = kassa.Errorf(kassa.Conflict, "the Lightning invoice is already paid")
 
+	// ErrNotRecorded is returned by Pay when the service did not make the
+	// settle durable: the node settled the invoice, but the service's
+	// invoice does not show it yet.
+	ErrNotRecorded = kassa.Errorf(kassa.Unavailable, "the service did not record the payment")
+
+	// ErrInvoiceCancelled is returned by Pay for an invoice that was
+	// cancelled: its Kassa invoice expired.
+	ErrInvoiceCancelled = kassa.Errorf(kassa.Conflict, "the Lightning invoice was cancelled")
+
 	// ErrInvoiceExpired is returned by Pay for an invoice past its expiry.
 	ErrInvoiceExpired = kassa.Errorf(kassa.Conflict, "the Lightning invoice has expired")
 
@@ -95,7 +104,7 @@ type Node struct {
 
 	mu       sync.Mutex
 	invoices map[string]*invoice // by payment hash, hex
-	handle   func(context.Context, kassa.LightningEvent)
+	handle   func(context.Context, kassa.LightningEvent) error
 	running  context.Context
 }
 
@@ -105,6 +114,7 @@ type invoice struct {
 	expiresAt time.Time
 	preimage  [32]byte
 	settled   bool
+	cancelled bool
 }
 
 // New returns a node with a new random key and no invoices. clock stamps
@@ -128,7 +138,7 @@ func (n *Node) PubKey() string {
 // Start delivers settled invoices to handle from now until ctx ends. It
 // returns at once. A second Start replaces the handler of the first.
 // Settlements made while no handler runs are not reported later.
-func (n *Node) Start(ctx context.Context, handle func(context.Context, kassa.LightningEvent)) error {
+func (n *Node) Start(ctx context.Context, handle func(context.Context, kassa.LightningEvent) error) error {
 	if handle == nil {
 		return errors.New("start simulated Lightning node: no handler")
 	}
@@ -256,6 +266,8 @@ func (n *Node) Pay(ctx context.Context, paymentRequest string, amount kassa.MSat
 		err = fmt.Errorf("pay %s: %w", hash, ErrUnknownInvoice)
 	case inv.settled:
 		err = fmt.Errorf("pay %s: %w", hash, ErrInvoiceAlreadyPaid)
+	case inv.cancelled:
+		err = fmt.Errorf("pay %s: %w", hash, ErrInvoiceCancelled)
 	case !now.Before(inv.expiresAt):
 		err = refuse(ErrInvoiceExpired, "the Lightning invoice expired at %s", inv.expiresAt.UTC().Format(time.RFC3339))
 	case amount == 0 && inv.amount == 0:
@@ -276,9 +288,25 @@ func (n *Node) Pay(ctx context.Context, paymentRequest string, amount kassa.MSat
 	n.mu.Unlock()
 
 	if handle != nil && running.Err() == nil {
-		handle(ctx, kassa.LightningEvent{PaymentHash: hash, AmountMSat: amount, SettledAt: now})
+		if err := handle(ctx, kassa.LightningEvent{PaymentHash: hash, AmountMSat: amount, SettledAt: now}); err != nil {
+			return hash, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		}
 	}
 	return hash, nil
+}
+
+// CancelInvoice cancels the open invoice with paymentHash, so that Pay
+// refuses it. An unknown, settled or cancelled invoice is left as it is.
+func (n *Node) CancelInvoice(ctx context.Context, paymentHash string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if inv := n.invoices[strings.ToLower(paymentHash)]; inv != nil && !inv.settled {
+		inv.cancelled = true
+	}
+	return nil
 }
 
 // Preimage returns the preimage of the invoice with payment hash hash

@@ -25,10 +25,11 @@ type recorder struct {
 	events []kassa.LightningEvent
 }
 
-func (r *recorder) handle(_ context.Context, ev kassa.LightningEvent) {
+func (r *recorder) handle(_ context.Context, ev kassa.LightningEvent) error {
 	r.mu.Lock()
 	r.events = append(r.events, ev)
 	r.mu.Unlock()
+	return nil
 }
 
 func (r *recorder) take() []kassa.LightningEvent {

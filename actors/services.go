@@ -1,0 +1,212 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/shopspring/decimal"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kassapay/kassa"
+)
+
+// CreateStore creates a store with one API key.
+func (s *System) CreateStore(ctx context.Context, settings kassa.StoreSettings) (*kassa.Store, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.CreateStore")
+	defer span.End()
+	if err := settings.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.checkRateProviders(settings.RatePrimary, settings.RateFallback); err != nil {
+		return nil, err
+	}
+	st := kassa.NewStore(kassa.NewID(""), settings, s.cfg.Clock.Now().UTC())
+	res, err := s.request(ctx, s.store(st.ID), &createStore{ctx: ctx, store: st})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.Store), nil
+}
+
+// TopUp credits a store's prepaid balance.
+func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats) (*kassa.Transaction, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.TopUp")
+	defer span.End()
+	if amount <= 0 || amount > kassa.MaxSats {
+		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "amount", Message: "must be a positive number of satoshis"}})
+	}
+	if _, err := s.cfg.Reader.Store(ctx, storeID); err != nil {
+		return nil, err
+	}
+	res, err := s.request(ctx, s.store(storeID), &topUp{ctx: ctx, amount: amount})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.Transaction), nil
+}
+
+// checkRateProviders refuses provider names the rates backend does not
+// have, so that a store cannot be created that can make no invoice.
+func (s *System) checkRateProviders(names ...string) error {
+	lister, ok := s.cfg.Rates.(interface{ Providers() []string })
+	if !ok {
+		return nil
+	}
+	known := lister.Providers()
+	for _, name := range names {
+		if name != "" && !slices.Contains(known, name) {
+			return kassa.InvalidFields([]kassa.FieldError{{Field: "ratePrimary", Message: fmt.Sprintf("rate provider %q is not configured (configured: %v)", name, known)}})
+		}
+	}
+	return nil
+}
+
+// storeRates is what a rates backend offers when it lets a store pick
+// its own primary and fallback providers.
+type storeRates interface {
+	RateWith(ctx context.Context, c kassa.Currency, primary, fallback string) (decimal.Decimal, error)
+}
+
+// rate returns the price of one bitcoin in c, from the store's preferred
+// providers when it named any.
+func (s *System) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (decimal.Decimal, error) {
+	switch c {
+	case kassa.BTC:
+		return decimal.NewFromInt(1), nil
+	case kassa.SATS:
+		return decimal.NewFromInt(kassa.SatsPerBTC), nil
+	}
+	if r, ok := s.cfg.Rates.(storeRates); ok && st.RatePrimary != "" {
+		return r.RateWith(ctx, c, st.RatePrimary, st.RateFallback)
+	}
+	return s.cfg.Rates.Rate(ctx, c)
+}
+
+// CreateInvoice creates an invoice: it locks the rate, asks the backends
+// for an address and a Lightning invoice, and has the store actor spawn
+// the invoice actor, which answers once the invoice is durable.
+func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.CreateInvoice", trace.WithAttributes(attribute.String("store.id", storeID)))
+	defer span.End()
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	st, err := s.cfg.Reader.Store(ctx, storeID)
+	if err != nil {
+		return nil, err
+	}
+	balance, err := s.cfg.Reader.Balance(ctx, storeID)
+	if err != nil {
+		return nil, err
+	}
+	if balance < -st.CreditLimit {
+		return nil, kassa.Errorf(kassa.PaymentRequired,
+			"the store's prepaid balance is %d sat, beyond its credit limit of %d sat: top it up in the dashboard to create invoices", balance, st.CreditLimit)
+	}
+	requestRate, err := s.rate(ctx, st, r.Currency)
+	if err != nil {
+		return nil, err
+	}
+	storeRate := requestRate
+	if st.Currency != r.Currency {
+		if storeRate, err = s.rate(ctx, st, st.Currency); err != nil {
+			if r.Currency.IsFiat() {
+				return nil, err
+			}
+			// A BTC or SATS invoice asks for an exact amount and never
+			// depends on a rate source; without a fresh rate its fiat
+			// values are recorded as zero rather than at a stale rate.
+			s.log.Warn("no store rate for a bitcoin-denominated invoice; fiat values will be 0", "store", storeID, "err", err)
+			storeRate = decimal.Zero
+		}
+	}
+	inv, effects, err := kassa.NewInvoice(kassa.NewID(""), st, r, kassa.InvoiceTerms{
+		RequestRate: requestRate, StoreRate: storeRate, Now: s.cfg.Clock.Now(),
+		Expiry: s.cfg.InvoiceExpiry, Monitoring: s.cfg.Monitoring,
+	})
+	if err != nil {
+		return nil, err
+	}
+	span.SetAttributes(attribute.String("invoice.id", inv.ID))
+	if inv.Accepts(kassa.MethodOnchain) {
+		if st.Xpub != "" {
+			// The derivation index is store state: allocate it durably
+			// so that no address is handed out twice, restarts included.
+			res, err := s.request(ctx, s.store(storeID), &allocateAddress{ctx: ctx})
+			if err != nil {
+				return nil, err
+			}
+			st.NextAddressIndex = res.(uint32)
+		}
+		if inv.OnchainAddress, err = s.cfg.Chain.NewAddress(ctx, st, inv.ID); err != nil {
+			s.log.Error("chain backend: new address", "err", err)
+			return nil, kassa.Errorf(kassa.Unavailable, "the chain backend cannot give an address right now")
+		}
+	}
+	if inv.Accepts(kassa.MethodLightning) {
+		memo := st.Name
+		if inv.OrderID != "" {
+			memo += " order " + inv.OrderID
+		}
+		li, err := s.cfg.Lightning.CreateInvoice(ctx, inv.Amount.MSat(), memo, s.cfg.InvoiceExpiry)
+		if err != nil {
+			s.log.Error("lightning backend: create invoice", "err", err)
+			return nil, kassa.Errorf(kassa.Unavailable, "the Lightning backend cannot make an invoice right now")
+		}
+		inv.LightningInvoice, inv.PaymentHash = li.PaymentRequest, li.PaymentHash
+	}
+	res, err := s.request(ctx, s.store(storeID), &spawnInvoice{ctx: ctx, inv: inv, effects: effects})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.Invoice), nil
+}
+
+// MarkInvoiceInvalid marks an invoice of the store invalid.
+func (s *System) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID string) (*kassa.Invoice, error) {
+	inv, err := s.cfg.Reader.Invoice(ctx, invoiceID)
+	if err != nil {
+		return nil, err
+	}
+	if inv.StoreID != storeID {
+		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
+	}
+	return s.command(ctx, inv.StoreID, invoiceID, eventOf(kassa.MarkedInvalid{At: s.cfg.Clock.Now().UTC()}))
+}
+
+// CreatePaymentRequest creates a pay link.
+func (s *System) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
+	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, input: in})
+}
+
+// UpdatePaymentRequest changes a pay link.
+func (s *System) UpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
+	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, input: in})
+}
+
+// ArchivePaymentRequest archives a pay link: it can no longer be paid.
+func (s *System) ArchivePaymentRequest(ctx context.Context, storeID, id string) error {
+	_, err := s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, archive: true})
+	return err
+}
+
+func (s *System) savePaymentRequest(ctx context.Context, storeID string, msg *savePaymentRequest) (*kassa.PaymentRequest, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.SavePaymentRequest")
+	defer span.End()
+	msg.ctx = ctx
+	if msg.input != nil {
+		if err := msg.input.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := s.cfg.Reader.Store(ctx, storeID); err != nil {
+		return nil, err
+	}
+	res, err := s.request(ctx, s.store(storeID), msg)
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.PaymentRequest), nil
+}

@@ -19,7 +19,7 @@ import (
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/actors"
 	chainsim "github.com/kassapay/kassa/chain/sim"
-	"github.com/kassapay/kassa/http/egress"
+	"github.com/kassapay/kassa/egress"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/rates"

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/kassapay/kassa/http/egress"
+import "github.com/kassapay/kassa/egress"
 
 // newWebhookClient is the client for merchants' webhook URLs: https and
 // public addresses only, unless --dev allows loopback and plain http.

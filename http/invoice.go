@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/qr"
 )
 
 // invoiceRecord is an invoice as the API shows it, in the field order of
@@ -44,6 +45,19 @@ type invoiceRecord struct {
 	UpdatedAt             int64           `json:"updatedAt"`
 	CheckoutLink          string          `json:"checkoutLink"`
 	BIP21                 string          `json:"bip21"`
+}
+
+// qrCodes are the two QR images of an invoice, as PNG data URIs.
+type qrCodes struct {
+	LightningQR string `json:"lightningQR"`
+	BitcoinQR   string `json:"bitcoinQR"`
+}
+
+// invoiceQRCodes draws the QR codes of an invoice's BOLT11 and BIP21 URI
+// (an empty input gives an empty data URI).
+func invoiceQRCodes(bolt11, bip21 string) (qrCodes, error) {
+	codes, err := qr.InvoiceCodes(bolt11, bip21)
+	return qrCodes{LightningQR: codes.Lightning, BitcoinQR: codes.Bitcoin}, err
 }
 
 // createdInvoice is the create-invoice response: the fields SPEC.md

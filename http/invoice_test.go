@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/qr"
 )
 
 func TestCreateInvoice(t *testing.T) {
@@ -415,5 +416,30 @@ func TestListInvoicesStreamsLargeLists(t *testing.T) {
 	expectStatus(t, w, 200)
 	if got := len(decode[[]invoiceRecord](t, w)); got != n {
 		t.Errorf("%d invoices, want %d", got, n)
+	}
+}
+
+// TestQRCodesInResponses checks that the create and single-invoice
+// responses carry the QR codes of the invoice's BOLT11 and BIP21 URI
+// (package qr checks that they decode).
+func TestQRCodesInResponses(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 1}`)
+	created := decode[createdInvoice](t, w)
+	want, err := qr.InvoiceCodes(created.LightningInvoice, created.BIP21)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.QRCodes.LightningQR != want.Lightning || created.QRCodes.BitcoinQR != want.Bitcoin {
+		t.Error("the create response's QR codes are not those of its BOLT11 and BIP21 URI")
+	}
+	if want.Lightning == "" || want.Bitcoin == "" {
+		t.Error("an invoice with both methods lacks a QR code")
+	}
+
+	single := decode[invoiceRecord](t, e.do("GET", "/api/v1/stores/store_a/invoices/"+created.ID, ""))
+	if single.QRCodes == nil || single.QRCodes.LightningQR != created.QRCodes.LightningQR || single.QRCodes.BitcoinQR != created.QRCodes.BitcoinQR {
+		t.Error("the single-invoice response has other QR codes than the create response")
 	}
 }

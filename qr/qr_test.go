@@ -1,8 +1,9 @@
-package http
+package qr
 
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"image/color"
 	"image/png"
 	"strings"
@@ -10,13 +11,35 @@ import (
 
 	"github.com/makiuchi-d/gozxing"
 	"github.com/makiuchi-d/gozxing/qrcode"
-	"rsc.io/qr"
+	rscqr "rsc.io/qr"
 	"rsc.io/qr/coding"
 
 	"github.com/kassapay/kassa"
 )
 
-// decodeQR decodes a PNG data URI and checks that its pixels are the
+// testBolt11 returns a realistic regtest BOLT11 string of 360
+// characters, different per n (the checksum is not valid: the QR code
+// does not care).
+func testBolt11(n int) string {
+	const charset = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+	var b strings.Builder
+	b.WriteString("lnbcrt500u1p")
+	x := uint32(n*2654435761 + 12345)
+	for b.Len() < 360 {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b.WriteByte(charset[x%32])
+	}
+	return b.String()
+}
+
+// testAddress returns a regtest bech32 address, different per n.
+func testAddress(n int) string {
+	return fmt.Sprintf("bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt%03d", n)
+}
+
+// checkQR decodes a PNG data URI and checks that its pixels are the
 // modules of content's QR code at qrScale.
 func checkQR(t *testing.T, dataURI, content string) {
 	t.Helper()
@@ -61,33 +84,19 @@ func TestInvoiceQRCodes(t *testing.T) {
 	t.Parallel()
 	bolt11 := testBolt11(1)
 	uri := kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop")
-	codes, err := invoiceQRCodes(bolt11, uri)
+	codes, err := InvoiceCodes(bolt11, uri)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkQR(t, codes.LightningQR, "LIGHTNING:"+strings.ToUpper(bolt11))
-	checkQR(t, codes.BitcoinQR, bitcoinQRContent(uri))
+	checkQR(t, codes.Lightning, "LIGHTNING:"+strings.ToUpper(bolt11))
+	checkQR(t, codes.Bitcoin, BitcoinContent(uri))
 
-	codes, err = invoiceQRCodes("", "")
-	if err != nil || codes != (qrCodes{}) {
+	codes, err = InvoiceCodes("", "")
+	if err != nil || codes != (Codes{}) {
 		t.Errorf("QR codes of nothing = %+v, %v", codes, err)
 	}
-	if _, err := qrDataURI(strings.Repeat("x", 5000)); err == nil {
+	if _, err := DataURI(strings.Repeat("x", 5000)); err == nil {
 		t.Error("content too long for a QR code made one")
-	}
-}
-
-func TestQRCodesInResponses(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	w := e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 1}`)
-	created := decode[createdInvoice](t, w)
-	checkQR(t, created.QRCodes.LightningQR, "LIGHTNING:"+strings.ToUpper(created.LightningInvoice))
-	checkQR(t, created.QRCodes.BitcoinQR, bitcoinQRContent(created.BIP21))
-
-	single := decode[invoiceRecord](t, e.do("GET", "/api/v1/stores/store_a/invoices/"+created.ID, ""))
-	if single.QRCodes == nil || single.QRCodes.LightningQR != created.QRCodes.LightningQR || single.QRCodes.BitcoinQR != created.QRCodes.BitcoinQR {
-		t.Error("the single-invoice response has other QR codes than the create response")
 	}
 }
 
@@ -101,7 +110,7 @@ func BenchmarkInvoiceQRCodes(b *testing.B) {
 	for b.Loop() {
 		n++
 		bolt11 := testBolt11(n)
-		if _, err := invoiceQRCodes(bolt11, kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop")); err != nil {
+		if _, err := InvoiceCodes(bolt11, kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop")); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -114,7 +123,7 @@ func BenchmarkInvoiceQRCodesCached(b *testing.B) {
 	uri := kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := invoiceQRCodes(bolt11, uri); err != nil {
+		if _, err := InvoiceCodes(bolt11, uri); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -127,8 +136,8 @@ func BenchmarkQRLibraryPNG(b *testing.B) {
 	uri := kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop")
 	b.ReportAllocs()
 	for b.Loop() {
-		for _, content := range []string{lightningURI(bolt11), uri} {
-			if _, err := qr.Encode(content, qrLevel); err != nil {
+		for _, content := range []string{LightningContent(bolt11), uri} {
+			if _, err := rscqr.Encode(content, rscqr.M); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -146,7 +155,7 @@ func TestQRSegments(t *testing.T) {
 			"A(BITCOIN:BCRT1QXYZ0123456) S(?amount=0.001&lightning=) A(LNBCRT1234567890)"},
 	} {
 		var parts []string
-		for _, s := range qrSegments(c.in) {
+		for _, s := range splitSegments(c.in) {
 			switch s := s.(type) {
 			case coding.Alpha:
 				parts = append(parts, "A("+string(s)+")")
@@ -155,10 +164,10 @@ func TestQRSegments(t *testing.T) {
 			}
 		}
 		if got := strings.Join(parts, " "); got != c.want {
-			t.Errorf("qrSegments(%q) = %s, want %s", c.in, got, c.want)
+			t.Errorf("splitSegments(%q) = %s, want %s", c.in, got, c.want)
 		}
 	}
-	if got := bitcoinQRContent("bitcoin:bcrt1qabc?amount=1&label=Shop"); got != "BITCOIN:BCRT1QABC?amount=1&label=Shop" {
+	if got := BitcoinContent("bitcoin:bcrt1qabc?amount=1&label=Shop"); got != "BITCOIN:BCRT1QABC?amount=1&label=Shop" {
 		t.Errorf("bitcoinQRContent = %s", got)
 	}
 }
@@ -167,10 +176,10 @@ func TestQRSegments(t *testing.T) {
 // Lightning invoice as one byte-mode segment and as mixed segments.
 func BenchmarkBitcoinQR(b *testing.B) {
 	bolt11 := testBolt11(1)
-	uri := bitcoinQRContent(kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop"))
+	uri := BitcoinContent(kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop"))
 	b.Run("byte-mode", func(b *testing.B) {
 		for b.Loop() {
-			code, err := qr.Encode(uri, qrLevel)
+			code, err := rscqr.Encode(uri, rscqr.M)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -179,7 +188,7 @@ func BenchmarkBitcoinQR(b *testing.B) {
 	})
 	b.Run("segments", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := qrEncode(uri); err != nil {
+			if _, err := encode(uri); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -192,7 +201,7 @@ func TestQRLayoutMatchesLibrary(t *testing.T) {
 	t.Parallel()
 	for n := 1; n <= 600; n += 37 {
 		text := strings.Repeat("BITCOIN:BC1Q?amount=0.1&", n)[:n*3]
-		segments := qrSegments(text)
+		segments := splitSegments(text)
 		for v := coding.Version(coding.MinVersion); v <= coding.MaxVersion; v++ {
 			bits := 0
 			for _, s := range segments {
@@ -209,7 +218,7 @@ func TestQRLayoutMatchesLibrary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := newQRLayout(plan).encode(segments)
+			got, err := newLayout(plan).encode(segments)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,13 +232,13 @@ func TestQRLayoutMatchesLibrary(t *testing.T) {
 
 // BenchmarkQRPNG measures drawing and compressing one code.
 func BenchmarkQRPNG(b *testing.B) {
-	code, err := qrEncode(bitcoinQRContent(kassa.BIP21(testAddress(1), 25000, testBolt11(1), "Alice's Shop")))
+	code, err := encode(BitcoinContent(kassa.BIP21(testAddress(1), 25000, testBolt11(1), "Alice's Shop")))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := qrPNG(code); err != nil {
+		if _, err := drawPNG(code); err != nil {
 			b.Fatal(err)
 		}
 	}

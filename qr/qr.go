@@ -1,4 +1,4 @@
-package http
+package qr
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"rsc.io/qr"
 	"rsc.io/qr/coding"
 )
 
@@ -18,53 +17,54 @@ import (
 // with CSS (image-rendering: pixelated), so it stays small.
 const qrScale = 4
 
-// qrPNG's nibble table assumes 4 pixels a module: this fails to compile
+// drawPNG's nibble table assumes 4 pixels a module: this fails to compile
 // otherwise.
 const _ = uint(qrScale-4) + uint(4-qrScale)
 
 // qrLevel is the error-correction level of every QR code: M, which wallet
 // cameras read well off a screen.
-const qrLevel = qr.M
+const qrLevel = coding.M
 
 // qrQuietZone is the blank border around a code, in modules (the
 // standard asks for four).
 const qrQuietZone = 4
 
-// qrCodes are the two QR images of an invoice.
-type qrCodes struct {
-	LightningQR string `json:"lightningQR"`
-	BitcoinQR   string `json:"bitcoinQR"`
+// Codes are the two QR images of an invoice, as PNG data URIs.
+type Codes struct {
+	Lightning string // the BOLT11 invoice
+	Bitcoin   string // the BIP21 URI
 }
 
-// lightningURI is what the Lightning QR code encodes: the URI in upper
+// LightningContent is what the Lightning QR code encodes: the URI in upper
 // case (schemes are case-insensitive), which QR codes store in their
 // denser alphanumeric mode.
-func lightningURI(bolt11 string) string {
+func LightningContent(bolt11 string) string {
 	if bolt11 == "" {
 		return ""
 	}
 	return "LIGHTNING:" + strings.ToUpper(bolt11)
 }
 
-// invoiceQRCodes makes the Lightning QR code of bolt11 and the Bitcoin QR
+// InvoiceCodes makes the Lightning QR code of bolt11 and the Bitcoin QR
 // code of the BIP21 URI, the two at once. An empty input gives an empty
-// data URI.
-func invoiceQRCodes(bolt11, bip21 string) (qrCodes, error) {
-	var codes qrCodes
+// data URI. Recent codes come from a cache, so an invoice polled or its
+// checkout page reloaded does not draw them again.
+func InvoiceCodes(bolt11, bip21 string) (Codes, error) {
+	var codes Codes
 	var lnErr, btcErr error
 	var wg sync.WaitGroup
 	if bolt11 != "" {
-		wg.Go(func() { codes.LightningQR, lnErr = cachedQRDataURI(lightningURI(bolt11)) })
+		wg.Go(func() { codes.Lightning, lnErr = cachedDataURI(LightningContent(bolt11)) })
 	}
 	if bip21 != "" {
-		codes.BitcoinQR, btcErr = cachedQRDataURI(bitcoinQRContent(bip21))
+		codes.Bitcoin, btcErr = cachedDataURI(BitcoinContent(bip21))
 	}
 	wg.Wait()
 	if lnErr != nil {
-		return qrCodes{}, lnErr
+		return Codes{}, lnErr
 	}
 	if btcErr != nil {
-		return qrCodes{}, btcErr
+		return Codes{}, btcErr
 	}
 	return codes, nil
 }
@@ -82,8 +82,8 @@ var qrCache = struct {
 	current, previous map[string]string
 }{current: map[string]string{}}
 
-// cachedQRDataURI is qrDataURI through qrCache.
-func cachedQRDataURI(content string) (string, error) {
+// cachedDataURI is DataURI through qrCache.
+func cachedDataURI(content string) (string, error) {
 	qrCache.Lock()
 	uri, ok := qrCache.current[content]
 	if !ok {
@@ -95,7 +95,7 @@ func cachedQRDataURI(content string) (string, error) {
 	if ok {
 		return uri, nil
 	}
-	uri, err := qrDataURI(content)
+	uri, err := DataURI(content)
 	if err != nil {
 		return "", err
 	}
@@ -108,14 +108,14 @@ func cachedQRDataURI(content string) (string, error) {
 	return uri, nil
 }
 
-// qrDataURI returns content as a QR code in a PNG data URI
+// DataURI returns content as a QR code in a PNG data URI
 // (data:image/png;base64,…).
-func qrDataURI(content string) (string, error) {
-	code, err := qrEncode(content)
+func DataURI(content string) (string, error) {
+	code, err := encode(content)
 	if err != nil {
 		return "", fmt.Errorf("make QR code: %w", err)
 	}
-	raw, err := qrPNG(code)
+	raw, err := drawPNG(code)
 	if err != nil {
 		return "", fmt.Errorf("encode QR code: %w", err)
 	}
@@ -128,15 +128,15 @@ func qrDataURI(content string) (string, error) {
 
 // qrPlans caches rsc.io/qr's layout plan of each version: building one
 // costs more than encoding with it, and a plan is only read.
-var qrPlans sync.Map // coding.Version → *qrLayout
+var qrPlans sync.Map // coding.Version → *layout
 
-// qrEncode is rsc.io/qr's Encode (smallest version, mask 0) with the
+// encode is rsc.io/qr's Encode (smallest version, mask 0) with the
 // plan cached and the text split into segments: long runs of characters
 // of QR's alphanumeric set (upper-case letters, digits, " $%*+-./:") take
 // 5.5 bits a character instead of 8, which keeps a BIP21 URI with its
 // Lightning invoice several versions smaller.
-func qrEncode(text string) (*coding.Code, error) {
-	segments := qrSegments(text)
+func encode(text string) (*coding.Code, error) {
+	segments := splitSegments(text)
 	level := coding.Level(qrLevel)
 	v := coding.Version(coding.MinVersion)
 	for {
@@ -158,17 +158,17 @@ func qrEncode(text string) (*coding.Code, error) {
 		if err != nil {
 			return nil, err
 		}
-		plan, _ = qrPlans.LoadOrStore(v, newQRLayout(p))
+		plan, _ = qrPlans.LoadOrStore(v, newLayout(p))
 	}
-	return plan.(*qrLayout).encode(segments)
+	return plan.(*layout).encode(segments)
 }
 
-// qrLayout is a plan flattened for encoding: the bitmap of everything
+// layout is a plan flattened for encoding: the bitmap of everything
 // fixed (finder patterns, timing, format, with the mask applied) and, for
 // each data or check module, where it is and which bit of the message it
 // shows. Encoding is then one copy and one pass over the message bits,
 // where coding.Plan.Encode looks at every module's role.
-type qrLayout struct {
+type layout struct {
 	plan   *coding.Plan
 	size   int
 	stride int
@@ -177,9 +177,9 @@ type qrLayout struct {
 	offset []uint32 // message bit offset shown by that module
 }
 
-func newQRLayout(p *coding.Plan) *qrLayout {
+func newLayout(p *coding.Plan) *layout {
 	size := len(p.Pixel)
-	l := &qrLayout{plan: p, size: size, stride: (size + 7) &^ 7}
+	l := &layout{plan: p, size: size, stride: (size + 7) &^ 7}
 	l.base = make([]byte, l.stride*size)
 	for y, row := range p.Pixel {
 		for x, pix := range row {
@@ -197,7 +197,7 @@ func newQRLayout(p *coding.Plan) *qrLayout {
 
 // encode lays out the segments' bits and error correction: the same code
 // as coding.Plan.Encode gives.
-func (l *qrLayout) encode(segments []coding.Encoding) (*coding.Code, error) {
+func (l *layout) encode(segments []coding.Encoding) (*coding.Code, error) {
 	var b coding.Bits
 	for _, s := range segments {
 		if err := s.Check(); err != nil {
@@ -225,22 +225,22 @@ func (l *qrLayout) encode(segments []coding.Encoding) (*coding.Code, error) {
 // a segment header costs about 13 bits, a character saves 2.5.
 const qrMinAlphaRun = 10
 
-func qrAlpha(c byte) bool {
+func isAlpha(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || strings.IndexByte(" $%*+-./:", c) >= 0
 }
 
-// qrSegments splits text into byte-mode segments and alphanumeric ones
+// splitSegments splits text into byte-mode segments and alphanumeric ones
 // for the runs of at least qrMinAlphaRun alphanumeric characters.
-func qrSegments(text string) []coding.Encoding {
+func splitSegments(text string) []coding.Encoding {
 	var segments []coding.Encoding
 	start := 0 // start of the pending byte-mode segment
 	for i := 0; i < len(text); {
-		if !qrAlpha(text[i]) {
+		if !isAlpha(text[i]) {
 			i++
 			continue
 		}
 		j := i
-		for j < len(text) && qrAlpha(text[j]) {
+		for j < len(text) && isAlpha(text[j]) {
 			j++
 		}
 		if j-i >= qrMinAlphaRun {
@@ -258,11 +258,11 @@ func qrSegments(text string) []coding.Encoding {
 	return segments
 }
 
-// bitcoinQRContent is what the Bitcoin QR code encodes: the BIP21 URI
+// BitcoinContent is what the Bitcoin QR code encodes: the BIP21 URI
 // with its scheme and address in upper case (both are case-insensitive;
 // BIP21 and BIP173 recommend it for QR codes), so that they, like the
 // upper-case Lightning invoice, fit the alphanumeric mode.
-func bitcoinQRContent(bip21 string) string {
+func BitcoinContent(bip21 string) string {
 	end := strings.IndexByte(bip21, '?')
 	if end < 0 {
 		end = len(bip21)
@@ -289,13 +289,13 @@ var qrNibbles = func() (t [256][4]byte) {
 	return t
 }()
 
-// qrPNG draws code, quiet zone included, at qrScale (4) pixels per module
+// drawPNG draws code, quiet zone included, at qrScale (4) pixels per module
 // as a 1-bit indexed PNG (palette white, black). It writes the rows
 // itself: a module is one nibble of a row, and every pixel row that
 // repeats the one above is written with PNG's Up filter as zeros, which
 // deflate's fastest level compresses to almost nothing.
 // image/png's generic path took most of an invoice creation's time.
-func qrPNG(code *coding.Code) ([]byte, error) {
+func drawPNG(code *coding.Code) ([]byte, error) {
 	modules := code.Size + 2*qrQuietZone
 	size := modules * qrScale
 	stride := 1 + (size+7)/8 // filter byte, then packed pixels

@@ -142,6 +142,10 @@ type Payment struct {
 	ReplaceByFee  bool      `json:"rbf,omitempty"`
 	Dropped       bool      `json:"dropped,omitempty"` // double-spent, replaced or reorged out
 	ReceivedAt    time.Time `json:"receivedAt"`
+	// Accounted is set once the payment is in the store's ledger: by the
+	// settlement, or as a payment received after it. A payment is
+	// accounted at most once, whatever happens to it later.
+	Accounted bool `json:"accounted,omitempty"`
 }
 
 // Invoice is an invoice and everything received for it. It is the state of
@@ -232,12 +236,19 @@ func (inv *Invoice) TotalPaid() Sats {
 // payments and on-chain outputs with enough confirmations.
 func (inv *Invoice) ConfirmedPaid() Sats {
 	var total Sats
-	for _, p := range inv.Payments {
-		if !p.Dropped && (p.Method == MethodLightning || p.Confirmations >= inv.ConfirmationsRequired) {
-			total += p.Amount
+	for i := range inv.Payments {
+		if inv.Final(&inv.Payments[i]) {
+			total += inv.Payments[i].Amount
 		}
 	}
 	return total
+}
+
+// Final reports whether p counts as received for good: a Lightning
+// payment, or an on-chain output with enough confirmations that was not
+// dropped.
+func (inv *Invoice) Final(p *Payment) bool {
+	return !p.Dropped && (p.Method == MethodLightning || p.Confirmations >= inv.ConfirmationsRequired)
 }
 
 // FiatAmount is Amount in the store currency at the locked rate.

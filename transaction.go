@@ -66,14 +66,20 @@ type Transaction struct {
 	FullAmount Sats `json:"fullAmount"`
 	// FeeAmount is the service fee of the invoice.
 	FeeAmount Sats `json:"feeAmount"`
-	// AmountInPreferredCurrency is Amount in Currency at the invoice's
-	// locked rate.
+	// AmountInPreferredCurrency is Amount in Currency at Rate. Every line
+	// uses the store's currency, top-ups included, so that the column has
+	// one unit.
 	AmountInPreferredCurrency decimal.Decimal `json:"amountInPreferredCurrency"`
-	Currency                  Currency        `json:"currency"`
-	DepositMethod             PaymentMethod   `json:"depositMethod,omitempty"`
-	Hash                      string          `json:"hash,omitempty"`
-	Comment                   string          `json:"comment,omitempty"`
-	CreatedAt                 time.Time       `json:"createdAt"`
+	// Currency is the store's currency when the line was written.
+	Currency Currency `json:"currency"`
+	// Rate is the price of one bitcoin in Currency the line is valued at:
+	// the invoice's locked rate, or the rate at the time of a top-up.
+	// Zero when no rate was available (the value is then zero too).
+	Rate          decimal.Decimal `json:"rate"`
+	DepositMethod PaymentMethod   `json:"depositMethod,omitempty"`
+	Hash          string          `json:"hash,omitempty"`
+	Comment       string          `json:"comment,omitempty"`
+	CreatedAt     time.Time       `json:"createdAt"`
 }
 
 // BalanceDelta is the change of the store's prepaid balance by t.
@@ -91,38 +97,77 @@ func (t *Transaction) BalanceDelta() Sats {
 // the deposit and, when the fee is not zero, the fee line. IDs are left to
 // storage.
 func SettlementTransactions(inv *Invoice, s Settle, at time.Time) []Transaction {
+	return ledgerLines(inv, s.FullAmount, s.Fee, s.Method, s.Hash, inv.WalletMessage, at)
+}
+
+// PaidAgainComment is the comment of the deposit of a payment received
+// after its invoice settled.
+const PaidAgainComment = "paid again after the invoice settled"
+
+// PaidAgainTransactions returns the ledger lines of a payment received
+// after the invoice settled: its deposit and its service fee, as for any
+// payment that reaches the store through the service.
+func PaidAgainTransactions(inv *Invoice, p PaidAgain, at time.Time) []Transaction {
+	return ledgerLines(inv, p.Amount, p.Fee, p.Method, p.Hash, PaidAgainComment, at)
+}
+
+// ledgerLines returns a deposit of full satoshis and, when fee is not
+// zero, its fee line, valued in the store currency at the invoice's
+// locked rate.
+func ledgerLines(inv *Invoice, full, fee Sats, method PaymentMethod, hash, comment string, at time.Time) []Transaction {
 	transfer := Transaction{
-		StoreID:       inv.StoreID,
-		InvoiceID:     inv.ID,
-		Type:          TransactionTransfer,
-		Status:        TransactionSettled,
-		Amount:        s.FullAmount,
-		FullAmount:    s.FullAmount,
-		FeeAmount:     s.Fee,
-		Currency:      inv.StoreCurrency,
-		DepositMethod: s.Method,
-		Hash:          s.Hash,
-		Comment:       inv.WalletMessage,
-		CreatedAt:     at,
+		StoreID:                   inv.StoreID,
+		InvoiceID:                 inv.ID,
+		Type:                      TransactionTransfer,
+		Status:                    TransactionSettled,
+		Amount:                    full,
+		FullAmount:                full,
+		FeeAmount:                 fee,
+		AmountInPreferredCurrency: FiatValue(full, inv.StoreCurrency, inv.ExchangeRate),
+		Currency:                  inv.StoreCurrency,
+		Rate:                      inv.ExchangeRate,
+		DepositMethod:             method,
+		Hash:                      hash,
+		Comment:                   comment,
+		CreatedAt:                 at,
 	}
-	transfer.AmountInPreferredCurrency = FiatValue(transfer.Amount, inv.StoreCurrency, inv.ExchangeRate)
 	lines := []Transaction{transfer}
-	if s.Fee > 0 {
+	if fee > 0 {
 		lines = append(lines, Transaction{
 			StoreID:                   inv.StoreID,
 			InvoiceID:                 inv.ID,
 			Type:                      TransactionFee,
 			Status:                    TransactionSettled,
-			Amount:                    s.Fee,
-			FullAmount:                s.FullAmount,
-			FeeAmount:                 s.Fee,
-			AmountInPreferredCurrency: FiatValue(s.Fee, inv.StoreCurrency, inv.ExchangeRate),
+			Amount:                    fee,
+			FullAmount:                full,
+			FeeAmount:                 fee,
+			AmountInPreferredCurrency: FiatValue(fee, inv.StoreCurrency, inv.ExchangeRate),
 			Currency:                  inv.StoreCurrency,
-			DepositMethod:             s.Method,
-			Hash:                      s.Hash,
+			Rate:                      inv.ExchangeRate,
+			DepositMethod:             method,
+			Hash:                      hash,
 			Comment:                   "service fee " + inv.PercentFee.String() + "%",
 			CreatedAt:                 at,
 		})
 	}
 	return lines
+}
+
+// TopUpTransaction returns the ledger line of a top-up of the store's
+// prepaid balance by amount satoshis, valued in the store currency at
+// rate (the price of one bitcoin in it; zero when no rate was available,
+// which values it at zero).
+func TopUpTransaction(st *Store, amount Sats, rate decimal.Decimal, at time.Time) Transaction {
+	return Transaction{
+		StoreID:                   st.ID,
+		Type:                      TransactionTopUp,
+		Status:                    TransactionSettled,
+		Amount:                    amount,
+		FullAmount:                amount,
+		AmountInPreferredCurrency: FiatValue(amount, st.Currency, rate),
+		Currency:                  st.Currency,
+		Rate:                      rate,
+		Comment:                   "prepaid balance top-up",
+		CreatedAt:                 at,
+	}
 }

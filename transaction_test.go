@@ -26,7 +26,11 @@ func TestSettlementTransactions(t *testing.T) {
 	if !transfer.AmountInPreferredCurrency.Equal(decimalOf("10")) {
 		t.Errorf("transfer amountInPreferredCurrency = %s, want 10", transfer.AmountInPreferredCurrency)
 	}
+	if !transfer.Rate.Equal(decimalOf("87000")) || !fee.Rate.Equal(decimalOf("87000")) {
+		t.Errorf("rates = %s, %s: want the invoice's locked rate 87000", transfer.Rate, fee.Rate)
+	}
 	transfer.AmountInPreferredCurrency = want.AmountInPreferredCurrency
+	transfer.Rate = want.Rate
 	if transfer != want {
 		t.Errorf("transfer = %+v\nwant %+v", transfer, want)
 	}

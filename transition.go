@@ -94,6 +94,20 @@ type Settle struct {
 	Hash string
 }
 
+// PaidAgain says to record in the ledger a payment that became final
+// after the invoice settled: the customer paid again. It carries no
+// webhook event, so that a shop never ships an order twice; the merchant
+// sees it in the invoice (additionalStatus Overpaid, its own payment
+// record) and in the ledger (docs/decisions.md, "Payments to a settled
+// invoice").
+type PaidAgain struct {
+	Amount Sats
+	Fee    Sats
+	Method PaymentMethod
+	// Hash is the payment hash or transaction id of the payment.
+	Hash string
+}
+
 // ArmTimer says to fire an input at At: the expiry while the invoice is
 // New, the end of monitoring afterwards.
 type ArmTimer struct{ At time.Time }
@@ -103,6 +117,7 @@ type StopWatching struct{}
 
 func (Emit) effect()         {}
 func (Settle) effect()       {}
+func (PaidAgain) effect()    {}
 func (ArmTimer) effect()     {}
 func (StopWatching) effect() {}
 
@@ -157,9 +172,11 @@ func (inv *Invoice) observe(in PaymentObserved) ([]Effect, error) {
 			return nil, ErrNothingChanged
 		}
 		p.ReceivedAt = old.ReceivedAt
+		p.Accounted = old.Accounted
 		inv.Payments[i] = p
 	}
 	if !found {
+		p.Accounted = false
 		if p.ReceivedAt.IsZero() {
 			p.ReceivedAt = in.At
 		}
@@ -223,15 +240,39 @@ func (inv *Invoice) afterPayment(at time.Time, method PaymentMethod, hash string
 		if Covers(inv.Amount, confirmed, inv.Tolerance) {
 			return inv.settle(at, method, hash, StatusPaidAfterExpiration)
 		}
+	case InvoiceSettled:
+		return inv.paidAgain()
 	}
-	// Settled and Invalid invoices only record what arrives.
+	// Invalid invoices only record what arrives.
 	return nil
+}
+
+// paidAgain accounts the payments that became final after the invoice
+// settled. Each is money the customer paid on top of a settled invoice:
+// it makes the invoice Overpaid and goes to the ledger on its own.
+func (inv *Invoice) paidAgain() []Effect {
+	var effects []Effect
+	for i := range inv.Payments {
+		p := &inv.Payments[i]
+		if p.Accounted || !inv.Final(p) {
+			continue
+		}
+		p.Accounted = true
+		inv.AdditionalStatus = StatusOverpaid
+		effects = append(effects, PaidAgain{Amount: p.Amount, Fee: PercentOf(p.Amount, inv.PercentFee), Method: p.Method, Hash: p.TxID})
+	}
+	return effects
 }
 
 func (inv *Invoice) settle(at time.Time, method PaymentMethod, hash string, additional AdditionalStatus) []Effect {
 	// Only what is final counts: an unconfirmed extra output neither makes
 	// the invoice Overpaid nor enters the deposit or the fee.
 	paid := inv.ConfirmedPaid()
+	for i := range inv.Payments {
+		if inv.Final(&inv.Payments[i]) {
+			inv.Payments[i].Accounted = true
+		}
+	}
 	if additional == StatusNone && inv.Amount > 0 && paid > inv.Amount {
 		additional = StatusOverpaid
 	}

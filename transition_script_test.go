@@ -36,7 +36,7 @@ import (
 // end-monitoring, which default to the invoice's deadlines. Each input
 // prints the invoice's status, additional status, total and confirmed
 // amounts, then one line per effect, or the error. transactions prints
-// the ledger lines of the last Settle effect.
+// the ledger lines of the invoice's Settle and PaidAgain effects so far.
 //
 // Every input is also checked for the properties replay depends on: an
 // error leaves the invoice unchanged, the receiver is never modified, and
@@ -69,13 +69,14 @@ func scriptStore() Store {
 }
 
 type invoiceScript struct {
-	t          *testing.T
-	store      Store
-	inv        Invoice
-	created    bool
-	now        time.Time
-	lastSettle *Settle
-	settledAt  time.Time
+	t       *testing.T
+	store   Store
+	inv     Invoice
+	created bool
+	now     time.Time
+	// ledger holds the lines of the invoice's Settle and PaidAgain
+	// effects so far.
+	ledger []Transaction
 }
 
 func (s *invoiceScript) run(c *scriptCommand) string {
@@ -152,7 +153,7 @@ func (s *invoiceScript) run(c *scriptCommand) string {
 		}
 		inv.OnchainAddress = "bcrt1qscript"
 		inv.LightningInvoice = "lnbcrt1script"
-		s.inv, s.created, s.now, s.lastSettle = inv, true, scriptEpoch, nil
+		s.inv, s.created, s.now, s.ledger = inv, true, scriptEpoch, nil
 		return fmt.Sprintf("%s amount=%d expires=%s monitor-until=%s\n%s",
 			s.state(), inv.Amount, since(inv.ExpiresAt), since(inv.MonitorUntil), s.effects(effects))
 
@@ -209,14 +210,14 @@ func (s *invoiceScript) run(c *scriptCommand) string {
 		return s.apply(c, MarkedInvalid{At: s.now})
 
 	case "transactions":
-		if s.lastSettle == nil {
+		if len(s.ledger) == 0 {
 			return "none"
 		}
 		var b strings.Builder
-		for _, tx := range SettlementTransactions(&s.inv, *s.lastSettle, s.settledAt) {
-			fmt.Fprintf(&b, "%s %s amount=%d full=%d fee=%d fiat=%s %s method=%s hash=%s comment=%q\n",
+		for _, tx := range s.ledger {
+			fmt.Fprintf(&b, "%s %s amount=%d full=%d fee=%d fiat=%s %s rate=%s method=%s hash=%s comment=%q\n",
 				tx.Type, tx.Status, tx.Amount, tx.FullAmount, tx.FeeAmount,
-				tx.AmountInPreferredCurrency, tx.Currency, tx.DepositMethod, tx.Hash, tx.Comment)
+				tx.AmountInPreferredCurrency, tx.Currency, tx.Rate, tx.DepositMethod, tx.Hash, tx.Comment)
 		}
 		return b.String()
 	}
@@ -241,8 +242,11 @@ func (s *invoiceScript) apply(c *scriptCommand, in InvoiceInput) string {
 	}
 	s.inv = next
 	for _, e := range effects {
-		if st, ok := e.(Settle); ok {
-			s.lastSettle, s.settledAt = &st, in.inputTime()
+		switch e := e.(type) {
+		case Settle:
+			s.ledger = append(s.ledger, SettlementTransactions(&s.inv, e, in.inputTime())...)
+		case PaidAgain:
+			s.ledger = append(s.ledger, PaidAgainTransactions(&s.inv, e, in.inputTime())...)
 		}
 	}
 	if len(effects) == 0 {
@@ -313,6 +317,8 @@ func describeEffect(e Effect) string {
 		return out
 	case Settle:
 		return fmt.Sprintf("settle full=%d fee=%d method=%s hash=%s", e.FullAmount, e.Fee, e.Method, e.Hash)
+	case PaidAgain:
+		return fmt.Sprintf("paid-again amount=%d fee=%d method=%s hash=%s", e.Amount, e.Fee, e.Method, e.Hash)
 	case ArmTimer:
 		return "arm-timer " + since(e.At)
 	case StopWatching:

@@ -329,8 +329,52 @@ func checkStep(t *testing.T, pos string, allowed map[InvoiceStatus][]InvoiceStat
 	if next.Status == InvoiceNew && Covers(next.Amount, received, next.Tolerance) {
 		fail("still New with %d received of %d", received, next.Amount)
 	}
-	if prev.Status == InvoiceSettled && (next.AdditionalStatus != prev.AdditionalStatus || !next.SettledAt.Equal(prev.SettledAt)) {
-		fail("a settled invoice changed its settlement")
+	var paidAgain []PaidAgain
+	for _, e := range effects {
+		if e, ok := e.(PaidAgain); ok {
+			paidAgain = append(paidAgain, e)
+		}
+	}
+	if prev.Status == InvoiceSettled {
+		// Money paid again is never absorbed: it turns the invoice
+		// Overpaid and goes to the ledger, without a second settlement.
+		want := prev.AdditionalStatus
+		if len(paidAgain) > 0 {
+			want = StatusOverpaid
+		}
+		if next.AdditionalStatus != want || !next.SettledAt.Equal(prev.SettledAt) {
+			fail("a settled invoice changed its settlement: %s, want %s", next.AdditionalStatus, want)
+		}
+	} else if len(paidAgain) > 0 {
+		fail("paid again before the invoice settled")
+	}
+	// Every satoshi that is final on a settled invoice is in the ledger,
+	// once: accounted payments stay accounted, and what this input
+	// accounted is what its effects record.
+	var newlyAccounted Sats
+	for i, p := range next.Payments {
+		if next.Status == InvoiceSettled && next.Final(&p) && !p.Accounted {
+			fail("final payment %s of a settled invoice is not accounted", p.ID)
+		}
+		if i < len(prev.Payments) && prev.Payments[i].Accounted && !p.Accounted {
+			fail("payment %s lost its accounting", p.ID)
+		}
+		if p.Accounted && (i >= len(prev.Payments) || !prev.Payments[i].Accounted) {
+			newlyAccounted += p.Amount
+		}
+	}
+	var recorded Sats
+	for _, e := range settles {
+		recorded += e.FullAmount
+	}
+	for _, e := range paidAgain {
+		recorded += e.Amount
+		if e.Fee != PercentOf(e.Amount, next.PercentFee) {
+			fail("paid again %+v: fee %d, want %d", e, e.Fee, PercentOf(e.Amount, next.PercentFee))
+		}
+	}
+	if recorded != newlyAccounted {
+		fail("ledger records %d sat, but %d sat became accounted", recorded, newlyAccounted)
 	}
 }
 

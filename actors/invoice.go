@@ -214,12 +214,17 @@ func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa
 	b := a.sys.cfg.Journal.NewBatch()
 	b.AppendEvent(a.stream(), seq, data)
 	for _, e := range effects {
-		if s, ok := e.(kassa.Settle); ok {
-			for _, tx := range kassa.SettlementTransactions(&next, s, next.UpdatedAt) {
+		switch e := e.(type) {
+		case kassa.Settle:
+			for _, tx := range kassa.SettlementTransactions(&next, e, next.UpdatedAt) {
 				b.PutTransaction(&tx)
 			}
 			if next.PaymentLinkID != "" {
 				b.MarkPaymentRequestPaid(next.PaymentLinkID, next.ID)
+			}
+		case kassa.PaidAgain:
+			for _, tx := range kassa.PaidAgainTransactions(&next, e, next.UpdatedAt) {
+				b.PutTransaction(&tx)
 			}
 		}
 	}
@@ -268,6 +273,9 @@ func (a *invoiceActor) perform(ctx actor.Context, parent context.Context, inv *k
 			if a.sys.cfg.Events != nil {
 				a.sys.cfg.Events.InvoiceEvent(parent, inv, e)
 			}
+		case kassa.PaidAgain:
+			a.sys.log.Warn("invoice paid again after it settled; recorded in the ledger", "invoice", inv.ID, "store", inv.StoreID,
+				"amount", int64(e.Amount), "method", e.Method.String(), "hash", e.Hash)
 		case kassa.ArmTimer:
 			a.arm(ctx)
 		case kassa.StopWatching:

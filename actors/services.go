@@ -37,10 +37,19 @@ func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats) (
 	if amount <= 0 || amount > kassa.MaxSats {
 		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "amount", Message: "must be a positive number of satoshis"}})
 	}
-	if _, err := s.cfg.Reader.Store(ctx, storeID); err != nil {
+	st, err := s.cfg.Reader.Store(ctx, storeID)
+	if err != nil {
 		return nil, err
 	}
-	res, err := s.request(ctx, s.store(storeID), &topUp{ctx: ctx, amount: amount})
+	// The line is valued in the store's currency, like every sale, at the
+	// rate of the day; without one it is valued at zero rather than at a
+	// stale rate, and the balance in satoshis is right either way.
+	rate, err := s.rate(ctx, st, st.Currency)
+	if err != nil {
+		s.log.Warn("no rate for a top-up; its fiat value will be 0", "store", storeID, "err", err)
+		rate = decimal.Zero
+	}
+	res, err := s.request(ctx, s.store(storeID), &topUp{ctx: ctx, amount: amount, rate: rate})
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/protos"
@@ -237,12 +236,8 @@ func (a *storeActor) topUp(msg *topUp) reply {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
 	now := a.sys.cfg.Clock.Now().UTC()
-	tx := &kassa.Transaction{
-		StoreID: a.id, Type: kassa.TransactionTopUp, Status: kassa.TransactionSettled,
-		Amount: msg.amount, FullAmount: msg.amount, Currency: kassa.SATS,
-		AmountInPreferredCurrency: kassa.FiatValue(msg.amount, kassa.SATS, decimal.Zero),
-		Comment:                   "prepaid balance top-up", CreatedAt: now,
-	}
+	line := kassa.TopUpTransaction(a.st, msg.amount, msg.rate, now)
+	tx := &line
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_ToppedUp{ToppedUp: &protos.BalanceToppedUp{AmountSat: int64(msg.amount)}}}
 	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.PutTransaction(tx) }); err != nil {
 		return reply{err: err}

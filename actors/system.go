@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
@@ -201,6 +202,8 @@ type (
 	topUp struct {
 		ctx    context.Context
 		amount kassa.Sats
+		// rate is the price of one bitcoin in the store's currency.
+		rate decimal.Decimal
 	}
 	// allocateAddress asks for the next xpub derivation index.
 	allocateAddress struct{ ctx context.Context }

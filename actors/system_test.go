@@ -169,9 +169,28 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func (h *harness) pay(inv *kassa.Invoice, sats kassa.Sats, confs int32, txid string) {
-	h.sys.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: kassa.Payment{
+	h.t.Helper()
+	err := h.sys.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: kassa.Payment{
 		ID: txid + ":0", TxID: txid, Amount: sats, Destination: inv.OnchainAddress, Confirmations: confs,
 	}})
+	if err != nil {
+		h.t.Fatalf("chain event: %v", err)
+	}
+}
+
+// payLightning delivers a settle of inv's Lightning invoice and fails the
+// test when it is not acknowledged.
+func (h *harness) payLightning(inv *kassa.Invoice, sats kassa.Sats) {
+	h.t.Helper()
+	if err := h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: sats.MSat()}); err != nil {
+		h.t.Fatalf("lightning event: %v", err)
+	}
+}
+
+// active reports whether inv's actor is running.
+func (h *harness) active(inv *kassa.Invoice) bool {
+	_, ok := h.sys.as.ProcessRegistry.GetLocal(h.sys.store(inv.StoreID).Id + "/" + invoiceName(inv.ID))
+	return ok
 }
 
 func TestLightningSettlesWithTransactionAndFee(t *testing.T) {

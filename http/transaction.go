@@ -21,10 +21,15 @@ type transactionRecord struct {
 	FullAmount                kassa.Sats  `json:"fullAmount"`
 	FeeAmount                 kassa.Sats  `json:"feeAmount"`
 	AmountInPreferredCurrency json.Number `json:"amountInPreferredCurrency"`
-	DepositMethod             string      `json:"depositMethod"`
-	Hash                      string      `json:"hash"`
-	Comment                   string      `json:"comment"`
-	CreatedAt                 int64       `json:"createdAt"`
+	// Currency and Rate say what amountInPreferredCurrency is in: the
+	// store's currency, at the price of one bitcoin the line was valued
+	// at (Kassa's own fields, docs/api.md).
+	Currency      string      `json:"currency"`
+	Rate          json.Number `json:"rate"`
+	DepositMethod string      `json:"depositMethod"`
+	Hash          string      `json:"hash"`
+	Comment       string      `json:"comment"`
+	CreatedAt     int64       `json:"createdAt"`
 }
 
 func newTransactionRecord(t *kassa.Transaction) transactionRecord {
@@ -41,6 +46,8 @@ func newTransactionRecord(t *kassa.Transaction) transactionRecord {
 		FullAmount:                t.FullAmount,
 		FeeAmount:                 t.FeeAmount,
 		AmountInPreferredCurrency: number(t.AmountInPreferredCurrency),
+		Currency:                  string(t.Currency),
+		Rate:                      number(t.Rate),
 		DepositMethod:             method,
 		Hash:                      t.Hash,
 		Comment:                   t.Comment,

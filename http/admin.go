@@ -230,3 +230,31 @@ func (s *server) adminSimMine(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, simMined{Height: height})
 }
+
+// adminStore is one store as `kassa store list` shows it: no API key,
+// which the store's own API serves.
+type adminStore struct {
+	StoreID   string     `json:"storeId"`
+	Name      string     `json:"name"`
+	Currency  string     `json:"currency"`
+	Balance   kassa.Sats `json:"balance"`
+	CreatedAt int64      `json:"createdAt"`
+}
+
+func (s *server) adminListStores(w http.ResponseWriter, r *http.Request) {
+	out := []adminStore{}
+	err := s.Reader.Stores(r.Context(), func(st *kassa.Store) error {
+		balance, err := s.Reader.Balance(r.Context(), st.ID)
+		if err != nil {
+			return err
+		}
+		out = append(out, adminStore{StoreID: st.ID, Name: st.Name, Currency: string(st.Currency),
+			Balance: balance, CreatedAt: unixSeconds(st.CreatedAt)})
+		return nil
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}

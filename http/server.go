@@ -118,6 +118,7 @@ func (s *server) routes() *chi.Mux {
 
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(s.adminOnly)
+		r.Get("/stores", s.adminListStores)
 		r.Post("/stores", s.adminCreateStore)
 		r.Post("/stores/{storeId}/topup", s.adminTopUp)
 		r.Post("/sim/pay", s.adminSimPay)

@@ -1,28 +1,33 @@
 #!/usr/bin/env bash
-# Installs what the tests need beyond Go: Debian's Chromium at
+# Installs what the tests need beyond Go, from Debian: Chromium at
 # /usr/bin/chromium, which the browser tests in cmd/kassa drive headless
-# through chromedp. Idempotent: it does nothing when Chromium is there.
-# `make test-deps` runs it, and `make test` runs that first.
+# through chromedp, and curl and jq, which the README walkthrough uses and
+# cmd/kassa/readme_test.go runs. Idempotent: it does nothing when all are
+# there. `make test-deps` runs it, and `make test` runs that first.
 set -euo pipefail
 
 chromium=/usr/bin/chromium
+missing=()
+[[ -x "$chromium" ]] || missing+=(chromium)
+command -v curl >/dev/null || missing+=(curl)
+command -v jq >/dev/null || missing+=(jq)
 
-if [[ -x "$chromium" ]]; then
+if [[ ${#missing[@]} -eq 0 ]]; then
 	exit 0
 fi
 
 if [[ "$(id -u)" -ne 0 ]]; then
-	echo "install-test-deps: $chromium is missing and installing it needs root." >&2
-	echo "install-test-deps: run as root, or: sudo apt-get install -y chromium" >&2
+	echo "install-test-deps: missing ${missing[*]}; installing needs root." >&2
+	echo "install-test-deps: run as root, or: sudo apt-get install -y ${missing[*]}" >&2
 	exit 1
 fi
 
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq chromium
+apt-get install -y -qq "${missing[@]}"
 
-if [[ ! -x "$chromium" ]]; then
-	echo "install-test-deps: apt-get installed chromium but $chromium is still missing" >&2
+if [[ ! -x "$chromium" ]] || ! command -v curl >/dev/null || ! command -v jq >/dev/null; then
+	echo "install-test-deps: apt-get installed ${missing[*]} but one is still missing" >&2
 	exit 1
 fi
-echo "install-test-deps: installed $("$chromium" --version 2>/dev/null || echo chromium)"
+echo "install-test-deps: installed ${missing[*]}"

@@ -29,6 +29,9 @@ type Config struct {
 	RateLimit     float64
 	RateBurst     int
 	DebugListen   string
+	// MemoryLimit is the Go runtime's soft memory limit: "auto", "off" or
+	// a size such as 1GiB (see applyMemoryLimit).
+	MemoryLimit string
 }
 
 // DefaultConfig returns safe defaults: the embedded simulation on
@@ -48,6 +51,7 @@ func DefaultConfig() Config {
 		LogLevel:      "info",
 		RateLimit:     100,
 		RateBurst:     200,
+		MemoryLimit:   "auto",
 	}
 }
 
@@ -69,6 +73,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per key (0: off)")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "burst of the per-key rate limit")
+	fs.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "soft memory limit of the Go heap: a size such as 1GiB, off, or auto (GOMEMLIMIT when set, else 90% of the cgroup limit, else 1GiB)")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "serve Go's pprof profiles on this address (off when empty; keep it on loopback)")
 }
 

@@ -51,9 +51,26 @@ type server struct {
 	data string
 	args []string
 
-	mu   sync.Mutex
-	logs bytes.Buffer
-	done chan struct{}
+	mu     sync.Mutex
+	logs   bytes.Buffer
+	stdout bytes.Buffer
+	done   chan struct{}
+}
+
+// stdoutWriter collects what the server prints on stdout.
+type stdoutWriter struct{ s *server }
+
+func (w stdoutWriter) Write(p []byte) (int, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.s.stdout.Write(p)
+}
+
+// Stdout returns what the server printed on stdout so far.
+func (s *server) Stdout() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stdout.String()
 }
 
 var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
@@ -66,7 +83,7 @@ func startServer(t *testing.T, dir string, extra ...string) *server {
 	s.args = append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, extra...)
 	s.cmd = exec.Command(binPath, s.args...)
 	s.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	s.cmd.Stdout = io.Discard
+	s.cmd.Stdout = stdoutWriter{s}
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

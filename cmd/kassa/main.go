@@ -2,6 +2,8 @@
 //
 //	kassa serve [flags]                 run the service
 //	kassa store create --name N ...     create a store, print {"storeId","apiKey"}
+//	kassa store list                    list the stores, one JSON line each
+//	kassa store topup STORE_ID --amount SATS
 //	kassa sim pay INVOICE_ID [--method lightning|onchain] [--amount SATS]
 //	kassa sim mine [N]
 //	kassa version
@@ -14,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -34,29 +37,39 @@ func main() {
 	}
 }
 
+// errUsage says the command line was wrong; usage went to stderr and
+// the process exits 2.
 var errUsage = errors.New("usage")
 
 const usage = `usage:
-  kassa serve [--data DIR] [--listen ADDR] [--public-url URL] [--chain sim|rpc://…]
-              [--lightning sim|lnd://…] [--rates fixed|kraken,coinbase,…]
-              [--invoice-expiry 15m] [--dev] [--otlp-endpoint HOST:PORT]
+  kassa serve [flags]           run the service (kassa serve --help lists the flags)
   kassa store create --name NAME [--currency EUR] [--percent-fee 1] [--tolerance 0] [--xpub XPUB]
+  kassa store list
   kassa store topup STORE_ID --amount SATS
   kassa sim pay INVOICE_ID [--method lightning|onchain] [--amount SATS]
   kassa sim mine [N]
   kassa version
-Admin commands reach the server named by --server (default: from --data or
-http://127.0.0.1:8080) with the token in DIR/admin.token.
+kassa COMMAND --help (kassa store --help, kassa sim pay --help) says more.
+` + adminNote + `
 Every serve flag can also be set as KASSA_<NAME> (KASSA_INVOICE_EXPIRY=1m).`
 
 func run(ctx context.Context, args []string) error {
+	err := dispatch(ctx, args, os.Stdout, os.Stderr)
+	if errors.Is(err, errHelpShown) {
+		return nil
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, usage)
+		fmt.Fprintln(stderr, usage)
 		return errUsage
 	}
 	switch args[0] {
 	case "serve":
 		m := NewMain()
+		m.Stdout = stdout
 		if err := m.ParseFlags(args[1:]); err != nil {
 			return err
 		}
@@ -67,18 +80,18 @@ func run(ctx context.Context, args []string) error {
 		<-ctx.Done()
 		return m.Close()
 	case "store", "sim":
-		if len(args) < 2 {
-			fmt.Fprintln(os.Stderr, usage)
-			return errUsage
-		}
-		return runAdmin(ctx, args[0]+" "+args[1], args[2:], os.Stdout)
+		return runAdmin(ctx, args, stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Println("kassa", Version)
+		fmt.Fprintln(stdout, "kassa", Version)
 		return nil
-	case "help", "-h", "--help":
-		fmt.Println(usage)
+	case "help", "-h", "--help", "-help":
+		if len(args) > 1 && args[0] == "help" {
+			// kassa help store is kassa store --help.
+			return dispatch(ctx, []string{args[1], "--help"}, stdout, stderr)
+		}
+		fmt.Fprintln(stdout, usage)
 		return nil
 	}
-	fmt.Fprintf(os.Stderr, "kassa: unknown command %q\n%s\n", args[0], usage)
+	fmt.Fprintf(stderr, "kassa: unknown command %q\n%s\n", args[0], usage)
 	return errUsage
 }

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	nethttp "net/http"
 	"net/http/pprof"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -36,6 +36,7 @@ type Main struct {
 	Addr string
 
 	log       *slog.Logger
+	started   time.Time
 	db        *persistence.DB
 	sys       *actors.System
 	server    *nethttp.Server
@@ -52,9 +53,14 @@ func NewMain() *Main {
 func (m *Main) ParseFlags(args []string) error {
 	fs := flag.NewFlagSet("kassa serve", flag.ContinueOnError)
 	m.Config.flags(fs)
-	rest, err := parseInterleaved(fs, args)
+	usage := func(w io.Writer) {
+		fmt.Fprintln(w, "usage: kassa serve [flags]\n  run the service; each flag can also be set as KASSA_<NAME>\n\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+	rest, err := parseFlags(fs, args, usage, m.Stdout, os.Stderr)
 	if err != nil {
-		return errUsage
+		return err
 	}
 	if len(rest) > 0 {
 		return fmt.Errorf("serve takes no arguments, got %q", rest)
@@ -88,10 +94,13 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.log = log
-	if os.Getenv("GOGC") == "" {
-		// The live heap is small and allocation-heavy requests are the
-		// norm (QR images, JSON): collect less often. GOGC overrides.
-		debug.SetGCPercent(400)
+	m.started = time.Now()
+	limit, source, err := applyMemoryLimit(c.MemoryLimit)
+	if err != nil {
+		return err
+	}
+	if limit != math.MaxInt64 {
+		log.Info("memory limit", "bytes", limit, "source", source)
 	}
 	if c.InvoiceExpiry <= 0 {
 		return fmt.Errorf("--invoice-expiry must be positive")
@@ -233,17 +242,23 @@ func (m *Main) Run(ctx context.Context) error {
 	return nil
 }
 
-// seedDemo creates a demo store on first start and prints how to use it.
+// demoStoreKey is the small record that names the demo store, so that a
+// restart prints the same store and not whichever store sorts first.
+const demoStoreKey = "kassa/demo-store"
+
+// seedDemo creates a demo store on first start, remembers it, and prints
+// how to use it: shell lines that set what the README walkthrough uses.
 func (m *Main) seedDemo(ctx context.Context, publicURL string) error {
 	var demo *kassa.Store
-	err := m.db.Stores(ctx, func(st *kassa.Store) error {
-		if demo == nil {
-			demo = st
-		}
-		return nil
-	})
+	id, ok, err := m.db.GetValue(ctx, demoStoreKey)
 	if err != nil {
-		return err
+		return fmt.Errorf("read the demo store record: %w", err)
+	}
+	if ok {
+		demo, err = m.db.Store(ctx, string(id))
+		if err != nil && kassa.ErrorCode(err) != kassa.NotFound {
+			return fmt.Errorf("read the demo store %s: %w", id, err)
+		}
 	}
 	if demo == nil {
 		if demo, err = m.sys.CreateStore(ctx, kassa.StoreSettings{Name: "Demo Store", Currency: kassa.EUR,
@@ -253,16 +268,39 @@ func (m *Main) seedDemo(ctx context.Context, publicURL string) error {
 		if _, err := m.sys.TopUp(ctx, demo.ID, 1_000_000); err != nil {
 			return fmt.Errorf("top up demo store: %w", err)
 		}
+		// The record never expires: the demo store is the demo store for
+		// the life of the data directory.
+		forever := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+		if err := m.db.PutValue(ctx, demoStoreKey, []byte(demo.ID), forever); err != nil {
+			return fmt.Errorf("remember the demo store: %w", err)
+		}
+	}
+	data, err := filepath.Abs(m.Config.Data)
+	if err != nil {
+		data = m.Config.Data
 	}
 	fmt.Fprintf(m.Stdout, `
-Demo store (simulation):
-  store id:  %s
-  API key:   %s
-  try:       curl -s -X POST %s/api/v1/stores/%s/invoices -H 'x-api-key: %s' -H 'Content-Type: application/json' -d '{"amount":"12.50","currency":"EUR"}'
-  then:      %s sim pay INVOICE_ID --data %s --server %s
-  admin token: %s
-`, demo.ID, demo.APIKeys[0].Key, publicURL, demo.ID, demo.APIKeys[0].Key, os.Args[0], m.Config.Data, "http://"+m.Addr, filepath.Join(m.Config.Data, "admin.token"))
+Demo store (simulation): %s
+Paste these lines into a second shell to follow the README walkthrough:
+
+export KASSA_SERVER=%s KASSA_DATA=%s
+export STORE=%s KEY=%s
+
+  try:   curl -s -X POST %s/api/v1/stores/$STORE/invoices -H "x-api-key: $KEY" -H 'Content-Type: application/json' -d '{"amount":"12.50","currency":"EUR"}'
+  then:  %s sim pay INVOICE_ID
+`, demo.ID, shellQuote("http://"+m.Addr), shellQuote(data), shellQuote(demo.ID), shellQuote(demo.APIKeys[0].Key),
+		publicURL, os.Args[0])
 	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it needs quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:@%+=,", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // Close stops the server, the actors and storage, in that order.
@@ -285,7 +323,15 @@ func (m *Main) Close() error {
 	if m.telemetry != nil {
 		errs = append(errs, m.telemetry(context.Background()))
 	}
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if m.log != nil {
+		if err != nil {
+			m.log.Error("kassa stopped", "uptime", time.Since(m.started).Round(time.Second), "err", err)
+		} else {
+			m.log.Info("kassa stopped", "uptime", time.Since(m.started).Round(time.Second))
+		}
+	}
+	return err
 }
 
 // adminToken reads DIR/admin.token, creating it (mode 0600) on first start.

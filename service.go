@@ -99,7 +99,9 @@ type Batch interface {
 	PutWebhook(w *Webhook)
 	DeleteWebhook(w *Webhook)
 	// PutDelivery writes a delivery; pending keeps it in the outbox of
-	// deliveries to send, false takes it out.
+	// deliveries to send, false takes it out. A delivery entering the
+	// outbox gets its OutboxSeq: the outbox is read in the order the
+	// batches that put them were built.
 	PutDelivery(d *Delivery, pending bool)
 }
 

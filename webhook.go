@@ -143,8 +143,11 @@ type Delivery struct {
 	RedeliveryOf string    `json:"redeliveryOf,omitempty"`
 	Attempt      int       `json:"attempt,omitempty"`
 	NotBefore    time.Time `json:"notBefore,omitzero"`
-	CreatedAt    time.Time `json:"createdAt"`
-	SentAt       time.Time `json:"sentAt,omitzero"`
+	// OutboxSeq orders the endpoint's pending deliveries; the store sets
+	// it when the delivery first enters the outbox.
+	OutboxSeq uint64    `json:"outboxSeq,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	SentAt    time.Time `json:"sentAt,omitzero"`
 }
 
 // EventPayload is the body of a full webhook event.
@@ -235,6 +238,11 @@ type WebhookReader interface {
 	Delivery(ctx context.Context, id string) (*Delivery, error)
 	// Deliveries lists a webhook's deliveries, newest first.
 	Deliveries(ctx context.Context, webhookID string, q ListQuery, fn func(*Delivery) error) (next string, err error)
-	// PendingDeliveries calls fn for every delivery still to be sent.
+	// PendingDeliveries calls fn for every delivery still to be sent,
+	// webhook by webhook, each in outbox order.
 	PendingDeliveries(ctx context.Context, fn func(webhookID, deliveryID string) error) error
+	// WebhookOutbox calls fn for every delivery still to be sent to one
+	// webhook, in outbox order: for the events of one invoice, the order
+	// they were committed.
+	WebhookOutbox(ctx context.Context, webhookID string, fn func(deliveryID string) error) error
 }

@@ -18,9 +18,15 @@ import (
 	"github.com/kassapay/kassa/webhook"
 )
 
-// webhookActor is one webhook endpoint. Its mailbox orders the endpoint's
-// deliveries, so a slow or dead URL delays only its own events, never
-// another endpoint or the invoice that caused them.
+// webhookActor is one webhook endpoint. Its mailbox serializes the
+// endpoint's deliveries, so a slow or dead URL delays only its own events,
+// never another endpoint or the invoice that caused them.
+//
+// The order of sending comes from the endpoint's outbox, not from the
+// order of the notices: every notice makes the actor send whatever is due
+// in its outbox, oldest first. So after a restart the recovered
+// deliveries go out in the order their events were committed, even when a
+// fresh event (an invoice expiring during recovery) is announced first.
 type webhookActor struct {
 	sys    *System
 	id     string
@@ -40,21 +46,12 @@ func (a *webhookActor) Receive(ctx actor.Context) {
 		a.timers = map[string]func(){}
 		if a.sys.deliveriesRecovered.Load() {
 			// A restart after a panic lost the mailbox: send what this
-			// endpoint still has in the outbox. Repeats are harmless, a
-			// delivery already sent is skipped.
-			err := a.sys.cfg.Reader.PendingDeliveries(context.Background(), func(webhookID, deliveryID string) error {
-				if webhookID == a.id {
-					ctx.Send(ctx.Self(), &protos.DeliverWebhook{DeliveryId: deliveryID})
-				}
-				return nil
-			})
-			if err != nil {
-				a.sys.log.Error("webhook actor: read outbox", "webhook", a.id, "err", err)
-			}
+			// endpoint still has in the outbox.
+			a.drain(ctx)
 		}
 	case *protos.DeliverWebhook:
 		delete(a.timers, msg.DeliveryId)
-		a.send(ctx, msg.DeliveryId)
+		a.drain(ctx)
 	case *redeliver:
 		ctx.Respond(a.redeliver(ctx, msg))
 	case crash:
@@ -66,17 +63,39 @@ func (a *webhookActor) Receive(ctx actor.Context) {
 	}
 }
 
+// drain sends the endpoint's pending deliveries that are due, in outbox
+// order. It stops at the first attempt it cannot record, so that nothing
+// later overtakes it; the outbox keeps it for the next notice or restart.
+func (a *webhookActor) drain(ctx actor.Context) {
+	var ids []string
+	err := a.sys.cfg.Reader.WebhookOutbox(context.Background(), a.id, func(id string) error {
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil {
+		a.sys.log.Error("webhook actor: read outbox", "webhook", a.id, "err", err)
+		return
+	}
+	for _, id := range ids {
+		if _, err := a.send(ctx, id); err != nil {
+			return
+		}
+	}
+}
+
 // send delivers a pending delivery once, records the attempt and, for a
-// webhook that opted in, schedules a retry.
-func (a *webhookActor) send(ctx actor.Context, deliveryID string) *kassa.Delivery {
+// webhook that opted in, schedules a retry. A delivery not yet due gets a
+// timer. The error says the delivery could not be read or its attempt
+// not recorded; it is logged here.
+func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delivery, error) {
 	bg := context.Background()
 	d, err := a.sys.cfg.Reader.Delivery(bg, deliveryID)
 	if err != nil {
 		a.sys.log.Error("webhook delivery: read", "delivery", deliveryID, "err", err)
-		return nil
+		return nil, err
 	}
 	if d.Status != kassa.DeliveryPending {
-		return d // sent already: a repeated notice after a restart
+		return d, nil // sent already
 	}
 	now := a.sys.cfg.Clock.Now()
 	if wait := d.NotBefore.Sub(now); wait > 0 {
@@ -84,7 +103,7 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) *kassa.Deliver
 			self, root := ctx.Self(), a.sys.as.Root
 			a.timers[d.ID] = a.sys.cfg.Clock.AfterFunc(wait, func() { root.Send(self, &protos.DeliverWebhook{DeliveryId: d.ID}) })
 		}
-		return d
+		return d, nil
 	}
 	spanCtx, span := a.sys.tracer.Start(bg, "webhook.Deliver", trace.WithAttributes(
 		attribute.String("webhook.id", d.WebhookID), attribute.String("delivery.id", d.ID), attribute.String("event.type", string(d.Type))))
@@ -97,7 +116,7 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) *kassa.Deliver
 		d.Status, d.Error = kassa.DeliveryFailed, "the webhook was deleted before this event could be sent"
 	case err != nil:
 		a.sys.log.Error("webhook delivery: read webhook", "webhook", d.WebhookID, "err", err)
-		return d
+		return d, err
 	case !w.Enabled:
 		d.Status, d.Error = kassa.DeliveryFailed, "the webhook was disabled before this event could be sent"
 	default:
@@ -138,14 +157,14 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) *kassa.Deliver
 		// The delivery stays in the outbox and is sent again after a
 		// restart: at least once, as receivers are told.
 		a.sys.log.Error("webhook delivery: record attempt", "delivery", d.ID, "err", err)
-		return d
+		return d, err
 	}
 	a.sys.log.Debug("webhook delivery", "webhook", d.WebhookID, "delivery", d.ID, "type", string(d.Type),
 		"status", d.Status.String(), "code", d.StatusCode, "duration", d.Duration)
 	if retry != nil {
 		a.send(ctx, retry.ID) // arms the retry's timer
 	}
-	return d
+	return d, nil
 }
 
 func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
@@ -164,7 +183,7 @@ func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
 	if err := a.sys.cfg.Journal.Commit(msg.ctx, b); err != nil {
 		return reply{err: err}
 	}
-	if sent := a.send(ctx, d.ID); sent != nil {
+	if sent, _ := a.send(ctx, d.ID); sent != nil {
 		d = sent
 	}
 	return reply{value: d}
@@ -207,11 +226,17 @@ func (s *System) notify(deliveries []*kassa.Delivery) {
 }
 
 // RecoverDeliveries sends every delivery left in the outbox, for example
-// by a crash between an invoice event and its delivery.
+// by a crash between an invoice event and its delivery: it wakes each
+// endpoint that has some, and the endpoint sends them in outbox order. It
+// returns how many deliveries were pending.
 func (s *System) RecoverDeliveries(ctx context.Context) (int, error) {
 	n := 0
+	last := ""
 	err := s.cfg.Reader.PendingDeliveries(ctx, func(webhookID, deliveryID string) error {
-		s.as.Root.Send(s.webhook(webhookID), &protos.DeliverWebhook{DeliveryId: deliveryID})
+		if webhookID != last {
+			s.as.Root.Send(s.webhook(webhookID), &protos.DeliverWebhook{})
+			last = webhookID
+		}
 		n++
 		return nil
 	})

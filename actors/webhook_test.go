@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/webhook"
@@ -30,6 +32,9 @@ type fakeWebhookClient struct {
 	sent   []sent
 	status map[string][]int // URL → statuses to answer in turn; the last repeats
 	delay  map[string]time.Duration
+	// hold, when set, makes every delivery hang until it is closed, as
+	// an endpoint that never answers before a crash.
+	hold chan struct{}
 }
 
 var _ kassa.WebhookClient = (*fakeWebhookClient)(nil)
@@ -62,7 +67,11 @@ func (f *fakeWebhookClient) Deliver(ctx context.Context, u string, h http.Header
 			f.status[u] = codes[1:]
 		}
 	}
+	hold := f.hold
 	f.mu.Unlock()
+	if hold != nil {
+		<-hold
+	}
 	time.Sleep(d)
 	f.mu.Lock()
 	f.sent = append(f.sent, sent{url: u, headers: h.Clone(), body: append([]byte(nil), body...), at: time.Now()})
@@ -338,6 +347,112 @@ func TestPendingDeliveriesSentAfterRestart(t *testing.T) {
 		db2.PendingDeliveries(context.Background(), func(string, string) error { n++; return nil })
 		return n == 0
 	})
+}
+
+// TestRecoveredDeliveriesGoOutInCommitOrder crashes the process while an
+// endpoint hangs, with the New, Processing and Settled deliveries of
+// several invoices still in the outbox, and checks that after the
+// restart each invoice's events reach the endpoint in the order they were
+// committed.
+func TestRecoveredDeliveriesGoOutInCommitOrder(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	db, err := persistence.Open("kassa", persistence.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	clock := kassa.NewTestClock(time.Now())
+	h := newHarness(t, db, clock)
+	hold := make(chan struct{})
+	h.hooks.hold = hold
+	t.Cleanup(func() { close(hold) }) // before the harness shuts down
+	h.createStore("0", "0")
+	w := h.webhook("https://a.example/hook")
+	const invoices = 8
+	for range invoices {
+		inv := h.invoice("1000", kassa.SATS)
+		if err := h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending := func(db *persistence.DB) int {
+		n := 0
+		if err := db.PendingDeliveries(context.Background(), func(string, string) error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := pending(db); n != 3*invoices {
+		t.Fatalf("%d deliveries in the outbox, want %d", n, 3*invoices)
+	}
+
+	// The crash: what was synced survives, the hanging attempt does not.
+	db2, err := persistence.Open("kassa", persistence.Options{FS: fs.CrashClone(vfs.CrashCloneCfg{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db2.Close() })
+	h2 := newHarness(t, db2, clock)
+	if n, err := h2.sys.RecoverDeliveries(context.Background()); err != nil || n != 3*invoices {
+		t.Fatalf("recovered %d, %v", n, err)
+	}
+	eventually(t, "every recovered delivery", func() bool { return len(h2.hooks.to(w.URL)) == 3*invoices })
+	byInvoice := map[string][]sent{}
+	for _, s := range h2.hooks.to(w.URL) {
+		var e webhook.Event
+		if err := json.Unmarshal(s.body, &e); err != nil {
+			t.Fatal(err)
+		}
+		byInvoice[e.InvoiceID] = append(byInvoice[e.InvoiceID], s)
+	}
+	for id, ss := range byInvoice {
+		if got := types(ss); got != "New:None Processing:None Settled:None" {
+			t.Errorf("invoice %s: events arrived as %s", id, got)
+		}
+	}
+	eventually(t, "outbox empty", func() bool { return pending(db2) == 0 })
+}
+
+// TestRecoveredDeliveryPrecedesEventOfRecovery crashes with an invoice's
+// New delivery pending and restarts after its expiry: the Expired event
+// that recovery commits and announces first still goes out after New.
+func TestRecoveredDeliveryPrecedesEventOfRecovery(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	db, err := persistence.Open("kassa", persistence.Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	clock := kassa.NewTestClock(time.Now())
+	h := newHarness(t, db, clock)
+	hold := make(chan struct{})
+	h.hooks.hold = hold
+	t.Cleanup(func() { close(hold) })
+	h.createStore("0", "0")
+	w := h.webhook("https://a.example/hook")
+	inv := h.invoice("1000", kassa.SATS)
+
+	db2, err := persistence.Open("kassa", persistence.Options{FS: fs.CrashClone(vfs.CrashCloneCfg{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db2.Close() })
+	clock.Advance(time.Hour)
+	h2 := newHarness(t, db2, clock)
+	if _, err := h2.sys.Recover(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the invoice expired", func() bool {
+		got, err := db2.Invoice(context.Background(), inv.ID)
+		return err == nil && got.Status == kassa.InvoiceExpired
+	})
+	if _, err := h2.sys.RecoverDeliveries(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "two deliveries", func() bool { return len(h2.hooks.to(w.URL)) == 2 })
+	if got := types(h2.hooks.to(w.URL)); got != "New:None Expired:None" {
+		t.Fatalf("events arrived as %s", got)
+	}
 }
 
 // TestWebhookActorPanicResendsOutbox checks that a webhook actor restarted

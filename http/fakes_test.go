@@ -657,6 +657,11 @@ func (f *fakeReader) PendingDeliveries(_ context.Context, fn func(webhookID, del
 	return nil
 }
 
+// WebhookOutbox is read by the webhook actors only, never by the server.
+func (f *fakeReader) WebhookOutbox(context.Context, string, func(string) error) error {
+	return fmt.Errorf("fakeReader: WebhookOutbox is not used by the HTTP server")
+}
+
 // fakeWebhooks registers webhooks and re-sends deliveries in the reader,
 // checking what actors.System checks. Its URL validation refuses the URLs
 // in refuse with their message; a redelivery is answered with

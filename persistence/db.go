@@ -31,6 +31,8 @@ type DB struct {
 	ops      atomic.Int64
 	db       *pebble.DB
 	nextTxID atomic.Int64
+	// outboxSeq is the last outbox sequence number given (see PutDelivery).
+	outboxSeq atomic.Uint64
 	// stores caches decoded store snapshots: every API request reads its
 	// store (to check the key) and stores change rarely. Commits of
 	// PutStore update it after they are durable.
@@ -76,6 +78,12 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, err
 	}
 	d.nextTxID.Store(last)
+	lastOutbox, err := d.lastOutboxSeq()
+	if err != nil {
+		pdb.Close()
+		return nil, err
+	}
+	d.outboxSeq.Store(lastOutbox)
 	return d, nil
 }
 

@@ -27,6 +27,6 @@
 //	wh/<id>, whs/<store>\0<id>           webhook, webhooks by store
 //	dl/<id>                              delivery attempt
 //	dlw/<webhook>\0<createdMs:8><id>     deliveries by webhook and time
-//	obx/<webhook>\0<delivery>            outbox: deliveries still to send
+//	obx/<webhook>\0<seq:8>               outbox: deliveries still to send → id
 //	kv/<key>                             small expiring values
 package persistence

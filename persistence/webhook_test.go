@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/kassapay/kassa"
 )
 
@@ -205,5 +208,64 @@ func testOutbox(t *testing.T, h *harness) {
 	calls := 0
 	if err := h.db.PendingDeliveries(t.Context(), func(string, string) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
 		t.Errorf("PendingDeliveries with failing fn: %v after %d calls", err, calls)
+	}
+}
+
+// TestOutboxOrder checks that an endpoint's outbox is read in the order
+// its deliveries were put, whatever their ids, also after a reopen, and
+// that an entry of the first key format is still read and removed.
+func TestOutboxOrder(t *testing.T) {
+	h := newHarness(t, "kassa", Options{FS: vfs.NewMem()})
+	ids := []string{"zz", "aa", "mm", "bb"}
+	var ds []*kassa.Delivery
+	for i, id := range ids {
+		d := newDelivery(id, "wh_1", t0.Add(-time.Duration(i)*time.Second))
+		ds = append(ds, d)
+		commit(t, h.db, func(b kassa.Batch) { b.PutDelivery(d, true) })
+	}
+	webhookOutbox := func() []string {
+		var got []string
+		if err := h.db.WebhookOutbox(t.Context(), "wh_1", func(id string) error { got = append(got, id); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := webhookOutbox(); !slices.Equal(got, ids) {
+		t.Fatalf("outbox = %v, want %v", got, ids)
+	}
+	// Sending the first keeps the others in order; a delivery put after a
+	// reopen comes after them.
+	ds[0].Status = kassa.DeliveryDelivered
+	commit(t, h.db, func(b kassa.Batch) { b.PutDelivery(ds[0], false) })
+	h.reopen()
+	late := newDelivery("aaa", "wh_1", t0.Add(-time.Hour))
+	commit(t, h.db, func(b kassa.Batch) { b.PutDelivery(late, true) })
+	if got, want := webhookOutbox(), []string{"aa", "mm", "bb", "aaa"}; !slices.Equal(got, want) {
+		t.Fatalf("outbox after reopen = %v, want %v", got, want)
+	}
+	if got := outbox(t, h); len(got) != 4 || got[3] != (outboxEntry{"wh_1", "aaa"}) {
+		t.Fatalf("PendingDeliveries = %v", got)
+	}
+
+	// An entry written by an earlier version: the key ends in the id.
+	old := newDelivery("old", "wh_2", t0)
+	commit(t, h.db, func(b kassa.Batch) { b.PutDelivery(old, false) })
+	raw := h.db.db.NewBatch()
+	if err := raw.Set(legacyOutboxKey("wh_2", "old"), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Commit(pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := h.db.WebhookOutbox(t.Context(), "wh_2", func(id string) error { got = append(got, id); return nil }); err != nil || !slices.Equal(got, []string{"old"}) {
+		t.Fatalf("legacy outbox = %v, %v", got, err)
+	}
+	old.Status = kassa.DeliveryDelivered
+	commit(t, h.db, func(b kassa.Batch) { b.PutDelivery(old, false) })
+	for _, e := range outbox(t, h) {
+		if e.webhook == "wh_2" {
+			t.Fatalf("legacy entry left in the outbox: %v", e)
+		}
 	}
 }

@@ -26,21 +26,22 @@ type sent struct {
 }
 
 // fakeWebhookClient records deliveries and answers with the status set
-// per URL (200 by default), after an optional real-time delay.
+// per URL (200 by default).
 type fakeWebhookClient struct {
 	mu     sync.Mutex
 	sent   []sent
 	status map[string][]int // URL → statuses to answer in turn; the last repeats
-	delay  map[string]time.Duration
 	// hold, when set, makes every delivery hang until it is closed, as
-	// an endpoint that never answers before a crash.
+	// an endpoint that never answers before a crash; hang does the same
+	// for the deliveries to one URL.
 	hold chan struct{}
+	hang map[string]chan struct{}
 }
 
 var _ kassa.WebhookClient = (*fakeWebhookClient)(nil)
 
 func newFakeWebhookClient() *fakeWebhookClient {
-	return &fakeWebhookClient{status: map[string][]int{}, delay: map[string]time.Duration{}}
+	return &fakeWebhookClient{status: map[string][]int{}}
 }
 
 func (f *fakeWebhookClient) CheckURL(u string) error {
@@ -59,7 +60,6 @@ func (f *fakeWebhookClient) Validate(_ context.Context, u string) error {
 
 func (f *fakeWebhookClient) Deliver(ctx context.Context, u string, h http.Header, body []byte) kassa.WebhookAttempt {
 	f.mu.Lock()
-	d := f.delay[u]
 	code := 200
 	if codes := f.status[u]; len(codes) > 0 {
 		code = codes[0]
@@ -68,15 +68,17 @@ func (f *fakeWebhookClient) Deliver(ctx context.Context, u string, h http.Header
 		}
 	}
 	hold := f.hold
+	if h := f.hang[u]; h != nil {
+		hold = h
+	}
 	f.mu.Unlock()
 	if hold != nil {
 		<-hold
 	}
-	time.Sleep(d)
 	f.mu.Lock()
 	f.sent = append(f.sent, sent{url: u, headers: h.Clone(), body: append([]byte(nil), body...), at: time.Now()})
 	f.mu.Unlock()
-	a := kassa.WebhookAttempt{StatusCode: code, OK: code/100 == 2, Duration: d}
+	a := kassa.WebhookAttempt{StatusCode: code, OK: code/100 == 2}
 	if !a.OK {
 		a.Err = fmt.Sprintf("webhook URL answered %d", code)
 	}
@@ -296,18 +298,27 @@ func TestAutomaticRedeliveryRetriesOnlyTransientFailures(t *testing.T) {
 	}
 }
 
+// TestSlowEndpointDoesNotDelayOthers checks that an endpoint that hangs
+// delays no other: the fast endpoint gets all three events while the slow
+// one's first delivery still hangs.
 func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	slow := h.webhook("https://slow.example/hook")
 	fast := h.webhook("https://fast.example/hook")
-	h.hooks.delay[slow.URL] = 3 * time.Second
-	start := time.Now()
+	hang := make(chan struct{})
+	h.hooks.hang = map[string]chan struct{}{slow.URL: hang}
+	t.Cleanup(func() { close(hang) })
 	inv := h.invoice("1000", kassa.SATS)
-	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000})
+	if err := h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000}); err != nil {
+		t.Fatal(err)
+	}
 	eventually(t, "fast deliveries", func() bool { return len(h.hooks.to(fast.URL)) == 3 })
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("fast endpoint waited %v behind the slow one", d)
+	if got := types(h.hooks.to(fast.URL)); got != "New:None Processing:None Settled:None" {
+		t.Fatalf("fast = %s", got)
+	}
+	if n := len(h.hooks.to(slow.URL)); n != 0 {
+		t.Fatalf("the slow endpoint answered %d deliveries while it hangs", n)
 	}
 }
 

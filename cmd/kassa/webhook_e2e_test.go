@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -66,10 +65,11 @@ type receiver struct {
 	mu      sync.Mutex
 	reqs    []hookRequest
 	answers map[string]answer
+	open    map[string]int // path → requests whose handler has not returned
 }
 
 func newReceiver(t *testing.T) *receiver {
-	r := &receiver{release: make(chan struct{}), answers: map[string]answer{}}
+	r := &receiver{release: make(chan struct{}), answers: map[string]answer{}, open: map[string]int{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(func() {
 		close(r.release)
@@ -85,7 +85,13 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.reqs = append(r.reqs, h)
 	a := r.answers[h.Path]
+	r.open[h.Path]++
 	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.open[h.Path]--
+		r.mu.Unlock()
+	}()
 	if a.hang && (a.hangOn == "" || h.event().Type == a.hangOn) {
 		select {
 		case <-req.Context().Done():
@@ -110,6 +116,13 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 }
 
 func (r *receiver) url(path string) string { return r.srv.URL + path }
+
+// inFlight returns how many requests to path are still unanswered.
+func (r *receiver) inFlight(path string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.open[path]
+}
 
 func (r *receiver) set(path string, a answer) {
 	r.mu.Lock()
@@ -690,15 +703,12 @@ func TestWebhookDeliveryLogRedeliver(t *testing.T) {
 }
 
 // TestWebhookSlowEndpoint checks that an endpoint that never answers
-// delays no other endpoint: the working one gets each event within
-// 100 ms of the call that caused it. It runs alone (not parallel), so that
-// the other tests' servers do not compete for the CPU.
+// delays no other endpoint: while the slow endpoint's first delivery still
+// hangs, the working endpoint gets New, Processing and Settled, in order.
+// Nothing is timed: the slow endpoint's open request is the proof that the
+// fast one did not wait for it.
 func TestWebhookSlowEndpoint(t *testing.T) {
-	const bound = 100 * time.Millisecond
-	// A race-instrumented process sleeps 1 s at exit by default
-	// (GORACE atexit_sleep_ms), which would put every `kassa sim pay` 1 s
-	// after its answer and make the bound meaningless.
-	t.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	t.Parallel()
 	s := startServer(t, t.TempDir(), "--dev")
 	c := s.createStore("--name", "Slow")
 	rcv := newReceiver(t)
@@ -706,45 +716,31 @@ func TestWebhookSlowEndpoint(t *testing.T) {
 	addWebhook(t, s, c, map[string]any{"url": rcv.url("/fast")})
 	rcv.set("/slow", answer{hang: true})
 
-	var first string
-	for round := 1; round <= 3; round++ {
-		id := createInvoice(t, s, c, map[string]any{"amount": 2000 + round, "currency": "SATS"})
-		created := time.Now()
-		if first == "" {
-			first = id
-		}
-		newAt := rcv.wait(t, "/fast", id, "New", 1).At
-		started := time.Now()
-		s.mustCLI("sim", "pay", id, "--method", "lightning")
-		paid := time.Now()
-		procAt := rcv.wait(t, "/fast", id, "Processing", 1).At
-		settledAt := rcv.wait(t, "/fast", id, "Settled", 1).At
-		t.Logf("round %d: New %v after the create response; sim pay ran %v; Processing %v, Settled %v after it returned (%v after it started)",
-			round, newAt.Sub(created), paid.Sub(started), procAt.Sub(paid), settledAt.Sub(paid), settledAt.Sub(started))
-		if d := newAt.Sub(created); d > bound {
-			t.Errorf("round %d: New arrived %v after the create response, over %v", round, d, bound)
-		}
-		if d := settledAt.Sub(paid); d > bound {
-			t.Errorf("round %d: Settled arrived %v after sim pay returned, over %v", round, d, bound)
-		}
-		if procAt.After(settledAt) {
-			t.Errorf("round %d: Processing after Settled", round)
-		}
+	id := createInvoice(t, s, c, map[string]any{"amount": 2001, "currency": "SATS"})
+	rcv.wait(t, "/slow", id, "New", 1) // the slow endpoint now hangs
+	rcv.wait(t, "/fast", id, "New", 1)
+	s.mustCLI("sim", "pay", id, "--method", "lightning")
+	rcv.wait(t, "/fast", id, "Settled", 1)
+	if got := rcv.summary("/fast", id); got != "[New:None Processing:None Settled:None]" {
+		t.Errorf("fast endpoint got %s", got)
 	}
-	if len(rcv.eventsFor("/slow", first)) == 0 {
-		t.Fatal("the slow endpoint got nothing")
+	if open, got := rcv.inFlight("/slow"), len(rcv.events("/slow")); open != 1 || got != 1 {
+		// The egress client gives up after 5 s: only a machine too slow
+		// to run the steps above in that time ends here.
+		t.Fatalf("the slow endpoint has %d requests, %d of them open: its first delivery ended before the fast endpoint got its three", got, open)
 	}
+
 	// The slow endpoint's first delivery is cut by the 5 s egress timeout.
 	var d map[string]any
 	waitFor(t, 15*time.Second, "the slow endpoint's New to fail", func() bool {
-		for _, e := range logEntries(deliveryLog(t, s, c, slow["id"].(string)), first, "New") {
+		for _, e := range logEntries(deliveryLog(t, s, c, slow["id"].(string)), id, "New") {
 			d = e
 			return e["status"] == "Failed"
 		}
 		return false
 	})
-	if ms := num(d, "durationMs"); ms < 5000 || ms > 6000 || !strings.Contains(fmt.Sprint(d["error"]), "5s") {
-		t.Errorf("slow delivery %v: want about 5000 ms and an error naming the 5s timeout", d)
+	if ms := num(d, "durationMs"); ms < 5000 || !strings.Contains(fmt.Sprint(d["error"]), "5s") {
+		t.Errorf("slow delivery %v: want at least 5000 ms and an error naming the 5s timeout", d)
 	}
 	t.Logf("slow endpoint: %v after %v ms", d["error"], d["durationMs"])
 }

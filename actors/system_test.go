@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -102,13 +101,24 @@ type harness struct {
 
 func newHarness(t *testing.T, db *persistence.DB, clock *kassa.TestClock) *harness {
 	t.Helper()
+	return newHarnessWith(t, db, clock, nil)
+}
+
+// newHarnessWith is newHarness with a chance to change the configuration
+// (to inject a failure) before the system starts.
+func newHarnessWith(t *testing.T, db *persistence.DB, clock *kassa.TestClock, configure func(*Config)) *harness {
+	t.Helper()
 	sink := &recordingSink{}
 	hooks := newFakeWebhookClient()
-	sys := NewSystem(Config{
+	cfg := Config{
 		Journal: db, Reader: db, Chain: &fakeChain{}, Lightning: fakeLightning{}, Rates: fixedRates{},
 		Webhooks: hooks, Events: sink, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		InvoiceExpiry: 15 * time.Minute, Monitoring: time.Hour,
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	sys := NewSystem(cfg)
 	t.Cleanup(sys.Shutdown)
 	return &harness{t: t, db: db, sys: sys, clock: clock, sink: sink, hooks: hooks}
 }
@@ -249,6 +259,10 @@ func TestExpiryFiresOnTimeAndUnderpaid(t *testing.T) {
 	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
+	// control is created a minute before the others: its expiry, due at
+	// the first Advance, proves the timers had time to fire.
+	control := h.invoice("1000", kassa.SATS)
+	clock.Advance(time.Minute)
 	empty := h.invoice("1000", kassa.SATS)
 	partial := h.invoice("1000", kassa.SATS)
 	h.pay(partial, 400, 1, "bb")
@@ -256,9 +270,11 @@ func TestExpiryFiresOnTimeAndUnderpaid(t *testing.T) {
 		t.Fatalf("partial: %s %d", got.Status, got.TotalPaid())
 	}
 	clock.Advance(14 * time.Minute)
-	time.Sleep(20 * time.Millisecond)
-	if got := h.get(empty.ID); got.Status != kassa.InvoiceNew {
-		t.Fatalf("expired early: %s", got.Status)
+	eventually(t, "expiry of the control", func() bool { return h.get(control.ID).Status == kassa.InvoiceExpired })
+	for _, inv := range []*kassa.Invoice{empty, partial} {
+		if got := h.get(inv.ID); got.Status != kassa.InvoiceNew {
+			t.Fatalf("expired a minute early: %s", got.Status)
+		}
 	}
 	clock.Advance(time.Minute)
 	eventually(t, "expiry", func() bool {
@@ -413,7 +429,7 @@ func TestPaymentRequestLifecycle(t *testing.T) {
 	if err := h.sys.ArchivePaymentRequest(ctx, h.store.ID, pr.ID); kassa.ErrorCode(err) != kassa.Conflict {
 		t.Fatalf("second archive: %v", err)
 	}
-	if _, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Title: "x"}); !errors.Is(err, err) || kassa.ErrorCode(err) != kassa.Invalid {
+	if _, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Title: "x"}); kassa.ErrorCode(err) != kassa.Invalid {
 		t.Fatalf("no amount: %v", err)
 	}
 }
@@ -444,17 +460,29 @@ func TestManyConcurrentCreatesStayActiveAndExpire(t *testing.T) {
 	h.createStore("0", "0")
 	var wg sync.WaitGroup
 	ids := make(chan string, 200)
+	errs := make(chan error, 200)
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 25; i++ {
-				ids <- h.invoice("1000", kassa.SATS).ID
+				inv, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+					Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS,
+				})
+				if err != nil {
+					errs <- err
+					continue
+				}
+				ids <- inv.ID
 			}
 		}()
 	}
 	wg.Wait()
 	close(ids)
+	close(errs)
+	for err := range errs {
+		t.Fatalf("create: %v", err)
+	}
 	clock.Advance(15 * time.Minute)
 	for id := range ids {
 		eventually(t, "expiry of "+id, func() bool { return h.get(id).Status == kassa.InvoiceExpired })
@@ -482,7 +510,8 @@ func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
 		_, ok := h.sys.as.ProcessRegistry.GetLocal(child)
 		return ok
 	})
-	time.Sleep(20 * time.Millisecond)
+	// Whether the re-activated actor arms its timer before or after the
+	// clock moves, the expiry fires: a deadline already past fires at once.
 	clock.Advance(15 * time.Minute)
 	eventually(t, "expiry after the store's restart", func() bool { return h.get(inv.ID).Status == kassa.InvoiceExpired })
 }

@@ -55,11 +55,8 @@ func (r *InvoiceRequest) Validate() error {
 		r.Currency = c
 	}
 	if r.HasAmount {
-		switch {
-		case !r.Amount.IsPositive():
-			add("amount", "must be greater than 0")
-		case r.Currency != "" && r.Amount.Exponent() < -r.Currency.Decimals() && !r.Amount.Equal(r.Amount.Round(r.Currency.Decimals())):
-			add("amount", "has more decimal places than "+string(r.Currency)+" allows")
+		if msg := amountProblem(r.Amount, r.Currency); msg != "" {
+			add("amount", msg)
 		}
 	}
 	if len(r.EnabledMethods) == 0 {
@@ -68,10 +65,8 @@ func (r *InvoiceRequest) Validate() error {
 	if utf8.RuneCountInString(r.WalletMessage) > MaxWalletMessage {
 		add("walletMessage", "must be at most 255 characters")
 	}
-	if r.BuyerEmail != "" {
-		if _, err := mail.ParseAddress(r.BuyerEmail); err != nil || len(r.BuyerEmail) > MaxShortText {
-			add("buyerEmail", "is not an e-mail address")
-		}
+	if r.BuyerEmail != "" && (len(r.BuyerEmail) > MaxShortText || !validEmail(r.BuyerEmail)) {
+		add("buyerEmail", "is not an e-mail address")
 	}
 	if r.RedirectURL != "" && !validURL(r.RedirectURL) {
 		add("redirectUrl", "must be an absolute http or https URL")
@@ -93,6 +88,32 @@ func (r *InvoiceRequest) Validate() error {
 		return InvalidFields(fields)
 	}
 	return nil
+}
+
+// amountProblem says what is wrong with a requested amount in currency c
+// (empty: not known yet), or "" when nothing is: it must be positive,
+// have no more decimal places than c, and for BTC and SATS be no more
+// than every bitcoin there will be. A fiat amount is bounded once
+// converted (NewInvoice).
+func amountProblem(amount decimal.Decimal, c Currency) string {
+	switch {
+	case !amount.IsPositive():
+		return "must be greater than 0"
+	case c == "":
+		return ""
+	case amount.Exponent() < -c.Decimals() && !amount.Equal(amount.Round(c.Decimals())):
+		return "has more decimal places than " + string(c) + " allows"
+	case c == BTC && amount.GreaterThan(decimal.NewFromInt(int64(MaxSats/SatsPerBTC))),
+		c == SATS && amount.GreaterThan(decimal.NewFromInt(int64(MaxSats))):
+		return "is more than 21 million bitcoin"
+	}
+	return ""
+}
+
+// validEmail reports whether s is one e-mail address.
+func validEmail(s string) bool {
+	_, err := mail.ParseAddress(s)
+	return err == nil
 }
 
 func validURL(s string) bool {

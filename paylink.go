@@ -80,22 +80,33 @@ type PaymentRequestInput struct {
 func (in *PaymentRequestInput) Validate() error {
 	var fields []FieldError
 	add := func(field, msg string) { fields = append(fields, FieldError{field, msg}) }
+	var currencyErr error
+	if in.Currency != "" {
+		var c Currency
+		if c, currencyErr = ParseCurrency(string(in.Currency)); currencyErr == nil {
+			in.Currency = c
+		}
+	}
 	if !in.HasAmount {
 		add("amount", "is required")
-	} else if !in.Amount.IsPositive() {
-		add("amount", "must be greater than 0")
+	} else {
+		// Without a currency the store's is used; Update checks the
+		// amount against it.
+		c := in.Currency
+		if currencyErr != nil {
+			c = ""
+		}
+		if msg := amountProblem(in.Amount, c); msg != "" {
+			add("amount", msg)
+		}
 	}
 	if in.Title == "" {
 		add("title", "is required")
 	} else if utf8.RuneCountInString(in.Title) > MaxShortText {
 		add("title", "must be at most 255 characters")
 	}
-	if in.Currency != "" {
-		if c, err := ParseCurrency(string(in.Currency)); err != nil {
-			add("currency", ErrorMessage(err))
-		} else {
-			in.Currency = c
-		}
+	if currencyErr != nil {
+		add("currency", ErrorMessage(currencyErr))
 	}
 	if in.Discount.IsNegative() || in.Discount.GreaterThanOrEqual(decHundred) {
 		add("discount", "must be at least 0 and less than 100")
@@ -114,10 +125,73 @@ func (in *PaymentRequestInput) Validate() error {
 	}
 	if len(in.CustomerEmail) > MaxShortText {
 		add("customerEmail", "must be at most 255 characters")
+	} else if in.CustomerEmail != "" && !validEmail(in.CustomerEmail) {
+		add("customerEmail", "is not an e-mail address")
+	}
+	if in.ExpiryDate.Year() > MaxYear {
+		// Dates are written as ISO 8601, which has four digits for the
+		// year.
+		add("expiryDate", "must be before the year 10000")
 	}
 	if len(fields) > 0 {
 		return InvalidFields(fields)
 	}
+	return nil
+}
+
+// MaxYear is the last year a date may fall in: ISO 8601 writes years with
+// four digits.
+const MaxYear = 9999
+
+// ErrPaymentRequestArchived is returned for a change to an archived pay
+// link, which can no longer change.
+var ErrPaymentRequestArchived = Errorf(Conflict, "payment request is archived")
+
+// NewPaymentRequest returns a pay link of store from a validated input:
+// the store's currency when the input names none, and an expiry of
+// DefaultPaymentRequestExpiry when it gives none.
+func NewPaymentRequest(id string, store *Store, in *PaymentRequestInput, now time.Time) (*PaymentRequest, error) {
+	p := &PaymentRequest{
+		ID:         id,
+		StoreID:    store.ID,
+		Currency:   store.Currency,
+		ExpiryDate: now.Add(DefaultPaymentRequestExpiry),
+		CreatedAt:  now,
+	}
+	if err := p.Update(in, now); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Update applies a validated input to the pay link, as a PUT does: the
+// input is the new pay link. amount and title are required (Validate);
+// orderId, description, redirectUrl, customerEmail, internalNote and
+// discount take the input's value, so a field not sent is cleared;
+// currency and expiryDate, which have no empty value, keep theirs when
+// not sent. The amount is checked against the resulting currency. On an
+// error the pay link is unchanged.
+func (p *PaymentRequest) Update(in *PaymentRequestInput, now time.Time) error {
+	if p.Archived {
+		return ErrPaymentRequestArchived
+	}
+	// Validate again with the currency the pay link will have, so that
+	// the amount's decimals are checked with every other field.
+	checked := *in
+	if checked.Currency == "" {
+		checked.Currency = p.Currency
+	}
+	if err := checked.Validate(); err != nil {
+		return err
+	}
+	currency := checked.Currency
+	p.Amount, p.Title, p.Currency = in.Amount, in.Title, currency
+	p.OrderID, p.Description, p.InternalNote = in.OrderID, in.Description, in.InternalNote
+	p.RedirectURL, p.CustomerEmail, p.Discount = in.RedirectURL, in.CustomerEmail, in.Discount
+	if !in.ExpiryDate.IsZero() {
+		p.ExpiryDate = in.ExpiryDate
+	}
+	p.UpdatedAt = now
 	return nil
 }
 

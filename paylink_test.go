@@ -1,6 +1,7 @@
 package kassa
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -38,9 +39,20 @@ func TestPaymentRequestInputValidate(t *testing.T) {
 		{"redirect", func(in *PaymentRequestInput) { in.RedirectURL = "https://shop.example/" }, nil},
 		{"bad redirect", func(in *PaymentRequestInput) { in.RedirectURL = "data:text/html,hi" }, []string{"redirectUrl"}},
 		{"customer e-mail too long", func(in *PaymentRequestInput) { in.CustomerEmail = strings.Repeat("c", 256) }, []string{"customerEmail"}},
+		{"customer e-mail", func(in *PaymentRequestInput) { in.CustomerEmail = "ann@example.com" }, nil},
+		{"customer e-mail invalid", func(in *PaymentRequestInput) { in.CustomerEmail = "not an address" }, []string{"customerEmail"}},
+		{"more decimals than EUR has", func(in *PaymentRequestInput) { in.Amount, in.Currency = decimalOf("12.345"), EUR }, []string{"amount"}},
+		{"trailing zeros are fine", func(in *PaymentRequestInput) { in.Amount, in.Currency = decimalOf("12.340"), EUR }, nil},
+		{"decimals of JPY", func(in *PaymentRequestInput) { in.Amount, in.Currency = decimalOf("100.5"), JPY }, []string{"amount"}},
+		{"fractions of a satoshi", func(in *PaymentRequestInput) { in.Amount, in.Currency = decimalOf("0.000000001"), BTC }, []string{"amount"}},
+		{"more than every bitcoin", func(in *PaymentRequestInput) { in.Amount, in.Currency = decimalOf("21000000.00000001"), BTC }, []string{"amount"}},
+		{"every bitcoin", func(in *PaymentRequestInput) { in.Amount, in.Currency = decimalOf("21000000"), BTC }, nil},
+		{"expiry in the year 9999", func(in *PaymentRequestInput) { in.ExpiryDate = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC) }, nil},
+		{"expiry beyond 9999", func(in *PaymentRequestInput) { in.ExpiryDate = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, []string{"expiryDate"}},
 		{"all wrong", func(in *PaymentRequestInput) {
-			*in = PaymentRequestInput{Amount: decimalOf("-1"), HasAmount: true, Currency: "X", Discount: decimalOf("150"), RedirectURL: "x"}
-		}, []string{"amount", "title", "currency", "discount", "redirectUrl"}},
+			*in = PaymentRequestInput{Amount: decimalOf("-1"), HasAmount: true, Currency: "X", Discount: decimalOf("150"), RedirectURL: "x",
+				CustomerEmail: "x", ExpiryDate: time.Date(20000, 1, 1, 0, 0, 0, 0, time.UTC)}
+		}, []string{"amount", "title", "currency", "discount", "redirectUrl", "customerEmail", "expiryDate"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := valid()
@@ -131,5 +143,92 @@ func TestPaymentRequestStatus(t *testing.T) {
 	}
 	if DefaultPaymentRequestExpiry != 30*24*time.Hour {
 		t.Errorf("DefaultPaymentRequestExpiry = %s, want 30 days (SPEC.md Limits)", DefaultPaymentRequestExpiry)
+	}
+}
+
+// TestPaymentRequestUpdate is the one test of what a create and an update
+// (PUT) change on a pay link; every adapter goes through Update.
+func TestPaymentRequestUpdate(t *testing.T) {
+	now := scriptEpoch
+	later := now.Add(time.Hour)
+	store := &Store{ID: "store1", Currency: EUR}
+	full := func() PaymentRequestInput {
+		return PaymentRequestInput{
+			Amount: decimalOf("25"), HasAmount: true, Title: "Workshop", Currency: CHF, OrderID: "o-1",
+			Description: "Two days", RedirectURL: "https://shop.example/thanks", CustomerEmail: "ann@example.com",
+			Discount: decimalOf("5"), InternalNote: "VIP", ExpiryDate: now.Add(48 * time.Hour),
+		}
+	}
+	created, err := NewPaymentRequest("pr1", store, &PaymentRequestInput{Amount: decimalOf("10"), HasAmount: true, Title: "T"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created.Currency != EUR || !created.ExpiryDate.Equal(now.Add(DefaultPaymentRequestExpiry)) || created.StoreID != "store1" ||
+		!created.CreatedAt.Equal(now) || !created.UpdatedAt.Equal(now) {
+		t.Fatalf("defaults: %+v", created)
+	}
+
+	for _, tc := range []struct {
+		name   string
+		input  func() PaymentRequestInput
+		want   func(p *PaymentRequest)
+		fields []string // an Invalid error naming these fields
+	}{
+		{"every field is set", full, func(p *PaymentRequest) {
+			p.Amount, p.Title, p.Currency, p.OrderID = decimalOf("25"), "Workshop", CHF, "o-1"
+			p.Description, p.RedirectURL, p.CustomerEmail = "Two days", "https://shop.example/thanks", "ann@example.com"
+			p.Discount, p.InternalNote, p.ExpiryDate = decimalOf("5"), "VIP", now.Add(48*time.Hour)
+		}, nil},
+		{"fields not sent are cleared, currency and expiry kept", func() PaymentRequestInput {
+			return PaymentRequestInput{Amount: decimalOf("30"), HasAmount: true, Title: "Workshop II"}
+		}, func(p *PaymentRequest) {
+			p.Amount, p.Title = decimalOf("30"), "Workshop II"
+			p.OrderID, p.Description, p.RedirectURL, p.CustomerEmail, p.InternalNote = "", "", "", "", ""
+			p.Discount = decimal.Decimal{}
+		}, nil},
+		{"amount checked against the kept currency", func() PaymentRequestInput {
+			return PaymentRequestInput{Amount: decimalOf("100.5"), HasAmount: true, Title: "Yen"}
+		}, nil, []string{"amount"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Every case starts from a pay link with every field set, in JPY.
+			p, err := NewPaymentRequest("pr1", store, &PaymentRequestInput{
+				Amount: decimalOf("2500"), HasAmount: true, Title: "Old", Currency: JPY, OrderID: "old", Description: "old",
+				RedirectURL: "https://old.example/", CustomerEmail: "old@example.com", Discount: decimalOf("1"), InternalNote: "old",
+				ExpiryDate: now.Add(24 * time.Hour),
+			}, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := *p
+			in := tc.input()
+			if err := in.Validate(); err != nil {
+				t.Fatalf("Validate: %v", err)
+			}
+			err = p.Update(&in, later)
+			if tc.fields != nil {
+				checkFields(t, err, tc.fields)
+				if !reflect.DeepEqual(*p, before) {
+					t.Fatalf("a refused update changed the pay link:\n%+v\n%+v", *p, before)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := before
+			tc.want(&want)
+			want.UpdatedAt = later
+			if !reflect.DeepEqual(*p, want) {
+				t.Fatalf("after update:\n got %+v\nwant %+v", *p, want)
+			}
+		})
+	}
+
+	archived := *created
+	archived.Archived = true
+	in := full()
+	if err := archived.Update(&in, later); ErrorCode(err) != Conflict {
+		t.Fatalf("update of an archived pay link: %v", err)
 	}
 }

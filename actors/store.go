@@ -175,18 +175,9 @@ func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
 	now := a.sys.cfg.Clock.Now().UTC()
 	var pr *kassa.PaymentRequest
 	if msg.id == "" {
-		in := msg.input
-		pr = &kassa.PaymentRequest{
-			ID: kassa.NewID(""), StoreID: a.id, CreatedAt: now,
-			Amount: in.Amount, Title: in.Title, Currency: in.Currency, OrderID: in.OrderID,
-			Description: in.Description, RedirectURL: in.RedirectURL, CustomerEmail: in.CustomerEmail,
-			Discount: in.Discount, InternalNote: in.InternalNote, ExpiryDate: in.ExpiryDate,
-		}
-		if pr.Currency == "" {
-			pr.Currency = a.st.Currency
-		}
-		if pr.ExpiryDate.IsZero() {
-			pr.ExpiryDate = now.Add(kassa.DefaultPaymentRequestExpiry)
+		var err error
+		if pr, err = kassa.NewPaymentRequest(kassa.NewID(""), a.st, msg.input, now); err != nil {
+			return reply{err: err}
 		}
 	} else {
 		old, err := a.sys.cfg.Reader.PaymentRequest(msg.ctx, msg.id)
@@ -197,29 +188,16 @@ func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
 			return reply{err: kassa.Errorf(kassa.NotFound, "payment request not found")}
 		}
 		if old.Archived {
-			return reply{err: kassa.Errorf(kassa.Conflict, "payment request is archived")}
+			return reply{err: kassa.ErrPaymentRequestArchived}
 		}
 		pr = old
 		if msg.archive {
 			pr.Archived = true
-		} else {
-			in := msg.input
-			pr.Amount, pr.Title = in.Amount, in.Title
-			if in.Currency != "" {
-				pr.Currency = in.Currency
-			}
-			if in.OrderID != "" {
-				pr.OrderID = in.OrderID
-			}
-			if in.Description != "" {
-				pr.Description = in.Description
-			}
-			if !in.ExpiryDate.IsZero() {
-				pr.ExpiryDate = in.ExpiryDate
-			}
+			pr.UpdatedAt = now
+		} else if err := pr.Update(msg.input, now); err != nil {
+			return reply{err: err}
 		}
 	}
-	pr.UpdatedAt = now
 	doc, err := json.Marshal(pr)
 	if err != nil {
 		return reply{err: err}

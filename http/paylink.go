@@ -130,6 +130,11 @@ func (s *server) createPaymentRequest(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if body.Currency == "" {
+		// The store's currency, so that the amount's decimals are checked
+		// with every other field.
+		body.Currency = string(callerFrom(r.Context()).store.Currency)
+	}
 	in, err := s.paymentRequestInput(&body)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -187,6 +192,12 @@ func (s *server) updatePaymentRequest(w http.ResponseWriter, r *http.Request) {
 	if err := decodeJSON(w, r, &body); err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if body.Currency == "" {
+		// A PUT without a currency keeps the pay link's (see
+		// kassa.PaymentRequest.Update); the amount is checked against it
+		// with every other field.
+		body.Currency = string(p.Currency)
 	}
 	in, err := s.paymentRequestInput(&body)
 	if err != nil {

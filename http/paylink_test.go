@@ -17,11 +17,11 @@ func TestCreatePaymentRequest(t *testing.T) {
 		currency kassa.Currency
 		expiry   time.Time
 	}{
-		{"amount as number", `{"amount": 25.5, "title": "Invoice 7"}`, "25.5", "", testNow.Add(kassa.DefaultPaymentRequestExpiry)},
+		{"amount as number", `{"amount": 25.5, "title": "Invoice 7"}`, "25.5", "EUR", testNow.Add(kassa.DefaultPaymentRequestExpiry)},
 		{"amount as string", `{"amount": "12.50", "title": "Invoice 7", "currency": "eur"}`, "12.5", "EUR", testNow.Add(kassa.DefaultPaymentRequestExpiry)},
-		{"expiry as a date", `{"amount": 1, "title": "T", "expiryDate": "2025-02-01"}`, "1", "", time.Date(2025, 2, 1, 0, 0, 0, 0, time.UTC)},
-		{"expiry as a date-time", `{"amount": 1, "title": "T", "expiryDate": "2025-02-01T10:00:00+01:00"}`, "1", "", time.Date(2025, 2, 1, 9, 0, 0, 0, time.UTC)},
-		{"expiry as Unix seconds", `{"amount": 1, "title": "T", "expiryDate": 1738400000}`, "1", "", time.Unix(1738400000, 0).UTC()},
+		{"expiry as a date", `{"amount": 1, "title": "T", "expiryDate": "2025-02-01"}`, "1", "EUR", time.Date(2025, 2, 1, 0, 0, 0, 0, time.UTC)},
+		{"expiry as a date-time", `{"amount": 1, "title": "T", "expiryDate": "2025-02-01T10:00:00+01:00"}`, "1", "EUR", time.Date(2025, 2, 1, 9, 0, 0, 0, time.UTC)},
+		{"expiry as Unix seconds", `{"amount": 1, "title": "T", "expiryDate": 1738400000}`, "1", "EUR", time.Unix(1738400000, 0).UTC()},
 		{"every field", `{"amount": 100, "title": "Consulting", "currency": "CHF", "orderId": 42, "description": "Two hours",
 			"redirectUrl": "https://shop.example.com/done", "customerEmail": "c@example.com", "discount": "5",
 			"internalNote": "VIP", "unknown": true}`, "100", "CHF", testNow.Add(kassa.DefaultPaymentRequestExpiry)},

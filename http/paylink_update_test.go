@@ -1,0 +1,103 @@
+package http
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"testing"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/actors"
+	chainsim "github.com/kassapay/kassa/chain/sim"
+	lightningsim "github.com/kassapay/kassa/lightning/sim"
+	"github.com/kassapay/kassa/persistence"
+)
+
+// actorPayLinkEnv is a handler over the real actors and an in-memory
+// Pebble store, with one store whose key is key.
+type actorPayLinkEnv struct {
+	*env
+	sys   *actors.System
+	db    *persistence.DB
+	store *kassa.Store
+	key   string
+}
+
+func newActorPayLinkEnv(t *testing.T) *actorPayLinkEnv {
+	t.Helper()
+	clock := kassa.NewTestClock(testNow)
+	db, err := persistence.Open("", persistence.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	node, err := lightningsim.New(clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sys := actors.NewSystem(actors.Config{
+		Journal: db, Reader: db, Chain: chainsim.New(clock), Lightning: node, Rates: fakeRates{},
+		Clock: clock, Logger: logger,
+	})
+	t.Cleanup(sys.Shutdown)
+	st, err := sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "Real Shop", Currency: kassa.EUR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, clock: clock, logs: &syncBuffer{}}
+	e.deps = Deps{
+		Reader: db, Stores: sys, Invoices: sys, PaymentRequests: sys, Webhooks: sys, Rates: fakeRates{},
+		Chain: chainsim.New(clock), Lightning: node, KV: db, Clock: clock, Logger: logger,
+		PublicURL: "https://pay.example.com/", AdminToken: "admin-secret-token", Version: "test",
+	}
+	e.h = NewHandler(e.deps)
+	return &actorPayLinkEnv{env: e, sys: sys, db: db, store: st, key: st.APIKeys[0].Key}
+}
+
+// TestPaymentRequestUpdateOverActors checks that PUT changes every field
+// of a pay link, through the real actors and storage: the rules are
+// kassa.PaymentRequest.Update's.
+func TestPaymentRequestUpdateOverActors(t *testing.T) {
+	e := newActorPayLinkEnv(t)
+	auth := header{"X-Api-Key", e.key}
+	base := "/api/v1/stores/" + e.store.ID + "/payment-requests"
+	w := e.do("POST", base, `{"amount": 10, "title": "Shoes", "orderId": "o-1", "description": "Red shoes",
+		"redirectUrl": "https://shop.example/old", "customerEmail": "old@example.com", "discount": 1, "internalNote": "old"}`, auth)
+	expectStatus(t, w, http.StatusOK)
+	id := decode[createdPaymentRequest](t, w).ID
+
+	w = e.do("PUT", base+"/"+id, `{"amount": "12.50", "title": "Boots", "orderId": "o-2", "redirectUrl": "https://shop.example/thanks",
+		"customerEmail": "ann@example.com", "discount": 5, "internalNote": "VIP customer"}`, auth)
+	expectStatus(t, w, http.StatusOK)
+
+	got := decode[paymentRequestRecord](t, e.do("GET", base+"/"+id, "", auth))
+	if got.Amount != "12.5" || got.Title != "Boots" || got.OrderID != "o-2" || got.RedirectURL != "https://shop.example/thanks" ||
+		got.CustomerEmail != "ann@example.com" || got.Discount != "5" || got.InternalNote != "VIP customer" {
+		t.Fatalf("after PUT: %+v", got)
+	}
+	if got.Description != "" {
+		t.Fatalf("description not cleared by a PUT without it: %q", got.Description)
+	}
+	if got.Currency != kassa.EUR {
+		t.Fatalf("currency %q, want the stored EUR kept", got.Currency)
+	}
+
+	// A pay link that could never be paid is refused, every field at once,
+	// and nothing changes.
+	w = e.do("PUT", base+"/"+id, `{"amount": "12.345", "title": "Boots", "customerEmail": "not an address", "expiryDate": 253402300800}`, auth)
+	body := expectError(t, w, http.StatusBadRequest, kassa.Invalid)
+	var fields []string
+	for _, f := range body.Errors {
+		fields = append(fields, f.Field)
+	}
+	// 253402300800 is 10000-01-01T00:00:00Z.
+	if fmt.Sprint(fields) != "[amount customerEmail expiryDate]" {
+		t.Fatalf("errors = %+v, want amount, customerEmail and expiryDate", body.Errors)
+	}
+	if again := decode[paymentRequestRecord](t, e.do("GET", base+"/"+id, "", auth)); again != got {
+		t.Fatalf("a refused PUT changed the pay link:\n%+v\n%+v", again, got)
+	}
+}

@@ -135,6 +135,12 @@ type header struct{ name, value string }
 // with Content-Type application/json when there is a body.
 func (e *env) do(method, path, body string, headers ...header) *httptest.ResponseRecorder {
 	e.t.Helper()
+	return e.doFrom("192.0.2.1:1234", method, path, body, headers...)
+}
+
+// doFrom is do from the client address remote (host:port).
+func (e *env) doFrom(remote, method, path, body string, headers ...header) *httptest.ResponseRecorder {
+	e.t.Helper()
 	var r *http.Request
 	if body == "" {
 		r = httptest.NewRequest(method, path, nil)
@@ -142,6 +148,7 @@ func (e *env) do(method, path, body string, headers ...header) *httptest.Respons
 		r = httptest.NewRequest(method, path, strings.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 	}
+	r.RemoteAddr = remote
 	r.Header.Set("X-Api-Key", keyA)
 	for _, h := range headers {
 		if h.value == "" {

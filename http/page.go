@@ -102,6 +102,21 @@ func (s *server) publicInvoice(r *http.Request) (*kassa.Invoice, error) {
 	return inv, err
 }
 
+// invoiceShortLink sends /i/{invoiceId}, the short invoice link some
+// shop plugins print, to the invoice's checkout page.
+func (s *server) invoiceShortLink(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "invoiceId", "invoice")
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	target := s.checkoutLink(id)
+	if s.publicURL == "" {
+		target = "/checkout/" + id
+	}
+	http.Redirect(w, r, target, http.StatusFound)
+}
+
 // checkoutPage shows an invoice to the customer: amount, status, both QR
 // codes, address and BOLT11, and, in simulation, buttons that pay it and
 // mine blocks. A small script polls the status and redirects to the shop

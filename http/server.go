@@ -38,6 +38,14 @@ type Deps struct {
 	// turns rate limiting off. RateBurst is the bucket size (at least 1).
 	RateLimit float64
 	RateBurst int
+	// PublicLimits are the per-address and per-pay-link limits of the
+	// customer pages; the zero value means DefaultPublicLimits.
+	PublicLimits PublicLimits
+	// ClientIPHeader names the header whose last address is the client's
+	// (X-Forwarded-For behind a reverse proxy); empty: the connection's
+	// address. Set it only behind a proxy that sets the header, or clients
+	// choose their own address.
+	ClientIPHeader string
 }
 
 // server holds the dependencies of every handler.
@@ -46,6 +54,7 @@ type server struct {
 	log       *slog.Logger
 	publicURL string
 	limiter   *rateLimiter
+	public    publicLimiters
 	idemLocks keyedMutex
 	router    *chi.Mux
 }
@@ -61,9 +70,11 @@ func NewHandler(d Deps) http.Handler {
 	if s.Clock == nil {
 		s.Clock = kassa.SystemClock{}
 	}
-	if d.RateLimit > 0 {
-		s.limiter = newRateLimiter(d.RateLimit, d.RateBurst, s.Clock)
+	s.limiter = newRateLimiter(d.RateLimit, d.RateBurst, s.Clock)
+	if s.PublicLimits == (PublicLimits{}) {
+		s.PublicLimits = DefaultPublicLimits()
 	}
+	s.public = newPublicLimiters(s.PublicLimits, s.Clock)
 	s.router = s.routes()
 	return s.router
 }
@@ -81,6 +92,7 @@ func (s *server) routes() *chi.Mux {
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate, s.rateLimit)
 			r.Get("/stores", s.listStores)
+			r.Get("/stores/", s.listStores)
 			r.Route("/stores/{storeId}", func(r chi.Router) {
 				r.Use(s.storeScope)
 				r.Get("/", s.getStore)
@@ -125,14 +137,18 @@ func (s *server) routes() *chi.Mux {
 		r.Post("/sim/mine", s.adminSimMine)
 	})
 
-	r.Get("/checkout/{invoiceId}", s.checkoutPage)
-	r.Get("/checkout/{invoiceId}/status", s.checkoutStatus)
-	if s.Simulator != nil {
-		r.Post("/checkout/{invoiceId}/sim/pay", s.checkoutSimPay)
-		r.Post("/checkout/{invoiceId}/sim/mine", s.checkoutSimMine)
-	}
-	r.Get("/payment-requests/{id}", s.payLinkPage)
-	r.Post("/payment-requests/{id}/pay", s.payLinkPay)
+	r.Group(func(r chi.Router) {
+		r.Use(s.limitPages)
+		r.Get("/i/{invoiceId}", s.invoiceShortLink)
+		r.Get("/checkout/{invoiceId}", s.checkoutPage)
+		r.Get("/checkout/{invoiceId}/status", s.checkoutStatus)
+		if s.Simulator != nil {
+			r.Post("/checkout/{invoiceId}/sim/pay", s.checkoutSimPay)
+			r.Post("/checkout/{invoiceId}/sim/mine", s.checkoutSimMine)
+		}
+		r.Get("/payment-requests/{id}", s.payLinkPage)
+		r.With(s.limitPay).Post("/payment-requests/{id}/pay", s.payLinkPay)
+	})
 	return r
 }
 

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	kassahttp "github.com/kassapay/kassa/http"
 )
 
 // Config is every setting of `kassa serve`. Each flag can also be set as
@@ -32,6 +34,13 @@ type Config struct {
 	// MemoryLimit is the Go runtime's soft memory limit: "auto", "off" or
 	// a size such as 1GiB (see applyMemoryLimit).
 	MemoryLimit string
+	// PageRateLimit, PayRateLimit and PayLinkRateLimit are the public
+	// pages' limits: page requests per second per client address,
+	// pay-link payments per minute per address and per pay link.
+	PageRateLimit    float64
+	PayRateLimit     float64
+	PayLinkRateLimit float64
+	ClientIPHeader   string
 }
 
 // DefaultConfig returns safe defaults: the embedded simulation on
@@ -52,6 +61,10 @@ func DefaultConfig() Config {
 		RateLimit:     100,
 		RateBurst:     200,
 		MemoryLimit:   "auto",
+
+		PageRateLimit:    kassahttp.DefaultPublicLimits().PageRate,
+		PayRateLimit:     kassahttp.DefaultPublicLimits().PayRate * 60,
+		PayLinkRateLimit: kassahttp.DefaultPublicLimits().PayLinkRate * 60,
 	}
 }
 
@@ -74,6 +87,10 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.RateLimit, "rate-limit", c.RateLimit, "API requests per second per key (0: off)")
 	fs.IntVar(&c.RateBurst, "rate-burst", c.RateBurst, "burst of the per-key rate limit")
 	fs.StringVar(&c.MemoryLimit, "memory-limit", c.MemoryLimit, "soft memory limit of the Go heap: a size such as 1GiB, off, or auto (GOMEMLIMIT when set, else 90% of the cgroup limit, else 1GiB)")
+	fs.Float64Var(&c.PageRateLimit, "page-rate-limit", c.PageRateLimit, "checkout and pay-link page requests per second per client address (0: off)")
+	fs.Float64Var(&c.PayRateLimit, "pay-rate-limit", c.PayRateLimit, "pay-link payments per minute per client address (0: off)")
+	fs.Float64Var(&c.PayLinkRateLimit, "paylink-rate-limit", c.PayLinkRateLimit, "payments per minute per pay link (0: off)")
+	fs.StringVar(&c.ClientIPHeader, "client-ip-header", c.ClientIPHeader, "behind a reverse proxy: header whose last address is the client's, e.g. X-Forwarded-For")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "serve Go's pprof profiles on this address (off when empty; keep it on loopback)")
 }
 
@@ -110,4 +127,22 @@ func applyEnv(fs *flag.FlagSet, given map[string]bool) error {
 		}
 	})
 	return err
+}
+
+// publicLimits are the public pages' limits of the flags, with the
+// default bursts; a rate of 0 turns that limit off.
+func (c Config) publicLimits() kassahttp.PublicLimits {
+	l := kassahttp.DefaultPublicLimits()
+	off := -1.0 // a zero PublicLimits would mean the defaults
+	l.PageRate, l.PayRate, l.PayLinkRate = off, off, off
+	if c.PageRateLimit > 0 {
+		l.PageRate = c.PageRateLimit
+	}
+	if c.PayRateLimit > 0 {
+		l.PayRate = c.PayRateLimit / 60
+	}
+	if c.PayLinkRateLimit > 0 {
+		l.PayLinkRate = c.PayLinkRateLimit / 60
+	}
+	return l
 }

@@ -215,6 +215,8 @@ func (m *Main) Run(ctx context.Context) error {
 		Chain: chain, Lightning: lightning, KV: m.db, Clock: m.Clock, Logger: log,
 		PublicURL: publicURL, AdminToken: token, Version: Version,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst,
+		PublicLimits:   c.publicLimits(),
+		ClientIPHeader: c.ClientIPHeader,
 	}
 	if sim != nil {
 		deps.Simulator = sim

@@ -32,11 +32,11 @@ type createdStore struct {
 
 func (s *server) adminCreateStore(w http.ResponseWriter, r *http.Request) {
 	var body createStoreBody
-	if err := decodeJSON(w, r, &body); err != nil {
+	fields, err := decodeBody(w, r, &body)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	var fields []kassa.FieldError
 	settings := kassa.StoreSettings{
 		Name:                  body.Name,
 		Currency:              kassa.Currency(body.Currency),

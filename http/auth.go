@@ -31,7 +31,8 @@ func callerFrom(ctx context.Context) *caller {
 const maxKeyLength = 256
 
 // presentedKey returns the API key of the request: the x-api-key header,
-// or an Authorization header "X-Api-Key <key>" or "token <key>".
+// or an Authorization header "X-Api-Key <key>", "token <key>" or
+// "Bearer <key>" (as some shop plugins send it).
 func presentedKey(r *http.Request) string {
 	if k := strings.TrimSpace(r.Header.Get("X-Api-Key")); k != "" {
 		return k
@@ -40,14 +41,14 @@ func presentedKey(r *http.Request) string {
 	if !ok {
 		return ""
 	}
-	if strings.EqualFold(scheme, "X-Api-Key") || strings.EqualFold(scheme, "token") {
+	if strings.EqualFold(scheme, "X-Api-Key") || strings.EqualFold(scheme, "token") || strings.EqualFold(scheme, "Bearer") {
 		return strings.TrimSpace(key)
 	}
 	return ""
 }
 
 var (
-	errNoKey      = kassa.Errorf(kassa.Unauthorized, "missing API key: send it in the x-api-key header")
+	errNoKey      = kassa.Errorf(kassa.Unauthorized, "missing API key: send it in the x-api-key header or as Authorization: Bearer <key>")
 	errUnknownKey = kassa.Errorf(kassa.Unauthorized, "unknown API key")
 	errOtherStore = kassa.Errorf(kassa.Forbidden, "this API key does not belong to the store in the path")
 )

@@ -13,7 +13,7 @@
 // Conventions of every /api/v1 endpoint:
 //
 //   - Authentication by the x-api-key header (also "Authorization:
-//     X-Api-Key <key>" and "Authorization: token <key>"). A missing or
+//     X-Api-Key <key>", "token <key>" or "Bearer <key>"). A missing or
 //     unknown key is 401, a key of another store 403, a resource of
 //     another store 404.
 //   - Errors have one JSON shape, {"code","message"} plus "errors" (an
@@ -25,6 +25,10 @@
 //     next page's cursor is in the Next-Cursor header.
 //   - A POST with an Idempotency-Key header answers the first response
 //     again for 24 hours.
+//
+// Responses that carry a secret (the store with its API key, webhooks with
+// their signing secret) have Cache-Control: no-store. The customer pages
+// are rate-limited per client address and per pay link (ratelimit.go).
 //
 // Every request gets an OpenTelemetry span named after its method and
 // route pattern, and one access-log line.

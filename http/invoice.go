@@ -67,6 +67,7 @@ type createdInvoice struct {
 	ID                    string          `json:"id"`
 	StoreID               string          `json:"storeId"`
 	Status                string          `json:"status"`
+	AdditionalStatus      string          `json:"additionalStatus"`
 	Amount                kassa.Sats      `json:"amount"`
 	OrderID               string          `json:"orderId"`
 	BuyerEmail            string          `json:"buyerEmail"`
@@ -197,6 +198,7 @@ func (s *server) createdInvoiceRecord(inv *kassa.Invoice) (createdInvoice, error
 		ID:                    inv.ID,
 		StoreID:               inv.StoreID,
 		Status:                inv.Status.String(),
+		AdditionalStatus:      inv.AdditionalStatus.String(),
 		Amount:                inv.Amount,
 		OrderID:               inv.OrderID,
 		BuyerEmail:            inv.BuyerEmail,
@@ -332,12 +334,13 @@ func mergeFields(parsed []kassa.FieldError, validation error) []kassa.FieldError
 
 func (s *server) createInvoice(w http.ResponseWriter, r *http.Request) {
 	var body createInvoiceBody
-	if err := decodeJSON(w, r, &body); err != nil {
+	badTypes, err := decodeBody(w, r, &body)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	req, err := body.invoiceRequest()
-	if err != nil {
+	if err = fieldsError(badTypes, err); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -91,6 +91,9 @@ func TestCreateInvoiceGolden(t *testing.T) {
 	}`)
 	expectStatus(t, w, http.StatusOK)
 	expectGolden(t, "invoice_create", w.Body.Bytes())
+	if got := decode[map[string]any](t, w)["additionalStatus"]; got != "None" {
+		t.Errorf("additionalStatus %v, want None", got)
+	}
 	if !e.invoices.traced {
 		t.Error("the service was not called with the request's span context")
 	}
@@ -131,6 +134,8 @@ func TestCreateInvoiceErrors(t *testing.T) {
 		{name: "metadata not an object", body: `{"metadata": [1]}`, status: 400, code: kassa.Invalid, fields: []string{"metadata"}},
 		{name: "metadata a string", body: `{"metadata": "x"}`, status: 400, code: kassa.Invalid, fields: []string{"metadata"}},
 		{name: "unknown payment method", body: `{"enabledPaymentMethods": ["DOGE"]}`, status: 400, code: kassa.Invalid, fields: []string{"enabledPaymentMethods"}},
+		{name: "every field of the wrong type at once", body: `{"amount": true, "currency": 5, "buyerEmail": [], "orderId": {}}`, status: 400, code: kassa.Invalid, message: "(and 3 more)", fields: []string{"currency", "buyerEmail", "orderId", "amount"}},
+		{name: "wrong types and bad values together", body: `{"amount": -1, "redirectAutomatically": "yes", "walletMessage": "` + strings.Repeat("x", 256) + `"}`, status: 400, code: kassa.Invalid, fields: []string{"redirectAutomatically", "amount", "walletMessage"}},
 		{name: "bad e-mail and URL together", body: `{"buyerEmail": "no", "redirectUrl": "javascript:alert(1)", "amount": -1}`, status: 400, code: kassa.Invalid, message: "(and 2 more)", fields: []string{"amount", "buyerEmail", "redirectUrl"}},
 		{name: "body over 1 MiB", body: `{"metadata": {"x": "` + strings.Repeat("a", MaxBodyBytes) + `"}}`, status: 413, code: kassa.TooLarge},
 		{name: "text/plain", body: `{"amount": 1}`, contentType: "text/plain", status: 415, code: kassa.UnsupportedMedia},

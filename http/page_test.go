@@ -225,3 +225,15 @@ func TestPayLinkPayFailure(t *testing.T) {
 	e.invoices.err = kassa.Errorf(kassa.PaymentRequired, "the store cannot take payments right now")
 	expectPage(t, e.do("POST", "/payment-requests/"+id+"/pay", "", noKey), 402, []string{"cannot take payments"}, nil)
 }
+
+func TestInvoiceShortLink(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	inv := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
+	w := e.do("GET", "/i/"+inv.ID, "", noKey)
+	expectStatus(t, w, http.StatusFound)
+	if got := w.Header().Get("Location"); got != "https://pay.example.com/checkout/"+inv.ID {
+		t.Errorf("Location %q, want the checkout page", got)
+	}
+	expectPage(t, e.do("GET", "/i/bad%21id", "", noKey), 404, []string{"invoice not found"}, nil)
+}

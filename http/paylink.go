@@ -126,7 +126,8 @@ type createdPaymentRequest struct {
 
 func (s *server) createPaymentRequest(w http.ResponseWriter, r *http.Request) {
 	var body paymentRequestBody
-	if err := decodeJSON(w, r, &body); err != nil {
+	badTypes, err := decodeBody(w, r, &body)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -136,7 +137,7 @@ func (s *server) createPaymentRequest(w http.ResponseWriter, r *http.Request) {
 		body.Currency = string(callerFrom(r.Context()).store.Currency)
 	}
 	in, err := s.paymentRequestInput(&body)
-	if err != nil {
+	if err = fieldsError(badTypes, err); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -189,7 +190,8 @@ func (s *server) updatePaymentRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body paymentRequestBody
-	if err := decodeJSON(w, r, &body); err != nil {
+	badTypes, err := decodeBody(w, r, &body)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -200,7 +202,7 @@ func (s *server) updatePaymentRequest(w http.ResponseWriter, r *http.Request) {
 		body.Currency = string(p.Currency)
 	}
 	in, err := s.paymentRequestInput(&body)
-	if err != nil {
+	if err = fieldsError(badTypes, err); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

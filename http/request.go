@@ -52,23 +52,49 @@ func checkJSONContentType(r *http.Request) error {
 
 // decodeJSON reads the request body into dst. An empty body or a JSON
 // null leaves dst as it is; unknown fields are ignored. Errors are
-// Invalid (malformed, saying where), TooLarge or UnsupportedMedia.
+// Invalid (malformed, saying where, or every field of the wrong type at
+// once), TooLarge or UnsupportedMedia.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
-	body, err := readBody(w, r)
+	fields, err := decodeBody(w, r, dst)
 	if err != nil {
 		return err
 	}
+	return fieldsError(fields, nil)
+}
+
+// decodeBody is decodeJSON that goes on past fields of the wrong type:
+// dst gets every field that decodes and fields lists the others, so that
+// the caller can report them together with its own validation. err is a
+// failure of the whole body: malformed, too large, not JSON.
+func decodeBody(w http.ResponseWriter, r *http.Request, dst any) (fields []kassa.FieldError, err error) {
+	body, err := readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
 	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
+		return nil, nil
 	}
 	if err := checkJSONContentType(r); err != nil {
-		return err
+		return nil, err
 	}
-	return unmarshalBody(body, dst)
+	return unmarshalFields(body, dst)
+}
+
+// fieldsError reports the fields of the wrong type that decodeBody found
+// together with the field errors of validation (a later error of a
+// field already reported is left out). Without fields it is validation.
+func fieldsError(fields []kassa.FieldError, validation error) error {
+	switch {
+	case len(fields) == 0:
+		return validation
+	case len(fields) == 1 && validation == nil:
+		return &kassa.Error{Code: kassa.Invalid, Message: "field " + fields[0].Field + " " + fields[0].Message, Fields: fields}
+	}
+	return kassa.InvalidFields(mergeFields(fields, validation))
 }
 
 // unmarshalBody decodes body into dst and words decoding errors for the
-// caller.
+// caller: the first field of the wrong type only.
 func unmarshalBody(body []byte, dst any) error {
 	err := json.Unmarshal(body, dst)
 	if err == nil {
@@ -89,13 +115,78 @@ func unmarshalBody(body []byte, dst any) error {
 		if typ.Field == "" {
 			return kassa.Errorf(kassa.Invalid, "request body must be a JSON object, not %s", typ.Value)
 		}
-		return &kassa.Error{
-			Code:    kassa.Invalid,
-			Message: fmt.Sprintf("field %s must be %s, not %s", typ.Field, jsonKind(typ.Type), typ.Value),
-			Fields:  []kassa.FieldError{{Field: typ.Field, Message: fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type), typ.Value)}},
-		}
+		return invalidType(typ.Field, typ)
 	}
 	return kassa.Errorf(kassa.Invalid, "malformed JSON: %v", err)
+}
+
+// invalidType is the error of field, whose value has the wrong type.
+func invalidType(field string, typ *json.UnmarshalTypeError) *kassa.Error {
+	return &kassa.Error{
+		Code:    kassa.Invalid,
+		Message: fmt.Sprintf("field %s must be %s, not %s", field, jsonKind(typ.Type), typ.Value),
+		Fields:  []kassa.FieldError{{Field: field, Message: fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type), typ.Value)}},
+	}
+}
+
+// unmarshalFields decodes body into dst, a pointer to a struct, and
+// returns the fields of the wrong type, each of them, where json.Unmarshal
+// stops reporting at the first (it does fill the other fields). A whole
+// body that does not decode is err.
+func unmarshalFields(body []byte, dst any) (fields []kassa.FieldError, err error) {
+	err = unmarshalBody(body, dst)
+	var coded *kassa.Error
+	if err == nil || !errors.As(err, &coded) || len(coded.Fields) == 0 {
+		return nil, err
+	}
+	// A field had the wrong type: decode each field alone to find them
+	// all. The body is a JSON object, or there would be no field error.
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(body, &raw) != nil {
+		return coded.Fields, nil
+	}
+	t := reflect.TypeOf(dst).Elem()
+	if t.Kind() != reflect.Struct {
+		return coded.Fields, nil
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
+		}
+		// encoding/json matches keys without regard to case; the last
+		// matching key wins.
+		var value json.RawMessage
+		for key, v := range raw {
+			if strings.EqualFold(key, name) {
+				value = v
+			}
+		}
+		if value == nil {
+			continue
+		}
+		err := json.Unmarshal(value, reflect.New(f.Type).Interface())
+		var typ *json.UnmarshalTypeError
+		var fieldErr *kassa.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &typ):
+			path := name
+			if typ.Field != "" {
+				path += "." + typ.Field
+			}
+			fields = append(fields, invalidType(path, typ).Fields...)
+		case errors.As(err, &fieldErr) && len(fieldErr.Fields) > 0:
+			fields = append(fields, fieldErr.Fields...)
+		default:
+			fields = append(fields, kassa.FieldError{Field: name, Message: kassa.ErrorMessage(err)})
+		}
+	}
+	if len(fields) == 0 {
+		return coded.Fields, nil
+	}
+	return fields, nil
 }
 
 // position returns the 1-based line and column of the byte that a JSON

@@ -113,7 +113,7 @@ func (s *server) routes() *chi.Mux {
 				r.Get("/transactions/{id}", s.getTransaction)
 
 				r.Group(func(r chi.Router) {
-					r.Use(s.webhooksAvailable)
+					r.Use(s.webhooksAvailable, noStore)
 					r.Get("/webhooks", s.listWebhooks)
 					r.With(s.idempotent).Post("/webhooks", s.createWebhook)
 					r.Get("/webhooks/{webhookId}", s.getWebhook)
@@ -150,6 +150,15 @@ func (s *server) routes() *chi.Mux {
 		r.With(s.limitPay).Post("/payment-requests/{id}/pay", s.payLinkPay)
 	})
 	return r
+}
+
+// noStore marks responses as not to be cached: webhooks carry their
+// signing secret.
+func noStore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // notFound answers routes that do not exist.

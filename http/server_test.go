@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -50,7 +51,8 @@ func TestAuthentication(t *testing.T) {
 		{"Authorization scheme in any case", "/api/v1/stores/store_a", []header{noKey, {"Authorization", "x-api-key " + keyA}}, 200, ""},
 		{"no key", "/api/v1/stores/store_a", []header{noKey}, 401, kassa.Unauthorized},
 		{"no key on a list", "/api/v1/stores/store_a/invoices", []header{noKey}, 401, kassa.Unauthorized},
-		{"Bearer is not an API key", "/api/v1/stores/store_a", []header{noKey, {"Authorization", "Bearer " + keyA}}, 401, kassa.Unauthorized},
+		{"Authorization Bearer", "/api/v1/stores/store_a", []header{noKey, {"Authorization", "Bearer " + keyA}}, 200, ""},
+		{"Bearer with an unknown key", "/api/v1/stores/store_a", []header{noKey, {"Authorization", "Bearer nope"}}, 401, kassa.Unauthorized},
 		{"unknown key", "/api/v1/stores/store_a", []header{{"X-Api-Key", "nope"}}, 401, kassa.Unauthorized},
 		{"over-long key", "/api/v1/stores/store_a", []header{{"X-Api-Key", strings.Repeat("k", 300)}}, 401, kassa.Unauthorized},
 		{"key of another store", "/api/v1/stores/store_a", []header{asB}, 403, kassa.Forbidden},
@@ -94,11 +96,23 @@ func TestStores(t *testing.T) {
 	expectStatus(t, w, 200)
 	expectGolden(t, "store", w.Body.Bytes())
 
-	w = e.do("GET", "/api/v1/stores", "", header{"X-Api-Key", keyA + "-staging"})
-	expectStatus(t, w, 200)
-	list := decode[[]storeRecord](t, w)
-	if len(list) != 1 || list[0].StoreID != "store_a" || list[0].APIKey != keyA+"-staging" {
-		t.Errorf("GET /stores = %+v, want store_a with the staging key", list)
+	if rec := decode[storeRecord](t, w); rec.ID != "store_a" || rec.StoreID != "store_a" {
+		t.Errorf("store record id %q, storeId %q: want both", rec.ID, rec.StoreID)
+	}
+	if got := w.Header().Get("Cache-Control"); got != "no-store" {
+		t.Errorf("the store with its API key has Cache-Control %q, want no-store", got)
+	}
+
+	for _, path := range []string{"/api/v1/stores", "/api/v1/stores/"} {
+		w = e.do("GET", path, "", header{"X-Api-Key", keyA + "-staging"})
+		expectStatus(t, w, 200)
+		list := decode[[]storeRecord](t, w)
+		if len(list) != 1 || list[0].StoreID != "store_a" || list[0].APIKey != keyA+"-staging" {
+			t.Errorf("GET %s = %+v, want store_a with the staging key", path, list)
+		}
+		if got := w.Header().Get("Cache-Control"); got != "no-store" {
+			t.Errorf("GET %s: Cache-Control %q, want no-store", path, got)
+		}
 	}
 	expectError(t, e.do("GET", "/api/v1/stores", "", noKey), 401, kassa.Unauthorized)
 }
@@ -196,3 +210,20 @@ func TestPanicIsInternalError(t *testing.T) {
 type panickingRates struct{ fakeRates }
 
 func (panickingRates) Entries(context.Context) []kassa.RateEntry { panic("rates secret exploded") }
+
+// TestWebhooksAreNotCached checks Cache-Control: no-store on the webhook
+// routes, whose records carry the signing secret.
+func TestWebhooksAreNotCached(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.do("POST", "/api/v1/stores/store_a/webhooks", `{"url": "https://shop.example.com/hook", "secret": "s3cret-s3cret-s3cret"}`)
+	expectStatus(t, w, 200)
+	id := decode[map[string]any](t, w)["id"].(string)
+	for _, rec := range []*httptest.ResponseRecorder{w,
+		e.do("GET", "/api/v1/stores/store_a/webhooks/"+id, ""),
+		e.do("GET", "/api/v1/stores/store_a/webhooks", "")} {
+		if got := rec.Header().Get("Cache-Control"); got != "no-store" {
+			t.Errorf("Cache-Control %q, want no-store", got)
+		}
+	}
+}

@@ -9,9 +9,11 @@ import (
 	"github.com/kassapay/kassa"
 )
 
-// storeRecord is a store as SPEC.md's Store table shows it. apiKey is the
-// key the caller authenticated with.
+// storeRecord is a store as docs/api.md's Store table shows it. apiKey
+// is the key the caller authenticated with. id repeats storeId, for shop
+// plugins that read the store's id from it.
 type storeRecord struct {
+	ID                    string         `json:"id"`
 	StoreID               string         `json:"storeId"`
 	Name                  string         `json:"name"`
 	WalletMinSendable     kassa.MSat     `json:"walletMinSendable"`
@@ -25,6 +27,7 @@ type storeRecord struct {
 func newStoreRecord(c *caller) storeRecord {
 	st := c.store
 	return storeRecord{
+		ID:                    st.ID,
 		StoreID:               st.ID,
 		Name:                  st.Name,
 		WalletMinSendable:     st.WalletMinSendable,
@@ -36,12 +39,15 @@ func newStoreRecord(c *caller) storeRecord {
 	}
 }
 
-// listStores answers an array holding the key's own store.
+// listStores answers an array holding the key's own store. The record
+// carries the API key: it must not be cached.
 func (s *server) listStores(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, []storeRecord{newStoreRecord(callerFrom(r.Context()))})
 }
 
 func (s *server) getStore(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, newStoreRecord(callerFrom(r.Context())))
 }
 

@@ -81,7 +81,9 @@ func TestPublicRateLimits(t *testing.T) {
 
 	// Payments: per address, then per pay link across addresses.
 	id := decode[createdPaymentRequest](t, e.do("POST", "/api/v1/stores/store_a/payment-requests", `{"amount": 1, "title": "T"}`)).ID
-	pay := func(remote string) int { return e.doFrom(remote, "POST", "/payment-requests/"+id+"/pay", "", noKey).Code }
+	pay := func(remote string) int {
+		return e.doFrom(remote, "POST", "/payment-requests/"+id+"/pay", "", noKey).Code
+	}
 	c, d, f := "192.0.2.10:1", "192.0.2.11:1", "192.0.2.12:1"
 	if got := []int{pay(c), pay(c), pay(d), pay(f)}; fmt.Sprint(got) != "[303 429 303 429]" {
 		t.Errorf("payments answered %v, want [303 429 303 429]: one per address, two per link", got)

@@ -184,9 +184,13 @@ type Invoice struct {
 	Metadata              json.RawMessage `json:"metadata,omitempty"`
 	EnabledMethods        []PaymentMethod `json:"enabledMethods"`
 
-	OnchainAddress   string `json:"onchainAddress,omitempty"`
-	LightningInvoice string `json:"lightningInvoice,omitempty"`
-	PaymentHash      string `json:"paymentHash,omitempty"`
+	// OnchainUnavailableReason says why on-chain is not offered although
+	// the request allowed it (an amount below the store's on-chain
+	// minimum); empty otherwise.
+	OnchainUnavailableReason string `json:"onchainUnavailableReason,omitempty"`
+	OnchainAddress           string `json:"onchainAddress,omitempty"`
+	LightningInvoice         string `json:"lightningInvoice,omitempty"`
+	PaymentHash              string `json:"paymentHash,omitempty"`
 
 	// Rules copied from the store at creation, so that settling later
 	// gives the same result whatever the store changes meanwhile.

@@ -2,8 +2,10 @@ package kassa
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/mail"
 	"net/url"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -140,13 +142,29 @@ type InvoiceTerms struct {
 // on-chain address and Lightning invoice are attached by the caller.
 func NewInvoice(id string, store *Store, r *InvoiceRequest, t InvoiceTerms) (Invoice, []Effect, error) {
 	var sats Sats
+	methods := r.EnabledMethods
+	var onchainReason string
 	if r.HasAmount {
 		var err error
 		if sats, err = ToSats(r.Amount, r.Currency, t.RequestRate); err != nil {
+			if ErrorCode(err) == Invalid {
+				return Invoice{}, nil, InvalidFields([]FieldError{{"amount", ErrorMessage(err)}})
+			}
 			return Invoice{}, nil, err
 		}
 		if sats < 1 {
 			return Invoice{}, nil, InvalidFields([]FieldError{{"amount", "is less than one satoshi"}})
+		}
+		if max := store.MaxInvoice(); sats > max {
+			return Invoice{}, nil, InvalidFields([]FieldError{{"amount", fmt.Sprintf("is %d sat, more than the store's maximum of %d sat per invoice", sats, max)}})
+		}
+		if min := store.OnchainMin(); sats < min && slices.Contains(methods, MethodOnchain) {
+			methods = slices.DeleteFunc(slices.Clone(methods), func(m PaymentMethod) bool { return m == MethodOnchain })
+			if len(methods) == 0 {
+				return Invoice{}, nil, InvalidFields([]FieldError{{"amount", fmt.Sprintf(
+					"is %d sat, below the store's on-chain minimum of %d sat, and Lightning is not enabled", sats, min)}})
+			}
+			onchainReason = fmt.Sprintf("amounts below %d sat are paid by Lightning only: on-chain, the network fee would eat too much of them", min)
 		}
 	}
 	metadata := r.Metadata
@@ -156,32 +174,33 @@ func NewInvoice(id string, store *Store, r *InvoiceRequest, t InvoiceTerms) (Inv
 	now := t.Now.UTC().Truncate(time.Millisecond)
 	expiresAt := now.Add(t.Expiry)
 	inv := Invoice{
-		ID:                    id,
-		StoreID:               store.ID,
-		PaymentLinkID:         r.PaymentLinkID,
-		TerminalName:          store.Name,
-		Status:                InvoiceNew,
-		Amount:                sats,
-		InvoiceAmount:         r.Amount,
-		Currency:              r.Currency,
-		StoreCurrency:         store.Currency,
-		ExchangeRate:          t.StoreRate,
-		RequestRate:           t.RequestRate,
-		OrderID:               r.OrderID,
-		BuyerEmail:            r.BuyerEmail,
-		RedirectURL:           r.RedirectURL,
-		RedirectAutomatically: r.RedirectAutomatically,
-		WalletMessage:         r.WalletMessage,
-		ReferralCode:          r.ReferralCode,
-		Metadata:              metadata,
-		EnabledMethods:        r.EnabledMethods,
-		PercentFee:            store.PercentFee,
-		Tolerance:             store.UnderpaymentTolerance,
-		ConfirmationsRequired: store.ConfirmationsRequired,
-		CreatedAt:             now,
-		UpdatedAt:             now,
-		ExpiresAt:             expiresAt,
-		MonitorUntil:          expiresAt.Add(t.Monitoring),
+		ID:                       id,
+		StoreID:                  store.ID,
+		PaymentLinkID:            r.PaymentLinkID,
+		TerminalName:             store.Name,
+		Status:                   InvoiceNew,
+		Amount:                   sats,
+		InvoiceAmount:            r.Amount,
+		Currency:                 r.Currency,
+		StoreCurrency:            store.Currency,
+		ExchangeRate:             t.StoreRate,
+		RequestRate:              t.RequestRate,
+		OrderID:                  r.OrderID,
+		BuyerEmail:               r.BuyerEmail,
+		RedirectURL:              r.RedirectURL,
+		RedirectAutomatically:    r.RedirectAutomatically,
+		WalletMessage:            r.WalletMessage,
+		ReferralCode:             r.ReferralCode,
+		Metadata:                 metadata,
+		EnabledMethods:           methods,
+		OnchainUnavailableReason: onchainReason,
+		PercentFee:               store.PercentFee,
+		Tolerance:                store.UnderpaymentTolerance,
+		ConfirmationsRequired:    store.ConfirmationsRequired,
+		CreatedAt:                now,
+		UpdatedAt:                now,
+		ExpiresAt:                expiresAt,
+		MonitorUntil:             expiresAt.Add(t.Monitoring),
 	}
 	return inv, []Effect{Emit{Type: EventNew}, ArmTimer{At: expiresAt}}, nil
 }

@@ -517,3 +517,68 @@ func checkFields(t *testing.T, err error, fields []string) {
 		}
 	}
 }
+
+// TestNewInvoiceBounds checks the upper bounds of an invoice's amount
+// (every bitcoin, then the store's maximum) and that on-chain is left
+// out, with a reason, below the store's on-chain minimum.
+func TestNewInvoiceBounds(t *testing.T) {
+	terms := InvoiceTerms{RequestRate: decimalOf("87000"), StoreRate: decimalOf("87000"), Now: scriptEpoch, Expiry: time.Minute}
+	create := func(store Store, amount string, c Currency, methods ...PaymentMethod) (Invoice, error) {
+		t.Helper()
+		req := InvoiceRequest{HasAmount: amount != "", Currency: c, EnabledMethods: methods}
+		if req.HasAmount {
+			req.Amount = decimalOf(amount)
+		}
+		if err := req.Validate(); err != nil {
+			return Invoice{}, err
+		}
+		inv, _, err := NewInvoice("inv1", &store, &req, terms)
+		return inv, err
+	}
+	store := scriptStore()
+	for _, tc := range []struct {
+		name     string
+		store    func(*Store)
+		amount   string
+		currency Currency
+		methods  []PaymentMethod
+		field    string // an Invalid error on this field
+		onchain  bool   // on-chain offered
+	}{
+		{"a hundred billion euros is more than every bitcoin", nil, "100000000000000", EUR, nil, "amount", false},
+		{"a hundred billion euros is more than the default maximum", nil, "100000000000", EUR, nil, "amount", false},
+		{"the default maximum", nil, "10", BTC, nil, "", true},
+		{"above the default maximum", nil, "10.00000001", BTC, nil, "amount", false},
+		{"a store's own maximum", func(s *Store) { s.MaxInvoiceAmount = 50_000 }, "50001", SATS, nil, "amount", false},
+		{"up to a store's own maximum", func(s *Store) { s.MaxInvoiceAmount = 50_000 }, "50000", SATS, nil, "", true},
+		{"below the default on-chain minimum", nil, "999", SATS, nil, "", false},
+		{"at the default on-chain minimum", nil, "1000", SATS, nil, "", true},
+		{"below a store's on-chain minimum", func(s *Store) { s.OnchainMinAmount = 5000 }, "4999", SATS, nil, "", false},
+		{"on-chain only, below the minimum", nil, "500", SATS, []PaymentMethod{MethodOnchain}, "amount", false},
+		{"a top-up invoice keeps on-chain", nil, "", EUR, nil, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := store
+			if tc.store != nil {
+				tc.store(&st)
+			}
+			inv, err := create(st, tc.amount, tc.currency, tc.methods...)
+			if tc.field != "" {
+				checkFields(t, err, []string{tc.field})
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inv.Accepts(MethodOnchain) != tc.onchain {
+				t.Fatalf("on-chain offered = %v, want %v (methods %v)", inv.Accepts(MethodOnchain), tc.onchain, inv.EnabledMethods)
+			}
+			if !inv.Accepts(MethodLightning) {
+				t.Fatalf("Lightning left out: %v", inv.EnabledMethods)
+			}
+			if tc.onchain != (inv.OnchainUnavailableReason == "") {
+				t.Fatalf("onchainUnavailableReason = %q with on-chain offered %v", inv.OnchainUnavailableReason, tc.onchain)
+			}
+		})
+	}
+}

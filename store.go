@@ -32,9 +32,15 @@ type Store struct {
 	RateFallback string `json:"rateFallback,omitempty"`
 	// CreditLimit is how far below zero the prepaid balance may go before
 	// the store can no longer create invoices.
-	CreditLimit Sats      `json:"creditLimit"`
-	APIKeys     []APIKey  `json:"apiKeys"`
-	CreatedAt   time.Time `json:"createdAt"`
+	CreditLimit Sats `json:"creditLimit"`
+	// MaxInvoiceAmount is the largest amount an invoice may ask for;
+	// zero means DefaultMaxInvoiceAmount.
+	MaxInvoiceAmount Sats `json:"maxInvoiceAmount,omitempty"`
+	// OnchainMinAmount is the smallest invoice amount for which an
+	// on-chain address is offered; zero means DefaultOnchainMinAmount.
+	OnchainMinAmount Sats      `json:"onchainMinAmount,omitempty"`
+	APIKeys          []APIKey  `json:"apiKeys"`
+	CreatedAt        time.Time `json:"createdAt"`
 }
 
 // APIKey is one of a store's API keys. Keys can be shown again at any
@@ -51,7 +57,31 @@ var (
 	DefaultWalletMinSendable MSat = 1_000
 	DefaultWalletMaxSendable MSat = 100_000_000_000 // one bitcoin
 	DefaultCreditLimit       Sats = 100_000
+	// DefaultMaxInvoiceAmount is ten bitcoin: more than a shop sells in
+	// one order, far less than a typo of a few zeros can ask for.
+	DefaultMaxInvoiceAmount Sats = 10 * SatsPerBTC
+	// DefaultOnchainMinAmount keeps on-chain payments well above the
+	// 294-sat dust limit of a segwit output, and above what the network
+	// fee of spending the output later would eat.
+	DefaultOnchainMinAmount Sats = 1_000
 )
+
+// MaxInvoice is the largest amount an invoice of the store may ask for.
+func (s *Store) MaxInvoice() Sats {
+	if s.MaxInvoiceAmount > 0 {
+		return s.MaxInvoiceAmount
+	}
+	return DefaultMaxInvoiceAmount
+}
+
+// OnchainMin is the smallest invoice amount for which the store offers an
+// on-chain address.
+func (s *Store) OnchainMin() Sats {
+	if s.OnchainMinAmount > 0 {
+		return s.OnchainMinAmount
+	}
+	return DefaultOnchainMinAmount
+}
 
 // StoreSettings are the fields a store is created with.
 type StoreSettings struct {
@@ -64,6 +94,9 @@ type StoreSettings struct {
 	ConfirmationsRequired int32
 	RatePrimary           string
 	RateFallback          string
+	// MaxInvoiceAmount and OnchainMinAmount: zero takes the defaults.
+	MaxInvoiceAmount Sats
+	OnchainMinAmount Sats
 }
 
 // Validate checks the settings of a new store.
@@ -91,6 +124,12 @@ func (s *StoreSettings) Validate() error {
 	if s.ConfirmationsRequired < 0 || s.ConfirmationsRequired > 100 {
 		fields = append(fields, FieldError{"confirmations", "must be between 0 and 100"})
 	}
+	if s.MaxInvoiceAmount < 0 || s.MaxInvoiceAmount > MaxSats {
+		fields = append(fields, FieldError{"maxInvoiceAmount", "must be between 1 and 2100000000000000 sat (0: the default)"})
+	}
+	if s.OnchainMinAmount < 0 || s.OnchainMinAmount > MaxSats {
+		fields = append(fields, FieldError{"onchainMinAmount", "must be between 1 and 2100000000000000 sat (0: the default)"})
+	}
 	if len(fields) > 0 {
 		return InvalidFields(fields)
 	}
@@ -113,6 +152,8 @@ func NewStore(id string, s StoreSettings, now time.Time) *Store {
 		RatePrimary:           s.RatePrimary,
 		RateFallback:          s.RateFallback,
 		CreditLimit:           DefaultCreditLimit,
+		MaxInvoiceAmount:      s.MaxInvoiceAmount,
+		OnchainMinAmount:      s.OnchainMinAmount,
 		APIKeys:               []APIKey{{ID: NewID("key_"), Label: "default", Key: NewSecret(), CreatedAt: now}},
 		CreatedAt:             now,
 	}

@@ -177,11 +177,11 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 	b.PutInvoice(&msg.inv, nil, 1)
 	spanCtx := trace.ContextWithSpan(msg.ctx, span)
 	deliveries, err := a.outbox(spanCtx, b, &msg.inv, msg.effects)
-	if err != nil {
-		ctx.Send(ctx.Parent(), &passivate{invoiceID: msg.inv.ID})
-		return reply{err: err}
+	if err == nil {
+		err = a.sys.cfg.Journal.Commit(spanCtx, b)
 	}
-	if err := a.sys.cfg.Journal.Commit(spanCtx, b); err != nil {
+	if err != nil {
+		ctx.Send(ctx.Parent(), &feeReleased{invoiceID: msg.inv.ID})
 		ctx.Send(ctx.Parent(), &passivate{invoiceID: msg.inv.ID})
 		return reply{err: err}
 	}
@@ -198,10 +198,10 @@ func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa
 	if a.inv.ID == "" {
 		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
 	}
+	prev := a.inv
 	next, effects, err := a.inv.Apply(in)
 	if err != nil {
-		cur := a.inv
-		return &cur, err
+		return &prev, err
 	}
 	spanCtx, span := a.sys.tracer.Start(parent, "invoice.Apply", trace.WithAttributes(
 		attribute.String("invoice.id", a.inv.ID), attribute.String("input", fmt.Sprintf("%T", in))))
@@ -235,6 +235,9 @@ func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa
 	}
 	if err := a.sys.cfg.Journal.Commit(spanCtx, b); err != nil {
 		return nil, fmt.Errorf("persist invoice %s: %w", a.inv.ID, err)
+	}
+	if reservesFee(prev.Status) && !reservesFee(next.Status) {
+		ctx.Send(ctx.Parent(), &feeReleased{invoiceID: next.ID})
 	}
 	a.inv, a.seq = next, seq
 	out := a.inv
@@ -321,4 +324,10 @@ func (a *invoiceActor) maybePassivate(ctx actor.Context) {
 		a.disarm()
 		ctx.Send(ctx.Parent(), &passivate{invoiceID: a.inv.ID})
 	}
+}
+
+// reservesFee reports whether an invoice in status s keeps its fee
+// reserved in its store's credit: until it settles or can no longer.
+func reservesFee(s kassa.InvoiceStatus) bool {
+	return s == kassa.InvoiceNew || s == kassa.InvoiceProcessing
 }

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,4 +84,55 @@ func TestTopUpIsValuedInTheStoreCurrency(t *testing.T) {
 	if err != nil || stored.Currency != kassa.EUR || !stored.AmountInPreferredCurrency.Equal(decimal.NewFromInt(50)) {
 		t.Fatalf("stored top-up line: %+v, %v", stored, err)
 	}
+}
+
+// TestCreditLimitHoldsUnderConcurrentCreates releases many creates at
+// once against a store whose credit covers the fees of only some of them:
+// the store actor reserves the fee of each open invoice, so exactly those
+// that fit are created, and an expired invoice gives its room back.
+func TestCreditLimitHoldsUnderConcurrentCreates(t *testing.T) {
+	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newHarness(t, openMem(t), clock)
+	h.createStore("1", "0")
+	// Balance 0, credit limit 100 000 sat: 20 invoices with a fee of
+	// 5 000 sat (1% of 500 000) fit.
+	create := func() error {
+		_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+			Amount: decimal.NewFromInt(500_000), HasAmount: true, Currency: kassa.SATS,
+		})
+		return err
+	}
+	const n = 50
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs <- create()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	created := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case kassa.ErrorCode(err) != kassa.PaymentRequired:
+			t.Fatalf("create: %v", err)
+		}
+	}
+	if created != 20 {
+		t.Fatalf("%d invoices created, want the 20 whose fees fit in the credit limit", created)
+	}
+	if err := create(); kassa.ErrorCode(err) != kassa.PaymentRequired {
+		t.Fatalf("a 21st invoice: %v", err)
+	}
+	// Once the open invoices expire their fees are no longer reserved.
+	clock.Advance(15 * time.Minute)
+	eventually(t, "room after expiry", func() bool { return create() == nil })
 }

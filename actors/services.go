@@ -106,13 +106,14 @@ func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.Inv
 	if err != nil {
 		return nil, err
 	}
+	// A quick refusal before asking the backends for anything; the store
+	// actor makes the check that counts (storeActor.spawnInvoice).
 	balance, err := s.cfg.Reader.Balance(ctx, storeID)
 	if err != nil {
 		return nil, err
 	}
 	if balance < -st.CreditLimit {
-		return nil, kassa.Errorf(kassa.PaymentRequired,
-			"the store's prepaid balance is %d sat, beyond its credit limit of %d sat: top it up in the dashboard to create invoices", balance, st.CreditLimit)
+		return nil, errCreditLimit(balance, 0, 0, st.CreditLimit)
 	}
 	requestRate, err := s.rate(ctx, st, r.Currency)
 	if err != nil {
@@ -166,11 +167,20 @@ func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.Inv
 		}
 		inv.LightningInvoice, inv.PaymentHash = li.PaymentRequest, li.PaymentHash
 	}
-	res, err := s.request(ctx, s.store(storeID), &spawnInvoice{ctx: ctx, inv: inv, effects: effects})
+	fee := kassa.PercentOf(inv.Amount, inv.PercentFee)
+	res, err := s.request(ctx, s.store(storeID), &spawnInvoice{ctx: ctx, inv: inv, effects: effects, fee: fee})
 	if err != nil {
 		return nil, err
 	}
 	return res.(*kassa.Invoice), nil
+}
+
+// errCreditLimit is the refusal of an invoice whose fee would take the
+// store's prepaid balance beyond its credit limit.
+func errCreditLimit(balance, reserved, fee, limit kassa.Sats) error {
+	return kassa.Errorf(kassa.PaymentRequired,
+		"the store's prepaid balance is %d sat, with %d sat reserved for the fees of open invoices; an invoice with a fee of %d sat would pass its credit limit of %d sat: top it up in the dashboard to create invoices",
+		balance, reserved, fee, limit)
 }
 
 // MarkInvoiceInvalid marks an invoice of the store invalid.

@@ -23,6 +23,16 @@ type storeActor struct {
 	// stopping holds messages for invoice actors that are passivating;
 	// they are delivered to a fresh actor once the old one is gone.
 	stopping map[string][]pending
+	// reserved holds the fee of each open invoice created since the
+	// actor started, so that concurrent creates cannot together pass the
+	// credit limit; reservedTotal is their sum. After a restart the
+	// reservations of invoices still open are gone, for at most their
+	// expiry (docs/decisions.md).
+	reserved      map[string]kassa.Sats
+	reservedTotal kassa.Sats
+	// peaks remember the largest size of each map, to rebuild a map that
+	// shrank a lot (Go maps never give memory back).
+	peakInvoices, peakStopping, peakReserved int
 }
 
 type pending struct {
@@ -40,6 +50,7 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		a.id = ctx.Self().Id[len("store/"):]
 		a.invoices = map[string]*actor.PID{}
 		a.stopping = map[string][]pending{}
+		a.reserved = map[string]kassa.Sats{}
 		st, seq, err := a.sys.cfg.Journal.StoreSnapshot(context.Background(), a.id)
 		if err == nil {
 			a.st, a.seq = st, seq
@@ -60,18 +71,28 @@ func (a *storeActor) Receive(ctx actor.Context) {
 	case *passivate:
 		if pid, ok := a.invoices[msg.invoiceID]; ok {
 			delete(a.invoices, msg.invoiceID)
+			a.invoices = compact(a.invoices, &a.peakInvoices)
 			a.stopping[msg.invoiceID] = nil
+			a.peakStopping = max(a.peakStopping, len(a.stopping))
 			ctx.Poison(pid)
 		}
 	case *actor.Terminated:
 		id := invoiceIDOf(a.id, msg.Who.Id)
 		if queued, ok := a.stopping[id]; ok {
 			delete(a.stopping, id)
+			a.stopping = compact(a.stopping, &a.peakStopping)
 			for _, p := range queued {
 				a.route(ctx, p.msg, p.sender)
 			}
 		} else if pid, ok := a.invoices[id]; ok && pid.Id == msg.Who.Id {
 			delete(a.invoices, id)
+			a.invoices = compact(a.invoices, &a.peakInvoices)
+		}
+	case *feeReleased:
+		if fee, ok := a.reserved[msg.invoiceID]; ok {
+			delete(a.reserved, msg.invoiceID)
+			a.reservedTotal -= fee
+			a.reserved = compact(a.reserved, &a.peakReserved)
 		}
 	case *savePaymentRequest:
 		ctx.Respond(a.savePaymentRequest(msg))
@@ -130,12 +151,30 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 		ctx.Respond(reply{err: kassa.Errorf(kassa.NotFound, "store not found")})
 		return
 	}
+	// The balance changes only by this actor's top-ups and by settles,
+	// which release their reservation after the fee is on the balance;
+	// counting a fee twice for a moment errs on the safe side.
+	balance, err := a.sys.cfg.Reader.Balance(msg.ctx, a.id)
+	if err != nil {
+		ctx.Respond(reply{err: err})
+		return
+	}
+	if balance-a.reservedTotal-msg.fee < -a.st.CreditLimit {
+		ctx.Respond(reply{err: errCreditLimit(balance, a.reservedTotal, msg.fee, a.st.CreditLimit)})
+		return
+	}
 	pid, err := ctx.SpawnNamed(a.sys.invoiceProps, invoiceName(msg.inv.ID))
 	if err != nil {
 		ctx.Respond(reply{err: fmt.Errorf("spawn invoice actor: %w", err)})
 		return
 	}
 	a.invoices[msg.inv.ID] = pid
+	a.peakInvoices = max(a.peakInvoices, len(a.invoices))
+	if msg.fee > 0 {
+		a.reserved[msg.inv.ID] = msg.fee
+		a.reservedTotal += msg.fee
+		a.peakReserved = max(a.peakReserved, len(a.reserved))
+	}
 	ctx.RequestWithCustomSender(pid, &createInvoice{ctx: msg.ctx, inv: msg.inv, effects: msg.effects}, ctx.Sender())
 }
 
@@ -156,6 +195,7 @@ func (a *storeActor) route(ctx actor.Context, msg *invoiceCommand, sender *actor
 			return
 		}
 		a.invoices[msg.invoiceID] = pid
+		a.peakInvoices = max(a.peakInvoices, len(a.invoices))
 	}
 	if msg.event == nil {
 		return // activation only
@@ -257,4 +297,21 @@ func (a *storeActor) allocateAddress(msg *allocateAddress) reply {
 	}
 	a.st = &next
 	return reply{value: index}
+}
+
+// compact returns m, or a copy of it once it holds less than a quarter
+// of its peak size: Go maps never give back the memory of deleted
+// entries, and a store's maps would otherwise keep the size of its
+// busiest minute. peak is the largest size seen, reset by the copy.
+func compact[K comparable, V any](m map[K]V, peak *int) map[K]V {
+	const minPeak = 1024
+	if *peak < minPeak || len(m) >= *peak/4 {
+		return m
+	}
+	fresh := make(map[K]V, len(m))
+	for k, v := range m {
+		fresh[k] = v
+	}
+	*peak = len(m)
+	return fresh
 }

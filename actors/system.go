@@ -181,11 +181,18 @@ type (
 		ctx   context.Context
 		store *kassa.Store
 	}
+	// spawnInvoice creates an invoice once the store has checked that
+	// its fee fits in the credit limit, and reserves that fee.
 	spawnInvoice struct {
 		ctx     context.Context
 		inv     kassa.Invoice
 		effects []kassa.Effect
+		fee     kassa.Sats
 	}
+	// feeReleased says that an invoice no longer needs its fee reserved:
+	// it settled (the fee is on the balance now), expired, turned
+	// invalid, or was never stored.
+	feeReleased struct{ invoiceID string }
 	// invoiceCommand routes an event to an invoice actor, activating it
 	// from storage when needed; a nil event only activates it.
 	invoiceCommand struct {

@@ -368,9 +368,14 @@ func TestBadInputStoresNothing(t *testing.T) {
 func TestCreditLimitBlocksInvoices(t *testing.T) {
 	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("50", "0")
-	// 50% of 300 000 sat = 150 000 sat of fees, beyond the 100 000 credit.
-	inv := h.invoice("300000", kassa.SATS)
-	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 300_000_000})
+	// An invoice whose fee alone passes the credit limit is refused: 50%
+	// of 200 002 sat is 100 001 sat.
+	if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(200_002), HasAmount: true, Currency: kassa.SATS}); kassa.ErrorCode(err) != kassa.PaymentRequired {
+		t.Fatalf("an invoice whose fee passes the credit limit: %v", err)
+	}
+	// 50% of 200 000 sat = 100 000 sat of fees, the whole credit.
+	inv := h.invoice("200000", kassa.SATS)
+	h.payLightning(inv, 200_000)
 	_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1), HasAmount: true, Currency: kassa.SATS})
 	if kassa.ErrorCode(err) != kassa.PaymentRequired {
 		t.Fatalf("err = %v", err)

@@ -38,13 +38,16 @@ type invoiceRecord struct {
 	Metadata              json.RawMessage `json:"metadata"`
 	LightningInvoice      *string         `json:"lightningInvoice,omitempty"`
 	OnchainAddress        *string         `json:"onchainAddress,omitempty"`
-	QRCodes               *qrCodes        `json:"qrCodes,omitempty"`
-	RedirectURL           string          `json:"redirectUrl"`
-	RedirectAutomatically bool            `json:"redirectAutomatically"`
-	CreatedAt             int64           `json:"createdAt"`
-	UpdatedAt             int64           `json:"updatedAt"`
-	CheckoutLink          string          `json:"checkoutLink"`
-	BIP21                 string          `json:"bip21"`
+	// OnchainUnavailableReason says why on-chain is not offered (an
+	// amount below the store's on-chain minimum); Kassa's own field.
+	OnchainUnavailableReason string   `json:"onchainUnavailableReason,omitempty"`
+	QRCodes                  *qrCodes `json:"qrCodes,omitempty"`
+	RedirectURL              string   `json:"redirectUrl"`
+	RedirectAutomatically    bool     `json:"redirectAutomatically"`
+	CreatedAt                int64    `json:"createdAt"`
+	UpdatedAt                int64    `json:"updatedAt"`
+	CheckoutLink             string   `json:"checkoutLink"`
+	BIP21                    string   `json:"bip21"`
 }
 
 // qrCodes are the two QR images of an invoice, as PNG data URIs.
@@ -76,12 +79,14 @@ type createdInvoice struct {
 	Metadata              json.RawMessage `json:"metadata"`
 	LightningInvoice      string          `json:"lightningInvoice"`
 	OnchainAddress        string          `json:"onchainAddress"`
-	QRCodes               qrCodes         `json:"qrCodes"`
-	RedirectAutomatically bool            `json:"redirectAutomatically"`
-	WalletMessage         string          `json:"walletMessage"`
-	CreatedAt             string          `json:"createdAt"`
-	CheckoutLink          string          `json:"checkoutLink"`
-	BIP21                 string          `json:"bip21"`
+	// OnchainUnavailableReason: see invoiceRecord.
+	OnchainUnavailableReason string  `json:"onchainUnavailableReason,omitempty"`
+	QRCodes                  qrCodes `json:"qrCodes"`
+	RedirectAutomatically    bool    `json:"redirectAutomatically"`
+	WalletMessage            string  `json:"walletMessage"`
+	CreatedAt                string  `json:"createdAt"`
+	CheckoutLink             string  `json:"checkoutLink"`
+	BIP21                    string  `json:"bip21"`
 }
 
 // paymentRecord is one payment received for an invoice, as SPEC.md's
@@ -182,6 +187,7 @@ func (s *server) invoiceRecord(inv *kassa.Invoice, single bool) (invoiceRecord, 
 		rec.EnabledPaymentMethods = methods
 		rec.LightningInvoice = &inv.LightningInvoice
 		rec.OnchainAddress = &inv.OnchainAddress
+		rec.OnchainUnavailableReason = inv.OnchainUnavailableReason
 		rec.QRCodes = &codes
 	}
 	return rec, nil
@@ -195,24 +201,25 @@ func (s *server) createdInvoiceRecord(inv *kassa.Invoice) (createdInvoice, error
 		return createdInvoice{}, err
 	}
 	return createdInvoice{
-		ID:                    inv.ID,
-		StoreID:               inv.StoreID,
-		Status:                inv.Status.String(),
-		AdditionalStatus:      inv.AdditionalStatus.String(),
-		Amount:                inv.Amount,
-		OrderID:               inv.OrderID,
-		BuyerEmail:            inv.BuyerEmail,
-		Currency:              inv.Currency,
-		EnabledPaymentMethods: methodNames(inv.EnabledMethods),
-		Metadata:              metadataOrEmpty(inv.Metadata),
-		LightningInvoice:      inv.LightningInvoice,
-		OnchainAddress:        inv.OnchainAddress,
-		QRCodes:               codes,
-		RedirectAutomatically: inv.RedirectAutomatically,
-		WalletMessage:         inv.WalletMessage,
-		CreatedAt:             strconv.FormatInt(unixSeconds(inv.CreatedAt), 10),
-		CheckoutLink:          s.checkoutLink(inv.ID),
-		BIP21:                 uri,
+		ID:                       inv.ID,
+		StoreID:                  inv.StoreID,
+		Status:                   inv.Status.String(),
+		AdditionalStatus:         inv.AdditionalStatus.String(),
+		Amount:                   inv.Amount,
+		OrderID:                  inv.OrderID,
+		BuyerEmail:               inv.BuyerEmail,
+		Currency:                 inv.Currency,
+		EnabledPaymentMethods:    methodNames(inv.EnabledMethods),
+		Metadata:                 metadataOrEmpty(inv.Metadata),
+		LightningInvoice:         inv.LightningInvoice,
+		OnchainAddress:           inv.OnchainAddress,
+		OnchainUnavailableReason: inv.OnchainUnavailableReason,
+		QRCodes:                  codes,
+		RedirectAutomatically:    inv.RedirectAutomatically,
+		WalletMessage:            inv.WalletMessage,
+		CreatedAt:                strconv.FormatInt(unixSeconds(inv.CreatedAt), 10),
+		CheckoutLink:             s.checkoutLink(inv.ID),
+		BIP21:                    uri,
 	}, nil
 }
 

@@ -31,7 +31,7 @@ func TestCreateInvoice(t *testing.T) {
 		{name: "amount in another currency", body: `{"amount": "55000.5", "currency": "usd"}`, amount: 100_000_000, currency: "USD", methods: []string{"BTC", "Lightning"}},
 		{name: "amount in sats", body: `{"amount": 1000, "currency": "SATS"}`, amount: 1000, currency: "SATS", methods: []string{"BTC", "Lightning"}},
 		{name: "amount in BTC", body: `{"amount": "0.00012345", "currency": "BTC"}`, amount: 12345, currency: "BTC", methods: []string{"BTC", "Lightning"}},
-		{name: "fiat rounds up to a whole satoshi", body: `{"amount": "0.01"}`, amount: 20, currency: "EUR", methods: []string{"BTC", "Lightning"}},
+		{name: "fiat rounds up to a whole satoshi", body: `{"amount": "0.01"}`, amount: 20, currency: "EUR", methods: []string{"Lightning"}}, // below the on-chain minimum
 		{name: "no amount is a top-up invoice", body: `{"currency": "EUR"}`, amount: 0, currency: "EUR", methods: []string{"BTC", "Lightning"}},
 		{name: "null amount is absent", body: `{"amount": null, "currency": null, "metadata": null, "orderId": null}`, amount: 0, currency: "EUR", methods: []string{"BTC", "Lightning"}},
 		{name: "empty body", body: "", amount: 0, currency: "EUR", methods: []string{"BTC", "Lightning"}},

@@ -128,7 +128,7 @@ func TestEndToEnd(t *testing.T) {
 	if _, ok := inv["createdAt"].(float64); !ok {
 		t.Fatalf("createdAt on the invoice record must be a number: %#v", inv["createdAt"])
 	}
-	if ev := fmt.Sprint(s.events(lnID)); ev != "[New:None Processing:None Settled:None]" {
+	if ev := s.waitEvents(lnID, 3); ev != "[New:None Processing:None Settled:None]" {
 		t.Fatalf("lightning events = %s", ev)
 	}
 	sats := num(inv, "amount")
@@ -177,7 +177,7 @@ func TestEndToEnd(t *testing.T) {
 	waitStatus(ocID, "Processing", "None")
 	s.mustCLI("sim", "mine", "1")
 	waitStatus(ocID, "Settled", "None")
-	if ev := fmt.Sprint(s.events(ocID)); ev != "[New:None Processing:None Settled:None]" {
+	if ev := s.waitEvents(ocID, 3); ev != "[New:None Processing:None Settled:None]" {
 		t.Fatalf("on-chain events = %s", ev)
 	}
 	if p := get(ocID)["paymentMethod"]; p != "BTC/BTC" {
@@ -211,13 +211,13 @@ func TestEndToEnd(t *testing.T) {
 	waitStatus(empty["id"].(string), "Expired", "None")
 	waitStatus(under["id"].(string), "Expired", "Underpaid")
 	waitStatus(late["id"].(string), "Expired", "None")
-	if ev := fmt.Sprint(s.events(under["id"].(string))); ev != "[New:None Expired:Underpaid]" {
+	if ev := s.waitEvents(under["id"].(string), 2); ev != "[New:None Expired:Underpaid]" {
 		t.Fatalf("underpaid events = %s", ev)
 	}
 	s.mustCLI("sim", "pay", late["id"].(string), "--method", "onchain")
 	s.mustCLI("sim", "mine")
 	waitStatus(late["id"].(string), "Settled", "PaidAfterExpiration")
-	if ev := fmt.Sprint(s.events(late["id"].(string))); ev != "[New:None Expired:None Settled:PaidAfterExpiration]" {
+	if ev := s.waitEvents(late["id"].(string), 3); ev != "[New:None Expired:None Settled:PaidAfterExpiration]" {
 		t.Fatalf("late events = %s", ev)
 	}
 	// An expired invoice's Lightning invoice can no longer be paid.

@@ -291,3 +291,15 @@ func (s *server) events(invoiceID string) []string {
 	}
 	return out
 }
+
+// waitEvents waits until the server logged at least n webhook events for
+// an invoice and returns them as fmt.Sprint prints them. The log line
+// follows the commit that the API already shows, so it may come a moment
+// after the invoice's new status.
+func (s *server) waitEvents(invoiceID string, n int) string {
+	s.t.Helper()
+	waitFor(s.t, 30*time.Second, fmt.Sprintf("%d events of invoice %s in the log", n, invoiceID), func() bool {
+		return len(s.events(invoiceID)) >= n
+	})
+	return fmt.Sprint(s.events(invoiceID))
+}

@@ -46,6 +46,9 @@ type Deps struct {
 	// address. Set it only behind a proxy that sets the header, or clients
 	// choose their own address.
 	ClientIPHeader string
+	// Storage reports the store's failure for the health check: Err
+	// answers nil while writes work. Nil leaves storage out of health.
+	Storage interface{ Err() error }
 }
 
 // server holds the dependencies of every handler.

@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -32,6 +33,43 @@ func TestHealth(t *testing.T) {
 			expectStatus(t, w, http.StatusOK)
 			expectGolden(t, tt.golden, w.Body.Bytes())
 		})
+	}
+}
+
+// failedStorage is storage whose disk refused a write.
+type failedStorage struct{ err error }
+
+func (f failedStorage) Err() error { return f.err }
+
+// TestHealthStorage checks that health reports the storage, and answers
+// 503 "degraded" with the reason once a write to the disk failed.
+func TestHealthStorage(t *testing.T) {
+	t.Parallel()
+	type health struct {
+		Status  string
+		Storage struct{ Status, Error string }
+	}
+	read := func(body []byte) health {
+		t.Helper()
+		var h health
+		if err := json.Unmarshal(body, &h); err != nil {
+			t.Fatalf("health body %s: %v", body, err)
+		}
+		return h
+	}
+	ok := newEnv(t, func(d *Deps) { d.Storage = failedStorage{} })
+	w := ok.do("GET", "/api/v1/health", "", noKey)
+	expectStatus(t, w, http.StatusOK)
+	if h := read(w.Body.Bytes()); h.Status != "ok" || h.Storage.Status != "ok" || h.Storage.Error != "" {
+		t.Errorf("health without failure: %s", w.Body)
+	}
+
+	failure := kassa.Errorf(kassa.Unavailable, "storage failed: the disk is full")
+	bad := newEnv(t, func(d *Deps) { d.Storage = failedStorage{failure} })
+	w = bad.do("GET", "/api/v1/health", "", noKey)
+	expectStatus(t, w, http.StatusServiceUnavailable)
+	if h := read(w.Body.Bytes()); h.Status != "degraded" || h.Storage.Status != "failed" || h.Storage.Error != failure.Message {
+		t.Errorf("health after a failure: %s", w.Body)
 	}
 }
 

@@ -127,10 +127,21 @@ type healthRecord struct {
 	Simulation   bool              `json:"simulation"`
 	Rates        string            `json:"rates"`
 	Version      string            `json:"version"`
+	// Storage is there when Deps.Storage is set.
+	Storage *storageHealth `json:"storage,omitempty"`
 }
 
-// health needs no key. It always answers 200 while the process serves;
-// synchronized says whether both backends are caught up.
+// storageHealth says whether the store still writes: "ok", or "failed"
+// with the reason once a write to the disk failed.
+type storageHealth struct {
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// health needs no key. It answers 200 while the process serves, and 503
+// with status "degraded" once storage failed (the process then exits to
+// recover, see docs/decisions.md); synchronized says whether both
+// backends are caught up.
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	rec := healthRecord{Status: "ok", Simulation: s.Simulator != nil, Version: s.Version}
 	rec.Chain = backendInfo(r, s.Chain)
@@ -139,7 +150,15 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	if s.Rates != nil {
 		rec.Rates = s.Rates.Source()
 	}
-	writeJSON(w, http.StatusOK, rec)
+	status := http.StatusOK
+	if s.Storage != nil {
+		rec.Storage = &storageHealth{Status: "ok"}
+		if err := s.Storage.Err(); err != nil {
+			rec.Status, status = "degraded", http.StatusServiceUnavailable
+			rec.Storage = &storageHealth{Status: "failed", Error: kassa.ErrorMessage(err)}
+		}
+	}
+	writeJSON(w, status, rec)
 }
 
 func backendInfo(r *http.Request, b interface {

@@ -39,6 +39,9 @@ type DB struct {
 	stores    storeCache
 	tracer    trace.Tracer
 	syncWrite bool
+	// fail holds the first write error Pebble could not recover from;
+	// from then on every call answers it.
+	fail *failure
 }
 
 var (
@@ -61,17 +64,25 @@ type Options struct {
 
 // Open opens (or creates) the store in dir.
 func Open(dir string, o Options) (*DB, error) {
-	opts := &pebble.Options{Merger: merger, Logger: pebbleLogger{log: o.Logger}}
-	if o.FS != nil {
+	fail := newFailure()
+	logger := pebbleLogger{log: o.Logger, fail: fail}
+	opts := &pebble.Options{Merger: merger, Logger: logger, EventListener: eventListener(logger)}
+	switch {
+	case o.FS != nil:
 		opts.FS = o.FS
-	} else if o.InMemory {
+	case o.InMemory:
 		opts.FS = vfs.NewMem()
+	default:
+		if err := makePrivate(dir); err != nil {
+			return nil, err
+		}
+		opts.FS = privateFS{vfs.Default}
 	}
-	pdb, err := pebble.Open(dir, opts)
+	pdb, err := openPebble(dir, opts, fail)
 	if err != nil {
 		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
 	}
-	d := &DB{db: pdb, tracer: otel.Tracer("github.com/kassapay/kassa/persistence"), syncWrite: !o.NoSync}
+	d := &DB{db: pdb, tracer: otel.Tracer("github.com/kassapay/kassa/persistence"), syncWrite: !o.NoSync, fail: fail}
 	last, err := d.lastTransactionID()
 	if err != nil {
 		pdb.Close()
@@ -87,8 +98,44 @@ func Open(dir string, o Options) (*DB, error) {
 	return d, nil
 }
 
+// openPebble opens Pebble, or answers the failure as soon as a write of
+// the opening fails: Pebble retries a failed flush of the replayed WAL
+// for as long as the disk refuses it, and would not return meanwhile.
+func openPebble(dir string, opts *pebble.Options, fail *failure) (*pebble.DB, error) {
+	type result struct {
+		db  *pebble.DB
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.err = guarded(func() (err error) {
+			r.db, err = pebble.Open(dir, opts)
+			return err
+		})
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if r.err == nil && fail.get() != nil {
+			r.db.Close()
+			return nil, fail.get()
+		}
+		return r.db, r.err
+	case <-fail.done:
+		// Should the disk recover, the open ends and is closed at once.
+		go func() {
+			if r := <-done; r.db != nil {
+				r.db.Close()
+			}
+		}()
+		return nil, fail.get()
+	}
+}
+
 // Close closes the store once the operations in flight are done. Later
-// reads and writes fail with an error.
+// reads and writes fail with an error. After a failure (see Err) it
+// returns the failure.
 func (d *DB) Close() error {
 	if d.closed.Swap(true) {
 		return nil
@@ -96,18 +143,46 @@ func (d *DB) Close() error {
 	for d.ops.Load() > 0 {
 		time.Sleep(time.Millisecond)
 	}
-	return d.db.Close()
+	failed := d.fail.get()
+	d.fail.mu.Lock()
+	stuck := d.fail.stuck
+	d.fail.mu.Unlock()
+	if stuck {
+		// A Pebble goroutine is parked in Fatalf; Close would wait for it.
+		// The process is about to exit, and the WAL on disk is the truth.
+		return failed
+	}
+	err := guarded(d.db.Close)
+	if failed != nil {
+		return failed
+	}
+	return err
 }
 
-// enter counts an operation in; it reports false once the store is
-// closed. Every true enter is paired with a leave.
-func (d *DB) enter() bool {
+// Err returns nil while the store works. Once a write to the disk failed
+// (no space left, an I/O error, a failed fsync) it returns that failure,
+// an Unavailable error matching ErrFailed and the file system's error,
+// and every read and write answers it at once from then on: what Pebble
+// holds in memory may include a batch that is not on disk. Only a new
+// process, replaying what the disk holds, can go on.
+func (d *DB) Err() error { return d.fail.get() }
+
+// Failed returns a channel that is closed when the store fails (see Err).
+func (d *DB) Failed() <-chan struct{} { return d.fail.done }
+
+// enter counts an operation in; it answers an error once the store is
+// closed or failed. Every nil enter is paired with a leave.
+func (d *DB) enter() error {
 	d.ops.Add(1)
 	if d.closed.Load() {
 		d.ops.Add(-1)
-		return false
+		return errClosed
 	}
-	return true
+	if err := d.fail.get(); err != nil {
+		d.ops.Add(-1)
+		return err
+	}
+	return nil
 }
 
 func (d *DB) leave() { d.ops.Add(-1) }
@@ -129,8 +204,8 @@ func (d *DB) lastTransactionID() (int64, error) {
 // lastKey returns the greatest key under prefix, after the prefix, or
 // nil when there is none.
 func (d *DB) lastKey(ctx context.Context, prefix []byte) ([]byte, error) {
-	if !d.enter() {
-		return nil, errClosed
+	if err := d.enter(); err != nil {
+		return nil, err
 	}
 	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
@@ -267,12 +342,15 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	if !d.syncWrite {
 		opts = pebble.NoSync
 	}
-	if !d.enter() {
-		return errClosed
+	if err := d.enter(); err != nil {
+		return err
 	}
 	defer d.leave()
-	if err := b.b.Commit(opts); err != nil {
+	if err := guarded(func() error { return b.b.Commit(opts) }); err != nil {
 		span.SetStatus(codes.Error, err.Error())
+		if errors.Is(err, ErrFailed) {
+			return err
+		}
 		return fmt.Errorf("commit batch: %w", err)
 	}
 	for _, c := range b.stores {
@@ -287,8 +365,8 @@ func (d *DB) Events(ctx context.Context, s kassa.Stream, after uint64, fn func(u
 		return nil // after+1 would wrap to 0 and replay the whole stream
 	}
 	prefix := eventPrefix(s.Kind, s.ID)
-	if !d.enter() {
-		return errClosed
+	if err := d.enter(); err != nil {
+		return err
 	}
 	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: eventKey(s.Kind, s.ID, after+1), UpperBound: prefixEnd(prefix)})
@@ -318,8 +396,8 @@ func (d *DB) StreamSeq(ctx context.Context, s kassa.Stream) (uint64, error) {
 // scanPrefix calls fn for each record under prefix, in key order, with
 // the key after prefix and the value; both are valid during the call only.
 func (d *DB) scanPrefix(ctx context.Context, prefix []byte, fn func(rest, value []byte) error) error {
-	if !d.enter() {
-		return errClosed
+	if err := d.enter(); err != nil {
+		return err
 	}
 	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
@@ -353,8 +431,8 @@ func getJSON[T any](d *DB, k []byte, notFound error) (*T, error) {
 
 // get returns a copy of the value at k, or nil and no error when absent.
 func (d *DB) get(k []byte) ([]byte, error) {
-	if !d.enter() {
-		return nil, errClosed
+	if err := d.enter(); err != nil {
+		return nil, err
 	}
 	defer d.leave()
 	v, closer, err := d.db.Get(k)
@@ -367,25 +445,6 @@ func (d *DB) get(k []byte) ([]byte, error) {
 	out := append([]byte(nil), v...)
 	closer.Close()
 	return out, nil
-}
-
-type pebbleLogger struct{ log *slog.Logger }
-
-func (l pebbleLogger) logger() *slog.Logger {
-	if l.log == nil {
-		return slog.Default()
-	}
-	return l.log
-}
-func (l pebbleLogger) Infof(format string, args ...any) {
-	l.logger().Debug(fmt.Sprintf(format, args...), "component", "pebble")
-}
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.logger().Error(fmt.Sprintf(format, args...), "component", "pebble")
-}
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	l.logger().Error(fmt.Sprintf(format, args...), "component", "pebble")
-	panic(fmt.Sprintf(format, args...))
 }
 
 // GetValue returns the value at key unless it expired.
@@ -403,11 +462,11 @@ func (d *DB) GetValue(ctx context.Context, k string) ([]byte, bool, error) {
 // PutValue stores value at key until expires.
 func (d *DB) PutValue(ctx context.Context, k string, value []byte, expires time.Time) error {
 	v := append(ms(expires), value...)
-	if !d.enter() {
-		return errClosed
+	if err := d.enter(); err != nil {
+		return err
 	}
 	defer d.leave()
-	return d.db.Set(kvKey(k), v, pebble.Sync)
+	return guarded(func() error { return d.db.Set(kvKey(k), v, pebble.Sync) })
 }
 
 // SweepExpired deletes the small values whose expiry passed before now,
@@ -425,8 +484,8 @@ func (d *DB) SweepExpired(ctx context.Context, now time.Time) (int, error) {
 	if err != nil || len(expired) == 0 {
 		return 0, err
 	}
-	if !d.enter() {
-		return 0, errClosed
+	if err := d.enter(); err != nil {
+		return 0, err
 	}
 	defer d.leave()
 	b := d.db.NewBatch()
@@ -436,7 +495,7 @@ func (d *DB) SweepExpired(ctx context.Context, now time.Time) (int, error) {
 			return 0, err
 		}
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
+	if err := guarded(func() error { return b.Commit(pebble.NoSync) }); err != nil {
 		return 0, err
 	}
 	return len(expired), nil

@@ -238,8 +238,8 @@ func (d *DB) scanRange(ctx context.Context, prefix []byte, q kassa.ListQuery, fn
 	if bytes.Compare(lower, upper) >= 0 {
 		return "", nil
 	}
-	if !d.enter() {
-		return "", errClosed
+	if err := d.enter(); err != nil {
+		return "", err
 	}
 	defer d.leave()
 	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: lower, UpperBound: upper})

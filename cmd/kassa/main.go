@@ -77,7 +77,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			m.Close()
 			return err
 		}
-		<-ctx.Done()
+		if err := m.Wait(ctx); err != nil {
+			m.Close()
+			return err
+		}
 		return m.Close()
 	case "store", "sim":
 		return runAdmin(ctx, args, stdout, stderr)

@@ -108,7 +108,12 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.telemetry, err = setupTelemetry(ctx, c.OTLPEndpoint, Version); err != nil {
 		return err
 	}
+	// The directory holds API keys, webhook secrets and the admin token:
+	// 0700 even when it existed before with a looser mode.
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	if err := os.Chmod(c.Data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	token, err := adminToken(c.Data)
@@ -212,7 +217,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	deps := kassahttp.Deps{
 		Reader: m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: rateBackend, Webhooks: m.sys,
-		Chain: chain, Lightning: lightning, KV: m.db, Clock: m.Clock, Logger: log,
+		Chain: chain, Lightning: lightning, KV: m.db, Storage: m.db, Clock: m.Clock, Logger: log,
 		PublicURL: publicURL, AdminToken: token, Version: Version,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst,
 		PublicLimits:   c.publicLimits(),
@@ -305,6 +310,37 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// failureLinger is how long the service goes on answering once storage
+// failed, before it exits: long enough for load balancers and monitors to
+// read "degraded" from health, while every other request gets a 503 at
+// once.
+const failureLinger = 5 * time.Second
+
+// Wait blocks until ctx ends (nil) or storage fails. After a failure it
+// keeps answering (503 and a degraded health) for failureLinger, then
+// returns the failure: the caller closes Main and exits non-zero, and the
+// supervisor's restart replays what the disk holds (docs/decisions.md, "A
+// failed disk write stops the process").
+func (m *Main) Wait(ctx context.Context) error {
+	if m.db == nil {
+		<-ctx.Done()
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-m.db.Failed():
+	}
+	err := m.db.Err()
+	m.log.Error("storage failed: answering 503 and exiting so that a restart recovers from what the disk holds",
+		"err", err.Error(), "exit_in", failureLinger)
+	select {
+	case <-ctx.Done():
+	case <-time.After(failureLinger):
+	}
+	return err
+}
+
 // Close stops the server, the actors and storage, in that order.
 func (m *Main) Close() error {
 	var errs []error
@@ -340,6 +376,9 @@ func (m *Main) Close() error {
 func adminToken(dir string) (string, error) {
 	path := filepath.Join(dir, "admin.token")
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		if err := os.Chmod(path, 0o600); err != nil {
+			return "", fmt.Errorf("admin token: %w", err)
+		}
 		return strings.TrimSpace(string(b)), nil
 	}
 	token := kassa.NewSecret()

@@ -195,6 +195,35 @@ func (p *PaymentRequest) Update(in *PaymentRequestInput, now time.Time) error {
 	return nil
 }
 
+// PayAmount is what paying the pay link asks for in currency c: the
+// amount less the Bitcoin discount, rounded up to c's minor unit so that
+// the merchant never receives less than the discounted price.
+func (p *PaymentRequest) PayAmount(c Currency) decimal.Decimal {
+	if !p.Discount.IsPositive() {
+		return p.Amount
+	}
+	return p.Amount.Mul(decHundred.Sub(p.Discount)).Div(decHundred).RoundCeil(c.Decimals())
+}
+
+// InvoiceRequest returns the request of an invoice that pays the pay
+// link; storeCurrency stands in for a pay link stored without a currency.
+func (p *PaymentRequest) InvoiceRequest(storeCurrency Currency) *InvoiceRequest {
+	c := p.Currency
+	if c == "" {
+		c = storeCurrency
+	}
+	return &InvoiceRequest{
+		Amount:                p.PayAmount(c),
+		HasAmount:             true,
+		Currency:              c,
+		OrderID:               p.OrderID,
+		BuyerEmail:            p.CustomerEmail,
+		RedirectURL:           p.RedirectURL,
+		RedirectAutomatically: p.RedirectURL != "",
+		PaymentLinkID:         p.ID,
+	}
+}
+
 // ParseDate reads a date filter or expiry date: ISO 8601 (a date, or a
 // date-time with a zone) or Unix seconds.
 func ParseDate(s string) (time.Time, error) {

@@ -29,6 +29,11 @@ type PaymentRequestService interface {
 	CreatePaymentRequest(ctx context.Context, storeID string, in *PaymentRequestInput) (*PaymentRequest, error)
 	UpdatePaymentRequest(ctx context.Context, storeID, id string, in *PaymentRequestInput) (*PaymentRequest, error)
 	ArchivePaymentRequest(ctx context.Context, storeID, id string) error
+	// PayPaymentRequest returns the invoice a customer pays pay link id
+	// with: the invoice of the same session (an opaque token the customer
+	// page keeps in a cookie) while it is still New and unexpired, else a
+	// new one. An empty session always makes a new invoice.
+	PayPaymentRequest(ctx context.Context, storeID, id, session string) (*Invoice, error)
 }
 
 // ListQuery selects a range of a store's invoices or transactions, newest

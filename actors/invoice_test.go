@@ -136,3 +136,50 @@ func TestCreditLimitHoldsUnderConcurrentCreates(t *testing.T) {
 	clock.Advance(15 * time.Minute)
 	eventually(t, "room after expiry", func() bool { return create() == nil })
 }
+
+// TestPayLinkReusesSessionInvoice checks that paying a pay link again in
+// the same customer session returns the session's invoice while it is
+// New and unexpired, and a new one otherwise.
+func TestPayLinkReusesSessionInvoice(t *testing.T) {
+	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newHarness(t, openMem(t), clock)
+	h.createStore("0", "0")
+	ctx := context.Background()
+	pr, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{
+		Amount: decimal.NewFromInt(20), HasAmount: true, Title: "Shoes", Discount: decimal.NewFromInt(5),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay := func(session string) *kassa.Invoice {
+		t.Helper()
+		inv, err := h.sys.PayPaymentRequest(ctx, h.store.ID, pr.ID, session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inv
+	}
+	first := pay("s1")
+	if first.PaymentLinkID != pr.ID || !first.InvoiceAmount.Equal(decimal.NewFromInt(19)) || first.Currency != kassa.EUR {
+		t.Fatalf("invoice of the pay link: %s %s %s", first.PaymentLinkID, first.InvoiceAmount, first.Currency)
+	}
+	if again := pay("s1"); again.ID != first.ID {
+		t.Fatalf("the same session got a new invoice %s, want %s", again.ID, first.ID)
+	}
+	if other := pay("s2"); other.ID == first.ID {
+		t.Fatal("another session got the first session's invoice")
+	}
+	if a, b := pay(""), pay(""); a.ID == b.ID || a.ID == first.ID {
+		t.Fatal("without a session every pay makes a new invoice")
+	}
+	if _, err := h.sys.PayPaymentRequest(ctx, "otherstore", pr.ID, "s1"); kassa.ErrorCode(err) != kassa.NotFound {
+		t.Fatalf("another store's pay link: %v", err)
+	}
+
+	// Once the session's invoice expires, the session gets a new one.
+	clock.Advance(15 * time.Minute)
+	eventually(t, "expiry", func() bool { return h.get(first.ID).Status == kassa.InvoiceExpired })
+	if next := pay("s1"); next.ID == first.ID || next.Status != kassa.InvoiceNew {
+		t.Fatalf("after expiry: %s %s", next.ID, next.Status)
+	}
+}

@@ -99,6 +99,12 @@ func (s *System) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (d
 func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.CreateInvoice", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
+	return s.createInvoice(ctx, span, storeID, r, "")
+}
+
+// createInvoice creates an invoice; a session key makes it the
+// session's invoice of a pay link (PayPaymentRequest).
+func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID string, r *kassa.InvoiceRequest, session string) (*kassa.Invoice, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -168,11 +174,46 @@ func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.Inv
 		inv.LightningInvoice, inv.PaymentHash = li.PaymentRequest, li.PaymentHash
 	}
 	fee := kassa.PercentOf(inv.Amount, inv.PercentFee)
-	res, err := s.request(ctx, s.store(storeID), &spawnInvoice{ctx: ctx, inv: inv, effects: effects, fee: fee})
+	res, err := s.request(ctx, s.store(storeID), &spawnInvoice{ctx: ctx, inv: inv, effects: effects, fee: fee, session: session})
 	if err != nil {
 		return nil, err
 	}
 	return res.(*kassa.Invoice), nil
+}
+
+// PayPaymentRequest returns the invoice that pays a pay link for one
+// customer session: the session's invoice while it is New and
+// unexpired, else a new one, so that reloading the page or clicking Pay
+// again does not mint an invoice (and an address) per click.
+func (s *System) PayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.PayPaymentRequest", trace.WithAttributes(attribute.String("store.id", storeID)))
+	defer span.End()
+	p, err := s.cfg.Reader.PaymentRequest(ctx, id)
+	if kassa.ErrorCode(err) == kassa.NotFound || err == nil && p.StoreID != storeID {
+		return nil, kassa.Errorf(kassa.NotFound, "payment request not found")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if status := p.Status(s.cfg.Clock.Now()); status != kassa.PaymentRequestPending {
+		return nil, kassa.Errorf(kassa.Conflict, "payment request is %s", status)
+	}
+	key := ""
+	if session != "" {
+		key = p.ID + "\x00" + session
+		res, err := s.request(ctx, s.store(storeID), &sessionInvoice{ctx: ctx, key: key})
+		if err != nil {
+			return nil, err
+		}
+		if inv := res.(*kassa.Invoice); inv != nil {
+			return inv, nil
+		}
+	}
+	st, err := s.cfg.Reader.Store(ctx, storeID)
+	if err != nil {
+		return nil, err
+	}
+	return s.createInvoice(ctx, span, storeID, p.InvoiceRequest(st.Currency), key)
 }
 
 // errCreditLimit is the refusal of an invoice whose fee would take the

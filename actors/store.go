@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -30,9 +31,21 @@ type storeActor struct {
 	// expiry (docs/decisions.md).
 	reserved      map[string]kassa.Sats
 	reservedTotal kassa.Sats
+	// sessions maps a pay-link session to its invoice while it may still
+	// be paid, so that a customer who clicks Pay again gets the same
+	// invoice. Entries are pruned once expired; after a restart a
+	// session gets a new invoice.
+	sessions     map[string]sessionEntry
+	sessionsNext int // prune when the map reaches this size
 	// peaks remember the largest size of each map, to rebuild a map that
 	// shrank a lot (Go maps never give memory back).
-	peakInvoices, peakStopping, peakReserved int
+	peakInvoices, peakStopping, peakReserved, peakSessions int
+}
+
+// sessionEntry is the invoice of a pay-link session and its expiry.
+type sessionEntry struct {
+	invoiceID string
+	expiresAt time.Time
 }
 
 type pending struct {
@@ -51,6 +64,7 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		a.invoices = map[string]*actor.PID{}
 		a.stopping = map[string][]pending{}
 		a.reserved = map[string]kassa.Sats{}
+		a.sessions = map[string]sessionEntry{}
 		st, seq, err := a.sys.cfg.Journal.StoreSnapshot(context.Background(), a.id)
 		if err == nil {
 			a.st, a.seq = st, seq
@@ -94,6 +108,9 @@ func (a *storeActor) Receive(ctx actor.Context) {
 			a.reservedTotal -= fee
 			a.reserved = compact(a.reserved, &a.peakReserved)
 		}
+	case *sessionInvoice:
+		inv, err := a.sessionInvoice(msg.ctx, msg.key)
+		ctx.Respond(reply{value: inv, err: err})
 	case *savePaymentRequest:
 		ctx.Respond(a.savePaymentRequest(msg))
 	case *topUp:
@@ -151,6 +168,15 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 		ctx.Respond(reply{err: kassa.Errorf(kassa.NotFound, "store not found")})
 		return
 	}
+	if msg.session != "" {
+		// Two clicks of one session may race to here; the first one's
+		// invoice wins and the second is answered with it.
+		inv, err := a.sessionInvoice(msg.ctx, msg.session)
+		if err != nil || inv != nil {
+			ctx.Respond(reply{value: inv, err: err})
+			return
+		}
+	}
 	// The balance changes only by this actor's top-ups and by settles,
 	// which release their reservation after the fee is on the balance;
 	// counting a fee twice for a moment errs on the safe side.
@@ -170,6 +196,9 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 	}
 	a.invoices[msg.inv.ID] = pid
 	a.peakInvoices = max(a.peakInvoices, len(a.invoices))
+	if msg.session != "" {
+		a.rememberSession(msg.session, sessionEntry{invoiceID: msg.inv.ID, expiresAt: msg.inv.ExpiresAt})
+	}
 	if msg.fee > 0 {
 		a.reserved[msg.inv.ID] = msg.fee
 		a.reservedTotal += msg.fee
@@ -297,6 +326,47 @@ func (a *storeActor) allocateAddress(msg *allocateAddress) reply {
 	}
 	a.st = &next
 	return reply{value: index}
+}
+
+// sessionInvoice returns the invoice of a pay-link session while it is
+// New and unexpired, or nil.
+func (a *storeActor) sessionInvoice(ctx context.Context, key string) (*kassa.Invoice, error) {
+	e, ok := a.sessions[key]
+	if !ok {
+		return nil, nil
+	}
+	now := a.sys.cfg.Clock.Now()
+	if now.Before(e.expiresAt) {
+		inv, err := a.sys.cfg.Reader.Invoice(ctx, e.invoiceID)
+		switch {
+		case err == nil && inv.Status == kassa.InvoiceNew:
+			return inv, nil
+		case err != nil && kassa.ErrorCode(err) != kassa.NotFound:
+			return nil, err
+		}
+	}
+	delete(a.sessions, key)
+	a.sessions = compact(a.sessions, &a.peakSessions)
+	return nil, nil
+}
+
+// rememberSession records the invoice of a pay-link session, pruning the
+// expired entries whenever the map has doubled since the last pruning,
+// so that sessions that never come back do not pile up.
+func (a *storeActor) rememberSession(key string, e sessionEntry) {
+	a.sessions[key] = e
+	a.peakSessions = max(a.peakSessions, len(a.sessions))
+	if len(a.sessions) < max(a.sessionsNext, 1024) {
+		return
+	}
+	now := a.sys.cfg.Clock.Now()
+	for k, e := range a.sessions {
+		if !now.Before(e.expiresAt) {
+			delete(a.sessions, k)
+		}
+	}
+	a.sessions = compact(a.sessions, &a.peakSessions)
+	a.sessionsNext = 2 * len(a.sessions)
 }
 
 // compact returns m, or a copy of it once it holds less than a quarter

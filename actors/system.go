@@ -188,6 +188,16 @@ type (
 		inv     kassa.Invoice
 		effects []kassa.Effect
 		fee     kassa.Sats
+		// session, when set, names the pay-link session the invoice is
+		// for (see sessionInvoice).
+		session string
+	}
+	// sessionInvoice asks for the live invoice of a pay-link session
+	// (pay link id and session token); the reply is nil when there is
+	// none.
+	sessionInvoice struct {
+		ctx context.Context
+		key string
 	}
 	// feeReleased says that an invoice no longer needs its fee reserved:
 	// it settled (the fee is on the balance now), expired, turned

@@ -76,7 +76,7 @@ func newEnv(t *testing.T, opts ...func(*Deps)) *env {
 	t.Helper()
 	e := &env{t: t, reader: newFakeReader(), clock: kassa.NewTestClock(testNow), logs: &syncBuffer{}}
 	e.invoices = &fakeInvoices{reader: e.reader, clock: e.clock}
-	e.payLinks = &fakePayLinks{reader: e.reader, clock: e.clock}
+	e.payLinks = &fakePayLinks{reader: e.reader, clock: e.clock, invoices: e.invoices}
 	e.stores = &fakeStores{reader: e.reader, clock: e.clock}
 	e.webhooks = newFakeWebhooks(e.reader, e.clock)
 	e.kv = &fakeKV{clock: e.clock}

@@ -376,9 +376,28 @@ func (f *fakeInvoices) lastRequest() *kassa.InvoiceRequest {
 
 // fakePayLinks creates and changes pay links in the reader.
 type fakePayLinks struct {
-	reader *fakeReader
-	clock  kassa.Clock
-	n      atomic.Int64
+	reader   *fakeReader
+	clock    kassa.Clock
+	invoices *fakeInvoices
+	n        atomic.Int64
+}
+
+// PayPaymentRequest makes a new invoice for the pay link each time: the
+// session rule is the actors' (http/paylink_update_test.go tests it).
+func (f *fakePayLinks) PayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
+	p, err := f.reader.PaymentRequest(ctx, id)
+	if err != nil || p.StoreID != storeID {
+		return nil, notFound("payment request")
+	}
+	st, err := f.reader.Store(ctx, storeID)
+	if err != nil {
+		return nil, err
+	}
+	req := p.InvoiceRequest(st.Currency)
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	return f.invoices.CreateInvoice(ctx, storeID, req)
 }
 
 func (f *fakePayLinks) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {

@@ -237,12 +237,7 @@ func (s *server) payLinkTerms(r *http.Request, p *kassa.PaymentRequest) (kassa.C
 		}
 		currency = st.Currency
 	}
-	amount := p.Amount
-	if p.Discount.IsPositive() {
-		hundred := decimal.NewFromInt(100)
-		amount = amount.Mul(hundred.Sub(p.Discount)).Div(hundred).RoundCeil(currency.Decimals())
-	}
-	return currency, amount, nil
+	return currency, p.PayAmount(currency), nil
 }
 
 // closedText says why a pay link cannot be paid.
@@ -299,8 +294,9 @@ func (s *server) payLinkPage(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// payLinkPay creates an invoice for the pay link, with the Bitcoin
-// discount applied, and sends the customer to its checkout page.
+// payLinkPay sends the customer to the checkout page of the invoice that
+// pays the pay link (with the Bitcoin discount applied): the one of the
+// customer's session while it can still be paid, else a new one.
 func (s *server) payLinkPay(w http.ResponseWriter, r *http.Request) {
 	p, err := s.publicPaymentRequest(r)
 	if err != nil {
@@ -311,26 +307,7 @@ func (s *server) payLinkPay(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, kassa.Errorf(kassa.Conflict, "%s", closedText(status)))
 		return
 	}
-	currency, amount, err := s.payLinkTerms(r, p)
-	if err != nil {
-		s.pageError(w, r, err)
-		return
-	}
-	req := &kassa.InvoiceRequest{
-		Amount:                amount,
-		HasAmount:             true,
-		Currency:              currency,
-		OrderID:               p.OrderID,
-		BuyerEmail:            p.CustomerEmail,
-		RedirectURL:           p.RedirectURL,
-		RedirectAutomatically: p.RedirectURL != "",
-		PaymentLinkID:         p.ID,
-	}
-	if err := req.Validate(); err != nil {
-		s.pageError(w, r, err)
-		return
-	}
-	inv, err := s.Invoices.CreateInvoice(r.Context(), p.StoreID, req)
+	inv, err := s.PaymentRequests.PayPaymentRequest(r.Context(), p.StoreID, p.ID, payLinkSession(w, r, s.publicURL))
 	if err != nil {
 		s.pageError(w, r, err)
 		return
@@ -340,4 +317,27 @@ func (s *server) payLinkPay(w http.ResponseWriter, r *http.Request) {
 		target = "/checkout/" + inv.ID
 	}
 	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// payLinkSessionCookie names the cookie that ties a customer's clicks on
+// a pay link's Pay button to one invoice.
+const payLinkSessionCookie = "kassa_paylink_session"
+
+// payLinkSession returns the customer's pay-link session token, setting a
+// new one when the request has none (or a malformed one).
+func payLinkSession(w http.ResponseWriter, r *http.Request, publicURL string) string {
+	if c, err := r.Cookie(payLinkSessionCookie); err == nil && len(c.Value) == 32 && kassa.ValidID(c.Value) {
+		return c.Value
+	}
+	token := kassa.NewSecret()[:32]
+	http.SetCookie(w, &http.Cookie{
+		Name:     payLinkSessionCookie,
+		Value:    token,
+		Path:     "/payment-requests/",
+		MaxAge:   24 * 60 * 60,
+		HttpOnly: true,
+		Secure:   strings.HasPrefix(publicURL, "https://"),
+		SameSite: http.SameSiteLaxMode,
+	})
+	return token
 }

@@ -101,3 +101,38 @@ func TestPaymentRequestUpdateOverActors(t *testing.T) {
 		t.Fatalf("a refused PUT changed the pay link:\n%+v\n%+v", again, got)
 	}
 }
+
+// TestPayLinkPaySessionOverActors checks that the pay-link page's Pay
+// button gives one customer session one invoice while it can be paid,
+// through the real actors: the first POST sets an HttpOnly, SameSite=Lax
+// session cookie, and a POST with it is sent to the same checkout.
+func TestPayLinkPaySessionOverActors(t *testing.T) {
+	e := newActorPayLinkEnv(t)
+	w := e.do("POST", "/api/v1/stores/"+e.store.ID+"/payment-requests", `{"amount": 10, "title": "Shoes"}`, header{"X-Api-Key", e.key})
+	expectStatus(t, w, http.StatusOK)
+	id := decode[createdPaymentRequest](t, w).ID
+
+	first := e.do("POST", "/payment-requests/"+id+"/pay", "", noKey)
+	expectStatus(t, first, http.StatusSeeOther)
+	var cookie *http.Cookie
+	for _, c := range first.Result().Cookies() {
+		if c.Name == payLinkSessionCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || !cookie.Secure {
+		t.Fatalf("session cookie %+v, want HttpOnly, SameSite=Lax and Secure", cookie)
+	}
+	again := e.do("POST", "/payment-requests/"+id+"/pay", "", noKey, header{"Cookie", cookie.Name + "=" + cookie.Value})
+	expectStatus(t, again, http.StatusSeeOther)
+	if a, b := first.Header().Get("Location"), again.Header().Get("Location"); a != b {
+		t.Fatalf("the same session was sent to %s, then %s", a, b)
+	}
+	if len(again.Result().Cookies()) != 0 {
+		t.Fatal("a valid session cookie was replaced")
+	}
+	other := e.do("POST", "/payment-requests/"+id+"/pay", "", noKey)
+	if other.Header().Get("Location") == first.Header().Get("Location") {
+		t.Fatal("a customer without the cookie got the first customer's invoice")
+	}
+}

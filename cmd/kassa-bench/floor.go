@@ -1,23 +1,41 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/go-chi/chi/v5"
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+	chainsim "github.com/kassapay/kassa/chain/sim"
+	lnsim "github.com/kassapay/kassa/lightning/sim"
+	"github.com/kassapay/kassa/qr"
 )
 
-// runFloor serves the floor: chi, Pebble, one synced write per request.
+// runFloor serves a floor: chi, Pebble, one synced write per request.
+// With -work it also does, per request, what every invoice creation must
+// do whatever the service's design: decode the request, sign one BOLT11
+// request with lnd's zpay32 (the simulated node's code), make one
+// on-chain address (the simulated chain's code, for a store like the
+// bench store), render the two QR PNGs (the qr package), and encode the
+// invoice as JSON, which is also what it writes.
 func runFloor(args []string) error {
 	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
 	dir := fs.String("data", "", "Pebble directory")
 	listen := fs.String("listen", "127.0.0.1:0", "listen address")
+	work := fs.Bool("work", false, "also do the work every invoice creation requires")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -26,22 +44,36 @@ func runFloor(args []string) error {
 		return err
 	}
 	defer db.Close()
+	var w *requiredWork
+	if *work {
+		if w, err = newRequiredWork(); err != nil {
+			return err
+		}
+	}
 	r := chi.NewRouter()
-	r.Post("/api/v1/stores/{storeId}/invoices", func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	r.Post("/api/v1/stores/{storeId}/invoices", func(rw http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, 1<<20))
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			http.Error(rw, err.Error(), http.StatusBadRequest)
 			return
 		}
 		var id [16]byte
 		rand.Read(id[:])
 		key := hex.EncodeToString(id[:])
-		if err := db.Set([]byte(chi.URLParam(r, "storeId")+"/"+key), body, pebble.Sync); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+		value, answer := body, []byte(`{"id":"`+key+`"}`)
+		if w != nil {
+			if answer, err = w.create(r.Context(), key, body); err != nil {
+				http.Error(rw, err.Error(), http.StatusBadRequest)
+				return
+			}
+			value = answer
+		}
+		if err := db.Set([]byte(chi.URLParam(r, "storeId")+"/"+key), value, pebble.Sync); err != nil {
+			http.Error(rw, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"id":"`+key+`"}`)
+		rw.Header().Set("Content-Type", "application/json")
+		rw.Write(answer)
 	})
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -51,4 +83,95 @@ func runFloor(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// requiredWork is the work-floor's share of an invoice creation.
+type requiredWork struct {
+	node  *lnsim.Node
+	chain *chainsim.Chain
+	store *kassa.Store
+	rate  decimal.Decimal
+}
+
+func newRequiredWork() (*requiredWork, error) {
+	node, err := lnsim.New(kassa.SystemClock{})
+	if err != nil {
+		return nil, err
+	}
+	// The bench store: no xpub, so the simulated chain hands out the
+	// address of a new key, as it does for Kassa in the same run.
+	store := &kassa.Store{ID: "floor", Name: "Bench", Currency: kassa.EUR}
+	return &requiredWork{node: node, chain: chainsim.New(kassa.SystemClock{}), store: store, rate: decimal.NewFromInt(87_000)}, nil
+}
+
+// floorInvoice is the answer of the work floor: the create-invoice
+// fields, QR codes included.
+type floorInvoice struct {
+	ID                    string          `json:"id"`
+	StoreID               string          `json:"storeId"`
+	Status                string          `json:"status"`
+	Amount                kassa.Sats      `json:"amount"`
+	OrderID               string          `json:"orderId"`
+	BuyerEmail            string          `json:"buyerEmail"`
+	Currency              string          `json:"currency"`
+	EnabledPaymentMethods []string        `json:"enabledPaymentMethods"`
+	Metadata              json.RawMessage `json:"metadata"`
+	LightningInvoice      string          `json:"lightningInvoice"`
+	OnchainAddress        string          `json:"onchainAddress"`
+	QRCodes               struct {
+		LightningQR string `json:"lightningQR"`
+		BitcoinQR   string `json:"bitcoinQR"`
+	} `json:"qrCodes"`
+	RedirectAutomatically bool   `json:"redirectAutomatically"`
+	WalletMessage         string `json:"walletMessage"`
+	CreatedAt             string `json:"createdAt"`
+	CheckoutLink          string `json:"checkoutLink"`
+	BIP21                 string `json:"bip21"`
+}
+
+func (w *requiredWork) create(ctx context.Context, id string, body []byte) ([]byte, error) {
+	var req struct {
+		Amount   json.Number     `json:"amount"`
+		Currency string          `json:"currency"`
+		OrderID  string          `json:"orderId"`
+		Metadata json.RawMessage `json:"metadata"`
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if err := d.Decode(&req); err != nil {
+		return nil, err
+	}
+	amount, err := decimal.NewFromString(string(req.Amount))
+	if err != nil {
+		return nil, err
+	}
+	sats, err := kassa.ToSats(amount, kassa.EUR, w.rate)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := w.node.CreateInvoice(ctx, sats.MSat(), w.store.Name, 15*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	addr, err := w.chain.NewAddress(ctx, w.store, id)
+	if err != nil {
+		return nil, err
+	}
+	uri := kassa.BIP21(addr, sats, ln.PaymentRequest, w.store.Name)
+	codes, err := qr.InvoiceCodes(ln.PaymentRequest, uri)
+	if err != nil {
+		return nil, err
+	}
+	inv := floorInvoice{ID: id, StoreID: w.store.ID, Status: "New", Amount: sats, OrderID: req.OrderID,
+		Currency: req.Currency, EnabledPaymentMethods: []string{"BTC", "Lightning"}, Metadata: req.Metadata,
+		LightningInvoice: ln.PaymentRequest, OnchainAddress: addr, WalletMessage: "",
+		CreatedAt: strconv.FormatInt(time.Now().Unix(), 10), CheckoutLink: "http://127.0.0.1/checkout/" + id, BIP21: uri}
+	inv.QRCodes.LightningQR, inv.QRCodes.BitcoinQR = codes.Lightning, codes.Bitcoin
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(inv); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }

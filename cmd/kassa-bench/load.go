@@ -22,6 +22,10 @@ import (
 type target struct {
 	name, url, key string
 	stop           func()
+	// For a kassa process: its base URL, admin token, process id and the
+	// pprof address (to force a collection before reading its RSS).
+	base, token, debug string
+	pid                int
 }
 
 func freeAddr() (string, error) {
@@ -46,16 +50,18 @@ func waitHTTP(url string) error {
 	return fmt.Errorf("%s did not come up", url)
 }
 
-func startProcess(name string, args ...string) (func(), error) {
+func startProcess(name string, args ...string) (func(), int, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }, nil
+	return func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }, cmd.Process.Pid, nil
 }
 
-func startFloor(tmp string) (*target, error) {
+// startFloor starts a floor process: bare, or with -work the required
+// work of an invoice creation.
+func startFloor(tmp string, work bool) (*target, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -64,7 +70,11 @@ func startFloor(tmp string) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	stop, err := startProcess(self, "floor", "-data", filepath.Join(tmp, "floor"), "-listen", addr)
+	name, args := "floor", []string{"floor", "-data", filepath.Join(tmp, "floor"), "-listen", addr}
+	if work {
+		name, args = "work floor", []string{"floor", "-work", "-data", filepath.Join(tmp, "work-floor"), "-listen", addr}
+	}
+	stop, _, err := startProcess(self, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -72,26 +82,36 @@ func startFloor(tmp string) (*target, error) {
 		stop()
 		return nil, err
 	}
-	return &target{name: "floor", url: "http://" + addr + "/api/v1/stores/floor/invoices", stop: stop}, nil
+	return &target{name: name, url: "http://" + addr + "/api/v1/stores/floor/invoices", stop: stop}, nil
 }
 
-func startKassa(tmp string) (*target, error) {
+// buildKassa builds the kassa binary into tmp.
+func buildKassa(tmp string) (string, error) {
 	bin := filepath.Join(tmp, "kassa")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/kassa")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
-		return nil, fmt.Errorf("build kassa: %w", err)
+		return "", fmt.Errorf("build kassa: %w", err)
 	}
+	return bin, nil
+}
+
+// startKassa starts `kassa serve` on data with extra flags and waits
+// until its health check answers. The target has no store yet.
+func startKassa(bin, data string, extra ...string) (*target, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	data := filepath.Join(tmp, "kassa-data")
-	args := []string{"serve", "--data", data, "--listen", addr, "--rate-limit", "0", "--log-level", "warn"}
-	if debug := os.Getenv("KASSA_BENCH_DEBUG_LISTEN"); debug != "" {
-		args = append(args, "--debug-listen", debug)
+	debugAddr := os.Getenv("KASSA_BENCH_DEBUG_LISTEN")
+	if debugAddr == "" {
+		if debugAddr, err = freeAddr(); err != nil {
+			return nil, err
+		}
 	}
-	stop, err := startProcess(bin, args...)
+	args := append([]string{"serve", "--data", data, "--listen", addr, "--rate-limit", "0", "--log-level", "warn",
+		"--debug-listen", debugAddr}, extra...)
+	stop, pid, err := startProcess(bin, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -105,21 +125,50 @@ func startKassa(tmp string) (*target, error) {
 		stop()
 		return nil, err
 	}
-	req, _ := http.NewRequest("POST", base+"/admin/v1/stores", strings.NewReader(`{"name":"Bench","currency":"EUR","percentFee":1}`))
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	return &target{name: "kassa", stop: stop, base: base, token: strings.TrimSpace(string(token)), debug: debugAddr, pid: pid}, nil
+}
+
+// admin calls the admin API of a kassa target and decodes the answer
+// into out (nil: discard).
+func (t *target) admin(c *http.Client, path string, body string, out any) error {
+	req, _ := http.NewRequest("POST", t.base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+t.token)
 	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	res, err := c.Do(req)
 	if err != nil {
-		stop()
-		return nil, err
+		return err
 	}
 	defer res.Body.Close()
-	var creds struct{ StoreID, APIKey string }
-	if err := json.NewDecoder(res.Body).Decode(&creds); err != nil || creds.APIKey == "" {
-		stop()
-		return nil, fmt.Errorf("create bench store: %d %v", res.StatusCode, err)
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
 	}
-	return &target{name: "kassa", url: base + "/api/v1/stores/" + creds.StoreID + "/invoices", key: creds.APIKey, stop: stop}, nil
+	if res.StatusCode != 200 {
+		return fmt.Errorf("%s: %d %s", path, res.StatusCode, data)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// useStore points the target's creates at store id with key.
+func (t *target) useStore(id, key string) {
+	t.url, t.key = t.base+"/api/v1/stores/"+id+"/invoices", key
+}
+
+// createStore creates the bench store and points the target at it.
+func (t *target) createStore() (id, key string, err error) {
+	var creds struct{ StoreID, APIKey string }
+	if err := t.admin(http.DefaultClient, "/admin/v1/stores", `{"name":"Bench","currency":"EUR","percentFee":1}`, &creds); err != nil || creds.APIKey == "" {
+		return "", "", fmt.Errorf("create bench store: %v", err)
+	}
+	// A million invoices at a 1% fee need a prepaid balance.
+	if err := t.admin(http.DefaultClient, "/admin/v1/stores/"+creds.StoreID+"/topup", `{"amount":100000000000}`, nil); err != nil {
+		return "", "", fmt.Errorf("top up bench store: %v", err)
+	}
+	t.useStore(creds.StoreID, creds.APIKey)
+	return creds.StoreID, creds.APIKey, nil
 }
 
 var invoiceBody = []byte(`{"amount":"12.50","currency":"EUR","orderId":"bench","metadata":{"sku":"A1"}}`)
@@ -131,6 +180,13 @@ func newClient(conns int) *http.Client {
 }
 
 func (t *target) create(c *http.Client) error {
+	_, err := t.createID(c)
+	return err
+}
+
+// createID creates an invoice and returns its id (empty from a floor
+// that answers none).
+func (t *target) createID(c *http.Client) (string, error) {
 	req, _ := http.NewRequest("POST", t.url, bytes.NewReader(invoiceBody))
 	req.Header.Set("Content-Type", "application/json")
 	if t.key != "" {
@@ -138,14 +194,21 @@ func (t *target) create(c *http.Client) error {
 	}
 	res, err := c.Do(req)
 	if err != nil {
-		return err
+		return "", err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 {
+		io.Copy(io.Discard, res.Body)
+		return "", fmt.Errorf("status %d", res.StatusCode)
+	}
+	var created struct {
+		ID string `json:"id"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&created); err != nil {
+		return "", err
 	}
 	io.Copy(io.Discard, res.Body)
-	res.Body.Close()
-	if res.StatusCode != 200 {
-		return fmt.Errorf("status %d", res.StatusCode)
-	}
-	return nil
+	return created.ID, nil
 }
 
 // peak runs a closed loop of workers for d and returns requests per second.
@@ -232,20 +295,26 @@ func benchCreate(ctx context.Context, d time.Duration, workers int) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	floor, err := startFloor(tmp)
+	bin, err := buildKassa(tmp)
 	if err != nil {
 		return err
 	}
-	floorRate, err := floor.peak(workers, d)
-	floor.stop()
+	floorRate, err := floorPeak(tmp, false, workers, d)
 	if err != nil {
 		return err
 	}
-	kassa, err := startKassa(tmp)
+	workRate, err := floorPeak(tmp, true, workers, d)
+	if err != nil {
+		return err
+	}
+	kassa, err := startKassa(bin, filepath.Join(tmp, "kassa-data"))
 	if err != nil {
 		return err
 	}
 	defer kassa.stop()
+	if _, _, err := kassa.createStore(); err != nil {
+		return err
+	}
 	rate, err := kassa.peak(workers, d)
 	if err != nil {
 		return err
@@ -256,7 +325,21 @@ func benchCreate(ctx context.Context, d time.Duration, workers int) error {
 	}
 	bench("invoice_create_per_s", rate, "req/s")
 	bench("floor_per_s", floorRate, "req/s")
+	bench("work_floor_per_s", workRate, "req/s")
 	bench("invoice_create_vs_floor", rate/floorRate, "ratio")
+	bench("invoice_create_vs_work_floor", rate/workRate, "ratio")
 	bench("invoice_create_p99_ms", float64(p99.Microseconds())/1000, "ms")
 	return nil
 }
+
+// floorPeak starts a floor, measures its peak rate and stops it.
+func floorPeak(tmp string, work bool, workers int, d time.Duration) (float64, error) {
+	floor, err := startFloor(tmp, work)
+	if err != nil {
+		return 0, err
+	}
+	defer floor.stop()
+	return floor.peak(workers, d)
+}
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

@@ -7,7 +7,15 @@
 // driven by the same load generator: a closed loop at fixed concurrency
 // for the peak rate, then an open loop at half the peak rate for latency.
 //
+// Beside the bare floor, a work floor does in the same process shape what
+// every invoice creation must do (sign a BOLT11 request, make an address,
+// draw two QR codes, encode the JSON): invoice_create_vs_work_floor is
+// Kassa's own overhead. The memory figures run the real binary too: its
+// resident memory after creating and closing many invoices, and the time
+// and memory of a restart with many open invoices.
+//
 //	kassa-bench [-duration 5s] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
+//	            [-closed-invoices 1000000] [-restart-invoices 200000] [-only PART]
 package main
 
 import (
@@ -30,7 +38,9 @@ func main() {
 	concurrency := flag.Int("concurrency", 32, "requests in flight in the closed loop")
 	openInvoices := flag.Int("open-invoices", 100_000, "open invoice actors for the memory figure")
 	endpoints := flag.Int("endpoints", 1000, "webhook endpoints for the fan-out figure")
-	only := flag.String("only", "", "run only this part: create, memory or webhooks")
+	closed := flag.Int("closed-invoices", 1_000_000, "invoices created and closed for the resident-memory figure")
+	restart := flag.Int("restart-invoices", 200_000, "open invoices for the restart figures")
+	only := flag.String("only", "", "run only this part: create, memory, webhooks, closed or restart")
 	flag.Parse()
 	ctx := context.Background()
 	if *only == "" || *only == "create" {
@@ -41,6 +51,18 @@ func main() {
 	}
 	if *only == "" || *only == "webhooks" {
 		if err := benchWebhooks(ctx, *endpoints); err != nil {
+			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
+			os.Exit(1)
+		}
+	}
+	if *only == "" || *only == "closed" {
+		if err := benchClosed(ctx, *closed, *concurrency); err != nil {
+			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
+			os.Exit(1)
+		}
+	}
+	if *only == "" || *only == "restart" {
+		if err := benchRestart(ctx, *restart, *concurrency); err != nil {
 			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
 			os.Exit(1)
 		}

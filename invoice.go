@@ -146,6 +146,8 @@ type Payment struct {
 	// settlement, or as a payment received after it. A payment is
 	// accounted at most once, whatever happens to it later.
 	Accounted bool `json:"accounted,omitempty"`
+	// BlockHeight is the height of the output's block; 0 in the mempool.
+	BlockHeight int64 `json:"blockHeight,omitempty"`
 }
 
 // Invoice is an invoice and everything received for it. It is the state of
@@ -189,6 +191,9 @@ type Invoice struct {
 	// minimum); empty otherwise.
 	OnchainUnavailableReason string `json:"onchainUnavailableReason,omitempty"`
 	OnchainAddress           string `json:"onchainAddress,omitempty"`
+	// DerivationIndex is the index i of OnchainAddress, m/0/i below the
+	// store's xpub; nil when the address was not derived from one.
+	DerivationIndex *uint32 `json:"derivationIndex,omitempty"`
 	LightningInvoice         string `json:"lightningInvoice,omitempty"`
 	PaymentHash              string `json:"paymentHash,omitempty"`
 
@@ -213,6 +218,10 @@ type Invoice struct {
 	// MonitoringDone is set once the invoice waits for no timer and its
 	// address is no longer watched.
 	MonitoringDone bool `json:"monitoringDone,omitempty"`
+	// SettlementReverted is set when a reorg or double spend took away
+	// the on-chain money a settlement counted: the operator must look at
+	// it (docs/decisions.md).
+	SettlementReverted bool `json:"settlementReverted,omitempty"`
 }
 
 // Accepts reports whether the invoice takes payments by method m.

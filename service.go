@@ -140,6 +140,16 @@ type BackendInfo struct {
 	Height    int64  `json:"height,omitempty"`
 	Synced    bool   `json:"synced"`
 	Error     string `json:"error,omitempty"`
+	// Node is the kind of node behind a real backend ("btcd", "bitcoind").
+	Node string `json:"node,omitempty"`
+	// NodeHeight and BestHash are the node's best block; Height is how far
+	// the watcher processed, Lag the blocks between them.
+	NodeHeight int64  `json:"nodeHeight,omitempty"`
+	BestHash   string `json:"bestHash,omitempty"`
+	Lag        int64  `json:"lag,omitempty"`
+	// Warning names conditions the operator should look at, separated
+	// by "; ".
+	Warning string `json:"warning,omitempty"`
 }
 
 // ChainEvent says what the chain watcher saw of one output paying a

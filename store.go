@@ -23,7 +23,10 @@ type Store struct {
 	LightningAddress  string `json:"lightningAddress,omitempty"`
 	// Xpub is the extended public key on-chain addresses are derived from
 	// (BIP84); empty means the service's own wallet.
-	Xpub                  string `json:"xpub,omitempty"`
+	Xpub string `json:"xpub,omitempty"`
+	// XpubType is the address type derived from Xpub: "segwit" (BIP84,
+	// the default when empty) or "taproot" (BIP86).
+	XpubType              string `json:"xpubType,omitempty"`
 	NextAddressIndex      uint32 `json:"nextAddressIndex,omitempty"`
 	ConfirmationsRequired int32  `json:"confirmationsRequired"`
 	// RatePrimary and RateFallback name the exchange rate providers the
@@ -90,6 +93,7 @@ type StoreSettings struct {
 	PercentFee            decimal.Decimal
 	UnderpaymentTolerance decimal.Decimal
 	Xpub                  string
+	XpubType              string
 	LightningAddress      string
 	ConfirmationsRequired int32
 	RatePrimary           string
@@ -148,6 +152,7 @@ func NewStore(id string, s StoreSettings, now time.Time) *Store {
 		WalletMaxSendable:     DefaultWalletMaxSendable,
 		LightningAddress:      s.LightningAddress,
 		Xpub:                  s.Xpub,
+		XpubType:              s.XpubType,
 		ConfirmationsRequired: s.ConfirmationsRequired,
 		RatePrimary:           s.RatePrimary,
 		RateFallback:          s.RateFallback,

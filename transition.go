@@ -47,7 +47,10 @@ type PaymentObserved struct {
 // or reorged out of the chain.
 type PaymentDropped struct {
 	PaymentID string
-	At        time.Time
+	// ReplacedByFee says a fee bump (RBF) that still pays the invoice's
+	// address replaced it.
+	ReplacedByFee bool
+	At            time.Time
 }
 
 // LightningPaid says that the invoice's Lightning invoice was settled.
@@ -174,6 +177,12 @@ func (inv *Invoice) observe(in PaymentObserved) ([]Effect, error) {
 		p.ReceivedAt = old.ReceivedAt
 		p.Accounted = old.Accounted
 		inv.Payments[i] = p
+		if p.Confirmations < old.Confirmations && !old.Dropped {
+			// A reorg took the output's block away.
+			if effects := inv.afterLoss(in.At); effects != nil {
+				return effects, nil
+			}
+		}
 	}
 	if !found {
 		p.Accounted = false
@@ -192,10 +201,46 @@ func (inv *Invoice) drop(in PaymentDropped) ([]Effect, error) {
 				return nil, ErrNothingChanged
 			}
 			inv.Payments[i].Dropped = true
-			return nil, nil
+			inv.Payments[i].ReplaceByFee = inv.Payments[i].ReplaceByFee || in.ReplacedByFee
+			return inv.afterLoss(in.At), nil
 		}
 	}
 	return nil, ErrUnknownPayment
+}
+
+// afterLoss moves the invoice back after an on-chain payment was dropped
+// or lost confirmations in a reorg. An invoice never stays Settled from
+// money that is not on the best chain at the required depth: it goes back
+// to Processing while what it received still covers it (or after its
+// expiry, to turn Invalid when monitoring ends with nothing confirmed),
+// else to New. It is marked SettlementReverted; its ledger lines stay, and
+// settling again records none and sends no second Settled event.
+// Lightning settlements are final.
+func (inv *Invoice) afterLoss(at time.Time) []Effect {
+	received, confirmed := inv.TotalPaid(), inv.ConfirmedPaid()
+	switch inv.Status {
+	case InvoiceSettled:
+		if inv.SettledBy != MethodOnchain || Covers(inv.Amount, confirmed, inv.Tolerance) {
+			return nil
+		}
+		inv.SettlementReverted = true
+		inv.MonitoringDone = false
+		if !inv.MonitorUntil.After(at) {
+			inv.MonitorUntil = at.Add(DefaultMonitoring)
+		}
+		if !Covers(inv.Amount, received, inv.Tolerance) && at.Before(inv.ExpiresAt) {
+			inv.Status = InvoiceNew
+			return []Effect{ArmTimer{At: inv.ExpiresAt}}
+		}
+		inv.Status = InvoiceProcessing
+		return []Effect{ArmTimer{At: inv.MonitorUntil}}
+	case InvoiceProcessing:
+		if !Covers(inv.Amount, received, inv.Tolerance) && at.Before(inv.ExpiresAt) {
+			inv.Status = InvoiceNew
+			return []Effect{ArmTimer{At: inv.ExpiresAt}}
+		}
+	}
+	return nil
 }
 
 func (inv *Invoice) lightning(in LightningPaid) ([]Effect, error) {
@@ -277,10 +322,15 @@ func (inv *Invoice) settle(at time.Time, method PaymentMethod, hash string, addi
 		additional = StatusOverpaid
 	}
 	inv.Status = InvoiceSettled
+	inv.MonitoringDone = true
+	if inv.SettlementReverted {
+		// Settled again after a reorg: the first settlement's event and
+		// ledger lines stand; nothing is counted twice.
+		return []Effect{StopWatching{}}
+	}
 	inv.AdditionalStatus = additional
 	inv.SettledAt = at
 	inv.SettledBy = method
-	inv.MonitoringDone = true
 	return []Effect{
 		Emit{Type: EventSettled, AdditionalStatus: additional},
 		Settle{FullAmount: paid, Fee: PercentOf(paid, inv.PercentFee), Method: method, Hash: hash},

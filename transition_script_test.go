@@ -25,7 +25,7 @@ import (
 //	pay onchain id=ID amount=SATS [conf=N] [at=D]
 //	pay lightning hash=H (amount=SATS | msat=MSAT) [at=D]
 //	confirm id=ID conf=N [at=D]
-//	drop id=ID [at=D]
+//	drop id=ID [rbf=1] [at=D]   (rbf=1: replaced by a fee bump)
 //	expire [at=D]
 //	end-monitoring [at=D]
 //	mark-invalid [at=D]
@@ -195,7 +195,7 @@ func (s *invoiceScript) run(c *scriptCommand) string {
 
 	case "drop":
 		s.now = at(s.now)
-		return s.apply(c, PaymentDropped{PaymentID: c.Get("id", ""), At: s.now})
+		return s.apply(c, PaymentDropped{PaymentID: c.Get("id", ""), ReplacedByFee: c.Get("rbf", "") == "1", At: s.now})
 
 	case "expire":
 		s.now = at(s.inv.ExpiresAt)
@@ -293,7 +293,11 @@ func cloneInvoice(inv Invoice) Invoice {
 }
 
 func (s *invoiceScript) state() string {
-	return fmt.Sprintf("%s %s paid=%d confirmed=%d", s.inv.Status, s.inv.AdditionalStatus, s.inv.TotalPaid(), s.inv.ConfirmedPaid())
+	out := fmt.Sprintf("%s %s paid=%d confirmed=%d", s.inv.Status, s.inv.AdditionalStatus, s.inv.TotalPaid(), s.inv.ConfirmedPaid())
+	if s.inv.SettlementReverted {
+		out += " reverted"
+	}
+	return out
 }
 
 func (s *invoiceScript) effects(effects []Effect) string {

@@ -217,9 +217,10 @@ func TestApplyDeterministic(t *testing.T) {
 func TestApplyInvariants(t *testing.T) {
 	allowed := map[InvoiceStatus][]InvoiceStatus{
 		InvoiceNew:        {InvoiceNew, InvoiceProcessing, InvoiceSettled, InvoiceExpired, InvoiceInvalid},
-		InvoiceProcessing: {InvoiceProcessing, InvoiceSettled, InvoiceInvalid},
+		InvoiceProcessing: {InvoiceProcessing, InvoiceSettled, InvoiceInvalid, InvoiceNew},
 		InvoiceExpired:    {InvoiceExpired, InvoiceSettled, InvoiceInvalid},
-		InvoiceSettled:    {InvoiceSettled},
+		// A reorg or double spend takes an on-chain settlement back.
+		InvoiceSettled: {InvoiceSettled, InvoiceProcessing, InvoiceNew},
 		InvoiceInvalid:    {InvoiceInvalid},
 	}
 	steps := 0
@@ -272,6 +273,28 @@ func checkStep(t *testing.T, pos string, allowed map[InvoiceStatus][]InvoiceStat
 	case next.Status == prev.Status:
 		if len(emits) > 0 || len(settles) > 0 {
 			fail("events without a change of status")
+		}
+	case prev.Status == InvoiceSettled:
+		// Taken back: only when on-chain money no longer covers it, with
+		// no event, marked, and waiting for a deadline again.
+		if prev.SettledBy != MethodOnchain || Covers(next.Amount, confirmed, next.Tolerance) || !next.SettlementReverted {
+			fail("settlement taken back with %d confirmed of %d (settled by %s)", confirmed, next.Amount, prev.SettledBy)
+		}
+		if at, ok := next.Deadline(); !ok || !reflect.DeepEqual(effects, []Effect{ArmTimer{At: at}}) {
+			fail("effects %v, want only the deadline timer", effects)
+		}
+	case next.Status == InvoiceSettled && prev.SettlementReverted:
+		// Settled again after a reorg: nothing is sent or counted twice.
+		if len(emits) > 0 || len(settles) > 0 || !next.MonitoringDone {
+			fail("settled again with events %v, settles %v", emits, settles)
+		}
+		if !Covers(next.Amount, confirmed, next.Tolerance) {
+			fail("settled again with %d confirmed of %d", confirmed, next.Amount)
+		}
+	case next.Status == InvoiceNew:
+		// Back from Processing: what it received no longer covers it.
+		if !reflect.DeepEqual(effects, []Effect{ArmTimer{At: next.ExpiresAt}}) {
+			fail("effects %v, want the expiry timer", effects)
 		}
 	case next.Status == InvoiceSettled:
 		want := []EventType{EventSettled}
@@ -335,7 +358,7 @@ func checkStep(t *testing.T, pos string, allowed map[InvoiceStatus][]InvoiceStat
 			paidAgain = append(paidAgain, e)
 		}
 	}
-	if prev.Status == InvoiceSettled {
+	if prev.Status == InvoiceSettled && next.Status == InvoiceSettled {
 		// Money paid again is never absorbed: it turns the invoice
 		// Overpaid and goes to the ledger, without a second settlement.
 		want := prev.AdditionalStatus
@@ -345,7 +368,7 @@ func checkStep(t *testing.T, pos string, allowed map[InvoiceStatus][]InvoiceStat
 		if next.AdditionalStatus != want || !next.SettledAt.Equal(prev.SettledAt) {
 			fail("a settled invoice changed its settlement: %s, want %s", next.AdditionalStatus, want)
 		}
-	} else if len(paidAgain) > 0 {
+	} else if len(paidAgain) > 0 && prev.Status != InvoiceSettled {
 		fail("paid again before the invoice settled")
 	}
 	// Every satoshi that is final on a settled invoice is in the ledger,
@@ -373,7 +396,10 @@ func checkStep(t *testing.T, pos string, allowed map[InvoiceStatus][]InvoiceStat
 			fail("paid again %+v: fee %d, want %d", e, e.Fee, PercentOf(e.Amount, next.PercentFee))
 		}
 	}
-	if recorded != newlyAccounted {
+	// Settling again after a reorg records nothing: the first
+	// settlement's lines already hold the money.
+	resettled := prev.SettlementReverted && prev.Status != InvoiceSettled && next.Status == InvoiceSettled
+	if recorded != newlyAccounted && !(resettled && recorded == 0) {
 		fail("ledger records %d sat, but %d sat became accounted", recorded, newlyAccounted)
 	}
 }

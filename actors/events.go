@@ -28,10 +28,11 @@ func inputOf(ev *protos.InvoiceEvent) (kassa.InvoiceInput, error) {
 			NetworkFee:    kassa.Sats(p.NetworkFeeSat),
 			FeeRate:       kassa.Sats(p.FeeRate),
 			ReplaceByFee:  p.ReplaceByFee,
+			BlockHeight:   p.BlockHeight,
 			ReceivedAt:    at,
 		}}, nil
 	case *protos.InvoiceEvent_PaymentDropped:
-		return kassa.PaymentDropped{PaymentID: k.PaymentDropped.PaymentId, At: at}, nil
+		return kassa.PaymentDropped{PaymentID: k.PaymentDropped.PaymentId, ReplacedByFee: k.PaymentDropped.ReplacedByFee, At: at}, nil
 	case *protos.InvoiceEvent_LightningPaid:
 		return kassa.LightningPaid{PaymentHash: k.LightningPaid.PaymentHash, AmountMSat: kassa.MSat(k.LightningPaid.AmountMsat), At: at}, nil
 	case *protos.InvoiceEvent_ExpiryReached:
@@ -52,9 +53,10 @@ func eventOf(in kassa.InvoiceInput) *protos.InvoiceEvent {
 		return &protos.InvoiceEvent{AtUnixNano: in.At.UnixNano(), Kind: &protos.InvoiceEvent_PaymentObserved{PaymentObserved: &protos.PaymentObserved{
 			Id: p.ID, Txid: p.TxID, Vout: p.Vout, AmountSat: int64(p.Amount), Destination: p.Destination,
 			Confirmations: p.Confirmations, NetworkFeeSat: int64(p.NetworkFee), FeeRate: int64(p.FeeRate), ReplaceByFee: p.ReplaceByFee,
+			BlockHeight: p.BlockHeight,
 		}}}
 	case kassa.PaymentDropped:
-		return &protos.InvoiceEvent{AtUnixNano: in.At.UnixNano(), Kind: &protos.InvoiceEvent_PaymentDropped{PaymentDropped: &protos.PaymentDropped{PaymentId: in.PaymentID}}}
+		return &protos.InvoiceEvent{AtUnixNano: in.At.UnixNano(), Kind: &protos.InvoiceEvent_PaymentDropped{PaymentDropped: &protos.PaymentDropped{PaymentId: in.PaymentID, ReplacedByFee: in.ReplacedByFee}}}
 	case kassa.LightningPaid:
 		return &protos.InvoiceEvent{AtUnixNano: in.At.UnixNano(), Kind: &protos.InvoiceEvent_LightningPaid{LightningPaid: &protos.LightningPaid{PaymentHash: in.PaymentHash, AmountMsat: int64(in.AmountMSat)}}}
 	case kassa.ExpiryReached:

@@ -46,7 +46,7 @@ func (s *System) HandleChainEvent(ctx context.Context, ev kassa.ChainEvent) erro
 	now := s.cfg.Clock.Now().UTC()
 	var in kassa.InvoiceInput = kassa.PaymentObserved{Payment: ev.Payment, At: now}
 	if ev.Dropped {
-		in = kassa.PaymentDropped{PaymentID: ev.Payment.ID, At: now}
+		in = kassa.PaymentDropped{PaymentID: ev.Payment.ID, ReplacedByFee: ev.Payment.ReplaceByFee, At: now}
 	}
 	if _, err := s.commandByInvoice(ctx, id, eventOf(in)); err != nil && !ignorable(err) {
 		s.log.Error("chain event not recorded", "invoice", id, "txid", ev.Payment.TxID, "err", err)

@@ -154,10 +154,14 @@ func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID str
 			if err != nil {
 				return nil, err
 			}
-			st.NextAddressIndex = res.(uint32)
+			index := res.(uint32)
+			st.NextAddressIndex, inv.DerivationIndex = index, &index
 		}
 		if inv.OnchainAddress, err = s.cfg.Chain.NewAddress(ctx, st, inv.ID); err != nil {
 			s.log.Error("chain backend: new address", "err", err)
+			if kassa.ErrorCode(err) == kassa.Invalid {
+				return nil, err // the store's settings, not the backend
+			}
 			return nil, kassa.Errorf(kassa.Unavailable, "the chain backend cannot give an address right now")
 		}
 	}

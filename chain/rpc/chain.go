@@ -1,0 +1,350 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/btcsuite/btcd/btcutil"
+	"github.com/btcsuite/btcd/chaincfg"
+	"github.com/btcsuite/btcd/rpcclient"
+	"github.com/btcsuite/btcd/wire"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/chain/derive"
+)
+
+var _ kassa.Chain = (*Chain)(nil)
+
+// GapLimit is how many consecutive unused addresses wallets scan past
+// before they stop looking: more than that, and a restored wallet may miss
+// payments.
+const GapLimit = 20
+
+// Config is what the watcher needs besides the node.
+type Config struct {
+	Conn Conn
+	// Node overrides the JSON-RPC client made from Conn (tests).
+	Node Node
+	// State keeps the cursor and the followed payments.
+	State kassa.KeyValue
+	// Reader finds the open invoices whose addresses to watch at start.
+	Reader kassa.Reader
+	// Expiry and Monitoring say how long a new invoice's address is
+	// watched: until its expiry plus the monitoring window.
+	Expiry, Monitoring time.Duration
+	Clock              kassa.Clock
+	Logger             *slog.Logger
+}
+
+// Chain is the on-chain backend that watches a real node.
+type Chain struct {
+	conn    Conn
+	node    Node
+	client  *rpcclient.Client
+	kv      kassa.KeyValue
+	reader  kassa.Reader
+	clock   kassa.Clock
+	log     *slog.Logger
+	expiry  time.Duration
+	monitor time.Duration
+
+	matcher *Matcher
+	gap     gapTracker
+	health  health
+	wake    chan struct{}
+
+	accountsMu sync.Mutex
+	accounts   map[string]*derive.Account
+
+	startOnce sync.Once
+	done      chan struct{}
+}
+
+// New returns a chain backend for the node of cfg.Conn. It does not
+// connect until Start.
+func New(cfg Config) (*Chain, error) {
+	if cfg.Clock == nil {
+		cfg.Clock = kassa.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Conn.Params == nil {
+		return nil, errors.New("chain rpc: no network")
+	}
+	if cfg.Conn.Poll <= 0 {
+		cfg.Conn.Poll = DefaultPoll
+	}
+	if cfg.Expiry <= 0 {
+		cfg.Expiry = kassa.DefaultInvoiceExpiry
+	}
+	if cfg.Monitoring <= 0 {
+		cfg.Monitoring = kassa.DefaultMonitoring
+	}
+	c := &Chain{
+		conn: cfg.Conn, node: cfg.Node, kv: cfg.State, reader: cfg.Reader,
+		clock: cfg.Clock, log: cfg.Logger.With("component", "chain"),
+		expiry: cfg.Expiry, monitor: cfg.Monitoring,
+		matcher: NewMatcher(), wake: make(chan struct{}, 1),
+		accounts: make(map[string]*derive.Account), done: make(chan struct{}),
+	}
+	c.gap.init()
+	c.health.network = cfg.Conn.Network
+	if c.node == nil {
+		client, err := cfg.Conn.Client()
+		if err != nil {
+			return nil, fmt.Errorf("chain rpc: %s", cfg.Conn.redact(err.Error()))
+		}
+		c.client, c.node = client, client
+	}
+	return c, nil
+}
+
+func (c *Chain) stateKey() string { return "chain/rpc/" + c.conn.Network }
+
+// Params are the parameters of the node's network.
+func (c *Chain) Params() *chaincfg.Params { return c.conn.Params }
+
+// account returns the parsed account key of store.
+func (c *Chain) account(store *kassa.Store) (*derive.Account, error) {
+	typ, err := derive.ParseType(store.XpubType)
+	if err != nil {
+		return nil, err
+	}
+	key := string(typ) + "\x00" + strings.TrimSpace(store.Xpub)
+	c.accountsMu.Lock()
+	a := c.accounts[key]
+	c.accountsMu.Unlock()
+	if a != nil {
+		return a, nil
+	}
+	if a, err = derive.Parse(store.Xpub, typ, c.conn.Params); err != nil {
+		return nil, err
+	}
+	c.accountsMu.Lock()
+	c.accounts[key] = a
+	c.accountsMu.Unlock()
+	return a, nil
+}
+
+// CheckXpub reports whether xpub of typ gives addresses on the node's
+// network, for store creation.
+func (c *Chain) CheckXpub(xpub, typ string) error {
+	_, err := c.account(&kassa.Store{Xpub: xpub, XpubType: typ})
+	return err
+}
+
+// NewAddress returns the receive address of store's xpub at the index the
+// store allocated (store.NextAddressIndex) and starts watching it. It
+// needs no node: addresses are handed out during an outage too.
+func (c *Chain) NewAddress(ctx context.Context, store *kassa.Store, invoiceID string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if store == nil || strings.TrimSpace(store.Xpub) == "" {
+		return "", kassa.Errorf(kassa.Invalid, "the store has no xpub: on-chain invoices need one (kassa store create --xpub)")
+	}
+	a, err := c.account(store)
+	if err != nil {
+		return "", err
+	}
+	index := store.NextAddressIndex
+	addr, err := a.Address(index)
+	if err != nil {
+		return "", fmt.Errorf("address m/0/%d of store %s: %w", index, store.ID, err)
+	}
+	script, err := derive.Script(addr)
+	if err != nil {
+		return "", err
+	}
+	address := addr.EncodeAddress()
+	c.matcher.add(script, &watch{
+		address: address, storeID: store.ID, index: int64(index),
+		until:         c.clock.Now().Add(c.expiry + c.monitor + time.Hour),
+		confirmations: store.ConfirmationsRequired,
+	})
+	if warn := c.gap.allocate(store.ID, int64(index)); warn != "" {
+		c.log.Warn("gap limit", "store", store.ID, "detail", warn)
+	}
+	c.Wake()
+	return address, nil
+}
+
+// Wake makes the watcher poll now.
+func (c *Chain) Wake() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start loads the cursor and the watched addresses, then follows the
+// node until ctx ends, delivering events to handle. It returns once the
+// addresses are loaded; the node may be down.
+func (c *Chain) Start(ctx context.Context, handle func(context.Context, kassa.ChainEvent) error) error {
+	if handle == nil {
+		return errors.New("start chain watcher: no handler")
+	}
+	started := false
+	var err error
+	c.startOnce.Do(func() {
+		started = true
+		w := &watcher{c: c, node: c.node, log: c.log, clock: c.clock, trace: tracer}
+		var resumed bool
+		if resumed, err = w.load(ctx); err != nil {
+			return
+		}
+		if err = c.loadWatched(ctx); err != nil {
+			return
+		}
+		c.log.Info("chain watcher started", "network", c.conn.Network, "node", c.conn.Host,
+			"watched", c.matcher.Len(), "resumed", resumed, "cursor", w.st.height, "poll", c.conn.Poll.String())
+		go c.notifications(ctx)
+		go c.run(ctx, w, handle)
+	})
+	if !started {
+		return errors.New("chain watcher already started")
+	}
+	return err
+}
+
+// Done is closed when the watcher stopped after its context ended.
+func (c *Chain) Done() <-chan struct{} { return c.done }
+
+func (c *Chain) run(ctx context.Context, w *watcher, handle func(context.Context, kassa.ChainEvent) error) {
+	defer close(c.done)
+	defer func() {
+		if c.client != nil {
+			c.client.Shutdown()
+		}
+	}()
+	lastPrune := c.clock.Now()
+	for ctx.Err() == nil {
+		err := w.pass(ctx, handle)
+		if ctx.Err() != nil {
+			return
+		}
+		c.health.setErr(err, c.conn)
+		if err != nil {
+			c.log.Warn("chain watcher pass", "err", c.conn.redact(err.Error()))
+		}
+		if now := c.clock.Now(); now.Sub(lastPrune) > time.Minute {
+			lastPrune = now
+			if n := c.matcher.prune(now); n > 0 {
+				c.log.Info("stopped watching addresses past their monitoring window", "count", n)
+			}
+		}
+		c.health.gapWarnings(c.gap.warnings())
+		if errors.Is(err, errBranchMoved) {
+			continue
+		}
+		wakeable(ctx, c.conn.Poll, c.wake)
+	}
+}
+
+// loadWatched watches the addresses of every invoice that waits for a
+// timer: open ones and expired ones inside their monitoring window.
+func (c *Chain) loadWatched(ctx context.Context) error {
+	if c.reader == nil {
+		return nil
+	}
+	err := c.reader.Stores(ctx, func(st *kassa.Store) error {
+		if st.NextAddressIndex > 0 {
+			c.gap.allocate(st.ID, int64(st.NextAddressIndex)-1)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("chain watcher: load stores: %w", err)
+	}
+	err = c.reader.OpenInvoices(ctx, func(id, storeID string, _ time.Time) error {
+		inv, err := c.reader.Invoice(ctx, id)
+		if err != nil {
+			return err
+		}
+		if inv.OnchainAddress == "" || inv.MonitoringDone {
+			return nil
+		}
+		addr, err := btcutil.DecodeAddress(inv.OnchainAddress, c.conn.Params)
+		if err != nil {
+			return nil // an address of another network: not ours to watch
+		}
+		script, err := derive.Script(addr)
+		if err != nil {
+			return nil
+		}
+		index := int64(-1)
+		if inv.DerivationIndex != nil {
+			index = int64(*inv.DerivationIndex)
+		}
+		c.matcher.add(script, &watch{
+			address: inv.OnchainAddress, storeID: storeID, index: index,
+			until: inv.MonitorUntil.Add(time.Hour), confirmations: inv.ConfirmationsRequired,
+		})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("chain watcher: load open invoices: %w", err)
+	}
+	return nil
+}
+
+// notifications wakes the poll when a btcd node announces a block over
+// its websocket. Nodes without it (bitcoind) are polled only.
+func (c *Chain) notifications(ctx context.Context) {
+	if c.client == nil || c.conn.Cookie != "" {
+		return
+	}
+	cfg := &rpcclient.ConnConfig{
+		Host: c.conn.Host, Endpoint: "ws", User: c.conn.User, Pass: c.conn.Pass,
+		DisableTLS: c.conn.NoTLS, DisableAutoReconnect: false,
+	}
+	if c.conn.Cert != "" && !c.conn.NoTLS {
+		pem, err := os.ReadFile(c.conn.Cert)
+		if err != nil {
+			return
+		}
+		cfg.Certificates = pem
+	}
+	handlers := &rpcclient.NotificationHandlers{
+		OnFilteredBlockConnected:    func(int32, *wire.BlockHeader, []*btcutil.Tx) { c.Wake() },
+		OnFilteredBlockDisconnected: func(int32, *wire.BlockHeader) { c.Wake() },
+	}
+	ws, err := rpcclient.New(cfg, handlers)
+	if err != nil {
+		c.log.Debug("no websocket notifications from the node; polling only", "err", c.conn.redact(err.Error()))
+		return
+	}
+	if err := ws.NotifyBlocks(); err != nil {
+		ws.Shutdown()
+		c.log.Debug("no websocket notifications from the node; polling only", "err", c.conn.redact(err.Error()))
+		return
+	}
+	<-ctx.Done()
+	ws.Shutdown()
+}
+
+// Info describes the node and how far the watcher follows it.
+func (c *Chain) Info(ctx context.Context) kassa.BackendInfo {
+	return c.health.info(c)
+}
+
+// scriptOf returns the output script of address on params' network.
+func scriptOf(address string, params *chaincfg.Params) ([]byte, error) {
+	addr, err := btcutil.DecodeAddress(address, params)
+	if err != nil {
+		return nil, err
+	}
+	return derive.Script(addr)
+}
+
+// nodeDown records that the node could not be reached.
+func (c *Chain) nodeDown(err error) error {
+	return fmt.Errorf("node %s unreachable: %w", c.conn.Host, err)
+}

@@ -1,0 +1,205 @@
+package rpc
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/btcsuite/btcd/chaincfg/chainhash"
+	"github.com/btcsuite/btcd/rpcclient"
+
+	"github.com/kassapay/kassa"
+)
+
+// health is what the watcher last learned, for the health check.
+type health struct {
+	mu         sync.Mutex
+	network    string
+	kind       string
+	seen       bool
+	tip        int64
+	best       chainhash.Hash
+	syncing    bool
+	isBehind   bool
+	height     int64
+	hash       chainhash.Hash
+	err        string
+	lastReorg  int64
+	reverted   []string
+	gapWarning []string
+}
+
+func (h *health) node(tip int64, best chainhash.Hash, syncing bool) {
+	h.mu.Lock()
+	h.seen, h.tip, h.best, h.syncing = true, tip, best, syncing
+	h.mu.Unlock()
+}
+
+func (h *health) cursor(height int64, hash chainhash.Hash, reverted []string) {
+	h.mu.Lock()
+	h.height, h.hash = height, hash
+	h.reverted = append([]string(nil), reverted...)
+	h.mu.Unlock()
+}
+
+func (h *health) behind(b bool) {
+	h.mu.Lock()
+	h.isBehind = b
+	h.mu.Unlock()
+}
+
+func (h *health) reorg(depth int64) {
+	h.mu.Lock()
+	h.lastReorg = depth
+	h.mu.Unlock()
+}
+
+func (h *health) setErr(err error, conn Conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil || errors.Is(err, errBranchMoved) {
+		h.err = ""
+		return
+	}
+	h.err = conn.redact(err.Error())
+}
+
+func (h *health) gapWarnings(w []string) {
+	h.mu.Lock()
+	h.gapWarning = w
+	h.mu.Unlock()
+}
+
+func (h *health) info(c *Chain) kassa.BackendInfo {
+	if h.kindUnknown() && c.client != nil {
+		if v, err := c.client.BackendVersion(); err == nil {
+			kind := "bitcoind"
+			if _, ok := v.(rpcclient.BtcdVersion); ok {
+				kind = "btcd"
+			}
+			h.mu.Lock()
+			h.kind = kind
+			h.mu.Unlock()
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	info := kassa.BackendInfo{
+		Backend: "rpc", Network: h.network, Node: h.kind,
+		Height: h.height, Error: h.err,
+	}
+	if h.seen {
+		info.NodeHeight = h.tip
+		info.BestHash = h.best.String()
+		info.Lag = max(h.tip-h.height, 0)
+	}
+	var warnings []string
+	info.Synced = h.seen && h.err == "" && !h.syncing && !h.isBehind && info.Lag == 0
+	if h.syncing {
+		warnings = append(warnings, "the node is still syncing (initial block download): nothing settles until it is done")
+	}
+	if h.isBehind {
+		warnings = append(warnings, fmt.Sprintf("the node (height %d) is behind the watcher's cursor (height %d): waiting for it to sync", h.tip, h.height))
+	}
+	if h.lastReorg > 0 {
+		warnings = append(warnings, fmt.Sprintf("last chain reorganisation: %d blocks deep", h.lastReorg))
+	}
+	for _, id := range h.reverted {
+		warnings = append(warnings, "ALERT: a reorg took confirmed payment "+id+" out of the chain; its invoice no longer counts it (see logs)")
+	}
+	warnings = append(warnings, h.gapWarning...)
+	info.Warning = strings.Join(warnings, "; ")
+	return info
+}
+
+func (h *health) kindUnknown() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.kind == ""
+}
+
+// gapTracker counts, per store, the addresses handed out after the last
+// one that received a payment.
+type gapTracker struct {
+	mu   sync.Mutex
+	next map[string]int64 // highest index handed out
+	last map[string]int64 // highest index that received a payment
+}
+
+func (g *gapTracker) init() {
+	g.next = make(map[string]int64)
+	g.last = make(map[string]int64)
+}
+
+func (g *gapTracker) restore(used map[string]int64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k, v := range used {
+		g.last[k] = max(g.last[k], v)
+	}
+}
+
+func (g *gapTracker) used() map[string]int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]int64, len(g.last))
+	for k, v := range g.last {
+		out[k] = v
+	}
+	return out
+}
+
+// allocate records that index was handed out and returns a warning when
+// the store now has more than GapLimit unused addresses in a row.
+func (g *gapTracker) allocate(store string, index int64) string {
+	if store == "" || index < 0 {
+		return ""
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if prev, ok := g.next[store]; !ok || index > prev {
+		g.next[store] = index
+	}
+	if n := g.unusedLocked(store); n == GapLimit+1 {
+		return fmt.Sprintf("%d consecutive addresses without a payment: a wallet restored from this xpub stops looking after %d; raise its gap limit", n, GapLimit)
+	}
+	return ""
+}
+
+func (g *gapTracker) use(store string, index int64) {
+	if store == "" || index < 0 {
+		return
+	}
+	g.mu.Lock()
+	if last, ok := g.last[store]; !ok || index > last {
+		g.last[store] = index
+	}
+	g.mu.Unlock()
+}
+
+func (g *gapTracker) unusedLocked(store string) int64 {
+	next, ok := g.next[store]
+	if !ok {
+		return 0
+	}
+	last, ok := g.last[store]
+	if !ok {
+		last = -1
+	}
+	return next - last
+}
+
+func (g *gapTracker) warnings() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for store := range g.next {
+		if n := g.unusedLocked(store); n > GapLimit {
+			out = append(out, fmt.Sprintf("store %s: %d consecutive derived addresses without a payment (wallets scan %d): raise the wallet's gap limit", store, n, GapLimit))
+		}
+	}
+	sort.Strings(out)
+	return out
+}

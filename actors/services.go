@@ -22,6 +22,13 @@ func (s *System) CreateStore(ctx context.Context, settings kassa.StoreSettings) 
 	if err := s.checkRateProviders(settings.RatePrimary, settings.RateFallback); err != nil {
 		return nil, err
 	}
+	// A chain backend that derives addresses checks the xpub now, so
+	// that a store never exists whose invoices can get no address.
+	if x, ok := s.cfg.Chain.(interface{ CheckXpub(xpub, typ string) error }); ok && settings.Xpub != "" {
+		if err := x.CheckXpub(settings.Xpub, settings.XpubType); err != nil {
+			return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "xpub", Message: kassa.ErrorMessage(err)}})
+		}
+	}
 	st := kassa.NewStore(kassa.NewID(""), settings, s.cfg.Clock.Now().UTC())
 	res, err := s.request(ctx, s.store(st.ID), &createStore{ctx: ctx, store: st})
 	if err != nil {

@@ -65,6 +65,13 @@ func TestXpubAddressesNeverRepeatAcrossRestarts(t *testing.T) {
 		if seen[inv.OnchainAddress] {
 			t.Fatalf("address %s handed out twice", inv.OnchainAddress)
 		}
+		if inv.DerivationIndex == nil || *inv.DerivationIndex != uint32(len(seen)) {
+			t.Fatalf("invoice derivation index %v, want %d", inv.DerivationIndex, len(seen))
+		}
+		stored, err := sys.cfg.Reader.Invoice(ctx, inv.ID)
+		if err != nil || stored.DerivationIndex == nil || *stored.DerivationIndex != uint32(len(seen)) {
+			t.Fatalf("stored derivation index %v, %v", stored.DerivationIndex, err)
+		}
 		seen[inv.OnchainAddress] = true
 	}
 	for i := 0; i < 3; i++ {

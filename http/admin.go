@@ -15,6 +15,7 @@ type createStoreBody struct {
 	PercentFee       json.RawMessage `json:"percentFee"`
 	Tolerance        json.RawMessage `json:"tolerance"`
 	Xpub             string          `json:"xpub"`
+	XpubType         string          `json:"xpubType"`
 	LightningAddress string          `json:"lightningAddress"`
 	// RatePrimary and RateFallback name the rate providers the store
 	// prefers (empty: the median of every configured provider).
@@ -41,6 +42,7 @@ func (s *server) adminCreateStore(w http.ResponseWriter, r *http.Request) {
 		Name:                  body.Name,
 		Currency:              kassa.Currency(body.Currency),
 		Xpub:                  body.Xpub,
+		XpubType:              body.XpubType,
 		LightningAddress:      body.LightningAddress,
 		RatePrimary:           body.RatePrimary,
 		RateFallback:          body.RateFallback,

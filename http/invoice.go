@@ -40,14 +40,16 @@ type invoiceRecord struct {
 	OnchainAddress        *string         `json:"onchainAddress,omitempty"`
 	// OnchainUnavailableReason says why on-chain is not offered (an
 	// amount below the store's on-chain minimum); Kassa's own field.
-	OnchainUnavailableReason string   `json:"onchainUnavailableReason,omitempty"`
-	QRCodes                  *qrCodes `json:"qrCodes,omitempty"`
-	RedirectURL              string   `json:"redirectUrl"`
-	RedirectAutomatically    bool     `json:"redirectAutomatically"`
-	CreatedAt                int64    `json:"createdAt"`
-	UpdatedAt                int64    `json:"updatedAt"`
-	CheckoutLink             string   `json:"checkoutLink"`
-	BIP21                    string   `json:"bip21"`
+	OnchainUnavailableReason string `json:"onchainUnavailableReason,omitempty"`
+	// DerivationIndex is i in m/0/i below the store's xpub.
+	DerivationIndex       *uint32  `json:"derivationIndex,omitempty"`
+	QRCodes               *qrCodes `json:"qrCodes,omitempty"`
+	RedirectURL           string   `json:"redirectUrl"`
+	RedirectAutomatically bool     `json:"redirectAutomatically"`
+	CreatedAt             int64    `json:"createdAt"`
+	UpdatedAt             int64    `json:"updatedAt"`
+	CheckoutLink          string   `json:"checkoutLink"`
+	BIP21                 string   `json:"bip21"`
 }
 
 // qrCodes are the two QR images of an invoice, as PNG data URIs.
@@ -102,6 +104,10 @@ type paymentRecord struct {
 	Priority      string     `json:"priority"`
 	FeeRate       kassa.Sats `json:"feeRate"`
 	CreatedAt     string     `json:"createdAt"`
+	// Confirmations and BlockHeight are the on-chain output's depth and
+	// block (0 in the mempool).
+	Confirmations int32 `json:"confirmations"`
+	BlockHeight   int64 `json:"blockHeight,omitempty"`
 }
 
 // methodNames returns the API names of methods (BTC, Lightning).
@@ -188,6 +194,7 @@ func (s *server) invoiceRecord(inv *kassa.Invoice, single bool) (invoiceRecord, 
 		rec.LightningInvoice = &inv.LightningInvoice
 		rec.OnchainAddress = &inv.OnchainAddress
 		rec.OnchainUnavailableReason = inv.OnchainUnavailableReason
+		rec.DerivationIndex = inv.DerivationIndex
 		rec.QRCodes = &codes
 	}
 	return rec, nil
@@ -256,6 +263,8 @@ func paymentRecords(inv *kassa.Invoice) []paymentRecord {
 			Priority:      "Medium",
 			FeeRate:       p.FeeRate,
 			CreatedAt:     rfc3339(p.ReceivedAt),
+			Confirmations: p.Confirmations,
+			BlockHeight:   p.BlockHeight,
 		})
 	}
 	return records

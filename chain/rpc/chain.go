@@ -203,6 +203,9 @@ func (c *Chain) Start(ctx context.Context, handle func(context.Context, kassa.Ch
 		if err = c.loadWatched(ctx); err != nil {
 			return
 		}
+		if !resumed {
+			w.beginNow(ctx)
+		}
 		c.log.Info("chain watcher started", "network", c.conn.Network, "node", c.conn.Host,
 			"watched", c.matcher.Len(), "resumed", resumed, "cursor", w.st.height, "poll", c.conn.Poll.String())
 		go c.notifications(ctx)

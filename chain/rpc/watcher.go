@@ -280,11 +280,7 @@ func (w *watcher) pass(ctx context.Context, handle func(context.Context, kassa.C
 		return nil
 	}
 	if len(w.st.recent) == 0 {
-		// First start: begin at the node's tip.
-		w.st.height, w.st.hash = tip, *best
-		w.st.recent = []chainhash.Hash{*best}
-		w.dirty = true
-		w.log.Info("chain watcher starts at the node's tip", "height", tip, "hash", best.String())
+		w.begin(tip, *best)
 	}
 
 	ctx, span := w.trace.Start(ctx, "chain.Pass", trace.WithAttributes(attribute.Int64("chain.tip", tip)))
@@ -303,6 +299,32 @@ func (w *watcher) pass(ctx context.Context, handle func(context.Context, kassa.C
 		return delivered
 	}
 	return w.save(ctx)
+}
+
+// begin sets the cursor of a watcher that never ran to the node's tip:
+// payments before it are not for invoices of this service.
+func (w *watcher) begin(tip int64, best chainhash.Hash) {
+	w.st.height, w.st.hash = tip, best
+	w.st.recent = []chainhash.Hash{best}
+	w.dirty = true
+	w.log.Info("chain watcher starts at the node's tip", "height", tip, "hash", best.String())
+}
+
+// beginNow sets and saves the first cursor at once when the node
+// answers, so that a crash before the first pass cannot skip blocks.
+func (w *watcher) beginNow(ctx context.Context) {
+	info, err := w.node.GetBlockChainInfo()
+	if err != nil || info.InitialBlockDownload || info.Headers > info.Blocks {
+		return
+	}
+	best, err := chainhash.NewHashFromStr(info.BestBlockHash)
+	if err != nil {
+		return
+	}
+	w.begin(int64(info.Blocks), *best)
+	if err := w.save(ctx); err != nil {
+		w.log.Warn("save the first chain cursor", "err", err)
+	}
 }
 
 // scan processes the blocks from the cursor to the node's tip, walking

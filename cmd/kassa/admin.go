@@ -87,6 +87,7 @@ func (c *adminClient) call(ctx context.Context, method, path string, body any) (
 type adminFlags struct {
 	server, data                                        string
 	name, currency, percentFee, tolerance, xpub, method string
+	xpubType                                            string
 	ratePrimary, rateFallback                           string
 	amount                                              int64
 	confirmations                                       int
@@ -106,14 +107,15 @@ type adminCommand struct {
 var adminGroups = map[string][]adminCommand{
 	"store": {
 		{
-			name: "store create", args: "--name NAME [--currency EUR] [--percent-fee 1] [--tolerance 0] [--xpub XPUB]",
+			name: "store create", args: "--name NAME [--currency EUR] [--percent-fee 1] [--tolerance 0] [--xpub XPUB [--xpub-type segwit|taproot]] [--confirmations 1]",
 			summary: `create a store; prints {"storeId","apiKey"}`,
 			flags: func(fs *flag.FlagSet, f *adminFlags) {
 				fs.StringVar(&f.name, "name", "", "store name (required)")
 				fs.StringVar(&f.currency, "currency", "EUR", "store currency")
 				fs.StringVar(&f.percentFee, "percent-fee", "1", "service fee in percent per settled invoice")
 				fs.StringVar(&f.tolerance, "tolerance", "0", "underpayment tolerance in percent")
-				fs.StringVar(&f.xpub, "xpub", "", "extended public key for on-chain addresses (BIP84)")
+				fs.StringVar(&f.xpub, "xpub", "", "account extended public key for on-chain addresses (BIP84 xpub/zpub; tpub/vpub on test networks)")
+				fs.StringVar(&f.xpubType, "xpub-type", "segwit", "addresses derived from --xpub: segwit (BIP84) or taproot (BIP86)")
 				fs.IntVar(&f.confirmations, "confirmations", 1, "confirmations an on-chain payment needs")
 				fs.StringVar(&f.ratePrimary, "rate-primary", "", "preferred exchange rate provider (default: median of all)")
 				fs.StringVar(&f.rateFallback, "rate-fallback", "", "rate provider used when the primary has no fresh rate")
@@ -124,7 +126,7 @@ var adminGroups = map[string][]adminCommand{
 				}
 				return printJSON(stdout)(c.call(ctx, "POST", "/admin/v1/stores", map[string]any{
 					"name": f.name, "currency": f.currency, "percentFee": json.Number(f.percentFee),
-					"tolerance": json.Number(f.tolerance), "xpub": f.xpub, "confirmations": f.confirmations,
+					"tolerance": json.Number(f.tolerance), "xpub": f.xpub, "xpubType": f.xpubType, "confirmations": f.confirmations,
 					"ratePrimary": f.ratePrimary, "rateFallback": f.rateFallback,
 				}))
 			},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/actors"
+	chainrpc "github.com/kassapay/kassa/chain/rpc"
 	chainsim "github.com/kassapay/kassa/chain/sim"
 	kassahttp "github.com/kassapay/kassa/http"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
@@ -136,7 +137,16 @@ func (m *Main) Run(ctx context.Context) error {
 		chain = chainSim
 		sim = &simulator{chain: chainSim}
 	case strings.HasPrefix(c.Chain, "rpc://"):
-		return fmt.Errorf("--chain rpc:// is not built yet in this version; use --chain sim")
+		conn, err := chainrpc.ParseURL(c.Chain)
+		if err != nil {
+			return err
+		}
+		if chain, err = chainrpc.New(chainrpc.Config{
+			Conn: conn, State: m.db, Reader: m.db, Expiry: c.InvoiceExpiry, Monitoring: c.Monitoring,
+			Clock: m.Clock, Logger: log,
+		}); err != nil {
+			return err
+		}
 	default:
 		return fmt.Errorf("--chain %q: use sim or rpc://user:pass@host:port", c.Chain)
 	}

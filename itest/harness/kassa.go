@@ -1,0 +1,396 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	kassaOnce sync.Once
+	kassaBin  string
+	kassaErr  error
+)
+
+// KassaBin builds the kassa binary once per test process.
+func KassaBin(t testing.TB) string {
+	t.Helper()
+	kassaOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kassa-itest")
+		if err != nil {
+			kassaErr = err
+			return
+		}
+		kassaBin = filepath.Join(dir, "kassa")
+		cmd := exec.Command("go", "build", "-o", kassaBin, "./cmd/kassa")
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			kassaErr = fmt.Errorf("go build ./cmd/kassa: %v\n%s", err, out)
+		}
+	})
+	if kassaErr != nil {
+		t.Fatalf("cannot build kassa: %v", kassaErr)
+	}
+	return kassaBin
+}
+
+// Kassa is a running `kassa serve` process.
+type Kassa struct {
+	t    testing.TB
+	Data string
+	Args []string
+	URL  string
+
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs bytes.Buffer
+	done chan struct{}
+}
+
+var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
+
+// StartKassa starts `kassa serve --dev` with data in dir (empty: a new
+// temporary one) and args, and waits until it listens. It is stopped
+// when the test ends.
+func StartKassa(t testing.TB, dir string, args ...string) *Kassa {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	k := &Kassa{t: t, Data: dir, done: make(chan struct{})}
+	k.Args = append([]string{"serve", "--dev", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, args...)
+	k.cmd = exec.Command(KassaBin(t), k.Args...)
+	k.cmd.Stdout = io.Discard
+	stderr, err := k.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		defer close(k.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			k.mu.Lock()
+			k.logs.WriteString(line + "\n")
+			k.mu.Unlock()
+			if m := listenLine.FindStringSubmatch(line); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		k.URL = "http://" + a
+	case <-time.After(60 * time.Second):
+		_ = k.cmd.Process.Kill()
+		t.Fatalf("kassa did not start:\n%s", k.Logs())
+	case <-k.done:
+		t.Fatalf("kassa exited:\n%s", k.Logs())
+	}
+	t.Cleanup(func() {
+		k.Stop()
+		if t.Failed() {
+			logs := k.Logs()
+			if len(logs) > 30000 {
+				logs = logs[len(logs)-30000:]
+			}
+			t.Logf("kassa log (tail):\n%s", logs)
+		}
+	})
+	return k
+}
+
+// Logs returns what kassa wrote to stderr so far.
+func (k *Kassa) Logs() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.logs.String()
+}
+
+// Stop ends kassa gracefully.
+func (k *Kassa) Stop() {
+	if k.cmd.ProcessState != nil {
+		return
+	}
+	_ = k.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-k.done:
+	case <-time.After(20 * time.Second):
+		_ = k.cmd.Process.Kill()
+	}
+	_ = k.cmd.Wait()
+}
+
+// Kill ends kassa with SIGKILL, as a crash would.
+func (k *Kassa) Kill() {
+	_ = k.cmd.Process.Kill()
+	<-k.done
+	_ = k.cmd.Wait()
+}
+
+// CLI runs a kassa admin command against the server and returns stdout.
+func (k *Kassa) CLI(args ...string) (string, error) {
+	cmd := exec.Command(KassaBin(k.t), append(args, "--server", k.URL, "--data", k.Data)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%v: %s", err, errb.String())
+	}
+	return out.String(), nil
+}
+
+// Store is a store's id and API key.
+type Store struct {
+	StoreID string `json:"storeId"`
+	APIKey  string `json:"apiKey"`
+}
+
+// CreateStore runs `kassa store create` with args.
+func (k *Kassa) CreateStore(args ...string) Store {
+	k.t.Helper()
+	out, err := k.CLI(append([]string{"store", "create"}, args...)...)
+	if err != nil {
+		k.t.Fatalf("kassa store create: %v", err)
+	}
+	var s Store
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.StoreID == "" {
+		k.t.Fatalf("store create printed %q: %v", out, err)
+	}
+	return s
+}
+
+var client = &http.Client{Timeout: 30 * time.Second}
+
+// Do sends a JSON request with API key key and decodes the answer into
+// out (when not nil). It returns the status code.
+func (k *Kassa) Do(method, path, key string, body, out any) int {
+	k.t.Helper()
+	var r io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			k.t.Fatal(err)
+		}
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, k.URL+path, r)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "token "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		k.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if out != nil && res.StatusCode < 300 {
+		if err := json.Unmarshal(data, out); err != nil {
+			k.t.Fatalf("%s %s: decode %q: %v", method, path, data, err)
+		}
+	}
+	if res.StatusCode >= 300 && out != nil {
+		k.t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, data)
+	}
+	return res.StatusCode
+}
+
+// Invoice is the part of an invoice record the tests read.
+type Invoice struct {
+	ID               string `json:"id"`
+	Status           string `json:"status"`
+	AdditionalStatus string `json:"additionalStatus"`
+	Amount           int64  `json:"amount"`
+	TotalPaid        int64  `json:"totalPaid"`
+	OnchainAddress   string `json:"onchainAddress"`
+	DerivationIndex  *int64 `json:"derivationIndex"`
+}
+
+// Payment is an invoice payment record.
+type Payment struct {
+	TransactionID string `json:"transactionId"`
+	Amount        int64  `json:"amount"`
+	NetworkFee    int64  `json:"networkFee"`
+	FeeRate       int64  `json:"feeRate"`
+	Destination   string `json:"destination"`
+	ReplacedByFee bool   `json:"replacedByFee"`
+	Status        string `json:"status"`
+	Confirmations int32  `json:"confirmations"`
+	BlockHeight   int64  `json:"blockHeight"`
+}
+
+// CreateInvoice creates an on-chain invoice of sats.
+func (k *Kassa) CreateInvoice(s Store, sats int64) Invoice {
+	k.t.Helper()
+	var inv Invoice
+	k.Do("POST", "/api/v1/stores/"+s.StoreID+"/invoices", s.APIKey, map[string]any{
+		"amount": sats, "currency": "SATS", "enabledPaymentMethods": []string{"BTC"},
+	}, &inv)
+	if inv.OnchainAddress == "" {
+		k.t.Fatalf("invoice %s has no on-chain address", inv.ID)
+	}
+	return inv
+}
+
+// Invoice reads an invoice.
+func (k *Kassa) Invoice(s Store, id string) Invoice {
+	k.t.Helper()
+	var inv Invoice
+	k.Do("GET", "/api/v1/stores/"+s.StoreID+"/invoices/"+id, s.APIKey, nil, &inv)
+	return inv
+}
+
+// Payments reads an invoice's payment records.
+func (k *Kassa) Payments(s Store, id string) []Payment {
+	k.t.Helper()
+	var ps []Payment
+	k.Do("GET", "/api/v1/stores/"+s.StoreID+"/invoices/"+id+"/payments", s.APIKey, nil, &ps)
+	return ps
+}
+
+// Health is the chain part of the health check.
+type Health struct {
+	Chain struct {
+		Backend    string `json:"backend"`
+		Network    string `json:"network"`
+		Node       string `json:"node"`
+		Height     int64  `json:"height"`
+		NodeHeight int64  `json:"nodeHeight"`
+		BestHash   string `json:"bestHash"`
+		Synced     bool   `json:"synced"`
+		Lag        int64  `json:"lag"`
+		Error      string `json:"error"`
+		Warning    string `json:"warning"`
+	} `json:"chain"`
+}
+
+// Health reads the health check.
+func (k *Kassa) Health() Health {
+	k.t.Helper()
+	var h Health
+	k.Do("GET", "/api/v1/health", "", nil, &h)
+	return h
+}
+
+// WaitStatus waits until the invoice has status (and additional status,
+// when not empty) and returns it.
+func (k *Kassa) WaitStatus(s Store, id, status, additional string) Invoice {
+	k.t.Helper()
+	var inv Invoice
+	Eventually(k.t, 60*time.Second, "invoice "+id+" "+status+" "+additional, func() error {
+		inv = k.Invoice(s, id)
+		if inv.Status != status || additional != "" && inv.AdditionalStatus != additional {
+			return fmt.Errorf("invoice is %s %s", inv.Status, inv.AdditionalStatus)
+		}
+		return nil
+	})
+	return inv
+}
+
+// Event is a webhook event as received.
+type Event struct {
+	Type             string `json:"type"`
+	InvoiceID        string `json:"invoiceId"`
+	AdditionalStatus string `json:"additionalStatus"`
+	At               time.Time
+}
+
+// Webhooks receives a store's webhook events on loopback.
+type Webhooks struct {
+	t      testing.TB
+	srv    *httptest.Server
+	mu     sync.Mutex
+	events []Event
+	notify chan struct{}
+}
+
+// ListenWebhooks registers a webhook for every event of s with a new
+// receiver and returns it.
+func (k *Kassa) ListenWebhooks(s Store) *Webhooks {
+	k.t.Helper()
+	w := &Webhooks{t: k.t, notify: make(chan struct{}, 1)}
+	w.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var ev Event
+		data, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(data, &ev) == nil {
+			ev.At = time.Now()
+			w.mu.Lock()
+			w.events = append(w.events, ev)
+			w.mu.Unlock()
+			select {
+			case w.notify <- struct{}{}:
+			default:
+			}
+		}
+		rw.WriteHeader(http.StatusOK)
+	}))
+	k.t.Cleanup(w.srv.Close)
+	var created map[string]any
+	k.Do("POST", "/api/v1/stores/"+s.StoreID+"/webhooks", s.APIKey, map[string]any{"url": w.srv.URL + "/hook"}, &created)
+	return w
+}
+
+// Events returns the events of invoice id so far, as "Type" or
+// "Type/AdditionalStatus" when it is not None.
+func (w *Webhooks) Events(id string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, ev := range w.events {
+		if ev.InvoiceID != id {
+			continue
+		}
+		s := strings.TrimPrefix(ev.Type, "Invoice")
+		if ev.AdditionalStatus != "" && ev.AdditionalStatus != "None" {
+			s += "/" + ev.AdditionalStatus
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// Wait waits for an event of type typ for invoice id and returns it.
+func (w *Webhooks) Wait(id, typ string) Event {
+	w.t.Helper()
+	deadline := time.After(60 * time.Second)
+	for {
+		w.mu.Lock()
+		for _, ev := range w.events {
+			if ev.InvoiceID == id && strings.TrimPrefix(ev.Type, "Invoice") == typ {
+				w.mu.Unlock()
+				return ev
+			}
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.notify:
+		case <-deadline:
+			w.t.Fatalf("no %s webhook for invoice %s; got %v", typ, id, w.Events(id))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -193,9 +193,9 @@ type Invoice struct {
 	OnchainAddress           string `json:"onchainAddress,omitempty"`
 	// DerivationIndex is the index i of OnchainAddress, m/0/i below the
 	// store's xpub; nil when the address was not derived from one.
-	DerivationIndex *uint32 `json:"derivationIndex,omitempty"`
-	LightningInvoice         string `json:"lightningInvoice,omitempty"`
-	PaymentHash              string `json:"paymentHash,omitempty"`
+	DerivationIndex  *uint32 `json:"derivationIndex,omitempty"`
+	LightningInvoice string  `json:"lightningInvoice,omitempty"`
+	PaymentHash      string  `json:"paymentHash,omitempty"`
 
 	// Rules copied from the store at creation, so that settling later
 	// gives the same result whatever the store changes meanwhile.

@@ -221,7 +221,7 @@ func TestApplyInvariants(t *testing.T) {
 		InvoiceExpired:    {InvoiceExpired, InvoiceSettled, InvoiceInvalid},
 		// A reorg or double spend takes an on-chain settlement back.
 		InvoiceSettled: {InvoiceSettled, InvoiceProcessing, InvoiceNew},
-		InvoiceInvalid:    {InvoiceInvalid},
+		InvoiceInvalid: {InvoiceInvalid},
 	}
 	steps := 0
 	for seed := range uint64(300) {

@@ -792,7 +792,22 @@ func (w *watcher) scanMempool(ctx context.Context) error {
 // first. It returns the first error; the others are still tried.
 func (w *watcher) deliver(ctx context.Context, handle func(context.Context, kassa.ChainEvent) error) error {
 	var first error
-	for _, t := range w.sortedTracked() {
+	// New and deeper payments first, then the drops: a replacement is
+	// recorded before the payment it replaces is taken away, so the
+	// invoice does not fall back to New in between.
+	all := w.sortedTracked()
+	ordered := make([]*tracked, 0, len(all))
+	for _, t := range all {
+		if !t.Payment.Dropped {
+			ordered = append(ordered, t)
+		}
+	}
+	for _, t := range all {
+		if t.Payment.Dropped {
+			ordered = append(ordered, t)
+		}
+	}
+	for _, t := range ordered {
 		if !t.changed() {
 			continue
 		}

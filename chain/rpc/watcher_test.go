@@ -118,7 +118,7 @@ func TestReplacementToSameAddressAndDoubleSpend(t *testing.T) {
 	node.drop(first)
 	node.send(bump)
 	mustPass(t, w, r)
-	expectEvents(t, r, label(first.TxHash().String())+" dropped rbf", label(bump.TxHash().String())+" conf 0")
+	expectEvents(t, r, label(bump.TxHash().String())+" conf 0", label(first.TxHash().String())+" dropped rbf")
 
 	// A double spend of the bump's input to elsewhere, mined.
 	elsewhere := payment(9, []byte{0x51}, 5000)

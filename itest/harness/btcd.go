@@ -283,6 +283,13 @@ func (n *Node) Stop() {
 	logf.Close()
 }
 
+// Start starts a stopped node again on the same ports and data
+// directory. A regtest btcd comes back with an empty chain.
+func (n *Node) Start() {
+	n.t.Helper()
+	n.start()
+}
+
 // Restart stops the node and starts it again on the same ports and data
 // directory. A regtest btcd comes back with an empty chain.
 func (n *Node) Restart() {

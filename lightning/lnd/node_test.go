@@ -186,6 +186,26 @@ func newNode(t *testing.T, rpc lnd.RPC, db *persistence.DB, open func(context.Co
 	return n
 }
 
+// waitCursor waits until the node stored want as its cursor: it does so
+// just after the handler returned.
+func waitCursor(t *testing.T, n *lnd.Node, want uint64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := n.SettleIndex(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cursor %d, want %d", got, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func TestCreateInvoice(t *testing.T) {
 	var got *lnrpc.Invoice
 	rpc := &fakeRPC{addInvoice: func(_ context.Context, in *lnrpc.Invoice) (*lnrpc.AddInvoiceResponse, error) {
@@ -272,6 +292,7 @@ func TestSettlesAdvanceTheCursorOnlyWhenAcknowledged(t *testing.T) {
 	}
 	st.ch <- settled(3, 3)
 	a.next(t)
+	waitCursor(t, n, 3)
 	// The stream breaks: the node subscribes again from the cursor.
 	close(st.ch)
 	st2 := subs.next(t)
@@ -299,6 +320,7 @@ func TestCursorSurvivesARestart(t *testing.T) {
 	st := subs.next(t)
 	st.ch <- settled(1, 41)
 	a.next(t)
+	waitCursor(t, n, 41)
 	// A settle whose handler never succeeds before the stop is not
 	// acknowledged.
 	a.mu.Lock()

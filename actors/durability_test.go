@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // faultyJournal is a Journal whose Commit fails while commitErr is set.
@@ -37,7 +38,7 @@ func TestUnsavedEventIsNotAcknowledged(t *testing.T) {
 		t.Run(method.String(), func(t *testing.T) {
 			db := openMem(t)
 			journal := &faultyJournal{Journal: db}
-			h := newHarnessWith(t, db, kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func(c *Config) { c.Journal = journal })
+			h := newHarnessWith(t, db, kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func(c *Config) { c.Journal = journal })
 			h.createStore("1", "0")
 			inv := h.invoice("1000", kassa.SATS)
 			deliver := func() error {

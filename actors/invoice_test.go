@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // TestPaidAgainIsRecorded pays a settled invoice again, by its Lightning
@@ -18,7 +19,7 @@ import (
 // turns Overpaid with a payment record per payment, and no second
 // Settled event goes out.
 func TestPaidAgainIsRecorded(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("1", "0")
 	ctx := context.Background()
 	inv := h.invoice("1000", kassa.SATS)
@@ -70,7 +71,7 @@ func TestPaidAgainIsRecorded(t *testing.T) {
 // has one unit: a top-up line is in the store's currency at the rate of
 // the day, like the sales, and carries that rate.
 func TestTopUpIsValuedInTheStoreCurrency(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
 	tx, err := h.sys.TopUp(context.Background(), h.store.ID, 100_000)
 	if err != nil {
@@ -91,7 +92,7 @@ func TestTopUpIsValuedInTheStoreCurrency(t *testing.T) {
 // the store actor reserves the fee of each open invoice, so exactly those
 // that fit are created, and an expired invoice gives its room back.
 func TestCreditLimitHoldsUnderConcurrentCreates(t *testing.T) {
-	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("1", "0")
 	// Balance 0, credit limit 100 000 sat: 20 invoices with a fee of

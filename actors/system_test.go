@@ -15,6 +15,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/persistence"
 )
 
@@ -94,19 +95,19 @@ type harness struct {
 	t     *testing.T
 	db    *persistence.DB
 	sys   *System
-	clock *kassa.TestClock
+	clock *kassatest.TestClock
 	sink  *recordingSink
 	store *kassa.Store
 }
 
-func newHarness(t *testing.T, db *persistence.DB, clock *kassa.TestClock) *harness {
+func newHarness(t *testing.T, db *persistence.DB, clock *kassatest.TestClock) *harness {
 	t.Helper()
 	return newHarnessWith(t, db, clock, nil)
 }
 
 // newHarnessWith is newHarness with a chance to change the configuration
 // (to inject a failure) before the system starts.
-func newHarnessWith(t *testing.T, db *persistence.DB, clock *kassa.TestClock, configure func(*Config)) *harness {
+func newHarnessWith(t *testing.T, db *persistence.DB, clock *kassatest.TestClock, configure func(*Config)) *harness {
 	t.Helper()
 	sink := &recordingSink{}
 	hooks := newFakeWebhookClient()
@@ -204,7 +205,7 @@ func (h *harness) active(inv *kassa.Invoice) bool {
 }
 
 func TestLightningSettlesWithTransactionAndFee(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("1", "0")
 	inv := h.invoice("10", kassa.EUR) // 10 EUR at 50 000 EUR/BTC = 20 000 sat
 	if inv.Amount != 20_000 || inv.Status != kassa.InvoiceNew {
@@ -239,7 +240,7 @@ func TestLightningSettlesWithTransactionAndFee(t *testing.T) {
 }
 
 func TestOnchainProcessingThenSettledOnConfirmation(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
 	inv := h.invoice("20000", kassa.SATS)
 	h.pay(inv, 20_000, 0, "aa")
@@ -256,7 +257,7 @@ func TestOnchainProcessingThenSettledOnConfirmation(t *testing.T) {
 }
 
 func TestExpiryFiresOnTimeAndUnderpaid(t *testing.T) {
-	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	// control is created a minute before the others: its expiry, due at
@@ -295,7 +296,7 @@ func TestExpiryFiresOnTimeAndUnderpaid(t *testing.T) {
 
 func TestRestartRecoversAndExpiresOverdue(t *testing.T) {
 	dir := t.TempDir()
-	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	db, err := persistence.Open(dir, persistence.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -322,7 +323,7 @@ func TestRestartRecoversAndExpiresOverdue(t *testing.T) {
 }
 
 func TestPanicRestartsOnlyThatInvoice(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
 	a := h.invoice("1000", kassa.SATS)
 	b := h.invoice("1000", kassa.SATS)
@@ -343,7 +344,7 @@ func TestPanicRestartsOnlyThatInvoice(t *testing.T) {
 }
 
 func TestBadInputStoresNothing(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
 	for _, r := range []kassa.InvoiceRequest{
 		{Amount: decimal.RequireFromString("-1"), HasAmount: true},
@@ -366,7 +367,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 }
 
 func TestCreditLimitBlocksInvoices(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("50", "0")
 	// An invoice whose fee alone passes the credit limit is refused: 50%
 	// of 200 002 sat is 100 001 sat.
@@ -389,7 +390,7 @@ func TestCreditLimitBlocksInvoices(t *testing.T) {
 }
 
 func TestConcurrentSettleCreatesOneTransaction(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("1", "0")
 	inv := h.invoice("5000", kassa.SATS)
 	var wg sync.WaitGroup
@@ -411,7 +412,7 @@ func TestConcurrentSettleCreatesOneTransaction(t *testing.T) {
 }
 
 func TestPaymentRequestLifecycle(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
 	ctx := context.Background()
 	pr, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(5), HasAmount: true, Title: "Shoes"})
@@ -440,7 +441,7 @@ func TestPaymentRequestLifecycle(t *testing.T) {
 }
 
 func TestEventActivatesPassivatedInvoice(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
 	inv := h.invoice("1000", kassa.SATS)
 	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000})
@@ -460,7 +461,7 @@ func TestEventActivatesPassivatedInvoice(t *testing.T) {
 }
 
 func TestManyConcurrentCreatesStayActiveAndExpire(t *testing.T) {
-	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	var wg sync.WaitGroup
@@ -498,7 +499,7 @@ func TestManyConcurrentCreatesStayActiveAndExpire(t *testing.T) {
 // after a panic (which stops its invoice actors) re-activates its open
 // invoices, so they still expire.
 func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
-	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	if _, err := h.sys.Recover(context.Background()); err != nil {
@@ -525,7 +526,7 @@ func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
 // invoice's actor does not wait out the monitoring window in memory, and
 // that the sweeper wakes it in time to end monitoring.
 func TestExpiredInvoicesPassivateAndSweeperWakesThem(t *testing.T) {
-	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // TestCreateInvoiceSpans checks that an invoice creation is one trace: the
@@ -23,7 +24,7 @@ func TestCreateInvoiceSpans(t *testing.T) {
 	otel.SetTracerProvider(tp)
 	t.Cleanup(func() { otel.SetTracerProvider(prev) })
 
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	ctx, root := tp.Tracer("test").Start(context.Background(), "POST /invoices")
 	if _, err := h.sys.CreateInvoice(ctx, h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS}); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/webhook"
 )
@@ -122,7 +123,7 @@ func (h *harness) webhook(url string, events ...kassa.EventType) *kassa.Webhook 
 }
 
 func TestWebhookEventsFilteredAndSigned(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	all := h.webhook("https://a.example/hook")
 	processingOnly := h.webhook("https://b.example/hook", kassa.EventProcessing)
@@ -169,7 +170,7 @@ func TestWebhookEventsFilteredAndSigned(t *testing.T) {
 }
 
 func TestWebhookExpiredUnderpaidPayload(t *testing.T) {
-	clock := kassa.NewTestClock(time.Now())
+	clock := kassatest.NewTestClock(time.Now())
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	w := h.webhook("https://a.example/hook", kassa.EventExpired)
@@ -197,7 +198,7 @@ func TestWebhookExpiredUnderpaidPayload(t *testing.T) {
 }
 
 func TestWebhookRefusedURLIsNotSaved(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	for _, url := range []string{"https://refuse.example/hook", "http://plain.example/hook"} {
 		if _, err := h.sys.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: url}); kassa.ErrorCode(err) != kassa.Invalid {
@@ -212,7 +213,7 @@ func TestWebhookRefusedURLIsNotSaved(t *testing.T) {
 }
 
 func TestRedeliverSendsReducedPayloadSignedNow(t *testing.T) {
-	clock := kassa.NewTestClock(time.Now())
+	clock := kassatest.NewTestClock(time.Now())
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	w := h.webhook("https://a.example/hook", kassa.EventNew)
@@ -249,7 +250,7 @@ func TestRedeliverSendsReducedPayloadSignedNow(t *testing.T) {
 }
 
 func TestAutomaticRedeliveryRetriesOnlyTransientFailures(t *testing.T) {
-	clock := kassa.NewTestClock(time.Now())
+	clock := kassatest.NewTestClock(time.Now())
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	yes := true
@@ -302,7 +303,7 @@ func TestAutomaticRedeliveryRetriesOnlyTransientFailures(t *testing.T) {
 // delays no other: the fast endpoint gets all three events while the slow
 // one's first delivery still hangs.
 func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	slow := h.webhook("https://slow.example/hook")
 	fast := h.webhook("https://fast.example/hook")
@@ -328,7 +329,7 @@ func TestPendingDeliveriesSentAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, db, kassa.NewTestClock(time.Now()))
+	h := newHarness(t, db, kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	w := h.webhook("https://a.example/hook", kassa.EventNew)
 	// A delivery left in the outbox, as a crash right after the invoice
@@ -348,7 +349,7 @@ func TestPendingDeliveriesSentAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	h2 := newHarness(t, db2, kassa.NewTestClock(time.Now()))
+	h2 := newHarness(t, db2, kassatest.NewTestClock(time.Now()))
 	if n, err := h2.sys.RecoverDeliveries(context.Background()); err != nil || n != 1 {
 		t.Fatalf("recovered %d, %v", n, err)
 	}
@@ -372,7 +373,7 @@ func TestRecoveredDeliveriesGoOutInCommitOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	clock := kassa.NewTestClock(time.Now())
+	clock := kassatest.NewTestClock(time.Now())
 	h := newHarness(t, db, clock)
 	hold := make(chan struct{})
 	h.hooks.hold = hold
@@ -434,7 +435,7 @@ func TestRecoveredDeliveryPrecedesEventOfRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	clock := kassa.NewTestClock(time.Now())
+	clock := kassatest.NewTestClock(time.Now())
 	h := newHarness(t, db, clock)
 	hold := make(chan struct{})
 	h.hooks.hold = hold
@@ -469,7 +470,7 @@ func TestRecoveredDeliveryPrecedesEventOfRecovery(t *testing.T) {
 // TestWebhookActorPanicResendsOutbox checks that a webhook actor restarted
 // after a panic sends the deliveries left in its outbox.
 func TestWebhookActorPanicResendsOutbox(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	if _, err := h.sys.RecoverDeliveries(context.Background()); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // fakeResolver answers from a table and counts look-ups.
@@ -192,7 +193,7 @@ func TestValidatePasses(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 30, 45, 123, time.UTC)
 	for _, status := range []int{200, 201, 202, 204, 299, 401, 403} {
 		rec := newRecorder(t, status)
-		c := devClient(Config{Clock: kassa.NewTestClock(at), UserAgent: "kassa-test"})
+		c := devClient(Config{Clock: kassatest.NewTestClock(at), UserAgent: "kassa-test"})
 		a, err := c.Validate(context.Background(), rec.srv.URL+"/hooks?x=1", "Kassa Test")
 		if err != nil {
 			t.Errorf("status %d: Validate = %v, want nil", status, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 func TestRateLimit(t *testing.T) {
@@ -51,7 +52,7 @@ func TestRateLimitOff(t *testing.T) {
 
 func TestRateLimiterDefaultBurst(t *testing.T) {
 	t.Parallel()
-	l := newRateLimiter(3, 0, kassa.NewTestClock(testNow))
+	l := newRateLimiter(3, 0, kassatest.NewTestClock(testNow))
 	n := 0
 	for range 10 {
 		if ok, _ := l.allow("k"); ok {

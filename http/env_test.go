@@ -19,6 +19,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -45,7 +46,7 @@ type env struct {
 	webhooks *fakeWebhooks
 	sim      *fakeSimulator
 	kv       *fakeKV
-	clock    *kassa.TestClock
+	clock    *kassatest.TestClock
 	logs     *syncBuffer
 	storeA   *kassa.Store
 	storeB   *kassa.Store
@@ -74,7 +75,7 @@ func withSim(d *Deps) { d.Simulator = &fakeSimulator{height: 100} }
 
 func newEnv(t *testing.T, opts ...func(*Deps)) *env {
 	t.Helper()
-	e := &env{t: t, reader: newFakeReader(), clock: kassa.NewTestClock(testNow), logs: &syncBuffer{}}
+	e := &env{t: t, reader: newFakeReader(), clock: kassatest.NewTestClock(testNow), logs: &syncBuffer{}}
 	e.invoices = &fakeInvoices{reader: e.reader, clock: e.clock}
 	e.payLinks = &fakePayLinks{reader: e.reader, clock: e.clock, invoices: e.invoices}
 	e.stores = &fakeStores{reader: e.reader, clock: e.clock}
@@ -262,7 +263,7 @@ func (e *env) seedInvoice(storeID string, at time.Time, body string) *kassa.Invo
 		e.t.Fatal(err)
 	}
 	saved := e.invoices.clock
-	e.invoices.clock = kassa.NewTestClock(at)
+	e.invoices.clock = kassatest.NewTestClock(at)
 	defer func() { e.invoices.clock = saved }()
 	inv, err := e.invoices.CreateInvoice(e.t.Context(), storeID, req)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 func TestCreatePaymentRequest(t *testing.T) {
@@ -136,7 +137,7 @@ func TestPaymentRequests(t *testing.T) {
 	})
 
 	t.Run("expired", func(t *testing.T) {
-		clock := kassa.NewTestClock(testNow.Add(48 * time.Hour))
+		clock := kassatest.NewTestClock(testNow.Add(48 * time.Hour))
 		e2 := *e
 		e2.deps.Clock = clock
 		e2.h = NewHandler(e2.deps)

@@ -11,6 +11,7 @@ import (
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/actors"
 	chainsim "github.com/kassapay/kassa/chain/sim"
+	"github.com/kassapay/kassa/kassatest"
 	lightningsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/persistence"
 )
@@ -27,7 +28,7 @@ type actorPayLinkEnv struct {
 
 func newActorPayLinkEnv(t *testing.T) *actorPayLinkEnv {
 	t.Helper()
-	clock := kassa.NewTestClock(testNow)
+	clock := kassatest.NewTestClock(testNow)
 	db, err := persistence.Open("", persistence.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // TestPayLinkPayIsRateLimited is defect 6: without a key, 300 payments
@@ -119,7 +120,7 @@ func TestClientAddress(t *testing.T) {
 
 func TestRateLimiterForgetsFullBuckets(t *testing.T) {
 	t.Parallel()
-	clock := kassa.NewTestClock(testNow)
+	clock := kassatest.NewTestClock(testNow)
 	l := newRateLimiter(1, 2, clock)
 	for i := range maxBuckets {
 		l.allow(fmt.Sprint(i))

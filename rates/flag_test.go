@@ -6,10 +6,11 @@ import (
 	"testing"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 func TestFromFlag(t *testing.T) {
-	clock := kassa.NewTestClock(t0)
+	clock := kassatest.NewTestClock(t0)
 	for _, tc := range []struct {
 		spec    string
 		urls    map[string]string
@@ -51,7 +52,7 @@ func TestFromFlag(t *testing.T) {
 func TestFromFlagBaseURLs(t *testing.T) {
 	kraken := newAPIServer(t, map[string]reply{krakenAll: {file: "kraken/ticker.json"}})
 	coinbase := newAPIServer(t, map[string]reply{"/cb" + coinbaseAll: {file: "coinbase/exchange_rates.json"}})
-	b, err := FromFlag("kraken,coinbase", map[string]string{"kraken": kraken.URL, "coinbase": coinbase.URL + "/cb"}, nil, kassa.NewTestClock(t0), quietLogger())
+	b, err := FromFlag("kraken,coinbase", map[string]string{"kraken": kraken.URL, "coinbase": coinbase.URL + "/cb"}, nil, kassatest.NewTestClock(t0), quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}

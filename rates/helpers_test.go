@@ -16,6 +16,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // reply is how a fixture server answers one request path.
@@ -210,8 +211,8 @@ var t0 = time.Date(2025, 11, 21, 12, 0, 0, 0, time.UTC)
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // newTestService returns a Service on a TestClock with a quiet logger.
-func newTestService(cfg Config, providers ...Provider) (*Service, *kassa.TestClock) {
-	clock := kassa.NewTestClock(t0)
+func newTestService(cfg Config, providers ...Provider) (*Service, *kassatest.TestClock) {
+	clock := kassatest.NewTestClock(t0)
 	cfg.Providers = providers
 	cfg.Clock = clock
 	if cfg.Logger == nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // TestRunAllProvidersDown runs the four real provider clients against
@@ -23,7 +24,7 @@ func TestRunAllProvidersDown(t *testing.T) {
 	bitstamp := newAPIServer(t, bitstampOK)
 	coingecko := newAPIServer(t, map[string]reply{coinGeckoAll: {file: "coingecko/simple_price.json"}})
 
-	clock := kassa.NewTestClock(t0)
+	clock := kassatest.NewTestClock(t0)
 	const refresh = 4 * time.Minute // three rounds to pass MaxAge
 	s := New(Config{
 		Providers: []Provider{

@@ -14,6 +14,7 @@ import (
 	"github.com/btcsuite/btcd/chaincfg"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 func hexString(b []byte) string { return hex.EncodeToString(b) }
@@ -44,7 +45,7 @@ func (r *recorder) take() []kassa.ChainEvent {
 func started(t *testing.T) (*Chain, *recorder, time.Time) {
 	t.Helper()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	c := New(kassa.NewTestClock(now))
+	c := New(kassatest.NewTestClock(now))
 	r := &recorder{}
 	if err := c.Start(t.Context(), r.handle); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/lightningnetwork/lnd/zpay32"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // recorder collects the events a Node hands to its handler.
@@ -43,9 +44,9 @@ func (r *recorder) take() []kassa.LightningEvent {
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // started returns a node on a test clock whose events go to a recorder.
-func started(t *testing.T) (*Node, *recorder, *kassa.TestClock) {
+func started(t *testing.T) (*Node, *recorder, *kassatest.TestClock) {
 	t.Helper()
-	clock := kassa.NewTestClock(epoch.Add(700 * time.Millisecond))
+	clock := kassatest.NewTestClock(epoch.Add(700 * time.Millisecond))
 	n, err := New(clock)
 	if err != nil {
 		t.Fatal(err)

@@ -1,20 +1,24 @@
-package kassa
+package kassatest
 
 import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kassapay/kassa"
 )
 
+var epoch = time.Date(2025, 11, 21, 9, 30, 0, 0, time.UTC)
+
 func TestTestClock(t *testing.T) {
-	c := NewTestClock(scriptEpoch)
+	c := NewTestClock(epoch)
 	var fired, canceled atomic.Int32
 	done := make(chan struct{}, 2)
-	c.AfterFunc(DefaultInvoiceExpiry, func() { fired.Add(1); done <- struct{}{} })
+	c.AfterFunc(kassa.DefaultInvoiceExpiry, func() { fired.Add(1); done <- struct{}{} })
 	cancel := c.AfterFunc(time.Hour, func() { canceled.Add(1) })
 	cancel()
 
-	c.Advance(DefaultInvoiceExpiry - time.Millisecond)
+	c.Advance(kassa.DefaultInvoiceExpiry - time.Millisecond)
 	if fired.Load() != 0 {
 		t.Fatal("the timer fired early")
 	}
@@ -24,7 +28,7 @@ func TestTestClock(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the timer did not fire at its time")
 	}
-	if !c.Now().Equal(scriptEpoch.Add(DefaultInvoiceExpiry)) {
+	if !c.Now().Equal(epoch.Add(kassa.DefaultInvoiceExpiry)) {
 		t.Errorf("Now = %s", c.Now())
 	}
 	c.Advance(2 * time.Hour)

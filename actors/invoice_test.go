@@ -142,7 +142,7 @@ func TestCreditLimitHoldsUnderConcurrentCreates(t *testing.T) {
 // the same customer session returns the session's invoice while it is
 // New and unexpired, and a new one otherwise.
 func TestPayLinkReusesSessionInvoice(t *testing.T) {
-	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	ctx := context.Background()

@@ -45,4 +45,3 @@ func RunKeyValue(t *testing.T, open func(t *testing.T) kassa.KeyValue) {
 		}
 	})
 }
-

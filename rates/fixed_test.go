@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kassapay/kassa"
 )
@@ -58,8 +59,46 @@ func TestFixedCustomRates(t *testing.T) {
 	}
 }
 
+// TestFixedRunReturnsWhenContextEnds checks that Run serves until its
+// context ends and then returns, with the fixed rates served throughout.
 func TestFixedRunReturnsWhenContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := Fixed{}
+	done := make(chan struct{})
+	go func() {
+		f.Run(ctx)
+		close(done)
+	}()
+	// Rates are served while Run runs.
+	if r, err := f.Rate(ctx, kassa.EUR); err != nil || !r.IsPositive() {
+		t.Errorf("Rate(EUR) while running = %s, %v", r, err)
+	}
+	// Best effort, never a false failure: an early return is caught when
+	// Run's goroutine has already run.
+	select {
+	case <-done:
+		t.Fatal("Run returned while its context was still live")
+	default:
+	}
 	cancel()
-	Fixed{}.Run(ctx)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return within 5 s after its context ended")
+	}
+	// A context that has already ended: Run returns at once.
+	returned := make(chan struct{})
+	go func() {
+		f.Run(ctx)
+		close(returned)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run on an ended context did not return within 5 s")
+	}
+	if r, err := f.Rate(context.Background(), kassa.EUR); err != nil || !r.IsPositive() {
+		t.Errorf("Rate(EUR) after Run = %s, %v", r, err)
+	}
 }

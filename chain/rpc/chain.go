@@ -12,6 +12,7 @@ import (
 
 	"github.com/btcsuite/btcd/btcutil"
 	"github.com/btcsuite/btcd/chaincfg"
+	"github.com/btcsuite/btcd/chaincfg/chainhash"
 	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/wire"
 
@@ -318,6 +319,9 @@ func (c *Chain) notifications(ctx context.Context) {
 	handlers := &rpcclient.NotificationHandlers{
 		OnFilteredBlockConnected:    func(int32, *wire.BlockHeader, []*btcutil.Tx) { c.Wake() },
 		OnFilteredBlockDisconnected: func(int32, *wire.BlockHeader) { c.Wake() },
+		OnBlockConnected:            func(*chainhash.Hash, int32, time.Time) { c.Wake() },
+		OnBlockDisconnected:         func(*chainhash.Hash, int32, time.Time) { c.Wake() },
+		OnTxAccepted:                func(*chainhash.Hash, btcutil.Amount) { c.Wake() },
 	}
 	ws, err := rpcclient.New(cfg, handlers)
 	if err != nil {
@@ -329,6 +333,8 @@ func (c *Chain) notifications(ctx context.Context) {
 		c.log.Debug("no websocket notifications from the node; polling only", "err", c.conn.redact(err.Error()))
 		return
 	}
+	// New mempool transactions wake the poll too (btcd only).
+	_ = ws.NotifyNewTransactions(false)
 	<-ctx.Done()
 	ws.Shutdown()
 }

@@ -15,7 +15,7 @@
 // and memory of a restart with many open invoices.
 //
 //	kassa-bench [-duration 5s] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
-//	            [-closed-invoices 1000000] [-restart-invoices 200000] [-only PART]
+//	            [-closed-invoices 1000000] [-restart-invoices 200000] [-chain-payments 20] [-only PART]
 package main
 
 import (
@@ -40,7 +40,8 @@ func main() {
 	endpoints := flag.Int("endpoints", 1000, "webhook endpoints for the fan-out figure")
 	closed := flag.Int("closed-invoices", 1_000_000, "invoices created and closed for the resident-memory figure")
 	restart := flag.Int("restart-invoices", 200_000, "open invoices for the restart figures")
-	only := flag.String("only", "", "run only this part: create, memory, webhooks, closed or restart")
+	only := flag.String("only", "", "run only this part: create, memory, webhooks, closed, restart or chain")
+	chainPayments := flag.Int("chain-payments", 20, "payments on a real btcd for chain_block_to_settled_ms")
 	flag.Parse()
 	ctx := context.Background()
 	if *only == "" || *only == "create" {
@@ -63,6 +64,12 @@ func main() {
 	}
 	if *only == "" || *only == "restart" {
 		if err := benchRestart(ctx, *restart, *concurrency); err != nil {
+			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
+			os.Exit(1)
+		}
+	}
+	if *only == "" || *only == "chain" {
+		if err := benchChain(ctx, *chainPayments); err != nil {
 			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
 			os.Exit(1)
 		}

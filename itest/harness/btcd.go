@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/btcsuite/btcd/btcjson"
@@ -26,6 +25,17 @@ import (
 	"github.com/btcsuite/btcd/chaincfg/chainhash"
 	"github.com/btcsuite/btcd/rpcclient"
 )
+
+// T is what the harness needs of a test: *testing.T and *testing.B
+// satisfy it, and so can a benchmark command.
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+	Failed() bool
+}
 
 // BtcdVersion is the btcd release the tests run against.
 const BtcdVersion = "v0.26.2"
@@ -53,7 +63,7 @@ func repoRoot() string {
 // that holds them. KASSA_BTCD_DIR names a directory with prebuilt binaries
 // instead. A failed build fails the test: integration tests never skip
 // because a daemon is missing.
-func BtcdDir(t testing.TB) string {
+func BtcdDir(t T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		if dir := os.Getenv("KASSA_BTCD_DIR"); dir != "" {
@@ -81,7 +91,7 @@ func BtcdDir(t testing.TB) string {
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort(t testing.TB) int {
+func FreePort(t T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -111,7 +121,7 @@ type NodeConfig struct {
 
 // Node is a running btcd.
 type Node struct {
-	t      testing.TB
+	t      T
 	cfg    NodeConfig
 	Params *chaincfg.Params
 	// RPCAddr and P2PAddr are host:port on loopback.
@@ -138,7 +148,7 @@ func ParamsOf(network string) *chaincfg.Params {
 
 // StartNode starts a btcd and waits until its RPC answers. The node is
 // stopped when the test ends.
-func StartNode(t testing.TB, cfg NodeConfig) *Node {
+func StartNode(t T, cfg NodeConfig) *Node {
 	t.Helper()
 	if cfg.Network == "" {
 		cfg.Network = "regtest"
@@ -383,7 +393,7 @@ func (n *Node) Disconnect(other *Node) {
 }
 
 // WaitSynced waits until every node has the same best block.
-func WaitSynced(t testing.TB, nodes ...*Node) {
+func WaitSynced(t T, nodes ...*Node) {
 	t.Helper()
 	Eventually(t, 60*time.Second, "nodes synced", func() error {
 		want, err := nodes[0].Client.GetBestBlockHash()
@@ -406,7 +416,7 @@ func WaitSynced(t testing.TB, nodes ...*Node) {
 // Eventually polls fn until it returns nil, and fails the test with fn's
 // last error when timeout passes first. It must run on the test's
 // goroutine.
-func Eventually(t testing.TB, timeout time.Duration, what string, fn func() error) {
+func Eventually(t T, timeout time.Duration, what string, fn func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	wait := 10 * time.Millisecond
@@ -426,7 +436,7 @@ func Eventually(t testing.TB, timeout time.Duration, what string, fn func() erro
 }
 
 // Context returns a context that ends with the test or after timeout.
-func Context(t testing.TB, timeout time.Duration) context.Context {
+func Context(t T, timeout time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	return ctx

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -26,7 +25,7 @@ var (
 )
 
 // KassaBin builds the kassa binary once per test process.
-func KassaBin(t testing.TB) string {
+func KassaBin(t T) string {
 	t.Helper()
 	kassaOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "kassa-itest")
@@ -49,7 +48,7 @@ func KassaBin(t testing.TB) string {
 
 // Kassa is a running `kassa serve` process.
 type Kassa struct {
-	t    testing.TB
+	t    T
 	Data string
 	Args []string
 	URL  string
@@ -65,7 +64,7 @@ var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
 // StartKassa starts `kassa serve --dev` with data in dir (empty: a new
 // temporary one) and args, and waits until it listens. It is stopped
 // when the test ends.
-func StartKassa(t testing.TB, dir string, args ...string) *Kassa {
+func StartKassa(t T, dir string, args ...string) *Kassa {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
@@ -76,10 +75,10 @@ func StartKassa(t testing.TB, dir string, args ...string) *Kassa {
 	k.cmd.Stdout = io.Discard
 	stderr, err := k.cmd.StderrPipe()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	if err := k.cmd.Start(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v", err)
 	}
 	addr := make(chan string, 1)
 	go func() {
@@ -190,13 +189,13 @@ func (k *Kassa) Do(method, path, key string, body, out any) int {
 	if body != nil {
 		data, err := json.Marshal(body)
 		if err != nil {
-			k.t.Fatal(err)
+			k.t.Fatalf("%v", err)
 		}
 		r = bytes.NewReader(data)
 	}
 	req, err := http.NewRequest(method, k.URL+path, r)
 	if err != nil {
-		k.t.Fatal(err)
+		k.t.Fatalf("%v", err)
 	}
 	if key != "" {
 		req.Header.Set("Authorization", "token "+key)
@@ -321,7 +320,7 @@ type Event struct {
 
 // Webhooks receives a store's webhook events on loopback.
 type Webhooks struct {
-	t      testing.TB
+	t      T
 	srv    *httptest.Server
 	mu     sync.Mutex
 	events []Event

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"sync"
-	"testing"
 
 	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/btcsuite/btcd/btcutil"
@@ -38,7 +37,7 @@ type Coin struct {
 }
 
 // NewWallet returns a wallet with a fresh key for params' network.
-func NewWallet(t testing.TB, params *chaincfg.Params) *Wallet {
+func NewWallet(t T, params *chaincfg.Params) *Wallet {
 	t.Helper()
 	key, err := btcec.NewPrivateKey()
 	if err != nil {
@@ -60,7 +59,7 @@ func (w *Wallet) Address() string { return w.addr.EncodeAddress() }
 
 // Coin returns an unspent mature coinbase output of the wallet on n's best
 // chain and reserves it, so that the next call returns another one.
-func (w *Wallet) Coin(t testing.TB, n *Node) Coin {
+func (w *Wallet) Coin(t T, n *Node) Coin {
 	t.Helper()
 	tip := n.Height()
 	for h := int64(1); h <= tip-coinbaseMaturity; h++ {
@@ -102,7 +101,7 @@ type Output struct {
 // Build returns a transaction that spends coins and pays outs, with its
 // change back to the wallet, at feeRate sat/vB. Every input signals
 // replaceability (BIP125).
-func (w *Wallet) Build(t testing.TB, coins []Coin, outs []Output, feeRate int64) *wire.MsgTx {
+func (w *Wallet) Build(t T, coins []Coin, outs []Output, feeRate int64) *wire.MsgTx {
 	t.Helper()
 	tx := wire.NewMsgTx(2)
 	var in int64
@@ -148,7 +147,7 @@ func (w *Wallet) Build(t testing.TB, coins []Coin, outs []Output, feeRate int64)
 }
 
 // Send broadcasts tx through n and returns its id.
-func (w *Wallet) Send(t testing.TB, n *Node, tx *wire.MsgTx) chainhash.Hash {
+func (w *Wallet) Send(t T, n *Node, tx *wire.MsgTx) chainhash.Hash {
 	t.Helper()
 	id, err := n.Client.SendRawTransaction(tx, true)
 	if err != nil {
@@ -159,7 +158,7 @@ func (w *Wallet) Send(t testing.TB, n *Node, tx *wire.MsgTx) chainhash.Hash {
 
 // Pay spends one fresh coin to outs at 2 sat/vB through n and returns the
 // transaction.
-func (w *Wallet) Pay(t testing.TB, n *Node, outs ...Output) *wire.MsgTx {
+func (w *Wallet) Pay(t T, n *Node, outs ...Output) *wire.MsgTx {
 	t.Helper()
 	tx := w.Build(t, []Coin{w.Coin(t, n)}, outs, 2)
 	w.Send(t, n, tx)

@@ -111,6 +111,11 @@ type PaidAgain struct {
 	Hash string
 }
 
+// CancelLightning says to cancel the invoice's Lightning invoice at the
+// node, so that it can no longer be paid: the invoice expired, turned
+// invalid, or settled on-chain.
+type CancelLightning struct{ PaymentHash string }
+
 // ArmTimer says to fire an input at At: the expiry while the invoice is
 // New, the end of monitoring afterwards.
 type ArmTimer struct{ At time.Time }
@@ -118,11 +123,12 @@ type ArmTimer struct{ At time.Time }
 // StopWatching says the invoice no longer needs its timer or the watchers.
 type StopWatching struct{}
 
-func (Emit) effect()         {}
-func (Settle) effect()       {}
-func (PaidAgain) effect()    {}
-func (ArmTimer) effect()     {}
-func (StopWatching) effect() {}
+func (Emit) effect()            {}
+func (Settle) effect()          {}
+func (PaidAgain) effect()       {}
+func (CancelLightning) effect() {}
+func (ArmTimer) effect()        {}
+func (StopWatching) effect()    {}
 
 // Apply returns the invoice after in, and the effects to perform once the
 // input is durable. An error leaves the invoice unchanged and means that
@@ -321,6 +327,7 @@ func (inv *Invoice) settle(at time.Time, method PaymentMethod, hash string, addi
 	if additional == StatusNone && inv.Amount > 0 && paid > inv.Amount {
 		additional = StatusOverpaid
 	}
+	wasExpired := inv.Status == InvoiceExpired
 	inv.Status = InvoiceSettled
 	inv.MonitoringDone = true
 	if inv.SettlementReverted {
@@ -331,11 +338,29 @@ func (inv *Invoice) settle(at time.Time, method PaymentMethod, hash string, addi
 	inv.AdditionalStatus = additional
 	inv.SettledAt = at
 	inv.SettledBy = method
-	return []Effect{
+	effects := []Effect{
 		Emit{Type: EventSettled, AdditionalStatus: additional},
 		Settle{FullAmount: paid, Fee: PercentOf(paid, inv.PercentFee), Method: method, Hash: hash},
 		StopWatching{},
 	}
+	if wasExpired {
+		return effects // its Lightning invoice was cancelled at expiry
+	}
+	return append(effects, inv.cancelLightning()...)
+}
+
+// cancelLightning returns the effect that cancels the invoice's Lightning
+// invoice, unless it has none or it was paid.
+func (inv *Invoice) cancelLightning() []Effect {
+	if inv.PaymentHash == "" {
+		return nil
+	}
+	for _, p := range inv.Payments {
+		if p.Method == MethodLightning {
+			return nil
+		}
+	}
+	return []Effect{CancelLightning{PaymentHash: inv.PaymentHash}}
 }
 
 func (inv *Invoice) expire(in ExpiryReached) ([]Effect, error) {
@@ -351,7 +376,7 @@ func (inv *Invoice) expire(in ExpiryReached) ([]Effect, error) {
 		inv.AdditionalStatus = StatusUnderpaid
 		emit.AdditionalStatus, emit.IsUnderpaid = StatusUnderpaid, true
 	}
-	return []Effect{emit, ArmTimer{At: inv.MonitorUntil}}, nil
+	return append([]Effect{emit, ArmTimer{At: inv.MonitorUntil}}, inv.cancelLightning()...), nil
 }
 
 func (inv *Invoice) endMonitoring(in MonitoringEnded) ([]Effect, error) {
@@ -362,7 +387,7 @@ func (inv *Invoice) endMonitoring(in MonitoringEnded) ([]Effect, error) {
 	case InvoiceProcessing:
 		inv.Status = InvoiceInvalid
 		inv.MonitoringDone = true
-		return []Effect{StopWatching{}}, nil
+		return append([]Effect{StopWatching{}}, inv.cancelLightning()...), nil
 	case InvoiceExpired:
 		if !inv.MonitoringDone {
 			inv.MonitoringDone = true
@@ -379,7 +404,11 @@ func (inv *Invoice) markInvalid() ([]Effect, error) {
 	case InvoiceInvalid:
 		return nil, ErrNothingChanged
 	}
+	var cancel []Effect
+	if inv.Status == InvoiceNew || inv.Status == InvoiceProcessing {
+		cancel = inv.cancelLightning() // Expired ones were cancelled at expiry
+	}
 	inv.Status = InvoiceInvalid
 	inv.MonitoringDone = true
-	return []Effect{StopWatching{}}, nil
+	return append([]Effect{StopWatching{}}, cancel...), nil
 }

@@ -152,7 +152,9 @@ func (s *invoiceScript) run(c *scriptCommand) string {
 			return "error: " + err.Error()
 		}
 		inv.OnchainAddress = "bcrt1qscript"
-		inv.LightningInvoice = "lnbcrt1script"
+		if inv.Accepts(MethodLightning) {
+			inv.LightningInvoice, inv.PaymentHash = "lnbcrt1script", "hash1"
+		}
 		s.inv, s.created, s.now, s.ledger = inv, true, scriptEpoch, nil
 		return fmt.Sprintf("%s amount=%d expires=%s monitor-until=%s\n%s",
 			s.state(), inv.Amount, since(inv.ExpiresAt), since(inv.MonitorUntil), s.effects(effects))
@@ -323,6 +325,8 @@ func describeEffect(e Effect) string {
 		return fmt.Sprintf("settle full=%d fee=%d method=%s hash=%s", e.FullAmount, e.Fee, e.Method, e.Hash)
 	case PaidAgain:
 		return fmt.Sprintf("paid-again amount=%d fee=%d method=%s hash=%s", e.Amount, e.Fee, e.Method, e.Hash)
+	case CancelLightning:
+		return "cancel-lightning " + e.PaymentHash
 	case ArmTimer:
 		return "arm-timer " + since(e.At)
 	case StopWatching:

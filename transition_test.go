@@ -229,6 +229,9 @@ func TestApplyInvariants(t *testing.T) {
 		prev := newTestInvoice(t, Sats(rng.IntN(3))*5000)
 		prev.Tolerance = []decimal.Decimal{decimal.Zero, decimalOf("0.25"), decimalOf("1.5")}[rng.IntN(3)]
 		prev.ConfirmationsRequired = int32(rng.IntN(3))
+		if rng.IntN(2) == 0 {
+			prev.LightningInvoice, prev.PaymentHash = "lnbcrt1test", "hash1"
+		}
 		for _, in := range randomInputs(rng, prev, 30) {
 			pos := fmt.Sprintf("seed %d, %s after %T", seed, prev.Status, in)
 			next, effects, err := checkedApply(t, pos, prev, in)
@@ -258,6 +261,28 @@ func checkStep(t *testing.T, pos string, allowed map[InvoiceStatus][]InvoiceStat
 	if !ok {
 		fail("%s → %s is not a transition", prev.Status, next.Status)
 	}
+	// The Lightning invoice is cancelled once, when the invoice stops
+	// waiting for it (expired, invalid, settled on-chain), unless it has
+	// none or it was paid.
+	var cancels, rest []Effect
+	for _, e := range effects {
+		if _, ok := e.(CancelLightning); ok {
+			cancels = append(cancels, e)
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	paidByLightning := false
+	for _, p := range next.Payments {
+		paidByLightning = paidByLightning || p.Method == MethodLightning
+	}
+	wantCancel := next.PaymentHash != "" && !paidByLightning &&
+		(prev.Status == InvoiceNew || prev.Status == InvoiceProcessing) && next.Status != prev.Status && next.Status != InvoiceProcessing &&
+		!(next.Status == InvoiceSettled && prev.SettlementReverted) // cancelled at the first settlement
+	if wantCancel != (len(cancels) == 1) || len(cancels) > 1 || len(cancels) == 1 && cancels[0] != (CancelLightning{PaymentHash: next.PaymentHash}) {
+		fail("cancel effects %v, want %v", cancels, wantCancel)
+	}
+	effects = rest
 	var emits []Emit
 	var settles []Settle
 	for _, e := range effects {

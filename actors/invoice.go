@@ -279,6 +279,8 @@ func (a *invoiceActor) perform(ctx actor.Context, parent context.Context, inv *k
 		case kassa.PaidAgain:
 			a.sys.log.Warn("invoice paid again after it settled; recorded in the ledger", "invoice", inv.ID, "store", inv.StoreID,
 				"amount", int64(e.Amount), "method", e.Method.String(), "hash", e.Hash)
+		case kassa.CancelLightning:
+			a.sys.cancelLightning(e.PaymentHash, inv.ID)
 		case kassa.ArmTimer:
 			a.arm(ctx)
 		case kassa.StopWatching:
@@ -330,4 +332,19 @@ func (a *invoiceActor) maybePassivate(ctx actor.Context) {
 // reserved in its store's credit: until it settles or can no longer.
 func reservesFee(s kassa.InvoiceStatus) bool {
 	return s == kassa.InvoiceNew || s == kassa.InvoiceProcessing
+}
+
+// cancelLightning asks the node to cancel a Lightning invoice whose
+// Kassa invoice no longer waits for it, off the actor's mailbox so that
+// a slow node delays nothing. A failure is only logged: the node expires
+// the invoice on its own at the same time, and a payment that still
+// arrives is recorded (PaidAfterExpiration, or paid again).
+func (s *System) cancelLightning(paymentHash, invoiceID string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+		defer cancel()
+		if err := s.cfg.Lightning.CancelInvoice(ctx, paymentHash); err != nil {
+			s.log.Warn("lightning backend: cancel invoice", "invoice", invoiceID, "err", err)
+		}
+	}()
 }

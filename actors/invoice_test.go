@@ -184,3 +184,49 @@ func TestPayLinkReusesSessionInvoice(t *testing.T) {
 		t.Fatalf("after expiry: %s %s", next.ID, next.Status)
 	}
 }
+
+// TestExpiryCancelsLightningInvoice checks that an invoice's expiry
+// cancels its Lightning invoice at the node, once the expiry is durable,
+// and that an invoice settled by Lightning cancels nothing.
+func TestExpiryCancelsLightningInvoice(t *testing.T) {
+	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	type cancelled struct {
+		hash   string
+		status kassa.InvoiceStatus // of the invoice in storage when cancelled
+	}
+	cancels := make(chan cancelled, 10)
+	db := openMem(t)
+	h := newHarnessWith(t, db, clock, func(c *Config) {
+		c.Lightning = fakeLightning{cancel: func(ctx context.Context, hash string) error {
+			status := kassa.InvoiceStatus(0)
+			if id, err := db.InvoiceIDByPaymentHash(ctx, hash); err == nil {
+				if inv, err := db.Invoice(ctx, id); err == nil {
+					status = inv.Status
+				}
+			}
+			cancels <- cancelled{hash, status}
+			return nil
+		}}
+	})
+	h.createStore("0", "0")
+	paid := h.invoice("1000", kassa.SATS)
+	h.payLightning(paid, 1000)
+	open := h.invoice("1000", kassa.SATS)
+	clock.Advance(15 * time.Minute)
+	eventually(t, "expiry", func() bool { return h.get(open.ID).Status == kassa.InvoiceExpired })
+	var got cancelled
+	eventually(t, "cancel", func() bool {
+		select {
+		case got = <-cancels:
+			return true
+		default:
+			return false
+		}
+	})
+	if got.hash != open.PaymentHash || got.status != kassa.InvoiceExpired {
+		t.Fatalf("cancelled %s with the invoice %s, want %s once Expired", got.hash, got.status, open.PaymentHash)
+	}
+	if len(cancels) != 0 {
+		t.Fatalf("%d more cancels: the paid invoice's was cancelled too", len(cancels))
+	}
+}

@@ -40,7 +40,11 @@ func (c *fakeChain) Info(context.Context) kassa.BackendInfo {
 	return kassa.BackendInfo{Backend: "fake"}
 }
 
-type fakeLightning struct{}
+// fakeLightning makes invoices with random hashes; cancel, when set,
+// sees every CancelInvoice.
+type fakeLightning struct {
+	cancel func(ctx context.Context, paymentHash string) error
+}
 
 var _ kassa.Lightning = fakeLightning{}
 
@@ -49,7 +53,12 @@ func (fakeLightning) CreateInvoice(_ context.Context, amount kassa.MSat, _ strin
 	_, _ = rand.Read(b[:])
 	return kassa.LightningInvoice{PaymentRequest: fmt.Sprintf("lnbcrtfake%d", amount), PaymentHash: hex.EncodeToString(b[:])}, nil
 }
-func (fakeLightning) CancelInvoice(context.Context, string) error { return nil }
+func (l fakeLightning) CancelInvoice(ctx context.Context, paymentHash string) error {
+	if l.cancel != nil {
+		return l.cancel(ctx, paymentHash)
+	}
+	return nil
+}
 
 func (fakeLightning) Start(context.Context, func(context.Context, kassa.LightningEvent) error) error {
 	return nil

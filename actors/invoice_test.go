@@ -189,7 +189,7 @@ func TestPayLinkReusesSessionInvoice(t *testing.T) {
 // cancels its Lightning invoice at the node, once the expiry is durable,
 // and that an invoice settled by Lightning cancels nothing.
 func TestExpiryCancelsLightningInvoice(t *testing.T) {
-	clock := kassa.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	type cancelled struct {
 		hash   string
 		status kassa.InvoiceStatus // of the invoice in storage when cancelled

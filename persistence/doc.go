@@ -29,4 +29,5 @@
 //	dlw/<webhook>\0<createdMs:8><id>     deliveries by webhook and time
 //	obx/<webhook>\0<seq:8>               outbox: deliveries still to send → id
 //	kv/<key>                             small expiring values
+//	st/<name>/<key>                      state of a simulated backend
 package persistence

@@ -6,11 +6,15 @@ package sim
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/btcsuite/btcd/btcutil"
@@ -69,57 +73,145 @@ var (
 	ErrBadBlockCount = kassa.Errorf(kassa.Invalid, "the number of blocks must be between 1 and %d", MaxBlocksPerMine)
 )
 
-// Chain is a simulated regtest chain held in memory. Pay puts a
-// transaction in its mempool, Mine confirms it, Drop double-spends it; each
-// change is reported to the handler given to Start. It is safe for
-// concurrent use.
+// Chain is a simulated regtest chain. Pay puts a transaction in its
+// mempool, Mine confirms it, Drop double-spends it; each change is
+// reported to the handler given to Start. It is safe for concurrent use.
 //
 // Handler calls happen outside the Chain's lock, in the order of the
 // changes they report, and before the call that made the change returns.
 // The handler gets the context of that call. It may call NewAddress and
 // Info but not Pay, Mine or Drop, which wait for earlier handler calls to
-// end. Changes made while no handler is started are not reported later.
+// end. An event whose handler failed, or that came while no handler ran,
+// is kept and delivered again, in order, until the handler accepts it: by
+// a retry loop with backoff, and before any later event.
+//
+// The chain keeps its height, its outputs and
+// its unacknowledged events in a Store: with Open on the service's store
+// they survive a restart, and only outputs still short of ReportedDepth
+// stay in memory. New keeps everything in memory, for tests.
 type Chain struct {
 	clock kassa.Clock
+	store Store
 
 	mu     sync.Mutex
 	height int64
-	// outputs holds every output ever paid, by txid.
-	outputs map[string]*output
 	// watched holds the outputs that are neither dropped nor at
 	// ReportedDepth yet, oldest first: the ones Mine reports on.
 	watched []*output
 	wallets map[walletID]*wallet
 	handle  func(context.Context, kassa.ChainEvent) error
 	running context.Context
-	// tickets counts the batches of events handed out for delivery.
-	tickets uint64
+	// pending are the events not acknowledged yet, oldest first; each is
+	// also in the store under its key.
+	pending     []pendingEvent
+	nextPending uint64
 
-	order deliveryOrder
+	// delivering lets one delivery pass run at a time, so that events
+	// reach the handler in order.
+	delivering sync.Mutex
+	wake       chan struct{}
 }
+
+// pendingEvent is an event waiting for its acknowledgement.
+type pendingEvent struct {
+	key   string
+	event kassa.ChainEvent
+}
+
+// Store is where a Chain keeps its state: small records under keys of
+// its own. persistence.DB.State gives one on the service's store.
+type Store interface {
+	Get(ctx context.Context, key string) ([]byte, bool, error)
+	Put(ctx context.Context, key string, value []byte) error
+	Delete(ctx context.Context, key string) error
+	// Scan calls fn for each key under prefix, in key order.
+	Scan(ctx context.Context, prefix string, fn func(key string, value []byte) error) error
+}
+
+// Keys of the chain's records in its Store.
+const (
+	keyHeight        = "height"
+	keyOutputPrefix  = "out/"     // + txid: output
+	keyPendingPrefix = "pending/" // + sequence, 16 hex digits: ChainEvent
+)
 
 // output is one simulated transaction output paying an address.
 type output struct {
-	payment kassa.Payment
-	// blockHeight is the height of the block that holds the output; zero
+	Payment kassa.Payment `json:"payment"`
+	// BlockHeight is the height of the block that holds the output; zero
 	// while it is in the mempool.
-	blockHeight int64
+	BlockHeight int64 `json:"blockHeight"`
 }
 
 // New returns a chain whose tip is at StartHeight and whose mempool is
-// empty. clock stamps payments; nil means the system clock.
+// empty, keeping its state in memory. clock stamps payments; nil means
+// the system clock.
 func New(clock kassa.Clock) *Chain {
+	c, err := Open(context.Background(), clock, newMemStore())
+	if err != nil {
+		panic(err) // an empty memory store cannot fail
+	}
+	return c
+}
+
+// Open returns the chain whose state is in store (a new one at
+// StartHeight when it is empty). Events not acknowledged before are
+// delivered once Start is called.
+func Open(ctx context.Context, clock kassa.Clock, store Store) (*Chain, error) {
 	if clock == nil {
 		clock = kassa.SystemClock{}
 	}
 	c := &Chain{
 		clock:   clock,
+		store:   store,
 		height:  StartHeight,
-		outputs: make(map[string]*output),
 		wallets: make(map[walletID]*wallet),
+		wake:    make(chan struct{}, 1),
 	}
-	c.order.cond.L = &c.order.mu
-	return c
+	if v, ok, err := store.Get(ctx, keyHeight); err != nil {
+		return nil, fmt.Errorf("simulated chain height: %w", err)
+	} else if ok && len(v) == 8 {
+		c.height = int64(binary.BigEndian.Uint64(v))
+	}
+	err := store.Scan(ctx, keyOutputPrefix, func(k string, v []byte) error {
+		o := new(output)
+		if err := json.Unmarshal(v, o); err != nil {
+			return fmt.Errorf("output %s: %w", k, err)
+		}
+		if !o.Payment.Dropped && o.Payment.Confirmations < ReportedDepth {
+			c.watched = append(c.watched, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulated chain: %w", err)
+	}
+	// Outputs are stored by txid; Mine reports them oldest first.
+	slices.SortStableFunc(c.watched, func(a, b *output) int { return a.Payment.ReceivedAt.Compare(b.Payment.ReceivedAt) })
+	err = store.Scan(ctx, keyPendingPrefix, func(k string, v []byte) error {
+		var ev kassa.ChainEvent
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return fmt.Errorf("pending event %s: %w", k, err)
+		}
+		c.pending = append(c.pending, pendingEvent{key: k, event: ev})
+		var seq uint64
+		fmt.Sscanf(strings.TrimPrefix(k, keyPendingPrefix), "%x", &seq)
+		c.nextPending = max(c.nextPending, seq+1)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulated chain: %w", err)
+	}
+	return c, nil
+}
+
+// saveOutput stores o; c.mu must be held.
+func (c *Chain) saveOutput(ctx context.Context, o *output) error {
+	v, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	return c.store.Put(ctx, keyOutputPrefix+o.Payment.TxID, v)
 }
 
 // NewAddress returns a fresh regtest P2WPKH address for an invoice of
@@ -162,6 +254,8 @@ func p2wpkhAddress(pub *btcec.PublicKey) (string, error) {
 
 // Start delivers chain events to handle from now until ctx ends. It
 // returns at once. A second Start replaces the handler of the first.
+// Events kept from before (made while no handler ran, or whose handler
+// failed) are delivered first.
 func (c *Chain) Start(ctx context.Context, handle func(context.Context, kassa.ChainEvent) error) error {
 	if handle == nil {
 		return errors.New("start simulated chain: no handler")
@@ -172,6 +266,8 @@ func (c *Chain) Start(ctx context.Context, handle func(context.Context, kassa.Ch
 	c.mu.Lock()
 	c.handle, c.running = handle, ctx
 	c.mu.Unlock()
+	go c.retry(ctx)
+	c.kick()
 	return nil
 }
 
@@ -207,7 +303,7 @@ func (c *Chain) Pay(ctx context.Context, address string, amount kassa.Sats) (txi
 		return "", fmt.Errorf("pay: %w", err)
 	}
 	txid = hex.EncodeToString(raw[:])
-	o := &output{payment: kassa.Payment{
+	o := &output{Payment: kassa.Payment{
 		ID:          txid + ":0",
 		Method:      kassa.MethodOnchain,
 		TxID:        txid,
@@ -220,15 +316,17 @@ func (c *Chain) Pay(ctx context.Context, address string, amount kassa.Sats) (txi
 	}}
 
 	c.mu.Lock()
-	c.outputs[txid] = o
-	c.watched = append(c.watched, o)
-	d := c.prepare([]kassa.ChainEvent{o.event()})
-	c.mu.Unlock()
-
-	if err := c.deliver(ctx, d); err != nil {
-		return txid, err
+	if err := c.saveOutput(ctx, o); err != nil {
+		c.mu.Unlock()
+		return "", fmt.Errorf("pay: %w", err)
 	}
-	return txid, nil
+	c.watched = append(c.watched, o)
+	err = c.enqueue(ctx, []kassa.ChainEvent{o.event()})
+	c.mu.Unlock()
+	if err != nil {
+		return txid, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
+	return txid, c.deliver(ctx)
 }
 
 // regtestAddress checks that address is a regtest address and returns it
@@ -259,18 +357,26 @@ func (c *Chain) Mine(ctx context.Context, n int) (height int64, err error) {
 
 	c.mu.Lock()
 	firstBlock := c.height + 1
-	c.height += int64(n)
-	height = c.height
+	height = c.height + int64(n)
+	if err := c.store.Put(ctx, keyHeight, binary.BigEndian.AppendUint64(nil, uint64(height))); err != nil {
+		c.mu.Unlock()
+		return 0, fmt.Errorf("mine: %w", err)
+	}
+	c.height = height
 	var events []kassa.ChainEvent
 	still := c.watched[:0]
+	var saveErr error
 	for _, o := range c.watched {
-		if o.blockHeight == 0 {
-			o.blockHeight = firstBlock
+		if o.BlockHeight == 0 {
+			o.BlockHeight = firstBlock
 		}
-		depth := int32(height - o.blockHeight + 1)
-		if depth != o.payment.Confirmations {
-			o.payment.Confirmations = depth
+		depth := int32(height - o.BlockHeight + 1)
+		if depth != o.Payment.Confirmations {
+			o.Payment.Confirmations = depth
 			events = append(events, o.event())
+			if err := c.saveOutput(ctx, o); err != nil && saveErr == nil {
+				saveErr = err
+			}
 		}
 		if depth < ReportedDepth {
 			still = append(still, o)
@@ -278,13 +384,12 @@ func (c *Chain) Mine(ctx context.Context, n int) (height int64, err error) {
 	}
 	clear(c.watched[len(still):])
 	c.watched = still
-	d := c.prepare(events)
+	err = c.enqueue(ctx, events)
 	c.mu.Unlock()
-
-	if err := c.deliver(ctx, d); err != nil {
-		return height, err
+	if err = errors.Join(saveErr, err); err != nil {
+		return height, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
-	return height, nil
+	return height, c.deliver(ctx)
 }
 
 // Drop simulates a double-spend (or, for a confirmed transaction, a
@@ -297,99 +402,153 @@ func (c *Chain) Drop(ctx context.Context, txid string) error {
 	txid = strings.ToLower(strings.TrimSpace(txid))
 
 	c.mu.Lock()
-	o, ok := c.outputs[txid]
+	o, err := c.findOutput(ctx, txid)
 	switch {
-	case !ok:
+	case err != nil:
+		c.mu.Unlock()
+		return fmt.Errorf("drop %s: %w", txid, err)
+	case o == nil:
 		c.mu.Unlock()
 		return fmt.Errorf("drop %s: %w", txid, ErrUnknownTransaction)
-	case o.payment.Dropped:
+	case o.Payment.Dropped:
 		c.mu.Unlock()
 		return fmt.Errorf("drop %s: %w", txid, ErrAlreadyDropped)
 	}
-	o.payment.Dropped = true
-	o.payment.Confirmations = 0
-	o.blockHeight = 0
+	o.Payment.Dropped = true
+	o.Payment.Confirmations = 0
+	o.BlockHeight = 0
 	for i, w := range c.watched {
 		if w == o {
 			c.watched = append(c.watched[:i], c.watched[i+1:]...)
 			break
 		}
 	}
-	d := c.prepare([]kassa.ChainEvent{o.event()})
+	if err := c.saveOutput(ctx, o); err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("drop %s: %w", txid, err)
+	}
+	err = c.enqueue(ctx, []kassa.ChainEvent{o.event()})
 	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
+	return c.deliver(ctx)
+}
 
-	return c.deliver(ctx, d)
+// findOutput returns the output of txid: the watched one, or the one in
+// the store; nil when there is none. c.mu must be held.
+func (c *Chain) findOutput(ctx context.Context, txid string) (*output, error) {
+	for _, o := range c.watched {
+		if o.Payment.TxID == txid {
+			return o, nil
+		}
+	}
+	v, ok, err := c.store.Get(ctx, keyOutputPrefix+txid)
+	if err != nil || !ok {
+		return nil, err
+	}
+	o := new(output)
+	if err := json.Unmarshal(v, o); err != nil {
+		return nil, fmt.Errorf("output %s: %w", txid, err)
+	}
+	return o, nil
 }
 
 // event is the chain event that reports o as it is now.
 func (o *output) event() kassa.ChainEvent {
 	return kassa.ChainEvent{
-		Address: o.payment.Destination,
-		Payment: o.payment,
-		Dropped: o.payment.Dropped,
+		Address: o.Payment.Destination,
+		Payment: o.Payment,
+		Dropped: o.Payment.Dropped,
 	}
 }
 
-// delivery is a batch of events waiting for its turn to be handled.
-type delivery struct {
-	ticket  uint64
-	handle  func(context.Context, kassa.ChainEvent) error
-	running context.Context
-	events  []kassa.ChainEvent
+// enqueue adds events to the pending ones, in memory and in the store;
+// c.mu must be held.
+func (c *Chain) enqueue(ctx context.Context, events []kassa.ChainEvent) error {
+	for _, ev := range events {
+		k := fmt.Sprintf("%s%016x", keyPendingPrefix, c.nextPending)
+		v, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		if err := c.store.Put(ctx, k, v); err != nil {
+			return err
+		}
+		c.nextPending++
+		c.pending = append(c.pending, pendingEvent{key: k, event: ev})
+	}
+	return nil
 }
 
-// prepare numbers a batch of events in the order of the changes made under
-// c.mu, which must be held.
-func (c *Chain) prepare(events []kassa.ChainEvent) *delivery {
-	if len(events) == 0 || c.handle == nil {
-		return nil
-	}
-	d := &delivery{ticket: c.tickets, handle: c.handle, running: c.running, events: events}
-	c.tickets++
-	return d
-}
-
-// deliver calls the handler with the events of d once every earlier batch
-// has been handled, without holding c.mu. It returns the first handler
-// error: the change it reports was not made durable by the service, and
-// the caller must not report it as done.
-func (c *Chain) deliver(ctx context.Context, d *delivery) error {
-	if d == nil {
-		return nil
-	}
-	c.order.wait(d.ticket)
-	defer c.order.done()
-	var first error
-	for _, ev := range d.events {
-		if d.running.Err() != nil {
+// deliver hands the pending events to the handler, oldest first, and
+// forgets each one the handler accepted. It stops at the first one the
+// handler refuses, leaves it to the retry loop and returns
+// ErrNotRecorded: the change it reports was not made durable by the
+// service, and the caller must not report it as done. Without a running
+// handler it keeps them for the next Start and returns nil.
+func (c *Chain) deliver(ctx context.Context) error {
+	c.delivering.Lock()
+	defer c.delivering.Unlock()
+	for {
+		c.mu.Lock()
+		handle, running := c.handle, c.running
+		if len(c.pending) == 0 || handle == nil || running.Err() != nil {
+			c.mu.Unlock()
 			return nil
 		}
-		if err := d.handle(ctx, ev); err != nil && first == nil {
-			first = fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		head := c.pending[0]
+		c.mu.Unlock()
+
+		if err := handle(ctx, head.event); err != nil {
+			c.kick()
+			return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		}
+		c.mu.Lock()
+		c.pending[0] = pendingEvent{}
+		c.pending = c.pending[1:]
+		c.mu.Unlock()
+		if err := c.store.Delete(ctx, head.key); err != nil {
+			// Delivered again after a restart: the handler is idempotent.
+			return nil
 		}
 	}
-	return first
 }
 
-// deliveryOrder lets batches of events through one at a time, in ticket
-// order.
-type deliveryOrder struct {
-	mu   sync.Mutex
-	cond sync.Cond
-	next uint64
-}
-
-func (o *deliveryOrder) wait(ticket uint64) {
-	o.mu.Lock()
-	for o.next != ticket {
-		o.cond.Wait()
+// kick wakes the retry loop.
+func (c *Chain) kick() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
-	o.mu.Unlock()
 }
 
-func (o *deliveryOrder) done() {
-	o.mu.Lock()
-	o.next++
-	o.mu.Unlock()
-	o.cond.Broadcast()
+// Retry backoff of events whose handler failed.
+const (
+	retryFirst = 50 * time.Millisecond
+	retryMax   = 5 * time.Second
+)
+
+// retry delivers the pending events again, with backoff, whenever it is
+// woken, until ctx ends.
+func (c *Chain) retry(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		}
+		for wait := retryFirst; ; wait = min(2*wait, retryMax) {
+			if err := c.deliver(ctx); err == nil {
+				break
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}
 }

@@ -279,11 +279,15 @@ func regtestTwinOf(t *testing.T, addr string, net *chaincfg.Params) string {
 	return twin.EncodeAddress()
 }
 
-func TestNoEventsWithoutRunningHandler(t *testing.T) {
+// TestEventsWaitForARunningHandler checks that events made while no
+// handler runs are kept, not dropped: the next Start delivers them, in
+// order, before newer ones.
+func TestEventsWaitForARunningHandler(t *testing.T) {
 	c := New(nil)
 	ctx := context.Background()
 	addr, _ := c.NewAddress(ctx, nil, "inv")
-	if _, err := c.Pay(ctx, addr, 1000); err != nil {
+	txid, err := c.Pay(ctx, addr, 1000)
+	if err != nil {
 		t.Fatal("Pay before Start:", err)
 	}
 
@@ -295,8 +299,9 @@ func TestNoEventsWithoutRunningHandler(t *testing.T) {
 	if _, err := c.Mine(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(r.take()); n != 1 {
-		t.Fatalf("%d events after Start, want 1", n)
+	names := map[string]string{txid: "a"}
+	if got := summary(r.take(), names); got != "a@0 a@1" {
+		t.Fatalf("events after Start = %q, want the payment kept from before Start, then its block", got)
 	}
 	stop()
 	if _, err := c.Mine(ctx, 1); err != nil {
@@ -304,6 +309,16 @@ func TestNoEventsWithoutRunningHandler(t *testing.T) {
 	}
 	if evs := r.take(); len(evs) != 0 {
 		t.Fatalf("events after the Start context ended: %v", evs)
+	}
+	again := &recorder{}
+	if err := c.Start(ctx, again.handle); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mine(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(again.take(), names); got != "a@2 a@3" {
+		t.Fatalf("events after a new Start = %q, want the kept one, then the new one", got)
 	}
 	if err := c.Start(running, r.handle); err == nil {
 		t.Fatal("Start with an ended context succeeded")

@@ -133,7 +133,12 @@ func (m *Main) Run(ctx context.Context) error {
 	var lightning kassa.Lightning
 	switch {
 	case c.Chain == "sim":
-		chainSim := chainsim.New(m.Clock)
+		// The simulations keep their state in the store, so that an
+		// invoice open before a restart can still be paid after it.
+		chainSim, err := chainsim.Open(ctx, m.Clock, m.db.State("chainsim"))
+		if err != nil {
+			return err
+		}
 		chain = chainSim
 		sim = &simulator{chain: chainSim}
 	case strings.HasPrefix(c.Chain, "rpc://"):
@@ -152,7 +157,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	switch {
 	case c.Lightning == "sim":
-		node, err := lnsim.New(m.Clock)
+		node, err := lnsim.Open(ctx, m.Clock, m.db.State("lnsim"))
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -94,40 +95,136 @@ var (
 // maxMSat is every bitcoin there will ever be, in millisatoshis.
 var maxMSat = kassa.MaxSats.MSat()
 
-// Node is a simulated Lightning node held in memory. CreateInvoice makes
-// BOLT11 invoices signed with a key made by New; Pay settles them and
-// reports each settlement to the handler given to Start, outside the
-// node's lock and before Pay returns. It is safe for concurrent use.
+// Node is a simulated Lightning node. CreateInvoice makes BOLT11
+// invoices signed with the node's key; Pay settles them and reports each
+// settlement to the handler given to Start, outside the node's lock and
+// before Pay returns. A settlement whose handler failed is kept and
+// delivered again, in order, until the handler accepts it: by a retry
+// loop with backoff, and before any later settlement. It is safe for
+// concurrent use.
+//
+// The node keeps its key, its invoices and its unacknowledged
+// settlements in a Store: with Open on the service's store they survive a
+// restart, and nothing of an invoice stays in memory. New keeps them in
+// memory, for tests.
 type Node struct {
 	clock kassa.Clock
 	key   *btcec.PrivateKey
+	store Store
 
-	mu       sync.Mutex
-	invoices map[string]*invoice // by payment hash, hex
-	handle   func(context.Context, kassa.LightningEvent) error
-	running  context.Context
+	// mu makes the read-modify-write of an invoice record atomic, and
+	// guards handle, running and pending.
+	mu      sync.Mutex
+	handle  func(context.Context, kassa.LightningEvent) error
+	running context.Context
+	// pending are the settlements not acknowledged yet, oldest first;
+	// each is also in the store under its key.
+	pending     []pendingSettle
+	nextPending uint64
+
+	// delivering lets one delivery pass run at a time, so that
+	// settlements reach the handler in order.
+	delivering sync.Mutex
+	wake       chan struct{}
 }
 
-// invoice is what the node keeps of one invoice it made.
-type invoice struct {
-	amount    kassa.MSat // zero: any amount
-	expiresAt time.Time
-	preimage  [32]byte
-	settled   bool
-	cancelled bool
+// pendingSettle is a settlement waiting for its acknowledgement.
+type pendingSettle struct {
+	key   string
+	event kassa.LightningEvent
 }
 
-// New returns a node with a new random key and no invoices. clock stamps
-// invoices and settlements; nil means the system clock.
+// Store is where a Node keeps its state: small records under keys of its
+// own. persistence.DB.State gives one on the service's store.
+type Store interface {
+	Get(ctx context.Context, key string) ([]byte, bool, error)
+	Put(ctx context.Context, key string, value []byte) error
+	Delete(ctx context.Context, key string) error
+	// Scan calls fn for each key under prefix, in key order.
+	Scan(ctx context.Context, prefix string, fn func(key string, value []byte) error) error
+}
+
+// Keys of the node's records in its Store.
+const (
+	keyNodeKey       = "key"
+	keyInvoicePrefix = "inv/"     // + payment hash: invoiceRecord
+	keyPendingPrefix = "pending/" // + sequence, 16 hex digits: LightningEvent
+)
+
+// invoiceRecord is what the node keeps of one invoice it made.
+type invoiceRecord struct {
+	AmountMSat kassa.MSat `json:"amountMsat"` // zero: any amount
+	ExpiresAt  time.Time  `json:"expiresAt"`
+	Preimage   string     `json:"preimage"` // hex
+	Settled    bool       `json:"settled,omitempty"`
+	Cancelled  bool       `json:"cancelled,omitempty"`
+}
+
+// New returns a node with a new random key and no invoices, which keeps
+// its state in memory. clock stamps invoices and settlements; nil means
+// the system clock.
 func New(clock kassa.Clock) (*Node, error) {
+	return Open(context.Background(), clock, newMemStore())
+}
+
+// Open returns the node whose state is in store: its key, invoices and
+// the settlements not acknowledged yet, which Start delivers again. An
+// empty store gets a new random key.
+func Open(ctx context.Context, clock kassa.Clock, store Store) (*Node, error) {
 	if clock == nil {
 		clock = kassa.SystemClock{}
 	}
-	key, err := btcec.NewPrivateKey()
+	n := &Node{clock: clock, store: store, wake: make(chan struct{}, 1)}
+	raw, ok, err := store.Get(ctx, keyNodeKey)
 	if err != nil {
 		return nil, fmt.Errorf("simulated Lightning node key: %w", err)
 	}
-	return &Node{clock: clock, key: key, invoices: make(map[string]*invoice)}, nil
+	if ok {
+		n.key, _ = btcec.PrivKeyFromBytes(raw)
+	} else {
+		if n.key, err = btcec.NewPrivateKey(); err != nil {
+			return nil, fmt.Errorf("simulated Lightning node key: %w", err)
+		}
+		if err := store.Put(ctx, keyNodeKey, n.key.Serialize()); err != nil {
+			return nil, fmt.Errorf("simulated Lightning node key: %w", err)
+		}
+	}
+	err = store.Scan(ctx, keyPendingPrefix, func(k string, v []byte) error {
+		var ev kassa.LightningEvent
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return fmt.Errorf("pending settlement %s: %w", k, err)
+		}
+		n.pending = append(n.pending, pendingSettle{key: k, event: ev})
+		var seq uint64
+		fmt.Sscanf(strings.TrimPrefix(k, keyPendingPrefix), "%x", &seq)
+		n.nextPending = max(n.nextPending, seq+1)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("simulated Lightning node: %w", err)
+	}
+	return n, nil
+}
+
+// load returns the record of the invoice with hash, or nil.
+func (n *Node) load(ctx context.Context, hash string) (*invoiceRecord, error) {
+	v, ok, err := n.store.Get(ctx, keyInvoicePrefix+hash)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var rec invoiceRecord
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return nil, fmt.Errorf("invoice %s: %w", hash, err)
+	}
+	return &rec, nil
+}
+
+func (n *Node) save(ctx context.Context, hash string, rec *invoiceRecord) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return n.store.Put(ctx, keyInvoicePrefix+hash, v)
 }
 
 // PubKey returns the node's public key, hex encoded (its node id).
@@ -137,7 +234,8 @@ func (n *Node) PubKey() string {
 
 // Start delivers settled invoices to handle from now until ctx ends. It
 // returns at once. A second Start replaces the handler of the first.
-// Settlements made while no handler runs are not reported later.
+// Settlements made while no handler runs, and those whose handler failed,
+// are delivered once one runs, oldest first.
 func (n *Node) Start(ctx context.Context, handle func(context.Context, kassa.LightningEvent) error) error {
 	if handle == nil {
 		return errors.New("start simulated Lightning node: no handler")
@@ -148,6 +246,8 @@ func (n *Node) Start(ctx context.Context, handle func(context.Context, kassa.Lig
 	n.mu.Lock()
 	n.handle, n.running = handle, ctx
 	n.mu.Unlock()
+	go n.retry(ctx)
+	n.kick()
 	return nil
 }
 
@@ -213,9 +313,10 @@ func (n *Node) CreateInvoice(ctx context.Context, amount kassa.MSat, memo string
 	}
 
 	hashHex := hex.EncodeToString(hash[:])
-	n.mu.Lock()
-	n.invoices[hashHex] = &invoice{amount: amount, expiresAt: created.Add(expiry), preimage: preimage}
-	n.mu.Unlock()
+	rec := &invoiceRecord{AmountMSat: amount, ExpiresAt: created.Add(expiry), Preimage: hex.EncodeToString(preimage[:])}
+	if err := n.save(ctx, hashHex, rec); err != nil {
+		return kassa.LightningInvoice{}, fmt.Errorf("create invoice: %w", err)
+	}
 	return kassa.LightningInvoice{PaymentRequest: request, PaymentHash: hashHex}, nil
 }
 
@@ -259,40 +360,137 @@ func (n *Node) Pay(ctx context.Context, paymentRequest string, amount kassa.MSat
 	}
 
 	n.mu.Lock()
-	inv := n.invoices[hash]
+	inv, err := n.load(ctx, hash)
+	if err != nil {
+		n.mu.Unlock()
+		return "", fmt.Errorf("pay %s: %w", hash, err)
+	}
 	now := n.clock.Now()
 	switch {
 	case inv == nil:
 		err = fmt.Errorf("pay %s: %w", hash, ErrUnknownInvoice)
-	case inv.settled:
+	case inv.Settled:
 		err = fmt.Errorf("pay %s: %w", hash, ErrInvoiceAlreadyPaid)
-	case inv.cancelled:
+	case inv.Cancelled:
 		err = fmt.Errorf("pay %s: %w", hash, ErrInvoiceCancelled)
-	case !now.Before(inv.expiresAt):
-		err = refuse(ErrInvoiceExpired, "the Lightning invoice expired at %s", inv.expiresAt.UTC().Format(time.RFC3339))
-	case amount == 0 && inv.amount == 0:
+	case !now.Before(inv.ExpiresAt):
+		err = refuse(ErrInvoiceExpired, "the Lightning invoice expired at %s", inv.ExpiresAt.UTC().Format(time.RFC3339))
+	case amount == 0 && inv.AmountMSat == 0:
 		err = ErrAmountRequired
 	case amount == 0:
-		amount = inv.amount
-	case amount < inv.amount:
-		err = refuse(ErrAmountTooLow, "the payment of %d msat is less than the %d msat the Lightning invoice asks", amount, inv.amount)
-	case inv.amount > 0 && amount > 2*inv.amount:
-		err = refuse(ErrAmountTooHigh, "the payment of %d msat is more than twice the %d msat the Lightning invoice asks", amount, inv.amount)
+		amount = inv.AmountMSat
+	case amount < inv.AmountMSat:
+		err = refuse(ErrAmountTooLow, "the payment of %d msat is less than the %d msat the Lightning invoice asks", amount, inv.AmountMSat)
+	case inv.AmountMSat > 0 && amount > 2*inv.AmountMSat:
+		err = refuse(ErrAmountTooHigh, "the payment of %d msat is more than twice the %d msat the Lightning invoice asks", amount, inv.AmountMSat)
 	}
 	if err != nil {
 		n.mu.Unlock()
 		return "", err
 	}
-	inv.settled = true
-	handle, running := n.handle, n.running
+	inv.Settled = true
+	if err := n.save(ctx, hash, inv); err != nil {
+		n.mu.Unlock()
+		return "", fmt.Errorf("pay %s: %w", hash, err)
+	}
+	ev := kassa.LightningEvent{PaymentHash: hash, AmountMSat: amount, SettledAt: now}
+	if err := n.enqueue(ctx, ev); err != nil {
+		n.mu.Unlock()
+		return hash, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+	}
 	n.mu.Unlock()
 
-	if handle != nil && running.Err() == nil {
-		if err := handle(ctx, kassa.LightningEvent{PaymentHash: hash, AmountMSat: amount, SettledAt: now}); err != nil {
-			return hash, fmt.Errorf("%w: %w", ErrNotRecorded, err)
-		}
+	if err := n.deliver(ctx); err != nil {
+		return hash, err
 	}
 	return hash, nil
+}
+
+// enqueue adds a settlement to the pending ones, in memory and in the
+// store; n.mu must be held.
+func (n *Node) enqueue(ctx context.Context, ev kassa.LightningEvent) error {
+	k := fmt.Sprintf("%s%016x", keyPendingPrefix, n.nextPending)
+	v, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	if err := n.store.Put(ctx, k, v); err != nil {
+		return err
+	}
+	n.nextPending++
+	n.pending = append(n.pending, pendingSettle{key: k, event: ev})
+	return nil
+}
+
+// deliver hands the pending settlements to the handler, oldest first,
+// and forgets each one the handler accepted. It stops at the first one
+// the handler refuses, leaves it to the retry loop and returns
+// ErrNotRecorded. Without a running handler it keeps them for the next
+// Start and returns nil.
+func (n *Node) deliver(ctx context.Context) error {
+	n.delivering.Lock()
+	defer n.delivering.Unlock()
+	for {
+		n.mu.Lock()
+		handle, running := n.handle, n.running
+		if len(n.pending) == 0 || handle == nil || running.Err() != nil {
+			n.mu.Unlock()
+			return nil
+		}
+		head := n.pending[0]
+		n.mu.Unlock()
+
+		if err := handle(ctx, head.event); err != nil {
+			n.kick()
+			return fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		}
+		n.mu.Lock()
+		n.pending[0] = pendingSettle{}
+		n.pending = n.pending[1:]
+		n.mu.Unlock()
+		if err := n.store.Delete(ctx, head.key); err != nil {
+			// Delivered again after a restart: the handler is idempotent.
+			return nil
+		}
+	}
+}
+
+// kick wakes the retry loop.
+func (n *Node) kick() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Retry backoff of settlements whose handler failed.
+const (
+	retryFirst = 50 * time.Millisecond
+	retryMax   = 5 * time.Second
+)
+
+// retry delivers the pending settlements again, with backoff, whenever
+// it is woken, until ctx ends.
+func (n *Node) retry(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-n.wake:
+		}
+		for wait := retryFirst; ; wait = min(2*wait, retryMax) {
+			if err := n.deliver(ctx); err == nil {
+				break
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}
 }
 
 // CancelInvoice cancels the open invoice with paymentHash, so that Pay
@@ -301,24 +499,25 @@ func (n *Node) CancelInvoice(ctx context.Context, paymentHash string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	hash := strings.ToLower(paymentHash)
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if inv := n.invoices[strings.ToLower(paymentHash)]; inv != nil && !inv.settled {
-		inv.cancelled = true
+	inv, err := n.load(ctx, hash)
+	if err != nil || inv == nil || inv.Settled || inv.Cancelled {
+		return err
 	}
-	return nil
+	inv.Cancelled = true
+	return n.save(ctx, hash, inv)
 }
 
 // Preimage returns the preimage of the invoice with payment hash hash
 // once it is paid: the proof of payment a payer receives.
 func (n *Node) Preimage(hash string) (string, bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	inv := n.invoices[strings.ToLower(hash)]
-	if inv == nil || !inv.settled {
+	inv, err := n.load(context.Background(), strings.ToLower(hash))
+	if err != nil || inv == nil || !inv.Settled {
 		return "", false
 	}
-	return hex.EncodeToString(inv.preimage[:]), true
+	return inv.Preimage, true
 }
 
 // refusal is a refusal that tells its caller the details of the case and

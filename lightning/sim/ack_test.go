@@ -1,0 +1,173 @@
+package sim_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/actors"
+	chainsim "github.com/kassapay/kassa/chain/sim"
+	lnsim "github.com/kassapay/kassa/lightning/sim"
+	"github.com/kassapay/kassa/persistence"
+	"github.com/kassapay/kassa/rates"
+)
+
+// faultyJournal is the real journal whose Commit fails while fail is set.
+// It injects the failure only.
+type faultyJournal struct {
+	kassa.Journal
+	fail atomic.Bool
+}
+
+var errInjected = errors.New("injected: no space left on device")
+
+func (j *faultyJournal) Commit(ctx context.Context, b kassa.Batch) error {
+	if j.fail.Load() {
+		return errInjected
+	}
+	return j.Journal.Commit(ctx, b)
+}
+
+// TestSettleRedeliveredUntilSaved runs the real actors over in-memory
+// Pebble with the simulated node: while the journal cannot commit, a
+// Lightning payment answers an error and the invoice stays New; once the
+// fault is gone the node delivers the settlement again by itself and the
+// invoice settles exactly once.
+func TestSettleRedeliveredUntilSaved(t *testing.T) {
+	ctx := t.Context()
+	db, err := persistence.Open("", persistence.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	node, err := lnsim.Open(ctx, nil, db.State("lnsim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed, err := rates.FromOptions("fixed", rates.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal := &faultyJournal{Journal: db}
+	sys := actors.NewSystem(actors.Config{
+		Journal: journal, Reader: db, Chain: chainsim.New(nil), Lightning: node, Rates: fixed,
+		Clock: kassa.SystemClock{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		InvoiceExpiry: 15 * time.Minute, Monitoring: time.Hour,
+	})
+	defer sys.Shutdown()
+	if err := node.Start(ctx, sys.HandleLightningEvent); err != nil {
+		t.Fatal(err)
+	}
+	st, err := sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sys.TopUp(ctx, st.ID, 100_000); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	journal.fail.Store(true)
+	if _, err := node.Pay(ctx, inv.LightningInvoice, 0); !errors.Is(err, lnsim.ErrNotRecorded) {
+		t.Fatalf("Pay while commits fail = %v, want ErrNotRecorded", err)
+	}
+	if got, _ := db.Invoice(ctx, inv.ID); got.Status != kassa.InvoiceNew || len(got.Payments) != 0 {
+		t.Fatalf("after the failed settle: %s with %d payments, want New with none", got.Status, len(got.Payments))
+	}
+
+	journal.fail.Store(false)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := db.Invoice(ctx, inv.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == kassa.InvoiceSettled {
+			if len(got.Payments) != 1 || got.TotalPaid() != 1000 {
+				t.Fatalf("settled with %d payments, %d sat; want one of 1000", len(got.Payments), got.TotalPaid())
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the settle was not delivered again: invoice %s", got.Status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if txs, _ := db.TransactionsByInvoice(ctx, inv.ID); len(txs) != 2 {
+		t.Errorf("%d ledger lines, want a transfer and a fee", len(txs))
+	}
+	if _, err := node.Pay(ctx, inv.LightningInvoice, 0); !errors.Is(err, lnsim.ErrInvoiceAlreadyPaid) {
+		t.Errorf("second Pay = %v, want ErrInvoiceAlreadyPaid", err)
+	}
+}
+
+// TestInvoiceSurvivesRestart checks that an invoice made before a restart
+// of the node (on the same store) can be paid after it, and that a
+// settlement not acknowledged before the restart is delivered after it.
+func TestInvoiceSurvivesRestart(t *testing.T) {
+	ctx := t.Context()
+	db, err := persistence.Open("", persistence.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	before, err := lnsim.Open(ctx, nil, db.State("lnsim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := before.CreateInvoice(ctx, 5000, "open", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unacked, err := before.CreateInvoice(ctx, 7000, "unacked", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, stop := context.WithCancel(ctx)
+	if err := before.Start(running, func(context.Context, kassa.LightningEvent) error { return errInjected }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := before.Pay(ctx, unacked.PaymentRequest, 0); !errors.Is(err, lnsim.ErrNotRecorded) {
+		t.Fatalf("Pay with a failing handler = %v", err)
+	}
+	stop()
+
+	after, err := lnsim.Open(ctx, nil, db.State("lnsim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.PubKey() != before.PubKey() {
+		t.Fatal("the node has a new key after the restart")
+	}
+	got := make(chan kassa.LightningEvent, 4)
+	if err := after.Start(ctx, func(_ context.Context, ev kassa.LightningEvent) error { got <- ev; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := after.Pay(ctx, open.PaymentRequest, 0); err != nil {
+		t.Fatalf("Pay of an invoice made before the restart: %v", err)
+	}
+	want := []string{unacked.PaymentHash, open.PaymentHash}
+	for i, hash := range want {
+		select {
+		case ev := <-got:
+			if ev.PaymentHash != hash {
+				t.Errorf("settlement %d is %s, want %s", i, ev.PaymentHash, hash)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("settlement %d never delivered", i)
+		}
+	}
+	if _, ok := after.Preimage(unacked.PaymentHash); !ok {
+		t.Error("no preimage for the invoice settled before the restart")
+	}
+}

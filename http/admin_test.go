@@ -1,17 +1,19 @@
 package http
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kassapay/kassa"
+	chainsim "github.com/kassapay/kassa/chain/sim"
 	"github.com/kassapay/kassa/kassatest"
 )
 
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(d *Deps) { d.RateLimit, d.RateBurst = 0.5, 2 })
+	e := newEnv(t, withDeps(func(d *Deps) { d.RateLimit, d.RateBurst = 0.5, 2 }))
 	get := func(h ...header) int { return e.do("GET", "/api/v1/stores/store_a", "", h...).Code }
 	if get() != 200 || get() != 200 {
 		t.Fatal("the burst was not allowed")
@@ -87,7 +89,7 @@ func TestAdminAuthentication(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, func(d *Deps) { d.AdminToken = tt.token })
+			e := newEnv(t, withDeps(func(d *Deps) { d.AdminToken = tt.token }))
 			w := e.do("POST", "/admin/v1/stores", `{"name": "New shop"}`, append([]header{noKey}, tt.headers...)...)
 			if tt.status == 401 {
 				expectError(t, w, 401, kassa.Unauthorized, "admin")
@@ -165,33 +167,41 @@ func TestAdminSimulation(t *testing.T) {
 	t.Run("on", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, withSim)
-		inv := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
-		chainOnly := e.seedInvoice("store_a", testNow, `{"amount": 1, "enabledPaymentMethods": ["BTC"]}`)
+		// Each payment goes to a new invoice of 1 EUR (2000 sats); want is
+		// the payment the invoice then shows.
 		tests := []struct {
-			body   string
-			status int
-			want   string
+			invoice string // the invoice's create body
+			body    string // "ID" stands for its id
+			status  int
+			want    string
 		}{
-			{`{"invoiceId": "` + inv.ID + `"}`, 200, inv.ID + " Lightning 0"},
-			{`{"invoiceId": "` + inv.ID + `", "method": "onchain", "amount": 1500}`, 200, inv.ID + " BTC 1500"},
-			{`{"invoiceId": "` + inv.ID + `", "method": "lightning", "amount": "700"}`, 200, inv.ID + " Lightning 700"},
-			{`{"invoiceId": "` + chainOnly.ID + `"}`, 200, chainOnly.ID + " BTC 0"},
-			{`{"invoiceId": "` + inv.ID + `", "method": "carrier pigeon"}`, 400, ""},
-			{`{"invoiceId": "` + inv.ID + `", "amount": -1}`, 400, ""},
-			{`{"invoiceId": "inv_none"}`, 404, ""},
-			{`{}`, 400, ""},
+			{`{"amount": 1}`, `{"invoiceId": "ID"}`, 200, "Lightning 2000"},
+			{`{"amount": 1}`, `{"invoiceId": "ID", "method": "onchain", "amount": 1500}`, 200, "BTC 1500"},
+			{`{}`, `{"invoiceId": "ID", "method": "lightning", "amount": "700"}`, 200, "Lightning 700"},
+			{`{"amount": 1}`, `{"invoiceId": "ID", "method": "lightning", "amount": "700"}`, 400, ""}, // the node refuses less than asked
+			{`{"amount": 1, "enabledPaymentMethods": ["BTC"]}`, `{"invoiceId": "ID"}`, 200, "BTC 2000"},
+			{`{"amount": 1}`, `{"invoiceId": "ID", "method": "carrier pigeon"}`, 400, ""},
+			{`{"amount": 1}`, `{"invoiceId": "ID", "amount": -1}`, 400, ""},
+			{`{"amount": 1}`, `{"invoiceId": "inv_none"}`, 404, ""},
+			{`{"amount": 1}`, `{}`, 400, ""},
 		}
 		for _, tt := range tests {
-			w := e.do("POST", "/admin/v1/sim/pay", tt.body, admin)
+			inv := e.seedInvoice("store_a", testNow, tt.invoice)
+			body := strings.Replace(tt.body, "ID", inv.ID, 1)
+			w := e.do("POST", "/admin/v1/sim/pay", body, admin)
 			if w.Code != tt.status {
-				t.Errorf("%s: status %d, want %d: %s", tt.body, w.Code, tt.status, w.Body.String())
+				t.Errorf("%s: status %d, want %d: %s", body, w.Code, tt.status, w.Body.String())
 				continue
 			}
-			if tt.status == 200 {
-				pays := e.sim.payments()
-				if got := decode[simPaid](t, w); got.TxID == "" || pays[len(pays)-1] != tt.want {
-					t.Errorf("%s: paid %q (%+v), want %q", tt.body, pays[len(pays)-1], got, tt.want)
-				}
+			var paid []string
+			for _, p := range e.invoice(inv.ID).Payments {
+				paid = append(paid, fmt.Sprintf("%s %d", p.Method, p.Amount))
+			}
+			if got := strings.Join(paid, ", "); got != tt.want {
+				t.Errorf("%s: invoice paid %q, want %q", body, got, tt.want)
+			}
+			if tt.status == 200 && decode[simPaid](t, w).TxID == "" {
+				t.Errorf("%s: no txid", body)
 			}
 		}
 		for _, tt := range []struct {
@@ -199,8 +209,8 @@ func TestAdminSimulation(t *testing.T) {
 			status int
 			height int64
 		}{
-			{``, 200, 101},
-			{`{"blocks": 6}`, 200, 107},
+			{``, 200, chainsim.StartHeight + 1},
+			{`{"blocks": 6}`, 200, chainsim.StartHeight + 7},
 			{`{"blocks": 0}`, 400, 0},
 			{`{"blocks": 1001}`, 400, 0},
 		} {

@@ -7,7 +7,7 @@
 // (kassa.Reader for reads; kassa.InvoiceService, kassa.PaymentRequestService,
 // kassa.StoreService and kassa.WebhookService for changes) and renders
 // their results as the wire format of SPEC.md and DESIGN.md §3. It holds
-// no state of its own beyond the per-key rate-limit buckets; idempotency
+// no state of its own beyond its rate-limit buckets; idempotency
 // records live in a kassa.KeyValue.
 //
 // Conventions of every /api/v1 endpoint:

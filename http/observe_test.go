@@ -2,6 +2,7 @@ package http
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,11 +22,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// spansOfTrace returns the ended spans of one trace, by hex trace id.
-func spansOfTrace(traceID string) []sdktrace.ReadOnlySpan {
+// spansOfTrace returns the ended spans of one trace, by hex trace id,
+// that the tracer named scope made.
+func spansOfTrace(traceID, scope string) []sdktrace.ReadOnlySpan {
 	var out []sdktrace.ReadOnlySpan
 	for _, s := range spans.Ended() {
-		if s.SpanContext().TraceID().String() == traceID {
+		if s.SpanContext().TraceID().String() == traceID && s.InstrumentationScope().Name == scope {
 			out = append(out, s)
 		}
 	}
@@ -48,7 +50,7 @@ func TestTracing(t *testing.T) {
 	for _, tt := range tests {
 		w := e.do(tt.method, tt.path, tt.body, header{"Traceparent", "00-" + tt.traceID + "-b7ad6b7169203331-01"})
 		expectStatus(t, w, int(tt.status))
-		got := spansOfTrace(tt.traceID)
+		got := spansOfTrace(tt.traceID, tracerName)
 		if len(got) != 1 {
 			t.Fatalf("%s: %d spans, want 1", tt.path, len(got))
 		}
@@ -70,8 +72,13 @@ func TestTracing(t *testing.T) {
 			t.Errorf("http.route %q, want %q", attrs["http.route"].AsString(), route)
 		}
 	}
-	if e.invoices.traceID.String() != tests[0].traceID {
-		t.Errorf("the service ran in trace %s, want the request's", e.invoices.traceID)
+	// The actors ran the create in the request's trace.
+	var names []string
+	for _, s := range spansOfTrace(tests[0].traceID, "github.com/kassapay/kassa/actors") {
+		names = append(names, s.Name())
+	}
+	if !slices.Contains(names, "actors.CreateInvoice") {
+		t.Errorf("actor spans of the request's trace: %v, want actors.CreateInvoice", names)
 	}
 }
 

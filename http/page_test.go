@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	chainsim "github.com/kassapay/kassa/chain/sim"
 )
 
 // expectPage checks that w is an HTML page with status and a strict
@@ -49,9 +50,9 @@ func TestCheckoutPage(t *testing.T) {
 	t.Parallel()
 	for _, sim := range []bool{false, true} {
 		name := "real"
-		var opts []func(*Deps)
+		var opts []option
 		if sim {
-			name, opts = "simulation", []func(*Deps){withSim}
+			name, opts = "simulation", []option{withSim}
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -120,18 +121,23 @@ func TestCheckoutSimulation(t *testing.T) {
 	t.Run("on", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, withSim)
-		inv := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
-		expectStatus(t, e.do("POST", "/checkout/"+inv.ID+"/sim/pay?method=lightning", "", noKey), 200)
-		expectStatus(t, e.do("POST", "/checkout/"+inv.ID+"/sim/pay?method=onchain", "", noKey), 200)
-		expectError(t, e.do("POST", "/checkout/"+inv.ID+"/sim/pay?method=paypal", "", noKey), 400, kassa.Invalid)
+		byLightning := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
+		onchain := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
+		expectStatus(t, e.do("POST", "/checkout/"+byLightning.ID+"/sim/pay?method=lightning", "", noKey), 200)
+		expectStatus(t, e.do("POST", "/checkout/"+onchain.ID+"/sim/pay?method=onchain", "", noKey), 200)
+		expectError(t, e.do("POST", "/checkout/"+onchain.ID+"/sim/pay?method=paypal", "", noKey), 400, kassa.Invalid)
 		expectError(t, e.do("POST", "/checkout/inv_missing/sim/pay", "", noKey), 404, kassa.NotFound)
-		w := e.do("POST", "/checkout/"+inv.ID+"/sim/mine", "", noKey)
-		if got := decode[simMined](t, w); got.Height != 101 {
+		if got := e.invoice(byLightning.ID); got.Status != kassa.InvoiceSettled || got.SettledBy != kassa.MethodLightning {
+			t.Errorf("paid by Lightning: %s by %s", got.Status, got.SettledBy)
+		}
+		if got := e.invoice(onchain.ID); got.Status != kassa.InvoiceProcessing || len(got.Payments) != 1 || got.Payments[0].Amount != onchain.Amount {
+			t.Errorf("paid on-chain, unconfirmed: %s, payments %+v", got.Status, got.Payments)
+		}
+		w := e.do("POST", "/checkout/"+onchain.ID+"/sim/mine", "", noKey)
+		if got := decode[simMined](t, w); got.Height != chainsim.StartHeight+1 {
 			t.Errorf("height %d", got.Height)
 		}
-		if got := strings.Join(e.sim.payments(), "|"); got != inv.ID+" Lightning 0|"+inv.ID+" BTC 0" {
-			t.Errorf("payments %q", got)
-		}
+		e.eventually("the mined payment to settle the invoice", func() bool { return e.invoice(onchain.ID).Status == kassa.InvoiceSettled })
 	})
 }
 
@@ -152,16 +158,15 @@ func TestPayLinkPage(t *testing.T) {
 	if w.Code != http.StatusSeeOther {
 		t.Fatalf("pay: status %d, want 303: %s", w.Code, w.Body.String())
 	}
-	req := e.invoices.lastRequest()
-	if req.PaymentLinkID != id || req.Amount.String() != "95" || req.Currency != kassa.USD || req.OrderID != "po-77" ||
-		req.RedirectURL != "https://shop.example.com/paid" || !req.RedirectAutomatically || req.BuyerEmail != "buyer@example.com" {
-		t.Errorf("invoice request %+v", req)
-	}
 	loc := w.Header().Get("Location")
 	invID := strings.TrimPrefix(loc, "https://pay.example.com/checkout/")
 	inv, err := e.reader.Invoice(t.Context(), invID)
 	if err != nil || inv.StoreID != "store_a" || inv.PaymentLinkID != id {
 		t.Fatalf("Location %q: invoice %+v, %v", loc, inv, err)
+	}
+	if inv.InvoiceAmount.String() != "95" || inv.Currency != kassa.USD || inv.OrderID != "po-77" ||
+		inv.RedirectURL != "https://shop.example.com/paid" || !inv.RedirectAutomatically || inv.BuyerEmail != "buyer@example.com" {
+		t.Errorf("invoice %+v", inv)
 	}
 	expectPage(t, e.do("GET", "/checkout/"+invID, "", noKey), 200, []string{"95.00 USD"}, nil)
 }
@@ -174,11 +179,13 @@ func TestPayLinkPageRounding(t *testing.T) {
 	w := e.do("POST", "/api/v1/stores/store_a/payment-requests", `{"amount": "9.99", "title": "T", "discount": "3"}`)
 	id := decode[createdPaymentRequest](t, w).ID
 	expectPage(t, e.do("GET", "/payment-requests/"+id, "", noKey), 200, []string{"9.99 EUR", "you pay 9.70 EUR"}, nil)
-	if w := e.do("POST", "/payment-requests/"+id+"/pay", "", noKey); w.Code != http.StatusSeeOther {
+	w = e.do("POST", "/payment-requests/"+id+"/pay", "", noKey)
+	if w.Code != http.StatusSeeOther {
 		t.Fatalf("pay: %d %s", w.Code, w.Body.String())
 	}
-	if req := e.invoices.lastRequest(); req.Amount.String() != "9.7" || req.Currency != kassa.EUR || req.RedirectAutomatically {
-		t.Errorf("invoice request %+v", req)
+	inv := e.invoice(strings.TrimPrefix(w.Header().Get("Location"), "https://pay.example.com/checkout/"))
+	if inv.InvoiceAmount.String() != "9.7" || inv.Currency != kassa.EUR || inv.RedirectAutomatically {
+		t.Errorf("invoice %+v", inv)
 	}
 }
 
@@ -192,11 +199,11 @@ func TestPayLinkPageClosed(t *testing.T) {
 	archived := mk(`{"amount": 1, "title": "Withdrawn"}`)
 	expectStatus(t, e.do("DELETE", "/api/v1/stores/store_a/payment-requests/"+archived, ""), 200)
 	paid := mk(`{"amount": 1, "title": "Done"}`)
-	p, _ := e.reader.PaymentRequest(t.Context(), paid)
-	p.PaidInvoiceID = "inv_x"
-	e.reader.putPayLink(*p)
+	w := e.do("POST", "/payment-requests/"+paid+"/pay", "", noKey)
+	expectStatus(t, w, http.StatusSeeOther)
+	settle(e, e.invoice(strings.TrimPrefix(w.Header().Get("Location"), "https://pay.example.com/checkout/")))
 
-	e.clock.Advance(48 * time.Hour)
+	e.advanceTo(testNow.Add(48 * time.Hour))
 	tests := []struct {
 		id, status, text string
 	}{
@@ -207,9 +214,9 @@ func TestPayLinkPageClosed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.status, func(t *testing.T) {
 			expectPage(t, e.do("GET", "/payment-requests/"+tt.id, "", noKey), 200, []string{">" + tt.status + "<", tt.text}, []string{"<form"})
-			before := e.invoices.created.Load()
+			before := len(e.invoiceIDs("store_a"))
 			expectPage(t, e.do("POST", "/payment-requests/"+tt.id+"/pay", "", noKey), 409, []string{html.EscapeString(tt.text)}, nil)
-			if e.invoices.created.Load() != before {
+			if len(e.invoiceIDs("store_a")) != before {
 				t.Error("a closed pay link created an invoice")
 			}
 		})
@@ -222,7 +229,7 @@ func TestPayLinkPayFailure(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	id := decode[createdPaymentRequest](t, e.do("POST", "/api/v1/stores/store_a/payment-requests", `{"amount": 1, "title": "T"}`)).ID
-	e.invoices.err = kassa.Errorf(kassa.PaymentRequired, "the store cannot take payments right now")
+	e.payLinks.payErr = kassa.Errorf(kassa.PaymentRequired, "the store cannot take payments right now")
 	expectPage(t, e.do("POST", "/payment-requests/"+id+"/pay", "", noKey), 402, []string{"cannot take payments"}, nil)
 }
 

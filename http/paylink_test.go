@@ -127,7 +127,8 @@ func TestPaymentRequests(t *testing.T) {
 		w := e.do("GET", "/api/v1/stores/store_a/payment-requests", "")
 		expectStatus(t, w, 200)
 		list := decode[[]paymentRequestRecord](t, w)
-		if len(list) != 2 || list[0].ID != a1 || list[1].ID != a2 || list[0].Status != "Pending" || list[0].Type != "Fixed" {
+		if len(list) != 2 || !(list[0].ID == a1 && list[1].ID == a2 || list[0].ID == a2 && list[1].ID == a1) ||
+			list[0].Status != "Pending" || list[0].Type != "Fixed" {
 			t.Errorf("list %+v", list)
 		}
 		w = e.do("GET", "/api/v1/stores/store_b/payment-requests", "", asB)

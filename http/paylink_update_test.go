@@ -1,70 +1,20 @@
 package http
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"testing"
 
 	"github.com/kassapay/kassa"
-	"github.com/kassapay/kassa/actors"
-	chainsim "github.com/kassapay/kassa/chain/sim"
-	"github.com/kassapay/kassa/kassatest"
-	lightningsim "github.com/kassapay/kassa/lightning/sim"
-	"github.com/kassapay/kassa/persistence"
 )
-
-// actorPayLinkEnv is a handler over the real actors and an in-memory
-// Pebble store, with one store whose key is key.
-type actorPayLinkEnv struct {
-	*env
-	sys   *actors.System
-	db    *persistence.DB
-	store *kassa.Store
-	key   string
-}
-
-func newActorPayLinkEnv(t *testing.T) *actorPayLinkEnv {
-	t.Helper()
-	clock := kassatest.NewTestClock(testNow)
-	db, err := persistence.Open("", persistence.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	node, err := lightningsim.New(clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sys := actors.NewSystem(actors.Config{
-		Journal: db, Reader: db, Chain: chainsim.New(clock), Lightning: node, Rates: fakeRates{},
-		Clock: clock, Logger: logger,
-	})
-	t.Cleanup(sys.Shutdown)
-	st, err := sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "Real Shop", Currency: kassa.EUR})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, clock: clock, logs: &syncBuffer{}}
-	e.deps = Deps{
-		Reader: db, Stores: sys, Invoices: sys, PaymentRequests: sys, Webhooks: sys, Rates: fakeRates{},
-		Chain: chainsim.New(clock), Lightning: node, KV: db, Clock: clock, Logger: logger,
-		PublicURL: "https://pay.example.com/", AdminToken: "admin-secret-token", Version: "test",
-	}
-	e.h = NewHandler(e.deps)
-	return &actorPayLinkEnv{env: e, sys: sys, db: db, store: st, key: st.APIKeys[0].Key}
-}
 
 // TestPaymentRequestUpdateOverActors checks that PUT changes every field
 // of a pay link, through the real actors and storage: the rules are
 // kassa.PaymentRequest.Update's.
 func TestPaymentRequestUpdateOverActors(t *testing.T) {
-	e := newActorPayLinkEnv(t)
-	auth := header{"X-Api-Key", e.key}
-	base := "/api/v1/stores/" + e.store.ID + "/payment-requests"
+	e := newEnv(t)
+	auth := header{"X-Api-Key", keyA}
+	base := "/api/v1/stores/store_a/payment-requests"
 	w := e.do("POST", base, `{"amount": 10, "title": "Shoes", "orderId": "o-1", "description": "Red shoes",
 		"redirectUrl": "https://shop.example/old", "customerEmail": "old@example.com", "discount": 1, "internalNote": "old"}`, auth)
 	expectStatus(t, w, http.StatusOK)
@@ -108,8 +58,8 @@ func TestPaymentRequestUpdateOverActors(t *testing.T) {
 // through the real actors: the first POST sets an HttpOnly, SameSite=Lax
 // session cookie, and a POST with it is sent to the same checkout.
 func TestPayLinkPaySessionOverActors(t *testing.T) {
-	e := newActorPayLinkEnv(t)
-	w := e.do("POST", "/api/v1/stores/"+e.store.ID+"/payment-requests", `{"amount": 10, "title": "Shoes"}`, header{"X-Api-Key", e.key})
+	e := newEnv(t)
+	w := e.do("POST", "/api/v1/stores/store_a/payment-requests", `{"amount": 10, "title": "Shoes"}`)
 	expectStatus(t, w, http.StatusOK)
 	id := decode[createdPaymentRequest](t, w).ID
 

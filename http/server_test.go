@@ -16,14 +16,14 @@ func TestHealth(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name   string
-		opts   []func(*Deps)
+		opts   []option
 		golden string
 	}{
 		{"real backends", nil, "health"},
-		{"simulation", []func(*Deps){withSim, func(d *Deps) {
-			d.Lightning = fakeBackend{kassa.BackendInfo{Backend: "sim", Network: "regtest", Simulated: true, Synced: false}}
-		}}, "health_sim"},
-		{"no backends", []func(*Deps){func(d *Deps) { d.Chain, d.Lightning = nil, nil }}, "health_none"},
+		{"simulation", []option{withSim, withDeps(func(d *Deps) {
+			d.Lightning = stubBackend{kassa.BackendInfo{Backend: "sim", Network: "regtest", Simulated: true, Synced: false}}
+		})}, "health_sim"},
+		{"no backends", []option{withDeps(func(d *Deps) { d.Chain, d.Lightning = nil, nil })}, "health_none"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,7 +57,7 @@ func TestHealthStorage(t *testing.T) {
 		}
 		return h
 	}
-	ok := newEnv(t, func(d *Deps) { d.Storage = failedStorage{} })
+	ok := newEnv(t, withDeps(func(d *Deps) { d.Storage = failedStorage{} }))
 	w := ok.do("GET", "/api/v1/health", "", noKey)
 	expectStatus(t, w, http.StatusOK)
 	if h := read(w.Body.Bytes()); h.Status != "ok" || h.Storage.Status != "ok" || h.Storage.Error != "" {
@@ -65,7 +65,7 @@ func TestHealthStorage(t *testing.T) {
 	}
 
 	failure := kassa.Errorf(kassa.Unavailable, "storage failed: the disk is full")
-	bad := newEnv(t, func(d *Deps) { d.Storage = failedStorage{failure} })
+	bad := newEnv(t, withDeps(func(d *Deps) { d.Storage = failedStorage{failure} }))
 	w = bad.do("GET", "/api/v1/health", "", noKey)
 	expectStatus(t, w, http.StatusServiceUnavailable)
 	if h := read(w.Body.Bytes()); h.Status != "degraded" || h.Storage.Status != "failed" || h.Storage.Error != failure.Message {
@@ -118,9 +118,13 @@ func TestAuthentication(t *testing.T) {
 func TestAuthenticationBackendFailure(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.reader.storeErr = kassa.Errorf(kassa.Unavailable, "storage is starting")
+	e.reader.storeByAPIKey = func(string) (*kassa.Store, error) {
+		return nil, kassa.Errorf(kassa.Unavailable, "storage is starting")
+	}
 	expectError(t, e.do("GET", "/api/v1/stores/store_a", ""), 503, kassa.Unavailable, "storage is starting")
-	e.reader.storeErr = errors.New("pebble: corrupt sstable 000042.sst")
+	e.reader.storeByAPIKey = func(string) (*kassa.Store, error) {
+		return nil, errors.New("pebble: corrupt sstable 000042.sst")
+	}
 	expectError(t, e.do("GET", "/api/v1/stores/store_a", ""), 500, kassa.Internal, "internal error")
 	if !strings.Contains(e.logs.String(), "corrupt sstable") {
 		t.Error("the cause of an internal error was not logged")
@@ -195,9 +199,31 @@ func TestRates(t *testing.T) {
 			}
 		})
 	}
+	// A provider's error is shown beside the rate.
 	e := newEnv(t)
+	fixed := e.deps.Rates
+	e.deps.Rates = ratesStub{Rates: fixed, entries: func() []kassa.RateEntry {
+		entries := fixed.Entries(t.Context())
+		entries[len(entries)-1].Errors = []string{"source b: timeout"}
+		return entries
+	}}
+	e.rebuild()
 	w := e.do("GET", "/api/v1/stores/store_a/rates", "")
 	expectGolden(t, "rates", w.Body.Bytes())
+}
+
+// ratesStub is the rates service whose entries, when set, answers
+// Entries.
+type ratesStub struct {
+	kassa.Rates
+	entries func() []kassa.RateEntry
+}
+
+func (r ratesStub) Entries(ctx context.Context) []kassa.RateEntry {
+	if r.entries != nil {
+		return r.entries()
+	}
+	return r.Rates.Entries(ctx)
 }
 
 func TestUnknownRoutesAndMethods(t *testing.T) {
@@ -233,8 +259,8 @@ func TestUnknownRoutesAndMethods(t *testing.T) {
 func TestPanicIsInternalError(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.deps.Rates = panickingRates{}
-	e.h = NewHandler(e.deps)
+	e.deps.Rates = ratesStub{Rates: e.deps.Rates, entries: func() []kassa.RateEntry { panic("rates secret exploded") }}
+	e.rebuild()
 	w := e.do("GET", "/api/v1/stores/store_a/rates", "")
 	body := expectError(t, w, 500, kassa.Internal, "internal error")
 	if strings.Contains(body.Message, "secret") {
@@ -244,10 +270,6 @@ func TestPanicIsInternalError(t *testing.T) {
 		t.Error("panic was not logged")
 	}
 }
-
-type panickingRates struct{ fakeRates }
-
-func (panickingRates) Entries(context.Context) []kassa.RateEntry { panic("rates secret exploded") }
 
 // TestWebhooksAreNotCached checks Cache-Control: no-store on the webhook
 // routes, whose records carry the signing secret.

@@ -12,33 +12,35 @@ import (
 )
 
 // seedTransactions settles three invoices of store A a day apart (the
-// newest at testNow, paid by Lightning) and one of store B. It returns
-// store A's invoices, oldest first.
-func seedTransactions(e *env) []*kassa.Invoice {
-	var invoices []*kassa.Invoice
+// newest at testNow, paid by Lightning), each a minute after its
+// creation, and then one of store B. It returns store A's invoices,
+// oldest first, and store B's. The env starts at transactionsStart.
+func seedTransactions(e *env) (a []*kassa.Invoice, b *kassa.Invoice) {
 	for i := 2; i >= 0; i-- {
 		at := testNow.Add(-time.Duration(i) * 24 * time.Hour)
 		inv := e.seedInvoice("store_a", at, `{"amount": 10, "walletMessage": "order `+strconv.Itoa(i)+`"}`)
-		method := kassa.MethodOnchain
+		e.advanceTo(at.Add(time.Minute))
 		if i == 0 {
-			method = kassa.MethodLightning
+			if err := e.sys.HandleLightningEvent(e.t.Context(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: inv.Amount.MSat()}); err != nil {
+				e.t.Fatal(err)
+			}
+		} else {
+			e.payOnchain(inv, strings.Repeat(strconv.Itoa(i), 64), inv.Amount, 1)
 		}
-		s := kassa.Settle{Method: method, FullAmount: inv.Amount, Fee: kassa.PercentOf(inv.Amount, inv.PercentFee), Hash: strings.Repeat(strconv.Itoa(i), 64)}
-		for _, t := range kassa.SettlementTransactions(inv, s, at.Add(time.Minute)) {
-			e.reader.putTransaction(t)
-		}
-		invoices = append(invoices, inv)
+		a = append(a, inv)
 	}
-	other := e.seedInvoice("store_b", testNow, `{"amount": 10}`)
-	for _, t := range kassa.SettlementTransactions(other, kassa.Settle{Method: kassa.MethodOnchain, FullAmount: other.Amount}, testNow) {
-		e.reader.putTransaction(t)
-	}
-	return invoices
+	b = e.seedInvoice("store_b", e.clock.Now(), `{"amount": 10}`)
+	e.payOnchain(b, strings.Repeat("b", 64), b.Amount, 1)
+	return a, b
 }
+
+// transactionsStart is when the clock of a test that calls
+// seedTransactions starts.
+var transactionsStart = testNow.Add(-2 * 24 * time.Hour)
 
 func TestListTransactions(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newEnvAt(t, transactionsStart)
 	seedTransactions(e)
 	ids := func(query string) string {
 		t.Helper()
@@ -51,7 +53,7 @@ func TestListTransactions(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	// Store A's lines: 1,2 (two days ago), 3,4 (yesterday), 5,6 (today);
-	// 7 is store B's.
+	// 7 and 8 are store B's.
 	tests := []struct{ query, want string }{
 		{"", "6 5 4 3 2 1"},
 		{"?startDate=" + testNow.AddDate(0, 0, -1).Format("2006-01-02"), "6 5 4 3"},
@@ -82,8 +84,8 @@ func TestListTransactions(t *testing.T) {
 
 func TestGetTransaction(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	invoices := seedTransactions(e)
+	e := newEnvAt(t, transactionsStart)
+	invoices, other := seedTransactions(e)
 	tests := []struct {
 		name, id string
 		headers  []header
@@ -95,7 +97,7 @@ func TestGetTransaction(t *testing.T) {
 		{"by invoice id: the deposit", invoices[2].ID, nil, 200, 5},
 		{"by invoice id of an older invoice", invoices[0].ID, nil, 200, 1},
 		{"another store's line", "7", nil, 404, 0},
-		{"another store's invoice", "inv_0004", nil, 404, 0},
+		{"another store's invoice", other.ID, nil, 404, 0},
 		{"unknown id", "99", nil, 404, 0},
 		{"zero", "0", nil, 404, 0},
 		{"unknown invoice", "inv_9999", nil, 404, 0},

@@ -41,7 +41,8 @@ type DB struct {
 	syncWrite bool
 	// fail holds the first write error Pebble could not recover from;
 	// from then on every call answers it.
-	fail *failure
+	fail  *failure
+	clock kassa.Clock
 }
 
 var (
@@ -60,6 +61,9 @@ type Options struct {
 	Logger *slog.Logger
 	// NoSync commits without fsync. Only benchmarks of other parts set it.
 	NoSync bool
+	// Clock tells when the small values of PutValue expire; nil means
+	// the system clock. The callers that set expiries use the same clock.
+	Clock kassa.Clock
 }
 
 // Open opens (or creates) the store in dir.
@@ -82,7 +86,10 @@ func Open(dir string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
 	}
-	d := &DB{db: pdb, tracer: otel.Tracer("github.com/kassapay/kassa/persistence"), syncWrite: !o.NoSync, fail: fail}
+	d := &DB{db: pdb, tracer: otel.Tracer("github.com/kassapay/kassa/persistence"), syncWrite: !o.NoSync, fail: fail, clock: o.Clock}
+	if d.clock == nil {
+		d.clock = kassa.SystemClock{}
+	}
 	last, err := d.lastTransactionID()
 	if err != nil {
 		pdb.Close()
@@ -453,7 +460,7 @@ func (d *DB) GetValue(ctx context.Context, k string) ([]byte, bool, error) {
 	if err != nil || len(v) < 8 {
 		return nil, false, err
 	}
-	if time.Now().UnixMilli() >= int64(binary.BigEndian.Uint64(v[:8])) {
+	if d.clock.Now().UnixMilli() >= int64(binary.BigEndian.Uint64(v[:8])) {
 		return nil, false, nil
 	}
 	return v[8:], true, nil

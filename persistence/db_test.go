@@ -1070,3 +1070,24 @@ func TestSweepExpired(t *testing.T) {
 		t.Fatalf("second sweep deleted %d", n)
 	}
 }
+
+// TestValuesExpireByTheClock checks that GetValue reads expiries by the
+// clock of Options, the one its callers set them with, not the system's.
+func TestValuesExpireByTheClock(t *testing.T) {
+	clock := kassa.NewTestClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	db, err := Open("kassa", Options{FS: vfs.NewMem(), Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.PutValue(t.Context(), "k", []byte("v"), clock.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, err := db.GetValue(t.Context(), "k"); err != nil || !ok || string(v) != "v" {
+		t.Fatalf("before its expiry: %q, %v, %v", v, ok, err)
+	}
+	clock.Advance(time.Hour)
+	if _, ok, err := db.GetValue(t.Context(), "k"); err != nil || ok {
+		t.Fatalf("at its expiry: found %v, %v", ok, err)
+	}
+}

@@ -121,7 +121,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if m.db, err = persistence.Open(filepath.Join(c.Data, "pebble"), persistence.Options{Logger: log}); err != nil {
+	if m.db, err = persistence.Open(filepath.Join(c.Data, "pebble"), persistence.Options{Logger: log, Clock: m.Clock}); err != nil {
 		return err
 	}
 

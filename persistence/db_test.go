@@ -18,6 +18,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // backends are the stores the suite runs against. Each gives a directory
@@ -1074,7 +1075,7 @@ func TestSweepExpired(t *testing.T) {
 // TestValuesExpireByTheClock checks that GetValue reads expiries by the
 // clock of Options, the one its callers set them with, not the system's.
 func TestValuesExpireByTheClock(t *testing.T) {
-	clock := kassa.NewTestClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	clock := kassatest.NewTestClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	db, err := Open("kassa", Options{FS: vfs.NewMem(), Clock: clock})
 	if err != nil {
 		t.Fatal(err)

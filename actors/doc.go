@@ -7,9 +7,15 @@
 // its expiry timer. Actors persist through kassa.Journal: an event, the
 // new state and everything that follows from it (indexes, ledger lines,
 // balance) are one batch, durable before the request is answered or any
-// effect happens. On start, every invoice that waits for a timer is
-// re-activated; those whose deadline passed while the service was down
-// fire at once.
+// effect happens.
+//
+// Invoice actors are activated lazily: by a request, by a payment, or by
+// the sweeper as their deadline approaches (it scans the expiry index
+// every minute for deadlines within two, so every timer is armed before
+// it is due). An invoice actor stops once it waits for nothing near. So
+// a restart wakes only the invoices due now or soon (those whose deadline
+// passed while the service was down fire at once), and start-up time and
+// memory follow what is due, not what is open.
 //
 // Actors are addressed through one small lookup by kind and id
 // (System.store and System.invoice), which a cluster would turn into a

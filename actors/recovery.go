@@ -4,19 +4,16 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/asynkron/protoactor-go/actor"
 )
 
-// Recover activates every invoice that waits for a timer, so that each
-// re-arms it with the time left; those already due fire at once.
+// Recover wakes, after a start, the invoices whose deadline is due or
+// near (those that passed while the service was down fire at once) and
+// leaves the others passivated: the sweeper wakes each as its deadline
+// approaches, and a request or a payment wakes it at once. So start-up
+// time and memory do not grow with the number of open invoices. It
+// returns how many invoices it woke.
 func (s *System) Recover(ctx context.Context) (int, error) {
-	n := 0
-	err := s.cfg.Reader.OpenInvoices(ctx, func(id, storeID string, _ time.Time) error {
-		s.as.Root.Send(s.store(storeID), &invoiceCommand{ctx: context.Background(), invoiceID: id})
-		n++
-		return nil
-	})
+	n, err := s.sweep(ctx, "")
 	if err == nil {
 		s.recovered.Store(true)
 	}
@@ -34,21 +31,36 @@ const (
 var errSweepDone = errors.New("sweep done")
 
 // Sweep wakes the invoices whose deadline is within sweepAhead, so that
-// passivated ones (waiting a day for the end of monitoring) arm their
-// timers in time. Active invoices ignore the wake-up.
+// passivated ones arm their timers in time: a New invoice not active
+// since a restart, or one waiting a day for the end of monitoring.
+// Active invoices ignore the wake-up. Sweeping every sweepEvery, shorter
+// than sweepAhead, wakes every invoice before its deadline.
 func (s *System) Sweep(ctx context.Context) error {
+	_, err := s.sweep(ctx, "")
+	return err
+}
+
+// sweep wakes the invoices of storeID (every store when empty) whose
+// deadline is within sweepAhead, and returns how many it woke. The scan
+// of the expiry index stops at the first later deadline, so it costs what
+// is due, not what is open.
+func (s *System) sweep(ctx context.Context, storeID string) (int, error) {
 	until := s.cfg.Clock.Now().Add(sweepAhead)
-	err := s.cfg.Reader.OpenInvoices(ctx, func(id, storeID string, deadline time.Time) error {
+	n := 0
+	err := s.cfg.Reader.OpenInvoices(ctx, func(id, owner string, deadline time.Time) error {
 		if deadline.After(until) {
 			return errSweepDone
 		}
-		s.as.Root.Send(s.store(storeID), &invoiceCommand{ctx: context.Background(), invoiceID: id})
+		if storeID == "" || owner == storeID {
+			s.as.Root.Send(s.store(owner), &invoiceCommand{ctx: context.Background(), invoiceID: id})
+			n++
+		}
 		return nil
 	})
 	if errors.Is(err, errSweepDone) {
-		return nil
+		err = nil
 	}
-	return err
+	return n, err
 }
 
 // RunSweeper sweeps every sweepEvery until ctx ends.
@@ -66,17 +78,12 @@ func (s *System) RunSweeper(ctx context.Context) {
 	s.cfg.Clock.AfterFunc(sweepEvery, tick)
 }
 
-// activateOpenInvoices re-activates a store's invoices that wait for a
-// timer. A store actor that restarts after a panic has lost its invoice
-// actors, and with them their timers.
-func (s *System) activateOpenInvoices(ctx actor.Context, storeID string) {
-	err := s.cfg.Reader.OpenInvoices(context.Background(), func(id, owner string, _ time.Time) error {
-		if owner == storeID {
-			ctx.Send(ctx.Self(), &invoiceCommand{ctx: context.Background(), invoiceID: id})
-		}
-		return nil
-	})
-	if err != nil {
-		s.log.Error("re-activate open invoices", "store", storeID, "err", err)
+// activateDueInvoices wakes a store's invoices whose deadline is near. A
+// store actor that restarts after a panic has lost its invoice actors,
+// and with them their timers: those due before the sweeper's next round
+// are woken now, the others by the sweeper.
+func (s *System) activateDueInvoices(storeID string) {
+	if _, err := s.sweep(context.Background(), storeID); err != nil {
+		s.log.Error("wake due invoices", "store", storeID, "err", err)
 	}
 }

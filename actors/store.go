@@ -72,7 +72,7 @@ func (a *storeActor) Receive(ctx actor.Context) {
 			panic(fmt.Sprintf("load store %s: %v", a.id, err))
 		}
 		if a.st != nil && a.sys.recovered.Load() {
-			a.sys.activateOpenInvoices(ctx, a.id)
+			a.sys.activateDueInvoices(a.id)
 		}
 	case crash:
 		panic("crash requested")

@@ -55,8 +55,8 @@ type System struct {
 	invoiceProps *actor.Props
 	webhookProps *actor.Props
 	webhooks     sync.Map // webhook id → *actor.PID
-	// recovered is set once Recover has activated the open invoices; a
-	// store actor that starts after that re-activates its own.
+	// recovered is set once Recover has run; a store actor that starts
+	// after that (after a panic, say) wakes its invoices due soon.
 	recovered atomic.Bool
 	// deliveriesRecovered is set once RecoverDeliveries has sent the
 	// outbox; a webhook actor that starts after that sends its own.

@@ -504,31 +504,42 @@ func TestManyConcurrentCreatesStayActiveAndExpire(t *testing.T) {
 	}
 }
 
-// TestStorePanicKeepsInvoiceTimers checks that a store actor restarted
-// after a panic (which stops its invoice actors) re-activates its open
-// invoices, so they still expire.
+// TestStorePanicKeepsInvoiceTimers checks that the invoices of a store
+// actor restarted after a panic (which stops its invoice actors, and
+// their timers) still expire: an invoice due soon is woken by the store
+// at once, the others by the sweeper as their deadline approaches.
 func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
-	if _, err := h.sys.Recover(context.Background()); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.sys.RunSweeper(ctx)
+	if _, err := h.sys.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	inv := h.invoice("1000", kassa.SATS)
+	due := h.invoice("1000", kassa.SATS)
+	clock.Advance(14 * time.Minute)
+	other := h.invoice("1000", kassa.SATS)
 	if _, err := h.sys.as.Root.RequestFuture(h.sys.store(h.store.ID), crash{}, time.Second).Result(); err == nil {
 		t.Fatal("crash answered")
 	}
-	// The restarted store re-activates the invoice; its timer is armed
-	// again from storage.
-	child := h.sys.store(h.store.ID).Id + "/" + invoiceName(inv.ID)
-	eventually(t, "re-activation", func() bool {
-		_, ok := h.sys.as.ProcessRegistry.GetLocal(child)
-		return ok
-	})
-	// Whether the re-activated actor arms its timer before or after the
-	// clock moves, the expiry fires: a deadline already past fires at once.
-	clock.Advance(15 * time.Minute)
-	eventually(t, "expiry after the store's restart", func() bool { return h.get(inv.ID).Status == kassa.InvoiceExpired })
+	// due expires in a minute, before the sweeper's next round: the
+	// restarted store wakes it at once and it arms its timer again. The
+	// pending timers are then the sweeper's and due's.
+	eventually(t, "re-activation of the invoice due soon", func() bool { return h.active(due) })
+	eventually(t, "its timer", func() bool { return clock.Pending() == 2 })
+	if h.active(other) {
+		t.Fatal("an invoice 15 minutes from its deadline was woken")
+	}
+	clock.Advance(time.Minute)
+	eventually(t, "expiry after the store's restart", func() bool { return h.get(due.ID).Status == kassa.InvoiceExpired })
+	if got := h.get(due.ID); !got.UpdatedAt.Equal(got.ExpiresAt) {
+		t.Fatalf("expired at %v, want %v", got.UpdatedAt, got.ExpiresAt)
+	}
+	// The sweeper wakes the other one in its turn.
+	clock.Advance(14 * time.Minute)
+	eventually(t, "expiry of the other invoice", func() bool { return h.get(other.ID).Status == kassa.InvoiceExpired })
 }
 
 // TestExpiredInvoicesPassivateAndSweeperWakesThem checks that an expired

@@ -69,3 +69,18 @@ func (c *TestClock) Advance(d time.Duration) {
 		go t.f()
 	}
 }
+
+// Pending returns the number of timers that wait for the clock to move.
+// Tests use it as a positive control: "the actors have armed their
+// timers" before the clock is advanced past them.
+func (c *TestClock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if !t.canceled {
+			n++
+		}
+	}
+	return n
+}

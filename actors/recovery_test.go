@@ -1,0 +1,80 @@
+package actors
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/persistence"
+)
+
+// TestRestartActivatesInvoicesLazily restarts with open invoices whose
+// expiry is ten minutes away: Recover wakes none of them, so start-up does
+// not grow with their number; the sweeper wakes them as their deadline
+// approaches, every timer is armed before the deadline, and every expiry
+// fires on time.
+func TestRestartActivatesInvoicesLazily(t *testing.T) {
+	dir := t.TempDir()
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	db, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, db, clock)
+	h.createStore("0", "0")
+	const n = 30
+	var invoices []*kassa.Invoice
+	for range n {
+		invoices = append(invoices, h.invoice("1000", kassa.SATS))
+	}
+	h.sys.Shutdown()
+	db.Close()
+
+	clock.Advance(5 * time.Minute)
+	db2, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db2.Close()
+	h2 := newHarness(t, db2, clock)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h2.sys.RunSweeper(ctx)
+	woken, err := h2.sys.Recover(ctx)
+	if err != nil || woken != 0 {
+		t.Fatalf("Recover woke %d invoices (%v), want none: no deadline is near", woken, err)
+	}
+	for _, inv := range invoices {
+		if h2.active(inv) {
+			t.Fatalf("invoice %s is active after the restart", inv.ID)
+		}
+	}
+	if got := clock.Pending(); got != 1 {
+		t.Fatalf("%d timers pending, want only the sweeper's", got)
+	}
+
+	// A minute at a time up to a minute before the deadline. The pending
+	// timers are the positive control: the sweeper's own, then, once the
+	// deadline is within its reach, one per invoice, armed in time.
+	for clock.Now().Before(invoices[0].ExpiresAt.Add(-time.Minute)) {
+		clock.Advance(time.Minute)
+		want := 1
+		if !invoices[0].ExpiresAt.After(clock.Now().Add(sweepAhead)) {
+			want = n + 1
+		}
+		eventually(t, "the sweeper's round", func() bool { return clock.Pending() == want })
+	}
+	clock.Advance(time.Minute)
+	for _, inv := range invoices {
+		eventually(t, "expiry", func() bool { return h2.get(inv.ID).Status == kassa.InvoiceExpired })
+		if got := h2.get(inv.ID); !got.UpdatedAt.Equal(got.ExpiresAt) {
+			t.Fatalf("invoice %s expired at %v, want its expiry %v", inv.ID, got.UpdatedAt, got.ExpiresAt)
+		}
+	}
+	// Expired, they wait an hour for the end of monitoring: passivated.
+	for _, inv := range invoices {
+		eventually(t, "passivation", func() bool { return !h2.active(inv) })
+	}
+}

@@ -5,7 +5,7 @@ BIN     := bin/kassa
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: all build run test test-deps bench lint protos itest btcd clean
+.PHONY: all build run test test-deps bench lint protos itest btcd regtest clean
 
 all: build
 
@@ -31,6 +31,11 @@ btcd:
 # btcd that cannot be built fails them.
 itest: btcd
 	$(GO) test -race -count=1 -timeout 20m ./itest/...
+
+# A regtest btcd on loopback, a funded test wallet and Kassa serving
+# against it; type `pay ADDRESS SATS` or `mine N` (README, "Real node").
+regtest: btcd
+	$(GO) run ./itest/regtest
 
 # What the tests need beyond Go: Debian's chromium (needs root when missing).
 test-deps:

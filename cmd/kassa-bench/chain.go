@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -86,42 +85,13 @@ func benchBlockMatch() error {
 	return nil
 }
 
-// benchT lets the integration harness run outside a test.
-type benchT struct {
-	cleanups []func()
-	failed   bool
-}
-
-func (b *benchT) Helper() {}
-func (b *benchT) Fatalf(format string, args ...any) {
-	b.failed = true
-	panic(fmt.Sprintf(format, args...))
-}
-func (b *benchT) Logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-func (b *benchT) Cleanup(f func())                { b.cleanups = append(b.cleanups, f) }
-func (b *benchT) Failed() bool                    { return b.failed }
-func (b *benchT) TempDir() string {
-	dir, err := os.MkdirTemp("", "kassa-bench-chain")
-	if err != nil {
-		b.Fatalf("%v", err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-func (b *benchT) close() {
-	for i := len(b.cleanups) - 1; i >= 0; i-- {
-		b.cleanups[i]()
-	}
-}
-
 // benchBlockToSettled pays invoices on a real btcd and measures, for
 // each, the time from the block that confirms the payment to the
 // Settled webhook. Kassa polls at the regtest default (2 s); btcd's
 // websocket notifications wake it early.
 func benchBlockToSettled(payments int) (err error) {
-	t := &benchT{}
-	defer t.close()
+	t := &harness.Process{}
+	defer t.Close()
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("chain bench: %v", r)

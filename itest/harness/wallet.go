@@ -43,6 +43,17 @@ func NewWallet(t T, params *chaincfg.Params) *Wallet {
 	if err != nil {
 		t.Fatalf("wallet key: %v", err)
 	}
+	return walletOf(t, key, params)
+}
+
+// WalletFromKey returns the wallet of a 32-byte private key.
+func WalletFromKey(t T, secret []byte, params *chaincfg.Params) *Wallet {
+	t.Helper()
+	key, _ := btcec.PrivKeyFromBytes(secret)
+	return walletOf(t, key, params)
+}
+
+func walletOf(t T, key *btcec.PrivateKey, params *chaincfg.Params) *Wallet {
 	addr, err := btcutil.NewAddressWitnessPubKeyHash(btcutil.Hash160(key.PubKey().SerializeCompressed()), params)
 	if err != nil {
 		t.Fatalf("wallet address: %v", err)

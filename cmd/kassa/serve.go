@@ -195,7 +195,11 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("start Lightning backend: %w", err)
 	}
 	if sim != nil {
-		log.Warn("SIMULATION: the chain and Lightning backends are simulated; no real bitcoin moves",
+		what := "the chain and Lightning backends are simulated; no real bitcoin moves"
+		if sim.chain == nil {
+			what = "the Lightning backend is simulated; on-chain payments are real"
+		}
+		log.Warn("SIMULATION: "+what,
 			"chain", c.Chain, "lightning", c.Lightning, "rates", rateBackend.Source())
 	}
 	go m.sweepExpired(runCtx)

@@ -23,6 +23,10 @@ type createStoreBody struct {
 	RateFallback string `json:"rateFallback"`
 	// Confirmations defaults to 1 when absent; 0 settles on mempool sight.
 	Confirmations *int32 `json:"confirmations"`
+	// MaxInvoiceAmount and OnchainMinAmount are in satoshis; absent or 0
+	// takes the defaults (kassa.Store).
+	MaxInvoiceAmount kassa.Sats `json:"maxInvoiceAmount"`
+	OnchainMinAmount kassa.Sats `json:"onchainMinAmount"`
 }
 
 // createdStore is the answer to a store creation.
@@ -47,6 +51,8 @@ func (s *server) adminCreateStore(w http.ResponseWriter, r *http.Request) {
 		RatePrimary:           body.RatePrimary,
 		RateFallback:          body.RateFallback,
 		ConfirmationsRequired: 1,
+		MaxInvoiceAmount:      body.MaxInvoiceAmount,
+		OnchainMinAmount:      body.OnchainMinAmount,
 	}
 	if body.Confirmations != nil {
 		settings.ConfirmationsRequired = *body.Confirmations

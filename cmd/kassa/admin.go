@@ -89,6 +89,7 @@ type adminFlags struct {
 	name, currency, percentFee, tolerance, xpub, method string
 	xpubType                                            string
 	ratePrimary, rateFallback                           string
+	lightningAddress                                    string
 	amount                                              int64
 	confirmations                                       int
 }
@@ -107,7 +108,7 @@ type adminCommand struct {
 var adminGroups = map[string][]adminCommand{
 	"store": {
 		{
-			name: "store create", args: "--name NAME [--currency EUR] [--percent-fee 1] [--tolerance 0] [--xpub XPUB [--xpub-type segwit|taproot]] [--confirmations 1]",
+			name: "store create", args: "--name NAME [--currency EUR] [--percent-fee 1] [--tolerance 0] [--xpub XPUB [--xpub-type segwit|taproot]] [--confirmations 1] [--lightning-address user@domain]",
 			summary: `create a store; prints {"storeId","apiKey"}`,
 			flags: func(fs *flag.FlagSet, f *adminFlags) {
 				fs.StringVar(&f.name, "name", "", "store name (required)")
@@ -119,6 +120,7 @@ var adminGroups = map[string][]adminCommand{
 				fs.IntVar(&f.confirmations, "confirmations", 1, "confirmations an on-chain payment needs")
 				fs.StringVar(&f.ratePrimary, "rate-primary", "", "preferred exchange rate provider (default: median of all)")
 				fs.StringVar(&f.rateFallback, "rate-fallback", "", "rate provider used when the primary has no fresh rate")
+				fs.StringVar(&f.lightningAddress, "lightning-address", "", "Lightning address (user@domain) the store's Lightning payments are forwarded to")
 			},
 			run: func(ctx context.Context, c *adminClient, f *adminFlags, rest []string, stdout io.Writer) error {
 				if f.name == "" || len(rest) > 0 {
@@ -127,7 +129,7 @@ var adminGroups = map[string][]adminCommand{
 				return printJSON(stdout)(c.call(ctx, "POST", "/admin/v1/stores", map[string]any{
 					"name": f.name, "currency": f.currency, "percentFee": json.Number(f.percentFee),
 					"tolerance": json.Number(f.tolerance), "xpub": f.xpub, "xpubType": f.xpubType, "confirmations": f.confirmations,
-					"ratePrimary": f.ratePrimary, "rateFallback": f.rateFallback,
+					"ratePrimary": f.ratePrimary, "rateFallback": f.rateFallback, "lightningAddress": f.lightningAddress,
 				}))
 			},
 		},

@@ -167,7 +167,11 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		sim.node = node
 	case strings.HasPrefix(c.Lightning, "lnd://"):
-		return fmt.Errorf("--lightning lnd:// is not built yet in this version; use --lightning sim")
+		node, err := newLND(c.Lightning, m.db, m.Clock, log)
+		if err != nil {
+			return err
+		}
+		lightning = node
 	default:
 		return fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
 	}

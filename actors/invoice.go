@@ -217,7 +217,9 @@ func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa
 		switch e := e.(type) {
 		case kassa.Settle:
 			for _, tx := range kassa.SettlementTransactions(&next, e, next.UpdatedAt) {
-				b.PutTransaction(&tx)
+				if err := a.sys.putSettlementLine(spanCtx, b, &next, &tx); err != nil {
+					return nil, err
+				}
 			}
 			if next.PaymentLinkID != "" {
 				b.MarkPaymentRequestPaid(next.PaymentLinkID, next.ID)
@@ -243,6 +245,7 @@ func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa
 	out := a.inv
 	a.perform(ctx, spanCtx, &out, effects)
 	a.sys.notify(deliveries)
+	a.sys.wakeForwarder(next.StoreID, effects)
 	a.maybePassivate(ctx)
 	return &out, nil
 }

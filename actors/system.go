@@ -42,6 +42,9 @@ type Config struct {
 	Monitoring time.Duration
 	// RequestTimeout bounds one request to an actor.
 	RequestTimeout time.Duration
+	// Forwarder forwards stores' Lightning money to their Lightning
+	// addresses; nil keeps it on the service's node.
+	Forwarder *Forwarder
 }
 
 // System runs the actors and offers the core's services.

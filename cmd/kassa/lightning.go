@@ -3,10 +3,14 @@ package main
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/actors"
+	"github.com/kassapay/kassa/egress"
 	"github.com/kassapay/kassa/lightning/lnd"
+	"github.com/kassapay/kassa/lnurl"
 	"github.com/kassapay/kassa/persistence"
 )
 
@@ -48,4 +52,64 @@ func openPaymentHashes(r kassa.Reader) func(context.Context, func(string) error)
 			return fn(inv.PaymentHash)
 		})
 	}
+}
+
+// newForwarder forwards stores' Lightning money from the lnd node to
+// their Lightning addresses, through the egress client (public addresses
+// and https only, unless --dev).
+func newForwarder(node *lnd.Node, db *persistence.DB, dev bool, clock kassa.Clock, log *slog.Logger) *actors.Forwarder {
+	cfg := egress.DefaultConfig()
+	cfg.AllowPrivate = dev
+	cfg.RequireHTTPS = !dev
+	cfg.Timeout = lnurl.DefaultTimeout
+	cfg.UserAgent = "Kassa-LNURL/1"
+	return actors.NewForwarder(actors.ForwarderConfig{
+		Journal: db, Store: db, Reader: db, Payer: node,
+		Addresses: &lnurlAddresses{node: node, http: egress.New(cfg), allowHTTP: dev},
+		Clock:     clock, Logger: log,
+	})
+}
+
+// lnurlAddresses is the LNURL-pay client for the network of the lnd node,
+// which is known once lnd has answered.
+type lnurlAddresses struct {
+	node      *lnd.Node
+	http      lnurl.Doer
+	allowHTTP bool
+
+	mu     sync.Mutex
+	client *lnurl.Client
+}
+
+func (a *lnurlAddresses) get(ctx context.Context) (lnurl.Addresses, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.client == nil {
+		network, err := a.node.Network(ctx)
+		if err != nil {
+			return lnurl.Addresses{}, err
+		}
+		params, err := lnd.NetParams(network)
+		if err != nil {
+			return lnurl.Addresses{}, err
+		}
+		a.client = lnurl.New(lnurl.Config{HTTP: a.http, Net: params, AllowHTTP: a.allowHTTP})
+	}
+	return lnurl.Addresses{Client: a.client}, nil
+}
+
+func (a *lnurlAddresses) PayRequest(ctx context.Context, address string) (kassa.PayRequest, error) {
+	c, err := a.get(ctx)
+	if err != nil {
+		return kassa.PayRequest{}, err
+	}
+	return c.PayRequest(ctx, address)
+}
+
+func (a *lnurlAddresses) Invoice(ctx context.Context, p kassa.PayRequest, amount kassa.MSat, comment string) (kassa.AddressInvoice, error) {
+	c, err := a.get(ctx)
+	if err != nil {
+		return kassa.AddressInvoice{}, err
+	}
+	return c.Invoice(ctx, p, amount, comment)
 }

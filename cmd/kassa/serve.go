@@ -40,6 +40,7 @@ type Main struct {
 	started   time.Time
 	db        *persistence.DB
 	sys       *actors.System
+	forwarder *actors.Forwarder // nil unless --lightning lnd://
 	server    *nethttp.Server
 	cancel    context.CancelFunc
 	telemetry func(context.Context) error
@@ -172,6 +173,7 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 		lightning = node
+		m.forwarder = newForwarder(node, m.db, c.Dev, m.Clock, log)
 	default:
 		return fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
 	}
@@ -190,7 +192,7 @@ func (m *Main) Run(ctx context.Context) error {
 	m.sys = actors.NewSystem(actors.Config{
 		Journal: m.db, Reader: m.db, Chain: chain, Lightning: lightning, Rates: rateBackend,
 		Webhooks: newWebhookClient(c.Dev), Clock: m.Clock, Logger: log,
-		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring,
+		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring, Forwarder: m.forwarder,
 	})
 	if err := chain.Start(runCtx, m.sys.HandleChainEvent); err != nil {
 		return fmt.Errorf("start chain backend: %w", err)
@@ -217,6 +219,13 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("recover webhook deliveries: %w", err)
 	}
 	log.Info("recovered open invoices and pending webhook deliveries", "invoices", recovered, "deliveries", pending)
+	if m.forwarder != nil {
+		stores, err := m.forwarder.Recover(ctx)
+		if err != nil {
+			return fmt.Errorf("recover Lightning forwards: %w", err)
+		}
+		log.Info("resumed Lightning forwards", "stores", stores)
+	}
 
 	if c.DebugListen != "" {
 		mux := nethttp.NewServeMux()
@@ -377,6 +386,9 @@ func (m *Main) Close() error {
 	}
 	if m.sys != nil {
 		m.sys.Shutdown()
+	}
+	if m.forwarder != nil {
+		m.forwarder.Shutdown()
 	}
 	if m.db != nil {
 		errs = append(errs, m.db.Close())

@@ -75,7 +75,10 @@ func (f *fakeRPC) TrackPayment(ctx context.Context, h []byte) (func() (*lnrpc.Pa
 	return f.trackPayment(ctx, h)
 }
 func (f *fakeRPC) NewAddress(context.Context) (string, error) { return "", errNotFaked }
-func (f *fakeRPC) Close() error                               { return nil }
+func (f *fakeRPC) QueryRoutes(context.Context, *lnrpc.QueryRoutesRequest) (*lnrpc.QueryRoutesResponse, error) {
+	return nil, errNotFaked
+}
+func (f *fakeRPC) Close() error { return nil }
 
 func openDB(t *testing.T) *persistence.DB {
 	t.Helper()

@@ -31,6 +31,7 @@ type RPC interface {
 	CancelInvoice(ctx context.Context, paymentHash []byte) error
 	SendPayment(ctx context.Context, in *routerrpc.SendPaymentRequest) (func() (*lnrpc.Payment, error), error)
 	TrackPayment(ctx context.Context, paymentHash []byte) (func() (*lnrpc.Payment, error), error)
+	QueryRoutes(ctx context.Context, in *lnrpc.QueryRoutesRequest) (*lnrpc.QueryRoutesResponse, error)
 	NewAddress(ctx context.Context) (string, error)
 	Close() error
 }
@@ -175,6 +176,10 @@ func (g *grpcRPC) TrackPayment(ctx context.Context, hash []byte) (func() (*lnrpc
 		return nil, err
 	}
 	return s.Recv, nil
+}
+
+func (g *grpcRPC) QueryRoutes(ctx context.Context, in *lnrpc.QueryRoutesRequest) (*lnrpc.QueryRoutesResponse, error) {
+	return g.ln.QueryRoutes(ctx, in)
 }
 
 func (g *grpcRPC) NewAddress(ctx context.Context) (string, error) {

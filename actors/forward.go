@@ -1,0 +1,482 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+)
+
+// ForwarderConfig holds what forwarding needs.
+type ForwarderConfig struct {
+	Journal   kassa.Journal
+	Store     kassa.ForwardStore
+	Reader    kassa.Reader
+	Payer     kassa.LightningPayer
+	Addresses kassa.LightningAddresses
+	Clock     kassa.Clock
+	Logger    *slog.Logger
+	// FeePercent and FeeCap bound the routing fee of a forward; zero
+	// means kassa.DefaultForwardFeePercent and kassa.DefaultForwardFeeCap.
+	FeePercent decimal.Decimal
+	FeeCap     kassa.MSat
+	// PayTimeout bounds one payment attempt; zero means a minute.
+	PayTimeout time.Duration
+	// TrackEvery is how often a payment in flight (or whose outcome is
+	// unknown) is looked up; zero means 5 s.
+	TrackEvery time.Duration
+}
+
+// Forwarder runs one forward actor per store: it sends the store's
+// Lightning money on to its Lightning address (docs/decisions.md,
+// "Forwarding"). Settled invoices queue their transfer in the settle's
+// batch (System.putSettlementLine); the actor takes queued transfers into
+// a forward, records the invoice it will pay before paying it, learns the
+// outcome of an attempt from the node (after a restart too) before making
+// another, and settles the transfer lines once the payment succeeded. A
+// forward is never paid twice: an attempt's payment hash is durable
+// before the payment is sent, and a new invoice is requested only once
+// the node says the previous attempt failed.
+type Forwarder struct {
+	cfg    ForwarderConfig
+	as     *actor.ActorSystem
+	props  *actor.Props
+	actors sync.Map // store id → *actor.PID
+	ctx    context.Context
+	cancel context.CancelFunc
+	log    *slog.Logger
+	once   sync.Once
+}
+
+// NewForwarder returns a Forwarder; call Recover once the backends run.
+func NewForwarder(cfg ForwarderConfig) *Forwarder {
+	if cfg.Clock == nil {
+		cfg.Clock = kassa.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.FeePercent.Sign() <= 0 {
+		cfg.FeePercent = kassa.DefaultForwardFeePercent
+	}
+	if cfg.FeeCap <= 0 {
+		cfg.FeeCap = kassa.DefaultForwardFeeCap
+	}
+	if cfg.PayTimeout <= 0 {
+		cfg.PayTimeout = time.Minute
+	}
+	if cfg.TrackEvery <= 0 {
+		cfg.TrackEvery = 5 * time.Second
+	}
+	log := cfg.Logger.With("component", "forward")
+	quiet := cfg.Logger.With("component", "protoactor")
+	f := &Forwarder{cfg: cfg, log: log,
+		as: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	f.props = actor.PropsFromProducer(func() actor.Actor { return &forwardActor{f: f} },
+		actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
+			log.Error("forward actor crashed; restarting it from storage", "reason", fmt.Sprint(reason))
+			return actor.RestartDirective
+		})))
+	return f
+}
+
+// Wake tells the store's forward actor to look at its queue.
+func (f *Forwarder) Wake(storeID string) {
+	if f.ctx.Err() != nil {
+		return
+	}
+	f.as.Root.Send(f.actor(storeID), wakeForward{})
+}
+
+// Recover wakes the forward actor of every store with queued transfers
+// or open forwards.
+func (f *Forwarder) Recover(ctx context.Context) (int, error) {
+	stores, err := f.cfg.Store.ForwardingStores(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range stores {
+		f.Wake(id)
+	}
+	return len(stores), nil
+}
+
+// Shutdown cancels the work in flight and stops every forward actor. A
+// payment cut off by it is tracked after the next start.
+func (f *Forwarder) Shutdown() {
+	f.once.Do(func() {
+		f.cancel()
+		var futures []actor.Future
+		f.actors.Range(func(_, pid any) bool {
+			futures = append(futures, f.as.Root.StopFuture(pid.(*actor.PID)))
+			return true
+		})
+		for _, fut := range futures {
+			_ = fut.Wait()
+		}
+		f.as.Shutdown()
+	})
+}
+
+func (f *Forwarder) actor(storeID string) *actor.PID {
+	if pid, ok := f.actors.Load(storeID); ok {
+		return pid.(*actor.PID)
+	}
+	pid, err := f.as.Root.SpawnNamed(f.props, "forward/"+storeID)
+	if err != nil && !errors.Is(err, actor.ErrNameExists) {
+		panic(fmt.Sprintf("spawn forward actor %s: %v", storeID, err))
+	}
+	actual, _ := f.actors.LoadOrStore(storeID, pid)
+	return actual.(*actor.PID)
+}
+
+// wakeForward makes a forward actor look at its queue and open forward.
+type wakeForward struct{}
+
+// forwardActor forwards one store's money. It works one forward at a
+// time; its timer wakes it for retries and look-ups.
+type forwardActor struct {
+	f       *Forwarder
+	storeID string
+	cancel  func()
+	// delay is the wait after a failure before any forward exists (the
+	// address cannot be resolved); it is not durable.
+	delay time.Duration
+}
+
+func (a *forwardActor) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		id := ctx.Self().Id
+		a.storeID = id[len("forward/"):]
+	case wakeForward:
+		a.step(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		a.disarm()
+	}
+}
+
+func (a *forwardActor) now() time.Time { return a.f.cfg.Clock.Now().UTC() }
+
+// wakeIn arms the timer to wake the actor after d, replacing any other.
+func (a *forwardActor) wakeIn(ctx actor.Context, d time.Duration) {
+	a.disarm()
+	if d < 0 {
+		d = 0
+	}
+	self, root := ctx.Self(), a.f.as.Root
+	a.cancel = a.f.cfg.Clock.AfterFunc(d, func() { root.Send(self, wakeForward{}) })
+}
+
+func (a *forwardActor) disarm() {
+	if a.cancel != nil {
+		a.cancel()
+		a.cancel = nil
+	}
+}
+
+// retryLater backs off while no forward can be made.
+func (a *forwardActor) retryLater(ctx actor.Context) {
+	if a.delay == 0 {
+		a.delay = kassa.ForwardRetryMin
+	} else {
+		a.delay = min(2*a.delay, kassa.ForwardRetryMax)
+	}
+	a.wakeIn(ctx, a.delay)
+}
+
+// step moves the store's forwarding one step on: the open forward first,
+// else a new forward from the queue.
+func (a *forwardActor) step(ctx actor.Context) {
+	c := a.f.ctx
+	if c.Err() != nil {
+		return
+	}
+	open, err := a.openForward(c)
+	if err != nil {
+		a.f.log.Error("read open forwards", "store", a.storeID, "err", err)
+		a.retryLater(ctx)
+		return
+	}
+	if open == nil {
+		a.start(ctx)
+		return
+	}
+	if open.PaymentHash != "" {
+		a.resolve(ctx, open)
+		return
+	}
+	if wait := open.NextTry.Sub(a.now()); wait > 0 {
+		a.wakeIn(ctx, wait)
+		return
+	}
+	a.attempt(ctx, open, nil)
+}
+
+func (a *forwardActor) openForward(c context.Context) (*kassa.Forward, error) {
+	var open *kassa.Forward
+	err := a.f.cfg.Store.OpenForwards(c, a.storeID, func(f *kassa.Forward) error {
+		if open == nil || f.CreatedAt.Before(open.CreatedAt) {
+			open = f
+		}
+		return nil
+	})
+	return open, err
+}
+
+// start makes a forward of the queued transfers once they reach the
+// address's minimum.
+func (a *forwardActor) start(ctx actor.Context) {
+	c := a.f.ctx
+	var queued []kassa.QueuedTransfer
+	if err := a.f.cfg.Store.QueuedTransfers(c, a.storeID, func(q kassa.QueuedTransfer) error {
+		queued = append(queued, q)
+		return nil
+	}); err != nil {
+		a.f.log.Error("read queued transfers", "store", a.storeID, "err", err)
+		a.retryLater(ctx)
+		return
+	}
+	if len(queued) == 0 {
+		a.delay = 0
+		return
+	}
+	st, err := a.f.cfg.Reader.Store(c, a.storeID)
+	if err != nil {
+		a.f.log.Error("read store", "store", a.storeID, "err", err)
+		a.retryLater(ctx)
+		return
+	}
+	if st.LightningAddress == "" {
+		a.f.log.Warn("transfers wait: the store has no Lightning address", "store", a.storeID, "queued", len(queued))
+		return
+	}
+	pr, err := a.f.cfg.Addresses.PayRequest(c, st.LightningAddress)
+	if err != nil {
+		a.f.log.Warn("Lightning address unavailable; retrying", "store", a.storeID, "in", a.delay, "err", err)
+		a.retryLater(ctx)
+		return
+	}
+	take, total := kassa.PlanForward(queued, pr.MinSendable, pr.MaxSendable)
+	if take == nil {
+		// Below the address's minimum: wait for more to accumulate.
+		a.delay = 0
+		return
+	}
+	now := a.now()
+	fw := &kassa.Forward{
+		ID: kassa.NewID("fwd_"), StoreID: a.storeID, Status: kassa.ForwardOpen, Address: st.LightningAddress,
+		Transfers: take, Amount: total, NextTry: now, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := a.save(c, fw, nil); err != nil {
+		a.f.log.Error("record forward", "store", a.storeID, "err", err)
+		a.retryLater(ctx)
+		return
+	}
+	a.delay = 0
+	a.attempt(ctx, fw, &pr)
+}
+
+// attempt requests the merchant's invoice, records it, then pays it.
+func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.PayRequest) {
+	c := a.f.ctx
+	fail := func(reason string) {
+		fw.NoteDelay(reason, a.now())
+		if err := a.save(c, fw, nil); err != nil {
+			a.f.log.Error("record forward failure", "forward", fw.ID, "err", err)
+		}
+		a.f.log.Warn("forward not sent; retrying", "forward", fw.ID, "store", a.storeID, "at", fw.NextTry, "reason", reason)
+		a.wakeIn(ctx, fw.NextTry.Sub(a.now()))
+	}
+	if st, err := a.f.cfg.Reader.Store(c, a.storeID); err == nil && st.LightningAddress != "" {
+		fw.Address = st.LightningAddress
+	}
+	if pr == nil {
+		p, err := a.f.cfg.Addresses.PayRequest(c, fw.Address)
+		if err != nil {
+			fail(kassa.ErrorMessage(err))
+			return
+		}
+		pr = &p
+	}
+	if fw.Amount < pr.MinSendable || fw.Amount > pr.MaxSendable {
+		fail(fmt.Sprintf("%d msat is outside what the Lightning address accepts (%d to %d msat)", fw.Amount, pr.MinSendable, pr.MaxSendable))
+		return
+	}
+	comment := ""
+	for _, q := range fw.Transfers {
+		if q.Comment != "" {
+			comment = q.Comment
+			break
+		}
+	}
+	limit := kassa.ForwardFeeLimit(fw.Amount, a.f.cfg.FeePercent, a.f.cfg.FeeCap)
+	inv, err := a.f.cfg.Addresses.Invoice(c, *pr, fw.Amount, comment)
+	if err != nil {
+		fail(kassa.ErrorMessage(err))
+		return
+	}
+	// The routing fee comes out of the forwarded amount: ask for an
+	// invoice smaller by the fee of the route found, and let the payment
+	// spend no more than that.
+	fee, err := a.f.cfg.Payer.EstimateFee(c, inv.PaymentRequest, limit)
+	if err != nil {
+		fail("no route to the Lightning address within the fee limit: " + kassa.ErrorMessage(err))
+		return
+	}
+	if fee > 0 {
+		if fw.Amount-fee < pr.MinSendable {
+			fail(fmt.Sprintf("%d msat less a routing fee of %d msat is below the Lightning address's minimum", fw.Amount, fee))
+			return
+		}
+		if inv, err = a.f.cfg.Addresses.Invoice(c, *pr, fw.Amount-fee, comment); err != nil {
+			fail(kassa.ErrorMessage(err))
+			return
+		}
+	}
+	fw.Attempt(inv.PaymentRequest, inv.PaymentHash, inv.Amount, fee, a.now())
+	// Durable before it is sent: after a crash the hash is tracked, and
+	// the invoice paid at most once.
+	if err := a.save(c, fw, nil); err != nil {
+		a.f.log.Error("record forward attempt; not paying", "forward", fw.ID, "err", err)
+		a.retryLater(ctx)
+		return
+	}
+	a.pay(ctx, fw)
+}
+
+// pay sends the recorded attempt and acts on the outcome.
+func (a *forwardActor) pay(ctx actor.Context, fw *kassa.Forward) {
+	p, err := a.f.cfg.Payer.PayInvoice(a.f.ctx, fw.PaymentRequest, fw.FeeLimit, a.f.cfg.PayTimeout)
+	if err != nil {
+		// The outcome is unknown: look it up rather than pay again.
+		a.f.log.Warn("forward payment outcome unknown; tracking it", "forward", fw.ID, "payment_hash", fw.PaymentHash, "err", err)
+		a.wakeIn(ctx, a.f.cfg.TrackEvery)
+		return
+	}
+	a.outcome(ctx, fw, p)
+}
+
+// resolve learns the outcome of the recorded attempt from the node.
+func (a *forwardActor) resolve(ctx actor.Context, fw *kassa.Forward) {
+	p, err := a.f.cfg.Payer.TrackPayment(a.f.ctx, fw.PaymentHash)
+	if err != nil {
+		a.f.log.Warn("track forward payment", "forward", fw.ID, "payment_hash", fw.PaymentHash, "err", err)
+		a.wakeIn(ctx, a.f.cfg.TrackEvery)
+		return
+	}
+	if p.Status == kassa.PaymentUnknown {
+		// Recorded but never sent (a crash between the two): send it.
+		a.pay(ctx, fw)
+		return
+	}
+	a.outcome(ctx, fw, p)
+}
+
+func (a *forwardActor) outcome(ctx actor.Context, fw *kassa.Forward, p kassa.LightningPayment) {
+	c := a.f.ctx
+	switch p.Status {
+	case kassa.PaymentSucceeded:
+		if err := a.complete(c, fw, p.FeeMSat); err != nil {
+			a.f.log.Error("record forward success", "forward", fw.ID, "err", err)
+			a.wakeIn(ctx, a.f.cfg.TrackEvery)
+			return
+		}
+		a.f.log.Info("forward succeeded", "forward", fw.ID, "store", a.storeID, "payment_hash", fw.PaymentHash,
+			"amount_msat", fw.InvoiceAmount, "routing_fee_msat", p.FeeMSat, "transfers", len(fw.Transfers))
+		// More may be queued.
+		ctx.Send(ctx.Self(), wakeForward{})
+	case kassa.PaymentFailed:
+		fw.Fail("payment failed: "+p.Failure, a.now())
+		if err := a.save(c, fw, nil); err != nil {
+			a.f.log.Error("record forward failure", "forward", fw.ID, "err", err)
+			a.wakeIn(ctx, a.f.cfg.TrackEvery)
+			return
+		}
+		a.f.log.Warn("forward payment failed; retrying", "forward", fw.ID, "store", a.storeID, "at", fw.NextTry, "reason", p.Failure)
+		a.wakeIn(ctx, fw.NextTry.Sub(a.now()))
+	default:
+		a.wakeIn(ctx, a.f.cfg.TrackEvery)
+	}
+}
+
+// complete records the success and settles the transfer lines, in one
+// batch.
+func (a *forwardActor) complete(c context.Context, fw *kassa.Forward, fee kassa.MSat) error {
+	lines := make([]kassa.Transaction, 0, len(fw.Transfers))
+	for _, q := range fw.Transfers {
+		tx, err := a.f.cfg.Reader.Transaction(c, q.TransactionID)
+		if err != nil {
+			return fmt.Errorf("read transfer %d: %w", q.TransactionID, err)
+		}
+		lines = append(lines, *tx)
+	}
+	fw.Succeed(fee, a.now())
+	return a.save(c, fw, fw.SettledTransfers(lines))
+}
+
+// save writes fw, and rewrites lines, in one durable batch.
+func (a *forwardActor) save(c context.Context, fw *kassa.Forward, lines []kassa.Transaction) error {
+	b := a.f.cfg.Journal.NewBatch()
+	fb, ok := b.(kassa.ForwardBatch)
+	if !ok {
+		return fmt.Errorf("storage %T cannot record forwards", b)
+	}
+	fb.PutForward(fw)
+	for i := range lines {
+		fb.RewriteTransaction(&lines[i])
+	}
+	return a.f.cfg.Journal.Commit(c, b)
+}
+
+// putSettlementLine writes a ledger line of a settled invoice to b. A
+// Lightning transfer of a store with a Lightning address stays Pending
+// and is queued for forwarding in the same batch, so that a settle is
+// never recorded without its forward.
+func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, inv *kassa.Invoice, tx *kassa.Transaction) error {
+	if s.cfg.Forwarder == nil || tx.Type != kassa.TransactionTransfer || tx.DepositMethod != kassa.MethodLightning {
+		b.PutTransaction(tx)
+		return nil
+	}
+	st, err := s.cfg.Reader.Store(ctx, inv.StoreID)
+	if err != nil {
+		return fmt.Errorf("read store %s for forwarding: %w", inv.StoreID, err)
+	}
+	if st.LightningAddress == "" {
+		b.PutTransaction(tx)
+		return nil
+	}
+	fb, ok := b.(kassa.ForwardBatch)
+	if !ok {
+		return fmt.Errorf("storage %T cannot queue forwards", b)
+	}
+	tx.Status = kassa.TransactionPending
+	tx.Hash = ""
+	b.PutTransaction(tx)
+	fb.QueueTransfer(kassa.QueuedTransfer{
+		TransactionID: tx.ID, StoreID: tx.StoreID, InvoiceID: tx.InvoiceID,
+		Amount: tx.FullAmount.MSat(), Comment: tx.Comment,
+	})
+	return nil
+}
+
+// wakeForwarder tells the store's forward actor about a new settle.
+func (s *System) wakeForwarder(storeID string, effects []kassa.Effect) {
+	if s.cfg.Forwarder == nil {
+		return
+	}
+	for _, e := range effects {
+		if settle, ok := e.(kassa.Settle); ok && settle.Method == kassa.MethodLightning {
+			s.cfg.Forwarder.Wake(storeID)
+			return
+		}
+	}
+}

@@ -1,0 +1,373 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/btcsuite/btcd/chaincfg"
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
+	lnsim "github.com/kassapay/kassa/lightning/sim"
+	"github.com/kassapay/kassa/lnurl"
+	"github.com/kassapay/kassa/persistence"
+)
+
+// merchant is a store's own Lightning wallet: a simulated node behind an
+// LNURL-pay server, as a Lightning address is.
+type merchant struct {
+	node     *lnsim.Node
+	srv      *httptest.Server
+	tries    atomic.Int64 // pay requests asked for
+	payReqs  atomic.Int64 // pay request answers given
+	invoices atomic.Int64 // invoices made
+	down     atomic.Bool  // the LNURL server answers 503
+
+	mu          sync.Mutex
+	minSendable kassa.MSat
+	hashes      []string
+	comments    []string
+}
+
+func newMerchant(t *testing.T) *merchant {
+	node, err := lnsim.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &merchant{node: node, minSendable: 1000}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/lnurlp/shop", func(w http.ResponseWriter, r *http.Request) {
+		m.tries.Add(1)
+		if m.down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		m.mu.Lock()
+		min := m.minSendable
+		m.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{
+			"tag": "payRequest", "callback": "http://" + r.Host + "/cb", "minSendable": min,
+			"maxSendable": 100_000_000_000, "metadata": `[["text/plain","shop"]]`, "commentAllowed": 100,
+		})
+		m.payReqs.Add(1)
+	})
+	mux.HandleFunc("GET /cb", func(w http.ResponseWriter, r *http.Request) {
+		amount, _ := strconv.ParseInt(r.URL.Query().Get("amount"), 10, 64)
+		li, err := node.CreateInvoice(r.Context(), kassa.MSat(amount), "shop", time.Hour)
+		if err != nil {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		m.mu.Lock()
+		m.hashes = append(m.hashes, li.PaymentHash)
+		m.comments = append(m.comments, r.URL.Query().Get("comment"))
+		m.mu.Unlock()
+		m.invoices.Add(1)
+		json.NewEncoder(w).Encode(map[string]any{"pr": li.PaymentRequest, "routes": []any{}})
+	})
+	m.srv = httptest.NewServer(mux)
+	t.Cleanup(m.srv.Close)
+	return m
+}
+
+func (m *merchant) address() string { return "shop@" + strings.TrimPrefix(m.srv.URL, "http://") }
+
+// paid returns the payment hashes of the merchant's invoices that were
+// paid.
+func (m *merchant) paid() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, h := range m.hashes {
+		if _, ok := m.node.Preimage(h); ok {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+type forwardHarness struct {
+	*harness
+	merchant *merchant
+	payer    *lnsim.Payer
+	fwd      *Forwarder
+}
+
+func newForwardHarness(t *testing.T, db *persistence.DB, clock *kassatest.TestClock, m *merchant, payer *lnsim.Payer) *forwardHarness {
+	t.Helper()
+	fwd := NewForwarder(ForwarderConfig{
+		Journal: db, Store: db, Reader: db, Payer: payer,
+		Addresses: lnurl.Addresses{Client: lnurl.New(lnurl.Config{Net: &chaincfg.RegressionNetParams, AllowHTTP: true})},
+		Clock:     clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	t.Cleanup(fwd.Shutdown)
+	h := newHarnessWith(t, db, clock, func(c *Config) { c.Forwarder = fwd })
+	return &forwardHarness{harness: h, merchant: m, payer: payer, fwd: fwd}
+}
+
+func (h *forwardHarness) createStore() *kassa.Store {
+	h.t.Helper()
+	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+		Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1),
+		ConfirmationsRequired: 1, LightningAddress: h.merchant.address(),
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.store = st
+	return st
+}
+
+// transfer returns the transfer line of an invoice.
+func (h *forwardHarness) transfer(invoiceID string) kassa.Transaction {
+	h.t.Helper()
+	txs, err := h.db.TransactionsByInvoice(context.Background(), invoiceID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, tx := range txs {
+		if tx.Type == kassa.TransactionTransfer {
+			return tx
+		}
+	}
+	h.t.Fatalf("invoice %s has no transfer line", invoiceID)
+	return kassa.Transaction{}
+}
+
+func (h *forwardHarness) waitSettled(invoiceID string) kassa.Transaction {
+	h.t.Helper()
+	var tx kassa.Transaction
+	eventually(h.t, "the transfer of "+invoiceID+" to settle", func() bool {
+		tx = h.transfer(invoiceID)
+		return tx.Status == kassa.TransactionSettled
+	})
+	return tx
+}
+
+// retryUntilSettled moves the clock on by the shortest retry wait until
+// the transfer of invoiceID settles: the retry timer may be armed just
+// after the failure the test saw.
+func (h *forwardHarness) retryUntilSettled(clock *kassatest.TestClock, invoiceID string) kassa.Transaction {
+	h.t.Helper()
+	var tx kassa.Transaction
+	eventually(h.t, "the retried forward of "+invoiceID+" to settle", func() bool {
+		clock.Advance(kassa.ForwardRetryMin)
+		tx = h.transfer(invoiceID)
+		return tx.Status == kassa.TransactionSettled
+	})
+	return tx
+}
+
+func TestForwardPaysTheStoresLightningAddress(t *testing.T) {
+	m := newMerchant(t)
+	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, lnsim.NewPayer(m.node))
+	h.createStore()
+	inv := h.invoice("10", kassa.EUR) // 20,000 sat at 50,000 EUR/BTC
+	h.payLightning(inv, inv.Amount)
+
+	// Right after the settle the transfer is Pending: the money is on the
+	// service's node.
+	tx := h.waitSettled(inv.ID)
+	paid := m.paid()
+	if len(paid) != 1 {
+		t.Fatalf("merchant invoices paid: %d, want 1", len(paid))
+	}
+	if tx.Hash != paid[0] || tx.DepositMethod != kassa.MethodLightning || tx.FullAmount != inv.Amount || tx.Amount != inv.Amount {
+		t.Fatalf("transfer %+v; want hash %s, amount = full amount %d (no routing fee)", tx, paid[0], inv.Amount)
+	}
+	if h.payer.Sent() != 1 {
+		t.Fatalf("%d payments sent, want 1", h.payer.Sent())
+	}
+}
+
+func TestTransferIsPendingUntilForwarded(t *testing.T) {
+	m := newMerchant(t)
+	m.down.Store(true)
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	h := newForwardHarness(t, openMem(t), clock, m, lnsim.NewPayer(m.node))
+	h.createStore()
+	inv := h.invoice("10", kassa.EUR)
+	h.payLightning(inv, inv.Amount)
+	if tx := h.transfer(inv.ID); tx.Status != kassa.TransactionPending || tx.Hash != "" {
+		t.Fatalf("transfer right after the settle: %+v, want Pending without a hash", tx)
+	}
+	// The address is down: the actor asked (positive control) and waits.
+	eventually(t, "the forward actor to try the address", func() bool { return m.tries.Load() >= 1 })
+	if tx := h.transfer(inv.ID); tx.Status != kassa.TransactionPending || h.payer.Sent() != 0 {
+		t.Fatalf("transfer while the address is down: %+v", tx)
+	}
+	m.down.Store(false)
+	h.retryUntilSettled(clock, inv.ID)
+}
+
+func TestForwardRetriedWhileTheMerchantNodeIsOffline(t *testing.T) {
+	m := newMerchant(t)
+	payer := lnsim.NewPayer(m.node)
+	var offline atomic.Bool
+	offline.Store(true)
+	payer.Before = func(string) error {
+		if offline.Load() {
+			return errors.New("no route: the merchant's node is offline")
+		}
+		return nil
+	}
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	h := newForwardHarness(t, openMem(t), clock, m, payer)
+	h.createStore()
+	inv := h.invoice("10", kassa.EUR)
+	h.payLightning(inv, inv.Amount)
+
+	eventually(t, "a failed attempt", func() bool { return payer.Sent() == 1 })
+	if tx := h.transfer(inv.ID); tx.Status != kassa.TransactionPending {
+		t.Fatalf("transfer after a failed attempt: %+v", tx)
+	}
+	offline.Store(false)
+	tx := h.retryUntilSettled(clock, inv.ID)
+	paid := m.paid()
+	if len(paid) != 1 || tx.Hash != paid[0] {
+		t.Fatalf("paid %v, transfer hash %s: want exactly one merchant invoice paid, the transfer's", paid, tx.Hash)
+	}
+	if payer.Sent() != 2 {
+		t.Fatalf("%d payments sent, want 2 (one failed, one retried)", payer.Sent())
+	}
+}
+
+func TestAmountsBelowTheMinimumAccumulate(t *testing.T) {
+	m := newMerchant(t)
+	m.minSendable = 30_000_000 // 30,000 sat
+	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, lnsim.NewPayer(m.node))
+	h.createStore()
+	first := h.invoice("10", kassa.EUR) // 20,000 sat
+	h.payLightning(first, first.Amount)
+	eventually(t, "the forward actor to read the address's minimum", func() bool { return m.payReqs.Load() >= 1 })
+	if m.invoices.Load() != 0 || h.transfer(first.ID).Status != kassa.TransactionPending {
+		t.Fatal("an amount below the minimum was forwarded")
+	}
+	second := h.invoice("10", kassa.EUR)
+	h.payLightning(second, second.Amount)
+	a, b := h.waitSettled(first.ID), h.waitSettled(second.ID)
+	paid := m.paid()
+	if len(paid) != 1 || a.Hash != paid[0] || b.Hash != paid[0] {
+		t.Fatalf("paid %v; transfers %s and %s: want both in one forward", paid, a.Hash, b.Hash)
+	}
+	if a.Amount+b.Amount != first.Amount+second.Amount {
+		t.Fatalf("amounts %d + %d", a.Amount, b.Amount)
+	}
+}
+
+// A crash after an attempt was recorded: on restart the node is asked
+// what became of it, and the invoice is paid at most once.
+func TestRecordedAttemptIsTrackedAfterARestart(t *testing.T) {
+	for _, alreadyPaid := range []bool{true, false} {
+		t.Run("paid="+strconv.FormatBool(alreadyPaid), func(t *testing.T) {
+			m := newMerchant(t)
+			m.down.Store(true) // the first run never gets to pay
+			db := openMem(t)
+			clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+			payer := lnsim.NewPayer(m.node)
+			h := newForwardHarness(t, db, clock, m, payer)
+			h.createStore()
+			inv := h.invoice("10", kassa.EUR)
+			h.payLightning(inv, inv.Amount)
+			eventually(t, "the first run to try the address", func() bool { return m.tries.Load() >= 1 })
+			h.fwd.Shutdown()
+			m.down.Store(false)
+
+			// What the crashed run had recorded: an attempt with its invoice.
+			var queued []kassa.QueuedTransfer
+			db.QueuedTransfers(context.Background(), h.store.ID, func(q kassa.QueuedTransfer) error { queued = append(queued, q); return nil })
+			if len(queued) != 1 {
+				t.Fatalf("%d queued transfers", len(queued))
+			}
+			c := lnurl.New(lnurl.Config{Net: &chaincfg.RegressionNetParams, AllowHTTP: true})
+			pr, err := c.FetchPayRequest(context.Background(), m.address())
+			if err != nil {
+				t.Fatal(err)
+			}
+			li, err := c.Invoice(context.Background(), pr, queued[0].Amount, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := clock.Now()
+			fw := &kassa.Forward{ID: "fwd_crashed", StoreID: h.store.ID, Status: kassa.ForwardOpen, Address: m.address(),
+				Transfers: queued, Amount: queued[0].Amount, CreatedAt: now, UpdatedAt: now}
+			fw.Attempt(li.PaymentRequest, li.PaymentHash, li.Amount, 0, now)
+			b := db.NewBatch()
+			b.(kassa.ForwardBatch).PutForward(fw)
+			if err := db.Commit(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+			if alreadyPaid {
+				if _, err := payer.PayInvoice(context.Background(), li.PaymentRequest, 0, time.Second); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sentBefore := payer.Sent()
+
+			h2 := newForwardHarness(t, db, clock, m, payer)
+			if n, err := h2.fwd.Recover(context.Background()); err != nil || n != 1 {
+				t.Fatalf("recover: %d stores, %v", n, err)
+			}
+			tx := h2.waitSettled(inv.ID)
+			if tx.Hash != li.PaymentHash {
+				t.Fatalf("transfer hash %s, want the recorded attempt's %s", tx.Hash, li.PaymentHash)
+			}
+			want := 1
+			if alreadyPaid {
+				want = 0
+			}
+			if got := payer.Sent() - sentBefore; got != want {
+				t.Fatalf("%d payments sent after the restart, want %d", got, want)
+			}
+			if paid := m.paid(); len(paid) != 1 {
+				t.Fatalf("merchant invoices paid: %v", paid)
+			}
+		})
+	}
+}
+
+func TestForwardRules(t *testing.T) {
+	q := func(id int64, amount kassa.MSat) kassa.QueuedTransfer {
+		return kassa.QueuedTransfer{TransactionID: id, Amount: amount}
+	}
+	take, total := kassa.PlanForward([]kassa.QueuedTransfer{q(1, 500), q(2, 400)}, 1000, 10_000)
+	if take != nil || total != 0 {
+		t.Fatalf("below the minimum: %v %d", take, total)
+	}
+	take, total = kassa.PlanForward([]kassa.QueuedTransfer{q(1, 500), q(2, 600), q(3, 9000)}, 1000, 10_000)
+	if len(take) != 2 || total != 1100 {
+		t.Fatalf("up to the maximum: %v %d", take, total)
+	}
+	take, total = kassa.PlanForward([]kassa.QueuedTransfer{q(1, 20_000), q(2, 600)}, 1000, 10_000)
+	if len(take) != 1 || total != 20_000 {
+		t.Fatalf("one above the maximum alone: %v %d", take, total)
+	}
+	if got := kassa.ForwardFeeLimit(1_000_000, decimal.NewFromInt(1), 5000); got != 5000 {
+		t.Fatalf("fee limit capped: %d", got)
+	}
+	if got := kassa.ForwardFeeLimit(100_000, decimal.NewFromInt(1), 5000); got != 1000 {
+		t.Fatalf("fee limit 1%%: %d", got)
+	}
+	if kassa.ForwardRetryAfter(1) != kassa.ForwardRetryMin || kassa.ForwardRetryAfter(100) != kassa.ForwardRetryMax {
+		t.Fatal("retry bounds")
+	}
+	fw := &kassa.Forward{Amount: 3000, InvoiceAmount: 2900, PaymentHash: "h",
+		Transfers: []kassa.QueuedTransfer{q(1, 1000), q(2, 2000)}}
+	lines := fw.SettledTransfers([]kassa.Transaction{{ID: 1, FullAmount: 1}, {ID: 2, FullAmount: 2}})
+	// 100 msat of routing fee: 33 to the first, 67 to the second.
+	if lines[0].Amount != 0 || lines[1].Amount != 1 || lines[0].Hash != "h" || lines[1].Status != kassa.TransactionSettled {
+		t.Fatalf("settled lines %+v", lines)
+	}
+}

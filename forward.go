@@ -1,0 +1,306 @@
+package kassa
+
+import (
+	"context"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Forwarding sends a store's Lightning money on to its Lightning address
+// (LNURL-pay): the service's node received it, the store's wallet gets
+// it. A settled Lightning invoice of a store with a Lightning address
+// leaves a Pending transfer line and queues it for forwarding in the
+// settle's own batch; the store's forward actor takes queued transfers
+// into a Forward, records the invoice it will pay (and its payment hash)
+// before paying it, and settles the transfer lines once the payment
+// succeeded. The rules below are pure; docs/decisions.md, "Forwarding",
+// says why they are so.
+
+// ForwardStatus is the state of a forward. The numbers are on disk.
+type ForwardStatus uint8
+
+// Forward states.
+const (
+	// ForwardOpen: the forward holds transfers and is being paid (or will
+	// be, at NextTry). Its PaymentHash, when set, names an attempt that
+	// may have been sent: its outcome must be known before another
+	// attempt.
+	ForwardOpen ForwardStatus = 1
+	// ForwardSucceeded: the merchant's invoice was paid.
+	ForwardSucceeded ForwardStatus = 2
+)
+
+func (s ForwardStatus) String() string {
+	switch s {
+	case ForwardOpen:
+		return "Open"
+	case ForwardSucceeded:
+		return "Succeeded"
+	}
+	return "Unknown"
+}
+
+// QueuedTransfer is a Pending transfer line waiting to be forwarded.
+type QueuedTransfer struct {
+	TransactionID int64  `json:"transactionId"`
+	StoreID       string `json:"storeId"`
+	InvoiceID     string `json:"invoiceId"`
+	// Amount is what the customer paid, in millisatoshis.
+	Amount  MSat   `json:"amount"`
+	Comment string `json:"comment,omitempty"`
+}
+
+// Forward is one payment to a store's Lightning address, for one or more
+// transfers.
+type Forward struct {
+	ID      string        `json:"id"`
+	StoreID string        `json:"storeId"`
+	Status  ForwardStatus `json:"status"`
+	// Address is the Lightning address paid.
+	Address   string           `json:"address"`
+	Transfers []QueuedTransfer `json:"transfers"`
+	// Amount is the sum of the transfers, in millisatoshis.
+	Amount MSat `json:"amount"`
+	// PaymentRequest, PaymentHash and InvoiceAmount describe the current
+	// attempt: the merchant's invoice, recorded before it is paid.
+	PaymentRequest string `json:"paymentRequest,omitempty"`
+	PaymentHash    string `json:"paymentHash,omitempty"`
+	InvoiceAmount  MSat   `json:"invoiceAmount,omitempty"`
+	FeeLimit       MSat   `json:"feeLimit,omitempty"`
+	// RoutingFee is what the successful payment cost in fees.
+	RoutingFee MSat `json:"routingFee,omitempty"`
+	// FailedHashes are the payment hashes of attempts known to have
+	// failed.
+	FailedHashes []string  `json:"failedHashes,omitempty"`
+	Attempts     int       `json:"attempts"`
+	LastError    string    `json:"lastError,omitempty"`
+	NextTry      time.Time `json:"nextTry"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+}
+
+// Forwarding defaults.
+var (
+	// DefaultForwardFeePercent is the routing fee a forward may spend, in
+	// percent of its amount.
+	DefaultForwardFeePercent = decimal.NewFromInt(1)
+	// DefaultForwardFeeCap caps the routing fee of one forward.
+	DefaultForwardFeeCap MSat = 5_000_000 // 5,000 sat
+	// ForwardRetryMin and ForwardRetryMax bound the wait after a failed
+	// attempt; it doubles from the one to the other.
+	ForwardRetryMin = 10 * time.Second
+	ForwardRetryMax = time.Hour
+)
+
+// ForwardFeeLimit is the most a forward of amount may spend on routing:
+// percent of it, rounded down to a millisatoshi, at most cap.
+func ForwardFeeLimit(amount MSat, percent decimal.Decimal, cap MSat) MSat {
+	if amount <= 0 || percent.Sign() <= 0 {
+		return 0
+	}
+	limit := MSat(decimal.NewFromInt(int64(amount)).Mul(percent).Div(decHundred).IntPart())
+	if cap > 0 && limit > cap {
+		limit = cap
+	}
+	return limit
+}
+
+// PlanForward picks the queued transfers the next forward pays, oldest
+// first: as many as fit under maxSendable. It returns none when their sum
+// is below minSendable (they wait for more), and the first transfer alone
+// when it is above maxSendable by itself (its forward will fail and say
+// so, rather than block the others silently).
+func PlanForward(queued []QueuedTransfer, minSendable, maxSendable MSat) ([]QueuedTransfer, MSat) {
+	var take []QueuedTransfer
+	var total MSat
+	for _, q := range queued {
+		if maxSendable > 0 && total+q.Amount > maxSendable {
+			if len(take) == 0 {
+				return []QueuedTransfer{q}, q.Amount
+			}
+			break
+		}
+		take = append(take, q)
+		total += q.Amount
+	}
+	if total < minSendable || total <= 0 {
+		return nil, 0
+	}
+	return take, total
+}
+
+// ForwardRetryAfter is the wait after the n-th failed attempt (n ≥ 1).
+func ForwardRetryAfter(n int) time.Duration {
+	d := ForwardRetryMin
+	for i := 1; i < n && d < ForwardRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, ForwardRetryMax)
+}
+
+// Attempt records the invoice about to be paid. It must be durable before
+// the payment is sent.
+func (f *Forward) Attempt(pr, hash string, invoiceAmount, feeLimit MSat, at time.Time) {
+	f.PaymentRequest, f.PaymentHash = pr, hash
+	f.InvoiceAmount, f.FeeLimit = invoiceAmount, feeLimit
+	f.Attempts++
+	f.UpdatedAt = at
+}
+
+// Fail records that the current attempt (if any) failed, or that none
+// could be made, and when to try again.
+func (f *Forward) Fail(reason string, at time.Time) {
+	if f.PaymentHash != "" {
+		f.FailedHashes = append(f.FailedHashes, f.PaymentHash)
+	}
+	f.PaymentRequest, f.PaymentHash, f.InvoiceAmount, f.FeeLimit = "", "", 0, 0
+	f.LastError = reason
+	n := f.Attempts
+	if n < 1 {
+		n = 1
+	}
+	f.NextTry = at.Add(ForwardRetryAfter(n))
+	f.UpdatedAt = at
+}
+
+// NoteDelay records that no attempt could be made (the address is
+// unreachable, say) without counting a payment attempt.
+func (f *Forward) NoteDelay(reason string, at time.Time) {
+	f.Attempts++
+	f.Fail(reason, at)
+}
+
+// Succeed records the payment of the current attempt.
+func (f *Forward) Succeed(routingFee MSat, at time.Time) {
+	f.Status = ForwardSucceeded
+	f.RoutingFee = routingFee
+	f.LastError = ""
+	f.NextTry = time.Time{}
+	f.UpdatedAt = at
+}
+
+// SettledTransfers returns the transfer lines of a succeeded forward:
+// each transfer's amount less its share of what did not reach the
+// store's wallet (the forward's amount minus the invoice amount, split
+// in proportion, rounded so the shares add up), in whole satoshis, with
+// the forward's payment hash.
+func (f *Forward) SettledTransfers(lines []Transaction) []Transaction {
+	cost := f.Amount - f.InvoiceAmount
+	if cost < 0 {
+		cost = 0
+	}
+	out := make([]Transaction, 0, len(lines))
+	var charged MSat
+	for i, tx := range lines {
+		var amount MSat
+		for _, q := range f.Transfers {
+			if q.TransactionID == tx.ID {
+				amount = q.Amount
+			}
+		}
+		share := MSat(0)
+		if f.Amount > 0 {
+			share = MSat(decimal.NewFromInt(int64(cost)).Mul(decimal.NewFromInt(int64(amount))).Div(decimal.NewFromInt(int64(f.Amount))).IntPart())
+		}
+		if i == len(lines)-1 {
+			share = cost - charged
+		}
+		charged += share
+		reached := amount - share
+		tx.Status = TransactionSettled
+		tx.Hash = f.PaymentHash
+		// What reached the wallet, rounded down to a whole satoshi.
+		tx.Amount = reached.Sats()
+		out = append(out, tx)
+	}
+	return out
+}
+
+// LightningPaymentStatus is the state of an outgoing payment.
+type LightningPaymentStatus uint8
+
+// Outgoing payment states.
+const (
+	// PaymentUnknown: the node knows no payment with this hash: it was
+	// never sent.
+	PaymentUnknown LightningPaymentStatus = iota
+	PaymentInFlight
+	PaymentSucceeded
+	PaymentFailed
+)
+
+// LightningPayment is what the node says of an outgoing payment.
+type LightningPayment struct {
+	PaymentHash string
+	Status      LightningPaymentStatus
+	FeeMSat     MSat
+	// Failure says why it failed.
+	Failure string
+}
+
+// LightningPayer pays invoices from the service's node.
+type LightningPayer interface {
+	// PayInvoice pays paymentRequest spending at most feeLimit on
+	// routing, waiting at most timeout for the outcome. A payment still
+	// in flight when it returns is reported as such; TrackPayment
+	// learns its outcome later.
+	PayInvoice(ctx context.Context, paymentRequest string, feeLimit MSat, timeout time.Duration) (LightningPayment, error)
+	// TrackPayment returns the state of the payment with paymentHash;
+	// PaymentUnknown when the node never sent it.
+	TrackPayment(ctx context.Context, paymentHash string) (LightningPayment, error)
+	// EstimateFee returns what paying paymentRequest would cost in
+	// routing fees, at most feeLimit; an error when no route is found
+	// within it.
+	EstimateFee(ctx context.Context, paymentRequest string, feeLimit MSat) (MSat, error)
+}
+
+// PayRequest is a Lightning address's LNURL-pay answer: the bounds of
+// what it accepts, in millisatoshis, and the comment length it takes.
+type PayRequest struct {
+	Callback       string
+	MinSendable    MSat
+	MaxSendable    MSat
+	Metadata       string
+	CommentAllowed int
+}
+
+// AddressInvoice is an invoice a Lightning address made, checked against
+// what was asked.
+type AddressInvoice struct {
+	PaymentRequest string
+	PaymentHash    string
+	Amount         MSat
+}
+
+// LightningAddresses resolves stores' Lightning addresses (LNURL-pay).
+type LightningAddresses interface {
+	// PayRequest fetches address's pay request.
+	PayRequest(ctx context.Context, address string) (PayRequest, error)
+	// Invoice asks for an invoice of exactly amount, passing comment when
+	// the pay request allows one, and checks it.
+	Invoice(ctx context.Context, p PayRequest, amount MSat, comment string) (AddressInvoice, error)
+}
+
+// ForwardBatch is what a Batch offers for forwarding, beside kassa.Batch.
+type ForwardBatch interface {
+	// QueueTransfer queues a Pending transfer line for forwarding.
+	QueueTransfer(q QueuedTransfer)
+	// PutForward writes a forward and takes its transfers out of the
+	// queue.
+	PutForward(f *Forward)
+	// RewriteTransaction writes an existing transaction line again (its
+	// status, amount and hash change when its forward succeeds).
+	RewriteTransaction(tx *Transaction)
+}
+
+// ForwardStore reads what forwarding stored.
+type ForwardStore interface {
+	// QueuedTransfers calls fn for each transfer of the store waiting to
+	// be forwarded, oldest first.
+	QueuedTransfers(ctx context.Context, storeID string, fn func(QueuedTransfer) error) error
+	// OpenForwards calls fn for each open forward of the store.
+	OpenForwards(ctx context.Context, storeID string, fn func(*Forward) error) error
+	// ForwardingStores returns the stores with queued or open forwards.
+	ForwardingStores(ctx context.Context) ([]string, error)
+}

@@ -1,0 +1,89 @@
+package lnd_test
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lightningnetwork/lnd/lnrpc"
+	"github.com/lightningnetwork/lnd/lnrpc/routerrpc"
+
+	"github.com/kassapay/kassa"
+)
+
+// updates returns a payment stream that yields ps, then ends.
+func updates(ps ...*lnrpc.Payment) func() (*lnrpc.Payment, error) {
+	return func() (*lnrpc.Payment, error) {
+		if len(ps) == 0 {
+			return nil, errors.New("stream closed")
+		}
+		p := ps[0]
+		ps = ps[1:]
+		return p, nil
+	}
+}
+
+func TestPayInvoice(t *testing.T) {
+	hash := hex.EncodeToString(hashOf(1))
+	var sent *routerrpc.SendPaymentRequest
+	rpc := &fakeRPC{sendPayment: func(_ context.Context, r *routerrpc.SendPaymentRequest) (func() (*lnrpc.Payment, error), error) {
+		sent = r
+		return updates(
+			&lnrpc.Payment{PaymentHash: hash, Status: lnrpc.Payment_IN_FLIGHT},
+			&lnrpc.Payment{PaymentHash: hash, Status: lnrpc.Payment_SUCCEEDED, FeeMsat: 1234},
+		), nil
+	}}
+	n := newNode(t, rpc, openDB(t), nil)
+	p, err := n.PayInvoice(context.Background(), "lnbcrt…", 5000, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != kassa.PaymentSucceeded || p.FeeMSat != 1234 || p.PaymentHash != hash {
+		t.Fatalf("payment %+v", p)
+	}
+	if sent.FeeLimitMsat != 5000 || sent.TimeoutSeconds != 30 || sent.PaymentRequest != "lnbcrt…" {
+		t.Fatalf("SendPaymentV2 got %v", sent)
+	}
+
+	rpc.sendPayment = func(context.Context, *routerrpc.SendPaymentRequest) (func() (*lnrpc.Payment, error), error) {
+		return updates(&lnrpc.Payment{PaymentHash: hash, Status: lnrpc.Payment_FAILED, FailureReason: lnrpc.PaymentFailureReason_FAILURE_REASON_NO_ROUTE}), nil
+	}
+	p, err = n.PayInvoice(context.Background(), "lnbcrt…", 0, time.Second)
+	if err != nil || p.Status != kassa.PaymentFailed || p.Failure != "no_route" {
+		t.Fatalf("failed payment: %+v %v", p, err)
+	}
+
+	// A stream that breaks says nothing of the outcome: an error, so the
+	// caller tracks the payment rather than paying again.
+	rpc.sendPayment = func(context.Context, *routerrpc.SendPaymentRequest) (func() (*lnrpc.Payment, error), error) {
+		return updates(&lnrpc.Payment{PaymentHash: hash, Status: lnrpc.Payment_IN_FLIGHT}), nil
+	}
+	if _, err := n.PayInvoice(context.Background(), "lnbcrt…", 0, time.Second); err == nil {
+		t.Fatal("a broken stream gave an outcome")
+	}
+}
+
+func TestTrackPayment(t *testing.T) {
+	hash := hex.EncodeToString(hashOf(2))
+	rpc := &fakeRPC{trackPayment: func(context.Context, []byte) (func() (*lnrpc.Payment, error), error) {
+		return updates(&lnrpc.Payment{PaymentHash: hash, Status: lnrpc.Payment_SUCCEEDED, FeeMsat: 7}), nil
+	}}
+	n := newNode(t, rpc, openDB(t), nil)
+	if p, err := n.TrackPayment(context.Background(), hash); err != nil || p.Status != kassa.PaymentSucceeded || p.FeeMSat != 7 {
+		t.Fatalf("succeeded: %+v %v", p, err)
+	}
+	rpc.trackPayment = func(context.Context, []byte) (func() (*lnrpc.Payment, error), error) {
+		return nil, errors.New("rpc error: code = NotFound desc = payment isn't initiated")
+	}
+	if p, err := n.TrackPayment(context.Background(), hash); err != nil || p.Status != kassa.PaymentUnknown {
+		t.Fatalf("never sent: %+v %v", p, err)
+	}
+	rpc.trackPayment = func(context.Context, []byte) (func() (*lnrpc.Payment, error), error) {
+		return nil, errors.New("rpc error: code = Unavailable desc = connection refused")
+	}
+	if _, err := n.TrackPayment(context.Background(), hash); err == nil {
+		t.Fatal("an unreachable lnd must not look like a payment never sent")
+	}
+}

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"context"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lightningnetwork/lnd/zpay32"
+
+	"github.com/kassapay/kassa"
+)
+
+var _ kassa.LightningPayer = (*Payer)(nil)
+
+// Payer is the paying side of the simulated service node: it pays the
+// invoices of other simulated nodes (a merchant's, say) by settling them
+// there, with no routing fee. It remembers every payment it made, so
+// TrackPayment answers as lnd's TrackPaymentV2 does.
+type Payer struct {
+	// Before, when set, is called before each payment and may refuse it:
+	// tests use it to take the payee offline.
+	Before func(paymentRequest string) error
+
+	mu       sync.Mutex
+	payees   []*Node
+	payments map[string]kassa.LightningPayment // by payment hash
+	sent     int
+}
+
+// NewPayer returns a Payer that can reach payees.
+func NewPayer(payees ...*Node) *Payer {
+	return &Payer{payees: payees, payments: make(map[string]kassa.LightningPayment)}
+}
+
+// Sent returns how many payments were asked for (failed and refused
+// ones included).
+func (p *Payer) Sent() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sent
+}
+
+// PayInvoice pays paymentRequest by settling it at its node. A payment
+// hash already paid is not paid again: like lnd, the payer refuses it.
+func (p *Payer) PayInvoice(ctx context.Context, paymentRequest string, feeLimit kassa.MSat, timeout time.Duration) (kassa.LightningPayment, error) {
+	decoded, err := zpay32.Decode(strings.TrimSpace(paymentRequest), Params)
+	if err != nil {
+		return kassa.LightningPayment{}, refuse(ErrBadPaymentRequest, "%s (%v)", ErrBadPaymentRequest.Message, err)
+	}
+	hash := hex.EncodeToString(decoded.PaymentHash[:])
+	p.mu.Lock()
+	p.sent++
+	if prev, ok := p.payments[hash]; ok && prev.Status == kassa.PaymentSucceeded {
+		p.mu.Unlock()
+		return kassa.LightningPayment{}, kassa.Errorf(kassa.Conflict, "invoice is already paid")
+	}
+	p.mu.Unlock()
+
+	result := kassa.LightningPayment{PaymentHash: hash, Status: kassa.PaymentSucceeded}
+	if p.Before != nil {
+		if err := p.Before(paymentRequest); err != nil {
+			result = kassa.LightningPayment{PaymentHash: hash, Status: kassa.PaymentFailed, Failure: err.Error()}
+		}
+	}
+	if result.Status == kassa.PaymentSucceeded {
+		node := p.payee(decoded)
+		if node == nil {
+			result = kassa.LightningPayment{PaymentHash: hash, Status: kassa.PaymentFailed, Failure: "no route"}
+		} else if _, err := node.Pay(ctx, paymentRequest, 0); err != nil {
+			result = kassa.LightningPayment{PaymentHash: hash, Status: kassa.PaymentFailed, Failure: err.Error()}
+		}
+	}
+	p.mu.Lock()
+	p.payments[hash] = result
+	p.mu.Unlock()
+	return result, nil
+}
+
+// TrackPayment returns what became of the payment with paymentHash.
+func (p *Payer) TrackPayment(ctx context.Context, paymentHash string) (kassa.LightningPayment, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pay, ok := p.payments[strings.ToLower(paymentHash)]; ok {
+		return pay, nil
+	}
+	return kassa.LightningPayment{PaymentHash: paymentHash, Status: kassa.PaymentUnknown}, nil
+}
+
+// EstimateFee is zero: simulated nodes are one hop apart.
+func (p *Payer) EstimateFee(ctx context.Context, paymentRequest string, feeLimit kassa.MSat) (kassa.MSat, error) {
+	return 0, nil
+}
+
+func (p *Payer) payee(inv *zpay32.Invoice) *Node {
+	if inv.Destination == nil {
+		return nil
+	}
+	for _, n := range p.payees {
+		if n.key.PubKey().IsEqual(inv.Destination) {
+			return n
+		}
+	}
+	return nil
+}

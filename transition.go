@@ -302,6 +302,7 @@ func (inv *Invoice) afterPayment(at time.Time, method PaymentMethod, hash string
 // settled. Each is money the customer paid on top of a settled invoice:
 // it makes the invoice Overpaid and goes to the ledger on its own.
 func (inv *Invoice) paidAgain() []Effect {
+	inv.accountLegacySettlement()
 	var effects []Effect
 	for i := range inv.Payments {
 		p := &inv.Payments[i]
@@ -313,6 +314,24 @@ func (inv *Invoice) paidAgain() []Effect {
 		effects = append(effects, PaidAgain{Amount: p.Amount, Fee: PercentOf(p.Amount, inv.PercentFee), Method: p.Method, Hash: p.TxID})
 	}
 	return effects
+}
+
+// accountLegacySettlement marks as accounted, on an invoice settled
+// before payments carried the flag (none has it), the payments its
+// settlement counted: those received by then. Without it, the first
+// payment after the upgrade would put the settled money in the ledger a
+// second time.
+func (inv *Invoice) accountLegacySettlement() {
+	for _, p := range inv.Payments {
+		if p.Accounted {
+			return
+		}
+	}
+	for i := range inv.Payments {
+		if p := &inv.Payments[i]; !p.ReceivedAt.After(inv.SettledAt) {
+			p.Accounted = true
+		}
+	}
 }
 
 func (inv *Invoice) settle(at time.Time, method PaymentMethod, hash string, additional AdditionalStatus) []Effect {

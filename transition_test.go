@@ -471,3 +471,23 @@ func randomInputs(rng *rand.Rand, inv Invoice, n int) []InvoiceInput {
 	}
 	return inputs
 }
+
+// TestPaidAgainAfterLegacySettlement checks that an invoice settled
+// before payments were marked accounted does not put its settled money in
+// the ledger again when it is paid a second time.
+func TestPaidAgainAfterLegacySettlement(t *testing.T) {
+	inv := newTestInvoice(t, 2000)
+	inv.Status, inv.SettledAt, inv.SettledBy = InvoiceSettled, scriptEpoch.Add(time.Minute), MethodOnchain
+	inv.MonitoringDone = true
+	inv.Payments = []Payment{{ID: "a", Method: MethodOnchain, TxID: "tx-a", Amount: 2000, Confirmations: 1, ReceivedAt: scriptEpoch.Add(time.Minute)}}
+	next, effects, err := inv.Apply(LightningPaid{PaymentHash: "h1", AmountMSat: 500_000, At: scriptEpoch.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(effects) != 1 || effects[0] != (PaidAgain{Amount: 500, Fee: 5, Method: MethodLightning, Hash: "h1"}) {
+		t.Fatalf("effects = %v, want only the 500 sat paid again", effects)
+	}
+	if !next.Payments[0].Accounted || next.AdditionalStatus != StatusOverpaid {
+		t.Fatalf("after: %+v", next)
+	}
+}

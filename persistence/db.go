@@ -159,12 +159,25 @@ func (d *DB) Close() error {
 		// The process is about to exit, and the WAL on disk is the truth.
 		return failed
 	}
-	err := guarded(d.db.Close)
-	if failed != nil {
-		return failed
+	if failed == nil {
+		return guarded(d.db.Close)
 	}
-	return err
+	// After a failure Pebble may still be retrying a flush that the disk
+	// refuses; give its Close a bounded time, so that the process exits.
+	closed := make(chan struct{})
+	go func() {
+		guarded(d.db.Close)
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(failedCloseWait):
+	}
+	return failed
 }
+
+// failedCloseWait bounds Close after a failure.
+const failedCloseWait = 5 * time.Second
 
 // Err returns nil while the store works. Once a write to the disk failed
 // (no space left, an I/O error, a failed fsync) it returns that failure,

@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"errors"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -186,4 +187,42 @@ func checkFailure(t *testing.T, what string, err error, errno syscall.Errno) {
 	if msg := kassa.ErrorMessage(err); msg == "" || msg == "internal error" {
 		t.Errorf("%s: message %q says nothing", what, msg)
 	}
+}
+
+// TestFlushErrorFailsFast checks the other way a full disk shows: the WAL
+// still takes writes (a recycled log has room) but flushing the memtable
+// to a table fails. Pebble retries such a flush for ever while commits
+// pile up behind the full memtables; the store must fail instead, so
+// that commits answer at once rather than stall.
+func TestFlushErrorFailsFast(t *testing.T) {
+	ctx := t.Context()
+	mem := vfs.NewMem()
+	var on atomic.Bool
+	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if on.Load() && strings.HasSuffix(op.Path, ".sst") && (op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpCreate) {
+			return &fsError{op: "write", path: op.Path, errno: syscall.ENOSPC}
+		}
+		return nil
+	}))
+	db, err := Open("kassa", Options{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	on.Store(true)
+	value := make([]byte, 64<<10)
+	s := kassa.Stream{Kind: kassa.KindInvoice, ID: "big"}
+	for seq := uint64(1); ; seq++ {
+		if seq > 2000 { // 128 MB: far beyond the memtables
+			t.Fatal("2000 commits of 64 KiB and no flush failed")
+		}
+		b := db.NewBatch()
+		b.AppendEvent(s, seq, value)
+		if err := db.Commit(ctx, b); err != nil {
+			checkFailure(t, "Commit after the flush failed", err, syscall.ENOSPC)
+			break
+		}
+	}
+	checkFailure(t, "Err", db.Err(), syscall.ENOSPC)
+	on.Store(false) // lets Pebble's retried flush end, so that Close can too
 }

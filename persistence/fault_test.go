@@ -90,7 +90,9 @@ func TestWriteErrorFailsFast(t *testing.T) {
 			disk.on.Store(true)
 			b := db.NewBatch()
 			fullBatch(b)
+			start := time.Now()
 			err = db.Commit(ctx, b)
+			took := time.Since(start)
 			checkFailure(t, "Commit", err, c.errno)
 			select {
 			case <-db.Failed():
@@ -105,7 +107,9 @@ func TestWriteErrorFailsFast(t *testing.T) {
 			disk.on.Store(false)
 			b = db.NewBatch()
 			b.PutTransaction(topUp("s2", 1, t0))
+			start = time.Now()
 			checkFailure(t, "second Commit", db.Commit(ctx, b), c.errno)
+			t.Logf("%v: the failing commit answered in %v, the next one in %v", c.errno, took, time.Since(start))
 			checkFailure(t, "PutValue", db.PutValue(ctx, "k", []byte("v"), t0.Add(time.Hour)), c.errno)
 			_, err = db.Invoice(ctx, "inv_1")
 			checkFailure(t, "Invoice", err, c.errno)

@@ -289,7 +289,12 @@ loop:
 	return lat[len(lat)*99/100], nil
 }
 
-func benchCreate(ctx context.Context, d time.Duration, workers int) error {
+// benchCreate measures the peak create rate of the bare floor, the work
+// floor and Kassa. The three processes run side by side and are measured
+// in turns, rounds times, so that a machine whose load changes during
+// the run weighs on all three alike; each figure is the median of its
+// rounds, and each ratio the median of the rounds' ratios.
+func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) error {
 	tmp, err := os.MkdirTemp("", "kassa-bench")
 	if err != nil {
 		return err
@@ -299,14 +304,16 @@ func benchCreate(ctx context.Context, d time.Duration, workers int) error {
 	if err != nil {
 		return err
 	}
-	floorRate, err := floorPeak(tmp, false, workers, d)
+	floor, err := startFloor(tmp, false)
 	if err != nil {
 		return err
 	}
-	workRate, err := floorPeak(tmp, true, workers, d)
+	defer floor.stop()
+	work, err := startFloor(tmp, true)
 	if err != nil {
 		return err
 	}
+	defer work.stop()
 	kassa, err := startKassa(bin, filepath.Join(tmp, "kassa-data"))
 	if err != nil {
 		return err
@@ -315,31 +322,47 @@ func benchCreate(ctx context.Context, d time.Duration, workers int) error {
 	if _, _, err := kassa.createStore(); err != nil {
 		return err
 	}
-	rate, err := kassa.peak(workers, d)
-	if err != nil {
-		return err
+	var floorRates, workRates, rates, vsFloor, vsWork []float64
+	for r := 0; r < max(rounds, 1); r++ {
+		f, err := floor.peak(workers, d)
+		if err != nil {
+			return err
+		}
+		w, err := work.peak(workers, d)
+		if err != nil {
+			return err
+		}
+		k, err := kassa.peak(workers, d)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "round %d: floor %.0f/s, work floor %.0f/s, kassa %.0f/s\n", r+1, f, w, k)
+		floorRates, workRates, rates = append(floorRates, f), append(workRates, w), append(rates, k)
+		vsFloor, vsWork = append(vsFloor, k/f), append(vsWork, k/w)
 	}
+	rate := median(rates)
 	p99, err := kassa.latency(rate/2, d)
 	if err != nil {
 		return err
 	}
 	bench("invoice_create_per_s", rate, "req/s")
-	bench("floor_per_s", floorRate, "req/s")
-	bench("work_floor_per_s", workRate, "req/s")
-	bench("invoice_create_vs_floor", rate/floorRate, "ratio")
-	bench("invoice_create_vs_work_floor", rate/workRate, "ratio")
+	bench("floor_per_s", median(floorRates), "req/s")
+	bench("work_floor_per_s", median(workRates), "req/s")
+	bench("invoice_create_vs_floor", median(vsFloor), "ratio")
+	bench("invoice_create_vs_work_floor", median(vsWork), "ratio")
 	bench("invoice_create_p99_ms", float64(p99.Microseconds())/1000, "ms")
 	return nil
 }
 
-// floorPeak starts a floor, measures its peak rate and stops it.
-func floorPeak(tmp string, work bool, workers int, d time.Duration) (float64, error) {
-	floor, err := startFloor(tmp, work)
-	if err != nil {
-		return 0, err
+// median returns the middle value of xs (the mean of the middle two of
+// an even count).
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
 	}
-	defer floor.stop()
-	return floor.peak(workers, d)
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

@@ -14,7 +14,7 @@
 // resident memory after creating and closing many invoices, and the time
 // and memory of a restart with many open invoices.
 //
-//	kassa-bench [-duration 5s] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
+//	kassa-bench [-duration 5s] [-rounds 3] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
 //	            [-closed-invoices 1000000] [-restart-invoices 200000] [-chain-payments 20] [-only PART]
 package main
 
@@ -38,6 +38,7 @@ func main() {
 	concurrency := flag.Int("concurrency", 32, "requests in flight in the closed loop")
 	openInvoices := flag.Int("open-invoices", 100_000, "open invoice actors for the memory figure")
 	endpoints := flag.Int("endpoints", 1000, "webhook endpoints for the fan-out figure")
+	rounds := flag.Int("rounds", 3, "turns of floor, work floor and kassa in the create figure")
 	closed := flag.Int("closed-invoices", 1_000_000, "invoices created and closed for the resident-memory figure")
 	restart := flag.Int("restart-invoices", 200_000, "open invoices for the restart figures")
 	only := flag.String("only", "", "run only this part: create, memory, webhooks, closed, restart or chain")
@@ -45,7 +46,7 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 	if *only == "" || *only == "create" {
-		if err := benchCreate(ctx, *duration, *concurrency); err != nil {
+		if err := benchCreate(ctx, *duration, *concurrency, *rounds); err != nil {
 			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
 			os.Exit(1)
 		}

@@ -29,6 +29,8 @@ type scriptedNode struct {
 	mempool []*wire.MsgTx
 	// down makes every call fail, like an unreachable node.
 	down bool
+	// ibd makes the node report initial block download.
+	ibd bool
 }
 
 var errDown = errors.New("connection refused")
@@ -108,7 +110,7 @@ func (n *scriptedNode) GetBlockChainInfo() (*btcjson.GetBlockChainInfoResult, er
 		return nil, errDown
 	}
 	tip := len(n.chain) - 1
-	return &btcjson.GetBlockChainInfoResult{Blocks: int32(tip), Headers: int32(tip), BestBlockHash: n.chain[tip].BlockHash().String()}, nil
+	return &btcjson.GetBlockChainInfoResult{Blocks: int32(tip), Headers: int32(tip), BestBlockHash: n.chain[tip].BlockHash().String(), InitialBlockDownload: n.ibd}, nil
 }
 
 func (n *scriptedNode) GetBestBlockHash() (*chainhash.Hash, error) {

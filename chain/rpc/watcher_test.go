@@ -1,10 +1,16 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/btcsuite/btcd/btcutil/hdkeychain"
+
+	"github.com/kassapay/kassa"
 
 	"github.com/btcsuite/btcd/wire"
 )
@@ -189,5 +195,66 @@ func TestNodeDownAndBack(t *testing.T) {
 	expectEvents(t, r, label(tx.TxHash().String())+" conf 2")
 	if info := c.Info(context.Background()); !info.Synced || info.Height != 3 {
 		t.Fatalf("health when back: %+v", info)
+	}
+}
+
+func TestNothingSettlesDuringInitialBlockDownload(t *testing.T) {
+	node := newScriptedNode()
+	node.mine(1)
+	c, w := newTestWatcher(t, node, &memKV{})
+	r := &recorder{}
+	mustPass(t, w, r)
+	addr, script := testAddress(t, 6)
+	watchScript(c, addr, script, 1)
+
+	node.ibd = true
+	tx := payment(13, script, 5000)
+	node.mine(2, tx)
+	mustPass(t, w, r)
+	expectEvents(t, r)
+	info := c.Info(context.Background())
+	if info.Synced || !strings.Contains(info.Warning, "initial block download") || info.Height != 1 {
+		t.Fatalf("health during IBD: %+v", info)
+	}
+	node.ibd = false
+	mustPass(t, w, r)
+	expectEvents(t, r, label(tx.TxHash().String())+" conf 1")
+	if info := c.Info(context.Background()); !info.Synced || info.Warning != "" {
+		t.Fatalf("health after IBD: %+v", info)
+	}
+}
+
+func TestGapLimitWarning(t *testing.T) {
+	node := newScriptedNode()
+	node.mine(1)
+	c, w := newTestWatcher(t, node, &memKV{})
+	r := &recorder{}
+	mustPass(t, w, r)
+	seed := bytes.Repeat([]byte{7}, 32)
+	master, err := hdkeychain.NewMaster(seed, testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpub, _ := master.Neuter()
+	store := &kassa.Store{ID: "store_gap", Xpub: tpub.String(), ConfirmationsRequired: 1}
+	var last string
+	for i := range GapLimit + 1 {
+		store.NextAddressIndex = uint32(i)
+		if last, err = c.NewAddress(context.Background(), store, "inv"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustPass(t, w, r)
+	c.health.gapWarnings(c.gap.warnings())
+	if info := c.Info(context.Background()); !strings.Contains(info.Warning, "21 consecutive") {
+		t.Fatalf("no gap warning after 21 unused addresses: %+v", info)
+	}
+	// A payment to the last address closes the gap.
+	script, _ := scriptOf(last, testParams)
+	node.send(payment(14, script, 5000))
+	mustPass(t, w, r)
+	c.health.gapWarnings(c.gap.warnings())
+	if info := c.Info(context.Background()); info.Warning != "" {
+		t.Fatalf("gap warning after a payment to the last address: %+v", info)
 	}
 }

@@ -26,9 +26,13 @@ type Store struct {
 	Xpub string `json:"xpub,omitempty"`
 	// XpubType is the address type derived from Xpub: "segwit" (BIP84,
 	// the default when empty) or "taproot" (BIP86).
-	XpubType              string `json:"xpubType,omitempty"`
-	NextAddressIndex      uint32 `json:"nextAddressIndex,omitempty"`
-	ConfirmationsRequired int32  `json:"confirmationsRequired"`
+	XpubType         string `json:"xpubType,omitempty"`
+	NextAddressIndex uint32 `json:"nextAddressIndex,omitempty"`
+	// FreeAddressIndexes are indexes below NextAddressIndex whose
+	// invoices expired unpaid and stopped being watched: handed out again
+	// before new ones, lowest first.
+	FreeAddressIndexes    []uint32 `json:"freeAddressIndexes,omitempty"`
+	ConfirmationsRequired int32    `json:"confirmationsRequired"`
 	// RatePrimary and RateFallback name the exchange rate providers the
 	// store prefers; empty means the median of every configured provider.
 	RatePrimary  string `json:"ratePrimary,omitempty"`

@@ -123,12 +123,18 @@ type ArmTimer struct{ At time.Time }
 // StopWatching says the invoice no longer needs its timer or the watchers.
 type StopWatching struct{}
 
+// ReleaseAddress says the invoice's derived address may be handed out
+// again: the invoice expired without receiving anything and its address
+// is no longer watched.
+type ReleaseAddress struct{ Index uint32 }
+
 func (Emit) effect()            {}
 func (Settle) effect()          {}
 func (PaidAgain) effect()       {}
 func (CancelLightning) effect() {}
 func (ArmTimer) effect()        {}
 func (StopWatching) effect()    {}
+func (ReleaseAddress) effect()  {}
 
 // Apply returns the invoice after in, and the effects to perform once the
 // input is durable. An error leaves the invoice unchanged and means that
@@ -410,7 +416,11 @@ func (inv *Invoice) endMonitoring(in MonitoringEnded) ([]Effect, error) {
 	case InvoiceExpired:
 		if !inv.MonitoringDone {
 			inv.MonitoringDone = true
-			return []Effect{StopWatching{}}, nil
+			effects := []Effect{StopWatching{}}
+			if len(inv.Payments) == 0 && inv.DerivationIndex != nil {
+				effects = append(effects, ReleaseAddress{Index: *inv.DerivationIndex})
+			}
+			return effects, nil
 		}
 	}
 	return nil, ErrNothingChanged

@@ -286,6 +286,8 @@ func (a *invoiceActor) perform(ctx actor.Context, parent context.Context, inv *k
 			a.sys.cancelLightning(e.PaymentHash, inv.ID)
 		case kassa.ArmTimer:
 			a.arm(ctx)
+		case kassa.ReleaseAddress:
+			ctx.Send(ctx.Parent(), &releaseAddress{index: e.Index})
 		case kassa.StopWatching:
 			a.disarm()
 		}

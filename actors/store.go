@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -102,6 +103,8 @@ func (a *storeActor) Receive(ctx actor.Context) {
 			delete(a.invoices, id)
 			a.invoices = compact(a.invoices, &a.peakInvoices)
 		}
+	case *releaseAddress:
+		a.releaseAddress(msg)
 	case *feeReleased:
 		if fee, ok := a.reserved[msg.invoiceID]; ok {
 			delete(a.reserved, msg.invoiceID)
@@ -316,16 +319,43 @@ func (a *storeActor) allocateAddress(msg *allocateAddress) reply {
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
-	index := a.st.NextAddressIndex
 	next := *a.st
-	next.NextAddressIndex = index + 1
+	index, reused := a.st.NextAddressIndex, false
+	if free := a.st.FreeAddressIndexes; len(free) > 0 {
+		// The address of an invoice that expired unpaid and is no longer
+		// watched: reuse it before deriving a new one (gap limit).
+		index, reused = free[0], true
+		next.FreeAddressIndexes = append([]uint32(nil), free[1:]...)
+	} else {
+		next.NextAddressIndex = index + 1
+	}
 	now := a.sys.cfg.Clock.Now()
-	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_AddressIndexAllocated{AddressIndexAllocated: &protos.AddressIndexAllocated{Index: index}}}
+	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_AddressIndexAllocated{AddressIndexAllocated: &protos.AddressIndexAllocated{Index: index, Reused: reused}}}
 	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) { b.PutStore(&next, seq) }); err != nil {
 		return reply{err: err}
 	}
 	a.st = &next
 	return reply{value: index}
+}
+
+// releaseAddress takes back the derivation index of an invoice that
+// expired unpaid once its monitoring ended, so that the next invoice
+// reuses its address.
+func (a *storeActor) releaseAddress(msg *releaseAddress) {
+	if a.st == nil || msg.index >= a.st.NextAddressIndex || slices.Contains(a.st.FreeAddressIndexes, msg.index) {
+		return
+	}
+	next := *a.st
+	next.FreeAddressIndexes = append(append([]uint32(nil), a.st.FreeAddressIndexes...), msg.index)
+	slices.Sort(next.FreeAddressIndexes)
+	now := a.sys.cfg.Clock.Now()
+	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_AddressIndexReleased{AddressIndexReleased: &protos.AddressIndexReleased{Index: msg.index}}}
+	if err := a.commit(context.Background(), ev, func(b kassa.Batch, seq uint64) { b.PutStore(&next, seq) }); err != nil {
+		// Not reusing an address is harmless: log and go on.
+		a.sys.log.Warn("release address index", "store", a.st.ID, "index", msg.index, "err", err)
+		return
+	}
+	a.st = &next
 }
 
 // sessionInvoice returns the invoice of a pay-link session while it is

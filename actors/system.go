@@ -227,4 +227,7 @@ type (
 	}
 	// allocateAddress asks for the next xpub derivation index.
 	allocateAddress struct{ ctx context.Context }
+	// releaseAddress gives back the derivation index of an invoice that
+	// expired unpaid, once its address is no longer watched.
+	releaseAddress struct{ index uint32 }
 )

@@ -5,13 +5,16 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/btcutil/hdkeychain"
 	"github.com/btcsuite/btcd/chaincfg"
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	chainrpc "github.com/kassapay/kassa/chain/rpc"
 	chainsim "github.com/kassapay/kassa/chain/sim"
+	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/persistence"
 )
 
@@ -89,5 +92,63 @@ func TestXpubAddressesNeverRepeatAcrossRestarts(t *testing.T) {
 	got, err := db.Store(ctx, st.ID)
 	if err != nil || got.NextAddressIndex != 6 {
 		t.Fatalf("next index = %d, %v", got.NextAddressIndex, err)
+	}
+}
+
+// TestAddressOfExpiredUnpaidInvoiceIsReused: once the monitoring window of
+// an invoice that expired unpaid has ended, its derivation index goes back
+// to the store, and the next invoice gets the same address; an invoice
+// that received anything keeps its address for good.
+func TestAddressOfExpiredUnpaidInvoiceIsReused(t *testing.T) {
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	chain, err := chainrpc.New(chainrpc.Config{Conn: chainrpc.Conn{
+		Host: "127.0.0.1:1", User: "u", Pass: "p", NoTLS: true, Network: "regtest", Params: &chaincfg.RegressionNetParams,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarnessWith(t, openMem(t), clock, func(c *Config) { c.Chain = chain })
+	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "Reuse", Currency: kassa.EUR, Xpub: testTpub(t), ConfirmationsRequired: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store = st
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h.sys.RunSweeper(ctx)
+	unpaid := h.invoice("1000", kassa.SATS)
+	paid := h.invoice("1000", kassa.SATS)
+	if err := h.sys.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: paid.OnchainAddress, Payment: kassa.Payment{
+		ID: "aa:0", TxID: "aa", Amount: 400, Destination: paid.OnchainAddress,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	// Before the end of monitoring, a new invoice gets a new index.
+	clock.Advance(16 * time.Minute)
+	eventually(t, "expiry", func() bool { return h.get(unpaid.ID).Status == kassa.InvoiceExpired })
+	third := h.invoice("1000", kassa.SATS)
+	if *third.DerivationIndex != 2 {
+		t.Fatalf("third invoice index %d, want 2", *third.DerivationIndex)
+	}
+	eventually(t, "end of monitoring", func() bool {
+		clock.Advance(time.Minute)
+		time.Sleep(2 * time.Millisecond)
+		return h.get(unpaid.ID).MonitoringDone && h.get(paid.ID).MonitoringDone
+	})
+	var reused *kassa.Invoice
+	eventually(t, "the released index", func() bool {
+		st, err := h.db.Store(context.Background(), h.store.ID)
+		return err == nil && len(st.FreeAddressIndexes) == 1
+	})
+	reused = h.invoice("1000", kassa.SATS)
+	if reused.OnchainAddress != unpaid.OnchainAddress || *reused.DerivationIndex != *unpaid.DerivationIndex {
+		t.Fatalf("reused address %s (index %d), want %s (index %d)", reused.OnchainAddress, *reused.DerivationIndex, unpaid.OnchainAddress, *unpaid.DerivationIndex)
+	}
+	if id, err := h.db.InvoiceIDByAddress(context.Background(), unpaid.OnchainAddress); err != nil || id != reused.ID {
+		t.Fatalf("address belongs to %s, %v; want the new invoice %s", id, err, reused.ID)
+	}
+	next := h.invoice("1000", kassa.SATS)
+	if *next.DerivationIndex != 3 || next.OnchainAddress == paid.OnchainAddress {
+		t.Fatalf("next invoice index %d address %s: the paid invoice's address must never come back", *next.DerivationIndex, next.OnchainAddress)
 	}
 }

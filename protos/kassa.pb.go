@@ -600,6 +600,7 @@ type StoreEvent struct {
 	//	*StoreEvent_WebhookSaved
 	//	*StoreEvent_WebhookDeleted
 	//	*StoreEvent_AddressIndexAllocated
+	//	*StoreEvent_AddressIndexReleased
 	Kind isStoreEvent_Kind `protobuf_oneof:"kind"`
 }
 
@@ -691,6 +692,13 @@ func (x *StoreEvent) GetAddressIndexAllocated() *AddressIndexAllocated {
 	return nil
 }
 
+func (x *StoreEvent) GetAddressIndexReleased() *AddressIndexReleased {
+	if x, ok := x.GetKind().(*StoreEvent_AddressIndexReleased); ok {
+		return x.AddressIndexReleased
+	}
+	return nil
+}
+
 type isStoreEvent_Kind interface {
 	isStoreEvent_Kind()
 }
@@ -719,6 +727,10 @@ type StoreEvent_AddressIndexAllocated struct {
 	AddressIndexAllocated *AddressIndexAllocated `protobuf:"bytes,7,opt,name=address_index_allocated,json=addressIndexAllocated,proto3,oneof"`
 }
 
+type StoreEvent_AddressIndexReleased struct {
+	AddressIndexReleased *AddressIndexReleased `protobuf:"bytes,8,opt,name=address_index_released,json=addressIndexReleased,proto3,oneof"`
+}
+
 func (*StoreEvent_Created) isStoreEvent_Kind() {}
 
 func (*StoreEvent_PaymentRequestSaved) isStoreEvent_Kind() {}
@@ -731,14 +743,18 @@ func (*StoreEvent_WebhookDeleted) isStoreEvent_Kind() {}
 
 func (*StoreEvent_AddressIndexAllocated) isStoreEvent_Kind() {}
 
+func (*StoreEvent_AddressIndexReleased) isStoreEvent_Kind() {}
+
 // AddressIndexAllocated hands out the next derivation index of the
 // store's xpub, durably, so that no address is given twice.
+// reused: the index came from the released ones.
 type AddressIndexAllocated struct {
 	state         protoimpl.MessageState
 	sizeCache     protoimpl.SizeCache
 	unknownFields protoimpl.UnknownFields
 
-	Index uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Index  uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Reused bool   `protobuf:"varint,2,opt,name=reused,proto3" json:"reused,omitempty"`
 }
 
 func (x *AddressIndexAllocated) Reset() {
@@ -780,6 +796,62 @@ func (x *AddressIndexAllocated) GetIndex() uint32 {
 	return 0
 }
 
+func (x *AddressIndexAllocated) GetReused() bool {
+	if x != nil {
+		return x.Reused
+	}
+	return false
+}
+
+// AddressIndexReleased gives back the index of an invoice that expired
+// unpaid and whose monitoring window ended: its address may be reused.
+type AddressIndexReleased struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Index uint32 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+}
+
+func (x *AddressIndexReleased) Reset() {
+	*x = AddressIndexReleased{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_kassa_proto_msgTypes[10]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *AddressIndexReleased) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddressIndexReleased) ProtoMessage() {}
+
+func (x *AddressIndexReleased) ProtoReflect() protoreflect.Message {
+	mi := &file_kassa_proto_msgTypes[10]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddressIndexReleased.ProtoReflect.Descriptor instead.
+func (*AddressIndexReleased) Descriptor() ([]byte, []int) {
+	return file_kassa_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AddressIndexReleased) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
 // StoreCreated holds the initial store document (JSON of kassa.Store).
 type StoreCreated struct {
 	state         protoimpl.MessageState
@@ -792,7 +864,7 @@ type StoreCreated struct {
 func (x *StoreCreated) Reset() {
 	*x = StoreCreated{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[10]
+		mi := &file_kassa_proto_msgTypes[11]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -805,7 +877,7 @@ func (x *StoreCreated) String() string {
 func (*StoreCreated) ProtoMessage() {}
 
 func (x *StoreCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[10]
+	mi := &file_kassa_proto_msgTypes[11]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +890,7 @@ func (x *StoreCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreCreated.ProtoReflect.Descriptor instead.
 func (*StoreCreated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{10}
+	return file_kassa_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *StoreCreated) GetStore() []byte {
@@ -841,7 +913,7 @@ type PaymentRequestSaved struct {
 func (x *PaymentRequestSaved) Reset() {
 	*x = PaymentRequestSaved{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[11]
+		mi := &file_kassa_proto_msgTypes[12]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -854,7 +926,7 @@ func (x *PaymentRequestSaved) String() string {
 func (*PaymentRequestSaved) ProtoMessage() {}
 
 func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[11]
+	mi := &file_kassa_proto_msgTypes[12]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -867,7 +939,7 @@ func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestSaved.ProtoReflect.Descriptor instead.
 func (*PaymentRequestSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{11}
+	return file_kassa_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PaymentRequestSaved) GetPaymentRequest() []byte {
@@ -889,7 +961,7 @@ type BalanceToppedUp struct {
 func (x *BalanceToppedUp) Reset() {
 	*x = BalanceToppedUp{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[12]
+		mi := &file_kassa_proto_msgTypes[13]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -902,7 +974,7 @@ func (x *BalanceToppedUp) String() string {
 func (*BalanceToppedUp) ProtoMessage() {}
 
 func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[12]
+	mi := &file_kassa_proto_msgTypes[13]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -915,7 +987,7 @@ func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceToppedUp.ProtoReflect.Descriptor instead.
 func (*BalanceToppedUp) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{12}
+	return file_kassa_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BalanceToppedUp) GetAmountSat() int64 {
@@ -938,7 +1010,7 @@ type WebhookSaved struct {
 func (x *WebhookSaved) Reset() {
 	*x = WebhookSaved{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[13]
+		mi := &file_kassa_proto_msgTypes[14]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -951,7 +1023,7 @@ func (x *WebhookSaved) String() string {
 func (*WebhookSaved) ProtoMessage() {}
 
 func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[13]
+	mi := &file_kassa_proto_msgTypes[14]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -964,7 +1036,7 @@ func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSaved.ProtoReflect.Descriptor instead.
 func (*WebhookSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{13}
+	return file_kassa_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WebhookSaved) GetWebhook() []byte {
@@ -986,7 +1058,7 @@ type WebhookDeleted struct {
 func (x *WebhookDeleted) Reset() {
 	*x = WebhookDeleted{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[14]
+		mi := &file_kassa_proto_msgTypes[15]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -999,7 +1071,7 @@ func (x *WebhookDeleted) String() string {
 func (*WebhookDeleted) ProtoMessage() {}
 
 func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[14]
+	mi := &file_kassa_proto_msgTypes[15]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1084,7 @@ func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleted.ProtoReflect.Descriptor instead.
 func (*WebhookDeleted) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{14}
+	return file_kassa_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WebhookDeleted) GetWebhookId() string {
@@ -1035,7 +1107,7 @@ type DeliverWebhook struct {
 func (x *DeliverWebhook) Reset() {
 	*x = DeliverWebhook{}
 	if protoimpl.UnsafeEnabled {
-		mi := &file_kassa_proto_msgTypes[15]
+		mi := &file_kassa_proto_msgTypes[16]
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		ms.StoreMessageInfo(mi)
 	}
@@ -1048,7 +1120,7 @@ func (x *DeliverWebhook) String() string {
 func (*DeliverWebhook) ProtoMessage() {}
 
 func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[15]
+	mi := &file_kassa_proto_msgTypes[16]
 	if protoimpl.UnsafeEnabled && x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1061,7 +1133,7 @@ func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverWebhook.ProtoReflect.Descriptor instead.
 func (*DeliverWebhook) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{15}
+	return file_kassa_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeliverWebhook) GetDeliveryId() string {
@@ -1145,7 +1217,7 @@ var file_kassa_proto_rawDesc = []byte{
 	0x45, 0x78, 0x70, 0x69, 0x72, 0x79, 0x52, 0x65, 0x61, 0x63, 0x68, 0x65, 0x64, 0x22, 0x11, 0x0a,
 	0x0f, 0x4d, 0x6f, 0x6e, 0x69, 0x74, 0x6f, 0x72, 0x69, 0x6e, 0x67, 0x45, 0x6e, 0x64, 0x65, 0x64,
 	0x22, 0x0f, 0x0a, 0x0d, 0x4d, 0x61, 0x72, 0x6b, 0x65, 0x64, 0x49, 0x6e, 0x76, 0x61, 0x6c, 0x69,
-	0x64, 0x22, 0xd8, 0x03, 0x0a, 0x0a, 0x53, 0x74, 0x6f, 0x72, 0x65, 0x45, 0x76, 0x65, 0x6e, 0x74,
+	0x64, 0x22, 0xb0, 0x04, 0x0a, 0x0a, 0x53, 0x74, 0x6f, 0x72, 0x65, 0x45, 0x76, 0x65, 0x6e, 0x74,
 	0x12, 0x20, 0x0a, 0x0c, 0x61, 0x74, 0x5f, 0x75, 0x6e, 0x69, 0x78, 0x5f, 0x6e, 0x61, 0x6e, 0x6f,
 	0x18, 0x01, 0x20, 0x01, 0x28, 0x03, 0x52, 0x0a, 0x61, 0x74, 0x55, 0x6e, 0x69, 0x78, 0x4e, 0x61,
 	0x6e, 0x6f, 0x12, 0x32, 0x0a, 0x07, 0x63, 0x72, 0x65, 0x61, 0x74, 0x65, 0x64, 0x18, 0x02, 0x20,
@@ -1174,31 +1246,41 @@ var file_kassa_proto_rawDesc = []byte{
 	0x73, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x41, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x49, 0x6e, 0x64,
 	0x65, 0x78, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x65, 0x64, 0x48, 0x00, 0x52, 0x15, 0x61,
 	0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x49, 0x6e, 0x64, 0x65, 0x78, 0x41, 0x6c, 0x6c, 0x6f, 0x63,
-	0x61, 0x74, 0x65, 0x64, 0x42, 0x06, 0x0a, 0x04, 0x6b, 0x69, 0x6e, 0x64, 0x22, 0x2d, 0x0a, 0x15,
-	0x41, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x49, 0x6e, 0x64, 0x65, 0x78, 0x41, 0x6c, 0x6c, 0x6f,
-	0x63, 0x61, 0x74, 0x65, 0x64, 0x12, 0x14, 0x0a, 0x05, 0x69, 0x6e, 0x64, 0x65, 0x78, 0x18, 0x01,
-	0x20, 0x01, 0x28, 0x0d, 0x52, 0x05, 0x69, 0x6e, 0x64, 0x65, 0x78, 0x22, 0x24, 0x0a, 0x0c, 0x53,
-	0x74, 0x6f, 0x72, 0x65, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x64, 0x12, 0x14, 0x0a, 0x05, 0x73,
-	0x74, 0x6f, 0x72, 0x65, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0c, 0x52, 0x05, 0x73, 0x74, 0x6f, 0x72,
-	0x65, 0x22, 0x3e, 0x0a, 0x13, 0x50, 0x61, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x52, 0x65, 0x71, 0x75,
-	0x65, 0x73, 0x74, 0x53, 0x61, 0x76, 0x65, 0x64, 0x12, 0x27, 0x0a, 0x0f, 0x70, 0x61, 0x79, 0x6d,
-	0x65, 0x6e, 0x74, 0x5f, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x18, 0x01, 0x20, 0x01, 0x28,
-	0x0c, 0x52, 0x0e, 0x70, 0x61, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73,
-	0x74, 0x22, 0x30, 0x0a, 0x0f, 0x42, 0x61, 0x6c, 0x61, 0x6e, 0x63, 0x65, 0x54, 0x6f, 0x70, 0x70,
-	0x65, 0x64, 0x55, 0x70, 0x12, 0x1d, 0x0a, 0x0a, 0x61, 0x6d, 0x6f, 0x75, 0x6e, 0x74, 0x5f, 0x73,
-	0x61, 0x74, 0x18, 0x01, 0x20, 0x01, 0x28, 0x03, 0x52, 0x09, 0x61, 0x6d, 0x6f, 0x75, 0x6e, 0x74,
-	0x53, 0x61, 0x74, 0x22, 0x28, 0x0a, 0x0c, 0x57, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x53, 0x61,
-	0x76, 0x65, 0x64, 0x12, 0x18, 0x0a, 0x07, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x18, 0x01,
-	0x20, 0x01, 0x28, 0x0c, 0x52, 0x07, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x22, 0x2f, 0x0a,
-	0x0e, 0x57, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x12,
-	0x1d, 0x0a, 0x0a, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x5f, 0x69, 0x64, 0x18, 0x01, 0x20,
-	0x01, 0x28, 0x09, 0x52, 0x09, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x49, 0x64, 0x22, 0x31,
-	0x0a, 0x0e, 0x44, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x57, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b,
-	0x12, 0x1f, 0x0a, 0x0b, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x5f, 0x69, 0x64, 0x18,
-	0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x0a, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x49,
-	0x64, 0x42, 0x22, 0x5a, 0x20, 0x67, 0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d, 0x2f,
-	0x6b, 0x61, 0x73, 0x73, 0x61, 0x70, 0x61, 0x79, 0x2f, 0x6b, 0x61, 0x73, 0x73, 0x61, 0x2f, 0x70,
-	0x72, 0x6f, 0x74, 0x6f, 0x73, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
+	0x61, 0x74, 0x65, 0x64, 0x12, 0x56, 0x0a, 0x16, 0x61, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x5f,
+	0x69, 0x6e, 0x64, 0x65, 0x78, 0x5f, 0x72, 0x65, 0x6c, 0x65, 0x61, 0x73, 0x65, 0x64, 0x18, 0x08,
+	0x20, 0x01, 0x28, 0x0b, 0x32, 0x1e, 0x2e, 0x6b, 0x61, 0x73, 0x73, 0x61, 0x2e, 0x76, 0x31, 0x2e,
+	0x41, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x49, 0x6e, 0x64, 0x65, 0x78, 0x52, 0x65, 0x6c, 0x65,
+	0x61, 0x73, 0x65, 0x64, 0x48, 0x00, 0x52, 0x14, 0x61, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x49,
+	0x6e, 0x64, 0x65, 0x78, 0x52, 0x65, 0x6c, 0x65, 0x61, 0x73, 0x65, 0x64, 0x42, 0x06, 0x0a, 0x04,
+	0x6b, 0x69, 0x6e, 0x64, 0x22, 0x45, 0x0a, 0x15, 0x41, 0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x49,
+	0x6e, 0x64, 0x65, 0x78, 0x41, 0x6c, 0x6c, 0x6f, 0x63, 0x61, 0x74, 0x65, 0x64, 0x12, 0x14, 0x0a,
+	0x05, 0x69, 0x6e, 0x64, 0x65, 0x78, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0d, 0x52, 0x05, 0x69, 0x6e,
+	0x64, 0x65, 0x78, 0x12, 0x16, 0x0a, 0x06, 0x72, 0x65, 0x75, 0x73, 0x65, 0x64, 0x18, 0x02, 0x20,
+	0x01, 0x28, 0x08, 0x52, 0x06, 0x72, 0x65, 0x75, 0x73, 0x65, 0x64, 0x22, 0x2c, 0x0a, 0x14, 0x41,
+	0x64, 0x64, 0x72, 0x65, 0x73, 0x73, 0x49, 0x6e, 0x64, 0x65, 0x78, 0x52, 0x65, 0x6c, 0x65, 0x61,
+	0x73, 0x65, 0x64, 0x12, 0x14, 0x0a, 0x05, 0x69, 0x6e, 0x64, 0x65, 0x78, 0x18, 0x01, 0x20, 0x01,
+	0x28, 0x0d, 0x52, 0x05, 0x69, 0x6e, 0x64, 0x65, 0x78, 0x22, 0x24, 0x0a, 0x0c, 0x53, 0x74, 0x6f,
+	0x72, 0x65, 0x43, 0x72, 0x65, 0x61, 0x74, 0x65, 0x64, 0x12, 0x14, 0x0a, 0x05, 0x73, 0x74, 0x6f,
+	0x72, 0x65, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0c, 0x52, 0x05, 0x73, 0x74, 0x6f, 0x72, 0x65, 0x22,
+	0x3e, 0x0a, 0x13, 0x50, 0x61, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73,
+	0x74, 0x53, 0x61, 0x76, 0x65, 0x64, 0x12, 0x27, 0x0a, 0x0f, 0x70, 0x61, 0x79, 0x6d, 0x65, 0x6e,
+	0x74, 0x5f, 0x72, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x18, 0x01, 0x20, 0x01, 0x28, 0x0c, 0x52,
+	0x0e, 0x70, 0x61, 0x79, 0x6d, 0x65, 0x6e, 0x74, 0x52, 0x65, 0x71, 0x75, 0x65, 0x73, 0x74, 0x22,
+	0x30, 0x0a, 0x0f, 0x42, 0x61, 0x6c, 0x61, 0x6e, 0x63, 0x65, 0x54, 0x6f, 0x70, 0x70, 0x65, 0x64,
+	0x55, 0x70, 0x12, 0x1d, 0x0a, 0x0a, 0x61, 0x6d, 0x6f, 0x75, 0x6e, 0x74, 0x5f, 0x73, 0x61, 0x74,
+	0x18, 0x01, 0x20, 0x01, 0x28, 0x03, 0x52, 0x09, 0x61, 0x6d, 0x6f, 0x75, 0x6e, 0x74, 0x53, 0x61,
+	0x74, 0x22, 0x28, 0x0a, 0x0c, 0x57, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x53, 0x61, 0x76, 0x65,
+	0x64, 0x12, 0x18, 0x0a, 0x07, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x18, 0x01, 0x20, 0x01,
+	0x28, 0x0c, 0x52, 0x07, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x22, 0x2f, 0x0a, 0x0e, 0x57,
+	0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x44, 0x65, 0x6c, 0x65, 0x74, 0x65, 0x64, 0x12, 0x1d, 0x0a,
+	0x0a, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x5f, 0x69, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28,
+	0x09, 0x52, 0x09, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x49, 0x64, 0x22, 0x31, 0x0a, 0x0e,
+	0x44, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x57, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x12, 0x1f,
+	0x0a, 0x0b, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x5f, 0x69, 0x64, 0x18, 0x01, 0x20,
+	0x01, 0x28, 0x09, 0x52, 0x0a, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x49, 0x64, 0x42,
+	0x22, 0x5a, 0x20, 0x67, 0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x6b, 0x61,
+	0x73, 0x73, 0x61, 0x70, 0x61, 0x79, 0x2f, 0x6b, 0x61, 0x73, 0x73, 0x61, 0x2f, 0x70, 0x72, 0x6f,
+	0x74, 0x6f, 0x73, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
 }
 
 var (
@@ -1213,7 +1295,7 @@ func file_kassa_proto_rawDescGZIP() []byte {
 	return file_kassa_proto_rawDescData
 }
 
-var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_kassa_proto_goTypes = []interface{}{
 	(*InvoiceEvent)(nil),          // 0: kassa.v1.InvoiceEvent
 	(*InvoiceCreated)(nil),        // 1: kassa.v1.InvoiceCreated
@@ -1225,12 +1307,13 @@ var file_kassa_proto_goTypes = []interface{}{
 	(*MarkedInvalid)(nil),         // 7: kassa.v1.MarkedInvalid
 	(*StoreEvent)(nil),            // 8: kassa.v1.StoreEvent
 	(*AddressIndexAllocated)(nil), // 9: kassa.v1.AddressIndexAllocated
-	(*StoreCreated)(nil),          // 10: kassa.v1.StoreCreated
-	(*PaymentRequestSaved)(nil),   // 11: kassa.v1.PaymentRequestSaved
-	(*BalanceToppedUp)(nil),       // 12: kassa.v1.BalanceToppedUp
-	(*WebhookSaved)(nil),          // 13: kassa.v1.WebhookSaved
-	(*WebhookDeleted)(nil),        // 14: kassa.v1.WebhookDeleted
-	(*DeliverWebhook)(nil),        // 15: kassa.v1.DeliverWebhook
+	(*AddressIndexReleased)(nil),  // 10: kassa.v1.AddressIndexReleased
+	(*StoreCreated)(nil),          // 11: kassa.v1.StoreCreated
+	(*PaymentRequestSaved)(nil),   // 12: kassa.v1.PaymentRequestSaved
+	(*BalanceToppedUp)(nil),       // 13: kassa.v1.BalanceToppedUp
+	(*WebhookSaved)(nil),          // 14: kassa.v1.WebhookSaved
+	(*WebhookDeleted)(nil),        // 15: kassa.v1.WebhookDeleted
+	(*DeliverWebhook)(nil),        // 16: kassa.v1.DeliverWebhook
 }
 var file_kassa_proto_depIdxs = []int32{
 	1,  // 0: kassa.v1.InvoiceEvent.created:type_name -> kassa.v1.InvoiceCreated
@@ -1240,17 +1323,18 @@ var file_kassa_proto_depIdxs = []int32{
 	5,  // 4: kassa.v1.InvoiceEvent.expiry_reached:type_name -> kassa.v1.ExpiryReached
 	6,  // 5: kassa.v1.InvoiceEvent.monitoring_ended:type_name -> kassa.v1.MonitoringEnded
 	7,  // 6: kassa.v1.InvoiceEvent.marked_invalid:type_name -> kassa.v1.MarkedInvalid
-	10, // 7: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
-	11, // 8: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
-	12, // 9: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
-	13, // 10: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
-	14, // 11: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
+	11, // 7: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
+	12, // 8: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
+	13, // 9: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
+	14, // 10: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
+	15, // 11: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
 	9,  // 12: kassa.v1.StoreEvent.address_index_allocated:type_name -> kassa.v1.AddressIndexAllocated
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	10, // 13: kassa.v1.StoreEvent.address_index_released:type_name -> kassa.v1.AddressIndexReleased
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_kassa_proto_init() }
@@ -1380,7 +1464,7 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[10].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*StoreCreated); i {
+			switch v := v.(*AddressIndexReleased); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -1392,7 +1476,7 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[11].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*PaymentRequestSaved); i {
+			switch v := v.(*StoreCreated); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -1404,7 +1488,7 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[12].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*BalanceToppedUp); i {
+			switch v := v.(*PaymentRequestSaved); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -1416,7 +1500,7 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[13].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*WebhookSaved); i {
+			switch v := v.(*BalanceToppedUp); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -1428,7 +1512,7 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[14].Exporter = func(v interface{}, i int) interface{} {
-			switch v := v.(*WebhookDeleted); i {
+			switch v := v.(*WebhookSaved); i {
 			case 0:
 				return &v.state
 			case 1:
@@ -1440,6 +1524,18 @@ func file_kassa_proto_init() {
 			}
 		}
 		file_kassa_proto_msgTypes[15].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*WebhookDeleted); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_kassa_proto_msgTypes[16].Exporter = func(v interface{}, i int) interface{} {
 			switch v := v.(*DeliverWebhook); i {
 			case 0:
 				return &v.state
@@ -1468,6 +1564,7 @@ func file_kassa_proto_init() {
 		(*StoreEvent_WebhookSaved)(nil),
 		(*StoreEvent_WebhookDeleted)(nil),
 		(*StoreEvent_AddressIndexAllocated)(nil),
+		(*StoreEvent_AddressIndexReleased)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1475,7 +1572,7 @@ func file_kassa_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_kassa_proto_rawDesc,
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -138,6 +138,9 @@ type Delivery struct {
 	ResponseBody string            `json:"responseBody,omitempty"`
 	Duration     time.Duration     `json:"duration,omitempty"`
 	Error        string            `json:"error,omitempty"`
+	// EventID names the invoice event the delivery carries: one id per
+	// event, the same on every endpoint, kept by retries and redeliveries.
+	EventID string `json:"eventId,omitempty"`
 	// RedeliveryOf is the delivery this one re-sends, by hand or
 	// automatically; Attempt counts automatic retries (0 for the first).
 	RedeliveryOf string    `json:"redeliveryOf,omitempty"`
@@ -148,6 +151,19 @@ type Delivery struct {
 	OutboxSeq uint64    `json:"outboxSeq,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	SentAt    time.Time `json:"sentAt,omitzero"`
+}
+
+// Event returns the id of the event d carries. Deliveries recorded before
+// event ids existed answer the id of the event's first delivery, which
+// their retries and redeliveries name in RedeliveryOf.
+func (d *Delivery) Event() string {
+	switch {
+	case d.EventID != "":
+		return d.EventID
+	case d.RedeliveryOf != "":
+		return d.RedeliveryOf
+	}
+	return d.ID
 }
 
 // EventPayload is the body of a full webhook event.

@@ -299,6 +299,15 @@ func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
+	if msg.create {
+		full, err := a.sys.webhookLimitReached(msg.ctx, a.id)
+		if err != nil {
+			return reply{err: err}
+		}
+		if full {
+			return reply{err: errWebhookLimit}
+		}
+	}
 	ev := &protos.StoreEvent{AtUnixNano: msg.webhook.UpdatedAt.UnixNano(), Kind: &protos.StoreEvent_WebhookSaved{WebhookSaved: &protos.WebhookSaved{Webhook: webhookDoc(msg.webhook)}}}
 	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.PutWebhook(msg.webhook) }); err != nil {
 		return reply{err: err}

@@ -121,11 +121,16 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delive
 		d.Status, d.Error = kassa.DeliveryFailed, "the webhook was disabled before this event could be sent"
 	default:
 		signature, sig := webhook.Sign(w.Secret, d.Payload, now)
+		d.Headers = map[string]string{
+			webhook.SignatureHeader: signature, webhook.SigHeader: sig,
+			webhook.EventIDHeader: d.Event(), webhook.DeliveryIDHeader: d.ID,
+		}
 		headers := http.Header{}
-		headers.Set(webhook.SignatureHeader, signature)
-		headers.Set(webhook.SigHeader, sig)
+		for name, value := range d.Headers {
+			headers.Set(name, value)
+		}
+		d.Headers["Content-Type"] = "application/json"
 		attempt := a.sys.cfg.Webhooks.Deliver(spanCtx, w.URL, headers, d.Payload)
-		d.Headers = map[string]string{webhook.SignatureHeader: signature, webhook.SigHeader: sig, "Content-Type": "application/json"}
 		d.StatusCode, d.ResponseBody, d.Duration, d.Error = attempt.StatusCode, string(attempt.ResponseBody), attempt.Duration, attempt.Err
 		d.SentAt = now
 		d.Status = kassa.DeliveryFailed
@@ -141,7 +146,7 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delive
 					original = d.ID
 				}
 				retry = &kassa.Delivery{
-					ID: kassa.NewID(""), WebhookID: d.WebhookID, StoreID: d.StoreID, InvoiceID: d.InvoiceID,
+					ID: kassa.NewID(""), WebhookID: d.WebhookID, StoreID: d.StoreID, InvoiceID: d.InvoiceID, EventID: d.Event(),
 					Type: d.Type, Payload: d.Payload, Status: kassa.DeliveryPending, RedeliveryOf: original,
 					Attempt: d.Attempt + 1, NotBefore: now.Add(kassa.RetryDelay(d.Attempt + 1)), CreatedAt: now,
 				}
@@ -174,7 +179,7 @@ func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
 	}
 	now := a.sys.cfg.Clock.Now()
 	d := &kassa.Delivery{
-		ID: kassa.NewID(""), WebhookID: orig.WebhookID, StoreID: orig.StoreID, InvoiceID: orig.InvoiceID,
+		ID: kassa.NewID(""), WebhookID: orig.WebhookID, StoreID: orig.StoreID, InvoiceID: orig.InvoiceID, EventID: orig.Event(),
 		Type: orig.Type, Payload: kassa.RedeliveryPayload(orig.Type, orig.InvoiceID),
 		Status: kassa.DeliveryPending, RedeliveryOf: orig.ID, CreatedAt: now,
 	}
@@ -203,13 +208,18 @@ func (s *System) webhook(id string) *actor.PID {
 }
 
 // deliveriesFor returns the pending deliveries of an invoice event, one
-// per enabled webhook of the store that selected its type.
+// per enabled webhook of the store that selected its type, all with one
+// new event id.
 func (s *System) deliveriesFor(ctx context.Context, inv *kassa.Invoice, e kassa.Emit, now time.Time) ([]*kassa.Delivery, error) {
 	var out []*kassa.Delivery
+	eventID := ""
 	err := s.cfg.Reader.Webhooks(ctx, inv.StoreID, func(w *kassa.Webhook) error {
 		if w.Enabled && w.Selects(e.Type) {
+			if eventID == "" {
+				eventID = kassa.NewID("")
+			}
 			out = append(out, &kassa.Delivery{
-				ID: kassa.NewID(""), WebhookID: w.ID, StoreID: inv.StoreID, InvoiceID: inv.ID, Type: e.Type,
+				ID: kassa.NewID(""), WebhookID: w.ID, StoreID: inv.StoreID, InvoiceID: inv.ID, EventID: eventID, Type: e.Type,
 				Payload: kassa.EventPayload(inv, e), Status: kassa.DeliveryPending, CreatedAt: now,
 			})
 		}
@@ -247,11 +257,12 @@ func (s *System) RecoverDeliveries(ctx context.Context) (int, error) {
 }
 
 // Webhook registration: the URL check runs in the caller's goroutine
-// (it can take 5 s); the store actor only persists.
+// (it can take 5 s); the store actor enforces the cap and persists.
 type (
 	saveWebhook struct {
 		ctx     context.Context
 		webhook *kassa.Webhook
+		create  bool // a new webhook: the store's cap applies
 	}
 	deleteWebhook struct {
 		ctx     context.Context
@@ -274,7 +285,9 @@ func (s *System) CreateWebhook(ctx context.Context, storeID string, in *kassa.We
 		return nil, err
 	}
 	if count >= kassa.MaxWebhooksPerStore {
-		return nil, kassa.Errorf(kassa.Conflict, "a store can have at most %d webhooks", kassa.MaxWebhooksPerStore)
+		// Checked again by the store actor, which alone decides; this
+		// spares a full store the URL check.
+		return nil, errWebhookLimit
 	}
 	if err := s.checkURL(ctx, in.URL); err != nil {
 		return nil, err
@@ -291,10 +304,22 @@ func (s *System) CreateWebhook(ctx context.Context, storeID string, in *kassa.We
 	if in.AutomaticRedelivery != nil {
 		w.AutomaticRedelivery = *in.AutomaticRedelivery
 	}
-	if _, err := s.request(ctx, s.store(storeID), &saveWebhook{ctx: ctx, webhook: w}); err != nil {
+	if _, err := s.request(ctx, s.store(storeID), &saveWebhook{ctx: ctx, webhook: w, create: true}); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// errWebhookLimit refuses a webhook beyond MaxWebhooksPerStore.
+var errWebhookLimit = kassa.Errorf(kassa.Conflict, "a store can have at most %d webhooks", kassa.MaxWebhooksPerStore)
+
+// webhookLimitReached reports whether the store already has the most
+// webhooks it may have. The store actor asks it before saving a new one:
+// its mailbox orders concurrent creates, so the count cannot go stale.
+func (s *System) webhookLimitReached(ctx context.Context, storeID string) (bool, error) {
+	count := 0
+	err := s.cfg.Reader.Webhooks(ctx, storeID, func(*kassa.Webhook) error { count++; return nil })
+	return count >= kassa.MaxWebhooksPerStore, err
 }
 
 func (s *System) checkURL(ctx context.Context, url string) error {

@@ -490,3 +490,113 @@ func TestWebhookActorPanicResendsOutbox(t *testing.T) {
 	}
 	eventually(t, "the orphan delivery", func() bool { return len(h.hooks.to(w.URL)) == 1 })
 }
+
+// TestDeliveryHeadersIdentifyEventAndDelivery checks X-Service-Event-Id
+// and X-Service-Delivery-Id: one event id per invoice event, kept by its
+// automatic retries and its redelivery; one delivery id per attempt, the
+// id of the delivery record.
+func TestDeliveryHeadersIdentifyEventAndDelivery(t *testing.T) {
+	clock := kassa.NewTestClock(time.Now())
+	h := newHarness(t, openMem(t), clock)
+	h.createStore("0", "0")
+	yes := true
+	w, err := h.sys.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: "https://a.example/hook", AutomaticRedelivery: &yes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := h.webhook("https://b.example/hook")
+	h.hooks.status[w.URL] = []int{503, 200} // New fails once, then all pass
+	inv := h.invoice("1000", kassa.SATS)
+	if err := h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the other endpoint's three", func() bool { return len(h.hooks.to(other.URL)) == 3 })
+	for deadline := time.Now().Add(5 * time.Second); len(h.hooks.to(w.URL)) < 4; {
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d deliveries, want 4 (a retry)", len(h.hooks.to(w.URL)))
+		}
+		clock.Advance(time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+	var log []*kassa.Delivery
+	h.db.Deliveries(context.Background(), w.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error { log = append(log, d); return nil })
+	byID := map[string]*kassa.Delivery{}
+	for _, d := range log {
+		byID[d.ID] = d
+	}
+	eventOf := map[kassa.EventType]string{}
+	for _, s := range h.hooks.to(w.URL) {
+		eventID, deliveryID := s.headers.Get(webhook.EventIDHeader), s.headers.Get(webhook.DeliveryIDHeader)
+		d := byID[deliveryID]
+		if eventID == "" || d == nil {
+			t.Fatalf("delivery headers %q %q: no such delivery", eventID, deliveryID)
+		}
+		if d.Headers[webhook.EventIDHeader] != eventID || d.Headers[webhook.DeliveryIDHeader] != deliveryID {
+			t.Errorf("delivery %s records headers %v", d.ID, d.Headers)
+		}
+		if prev, ok := eventOf[d.Type]; ok && prev != eventID {
+			t.Errorf("%s: event id %s, then %s", d.Type, prev, eventID)
+		}
+		eventOf[d.Type] = eventID
+	}
+	if len(eventOf) != 3 || eventOf[kassa.EventNew] == eventOf[kassa.EventProcessing] || eventOf[kassa.EventProcessing] == eventOf[kassa.EventSettled] {
+		t.Fatalf("event ids %v", eventOf)
+	}
+	// The same event has the same id at every endpoint.
+	for _, s := range h.hooks.to(other.URL) {
+		var e webhook.Event
+		json.Unmarshal(s.body, &e)
+		if got := s.headers.Get(webhook.EventIDHeader); got != eventOf[kassa.EventType(e.Type)] {
+			t.Errorf("%s at the other endpoint: event id %s, want %s", e.Type, got, eventOf[kassa.EventType(e.Type)])
+		}
+	}
+	// A redelivery by hand keeps the event id and has its own delivery id.
+	first := log[len(log)-1]
+	re, err := h.sys.Redeliver(context.Background(), h.store.ID, w.ID, first.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := h.hooks.to(w.URL)[len(h.hooks.to(w.URL))-1]
+	if last.headers.Get(webhook.EventIDHeader) != eventOf[first.Type] || last.headers.Get(webhook.DeliveryIDHeader) != re.ID || re.ID == first.ID {
+		t.Errorf("redelivery headers %v for delivery %s of %s", last.headers, re.ID, first.ID)
+	}
+}
+
+// TestWebhookCapHoldsUnderConcurrentCreates releases many creates at once
+// on one store: exactly MaxWebhooksPerStore are stored, the rest refused.
+func TestWebhookCapHoldsUnderConcurrentCreates(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h.createStore("0", "0")
+	const tries = kassa.MaxWebhooksPerStore + 20
+	start := make(chan struct{})
+	errs := make(chan error, tries)
+	var wg sync.WaitGroup
+	for i := range tries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := h.sys.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: fmt.Sprintf("https://a.example/hook/%d", i)})
+			errs <- err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	created, refused := 0, 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			created++
+		case kassa.ErrorCode(err) == kassa.Conflict:
+			refused++
+		default:
+			t.Errorf("create: %v", err)
+		}
+	}
+	stored := 0
+	h.db.Webhooks(context.Background(), h.store.ID, func(*kassa.Webhook) error { stored++; return nil })
+	if created != kassa.MaxWebhooksPerStore || stored != kassa.MaxWebhooksPerStore || refused != tries-kassa.MaxWebhooksPerStore {
+		t.Fatalf("%d created, %d refused, %d stored; want %d stored", created, refused, stored, kassa.MaxWebhooksPerStore)
+	}
+}

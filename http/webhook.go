@@ -36,13 +36,15 @@ func newWebhookRecord(w *kassa.Webhook) webhookRecord {
 	}
 }
 
-// deliveryRecord is one delivery attempt as the API shows it. payload is
+// deliveryRecord is one delivery attempt as the API shows it. eventId is
+// the X-Service-Event-Id it was sent with and id its X-Service-Delivery-Id; payload is
 // the JSON object that was sent, embedded as JSON; durationMs is whole
 // milliseconds; sentAt is null until the attempt was made.
 type deliveryRecord struct {
 	ID           string            `json:"id"`
 	WebhookID    string            `json:"webhookId"`
 	InvoiceID    string            `json:"invoiceId"`
+	EventID      string            `json:"eventId"`
 	Type         kassa.EventType   `json:"type"`
 	Status       string            `json:"status"`
 	StatusCode   int               `json:"statusCode"`
@@ -63,6 +65,7 @@ func newDeliveryRecord(d *kassa.Delivery) deliveryRecord {
 		ID:           d.ID,
 		WebhookID:    d.WebhookID,
 		InvoiceID:    d.InvoiceID,
+		EventID:      d.Event(),
 		Type:         d.Type,
 		Status:       d.Status.String(),
 		StatusCode:   d.StatusCode,

@@ -39,7 +39,10 @@
 // it from the dashboard or through the API. A redelivered event carries only
 // type and invoiceId and is signed at redelivery time. Receivers must
 // therefore be idempotent: the same event can arrive twice, for example
-// when a delivery that the receiver did process is redelivered. Use the
-// invoice id and event type to recognise a repeat, and fetch the invoice
-// from the API when the payload lacks what you need.
+// when a delivery that the receiver did process is redelivered. Every
+// delivery names its event in the header X-Service-Event-Id
+// ([EventIDHeader]), the same for every attempt at that event, and itself
+// in X-Service-Delivery-Id ([DeliveryIDHeader]): keep the event ids you
+// have processed to recognise a repeat, and fetch the invoice from the API
+// when the payload lacks what you need.
 package webhook

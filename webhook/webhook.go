@@ -21,6 +21,14 @@ const (
 	// SigHeader carries "sha256=<hex>", the HMAC-SHA256 of the raw body.
 	// It gives no replay protection.
 	SigHeader = "X-Service-Sig"
+	// EventIDHeader identifies the event a delivery carries: the same on
+	// every endpoint, on automatic retries and on a redelivery of that
+	// event, so a receiver can recognise a repeat without reading the
+	// body.
+	EventIDHeader = "X-Service-Event-Id"
+	// DeliveryIDHeader identifies one delivery attempt, as listed in the
+	// webhook's delivery log.
+	DeliveryIDHeader = "X-Service-Delivery-Id"
 )
 
 // DefaultTolerance is how far the t of X-Service-Signature may be from

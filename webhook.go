@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -25,14 +27,63 @@ type Webhook struct {
 	UpdatedAt           time.Time `json:"updatedAt"`
 }
 
-// Selects reports whether the webhook wants events of type t.
+// Selects reports whether the webhook wants events of type t. Invalid
+// may be selected but is never sent.
 func (w *Webhook) Selects(t EventType) bool {
-	for _, e := range w.Events {
-		if e == t {
-			return true
+	return t != EventInvalid && slices.Contains(w.Events, t)
+}
+
+// NewWebhook returns the webhook that a validated create request makes:
+// the events Validate settled on (all four when left out), enabled unless
+// the request says otherwise, automatic redelivery only when asked, and a
+// new secret when none was given.
+func NewWebhook(id, storeID string, in *WebhookInput, now time.Time) *Webhook {
+	w := &Webhook{ID: id, StoreID: storeID, URL: in.URL, Secret: in.Secret, Events: slices.Clone(in.Events),
+		Enabled: true, CreatedAt: now, UpdatedAt: now}
+	if w.Events == nil {
+		w.Events = []EventType{}
+	}
+	if w.Secret == "" {
+		w.Secret = NewSecret()
+	}
+	if in.Enabled != nil {
+		w.Enabled = *in.Enabled
+	}
+	if in.AutomaticRedelivery != nil {
+		w.AutomaticRedelivery = *in.AutomaticRedelivery
+	}
+	return w
+}
+
+// Update returns w as a validated update request changes it; w itself is
+// left as it was. What the request leaves out stays: an empty url or
+// secret, events not given, enabled or automaticRedelivery nil. Events
+// given replace the selection, and an empty list selects none. The id,
+// store and creation time never change; UpdatedAt becomes now. A changed
+// URL must be checked by the caller before the result is saved.
+func (w *Webhook) Update(in *WebhookInput, now time.Time) *Webhook {
+	next := *w
+	next.Events = slices.Clone(w.Events)
+	if in.URL != "" {
+		next.URL = in.URL
+	}
+	if in.EventsGiven {
+		next.Events = slices.Clone(in.Events)
+		if next.Events == nil {
+			next.Events = []EventType{}
 		}
 	}
-	return false
+	if in.Secret != "" {
+		next.Secret = in.Secret
+	}
+	if in.Enabled != nil {
+		next.Enabled = *in.Enabled
+	}
+	if in.AutomaticRedelivery != nil {
+		next.AutomaticRedelivery = *in.AutomaticRedelivery
+	}
+	next.UpdatedAt = now
+	return &next
 }
 
 // MaxWebhooksPerStore bounds registrations, and so the fan-out of one
@@ -50,14 +101,22 @@ type WebhookInput struct {
 	AutomaticRedelivery *bool
 }
 
-// ParseEventType reads an event type as the API names it.
+// EventInvalid may be selected by a webhook, as shop plugins do, but no
+// event of this type is ever sent: an invoice marked invalid sends none.
+const EventInvalid EventType = "Invalid"
+
+// ParseEventType reads an event type as the API names it: one of
+// EventTypes, or EventInvalid.
 func ParseEventType(s string) (EventType, error) {
 	for _, t := range EventTypes {
 		if string(t) == s {
 			return t, nil
 		}
 	}
-	return "", Errorf(Invalid, "unknown event %q: use New, Processing, Settled or Expired", s)
+	if s == string(EventInvalid) {
+		return EventInvalid, nil
+	}
+	return "", Errorf(Invalid, "unknown event %q: use New, Processing, Settled or Expired (Invalid is accepted and never sent)", s)
 }
 
 // Validate checks the input. On create, events left out mean all four
@@ -166,7 +225,10 @@ func (d *Delivery) Event() string {
 	return d.ID
 }
 
-// EventPayload is the body of a full webhook event.
+// EventPayload is the body of a full webhook event. Expired events carry
+// isUnderpaid, and beside it the same value as partiallyPaid and
+// underpaid, the names that shop plugins read (docs/decisions.md, "Shop
+// plugins").
 func EventPayload(inv *Invoice, e Emit) json.RawMessage {
 	p := struct {
 		Type             EventType       `json:"type"`
@@ -174,13 +236,15 @@ func EventPayload(inv *Invoice, e Emit) json.RawMessage {
 		Metadata         json.RawMessage `json:"metadata"`
 		AdditionalStatus string          `json:"additionalStatus"`
 		IsUnderpaid      *bool           `json:"isUnderpaid,omitempty"`
+		PartiallyPaid    *bool           `json:"partiallyPaid,omitempty"`
+		Underpaid        *bool           `json:"underpaid,omitempty"`
 	}{Type: e.Type, InvoiceID: inv.ID, Metadata: inv.Metadata, AdditionalStatus: e.AdditionalStatus.String()}
 	if len(p.Metadata) == 0 {
 		p.Metadata = json.RawMessage("{}")
 	}
 	if e.Type == EventExpired {
 		underpaid := e.IsUnderpaid
-		p.IsUnderpaid = &underpaid
+		p.IsUnderpaid, p.PartiallyPaid, p.Underpaid = &underpaid, &underpaid, &underpaid
 	}
 	out, _ := json.Marshal(p)
 	return out
@@ -194,6 +258,41 @@ func RedeliveryPayload(t EventType, invoiceID string) json.RawMessage {
 		InvoiceID string    `json:"invoiceId"`
 	}{t, invoiceID})
 	return out
+}
+
+// CheckSigAlias checks the name of a header that repeats the X-Service-Sig
+// value for receivers that read it under another name (X-Coinsnap-Sig):
+// an HTTP token, not a header that a delivery already sends or that the
+// HTTP client sets.
+func CheckSigAlias(name string) error {
+	if name == "" || len(name) > 64 {
+		return Errorf(Invalid, "webhook signature alias %q: a header name of 1 to 64 characters is needed", name)
+	}
+	for i := 0; i < len(name); i++ {
+		if !isTokenChar(name[i]) {
+			return Errorf(Invalid, "webhook signature alias %q: %q is not allowed in a header name", name, name[i])
+		}
+	}
+	canonical := http.CanonicalHeaderKey(name)
+	for _, reserved := range reservedDeliveryHeaders {
+		if canonical == http.CanonicalHeaderKey(reserved) {
+			return Errorf(Invalid, "webhook signature alias %q: %s is a header every delivery already has", name, reserved)
+		}
+	}
+	return nil
+}
+
+// reservedDeliveryHeaders are the headers a delivery sends or its HTTP
+// client sets; a signature alias may not replace one of them.
+var reservedDeliveryHeaders = []string{
+	"X-Service-Signature", "X-Service-Sig", "X-Service-Event-Id", "X-Service-Delivery-Id",
+	"Content-Type", "Content-Length", "Content-Encoding", "Transfer-Encoding", "Host", "User-Agent",
+	"Connection", "Keep-Alive", "Upgrade", "Te", "Trailer", "Expect", "Accept-Encoding", "Authorization", "Cookie",
+}
+
+// isTokenChar reports whether c may appear in an HTTP token (RFC 9110).
+func isTokenChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
 // RetryDelay is the wait before automatic retry n (1-based): 10 s doubling

@@ -299,20 +299,15 @@ func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
-	if msg.create {
-		full, err := a.sys.webhookLimitReached(msg.ctx, a.id)
-		if err != nil {
-			return reply{err: err}
-		}
-		if full {
-			return reply{err: errWebhookLimit}
-		}
-	}
-	ev := &protos.StoreEvent{AtUnixNano: msg.webhook.UpdatedAt.UnixNano(), Kind: &protos.StoreEvent_WebhookSaved{WebhookSaved: &protos.WebhookSaved{Webhook: webhookDoc(msg.webhook)}}}
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.PutWebhook(msg.webhook) }); err != nil {
+	w, err := a.sys.webhookToSave(a.id, msg)
+	if err != nil {
 		return reply{err: err}
 	}
-	return reply{value: msg.webhook}
+	ev := &protos.StoreEvent{AtUnixNano: w.UpdatedAt.UnixNano(), Kind: &protos.StoreEvent_WebhookSaved{WebhookSaved: &protos.WebhookSaved{Webhook: webhookDoc(w)}}}
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.PutWebhook(w) }); err != nil {
+		return reply{err: err}
+	}
+	return reply{value: w}
 }
 
 func (a *storeActor) deleteWebhook(msg *deleteWebhook) reply {

@@ -33,9 +33,12 @@ type Config struct {
 	Rates     kassa.Rates
 	// Webhooks sends to merchants' URLs.
 	Webhooks kassa.WebhookClient
-	Events   EventSink // nil: events are only logged
-	Clock    kassa.Clock
-	Logger   *slog.Logger
+	// WebhookSigAliases are more header names that carry the X-Service-Sig
+	// value on every delivery (kassa.CheckSigAlias checks them).
+	WebhookSigAliases []string
+	Events            EventSink // nil: events are only logged
+	Clock             kassa.Clock
+	Logger            *slog.Logger
 	// InvoiceExpiry is how long an invoice waits for its payment.
 	InvoiceExpiry time.Duration
 	// Monitoring is how long an expired invoice's address is watched.

@@ -125,6 +125,9 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delive
 			webhook.SignatureHeader: signature, webhook.SigHeader: sig,
 			webhook.EventIDHeader: d.Event(), webhook.DeliveryIDHeader: d.ID,
 		}
+		for _, alias := range a.sys.cfg.WebhookSigAliases {
+			d.Headers[http.CanonicalHeaderKey(alias)] = sig
+		}
 		headers := http.Header{}
 		for name, value := range d.Headers {
 			headers.Set(name, value)
@@ -259,10 +262,15 @@ func (s *System) RecoverDeliveries(ctx context.Context) (int, error) {
 // Webhook registration: the URL check runs in the caller's goroutine
 // (it can take 5 s); the store actor enforces the cap and persists.
 type (
+	// saveWebhook stores a new webhook (create) or applies an update to
+	// webhook id as stored when the store actor takes the message, so
+	// that concurrent updates and a delete are applied one after the
+	// other, none lost and nothing deleted brought back.
 	saveWebhook struct {
-		ctx     context.Context
-		webhook *kassa.Webhook
-		create  bool // a new webhook: the store's cap applies
+		ctx    context.Context
+		create *kassa.Webhook
+		id     string
+		update *kassa.WebhookInput
 	}
 	deleteWebhook struct {
 		ctx     context.Context
@@ -292,23 +300,38 @@ func (s *System) CreateWebhook(ctx context.Context, storeID string, in *kassa.We
 	if err := s.checkURL(ctx, in.URL); err != nil {
 		return nil, err
 	}
-	now := s.cfg.Clock.Now().UTC()
-	w := &kassa.Webhook{ID: kassa.NewID(""), StoreID: storeID, URL: in.URL, Secret: in.Secret, Events: in.Events,
-		Enabled: true, CreatedAt: now, UpdatedAt: now}
-	if w.Secret == "" {
-		w.Secret = kassa.NewSecret()
-	}
-	if in.Enabled != nil {
-		w.Enabled = *in.Enabled
-	}
-	if in.AutomaticRedelivery != nil {
-		w.AutomaticRedelivery = *in.AutomaticRedelivery
-	}
-	if _, err := s.request(ctx, s.store(storeID), &saveWebhook{ctx: ctx, webhook: w, create: true}); err != nil {
+	w := kassa.NewWebhook(kassa.NewID(""), storeID, in, s.cfg.Clock.Now().UTC())
+	if _, err := s.request(ctx, s.store(storeID), &saveWebhook{ctx: ctx, create: w}); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
+
+// webhookToSave returns the webhook that msg stores. The store actor
+// calls it, so the count of the cap and the webhook an update starts from
+// cannot change before the save.
+func (s *System) webhookToSave(storeID string, msg *saveWebhook) (*kassa.Webhook, error) {
+	if msg.create != nil {
+		full, err := s.webhookLimitReached(msg.ctx, storeID)
+		if err != nil {
+			return nil, err
+		}
+		if full {
+			return nil, errWebhookLimit
+		}
+		return msg.create, nil
+	}
+	w, err := s.cfg.Reader.Webhook(msg.ctx, msg.id)
+	if err != nil {
+		return nil, err
+	}
+	if w.StoreID != storeID {
+		return nil, errWebhookNotFound
+	}
+	return w.Update(msg.update, s.cfg.Clock.Now().UTC()), nil
+}
+
+var errWebhookNotFound = kassa.Errorf(kassa.NotFound, "webhook not found")
 
 // errWebhookLimit refuses a webhook beyond MaxWebhooksPerStore.
 var errWebhookLimit = kassa.Errorf(kassa.Conflict, "a store can have at most %d webhooks", kassa.MaxWebhooksPerStore)
@@ -341,31 +364,18 @@ func (s *System) UpdateWebhook(ctx context.Context, storeID, id string, in *kass
 		return nil, err
 	}
 	if w.StoreID != storeID {
-		return nil, kassa.Errorf(kassa.NotFound, "webhook not found")
+		return nil, errWebhookNotFound
 	}
 	if in.URL != "" && in.URL != w.URL {
 		if err := s.checkURL(ctx, in.URL); err != nil {
 			return nil, err
 		}
-		w.URL = in.URL
 	}
-	if in.EventsGiven {
-		w.Events = in.Events
-	}
-	if in.Secret != "" {
-		w.Secret = in.Secret
-	}
-	if in.Enabled != nil {
-		w.Enabled = *in.Enabled
-	}
-	if in.AutomaticRedelivery != nil {
-		w.AutomaticRedelivery = *in.AutomaticRedelivery
-	}
-	w.UpdatedAt = s.cfg.Clock.Now().UTC()
-	if _, err := s.request(ctx, s.store(storeID), &saveWebhook{ctx: ctx, webhook: w}); err != nil {
+	res, err := s.request(ctx, s.store(storeID), &saveWebhook{ctx: ctx, id: id, update: in})
+	if err != nil {
 		return nil, err
 	}
-	return w, nil
+	return res.(*kassa.Webhook), nil
 }
 
 // DeleteWebhook removes a webhook. Its pending deliveries fail with a
@@ -376,7 +386,7 @@ func (s *System) DeleteWebhook(ctx context.Context, storeID, id string) error {
 		return err
 	}
 	if w.StoreID != storeID {
-		return kassa.Errorf(kassa.NotFound, "webhook not found")
+		return errWebhookNotFound
 	}
 	_, err = s.request(ctx, s.store(storeID), &deleteWebhook{ctx: ctx, webhook: w})
 	return err

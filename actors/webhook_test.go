@@ -185,10 +185,13 @@ func TestWebhookExpiredUnderpaidPayload(t *testing.T) {
 			InvoiceID        string `json:"invoiceId"`
 			AdditionalStatus string `json:"additionalStatus"`
 			IsUnderpaid      *bool  `json:"isUnderpaid"`
+			PartiallyPaid    *bool  `json:"partiallyPaid"`
+			Underpaid        *bool  `json:"underpaid"`
 		}
 		json.Unmarshal(s.body, &e)
-		if e.IsUnderpaid == nil {
-			t.Fatalf("Expired without isUnderpaid: %s", s.body)
+		if e.IsUnderpaid == nil || e.PartiallyPaid == nil || e.Underpaid == nil ||
+			*e.PartiallyPaid != *e.IsUnderpaid || *e.Underpaid != *e.IsUnderpaid {
+			t.Fatalf("Expired without the same isUnderpaid, partiallyPaid and underpaid: %s", s.body)
 		}
 		got[e.InvoiceID] = fmt.Sprint(e.AdditionalStatus, " ", *e.IsUnderpaid)
 	}
@@ -598,5 +601,32 @@ func TestWebhookCapHoldsUnderConcurrentCreates(t *testing.T) {
 	h.db.Webhooks(context.Background(), h.store.ID, func(*kassa.Webhook) error { stored++; return nil })
 	if created != kassa.MaxWebhooksPerStore || stored != kassa.MaxWebhooksPerStore || refused != tries-kassa.MaxWebhooksPerStore {
 		t.Fatalf("%d created, %d refused, %d stored; want %d stored", created, refused, stored, kassa.MaxWebhooksPerStore)
+	}
+}
+
+// TestSigAliasRepeatsSigHeader checks that a configured alias carries the
+// X-Service-Sig value, recorded with the delivery, beside unchanged
+// signature headers.
+func TestSigAliasRepeatsSigHeader(t *testing.T) {
+	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h.sys.cfg.WebhookSigAliases = []string{"X-Coinsnap-Sig"}
+	h.createStore("0", "0")
+	w := h.webhook("https://a.example/hook", kassa.EventNew, kassa.EventInvalid)
+	inv := h.invoice("1000", kassa.SATS)
+	eventually(t, "New", func() bool { return len(h.hooks.to(w.URL)) == 1 })
+	s := h.hooks.to(w.URL)[0]
+	if got, want := s.headers.Get("X-Coinsnap-Sig"), s.headers.Get(webhook.SigHeader); got == "" || got != want {
+		t.Fatalf("X-Coinsnap-Sig %q, X-Service-Sig %q", got, want)
+	}
+	if err := webhook.VerifySig(w.Secret, s.body, s.headers.Get("X-Coinsnap-Sig")); err != nil {
+		t.Fatal(err)
+	}
+	var d *kassa.Delivery
+	eventually(t, "the delivery recorded", func() bool {
+		h.db.Deliveries(context.Background(), w.ID, kassa.ListQuery{}, func(x *kassa.Delivery) error { d = x; return nil })
+		return d != nil && d.Status == kassa.DeliveryDelivered
+	})
+	if d.Headers["X-Coinsnap-Sig"] != s.headers.Get("X-Coinsnap-Sig") || d.InvoiceID != inv.ID {
+		t.Fatalf("recorded headers %v", d.Headers)
 	}
 }

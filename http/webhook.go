@@ -3,6 +3,7 @@ package http
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/kassapay/kassa"
 )
@@ -106,13 +107,23 @@ func deliveryPayload(p json.RawMessage) json.RawMessage {
 // webhookBody is the create and update request of a webhook. A null
 // field is absent. events is an array of event names (or one
 // comma-separated string); left out or null it is not given, while an
-// empty array selects no event.
+// empty array selects no event. authorizedEvents, the form shop plugins
+// send, is read as events (see authorizedEventsBody).
 type webhookBody struct {
 	URL                 string          `json:"url"`
 	Events              json.RawMessage `json:"events"`
+	AuthorizedEvents    json.RawMessage `json:"authorizedEvents"`
 	Secret              string          `json:"secret"`
 	Enabled             *bool           `json:"enabled"`
 	AutomaticRedelivery *bool           `json:"automaticRedelivery"`
+}
+
+// authorizedEventsBody is {"everything": bool, "specificEvents": [...]}:
+// everything true selects the four events; otherwise specificEvents are
+// the selection, none when left out ({} selects none).
+type authorizedEventsBody struct {
+	Everything     *bool           `json:"everything"`
+	SpecificEvents json.RawMessage `json:"specificEvents"`
 }
 
 // webhookInput turns the body into a validated kassa.WebhookInput for a
@@ -137,11 +148,64 @@ func (b *webhookBody) webhookInput(create bool) (*kassa.WebhookInput, error) {
 			}
 		}
 	}
+	if !absent(b.AuthorizedEvents) {
+		events, err := b.authorizedEvents()
+		switch {
+		case err != nil:
+			fields = append(fields, *err)
+		case in.EventsGiven && !sameEvents(in.Events, events):
+			fields = append(fields, kassa.FieldError{Field: "authorizedEvents", Message: "selects other events than events; give one of the two"})
+		case !in.EventsGiven:
+			in.EventsGiven, in.Events = true, events
+		}
+	}
 	fields = mergeFields(fields, in.Validate(create))
 	if len(fields) > 0 {
 		return nil, kassa.InvalidFields(fields)
 	}
 	return in, nil
+}
+
+// authorizedEvents reads the authorizedEvents field as an event list.
+func (b *webhookBody) authorizedEvents() ([]kassa.EventType, *kassa.FieldError) {
+	var ae authorizedEventsBody
+	if err := json.Unmarshal(b.AuthorizedEvents, &ae); err != nil {
+		return nil, &kassa.FieldError{Field: "authorizedEvents", Message: `must be an object such as {"everything": false, "specificEvents": ["Settled"]}`}
+	}
+	if ae.Everything != nil && *ae.Everything {
+		return append([]kassa.EventType{}, kassa.EventTypes...), nil
+	}
+	events := []kassa.EventType{}
+	if absent(ae.SpecificEvents) {
+		return events, nil
+	}
+	var names stringList
+	if err := json.Unmarshal(ae.SpecificEvents, &names); err != nil {
+		return nil, &kassa.FieldError{Field: "authorizedEvents.specificEvents", Message: `must be an array of event names, such as ["Settled", "Expired"]`}
+	}
+	for _, name := range names {
+		t, err := kassa.ParseEventType(name)
+		if err != nil {
+			return nil, &kassa.FieldError{Field: "authorizedEvents.specificEvents", Message: kassa.ErrorMessage(err)}
+		}
+		events = append(events, t)
+	}
+	return events, nil
+}
+
+// sameEvents reports whether two event lists select the same events.
+func sameEvents(a, b []kassa.EventType) bool {
+	for _, t := range a {
+		if !slices.Contains(b, t) {
+			return false
+		}
+	}
+	for _, t := range b {
+		if !slices.Contains(a, t) {
+			return false
+		}
+	}
+	return true
 }
 
 // errWebhooksUnavailable answers every webhook route of a server built

@@ -34,7 +34,8 @@ const (
 // Event is the JSON body of a webhook delivery.
 //
 // A redelivered event carries only Type and InvoiceID: Metadata is nil,
-// AdditionalStatus is empty and IsUnderpaid is nil.
+// AdditionalStatus is empty and IsUnderpaid, PartiallyPaid and Underpaid
+// are nil.
 type Event struct {
 	// Type is one of EventNew, EventProcessing, EventSettled, EventExpired.
 	Type string `json:"type"`
@@ -50,6 +51,10 @@ type Event struct {
 	// IsUnderpaid is set on Expired events: true when the invoice was
 	// partially paid.
 	IsUnderpaid *bool `json:"isUnderpaid,omitempty"`
+	// PartiallyPaid and Underpaid repeat IsUnderpaid on Expired events,
+	// under the names that existing shop plugins read.
+	PartiallyPaid *bool `json:"partiallyPaid,omitempty"`
+	Underpaid     *bool `json:"underpaid,omitempty"`
 }
 
 // OrderID returns metadata.orderId: the string, or the digits of a number,

@@ -41,6 +41,9 @@ type Config struct {
 	PayRateLimit     float64
 	PayLinkRateLimit float64
 	ClientIPHeader   string
+	// WebhookSigAliases are more header names for the X-Service-Sig value
+	// of every delivery (none by default).
+	WebhookSigAliases sigAliases
 }
 
 // DefaultConfig returns safe defaults: the embedded simulation on
@@ -91,6 +94,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.PayRateLimit, "pay-rate-limit", c.PayRateLimit, "pay-link payments per minute per client address (0: off)")
 	fs.Float64Var(&c.PayLinkRateLimit, "paylink-rate-limit", c.PayLinkRateLimit, "payments per minute per pay link (0: off)")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", c.ClientIPHeader, "behind a reverse proxy: header whose last address is the client's, e.g. X-Forwarded-For")
+	fs.Var(&c.WebhookSigAliases, "webhook-sig-alias", "also send the X-Service-Sig value under this header `NAME`, e.g. X-Coinsnap-Sig for Coinsnap shop plugins (repeatable; comma-separated in the environment)")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "serve Go's pprof profiles on this address (off when empty; keep it on loopback)")
 }
 

@@ -191,7 +191,7 @@ func (m *Main) Run(ctx context.Context) error {
 
 	m.sys = actors.NewSystem(actors.Config{
 		Journal: m.db, Reader: m.db, Chain: chain, Lightning: lightning, Rates: rateBackend,
-		Webhooks: newWebhookClient(c.Dev), Clock: m.Clock, Logger: log,
+		Webhooks: newWebhookClient(c.Dev), WebhookSigAliases: c.WebhookSigAliases, Clock: m.Clock, Logger: log,
 		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring, Forwarder: m.forwarder,
 	})
 	if err := chain.Start(runCtx, m.sys.HandleChainEvent); err != nil {

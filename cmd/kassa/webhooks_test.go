@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestWebhookSigAliasFlag checks --webhook-sig-alias: repeatable, names
+// canonical and each once, KASSA_WEBHOOK_SIG_ALIAS comma-separated, bad
+// names refused before anything starts. Not parallel: it sets the
+// environment.
+func TestWebhookSigAliasFlag(t *testing.T) {
+	parse := func(args ...string) (Config, error) {
+		m := NewMain()
+		m.Stdout = io.Discard
+		err := m.ParseFlags(args)
+		return m.Config, err
+	}
+	c, err := parse()
+	if err != nil || len(c.WebhookSigAliases) != 0 {
+		t.Fatalf("default: %v, %v", c.WebhookSigAliases, err)
+	}
+	c, err = parse("--webhook-sig-alias", "x-coinsnap-sig", "--webhook-sig-alias", "BTCPay-Sig,X-Coinsnap-Sig")
+	if err != nil || fmt.Sprint(c.WebhookSigAliases) != "[X-Coinsnap-Sig Btcpay-Sig]" {
+		t.Fatalf("flags: %v, %v", c.WebhookSigAliases, err)
+	}
+	t.Setenv("KASSA_WEBHOOK_SIG_ALIAS", "X-Coinsnap-Sig, X-Other-Sig")
+	c, err = parse()
+	if err != nil || fmt.Sprint(c.WebhookSigAliases) != "[X-Coinsnap-Sig X-Other-Sig]" {
+		t.Fatalf("environment: %v, %v", c.WebhookSigAliases, err)
+	}
+	c, err = parse("--webhook-sig-alias", "X-Flag-Sig") // the flag wins
+	if err != nil || fmt.Sprint(c.WebhookSigAliases) != "[X-Flag-Sig]" {
+		t.Fatalf("flag over environment: %v, %v", c.WebhookSigAliases, err)
+	}
+	for _, bad := range []string{"X-Service-Sig", "x-service-signature", "Content-Type", "X Sig", ""} {
+		var aliases sigAliases
+		if err := aliases.Set(bad); err == nil || !strings.Contains(err.Error(), "webhook signature alias") {
+			t.Errorf("%q: %v", bad, err)
+		}
+		if _, err := parse("--webhook-sig-alias", bad); err == nil {
+			t.Errorf("--webhook-sig-alias %q accepted", bad)
+		}
+	}
+	t.Setenv("KASSA_WEBHOOK_SIG_ALIAS", "X-Coinsnap-Sig,Host")
+	if _, err := parse(); err == nil || !strings.Contains(err.Error(), "KASSA_WEBHOOK_SIG_ALIAS") {
+		t.Errorf("bad environment value: %v", err)
+	}
+}

@@ -499,7 +499,7 @@ func TestWebhookActorPanicResendsOutbox(t *testing.T) {
 // automatic retries and its redelivery; one delivery id per attempt, the
 // id of the delivery record.
 func TestDeliveryHeadersIdentifyEventAndDelivery(t *testing.T) {
-	clock := kassa.NewTestClock(time.Now())
+	clock := kassatest.NewTestClock(time.Now())
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	yes := true
@@ -568,7 +568,7 @@ func TestDeliveryHeadersIdentifyEventAndDelivery(t *testing.T) {
 // TestWebhookCapHoldsUnderConcurrentCreates releases many creates at once
 // on one store: exactly MaxWebhooksPerStore are stored, the rest refused.
 func TestWebhookCapHoldsUnderConcurrentCreates(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	const tries = kassa.MaxWebhooksPerStore + 20
 	start := make(chan struct{})
@@ -608,7 +608,7 @@ func TestWebhookCapHoldsUnderConcurrentCreates(t *testing.T) {
 // X-Service-Sig value, recorded with the delivery, beside unchanged
 // signature headers.
 func TestSigAliasRepeatsSigHeader(t *testing.T) {
-	h := newHarness(t, openMem(t), kassa.NewTestClock(time.Now()))
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.sys.cfg.WebhookSigAliases = []string{"X-Coinsnap-Sig"}
 	h.createStore("0", "0")
 	w := h.webhook("https://a.example/hook", kassa.EventNew, kassa.EventInvalid)

@@ -70,14 +70,17 @@ func (s *server) pageError(w http.ResponseWriter, r *http.Request, err error) {
 // checkoutPageData is what the checkout page shows.
 type checkoutPageData struct {
 	pageBase
-	ID, StoreName         string
-	HasAmount             bool
-	Sats                  kassa.Sats
-	BTC, Fiat             string
-	Status                string
-	AdditionalStatus      string
-	Open, Settled         bool
-	Bolt11, Address       string
+	ID, StoreName    string
+	HasAmount        bool
+	Sats             kassa.Sats
+	BTC, Fiat        string
+	Status           string
+	AdditionalStatus string
+	Open, Settled    bool
+	Bolt11, Address  string
+	// OnchainUnavailable says why no address is offered (an amount below
+	// the store's on-chain minimum).
+	OnchainUnavailable    string
 	LightningURI, BIP21   template.URL
 	LightningQR           template.URL
 	BitcoinQR             template.URL
@@ -147,6 +150,7 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 		Settled:               inv.Status == kassa.InvoiceSettled,
 		Bolt11:                inv.LightningInvoice,
 		Address:               inv.OnchainAddress,
+		OnchainUnavailable:    inv.OnchainUnavailableReason,
 		LightningURI:          template.URL("lightning:" + strings.ToUpper(inv.LightningInvoice)),
 		BIP21:                 template.URL(uri),
 		LightningQR:           template.URL(codes.LightningQR),

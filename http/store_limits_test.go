@@ -22,3 +22,19 @@ func TestAdminCreateStoreLimits(t *testing.T) {
 		t.Fatalf("errors = %+v", body.Errors)
 	}
 }
+
+// TestCheckoutSaysWhyNoAddress checks that the checkout page of an
+// invoice below the store's on-chain minimum offers Lightning only and
+// says why.
+func TestCheckoutSaysWhyNoAddress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 500, "currency": "SATS"}`)
+	expectStatus(t, w, 200)
+	created := decode[createdInvoice](t, w)
+	if created.OnchainAddress != "" || created.OnchainUnavailableReason == "" {
+		t.Fatalf("a 500-sat invoice: address %q, reason %q", created.OnchainAddress, created.OnchainUnavailableReason)
+	}
+	expectPage(t, e.do("GET", "/checkout/"+created.ID, "", noKey), 200,
+		[]string{`id="onchain-unavailable"`, "paid by Lightning only"}, []string{"Pay on-chain"})
+}

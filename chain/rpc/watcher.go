@@ -36,6 +36,10 @@ const (
 	// maxBlocksPerPass bounds the blocks processed before the cursor is
 	// saved, so that a long catch-up saves its progress.
 	maxBlocksPerPass = 200
+	// maxMempoolPerPass bounds the new mempool transactions fetched in
+	// one pass (a mainnet mempool at first start holds hundreds of
+	// thousands); the rest come in the next passes.
+	maxMempoolPerPass = 5000
 )
 
 // errBranchMoved stops a block scan when the node switched branches
@@ -719,10 +723,16 @@ func (w *watcher) scanMempool(ctx context.Context) error {
 		inPool[*h] = true
 	}
 	var fresh []*wire.MsgTx
+	fetched := 0
 	for _, h := range pool {
 		if st.seen[*h] {
 			continue
 		}
+		if fetched >= maxMempoolPerPass {
+			w.c.Wake() // more to read: the next pass comes at once
+			break
+		}
+		fetched++
 		st.seen[*h] = true
 		if len(st.byTx[*h]) > 0 {
 			continue // already tracked

@@ -508,10 +508,9 @@ func (c *Chain) deliver(ctx context.Context) error {
 		c.pending[0] = pendingEvent{}
 		c.pending = c.pending[1:]
 		c.mu.Unlock()
-		if err := c.store.Delete(ctx, head.key); err != nil {
-			// Delivered again after a restart: the handler is idempotent.
-			return nil
-		}
+		// Should the delete fail, the event is delivered again after a
+		// restart: the handler is idempotent.
+		_ = c.store.Delete(ctx, head.key)
 	}
 }
 

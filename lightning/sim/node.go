@@ -126,6 +126,12 @@ type Node struct {
 	// settlements reach the handler in order.
 	delivering sync.Mutex
 	wake       chan struct{}
+
+	// closed is set on a node made by New, which prunes closed invoices
+	// from memory (see prune.go); lastSweep is its last sweep of expired
+	// ones. n.mu guards both.
+	closed    *closedSet
+	lastSweep time.Time
 }
 
 // pendingSettle is a settlement waiting for its acknowledgement.
@@ -164,7 +170,13 @@ type invoiceRecord struct {
 // its state in memory. clock stamps invoices and settlements; nil means
 // the system clock.
 func New(clock kassa.Clock) (*Node, error) {
-	return Open(context.Background(), clock, newMemStore())
+	n, err := Open(context.Background(), clock, newMemStore())
+	if err != nil {
+		return nil, err
+	}
+	n.closed = newClosedSet()
+	n.lastSweep = n.clock.Now()
+	return n, nil
 }
 
 // Open returns the node whose state is in store: its key, invoices and
@@ -209,8 +221,11 @@ func Open(ctx context.Context, clock kassa.Clock, store Store) (*Node, error) {
 // load returns the record of the invoice with hash, or nil.
 func (n *Node) load(ctx context.Context, hash string) (*invoiceRecord, error) {
 	v, ok, err := n.store.Get(ctx, keyInvoicePrefix+hash)
-	if err != nil || !ok {
+	if err != nil {
 		return nil, err
+	}
+	if !ok {
+		return n.closedRecord(hash), nil
 	}
 	var rec invoiceRecord
 	if err := json.Unmarshal(v, &rec); err != nil {
@@ -317,6 +332,7 @@ func (n *Node) CreateInvoice(ctx context.Context, amount kassa.MSat, memo string
 	if err := n.save(ctx, hashHex, rec); err != nil {
 		return kassa.LightningInvoice{}, fmt.Errorf("create invoice: %w", err)
 	}
+	n.sweepExpired(ctx)
 	return kassa.LightningInvoice{PaymentRequest: request, PaymentHash: hashHex}, nil
 }
 
@@ -393,6 +409,7 @@ func (n *Node) Pay(ctx context.Context, paymentRequest string, amount kassa.MSat
 		n.mu.Unlock()
 		return "", fmt.Errorf("pay %s: %w", hash, err)
 	}
+	n.closeInvoice(ctx, hash, inv, closedSettled)
 	ev := kassa.LightningEvent{PaymentHash: hash, AmountMSat: amount, SettledAt: now}
 	if err := n.enqueue(ctx, ev); err != nil {
 		n.mu.Unlock()
@@ -448,10 +465,9 @@ func (n *Node) deliver(ctx context.Context) error {
 		n.pending[0] = pendingSettle{}
 		n.pending = n.pending[1:]
 		n.mu.Unlock()
-		if err := n.store.Delete(ctx, head.key); err != nil {
-			// Delivered again after a restart: the handler is idempotent.
-			return nil
-		}
+		// Should the delete fail, the event is delivered again after a
+		// restart: the handler is idempotent.
+		_ = n.store.Delete(ctx, head.key)
 	}
 }
 
@@ -507,13 +523,19 @@ func (n *Node) CancelInvoice(ctx context.Context, paymentHash string) error {
 		return err
 	}
 	inv.Cancelled = true
-	return n.save(ctx, hash, inv)
+	if err := n.save(ctx, hash, inv); err != nil {
+		return err
+	}
+	n.closeInvoice(ctx, hash, inv, closedCancelled)
+	return nil
 }
 
 // Preimage returns the preimage of the invoice with payment hash hash
 // once it is paid: the proof of payment a payer receives.
 func (n *Node) Preimage(hash string) (string, bool) {
+	n.mu.Lock()
 	inv, err := n.load(context.Background(), strings.ToLower(hash))
+	n.mu.Unlock()
 	if err != nil || inv == nil || !inv.Settled {
 		return "", false
 	}

@@ -229,3 +229,31 @@ func TestKilledWhileBlocksAreMined(t *testing.T) {
 	// The webhook registered before the crash still receives the event.
 	e.hooks.Wait(inv.ID, "Settled")
 }
+
+// TestTaprootStore: a store with --xpub-type taproot gets BIP86 P2TR
+// addresses, and a payment to one settles.
+func TestTaprootStore(t *testing.T) {
+	e := newEnv(t, 1, 2)
+	store := e.kassa.CreateStore("--name", "Taproot", "--xpub", testXpub(t), "--xpub-type", "taproot", "--confirmations", "1")
+	hooks := e.kassa.ListenWebhooks(store)
+	inv := e.kassa.CreateInvoice(store, 30_000)
+	if !strings.HasPrefix(inv.OnchainAddress, "bcrt1p") {
+		t.Fatalf("taproot store address %s", inv.OnchainAddress)
+	}
+	e.pay(inv, 30_000)
+	hooks.Wait(inv.ID, "Processing")
+	e.node.Mine(1)
+	hooks.Wait(inv.ID, "Settled")
+	e.kassa.WaitStatus(store, inv.ID, "Settled", "None")
+}
+
+// TestStoreRefusesXpubOfAnotherNetwork: a mainnet key cannot make a store
+// on a regtest node: no store exists whose invoices could get no address.
+func TestStoreRefusesXpubOfAnotherNetwork(t *testing.T) {
+	e := newEnv(t, 1, 0)
+	out, err := e.kassa.CLI("store", "create", "--name", "Wrong net", "--xpub",
+		"zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtKsAYz2oz2AGutZYs")
+	if err == nil || !strings.Contains(err.Error(), "mainnet") {
+		t.Fatalf("store create with a mainnet zpub on regtest: %q, %v", out, err)
+	}
+}

@@ -65,6 +65,9 @@ type tracked struct {
 	// Orphaned is set while a payment whose block left the best chain
 	// waits for the new branch to be scanned.
 	Orphaned bool `json:"orphaned,omitempty"`
+	// found is the span of the block or mempool pass that last changed
+	// the payment; its event's span links to it.
+	found trace.SpanContext
 }
 
 // reportDepth is the deepest confirmation count reported for t.
@@ -450,6 +453,7 @@ func (w *watcher) walkBack(ctx context.Context, tip int64) error {
 			t.Payment.Confirmations = 0
 			t.BlockHash = ""
 			t.Orphaned = true
+			t.found = span.SpanContext()
 		}
 	}
 	w.st.recent = w.st.recent[:len(w.st.recent)-int(depth)]
@@ -485,6 +489,7 @@ func (w *watcher) block(ctx context.Context, height int64, hash chainhash.Hash, 
 				for _, t := range st.spent[in.PreviousOutPoint] {
 					if t.Payment.TxID != txid.String() && !t.Payment.Dropped {
 						w.conflict(t, tx)
+						t.found = span.SpanContext()
 					}
 				}
 			}
@@ -495,6 +500,7 @@ func (w *watcher) block(ctx context.Context, height int64, hash chainhash.Hash, 
 			t.BlockHash = hash.String()
 			t.Payment.Dropped = false
 			t.Orphaned = false
+			t.found = span.SpanContext()
 		}
 	}
 	w.c.matcher.match(block.Transactions, func(tx *wire.MsgTx, vout int, wa *watch) {
@@ -503,6 +509,7 @@ func (w *watcher) block(ctx context.Context, height int64, hash chainhash.Hash, 
 			return
 		}
 		t := w.newTracked(tx, vout, wa)
+		t.found = span.SpanContext()
 		t.Payment.BlockHeight = height
 		t.BlockHash = hash.String()
 		t.Payment.NetworkFee, t.Payment.FeeRate = w.fee(tx, inBlock, nil)
@@ -531,7 +538,10 @@ func (w *watcher) block(ctx context.Context, height int64, hash chainhash.Hash, 
 			continue
 		}
 		depth := height - t.Payment.BlockHeight + 1
-		t.Payment.Confirmations = int32(min(depth, int64(t.reportDepth())))
+		if c := int32(min(depth, int64(t.reportDepth()))); c != t.Payment.Confirmations {
+			t.Payment.Confirmations = c
+			t.found = span.SpanContext()
+		}
 		if depth > trackDepth && !t.changed() {
 			st.remove(t)
 		}
@@ -756,6 +766,7 @@ func (w *watcher) scanMempool(ctx context.Context) error {
 			for _, t := range st.spent[in.PreviousOutPoint] {
 				if t.Payment.TxID != txid && !t.Payment.Dropped && t.Payment.BlockHeight == 0 {
 					w.conflict(t, tx)
+					t.found = span.SpanContext()
 				}
 			}
 		}
@@ -773,6 +784,7 @@ func (w *watcher) scanMempool(ctx context.Context) error {
 			return
 		}
 		t.Payment.NetworkFee, t.Payment.FeeRate = w.fee(tx, nil, inPool)
+		t.found = span.SpanContext()
 		st.add(t)
 		span.AddEvent("payment", trace.WithAttributes(attribute.String("payment.id", id)))
 		w.dirty = true
@@ -829,7 +841,18 @@ func (w *watcher) deliver(ctx context.Context, handle func(context.Context, kass
 		}
 		p := t.Payment
 		ev := kassa.ChainEvent{Address: p.Destination, Payment: p, Dropped: p.Dropped}
-		if err := handle(ctx, ev); err != nil {
+		// The event's span links to the block or mempool pass that found
+		// it; the invoice actor's spans are its children.
+		opts := []trace.SpanStartOption{trace.WithAttributes(
+			attribute.String("payment.id", p.ID), attribute.Int("payment.confirmations", int(p.Confirmations)),
+			attribute.Bool("payment.dropped", p.Dropped))}
+		if t.found.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: t.found}))
+		}
+		evCtx, span := w.trace.Start(ctx, "chain.Payment", opts...)
+		err := handle(evCtx, ev)
+		span.End()
+		if err != nil {
 			if first == nil {
 				first = fmt.Errorf("payment %s: %w", p.ID, err)
 			}

@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/btcsuite/btcd/btcutil/hdkeychain"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
 
@@ -256,5 +260,54 @@ func TestGapLimitWarning(t *testing.T) {
 	c.health.gapWarnings(c.gap.warnings())
 	if info := c.Info(context.Background()); info.Warning != "" {
 		t.Fatalf("gap warning after a payment to the last address: %+v", info)
+	}
+}
+
+// TestPaymentSpanLinksToItsBlock: the event of a payment found in a block
+// is delivered in a span linked to that block's span, so the invoice
+// actor's spans and the webhook they cause join it.
+func TestPaymentSpanLinksToItsBlock(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+
+	node := newScriptedNode()
+	node.mine(1)
+	c, w := newTestWatcher(t, node, &memKV{})
+	w.trace = tp.Tracer("test")
+	var handled trace.SpanContext
+	r := &recorder{}
+	handle := func(ctx context.Context, ev kassa.ChainEvent) error {
+		handled = trace.SpanContextFromContext(ctx)
+		return r.handle(ctx, ev)
+	}
+	if err := w.pass(context.Background(), handle); err != nil {
+		t.Fatal(err)
+	}
+	addr, script := testAddress(t, 8)
+	watchScript(c, addr, script, 1)
+	node.mine(2, payment(15, script, 5000))
+	if err := w.pass(context.Background(), handle); err != nil {
+		t.Fatal(err)
+	}
+	var block, pay sdktrace.ReadOnlySpan
+	for _, s := range rec.Ended() {
+		switch s.Name() {
+		case "chain.Block":
+			block = s
+		case "chain.Payment":
+			pay = s
+		}
+	}
+	if block == nil || pay == nil {
+		t.Fatalf("spans: block %v, payment %v", block, pay)
+	}
+	if pay.SpanContext().SpanID() != handled.SpanID() {
+		t.Fatalf("the handler did not run in the payment's span")
+	}
+	if links := pay.Links(); len(links) != 1 || links[0].SpanContext.SpanID() != block.SpanContext().SpanID() {
+		t.Fatalf("payment span links %v, want the block's span", pay.Links())
 	}
 }

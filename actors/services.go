@@ -178,11 +178,17 @@ func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID str
 			memo += " order " + inv.OrderID
 		}
 		li, err := s.cfg.Lightning.CreateInvoice(ctx, inv.Amount.MSat(), memo, s.cfg.InvoiceExpiry)
-		if err != nil {
+		switch {
+		case err == nil:
+			inv.LightningInvoice, inv.PaymentHash = li.PaymentRequest, li.PaymentHash
+		case inv.OnchainAddress != "":
+			// Lightning is down: offer the invoice on-chain only.
+			s.log.Warn("lightning backend unavailable; invoice offered on-chain only", "invoice", inv.ID, "err", err)
+			inv.EnabledMethods = slices.DeleteFunc(slices.Clone(inv.EnabledMethods), func(m kassa.PaymentMethod) bool { return m == kassa.MethodLightning })
+		default:
 			s.log.Error("lightning backend: create invoice", "err", err)
 			return nil, kassa.Errorf(kassa.Unavailable, "the Lightning backend cannot make an invoice right now")
 		}
-		inv.LightningInvoice, inv.PaymentHash = li.PaymentRequest, li.PaymentHash
 	}
 	fee := kassa.PercentOf(inv.Amount, inv.PercentFee)
 	res, err := s.request(ctx, s.store(storeID), &spawnInvoice{ctx: ctx, inv: inv, effects: effects, fee: fee, session: session})

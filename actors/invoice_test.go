@@ -230,3 +230,47 @@ func TestExpiryCancelsLightningInvoice(t *testing.T) {
 		t.Fatalf("%d more cancels: the paid invoice's was cancelled too", len(cancels))
 	}
 }
+
+// TestPayLinkSessionRace releases many pays of one session at once: they
+// all get the same invoice.
+func TestPayLinkSessionRace(t *testing.T) {
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h.createStore("0", "0")
+	ctx := context.Background()
+	pr, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(20), HasAmount: true, Title: "Shoes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 16
+	start := make(chan struct{})
+	ids := make(chan string, n)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			inv, err := h.sys.PayPaymentRequest(ctx, h.store.ID, pr.ID, "same-session")
+			if err != nil {
+				errs <- err
+				return
+			}
+			ids <- inv.ID
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(ids)
+	close(errs)
+	for err := range errs {
+		t.Fatalf("pay: %v", err)
+	}
+	seen := map[string]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != 1 {
+		t.Fatalf("%d invoices for one session, want 1", len(seen))
+	}
+}

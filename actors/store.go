@@ -44,9 +44,12 @@ type storeActor struct {
 }
 
 // sessionEntry is the invoice of a pay-link session and its expiry.
+// created is the invoice as it was spawned, kept until it is found in
+// storage: a click racing the first one's commit is answered with it.
 type sessionEntry struct {
 	invoiceID string
 	expiresAt time.Time
+	created   *kassa.Invoice
 }
 
 type pending struct {
@@ -200,7 +203,8 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 	a.invoices[msg.inv.ID] = pid
 	a.peakInvoices = max(a.peakInvoices, len(a.invoices))
 	if msg.session != "" {
-		a.rememberSession(msg.session, sessionEntry{invoiceID: msg.inv.ID, expiresAt: msg.inv.ExpiresAt})
+		created := msg.inv
+		a.rememberSession(msg.session, sessionEntry{invoiceID: msg.inv.ID, expiresAt: msg.inv.ExpiresAt, created: &created})
 	}
 	if msg.fee > 0 {
 		a.reserved[msg.inv.ID] = msg.fee
@@ -372,11 +376,20 @@ func (a *storeActor) sessionInvoice(ctx context.Context, key string) (*kassa.Inv
 	now := a.sys.cfg.Clock.Now()
 	if now.Before(e.expiresAt) {
 		inv, err := a.sys.cfg.Reader.Invoice(ctx, e.invoiceID)
+		_, active := a.invoices[e.invoiceID]
 		switch {
 		case err == nil && inv.Status == kassa.InvoiceNew:
+			if e.created != nil {
+				e.created = nil
+				a.sessions[key] = e
+			}
 			return inv, nil
 		case err != nil && kassa.ErrorCode(err) != kassa.NotFound:
 			return nil, err
+		case err != nil && active && e.created != nil:
+			// Spawned but not committed yet: the invoice actor's create
+			// message is still in its mailbox.
+			return e.created, nil
 		}
 	}
 	delete(a.sessions, key)

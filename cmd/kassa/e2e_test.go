@@ -205,7 +205,11 @@ func TestEndToEnd(t *testing.T) {
 	late := create(map[string]any{"amount": 5000, "currency": "SATS"})
 	s.mustCLI("sim", "pay", under["id"].(string), "--method", "onchain", "--amount", "5000")
 	s.mustCLI("sim", "mine")
-	if inv := get(under["id"].(string)); inv["status"] != "New" || num(inv, "totalPaid") != 5000 {
+	// A partial payment leaves the invoice New (no Processing). The
+	// invoice may already have expired on a slow machine (the interval is
+	// 3 s), so the status is only required not to have moved forward;
+	// the event list below proves that no Processing was ever sent.
+	if inv := get(under["id"].(string)); (inv["status"] != "New" && inv["status"] != "Expired") || num(inv, "totalPaid") != 5000 {
 		t.Fatalf("partial payment must leave the invoice New: %v", inv)
 	}
 	waitStatus(empty["id"].(string), "Expired", "None")

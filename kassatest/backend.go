@@ -8,8 +8,8 @@ import (
 )
 
 // Deadline bounds every wait of the backend suites for something to
-// arrive: a real backend polls its node, so events come late, never
-// never.
+// arrive: a real backend polls its node, so an event may come late, but
+// it must come.
 const Deadline = 60 * time.Second
 
 // recorder collects what a handler was given and fails the calls that

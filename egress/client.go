@@ -23,7 +23,7 @@ import (
 // Limits and defaults.
 const (
 	// DefaultTimeout bounds one request, from resolving the host to
-	// reading the response: the 5 seconds of SPEC.md's URL validation.
+	// reading the response: the 5 seconds of the URL validation (docs/api.md, Webhooks).
 	DefaultTimeout = 5 * time.Second
 	// MaxResponseBody is how much of a response body is read and kept.
 	MaxResponseBody = 4 << 10
@@ -180,7 +180,7 @@ type ValidationRequest struct {
 	Timestamp string `json:"timestamp"`
 }
 
-// Validate checks rawURL as SPEC.md's URL validation does before a webhook
+// Validate checks rawURL as the URL validation of docs/api.md (Webhooks) does before a webhook
 // is registered: one unsigned POST of a ValidationRequest naming appName
 // (DefaultAppName when empty), answered within the timeout. A 2xx status,
 // 401 and 403 pass. Anything else (another status, such as 404, 5xx or a

@@ -797,17 +797,27 @@ func TestDeliverConcurrently(t *testing.T) {
 }
 
 func TestDialTriesEachAddress(t *testing.T) {
-	// The first address refuses; the client goes on to the second.
+	// The first address refuses; the client goes on to the second. The
+	// server listens on 127.0.0.1 only, so 127.0.0.2 (also loopback on
+	// Linux) refuses its port.
 	rec := newRecorder(t, 200)
-	res := newFakeResolver()
-	res.addrs["two.example"] = []string{"127.0.0.2", "127.0.0.1"}
-	srvAddr := rec.srv.Listener.Addr().String()
-	if !strings.HasPrefix(srvAddr, "127.0.0.1:") {
-		t.Skipf("server listens on %s", srvAddr)
+	if srvAddr := rec.srv.Listener.Addr().String(); !strings.HasPrefix(srvAddr, "127.0.0.1:") {
+		t.Fatalf("the test server listens on %s, not 127.0.0.1: this test needs IPv4 loopback", srvAddr)
 	}
-	a := devClient(Config{Resolver: res}).Deliver(context.Background(), "http://two.example:"+rec.port(), nil, []byte("{}"))
+	res := newFakeResolver()
+	res.addrs["refuses.example"] = []string{"127.0.0.2"}
+	res.addrs["two.example"] = []string{"127.0.0.2", "127.0.0.1"}
+	c := devClient(Config{Resolver: res})
+	// The control: the first address alone does refuse.
+	if a := c.Deliver(context.Background(), "http://refuses.example:"+rec.port(), nil, []byte("{}")); a.OK {
+		t.Fatalf("127.0.0.2 answered on the server's port: %+v", a)
+	}
+	a := c.Deliver(context.Background(), "http://two.example:"+rec.port(), nil, []byte("{}"))
 	if !a.OK {
 		t.Fatalf("Deliver = %+v", a)
+	}
+	if n := rec.hits.Load(); n != 1 {
+		t.Errorf("%d requests reached the server, want 1", n)
 	}
 }
 

@@ -1,12 +1,13 @@
 // Package http is Kassa's HTTP adapter: a chi router that serves the
-// merchant API of SPEC.md under /api/v1, the admin API the kassa command
+// merchant API of docs/api.md under /api/v1, the admin API the kassa command
 // line uses under /admin/v1, and the customer pages (checkout and pay
-// link) under /checkout and /payment-requests.
+// link) under /checkout and /payment-requests, with /i/{invoiceId} as a
+// short link to the checkout page.
 //
 // The package turns requests into calls of the domain interfaces
 // (kassa.Reader for reads; kassa.InvoiceService, kassa.PaymentRequestService,
 // kassa.StoreService and kassa.WebhookService for changes) and renders
-// their results as the wire format of SPEC.md and DESIGN.md §3. It holds
+// their results as the wire format of docs/api.md. It holds
 // no state of its own beyond its rate-limit buckets; idempotency
 // records live in a kassa.KeyValue.
 //

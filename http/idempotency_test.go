@@ -3,6 +3,7 @@ package http
 import (
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -162,12 +163,28 @@ func TestKeyedMutexForgetsKeys(t *testing.T) {
 	t.Parallel()
 	var k keyedMutex
 	unlock := k.lock("a")
-	unlock2 := make(chan func())
+	unlock2 := make(chan func(), 1)
 	go func() { unlock2 <- k.lock("a") }()
+	// The positive control: the second caller has joined the key's lock
+	// (users is 2), so it is now waiting for it, or about to.
+	for {
+		k.mu.Lock()
+		users := k.locks["a"].users
+		k.mu.Unlock()
+		if users == 2 {
+			break
+		}
+		runtime.Gosched()
+	}
 	select {
 	case <-unlock2:
-		t.Fatal("the second lock of a key did not wait")
-	case <-time.After(20 * time.Millisecond):
+		t.Fatal("the second lock of a key did not wait for the first")
+	default:
+	}
+	if other := k.lock("b"); other == nil {
+		t.Fatal("another key waited")
+	} else {
+		other()
 	}
 	unlock()
 	(<-unlock2)()

@@ -14,7 +14,7 @@ import (
 )
 
 // invoiceRecord is an invoice as the API shows it, in the field order of
-// SPEC.md's Invoice table, plus checkoutLink and bip21. The pointer fields
+// docs/api.md's invoice record, plus checkoutLink and bip21. The pointer fields
 // are left out of list items and present (possibly empty) on the
 // single-invoice response.
 type invoiceRecord struct {
@@ -65,8 +65,8 @@ func invoiceQRCodes(bolt11, bip21 string) (qrCodes, error) {
 	return qrCodes{LightningQR: codes.Lightning, BitcoinQR: codes.Bitcoin}, err
 }
 
-// createdInvoice is the create-invoice response: the fields SPEC.md
-// endpoint 11 lists, createdAt as a string of digits, plus checkoutLink
+// createdInvoice is the create-invoice response: the fields docs/api.md
+// lists under "Create an invoice", createdAt as a string of digits, plus checkoutLink
 // and bip21.
 type createdInvoice struct {
 	ID                    string          `json:"id"`
@@ -91,7 +91,7 @@ type createdInvoice struct {
 	BIP21                    string  `json:"bip21"`
 }
 
-// paymentRecord is one payment received for an invoice, as SPEC.md's
+// paymentRecord is one payment received for an invoice, as docs/api.md's
 // invoice payment record.
 type paymentRecord struct {
 	TransactionID string     `json:"transactionId"`
@@ -119,7 +119,7 @@ func methodNames(methods []kassa.PaymentMethod) []string {
 	return names
 }
 
-// paymentMethodPair is how SPEC.md's paymentMethod names the method that
+// paymentMethodPair is how docs/api.md's paymentMethod names the method that
 // settled an invoice: "BTC/BTC" on-chain, "BTC/Lightning" on Lightning,
 // empty before settlement.
 func paymentMethodPair(m kassa.PaymentMethod) string {

@@ -8,7 +8,7 @@ import (
 	"github.com/kassapay/kassa"
 )
 
-// paymentRequestRecord is a pay link as SPEC.md's Payment request table
+// paymentRequestRecord is a pay link as docs/api.md's pay-link record
 // shows it, plus the fields accepted on creation (redirectUrl,
 // customerEmail, discount, internalNote: the caller is the merchant) and
 // url, the customer page.
@@ -118,7 +118,7 @@ func (s *server) paymentRequestInput(b *paymentRequestBody) (*kassa.PaymentReque
 	return in, nil
 }
 
-// createdPaymentRequest is the create response of SPEC.md endpoint 14.
+// createdPaymentRequest is the create response of a pay link (docs/api.md, Pay links).
 type createdPaymentRequest struct {
 	ID  string `json:"id"`
 	URL string `json:"url"`

@@ -124,7 +124,7 @@ func (s *server) routes() *chi.Mux {
 					r.Delete("/webhooks/{webhookId}", s.deleteWebhook)
 					r.Get("/webhooks/{webhookId}/deliveries", s.listDeliveries)
 					r.Get("/webhooks/{webhookId}/deliveries/{deliveryId}", s.getDelivery)
-					// SPEC.md spells the segment "paylods"; it is served as spelled.
+					// The interface spells the segment "paylods" (docs/api.md); it is served as spelled.
 					r.With(s.idempotent).Post("/webhooks/{webhookId}/paylods/{payloadId}/redeliver", s.redeliver)
 				})
 			})

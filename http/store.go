@@ -51,7 +51,7 @@ func (s *server) getStore(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, newStoreRecord(callerFrom(r.Context())))
 }
 
-// rateRecord is one exchange rate entry of SPEC.md; rate is a decimal
+// rateRecord is one exchange rate entry of docs/api.md (Exchange rates); rate is a decimal
 // string.
 type rateRecord struct {
 	CurrencyPair string   `json:"currencyPair"`

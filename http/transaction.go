@@ -10,7 +10,7 @@ import (
 	"github.com/kassapay/kassa"
 )
 
-// transactionRecord is a ledger line as SPEC.md's Transaction table shows
+// transactionRecord is a ledger line as docs/api.md (Transactions) shows
 // it.
 type transactionRecord struct {
 	ID                        int64       `json:"id"`

@@ -48,7 +48,11 @@ func (s *System) HandleChainEvent(ctx context.Context, ev kassa.ChainEvent) erro
 	if ev.Dropped {
 		in = kassa.PaymentDropped{PaymentID: ev.Payment.ID, ReplacedByFee: ev.Payment.ReplaceByFee, At: now}
 	}
-	if _, err := s.commandByInvoice(ctx, id, eventOf(in)); err != nil && !ignorable(err) {
+	_, err = s.commandByInvoice(ctx, id, eventOf(in))
+	if ev.Dropped && errors.Is(err, kassa.ErrUnknownPayment) {
+		return nil // never recorded: nothing to take back
+	}
+	if err != nil && !ignorable(err) {
 		s.log.Error("chain event not recorded", "invoice", id, "txid", ev.Payment.TxID, "err", err)
 		return fmt.Errorf("chain event for invoice %s: %w", id, err)
 	}

@@ -152,3 +152,18 @@ func TestAddressOfExpiredUnpaidInvoiceIsReused(t *testing.T) {
 		t.Fatalf("next invoice index %d address %s: the paid invoice's address must never come back", *next.DerivationIndex, next.OnchainAddress)
 	}
 }
+
+// TestDropOfUnknownPaymentIsAcknowledged: a drop for a payment the
+// invoice never recorded has nothing to undo; the watcher must be able to
+// acknowledge it, or it would deliver it again forever.
+func TestDropOfUnknownPaymentIsAcknowledged(t *testing.T) {
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	h.createStore("0", "0")
+	inv := h.invoice("1000", kassa.SATS)
+	err := h.sys.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Dropped: true, Payment: kassa.Payment{
+		ID: "bb:0", TxID: "bb", Amount: 1000, Destination: inv.OnchainAddress,
+	}})
+	if err != nil {
+		t.Fatalf("drop of an unknown payment: %v", err)
+	}
+}

@@ -505,8 +505,8 @@ func (w *watcher) block(ctx context.Context, height int64, hash chainhash.Hash, 
 	}
 	w.c.matcher.match(block.Transactions, func(tx *wire.MsgTx, vout int, wa *watch) {
 		id := tx.TxHash().String() + ":" + strconv.Itoa(vout)
-		if st.tracked[id] != nil {
-			return
+		if st.tracked[id] != nil || tx.TxOut[vout].Value <= 0 {
+			return // known, or a zero-value output that pays nothing
 		}
 		t := w.newTracked(tx, vout, wa)
 		t.found = span.SpanContext()
@@ -773,8 +773,8 @@ func (w *watcher) scanMempool(ctx context.Context) error {
 	}
 	w.c.matcher.match(fresh, func(tx *wire.MsgTx, vout int, wa *watch) {
 		id := tx.TxHash().String() + ":" + strconv.Itoa(vout)
-		if st.tracked[id] != nil {
-			return
+		if st.tracked[id] != nil || tx.TxOut[vout].Value <= 0 {
+			return // known, or a zero-value output that pays nothing
 		}
 		t := w.newTracked(tx, vout, wa)
 		// The mempool's word is checked against the chain: a transaction

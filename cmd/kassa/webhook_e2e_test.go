@@ -790,3 +790,58 @@ func TestWebhookKillInFlight(t *testing.T) {
 	}
 	t.Logf("receiver got %s", rcv.summary("/hook", id))
 }
+
+// TestWebhookOrderAfterKill kills the server with the New, Processing and
+// Settled deliveries of several invoices still pending behind an endpoint
+// that hangs, and checks that after the restart each invoice's events
+// reach the endpoint in the order they happened. Repeats of one event
+// are recognised by X-Service-Event-Id, as a receiver would.
+func TestWebhookOrderAfterKill(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServer(t, dir, "--dev")
+	c := s.createStore("--name", "Order")
+	rcv := newReceiver(t)
+	addWebhook(t, s, c, map[string]any{"url": rcv.url("/hook")})
+	rcv.set("/hook", answer{hang: true})
+
+	var ids []string
+	for i := range 3 {
+		id := createInvoice(t, s, c, map[string]any{"amount": 3000 + i, "currency": "SATS"})
+		s.mustCLI("sim", "pay", id, "--method", "lightning")
+		ids = append(ids, id)
+	}
+	waitFor(t, 20*time.Second, "the first delivery to hang", func() bool { return rcv.inFlight("/hook") == 1 })
+	s.Kill()
+	before := len(rcv.events("/hook"))
+	rcv.set("/hook", answer{})
+
+	startServer(t, dir, "--dev")
+	for _, id := range ids {
+		rcv.wait(t, "/hook", id, "Settled", 1)
+	}
+	after := rcv.events("/hook")[before:]
+	seen := map[string]bool{}
+	order := map[string][]string{}
+	for _, h := range after {
+		eventID := h.Header.Get(webhook.EventIDHeader)
+		if eventID == "" {
+			t.Fatalf("delivery without %s: %s", webhook.EventIDHeader, h.Body)
+		}
+		if seen[eventID] {
+			continue
+		}
+		seen[eventID] = true
+		e := h.event()
+		order[e.InvoiceID] = append(order[e.InvoiceID], e.Type)
+	}
+	for _, id := range ids {
+		// Whatever the endpoint got before the kill, what follows keeps
+		// the order of New, Processing, Settled.
+		got := fmt.Sprint(order[id])
+		if got != "[New Processing Settled]" && got != "[Processing Settled]" && got != "[Settled]" {
+			t.Errorf("invoice %s: after the restart the endpoint got %s", id, got)
+		}
+	}
+	t.Logf("%d requests before the kill, %d after", before, len(after))
+}

@@ -300,6 +300,7 @@ func (a *storeActor) topUp(msg *topUp) reply {
 }
 
 func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
+	defer a.sys.webhooksChanged(a.id)
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
@@ -315,6 +316,7 @@ func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
 }
 
 func (a *storeActor) deleteWebhook(msg *deleteWebhook) reply {
+	defer a.sys.webhooksChanged(a.id)
 	now := a.sys.cfg.Clock.Now()
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_WebhookDeleted{WebhookDeleted: &protos.WebhookDeleted{WebhookId: msg.webhook.ID}}}
 	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.DeleteWebhook(msg.webhook) }); err != nil {

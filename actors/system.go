@@ -61,6 +61,7 @@ type System struct {
 	invoiceProps *actor.Props
 	webhookProps *actor.Props
 	webhooks     sync.Map // webhook id → *actor.PID
+	webhookLists webhookLists
 	// recovered is set once Recover has run; a store actor that starts
 	// after that (after a panic, say) wakes its invoices due soon.
 	recovered atomic.Bool

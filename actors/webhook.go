@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -214,9 +215,13 @@ func (s *System) webhook(id string) *actor.PID {
 // per enabled webhook of the store that selected its type, all with one
 // new event id.
 func (s *System) deliveriesFor(ctx context.Context, inv *kassa.Invoice, e kassa.Emit, now time.Time) ([]*kassa.Delivery, error) {
+	hooks, err := s.storeWebhooks(ctx, inv.StoreID)
+	if err != nil {
+		return nil, err
+	}
 	var out []*kassa.Delivery
 	eventID := ""
-	err := s.cfg.Reader.Webhooks(ctx, inv.StoreID, func(w *kassa.Webhook) error {
+	for _, w := range hooks {
 		if w.Enabled && w.Selects(e.Type) {
 			if eventID == "" {
 				eventID = kassa.NewID("")
@@ -226,9 +231,71 @@ func (s *System) deliveriesFor(ctx context.Context, inv *kassa.Invoice, e kassa.
 				Payload: kassa.EventPayload(inv, e), Status: kassa.DeliveryPending, CreatedAt: now,
 			})
 		}
+	}
+	return out, nil
+}
+
+// webhookLists caches each store's webhooks for its invoice events, which
+// would otherwise scan storage on every event, also of the many stores
+// that have none. The store actor calls changed after every save or
+// delete; a list read from storage while a change lands is used once but
+// not kept (the generation tells).
+type webhookLists struct {
+	mu     sync.Mutex
+	stores map[string]*webhookList
+}
+
+type webhookList struct {
+	generation uint64
+	loaded     bool
+	webhooks   []*kassa.Webhook // shared: read only
+}
+
+// storeWebhooks returns the store's webhooks, from the cache when it can.
+func (s *System) storeWebhooks(ctx context.Context, storeID string) ([]*kassa.Webhook, error) {
+	c := &s.webhookLists
+	c.mu.Lock()
+	if c.stores == nil {
+		c.stores = map[string]*webhookList{}
+	}
+	l := c.stores[storeID]
+	if l == nil {
+		l = &webhookList{}
+		c.stores[storeID] = l
+	}
+	if l.loaded {
+		hooks := l.webhooks
+		c.mu.Unlock()
+		return hooks, nil
+	}
+	generation := l.generation
+	c.mu.Unlock()
+	var hooks []*kassa.Webhook
+	err := s.cfg.Reader.Webhooks(ctx, storeID, func(w *kassa.Webhook) error {
+		hooks = append(hooks, w)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if l.generation == generation {
+		l.webhooks, l.loaded = hooks, true
+	}
+	c.mu.Unlock()
+	return hooks, nil
+}
+
+// webhooksChanged drops the cached webhook list of a store. The store
+// actor calls it after each webhook save or delete, before it answers.
+func (s *System) webhooksChanged(storeID string) {
+	c := &s.webhookLists
+	c.mu.Lock()
+	if l := c.stores[storeID]; l != nil {
+		l.generation++
+		l.loaded, l.webhooks = false, nil
+	}
+	c.mu.Unlock()
 }
 
 // notify tells the endpoint actors about deliveries now in the outbox.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -629,4 +630,65 @@ func TestSigAliasRepeatsSigHeader(t *testing.T) {
 	if d.Headers["X-Coinsnap-Sig"] != s.headers.Get("X-Coinsnap-Sig") || d.InvoiceID != inv.ID {
 		t.Fatalf("recorded headers %v", d.Headers)
 	}
+}
+
+// countingReader counts the scans of a store's webhooks.
+type countingReader struct {
+	kassa.Reader
+	scans atomic.Int64
+}
+
+func (r *countingReader) Webhooks(ctx context.Context, storeID string, fn func(*kassa.Webhook) error) error {
+	r.scans.Add(1)
+	return r.Reader.Webhooks(ctx, storeID, fn)
+}
+
+// TestInvoiceEventsReadCachedWebhookList checks that invoice events of a
+// store without webhooks do not scan storage for them, and that the
+// cached list follows every change at once: a webhook created, disabled,
+// deleted.
+func TestInvoiceEventsReadCachedWebhookList(t *testing.T) {
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
+	reader := &countingReader{Reader: h.db}
+	h.sys.cfg.Reader = reader
+	h.createStore("0", "0")
+	for range 20 {
+		h.invoice("1000", kassa.SATS)
+	}
+	if n := reader.scans.Load(); n > 1 {
+		t.Fatalf("20 invoices of a store without webhooks scanned its webhooks %d times", n)
+	}
+	a := h.webhook("https://a.example/hook", kassa.EventNew)
+	first := h.invoice("1000", kassa.SATS)
+	eventually(t, "New at the new webhook", func() bool { return len(h.hooks.to(a.URL)) == 1 })
+	b := h.webhook("https://b.example/hook", kassa.EventNew)
+	no := false
+	if _, err := h.sys.UpdateWebhook(context.Background(), h.store.ID, a.ID, &kassa.WebhookInput{Enabled: &no}); err != nil {
+		t.Fatal(err)
+	}
+	second := h.invoice("1000", kassa.SATS)
+	eventually(t, "New at the second webhook", func() bool { return len(h.hooks.to(b.URL)) == 1 })
+	if err := h.sys.DeleteWebhook(context.Background(), h.store.ID, b.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := h.webhook("https://c.example/hook", kassa.EventNew)
+	third := h.invoice("1000", kassa.SATS)
+	eventually(t, "New at the third webhook", func() bool { return len(h.hooks.to(c.URL)) == 1 })
+	// Deliveries are written in the batch of their event, before the
+	// create returns: the logs are final.
+	logged := func(w *kassa.Webhook) []string {
+		var out []string
+		h.db.Deliveries(context.Background(), w.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error { out = append(out, d.InvoiceID); return nil })
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		w    *kassa.Webhook
+		want string
+	}{{"disabled", a, first.ID}, {"deleted", b, second.ID}, {"third", c, third.ID}} {
+		if got := logged(c.w); fmt.Sprint(got) != "["+c.want+"]" {
+			t.Errorf("%s webhook: deliveries for %v, want only %s", c.name, got, c.want)
+		}
+	}
+	t.Logf("%d scans of the store's webhooks for 23 invoices and 5 changes", reader.scans.Load())
 }

@@ -468,13 +468,16 @@ func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, inv *kass
 	return nil
 }
 
-// wakeForwarder tells the store's forward actor about a new settle.
+// wakeForwarder tells the store's forward actor about a new settle, or a
+// payment made again, by Lightning.
 func (s *System) wakeForwarder(storeID string, effects []kassa.Effect) {
 	if s.cfg.Forwarder == nil {
 		return
 	}
 	for _, e := range effects {
-		if settle, ok := e.(kassa.Settle); ok && settle.Method == kassa.MethodLightning {
+		settle, ok := e.(kassa.Settle)
+		again, ok2 := e.(kassa.PaidAgain)
+		if ok && settle.Method == kassa.MethodLightning || ok2 && again.Method == kassa.MethodLightning {
 			s.cfg.Forwarder.Wake(storeID)
 			return
 		}

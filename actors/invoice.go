@@ -225,8 +225,12 @@ func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa
 				b.MarkPaymentRequestPaid(next.PaymentLinkID, next.ID)
 			}
 		case kassa.PaidAgain:
+			// Money paid again by Lightning is on the service's node
+			// and is forwarded like a settlement's.
 			for _, tx := range kassa.PaidAgainTransactions(&next, e, next.UpdatedAt) {
-				b.PutTransaction(&tx)
+				if err := a.sys.putSettlementLine(spanCtx, b, &next, &tx); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}

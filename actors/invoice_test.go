@@ -11,6 +11,7 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
+	lnsim "github.com/kassapay/kassa/lightning/sim"
 )
 
 // TestPaidAgainIsRecorded pays a settled invoice again, by its Lightning
@@ -272,5 +273,34 @@ func TestPayLinkSessionRace(t *testing.T) {
 	}
 	if len(seen) != 1 {
 		t.Fatalf("%d invoices for one session, want 1", len(seen))
+	}
+}
+
+// TestPaidAgainByLightningIsForwarded checks that money paid again by
+// Lightning, which lands on the service's node, is forwarded to the
+// store's Lightning address like a settlement's.
+func TestPaidAgainByLightningIsForwarded(t *testing.T) {
+	m := newMerchant(t)
+	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, lnsim.NewPayer(m.node))
+	h.createStore()
+	inv := h.invoice("10", kassa.EUR) // 20,000 sat
+	h.pay(inv, inv.Amount, 1, "aa")   // settled on-chain: nothing to forward
+	h.payLightning(inv, inv.Amount)   // then paid again by Lightning
+
+	var again kassa.Transaction
+	eventually(t, "the forward of the payment made again", func() bool {
+		txs, err := h.db.TransactionsByInvoice(context.Background(), inv.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tx := range txs {
+			if tx.Type == kassa.TransactionTransfer && tx.DepositMethod == kassa.MethodLightning {
+				again = tx
+			}
+		}
+		return again.Status == kassa.TransactionSettled
+	})
+	if paid := m.paid(); len(paid) != 1 || again.Hash != paid[0] || again.Amount != inv.Amount {
+		t.Fatalf("forwarded %+v; merchant invoices paid %v", again, paid)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,5 +166,36 @@ func TestDropOfUnknownPaymentIsAcknowledged(t *testing.T) {
 	}})
 	if err != nil {
 		t.Fatalf("drop of an unknown payment: %v", err)
+	}
+}
+
+// TestXpubOfAnotherStoreIsRefused: with the real chain backend two stores
+// cannot share an account key (their invoices would get the same
+// addresses), whatever version bytes or address type spell it.
+func TestXpubOfAnotherStoreIsRefused(t *testing.T) {
+	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Now()), func(c *Config) {
+		chain, err := chainrpc.New(chainrpc.Config{Reader: c.Reader, Conn: chainrpc.Conn{
+			Host: "127.0.0.1:1", User: "u", Pass: "p", NoTLS: true, Network: "regtest", Params: &chaincfg.RegressionNetParams,
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Chain = chain
+	})
+	tpub := testTpub(t)
+	if _, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "One", Currency: kassa.EUR, Xpub: tpub, ConfirmationsRequired: 1}); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := hdkeychain.NewKeyFromString(tpub)
+	vpub, _ := key.CloneWithVersion([]byte{0x04, 0x5f, 0x1c, 0xf6})
+	for _, s := range []kassa.StoreSettings{
+		{Name: "Two", Currency: kassa.EUR, Xpub: tpub, ConfirmationsRequired: 1},
+		{Name: "Three", Currency: kassa.EUR, Xpub: vpub.String(), ConfirmationsRequired: 1},
+		{Name: "Four", Currency: kassa.EUR, Xpub: tpub, XpubType: "taproot", ConfirmationsRequired: 1},
+	} {
+		_, err := h.sys.CreateStore(context.Background(), s)
+		if kassa.ErrorCode(err) != kassa.Invalid || !strings.Contains(kassa.ErrorMessage(err)+err.Error(), "another store") {
+			t.Errorf("store %s with the key of store One: %v", s.Name, err)
+		}
 	}
 }

@@ -73,10 +73,16 @@ type Account struct {
 	typ     Type
 	params  *chaincfg.Params
 	receive *hdkeychain.ExtendedKey
-	// ID names the account whatever version bytes spell it: its public
-	// key and chain code.
+	// ID names the account whatever version bytes spell it: its type,
+	// public key and chain code.
 	ID string
+	// key is the public key and chain code, whatever the type.
+	key string
 }
+
+// SameKey reports whether a and b are the same account key, whatever the
+// address type or the version bytes.
+func SameKey(a, b *Account) (bool, error) { return a.key == b.key, nil }
 
 // Mainnet reports whether params are Bitcoin's main network, whose keys
 // are spelled xpub/zpub; every other network uses tpub/vpub.
@@ -130,7 +136,8 @@ func Parse(xpub string, typ Type, params *chaincfg.Params) (*Account, error) {
 	}
 	return &Account{
 		typ: typ, params: params, receive: receive,
-		ID: string(typ) + ":" + string(pub.SerializeCompressed()) + string(key.ChainCode()),
+		ID:  string(typ) + ":" + string(pub.SerializeCompressed()) + string(key.ChainCode()),
+		key: string(pub.SerializeCompressed()) + string(key.ChainCode()),
 	}, nil
 }
 

@@ -135,9 +135,31 @@ func (c *Chain) account(store *kassa.Store) (*derive.Account, error) {
 }
 
 // CheckXpub reports whether xpub of typ gives addresses on the node's
-// network, for store creation.
+// network and is not the account key of another store, for store
+// creation: two stores deriving from one key would hand out the same
+// addresses, and a payment could not tell their invoices apart.
 func (c *Chain) CheckXpub(xpub, typ string) error {
-	_, err := c.account(&kassa.Store{Xpub: xpub, XpubType: typ})
+	a, err := c.account(&kassa.Store{Xpub: xpub, XpubType: typ})
+	if err != nil || c.reader == nil {
+		return err
+	}
+	errTaken := errors.New("taken")
+	err = c.reader.Stores(context.Background(), func(st *kassa.Store) error {
+		if strings.TrimSpace(st.Xpub) == "" {
+			return nil
+		}
+		other, err := derive.Parse(st.Xpub, derive.SegWit, c.conn.Params)
+		if err != nil {
+			return nil
+		}
+		if same, _ := derive.SameKey(a, other); same {
+			return errTaken
+		}
+		return nil
+	})
+	if errors.Is(err, errTaken) {
+		return kassa.Errorf(kassa.Invalid, "this xpub is already the key of another store: give each store its own account key")
+	}
 	return err
 }
 

@@ -5,7 +5,7 @@ BIN     := bin/kassa
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: all build run test test-deps bench lint protos itest btcd regtest clean
+.PHONY: all build run test test-deps bench lint protos itest btcd lnd regtest clean
 
 all: build
 
@@ -27,9 +27,14 @@ test: test-deps
 btcd:
 	bash scripts/build-btcd.sh >/dev/null
 
-# Integration tests against a real btcd in regtest. Never skipped: a
-# btcd that cannot be built fails them.
-itest: btcd
+# Builds lnd and lncli (pinned, cached under ~/.cache/kassa/bin; the first
+# build takes minutes); fails when they cannot be built.
+lnd:
+	bash scripts/build-lnd.sh >/dev/null
+
+# Integration tests against a real btcd in regtest and real lnd nodes.
+# Never skipped: a daemon that cannot be built fails them.
+itest: btcd lnd
 	$(GO) test -race -count=1 -timeout 20m ./itest/...
 
 # A regtest btcd on loopback, a funded test wallet and Kassa serving

@@ -1,0 +1,380 @@
+package itest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lightningnetwork/lnd/lnrpc"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/itest/harness"
+	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/lightning/lnd"
+	"github.com/kassapay/kassa/persistence"
+)
+
+// lnEnv is a regtest Lightning network on loopback: btcd, the service's
+// lnd (Kassa's), a customer's lnd with a channel to it, and a merchant's
+// lnd with a channel from it; the merchant's Lightning address is served
+// by a small LNURL-pay server backed by the merchant's lnd.
+type lnEnv struct {
+	t                           *testing.T
+	btcd                        *harness.Node
+	wallet                      *harness.Wallet
+	service, customer, merchant *harness.Lnd
+	lnurl                       *lnurlServer
+	kassa                       *harness.Kassa
+	store                       harness.Store
+	hooks                       *harness.Webhooks
+	args                        []string
+}
+
+// lnurlServer answers LUD-06 pay requests for shop@HOST with invoices of
+// the merchant's lnd, described by the hash of its metadata.
+type lnurlServer struct {
+	srv      *httptest.Server
+	merchant *harness.Lnd
+	mu       sync.Mutex
+	hashes   []string
+	comments []string
+}
+
+const lnurlMetadata = `[["text/plain","Payment to the shop"],["text/identifier","shop@example.com"]]`
+
+func newLNURLServer(t *testing.T, merchant *harness.Lnd) *lnurlServer {
+	s := &lnurlServer{merchant: merchant}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/lnurlp/shop", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{
+			"tag": "payRequest", "callback": "http://" + r.Host + "/lnurlp/shop/callback",
+			"minSendable": 1000, "maxSendable": 1_000_000_000, "metadata": lnurlMetadata, "commentAllowed": 140,
+		})
+	})
+	mux.HandleFunc("GET /lnurlp/shop/callback", func(w http.ResponseWriter, r *http.Request) {
+		amount, err := strconv.ParseInt(r.URL.Query().Get("amount"), 10, 64)
+		if err != nil {
+			json.NewEncoder(w).Encode(map[string]string{"status": "ERROR", "reason": "amount"})
+			return
+		}
+		hash := sha256.Sum256([]byte(lnurlMetadata))
+		ctx, cancel := context.WithTimeout(r.Context(), 20*time.Second)
+		defer cancel()
+		res, err := merchant.Client.AddInvoice(ctx, &lnrpc.Invoice{ValueMsat: amount, DescriptionHash: hash[:], Expiry: 3600})
+		if err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			json.NewEncoder(w).Encode(map[string]string{"status": "ERROR", "reason": err.Error()})
+			return
+		}
+		s.mu.Lock()
+		s.hashes = append(s.hashes, hex.EncodeToString(res.RHash))
+		s.comments = append(s.comments, r.URL.Query().Get("comment"))
+		s.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"pr": res.PaymentRequest, "routes": []any{}})
+	})
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *lnurlServer) address() string { return "shop@" + strings.TrimPrefix(s.srv.URL, "http://") }
+
+// newLNEnv builds the network and starts Kassa on it with one store whose
+// Lightning address is the merchant's.
+func newLNEnv(t *testing.T) *lnEnv {
+	t.Helper()
+	e := &lnEnv{t: t, wallet: harness.NewWallet(t, harness.ParamsOf("regtest"))}
+	e.btcd = harness.StartNode(t, harness.NodeConfig{MiningAddr: e.wallet.Address(), TxIndex: true})
+	e.btcd.Mine(103)
+	e.service = harness.StartLnd(t, e.btcd, "service")
+	e.customer = harness.StartLnd(t, e.btcd, "customer")
+	e.merchant = harness.StartLnd(t, e.btcd, "merchant")
+	e.wallet.Pay(t, e.btcd,
+		harness.Output{Address: e.customer.NewAddress(), Amount: 10_000_000},
+		harness.Output{Address: e.service.NewAddress(), Amount: 10_000_000})
+	e.btcd.Mine(1)
+	e.customer.WaitBalance(10_000_000)
+	e.service.WaitBalance(10_000_000)
+	e.customer.OpenChannel(e.service, 5_000_000)
+	e.service.OpenChannel(e.merchant, 5_000_000)
+	e.lnurl = newLNURLServer(t, e.merchant)
+	e.args = []string{"--chain", chainURL(e.btcd), "--lightning", e.service.URL(), "--invoice-expiry", "10m"}
+	e.kassa = harness.StartKassa(t, "", e.args...)
+	e.store = e.kassa.CreateStore("--name", "Lightning shop", "--lightning-address", e.lnurl.address())
+	e.hooks = e.kassa.ListenWebhooks(e.store)
+	return e
+}
+
+// lnInvoice is what the tests read of a Lightning invoice.
+type lnInvoice struct {
+	ID               string `json:"id"`
+	Status           string `json:"status"`
+	Amount           int64  `json:"amount"`
+	LightningInvoice string `json:"lightningInvoice"`
+}
+
+func (e *lnEnv) createInvoice(sats int64) lnInvoice {
+	e.t.Helper()
+	var inv lnInvoice
+	e.kassa.Do("POST", "/api/v1/stores/"+e.store.StoreID+"/invoices", e.store.APIKey, map[string]any{
+		"amount": sats, "currency": "SATS", "enabledPaymentMethods": []string{"Lightning"},
+	}, &inv)
+	var full lnInvoice
+	e.kassa.Do("GET", "/api/v1/stores/"+e.store.StoreID+"/invoices/"+inv.ID, e.store.APIKey, nil, &full)
+	if full.LightningInvoice == "" {
+		e.t.Fatalf("invoice %s has no Lightning invoice", inv.ID)
+	}
+	return full
+}
+
+// createInvoiceEventually creates an invoice once Kassa reaches lnd again
+// (it answers 503 while lnd is down).
+func (e *lnEnv) createInvoiceEventually(sats int64) lnInvoice {
+	e.t.Helper()
+	harness.Eventually(e.t, 90*time.Second, "invoice creation with lnd back", func() error {
+		if code := e.kassa.Do("POST", "/api/v1/stores/"+e.store.StoreID+"/invoices", e.store.APIKey, map[string]any{
+			"amount": 1, "currency": "SATS", "enabledPaymentMethods": []string{"Lightning"},
+		}, nil); code != http.StatusOK {
+			return fmt.Errorf("create invoice answered %d", code)
+		}
+		return nil
+	})
+	return e.createInvoice(sats)
+}
+
+// transfer is a transaction line as the API shows it.
+type transfer struct {
+	InvoiceID     string `json:"invoiceId"`
+	Type          string `json:"type"`
+	Status        string `json:"status"`
+	Amount        int64  `json:"amount"`
+	FullAmount    int64  `json:"fullAmount"`
+	DepositMethod string `json:"depositMethod"`
+	Hash          string `json:"hash"`
+}
+
+func (e *lnEnv) transfer(invoiceID string) (transfer, bool) {
+	e.t.Helper()
+	var txs []transfer
+	e.kassa.Do("GET", "/api/v1/stores/"+e.store.StoreID+"/transactions", e.store.APIKey, nil, &txs)
+	for _, tx := range txs {
+		if tx.InvoiceID == invoiceID && tx.Type == "transfer" {
+			return tx, true
+		}
+	}
+	return transfer{}, false
+}
+
+// waitForwarded waits for the invoice's transfer to settle and checks it
+// against the merchant's node: the hash of a settled invoice there, the
+// amount that reached it, and the routing fee.
+func (e *lnEnv) waitForwarded(invoiceID string, full int64) transfer {
+	e.t.Helper()
+	var tx transfer
+	harness.Eventually(e.t, 180*time.Second, "transfer of "+invoiceID+" settled", func() error {
+		var ok bool
+		if tx, ok = e.transfer(invoiceID); !ok {
+			return fmt.Errorf("no transfer line")
+		}
+		if tx.Status != "Settled" {
+			return fmt.Errorf("transfer %s", tx.Status)
+		}
+		return nil
+	})
+	if tx.DepositMethod != "Lightning" || tx.FullAmount != full {
+		e.t.Fatalf("transfer %+v", tx)
+	}
+	hash, _ := hex.DecodeString(tx.Hash)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := e.merchant.Client.LookupInvoice(ctx, &lnrpc.PaymentHash{RHash: hash})
+	if err != nil {
+		e.t.Fatalf("the transfer's hash %s is no invoice of the merchant's node: %v", tx.Hash, err)
+	}
+	if got.State != lnrpc.Invoice_SETTLED || got.AmtPaidSat != tx.Amount {
+		e.t.Fatalf("merchant invoice %s: %s, %d sat paid; the transfer says %d sat reached the wallet", tx.Hash, got.State, got.AmtPaidSat, tx.Amount)
+	}
+	// The routing fee the service's node paid is what the transfer shows
+	// did not reach the wallet (direct channel: none).
+	pays, err := e.service.Client.ListPayments(ctx, &lnrpc.ListPaymentsRequest{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, p := range pays.Payments {
+		if p.PaymentHash == tx.Hash {
+			if p.Status != lnrpc.Payment_SUCCEEDED || full-tx.Amount < p.FeeSat {
+				e.t.Fatalf("service payment %s: %s, fee %d sat; transfer %d of %d", p.PaymentHash, p.Status, p.FeeSat, tx.Amount, full)
+			}
+			return tx
+		}
+	}
+	e.t.Fatalf("the service's node made no payment with hash %s", tx.Hash)
+	return tx
+}
+
+// merchantSettled counts the merchant's settled invoices.
+func (e *lnEnv) merchantSettled() int {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := e.merchant.Client.ListInvoices(ctx, &lnrpc.ListInvoiceRequest{NumMaxInvoices: 1000})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	n := 0
+	for _, inv := range r.Invoices {
+		if inv.State == lnrpc.Invoice_SETTLED {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLightningOnLnd runs the Lightning scenarios on one network: the
+// network takes a while to build, so the cases share it in order.
+func TestLightningOnLnd(t *testing.T) {
+	e := newLNEnv(t)
+
+	t.Log("a paid invoice settles and is forwarded")
+	{
+		inv := e.createInvoice(20_000)
+		if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+			t.Fatalf("customer pays: %v", err)
+		}
+		e.hooks.Wait(inv.ID, "Processing")
+		e.hooks.Wait(inv.ID, "Settled")
+		if got := e.hooks.Events(inv.ID); !slices.Equal(got, []string{"New", "Processing", "Settled"}) {
+			t.Fatalf("webhooks %v", got)
+		}
+		e.waitForwarded(inv.ID, 20_000)
+		if n := e.merchantSettled(); n != 1 {
+			t.Fatalf("merchant invoices settled: %d, want 1", n)
+		}
+	}
+
+	t.Log("kassa restarted between payment and settle misses nothing")
+	{
+		inv := e.createInvoice(15_000)
+		e.kassa.Stop()
+		if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+			t.Fatalf("customer pays: %v", err)
+		}
+		e.kassa = harness.StartKassa(t, e.kassa.Data, e.args...)
+		e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+		e.waitForwarded(inv.ID, 15_000)
+	}
+
+	t.Log("lnd killed and restarted")
+	{
+		e.service.Kill()
+		harness.Eventually(t, 30*time.Second, "health to report lnd down", func() error {
+			var h struct {
+				Lightning struct {
+					Error string `json:"error"`
+				} `json:"lightning"`
+			}
+			e.kassa.Do("GET", "/api/v1/health", "", nil, &h)
+			if h.Lightning.Error == "" {
+				return fmt.Errorf("health says nothing of lnd")
+			}
+			return nil
+		})
+		e.service.Start()
+		inv := e.createInvoiceEventually(12_000)
+		if _, err := e.customer.Pay(inv.LightningInvoice, 90*time.Second); err != nil {
+			t.Fatalf("customer pays: %v", err)
+		}
+		e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+		e.waitForwarded(inv.ID, 12_000)
+	}
+
+	t.Log("merchant node offline: forward pending, retried, once")
+	{
+		before := e.merchantSettled()
+		e.merchant.Stop()
+		inv := e.createInvoice(11_000)
+		if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+			t.Fatalf("customer pays: %v", err)
+		}
+		e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+		if tx, ok := e.transfer(inv.ID); !ok || tx.Status != "Pending" {
+			t.Fatalf("transfer while the merchant is offline: %+v %v", tx, ok)
+		}
+		harness.Eventually(t, 60*time.Second, "a failed forward attempt in the log", func() error {
+			if !strings.Contains(e.kassa.Logs(), "forward not sent; retrying") && !strings.Contains(e.kassa.Logs(), "forward payment failed; retrying") {
+				return fmt.Errorf("no failed attempt yet")
+			}
+			return nil
+		})
+		e.merchant.Start()
+		e.service.WaitActive(e.merchant)
+		e.waitForwarded(inv.ID, 11_000)
+		if n := e.merchantSettled(); n != before+1 {
+			t.Fatalf("merchant invoices settled: %d, want %d (exactly one more)", n, before+1)
+		}
+	}
+
+	t.Log("expired invoice cannot be paid")
+	{
+		e.kassa.Stop()
+		e.kassa = harness.StartKassa(t, e.kassa.Data, append(e.args[:len(e.args):len(e.args)], "--invoice-expiry", "2s")...)
+		short := e.createInvoice(5000)
+		e.kassa.WaitStatus(e.store, short.ID, "Expired", "")
+		harness.Eventually(t, 30*time.Second, "lnd invoice cancelled", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			d, err := e.service.Client.DecodePayReq(ctx, &lnrpc.PayReqString{PayReq: short.LightningInvoice})
+			if err != nil {
+				return err
+			}
+			h, _ := hex.DecodeString(d.PaymentHash)
+			got, err := e.service.Client.LookupInvoice(ctx, &lnrpc.PaymentHash{RHash: h})
+			if err != nil {
+				return err
+			}
+			if got.State != lnrpc.Invoice_CANCELED {
+				return fmt.Errorf("lnd invoice %s", got.State)
+			}
+			return nil
+		})
+		if _, err := e.customer.Pay(short.LightningInvoice, 5*time.Second); err == nil {
+			t.Fatal("an expired invoice was paid")
+		}
+	}
+
+	t.Log("the lnd backend passes the Lightning contract suite")
+	kassatest.RunLightning(t, func(t *testing.T) kassatest.LightningHarness {
+		target, err := lnd.ParseTarget(e.service.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rpc, err := lnd.Dial(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rpc.Close() })
+		db, err := persistence.Open("", persistence.Options{InMemory: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		node, err := lnd.New(rpc, lnd.Config{Cursor: db, MinBackoff: 100 * time.Millisecond, MaxBackoff: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kassatest.LightningHarness{Lightning: node, Pay: func(_ context.Context, pr string, _ kassa.MSat) error {
+			_, err := e.customer.Pay(pr, 15*time.Second)
+			return err
+		}}
+	})
+}

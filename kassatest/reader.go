@@ -29,6 +29,7 @@ func RunReader(t *testing.T, open func(t *testing.T) Storage) {
 		{"OpenInvoices", readerOpenInvoices},
 		{"PaymentRequests", readerPaymentRequests},
 		{"Webhooks", readerWebhooks},
+		{"WebhookOutbox", readerWebhookOutbox},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -258,4 +259,44 @@ func readerWebhooks(t *testing.T, s Storage) {
 	Commit(t, s.Journal, func(b kassa.Batch) { b.DeleteWebhook(wh) })
 	_, err = s.Reader.Webhook(ctx, "wh_1")
 	wantCode(t, "Webhook after delete", err, kassa.NotFound)
+}
+
+// readerWebhookOutbox: an endpoint's pending deliveries are read in the
+// order they were put in the outbox, whatever their ids, and leave it
+// once written as sent.
+func readerWebhookOutbox(t *testing.T, s Storage) {
+	ctx := t.Context()
+	ids := []string{"dl_z", "dl_a", "dl_m"}
+	var ds []*kassa.Delivery
+	for _, id := range ids {
+		d := &kassa.Delivery{ID: id, WebhookID: "wh_1", StoreID: "s1", InvoiceID: "inv_1", Type: kassa.EventNew,
+			Payload: []byte(`{"type":"New"}`), Status: kassa.DeliveryPending, CreatedAt: Epoch}
+		ds = append(ds, d)
+		Commit(t, s.Journal, func(b kassa.Batch) { b.PutDelivery(d, true) })
+	}
+	other := &kassa.Delivery{ID: "dl_b", WebhookID: "wh_2", StoreID: "s1", InvoiceID: "inv_1", Type: kassa.EventNew,
+		Payload: []byte(`{"type":"New"}`), Status: kassa.DeliveryPending, CreatedAt: Epoch}
+	Commit(t, s.Journal, func(b kassa.Batch) { b.PutDelivery(other, true) })
+	outbox := func() []string {
+		var got []string
+		if err := s.Reader.WebhookOutbox(ctx, "wh_1", func(id string) error { got = append(got, id); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := outbox(); !slices.Equal(got, ids) {
+		t.Fatalf("WebhookOutbox = %v, want %v", got, ids)
+	}
+	pending := map[string][]string{}
+	if err := s.Reader.PendingDeliveries(ctx, func(w, d string) error { pending[w] = append(pending[w], d); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(pending["wh_1"], ids) || !slices.Equal(pending["wh_2"], []string{"dl_b"}) || len(pending) != 2 {
+		t.Errorf("PendingDeliveries = %v, want wh_1 %v and wh_2 [dl_b]", pending, ids)
+	}
+	ds[0].Status = kassa.DeliveryDelivered
+	Commit(t, s.Journal, func(b kassa.Batch) { b.PutDelivery(ds[0], false) })
+	if got := outbox(); !slices.Equal(got, ids[1:]) {
+		t.Errorf("WebhookOutbox after one sent = %v, want %v", got, ids[1:])
+	}
 }

@@ -111,19 +111,48 @@ func cachedDataURI(content string) (string, error) {
 // DataURI returns content as a QR code in a PNG data URI
 // (data:image/png;base64,…).
 func DataURI(content string) (string, error) {
-	code, err := encode(content)
+	sc := scratches.Get().(*scratch)
+	defer scratches.Put(sc)
+	code, err := encode(content, sc)
 	if err != nil {
 		return "", fmt.Errorf("make QR code: %w", err)
 	}
-	raw, err := drawPNG(code)
+	raw, err := drawPNG(code, sc)
 	if err != nil {
 		return "", fmt.Errorf("encode QR code: %w", err)
 	}
 	const prefix = "data:image/png;base64,"
-	out := make([]byte, len(prefix)+base64.StdEncoding.EncodedLen(len(raw)))
-	copy(out, prefix)
-	base64.StdEncoding.Encode(out[len(prefix):], raw)
-	return string(out), nil
+	sc.b64 = base64.StdEncoding.AppendEncode(append(sc.b64[:0], prefix...), raw)
+	return string(sc.b64), nil // the one allocation that outlives the call
+}
+
+// scratch holds the buffers of one DataURI call: everything but the
+// resulting string is temporary, so it is reused through scratches
+// instead of being allocated per image (two images per invoice).
+type scratch struct {
+	bits   coding.Bits
+	code   coding.Code
+	bitmap []byte
+	rows   []byte
+	idat   bytes.Buffer
+	zlib   *zlib.Writer
+	png    []byte
+	b64    []byte
+}
+
+// scratches reuses scratch buffers across calls.
+var scratches = sync.Pool{New: func() any {
+	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
+	return &scratch{zlib: w}
+}}
+
+// grow returns buf resized to n bytes, reusing its array when it is
+// large enough. The contents are not cleared.
+func grow(buf []byte, n int) []byte {
+	if cap(buf) < n {
+		return make([]byte, n)
+	}
+	return buf[:n]
 }
 
 // qrPlans caches rsc.io/qr's layout plan of each version: building one
@@ -135,7 +164,10 @@ var qrPlans sync.Map // coding.Version → *layout
 // of QR's alphanumeric set (upper-case letters, digits, " $%*+-./:") take
 // 5.5 bits a character instead of 8, which keeps a BIP21 URI with its
 // Lightning invoice several versions smaller.
-func encode(text string) (*coding.Code, error) {
+//
+// The code's bitmap lives in sc (a new scratch when sc is nil) and is
+// valid until sc is used again.
+func encode(text string, sc *scratch) (*coding.Code, error) {
 	segments := splitSegments(text)
 	level := coding.Level(qrLevel)
 	v := coding.Version(coding.MinVersion)
@@ -160,7 +192,7 @@ func encode(text string) (*coding.Code, error) {
 		}
 		plan, _ = qrPlans.LoadOrStore(v, newLayout(p))
 	}
-	return plan.(*layout).encode(segments)
+	return plan.(*layout).encode(segments, sc)
 }
 
 // layout is a plan flattened for encoding: the bitmap of everything
@@ -196,21 +228,26 @@ func newLayout(p *coding.Plan) *layout {
 }
 
 // encode lays out the segments' bits and error correction: the same code
-// as coding.Plan.Encode gives.
-func (l *layout) encode(segments []coding.Encoding) (*coding.Code, error) {
-	var b coding.Bits
+// as coding.Plan.Encode gives. Its buffers are sc's (nil: new ones).
+func (l *layout) encode(segments []coding.Encoding, sc *scratch) (*coding.Code, error) {
+	if sc == nil {
+		sc = &scratch{}
+	}
+	b := &sc.bits
+	b.Reset()
 	for _, s := range segments {
 		if err := s.Check(); err != nil {
 			return nil, err
 		}
-		s.Encode(&b, l.plan.Version)
+		s.Encode(b, l.plan.Version)
 	}
 	if b.Bits() > l.plan.DataBytes*8 {
 		return nil, fmt.Errorf("cannot encode %d bits into %d-bit code", b.Bits(), l.plan.DataBytes*8)
 	}
 	b.AddCheckBytes(l.plan.Version, l.plan.Level)
 	msg := b.Bytes()
-	bitmap := make([]byte, len(l.base))
+	sc.bitmap = grow(sc.bitmap, len(l.base))
+	bitmap := sc.bitmap
 	copy(bitmap, l.base)
 	for i, o := range l.offset {
 		if msg[o/8]&(0x80>>(o%8)) != 0 {
@@ -218,7 +255,8 @@ func (l *layout) encode(segments []coding.Encoding) (*coding.Code, error) {
 			bitmap[p/8] ^= 0x80 >> (p % 8)
 		}
 	}
-	return &coding.Code{Bitmap: bitmap, Size: l.size, Stride: l.stride}, nil
+	sc.code = coding.Code{Bitmap: bitmap, Size: l.size, Stride: l.stride}
+	return &sc.code, nil
 }
 
 // qrMinAlphaRun is the shortest run worth its own alphanumeric segment:
@@ -270,12 +308,6 @@ func BitcoinContent(bip21 string) string {
 	return strings.ToUpper(bip21[:end]) + bip21[end:]
 }
 
-// zlibWriters reuses compressors: a new one allocates hundreds of KB.
-var zlibWriters = sync.Pool{New: func() any {
-	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
-	return w
-}}
-
 // qrNibbles spreads the 8 modules of a bitmap byte over 4 bytes, a
 // nibble each (qrScale is 4).
 var qrNibbles = func() (t [256][4]byte) {
@@ -295,11 +327,17 @@ var qrNibbles = func() (t [256][4]byte) {
 // repeats the one above is written with PNG's Up filter as zeros, which
 // deflate's fastest level compresses to almost nothing.
 // image/png's generic path took most of an invoice creation's time.
-func drawPNG(code *coding.Code) ([]byte, error) {
+// The PNG lives in sc (nil: new buffers) until sc is used again.
+func drawPNG(code *coding.Code, sc *scratch) ([]byte, error) {
+	if sc == nil {
+		sc = scratches.New().(*scratch)
+	}
 	modules := code.Size + 2*qrQuietZone
 	size := modules * qrScale
 	stride := 1 + (size+7)/8 // filter byte, then packed pixels
-	rows := make([]byte, stride*size)
+	sc.rows = grow(sc.rows, stride*size)
+	rows := sc.rows
+	clear(rows)
 	// At 4 pixels a module a module is a nibble and the 4-module quiet
 	// zone two bytes, so each byte of the code's bitmap becomes four
 	// bytes of the row through a table.
@@ -317,18 +355,18 @@ func drawPNG(code *coding.Code) ([]byte, error) {
 			rows[(my*qrScale+i)*stride] = 2 // Up: same as the row above
 		}
 	}
-	var idat bytes.Buffer
-	zw := zlibWriters.Get().(*zlib.Writer)
-	zw.Reset(&idat)
+	idat := &sc.idat
+	idat.Reset()
+	zw := sc.zlib
+	zw.Reset(idat)
 	if _, err := zw.Write(rows); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {
 		return nil, err
 	}
-	zlibWriters.Put(zw)
 
-	out := make([]byte, 0, idat.Len()+64)
+	out := sc.png[:0]
 	out = append(out, "\x89PNG\r\n\x1a\n"...)
 	var ihdr [13]byte
 	binary.BigEndian.PutUint32(ihdr[0:], uint32(size))
@@ -337,7 +375,8 @@ func drawPNG(code *coding.Code) ([]byte, error) {
 	out = pngChunk(out, "IHDR", ihdr[:])
 	out = pngChunk(out, "PLTE", []byte{0xff, 0xff, 0xff, 0, 0, 0})
 	out = pngChunk(out, "IDAT", idat.Bytes())
-	return pngChunk(out, "IEND", nil), nil
+	sc.png = pngChunk(out, "IEND", nil)
+	return sc.png, nil
 }
 
 func pngChunk(out []byte, kind string, data []byte) []byte {

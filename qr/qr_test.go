@@ -7,6 +7,7 @@ import (
 	"image/color"
 	"image/png"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/makiuchi-d/gozxing"
@@ -100,16 +101,18 @@ func TestInvoiceQRCodes(t *testing.T) {
 	}
 }
 
+// benchInvoices numbers the invoices of the benchmarks, across runs, so
+// that the cache never answers for a new one.
+var benchInvoices atomic.Int64
+
 // BenchmarkInvoiceQRCodes measures the two QR images made on every
 // invoice creation, for a realistic regtest BOLT11 (360 characters) and
 // its BIP21 URI. Every iteration is a new invoice, so the cache never
-// answers.
+// answers (also when -count or -benchtime runs it again).
 func BenchmarkInvoiceQRCodes(b *testing.B) {
 	b.ReportAllocs()
-	n := 1_000_000
 	for b.Loop() {
-		n++
-		bolt11 := testBolt11(n)
+		bolt11 := testBolt11(1_000_000 + int(benchInvoices.Add(1)))
 		if _, err := InvoiceCodes(bolt11, kassa.BIP21(testAddress(1), 25000, bolt11, "Alice's Shop")); err != nil {
 			b.Fatal(err)
 		}
@@ -188,7 +191,7 @@ func BenchmarkBitcoinQR(b *testing.B) {
 	})
 	b.Run("segments", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := encode(uri); err != nil {
+			if _, err := encode(uri, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -218,7 +221,7 @@ func TestQRLayoutMatchesLibrary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := newLayout(plan).encode(segments)
+			got, err := newLayout(plan).encode(segments, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -232,14 +235,40 @@ func TestQRLayoutMatchesLibrary(t *testing.T) {
 
 // BenchmarkQRPNG measures drawing and compressing one code.
 func BenchmarkQRPNG(b *testing.B) {
-	code, err := encode(BitcoinContent(kassa.BIP21(testAddress(1), 25000, testBolt11(1), "Alice's Shop")))
+	code, err := encode(BitcoinContent(kassa.BIP21(testAddress(1), 25000, testBolt11(1), "Alice's Shop")), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
+	sc := scratches.New().(*scratch)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := drawPNG(code); err != nil {
+		if _, err := drawPNG(code, sc); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestScratchReuse checks that reused buffers leave nothing behind: a
+// small code drawn after a large one, on the same scratch, is the same
+// image as on fresh buffers.
+func TestScratchReuse(t *testing.T) {
+	t.Parallel()
+	small, large := "BITCOIN:BCRT1QABC", LightningContent(testBolt11(7))
+	fresh, err := DataURI(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // the pool may hand out the same scratch each time
+		if _, err := DataURI(large); err != nil {
+			t.Fatal(err)
+		}
+		again, err := DataURI(small)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again != fresh {
+			t.Fatal("a code drawn after a larger one differs")
+		}
+	}
+	checkQR(t, fresh, small)
 }

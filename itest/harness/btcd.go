@@ -8,6 +8,7 @@ package harness
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -156,28 +157,50 @@ func StartNode(t T, cfg NodeConfig) *Node {
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
 	}
-	if cfg.RPCPort == 0 {
-		cfg.RPCPort = FreePort(t)
+	// A free port can be taken by another process before btcd binds it
+	// (parallel test packages): with ports of our choosing, try others.
+	autoRPC, autoP2P := cfg.RPCPort == 0, cfg.P2PPort == 0
+	for attempt := 1; ; attempt++ {
+		if autoRPC {
+			cfg.RPCPort = FreePort(t)
+		}
+		if autoP2P {
+			cfg.P2PPort = FreePort(t)
+		}
+		n := &Node{
+			t: t, cfg: cfg, Params: ParamsOf(cfg.Network),
+			RPCAddr:  fmt.Sprintf("127.0.0.1:%d", cfg.RPCPort),
+			P2PAddr:  fmt.Sprintf("127.0.0.1:%d", cfg.P2PPort),
+			CertPath: filepath.Join(cfg.Dir, "rpc.cert"),
+		}
+		err := n.tryStart()
+		if err == nil {
+			t.Cleanup(n.Stop)
+			return n
+		}
+		if !errors.Is(err, errPortInUse) || !(autoRPC || autoP2P) || attempt == 5 {
+			t.Fatalf("%v", err)
+		}
+		t.Logf("btcd: %v; trying other ports", err)
 	}
-	if cfg.P2PPort == 0 {
-		cfg.P2PPort = FreePort(t)
-	}
-	n := &Node{
-		t: t, cfg: cfg, Params: ParamsOf(cfg.Network),
-		RPCAddr:  fmt.Sprintf("127.0.0.1:%d", cfg.RPCPort),
-		P2PAddr:  fmt.Sprintf("127.0.0.1:%d", cfg.P2PPort),
-		CertPath: filepath.Join(cfg.Dir, "rpc.cert"),
-	}
-	n.start()
-	t.Cleanup(n.Stop)
-	return n
 }
+
+// errPortInUse says btcd could not bind a port.
+var errPortInUse = errors.New("a port was taken before btcd bound it")
 
 // Config returns the configuration the node was started with (with the
 // ports it got), to restart it.
 func (n *Node) Config() NodeConfig { return n.cfg }
 
 func (n *Node) start() {
+	n.t.Helper()
+	if err := n.tryStart(); err != nil {
+		n.t.Fatalf("%v", err)
+	}
+}
+
+// tryStart starts btcd and waits until its RPC answers.
+func (n *Node) tryStart() error {
 	t := n.t
 	t.Helper()
 	bin := filepath.Join(BtcdDir(t), "btcd")
@@ -223,11 +246,28 @@ func (n *Node) start() {
 	for {
 		select {
 		case <-done:
-			t.Fatalf("btcd exited at start; its output:\n%s", n.Output())
+			n.mu.Lock()
+			n.cmd = nil
+			n.mu.Unlock()
+			logf.Close()
+			out := n.Output()
+			// The next attempt starts with a clean log.
+			_ = os.Remove(filepath.Join(d, "btcd.out"))
+			if strings.Contains(out, "address already in use") {
+				return errPortInUse
+			}
+			return fmt.Errorf("btcd exited at start; its output:\n%s", out)
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("btcd did not answer RPC within 60s; its output:\n%s", n.Output())
+			out := n.Output()
+			_ = cmd.Process.Kill()
+			<-done
+			logf.Close()
+			n.mu.Lock()
+			n.cmd = nil
+			n.mu.Unlock()
+			return fmt.Errorf("btcd did not answer RPC within 60s; its output:\n%s", out)
 		}
 		if _, err := os.Stat(n.CertPath); err == nil {
 			if c, err := n.NewClient(); err == nil {
@@ -235,7 +275,7 @@ func (n *Node) start() {
 					n.mu.Lock()
 					n.Client = c
 					n.mu.Unlock()
-					return
+					return nil
 				}
 				c.Shutdown()
 			}

@@ -10,7 +10,7 @@ import (
 // InvoiceStatus is the state of an invoice. The numbers are on disk.
 type InvoiceStatus uint8
 
-// Invoice states of SPEC.md.
+// Invoice states (docs/api.md, Invoices).
 const (
 	InvoiceNew        InvoiceStatus = 1
 	InvoiceProcessing InvoiceStatus = 2
@@ -42,7 +42,7 @@ func (s InvoiceStatus) Open() bool { return s == InvoiceNew }
 // AdditionalStatus qualifies an invoice status. The numbers are on disk.
 type AdditionalStatus uint8
 
-// Additional statuses of SPEC.md.
+// Additional statuses (docs/api.md, Invoices).
 const (
 	StatusNone                AdditionalStatus = 0
 	StatusUnderpaid           AdditionalStatus = 1
@@ -112,7 +112,7 @@ func normalizeWord(s string) string {
 // EventType is the type of a webhook event.
 type EventType string
 
-// Webhook event types of SPEC.md.
+// Webhook event types (docs/api.md, Webhooks).
 const (
 	EventNew        EventType = "New"
 	EventProcessing EventType = "Processing"

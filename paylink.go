@@ -35,8 +35,7 @@ type PaymentRequest struct {
 	UpdatedAt     time.Time `json:"updatedAt"`
 }
 
-// Payment request statuses. Expired is the value SPEC.md names; the others
-// are Kassa's.
+// Payment request statuses (docs/api.md, Pay links).
 const (
 	PaymentRequestPending   = "Pending"
 	PaymentRequestCompleted = "Completed"

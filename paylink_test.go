@@ -61,7 +61,7 @@ func TestPaymentRequestInputValidate(t *testing.T) {
 		})
 	}
 
-	// SPEC.md errors item 1: the body lists each field with a message;
+	// docs/api.md, Errors: the body lists each field with a message;
 	// the error's own message names the first and counts the others.
 	in := PaymentRequestInput{}
 	err := in.Validate()
@@ -142,7 +142,7 @@ func TestPaymentRequestStatus(t *testing.T) {
 		t.Error("pay link names changed")
 	}
 	if DefaultPaymentRequestExpiry != 30*24*time.Hour {
-		t.Errorf("DefaultPaymentRequestExpiry = %s, want 30 days (SPEC.md Limits)", DefaultPaymentRequestExpiry)
+		t.Errorf("DefaultPaymentRequestExpiry = %s, want 30 days (docs/api.md, Limits)", DefaultPaymentRequestExpiry)
 	}
 }
 

@@ -51,7 +51,7 @@ type Store struct {
 }
 
 // APIKey is one of a store's API keys. Keys can be shown again at any
-// time (SPEC.md), so the key itself is stored.
+// time (docs/api.md, Stores), so the key itself is stored.
 type APIKey struct {
 	ID        string    `json:"id"`
 	Label     string    `json:"label"`

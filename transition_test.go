@@ -212,7 +212,7 @@ func TestApplyDeterministic(t *testing.T) {
 }
 
 // TestApplyInvariants walks random input sequences and checks, at every
-// step, the rules of SPEC.md's transition table and DESIGN.md §4 that
+// step, the rules of docs/api.md's invoice states and webhook events that
 // hold whatever the order of inputs.
 func TestApplyInvariants(t *testing.T) {
 	allowed := map[InvoiceStatus][]InvoiceStatus{

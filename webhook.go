@@ -250,8 +250,8 @@ func EventPayload(inv *Invoice, e Emit) json.RawMessage {
 	return out
 }
 
-// RedeliveryPayload is the reduced body of a redelivered event (SPEC.md:
-// type and invoiceId only).
+// RedeliveryPayload is the reduced body of a redelivered event: type and
+// invoiceId only (docs/api.md, Webhooks).
 func RedeliveryPayload(t EventType, invoiceID string) json.RawMessage {
 	out, _ := json.Marshal(struct {
 		Type      EventType `json:"type"`

@@ -8,8 +8,8 @@ import (
 	"github.com/kassapay/kassa"
 )
 
-// webhookRecord is a webhook as the API shows it: the fields of SPEC.md's
-// Webhook registration table plus automaticRedelivery. Every webhook
+// webhookRecord is a webhook as the API shows it (docs/api.md, Webhooks):
+// id, enabled, url, secret, events and automaticRedelivery. Every webhook
 // response (create, update, get, list) has this one shape; events is
 // always an array, never null.
 type webhookRecord struct {
@@ -364,7 +364,7 @@ func (s *server) getDelivery(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, newDeliveryRecord(d))
 }
 
-// redelivered is the answer of a redelivery: SPEC.md's message, plus the
+// redelivered is the answer of a redelivery: the message, plus the
 // new attempt's id and outcome. A receiver that failed the new attempt is
 // still a 200 (the resend happened) with status Failed and the reason.
 type redelivered struct {
@@ -375,7 +375,7 @@ type redelivered struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// redeliver re-sends a stored delivery (SPEC.md endpoint 8, whose path
+// redeliver re-sends a stored delivery (docs/api.md, Webhooks: the path
 // says "paylods"). The request body, if any, is read and ignored.
 func (s *server) redeliver(w http.ResponseWriter, r *http.Request) {
 	wh, err := s.storeWebhook(r)

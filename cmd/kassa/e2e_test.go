@@ -45,7 +45,7 @@ func num(m map[string]any, k string) float64 {
 }
 
 // TestEndToEnd starts the real binary and drives every invoice path of
-// SPEC.md's transition table through the HTTP API and the sim CLI.
+// docs/api.md's invoice states through the HTTP API and the sim CLI.
 func TestEndToEnd(t *testing.T) {
 	s := startServer(t, t.TempDir(), "--invoice-expiry", "3s", "--monitoring", "1m")
 	a := s.createStore("--name", "Alpha", "--currency", "EUR", "--percent-fee", "1", "--tolerance", "1")
@@ -58,7 +58,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("health = %v", health)
 	}
 
-	// Store record (SPEC: Store).
+	// Store record (docs/api.md, Stores).
 	st := s.json("GET", base, a.APIKey, nil, 200)
 	requireFields(t, "store", st, "storeId", "name", "walletMinSendable", "walletMaxSendable", "apiKey", "percentFee", "underpaymentTolerance", "currency")
 	if st["storeId"] != a.StoreID || st["currency"] != "EUR" || num(st, "percentFee") != 1 || num(st, "underpaymentTolerance") != 1 || st["apiKey"] != a.APIKey {

@@ -18,7 +18,7 @@ import (
 	"github.com/kassapay/kassa/webhook"
 )
 
-// End-to-end tests of webhooks (SPEC.md "Events", endpoints 3-8) against
+// End-to-end tests of webhooks (docs/api.md, Webhooks) against
 // the real binary, with real local HTTP receivers. Every server runs with
 // --dev, which allows the loopback URLs of httptest servers.
 
@@ -323,7 +323,7 @@ func createInvoice(t *testing.T, s *server, c storeCreds, body map[string]any) s
 	return inv.ID
 }
 
-// TestWebhookRegistration checks SPEC.md's URL validation: one unsigned
+// TestWebhookRegistration checks the URL check of a registration: one unsigned
 // POST before saving; 2xx, 401 and 403 pass; 404, 500, a timeout and a
 // DNS failure refuse the registration with a 400 that says why, and save
 // nothing.

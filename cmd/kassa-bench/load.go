@@ -144,7 +144,7 @@ func (t *target) admin(c *http.Client, path string, body string, out any) error 
 		return err
 	}
 	if res.StatusCode != 200 {
-		return fmt.Errorf("%s: %d %s", path, res.StatusCode, data)
+		return &statusError{path: path, status: res.StatusCode, body: string(data)}
 	}
 	if out == nil {
 		return nil
@@ -366,3 +366,12 @@ func median(xs []float64) float64 {
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// statusError is an admin call answered with another status than 200.
+type statusError struct {
+	path   string
+	status int
+	body   string
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("%s: %d %s", e.path, e.status, e.body) }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -125,7 +126,7 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	if err != nil {
 		return err
 	}
-	const expiry, monitoring = 2 * time.Second, time.Second
+	const expiry, monitoring = 5 * time.Second, time.Second
 	k, err := startKassa(bin, filepath.Join(tmp, "data"), "--invoice-expiry", expiry.String(), "--monitoring", monitoring.String())
 	if err != nil {
 		return err
@@ -136,17 +137,30 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	}
 	start := time.Now()
 	var last atomic.Value
+	var paid, late atomic.Int64
 	err = k.createMany(n, workers, func(c *http.Client, i int, id string) error {
 		last.Store(id)
 		if i%10 != 0 {
 			return nil
 		}
-		return k.admin(c, "/admin/v1/sim/pay", `{"invoiceId":"`+id+`","method":"lightning"}`, nil)
+		err := k.admin(c, "/admin/v1/sim/pay", `{"invoiceId":"`+id+`","method":"lightning"}`, nil)
+		var status *statusError
+		if errors.As(err, &status) && status.status == http.StatusConflict {
+			// On a loaded machine the invoice may expire before its
+			// payment: it is closed either way.
+			late.Add(1)
+			return nil
+		}
+		if err == nil {
+			paid.Add(1)
+		}
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "created %d invoices (%d paid) in %v\n", n, (n+9)/10, time.Since(start).Round(time.Second))
+	fmt.Fprintf(os.Stderr, "created %d invoices (%d paid, %d expired before their payment) in %v\n",
+		n, paid.Load(), late.Load(), time.Since(start).Round(time.Second))
 	// Wait until the last invoice closed, then for its monitoring window
 	// and a sweep to pass.
 	lastID := last.Load().(string)

@@ -483,3 +483,19 @@ func (s *System) wakeForwarder(storeID string, effects []kassa.Effect) {
 		}
 	}
 }
+
+// readWalletBounds reads the store's walletMinSendable and
+// walletMaxSendable from its Lightning address's pay request, when
+// forwarding runs; an address that does not answer a valid pay request
+// refuses the store.
+func (s *System) readWalletBounds(ctx context.Context, st *kassa.Store) error {
+	if s.cfg.Forwarder == nil || st.LightningAddress == "" {
+		return nil
+	}
+	pr, err := s.cfg.Forwarder.cfg.Addresses.PayRequest(ctx, st.LightningAddress)
+	if err != nil {
+		return kassa.InvalidFields([]kassa.FieldError{{Field: "lightningAddress", Message: kassa.ErrorMessage(err)}})
+	}
+	st.WalletMinSendable, st.WalletMaxSendable = pr.MinSendable, pr.MaxSendable
+	return nil
+}

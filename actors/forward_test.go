@@ -194,17 +194,18 @@ func TestForwardPaysTheStoresLightningAddress(t *testing.T) {
 
 func TestTransferIsPendingUntilForwarded(t *testing.T) {
 	m := newMerchant(t)
-	m.down.Store(true)
 	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
 	h := newForwardHarness(t, openMem(t), clock, m, lnsim.NewPayer(m.node))
 	h.createStore()
+	m.down.Store(true)
+	tries := m.tries.Load()
 	inv := h.invoice("10", kassa.EUR)
 	h.payLightning(inv, inv.Amount)
 	if tx := h.transfer(inv.ID); tx.Status != kassa.TransactionPending || tx.Hash != "" {
 		t.Fatalf("transfer right after the settle: %+v, want Pending without a hash", tx)
 	}
 	// The address is down: the actor asked (positive control) and waits.
-	eventually(t, "the forward actor to try the address", func() bool { return m.tries.Load() >= 1 })
+	eventually(t, "the forward actor to try the address", func() bool { return m.tries.Load() > tries })
 	if tx := h.transfer(inv.ID); tx.Status != kassa.TransactionPending || h.payer.Sent() != 0 {
 		t.Fatalf("transfer while the address is down: %+v", tx)
 	}
@@ -249,9 +250,10 @@ func TestAmountsBelowTheMinimumAccumulate(t *testing.T) {
 	m.minSendable = 30_000_000 // 30,000 sat
 	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, lnsim.NewPayer(m.node))
 	h.createStore()
+	asked := m.payReqs.Load()           // the store's creation read the bounds
 	first := h.invoice("10", kassa.EUR) // 20,000 sat
 	h.payLightning(first, first.Amount)
-	eventually(t, "the forward actor to read the address's minimum", func() bool { return m.payReqs.Load() >= 1 })
+	eventually(t, "the forward actor to read the address's minimum", func() bool { return m.payReqs.Load() > asked })
 	if m.invoices.Load() != 0 || h.transfer(first.ID).Status != kassa.TransactionPending {
 		t.Fatal("an amount below the minimum was forwarded")
 	}
@@ -273,15 +275,16 @@ func TestRecordedAttemptIsTrackedAfterARestart(t *testing.T) {
 	for _, alreadyPaid := range []bool{true, false} {
 		t.Run("paid="+strconv.FormatBool(alreadyPaid), func(t *testing.T) {
 			m := newMerchant(t)
-			m.down.Store(true) // the first run never gets to pay
 			db := openMem(t)
 			clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
 			payer := lnsim.NewPayer(m.node)
 			h := newForwardHarness(t, db, clock, m, payer)
 			h.createStore()
+			m.down.Store(true) // the first run never gets to pay
+			tries := m.tries.Load()
 			inv := h.invoice("10", kassa.EUR)
 			h.payLightning(inv, inv.Amount)
-			eventually(t, "the first run to try the address", func() bool { return m.tries.Load() >= 1 })
+			eventually(t, "the first run to try the address", func() bool { return m.tries.Load() > tries })
 			h.fwd.Shutdown()
 			m.down.Store(false)
 
@@ -369,5 +372,24 @@ func TestForwardRules(t *testing.T) {
 	// 100 msat of routing fee: 33 to the first, 67 to the second.
 	if lines[0].Amount != 0 || lines[1].Amount != 1 || lines[0].Hash != "h" || lines[1].Status != kassa.TransactionSettled {
 		t.Fatalf("settled lines %+v", lines)
+	}
+}
+
+func TestStoreTakesItsWalletBoundsFromTheLightningAddress(t *testing.T) {
+	m := newMerchant(t)
+	m.minSendable = 12_000
+	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, lnsim.NewPayer(m.node))
+	st := h.createStore()
+	if st.WalletMinSendable != 12_000 || st.WalletMaxSendable != 100_000_000_000 {
+		t.Fatalf("wallet bounds %d..%d, want the address's 12000..100000000000", st.WalletMinSendable, st.WalletMaxSendable)
+	}
+	stored, err := h.db.Store(context.Background(), st.ID)
+	if err != nil || stored.WalletMinSendable != 12_000 {
+		t.Fatalf("stored store: %+v %v", stored, err)
+	}
+	m.down.Store(true)
+	_, err = h.sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "Down", Currency: kassa.EUR, LightningAddress: m.address()})
+	if kassa.ErrorCode(err) != kassa.Invalid {
+		t.Fatalf("a store whose Lightning address does not answer: %v, want invalid", err)
 	}
 }

@@ -30,6 +30,9 @@ func (s *System) CreateStore(ctx context.Context, settings kassa.StoreSettings) 
 		}
 	}
 	st := kassa.NewStore(kassa.NewID(""), settings, s.cfg.Clock.Now().UTC())
+	if err := s.readWalletBounds(ctx, st); err != nil {
+		return nil, err
+	}
 	res, err := s.request(ctx, s.store(st.ID), &createStore{ctx: ctx, store: st})
 	if err != nil {
 		return nil, err

@@ -290,6 +290,8 @@ func TestLightningOnLnd(t *testing.T) {
 			return nil
 		})
 		e.service.Start()
+		e.customer.Reconnect(e.service)
+		e.service.Reconnect(e.merchant)
 		inv := e.createInvoiceEventually(12_000)
 		if _, err := e.customer.Pay(inv.LightningInvoice, 90*time.Second); err != nil {
 			t.Fatalf("customer pays: %v", err)
@@ -317,7 +319,7 @@ func TestLightningOnLnd(t *testing.T) {
 			return nil
 		})
 		e.merchant.Start()
-		e.service.WaitActive(e.merchant)
+		e.service.Reconnect(e.merchant)
 		e.waitForwarded(inv.ID, 11_000)
 		if n := e.merchantSettled(); n != before+1 {
 			t.Fatalf("merchant invoices settled: %d, want %d (exactly one more)", n, before+1)

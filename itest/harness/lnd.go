@@ -329,6 +329,24 @@ func (l *Lnd) OpenChannel(peer *Lnd, sats int64) {
 	l.WaitActive(peer)
 }
 
+// Reconnect connects l to peer again after one of them restarted, instead
+// of waiting for lnd's own reconnection backoff, and waits until both see
+// their channel active.
+func (l *Lnd) Reconnect(peer *Lnd) {
+	t := l.t
+	t.Helper()
+	Eventually(t, 60*time.Second, l.Name+" reconnected to "+peer.Name, func() error {
+		ctx, cancel := l.ctx()
+		defer cancel()
+		_, err := l.Client.ConnectPeer(ctx, &lnrpc.ConnectPeerRequest{Addr: &lnrpc.LightningAddress{Pubkey: peer.PubKey(), Host: peer.P2PAddr}, Perm: true})
+		if err != nil && !strings.Contains(err.Error(), "already connected") {
+			return err
+		}
+		return nil
+	})
+	l.WaitActive(peer)
+}
+
 // WaitActive waits until both l and peer see their channel active (after
 // it opened, or after one of them restarted).
 func (l *Lnd) WaitActive(peer *Lnd) {

@@ -9,6 +9,7 @@ import (
 // TestBtcdStartsAndMines proves that the harness can build btcd, start it
 // in regtest, mine spendable coins to the test wallet and pay with them.
 func TestBtcdStartsAndMines(t *testing.T) {
+	t.Parallel()
 	w := harness.NewWallet(t, harness.ParamsOf("regtest"))
 	n := harness.StartNode(t, harness.NodeConfig{MiningAddr: w.Address()})
 	n.Mine(101)

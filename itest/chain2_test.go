@@ -10,6 +10,7 @@ import (
 )
 
 func TestRBFBumpToSameAddress(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 2)
 	inv := e.kassa.CreateInvoice(e.store, 50_000)
 	coin := e.wallet.Coin(t, e.node)
@@ -40,6 +41,7 @@ func TestRBFBumpToSameAddress(t *testing.T) {
 }
 
 func TestDoubleSpendToElsewhere(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 2)
 	inv := e.kassa.CreateInvoice(e.store, 50_000)
 	coin := e.wallet.Coin(t, e.node)
@@ -81,6 +83,7 @@ func waitHeight(t *testing.T, k *harness.Kassa, height int64) {
 // btcd starts empty and syncs again from B). Health says the node is
 // down meanwhile; invoices still get addresses; the payment settles.
 func TestBtcdRestartedWhileAPaymentIsMade(t *testing.T) {
+	t.Parallel()
 	w := harness.NewWallet(t, harness.ParamsOf("regtest"))
 	b := harness.StartNode(t, harness.NodeConfig{MiningAddr: w.Address()})
 	b.Mine(102)
@@ -135,6 +138,7 @@ func reorgEnv(t *testing.T) (w *harness.Wallet, a, b *harness.Node, k *harness.K
 // stay Settled; when the payment confirms on the new branch it is
 // Settled again, with one Settled webhook and one ledger line.
 func TestReorgOrphansThePayingBlock(t *testing.T) {
+	t.Parallel()
 	w, a, b, k, store, hooks := reorgEnv(t)
 	inv := k.CreateInvoice(store, 50_000)
 	w.Pay(t, a, harness.Output{Address: inv.OnchainAddress, Amount: 50_000})
@@ -159,6 +163,7 @@ func TestReorgOrphansThePayingBlock(t *testing.T) {
 // payment's coin elsewhere. btcd keeps the payment in its mempool after
 // the sync; the watcher checks the chain and drops it.
 func TestReorgDoubleSpendsThePayment(t *testing.T) {
+	t.Parallel()
 	w, a, b, k, store, hooks := reorgEnv(t)
 	inv := k.CreateInvoice(store, 50_000)
 	coin := w.Coin(t, a)

@@ -86,6 +86,7 @@ func expectHooks(t *testing.T, hooks *harness.Webhooks, id string, want ...strin
 }
 
 func TestProcessingThenSettled(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 2)
 	inv := e.kassa.CreateInvoice(e.store, 50_000)
 	if got := e.kassa.Invoice(e.store, inv.ID); got.DerivationIndex == nil || *got.DerivationIndex != 0 || !strings.HasPrefix(got.OnchainAddress, "bcrt1q") {
@@ -123,6 +124,7 @@ func TestProcessingThenSettled(t *testing.T) {
 }
 
 func TestConfirmationsZeroAndThree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 0, 2)
 	inv := e.kassa.CreateInvoice(e.store, 40_000)
 	e.pay(inv, 40_000)
@@ -151,6 +153,7 @@ func TestConfirmationsZeroAndThree(t *testing.T) {
 }
 
 func TestTwoPaymentsAddUp(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 3)
 	inv := e.kassa.CreateInvoice(e.store, 60_000)
 	e.pay(inv, 25_000)
@@ -175,6 +178,7 @@ func TestTwoPaymentsAddUp(t *testing.T) {
 }
 
 func TestOverpayment(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 2)
 	inv := e.kassa.CreateInvoice(e.store, 50_000)
 	e.pay(inv, 80_000)
@@ -186,6 +190,7 @@ func TestOverpayment(t *testing.T) {
 }
 
 func TestUnderpaymentThenExpiry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 2, "--invoice-expiry", "4s")
 	inv := e.kassa.CreateInvoice(e.store, 50_000)
 	e.pay(inv, 20_000)
@@ -202,6 +207,7 @@ func TestUnderpaymentThenExpiry(t *testing.T) {
 }
 
 func TestPaymentAfterExpiry(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 2, "--invoice-expiry", "3s")
 	inv := e.kassa.CreateInvoice(e.store, 50_000)
 	e.hooks.Wait(inv.ID, "Expired")
@@ -216,6 +222,7 @@ func TestPaymentAfterExpiry(t *testing.T) {
 // confirmed while it is down; after the restart the watcher resumes from
 // its cursor and finds it.
 func TestKilledWhileBlocksAreMined(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 2, 2)
 	inv := e.kassa.CreateInvoice(e.store, 50_000)
 	e.kassa.Kill()
@@ -233,6 +240,7 @@ func TestKilledWhileBlocksAreMined(t *testing.T) {
 // TestTaprootStore: a store with --xpub-type taproot gets BIP86 P2TR
 // addresses, and a payment to one settles.
 func TestTaprootStore(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 2)
 	store := e.kassa.CreateStore("--name", "Taproot", "--xpub", testXpub(t), "--xpub-type", "taproot", "--confirmations", "1")
 	hooks := e.kassa.ListenWebhooks(store)
@@ -250,6 +258,7 @@ func TestTaprootStore(t *testing.T) {
 // TestStoreRefusesXpubOfAnotherNetwork: a mainnet key cannot make a store
 // on a regtest node: no store exists whose invoices could get no address.
 func TestStoreRefusesXpubOfAnotherNetwork(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, 1, 0)
 	out, err := e.kassa.CLI("store", "create", "--name", "Wrong net", "--xpub",
 		"zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtKsAYz2oz2AGutZYs")

@@ -16,6 +16,7 @@ import (
 // TestChainContract holds the real chain backend, watching a real btcd in
 // regtest, to the contract of kassa.Chain that the simulator passes too.
 func TestChainContract(t *testing.T) {
+	t.Parallel()
 	kassatest.RunChain(t, func(t *testing.T) kassatest.ChainHarness {
 		w := harness.NewWallet(t, harness.ParamsOf("regtest"))
 		node := harness.StartNode(t, harness.NodeConfig{MiningAddr: w.Address()})

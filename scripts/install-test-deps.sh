@@ -2,7 +2,9 @@
 # Installs what the tests need beyond Go, from Debian: Chromium at
 # /usr/bin/chromium, which the browser tests in cmd/kassa drive headless
 # through chromedp, and curl and jq, which the README walkthrough uses and
-# cmd/kassa/readme_test.go runs. Idempotent: it does nothing when all are
+# cmd/kassa/readme_test.go runs, and the PostgreSQL 15 server that
+# persistence/postgres's tests start (initdb and pg_ctl under
+# /usr/lib/postgresql/15/bin). Idempotent: it does nothing when all are
 # there. `make test-deps` runs it, and `make test` runs that first.
 set -euo pipefail
 
@@ -11,6 +13,8 @@ missing=()
 [[ -x "$chromium" ]] || missing+=(chromium)
 command -v curl >/dev/null || missing+=(curl)
 command -v jq >/dev/null || missing+=(jq)
+pgbin=/usr/lib/postgresql/15/bin
+[[ -x "$pgbin/initdb" && -x "$pgbin/pg_ctl" ]] || missing+=(postgresql)
 
 if [[ ${#missing[@]} -eq 0 ]]; then
 	exit 0
@@ -26,7 +30,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq "${missing[@]}"
 
-if [[ ! -x "$chromium" ]] || ! command -v curl >/dev/null || ! command -v jq >/dev/null; then
+if [[ ! -x "$chromium" ]] || ! command -v curl >/dev/null || ! command -v jq >/dev/null || [[ ! -x "$pgbin/initdb" ]]; then
 	echo "install-test-deps: apt-get installed ${missing[*]} but one is still missing" >&2
 	exit 1
 fi

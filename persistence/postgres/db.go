@@ -1,0 +1,333 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kassapay/kassa"
+)
+
+// DB is Kassa's PostgreSQL store. It implements kassa.Journal,
+// kassa.Reader and kassa.KeyValue.
+type DB struct {
+	pool  *pgxpool.Pool
+	clock kassa.Clock
+}
+
+var (
+	_ kassa.Journal  = (*DB)(nil)
+	_ kassa.Reader   = (*DB)(nil)
+	_ kassa.KeyValue = (*DB)(nil)
+)
+
+// Options configure Open.
+type Options struct {
+	// Clock tells when the small values of PutValue expire; nil means
+	// the system clock.
+	Clock kassa.Clock
+}
+
+// Open connects to the database at dsn (a postgres:// URL or key=value
+// string) and brings its schema up to this binary's version.
+func Open(ctx context.Context, dsn string, o Options) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: bad address: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// Readers stream rows to callbacks that may read again; pgx's
+		// default of max(4, CPUs) connections is too few for that.
+		cfg.MaxConns = defaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	d := &DB{pool: pool, clock: o.Clock}
+	if d.clock == nil {
+		d.clock = kassa.SystemClock{}
+	}
+	return d, nil
+}
+
+// defaultMaxConns is the pool size unless the address sets
+// pool_max_conns.
+const defaultMaxConns = 32
+
+// Close closes the connections once the queries in flight are done.
+func (d *DB) Close() error {
+	d.pool.Close()
+	return nil
+}
+
+// ErrSeqTaken is the error of a commit whose event sequence number is
+// already in its stream: another activation of the same actor wrote
+// first. It has the code Conflict; the actor reloads from the journal.
+var ErrSeqTaken = kassa.Errorf(kassa.Conflict, "event sequence number already taken: the actor's state is stale")
+
+// seqTaken wraps ErrSeqTaken with the error PostgreSQL gave.
+type seqTaken struct{ err error }
+
+func (e *seqTaken) Error() string   { return ErrSeqTaken.Error() + ": " + e.err.Error() }
+func (e *seqTaken) Unwrap() []error { return []error{ErrSeqTaken, e.err} }
+
+// ms is a time as milliseconds since 1970, as the Pebble store orders
+// and pages by; times before 1970 count as 0.
+func ms(t time.Time) int64 { return max(t.UnixMilli(), 0) }
+
+// GetValue returns the value at key unless it expired.
+func (d *DB) GetValue(ctx context.Context, key string) ([]byte, bool, error) {
+	var v []byte
+	err := d.pool.QueryRow(ctx, `SELECT value FROM kv WHERE key = $1 AND expires_ms > $2`, key, d.clock.Now().UnixMilli()).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("postgres: get value: %w", err)
+	}
+	if v == nil {
+		v = []byte{}
+	}
+	return v, true, nil
+}
+
+// PutValue stores value at key until expires.
+func (d *DB) PutValue(ctx context.Context, key string, value []byte, expires time.Time) error {
+	if value == nil {
+		value = []byte{}
+	}
+	_, err := d.pool.Exec(ctx, `INSERT INTO kv (key, value, expires_ms) VALUES ($1, $2, $3)
+		ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_ms = EXCLUDED.expires_ms`, key, value, expires.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("postgres: put value: %w", err)
+	}
+	return nil
+}
+
+// SweepExpired deletes the small values whose expiry passed before now
+// and returns how many it deleted.
+func (d *DB) SweepExpired(ctx context.Context, now time.Time) (int, error) {
+	tag, err := d.pool.Exec(ctx, `DELETE FROM kv WHERE expires_ms <= $1`, now.UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("postgres: sweep values: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// Batch is a kassa.Batch on PostgreSQL: statements queued to run in one
+// transaction by Commit.
+type Batch struct {
+	db  *DB
+	b   pgx.Batch
+	err error
+}
+
+// NewBatch starts a batch.
+func (d *DB) NewBatch() kassa.Batch { return &Batch{db: d} }
+
+func (b *Batch) queue(sql string, args ...any) { b.b.Queue(sql, args...) }
+
+func (b *Batch) json(v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	return data
+}
+
+// next takes the next number of a sequence. Batch methods have no
+// context; the numbers must be known before Commit (callers read tx.ID
+// and d.OutboxSeq), so they are taken as the batch is built.
+func (b *Batch) next(seq string) int64 {
+	var n int64
+	if b.err != nil {
+		return 0
+	}
+	if err := b.db.pool.QueryRow(context.Background(), `SELECT nextval('`+seq+`')`).Scan(&n); err != nil {
+		b.err = fmt.Errorf("postgres: next %s: %w", seq, err)
+	}
+	return n
+}
+
+// AppendEvent appends an event to a stream. The sequence number must be
+// free: Commit fails with ErrSeqTaken otherwise.
+func (b *Batch) AppendEvent(s kassa.Stream, seq uint64, event []byte) {
+	if event == nil {
+		event = []byte{}
+	}
+	b.queue(`INSERT INTO events (kind, stream, seq, data) VALUES ($1, $2, $3, $4)`, s.Kind, s.ID, int64(seq), event)
+}
+
+// apiKeyHash is how an API key is indexed: its SHA-256, never the key.
+func apiKeyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// PutStore writes a store's snapshot and its API key index.
+func (b *Batch) PutStore(st *kassa.Store, seq uint64) {
+	b.queue(`INSERT INTO stores (id, seq, doc) VALUES ($1, $2, $3)
+		ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, doc = EXCLUDED.doc`, st.ID, int64(seq), b.json(st))
+	for _, k := range st.APIKeys {
+		b.queue(`INSERT INTO api_keys (key_hash, store_id) VALUES ($1, $2)
+			ON CONFLICT (key_hash) DO UPDATE SET store_id = EXCLUDED.store_id`, apiKeyHash(k.Key), st.ID)
+	}
+}
+
+// PutInvoice writes an invoice's snapshot and updates its indexes.
+func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
+	b.queue(`INSERT INTO invoices (id, store_id, created_ms, seq, doc) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, doc = EXCLUDED.doc`,
+		inv.ID, inv.StoreID, ms(inv.CreatedAt), int64(seq), b.json(inv))
+	if prev == nil {
+		if inv.OnchainAddress != "" {
+			b.queue(`INSERT INTO invoice_addresses (address, invoice_id) VALUES ($1, $2)
+				ON CONFLICT (address) DO UPDATE SET invoice_id = EXCLUDED.invoice_id`, inv.OnchainAddress, inv.ID)
+		}
+		if inv.PaymentHash != "" {
+			b.queue(`INSERT INTO invoice_payment_hashes (hash, invoice_id) VALUES ($1, $2)
+				ON CONFLICT (hash) DO UPDATE SET invoice_id = EXCLUDED.invoice_id`, inv.PaymentHash, inv.ID)
+		}
+	}
+	if next, ok := inv.Deadline(); ok {
+		b.queue(`INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3)
+			ON CONFLICT (invoice_id) DO UPDATE SET store_id = EXCLUDED.store_id, deadline_ms = EXCLUDED.deadline_ms`,
+			inv.ID, inv.StoreID, ms(next))
+	} else if prev != nil {
+		b.queue(`DELETE FROM open_invoices WHERE invoice_id = $1`, inv.ID)
+	}
+}
+
+// PutTransaction assigns tx an ID, writes it and applies its balance
+// delta to the store's balance.
+func (b *Batch) PutTransaction(tx *kassa.Transaction) {
+	tx.ID = b.next("transaction_ids")
+	var invoice *string
+	if tx.InvoiceID != "" {
+		invoice = &tx.InvoiceID
+	}
+	b.queue(`INSERT INTO transactions (id, store_id, invoice_id, created_ms, doc) VALUES ($1, $2, $3, $4, $5)`,
+		tx.ID, tx.StoreID, invoice, ms(tx.CreatedAt), b.json(tx))
+	if delta := tx.BalanceDelta(); delta != 0 {
+		b.queue(`INSERT INTO balances (store_id, balance) VALUES ($1, $2)
+			ON CONFLICT (store_id) DO UPDATE SET balance = balances.balance + EXCLUDED.balance`, tx.StoreID, int64(delta))
+	}
+}
+
+// PutPaymentRequest writes a pay link.
+func (b *Batch) PutPaymentRequest(pr *kassa.PaymentRequest) {
+	b.queue(`INSERT INTO payment_requests (id, store_id, created_ms, doc) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`, pr.ID, pr.StoreID, ms(pr.CreatedAt), b.json(pr))
+}
+
+// MarkPaymentRequestPaid records the invoice that paid a pay link, in a
+// row of its own so that the invoice actor never rewrites the pay link,
+// which the store actor owns.
+func (b *Batch) MarkPaymentRequestPaid(paymentRequestID, invoiceID string) {
+	b.queue(`INSERT INTO payment_requests_paid (id, invoice_id) VALUES ($1, $2)
+		ON CONFLICT (id) DO UPDATE SET invoice_id = EXCLUDED.invoice_id`, paymentRequestID, invoiceID)
+}
+
+// PutWebhook writes a webhook.
+func (b *Batch) PutWebhook(w *kassa.Webhook) {
+	b.queue(`INSERT INTO webhooks (id, store_id, doc) VALUES ($1, $2, $3)
+		ON CONFLICT (id) DO UPDATE SET store_id = EXCLUDED.store_id, doc = EXCLUDED.doc`, w.ID, w.StoreID, b.json(w))
+}
+
+// DeleteWebhook removes a webhook; its deliveries stay readable.
+func (b *Batch) DeleteWebhook(w *kassa.Webhook) {
+	b.queue(`DELETE FROM webhooks WHERE id = $1`, w.ID)
+}
+
+// PutDelivery writes a delivery and keeps it in the outbox while
+// pending. A delivery entering the outbox takes the next outbox number
+// (d.OutboxSeq), so an endpoint's pending deliveries are read back in
+// the order their batches were built.
+func (b *Batch) PutDelivery(dl *kassa.Delivery, pending bool) {
+	if pending && dl.OutboxSeq == 0 {
+		dl.OutboxSeq = uint64(b.next("outbox_seqs"))
+	}
+	b.queue(`INSERT INTO deliveries (id, webhook_id, created_ms, doc) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`, dl.ID, dl.WebhookID, ms(dl.CreatedAt), b.json(dl))
+	switch {
+	case pending:
+		b.queue(`INSERT INTO outbox (webhook_id, seq, delivery_id) VALUES ($1, $2, $3)
+			ON CONFLICT (webhook_id, seq) DO UPDATE SET delivery_id = EXCLUDED.delivery_id`, dl.WebhookID, int64(dl.OutboxSeq), dl.ID)
+	default:
+		b.queue(`DELETE FROM outbox WHERE webhook_id = $1 AND delivery_id = $2`, dl.WebhookID, dl.ID)
+	}
+}
+
+// Commit runs the batch in one transaction; PostgreSQL has it durable
+// when the commit returns (synchronous_commit is the server's setting).
+func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
+	b, ok := kb.(*Batch)
+	if !ok {
+		return fmt.Errorf("postgres: foreign batch %T", kb)
+	}
+	if b.err != nil {
+		return fmt.Errorf("postgres: build batch: %w", b.err)
+	}
+	if b.b.Len() == 0 {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		return tx.SendBatch(ctx, &b.b).Close()
+	})
+	if err != nil {
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_pkey" {
+			return &seqTaken{err}
+		}
+		return fmt.Errorf("postgres: commit batch: %w", err)
+	}
+	return nil
+}
+
+// Events calls fn for each event of s after seq, in order.
+func (d *DB) Events(ctx context.Context, s kassa.Stream, after uint64, fn func(uint64, []byte) error) error {
+	if after >= math.MaxInt64 {
+		return nil
+	}
+	rows, err := d.pool.Query(ctx, `SELECT seq, data FROM events WHERE kind = $1 AND stream = $2 AND seq > $3 ORDER BY seq`, s.Kind, s.ID, int64(after))
+	if err != nil {
+		return fmt.Errorf("postgres: events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq int64
+		var data []byte
+		if err := rows.Scan(&seq, &data); err != nil {
+			return fmt.Errorf("postgres: events: %w", err)
+		}
+		if err := fn(uint64(seq), data); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// StreamSeq returns the sequence number of the last event of s, or 0.
+func (d *DB) StreamSeq(ctx context.Context, s kassa.Stream) (uint64, error) {
+	var seq int64
+	err := d.pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE kind = $1 AND stream = $2`, s.Kind, s.ID).Scan(&seq)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: stream seq: %w", err)
+	}
+	return uint64(seq), nil
+}

@@ -1,0 +1,125 @@
+package postgres
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+)
+
+// server is the one PostgreSQL server of this package's tests; each test
+// gets a schema of its own on it.
+var server *pgtest.Server
+
+func TestMain(m *testing.M) {
+	s, err := pgtest.Start()
+	if err != nil {
+		// Not a skip: CI must see that the store was not tested.
+		fmt.Fprintf(os.Stderr, "FAIL: cannot start PostgreSQL for the tests: %v\n", err)
+		os.Exit(1)
+	}
+	server = s
+	code := m.Run()
+	if err := s.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	os.Exit(code)
+}
+
+// openTest opens a store on a fresh schema and closes it when t ends.
+func openTest(t *testing.T) *DB {
+	t.Helper()
+	dsn, err := server.NewSchema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(t.Context(), dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// TestContract runs the ports' contract suites on PostgreSQL.
+func TestContract(t *testing.T) {
+	t.Run("KeyValue", func(t *testing.T) {
+		kassatest.RunKeyValue(t, func(t *testing.T) kassa.KeyValue { return openTest(t) })
+	})
+	t.Run("Journal", func(t *testing.T) {
+		kassatest.RunJournal(t, func(t *testing.T) kassa.Journal { return openTest(t) })
+	})
+	t.Run("Reader", func(t *testing.T) {
+		kassatest.RunReader(t, func(t *testing.T) kassatest.Storage {
+			db := openTest(t)
+			return kassatest.Storage{Journal: db, Reader: db}
+		})
+	})
+}
+
+// TestSeqTaken: a second activation of an actor that writes a sequence
+// number already in its stream fails with a Conflict, and nothing of its
+// batch is stored.
+func TestSeqTaken(t *testing.T) {
+	db := openTest(t)
+	ctx := t.Context()
+	s := kassa.Stream{Kind: kassa.KindInvoice, ID: "inv_1"}
+	first := kassatest.NewInvoice("inv_1", "s1", kassatest.Epoch)
+	kassatest.Commit(t, db, func(b kassa.Batch) {
+		b.AppendEvent(s, 1, []byte("first"))
+		b.PutInvoice(first, nil, 1)
+	})
+	stale := *first
+	stale.Status = kassa.InvoiceExpired
+	b := db.NewBatch()
+	b.AppendEvent(s, 1, []byte("second"))
+	b.PutInvoice(&stale, nil, 1)
+	b.PutTransaction(&kassa.Transaction{StoreID: "s1", Type: kassa.TransactionTopUp, Status: kassa.TransactionSettled, Amount: 5, CreatedAt: kassatest.Epoch})
+	err := db.Commit(ctx, b)
+	if !errors.Is(err, ErrSeqTaken) || kassa.ErrorCode(err) != kassa.Conflict {
+		t.Fatalf("second commit of seq 1 = %v (code %s), want ErrSeqTaken, a Conflict", err, kassa.ErrorCode(err))
+	}
+	var got []string
+	if err := db.Events(ctx, s, 0, func(_ uint64, e []byte) error { got = append(got, string(e)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != "first" {
+		t.Errorf("events after the refused commit = %q, want only the first", got)
+	}
+	if inv, _ := db.Invoice(ctx, "inv_1"); inv == nil || inv.Status != kassa.InvoiceNew {
+		t.Errorf("the refused batch changed the snapshot: %+v", inv)
+	}
+	if bal, err := db.Balance(ctx, "s1"); bal != 0 || err != nil {
+		t.Errorf("the refused batch changed the balance: %d, %v", bal, err)
+	}
+}
+
+// TestMigrateTwice: opening an up-to-date database applies nothing and
+// keeps the data.
+func TestMigrateTwice(t *testing.T) {
+	dsn, err := server.NewSchema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for i := range 2 {
+		db, err := Open(ctx, dsn, Options{})
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		if i == 0 {
+			err = db.PutValue(ctx, "k", []byte("v"), time.Now().Add(time.Hour))
+		} else if v, ok, gerr := db.GetValue(ctx, "k"); string(v) != "v" || !ok || gerr != nil {
+			err = fmt.Errorf("value after reopening = %q, %v, %v", v, ok, gerr)
+		}
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrations are the schema's versions, applied in order; a released
+// entry is never changed, only followed by a new one.
+var migrations = []string{
+	// 1: journal, snapshots, read model, ledger, outbox, small values.
+	`CREATE TABLE events (
+		kind text COLLATE "C" NOT NULL,
+		stream text COLLATE "C" NOT NULL,
+		seq bigint NOT NULL,
+		data bytea NOT NULL,
+		PRIMARY KEY (kind, stream, seq)
+	);
+	CREATE TABLE stores (
+		id text COLLATE "C" PRIMARY KEY,
+		seq bigint NOT NULL,
+		doc bytea NOT NULL
+	);
+	CREATE TABLE api_keys (
+		key_hash text COLLATE "C" PRIMARY KEY,
+		store_id text COLLATE "C" NOT NULL
+	);
+	CREATE TABLE invoices (
+		id text COLLATE "C" PRIMARY KEY,
+		store_id text COLLATE "C" NOT NULL,
+		created_ms bigint NOT NULL,
+		seq bigint NOT NULL,
+		doc bytea NOT NULL
+	);
+	CREATE INDEX invoices_by_store ON invoices (store_id, created_ms, id);
+	CREATE TABLE invoice_addresses (
+		address text COLLATE "C" PRIMARY KEY,
+		invoice_id text COLLATE "C" NOT NULL
+	);
+	CREATE TABLE invoice_payment_hashes (
+		hash text COLLATE "C" PRIMARY KEY,
+		invoice_id text COLLATE "C" NOT NULL
+	);
+	CREATE TABLE open_invoices (
+		invoice_id text COLLATE "C" PRIMARY KEY,
+		store_id text COLLATE "C" NOT NULL,
+		deadline_ms bigint NOT NULL
+	);
+	CREATE INDEX open_invoices_by_deadline ON open_invoices (deadline_ms, invoice_id);
+	CREATE SEQUENCE transaction_ids;
+	CREATE TABLE transactions (
+		id bigint PRIMARY KEY,
+		store_id text COLLATE "C" NOT NULL,
+		invoice_id text COLLATE "C",
+		created_ms bigint NOT NULL,
+		doc bytea NOT NULL
+	);
+	CREATE INDEX transactions_by_store ON transactions (store_id, created_ms, id);
+	CREATE INDEX transactions_by_invoice ON transactions (invoice_id, id) WHERE invoice_id IS NOT NULL;
+	CREATE TABLE balances (
+		store_id text COLLATE "C" PRIMARY KEY,
+		balance bigint NOT NULL
+	);
+	CREATE TABLE payment_requests (
+		id text COLLATE "C" PRIMARY KEY,
+		store_id text COLLATE "C" NOT NULL,
+		created_ms bigint NOT NULL,
+		doc bytea NOT NULL
+	);
+	CREATE INDEX payment_requests_by_store ON payment_requests (store_id, created_ms, id);
+	CREATE TABLE payment_requests_paid (
+		id text COLLATE "C" PRIMARY KEY,
+		invoice_id text COLLATE "C" NOT NULL
+	);
+	CREATE TABLE webhooks (
+		id text COLLATE "C" PRIMARY KEY,
+		store_id text COLLATE "C" NOT NULL,
+		doc bytea NOT NULL
+	);
+	CREATE INDEX webhooks_by_store ON webhooks (store_id, id);
+	CREATE TABLE deliveries (
+		id text COLLATE "C" PRIMARY KEY,
+		webhook_id text COLLATE "C" NOT NULL,
+		created_ms bigint NOT NULL,
+		doc bytea NOT NULL
+	);
+	CREATE INDEX deliveries_by_webhook ON deliveries (webhook_id, created_ms, id);
+	CREATE SEQUENCE outbox_seqs;
+	CREATE TABLE outbox (
+		webhook_id text COLLATE "C" NOT NULL,
+		seq bigint NOT NULL,
+		delivery_id text COLLATE "C" NOT NULL,
+		PRIMARY KEY (webhook_id, seq)
+	);
+	CREATE TABLE kv (
+		key text COLLATE "C" PRIMARY KEY,
+		value bytea NOT NULL,
+		expires_ms bigint NOT NULL
+	);
+	CREATE INDEX kv_by_expiry ON kv (expires_ms);`,
+}
+
+// migrationLock is the advisory lock key that serialises migrations of
+// nodes starting at once ("kassa" in ASCII).
+const migrationLock = 0x6b61737361
+
+// migrate applies the migrations the database lacks, in one transaction
+// under the advisory lock, so that nodes starting together apply each
+// once. It refuses a database whose schema is newer than this binary.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+		return fmt.Errorf("postgres: migration lock: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	var have int
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	if have > len(migrations) {
+		return fmt.Errorf("postgres: the database's schema is version %d, newer than this binary's %d", have, len(migrations))
+	}
+	for v := have + 1; v <= len(migrations); v++ {
+		if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+			return fmt.Errorf("postgres: migration %d: %w", v, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v); err != nil {
+			return fmt.Errorf("postgres: migration %d: %w", v, err)
+		}
+	}
+	return tx.Commit(ctx)
+}

@@ -1,0 +1,469 @@
+package postgres
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/kassapay/kassa"
+)
+
+var (
+	errStoreNotFound          = kassa.Errorf(kassa.NotFound, "store not found")
+	errInvoiceNotFound        = kassa.Errorf(kassa.NotFound, "invoice not found")
+	errTransactionNotFound    = kassa.Errorf(kassa.NotFound, "transaction not found")
+	errPaymentRequestNotFound = kassa.Errorf(kassa.NotFound, "payment request not found")
+	errWebhookNotFound        = kassa.Errorf(kassa.NotFound, "webhook not found")
+	errDeliveryNotFound       = kassa.Errorf(kassa.NotFound, "delivery not found")
+	errBadCursor              = kassa.Errorf(kassa.Invalid, "cursor is not one this server gave out")
+)
+
+// getDoc decodes the JSON of the one row query returns, with its
+// sequence number when withSeq; notFound when there is no row.
+func getDoc[T any](ctx context.Context, d *DB, notFound error, query string, args ...any) (*T, error) {
+	var doc []byte
+	err := d.pool.QueryRow(ctx, query, args...).Scan(&doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read: %w", err)
+	}
+	var out T
+	if err := json.Unmarshal(doc, &out); err != nil {
+		return nil, fmt.Errorf("postgres: decode: %w", err)
+	}
+	return &out, nil
+}
+
+// eachDoc decodes the JSON of every row query returns, in order.
+func eachDoc[T any](ctx context.Context, d *DB, fn func(*T) error, query string, args ...any) error {
+	rows, err := d.pool.Query(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("postgres: read: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var doc []byte
+		if err := rows.Scan(&doc); err != nil {
+			return fmt.Errorf("postgres: read: %w", err)
+		}
+		var v T
+		if err := json.Unmarshal(doc, &v); err != nil {
+			return fmt.Errorf("postgres: decode: %w", err)
+		}
+		if err := fn(&v); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Store returns a store.
+func (d *DB) Store(ctx context.Context, id string) (*kassa.Store, error) {
+	st, _, err := d.StoreSnapshot(ctx, id)
+	return st, err
+}
+
+// StoreSnapshot returns a store and the sequence number of its snapshot.
+func (d *DB) StoreSnapshot(ctx context.Context, id string) (*kassa.Store, uint64, error) {
+	var seq int64
+	var doc []byte
+	err := d.pool.QueryRow(ctx, `SELECT seq, doc FROM stores WHERE id = $1`, id).Scan(&seq, &doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, 0, errStoreNotFound
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("postgres: read store: %w", err)
+	}
+	var st kassa.Store
+	if err := json.Unmarshal(doc, &st); err != nil {
+		return nil, 0, fmt.Errorf("postgres: decode store %s: %w", id, err)
+	}
+	return &st, uint64(seq), nil
+}
+
+// StoreByAPIKey returns the store that owns key.
+func (d *DB) StoreByAPIKey(ctx context.Context, key string) (*kassa.Store, error) {
+	return getDoc[kassa.Store](ctx, d, errStoreNotFound,
+		`SELECT s.doc FROM api_keys k JOIN stores s ON s.id = k.store_id WHERE k.key_hash = $1`, apiKeyHash(key))
+}
+
+// Stores calls fn for every store, by id.
+func (d *DB) Stores(ctx context.Context, fn func(*kassa.Store) error) error {
+	return eachDoc(ctx, d, fn, `SELECT doc FROM stores ORDER BY id`)
+}
+
+// Balance returns the store's prepaid balance.
+func (d *DB) Balance(ctx context.Context, storeID string) (kassa.Sats, error) {
+	var bal int64
+	err := d.pool.QueryRow(ctx, `SELECT balance FROM balances WHERE store_id = $1`, storeID).Scan(&bal)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("postgres: read balance: %w", err)
+	}
+	return kassa.Sats(bal), nil
+}
+
+// Invoice returns an invoice.
+func (d *DB) Invoice(ctx context.Context, id string) (*kassa.Invoice, error) {
+	inv, _, err := d.InvoiceSnapshot(ctx, id)
+	return inv, err
+}
+
+// InvoiceSnapshot returns an invoice and the sequence number of its
+// snapshot.
+func (d *DB) InvoiceSnapshot(ctx context.Context, id string) (*kassa.Invoice, uint64, error) {
+	var seq int64
+	var doc []byte
+	err := d.pool.QueryRow(ctx, `SELECT seq, doc FROM invoices WHERE id = $1`, id).Scan(&seq, &doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, 0, errInvoiceNotFound
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("postgres: read invoice: %w", err)
+	}
+	var inv kassa.Invoice
+	if err := json.Unmarshal(doc, &inv); err != nil {
+		return nil, 0, fmt.Errorf("postgres: decode invoice %s: %w", id, err)
+	}
+	return &inv, uint64(seq), nil
+}
+
+func (d *DB) lookup(ctx context.Context, query, arg string) (string, error) {
+	var id string
+	err := d.pool.QueryRow(ctx, query, arg).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", errInvoiceNotFound
+	}
+	if err != nil {
+		return "", fmt.Errorf("postgres: read: %w", err)
+	}
+	return id, nil
+}
+
+// InvoiceIDByAddress returns the invoice an address was made for.
+func (d *DB) InvoiceIDByAddress(ctx context.Context, address string) (string, error) {
+	return d.lookup(ctx, `SELECT invoice_id FROM invoice_addresses WHERE address = $1`, address)
+}
+
+// InvoiceIDByPaymentHash returns the invoice of a Lightning payment hash.
+func (d *DB) InvoiceIDByPaymentHash(ctx context.Context, hash string) (string, error) {
+	return d.lookup(ctx, `SELECT invoice_id FROM invoice_payment_hashes WHERE hash = $1`, hash)
+}
+
+// A page cursor is, as in the Pebble store, base64 of the last row's
+// creation time in milliseconds (8 bytes, big-endian) and its id (the
+// rest; 8 bytes big-endian for transactions).
+
+func cursor(createdMs int64, id []byte) string {
+	b := binary.BigEndian.AppendUint64(nil, uint64(createdMs))
+	return base64.RawURLEncoding.EncodeToString(append(b, id...))
+}
+
+func parseCursor(c string) (int64, []byte, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || len(b) < 8 {
+		return 0, nil, errBadCursor
+	}
+	v := binary.BigEndian.Uint64(b[:8])
+	if v > 1<<62 {
+		return 0, nil, errBadCursor
+	}
+	return int64(v), b[8:], nil
+}
+
+// pageBounds turns q into bounds on created_ms: [lower, upper), as the
+// Pebble store's scans (whole seconds, To inclusive).
+func pageBounds(q kassa.ListQuery) (lower, upper int64) {
+	lower, upper = 0, 1<<62
+	if !q.From.IsZero() {
+		lower = ms(q.From.Truncate(time.Second))
+	}
+	if !q.To.IsZero() {
+		upper = ms(q.To.Truncate(time.Second).Add(time.Second))
+	}
+	return lower, upper
+}
+
+// Invoices calls fn for the store's invoices in q, newest first.
+func (d *DB) Invoices(ctx context.Context, storeID string, q kassa.ListQuery, fn func(*kassa.Invoice) error) (string, error) {
+	lower, upper := pageBounds(q)
+	cMs, cID := upper, ""
+	if q.Cursor != "" {
+		m, id, err := parseCursor(q.Cursor)
+		if err != nil {
+			return "", err
+		}
+		if m < upper {
+			cMs, cID = m, string(id)
+		}
+	}
+	limit := int64(q.Limit)
+	if q.Limit <= 0 {
+		limit = 1 << 62
+	}
+	rows, err := d.pool.Query(ctx, `SELECT created_ms, id, doc FROM invoices
+		WHERE store_id = $1 AND created_ms >= $2 AND (created_ms, id) < ($3, $4)
+		ORDER BY created_ms DESC, id DESC LIMIT $5`, storeID, lower, cMs, cID, limit+1)
+	if err != nil {
+		return "", fmt.Errorf("postgres: list invoices: %w", err)
+	}
+	defer rows.Close()
+	var n int64
+	var lastMs int64
+	var lastID string
+	for rows.Next() {
+		if n == limit {
+			return cursor(lastMs, []byte(lastID)), nil
+		}
+		var doc []byte
+		if err := rows.Scan(&lastMs, &lastID, &doc); err != nil {
+			return "", fmt.Errorf("postgres: list invoices: %w", err)
+		}
+		var inv kassa.Invoice
+		if err := json.Unmarshal(doc, &inv); err != nil {
+			return "", fmt.Errorf("postgres: decode invoice %s: %w", lastID, err)
+		}
+		if err := fn(&inv); err != nil {
+			return "", err
+		}
+		n++
+	}
+	return "", rows.Err()
+}
+
+// OpenInvoices calls fn for each invoice that waits for a timer, by
+// deadline.
+func (d *DB) OpenInvoices(ctx context.Context, fn func(invoiceID, storeID string, deadline time.Time) error) error {
+	rows, err := d.pool.Query(ctx, `SELECT invoice_id, store_id, deadline_ms FROM open_invoices ORDER BY deadline_ms, invoice_id`)
+	if err != nil {
+		return fmt.Errorf("postgres: open invoices: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, store string
+		var deadline int64
+		if err := rows.Scan(&id, &store, &deadline); err != nil {
+			return fmt.Errorf("postgres: open invoices: %w", err)
+		}
+		if err := fn(id, store, time.UnixMilli(deadline)); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Transaction returns a transaction.
+func (d *DB) Transaction(ctx context.Context, id int64) (*kassa.Transaction, error) {
+	return getDoc[kassa.Transaction](ctx, d, errTransactionNotFound, `SELECT doc FROM transactions WHERE id = $1`, id)
+}
+
+// TransactionsByInvoice returns the ledger lines of an invoice, oldest
+// first.
+func (d *DB) TransactionsByInvoice(ctx context.Context, invoiceID string) ([]kassa.Transaction, error) {
+	var out []kassa.Transaction
+	err := eachDoc(ctx, d, func(tx *kassa.Transaction) error { out = append(out, *tx); return nil },
+		`SELECT doc FROM transactions WHERE invoice_id = $1 ORDER BY id`, invoiceID)
+	return out, err
+}
+
+// Transactions calls fn for the store's transactions in q, newest first.
+func (d *DB) Transactions(ctx context.Context, storeID string, q kassa.ListQuery, fn func(*kassa.Transaction) error) (string, error) {
+	lower, upper := pageBounds(q)
+	cMs, cID := upper, int64(0)
+	if q.Cursor != "" {
+		m, id, err := parseCursor(q.Cursor)
+		if err != nil || len(id) != 8 {
+			return "", errBadCursor
+		}
+		if m < upper {
+			cMs, cID = m, int64(binary.BigEndian.Uint64(id))
+		}
+	}
+	limit := int64(q.Limit)
+	if q.Limit <= 0 {
+		limit = 1 << 62
+	}
+	rows, err := d.pool.Query(ctx, `SELECT created_ms, id, doc FROM transactions
+		WHERE store_id = $1 AND created_ms >= $2 AND (created_ms, id) < ($3, $4)
+		ORDER BY created_ms DESC, id DESC LIMIT $5`, storeID, lower, cMs, cID, limit+1)
+	if err != nil {
+		return "", fmt.Errorf("postgres: list transactions: %w", err)
+	}
+	defer rows.Close()
+	var n, lastMs, lastID int64
+	for rows.Next() {
+		if n == limit {
+			return cursor(lastMs, binary.BigEndian.AppendUint64(nil, uint64(lastID))), nil
+		}
+		var doc []byte
+		if err := rows.Scan(&lastMs, &lastID, &doc); err != nil {
+			return "", fmt.Errorf("postgres: list transactions: %w", err)
+		}
+		var tx kassa.Transaction
+		if err := json.Unmarshal(doc, &tx); err != nil {
+			return "", fmt.Errorf("postgres: decode transaction %d: %w", lastID, err)
+		}
+		if err := fn(&tx); err != nil {
+			return "", err
+		}
+		n++
+	}
+	return "", rows.Err()
+}
+
+// PaymentRequest returns a pay link.
+func (d *DB) PaymentRequest(ctx context.Context, id string) (*kassa.PaymentRequest, error) {
+	var doc []byte
+	var paid *string
+	err := d.pool.QueryRow(ctx, `SELECT p.doc, pp.invoice_id FROM payment_requests p
+		LEFT JOIN payment_requests_paid pp ON pp.id = p.id WHERE p.id = $1`, id).Scan(&doc, &paid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errPaymentRequestNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read payment request: %w", err)
+	}
+	var pr kassa.PaymentRequest
+	if err := json.Unmarshal(doc, &pr); err != nil {
+		return nil, fmt.Errorf("postgres: decode payment request %s: %w", id, err)
+	}
+	if pr.PaidInvoiceID == "" && paid != nil {
+		pr.PaidInvoiceID = *paid
+	}
+	return &pr, nil
+}
+
+// PaymentRequests calls fn for the store's pay links, newest first.
+func (d *DB) PaymentRequests(ctx context.Context, storeID string, fn func(*kassa.PaymentRequest) error) error {
+	rows, err := d.pool.Query(ctx, `SELECT id FROM payment_requests WHERE store_id = $1 ORDER BY created_ms DESC, id DESC`, storeID)
+	if err != nil {
+		return fmt.Errorf("postgres: list payment requests: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("postgres: list payment requests: %w", err)
+	}
+	for _, id := range ids {
+		pr, err := d.PaymentRequest(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(pr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Webhook returns a webhook.
+func (d *DB) Webhook(ctx context.Context, id string) (*kassa.Webhook, error) {
+	return getDoc[kassa.Webhook](ctx, d, errWebhookNotFound, `SELECT doc FROM webhooks WHERE id = $1`, id)
+}
+
+// Webhooks calls fn for each webhook of the store, by id.
+func (d *DB) Webhooks(ctx context.Context, storeID string, fn func(*kassa.Webhook) error) error {
+	return eachDoc(ctx, d, fn, `SELECT doc FROM webhooks WHERE store_id = $1 ORDER BY id`, storeID)
+}
+
+// Delivery returns a delivery.
+func (d *DB) Delivery(ctx context.Context, id string) (*kassa.Delivery, error) {
+	return getDoc[kassa.Delivery](ctx, d, errDeliveryNotFound, `SELECT doc FROM deliveries WHERE id = $1`, id)
+}
+
+// Deliveries lists a webhook's deliveries, newest first.
+func (d *DB) Deliveries(ctx context.Context, webhookID string, q kassa.ListQuery, fn func(*kassa.Delivery) error) (string, error) {
+	lower, upper := pageBounds(q)
+	cMs, cID := upper, ""
+	if q.Cursor != "" {
+		m, id, err := parseCursor(q.Cursor)
+		if err != nil {
+			return "", err
+		}
+		if m < upper {
+			cMs, cID = m, string(id)
+		}
+	}
+	limit := int64(q.Limit)
+	if q.Limit <= 0 {
+		limit = 1 << 62
+	}
+	rows, err := d.pool.Query(ctx, `SELECT created_ms, id, doc FROM deliveries
+		WHERE webhook_id = $1 AND created_ms >= $2 AND (created_ms, id) < ($3, $4)
+		ORDER BY created_ms DESC, id DESC LIMIT $5`, webhookID, lower, cMs, cID, limit+1)
+	if err != nil {
+		return "", fmt.Errorf("postgres: list deliveries: %w", err)
+	}
+	defer rows.Close()
+	var n, lastMs int64
+	var lastID string
+	for rows.Next() {
+		if n == limit {
+			return cursor(lastMs, []byte(lastID)), nil
+		}
+		var doc []byte
+		if err := rows.Scan(&lastMs, &lastID, &doc); err != nil {
+			return "", fmt.Errorf("postgres: list deliveries: %w", err)
+		}
+		var dl kassa.Delivery
+		if err := json.Unmarshal(doc, &dl); err != nil {
+			return "", fmt.Errorf("postgres: decode delivery %s: %w", lastID, err)
+		}
+		if err := fn(&dl); err != nil {
+			return "", err
+		}
+		n++
+	}
+	return "", rows.Err()
+}
+
+// PendingDeliveries calls fn for each delivery in the outbox, webhook by
+// webhook, each webhook's in outbox order.
+func (d *DB) PendingDeliveries(ctx context.Context, fn func(webhookID, deliveryID string) error) error {
+	return d.outbox(ctx, `SELECT webhook_id, delivery_id FROM outbox ORDER BY webhook_id, seq`, nil, fn)
+}
+
+// WebhookOutbox calls fn for each pending delivery of a webhook, in
+// outbox order.
+func (d *DB) WebhookOutbox(ctx context.Context, webhookID string, fn func(deliveryID string) error) error {
+	return d.outbox(ctx, `SELECT webhook_id, delivery_id FROM outbox WHERE webhook_id = $1 ORDER BY seq`,
+		[]any{webhookID}, func(_, id string) error { return fn(id) })
+}
+
+func (d *DB) outbox(ctx context.Context, query string, args []any, fn func(webhookID, deliveryID string) error) error {
+	rows, err := d.pool.Query(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("postgres: outbox: %w", err)
+	}
+	type entry struct{ webhook, delivery string }
+	var entries []entry
+	for rows.Next() {
+		var e entry
+		if err := rows.Scan(&e.webhook, &e.delivery); err != nil {
+			rows.Close()
+			return fmt.Errorf("postgres: outbox: %w", err)
+		}
+		entries = append(entries, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: outbox: %w", err)
+	}
+	// fn may read the store; the rows are read first so that a callback
+	// does not hold a connection while it takes another.
+	for _, e := range entries {
+		if err := fn(e.webhook, e.delivery); err != nil {
+			return err
+		}
+	}
+	return nil
+}

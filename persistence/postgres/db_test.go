@@ -38,6 +38,12 @@ func openTest(t *testing.T) *DB {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return openTestDSN(t, dsn)
+}
+
+// openTestDSN opens the store at dsn and closes it when t ends.
+func openTestDSN(t *testing.T, dsn string) *DB {
+	t.Helper()
 	db, err := Open(t.Context(), dsn, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -121,5 +127,38 @@ func TestMigrateTwice(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestMigrateConcurrently: nodes starting together on an empty database
+// each open it; the advisory lock has the schema made once.
+func TestMigrateConcurrently(t *testing.T) {
+	dsn, err := server.NewSchema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const nodes = 4
+	errs := make(chan error, nodes)
+	for range nodes {
+		go func() {
+			db, err := Open(t.Context(), dsn, Options{})
+			if err == nil {
+				db.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range nodes {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	db := openTestDSN(t, dsn)
+	var versions int
+	if err := db.pool.QueryRow(t.Context(), `SELECT count(*) FROM schema_migrations`).Scan(&versions); err != nil {
+		t.Fatal(err)
+	}
+	if versions != len(migrations) {
+		t.Errorf("%d migrations recorded, want %d", versions, len(migrations))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kassapay/kassa/internal/simstore"
 	"slices"
 	"strings"
 	"sync"
@@ -120,13 +121,7 @@ type pendingEvent struct {
 
 // Store is where a Chain keeps its state: small records under keys of
 // its own. persistence.DB.State gives one on the service's store.
-type Store interface {
-	Get(ctx context.Context, key string) ([]byte, bool, error)
-	Put(ctx context.Context, key string, value []byte) error
-	Delete(ctx context.Context, key string) error
-	// Scan calls fn for each key under prefix, in key order.
-	Scan(ctx context.Context, prefix string, fn func(key string, value []byte) error) error
-}
+type Store = simstore.Store
 
 // Keys of the chain's records in its Store.
 const (
@@ -147,7 +142,7 @@ type output struct {
 // empty, keeping its state in memory. clock stamps payments; nil means
 // the system clock.
 func New(clock kassa.Clock) *Chain {
-	c, err := Open(context.Background(), clock, newMemStore())
+	c, err := Open(context.Background(), clock, simstore.NewMem())
 	if err != nil {
 		panic(err) // an empty memory store cannot fail
 	}

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kassapay/kassa/internal/simstore"
 	"strings"
 	"sync"
 	"time"
@@ -142,13 +143,7 @@ type pendingSettle struct {
 
 // Store is where a Node keeps its state: small records under keys of its
 // own. persistence.DB.State gives one on the service's store.
-type Store interface {
-	Get(ctx context.Context, key string) ([]byte, bool, error)
-	Put(ctx context.Context, key string, value []byte) error
-	Delete(ctx context.Context, key string) error
-	// Scan calls fn for each key under prefix, in key order.
-	Scan(ctx context.Context, prefix string, fn func(key string, value []byte) error) error
-}
+type Store = simstore.Store
 
 // Keys of the node's records in its Store.
 const (
@@ -170,7 +165,7 @@ type invoiceRecord struct {
 // its state in memory. clock stamps invoices and settlements; nil means
 // the system clock.
 func New(clock kassa.Clock) (*Node, error) {
-	n, err := Open(context.Background(), clock, newMemStore())
+	n, err := Open(context.Background(), clock, simstore.NewMem())
 	if err != nil {
 		return nil, err
 	}

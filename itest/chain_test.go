@@ -266,3 +266,27 @@ func TestStoreRefusesXpubOfAnotherNetwork(t *testing.T) {
 		t.Fatalf("store create with a mainnet zpub on regtest: %q, %v", out, err)
 	}
 }
+
+// TestPaidAgainAfterRestart: an invoice settles, Kassa restarts, and the
+// customer pays the same address again inside the monitoring window. The
+// second payment is money received: it must be found after the restart
+// as it would have been before it, and recorded.
+func TestPaidAgainAfterRestart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1, 3)
+	inv := e.kassa.CreateInvoice(e.store, 50_000)
+	e.pay(inv, 50_000)
+	e.node.Mine(1)
+	e.kassa.WaitStatus(e.store, inv.ID, "Settled", "None")
+	e.kassa.Stop()
+	e.kassa = harness.StartKassa(t, e.kassa.Data, e.args...)
+	e.pay(inv, 20_000)
+	e.node.Mine(1)
+	e.waitPayments(e.store, inv.ID, func(ps []harness.Payment) error {
+		if len(ps) != 2 || ps[1].Confirmations < 1 {
+			return fmt.Errorf("payments %+v, want the second payment confirmed", ps)
+		}
+		return nil
+	})
+	e.kassa.WaitStatus(e.store, inv.ID, "Settled", "Overpaid")
+}

@@ -274,45 +274,69 @@ func (c *Chain) run(ctx context.Context, w *watcher, handle func(context.Context
 	}
 }
 
-// loadWatched watches the addresses of every invoice that waits for a
-// timer: open ones and expired ones inside their monitoring window.
+// loadWatched watches again what the watcher watched before a restart:
+// the address of every invoice that waits for a timer (open ones and
+// expired ones inside their monitoring window), and the address of every
+// invoice created within the window NewAddress watches a fresh address
+// for, whatever its state, so that money paid again to a settled
+// invoice's address is found after a restart as it was before it.
 func (c *Chain) loadWatched(ctx context.Context) error {
 	if c.reader == nil {
 		return nil
 	}
-	err := c.reader.Stores(ctx, func(st *kassa.Store) error {
-		if st.NextAddressIndex > 0 {
-			c.gap.allocate(st.ID, int64(st.NextAddressIndex)-1)
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("chain watcher: load stores: %w", err)
-	}
-	err = c.reader.OpenInvoices(ctx, func(id, storeID string, _ time.Time) error {
-		inv, err := c.reader.Invoice(ctx, id)
-		if err != nil {
-			return err
-		}
-		if inv.OnchainAddress == "" || inv.MonitoringDone {
-			return nil
+	watchInvoice := func(inv *kassa.Invoice, until time.Time) {
+		if inv.OnchainAddress == "" {
+			return
 		}
 		addr, err := btcutil.DecodeAddress(inv.OnchainAddress, c.conn.Params)
 		if err != nil {
-			return nil // an address of another network: not ours to watch
+			return // an address of another network: not ours to watch
 		}
 		script, err := derive.Script(addr)
 		if err != nil {
-			return nil
+			return
 		}
 		index := int64(-1)
 		if inv.DerivationIndex != nil {
 			index = int64(*inv.DerivationIndex)
 		}
 		c.matcher.add(script, &watch{
-			address: inv.OnchainAddress, storeID: storeID, index: index,
-			until: inv.MonitorUntil.Add(time.Hour), confirmations: inv.ConfirmationsRequired,
+			address: inv.OnchainAddress, storeID: inv.StoreID, index: index,
+			until: until, confirmations: inv.ConfirmationsRequired,
 		})
+	}
+	window := c.expiry + c.monitor + time.Hour
+	now := c.clock.Now()
+	var stores []string
+	err := c.reader.Stores(ctx, func(st *kassa.Store) error {
+		if st.NextAddressIndex > 0 {
+			c.gap.allocate(st.ID, int64(st.NextAddressIndex)-1)
+		}
+		stores = append(stores, st.ID)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("chain watcher: load stores: %w", err)
+	}
+	for _, id := range stores {
+		_, err := c.reader.Invoices(ctx, id, kassa.ListQuery{From: now.Add(-window)}, func(inv *kassa.Invoice) error {
+			if until := inv.CreatedAt.Add(window); until.After(now) {
+				watchInvoice(inv, until)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("chain watcher: load recent invoices of store %s: %w", id, err)
+		}
+	}
+	err = c.reader.OpenInvoices(ctx, func(id, storeID string, _ time.Time) error {
+		inv, err := c.reader.Invoice(ctx, id)
+		if err != nil {
+			return err
+		}
+		if !inv.MonitoringDone {
+			watchInvoice(inv, inv.MonitorUntil.Add(time.Hour))
+		}
 		return nil
 	})
 	if err != nil {

@@ -4,7 +4,8 @@
 # through chromedp, and curl and jq, which the README walkthrough uses and
 # cmd/kassa/readme_test.go runs, and the PostgreSQL 15 server that
 # persistence/postgres's tests start (initdb and pg_ctl under
-# /usr/lib/postgresql/15/bin). Idempotent: it does nothing when all are
+# /usr/lib/postgresql/15/bin), and etcd (Debian etcd-server, 3.4) that the
+# cluster tests start (internal/etcdtest). Idempotent: it does nothing when all are
 # there. `make test-deps` runs it, and `make test` runs that first.
 set -euo pipefail
 
@@ -15,6 +16,7 @@ command -v curl >/dev/null || missing+=(curl)
 command -v jq >/dev/null || missing+=(jq)
 pgbin=/usr/lib/postgresql/15/bin
 [[ -x "$pgbin/initdb" && -x "$pgbin/pg_ctl" ]] || missing+=(postgresql)
+command -v etcd >/dev/null || missing+=(etcd-server)
 
 if [[ ${#missing[@]} -eq 0 ]]; then
 	exit 0
@@ -30,7 +32,7 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq "${missing[@]}"
 
-if [[ ! -x "$chromium" ]] || ! command -v curl >/dev/null || ! command -v jq >/dev/null || [[ ! -x "$pgbin/initdb" ]]; then
+if [[ ! -x "$chromium" ]] || ! command -v curl >/dev/null || ! command -v jq >/dev/null || [[ ! -x "$pgbin/initdb" ]] || ! command -v etcd >/dev/null; then
 	echo "install-test-deps: apt-get installed ${missing[*]} but one is still missing" >&2
 	exit 1
 fi

@@ -1,0 +1,184 @@
+// Package etcdtest starts a throw-away etcd server for tests: one member
+// with its data in a temporary directory, listening on free loopback
+// ports, stopped and removed again by Stop. Nothing is skipped: when the
+// server cannot be started, Start says why and the caller fails
+// (scripts/install-test-deps.sh installs Debian's etcd-server, 3.4).
+package etcdtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Server is a running throw-away etcd.
+type Server struct {
+	dir    string
+	client int
+	cmd    *exec.Cmd
+	done   chan struct{}
+	log    *lockedBuffer
+	stop   sync.Once
+}
+
+// Start starts etcd in a new temporary directory on free loopback ports
+// and waits until it answers its health check.
+func Start() (*Server, error) {
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		return nil, fmt.Errorf("etcdtest: etcd is not installed (%v); run scripts/install-test-deps.sh (Debian package etcd-server)", err)
+	}
+	var last error
+	for attempt := 0; attempt < 3; attempt++ {
+		s, err := start(bin)
+		if err == nil {
+			return s, nil
+		}
+		last = err // most likely a free port taken before etcd bound it
+	}
+	return nil, last
+}
+
+func start(bin string) (*Server, error) {
+	dir, err := os.MkdirTemp("", "kassa-etcd-")
+	if err != nil {
+		return nil, fmt.Errorf("etcdtest: %w", err)
+	}
+	client, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("etcdtest: %w", err)
+	}
+	peer, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("etcdtest: %w", err)
+	}
+	clientURL := fmt.Sprintf("http://127.0.0.1:%d", client)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
+	s := &Server{dir: dir, client: client, done: make(chan struct{}), log: &lockedBuffer{}}
+	s.cmd = exec.Command(bin,
+		"--name", "test",
+		"--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "test="+peerURL,
+		"--log-level", "warn",
+	)
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	if err := s.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("etcdtest: start etcd: %w", err)
+	}
+	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if s.healthy() {
+			return s, nil
+		}
+		select {
+		case <-s.done:
+			out := s.log.String()
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("etcdtest: etcd exited at start:\n%s", tail(out))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			out := s.log.String()
+			_ = s.Stop()
+			return nil, fmt.Errorf("etcdtest: etcd not healthy after 30 s:\n%s", tail(out))
+		}
+	}
+}
+
+func (s *Server) healthy() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.ClientURL()+"/health", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 1024))
+	return res.StatusCode == http.StatusOK && bytes.Contains(body, []byte(`"true"`))
+}
+
+// Endpoint is the client address, host:port.
+func (s *Server) Endpoint() string { return fmt.Sprintf("127.0.0.1:%d", s.client) }
+
+// ClientURL is the client address as an http:// URL.
+func (s *Server) ClientURL() string { return "http://" + s.Endpoint() }
+
+// ClusterURL is the address in the form `kassa serve --cluster` takes.
+func (s *Server) ClusterURL() string { return "etcd://" + s.Endpoint() }
+
+// Log returns what etcd printed so far.
+func (s *Server) Log() string { return s.log.String() }
+
+// Stop kills etcd, waits for it and removes its directory. It may be
+// called more than once.
+func (s *Server) Stop() error {
+	var err error
+	s.stop.Do(func() {
+		if s.cmd.Process != nil {
+			_ = s.cmd.Process.Kill()
+		}
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+			err = errors.New("etcdtest: etcd did not exit within 10 s of SIGKILL")
+		}
+		err = errors.Join(err, os.RemoveAll(s.dir))
+	})
+	return err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// lockedBuffer is etcd's output, written by the process and read by the
+// test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.b.Len() > 1<<20 {
+		return len(p), nil // enough to say why it failed
+	}
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

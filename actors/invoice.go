@@ -194,7 +194,28 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 
 // apply runs in through the state machine, journals it with everything
 // that follows from it in one batch, then performs the effects.
+//
+// When the journal refuses the event's sequence number (a Conflict),
+// another activation of this invoice wrote first: in a cluster two
+// activations of one identity can briefly coexist. The actor reloads
+// from the journal and applies in once more to the state it finds, so
+// that the input is neither lost nor applied twice (the state machine
+// refuses an input already applied, by its natural id).
 func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa.InvoiceInput) (*kassa.Invoice, error) {
+	inv, err := a.applyOnce(ctx, parent, in)
+	if err != nil && errors.Is(err, errStaleState) {
+		a.sys.log.Warn("invoice written by another activation; reloading", "invoice", a.inv.ID, "seq", a.seq)
+		a.load(ctx)
+		inv, err = a.applyOnce(ctx, parent, in)
+	}
+	return inv, err
+}
+
+// errStaleState marks a commit the journal refused because the actor's
+// state was stale.
+var errStaleState = errors.New("stale actor state")
+
+func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in kassa.InvoiceInput) (*kassa.Invoice, error) {
 	if a.inv.ID == "" {
 		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
 	}
@@ -240,6 +261,9 @@ func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa
 		return nil, err
 	}
 	if err := a.sys.cfg.Journal.Commit(spanCtx, b); err != nil {
+		if kassa.ErrorCode(err) == kassa.Conflict {
+			return nil, fmt.Errorf("persist invoice %s: %w: %w", a.inv.ID, errStaleState, err)
+		}
 		return nil, fmt.Errorf("persist invoice %s: %w", a.inv.ID, err)
 	}
 	if reservesFee(prev.Status) && !reservesFee(next.Status) {

@@ -52,6 +52,12 @@ func (s *System) sweep(ctx context.Context, storeID string) (int, error) {
 			return errSweepDone
 		}
 		if storeID == "" || owner == storeID {
+			// In a cluster each node wakes the invoices of the stores
+			// it runs; those of a lost node's stores once the topology
+			// gives them to it.
+			if remote, err := s.remoteStore(ctx, owner); err != nil || remote {
+				return nil
+			}
 			s.as.Root.Send(s.store(owner), &invoiceCommand{ctx: context.Background(), invoiceID: id})
 			n++
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/protos"
 )
@@ -12,6 +14,15 @@ import (
 // command sends an event to an invoice actor and returns the invoice
 // after it.
 func (s *System) command(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
+	if s.cluster != nil {
+		data, err := proto.Marshal(ev)
+		if err != nil {
+			return nil, err
+		}
+		if out, ok, err := forward[*kassa.Invoice](ctx, s, "Command", callArgs{StoreID: storeID, ID: invoiceID, Event: data}); ok {
+			return out, err
+		}
+	}
 	res, err := s.request(ctx, s.store(storeID), &invoiceCommand{ctx: ctx, invoiceID: invoiceID, event: ev})
 	if err != nil {
 		return nil, err

@@ -33,6 +33,14 @@ func (s *System) CreateStore(ctx context.Context, settings kassa.StoreSettings) 
 	if err := s.readWalletBounds(ctx, st); err != nil {
 		return nil, err
 	}
+	return s.createStore(ctx, st)
+}
+
+// createStore has the actor of the new store st persist it.
+func (s *System) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
+	if out, ok, err := forward[*kassa.Store](ctx, s, "CreateStore", callArgs{StoreID: st.ID, Store: st}); ok {
+		return out, err
+	}
 	res, err := s.request(ctx, s.store(st.ID), &createStore{ctx: ctx, store: st})
 	if err != nil {
 		return nil, err
@@ -46,6 +54,9 @@ func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats) (
 	defer span.End()
 	if amount <= 0 || amount > kassa.MaxSats {
 		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "amount", Message: "must be a positive number of satoshis"}})
+	}
+	if out, ok, err := forward[*kassa.Transaction](ctx, s, "TopUp", callArgs{StoreID: storeID, Amount: amount}); ok {
+		return out, err
 	}
 	st, err := s.cfg.Reader.Store(ctx, storeID)
 	if err != nil {
@@ -109,6 +120,9 @@ func (s *System) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (d
 func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.CreateInvoice", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
+	if out, ok, err := forward[*kassa.Invoice](ctx, s, "CreateInvoice", callArgs{StoreID: storeID, Invoice: r}); ok {
+		return out, err
+	}
 	return s.createInvoice(ctx, span, storeID, r, "")
 }
 
@@ -208,6 +222,9 @@ func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID str
 func (s *System) PayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.PayPaymentRequest", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
+	if out, ok, err := forward[*kassa.Invoice](ctx, s, "PayPaymentRequest", callArgs{StoreID: storeID, ID: id, Session: session}); ok {
+		return out, err
+	}
 	p, err := s.cfg.Reader.PaymentRequest(ctx, id)
 	if kassa.ErrorCode(err) == kassa.NotFound || err == nil && p.StoreID != storeID {
 		return nil, kassa.Errorf(kassa.NotFound, "payment request not found")
@@ -258,16 +275,25 @@ func (s *System) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID stri
 
 // CreatePaymentRequest creates a pay link.
 func (s *System) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
+	if out, ok, err := forward[*kassa.PaymentRequest](ctx, s, "CreatePaymentRequest", callArgs{StoreID: storeID, PaymentRequest: in}); ok {
+		return out, err
+	}
 	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, input: in})
 }
 
 // UpdatePaymentRequest changes a pay link.
 func (s *System) UpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
+	if out, ok, err := forward[*kassa.PaymentRequest](ctx, s, "UpdatePaymentRequest", callArgs{StoreID: storeID, ID: id, PaymentRequest: in}); ok {
+		return out, err
+	}
 	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, input: in})
 }
 
 // ArchivePaymentRequest archives a pay link: it can no longer be paid.
 func (s *System) ArchivePaymentRequest(ctx context.Context, storeID, id string) error {
+	if _, ok, err := forward[struct{}](ctx, s, "ArchivePaymentRequest", callArgs{StoreID: storeID, ID: id}); ok {
+		return err
+	}
 	_, err := s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, archive: true})
 	return err
 }

@@ -163,6 +163,16 @@ func (a *storeActor) commit(ctx context.Context, ev *protos.StoreEvent, put func
 	b.AppendEvent(kassa.Stream{Kind: kassa.KindStore, ID: a.id}, seq, data)
 	put(b, seq)
 	if err := a.sys.cfg.Journal.Commit(ctx, b); err != nil {
+		if kassa.ErrorCode(err) == kassa.Conflict {
+			// Another activation of this store wrote first (a cluster
+			// can briefly run two): reload, and let the caller retry
+			// against the state now stored.
+			a.sys.log.Warn("store written by another activation; reloading", "store", a.id, "seq", seq)
+			if st, stSeq, lerr := a.sys.cfg.Journal.StoreSnapshot(ctx, a.id); lerr == nil {
+				a.st, a.seq = st, stSeq
+			}
+			return kassa.Errorf(kassa.Unavailable, "the store changed on another node: try again")
+		}
 		return err
 	}
 	a.seq = seq

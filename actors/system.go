@@ -70,6 +70,8 @@ type System struct {
 	deliveriesRecovered atomic.Bool
 	stores              sync.Map // store id → *actor.PID
 	shutdown            sync.Once
+	// cluster is set by JoinCluster; nil on a single node.
+	cluster *clusterState
 }
 
 var (
@@ -132,6 +134,12 @@ func (s *System) Shutdown() {
 		}
 		for _, f := range futures {
 			_ = f.Wait()
+		}
+		if s.cluster != nil {
+			// Leaves the membership (the others take the stores over)
+			// and stops the actor system.
+			s.cluster.c.Shutdown(true)
+			return
 		}
 		s.as.Shutdown()
 	})

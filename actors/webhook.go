@@ -312,12 +312,19 @@ func (s *System) notify(deliveries []*kassa.Delivery) {
 func (s *System) RecoverDeliveries(ctx context.Context) (int, error) {
 	n := 0
 	last := ""
+	skip := false
 	err := s.cfg.Reader.PendingDeliveries(ctx, func(webhookID, deliveryID string) error {
 		if webhookID != last {
-			s.as.Root.Send(s.webhook(webhookID), &protos.DeliverWebhook{})
 			last = webhookID
+			// In a cluster, the node that runs the webhook's store sends.
+			skip = s.cluster != nil && !s.ownsWebhook(ctx, webhookID)
+			if !skip {
+				s.as.Root.Send(s.webhook(webhookID), &protos.DeliverWebhook{})
+			}
 		}
-		n++
+		if !skip {
+			n++
+		}
 		return nil
 	})
 	if err == nil {
@@ -349,6 +356,9 @@ type (
 func (s *System) CreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.CreateWebhook")
 	defer span.End()
+	if out, ok, err := forward[*kassa.Webhook](ctx, s, "CreateWebhook", callArgs{StoreID: storeID, Webhook: in}); ok {
+		return out, err
+	}
 	if err := in.Validate(true); err != nil {
 		return nil, err
 	}
@@ -423,6 +433,9 @@ func (s *System) checkURL(ctx context.Context, url string) error {
 func (s *System) UpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.UpdateWebhook")
 	defer span.End()
+	if out, ok, err := forward[*kassa.Webhook](ctx, s, "UpdateWebhook", callArgs{StoreID: storeID, ID: id, Webhook: in}); ok {
+		return out, err
+	}
 	if err := in.Validate(false); err != nil {
 		return nil, err
 	}
@@ -448,6 +461,9 @@ func (s *System) UpdateWebhook(ctx context.Context, storeID, id string, in *kass
 // DeleteWebhook removes a webhook. Its pending deliveries fail with a
 // note; its delivery log stays readable.
 func (s *System) DeleteWebhook(ctx context.Context, storeID, id string) error {
+	if _, ok, err := forward[struct{}](ctx, s, "DeleteWebhook", callArgs{StoreID: storeID, ID: id}); ok {
+		return err
+	}
 	w, err := s.cfg.Reader.Webhook(ctx, id)
 	if err != nil {
 		return err
@@ -463,6 +479,9 @@ func (s *System) DeleteWebhook(ctx context.Context, storeID, id string) error {
 func (s *System) Redeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.Redeliver")
 	defer span.End()
+	if out, ok, err := forward[*kassa.Delivery](ctx, s, "Redeliver", callArgs{StoreID: storeID, ID: webhookID, DeliveryID: deliveryID}); ok {
+		return out, err
+	}
 	d, err := s.cfg.Reader.Delivery(ctx, deliveryID)
 	if err != nil {
 		return nil, err

@@ -1143,6 +1143,157 @@ func (x *DeliverWebhook) GetDeliveryId() string {
 	return ""
 }
 
+// StoreCall is a call of one of the core's services that concerns a store
+// (create an invoice, apply a payment, change a webhook), sent to the
+// cluster node that runs the store's actors. method names the service
+// method; args is the JSON of its arguments. Calls are retried, so every
+// method is idempotent by its natural id or refuses a repeat.
+type StoreCall struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Method  string `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
+	StoreId string `protobuf:"bytes,2,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
+	Args    []byte `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
+	// trace carries the W3C trace context of the caller.
+	Trace map[string]string `protobuf:"bytes,4,rep,name=trace,proto3" json:"trace,omitempty" protobuf_key:"bytes,1,opt,name=key,proto3" protobuf_val:"bytes,2,opt,name=value,proto3"`
+}
+
+func (x *StoreCall) Reset() {
+	*x = StoreCall{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_kassa_proto_msgTypes[17]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *StoreCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreCall) ProtoMessage() {}
+
+func (x *StoreCall) ProtoReflect() protoreflect.Message {
+	mi := &file_kassa_proto_msgTypes[17]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreCall.ProtoReflect.Descriptor instead.
+func (*StoreCall) Descriptor() ([]byte, []int) {
+	return file_kassa_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *StoreCall) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *StoreCall) GetStoreId() string {
+	if x != nil {
+		return x.StoreId
+	}
+	return ""
+}
+
+func (x *StoreCall) GetArgs() []byte {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *StoreCall) GetTrace() map[string]string {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
+}
+
+// StoreCallReply answers a StoreCall: value is the JSON of the result;
+// code and message, when code is set, are the service error (a
+// kassa.Error, with fields as JSON).
+type StoreCallReply struct {
+	state         protoimpl.MessageState
+	sizeCache     protoimpl.SizeCache
+	unknownFields protoimpl.UnknownFields
+
+	Value   []byte `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	Code    string `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Fields  []byte `protobuf:"bytes,4,opt,name=fields,proto3" json:"fields,omitempty"`
+}
+
+func (x *StoreCallReply) Reset() {
+	*x = StoreCallReply{}
+	if protoimpl.UnsafeEnabled {
+		mi := &file_kassa_proto_msgTypes[18]
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		ms.StoreMessageInfo(mi)
+	}
+}
+
+func (x *StoreCallReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreCallReply) ProtoMessage() {}
+
+func (x *StoreCallReply) ProtoReflect() protoreflect.Message {
+	mi := &file_kassa_proto_msgTypes[18]
+	if protoimpl.UnsafeEnabled && x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreCallReply.ProtoReflect.Descriptor instead.
+func (*StoreCallReply) Descriptor() ([]byte, []int) {
+	return file_kassa_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *StoreCallReply) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *StoreCallReply) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *StoreCallReply) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *StoreCallReply) GetFields() []byte {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
 var File_kassa_proto protoreflect.FileDescriptor
 
 var file_kassa_proto_rawDesc = []byte{
@@ -1277,10 +1428,29 @@ var file_kassa_proto_rawDesc = []byte{
 	0x09, 0x52, 0x09, 0x77, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x49, 0x64, 0x22, 0x31, 0x0a, 0x0e,
 	0x44, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x57, 0x65, 0x62, 0x68, 0x6f, 0x6f, 0x6b, 0x12, 0x1f,
 	0x0a, 0x0b, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x5f, 0x69, 0x64, 0x18, 0x01, 0x20,
-	0x01, 0x28, 0x09, 0x52, 0x0a, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x49, 0x64, 0x42,
-	0x22, 0x5a, 0x20, 0x67, 0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d, 0x2f, 0x6b, 0x61,
-	0x73, 0x73, 0x61, 0x70, 0x61, 0x79, 0x2f, 0x6b, 0x61, 0x73, 0x73, 0x61, 0x2f, 0x70, 0x72, 0x6f,
-	0x74, 0x6f, 0x73, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
+	0x01, 0x28, 0x09, 0x52, 0x0a, 0x64, 0x65, 0x6c, 0x69, 0x76, 0x65, 0x72, 0x79, 0x49, 0x64, 0x22,
+	0xc2, 0x01, 0x0a, 0x09, 0x53, 0x74, 0x6f, 0x72, 0x65, 0x43, 0x61, 0x6c, 0x6c, 0x12, 0x16, 0x0a,
+	0x06, 0x6d, 0x65, 0x74, 0x68, 0x6f, 0x64, 0x18, 0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x06, 0x6d,
+	0x65, 0x74, 0x68, 0x6f, 0x64, 0x12, 0x19, 0x0a, 0x08, 0x73, 0x74, 0x6f, 0x72, 0x65, 0x5f, 0x69,
+	0x64, 0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52, 0x07, 0x73, 0x74, 0x6f, 0x72, 0x65, 0x49, 0x64,
+	0x12, 0x12, 0x0a, 0x04, 0x61, 0x72, 0x67, 0x73, 0x18, 0x03, 0x20, 0x01, 0x28, 0x0c, 0x52, 0x04,
+	0x61, 0x72, 0x67, 0x73, 0x12, 0x34, 0x0a, 0x05, 0x74, 0x72, 0x61, 0x63, 0x65, 0x18, 0x04, 0x20,
+	0x03, 0x28, 0x0b, 0x32, 0x1e, 0x2e, 0x6b, 0x61, 0x73, 0x73, 0x61, 0x2e, 0x76, 0x31, 0x2e, 0x53,
+	0x74, 0x6f, 0x72, 0x65, 0x43, 0x61, 0x6c, 0x6c, 0x2e, 0x54, 0x72, 0x61, 0x63, 0x65, 0x45, 0x6e,
+	0x74, 0x72, 0x79, 0x52, 0x05, 0x74, 0x72, 0x61, 0x63, 0x65, 0x1a, 0x38, 0x0a, 0x0a, 0x54, 0x72,
+	0x61, 0x63, 0x65, 0x45, 0x6e, 0x74, 0x72, 0x79, 0x12, 0x10, 0x0a, 0x03, 0x6b, 0x65, 0x79, 0x18,
+	0x01, 0x20, 0x01, 0x28, 0x09, 0x52, 0x03, 0x6b, 0x65, 0x79, 0x12, 0x14, 0x0a, 0x05, 0x76, 0x61,
+	0x6c, 0x75, 0x65, 0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65,
+	0x3a, 0x02, 0x38, 0x01, 0x22, 0x6c, 0x0a, 0x0e, 0x53, 0x74, 0x6f, 0x72, 0x65, 0x43, 0x61, 0x6c,
+	0x6c, 0x52, 0x65, 0x70, 0x6c, 0x79, 0x12, 0x14, 0x0a, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x18,
+	0x01, 0x20, 0x01, 0x28, 0x0c, 0x52, 0x05, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x12, 0x12, 0x0a, 0x04,
+	0x63, 0x6f, 0x64, 0x65, 0x18, 0x02, 0x20, 0x01, 0x28, 0x09, 0x52, 0x04, 0x63, 0x6f, 0x64, 0x65,
+	0x12, 0x18, 0x0a, 0x07, 0x6d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65, 0x18, 0x03, 0x20, 0x01, 0x28,
+	0x09, 0x52, 0x07, 0x6d, 0x65, 0x73, 0x73, 0x61, 0x67, 0x65, 0x12, 0x16, 0x0a, 0x06, 0x66, 0x69,
+	0x65, 0x6c, 0x64, 0x73, 0x18, 0x04, 0x20, 0x01, 0x28, 0x0c, 0x52, 0x06, 0x66, 0x69, 0x65, 0x6c,
+	0x64, 0x73, 0x42, 0x22, 0x5a, 0x20, 0x67, 0x69, 0x74, 0x68, 0x75, 0x62, 0x2e, 0x63, 0x6f, 0x6d,
+	0x2f, 0x6b, 0x61, 0x73, 0x73, 0x61, 0x70, 0x61, 0x79, 0x2f, 0x6b, 0x61, 0x73, 0x73, 0x61, 0x2f,
+	0x70, 0x72, 0x6f, 0x74, 0x6f, 0x73, 0x62, 0x06, 0x70, 0x72, 0x6f, 0x74, 0x6f, 0x33,
 }
 
 var (
@@ -1295,7 +1465,7 @@ func file_kassa_proto_rawDescGZIP() []byte {
 	return file_kassa_proto_rawDescData
 }
 
-var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_kassa_proto_goTypes = []interface{}{
 	(*InvoiceEvent)(nil),          // 0: kassa.v1.InvoiceEvent
 	(*InvoiceCreated)(nil),        // 1: kassa.v1.InvoiceCreated
@@ -1314,6 +1484,9 @@ var file_kassa_proto_goTypes = []interface{}{
 	(*WebhookSaved)(nil),          // 14: kassa.v1.WebhookSaved
 	(*WebhookDeleted)(nil),        // 15: kassa.v1.WebhookDeleted
 	(*DeliverWebhook)(nil),        // 16: kassa.v1.DeliverWebhook
+	(*StoreCall)(nil),             // 17: kassa.v1.StoreCall
+	(*StoreCallReply)(nil),        // 18: kassa.v1.StoreCallReply
+	nil,                           // 19: kassa.v1.StoreCall.TraceEntry
 }
 var file_kassa_proto_depIdxs = []int32{
 	1,  // 0: kassa.v1.InvoiceEvent.created:type_name -> kassa.v1.InvoiceCreated
@@ -1330,11 +1503,12 @@ var file_kassa_proto_depIdxs = []int32{
 	15, // 11: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
 	9,  // 12: kassa.v1.StoreEvent.address_index_allocated:type_name -> kassa.v1.AddressIndexAllocated
 	10, // 13: kassa.v1.StoreEvent.address_index_released:type_name -> kassa.v1.AddressIndexReleased
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	19, // 14: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_kassa_proto_init() }
@@ -1547,6 +1721,30 @@ func file_kassa_proto_init() {
 				return nil
 			}
 		}
+		file_kassa_proto_msgTypes[17].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*StoreCall); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
+		file_kassa_proto_msgTypes[18].Exporter = func(v interface{}, i int) interface{} {
+			switch v := v.(*StoreCallReply); i {
+			case 0:
+				return &v.state
+			case 1:
+				return &v.sizeCache
+			case 2:
+				return &v.unknownFields
+			default:
+				return nil
+			}
+		}
 	}
 	file_kassa_proto_msgTypes[0].OneofWrappers = []interface{}{
 		(*InvoiceEvent_Created)(nil),
@@ -1572,7 +1770,7 @@ func file_kassa_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: file_kassa_proto_rawDesc,
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,416 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/protos"
+)
+
+// KindStore is the cluster kind (grain) of a store. A store's invoice
+// actors and its webhook endpoint actors run on the node that runs the
+// store, so a store grain places all three (docs/decisions.md, "Cluster
+// mode").
+const KindStore = "store"
+
+// ClusterConfig joins a System to a protoactor-go cluster.
+type ClusterConfig struct {
+	// Name is the cluster's name; nodes with the same name and provider
+	// form one cluster.
+	Name string
+	// Provider is the membership provider: etcd in production, the
+	// in-memory test provider in tests.
+	Provider cluster.ClusterProvider
+	// Host and Port are where this node listens for other nodes.
+	Host string
+	Port int
+}
+
+// clusterState is what a System in cluster mode keeps.
+type clusterState struct {
+	c *cluster.Cluster
+
+	mu      sync.RWMutex
+	rdv     *cluster.Rendezvous
+	members []string // addresses, as of the last topology event
+	// grains holds the store grains active on this node: store id →
+	// the grain's PID.
+	grains sync.Map
+}
+
+// JoinCluster starts this node's cluster member: remoting on cc.Host and
+// cc.Port, the provider's membership, disthash placement, and the store
+// kind. From then on a call about a store another node owns is sent to
+// that node as a protos.StoreCall. Call it before Recover.
+func (s *System) JoinCluster(cc ClusterConfig) (err error) {
+	if cc.Provider == nil {
+		return errors.New("cluster: no membership provider")
+	}
+	if cc.Name == "" {
+		cc.Name = "kassa"
+	}
+	kind := cluster.NewKind(KindStore, actor.PropsFromProducer(func() actor.Actor { return &storeGrain{sys: s} }))
+	cfg := cluster.Configure(cc.Name, cc.Provider, disthash.New(), remote.Configure(cc.Host, cc.Port),
+		cluster.WithKinds(kind), cluster.WithRequestTimeout(s.cfg.RequestTimeout))
+	c := cluster.New(s.as, cfg)
+	st := &clusterState{c: c, rdv: cluster.NewRendezvous()}
+	s.cluster = st
+	s.as.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*cluster.ClusterTopology); ok {
+			s.onTopology(t)
+		}
+	})
+	defer func() {
+		// StartMember panics when the provider fails (etcd unreachable).
+		if r := recover(); r != nil {
+			s.cluster = nil
+			err = fmt.Errorf("cluster: start member: %v", r)
+		}
+	}()
+	c.StartMember()
+	return nil
+}
+
+// onTopology keeps the member list this node routes by, and sweeps the
+// stores it now owns: the invoices of a lost node's stores get their
+// timers armed again here without waiting for the next sweep.
+func (s *System) onTopology(t *cluster.ClusterTopology) {
+	st := s.cluster
+	rdv := cluster.NewRendezvous()
+	rdv.UpdateMembers(t.Members)
+	members := make([]string, 0, len(t.Members))
+	for _, m := range t.Members {
+		members = append(members, m.Address())
+	}
+	st.mu.Lock()
+	st.rdv, st.members = rdv, members
+	st.mu.Unlock()
+	s.log.Info("cluster topology", "members", members, "left", len(t.Left), "joined", len(t.Joined))
+	if s.recovered.Load() && len(t.Left) > 0 {
+		go func() {
+			if _, err := s.sweep(context.Background(), ""); err != nil {
+				s.log.Error("sweep after a node left", "err", err)
+			}
+			if _, err := s.RecoverDeliveries(context.Background()); err != nil {
+				s.log.Error("recover deliveries after a node left", "err", err)
+			}
+		}()
+	}
+}
+
+// ownerOf returns the address of the node that runs store id, as this
+// node sees the cluster ("" before the first topology event).
+func (s *System) ownerOf(storeID string) string {
+	st := s.cluster
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return st.rdv.GetByClusterIdentity(cluster.NewClusterIdentity(storeID, KindStore))
+}
+
+// owns reports whether this node runs store id. On one node it always
+// does.
+func (s *System) owns(storeID string) bool {
+	return s.cluster == nil || s.ownerOf(storeID) == s.as.Address()
+}
+
+// forwardedKey marks a context of a call another node sent here: it runs
+// here whatever this node thinks of the topology, so that two nodes with
+// different views never bounce a call between them.
+type forwardedKey struct{}
+
+// remoteStore reports whether calls about store id go to another node.
+// When this node owns the store it activates the store's grain first, so
+// that placement knows of it and stops it when the topology moves it.
+func (s *System) remoteStore(ctx context.Context, storeID string) (bool, error) {
+	if s.cluster == nil {
+		return false, nil
+	}
+	if ctx.Value(forwardedKey{}) == nil {
+		switch owner := s.ownerOf(storeID); owner {
+		case "":
+			return false, kassa.Errorf(kassa.Unavailable, "the cluster has no members yet: try again")
+		case s.as.Address():
+		default:
+			return true, nil
+		}
+	}
+	if _, ok := s.cluster.grains.Load(storeID); !ok {
+		if pid := s.cluster.c.Get(storeID, KindStore); pid == nil {
+			return false, kassa.Errorf(kassa.Unavailable, "store %s could not be placed in the cluster: try again", storeID)
+		}
+	}
+	return false, nil
+}
+
+// callArgs are the arguments of every forwarded call; each method uses
+// the fields it needs.
+type callArgs struct {
+	StoreID        string                     `json:"storeId"`
+	ID             string                     `json:"id,omitempty"`
+	Session        string                     `json:"session,omitempty"`
+	DeliveryID     string                     `json:"deliveryId,omitempty"`
+	Store          *kassa.Store               `json:"store,omitempty"`
+	Amount         kassa.Sats                 `json:"amount,omitempty"`
+	Invoice        *kassa.InvoiceRequest      `json:"invoice,omitempty"`
+	PaymentRequest *kassa.PaymentRequestInput `json:"paymentRequest,omitempty"`
+	Webhook        *kassa.WebhookInput        `json:"webhook,omitempty"`
+	Event          []byte                     `json:"event,omitempty"`
+}
+
+// forward sends a call about storeID to the node that runs the store,
+// when that is another node; ok says whether it did.
+func forward[T any](ctx context.Context, s *System, method string, args callArgs) (out T, ok bool, err error) {
+	remote, err := s.remoteStore(ctx, args.StoreID)
+	if err != nil || !remote {
+		return out, err != nil, err
+	}
+	data, err := json.Marshal(args)
+	if err != nil {
+		return out, true, err
+	}
+	carrier := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+	timeout := s.cfg.RequestTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = time.Until(d)
+	}
+	res, err := s.cluster.c.Request(args.StoreID, KindStore,
+		&protos.StoreCall{Method: method, StoreId: args.StoreID, Args: data, Trace: carrier},
+		cluster.WithTimeout(timeout))
+	if err != nil {
+		s.log.Error("cluster call failed", "method", method, "store", args.StoreID, "err", err)
+		return out, true, kassa.Errorf(kassa.Unavailable, "the node that runs this store did not answer: try again")
+	}
+	rep, isReply := res.(*protos.StoreCallReply)
+	if !isReply {
+		return out, true, fmt.Errorf("cluster call %s: unexpected reply %T", method, res)
+	}
+	if rep.Code == codeNothingChanged {
+		return out, true, kassa.ErrNothingChanged
+	}
+	if rep.Code != "" {
+		e := &kassa.Error{Code: rep.Code, Message: rep.Message}
+		if len(rep.Fields) > 0 {
+			_ = json.Unmarshal(rep.Fields, &e.Fields)
+		}
+		return out, true, e
+	}
+	if len(rep.Value) > 0 {
+		if err := json.Unmarshal(rep.Value, &out); err != nil {
+			return out, true, fmt.Errorf("cluster call %s: decode reply: %w", method, err)
+		}
+	}
+	return out, true, nil
+}
+
+// serveCall runs a call another node forwarded to this one.
+func (s *System) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
+	ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(call.Trace))
+	ctx = context.WithValue(ctx, forwardedKey{}, true)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	var a callArgs
+	if err := json.Unmarshal(call.Args, &a); err != nil {
+		return errorReply(s, call.Method, fmt.Errorf("decode arguments: %w", err))
+	}
+	if a.StoreID != call.StoreId {
+		return errorReply(s, call.Method, fmt.Errorf("call for store %s names store %s", call.StoreId, a.StoreID))
+	}
+	if a.Invoice != nil && string(a.Invoice.Metadata) == "null" {
+		a.Invoice.Metadata = nil
+	}
+	var value any
+	var err error
+	switch call.Method {
+	case "CreateStore":
+		if a.Store == nil || a.Store.ID != a.StoreID {
+			err = errors.New("CreateStore without its store")
+			break
+		}
+		value, err = s.createStore(ctx, a.Store)
+	case "TopUp":
+		value, err = s.TopUp(ctx, a.StoreID, a.Amount)
+	case "CreateInvoice":
+		value, err = s.CreateInvoice(ctx, a.StoreID, a.Invoice)
+	case "PayPaymentRequest":
+		value, err = s.PayPaymentRequest(ctx, a.StoreID, a.ID, a.Session)
+	case "Command":
+		var ev protos.InvoiceEvent
+		if err = proto.Unmarshal(a.Event, &ev); err == nil {
+			value, err = s.command(ctx, a.StoreID, a.ID, &ev)
+		}
+	case "CreatePaymentRequest":
+		value, err = s.CreatePaymentRequest(ctx, a.StoreID, a.PaymentRequest)
+	case "UpdatePaymentRequest":
+		value, err = s.UpdatePaymentRequest(ctx, a.StoreID, a.ID, a.PaymentRequest)
+	case "ArchivePaymentRequest":
+		err = s.ArchivePaymentRequest(ctx, a.StoreID, a.ID)
+	case "CreateWebhook":
+		value, err = s.CreateWebhook(ctx, a.StoreID, a.Webhook)
+	case "UpdateWebhook":
+		value, err = s.UpdateWebhook(ctx, a.StoreID, a.ID, a.Webhook)
+	case "DeleteWebhook":
+		err = s.DeleteWebhook(ctx, a.StoreID, a.ID)
+	case "Redeliver":
+		value, err = s.Redeliver(ctx, a.StoreID, a.ID, a.DeliveryID)
+	default:
+		err = fmt.Errorf("unknown method %q", call.Method)
+	}
+	if err != nil {
+		return errorReply(s, call.Method, err)
+	}
+	data, err := json.Marshal(value)
+	if err != nil {
+		return errorReply(s, call.Method, err)
+	}
+	return &protos.StoreCallReply{Value: data}
+}
+
+// codeNothingChanged carries kassa.ErrNothingChanged, the one sentinel
+// error of the core that is no kassa.Error: an input that came twice.
+const codeNothingChanged = "nothing_changed"
+
+// errorReply turns err into a reply. An internal error's cause stays in
+// this node's log, as it would on one node.
+func errorReply(s *System, method string, err error) *protos.StoreCallReply {
+	if errors.Is(err, kassa.ErrNothingChanged) {
+		return &protos.StoreCallReply{Code: codeNothingChanged}
+	}
+	var e *kassa.Error
+	if !errors.As(err, &e) {
+		s.log.Error("forwarded call failed", "method", method, "err", err)
+		return &protos.StoreCallReply{Code: kassa.Internal, Message: "internal error"}
+	}
+	rep := &protos.StoreCallReply{Code: e.Code, Message: e.Message}
+	if len(e.Fields) > 0 {
+		rep.Fields, _ = json.Marshal(e.Fields)
+	}
+	return rep
+}
+
+// storeGrain is a store's grain: the cluster's handle on the node that
+// runs the store. It answers forwarded calls, and ties the store's local
+// actors to the placement: they start with the grain and stop with it
+// when the topology moves the store to another node.
+type storeGrain struct {
+	sys *System
+	id  string
+}
+
+func (g *storeGrain) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *cluster.ClusterInit:
+		g.id = msg.Identity.Identity
+		g.sys.grainStarted(g.id, ctx.Self())
+	case *protos.StoreCall:
+		// Off the mailbox: the call waits for the store actor, and
+		// calls about a store's different invoices run side by side.
+		sender, root := ctx.Sender(), ctx.ActorSystem().Root
+		go func() {
+			rep := g.sys.serveCall(msg)
+			if sender != nil {
+				root.Send(sender, rep)
+			}
+		}()
+	case *actor.Stopping:
+		if g.id != "" {
+			g.sys.grainStopped(g.id, ctx.Self())
+		}
+	}
+}
+
+// grainStarted takes over a store on this node: its webhook list is read
+// afresh, and its endpoints send what their outboxes hold (deliveries a
+// lost node left pending). The store actor, which starts next, wakes its
+// invoices that are due.
+func (s *System) grainStarted(storeID string, pid *actor.PID) {
+	s.cluster.grains.Store(storeID, pid)
+	s.webhooksChanged(storeID)
+	if s.deliveriesRecovered.Load() {
+		go s.drainStoreWebhooks(storeID)
+	}
+}
+
+// grainStopped gives a store up on this node: its store actor (with its
+// invoice actors and their timers) and its webhook endpoint actors stop.
+// Should a stale activation remain anywhere, its next write conflicts in
+// the journal and it reloads.
+func (s *System) grainStopped(storeID string, pid *actor.PID) {
+	s.cluster.grains.CompareAndDelete(storeID, pid)
+	if p, ok := s.stores.LoadAndDelete(storeID); ok {
+		s.as.Root.Stop(p.(*actor.PID))
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+		defer cancel()
+		_ = s.cfg.Reader.Webhooks(ctx, storeID, func(w *kassa.Webhook) error {
+			if p, ok := s.webhooks.LoadAndDelete(w.ID); ok {
+				s.as.Root.Stop(p.(*actor.PID))
+			}
+			return nil
+		})
+	}()
+}
+
+// drainStoreWebhooks wakes each webhook endpoint of a store, which then
+// sends its outbox in order.
+func (s *System) drainStoreWebhooks(storeID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	err := s.cfg.Reader.Webhooks(ctx, storeID, func(w *kassa.Webhook) error {
+		s.as.Root.Send(s.webhook(w.ID), &protos.DeliverWebhook{})
+		return nil
+	})
+	if err != nil {
+		s.log.Error("wake webhooks of a store taken over", "store", storeID, "err", err)
+	}
+}
+
+// ClusterHealth is what a node of a cluster reports about itself.
+type ClusterHealth struct {
+	// Address is this node's address among the members.
+	Address string `json:"address"`
+	// Members are the addresses of the nodes this node sees.
+	Members []string `json:"members"`
+	// Stores is how many store grains (each with its invoice and
+	// webhook endpoint actors) run on this node.
+	Stores int `json:"stores"`
+}
+
+// ClusterHealth reports membership and the actors this node runs; nil
+// on a single node.
+func (s *System) ClusterHealth() *ClusterHealth {
+	if s.cluster == nil {
+		return nil
+	}
+	h := &ClusterHealth{Address: s.as.Address()}
+	s.cluster.mu.RLock()
+	h.Members = append([]string(nil), s.cluster.members...)
+	s.cluster.mu.RUnlock()
+	s.cluster.grains.Range(func(_, _ any) bool { h.Stores++; return true })
+	return h
+}
+
+// ownsWebhook reports whether this node runs the store of webhook id
+// (and activates that store's grain when it does).
+func (s *System) ownsWebhook(ctx context.Context, id string) bool {
+	w, err := s.cfg.Reader.Webhook(ctx, id)
+	if err != nil {
+		return false
+	}
+	remote, err := s.remoteStore(ctx, w.StoreID)
+	return err == nil && !remote
+}

@@ -1,0 +1,210 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/persistence"
+)
+
+// clusterNodes starts n Systems over one store, joined in one cluster
+// by protoactor-go's in-memory membership, and waits until each sees all.
+func clusterNodes(t *testing.T, n int, db *persistence.DB, clock *kassatest.TestClock, expiry time.Duration) []*harness {
+	t.Helper()
+	if raceEnabled {
+		// `make test` runs these tests once more without -race.
+		t.Skip("several cluster nodes in one process race in protoactor-go: remote.Start sets gRPC's global logger on every start (a node is one process in production); make test runs this test without -race")
+	}
+	agent := test.NewInMemAgent()
+	hooks := newFakeWebhookClient()
+	chain := &fakeChain{}
+	var nodes []*harness
+	for i := 0; i < n; i++ {
+		h := newHarnessWith(t, db, clock, func(c *Config) {
+			c.Webhooks, c.Chain, c.InvoiceExpiry = hooks, chain, expiry
+		})
+		h.hooks = hooks
+		port := freeTCPPort(t)
+		if err := h.sys.JoinCluster(ClusterConfig{Name: "test", Provider: test.NewTestProvider(agent), Host: "127.0.0.1", Port: port}); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, h)
+	}
+	for _, h := range nodes {
+		eventually(t, "every node sees every member", func() bool { return len(h.sys.ClusterHealth().Members) == n })
+		if _, err := h.sys.Recover(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.sys.RecoverDeliveries(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes
+}
+
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// runsStore reports whether store id's actor is active on h's node.
+func runsStore(h *harness, id string) bool {
+	_, ok := h.sys.stores.Load(id)
+	return ok
+}
+
+// TestClusterRunsEachStoreOnOneNode sends every kind of call through
+// every node of a three-node cluster: each store's actors run on exactly
+// one node, the others forward to it, and payments, settlements and
+// webhook deliveries come out as on one node.
+func TestClusterRunsEachStoreOnOneNode(t *testing.T) {
+	t.Parallel()
+	db := openMem(t)
+	clock := kassatest.NewTestClock(time.Now())
+	nodes := clusterNodes(t, 3, db, clock, 15*time.Minute)
+	ctx := context.Background()
+
+	var stores []*kassa.Store
+	for i := 0; i < 6; i++ {
+		st, err := nodes[i%3].sys.CreateStore(ctx, kassa.StoreSettings{
+			Name: fmt.Sprintf("Shop %d", i), Currency: kassa.EUR, PercentFee: decimal.RequireFromString("1"),
+			ConfirmationsRequired: 1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, st)
+	}
+	owners := map[int]bool{}
+	for i, st := range stores {
+		via := nodes[(i+1)%3]
+		hook, err := via.sys.CreateWebhook(ctx, st.ID, &kassa.WebhookInput{URL: fmt.Sprintf("https://shop%d.example/hook", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := via.sys.TopUp(ctx, st.ID, 100_000); err != nil {
+			t.Fatal(err)
+		}
+		ln, err := nodes[(i+2)%3].sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS})
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain, err := nodes[i%3].sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(7000), HasAmount: true, Currency: kassa.SATS})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The watchers run on one node; their events reach the owner.
+		watcher := nodes[(i+1)%3]
+		if err := watcher.sys.HandleLightningEvent(ctx, kassa.LightningEvent{PaymentHash: ln.PaymentHash, AmountMSat: kassa.Sats(5000).MSat()}); err != nil {
+			t.Fatal(err)
+		}
+		// The same settle again (a retried cluster request) changes nothing.
+		if err := nodes[i%3].sys.HandleLightningEvent(ctx, kassa.LightningEvent{PaymentHash: ln.PaymentHash, AmountMSat: kassa.Sats(5000).MSat()}); err != nil {
+			t.Fatal(err)
+		}
+		txid := fmt.Sprintf("%064x", i+1)
+		if err := watcher.sys.HandleChainEvent(ctx, kassa.ChainEvent{Address: chain.OnchainAddress, Payment: kassa.Payment{
+			ID: txid + ":0", TxID: txid, Amount: 7000, Destination: chain.OnchainAddress, Confirmations: 1,
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{ln.ID, chain.ID} {
+			inv, err := db.Invoice(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if inv.Status != kassa.InvoiceSettled {
+				t.Fatalf("invoice %s is %s, want Settled", id, inv.Status)
+			}
+		}
+		running := 0
+		for n, h := range nodes {
+			if runsStore(h, st.ID) {
+				running++
+				owners[n] = true
+			}
+		}
+		if running != 1 {
+			t.Fatalf("store %s runs on %d nodes, want exactly one", st.ID, running)
+		}
+		// Created, Processing? no: Lightning and a one-confirmation
+		// payment settle at once: two Settled events, and the top-up.
+		eventually(t, "the store's deliveries", func() bool { return len(via.hooks.to(hook.URL)) >= 2 })
+		var lines int
+		_, err = db.Transactions(ctx, st.ID, kassa.ListQuery{}, func(*kassa.Transaction) error { lines++; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A top-up, and a transfer and a fee line per settled invoice.
+		if lines != 5 {
+			t.Fatalf("store %s has %d ledger lines, want 5", st.ID, lines)
+		}
+	}
+	if len(owners) < 2 {
+		t.Fatalf("six stores all placed on node %v: placement does not spread", owners)
+	}
+}
+
+// TestClusterNodeLossExpiresItsInvoicesElsewhere stops the node that
+// runs a store with open invoices: another node takes the store over and
+// expires them on time.
+func TestClusterNodeLossExpiresItsInvoicesElsewhere(t *testing.T) {
+	t.Parallel()
+	db := openMem(t)
+	clock := kassatest.NewTestClock(time.Now())
+	nodes := clusterNodes(t, 3, db, clock, time.Minute)
+	ctx := context.Background()
+	st, err := nodes[0].sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var open []*kassa.Invoice
+	for i := 0; i < 5; i++ {
+		inv, err := nodes[i%3].sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, inv)
+	}
+	lost := -1
+	for n, h := range nodes {
+		if runsStore(h, st.ID) {
+			lost = n
+		}
+	}
+	if lost < 0 {
+		t.Fatal("the store runs on no node")
+	}
+	nodes[lost].sys.Shutdown()
+	var rest []*harness
+	for n, h := range nodes {
+		if n != lost {
+			rest = append(rest, h)
+		}
+	}
+	for _, h := range rest {
+		eventually(t, "the others see the node leave", func() bool { return len(h.sys.ClusterHealth().Members) == 2 })
+	}
+	// The new owner wakes the store's invoices due soon, arming timers.
+	eventually(t, "a remaining node takes the store over", func() bool { return runsStore(rest[0], st.ID) || runsStore(rest[1], st.ID) })
+	clock.Advance(2 * time.Minute)
+	for _, inv := range open {
+		eventually(t, "invoice "+inv.ID+" expired", func() bool {
+			got, err := db.Invoice(ctx, inv.ID)
+			return err == nil && got.Status == kassa.InvoiceExpired
+		})
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/btcsuite/btcd/btcutil"
@@ -100,23 +99,9 @@ type Chain struct {
 	// ReportedDepth yet, oldest first: the ones Mine reports on.
 	watched []*output
 	wallets map[walletID]*wallet
-	handle  func(context.Context, kassa.ChainEvent) error
-	running context.Context
-	// pending are the events not acknowledged yet, oldest first; each is
-	// also in the store under its key.
-	pending     []pendingEvent
-	nextPending uint64
-
-	// delivering lets one delivery pass run at a time, so that events
-	// reach the handler in order.
-	delivering sync.Mutex
-	wake       chan struct{}
-}
-
-// pendingEvent is an event waiting for its acknowledgement.
-type pendingEvent struct {
-	key   string
-	event kassa.ChainEvent
+	// events are the events not acknowledged yet, pushed under mu so
+	// that they keep the order of the changes they report.
+	events *simstore.Queue[kassa.ChainEvent]
 }
 
 // Store is where a Chain keeps its state: small records under keys of
@@ -161,7 +146,6 @@ func Open(ctx context.Context, clock kassa.Clock, store Store) (*Chain, error) {
 		store:   store,
 		height:  StartHeight,
 		wallets: make(map[walletID]*wallet),
-		wake:    make(chan struct{}, 1),
 	}
 	if v, ok, err := store.Get(ctx, keyHeight); err != nil {
 		return nil, fmt.Errorf("simulated chain height: %w", err)
@@ -183,18 +167,7 @@ func Open(ctx context.Context, clock kassa.Clock, store Store) (*Chain, error) {
 	}
 	// Outputs are stored by txid; Mine reports them oldest first.
 	slices.SortStableFunc(c.watched, func(a, b *output) int { return a.Payment.ReceivedAt.Compare(b.Payment.ReceivedAt) })
-	err = store.Scan(ctx, keyPendingPrefix, func(k string, v []byte) error {
-		var ev kassa.ChainEvent
-		if err := json.Unmarshal(v, &ev); err != nil {
-			return fmt.Errorf("pending event %s: %w", k, err)
-		}
-		c.pending = append(c.pending, pendingEvent{key: k, event: ev})
-		var seq uint64
-		fmt.Sscanf(strings.TrimPrefix(k, keyPendingPrefix), "%x", &seq)
-		c.nextPending = max(c.nextPending, seq+1)
-		return nil
-	})
-	if err != nil {
+	if c.events, err = simstore.OpenQueue[kassa.ChainEvent](ctx, store, keyPendingPrefix); err != nil {
 		return nil, fmt.Errorf("simulated chain: %w", err)
 	}
 	return c, nil
@@ -255,15 +228,7 @@ func (c *Chain) Start(ctx context.Context, handle func(context.Context, kassa.Ch
 	if handle == nil {
 		return errors.New("start simulated chain: no handler")
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.handle, c.running = handle, ctx
-	c.mu.Unlock()
-	go c.retry(ctx)
-	c.kick()
-	return nil
+	return c.events.Start(ctx, handle)
 }
 
 // Info describes the simulated chain: always synced, at its current
@@ -316,7 +281,7 @@ func (c *Chain) Pay(ctx context.Context, address string, amount kassa.Sats) (txi
 		return "", fmt.Errorf("pay: %w", err)
 	}
 	c.watched = append(c.watched, o)
-	err = c.enqueue(ctx, []kassa.ChainEvent{o.event()})
+	err = c.events.Push(ctx, o.event())
 	c.mu.Unlock()
 	if err != nil {
 		return txid, fmt.Errorf("%w: %w", ErrNotRecorded, err)
@@ -379,7 +344,7 @@ func (c *Chain) Mine(ctx context.Context, n int) (height int64, err error) {
 	}
 	clear(c.watched[len(still):])
 	c.watched = still
-	err = c.enqueue(ctx, events)
+	err = c.events.Push(ctx, events...)
 	c.mu.Unlock()
 	if err = errors.Join(saveErr, err); err != nil {
 		return height, fmt.Errorf("%w: %w", ErrNotRecorded, err)
@@ -422,7 +387,7 @@ func (c *Chain) Drop(ctx context.Context, txid string) error {
 		c.mu.Unlock()
 		return fmt.Errorf("drop %s: %w", txid, err)
 	}
-	err = c.enqueue(ctx, []kassa.ChainEvent{o.event()})
+	err = c.events.Push(ctx, o.event())
 	c.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
@@ -458,91 +423,13 @@ func (o *output) event() kassa.ChainEvent {
 	}
 }
 
-// enqueue adds events to the pending ones, in memory and in the store;
-// c.mu must be held.
-func (c *Chain) enqueue(ctx context.Context, events []kassa.ChainEvent) error {
-	for _, ev := range events {
-		k := fmt.Sprintf("%s%016x", keyPendingPrefix, c.nextPending)
-		v, err := json.Marshal(ev)
-		if err != nil {
-			return err
-		}
-		if err := c.store.Put(ctx, k, v); err != nil {
-			return err
-		}
-		c.nextPending++
-		c.pending = append(c.pending, pendingEvent{key: k, event: ev})
+// deliver hands the pending events to the handler (simstore.Queue). It
+// returns ErrNotRecorded when the handler refused one: the change it
+// reports was not made durable by the service, and the caller must not
+// report it as done.
+func (c *Chain) deliver(ctx context.Context) error {
+	if err := c.events.Deliver(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	return nil
-}
-
-// deliver hands the pending events to the handler, oldest first, and
-// forgets each one the handler accepted. It stops at the first one the
-// handler refuses, leaves it to the retry loop and returns
-// ErrNotRecorded: the change it reports was not made durable by the
-// service, and the caller must not report it as done. Without a running
-// handler it keeps them for the next Start and returns nil.
-func (c *Chain) deliver(ctx context.Context) error {
-	c.delivering.Lock()
-	defer c.delivering.Unlock()
-	for {
-		c.mu.Lock()
-		handle, running := c.handle, c.running
-		if len(c.pending) == 0 || handle == nil || running.Err() != nil {
-			c.mu.Unlock()
-			return nil
-		}
-		head := c.pending[0]
-		c.mu.Unlock()
-
-		if err := handle(ctx, head.event); err != nil {
-			c.kick()
-			return fmt.Errorf("%w: %w", ErrNotRecorded, err)
-		}
-		c.mu.Lock()
-		c.pending[0] = pendingEvent{}
-		c.pending = c.pending[1:]
-		c.mu.Unlock()
-		// Should the delete fail, the event is delivered again after a
-		// restart: the handler is idempotent.
-		_ = c.store.Delete(ctx, head.key)
-	}
-}
-
-// kick wakes the retry loop.
-func (c *Chain) kick() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Retry backoff of events whose handler failed.
-const (
-	retryFirst = 50 * time.Millisecond
-	retryMax   = 5 * time.Second
-)
-
-// retry delivers the pending events again, with backoff, whenever it is
-// woken, until ctx ends.
-func (c *Chain) retry(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.wake:
-		}
-		for wait := retryFirst; ; wait = min(2*wait, retryMax) {
-			if err := c.deliver(ctx); err == nil {
-				break
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-	}
 }

@@ -113,32 +113,17 @@ type Node struct {
 	key   *btcec.PrivateKey
 	store Store
 
-	// mu makes the read-modify-write of an invoice record atomic, and
-	// guards handle, running and pending.
-	mu      sync.Mutex
-	handle  func(context.Context, kassa.LightningEvent) error
-	running context.Context
-	// pending are the settlements not acknowledged yet, oldest first;
-	// each is also in the store under its key.
-	pending     []pendingSettle
-	nextPending uint64
-
-	// delivering lets one delivery pass run at a time, so that
-	// settlements reach the handler in order.
-	delivering sync.Mutex
-	wake       chan struct{}
+	// mu makes the read-modify-write of an invoice record atomic.
+	mu sync.Mutex
+	// settles are the settlements not acknowledged yet, pushed under mu
+	// so that they keep the order of the invoice changes.
+	settles *simstore.Queue[kassa.LightningEvent]
 
 	// closed is set on a node made by New, which prunes closed invoices
 	// from memory (see prune.go); lastSweep is its last sweep of expired
 	// ones. n.mu guards both.
 	closed    *closedSet
 	lastSweep time.Time
-}
-
-// pendingSettle is a settlement waiting for its acknowledgement.
-type pendingSettle struct {
-	key   string
-	event kassa.LightningEvent
 }
 
 // Store is where a Node keeps its state: small records under keys of its
@@ -181,7 +166,7 @@ func Open(ctx context.Context, clock kassa.Clock, store Store) (*Node, error) {
 	if clock == nil {
 		clock = kassa.SystemClock{}
 	}
-	n := &Node{clock: clock, store: store, wake: make(chan struct{}, 1)}
+	n := &Node{clock: clock, store: store}
 	raw, ok, err := store.Get(ctx, keyNodeKey)
 	if err != nil {
 		return nil, fmt.Errorf("simulated Lightning node key: %w", err)
@@ -196,18 +181,7 @@ func Open(ctx context.Context, clock kassa.Clock, store Store) (*Node, error) {
 			return nil, fmt.Errorf("simulated Lightning node key: %w", err)
 		}
 	}
-	err = store.Scan(ctx, keyPendingPrefix, func(k string, v []byte) error {
-		var ev kassa.LightningEvent
-		if err := json.Unmarshal(v, &ev); err != nil {
-			return fmt.Errorf("pending settlement %s: %w", k, err)
-		}
-		n.pending = append(n.pending, pendingSettle{key: k, event: ev})
-		var seq uint64
-		fmt.Sscanf(strings.TrimPrefix(k, keyPendingPrefix), "%x", &seq)
-		n.nextPending = max(n.nextPending, seq+1)
-		return nil
-	})
-	if err != nil {
+	if n.settles, err = simstore.OpenQueue[kassa.LightningEvent](ctx, store, keyPendingPrefix); err != nil {
 		return nil, fmt.Errorf("simulated Lightning node: %w", err)
 	}
 	return n, nil
@@ -250,15 +224,7 @@ func (n *Node) Start(ctx context.Context, handle func(context.Context, kassa.Lig
 	if handle == nil {
 		return errors.New("start simulated Lightning node: no handler")
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	n.mu.Lock()
-	n.handle, n.running = handle, ctx
-	n.mu.Unlock()
-	go n.retry(ctx)
-	n.kick()
-	return nil
+	return n.settles.Start(ctx, handle)
 }
 
 // Info describes the simulated node: always synced.
@@ -406,7 +372,7 @@ func (n *Node) Pay(ctx context.Context, paymentRequest string, amount kassa.MSat
 	}
 	n.closeInvoice(ctx, hash, inv, closedSettled)
 	ev := kassa.LightningEvent{PaymentHash: hash, AmountMSat: amount, SettledAt: now}
-	if err := n.enqueue(ctx, ev); err != nil {
+	if err := n.settles.Push(ctx, ev); err != nil {
 		n.mu.Unlock()
 		return hash, fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
@@ -418,90 +384,14 @@ func (n *Node) Pay(ctx context.Context, paymentRequest string, amount kassa.MSat
 	return hash, nil
 }
 
-// enqueue adds a settlement to the pending ones, in memory and in the
-// store; n.mu must be held.
-func (n *Node) enqueue(ctx context.Context, ev kassa.LightningEvent) error {
-	k := fmt.Sprintf("%s%016x", keyPendingPrefix, n.nextPending)
-	v, err := json.Marshal(ev)
-	if err != nil {
-		return err
-	}
-	if err := n.store.Put(ctx, k, v); err != nil {
-		return err
-	}
-	n.nextPending++
-	n.pending = append(n.pending, pendingSettle{key: k, event: ev})
-	return nil
-}
-
-// deliver hands the pending settlements to the handler, oldest first,
-// and forgets each one the handler accepted. It stops at the first one
-// the handler refuses, leaves it to the retry loop and returns
-// ErrNotRecorded. Without a running handler it keeps them for the next
-// Start and returns nil.
+// deliver hands the pending settlements to the handler
+// (simstore.Queue). It returns ErrNotRecorded when the handler refused
+// one.
 func (n *Node) deliver(ctx context.Context) error {
-	n.delivering.Lock()
-	defer n.delivering.Unlock()
-	for {
-		n.mu.Lock()
-		handle, running := n.handle, n.running
-		if len(n.pending) == 0 || handle == nil || running.Err() != nil {
-			n.mu.Unlock()
-			return nil
-		}
-		head := n.pending[0]
-		n.mu.Unlock()
-
-		if err := handle(ctx, head.event); err != nil {
-			n.kick()
-			return fmt.Errorf("%w: %w", ErrNotRecorded, err)
-		}
-		n.mu.Lock()
-		n.pending[0] = pendingSettle{}
-		n.pending = n.pending[1:]
-		n.mu.Unlock()
-		// Should the delete fail, the event is delivered again after a
-		// restart: the handler is idempotent.
-		_ = n.store.Delete(ctx, head.key)
+	if err := n.settles.Deliver(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
-}
-
-// kick wakes the retry loop.
-func (n *Node) kick() {
-	select {
-	case n.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Retry backoff of settlements whose handler failed.
-const (
-	retryFirst = 50 * time.Millisecond
-	retryMax   = 5 * time.Second
-)
-
-// retry delivers the pending settlements again, with backoff, whenever
-// it is woken, until ctx ends.
-func (n *Node) retry(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-n.wake:
-		}
-		for wait := retryFirst; ; wait = min(2*wait, retryMax) {
-			if err := n.deliver(ctx); err == nil {
-				break
-			}
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
-		}
-	}
+	return nil
 }
 
 // CancelInvoice cancels the open invoice with paymentHash, so that Pay

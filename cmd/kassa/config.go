@@ -2,16 +2,15 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	kassahttp "github.com/kassapay/kassa/http"
 )
 
 // Config is every setting of `kassa serve`. Each flag can also be set as
-// KASSA_<NAME> in the environment; a flag on the command line wins.
+// KASSA_<NAME> in the environment and as NAME in the configuration file
+// of --config; a flag on the command line wins over the environment,
+// which wins over the file (see loadConfig).
 type Config struct {
 	Data          string
 	Listen        string
@@ -44,6 +43,9 @@ type Config struct {
 	// WebhookSigAliases are more header names for the X-Service-Sig value
 	// of every delivery (none by default).
 	WebhookSigAliases sigAliases
+	// ShutdownTimeout bounds a graceful stop: requests in flight and due
+	// webhook deliveries get this long to finish (see Main.Close).
+	ShutdownTimeout time.Duration
 }
 
 // DefaultConfig returns safe defaults: the embedded simulation on
@@ -64,6 +66,8 @@ func DefaultConfig() Config {
 		RateLimit:     100,
 		RateBurst:     200,
 		MemoryLimit:   "auto",
+
+		ShutdownTimeout: 30 * time.Second,
 
 		PageRateLimit:    kassahttp.DefaultPublicLimits().PageRate,
 		PayRateLimit:     kassahttp.DefaultPublicLimits().PayRate * 60,
@@ -96,6 +100,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", c.ClientIPHeader, "behind a reverse proxy: header whose last address is the client's, e.g. X-Forwarded-For")
 	fs.Var(&c.WebhookSigAliases, "webhook-sig-alias", "also send the X-Service-Sig value under this header `NAME`, e.g. X-Coinsnap-Sig for Coinsnap shop plugins (repeatable; comma-separated in the environment)")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "serve Go's pprof profiles on this address (off when empty; keep it on loopback)")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long requests in flight and due webhook deliveries get to finish")
 }
 
 // parseInterleaved parses flags that may come before or after positional
@@ -113,24 +118,6 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		positional = append(positional, rest[0])
 		args = rest[1:]
 	}
-}
-
-// applyEnv sets every flag not given on the command line from its
-// KASSA_<NAME> variable.
-func applyEnv(fs *flag.FlagSet, given map[string]bool) error {
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || err != nil {
-			return
-		}
-		name := "KASSA_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok {
-			if e := f.Value.Set(v); e != nil {
-				err = fmt.Errorf("%s=%q: %w", name, v, e)
-			}
-		}
-	})
-	return err
 }
 
 // publicLimits are the public pages' limits of the flags, with the

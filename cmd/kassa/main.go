@@ -6,6 +6,9 @@
 //	kassa store topup STORE_ID --amount SATS
 //	kassa sim pay INVOICE_ID [--method lightning|onchain] [--amount SATS]
 //	kassa sim mine [N]
+//	kassa config check [--config FILE]  validate and print the configuration
+//	kassa backup DIR                    copy the running service's data to DIR
+//	kassa restore DIR --data NEWDIR     make a data directory from a backup
 //	kassa version
 //
 // main only handles signals and exit codes; Main does the wiring, so that
@@ -48,10 +51,15 @@ const usage = `usage:
   kassa store topup STORE_ID --amount SATS
   kassa sim pay INVOICE_ID [--method lightning|onchain] [--amount SATS]
   kassa sim mine [N]
+  kassa config check [--config FILE] [serve flags]
+  kassa backup DIR              copy the running service's data (a consistent snapshot) to DIR
+  kassa restore DIR --data NEWDIR
   kassa version
 kassa COMMAND --help (kassa store --help, kassa sim pay --help) says more.
 ` + adminNote + `
-Every serve flag can also be set as KASSA_<NAME> (KASSA_INVOICE_EXPIRY=1m).`
+Every serve flag can also be set as KASSA_<NAME> (KASSA_INVOICE_EXPIRY=1m)
+or in the YAML file of --config (invoice-expiry: 1m); flags win over
+variables, variables over the file.`
 
 func run(ctx context.Context, args []string) error {
 	err := dispatch(ctx, args, os.Stdout, os.Stderr)
@@ -84,6 +92,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return m.Close()
 	case "store", "sim":
 		return runAdmin(ctx, args, stdout, stderr)
+	case "config":
+		return runConfig(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "kassa", Version)
 		return nil

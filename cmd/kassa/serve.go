@@ -1,9 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,25 +51,11 @@ func NewMain() *Main {
 	return &Main{Config: DefaultConfig(), Clock: kassa.SystemClock{}, Stdout: os.Stdout}
 }
 
-// ParseFlags reads the serve flags and KASSA_* variables.
+// ParseFlags reads the serve flags, KASSA_* variables and the --config
+// file (see Config.load), and validates the configuration.
 func (m *Main) ParseFlags(args []string) error {
-	fs := flag.NewFlagSet("kassa serve", flag.ContinueOnError)
-	m.Config.flags(fs)
-	usage := func(w io.Writer) {
-		fmt.Fprintln(w, "usage: kassa serve [flags]\n  run the service; each flag can also be set as KASSA_<NAME>\n\nflags:")
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-	}
-	rest, err := parseFlags(fs, args, usage, m.Stdout, os.Stderr)
-	if err != nil {
-		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("serve takes no arguments, got %q", rest)
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	return applyEnv(fs, given)
+	_, _, err := m.Config.load("kassa serve", "usage: kassa serve [flags]\n  run the service", args, m.Stdout, os.Stderr)
+	return err
 }
 
 func newLogger(c Config, w io.Writer) (*slog.Logger, error) {
@@ -377,7 +363,7 @@ func (m *Main) Wait(ctx context.Context) error {
 func (m *Main) Close() error {
 	var errs []error
 	if m.server != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(m.Config.ShutdownTimeout, DefaultConfig().ShutdownTimeout))
 		errs = append(errs, m.server.Shutdown(ctx))
 		cancel()
 	}

@@ -45,8 +45,14 @@ type Store struct {
 	MaxInvoiceAmount Sats `json:"maxInvoiceAmount,omitempty"`
 	// OnchainMinAmount is the smallest invoice amount for which an
 	// on-chain address is offered; zero means DefaultOnchainMinAmount.
-	OnchainMinAmount Sats      `json:"onchainMinAmount,omitempty"`
-	APIKeys          []APIKey  `json:"apiKeys"`
+	OnchainMinAmount Sats `json:"onchainMinAmount,omitempty"`
+	// ForwardFeePercent and ForwardFeeMax bound the routing fee a forward
+	// to the store's Lightning address may spend: that percent of the
+	// amount, at most ForwardFeeMax. Nil and zero take
+	// DefaultForwardFeePercent and DefaultForwardFeeCap.
+	ForwardFeePercent *decimal.Decimal `json:"forwardFeePercent,omitempty"`
+	ForwardFeeMax     Sats             `json:"forwardFeeMax,omitempty"`
+	APIKeys           []APIKey         `json:"apiKeys"`
 	CreatedAt        time.Time `json:"createdAt"`
 }
 
@@ -90,6 +96,19 @@ func (s *Store) OnchainMin() Sats {
 	return DefaultOnchainMinAmount
 }
 
+// ForwardFeeLimit is the most a forward of amount to the store's
+// Lightning address may spend on routing.
+func (s *Store) ForwardFeeLimit(amount MSat) MSat {
+	percent, max := DefaultForwardFeePercent, DefaultForwardFeeCap
+	if s.ForwardFeePercent != nil {
+		percent = *s.ForwardFeePercent
+	}
+	if s.ForwardFeeMax > 0 {
+		max = s.ForwardFeeMax.MSat()
+	}
+	return ForwardFeeLimit(amount, percent, max)
+}
+
 // StoreSettings are the fields a store is created with.
 type StoreSettings struct {
 	Name                  string
@@ -105,6 +124,10 @@ type StoreSettings struct {
 	// MaxInvoiceAmount and OnchainMinAmount: zero takes the defaults.
 	MaxInvoiceAmount Sats
 	OnchainMinAmount Sats
+	// ForwardFeePercent (nil: the default) and ForwardFeeMax (zero: the
+	// default) bound the routing fee of forwards (Store).
+	ForwardFeePercent *decimal.Decimal
+	ForwardFeeMax     Sats
 }
 
 // Validate checks the settings of a new store.
@@ -138,6 +161,12 @@ func (s *StoreSettings) Validate() error {
 	if s.OnchainMinAmount < 0 || s.OnchainMinAmount > MaxSats {
 		fields = append(fields, FieldError{"onchainMinAmount", "must be between 1 and 2100000000000000 sat (0: the default)"})
 	}
+	if p := s.ForwardFeePercent; p != nil && (p.IsNegative() || p.GreaterThan(decHundred)) {
+		fields = append(fields, FieldError{"forwardFeePercent", "must be between 0 and 100"})
+	}
+	if s.ForwardFeeMax < 0 || s.ForwardFeeMax > MaxSats {
+		fields = append(fields, FieldError{"forwardFeeMax", "must be between 1 and 2100000000000000 sat (0: the default)"})
+	}
 	if len(fields) > 0 {
 		return InvalidFields(fields)
 	}
@@ -163,6 +192,8 @@ func NewStore(id string, s StoreSettings, now time.Time) *Store {
 		CreditLimit:           DefaultCreditLimit,
 		MaxInvoiceAmount:      s.MaxInvoiceAmount,
 		OnchainMinAmount:      s.OnchainMinAmount,
+		ForwardFeePercent:     s.ForwardFeePercent,
+		ForwardFeeMax:         s.ForwardFeeMax,
 		APIKeys:               []APIKey{{ID: NewID("key_"), Label: "default", Key: NewSecret(), CreatedAt: now}},
 		CreatedAt:             now,
 	}

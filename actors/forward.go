@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
 )
@@ -23,15 +22,16 @@ type ForwarderConfig struct {
 	Addresses kassa.LightningAddresses
 	Clock     kassa.Clock
 	Logger    *slog.Logger
-	// FeePercent and FeeCap bound the routing fee of a forward; zero
-	// means kassa.DefaultForwardFeePercent and kassa.DefaultForwardFeeCap.
-	FeePercent decimal.Decimal
-	FeeCap     kassa.MSat
 	// PayTimeout bounds one payment attempt; zero means a minute.
 	PayTimeout time.Duration
 	// TrackEvery is how often a payment in flight (or whose outcome is
 	// unknown) is looked up; zero means 5 s.
 	TrackEvery time.Duration
+	// Onchain says that the on-chain addresses of stores without an xpub
+	// are the service's own wallet (its lnd's): their confirmed payments
+	// are forwarded to the store's Lightning address like Lightning ones
+	// (docs/decisions.md, "On-chain payments without an xpub").
+	Onchain bool
 }
 
 // Forwarder runs one forward actor per store: it sends the store's
@@ -62,12 +62,6 @@ func NewForwarder(cfg ForwarderConfig) *Forwarder {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.FeePercent.Sign() <= 0 {
-		cfg.FeePercent = kassa.DefaultForwardFeePercent
-	}
-	if cfg.FeeCap <= 0 {
-		cfg.FeeCap = kassa.DefaultForwardFeeCap
 	}
 	if cfg.PayTimeout <= 0 {
 		cfg.PayTimeout = time.Minute
@@ -296,7 +290,12 @@ func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.P
 		a.f.log.Warn("forward not sent; retrying", "forward", fw.ID, "store", a.storeID, "at", fw.NextTry, "reason", reason)
 		a.wakeIn(ctx, fw.NextTry.Sub(a.now()))
 	}
-	if st, err := a.f.cfg.Reader.Store(c, a.storeID); err == nil && st.LightningAddress != "" {
+	st, err := a.f.cfg.Reader.Store(c, a.storeID)
+	if err != nil {
+		fail("read the store: " + kassa.ErrorMessage(err))
+		return
+	}
+	if st.LightningAddress != "" {
 		fw.Address = st.LightningAddress
 	}
 	if pr == nil {
@@ -318,7 +317,9 @@ func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.P
 			break
 		}
 	}
-	limit := kassa.ForwardFeeLimit(fw.Amount, a.f.cfg.FeePercent, a.f.cfg.FeeCap)
+	// The store's fee limit bounds the route accepted; the payment may
+	// then spend what that route costs, and no more.
+	limit := st.ForwardFeeLimit(fw.Amount)
 	inv, err := a.f.cfg.Addresses.Invoice(c, *pr, fw.Amount, comment)
 	if err != nil {
 		fail(kassa.ErrorMessage(err))
@@ -438,11 +439,15 @@ func (a *forwardActor) save(c context.Context, fw *kassa.Forward, lines []kassa.
 }
 
 // putSettlementLine writes a ledger line of a settled invoice to b. A
-// Lightning transfer of a store with a Lightning address stays Pending
-// and is queued for forwarding in the same batch, so that a settle is
-// never recorded without its forward.
+// transfer whose money is on the service's node, for a store with a
+// Lightning address, stays Pending and is queued for forwarding in the
+// same batch, so that a settle is never recorded without its forward.
+// The money is on the service's node when it came by Lightning, or
+// on-chain to an address of the service's wallet (the store has no
+// xpub); the transfer of such an on-chain payment reaches the store by
+// Lightning, and says so.
 func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, inv *kassa.Invoice, tx *kassa.Transaction) error {
-	if s.cfg.Forwarder == nil || tx.Type != kassa.TransactionTransfer || tx.DepositMethod != kassa.MethodLightning {
+	if s.cfg.Forwarder == nil || tx.Type != kassa.TransactionTransfer || !s.custodial(inv, tx.DepositMethod) {
 		b.PutTransaction(tx)
 		return nil
 	}
@@ -460,6 +465,7 @@ func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, inv *kass
 	}
 	tx.Status = kassa.TransactionPending
 	tx.Hash = ""
+	tx.DepositMethod = kassa.MethodLightning
 	b.PutTransaction(tx)
 	fb.QueueTransfer(kassa.QueuedTransfer{
 		TransactionID: tx.ID, StoreID: tx.StoreID, InvoiceID: tx.InvoiceID,
@@ -468,17 +474,31 @@ func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, inv *kass
 	return nil
 }
 
+// custodial reports whether money paid to inv by method is on the
+// service's node: Lightning always, on-chain when the address is the
+// service wallet's (an invoice of a store without an xpub, derived from
+// no account key, while the forwarder says such addresses are lnd's).
+func (s *System) custodial(inv *kassa.Invoice, method kassa.PaymentMethod) bool {
+	switch method {
+	case kassa.MethodLightning:
+		return true
+	case kassa.MethodOnchain:
+		return s.cfg.Forwarder != nil && s.cfg.Forwarder.cfg.Onchain && inv.OnchainAddress != "" && inv.DerivationIndex == nil
+	}
+	return false
+}
+
 // wakeForwarder tells the store's forward actor about a new settle, or a
-// payment made again, by Lightning.
-func (s *System) wakeForwarder(storeID string, effects []kassa.Effect) {
+// payment made again, whose money is on the service's node.
+func (s *System) wakeForwarder(inv *kassa.Invoice, effects []kassa.Effect) {
 	if s.cfg.Forwarder == nil {
 		return
 	}
 	for _, e := range effects {
 		settle, ok := e.(kassa.Settle)
 		again, ok2 := e.(kassa.PaidAgain)
-		if ok && settle.Method == kassa.MethodLightning || ok2 && again.Method == kassa.MethodLightning {
-			s.cfg.Forwarder.Wake(storeID)
+		if ok && s.custodial(inv, settle.Method) || ok2 && s.custodial(inv, again.Method) {
+			s.cfg.Forwarder.Wake(inv.StoreID)
 			return
 		}
 	}

@@ -105,13 +105,17 @@ type forwardHarness struct {
 	fwd      *Forwarder
 }
 
-func newForwardHarness(t *testing.T, db *persistence.DB, clock *kassatest.TestClock, m *merchant, payer *lnsim.Payer) *forwardHarness {
+func newForwardHarness(t *testing.T, db *persistence.DB, clock *kassatest.TestClock, m *merchant, payer *lnsim.Payer, configure ...func(*ForwarderConfig)) *forwardHarness {
 	t.Helper()
-	fwd := NewForwarder(ForwarderConfig{
+	cfg := ForwarderConfig{
 		Journal: db, Store: db, Reader: db, Payer: payer,
 		Addresses: lnurl.Addresses{Client: lnurl.New(lnurl.Config{Net: &chaincfg.RegressionNetParams, AllowHTTP: true})},
 		Clock:     clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	fwd := NewForwarder(cfg)
 	t.Cleanup(fwd.Shutdown)
 	h := newHarnessWith(t, db, clock, func(c *Config) { c.Forwarder = fwd })
 	return &forwardHarness{harness: h, merchant: m, payer: payer, fwd: fwd}
@@ -391,5 +395,126 @@ func TestStoreTakesItsWalletBoundsFromTheLightningAddress(t *testing.T) {
 	_, err = h.sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "Down", Currency: kassa.EUR, LightningAddress: m.address()})
 	if kassa.ErrorCode(err) != kassa.Invalid {
 		t.Fatalf("a store whose Lightning address does not answer: %v, want invalid", err)
+	}
+}
+
+// An on-chain payment to the service's wallet (the store has no xpub)
+// is forwarded once it settles at the store's depth, by Lightning; a
+// mempool sighting forwards nothing.
+func TestOnchainPaymentWithoutXpubIsForwarded(t *testing.T) {
+	m := newMerchant(t)
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	h := newForwardHarness(t, openMem(t), clock, m, lnsim.NewPayer(m.node), func(c *ForwarderConfig) { c.Onchain = true })
+	h.createStore()
+	inv := h.invoice("10", kassa.EUR)
+	h.pay(inv, inv.Amount, 0, "aa")
+	// Positive control: the invoice took the mempool payment.
+	if got := h.get(inv.ID); got.Status != kassa.InvoiceProcessing {
+		t.Fatalf("invoice after the mempool sighting: %s", got.Status)
+	}
+	if txs, _ := h.db.TransactionsByInvoice(context.Background(), inv.ID); len(txs) != 0 || h.payer.Sent() != 0 {
+		t.Fatalf("lines or payments before the confirmation: %+v, %d sent", txs, h.payer.Sent())
+	}
+	h.pay(inv, inv.Amount, 1, "aa")
+	tx := h.waitSettled(inv.ID)
+	paid := m.paid()
+	if len(paid) != 1 || tx.Hash != paid[0] || tx.DepositMethod != kassa.MethodLightning || tx.FullAmount != inv.Amount {
+		t.Fatalf("transfer %+v; merchant paid %v", tx, paid)
+	}
+	// The confirmation delivered again (a replay) forwards nothing more.
+	h.pay(inv, inv.Amount, 2, "aa")
+	if err := h.sys.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: kassa.Payment{
+		ID: "aa:0", TxID: "aa", Amount: inv.Amount, Destination: inv.OnchainAddress, Confirmations: 1,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	second := h.invoice("10", kassa.EUR) // positive control: a later forward
+	h.payLightning(second, second.Amount)
+	h.waitSettled(second.ID)
+	if got := len(m.paid()); got != 2 || h.payer.Sent() != 2 {
+		t.Fatalf("merchant invoices paid %d, payments sent %d: want 2 and 2", got, h.payer.Sent())
+	}
+}
+
+// Without a service wallet behind on-chain addresses (forwarding of
+// on-chain money off), or for a store with an xpub, an on-chain payment
+// reached the store's own wallet: its transfer is Settled at once and
+// nothing is forwarded.
+func TestOnchainPaymentToTheStoresWalletIsNotForwarded(t *testing.T) {
+	for _, withXpub := range []bool{false, true} {
+		t.Run("xpub="+strconv.FormatBool(withXpub), func(t *testing.T) {
+			m := newMerchant(t)
+			// With an xpub the forwarder takes on-chain money, but the
+			// store's addresses are its own.
+			h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, lnsim.NewPayer(m.node),
+				func(c *ForwarderConfig) { c.Onchain = withXpub })
+			settings := kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1, LightningAddress: m.address()}
+			if withXpub {
+				settings.Xpub = testTpub(t)
+			}
+			st, err := h.sys.CreateStore(context.Background(), settings)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.store = st
+			inv := h.invoice("10", kassa.EUR)
+			h.pay(inv, inv.Amount, 1, "bb")
+			if tx := h.transfer(inv.ID); tx.Status != kassa.TransactionSettled || tx.DepositMethod != kassa.MethodOnchain || tx.Hash != "bb" {
+				t.Fatalf("transfer %+v, want Settled on-chain with the txid", tx)
+			}
+			second := h.invoice("10", kassa.EUR)
+			h.payLightning(second, second.Amount)
+			h.waitSettled(second.ID) // positive control: the forwarder runs
+			if h.payer.Sent() != 1 {
+				t.Fatalf("%d payments sent, want 1 (the Lightning invoice's)", h.payer.Sent())
+			}
+		})
+	}
+}
+
+// The store's forward fee limit is what the route may cost: the forward
+// asks the node for a route within it, pays an invoice smaller by the
+// route's fee, and the transfer line shows the fee taken off.
+func TestForwardFeeLimitIsTheStoresSetting(t *testing.T) {
+	m := newMerchant(t)
+	payer := lnsim.NewPayer(m.node)
+	var limits []kassa.MSat
+	var mu sync.Mutex
+	payer.Estimate = func(_ string, feeLimit kassa.MSat) (kassa.MSat, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		limits = append(limits, feeLimit)
+		return 30_000, nil // a route costing 30 sat
+	}
+	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, payer)
+	half := decimal.RequireFromString("0.5")
+	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+		Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1, LightningAddress: m.address(),
+		ForwardFeePercent: &half, ForwardFeeMax: 80,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store = st
+	small := h.invoice("10", kassa.EUR) // 20,000 sat: 0.5% is 100 sat, capped at 80
+	h.payLightning(small, small.Amount)
+	tx := h.waitSettled(small.ID)
+	if tx.Amount != small.Amount-30 || tx.FullAmount != small.Amount {
+		t.Fatalf("transfer %+v: want the 30-sat routing fee taken off %d sat", tx, small.Amount)
+	}
+	other, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+		Name: "Default", Currency: kassa.EUR, ConfirmationsRequired: 1, LightningAddress: m.address(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store = other
+	def := h.invoice("2", kassa.EUR) // 4,000 sat: the default 1% is 40 sat
+	h.payLightning(def, def.Amount)
+	h.waitSettled(def.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(limits) != 2 || limits[0] != 80_000 || limits[1] != 40_000 {
+		t.Fatalf("fee limits asked of the node %v, want [80000 40000] msat", limits)
 	}
 }

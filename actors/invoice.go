@@ -273,7 +273,7 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 	out := a.inv
 	a.perform(ctx, spanCtx, &out, effects)
 	a.sys.notify(deliveries)
-	a.sys.wakeForwarder(next.StoreID, effects)
+	a.sys.wakeForwarder(&next, effects)
 	a.maybePassivate(ctx)
 	return &out, nil
 }

@@ -27,6 +27,11 @@ type createStoreBody struct {
 	// takes the defaults (kassa.Store).
 	MaxInvoiceAmount kassa.Sats `json:"maxInvoiceAmount"`
 	OnchainMinAmount kassa.Sats `json:"onchainMinAmount"`
+	// ForwardFeePercent and ForwardFeeMax (satoshis) bound the routing
+	// fee of forwards to the store's Lightning address; absent takes
+	// the defaults (1%, at most 5,000 sat).
+	ForwardFeePercent json.RawMessage `json:"forwardFeePercent"`
+	ForwardFeeMax     kassa.Sats      `json:"forwardFeeMax"`
 }
 
 // createdStore is the answer to a store creation.
@@ -53,6 +58,7 @@ func (s *server) adminCreateStore(w http.ResponseWriter, r *http.Request) {
 		ConfirmationsRequired: 1,
 		MaxInvoiceAmount:      body.MaxInvoiceAmount,
 		OnchainMinAmount:      body.OnchainMinAmount,
+		ForwardFeeMax:         body.ForwardFeeMax,
 	}
 	if body.Confirmations != nil {
 		settings.ConfirmationsRequired = *body.Confirmations
@@ -66,6 +72,11 @@ func (s *server) adminCreateStore(w http.ResponseWriter, r *http.Request) {
 		fields = append(fields, kassa.FieldError{Field: "tolerance", Message: "must be a number of percent"})
 	} else if ok {
 		settings.UnderpaymentTolerance = d
+	}
+	if d, ok, err := parseDecimalField(body.ForwardFeePercent); err != nil {
+		fields = append(fields, kassa.FieldError{Field: "forwardFeePercent", Message: "must be a number of percent"})
+	} else if ok {
+		settings.ForwardFeePercent = &d
 	}
 	if fields = mergeFields(fields, settings.Validate()); len(fields) > 0 {
 		s.writeError(w, r, kassa.InvalidFields(fields))

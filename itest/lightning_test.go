@@ -110,7 +110,9 @@ func newLNEnv(t *testing.T) *lnEnv {
 	e.lnurl = newLNURLServer(t, e.merchant)
 	e.args = []string{"--chain", chainURL(e.btcd), "--lightning", e.service.URL(), "--invoice-expiry", "10m"}
 	e.kassa = harness.StartKassa(t, "", e.args...)
-	e.store = e.kassa.CreateStore("--name", "Lightning shop", "--lightning-address", e.lnurl.address())
+	// No xpub: on-chain payments go to the service lnd's wallet and are
+	// forwarded like Lightning ones, at two confirmations.
+	e.store = e.kassa.CreateStore("--name", "Lightning shop", "--lightning-address", e.lnurl.address(), "--confirmations", "2")
 	e.hooks = e.kassa.ListenWebhooks(e.store)
 	return e
 }
@@ -262,6 +264,46 @@ func TestLightningOnLnd(t *testing.T) {
 		}
 	}
 
+	t.Log("an on-chain payment to a store without an xpub is forwarded over Lightning at the store's depth")
+	{
+		inv := e.kassa.CreateInvoice(e.store, 30_000)
+		before := e.merchantSettled()
+		e.wallet.Pay(t, e.btcd, harness.Output{Address: inv.OnchainAddress, Amount: 30_000})
+		e.btcd.Mine(1)
+		harness.Eventually(t, 60*time.Second, "the service lnd's wallet to hold the payment", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			txs, err := e.service.Client.GetTransactions(ctx, &lnrpc.GetTransactionsRequest{})
+			if err != nil {
+				return err
+			}
+			if !serviceOwns(txs, inv.OnchainAddress) {
+				return fmt.Errorf("no output of the service's wallet to %s", inv.OnchainAddress)
+			}
+			return nil
+		})
+		harness.Eventually(t, 60*time.Second, "the payment seen at one confirmation", func() error {
+			for _, p := range e.kassa.Payments(e.store, inv.ID) {
+				if p.Confirmations >= 1 {
+					return nil
+				}
+			}
+			return fmt.Errorf("payments %+v", e.kassa.Payments(e.store, inv.ID))
+		})
+		if got := e.kassa.Invoice(e.store, inv.ID); got.Status != "Processing" {
+			t.Fatalf("invoice at one of two confirmations: %s", got.Status)
+		}
+		if tx, ok := e.transfer(inv.ID); ok || e.merchantSettled() != before {
+			t.Fatalf("a transfer (%+v) or forward before the store's depth", tx)
+		}
+		e.btcd.Mine(1)
+		e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+		e.waitForwarded(inv.ID, 30_000)
+		if n := e.merchantSettled(); n != before+1 {
+			t.Fatalf("merchant invoices settled: %d, want %d", n, before+1)
+		}
+	}
+
 	t.Log("kassa restarted between payment and settle misses nothing")
 	{
 		inv := e.createInvoice(15_000)
@@ -379,4 +421,17 @@ func TestLightningOnLnd(t *testing.T) {
 			return err
 		}}
 	})
+}
+
+// serviceOwns reports whether the wallet's transactions pay address, an
+// address of the wallet.
+func serviceOwns(r *lnrpc.TransactionDetails, address string) bool {
+	for _, tx := range r.Transactions {
+		for _, out := range tx.OutputDetails {
+			if out.Address == address && out.IsOurAddress {
+				return true
+			}
+		}
+	}
+	return false
 }

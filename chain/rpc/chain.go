@@ -41,6 +41,11 @@ type Config struct {
 	Expiry, Monitoring time.Duration
 	Clock              kassa.Clock
 	Logger             *slog.Logger
+	// WalletAddress, when set, gives the addresses of stores without an
+	// xpub: fresh receive addresses of the service's own wallet (its
+	// lnd's), watched like derived ones. Nil refuses on-chain invoices
+	// of such stores.
+	WalletAddress func(ctx context.Context) (string, error)
 }
 
 // Chain is the on-chain backend that watches a real node.
@@ -54,6 +59,7 @@ type Chain struct {
 	log     *slog.Logger
 	expiry  time.Duration
 	monitor time.Duration
+	wallet  func(ctx context.Context) (string, error)
 
 	matcher *Matcher
 	gap     gapTracker
@@ -91,7 +97,7 @@ func New(cfg Config) (*Chain, error) {
 	c := &Chain{
 		conn: cfg.Conn, node: cfg.Node, kv: cfg.State, reader: cfg.Reader,
 		clock: cfg.Clock, log: cfg.Logger.With("component", "chain"),
-		expiry: cfg.Expiry, monitor: cfg.Monitoring,
+		expiry: cfg.Expiry, monitor: cfg.Monitoring, wallet: cfg.WalletAddress,
 		matcher: NewMatcher(), wake: make(chan struct{}, 1),
 		accounts: make(map[string]*derive.Account), done: make(chan struct{}),
 	}
@@ -170,6 +176,9 @@ func (c *Chain) NewAddress(ctx context.Context, store *kassa.Store, invoiceID st
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
+	if store != nil && strings.TrimSpace(store.Xpub) == "" && c.wallet != nil {
+		return c.walletAddress(ctx, store)
+	}
 	if store == nil || strings.TrimSpace(store.Xpub) == "" {
 		return "", kassa.Errorf(kassa.Invalid, "the store has no xpub: on-chain invoices need one (kassa store create --xpub)")
 	}
@@ -195,6 +204,32 @@ func (c *Chain) NewAddress(ctx context.Context, store *kassa.Store, invoiceID st
 	if warn := c.gap.allocate(store.ID, int64(index)); warn != "" {
 		c.log.Warn("gap limit", "store", store.ID, "detail", warn)
 	}
+	c.Wake()
+	return address, nil
+}
+
+// walletAddress returns a fresh address of the service's wallet for an
+// invoice of store (which has no xpub) and starts watching it. The
+// address must be of the node's network: a wallet on another network
+// would take payments the watcher never sees.
+func (c *Chain) walletAddress(ctx context.Context, store *kassa.Store) (string, error) {
+	address, err := c.wallet(ctx)
+	if err != nil {
+		return "", kassa.Errorf(kassa.Unavailable, "the service wallet gives no address: %v", err)
+	}
+	addr, err := btcutil.DecodeAddress(address, c.conn.Params)
+	if err != nil || !addr.IsForNet(c.conn.Params) {
+		return "", fmt.Errorf("the service wallet gave %q, not an address of %s", address, c.conn.Network)
+	}
+	script, err := derive.Script(addr)
+	if err != nil {
+		return "", err
+	}
+	c.matcher.add(script, &watch{
+		address: address, storeID: store.ID, index: -1,
+		until:         c.clock.Now().Add(c.expiry + c.monitor + time.Hour),
+		confirmations: store.ConfirmationsRequired,
+	})
 	c.Wake()
 	return address, nil
 }

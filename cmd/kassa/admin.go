@@ -92,6 +92,8 @@ type adminFlags struct {
 	lightningAddress                                    string
 	amount                                              int64
 	confirmations                                       int
+	forwardFeePercent                                   string
+	forwardFeeMax                                       int64
 }
 
 // adminCommand is one `kassa store …` or `kassa sim …` command.
@@ -108,7 +110,7 @@ type adminCommand struct {
 var adminGroups = map[string][]adminCommand{
 	"store": {
 		{
-			name: "store create", args: "--name NAME [--currency EUR] [--percent-fee 1] [--tolerance 0] [--xpub XPUB [--xpub-type segwit|taproot]] [--confirmations 1] [--lightning-address user@domain]",
+			name: "store create", args: "--name NAME [--currency EUR] [--percent-fee 1] [--tolerance 0] [--xpub XPUB [--xpub-type segwit|taproot]] [--confirmations 1] [--lightning-address user@domain [--forward-fee-percent 1] [--forward-fee-max 5000]]",
 			summary: `create a store; prints {"storeId","apiKey"}`,
 			flags: func(fs *flag.FlagSet, f *adminFlags) {
 				fs.StringVar(&f.name, "name", "", "store name (required)")
@@ -121,6 +123,8 @@ var adminGroups = map[string][]adminCommand{
 				fs.StringVar(&f.ratePrimary, "rate-primary", "", "preferred exchange rate provider (default: median of all)")
 				fs.StringVar(&f.rateFallback, "rate-fallback", "", "rate provider used when the primary has no fresh rate")
 				fs.StringVar(&f.lightningAddress, "lightning-address", "", "Lightning address (user@domain) the store's Lightning payments are forwarded to")
+				fs.StringVar(&f.forwardFeePercent, "forward-fee-percent", "", "routing fee a forward to the Lightning address may spend, in percent of its amount (default 1)")
+				fs.Int64Var(&f.forwardFeeMax, "forward-fee-max", 0, "most routing fee one forward may spend, in satoshis (default 5000)")
 			},
 			run: func(ctx context.Context, c *adminClient, f *adminFlags, rest []string, stdout io.Writer) error {
 				if f.name == "" || len(rest) > 0 {
@@ -130,6 +134,7 @@ var adminGroups = map[string][]adminCommand{
 					"name": f.name, "currency": f.currency, "percentFee": json.Number(f.percentFee),
 					"tolerance": json.Number(f.tolerance), "xpub": f.xpub, "xpubType": f.xpubType, "confirmations": f.confirmations,
 					"ratePrimary": f.ratePrimary, "rateFallback": f.rateFallback, "lightningAddress": f.lightningAddress,
+					"forwardFeePercent": optionalNumber(f.forwardFeePercent), "forwardFeeMax": f.forwardFeeMax,
 				}))
 			},
 		},
@@ -317,4 +322,13 @@ func parseFlags(fs *flag.FlagSet, args []string, usage func(io.Writer), stdout, 
 		return nil, errUsage
 	}
 	return rest, nil
+}
+
+// optionalNumber sends a number flag left empty as absent (null), so the
+// server takes its default.
+func optionalNumber(s string) any {
+	if s == "" {
+		return nil
+	}
+	return json.Number(s)
 }

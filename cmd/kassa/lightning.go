@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,7 +59,9 @@ func openPaymentHashes(r kassa.Reader) func(context.Context, func(string) error)
 // newForwarder forwards stores' Lightning money from the lnd node to
 // their Lightning addresses, through the egress client (public addresses
 // and https only, unless --dev).
-func newForwarder(node *lnd.Node, db *persistence.DB, dev bool, clock kassa.Clock, log *slog.Logger) *actors.Forwarder {
+// onchain says that the chain backend watches lnd's wallet addresses
+// (lndWalletAddress), so that confirmed payments to them are forwarded.
+func newForwarder(node *lnd.Node, db *persistence.DB, dev, onchain bool, clock kassa.Clock, log *slog.Logger) *actors.Forwarder {
 	cfg := egress.DefaultConfig()
 	cfg.AllowPrivate = dev
 	cfg.RequireHTTPS = !dev
@@ -66,8 +70,24 @@ func newForwarder(node *lnd.Node, db *persistence.DB, dev bool, clock kassa.Cloc
 	return actors.NewForwarder(actors.ForwarderConfig{
 		Journal: db, Store: db, Reader: db, Payer: node,
 		Addresses: &lnurlAddresses{node: node, http: egress.New(cfg), allowHTTP: dev},
-		Clock:     clock, Logger: log,
+		Clock:     clock, Logger: log, Onchain: onchain,
 	})
+}
+
+// lndWalletAddress gives the real chain backend the addresses of stores
+// without an xpub when --lightning is lnd: fresh addresses of lnd's
+// wallet, from *node once it is set (the chain backend is made first).
+// Without lnd it returns nil, and such stores get no on-chain invoices.
+func lndWalletAddress(lightning string, node **lnd.Node) func(context.Context) (string, error) {
+	if !strings.HasPrefix(lightning, "lnd://") {
+		return nil
+	}
+	return func(ctx context.Context) (string, error) {
+		if *node == nil {
+			return "", errors.New("lnd is not set up")
+		}
+		return (*node).NewAddress(ctx)
+	}
 }
 
 // lnurlAddresses is the LNURL-pay client for the network of the lnd node,

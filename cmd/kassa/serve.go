@@ -23,6 +23,7 @@ import (
 	chainrpc "github.com/kassapay/kassa/chain/rpc"
 	chainsim "github.com/kassapay/kassa/chain/sim"
 	kassahttp "github.com/kassapay/kassa/http"
+	"github.com/kassapay/kassa/lightning/lnd"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/rates"
@@ -118,6 +119,7 @@ func (m *Main) Run(ctx context.Context) error {
 	var sim *simulator
 	var chain kassa.Chain
 	var lightning kassa.Lightning
+	var lndNode *lnd.Node // set below when --lightning is lnd://
 	switch {
 	case c.Chain == "sim":
 		// The simulations keep their state in the store, so that an
@@ -133,9 +135,12 @@ func (m *Main) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// With lnd, stores without an xpub take on-chain payments to
+		// lnd's wallet, forwarded like Lightning ones (lightning.go).
+		walletAddress := lndWalletAddress(c.Lightning, &lndNode)
 		if chain, err = chainrpc.New(chainrpc.Config{
 			Conn: conn, State: m.db, Reader: m.db, Expiry: c.InvoiceExpiry, Monitoring: c.Monitoring,
-			Clock: m.Clock, Logger: log,
+			Clock: m.Clock, Logger: log, WalletAddress: walletAddress,
 		}); err != nil {
 			return err
 		}
@@ -158,8 +163,9 @@ func (m *Main) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		lightning = node
-		m.forwarder = newForwarder(node, m.db, c.Dev, m.Clock, log)
+		lightning, lndNode = node, node
+		_, onchain := chain.(*chainrpc.Chain)
+		m.forwarder = newForwarder(node, m.db, c.Dev, onchain, m.Clock, log)
 	default:
 		return fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
 	}

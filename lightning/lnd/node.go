@@ -140,6 +140,19 @@ func (n *Node) CancelInvoice(ctx context.Context, paymentHash string) error {
 	return nil
 }
 
+// NewAddress returns a fresh receive address (P2WPKH) of lnd's on-chain
+// wallet: the address of an on-chain invoice of a store without an xpub,
+// whose payment the chain watcher follows and forwarding sends on.
+func (n *Node) NewAddress(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.CallTimeout)
+	defer cancel()
+	addr, err := n.rpc.NewAddress(ctx)
+	if err != nil {
+		return "", fmt.Errorf("lnd NewAddress: %s", grpcMessage(err))
+	}
+	return addr, nil
+}
+
 // Info asks lnd how it is; an unreachable lnd is reported in Error.
 func (n *Node) Info(ctx context.Context) kassa.BackendInfo {
 	info := kassa.BackendInfo{Backend: "lnd"}

@@ -53,7 +53,7 @@ type Store struct {
 	ForwardFeePercent *decimal.Decimal `json:"forwardFeePercent,omitempty"`
 	ForwardFeeMax     Sats             `json:"forwardFeeMax,omitempty"`
 	APIKeys           []APIKey         `json:"apiKeys"`
-	CreatedAt        time.Time `json:"createdAt"`
+	CreatedAt         time.Time        `json:"createdAt"`
 }
 
 // APIKey is one of a store's API keys. Keys can be shown again at any

@@ -16,7 +16,7 @@ const (
 	Unavailable      = "unavailable"
 	Internal         = "internal"
 	TooLarge         = "too_large"
-	UnsupportedMedia = "unsupported_media_type"
+	UnsupportedMedia = "unsupported_media"
 	RateLimited      = "rate_limited"
 	MethodNotAllowed = "method_not_allowed"
 )

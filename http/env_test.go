@@ -26,6 +26,7 @@ import (
 	"github.com/kassapay/kassa/actors"
 	chainsim "github.com/kassapay/kassa/chain/sim"
 	"github.com/kassapay/kassa/egress"
+	"github.com/kassapay/kassa/internal/apitest"
 	"github.com/kassapay/kassa/kassatest"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/persistence"
@@ -177,7 +178,7 @@ func newEnvAt(t *testing.T, start time.Time, opts ...option) *env {
 	for _, opt := range opts {
 		opt(e)
 	}
-	e.h = NewHandler(e.deps)
+	e.h = apitest.Handler(t, NewHandler(e.deps))
 	return e
 }
 
@@ -199,7 +200,7 @@ func (e *env) putStore(id string, settings kassa.StoreSettings, keys ...kassa.AP
 
 // rebuild makes a new handler over the same service, after a test
 // changed e.deps.
-func (e *env) rebuild() { e.h = NewHandler(e.deps) }
+func (e *env) rebuild() { e.h = apitest.Handler(e.t, NewHandler(e.deps)) }
 
 // header is one request header; an empty value removes a default.
 type header struct{ name, value string }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/http/apidocs"
 )
 
 // Deps are what the handler consumes. Reader, Stores, Invoices,
@@ -92,6 +93,7 @@ func (s *server) routes() *chi.Mux {
 
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Get("/health", s.health)
+		r.Get("/openapi.json", apidocs.ServeOpenAPI)
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate, s.rateLimit)
 			r.Get("/stores", s.listStores)
@@ -130,6 +132,10 @@ func (s *server) routes() *chi.Mux {
 			})
 		})
 	})
+
+	// The API reference page and its assets (http/apidocs).
+	r.Get("/docs/api", apidocs.ServeDocs)
+	r.Get("/docs/api/*", apidocs.ServeDocs)
 
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(s.adminOnly)

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kassapay/kassa/internal/apitest"
 )
 
 // binPath is the kassa binary that the end-to-end tests start.
@@ -227,7 +229,7 @@ func (s *server) do(method, path, key string, body any) (int, []byte, http.Heade
 	if key != "" {
 		req.Header.Set("x-api-key", key)
 	}
-	res, err := httpClient.Do(req)
+	res, err := apitest.Do(s.t, httpClient, req) // checked against the OpenAPI document
 	if err != nil {
 		s.t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/apitest"
 	"github.com/kassapay/kassa/webhook"
 )
 
@@ -70,7 +71,7 @@ type receiver struct {
 
 func newReceiver(t *testing.T) *receiver {
 	r := &receiver{release: make(chan struct{}), answers: map[string]answer{}, open: map[string]int{}}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	r.srv = httptest.NewServer(apitest.WebhookReceiver(t, http.HandlerFunc(r.serve))) // checked against the OpenAPI document
 	t.Cleanup(func() {
 		close(r.release)
 		r.srv.Close()

@@ -191,3 +191,40 @@ func TestOpenAPICoverage(t *testing.T) {
 		t.Errorf("no suite exercises %s", op)
 	}
 }
+
+// TestCheckWebhook checks requests as Kassa sends them to a webhook URL.
+func TestCheckWebhook(t *testing.T) {
+	signed := func(body string, drop string) *http.Request {
+		r := httptest.NewRequest("POST", "https://shop.example/hook", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("X-Service-Signature", "t=1795459420,v1=0f3a5c7e9b1d2f4a6c8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a")
+		r.Header.Set("X-Service-Sig", "sha256=8e0b2d4f6a8c0e2b4d6f8a0c2e4b6d8f0a2c4e6b8d0f2a0f3a5c7e9b1d2f4a6c")
+		r.Header.Set("X-Service-Event-Id", "ev1")
+		r.Header.Set("X-Service-Delivery-Id", "d1")
+		r.Header.Del(drop)
+		return r
+	}
+	event := `{"type":"Settled","invoiceId":"i1","metadata":{"orderId":"7"},"additionalStatus":"None"}`
+	check := `{"app":"Kassa","message":"test","purpose":"webhook_url_validation","timestamp":"2026-11-23T18:00:00Z"}`
+	tests := []struct {
+		name string
+		req  *http.Request
+		body string
+		ok   bool
+	}{
+		{"event", signed(event, ""), event, true},
+		{"redelivery", signed(`{"type":"Settled","invoiceId":"i1"}`, ""), `{"type":"Settled","invoiceId":"i1"}`, true},
+		{"unsigned event", signed(event, "X-Service-Sig"), event, false},
+		{"unknown type", signed(`{"type":"Paid","invoiceId":"i1"}`, ""), `{"type":"Paid","invoiceId":"i1"}`, false},
+		{"URL check", httptest.NewRequest("POST", "https://shop.example/hook", nil), check, true},
+	}
+	tests[4].req.Header.Set("Content-Type", "application/json")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			problems := apitest.CheckWebhook(tt.req, []byte(tt.body))
+			if ok := len(problems) == 0; ok != tt.ok {
+				t.Errorf("ok = %v, want %v: %v", ok, tt.ok, problems)
+			}
+		})
+	}
+}

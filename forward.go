@@ -2,6 +2,7 @@ package kassa
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -62,13 +63,19 @@ type Forward struct {
 	Transfers []QueuedTransfer `json:"transfers"`
 	// Amount is the sum of the transfers, in millisatoshis.
 	Amount MSat `json:"amount"`
+	// Parts are the payments already made, in order: a forward above
+	// the address's maxSendable is paid in several.
+	Parts []ForwardPart `json:"parts,omitempty"`
 	// PaymentRequest, PaymentHash and InvoiceAmount describe the current
 	// attempt: the merchant's invoice, recorded before it is paid.
+	// PartAmount is the share of Amount it pays (its invoice amount plus
+	// its routing fee); zero means all that is left.
 	PaymentRequest string `json:"paymentRequest,omitempty"`
 	PaymentHash    string `json:"paymentHash,omitempty"`
 	InvoiceAmount  MSat   `json:"invoiceAmount,omitempty"`
 	FeeLimit       MSat   `json:"feeLimit,omitempty"`
-	// RoutingFee is what the successful payment cost in fees.
+	PartAmount     MSat   `json:"partAmount,omitempty"`
+	// RoutingFee is what the successful payments cost in fees.
 	RoutingFee MSat `json:"routingFee,omitempty"`
 	// FailedHashes are the payment hashes of attempts known to have
 	// failed.
@@ -78,6 +85,16 @@ type Forward struct {
 	NextTry      time.Time `json:"nextTry"`
 	CreatedAt    time.Time `json:"createdAt"`
 	UpdatedAt    time.Time `json:"updatedAt"`
+}
+
+// ForwardPart is one payment of a forward that succeeded.
+type ForwardPart struct {
+	PaymentHash string `json:"paymentHash"`
+	// Amount is the share of the forward it paid; InvoiceAmount reached
+	// the store's wallet.
+	Amount        MSat `json:"amount"`
+	InvoiceAmount MSat `json:"invoiceAmount"`
+	RoutingFee    MSat `json:"routingFee"`
 }
 
 // Forwarding defaults.
@@ -109,8 +126,8 @@ func ForwardFeeLimit(amount MSat, percent decimal.Decimal, cap MSat) MSat {
 // PlanForward picks the queued transfers the next forward pays, oldest
 // first: as many as fit under maxSendable. It returns none when their sum
 // is below minSendable (they wait for more), and the first transfer alone
-// when it is above maxSendable by itself (its forward will fail and say
-// so, rather than block the others silently).
+// when it is above maxSendable by itself (its forward is paid in parts,
+// NextPart).
 func PlanForward(queued []QueuedTransfer, minSendable, maxSendable MSat) ([]QueuedTransfer, MSat) {
 	var take []QueuedTransfer
 	var total MSat
@@ -130,6 +147,36 @@ func PlanForward(queued []QueuedTransfer, minSendable, maxSendable MSat) ([]Queu
 	return take, total
 }
 
+// NextPart is the share of remaining the next payment of a forward pays
+// to an address that takes minSendable to maxSendable: all of it when it
+// fits, else an even split into as few parts as fit (rounded up, so the
+// parts never exceed maxSendable and add up to remaining). Zero when no
+// split fits the bounds.
+func NextPart(remaining, minSendable, maxSendable MSat) MSat {
+	if remaining <= 0 || remaining < minSendable {
+		return 0
+	}
+	if maxSendable <= 0 || remaining <= maxSendable {
+		return remaining
+	}
+	n := (remaining + maxSendable - 1) / maxSendable
+	part := (remaining + n - 1) / n
+	// The smallest part of the split is remaining/n rounded down.
+	if remaining/n < minSendable || part > maxSendable {
+		return 0
+	}
+	return part
+}
+
+// Remaining is what the forward still has to pay.
+func (f *Forward) Remaining() MSat {
+	left := f.Amount
+	for _, p := range f.Parts {
+		left -= p.Amount
+	}
+	return left
+}
+
 // ForwardRetryAfter is the wait after the n-th failed attempt (n ≥ 1).
 func ForwardRetryAfter(n int) time.Duration {
 	d := ForwardRetryMin
@@ -139,13 +186,38 @@ func ForwardRetryAfter(n int) time.Duration {
 	return min(d, ForwardRetryMax)
 }
 
-// Attempt records the invoice about to be paid. It must be durable before
-// the payment is sent.
+// Attempt records the invoice about to be paid, for all that is left of
+// the forward. It must be durable before the payment is sent.
 func (f *Forward) Attempt(pr, hash string, invoiceAmount, feeLimit MSat, at time.Time) {
 	f.PaymentRequest, f.PaymentHash = pr, hash
 	f.InvoiceAmount, f.FeeLimit = invoiceAmount, feeLimit
+	f.PartAmount = 0
 	f.Attempts++
 	f.UpdatedAt = at
+}
+
+// AttemptPart records the invoice about to be paid for part of what is
+// left (NextPart). It must be durable before the payment is sent.
+func (f *Forward) AttemptPart(pr, hash string, part, invoiceAmount, feeLimit MSat, at time.Time) {
+	f.Attempt(pr, hash, invoiceAmount, feeLimit, at)
+	if part < f.Remaining() {
+		f.PartAmount = part
+	}
+}
+
+// PartPaid records that the current attempt succeeded, at routingFee,
+// and reports whether the forward is paid in full.
+func (f *Forward) PartPaid(routingFee MSat, at time.Time) bool {
+	amount := f.PartAmount
+	if amount <= 0 {
+		amount = f.Remaining()
+	}
+	f.Parts = append(f.Parts, ForwardPart{PaymentHash: f.PaymentHash, Amount: amount, InvoiceAmount: f.InvoiceAmount, RoutingFee: routingFee})
+	f.RoutingFee += routingFee
+	f.PaymentRequest, f.PaymentHash, f.InvoiceAmount, f.FeeLimit, f.PartAmount = "", "", 0, 0, 0
+	f.LastError = ""
+	f.UpdatedAt = at
+	return f.Remaining() <= 0
 }
 
 // Fail records that the current attempt (if any) failed, or that none
@@ -154,7 +226,7 @@ func (f *Forward) Fail(reason string, at time.Time) {
 	if f.PaymentHash != "" {
 		f.FailedHashes = append(f.FailedHashes, f.PaymentHash)
 	}
-	f.PaymentRequest, f.PaymentHash, f.InvoiceAmount, f.FeeLimit = "", "", 0, 0
+	f.PaymentRequest, f.PaymentHash, f.InvoiceAmount, f.FeeLimit, f.PartAmount = "", "", 0, 0, 0
 	f.LastError = reason
 	n := f.Attempts
 	if n < 1 {
@@ -171,22 +243,41 @@ func (f *Forward) NoteDelay(reason string, at time.Time) {
 	f.Fail(reason, at)
 }
 
-// Succeed records the payment of the current attempt.
-func (f *Forward) Succeed(routingFee MSat, at time.Time) {
+// Succeed records that the forward is paid in full (PartPaid said so).
+func (f *Forward) Succeed(at time.Time) {
 	f.Status = ForwardSucceeded
-	f.RoutingFee = routingFee
 	f.LastError = ""
 	f.NextTry = time.Time{}
 	f.UpdatedAt = at
 }
 
+// Hashes are the payment hashes of the forward's payments, comma
+// separated in the order they were made: one unless it was split.
+func (f *Forward) Hashes() string {
+	if len(f.Parts) == 0 {
+		return f.PaymentHash
+	}
+	hashes := make([]string, len(f.Parts))
+	for i, p := range f.Parts {
+		hashes[i] = p.PaymentHash
+	}
+	return strings.Join(hashes, ",")
+}
+
 // SettledTransfers returns the transfer lines of a succeeded forward:
 // each transfer's amount less its share of what did not reach the
-// store's wallet (the forward's amount minus the invoice amount, split
-// in proportion, rounded so the shares add up), in whole satoshis, with
-// the forward's payment hash.
+// store's wallet (the forward's amount minus what its invoices were for,
+// split in proportion, rounded so the shares add up), in whole satoshis,
+// with the forward's payment hashes.
 func (f *Forward) SettledTransfers(lines []Transaction) []Transaction {
-	cost := f.Amount - f.InvoiceAmount
+	delivered := f.InvoiceAmount
+	if len(f.Parts) > 0 {
+		delivered = 0
+		for _, p := range f.Parts {
+			delivered += p.InvoiceAmount
+		}
+	}
+	cost := f.Amount - delivered
 	if cost < 0 {
 		cost = 0
 	}
@@ -209,7 +300,7 @@ func (f *Forward) SettledTransfers(lines []Transaction) []Transaction {
 		charged += share
 		reached := amount - share
 		tx.Status = TransactionSettled
-		tx.Hash = f.PaymentHash
+		tx.Hash = f.Hashes()
 		// What reached the wallet, rounded down to a whole satoshi.
 		tx.Amount = reached.Sats()
 		out = append(out, tx)

@@ -306,8 +306,11 @@ func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.P
 		}
 		pr = &p
 	}
-	if fw.Amount < pr.MinSendable || fw.Amount > pr.MaxSendable {
-		fail(fmt.Sprintf("%d msat is outside what the Lightning address accepts (%d to %d msat)", fw.Amount, pr.MinSendable, pr.MaxSendable))
+	// Above the address's maximum the forward is paid in parts, each
+	// its own invoice, recorded before it is paid.
+	part := kassa.NextPart(fw.Remaining(), pr.MinSendable, pr.MaxSendable)
+	if part <= 0 {
+		fail(fmt.Sprintf("%d msat cannot be paid in parts the Lightning address accepts (%d to %d msat)", fw.Remaining(), pr.MinSendable, pr.MaxSendable))
 		return
 	}
 	comment := ""
@@ -319,8 +322,8 @@ func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.P
 	}
 	// The store's fee limit bounds the route accepted; the payment may
 	// then spend what that route costs, and no more.
-	limit := st.ForwardFeeLimit(fw.Amount)
-	inv, err := a.f.cfg.Addresses.Invoice(c, *pr, fw.Amount, comment)
+	limit := st.ForwardFeeLimit(part)
+	inv, err := a.f.cfg.Addresses.Invoice(c, *pr, part, comment)
 	if err != nil {
 		fail(kassa.ErrorMessage(err))
 		return
@@ -334,16 +337,16 @@ func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.P
 		return
 	}
 	if fee > 0 {
-		if fw.Amount-fee < pr.MinSendable {
-			fail(fmt.Sprintf("%d msat less a routing fee of %d msat is below the Lightning address's minimum", fw.Amount, fee))
+		if part-fee < pr.MinSendable {
+			fail(fmt.Sprintf("%d msat less a routing fee of %d msat is below the Lightning address's minimum", part, fee))
 			return
 		}
-		if inv, err = a.f.cfg.Addresses.Invoice(c, *pr, fw.Amount-fee, comment); err != nil {
+		if inv, err = a.f.cfg.Addresses.Invoice(c, *pr, part-fee, comment); err != nil {
 			fail(kassa.ErrorMessage(err))
 			return
 		}
 	}
-	fw.Attempt(inv.PaymentRequest, inv.PaymentHash, inv.Amount, fee, a.now())
+	fw.AttemptPart(inv.PaymentRequest, inv.PaymentHash, part, inv.Amount, fee, a.now())
 	// Durable before it is sent: after a crash the hash is tracked, and
 	// the invoice paid at most once.
 	if err := a.save(c, fw, nil); err != nil {
@@ -386,13 +389,25 @@ func (a *forwardActor) outcome(ctx actor.Context, fw *kassa.Forward, p kassa.Lig
 	c := a.f.ctx
 	switch p.Status {
 	case kassa.PaymentSucceeded:
-		if err := a.complete(c, fw, p.FeeMSat); err != nil {
+		if !fw.PartPaid(p.FeeMSat, a.now()) {
+			// A part of a split forward: record it, then pay the next.
+			if err := a.save(c, fw, nil); err != nil {
+				a.f.log.Error("record forward part", "forward", fw.ID, "err", err)
+				a.wakeIn(ctx, a.f.cfg.TrackEvery)
+				return
+			}
+			a.f.log.Info("forward part paid", "forward", fw.ID, "store", a.storeID, "parts", len(fw.Parts),
+				"remaining_msat", fw.Remaining())
+			ctx.Send(ctx.Self(), wakeForward{})
+			return
+		}
+		if err := a.complete(c, fw); err != nil {
 			a.f.log.Error("record forward success", "forward", fw.ID, "err", err)
 			a.wakeIn(ctx, a.f.cfg.TrackEvery)
 			return
 		}
-		a.f.log.Info("forward succeeded", "forward", fw.ID, "store", a.storeID, "payment_hash", fw.PaymentHash,
-			"amount_msat", fw.InvoiceAmount, "routing_fee_msat", p.FeeMSat, "transfers", len(fw.Transfers))
+		a.f.log.Info("forward succeeded", "forward", fw.ID, "store", a.storeID, "payment_hash", fw.Hashes(),
+			"amount_msat", fw.Amount, "routing_fee_msat", fw.RoutingFee, "transfers", len(fw.Transfers))
 		// More may be queued.
 		ctx.Send(ctx.Self(), wakeForward{})
 	case kassa.PaymentFailed:
@@ -411,7 +426,7 @@ func (a *forwardActor) outcome(ctx actor.Context, fw *kassa.Forward, p kassa.Lig
 
 // complete records the success and settles the transfer lines, in one
 // batch.
-func (a *forwardActor) complete(c context.Context, fw *kassa.Forward, fee kassa.MSat) error {
+func (a *forwardActor) complete(c context.Context, fw *kassa.Forward) error {
 	lines := make([]kassa.Transaction, 0, len(fw.Transfers))
 	for _, q := range fw.Transfers {
 		tx, err := a.f.cfg.Reader.Transaction(c, q.TransactionID)
@@ -420,7 +435,7 @@ func (a *forwardActor) complete(c context.Context, fw *kassa.Forward, fee kassa.
 		}
 		lines = append(lines, *tx)
 	}
-	fw.Succeed(fee, a.now())
+	fw.Succeed(a.now())
 	return a.save(c, fw, fw.SettledTransfers(lines))
 }
 

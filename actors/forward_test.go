@@ -37,7 +37,9 @@ type merchant struct {
 
 	mu          sync.Mutex
 	minSendable kassa.MSat
+	maxSendable kassa.MSat
 	hashes      []string
+	amounts     map[string]kassa.MSat // by hash
 	comments    []string
 }
 
@@ -46,7 +48,7 @@ func newMerchant(t *testing.T) *merchant {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &merchant{node: node, minSendable: 1000}
+	m := &merchant{node: node, minSendable: 1000, maxSendable: 100_000_000_000, amounts: map[string]kassa.MSat{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/lnurlp/shop", func(w http.ResponseWriter, r *http.Request) {
 		m.tries.Add(1)
@@ -55,11 +57,11 @@ func newMerchant(t *testing.T) *merchant {
 			return
 		}
 		m.mu.Lock()
-		min := m.minSendable
+		min, max := m.minSendable, m.maxSendable
 		m.mu.Unlock()
 		json.NewEncoder(w).Encode(map[string]any{
 			"tag": "payRequest", "callback": "http://" + r.Host + "/cb", "minSendable": min,
-			"maxSendable": 100_000_000_000, "metadata": `[["text/plain","shop"]]`, "commentAllowed": 100,
+			"maxSendable": max, "metadata": `[["text/plain","shop"]]`, "commentAllowed": 100,
 		})
 		m.payReqs.Add(1)
 	})
@@ -72,6 +74,7 @@ func newMerchant(t *testing.T) *merchant {
 		}
 		m.mu.Lock()
 		m.hashes = append(m.hashes, li.PaymentHash)
+		m.amounts[li.PaymentHash] = kassa.MSat(amount)
 		m.comments = append(m.comments, r.URL.Query().Get("comment"))
 		m.mu.Unlock()
 		m.invoices.Add(1)
@@ -516,5 +519,68 @@ func TestForwardFeeLimitIsTheStoresSetting(t *testing.T) {
 	defer mu.Unlock()
 	if len(limits) != 2 || limits[0] != 80_000 || limits[1] != 40_000 {
 		t.Fatalf("fee limits asked of the node %v, want [80000 40000] msat", limits)
+	}
+}
+
+// A transfer above the address's maxSendable is paid in parts, each its
+// own invoice recorded before it is paid; a part that fails is paid again
+// with a new invoice, and no part is paid twice.
+func TestTransferAboveTheMaximumIsPaidInParts(t *testing.T) {
+	m := newMerchant(t)
+	m.maxSendable = 8_000_000 // 8,000 sat
+	payer := lnsim.NewPayer(m.node)
+	var calls atomic.Int64
+	payer.Before = func(string) error {
+		if calls.Add(1) == 2 {
+			return errors.New("temporary channel failure")
+		}
+		return nil
+	}
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	h := newForwardHarness(t, openMem(t), clock, m, payer)
+	h.createStore()
+	inv := h.invoice("10", kassa.EUR) // 20,000 sat: three parts
+	h.payLightning(inv, inv.Amount)
+	eventually(t, "the failed second part", func() bool { return payer.Sent() >= 2 })
+	tx := h.retryUntilSettled(clock, inv.ID)
+
+	paid := m.paid()
+	if len(paid) != 3 {
+		t.Fatalf("merchant invoices paid: %v, want 3 parts", paid)
+	}
+	m.mu.Lock()
+	var sum kassa.MSat
+	for _, hash := range paid {
+		if a := m.amounts[hash]; a > m.maxSendable || a <= 0 {
+			t.Errorf("part %s of %d msat, above the maximum", hash, a)
+		}
+		sum += m.amounts[hash]
+	}
+	m.mu.Unlock()
+	if sum != inv.Amount.MSat() {
+		t.Fatalf("parts add up to %d msat, want %d", sum, inv.Amount.MSat())
+	}
+	if tx.Hash != strings.Join(paid, ",") || tx.Amount != inv.Amount || tx.FullAmount != inv.Amount {
+		t.Fatalf("transfer %+v; want the parts' hashes %v and the full amount", tx, paid)
+	}
+	if payer.Sent() != 4 {
+		t.Fatalf("%d payments sent, want 4 (three parts, one retried)", payer.Sent())
+	}
+}
+
+func TestNextPart(t *testing.T) {
+	for _, c := range []struct{ remaining, min, max, want kassa.MSat }{
+		{5000, 1000, 10_000, 5000},         // fits
+		{500, 1000, 10_000, 0},             // below the minimum
+		{20_000, 1000, 8000, 6667},         // three parts: 6667, 6667, 6666
+		{13_333, 1000, 8000, 6667},         // what is left after the first
+		{6666, 1000, 8000, 6666},           // the last
+		{16_000, 1000, 8000, 8000},         // two full parts
+		{10_000, 6000, 8000, 0},            // two parts of 5000 are below the minimum
+		{100_000_000, 1, 100_000, 100_000}, // many parts
+	} {
+		if got := kassa.NextPart(c.remaining, c.min, c.max); got != c.want {
+			t.Errorf("NextPart(%d, %d, %d) = %d, want %d", c.remaining, c.min, c.max, got, c.want)
+		}
 	}
 }

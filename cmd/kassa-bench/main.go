@@ -12,10 +12,11 @@
 // draw two QR codes, encode the JSON): invoice_create_vs_work_floor is
 // Kassa's own overhead. The memory figures run the real binary too: its
 // resident memory after creating and closing many invoices, and the time
-// and memory of a restart with many open invoices.
+// and memory of a restart with many open invoices. The Lightning figures
+// run on real lnd nodes (lightning.go).
 //
 //	kassa-bench [-duration 5s] [-rounds 3] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
-//	            [-closed-invoices 1000000] [-restart-invoices 200000] [-chain-payments 20] [-only PART]
+//	            [-closed-invoices 1000000] [-restart-invoices 200000] [-chain-payments 20] [-ln-payments 30] [-only PART]
 package main
 
 import (
@@ -41,7 +42,8 @@ func main() {
 	rounds := flag.Int("rounds", 3, "turns of floor, work floor and kassa in the create figure")
 	closed := flag.Int("closed-invoices", 1_000_000, "invoices created and closed for the resident-memory figure")
 	restart := flag.Int("restart-invoices", 200_000, "open invoices for the restart figures")
-	only := flag.String("only", "", "run only this part: create, memory, webhooks, closed, restart or chain")
+	only := flag.String("only", "", "run only this part: create, memory, webhooks, closed, restart, chain or lightning")
+	lnPayments := flag.Int("ln-payments", 30, "payments on real lnd for ln_settle_to_webhook_p99_ms")
 	chainPayments := flag.Int("chain-payments", 20, "payments on a real btcd for chain_block_to_settled_ms")
 	flag.Parse()
 	ctx := context.Background()
@@ -71,6 +73,12 @@ func main() {
 	}
 	if *only == "" || *only == "chain" {
 		if err := benchChain(ctx, *chainPayments); err != nil {
+			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
+			os.Exit(1)
+		}
+	}
+	if *only == "" || *only == "lightning" {
+		if err := benchLightning(*duration, *concurrency, *rounds, *lnPayments); err != nil {
 			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
 			os.Exit(1)
 		}

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lightningnetwork/lnd/lnrpc"
+
+	"github.com/kassapay/kassa/itest/harness"
+)
+
+// benchLightning prints the figures of Kassa on a real lnd (regtest,
+// btcd, the service's lnd and a customer's with a channel to it):
+//
+//   - ln_invoice_create_vs_lnd: Kassa's Lightning invoice creation over
+//     HTTP against lnd's own AddInvoice rate, both closed loops at the
+//     same concurrency, alternated in the same run (target ≥ 0.8);
+//   - ln_settle_to_webhook_p99_ms: from the customer's payment to the
+//     Settled webhook at a local receiver.
+func benchLightning(d time.Duration, workers, rounds, payments int) (err error) {
+	t := &harness.Process{}
+	defer t.Close()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("lightning bench: %v", r)
+		}
+	}()
+	w := harness.NewWallet(t, harness.ParamsOf("regtest"))
+	node := harness.StartNode(t, harness.NodeConfig{MiningAddr: w.Address(), TxIndex: true})
+	node.Mine(103)
+	service := harness.StartLnd(t, node, "service")
+	customer := harness.StartLnd(t, node, "customer")
+	w.Pay(t, node, harness.Output{Address: customer.NewAddress(), Amount: 20_000_000})
+	node.Mine(1)
+	customer.WaitBalance(20_000_000)
+	customer.OpenChannel(service, 16_000_000)
+	k := harness.StartKassa(t, "", "--chain", node.URL(), "--lightning", service.URL(), "--log-level", "info")
+	store := k.CreateStore("--name", "Bench")
+
+	kassaCreate := kassaInvoiceCreator(k.URL+"/api/v1/stores/"+store.StoreID+"/invoices", store.APIKey, workers)
+	lndCreate := func(ctx context.Context) error {
+		_, err := service.Client.AddInvoice(ctx, &lnrpc.Invoice{ValueMsat: 1_000_000, Memo: "Bench order 42", Expiry: 900})
+		return err
+	}
+	// Each figure is the median of its rounds, the ratio the median of
+	// the rounds' ratios (a round's two loops see the same machine).
+	var kassaRates, lndRates, ratios []float64
+	for range max(rounds, 1) {
+		r, err := closedLoop(lndCreate, workers, d)
+		if err != nil {
+			return fmt.Errorf("lnd AddInvoice: %w", err)
+		}
+		lndRates = append(lndRates, r)
+		if r, err = closedLoop(kassaCreate, workers, d); err != nil {
+			return fmt.Errorf("kassa invoice creation: %w", err)
+		}
+		kassaRates = append(kassaRates, r)
+		ratios = append(ratios, r/lndRates[len(lndRates)-1])
+	}
+	bench("ln_invoice_create_kassa_per_s", median(kassaRates), "req/s")
+	bench("ln_invoice_create_lnd_per_s", median(lndRates), "req/s")
+	bench("ln_invoice_create_vs_lnd", median(ratios), "ratio")
+
+	hooks := k.ListenWebhooks(store)
+	var times []float64
+	for i := range payments + 1 {
+		var inv struct {
+			ID               string `json:"id"`
+			LightningInvoice string `json:"lightningInvoice"`
+		}
+		k.Do("POST", "/api/v1/stores/"+store.StoreID+"/invoices", store.APIKey, map[string]any{
+			"amount": 1000 + i, "currency": "SATS", "enabledPaymentMethods": []string{"Lightning"},
+		}, &inv)
+		k.Do("GET", "/api/v1/stores/"+store.StoreID+"/invoices/"+inv.ID, store.APIKey, nil, &inv)
+		start := time.Now()
+		if _, err := customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+			return fmt.Errorf("customer pays: %w", err)
+		}
+		ev := hooks.Wait(inv.ID, "Settled")
+		if i == 0 {
+			continue // the first payment over a new channel warms it up
+		}
+		times = append(times, float64(ev.At.Sub(start).Microseconds())/1000)
+	}
+	slices.Sort(times)
+	bench("ln_settle_to_webhook_p50_ms", times[len(times)/2], "ms")
+	bench("ln_settle_to_webhook_p99_ms", times[min(len(times)-1, len(times)*99/100)], "ms")
+	return nil
+}
+
+// kassaInvoiceCreator creates a Lightning-only invoice of 1,000 sat per
+// call over HTTP.
+func kassaInvoiceCreator(url, key string, workers int) func(context.Context) error {
+	c := newClient(workers)
+	body, _ := json.Marshal(map[string]any{"amount": 1000, "currency": "SATS", "orderId": "42", "enabledPaymentMethods": []string{"Lightning"}})
+	return func(ctx context.Context) error {
+		req, _ := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("x-api-key", key)
+		res, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		data, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d: %s", res.StatusCode, data)
+		}
+		return nil
+	}
+}
+
+// closedLoop runs fn from workers goroutines for d, after one warm-up
+// call each, and returns calls per second.
+func closedLoop(fn func(context.Context) error, workers int, d time.Duration) (float64, error) {
+	ctx := context.Background()
+	for range workers {
+		if err := fn(ctx); err != nil {
+			return 0, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	var done atomic.Int64
+	var firstErr atomic.Value
+	end := time.Now().Add(d)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(end) {
+				if err := fn(ctx); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return 0, err
+	}
+	return float64(done.Load()) / time.Since(start).Seconds(), nil
+}

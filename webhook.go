@@ -207,9 +207,15 @@ type Delivery struct {
 	NotBefore    time.Time `json:"notBefore,omitzero"`
 	// OutboxSeq orders the endpoint's pending deliveries; the store sets
 	// it when the delivery first enters the outbox.
-	OutboxSeq uint64    `json:"outboxSeq,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
-	SentAt    time.Time `json:"sentAt,omitzero"`
+	OutboxSeq uint64 `json:"outboxSeq,omitempty"`
+	// TraceParent is the W3C traceparent of the span that queued the
+	// delivery, and CreationTrace that of its invoice's creation: the
+	// delivery's span continues the one and links to the other. Neither
+	// is shown to merchants.
+	TraceParent   string    `json:"traceParent,omitempty"`
+	CreationTrace string    `json:"creationTrace,omitempty"`
+	CreatedAt     time.Time `json:"createdAt"`
+	SentAt        time.Time `json:"sentAt,omitzero"`
 }
 
 // Event returns the id of the event d carries. Deliveries recorded before

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
 )
@@ -53,6 +55,8 @@ type Forwarder struct {
 	cancel context.CancelFunc
 	log    *slog.Logger
 	once   sync.Once
+	stats  *kindStats
+	tracer trace.Tracer
 }
 
 // NewForwarder returns a Forwarder; call Recover once the backends run.
@@ -71,23 +75,26 @@ func NewForwarder(cfg ForwarderConfig) *Forwarder {
 	}
 	log := cfg.Logger.With("component", "forward")
 	quiet := cfg.Logger.With("component", "protoactor")
-	f := &Forwarder{cfg: cfg, log: log,
+	f := &Forwarder{cfg: cfg, log: log, stats: &kindStats{kind: "forward"}, tracer: otel.Tracer("github.com/kassapay/kassa/actors"),
 		as: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.props = actor.PropsFromProducer(func() actor.Actor { return &forwardActor{f: f} },
-		actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
+		append(f.stats.props(), actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
 			log.Error("forward actor crashed; restarting it from storage", "reason", fmt.Sprint(reason))
 			return actor.RestartDirective
-		})))
+		})))...)
 	return f
 }
 
 // Wake tells the store's forward actor to look at its queue.
-func (f *Forwarder) Wake(storeID string) {
+func (f *Forwarder) Wake(storeID string) { f.wake(nil, storeID) }
+
+// wake is Wake in the trace of ctx (nil: none).
+func (f *Forwarder) wake(ctx context.Context, storeID string) {
 	if f.ctx.Err() != nil {
 		return
 	}
-	f.as.Root.Send(f.actor(storeID), wakeForward{})
+	f.as.Root.Send(f.actor(storeID), wakeForward{ctx: ctx})
 }
 
 // Recover wakes the forward actor of every store with queued transfers
@@ -133,7 +140,9 @@ func (f *Forwarder) actor(storeID string) *actor.PID {
 }
 
 // wakeForward makes a forward actor look at its queue and open forward.
-type wakeForward struct{}
+// ctx, when set, is the trace of the settle that queued a transfer: the
+// forward's span continues it.
+type wakeForward struct{ ctx context.Context }
 
 // forwardActor forwards one store's money. It works one forward at a
 // time; its timer wakes it for retries and look-ups.
@@ -144,15 +153,20 @@ type forwardActor struct {
 	// delay is the wait after a failure before any forward exists (the
 	// address cannot be resolved); it is not durable.
 	delay time.Duration
+	// c is the context of the step under way: the forwarder's, with the
+	// step's span.
+	c context.Context
 }
 
 func (a *forwardActor) Receive(ctx actor.Context) {
-	switch ctx.Message().(type) {
+	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		id := ctx.Self().Id
 		a.storeID = id[len("forward/"):]
 	case wakeForward:
+		end := a.traceStep(msg.ctx)
 		a.step(ctx)
+		end()
 	case *actor.Stopping, *actor.Restarting:
 		a.disarm()
 	}
@@ -190,7 +204,7 @@ func (a *forwardActor) retryLater(ctx actor.Context) {
 // step moves the store's forwarding one step on: the open forward first,
 // else a new forward from the queue.
 func (a *forwardActor) step(ctx actor.Context) {
-	c := a.f.ctx
+	c := a.ctx()
 	if c.Err() != nil {
 		return
 	}
@@ -229,7 +243,7 @@ func (a *forwardActor) openForward(c context.Context) (*kassa.Forward, error) {
 // start makes a forward of the queued transfers once they reach the
 // address's minimum.
 func (a *forwardActor) start(ctx actor.Context) {
-	c := a.f.ctx
+	c := a.ctx()
 	var queued []kassa.QueuedTransfer
 	if err := a.f.cfg.Store.QueuedTransfers(c, a.storeID, func(q kassa.QueuedTransfer) error {
 		queued = append(queued, q)
@@ -281,8 +295,10 @@ func (a *forwardActor) start(ctx actor.Context) {
 
 // attempt requests the merchant's invoice, records it, then pays it.
 func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.PayRequest) {
-	c := a.f.ctx
+	c := a.ctx()
+	a.traceForward(fw)
 	fail := func(reason string) {
+		countForward(false)
 		fw.NoteDelay(reason, a.now())
 		if err := a.save(c, fw, nil); err != nil {
 			a.f.log.Error("record forward failure", "forward", fw.ID, "err", err)
@@ -359,7 +375,7 @@ func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.P
 
 // pay sends the recorded attempt and acts on the outcome.
 func (a *forwardActor) pay(ctx actor.Context, fw *kassa.Forward) {
-	p, err := a.f.cfg.Payer.PayInvoice(a.f.ctx, fw.PaymentRequest, fw.FeeLimit, a.f.cfg.PayTimeout)
+	p, err := a.f.cfg.Payer.PayInvoice(a.ctx(), fw.PaymentRequest, fw.FeeLimit, a.f.cfg.PayTimeout)
 	if err != nil {
 		// The outcome is unknown: look it up rather than pay again.
 		a.f.log.Warn("forward payment outcome unknown; tracking it", "forward", fw.ID, "payment_hash", fw.PaymentHash, "err", err)
@@ -371,7 +387,8 @@ func (a *forwardActor) pay(ctx actor.Context, fw *kassa.Forward) {
 
 // resolve learns the outcome of the recorded attempt from the node.
 func (a *forwardActor) resolve(ctx actor.Context, fw *kassa.Forward) {
-	p, err := a.f.cfg.Payer.TrackPayment(a.f.ctx, fw.PaymentHash)
+	a.traceForward(fw)
+	p, err := a.f.cfg.Payer.TrackPayment(a.ctx(), fw.PaymentHash)
 	if err != nil {
 		a.f.log.Warn("track forward payment", "forward", fw.ID, "payment_hash", fw.PaymentHash, "err", err)
 		a.wakeIn(ctx, a.f.cfg.TrackEvery)
@@ -386,9 +403,10 @@ func (a *forwardActor) resolve(ctx actor.Context, fw *kassa.Forward) {
 }
 
 func (a *forwardActor) outcome(ctx actor.Context, fw *kassa.Forward, p kassa.LightningPayment) {
-	c := a.f.ctx
+	c := a.ctx()
 	switch p.Status {
 	case kassa.PaymentSucceeded:
+		countForward(true)
 		if !fw.PartPaid(p.FeeMSat, a.now()) {
 			// A part of a split forward: record it, then pay the next.
 			if err := a.save(c, fw, nil); err != nil {
@@ -411,6 +429,7 @@ func (a *forwardActor) outcome(ctx actor.Context, fw *kassa.Forward, p kassa.Lig
 		// More may be queued.
 		ctx.Send(ctx.Self(), wakeForward{})
 	case kassa.PaymentFailed:
+		countForward(false)
 		fw.Fail("payment failed: "+p.Failure, a.now())
 		if err := a.save(c, fw, nil); err != nil {
 			a.f.log.Error("record forward failure", "forward", fw.ID, "err", err)
@@ -504,8 +523,9 @@ func (s *System) custodial(inv *kassa.Invoice, method kassa.PaymentMethod) bool 
 }
 
 // wakeForwarder tells the store's forward actor about a new settle, or a
-// payment made again, whose money is on the service's node.
-func (s *System) wakeForwarder(inv *kassa.Invoice, effects []kassa.Effect) {
+// payment made again, whose money is on the service's node, in the trace
+// of ctx.
+func (s *System) wakeForwarder(ctx context.Context, inv *kassa.Invoice, effects []kassa.Effect) {
 	if s.cfg.Forwarder == nil {
 		return
 	}
@@ -513,7 +533,7 @@ func (s *System) wakeForwarder(inv *kassa.Invoice, effects []kassa.Effect) {
 		settle, ok := e.(kassa.Settle)
 		again, ok2 := e.(kassa.PaidAgain)
 		if ok && s.custodial(inv, settle.Method) || ok2 && s.custodial(inv, again.Method) {
-			s.cfg.Forwarder.Wake(inv.StoreID)
+			s.cfg.Forwarder.wake(ctx, inv.StoreID)
 			return
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/protos"
+	"github.com/kassapay/kassa/telemetry"
 )
 
 // invoiceActor owns one invoice: it applies inputs through the pure state
@@ -25,6 +26,9 @@ type invoiceActor struct {
 	seq    uint64
 	cancel func()
 	armed  time.Time
+	// created is the traceparent of the invoice's creation, which the
+	// spans of its webhook deliveries link to.
+	created string
 }
 
 // createInvoice is the first message of a new invoice actor.
@@ -133,6 +137,7 @@ func (a *invoiceActor) load(ctx actor.Context) {
 			if err := jsonUnmarshal(c.Invoice, &a.inv); err != nil {
 				return err
 			}
+			a.created = ev.TraceParent
 		} else {
 			in, err := inputOf(&ev)
 			if err != nil {
@@ -162,12 +167,16 @@ func (a *invoiceActor) stream() kassa.Stream {
 }
 
 func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
-	_, span := a.sys.tracer.Start(msg.ctx, "invoice.Create", trace.WithAttributes(attribute.String("invoice.id", msg.inv.ID)))
+	_, span := a.sys.tracer.Start(msg.ctx, "invoice.Create", trace.WithAttributes(
+		attribute.String("invoice.id", msg.inv.ID), attribute.String("store.id", msg.inv.StoreID)))
 	defer span.End()
+	spanCtx := trace.ContextWithSpan(msg.ctx, span)
 	ev, err := createdEvent(&msg.inv)
 	if err != nil {
 		return reply{err: err}
 	}
+	ev.TraceParent = telemetry.TraceParent(spanCtx)
+	a.created = ev.TraceParent
 	data, err := marshal(ev)
 	if err != nil {
 		return reply{err: err}
@@ -175,7 +184,6 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 	b := a.sys.cfg.Journal.NewBatch()
 	b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: msg.inv.ID}, 1, data)
 	b.PutInvoice(&msg.inv, nil, 1)
-	spanCtx := trace.ContextWithSpan(msg.ctx, span)
 	deliveries, err := a.outbox(spanCtx, b, &msg.inv, msg.effects)
 	if err == nil {
 		err = a.sys.cfg.Journal.Commit(spanCtx, b)
@@ -186,6 +194,7 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 		return reply{err: err}
 	}
 	a.inv, a.seq = msg.inv, 1
+	countCreated(&msg.inv)
 	inv := a.inv
 	a.perform(ctx, msg.ctx, &inv, msg.effects)
 	a.sys.notify(deliveries)
@@ -225,9 +234,11 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 		return &prev, err
 	}
 	spanCtx, span := a.sys.tracer.Start(parent, "invoice.Apply", trace.WithAttributes(
-		attribute.String("invoice.id", a.inv.ID), attribute.String("input", fmt.Sprintf("%T", in))))
+		attribute.String("invoice.id", a.inv.ID), attribute.String("store.id", a.inv.StoreID), attribute.String("input", fmt.Sprintf("%T", in))))
 	defer span.End()
-	data, err := marshal(eventOf(in))
+	ev := eventOf(in)
+	ev.TraceParent = telemetry.TraceParent(spanCtx)
+	data, err := marshal(ev)
 	if err != nil {
 		return nil, err
 	}
@@ -270,10 +281,11 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 		ctx.Send(ctx.Parent(), &feeReleased{invoiceID: next.ID})
 	}
 	a.inv, a.seq = next, seq
+	countSettled(effects)
 	out := a.inv
 	a.perform(ctx, spanCtx, &out, effects)
 	a.sys.notify(deliveries)
-	a.sys.wakeForwarder(&next, effects)
+	a.sys.wakeForwarder(spanCtx, &next, effects)
 	a.maybePassivate(ctx)
 	return &out, nil
 }
@@ -290,6 +302,7 @@ func (a *invoiceActor) outbox(ctx context.Context, b kassa.Batch, inv *kassa.Inv
 				return nil, fmt.Errorf("webhooks of store %s: %w", inv.StoreID, err)
 			}
 			for _, d := range ds {
+				d.TraceParent, d.CreationTrace = telemetry.TraceParent(ctx), a.created
 				b.PutDelivery(d, true)
 			}
 			all = append(all, ds...)

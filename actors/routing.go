@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/metrics"
 	"github.com/kassapay/kassa/protos"
 )
 
@@ -59,6 +61,7 @@ func (s *System) HandleChainEvent(ctx context.Context, ev kassa.ChainEvent) erro
 	if ev.Dropped {
 		in = kassa.PaymentDropped{PaymentID: ev.Payment.ID, ReplacedByFee: ev.Payment.ReplaceByFee, At: now}
 	}
+	span.SetAttributes(attribute.String("invoice.id", id))
 	_, err = s.commandByInvoice(ctx, id, eventOf(in))
 	if ev.Dropped && errors.Is(err, kassa.ErrUnknownPayment) {
 		return nil // never recorded: nothing to take back
@@ -86,10 +89,15 @@ func (s *System) HandleLightningEvent(ctx context.Context, ev kassa.LightningEve
 	if at.IsZero() {
 		at = s.cfg.Clock.Now()
 	}
+	span.SetAttributes(attribute.String("invoice.id", id))
 	in := kassa.LightningPaid{PaymentHash: ev.PaymentHash, AmountMSat: ev.AmountMSat, At: at.UTC()}
-	if _, err := s.commandByInvoice(ctx, id, eventOf(in)); err != nil && !ignorable(err) {
-		s.log.Error("lightning event not recorded", "invoice", id, "err", err)
+	_, err = s.commandByInvoice(ctx, id, eventOf(in))
+	if err != nil && !ignorable(err) {
+		s.log.ErrorContext(ctx, "lightning event not recorded", "invoice", id, "err", err)
 		return fmt.Errorf("lightning event for invoice %s: %w", id, err)
+	}
+	if err == nil && !ev.SettledAt.IsZero() {
+		metrics.SettleLag.Observe(max(s.cfg.Clock.Now().Sub(ev.SettledAt), 0).Seconds())
 	}
 	return nil
 }

@@ -72,6 +72,8 @@ type System struct {
 	shutdown            sync.Once
 	// cluster is set by JoinCluster; nil on a single node.
 	cluster *clusterState
+	// stats count the actors of each kind (ActorStats).
+	stats *systemStats
 }
 
 var (
@@ -104,6 +106,7 @@ func NewSystem(cfg Config) *System {
 		as:     actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet })),
 		tracer: otel.Tracer("github.com/kassapay/kassa/actors"),
 		log:    cfg.Logger,
+		stats:  newSystemStats(),
 	}
 	// A panicking invoice actor is restarted from storage; its siblings
 	// and its store are not touched.
@@ -112,11 +115,11 @@ func NewSystem(cfg Config) *System {
 		return actor.RestartDirective
 	})
 	s.storeProps = actor.PropsFromProducer(func() actor.Actor { return &storeActor{sys: s} },
-		actor.WithSupervisor(invoiceSupervisor))
+		append(s.stats.store.props(), actor.WithSupervisor(invoiceSupervisor))...)
 	// One Props for every invoice actor: per-actor memory matters with
 	// many open invoices.
-	s.invoiceProps = actor.PropsFromProducer(func() actor.Actor { return &invoiceActor{sys: s} })
-	s.webhookProps = actor.PropsFromProducer(func() actor.Actor { return &webhookActor{sys: s} })
+	s.invoiceProps = actor.PropsFromProducer(func() actor.Actor { return &invoiceActor{sys: s} }, s.stats.invoice.props()...)
+	s.webhookProps = actor.PropsFromProducer(func() actor.Actor { return &webhookActor{sys: s} }, s.stats.webhook.props()...)
 	return s
 }
 

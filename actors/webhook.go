@@ -12,10 +12,10 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/protos"
+	"github.com/kassapay/kassa/telemetry"
 	"github.com/kassapay/kassa/webhook"
 )
 
@@ -106,9 +106,9 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delive
 		}
 		return d, nil
 	}
-	spanCtx, span := a.sys.tracer.Start(bg, "webhook.Deliver", trace.WithAttributes(
-		attribute.String("webhook.id", d.WebhookID), attribute.String("delivery.id", d.ID), attribute.String("event.type", string(d.Type))))
+	spanCtx, span := a.sys.tracer.Start(telemetry.ContextWithParent(bg, d.TraceParent), "webhook.Deliver", deliverySpanOptions(d)...)
 	defer span.End()
+	attempted := false
 
 	w, err := a.sys.cfg.Reader.Webhook(spanCtx, d.WebhookID)
 	var retry *kassa.Delivery
@@ -135,6 +135,7 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delive
 		}
 		d.Headers["Content-Type"] = "application/json"
 		attempt := a.sys.cfg.Webhooks.Deliver(spanCtx, w.URL, headers, d.Payload)
+		attempted = true
 		d.StatusCode, d.ResponseBody, d.Duration, d.Error = attempt.StatusCode, string(attempt.ResponseBody), attempt.Duration, attempt.Err
 		d.SentAt = now
 		d.Status = kassa.DeliveryFailed
@@ -153,6 +154,7 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delive
 					ID: kassa.NewID(""), WebhookID: d.WebhookID, StoreID: d.StoreID, InvoiceID: d.InvoiceID, EventID: d.Event(),
 					Type: d.Type, Payload: d.Payload, Status: kassa.DeliveryPending, RedeliveryOf: original,
 					Attempt: d.Attempt + 1, NotBefore: now.Add(kassa.RetryDelay(d.Attempt + 1)), CreatedAt: now,
+					TraceParent: telemetry.TraceParent(spanCtx), CreationTrace: d.CreationTrace,
 				}
 			}
 		}
@@ -165,10 +167,11 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delive
 	if err := a.sys.cfg.Journal.Commit(spanCtx, b); err != nil {
 		// The delivery stays in the outbox and is sent again after a
 		// restart: at least once, as receivers are told.
-		a.sys.log.Error("webhook delivery: record attempt", "delivery", d.ID, "err", err)
+		a.sys.log.ErrorContext(spanCtx, "webhook delivery: record attempt", "delivery", d.ID, "err", err)
 		return d, err
 	}
-	a.sys.log.Debug("webhook delivery", "webhook", d.WebhookID, "delivery", d.ID, "type", string(d.Type),
+	countDelivery(d, attempted)
+	a.sys.log.DebugContext(spanCtx, "webhook delivery", "webhook", d.WebhookID, "delivery", d.ID, "type", string(d.Type),
 		"status", d.Status.String(), "code", d.StatusCode, "duration", d.Duration)
 	if retry != nil {
 		a.send(ctx, retry.ID) // arms the retry's timer
@@ -186,6 +189,7 @@ func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
 		ID: kassa.NewID(""), WebhookID: orig.WebhookID, StoreID: orig.StoreID, InvoiceID: orig.InvoiceID, EventID: orig.Event(),
 		Type: orig.Type, Payload: kassa.RedeliveryPayload(orig.Type, orig.InvoiceID),
 		Status: kassa.DeliveryPending, RedeliveryOf: orig.ID, CreatedAt: now,
+		TraceParent: telemetry.TraceParent(msg.ctx), CreationTrace: orig.CreationTrace,
 	}
 	b := a.sys.cfg.Journal.NewBatch()
 	b.PutDelivery(d, true)

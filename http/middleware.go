@@ -98,6 +98,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 				span.SetStatus(codes.Error, http.StatusText(status))
 			}
 			span.End()
+			countRequest(r.Method, route, status, time.Since(start))
 			s.log.LogAttrs(ctx, slog.LevelInfo, "http request",
 				slog.String("method", r.Method), slog.String("route", route),
 				slog.Int("status", status), slog.Duration("duration", time.Since(start)),

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/metrics"
 )
 
 // DB is Kassa's Pebble store. It implements kassa.Journal, kassa.Reader
@@ -366,6 +367,8 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 		return err
 	}
 	defer d.leave()
+	start := time.Now()
+	size := len(b.b.Repr())
 	if err := guarded(func() error { return b.b.Commit(opts) }); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		if errors.Is(err, ErrFailed) {
@@ -373,6 +376,8 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 		}
 		return fmt.Errorf("commit batch: %w", err)
 	}
+	metrics.CommitDuration.Observe(time.Since(start).Seconds())
+	metrics.CommitBytes.Observe(float64(size))
 	for _, c := range b.stores {
 		d.stores.put(c)
 	}

@@ -30,6 +30,12 @@ type Config struct {
 	RateLimit     float64
 	RateBurst     int
 	DebugListen   string
+	// MetricsListen is the admin listener of /metrics (off when empty).
+	MetricsListen string
+	// TraceFile appends spans as JSON lines; TraceSampleRatio is the
+	// fraction of new traces kept (negative: OTEL_TRACES_SAMPLER).
+	TraceFile        string
+	TraceSampleRatio float64
 	// MemoryLimit is the Go runtime's soft memory limit: "auto", "off" or
 	// a size such as 1GiB (see applyMemoryLimit).
 	MemoryLimit string
@@ -67,7 +73,8 @@ func DefaultConfig() Config {
 		RateBurst:     200,
 		MemoryLimit:   "auto",
 
-		ShutdownTimeout: 30 * time.Second,
+		ShutdownTimeout:  30 * time.Second,
+		TraceSampleRatio: -1,
 
 		PageRateLimit:    kassahttp.DefaultPublicLimits().PageRate,
 		PayRateLimit:     kassahttp.DefaultPublicLimits().PayRate * 60,
@@ -99,6 +106,9 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&c.PayLinkRateLimit, "paylink-rate-limit", c.PayLinkRateLimit, "payments per minute per pay link (0: off)")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", c.ClientIPHeader, "behind a reverse proxy: header whose last address is the client's, e.g. X-Forwarded-For")
 	fs.Var(&c.WebhookSigAliases, "webhook-sig-alias", "also send the X-Service-Sig value under this header `NAME`, e.g. X-Coinsnap-Sig for Coinsnap shop plugins (repeatable; comma-separated in the environment)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "serve Prometheus metrics at /metrics on this admin address, HOST:PORT (off when empty; keep it private)")
+	fs.StringVar(&c.TraceFile, "trace-file", c.TraceFile, "append every span as a JSON line to this file (for machines without a collector)")
+	fs.Float64Var(&c.TraceSampleRatio, "trace-sample-ratio", c.TraceSampleRatio, "fraction of new traces kept, 0 to 1 (default: OTEL_TRACES_SAMPLER, else all)")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "serve Go's pprof profiles on this address (off when empty; keep it on loopback)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long requests in flight and due webhook deliveries get to finish")
 }

@@ -27,6 +27,7 @@ import (
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/rates"
+	"github.com/kassapay/kassa/telemetry"
 )
 
 // Main is the running service: ParseFlags, Run, then Close.
@@ -43,6 +44,8 @@ type Main struct {
 	sys       *actors.System
 	forwarder *actors.Forwarder // nil unless --lightning lnd://
 	server    *nethttp.Server
+	// metrics serves /metrics on --metrics-listen (nil when off).
+	metrics   *nethttp.Server
 	cancel    context.CancelFunc
 	telemetry func(context.Context) error
 }
@@ -67,9 +70,9 @@ func newLogger(c Config, w io.Writer) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: level}
 	switch c.LogFormat {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, opts))), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use text or json", c.LogFormat)
 }
@@ -94,7 +97,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if c.InvoiceExpiry <= 0 {
 		return fmt.Errorf("--invoice-expiry must be positive")
 	}
-	if m.telemetry, err = setupTelemetry(ctx, c.OTLPEndpoint, Version); err != nil {
+	if m.telemetry, err = setupTelemetry(ctx, c, Version); err != nil {
 		return err
 	}
 	// The directory holds API keys, webhook secrets and the admin token:
@@ -229,6 +232,16 @@ func (m *Main) Run(ctx context.Context) error {
 				log.Error("debug listener", "err", err)
 			}
 		}()
+	}
+	if c.MetricsListen != "" {
+		fetched, _ := rateBackend.(interface{ Fetched() map[string]time.Time })
+		g := metricsRegistry(m.sys, m.forwarder, chain, lightning, fetchedFunc(fetched), m.Clock, c.Data)
+		srv, addr, err := serveMetrics(c.MetricsListen, g, log)
+		if err != nil {
+			return err
+		}
+		m.metrics = srv
+		log.Info("metrics listening", "addr", addr)
 	}
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
@@ -372,6 +385,9 @@ func (m *Main) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(m.Config.ShutdownTimeout, DefaultConfig().ShutdownTimeout))
 		errs = append(errs, m.server.Shutdown(ctx))
 		cancel()
+	}
+	if m.metrics != nil {
+		errs = append(errs, m.metrics.Close())
 	}
 	if m.cancel != nil {
 		m.cancel()

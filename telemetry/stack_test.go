@@ -74,7 +74,9 @@ func (s simulator) Pay(ctx context.Context, inv *kassa.Invoice, _ kassa.PaymentM
 	return s.node.Pay(ctx, inv.LightningInvoice, amount.MSat())
 }
 
-func (s simulator) Mine(context.Context, int) (int64, error) { return 0, kassa.Errorf(kassa.Invalid, "no chain") }
+func (s simulator) Mine(context.Context, int) (int64, error) {
+	return 0, kassa.Errorf(kassa.Invalid, "no chain")
+}
 
 func newStack(t *testing.T) *stack {
 	t.Helper()

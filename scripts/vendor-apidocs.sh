@@ -5,6 +5,7 @@
 # http/apidocs/redoc/ and are committed, so that building and serving need
 # no network: the page loads nothing from other origins. Run it only to
 # change the version (then update REDOC_VERSION and REDOC_INTEGRITY).
+# Apart from the one substitution below, the bundle is as published.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +24,16 @@ if [ "$got" != "$REDOC_INTEGRITY" ]; then
 fi
 tar -xzf "$tarball" -C "$tmp" package/LICENSE package/bundles/redoc.standalone.js package/bundles/redoc.standalone.js.LICENSE.txt
 mkdir -p "$dest"
-cp "$tmp/package/bundles/redoc.standalone.js" "$dest/redoc.standalone.js"
+# The one image Redoc loads from elsewhere is its "powered by" logo on
+# Redocly's CDN, which the page's CSP would block (and which hides itself
+# when it fails to load): point it at an empty data: URI, so that the page
+# does not even try another origin.
+logo='src:"https://cdn.redoc.ly/redoc/logo-mini.svg"'
+if [ "$(grep -o -F "$logo" "$tmp/package/bundles/redoc.standalone.js" | wc -l)" != 1 ]; then
+	echo "redoc@$REDOC_VERSION: the logo reference to replace is not there once; check the bundle" >&2
+	exit 1
+fi
+sed 's|src:"https://cdn.redoc.ly/redoc/logo-mini.svg"|src:"data:,"|' "$tmp/package/bundles/redoc.standalone.js" >"$dest/redoc.standalone.js"
 cp "$tmp/package/LICENSE" "$dest/LICENSE"
 cp "$tmp/package/bundles/redoc.standalone.js.LICENSE.txt" "$dest/THIRD-PARTY-LICENSES.txt"
 echo "$REDOC_VERSION" >"$dest/VERSION"

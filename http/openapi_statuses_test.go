@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -144,3 +145,60 @@ func TestDocumentedStatusesOfState(t *testing.T) {
 		t.Errorf("admin list: %+v, want stores A and B", stores)
 	}
 }
+
+// TestAdminFailureStatuses produces the admin API's documented 500 and
+// 503: each service the admin routes call fails with an unexpected error
+// (500, the cause only in the log) or a coded Unavailable (503).
+func TestAdminFailureStatuses(t *testing.T) {
+	t.Parallel()
+	for status, fault := range map[int]error{
+		500: errors.New("disk on fire"),
+		503: kassa.Errorf(kassa.Unavailable, "storage is failing"),
+	} {
+		e := newEnv(t, withSim)
+		inv := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
+		e.deps.Stores = failingStores{fault}
+		e.deps.Simulator = failingSimulator{fault}
+		e.deps.Reader = failingStoreList{Reader: e.reader, err: fault}
+		e.rebuild()
+		for _, c := range []struct{ method, path, body string }{
+			{"GET", "/admin/v1/stores", ""},
+			{"POST", "/admin/v1/stores", `{"name": "Carol"}`},
+			{"POST", "/admin/v1/stores/store_a/topup", `{"amount": 1000}`},
+			{"POST", "/admin/v1/sim/pay", `{"invoiceId": "` + inv.ID + `"}`},
+			{"POST", "/admin/v1/sim/mine", `{"blocks": 1}`},
+		} {
+			if w := e.do(c.method, c.path, c.body, admin); w.Code != status {
+				t.Errorf("%s %s with %v = %d, want %d: %s", c.method, c.path, fault, w.Code, status, w.Body.String())
+			}
+		}
+	}
+}
+
+// The fakes below only fail, with err; they hold no rules.
+
+type failingStores struct{ err error }
+
+func (f failingStores) CreateStore(context.Context, kassa.StoreSettings) (*kassa.Store, error) {
+	return nil, f.err
+}
+
+func (f failingStores) TopUp(context.Context, string, kassa.Sats) (*kassa.Transaction, error) {
+	return nil, f.err
+}
+
+type failingSimulator struct{ err error }
+
+func (f failingSimulator) Pay(context.Context, *kassa.Invoice, kassa.PaymentMethod, kassa.Sats) (string, error) {
+	return "", f.err
+}
+
+func (f failingSimulator) Mine(context.Context, int) (int64, error) { return 0, f.err }
+
+// failingStoreList is the reader whose list of stores fails.
+type failingStoreList struct {
+	kassa.Reader
+	err error
+}
+
+func (f failingStoreList) Stores(context.Context, func(*kassa.Store) error) error { return f.err }

@@ -47,8 +47,13 @@ type QueuedTransfer struct {
 	TransactionID int64  `json:"transactionId"`
 	StoreID       string `json:"storeId"`
 	InvoiceID     string `json:"invoiceId"`
-	// Amount is what the customer paid, in millisatoshis.
-	Amount  MSat   `json:"amount"`
+	// Amount is what the customer paid to the service's node, in
+	// millisatoshis: what is forwarded.
+	Amount MSat `json:"amount"`
+	// Direct is what the customer paid to the store's own wallet for the
+	// same line (on-chain to its xpub): not forwarded, counted in the
+	// line's amount.
+	Direct  Sats   `json:"direct,omitempty"`
 	Comment string `json:"comment,omitempty"`
 }
 
@@ -285,9 +290,10 @@ func (f *Forward) SettledTransfers(lines []Transaction) []Transaction {
 	var charged MSat
 	for i, tx := range lines {
 		var amount MSat
+		var direct Sats
 		for _, q := range f.Transfers {
 			if q.TransactionID == tx.ID {
-				amount = q.Amount
+				amount, direct = q.Amount, q.Direct
 			}
 		}
 		share := MSat(0)
@@ -301,8 +307,9 @@ func (f *Forward) SettledTransfers(lines []Transaction) []Transaction {
 		reached := amount - share
 		tx.Status = TransactionSettled
 		tx.Hash = f.Hashes()
-		// What reached the wallet, rounded down to a whole satoshi.
-		tx.Amount = reached.Sats()
+		// What reached the wallet, rounded down to a whole satoshi, and
+		// what the customer paid to it directly.
+		tx.Amount = reached.Sats() + direct
 		out = append(out, tx)
 	}
 	return out

@@ -480,11 +480,17 @@ func (a *forwardActor) save(c context.Context, fw *kassa.Forward, lines []kassa.
 // on-chain to an address of the service's wallet (the store has no
 // xpub); the transfer of such an on-chain payment reaches the store by
 // Lightning, and says so.
-func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, inv *kassa.Invoice, tx *kassa.Transaction) error {
-	if s.cfg.Forwarder == nil || tx.Type != kassa.TransactionTransfer || !s.custodial(inv, tx.DepositMethod) {
+//
+// custodial is how much of the line's full amount is on the service's
+// node: an invoice paid partly to the store's own wallet (on-chain to
+// its xpub) and partly by Lightning forwards only the Lightning part,
+// the rest having reached the store directly.
+func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, inv *kassa.Invoice, tx *kassa.Transaction, custodial kassa.Sats) error {
+	if s.cfg.Forwarder == nil || tx.Type != kassa.TransactionTransfer || custodial <= 0 {
 		b.PutTransaction(tx)
 		return nil
 	}
+	custodial = min(custodial, tx.FullAmount)
 	st, err := s.cfg.Reader.Store(ctx, inv.StoreID)
 	if err != nil {
 		return fmt.Errorf("read store %s for forwarding: %w", inv.StoreID, err)
@@ -503,9 +509,22 @@ func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, inv *kass
 	b.PutTransaction(tx)
 	fb.QueueTransfer(kassa.QueuedTransfer{
 		TransactionID: tx.ID, StoreID: tx.StoreID, InvoiceID: tx.InvoiceID,
-		Amount: tx.FullAmount.MSat(), Comment: tx.Comment,
+		Amount: custodial.MSat(), Direct: tx.FullAmount - custodial, Comment: tx.Comment,
 	})
 	return nil
+}
+
+// custodialPaid is what of the final payments of inv is on the service's
+// node, for its settlement.
+func (s *System) custodialPaid(inv *kassa.Invoice) kassa.Sats {
+	var total kassa.Sats
+	for i := range inv.Payments {
+		p := &inv.Payments[i]
+		if inv.Final(p) && s.custodial(inv, p.Method) {
+			total += p.Amount
+		}
+	}
+	return total
 }
 
 // custodial reports whether money paid to inv by method is on the
@@ -530,9 +549,9 @@ func (s *System) wakeForwarder(ctx context.Context, inv *kassa.Invoice, effects 
 		return
 	}
 	for _, e := range effects {
-		settle, ok := e.(kassa.Settle)
+		_, ok := e.(kassa.Settle)
 		again, ok2 := e.(kassa.PaidAgain)
-		if ok && s.custodial(inv, settle.Method) || ok2 && s.custodial(inv, again.Method) {
+		if ok && s.custodialPaid(inv) > 0 || ok2 && s.custodial(inv, again.Method) {
 			s.cfg.Forwarder.wake(ctx, inv.StoreID)
 			return
 		}

@@ -584,3 +584,36 @@ func TestNextPart(t *testing.T) {
 		}
 	}
 }
+
+// An invoice of a store with an xpub paid partly on-chain (to the
+// store's own wallet) and then in full by Lightning forwards only the
+// Lightning payment: the on-chain part reached the store directly and
+// is not paid out a second time from the service's node.
+func TestMixedPaymentForwardsOnlyWhatTheServiceReceived(t *testing.T) {
+	m := newMerchant(t)
+	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, lnsim.NewPayer(m.node))
+	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+		Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1, LightningAddress: m.address(), Xpub: testTpub(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store = st
+	inv := h.invoice("10", kassa.EUR) // 20,000 sat
+	h.pay(inv, 5000, 1, "cc")         // to the store's xpub address
+	h.payLightning(inv, inv.Amount)
+	tx := h.waitSettled(inv.ID)
+	paid := m.paid()
+	if len(paid) != 1 {
+		t.Fatalf("merchant invoices paid: %v", paid)
+	}
+	m.mu.Lock()
+	forwarded := m.amounts[paid[0]]
+	m.mu.Unlock()
+	if forwarded != inv.Amount.MSat() {
+		t.Fatalf("forwarded %d msat, want the Lightning payment's %d (not the on-chain part again)", forwarded, inv.Amount.MSat())
+	}
+	if tx.FullAmount != inv.Amount+5000 || tx.Amount != inv.Amount+5000 || tx.DepositMethod != kassa.MethodLightning {
+		t.Fatalf("transfer %+v: want %d sat paid and reached (5000 directly, the rest forwarded)", tx, inv.Amount+5000)
+	}
+}

@@ -249,7 +249,7 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 		switch e := e.(type) {
 		case kassa.Settle:
 			for _, tx := range kassa.SettlementTransactions(&next, e, next.UpdatedAt) {
-				if err := a.sys.putSettlementLine(spanCtx, b, &next, &tx); err != nil {
+				if err := a.sys.putSettlementLine(spanCtx, b, &next, &tx, a.sys.custodialPaid(&next)); err != nil {
 					return nil, err
 				}
 			}
@@ -259,8 +259,12 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 		case kassa.PaidAgain:
 			// Money paid again by Lightning is on the service's node
 			// and is forwarded like a settlement's.
+			custodial := kassa.Sats(0)
+			if a.sys.custodial(&next, e.Method) {
+				custodial = e.Amount
+			}
 			for _, tx := range kassa.PaidAgainTransactions(&next, e, next.UpdatedAt) {
-				if err := a.sys.putSettlementLine(spanCtx, b, &next, &tx); err != nil {
+				if err := a.sys.putSettlementLine(spanCtx, b, &next, &tx, custodial); err != nil {
 					return nil, err
 				}
 			}

@@ -26,13 +26,15 @@ import (
 
 // lnEnv is a regtest Lightning network on loopback: btcd, the service's
 // lnd (Kassa's), a customer's lnd with a channel to it, and a merchant's
-// lnd with a channel from it; the merchant's Lightning address is served
-// by a small LNURL-pay server backed by the merchant's lnd.
+// lnd reached from it through a routing node (hop), which charges a fee;
+// the merchant's Lightning address is served by a small LNURL-pay server
+// backed by the merchant's lnd.
 type lnEnv struct {
 	t                           *testing.T
 	btcd                        *harness.Node
 	wallet                      *harness.Wallet
 	service, customer, merchant *harness.Lnd
+	hop                         *harness.Lnd
 	lnurl                       *lnurlServer
 	kassa                       *harness.Kassa
 	store                       harness.Store
@@ -99,14 +101,20 @@ func newLNEnv(t *testing.T) *lnEnv {
 	e.service = harness.StartLnd(t, e.btcd, "service")
 	e.customer = harness.StartLnd(t, e.btcd, "customer")
 	e.merchant = harness.StartLnd(t, e.btcd, "merchant")
+	e.hop = harness.StartLnd(t, e.btcd, "hop")
 	e.wallet.Pay(t, e.btcd,
 		harness.Output{Address: e.customer.NewAddress(), Amount: 10_000_000},
-		harness.Output{Address: e.service.NewAddress(), Amount: 10_000_000})
+		harness.Output{Address: e.service.NewAddress(), Amount: 10_000_000},
+		harness.Output{Address: e.hop.NewAddress(), Amount: 10_000_000})
 	e.btcd.Mine(1)
 	e.customer.WaitBalance(10_000_000)
 	e.service.WaitBalance(10_000_000)
+	e.hop.WaitBalance(10_000_000)
 	e.customer.OpenChannel(e.service, 5_000_000)
-	e.service.OpenChannel(e.merchant, 5_000_000)
+	e.service.OpenChannel(e.hop, 5_000_000)
+	e.hop.OpenChannel(e.merchant, 5_000_000)
+	// The forward's route needs the hop's channel in the service's graph.
+	e.service.WaitRoute(e.merchant, 10_000)
 	e.lnurl = newLNURLServer(t, e.merchant)
 	e.args = []string{"--chain", chainURL(e.btcd), "--lightning", e.service.URL(), "--invoice-expiry", "10m"}
 	e.kassa = harness.StartKassa(t, "", e.args...)
@@ -206,15 +214,18 @@ func (e *lnEnv) waitForwarded(invoiceID string, full int64) transfer {
 	if got.State != lnrpc.Invoice_SETTLED || got.AmtPaidSat != tx.Amount {
 		e.t.Fatalf("merchant invoice %s: %s, %d sat paid; the transfer says %d sat reached the wallet", tx.Hash, got.State, got.AmtPaidSat, tx.Amount)
 	}
-	// The routing fee the service's node paid is what the transfer shows
-	// did not reach the wallet (direct channel: none).
+	// The routing fee the service's node paid (the hop's) is what the
+	// transfer shows did not reach the wallet.
 	pays, err := e.service.Client.ListPayments(ctx, &lnrpc.ListPaymentsRequest{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	for _, p := range pays.Payments {
 		if p.PaymentHash == tx.Hash {
-			if p.Status != lnrpc.Payment_SUCCEEDED || full-tx.Amount < p.FeeSat {
+			// Some fee was paid, and no more than the transfer says
+			// did not reach the wallet: the service never pays more
+			// than it received.
+			if p.Status != lnrpc.Payment_SUCCEEDED || p.FeeMsat <= 0 || tx.Amount >= full || (full-tx.Amount)*1000 < p.FeeMsat {
 				e.t.Fatalf("service payment %s: %s, fee %d sat; transfer %d of %d", p.PaymentHash, p.Status, p.FeeSat, tx.Amount, full)
 			}
 			return tx
@@ -333,7 +344,7 @@ func TestLightningOnLnd(t *testing.T) {
 		})
 		e.service.Start()
 		e.customer.Reconnect(e.service)
-		e.service.Reconnect(e.merchant)
+		e.service.Reconnect(e.hop)
 		inv := e.createInvoiceEventually(12_000)
 		if _, err := e.customer.Pay(inv.LightningInvoice, 90*time.Second); err != nil {
 			t.Fatalf("customer pays: %v", err)
@@ -361,7 +372,7 @@ func TestLightningOnLnd(t *testing.T) {
 			return nil
 		})
 		e.merchant.Start()
-		e.service.Reconnect(e.merchant)
+		e.hop.Reconnect(e.merchant)
 		e.waitForwarded(inv.ID, 11_000)
 		if n := e.merchantSettled(); n != before+1 {
 			t.Fatalf("merchant invoices settled: %d, want %d (exactly one more)", n, before+1)

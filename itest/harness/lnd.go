@@ -415,3 +415,23 @@ func (l *Lnd) payOnce(pr string) (*lnrpc.Payment, error) {
 		}
 	}
 }
+
+// WaitRoute waits until l finds a route to dest for sats: the channels
+// on the way are in l's graph.
+func (l *Lnd) WaitRoute(dest *Lnd, sats int64) {
+	t := l.t
+	t.Helper()
+	key := dest.PubKey()
+	Eventually(t, 120*time.Second, "a route from "+l.Name+" to "+dest.Name, func() error {
+		ctx, cancel := l.ctx()
+		defer cancel()
+		r, err := l.Client.QueryRoutes(ctx, &lnrpc.QueryRoutesRequest{PubKey: key, Amt: sats})
+		if err != nil {
+			return err
+		}
+		if len(r.Routes) == 0 {
+			return errors.New("no route")
+		}
+		return nil
+	})
+}

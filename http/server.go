@@ -50,6 +50,9 @@ type Deps struct {
 	// Storage reports the store's failure for the health check: Err
 	// answers nil while writes work. Nil leaves storage out of health.
 	Storage interface{ Err() error }
+	// Operator is the operator page (package operator), served behind the
+	// admin token under /admin/v1/operator/; nil leaves it out.
+	Operator http.Handler
 }
 
 // server holds the dependencies of every handler.
@@ -144,6 +147,9 @@ func (s *server) routes() *chi.Mux {
 		r.Post("/stores/{storeId}/topup", s.adminTopUp)
 		r.Post("/sim/pay", s.adminSimPay)
 		r.Post("/sim/mine", s.adminSimMine)
+		if s.Operator != nil {
+			r.Mount("/operator", http.StripPrefix("/admin/v1/operator", s.Operator))
+		}
 	})
 
 	r.Group(func(r chi.Router) {

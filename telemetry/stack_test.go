@@ -30,6 +30,7 @@ import (
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/lnurl"
 	"github.com/kassapay/kassa/metrics"
+	"github.com/kassapay/kassa/operator"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/rates"
 )
@@ -151,6 +152,8 @@ func newStack(t *testing.T) *stack {
 		Reader: s.db, Stores: s.sys, Invoices: s.sys, PaymentRequests: s.sys, Rates: fixed, Webhooks: s.sys,
 		Chain: s.chain, Lightning: s.node, KV: s.db, Storage: s.db, Clock: clock, Logger: quiet,
 		AdminToken: adminToken, Simulator: simulator{s.node}, Version: "test",
+		Operator: operator.New(operator.Deps{Reader: s.db, Journal: s.db, Forwards: s.db, Clock: clock,
+			Actors: []interface{ ActorStats() []actors.ActorStat }{s.sys, s.fwd}}),
 	}))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL

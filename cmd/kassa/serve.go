@@ -263,6 +263,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if sim != nil {
 		deps.Simulator = sim
 	}
+	deps.Operator = m.operatorPage()
 	m.server = &nethttp.Server{
 		Handler:           kassahttp.NewHandler(deps),
 		ReadHeaderTimeout: 10 * time.Second,

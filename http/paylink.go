@@ -3,8 +3,8 @@ package http
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
+	"time"
 
 	"github.com/kassapay/kassa"
 )
@@ -227,41 +227,15 @@ func (s *server) archivePaymentRequest(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, message{Message: "Payment request archived"})
 }
 
-// listPaymentRequests answers the store's pay links, newest first, within
-// startDate and endDate, in pages of limit when it is given (docs/api.md,
-// Conventions). The reader has no cursor for pay links: the cursor is the
-// id of the last pay link of the previous page, and a page skips up to it.
+// listPaymentRequests answers the store's pay links, newest first,
+// within startDate and endDate, in pages of limit (listByID).
 func (s *server) listPaymentRequests(w http.ResponseWriter, r *http.Request) {
-	q, err := listQuery(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	list := newListWriter(w, q.Limit > 0)
-	skipping := q.Cursor != ""
-	taken, last, next := 0, "", ""
-	err = s.Reader.PaymentRequests(r.Context(), callerFrom(r.Context()).store.ID, func(p *kassa.PaymentRequest) error {
-		switch {
-		case skipping:
-			skipping = p.ID != q.Cursor
-			return nil
-		case !q.From.IsZero() && p.CreatedAt.Before(q.From), !q.To.IsZero() && p.CreatedAt.After(q.To):
-			return nil
-		case q.Limit > 0 && taken == q.Limit:
-			next = last
-			return errPageFull
-		}
-		taken, last = taken+1, p.ID
-		return list.add(s.paymentRequestRecord(p))
-	})
-	if errors.Is(err, errPageFull) {
-		err = nil
-	}
-	if err == nil && skipping {
-		err = invalidField("cursor", "is not a cursor of this API")
-	}
-	s.finishList(list, r, next, err)
+	storeID := callerFrom(r.Context()).store.ID
+	listByID(s, w, r,
+		func(fn func(*kassa.PaymentRequest) error) error {
+			return s.Reader.PaymentRequests(r.Context(), storeID, fn)
+		},
+		func(p *kassa.PaymentRequest) string { return p.ID },
+		func(p *kassa.PaymentRequest) time.Time { return p.CreatedAt },
+		func(p *kassa.PaymentRequest) any { return s.paymentRequestRecord(p) })
 }
-
-// errPageFull stops a walk once a page is full.
-var errPageFull = errors.New("page full")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/kassapay/kassa"
 )
@@ -311,12 +312,15 @@ func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, message{Message: "webhook deleted"})
 }
 
+// listWebhooks answers the store's webhooks within startDate and
+// endDate, in pages of limit (listByID).
 func (s *server) listWebhooks(w http.ResponseWriter, r *http.Request) {
-	list := newListWriter(w, false)
-	err := s.Reader.Webhooks(r.Context(), callerFrom(r.Context()).store.ID, func(wh *kassa.Webhook) error {
-		return list.add(newWebhookRecord(wh))
-	})
-	s.finishList(list, r, "", err)
+	storeID := callerFrom(r.Context()).store.ID
+	listByID(s, w, r,
+		func(fn func(*kassa.Webhook) error) error { return s.Reader.Webhooks(r.Context(), storeID, fn) },
+		func(wh *kassa.Webhook) string { return wh.ID },
+		func(wh *kassa.Webhook) time.Time { return wh.CreatedAt },
+		func(wh *kassa.Webhook) any { return newWebhookRecord(wh) })
 }
 
 func (s *server) listDeliveries(w http.ResponseWriter, r *http.Request) {

@@ -617,3 +617,87 @@ func TestMixedPaymentForwardsOnlyWhatTheServiceReceived(t *testing.T) {
 		t.Fatalf("transfer %+v: want %d sat paid and reached (5000 directly, the rest forwarded)", tx, inv.Amount+5000)
 	}
 }
+
+// A crash in the middle of a split forward: one part paid and recorded,
+// the next part's invoice recorded and perhaps paid. After the restart
+// the recorded part is looked up, never paid again, and the rest is
+// paid; every part is paid exactly once.
+func TestSplitForwardResumesAfterARestart(t *testing.T) {
+	for _, alreadyPaid := range []bool{true, false} {
+		t.Run("paid="+strconv.FormatBool(alreadyPaid), func(t *testing.T) {
+			m := newMerchant(t)
+			m.maxSendable = 8_000_000
+			db := openMem(t)
+			clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+			payer := lnsim.NewPayer(m.node)
+			h := newForwardHarness(t, db, clock, m, payer)
+			h.createStore()
+			m.down.Store(true) // the first run never gets to pay
+			tries := m.tries.Load()
+			inv := h.invoice("10", kassa.EUR) // 20,000 sat: three parts
+			h.payLightning(inv, inv.Amount)
+			eventually(t, "the first run to try the address", func() bool { return m.tries.Load() > tries })
+			h.fwd.Shutdown()
+			m.down.Store(false)
+
+			// What the crashed run had recorded: the first part paid, the
+			// second one's invoice recorded.
+			var queued []kassa.QueuedTransfer
+			db.QueuedTransfers(context.Background(), h.store.ID, func(q kassa.QueuedTransfer) error { queued = append(queued, q); return nil })
+			if len(queued) != 1 {
+				t.Fatalf("%d queued transfers", len(queued))
+			}
+			c := lnurl.New(lnurl.Config{Net: &chaincfg.RegressionNetParams, AllowHTTP: true})
+			pr, err := c.FetchPayRequest(context.Background(), m.address())
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := clock.Now()
+			fw := &kassa.Forward{ID: "fwd_split", StoreID: h.store.ID, Status: kassa.ForwardOpen, Address: m.address(),
+				Transfers: queued, Amount: queued[0].Amount, CreatedAt: now, UpdatedAt: now}
+			for i := range 2 {
+				part := kassa.NextPart(fw.Remaining(), pr.MinSendable, pr.MaxSendable)
+				li, err := c.Invoice(context.Background(), pr, part, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				fw.AttemptPart(li.PaymentRequest, li.PaymentHash, part, li.Amount, 0, now)
+				if i == 0 || alreadyPaid {
+					if _, err := payer.PayInvoice(context.Background(), li.PaymentRequest, 0, time.Second); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if i == 0 {
+					fw.PartPaid(0, now)
+				}
+			}
+			b := db.NewBatch()
+			b.(kassa.ForwardBatch).PutForward(fw)
+			if err := db.Commit(context.Background(), b); err != nil {
+				t.Fatal(err)
+			}
+			recorded := fw.PaymentHash
+			sentBefore := payer.Sent()
+
+			h2 := newForwardHarness(t, db, clock, m, payer)
+			if _, err := h2.fwd.Recover(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			tx := h2.waitSettled(inv.ID)
+			paid := m.paid()
+			if len(paid) != 3 || !strings.Contains(tx.Hash, recorded) || tx.Hash != strings.Join(paid, ",") {
+				t.Fatalf("merchant paid %v; transfer hash %q: want three parts, the recorded one among them", paid, tx.Hash)
+			}
+			want := 2 // the recorded part and the last one
+			if alreadyPaid {
+				want = 1
+			}
+			if got := payer.Sent() - sentBefore; got != want {
+				t.Fatalf("%d payments sent after the restart, want %d", got, want)
+			}
+			if tx.Amount != inv.Amount {
+				t.Fatalf("transfer amount %d, want %d", tx.Amount, inv.Amount)
+			}
+		})
+	}
+}

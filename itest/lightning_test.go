@@ -254,8 +254,10 @@ func (e *lnEnv) merchantSettled() int {
 }
 
 // TestLightningOnLnd runs the Lightning scenarios on one network: the
-// network takes a while to build, so the cases share it in order.
+// network takes a while to build, so the cases share it in order. It
+// runs beside the chain tests (its own btcd, lnd nodes and ports).
 func TestLightningOnLnd(t *testing.T) {
+	t.Parallel()
 	e := newLNEnv(t)
 
 	t.Log("a paid invoice settles and is forwarded")

@@ -5,7 +5,7 @@ BIN     := bin/kassa
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: all build run test test-deps bench lint protos itest btcd lnd regtest clean
+.PHONY: all build run test test-deps bench lint protos itest test-pg btcd lnd regtest clean
 
 all: build
 
@@ -45,6 +45,12 @@ lnd:
 # Never skipped: a daemon that cannot be built fails them.
 itest: btcd lnd
 	$(GO) test -race -count=1 -timeout 20m ./itest/...
+	$(MAKE) test-pg
+
+# The single-node end-to-end suite again, with the store in a throw-away
+# PostgreSQL (kassa serve --store postgres://…).
+test-pg:
+	KASSA_E2E_STORE=postgres $(GO) test -race -count=1 -timeout 20m ./cmd/kassa
 
 # A regtest btcd on loopback, a funded test wallet and Kassa serving
 # against it; type `pay ADDRESS SATS` or `mine N` (README, "Real node").

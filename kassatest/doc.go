@@ -8,6 +8,7 @@
 // to the same cases:
 //
 //	RunJournal, RunReader, RunKeyValue   persistence
+//	RunForwardStore, RunSimStore         persistence: forwards, simulators
 //	RunChain, RunLightning               chain and Lightning backends
 //	RunWebhookClient                     the webhook egress client
 //

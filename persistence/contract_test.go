@@ -6,6 +6,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/simstore"
 	"github.com/kassapay/kassa/kassatest"
 )
 
@@ -46,6 +47,18 @@ func TestContract(t *testing.T) {
 			})
 			t.Run("KeyValue", func(t *testing.T) {
 				kassatest.RunKeyValue(t, func(t *testing.T) kassa.KeyValue { return openForContract(t, bk) })
+			})
+			t.Run("ForwardStore", func(t *testing.T) {
+				kassatest.RunForwardStore(t, func(t *testing.T) kassatest.ForwardStorage {
+					db := openForContract(t, bk)
+					return kassatest.ForwardStorage{Journal: db, Reader: db, Forwards: db}
+				})
+			})
+			t.Run("SimStore", func(t *testing.T) {
+				kassatest.RunSimStore(t, func(t *testing.T) func(string) simstore.Store {
+					db := openForContract(t, bk)
+					return func(name string) simstore.Store { return db.State(name) }
+				})
 			})
 		})
 	}

@@ -12,7 +12,10 @@ import (
 // of --config; a flag on the command line wins over the environment,
 // which wins over the file (see loadConfig).
 type Config struct {
-	Data          string
+	Data string
+	// Store is where the service keeps its data: "pebble" (the default,
+	// in Data) or a postgres:// URL.
+	Store         string
 	Listen        string
 	PublicURL     string
 	Chain         string
@@ -84,6 +87,7 @@ func DefaultConfig() Config {
 
 func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Data, "data", c.Data, "data directory (Pebble, admin.token)")
+	fs.StringVar(&c.Store, "store", c.Store, "where data is kept: pebble (in --data) or postgres://user:pass@host:port/db")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP listen address")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "base URL of checkout and pay-link pages (default http://LISTEN)")
 	fs.StringVar(&c.Chain, "chain", c.Chain, "chain backend: sim or rpc://user:pass@host:port")

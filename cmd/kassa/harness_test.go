@@ -40,7 +40,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build kassa:", err)
 		os.Exit(1)
 	}
+	if err := startE2EStore(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
+	stopE2EStore()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -82,7 +88,8 @@ var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
 func startServer(t *testing.T, dir string, extra ...string) *server {
 	t.Helper()
 	s := &server{t: t, data: dir, done: make(chan struct{})}
-	s.args = append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, extra...)
+	s.args = append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, e2eStoreArgs(t, dir)...)
+	s.args = append(s.args, extra...)
 	s.cmd = exec.Command(binPath, s.args...)
 	s.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	s.cmd.Stdout = stdoutWriter{s}

@@ -13,13 +13,12 @@ import (
 	"github.com/kassapay/kassa/egress"
 	"github.com/kassapay/kassa/lightning/lnd"
 	"github.com/kassapay/kassa/lnurl"
-	"github.com/kassapay/kassa/persistence"
 )
 
 // newLND connects the lnd backend of `--lightning lnd://…`. It does not
 // wait for lnd: while lnd is unreachable health says so and the watcher
 // reconnects with backoff.
-func newLND(raw string, db *persistence.DB, clock kassa.Clock, log *slog.Logger) (*lnd.Node, error) {
+func newLND(raw string, db storage, clock kassa.Clock, log *slog.Logger) (*lnd.Node, error) {
 	target, err := lnd.ParseTarget(raw)
 	if err != nil {
 		return nil, err
@@ -61,7 +60,7 @@ func openPaymentHashes(r kassa.Reader) func(context.Context, func(string) error)
 // and https only, unless --dev).
 // onchain says that the chain backend watches lnd's wallet addresses
 // (lndWalletAddress), so that confirmed payments to them are forwarded.
-func newForwarder(node *lnd.Node, db *persistence.DB, dev, onchain bool, clock kassa.Clock, log *slog.Logger) *actors.Forwarder {
+func newForwarder(node *lnd.Node, db storage, dev, onchain bool, clock kassa.Clock, log *slog.Logger) *actors.Forwarder {
 	cfg := egress.DefaultConfig()
 	cfg.AllowPrivate = dev
 	cfg.RequireHTTPS = !dev

@@ -25,7 +25,6 @@ import (
 	kassahttp "github.com/kassapay/kassa/http"
 	"github.com/kassapay/kassa/lightning/lnd"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
-	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/rates"
 	"github.com/kassapay/kassa/telemetry"
 )
@@ -40,7 +39,7 @@ type Main struct {
 
 	log       *slog.Logger
 	started   time.Time
-	db        *persistence.DB
+	db        storage
 	sys       *actors.System
 	forwarder *actors.Forwarder // nil unless --lightning lnd://
 	server    *nethttp.Server
@@ -112,7 +111,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if m.db, err = persistence.Open(filepath.Join(c.Data, "pebble"), persistence.Options{Logger: log, Clock: m.Clock}); err != nil {
+	if m.db, err = openStorage(ctx, c, m.Clock, log); err != nil {
 		return err
 	}
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/simstore"
 	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
@@ -64,6 +65,18 @@ func TestContract(t *testing.T) {
 		kassatest.RunReader(t, func(t *testing.T) kassatest.Storage {
 			db := openTest(t)
 			return kassatest.Storage{Journal: db, Reader: db}
+		})
+	})
+	t.Run("ForwardStore", func(t *testing.T) {
+		kassatest.RunForwardStore(t, func(t *testing.T) kassatest.ForwardStorage {
+			db := openTest(t)
+			return kassatest.ForwardStorage{Journal: db, Reader: db, Forwards: db}
+		})
+	})
+	t.Run("SimStore", func(t *testing.T) {
+		kassatest.RunSimStore(t, func(t *testing.T) func(string) simstore.Store {
+			db := openTest(t)
+			return func(name string) simstore.Store { return db.State(name) }
 		})
 	})
 }

@@ -100,6 +100,26 @@ var migrations = []string{
 		expires_ms bigint NOT NULL
 	);
 	CREATE INDEX kv_by_expiry ON kv (expires_ms);`,
+	// 2: the forward queue and forwards, the simulators' state.
+	`CREATE TABLE forward_queue (
+		store_id text COLLATE "C" NOT NULL,
+		transaction_id bigint NOT NULL,
+		doc bytea NOT NULL,
+		PRIMARY KEY (store_id, transaction_id)
+	);
+	CREATE TABLE forwards (
+		id text COLLATE "C" PRIMARY KEY,
+		store_id text COLLATE "C" NOT NULL,
+		open boolean NOT NULL,
+		doc bytea NOT NULL
+	);
+	CREATE INDEX open_forwards ON forwards (store_id, id) WHERE open;
+	CREATE TABLE sim_state (
+		space text COLLATE "C" NOT NULL,
+		key text COLLATE "C" NOT NULL,
+		value bytea NOT NULL,
+		PRIMARY KEY (space, key)
+	);`,
 }
 
 // migrationLock is the advisory lock key that serialises migrations of

@@ -207,7 +207,8 @@ func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 	}
 	if next, ok := inv.Deadline(); ok {
 		b.queue(`INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3)
-			ON CONFLICT (invoice_id) DO UPDATE SET store_id = EXCLUDED.store_id, deadline_ms = EXCLUDED.deadline_ms`,
+			ON CONFLICT (invoice_id) DO UPDATE SET store_id = EXCLUDED.store_id, deadline_ms = EXCLUDED.deadline_ms,
+				claimed_by = NULL, claim_expires_ms = 0`,
 			inv.ID, inv.StoreID, ms(next))
 	} else if prev != nil {
 		b.queue(`DELETE FROM open_invoices WHERE invoice_id = $1`, inv.ID)

@@ -120,6 +120,18 @@ var migrations = []string{
 		value bytea NOT NULL,
 		PRIMARY KEY (space, key)
 	);`,
+	// 3: cluster mode: claims on outbox deliveries and on overdue
+	// invoices, and the leases of the roles one node runs at a time.
+	`ALTER TABLE outbox ADD COLUMN claimed_by text COLLATE "C";
+	ALTER TABLE outbox ADD COLUMN claim_expires_ms bigint NOT NULL DEFAULT 0;
+	ALTER TABLE open_invoices ADD COLUMN claimed_by text COLLATE "C";
+	ALTER TABLE open_invoices ADD COLUMN claim_expires_ms bigint NOT NULL DEFAULT 0;
+	CREATE TABLE leases (
+		role text COLLATE "C" PRIMARY KEY,
+		holder text COLLATE "C" NOT NULL,
+		epoch bigint NOT NULL,
+		expires_ms bigint NOT NULL
+	);`,
 }
 
 // migrationLock is the advisory lock key that serialises migrations of

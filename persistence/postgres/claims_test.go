@@ -52,11 +52,11 @@ func TestClaimDeliveriesTwoClaimers(t *testing.T) {
 	want := putPending(t, dbA, endpoints, 6)
 
 	var (
-		mu       sync.Mutex
-		sent     = map[string][]string{}
-		by       = map[string]int{}
-		errs     []error
-		wg       sync.WaitGroup
+		mu   sync.Mutex
+		sent = map[string][]string{}
+		by   = map[string]int{}
+		errs []error
+		wg   sync.WaitGroup
 	)
 	claimer := func(db *DB, holder string) {
 		defer wg.Done()

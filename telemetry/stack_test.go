@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/actors"
@@ -250,3 +251,6 @@ func (s *stack) eventually(what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// tracer is the tests' tracer, from the recording provider.
+func tracer() trace.Tracer { return otel.Tracer("telemetry_test") }

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var metricsLine = regexp.MustCompile(`msg="metrics listening" addr=(\S+)`)
+
+// scrapeMetrics reads /metrics at addr into "series" → value.
+func scrapeMetrics(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	res, err := httpClient.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics = %d: %s", res.StatusCode, data)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// TestMetricsListener starts the binary with --metrics-listen, creates an
+// invoice over the API and pays it by Lightning with the simulator, then
+// scrapes the admin listener: the series show that run. The public
+// listener does not serve /metrics.
+func TestMetricsListener(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, t.TempDir(), "--metrics-listen", "127.0.0.1:0")
+	var addr string
+	waitFor(t, 10*time.Second, "the metrics listener's log line", func() bool {
+		m := metricsLine.FindStringSubmatch(s.Logs())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	st := s.createStore("--name", "Metrics", "--currency", "SATS")
+	inv := s.json("POST", "/api/v1/stores/"+st.StoreID+"/invoices", st.APIKey, map[string]any{"amount": 1000, "currency": "SATS"}, 200)
+	id := inv["id"].(string)
+	s.mustCLI("sim", "pay", id, "--method", "lightning")
+	waitFor(t, 30*time.Second, "the invoice to settle", func() bool {
+		return s.json("GET", "/api/v1/stores/"+st.StoreID+"/invoices/"+id, st.APIKey, nil, 200)["status"] == "Settled"
+	})
+	got := scrapeMetrics(t, addr)
+	want := map[string]float64{
+		`kassa_http_requests_total{method="POST",route="/api/v1/stores/{storeId}/invoices",status="200"}`: 1,
+		`kassa_http_requests_total{method="POST",route="/admin/v1/stores",status="200"}`:                  1,
+		`kassa_invoices_created_total{method="lightning"}`:                                                1,
+		`kassa_invoices_settled_total{method="lightning"}`:                                                1,
+		`kassa_invoices_settled_total{method="onchain"}`:                                                  0,
+		`kassa_lightning_settle_lag_seconds_count`:                                                        1,
+		`kassa_lightning_connected`:                                                                       1,
+		`kassa_chain_synced`:                                                                              1,
+		`kassa_chain_lag_blocks`:                                                                          0,
+		`kassa_actors{kind="store"}`:                                                                      1,
+		`kassa_forwards_pending`:                                                                          0,
+		`kassa_actor_restarts_total{kind="invoice"}`:                                                      0,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	for _, k := range []string{"kassa_pebble_commit_duration_seconds_count", "kassa_disk_free_bytes", `kassa_rate_age_seconds{provider="fixed (simulation)"}`, "go_goroutines"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("no series %s", k)
+		}
+	}
+	if got["kassa_pebble_commit_duration_seconds_count"] < 3 {
+		t.Errorf("%v commits: the store, the invoice and its settle at least", got["kassa_pebble_commit_duration_seconds_count"])
+	}
+	if status, _, _ := s.do("GET", "/metrics", "", nil); status != http.StatusNotFound {
+		t.Errorf("the public listener answers /metrics with %d", status)
+	}
+}

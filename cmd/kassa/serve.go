@@ -204,6 +204,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	go m.sweepExpired(runCtx)
 	m.sys.RunSweeper(runCtx)
+	runSharedExpiry(runCtx, m.db, m.sys, m.Clock, log)
 	recovered, err := m.sys.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover open invoices: %w", err)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/actors"
+	"github.com/kassapay/kassa/expiry"
 	"github.com/kassapay/kassa/internal/simstore"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/persistence/postgres"
@@ -72,3 +75,24 @@ func (pgStorage) Err() error { return nil }
 
 // Failed is never closed.
 func (pgStorage) Failed() <-chan struct{} { return nil }
+
+// runSharedExpiry starts the shared expiry sweeper when the store is
+// shared by several nodes (PostgreSQL): it fires the deadlines of
+// invoices whose owner's timer did not fire (docs/decisions.md, "Shared
+// expiry"). Pebble is one node's own: its timers are the only ones.
+func runSharedExpiry(ctx context.Context, db storage, sys *actors.System, clock kassa.Clock, log *slog.Logger) {
+	claims, ok := db.(kassa.ExpiryClaims)
+	if !ok {
+		return
+	}
+	s := &expiry.Sweeper{Claims: claims, Fire: sys.FireDeadline, Holder: nodeHolder(), Clock: clock, Log: log}
+	go s.Run(ctx)
+}
+
+// nodeHolder names this process in claims and leases: host, process and
+// a random part, so that a restarted node never passes for its former
+// self.
+func nodeHolder() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), kassa.NewID(""))
+}

@@ -1,6 +1,7 @@
 package kassa
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/mail"
@@ -187,7 +188,7 @@ func NewInvoice(id string, store *Store, r *InvoiceRequest, t InvoiceTerms) (Inv
 		RequestRate:              t.RequestRate,
 		OrderID:                  r.OrderID,
 		BuyerEmail:               r.BuyerEmail,
-		RedirectURL:              r.RedirectURL,
+		RedirectURL:              cmp.Or(r.RedirectURL, store.DefaultRedirectURL),
 		RedirectAutomatically:    r.RedirectAutomatically,
 		WalletMessage:            r.WalletMessage,
 		ReferralCode:             r.ReferralCode,

@@ -1,6 +1,7 @@
 package kassa
 
 import (
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -52,8 +53,14 @@ type Store struct {
 	// DefaultForwardFeePercent and DefaultForwardFeeCap.
 	ForwardFeePercent *decimal.Decimal `json:"forwardFeePercent,omitempty"`
 	ForwardFeeMax     Sats             `json:"forwardFeeMax,omitempty"`
-	APIKeys           []APIKey         `json:"apiKeys"`
-	CreatedAt         time.Time        `json:"createdAt"`
+	// LogoURL and BrandColor (#rrggbb) brand the store's customer pages;
+	// DefaultRedirectURL is where an invoice created without a
+	// redirectUrl sends the customer once paid.
+	LogoURL            string    `json:"logoUrl,omitempty"`
+	BrandColor         string    `json:"brandColor,omitempty"`
+	DefaultRedirectURL string    `json:"defaultRedirectUrl,omitempty"`
+	APIKeys            []APIKey  `json:"apiKeys"`
+	CreatedAt          time.Time `json:"createdAt"`
 }
 
 // APIKey is one of a store's API keys. Keys can be shown again at any
@@ -171,6 +178,98 @@ func (s *StoreSettings) Validate() error {
 		return InvalidFields(fields)
 	}
 	return nil
+}
+
+// StoreUpdate holds the settings a merchant may change on an existing
+// store (the dashboard's settings form). Every field replaces the stored
+// one; percentFee, underpaymentTolerance and the credit limit are the
+// operator's and are not here.
+type StoreUpdate struct {
+	Name                  string
+	Currency              Currency
+	LightningAddress      string
+	Xpub                  string
+	XpubType              string
+	ConfirmationsRequired int32
+	// OnchainMinAmount zero takes the default.
+	OnchainMinAmount   Sats
+	LogoURL            string
+	BrandColor         string
+	DefaultRedirectURL string
+}
+
+// MaxAPIKeys bounds the API keys of one store, and MaxAPIKeyLabel the
+// length of a key's label.
+const (
+	MaxAPIKeys     = 20
+	MaxAPIKeyLabel = 100
+)
+
+// Apply returns a copy of s with u applied, or the fields u gets wrong.
+// The derivation index stays where it is when the xpub changes: indexes
+// only ever grow, so no index is handed out twice whichever key it is
+// derived from.
+func (s *Store) Apply(u StoreUpdate) (*Store, error) {
+	var fields []FieldError
+	add := func(field, msg string) { fields = append(fields, FieldError{field, msg}) }
+	if u.Name == "" || len(u.Name) > 100 {
+		add("name", "is required, at most 100 characters")
+	}
+	c, err := ParseCurrency(string(u.Currency))
+	if err != nil {
+		add("currency", ErrorMessage(err))
+	}
+	if len(u.LightningAddress) > MaxShortText || u.LightningAddress != "" && !validLightningAddress(u.LightningAddress) {
+		add("lightningAddress", "must look like name@domain")
+	}
+	if len(u.Xpub) > 200 {
+		add("xpub", "is too long")
+	}
+	switch u.XpubType {
+	case "", "segwit", "taproot":
+	default:
+		add("xpubType", "must be segwit or taproot")
+	}
+	if u.ConfirmationsRequired < 0 || u.ConfirmationsRequired > 100 {
+		add("confirmations", "must be between 0 and 100")
+	}
+	if u.OnchainMinAmount < 0 || u.OnchainMinAmount > MaxSats {
+		add("onchainMinAmount", "must be between 1 and 2100000000000000 sat (0: the default)")
+	}
+	if u.LogoURL != "" && (len(u.LogoURL) > MaxURL || !validURL(u.LogoURL)) {
+		add("logoUrl", "must be an http(s) URL")
+	}
+	if u.BrandColor != "" && !validColor(u.BrandColor) {
+		add("brandColor", "must be a colour like #1a2b3c")
+	}
+	if u.DefaultRedirectURL != "" && (len(u.DefaultRedirectURL) > MaxURL || !validURL(u.DefaultRedirectURL)) {
+		add("defaultRedirectUrl", "must be an http(s) URL")
+	}
+	if len(fields) > 0 {
+		return nil, InvalidFields(fields)
+	}
+	next := *s
+	next.Name, next.Currency, next.LightningAddress = u.Name, c, u.LightningAddress
+	next.Xpub, next.XpubType, next.ConfirmationsRequired = u.Xpub, u.XpubType, u.ConfirmationsRequired
+	next.OnchainMinAmount, next.LogoURL, next.BrandColor, next.DefaultRedirectURL = u.OnchainMinAmount, u.LogoURL, u.BrandColor, u.DefaultRedirectURL
+	return &next, nil
+}
+
+func validLightningAddress(a string) bool {
+	name, domain, ok := strings.Cut(a, "@")
+	return ok && name != "" && domain != "" && !strings.ContainsAny(a, " \t\r\n/") && !strings.Contains(domain, "@")
+}
+
+func validColor(c string) bool {
+	if len(c) != 7 || c[0] != '#' {
+		return false
+	}
+	for _, r := range c[1:] {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // NewStore returns a new store with one API key.

@@ -2,14 +2,17 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/shopspring/decimal"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/protos"
 )
 
 // CreateStore creates a store with one API key.
@@ -315,4 +318,88 @@ func (s *System) savePaymentRequest(ctx context.Context, storeID string, msg *sa
 		return nil, err
 	}
 	return res.(*kassa.PaymentRequest), nil
+}
+
+// UpdateStore changes a store's settings. A new xpub is checked, and a
+// new Lightning address read, before anything is stored.
+func (s *System) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.UpdateStore", trace.WithAttributes(attribute.String("store.id", storeID)))
+	defer span.End()
+	old, err := s.cfg.Reader.Store(ctx, storeID)
+	if err != nil {
+		return nil, err
+	}
+	next, err := old.Apply(u)
+	if err != nil {
+		return nil, err
+	}
+	if x, ok := s.cfg.Chain.(interface{ CheckXpub(xpub, typ string) error }); ok && next.Xpub != "" &&
+		(next.Xpub != old.Xpub || next.XpubType != old.XpubType) {
+		if err := x.CheckXpub(next.Xpub, next.XpubType); err != nil {
+			return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "xpub", Message: kassa.ErrorMessage(err)}})
+		}
+	}
+	if next.LightningAddress != old.LightningAddress {
+		if err := s.readWalletBounds(ctx, next); err != nil {
+			return nil, err
+		}
+	}
+	res, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+		// Apply again to the actor's current state, so that a change
+		// racing this one (an allocated address index) is kept.
+		st, err := cur.Apply(u)
+		if err != nil {
+			return nil, nil, err
+		}
+		st.WalletMinSendable, st.WalletMaxSendable = next.WalletMinSendable, next.WalletMaxSendable
+		doc, err := json.Marshal(st)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, &protos.StoreEvent{Kind: &protos.StoreEvent_SettingsChanged{SettingsChanged: &protos.StoreSettingsChanged{Store: doc}}}, nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.Store), nil
+}
+
+// CreateAPIKey adds an API key to a store.
+func (s *System) CreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
+	ctx, span := s.tracer.Start(ctx, "actors.CreateAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
+	defer span.End()
+	label = strings.TrimSpace(label)
+	if label == "" || len(label) > kassa.MaxAPIKeyLabel {
+		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "label", Message: fmt.Sprintf("is required, at most %d characters", kassa.MaxAPIKeyLabel)}})
+	}
+	key := kassa.APIKey{ID: kassa.NewID("key_"), Label: label, Key: kassa.NewSecret(), CreatedAt: s.cfg.Clock.Now().UTC()}
+	_, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+		if len(cur.APIKeys) >= kassa.MaxAPIKeys {
+			return nil, nil, kassa.Errorf(kassa.Conflict, "a store has at most %d API keys: delete one first", kassa.MaxAPIKeys)
+		}
+		st := *cur
+		st.APIKeys = append(slices.Clone(cur.APIKeys), key)
+		return &st, &protos.StoreEvent{Kind: &protos.StoreEvent_ApiKeyCreated{ApiKeyCreated: &protos.APIKeyCreated{KeyId: key.ID, Label: label}}}, nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return &key, nil
+}
+
+// DeleteAPIKey removes an API key from a store; the API refuses it from
+// the moment this returns (it authenticates against the store's keys).
+func (s *System) DeleteAPIKey(ctx context.Context, storeID, keyID string) error {
+	ctx, span := s.tracer.Start(ctx, "actors.DeleteAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
+	defer span.End()
+	_, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+		i := slices.IndexFunc(cur.APIKeys, func(k kassa.APIKey) bool { return k.ID == keyID })
+		if i < 0 {
+			return nil, nil, kassa.Errorf(kassa.NotFound, "API key not found")
+		}
+		st := *cur
+		st.APIKeys = slices.Delete(slices.Clone(cur.APIKeys), i, i+1)
+		return &st, &protos.StoreEvent{Kind: &protos.StoreEvent_ApiKeyDeleted{ApiKeyDeleted: &protos.APIKeyDeleted{KeyId: keyID}}}, nil
+	}})
+	return err
 }

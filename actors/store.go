@@ -123,6 +123,8 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		ctx.Respond(a.topUp(msg))
 	case *allocateAddress:
 		ctx.Respond(a.allocateAddress(msg))
+	case *changeStore:
+		ctx.Respond(a.changeStore(msg))
 	case *saveWebhook:
 		ctx.Respond(a.saveWebhook(msg))
 	case *deleteWebhook:
@@ -333,6 +335,22 @@ func (a *storeActor) deleteWebhook(msg *deleteWebhook) reply {
 		return reply{err: err}
 	}
 	return reply{value: msg.webhook}
+}
+
+func (a *storeActor) changeStore(msg *changeStore) reply {
+	if a.st == nil {
+		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
+	}
+	next, ev, err := msg.change(a.st)
+	if err != nil {
+		return reply{err: err}
+	}
+	ev.AtUnixNano = a.sys.cfg.Clock.Now().UnixNano()
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) { b.PutStore(next, seq) }); err != nil {
+		return reply{err: err}
+	}
+	a.st = next
+	return reply{value: next}
 }
 
 func (a *storeActor) allocateAddress(msg *allocateAddress) reply {

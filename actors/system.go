@@ -240,6 +240,12 @@ type (
 		// rate is the price of one bitcoin in the store's currency.
 		rate decimal.Decimal
 	}
+	// changeStore changes the store's document: change gets the current
+	// store and returns the next one with the event that records it.
+	changeStore struct {
+		ctx    context.Context
+		change func(*kassa.Store) (*kassa.Store, *protos.StoreEvent, error)
+	}
 	// allocateAddress asks for the next xpub derivation index.
 	allocateAddress struct{ ctx context.Context }
 	// releaseAddress gives back the derivation index of an invoice that

@@ -47,6 +47,9 @@ type Deps struct {
 	// address. Set it only behind a proxy that sets the header, or clients
 	// choose their own address.
 	ClientIPHeader string
+	// Dashboard, when set, is the merchant dashboard, served under
+	// /dashboard (package dashboard).
+	Dashboard http.Handler
 	// Storage reports the store's failure for the health check: Err
 	// answers nil while writes work. Nil leaves storage out of health.
 	Storage interface{ Err() error }
@@ -151,6 +154,10 @@ func (s *server) routes() *chi.Mux {
 			r.Mount("/operator", http.StripPrefix("/admin/v1/operator", s.Operator))
 		}
 	})
+
+	if s.Dashboard != nil {
+		r.Mount("/dashboard", s.Dashboard)
+	}
 
 	r.Group(func(r chi.Router) {
 		r.Use(s.limitPages)

@@ -55,6 +55,9 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful stop: requests in flight and due
 	// webhook deliveries get this long to finish (see Main.Close).
 	ShutdownTimeout time.Duration
+	// DashboardSignup and DashboardPercentFee: see dashboardFlags.
+	DashboardSignup     string
+	DashboardPercentFee string
 }
 
 // DefaultConfig returns safe defaults: the embedded simulation on
@@ -76,8 +79,10 @@ func DefaultConfig() Config {
 		RateBurst:     200,
 		MemoryLimit:   "auto",
 
-		ShutdownTimeout:  30 * time.Second,
-		TraceSampleRatio: -1,
+		ShutdownTimeout:     30 * time.Second,
+		TraceSampleRatio:    -1,
+		DashboardSignup:     "open",
+		DashboardPercentFee: "1",
 
 		PageRateLimit:    kassahttp.DefaultPublicLimits().PageRate,
 		PayRateLimit:     kassahttp.DefaultPublicLimits().PayRate * 60,
@@ -86,6 +91,7 @@ func DefaultConfig() Config {
 }
 
 func (c *Config) flags(fs *flag.FlagSet) {
+	c.dashboardFlags(fs)
 	fs.StringVar(&c.Data, "data", c.Data, "data directory (Pebble, admin.token)")
 	fs.StringVar(&c.Store, "store", c.Store, "where data is kept: pebble (in --data) or postgres://user:pass@host:port/db")
 	fs.StringVar(&c.Listen, "listen", c.Listen, "HTTP listen address")

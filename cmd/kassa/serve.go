@@ -264,6 +264,9 @@ func (m *Main) Run(ctx context.Context) error {
 		deps.Simulator = sim
 	}
 	deps.Operator = m.operatorPage()
+	if deps.Dashboard, err = m.newDashboard(deps); err != nil {
+		return err
+	}
 	m.server = &nethttp.Server{
 		Handler:           kassahttp.NewHandler(deps),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa/dashboard"
+	kassahttp "github.com/kassapay/kassa/http"
+)
+
+func (c *Config) dashboardFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.DashboardSignup, "dashboard-signup", c.DashboardSignup,
+		"who may create a dashboard account: open (anyone; the first account is the operator) or invite (an operator's invitation; make the first operator with `kassa user create --admin`)")
+	fs.StringVar(&c.DashboardPercentFee, "dashboard-percent-fee", c.DashboardPercentFee,
+		"service fee in percent of stores created in the dashboard")
+}
+
+// newDashboard builds the merchant dashboard over the API's services.
+func (m *Main) newDashboard(d kassahttp.Deps) (*dashboard.Dashboard, error) {
+	c := m.Config
+	if c.DashboardSignup != dashboard.SignupOpen && c.DashboardSignup != dashboard.SignupInvite {
+		return nil, fmt.Errorf("--dashboard-signup %q: use open or invite", c.DashboardSignup)
+	}
+	fee, err := decimal.NewFromString(c.DashboardPercentFee)
+	if err != nil || fee.IsNegative() || fee.GreaterThan(decimal.NewFromInt(100)) {
+		return nil, fmt.Errorf("--dashboard-percent-fee %q: use a percentage between 0 and 100", c.DashboardPercentFee)
+	}
+	return dashboard.New(dashboard.Deps{
+		Reader: d.Reader, Services: m.sys, KV: d.KV, Simulator: d.Simulator, Clock: d.Clock, Logger: d.Logger,
+		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, PercentFee: fee,
+		ClientIPHeader: d.ClientIPHeader,
+	}), nil
+}

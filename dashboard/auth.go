@@ -1,0 +1,313 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kassapay/kassa"
+)
+
+// Cookie names. The session cookie is scoped to the dashboard.
+const (
+	sessionCookie = "kassa_session"
+	csrfCookie    = "kassa_csrf"
+)
+
+// loadSession puts the session of the request's cookie, if live, in the
+// context.
+func (h *Dashboard) loadSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		if c, err := r.Cookie(sessionCookie); err == nil {
+			s, err := h.session(r.Context(), c.Value)
+			if err != nil {
+				h.serverError(w, r, err)
+				return
+			}
+			if s != nil {
+				r = r.WithContext(context.WithValue(r.Context(), sessionKey, s))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// csrfToken is the token the request's forms carry: the session's once
+// signed in, before that the one of a cookie set here.
+func (h *Dashboard) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	if s := current(r.Context()); s != nil {
+		return s.CSRF
+	}
+	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) >= 32 && len(c.Value) <= 100 {
+		return c.Value
+	}
+	token := newToken()
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: token, Path: Prefix, HttpOnly: true,
+		Secure: h.secure, SameSite: http.SameSiteStrictMode})
+	return token
+}
+
+// maxForm bounds a form's body.
+const maxForm = 64 << 10
+
+// checkCSRF refuses, with 403, every POST whose csrf field does not match
+// the token of the session (or, before sign-in, of the CSRF cookie).
+func (h *Dashboard) checkCSRF(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			next.ServeHTTP(w, r)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+		if err := r.ParseForm(); err != nil {
+			h.fail(w, r, http.StatusBadRequest, msg("err.form"))
+			return
+		}
+		var want string
+		if s := current(r.Context()); s != nil {
+			want = s.CSRF
+		} else if c, err := r.Cookie(csrfCookie); err == nil {
+			want = c.Value
+		}
+		got := r.PostForm.Get("csrf")
+		if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			h.fail(w, r, http.StatusForbidden, msg("err.csrf"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *Dashboard) setSessionCookie(w http.ResponseWriter, s *session) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: s.token, Path: Prefix, HttpOnly: true,
+		Secure: h.secure, SameSite: http.SameSiteLaxMode, MaxAge: int(sessionLifetime / time.Second)})
+}
+
+func (h *Dashboard) signupPage(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusOK, "signup", map[string]any{"Invite": r.URL.Query().Get("invite"), "Open": h.Signup == SignupOpen})
+}
+
+func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
+	email, password, code := strings.TrimSpace(r.PostForm.Get("email")), r.PostForm.Get("password"), r.PostForm.Get("invite")
+	data := map[string]any{"Invite": code, "Open": h.Signup == SignupOpen, "Email": email}
+	if problem := checkAccount(email, password); problem != "" {
+		data["Error"] = problem
+		h.render(w, r, http.StatusUnprocessableEntity, "signup", data)
+		return
+	}
+	if h.Signup != SignupOpen {
+		ok, err := h.useInvite(r.Context(), code)
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		if !ok {
+			data["Error"] = msg("err.invite")
+			h.render(w, r, http.StatusForbidden, "signup", data)
+			return
+		}
+	}
+	u, err := h.createUser(r.Context(), email, password, false)
+	if err != nil {
+		if kassa.ErrorCode(err) == kassa.Conflict || kassa.ErrorCode(err) == kassa.Invalid {
+			data["Error"] = kassa.ErrorMessage(err)
+			h.render(w, r, http.StatusUnprocessableEntity, "signup", data)
+			return
+		}
+		h.serverError(w, r, err)
+		return
+	}
+	h.startSession(w, r, u)
+}
+
+func (h *Dashboard) startSession(w http.ResponseWriter, r *http.Request, u *user) {
+	s, err := h.newSession(r.Context(), u)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	h.setSessionCookie(w, s)
+	http.Redirect(w, r, Prefix+"/stores", http.StatusSeeOther)
+}
+
+func (h *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
+	if current(r.Context()) != nil {
+		http.Redirect(w, r, Prefix+"/stores", http.StatusSeeOther)
+		return
+	}
+	h.render(w, r, http.StatusOK, "login", map[string]any{"Open": h.Signup == SignupOpen})
+}
+
+func (h *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	email, password := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email"))), r.PostForm.Get("password")
+	ip := h.clientIP(r)
+	data := map[string]any{"Email": email, "Open": h.Signup == SignupOpen}
+	if wait := h.limits.blocked(ip, email); wait > 0 {
+		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
+		data["Error"] = msg("err.ratelimit")
+		h.render(w, r, http.StatusTooManyRequests, "login", data)
+		return
+	}
+	u, err := h.user(r.Context(), email)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	hash := dummyHash
+	if u != nil {
+		hash = u.PasswordHash
+	}
+	if !checkPassword(hash, password) || u == nil || len(password) > maxPassword {
+		h.limits.failed(ip, email)
+		data["Error"] = msg("err.login")
+		h.render(w, r, http.StatusUnauthorized, "login", data)
+		return
+	}
+	h.limits.succeeded(email)
+	h.startSession(w, r, u)
+}
+
+func (h *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	if s := current(r.Context()); s != nil {
+		if err := h.endSession(r.Context(), s.token); err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: Prefix, HttpOnly: true, Secure: h.secure,
+		SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
+}
+
+// clientIP is the address the login limit counts: the last address of
+// ClientIPHeader behind a proxy, else the connection's.
+func (h *Dashboard) clientIP(r *http.Request) string {
+	if h.ClientIPHeader != "" {
+		if v := r.Header.Get(h.ClientIPHeader); v != "" {
+			parts := strings.Split(v, ",")
+			return strings.TrimSpace(parts[len(parts)-1])
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// Login limits: failed sign-ins allowed per window, per address and per
+// account. Reaching either answers 429 until the window ends.
+const (
+	loginWindow     = 15 * time.Minute
+	maxFailsAddress = 20
+	maxFailsAccount = 5
+	maxTracked      = 100_000
+)
+
+// loginLimiter counts failed sign-ins in fixed windows.
+type loginLimiter struct {
+	clock kassa.Clock
+	mu    sync.Mutex
+	byKey map[string]*failWindow
+}
+
+type failWindow struct {
+	start time.Time
+	fails int
+}
+
+func newLoginLimiter(c kassa.Clock) *loginLimiter {
+	return &loginLimiter{clock: c, byKey: map[string]*failWindow{}}
+}
+
+// blocked returns how long ip or account must wait, or 0.
+func (l *loginLimiter) blocked(ip, account string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	var wait time.Duration
+	for key, limit := range map[string]int{"ip:" + ip: maxFailsAddress, "acct:" + account: maxFailsAccount} {
+		if f, ok := l.byKey[key]; ok && now.Sub(f.start) < loginWindow && f.fails >= limit {
+			wait = max(wait, loginWindow-now.Sub(f.start))
+		}
+	}
+	return wait
+}
+
+func (l *loginLimiter) failed(ip, account string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.clock.Now()
+	if len(l.byKey) >= maxTracked {
+		for k, f := range l.byKey {
+			if now.Sub(f.start) >= loginWindow {
+				delete(l.byKey, k)
+			}
+		}
+	}
+	for _, key := range []string{"ip:" + ip, "acct:" + account} {
+		f, ok := l.byKey[key]
+		if !ok || now.Sub(f.start) >= loginWindow {
+			f = &failWindow{start: now}
+			l.byKey[key] = f
+		}
+		f.fails++
+	}
+}
+
+// succeeded forgets the account's failures.
+func (l *loginLimiter) succeeded(account string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.byKey, "acct:"+account)
+}
+
+// adminCreateUser makes an account for `kassa user create`: JSON
+// {"email","password","admin"} with the admin token as bearer.
+func (h *Dashboard) adminCreateUser(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if h.AdminToken == "" || !strings.EqualFold(scheme, "Bearer") ||
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(h.AdminToken)) != 1 {
+		writeJSONError(w, http.StatusUnauthorized, "needs Authorization: Bearer <admin token>")
+		return
+	}
+	var in struct {
+		Email    string `json:"email"`
+		Password string `json:"password"`
+		Admin    bool   `json:"admin"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxForm)).Decode(&in); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "body must be JSON {\"email\",\"password\",\"admin\"}")
+		return
+	}
+	u, err := h.createUser(r.Context(), strings.TrimSpace(in.Email), in.Password, in.Admin)
+	switch {
+	case err == nil:
+	case kassa.ErrorCode(err) == kassa.Invalid:
+		writeJSONError(w, http.StatusUnprocessableEntity, kassa.ErrorMessage(err))
+		return
+	case kassa.ErrorCode(err) == kassa.Conflict:
+		writeJSONError(w, http.StatusConflict, kassa.ErrorMessage(err))
+		return
+	default:
+		h.log.Error("dashboard: create user", "err", err)
+		writeJSONError(w, http.StatusInternalServerError, "could not create the account")
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(map[string]any{"email": u.Email, "admin": u.Admin})
+}
+
+func writeJSONError(w http.ResponseWriter, status int, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]string{"message": message})
+}

@@ -1,0 +1,266 @@
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+)
+
+// Services are the write paths the dashboard uses: the same ones the API
+// uses (in cmd/kassa, the actor system).
+type Services interface {
+	kassa.StoreService
+	kassa.StoreSettingsService
+	kassa.InvoiceService
+	kassa.PaymentRequestService
+	kassa.WebhookService
+}
+
+// Signup modes.
+const (
+	// SignupOpen lets anyone create an account.
+	SignupOpen = "open"
+	// SignupInvite needs an invitation an operator made.
+	SignupInvite = "invite"
+)
+
+// Deps are what the dashboard consumes.
+type Deps struct {
+	Reader   kassa.Reader
+	Services Services
+	// KV keeps users, sessions, invitations and top-ups.
+	KV        kassa.KeyValue
+	Simulator kassa.Simulator // nil unless simulated
+	Clock     kassa.Clock
+	Logger    *slog.Logger
+	// PublicURL is the service's base URL; an https URL makes the session
+	// cookie Secure.
+	PublicURL string
+	// AdminToken authenticates `kassa user create` (POST /dashboard/admin/users).
+	AdminToken string
+	// Signup is SignupOpen or SignupInvite. In either mode the first
+	// account, when none exists yet, may be made by sign-up only when the
+	// mode is open; `kassa user create --admin` makes it otherwise.
+	Signup string
+	// PercentFee is the service fee of stores created in the dashboard.
+	PercentFee decimal.Decimal
+	// ClientIPHeader names the header whose last address is the client's
+	// (behind a reverse proxy), for the login rate limit.
+	ClientIPHeader string
+	// Operator, when set, is mounted at /dashboard/operator for operators.
+	Operator http.Handler
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Dashboard is the dashboard's HTTP handler.
+type Dashboard struct {
+	Deps
+	log     *slog.Logger
+	secure  bool
+	pages   map[string]*template.Template
+	router  *chi.Mux
+	limits  *loginLimiter
+	usersMu sync.Mutex // serialises changes to user records
+	topupMu sync.Mutex // serialises crediting top-ups
+}
+
+// New returns the dashboard, to be mounted at /dashboard.
+func New(d Deps) *Dashboard {
+	if d.Clock == nil {
+		d.Clock = kassa.SystemClock{}
+	}
+	if d.Signup == "" {
+		d.Signup = SignupOpen
+	}
+	h := &Dashboard{Deps: d, log: d.Logger, secure: strings.HasPrefix(d.PublicURL, "https://")}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.limits = newLoginLimiter(d.Clock)
+	h.pages = parsePages()
+	h.router = h.routes()
+	return h
+}
+
+func (h *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.router.ServeHTTP(w, r) }
+
+// Prefix is where the dashboard is mounted.
+const Prefix = "/dashboard"
+
+func (h *Dashboard) routes() *chi.Mux {
+	r := chi.NewRouter()
+	r.Use(securityHeaders)
+	static, _ := fs.Sub(staticFS, "static")
+	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", cacheStatic(http.FileServerFS(static))))
+	r.Post("/admin/users", h.adminCreateUser)
+
+	r.Group(func(r chi.Router) {
+		r.Use(h.loadSession, h.checkCSRF)
+		r.NotFound(h.notFound)
+		r.Get("/", h.home)
+		r.Get("/signup", h.signupPage)
+		r.Post("/signup", h.signup)
+		r.Get("/login", h.loginPage)
+		r.Post("/login", h.login)
+		r.Post("/logout", h.logout)
+
+		r.Group(func(r chi.Router) {
+			r.Use(h.requireUser)
+			r.Get("/stores", h.listStores)
+			r.Get("/stores/new", h.newStorePage)
+			r.Post("/stores", h.createStore)
+			r.Get("/invites", h.invitesPage)
+			r.Post("/invites", h.createInvite)
+			if h.Operator != nil {
+				r.With(h.requireAdmin).Mount("/operator", http.StripPrefix(Prefix+"/operator", h.Operator))
+			}
+			r.Route("/stores/{storeId}", func(r chi.Router) {
+				r.Use(h.storeAccess)
+				r.Get("/", h.storeSettings)
+				r.Post("/settings", h.updateSettings)
+
+				r.Get("/keys", h.keysPage)
+				r.Post("/keys", h.createKey)
+				r.Post("/keys/{keyId}/delete", h.deleteKey)
+
+				r.Get("/webhooks", h.webhooksPage)
+				r.Post("/webhooks", h.createWebhook)
+				r.Get("/webhooks/{webhookId}", h.webhookPage)
+				r.Post("/webhooks/{webhookId}", h.updateWebhook)
+				r.Post("/webhooks/{webhookId}/toggle", h.toggleWebhook)
+				r.Post("/webhooks/{webhookId}/delete", h.deleteWebhook)
+				r.Post("/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver", h.redeliver)
+
+				r.Get("/invoices", h.invoicesPage)
+				r.Get("/invoices/new", h.newInvoicePage)
+				r.Post("/invoices", h.createInvoice)
+				r.Get("/invoices/{invoiceId}", h.invoicePage)
+				r.Post("/invoices/{invoiceId}/invalid", h.markInvalid)
+
+				r.Get("/paylinks", h.payLinksPage)
+				r.Post("/paylinks", h.createPayLink)
+				r.Get("/paylinks/{payLinkId}", h.payLinkPage)
+				r.Post("/paylinks/{payLinkId}", h.updatePayLink)
+				r.Post("/paylinks/{payLinkId}/archive", h.archivePayLink)
+
+				r.Get("/transactions", h.transactionsPage)
+				r.Get("/transactions.csv", h.exportCSV)
+
+				r.Get("/balance", h.balancePage)
+				r.Post("/balance/topup", h.createTopUp)
+				r.Post("/balance/topup/{invoiceId}/simpay", h.simPayTopUp)
+			})
+		})
+	})
+	return r
+}
+
+// csp allows the dashboard's own style sheet, script and images only;
+// no inline script or style, no frames, forms only to itself.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", csp)
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func cacheStatic(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		next.ServeHTTP(w, r)
+	})
+}
+
+type ctxKey int
+
+const (
+	sessionKey ctxKey = iota
+	storeKey
+)
+
+// current is the signed-in user's session, or nil.
+func current(ctx context.Context) *session {
+	s, _ := ctx.Value(sessionKey).(*session)
+	return s
+}
+
+// currentStore is the store of a /stores/{storeId} route, checked by
+// storeAccess.
+func currentStore(ctx context.Context) *kassa.Store {
+	s, _ := ctx.Value(storeKey).(*kassa.Store)
+	return s
+}
+
+// requireUser sends visitors who are not signed in to the login page.
+func (h *Dashboard) requireUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if current(r.Context()) == nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
+				return
+			}
+			h.fail(w, r, http.StatusUnauthorized, msg("err.signin"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *Dashboard) requireAdmin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !current(r.Context()).user.Admin {
+			h.notFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// storeAccess admits a user to the stores they own, an operator to every
+// store. A store the user may not see answers 404 as if it did not exist.
+func (h *Dashboard) storeAccess(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := chi.URLParam(r, "storeId")
+		u := current(r.Context()).user
+		if !kassa.ValidID(id) || !u.Admin && !u.owns(id) {
+			h.notFound(w, r)
+			return
+		}
+		st, err := h.Reader.Store(r.Context(), id)
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), storeKey, st)))
+	})
+}
+
+func (h *Dashboard) home(w http.ResponseWriter, r *http.Request) {
+	if current(r.Context()) == nil {
+		http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/stores", http.StatusSeeOther)
+}

@@ -1,0 +1,329 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+)
+
+// Paging of the invoice and transaction lists: the reader's pages are
+// read until a page of the screen is full (or the range ends), always
+// stopping at a reader page's end so that its cursor goes on from there.
+const (
+	readerPage = 100
+	screenPage = 50
+	maxScans   = 20
+)
+
+// dateRange reads the from and to dates (YYYY-MM-DD, UTC; to includes
+// its whole day).
+func dateRange(r *http.Request) (from, to time.Time, problem string) {
+	q := r.URL.Query()
+	if v := q.Get("from"); v != "" {
+		t, err := time.Parse("2006-01-02", v)
+		if err != nil {
+			return from, to, msg("err.date")
+		}
+		from = t
+	}
+	if v := q.Get("to"); v != "" {
+		t, err := time.Parse("2006-01-02", v)
+		if err != nil {
+			return from, to, msg("err.date")
+		}
+		to = t.Add(24*time.Hour - time.Second)
+	}
+	return from, to, ""
+}
+
+func (h *Dashboard) invoicesPage(w http.ResponseWriter, r *http.Request) {
+	st := currentStore(r.Context())
+	from, to, problem := dateRange(r)
+	status := r.URL.Query().Get("status")
+	data := map[string]any{"From": r.URL.Query().Get("from"), "To": r.URL.Query().Get("to"), "Status": status, "Error": problem}
+	if problem != "" {
+		h.render(w, r, http.StatusBadRequest, "invoices", data)
+		return
+	}
+	var list []*kassa.Invoice
+	cursor := r.URL.Query().Get("cursor")
+	for range maxScans {
+		next, err := h.Reader.Invoices(r.Context(), st.ID, kassa.ListQuery{From: from, To: to, Limit: readerPage, Cursor: cursor}, func(inv *kassa.Invoice) error {
+			if status == "" || inv.Status.String() == status {
+				list = append(list, inv)
+			}
+			return nil
+		})
+		if err != nil {
+			if kassa.ErrorCode(err) == kassa.Invalid {
+				data["Error"] = kassa.ErrorMessage(err)
+				h.render(w, r, http.StatusBadRequest, "invoices", data)
+				return
+			}
+			h.serverError(w, r, err)
+			return
+		}
+		cursor = next
+		if next == "" || len(list) >= screenPage {
+			break
+		}
+	}
+	data["Invoices"], data["Next"] = list, cursor
+	h.render(w, r, http.StatusOK, "invoices", data)
+}
+
+// invoiceOf returns the invoice of the path when it belongs to the store.
+func (h *Dashboard) invoiceOf(w http.ResponseWriter, r *http.Request) *kassa.Invoice {
+	id := chi.URLParam(r, "invoiceId")
+	if !kassa.ValidID(id) {
+		h.notFound(w, r)
+		return nil
+	}
+	inv, err := h.Reader.Invoice(r.Context(), id)
+	if err == nil && inv.StoreID != currentStore(r.Context()).ID {
+		err = kassa.Errorf(kassa.NotFound, "invoice not found")
+	}
+	if err != nil {
+		h.serverError(w, r, err)
+		return nil
+	}
+	return inv
+}
+
+func (h *Dashboard) invoicePage(w http.ResponseWriter, r *http.Request) {
+	inv := h.invoiceOf(w, r)
+	if inv == nil {
+		return
+	}
+	h.renderInvoice(w, r, http.StatusOK, inv, map[string]any{})
+}
+
+func (h *Dashboard) renderInvoice(w http.ResponseWriter, r *http.Request, status int, inv *kassa.Invoice, data map[string]any) {
+	st := currentStore(r.Context())
+	txs, err := h.Reader.TransactionsByInvoice(r.Context(), inv.ID)
+	if err != nil && kassa.ErrorCode(err) != kassa.NotFound {
+		h.serverError(w, r, err)
+		return
+	}
+	// The deliveries the invoice caused: each webhook's deliveries since
+	// the invoice was made, bounded.
+	var deliveries []*kassa.Delivery
+	hooks, err := h.storeWebhooks(r, st)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	for _, hook := range hooks {
+		_, err := h.Reader.Deliveries(r.Context(), hook.ID, kassa.ListQuery{From: inv.CreatedAt, Limit: 1000}, func(d *kassa.Delivery) error {
+			if d.InvoiceID == inv.ID && len(deliveries) < maxDeliveriesShown {
+				deliveries = append(deliveries, d)
+			}
+			return nil
+		})
+		if err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+	}
+	meta := ""
+	if len(inv.Metadata) > 0 {
+		var v any
+		if json.Unmarshal(inv.Metadata, &v) == nil {
+			b, _ := json.MarshalIndent(v, "", "  ")
+			meta = string(b)
+		}
+	}
+	data["Inv"], data["Txs"], data["Deliveries"], data["Meta"] = inv, txs, deliveries, meta
+	data["Checkout"] = strings.TrimRight(h.PublicURL, "/") + "/checkout/" + inv.ID
+	data["CanInvalidate"] = inv.Status == kassa.InvoiceNew || inv.Status == kassa.InvoiceProcessing || inv.Status == kassa.InvoiceExpired
+	h.render(w, r, status, "invoice", data)
+}
+
+func (h *Dashboard) markInvalid(w http.ResponseWriter, r *http.Request) {
+	inv := h.invoiceOf(w, r)
+	if inv == nil {
+		return
+	}
+	if _, err := h.Services.MarkInvoiceInvalid(r.Context(), inv.StoreID, inv.ID); err != nil {
+		if m, ok := fieldErrors(err); ok {
+			h.renderInvoice(w, r, http.StatusConflict, inv, map[string]any{"Error": m})
+			return
+		}
+		h.serverError(w, r, err)
+		return
+	}
+	redirect(w, r, currentStore(r.Context()), "/invoices/"+inv.ID, "invalidated")
+}
+
+func (h *Dashboard) newInvoicePage(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusOK, "invoice_new", map[string]any{"Currency": string(currentStore(r.Context()).Currency)})
+}
+
+func (h *Dashboard) createInvoice(w http.ResponseWriter, r *http.Request) {
+	st := currentStore(r.Context())
+	f := r.PostForm
+	req := &kassa.InvoiceRequest{Currency: kassa.Currency(f.Get("currency")), OrderID: strings.TrimSpace(f.Get("orderId")),
+		BuyerEmail: strings.TrimSpace(f.Get("buyerEmail")), RedirectURL: strings.TrimSpace(f.Get("redirectUrl"))}
+	data := map[string]any{"Currency": f.Get("currency"), "Amount": f.Get("amount"), "OrderID": req.OrderID, "BuyerEmail": req.BuyerEmail, "RedirectURL": req.RedirectURL}
+	if a := strings.TrimSpace(f.Get("amount")); a != "" {
+		d, err := decimal.NewFromString(a)
+		if err != nil {
+			data["Error"] = "amount: " + msg("err.number")
+			h.render(w, r, http.StatusUnprocessableEntity, "invoice_new", data)
+			return
+		}
+		req.Amount, req.HasAmount = d, true
+	}
+	inv, err := h.Services.CreateInvoice(r.Context(), st.ID, req)
+	if err != nil {
+		if m, ok := fieldErrors(err); ok {
+			data["Error"] = m
+			h.render(w, r, http.StatusUnprocessableEntity, "invoice_new", data)
+			return
+		}
+		h.serverError(w, r, err)
+		return
+	}
+	redirect(w, r, st, "/invoices/"+inv.ID, "invoicecreated")
+}
+
+// Pay links.
+
+func (h *Dashboard) payLinksPage(w http.ResponseWriter, r *http.Request) {
+	h.renderPayLinks(w, r, http.StatusOK, map[string]any{"Currency": string(currentStore(r.Context()).Currency)})
+}
+
+func (h *Dashboard) renderPayLinks(w http.ResponseWriter, r *http.Request, status int, data map[string]any) {
+	st := currentStore(r.Context())
+	var list []*kassa.PaymentRequest
+	if err := h.Reader.PaymentRequests(r.Context(), st.ID, func(p *kassa.PaymentRequest) error {
+		list = append(list, p)
+		return nil
+	}); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	data["Links"], data["Now"], data["Base"] = list, h.Clock.Now(), strings.TrimRight(h.PublicURL, "/")+"/payment-requests/"
+	h.render(w, r, status, "paylinks", data)
+}
+
+// payLinkInput reads the pay link form.
+func payLinkInput(r *http.Request) (*kassa.PaymentRequestInput, string) {
+	f := r.PostForm
+	in := &kassa.PaymentRequestInput{Title: strings.TrimSpace(f.Get("title")), Currency: kassa.Currency(f.Get("currency")),
+		OrderID: strings.TrimSpace(f.Get("orderId")), Description: strings.TrimSpace(f.Get("description")),
+		RedirectURL: strings.TrimSpace(f.Get("redirectUrl")), CustomerEmail: strings.TrimSpace(f.Get("customerEmail")),
+		InternalNote: strings.TrimSpace(f.Get("internalNote"))}
+	if a := strings.TrimSpace(f.Get("amount")); a != "" {
+		d, err := decimal.NewFromString(a)
+		if err != nil {
+			return nil, "amount: " + msg("err.number")
+		}
+		in.Amount, in.HasAmount = d, true
+	}
+	if v := strings.TrimSpace(f.Get("discount")); v != "" {
+		d, err := decimal.NewFromString(v)
+		if err != nil {
+			return nil, "discount: " + msg("err.number")
+		}
+		in.Discount = d
+	}
+	if v := strings.TrimSpace(f.Get("expiryDate")); v != "" {
+		t, err := time.Parse("2006-01-02", v)
+		if err != nil {
+			return nil, msg("err.date")
+		}
+		in.ExpiryDate = t.Add(24*time.Hour - time.Second)
+	}
+	return in, ""
+}
+
+func (h *Dashboard) createPayLink(w http.ResponseWriter, r *http.Request) {
+	st := currentStore(r.Context())
+	in, problem := payLinkInput(r)
+	if problem == "" {
+		if _, err := h.Services.CreatePaymentRequest(r.Context(), st.ID, in); err != nil {
+			m, ok := fieldErrors(err)
+			if !ok {
+				h.serverError(w, r, err)
+				return
+			}
+			problem = m
+		}
+	}
+	if problem != "" {
+		h.renderPayLinks(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": problem, "F": r.PostForm, "Currency": r.PostForm.Get("currency")})
+		return
+	}
+	redirect(w, r, st, "/paylinks", "linkcreated")
+}
+
+func (h *Dashboard) payLinkOf(w http.ResponseWriter, r *http.Request) *kassa.PaymentRequest {
+	id := chi.URLParam(r, "payLinkId")
+	if !kassa.ValidID(id) {
+		h.notFound(w, r)
+		return nil
+	}
+	p, err := h.Reader.PaymentRequest(r.Context(), id)
+	if err == nil && p.StoreID != currentStore(r.Context()).ID {
+		err = kassa.Errorf(kassa.NotFound, "pay link not found")
+	}
+	if err != nil {
+		h.serverError(w, r, err)
+		return nil
+	}
+	return p
+}
+
+func (h *Dashboard) payLinkPage(w http.ResponseWriter, r *http.Request) {
+	if p := h.payLinkOf(w, r); p != nil {
+		h.render(w, r, http.StatusOK, "paylink", map[string]any{"L": p, "URL": strings.TrimRight(h.PublicURL, "/") + "/payment-requests/" + p.ID, "Now": h.Clock.Now()})
+	}
+}
+
+func (h *Dashboard) updatePayLink(w http.ResponseWriter, r *http.Request) {
+	p := h.payLinkOf(w, r)
+	if p == nil {
+		return
+	}
+	in, problem := payLinkInput(r)
+	if problem == "" {
+		if _, err := h.Services.UpdatePaymentRequest(r.Context(), p.StoreID, p.ID, in); err != nil {
+			m, ok := fieldErrors(err)
+			if !ok {
+				h.serverError(w, r, err)
+				return
+			}
+			problem = m
+		}
+	}
+	if problem != "" {
+		h.render(w, r, http.StatusUnprocessableEntity, "paylink", map[string]any{"L": p, "Error": problem,
+			"URL": strings.TrimRight(h.PublicURL, "/") + "/payment-requests/" + p.ID, "Now": h.Clock.Now()})
+		return
+	}
+	redirect(w, r, currentStore(r.Context()), "/paylinks/"+p.ID, "saved")
+}
+
+func (h *Dashboard) archivePayLink(w http.ResponseWriter, r *http.Request) {
+	p := h.payLinkOf(w, r)
+	if p == nil {
+		return
+	}
+	if err := h.Services.ArchivePaymentRequest(r.Context(), p.StoreID, p.ID); err != nil {
+		if m, ok := fieldErrors(err); ok {
+			h.render(w, r, http.StatusConflict, "paylink", map[string]any{"L": p, "Error": m,
+				"URL": strings.TrimRight(h.PublicURL, "/") + "/payment-requests/" + p.ID, "Now": h.Clock.Now()})
+			return
+		}
+		h.serverError(w, r, err)
+		return
+	}
+	redirect(w, r, currentStore(r.Context()), "/paylinks", "archived")
+}

@@ -1,0 +1,180 @@
+package dashboard
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kassapay/kassa"
+)
+
+// storeRow is a store in the list, with its prepaid balance.
+type storeRow struct {
+	Store   *kassa.Store
+	Balance kassa.Sats
+}
+
+func (h *Dashboard) listStores(w http.ResponseWriter, r *http.Request) {
+	u := current(r.Context()).user
+	var rows []storeRow
+	add := func(st *kassa.Store) error {
+		bal, err := h.Reader.Balance(r.Context(), st.ID)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, storeRow{st, bal})
+		return nil
+	}
+	var err error
+	if u.Admin {
+		err = h.Reader.Stores(r.Context(), add)
+	} else {
+		for _, id := range u.StoreIDs {
+			st, e := h.Reader.Store(r.Context(), id)
+			if kassa.ErrorCode(e) == kassa.NotFound {
+				continue
+			}
+			if e != nil {
+				err = e
+				break
+			}
+			if err = add(st); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "stores", map[string]any{"Rows": rows})
+}
+
+func (h *Dashboard) newStorePage(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusOK, "store_new", map[string]any{"Currency": "EUR"})
+}
+
+func (h *Dashboard) createStore(w http.ResponseWriter, r *http.Request) {
+	f := r.PostForm
+	s := current(r.Context())
+	settings := kassa.StoreSettings{Name: strings.TrimSpace(f.Get("name")), Currency: kassa.Currency(f.Get("currency")),
+		PercentFee: h.PercentFee, ConfirmationsRequired: 1}
+	st, err := h.Services.CreateStore(r.Context(), settings)
+	if err != nil {
+		if m, ok := fieldErrors(err); ok {
+			h.render(w, r, http.StatusUnprocessableEntity, "store_new", map[string]any{"Error": m, "Name": settings.Name, "Currency": f.Get("currency")})
+			return
+		}
+		h.serverError(w, r, err)
+		return
+	}
+	if err := h.addStore(r.Context(), s.Email, st.ID); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	redirect(w, r, st, "/", "created")
+}
+
+func (h *Dashboard) storeSettings(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusOK, "settings", map[string]any{"S": currentStore(r.Context())})
+}
+
+func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
+	st := currentStore(r.Context())
+	f := r.PostForm
+	confs, err1 := strconv.ParseInt(strings.TrimSpace(f.Get("confirmations")), 10, 32)
+	minSat, err2 := strconv.ParseInt(cmpOr(strings.TrimSpace(f.Get("onchainMin")), "0"), 10, 64)
+	u := kassa.StoreUpdate{
+		Name: strings.TrimSpace(f.Get("name")), Currency: kassa.Currency(f.Get("currency")),
+		LightningAddress: strings.TrimSpace(f.Get("lightningAddress")), Xpub: strings.TrimSpace(f.Get("xpub")),
+		XpubType: f.Get("xpubType"), ConfirmationsRequired: int32(confs), OnchainMinAmount: kassa.Sats(minSat),
+		LogoURL: strings.TrimSpace(f.Get("logoUrl")), BrandColor: strings.TrimSpace(f.Get("brandColor")),
+		DefaultRedirectURL: strings.TrimSpace(f.Get("defaultRedirectUrl")),
+	}
+	var err error
+	var next *kassa.Store
+	switch {
+	case err1 != nil:
+		err = kassa.InvalidFields([]kassa.FieldError{{Field: "confirmations", Message: "must be a whole number"}})
+	case err2 != nil:
+		err = kassa.InvalidFields([]kassa.FieldError{{Field: "onchainMinAmount", Message: "must be a whole number of satoshis"}})
+	default:
+		next, err = h.Services.UpdateStore(r.Context(), st.ID, u)
+	}
+	if err != nil {
+		if m, ok := fieldErrors(err); ok {
+			shown := *st
+			shown.Name, shown.Currency, shown.LightningAddress, shown.Xpub, shown.XpubType = u.Name, u.Currency, u.LightningAddress, u.Xpub, u.XpubType
+			shown.LogoURL, shown.BrandColor, shown.DefaultRedirectURL = u.LogoURL, u.BrandColor, u.DefaultRedirectURL
+			h.render(w, r, http.StatusUnprocessableEntity, "settings", map[string]any{"S": &shown, "Error": m})
+			return
+		}
+		h.serverError(w, r, err)
+		return
+	}
+	redirect(w, r, next, "/", "saved")
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (h *Dashboard) keysPage(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusOK, "keys", map[string]any{"Keys": currentStore(r.Context()).APIKeys})
+}
+
+func (h *Dashboard) createKey(w http.ResponseWriter, r *http.Request) {
+	st := currentStore(r.Context())
+	if _, err := h.Services.CreateAPIKey(r.Context(), st.ID, r.PostForm.Get("label")); err != nil {
+		if m, ok := fieldErrors(err); ok {
+			h.render(w, r, http.StatusUnprocessableEntity, "keys", map[string]any{"Keys": st.APIKeys, "Error": m})
+			return
+		}
+		h.serverError(w, r, err)
+		return
+	}
+	redirect(w, r, st, "/keys", "keycreated")
+}
+
+func (h *Dashboard) deleteKey(w http.ResponseWriter, r *http.Request) {
+	st := currentStore(r.Context())
+	id := chi.URLParam(r, "keyId")
+	if !slices.ContainsFunc(st.APIKeys, func(k kassa.APIKey) bool { return k.ID == id }) {
+		h.notFound(w, r)
+		return
+	}
+	if err := h.Services.DeleteAPIKey(r.Context(), st.ID, id); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	redirect(w, r, st, "/keys", "keydeleted")
+}
+
+func (h *Dashboard) invitesPage(w http.ResponseWriter, r *http.Request) {
+	if !current(r.Context()).user.Admin {
+		h.notFound(w, r)
+		return
+	}
+	h.render(w, r, http.StatusOK, "invites", map[string]any{"Mode": h.Signup})
+}
+
+func (h *Dashboard) createInvite(w http.ResponseWriter, r *http.Request) {
+	s := current(r.Context())
+	if !s.user.Admin {
+		h.notFound(w, r)
+		return
+	}
+	code, err := h.newInvite(r.Context(), s.Email)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	link := strings.TrimRight(h.PublicURL, "/") + Prefix + "/signup?invite=" + code
+	h.render(w, r, http.StatusOK, "invites", map[string]any{"Mode": h.Signup, "Link": link})
+}

@@ -1,0 +1,273 @@
+package dashboard
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/argon2"
+
+	"github.com/kassapay/kassa"
+)
+
+// user is a dashboard account. Its record is kept under its lower-cased
+// email.
+type user struct {
+	Email        string    `json:"email"`
+	PasswordHash string    `json:"passwordHash"`
+	Admin        bool      `json:"admin,omitempty"`
+	StoreIDs     []string  `json:"storeIds"`
+	CreatedAt    time.Time `json:"createdAt"`
+}
+
+func (u *user) owns(storeID string) bool { return slices.Contains(u.StoreIDs, storeID) }
+
+// session is a signed-in browser: the user and the CSRF token of its
+// forms. Only the hash of the session token is stored.
+type session struct {
+	Email   string    `json:"email"`
+	CSRF    string    `json:"csrf"`
+	Expires time.Time `json:"expires"`
+
+	token string
+	user  *user
+}
+
+// sessionLifetime is how long a sign-in lasts.
+const sessionLifetime = 12 * time.Hour
+
+// forever is the expiry of records that do not expire.
+var forever = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// Keys of the dashboard's records in the key-value store.
+func userKey(email string) string      { return "dash/user/" + strings.ToLower(email) }
+func sessionRecKey(token string) string { return "dash/session/" + hashHex(token) }
+func inviteKey(code string) string      { return "dash/invite/" + hashHex(code) }
+
+const firstUserKey = "dash/first-user"
+
+func hashHex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// newToken returns 32 random bytes, base64url.
+func newToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Parameters of argon2id (RFC 9106's second recommendation, with the
+// memory OWASP suggests for a server that hashes on every sign-in).
+const (
+	argonTime    = 2
+	argonMemory  = 19 * 1024 // KiB
+	argonThreads = 1
+	argonKeyLen  = 32
+)
+
+// hashPassword returns the PHC string of password hashed with argon2id
+// and a fresh salt.
+func hashPassword(password string) string {
+	salt := make([]byte, 16)
+	rand.Read(salt)
+	key := argon2.IDKey([]byte(password), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads,
+		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key))
+}
+
+// checkPassword compares password with a PHC string from hashPassword in
+// constant time. A malformed hash matches nothing.
+func checkPassword(encoded, password string) bool {
+	parts := strings.Split(encoded, "$")
+	if len(parts) != 6 || parts[1] != "argon2id" {
+		return false
+	}
+	var version int
+	var m uint32
+	var t uint32
+	var p uint8
+	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
+		return false
+	}
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil || m > 1<<20 || t > 10 || p == 0 {
+		return false
+	}
+	salt, err1 := base64.RawStdEncoding.DecodeString(parts[4])
+	want, err2 := base64.RawStdEncoding.DecodeString(parts[5])
+	if err1 != nil || err2 != nil || len(want) == 0 {
+		return false
+	}
+	got := argon2.IDKey([]byte(password), salt, t, m, p, uint32(len(want)))
+	return subtle.ConstantTimeCompare(got, want) == 1
+}
+
+// dummyHash is checked against when no account has the email, so that a
+// sign-in takes as long whether or not the account exists.
+var dummyHash = hashPassword("no such account")
+
+// Limits of account fields.
+const (
+	minPassword = 10
+	maxPassword = 256
+	maxEmail    = 254
+)
+
+// checkAccount says what is wrong with a new account's email and
+// password, or "".
+func checkAccount(email, password string) string {
+	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > maxEmail {
+		return msg("err.email")
+	}
+	if len(password) < minPassword || len(password) > maxPassword {
+		return msg("err.password")
+	}
+	return ""
+}
+
+func (h *Dashboard) getJSON(ctx context.Context, key string, v any) (bool, error) {
+	data, ok, err := h.KV.GetValue(ctx, key)
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, json.Unmarshal(data, v)
+}
+
+func (h *Dashboard) putJSON(ctx context.Context, key string, v any, expires time.Time) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return h.KV.PutValue(ctx, key, data, expires)
+}
+
+func (h *Dashboard) user(ctx context.Context, email string) (*user, error) {
+	var u user
+	ok, err := h.getJSON(ctx, userKey(email), &u)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// anyUser reports whether an account exists.
+func (h *Dashboard) anyUser(ctx context.Context) (bool, error) {
+	_, ok, err := h.KV.GetValue(ctx, firstUserKey)
+	return ok, err
+}
+
+var errUserExists = kassa.Errorf(kassa.Conflict, "an account with this email exists")
+
+// createUser stores a new account. The first account ever made is an
+// operator.
+func (h *Dashboard) createUser(ctx context.Context, email, password string, admin bool) (*user, error) {
+	if problem := checkAccount(email, password); problem != "" {
+		return nil, kassa.Errorf(kassa.Invalid, "%s", problem)
+	}
+	h.usersMu.Lock()
+	defer h.usersMu.Unlock()
+	if u, err := h.user(ctx, email); err != nil {
+		return nil, err
+	} else if u != nil {
+		return nil, errUserExists
+	}
+	first, err := h.anyUser(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u := &user{Email: strings.ToLower(email), PasswordHash: hashPassword(password), Admin: admin || !first,
+		StoreIDs: []string{}, CreatedAt: h.Clock.Now().UTC()}
+	if err := h.putJSON(ctx, userKey(email), u, forever); err != nil {
+		return nil, err
+	}
+	if !first {
+		if err := h.KV.PutValue(ctx, firstUserKey, []byte(u.Email), forever); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+// addStore records that the user owns storeID.
+func (h *Dashboard) addStore(ctx context.Context, email, storeID string) error {
+	h.usersMu.Lock()
+	defer h.usersMu.Unlock()
+	u, err := h.user(ctx, email)
+	if err != nil {
+		return err
+	}
+	if u == nil {
+		return kassa.Errorf(kassa.NotFound, "account not found")
+	}
+	u.StoreIDs = append(u.StoreIDs, storeID)
+	return h.putJSON(ctx, userKey(email), u, forever)
+}
+
+// newSession signs email in and returns the session.
+func (h *Dashboard) newSession(ctx context.Context, u *user) (*session, error) {
+	s := &session{Email: u.Email, CSRF: newToken(), Expires: h.Clock.Now().Add(sessionLifetime), token: newToken(), user: u}
+	return s, h.putJSON(ctx, sessionRecKey(s.token), s, s.Expires)
+}
+
+// session returns the live session of token, or nil.
+func (h *Dashboard) session(ctx context.Context, token string) (*session, error) {
+	if token == "" || len(token) > 100 {
+		return nil, nil
+	}
+	var s session
+	ok, err := h.getJSON(ctx, sessionRecKey(token), &s)
+	if err != nil || !ok || !h.Clock.Now().Before(s.Expires) {
+		return nil, err
+	}
+	if s.user, err = h.user(ctx, s.Email); err != nil || s.user == nil {
+		return nil, err
+	}
+	s.token = token
+	return &s, nil
+}
+
+// endSession removes a session on the server: its record expires now.
+func (h *Dashboard) endSession(ctx context.Context, token string) error {
+	return h.KV.PutValue(ctx, sessionRecKey(token), []byte("{}"), h.Clock.Now().Add(-time.Second))
+}
+
+// invite is an invitation to sign up.
+type invite struct {
+	By      string    `json:"by"`
+	Expires time.Time `json:"expires"`
+	Used    bool      `json:"used,omitempty"`
+}
+
+const inviteLifetime = 7 * 24 * time.Hour
+
+func (h *Dashboard) newInvite(ctx context.Context, by string) (string, error) {
+	code := newToken()
+	inv := invite{By: by, Expires: h.Clock.Now().Add(inviteLifetime)}
+	return code, h.putJSON(ctx, inviteKey(code), inv, inv.Expires)
+}
+
+// useInvite takes an invitation; each one makes one account.
+func (h *Dashboard) useInvite(ctx context.Context, code string) (bool, error) {
+	if code == "" || len(code) > 100 {
+		return false, nil
+	}
+	h.usersMu.Lock()
+	defer h.usersMu.Unlock()
+	var inv invite
+	ok, err := h.getJSON(ctx, inviteKey(code), &inv)
+	if err != nil || !ok || inv.Used || !h.Clock.Now().Before(inv.Expires) {
+		return false, err
+	}
+	inv.Used = true
+	return true, h.putJSON(ctx, inviteKey(code), inv, inv.Expires)
+}

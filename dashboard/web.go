@@ -1,0 +1,218 @@
+package dashboard
+
+import (
+	"bytes"
+	"errors"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+)
+
+// view is what every page template gets: the signed-in user, the store
+// of the page, the CSRF token of its forms, and the page's own data.
+type view struct {
+	Page  string
+	User  *user
+	Store *kassa.Store
+	CSRF  string
+	// Flash is a one-time notice carried in the URL (?done=key).
+	Flash string
+	Sim   bool
+	Op    bool // the operator page is mounted
+	D     map[string]any
+}
+
+var funcs = template.FuncMap{
+	"t": msg,
+	"sats": func(s kassa.Sats) string {
+		return groupDigits(strconv.FormatInt(int64(s), 10)) + " sat"
+	},
+	"dec":  func(d decimal.Decimal) string { return d.String() },
+	"time": fmtTime,
+	"ms":   func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" },
+	"date": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format("2006-01-02")
+	},
+	"str": func(v any) string {
+		if s, ok := v.(interface{ String() string }); ok {
+			return s.String()
+		}
+		return ""
+	},
+	"lower":    strings.ToLower,
+	"contains": func(list []kassa.EventType, e kassa.EventType) bool { return containsEvent(list, e) },
+	"events":   func() []kassa.EventType { return kassa.EventTypes },
+	"currencies": func() []kassa.Currency {
+		return []kassa.Currency{kassa.EUR, kassa.USD, kassa.CAD, kassa.JPY, kassa.GBP, kassa.CHF, kassa.BTC, kassa.SATS}
+	},
+	"statuses": func() []string { return []string{"New", "Processing", "Settled", "Expired", "Invalid"} },
+	"short": func(s string) string {
+		if len(s) > 24 {
+			return s[:12] + "…" + s[len(s)-8:]
+		}
+		return s
+	},
+	"add":     func(a, b int) int { return a + b },
+	"section": section,
+	"q":   url.QueryEscape,
+}
+
+// section is the store menu entry a page belongs to.
+func section(page string) string {
+	switch page {
+	case "webhook":
+		return "webhooks"
+	case "invoice", "invoice_new":
+		return "invoices"
+	case "paylink":
+		return "paylinks"
+	}
+	return page
+}
+
+func containsEvent(list []kassa.EventType, e kassa.EventType) bool {
+	for _, x := range list {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func groupDigits(s string) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// parsePages parses each page template with the layout around it.
+func parsePages() map[string]*template.Template {
+	pages := map[string]*template.Template{}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		panic(err)
+	}
+	for _, name := range names {
+		base := strings.TrimSuffix(path.Base(name), ".html")
+		if base == "layout" || base == "partials" {
+			continue
+		}
+		pages[base] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", name))
+	}
+	return pages
+}
+
+// render writes page with data, in the layout.
+func (h *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, page string, data map[string]any) {
+	v := view{Page: page, Store: currentStore(r.Context()), CSRF: h.csrfToken(w, r), Sim: h.Simulator != nil,
+		Op: h.Operator != nil, D: data}
+	if s := current(r.Context()); s != nil {
+		v.User = s.user
+	}
+	if done := r.URL.Query().Get("done"); done != "" {
+		if text, ok := strs["done."+done]; ok {
+			v.Flash = text
+		}
+	}
+	var buf bytes.Buffer
+	if err := h.pages[page].ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		h.log.Error("dashboard: render", "page", page, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// fail answers an error page with status and message.
+func (h *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, message string) {
+	h.render(w, r, status, "error", map[string]any{"Status": status, "Message": message})
+}
+
+func (h *Dashboard) notFound(w http.ResponseWriter, r *http.Request) {
+	h.fail(w, r, http.StatusNotFound, msg("err.notfound"))
+}
+
+// serverError answers err: a not-found error as 404, anything else as
+// 500 with its cause logged and not shown.
+func (h *Dashboard) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	switch kassa.ErrorCode(err) {
+	case kassa.NotFound:
+		h.notFound(w, r)
+		return
+	case kassa.Unavailable:
+		h.fail(w, r, http.StatusServiceUnavailable, kassa.ErrorMessage(err))
+		return
+	}
+	h.log.Error("dashboard", "path", r.URL.Path, "err", err)
+	h.fail(w, r, http.StatusInternalServerError, msg("err.internal"))
+}
+
+// storeURL is the dashboard URL of the current store's page p.
+func storeURL(st *kassa.Store, p string) string {
+	return Prefix + "/stores/" + st.ID + p
+}
+
+// redirect answers 303 to the store's page p with a done notice.
+func redirect(w http.ResponseWriter, r *http.Request, st *kassa.Store, p, done string) {
+	u := storeURL(st, p)
+	if done != "" {
+		if strings.Contains(u, "?") {
+			u += "&done=" + done
+		} else {
+			u += "?done=" + done
+		}
+	}
+	http.Redirect(w, r, u, http.StatusSeeOther)
+}
+
+// fieldErrors turns a service error into messages for the form, or
+// returns ok false for errors that are not the input's fault.
+func fieldErrors(err error) (string, bool) {
+	switch kassa.ErrorCode(err) {
+	case kassa.Invalid, kassa.Conflict, kassa.PaymentRequired, kassa.Unavailable, kassa.TooLarge:
+	default:
+		return "", false
+	}
+	var e *kassa.Error
+	if errors.As(err, &e) && len(e.Fields) > 1 {
+		parts := make([]string, len(e.Fields))
+		for i, f := range e.Fields {
+			parts[i] = f.Field + ": " + f.Message
+		}
+		return strings.Join(parts, "; "), true
+	}
+	return kassa.ErrorMessage(err), true
+}

@@ -20,7 +20,7 @@ import (
 
 const operatorStoreKey = "dash/operator-store"
 
-func topUpsKey(storeID string) string   { return "dash/topups/" + storeID }
+func topUpsKey(storeID string) string  { return "dash/topups/" + storeID }
 func topUpKey(invoiceID string) string { return "dash/topup/" + invoiceID }
 
 // topUp is one top-up invoice of a store.

@@ -49,7 +49,7 @@ const sessionLifetime = 12 * time.Hour
 var forever = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 
 // Keys of the dashboard's records in the key-value store.
-func userKey(email string) string      { return "dash/user/" + strings.ToLower(email) }
+func userKey(email string) string       { return "dash/user/" + strings.ToLower(email) }
 func sessionRecKey(token string) string { return "dash/session/" + hashHex(token) }
 func inviteKey(code string) string      { return "dash/invite/" + hashHex(code) }
 

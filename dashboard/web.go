@@ -66,7 +66,7 @@ var funcs = template.FuncMap{
 	},
 	"add":     func(a, b int) int { return a + b },
 	"section": section,
-	"q":   url.QueryEscape,
+	"q":       url.QueryEscape,
 }
 
 // section is the store menu entry a page belongs to.

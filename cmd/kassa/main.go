@@ -9,6 +9,7 @@
 //	kassa config check [--config FILE]  validate and print the configuration
 //	kassa backup DIR                    copy the running service's data to DIR
 //	kassa restore DIR --data NEWDIR     make a data directory from a backup
+//	kassa user create --email E --password-file F [--admin]   a dashboard account
 //	kassa version
 //
 // main only handles signals and exit codes; Main does the wiring, so that
@@ -54,6 +55,7 @@ const usage = `usage:
   kassa config check [--config FILE] [serve flags]
   kassa backup DIR              copy the running service's data (a consistent snapshot) to DIR
   kassa restore DIR --data NEWDIR
+  kassa user create --email EMAIL --password-file FILE [--admin]
   kassa version
 kassa COMMAND --help (kassa store --help, kassa sim pay --help) says more.
 ` + adminNote + `
@@ -90,7 +92,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		return m.Close()
-	case "store", "sim":
+	case "store", "sim", "user":
 		return runAdmin(ctx, args, stdout, stderr)
 	case "config":
 		return runConfig(args[1:], stdout, stderr)

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestUserCreateCLI runs the real binary with invitation-only sign-up:
+// sign-up without an invitation is refused, `kassa user create --admin`
+// makes the operator, who logs in and sees the invitations page.
+func TestUserCreateCLI(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir, "--dashboard-signup", "invite")
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+	get := func(path string) (int, string) {
+		res, err := hc.Get(s.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	post := func(path string, form url.Values) int {
+		_, page := get("/dashboard/login")
+		form.Set("csrf", csrf.FindStringSubmatch(page)[1])
+		res, err := hc.PostForm(s.url+path, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := post("/dashboard/signup", url.Values{"email": {"x@example.com"}, "password": {"correct horse battery"}}); code != http.StatusForbidden {
+		t.Errorf("sign-up without an invitation: %d", code)
+	}
+	pw := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(pw, []byte("correct horse battery\n"), 0o600)
+	out := s.mustCLI("user", "create", "--admin", "--email", "op@example.com", "--password-file", pw)
+	if !strings.Contains(out, `"admin":true`) {
+		t.Fatalf("user create printed %q", out)
+	}
+	if _, err := s.cli("user", "create", "--email", "op@example.com", "--password-file", pw); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Errorf("a second account with the same email: %v", err)
+	}
+	if code := post("/dashboard/login", url.Values{"email": {"op@example.com"}, "password": {"correct horse battery"}}); code != http.StatusSeeOther {
+		t.Fatalf("login: %d", code)
+	}
+	if code, body := get("/dashboard/stores"); code != 200 || !strings.Contains(body, "/dashboard/invites") {
+		t.Errorf("operator's store list: %d", code)
+	}
+}

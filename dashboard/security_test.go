@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -148,8 +149,26 @@ func TestLoginRateLimit(t *testing.T) {
 	}
 }
 
-// TestPasswordHash checks the argon2id encoding round trip.
+// TestMain makes new password hashes cheap: the tests sign in often,
+// and their subject is not argon2's cost. TestPasswordHash checks the
+// production parameters.
+func TestMain(m *testing.M) {
+	production = argon
+	argon = argonParams{time: 1, memory: 64, threads: 1}
+	os.Exit(m.Run())
+}
+
+var production argonParams
+
+// TestPasswordHash checks the argon2id encoding round trip with the
+// production parameters, and that a hash made with others still checks.
 func TestPasswordHash(t *testing.T) {
+	cheap := hashPassword("correct horse battery")
+	argon = production
+	defer func() { argon = argonParams{time: 1, memory: 64, threads: 1} }()
+	if !checkPassword(cheap, "correct horse battery") {
+		t.Error("a hash with other parameters does not check")
+	}
 	h := hashPassword("correct horse battery")
 	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") {
 		t.Errorf("hash = %s", h)

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image"
+	"image/color/palette"
+	"image/draw"
+	"image/png"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+)
+
+// screenshots rewrites docs/screenshots/dashboard-*.png from the browser
+// test: go test ./cmd/kassa -run TestBrowserDashboard -screenshots
+var screenshots = flag.Bool("screenshots", false, "write the dashboard screenshots to docs/screenshots/")
+
+// dashboardPage is a page of the dashboard the test has reached, by name
+// and URL, for the screenshots.
+type dashboardPage struct{ name, url string }
+
+// TestBrowserDashboard uses the dashboard as a merchant does, in Chromium
+// against the real binary: sign up, create a store, create an API key
+// and use it over HTTP, register a webhook with a local receiver and
+// redeliver a delivery from the page, export the transactions as CSV
+// and compare every row with the API's. Then every page is opened at
+// 1280 and 360 px: nothing is wider than the screen, nothing is blocked
+// by the CSP, and (with -screenshots) each is saved.
+func TestBrowserDashboard(t *testing.T) {
+	s := startServer(t, t.TempDir(), "--dev")
+	b := newBrowser(t)
+	var pages []dashboardPage
+	visit := func(name, path string) {
+		b.do("open "+path, chromedp.Navigate(s.url+path), chromedp.WaitVisible(chromedp.CSS("main")))
+		b.noProblems()
+		pages = append(pages, dashboardPage{name, path})
+	}
+	// submit clicks a form's button and waits for the page it leads to
+	// (the mark left in the old page's window is gone with it).
+	submit := func(what, sel string) {
+		b.markPage()
+		b.do(what, chromedp.Click(chromedp.CSS(sel)))
+		waitNewPage(b, what)
+	}
+
+	visit("login", "/dashboard/login")
+	visit("signup", "/dashboard/signup")
+	pages = nil // the signed-out pages are shot last, signed out
+	b.do("sign up", chromedp.SendKeys(chromedp.CSS("#email"), "merchant@example.com"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "correct horse battery"))
+	submit("submit sign-up", `main button[type=submit]`)
+	if h1 := b.text("h1"); h1 != "Stores" {
+		t.Fatalf("after sign-up the page reads %q: %s", h1, b.text("main"))
+	}
+	// Log out and back in by keyboard only: Tab between fields, Enter submits.
+	submit("log out", `header form button`)
+	b.markPage()
+	b.do("log in by keyboard", chromedp.WaitVisible(chromedp.CSS("#email")), chromedp.Focus(chromedp.CSS("#email")),
+		chromedp.KeyEvent("merchant@example.com"), chromedp.KeyEvent(kb.Tab), chromedp.KeyEvent("correct horse battery"),
+		chromedp.KeyEvent(kb.Enter))
+	waitNewPage(b, "log in by keyboard")
+	b.do("stores after login", chromedp.WaitVisible(chromedp.CSS(`a[href="/dashboard/stores/new"]`)))
+	pages = append(pages, dashboardPage{"stores", "/dashboard/stores"})
+
+	visit("store-new", "/dashboard/stores/new")
+	b.do("name the store", chromedp.SendKeys(chromedp.CSS("#name"), "Corner Café"))
+	submit("create the store", `main button[type=submit]`)
+	storeID := b.text("#store-id")
+	base := "/dashboard/stores/" + storeID
+	pages = append(pages, dashboardPage{"settings", base + "/"})
+	if got := b.text("h1"); got != "Store settings" {
+		t.Fatalf("after creating the store the page reads %q", got)
+	}
+
+	// An API key made on the keys page works over HTTP.
+	visit("keys", base+"/keys")
+	b.do("label the key", chromedp.SendKeys(chromedp.CSS("#label"), "shop plugin"))
+	submit("create the key", `main form button[type=submit]`)
+	key := b.text(`tr[data-label="shop plugin"] code.apikey`)
+	if code, body, _ := s.do("GET", "/api/v1/stores/"+storeID, key, nil); code != 200 {
+		t.Fatalf("API with the dashboard's key: %d %s", code, body)
+	}
+
+	// A webhook against a local receiver; an invoice's delivery is sent
+	// again from the webhook page.
+	rec := &hookReceiver{}
+	hooks := httptest.NewServer(rec)
+	defer hooks.Close()
+	visit("webhooks", base+"/webhooks")
+	b.do("webhook URL", chromedp.SendKeys(chromedp.CSS("#url"), hooks.URL+"/kassa"))
+	submit("add the webhook", `main form button[type=submit]`)
+	if got := b.text(".notice.ok"); !strings.Contains(got, "test request succeeded") {
+		t.Fatalf("after adding the webhook: %q (%s)", got, b.text("main"))
+	}
+	hookURL := browserRun(b, "webhook page URL", chromedp.Location())
+	hookPath := strings.Split(strings.TrimPrefix(hookURL, s.url), "?")[0]
+	pings := rec.count()
+
+	inv := s.json("POST", "/api/v1/stores/"+storeID+"/invoices", key, map[string]any{"amount": "12.50", "currency": "EUR", "orderId": "A-1"}, 200)
+	invID := inv["id"].(string)
+	waitFor(t, 20*time.Second, "the New delivery", func() bool { return rec.count() > pings })
+	s.mustCLI("sim", "pay", invID)
+	waitFor(t, 20*time.Second, "the Settled delivery", func() bool { return rec.count() > pings+1 })
+	inv2 := s.json("POST", "/api/v1/stores/"+storeID+"/invoices", key, map[string]any{"amount": "3", "currency": "EUR", "orderId": "=1+1"}, 200)
+	s.mustCLI("sim", "pay", inv2["id"].(string), "--method", "onchain")
+	s.mustCLI("sim", "mine", "1")
+	waitFor(t, 20*time.Second, "the second invoice settled", func() bool {
+		return apiInvoice(s, storeCreds{StoreID: storeID, APIKey: key}, inv2["id"].(string))["status"] == "Settled"
+	})
+	visit("webhook", hookPath)
+	before := rec.count()
+	b.do("wait for the delivery rows", chromedp.WaitVisible(chromedp.CSS("tr.delivery button")))
+	submit("redeliver", "tr.delivery button")
+	if got := b.text(".notice.ok"); got != "Delivery sent again." {
+		t.Fatalf("after Redeliver: %q", got)
+	}
+	waitFor(t, 20*time.Second, "the redelivery", func() bool { return rec.count() > before })
+
+	// The CSV export, fetched by the page, matches the API row by row.
+	visit("transactions", base+"/transactions")
+	csvText := browserRun(b, "fetch the export", chromedp.Evaluate[string](
+		`fetch(document.getElementById("export").href).then(r => r.text())`, chromedp.EvalAwaitPromise))
+	compareCSV(t, s, storeID, key, csvText)
+
+	visit("invoices", base+"/invoices")
+	visit("invoice", base+"/invoices/"+invID)
+	visit("invoice-new", base+"/invoices/new")
+	visit("paylinks", base+"/paylinks")
+	b.do("pay link form", chromedp.SendKeys(chromedp.CSS("#title"), "Coffee beans 1 kg"),
+		chromedp.SendKeys(chromedp.CSS("#amount"), "24"), chromedp.SendKeys(chromedp.CSS("#description"), "Single origin, roasted this week."))
+	submit("create the pay link", `main form button[type=submit]`)
+	linkPath := browserRun(b, "pay link path", chromedp.Evaluate[string](`document.querySelector("tr.paylink a").getAttribute("href")`))
+	visit("paylink", linkPath)
+	visit("balance", base+"/balance")
+	visit("invites", "/dashboard/invites")
+
+	// Every page at desktop and phone width: nothing wider than the
+	// screen (tables scroll inside their box), and the screenshots.
+	shoot(t, b, s, pages)
+	b.do("log out", chromedp.Navigate(s.url+"/dashboard/stores"), chromedp.Click(chromedp.CSS("header form button")),
+		chromedp.WaitVisible(chromedp.CSS("#email")))
+	shoot(t, b, s, []dashboardPage{{"login", "/dashboard/login"}, {"signup", "/dashboard/signup"}})
+}
+
+// shoot opens each page at 1280 and 360 px, checks that nothing is wider
+// than the screen and that nothing was blocked, and with -screenshots
+// saves each.
+func shoot(t *testing.T, b *browser, s *server, pages []dashboardPage) {
+	t.Helper()
+	for _, size := range []struct {
+		name          string
+		width, height int64
+	}{{"desktop", 1280, 860}, {"phone", 360, 780}} {
+		b.do("viewport "+size.name, chromedp.EmulateViewport(size.width, size.height))
+		for _, p := range pages {
+			b.do("open "+p.url, chromedp.Navigate(s.url+p.url), chromedp.WaitVisible(chromedp.CSS("main")))
+			b.noProblems()
+			if wide := browserRun(b, "page width", chromedp.Evaluate[int64](`document.documentElement.scrollWidth`)); wide > size.width {
+				t.Errorf("%s at %d px is %d px wide", p.name, size.width, wide)
+			}
+			shot := browserRun(b, "screenshot", chromedp.CaptureScreenshot())
+			if *screenshots {
+				writeScreenshot(t, fmt.Sprintf("dashboard-%s-%s.png", p.name, size.name), shot)
+			}
+		}
+	}
+}
+
+// waitNewPage waits until the page marked by markPage was replaced by a
+// new one that finished loading. An evaluation that meets the navigation
+// fails; it is tried again.
+func waitNewPage(b *browser, what string) {
+	b.t.Helper()
+	deadline := time.Now().Add(browserWait)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__kassaMark === undefined && document.readyState === "complete"`))
+		cancel()
+		if err == nil && ok {
+			b.noProblems()
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("browser: %s: no new page within %v (%v)", what, browserWait, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// compareCSV compares every row of the export with the API's
+// transactions of the store, field by field.
+func compareCSV(t *testing.T, s *server, storeID, key, text string) {
+	t.Helper()
+	rows, err := csv.NewReader(strings.NewReader(text)).ReadAll()
+	if err != nil {
+		t.Fatalf("the export is not CSV: %v\n%s", err, text)
+	}
+	code, body, _ := s.do("GET", "/api/v1/stores/"+storeID+"/transactions", key, nil)
+	if code != 200 {
+		t.Fatalf("API transactions: %d", code)
+	}
+	var api []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&api); err != nil {
+		t.Fatal(err)
+	}
+	header := rows[0]
+	rows = rows[1:]
+	if len(rows) != len(api) || len(api) < 4 {
+		t.Fatalf("the export has %d rows, the API %d transactions", len(rows), len(api))
+	}
+	for i, row := range rows {
+		for j, name := range header {
+			want, ok := api[i][name]
+			if name == "createdAtUTC" {
+				continue
+			}
+			if !ok {
+				t.Fatalf("the API's transaction has no %s", name)
+			}
+			if got, w := strings.TrimPrefix(row[j], "'"), fmt.Sprint(want); got != w {
+				t.Errorf("row %d %s: CSV %q, API %q", i, name, row[j], w)
+			}
+		}
+	}
+}
+
+// writeScreenshot saves a PNG with at most 256 colours, to keep the
+// files small.
+func writeScreenshot(t *testing.T, name string, shot []byte) {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pal := image.NewPaletted(img.Bounds(), palette.Plan9)
+	draw.Draw(pal, img.Bounds(), img, image.Point{}, draw.Src)
+	var out bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestCompression}).Encode(&out, pal); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join("..", "..", "docs", "screenshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hookReceiver counts the webhook requests it gets.
+type hookReceiver struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (r *hookReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	io.Copy(io.Discard, req.Body)
+	r.mu.Lock()
+	r.n++
+	r.mu.Unlock()
+	io.WriteString(w, `{"ok":true}`)
+}
+
+func (r *hookReceiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}

@@ -168,6 +168,8 @@ type callArgs struct {
 	PaymentRequest *kassa.PaymentRequestInput `json:"paymentRequest,omitempty"`
 	Webhook        *kassa.WebhookInput        `json:"webhook,omitempty"`
 	Event          []byte                     `json:"event,omitempty"`
+	StoreUpdate    *kassa.StoreUpdate         `json:"storeUpdate,omitempty"`
+	Label          string                     `json:"label,omitempty"`
 }
 
 // forward sends a call about storeID to the node that runs the store,
@@ -266,6 +268,16 @@ func (s *System) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
 		err = s.DeleteWebhook(ctx, a.StoreID, a.ID)
 	case "Redeliver":
 		value, err = s.Redeliver(ctx, a.StoreID, a.ID, a.DeliveryID)
+	case "UpdateStore":
+		if a.StoreUpdate == nil {
+			err = errors.New("UpdateStore without its settings")
+			break
+		}
+		value, err = s.UpdateStore(ctx, a.StoreID, *a.StoreUpdate)
+	case "CreateAPIKey":
+		value, err = s.CreateAPIKey(ctx, a.StoreID, a.Label)
+	case "DeleteAPIKey":
+		err = s.DeleteAPIKey(ctx, a.StoreID, a.ID)
 	default:
 		err = fmt.Errorf("unknown method %q", call.Method)
 	}

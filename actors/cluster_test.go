@@ -98,6 +98,20 @@ func TestClusterRunsEachStoreOnOneNode(t *testing.T) {
 		if _, err := via.sys.TopUp(ctx, st.ID, 100_000); err != nil {
 			t.Fatal(err)
 		}
+		// Settings and keys change on the store's node too.
+		key, err := via.sys.CreateAPIKey(ctx, st.ID, "plugin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := nodes[(i+2)%3].sys.DeleteAPIKey(ctx, st.ID, key.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := via.sys.UpdateStore(ctx, st.ID, kassa.StoreUpdate{Name: "Renamed", Currency: kassa.EUR, ConfirmationsRequired: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := db.Store(ctx, st.ID); err != nil || got.Name != "Renamed" || len(got.APIKeys) != 1 {
+			t.Fatalf("store after changes through other nodes: %+v, %v", got, err)
+		}
 		ln, err := nodes[(i+2)%3].sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS})
 		if err != nil {
 			t.Fatal(err)

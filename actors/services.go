@@ -325,6 +325,9 @@ func (s *System) savePaymentRequest(ctx context.Context, storeID string, msg *sa
 func (s *System) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.UpdateStore", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
+	if out, ok, err := forward[*kassa.Store](ctx, s, "UpdateStore", callArgs{StoreID: storeID, StoreUpdate: &u}); ok {
+		return out, err
+	}
 	old, err := s.cfg.Reader.Store(ctx, storeID)
 	if err != nil {
 		return nil, err
@@ -372,6 +375,9 @@ func (s *System) CreateAPIKey(ctx context.Context, storeID, label string) (*kass
 	if label == "" || len(label) > kassa.MaxAPIKeyLabel {
 		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "label", Message: fmt.Sprintf("is required, at most %d characters", kassa.MaxAPIKeyLabel)}})
 	}
+	if out, ok, err := forward[*kassa.APIKey](ctx, s, "CreateAPIKey", callArgs{StoreID: storeID, Label: label}); ok {
+		return out, err
+	}
 	key := kassa.APIKey{ID: kassa.NewID("key_"), Label: label, Key: kassa.NewSecret(), CreatedAt: s.cfg.Clock.Now().UTC()}
 	_, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		if len(cur.APIKeys) >= kassa.MaxAPIKeys {
@@ -392,6 +398,9 @@ func (s *System) CreateAPIKey(ctx context.Context, storeID, label string) (*kass
 func (s *System) DeleteAPIKey(ctx context.Context, storeID, keyID string) error {
 	ctx, span := s.tracer.Start(ctx, "actors.DeleteAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
+	if _, ok, err := forward[struct{}](ctx, s, "DeleteAPIKey", callArgs{StoreID: storeID, ID: keyID}); ok {
+		return err
+	}
 	_, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		i := slices.IndexFunc(cur.APIKeys, func(k kassa.APIKey) bool { return k.ID == keyID })
 		if i < 0 {

@@ -160,7 +160,7 @@ func (h *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	hash := dummyHash
+	hash := dummyHash()
 	if u != nil {
 		hash = u.PasswordHash
 	}

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -300,4 +301,26 @@ func snapshot(t *testing.T, e *env, storeID string) string {
 	bal, _ := e.db.Balance(ctx, storeID)
 	b.WriteString("|" + itoa(int64(bal)))
 	return b.String()
+}
+
+// TestOperatorPageForOperatorsOnly mounts the operator page: the
+// operator reaches it, a merchant gets 404, a visitor the login page.
+func TestOperatorPageForOperatorsOnly(t *testing.T) {
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "operator page at "+r.URL.Path) })
+	e := newEnv(t, func(d *Deps) { d.Operator = page })
+	op, merchant := e.client(), e.client()
+	op.signup("op@example.com")
+	merchant.signup("m@example.com")
+	if code, body, hdr := op.get("/dashboard/operator/"); code != 200 || body != "operator page at /" || strings.Contains(hdr.Get("Content-Security-Policy"), "script-src") {
+		t.Errorf("operator: %d %q %s", code, body, hdr.Get("Content-Security-Policy"))
+	}
+	if _, body, _ := op.get("/dashboard/stores"); !strings.Contains(body, `href="/dashboard/operator/"`) {
+		t.Error("no link to the operator page")
+	}
+	if code, _, _ := merchant.get("/dashboard/operator/"); code != http.StatusNotFound {
+		t.Errorf("merchant: %d", code)
+	}
+	if code, _, hdr := e.client().get("/dashboard/operator/"); code != http.StatusSeeOther || hdr.Get("Location") != "/dashboard/login" {
+		t.Errorf("visitor: %d %s", code, hdr.Get("Location"))
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/mail"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/argon2"
@@ -118,8 +119,9 @@ func checkPassword(encoded, password string) bool {
 }
 
 // dummyHash is checked against when no account has the email, so that a
-// sign-in takes as long whether or not the account exists.
-var dummyHash = hashPassword("no such account")
+// sign-in takes as long whether or not the account exists. It is made on
+// first use: every kassa command links this package.
+var dummyHash = sync.OnceValue(func() string { return hashPassword("no such account") })
 
 // Limits of account fields.
 const (

@@ -30,6 +30,6 @@ func (m *Main) newDashboard(d kassahttp.Deps) (*dashboard.Dashboard, error) {
 	return dashboard.New(dashboard.Deps{
 		Reader: d.Reader, Services: m.sys, KV: d.KV, Simulator: d.Simulator, Clock: d.Clock, Logger: d.Logger,
 		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, PercentFee: fee,
-		ClientIPHeader: d.ClientIPHeader,
+		ClientIPHeader: d.ClientIPHeader, Operator: d.Operator,
 	}), nil
 }

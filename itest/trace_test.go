@@ -37,7 +37,6 @@ func (s fileSpan) attr(key string) string {
 // at the create request's HTTP span) and to the forward of the money to
 // the merchant's Lightning address.
 func TestInvoiceTraceOnLnd(t *testing.T) {
-	t.Parallel()
 	e := newLNEnv(t)
 	e.kassa.Stop()
 	spansFile := filepath.Join(t.TempDir(), "spans.jsonl")

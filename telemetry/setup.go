@@ -69,7 +69,9 @@ func Setup(ctx context.Context, o Options) (shutdown func(context.Context) error
 			return nil, fmt.Errorf("trace file: %w", err)
 		}
 		closers = append(closers, func(context.Context) error { return f.Close() })
-		opts = append(opts, sdktrace.WithBatcher(NewFileExporter(f)))
+		// Written as each span ends, not batched: the file is for
+		// reading live with grep, and a killed process loses nothing.
+		opts = append(opts, sdktrace.WithSyncer(NewFileExporter(f)))
 	}
 	tp := sdktrace.NewTracerProvider(opts...)
 	otel.SetTracerProvider(tp)

@@ -56,6 +56,9 @@ type Deps struct {
 	// Operator is the operator page (package operator), served behind the
 	// admin token under /admin/v1/operator/; nil leaves it out.
 	Operator http.Handler
+	// Backup takes a consistent snapshot of the data for `kassa backup`
+	// (POST /admin/v1/backup); nil answers 404.
+	Backup BackupFunc
 }
 
 // server holds the dependencies of every handler.
@@ -153,6 +156,7 @@ func (s *server) routes() *chi.Mux {
 		if s.Operator != nil {
 			r.Mount("/operator", http.StripPrefix("/admin/v1/operator", s.Operator))
 		}
+		r.Post("/backup", s.adminBackup)
 	})
 
 	if s.Dashboard != nil {

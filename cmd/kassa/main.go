@@ -96,6 +96,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runAdmin(ctx, args, stdout, stderr)
 	case "config":
 		return runConfig(args[1:], stdout, stderr)
+	case "backup":
+		return runBackup(ctx, args[1:], stdout, stderr)
+	case "restore":
+		return runRestore(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "kassa", Version)
 		return nil

@@ -259,6 +259,7 @@ func (m *Main) Run(ctx context.Context) error {
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst,
 		PublicLimits:   c.publicLimits(),
 		ClientIPHeader: c.ClientIPHeader,
+		Backup:         newBackupFunc(c.Data, m.db, m.Clock),
 	}
 	if sim != nil {
 		deps.Simulator = sim

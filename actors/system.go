@@ -74,6 +74,11 @@ type System struct {
 	cluster *clusterState
 	// stats count the actors of each kind (ActorStats).
 	stats *systemStats
+	// deliveryCtx is the context of webhook deliveries; Drain cancels it
+	// when its time is up (see deliveryContext).
+	deliveryOnce   sync.Once
+	deliveryCtx    context.Context
+	deliveryCancel context.CancelFunc
 }
 
 var (

@@ -90,6 +90,10 @@ func (a *webhookActor) drain(ctx actor.Context) {
 // not recorded; it is logged here.
 func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delivery, error) {
 	bg := context.Background()
+	stopping := a.sys.deliveryContext()
+	if stopping.Err() != nil {
+		return nil, errAbandoned // a drain ran out of time: the outbox keeps it
+	}
 	d, err := a.sys.cfg.Reader.Delivery(bg, deliveryID)
 	if err != nil {
 		a.sys.log.Error("webhook delivery: read", "delivery", deliveryID, "err", err)
@@ -134,7 +138,17 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delive
 			headers.Set(name, value)
 		}
 		d.Headers["Content-Type"] = "application/json"
-		attempt := a.sys.cfg.Webhooks.Deliver(spanCtx, w.URL, headers, d.Payload)
+		deliverCtx, stop := context.WithCancel(spanCtx)
+		unhook := context.AfterFunc(stopping, stop)
+		attempt := a.sys.cfg.Webhooks.Deliver(deliverCtx, w.URL, headers, d.Payload)
+		unhook()
+		stop()
+		if !attempt.OK && stopping.Err() != nil {
+			// Cut off by a drain that ran out of time, not refused by the
+			// receiver: left pending in the outbox, not recorded as failed.
+			a.sys.log.Info("webhook delivery left in the outbox for the next start", "delivery", d.ID, "webhook", d.WebhookID)
+			return d, errAbandoned
+		}
 		attempted = true
 		d.StatusCode, d.ResponseBody, d.Duration, d.Error = attempt.StatusCode, string(attempt.ResponseBody), attempt.Duration, attempt.Err
 		d.SentAt = now
@@ -178,6 +192,10 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delive
 	}
 	return d, nil
 }
+
+// errAbandoned says a delivery was not attempted, or its attempt not
+// recorded, because a drain ran out of time; it stays in the outbox.
+var errAbandoned = errors.New("webhook delivery abandoned at shutdown")
 
 func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
 	orig, err := a.sys.cfg.Reader.Delivery(msg.ctx, msg.deliveryID)

@@ -32,6 +32,12 @@ var Version = "dev"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal starts a graceful stop (--shutdown-timeout);
+		// from then on a second one ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	if err := run(ctx, os.Args[1:]); err != nil {
 		if errors.Is(err, errUsage) {
 			os.Exit(2)

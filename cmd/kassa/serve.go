@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -386,16 +385,9 @@ func (m *Main) Wait(ctx context.Context) error {
 // Close stops the server, the actors and storage, in that order.
 func (m *Main) Close() error {
 	var errs []error
-	if m.server != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(m.Config.ShutdownTimeout, DefaultConfig().ShutdownTimeout))
-		errs = append(errs, m.server.Shutdown(ctx))
-		cancel()
-	}
+	errs = append(errs, m.drain()) // see shutdown.go
 	if m.metrics != nil {
 		errs = append(errs, m.metrics.Close())
-	}
-	if m.cancel != nil {
-		m.cancel()
 	}
 	if m.sys != nil {
 		m.sys.Shutdown()

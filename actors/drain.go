@@ -1,0 +1,79 @@
+package actors
+
+import (
+	"context"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Drain stops the actors gracefully, before Shutdown: each store actor
+// first handles what its mailbox already holds, then each webhook
+// endpoint sends the deliveries that are due, oldest first, until ctx
+// ends. When ctx ends first, the delivery in flight is abandoned and
+// left, with every other one not sent, in the durable outbox, from which
+// RecoverDeliveries sends it after the next start. Drain returns whether
+// everything finished before ctx ended. Stop the backends first, so that
+// no new work arrives.
+func (s *System) Drain(ctx context.Context) bool {
+	done := true
+	for _, m := range []*sync.Map{&s.stores, &s.webhooks} {
+		var waits []<-chan struct{}
+		m.Range(func(id, pid any) bool {
+			m.Delete(id)
+			waits = append(waits, s.poison(pid.(*actor.PID)))
+			return true
+		})
+		for _, w := range waits {
+			select {
+			case <-w:
+			case <-ctx.Done():
+				done = false
+			}
+			if !done {
+				break
+			}
+		}
+		if !done {
+			break
+		}
+	}
+	if !done {
+		s.abandonDeliveries()
+	}
+	return done
+}
+
+// poison asks pid to stop once it has handled the messages in its
+// mailbox, and returns a channel closed when it has stopped. Unlike
+// PoisonFuture it does not give up after a fixed time: the caller's
+// context bounds the wait.
+func (s *System) poison(pid *actor.PID) <-chan struct{} {
+	stopped := make(chan struct{})
+	props := actor.PropsFromFunc(func(c actor.Context) {
+		switch msg := c.Message().(type) {
+		case *actor.Started:
+			c.Watch(pid)
+			c.Poison(pid)
+		case *actor.Terminated:
+			if msg.Who.Equal(pid) {
+				close(stopped)
+				c.Stop(c.Self())
+			}
+		}
+	})
+	s.as.Root.Spawn(props)
+	return stopped
+}
+
+// deliveryContext is the context of webhook deliveries: canceled when a
+// drain runs out of time.
+func (s *System) deliveryContext() context.Context {
+	s.deliveryOnce.Do(func() { s.deliveryCtx, s.deliveryCancel = context.WithCancel(context.Background()) })
+	return s.deliveryCtx
+}
+
+func (s *System) abandonDeliveries() {
+	s.deliveryContext()
+	s.deliveryCancel()
+}

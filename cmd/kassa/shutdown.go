@@ -1,0 +1,48 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// drain is the graceful part of Close, all of it within
+// --shutdown-timeout: the HTTP server stops accepting connections and
+// waits for the requests in flight; the backends stop, so that no new
+// payment arrives; the store actors handle what their mailboxes hold and
+// the webhook endpoints send the deliveries that are due. What is not
+// done by the deadline is cut off: requests get their connection closed,
+// and deliveries stay in the durable outbox, sent after the next start.
+func (m *Main) drain() error {
+	timeout := cmp.Or(m.Config.ShutdownTimeout, DefaultConfig().ShutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	if m.log != nil && m.server != nil {
+		m.log.Info("shutting down: finishing requests in flight and due webhook deliveries", "timeout", timeout)
+	}
+	var err error
+	if m.server != nil {
+		if err = m.server.Shutdown(ctx); errors.Is(err, context.DeadlineExceeded) {
+			m.server.Close()
+			err = fmt.Errorf("requests still running after --shutdown-timeout %v were cut off", timeout)
+			if m.log != nil {
+				m.log.Warn("shutting down: " + err.Error())
+			}
+		}
+	}
+	if m.cancel != nil {
+		m.cancel()
+	}
+	if m.sys != nil {
+		if !m.sys.Drain(ctx) && m.log != nil {
+			m.log.Warn("shutting down: webhook deliveries not sent by --shutdown-timeout stay in the outbox for the next start", "timeout", timeout)
+		}
+	}
+	if m.log != nil && m.server != nil {
+		m.log.Info("shutting down: drained", "took", time.Since(start).Round(time.Millisecond))
+	}
+	return err
+}

@@ -33,7 +33,7 @@ func (s *server) adminBackup(w http.ResponseWriter, r *http.Request) {
 	defer snap.Close()
 	// A large store takes longer than the server's write timeout.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	w.Header().Set("Content-Type", "application/x-tar")
+	w.Header().Set("Content-Type", "application/octet-stream") // a tar archive
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	if _, err := snap.WriteTo(w); err != nil {

@@ -62,6 +62,7 @@ const usage = `usage:
   kassa backup DIR              copy the running service's data (a consistent snapshot) to DIR
   kassa restore DIR --data NEWDIR
   kassa user create --email EMAIL --password-file FILE [--admin]
+  kassa health [--server URL]   exit 0 when the server answers its health check
   kassa version
 kassa COMMAND --help (kassa store --help, kassa sim pay --help) says more.
 ` + adminNote + `
@@ -106,6 +107,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runBackup(ctx, args[1:], stdout, stderr)
 	case "restore":
 		return runRestore(args[1:], stdout, stderr)
+	case "health":
+		return runHealth(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "kassa", Version)
 		return nil

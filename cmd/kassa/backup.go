@@ -56,7 +56,14 @@ type backupFile struct {
 // db into a fresh directory inside data, one backup at a time. Snapshot
 // directories a crash left behind are removed first (holding the lock,
 // no other backup can be using them).
-func newBackupFunc(data string, db *persistence.DB, clock kassa.Clock) kassahttp.BackupFunc {
+//
+// A store that cannot checkpoint (PostgreSQL, --store postgres://) gets
+// nil: the route answers 404, and the database's own tools back it up.
+func newBackupFunc(data string, store storage, clock kassa.Clock) kassahttp.BackupFunc {
+	db, ok := store.(checkpointer)
+	if !ok {
+		return nil
+	}
 	var mu sync.Mutex
 	return func(ctx context.Context) (kassahttp.Snapshot, error) {
 		if !mu.TryLock() {
@@ -81,7 +88,13 @@ type snapshot struct {
 	once    sync.Once
 }
 
-func takeSnapshot(data string, db *persistence.DB, clock kassa.Clock) (*snapshot, error) {
+// checkpointer is a store that copies itself consistently while it
+// serves (persistence.DB).
+type checkpointer interface {
+	Checkpoint(dir string) error
+}
+
+func takeSnapshot(data string, db checkpointer, clock kassa.Clock) (*snapshot, error) {
 	stale, _ := filepath.Glob(filepath.Join(data, backupTmpPrefix+"*"))
 	for _, dir := range stale {
 		os.RemoveAll(dir)

@@ -135,6 +135,9 @@ type StoreSettings struct {
 	// default) bound the routing fee of forwards (Store).
 	ForwardFeePercent *decimal.Decimal
 	ForwardFeeMax     Sats
+	// LogoURL and BrandColor brand the customer pages (Store).
+	LogoURL    string
+	BrandColor string
 }
 
 // Validate checks the settings of a new store.
@@ -173,6 +176,12 @@ func (s *StoreSettings) Validate() error {
 	}
 	if s.ForwardFeeMax < 0 || s.ForwardFeeMax > MaxSats {
 		fields = append(fields, FieldError{"forwardFeeMax", "must be between 1 and 2100000000000000 sat (0: the default)"})
+	}
+	if err := ValidateLogoURL(s.LogoURL); err != nil {
+		fields = append(fields, FieldError{"logoUrl", ErrorMessage(err)})
+	}
+	if err := ValidateBrandColor(s.BrandColor); err != nil {
+		fields = append(fields, FieldError{"brandColor", ErrorMessage(err)})
 	}
 	if len(fields) > 0 {
 		return InvalidFields(fields)
@@ -293,6 +302,8 @@ func NewStore(id string, s StoreSettings, now time.Time) *Store {
 		OnchainMinAmount:      s.OnchainMinAmount,
 		ForwardFeePercent:     s.ForwardFeePercent,
 		ForwardFeeMax:         s.ForwardFeeMax,
+		LogoURL:               s.LogoURL,
+		BrandColor:            s.BrandColor,
 		APIKeys:               []APIKey{{ID: NewID("key_"), Label: "default", Key: NewSecret(), CreatedAt: now}},
 		CreatedAt:             now,
 	}

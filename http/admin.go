@@ -32,6 +32,9 @@ type createStoreBody struct {
 	// the defaults (1%, at most 5,000 sat).
 	ForwardFeePercent json.RawMessage `json:"forwardFeePercent"`
 	ForwardFeeMax     kassa.Sats      `json:"forwardFeeMax"`
+	// LogoURL and BrandColor brand the customer pages (kassa.Store).
+	LogoURL    string `json:"logoUrl"`
+	BrandColor string `json:"brandColor"`
 }
 
 // createdStore is the answer to a store creation.
@@ -59,6 +62,8 @@ func (s *server) adminCreateStore(w http.ResponseWriter, r *http.Request) {
 		MaxInvoiceAmount:      body.MaxInvoiceAmount,
 		OnchainMinAmount:      body.OnchainMinAmount,
 		ForwardFeeMax:         body.ForwardFeeMax,
+		LogoURL:               body.LogoURL,
+		BrandColor:            body.BrandColor,
 	}
 	if body.Confirmations != nil {
 		settings.ConfirmationsRequired = *body.Confirmations

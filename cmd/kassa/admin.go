@@ -90,6 +90,7 @@ type adminFlags struct {
 	xpubType                                            string
 	ratePrimary, rateFallback                           string
 	lightningAddress                                    string
+	logoURL, brandColor                                 string
 	amount                                              int64
 	confirmations                                       int
 	forwardFeePercent                                   string
@@ -110,7 +111,7 @@ type adminCommand struct {
 var adminGroups = map[string][]adminCommand{
 	"store": {
 		{
-			name: "store create", args: "--name NAME [--currency EUR] [--percent-fee 1] [--tolerance 0] [--xpub XPUB [--xpub-type segwit|taproot]] [--confirmations 1] [--lightning-address user@domain [--forward-fee-percent 1] [--forward-fee-max 5000]]",
+			name: "store create", args: "--name NAME [--currency EUR] [--percent-fee 1] [--tolerance 0] [--xpub XPUB [--xpub-type segwit|taproot]] [--confirmations 1] [--lightning-address user@domain [--forward-fee-percent 1] [--forward-fee-max 5000]] [--logo-url data:image/png;base64,…] [--brand-color #rrggbb]",
 			summary: `create a store; prints {"storeId","apiKey"}`,
 			flags: func(fs *flag.FlagSet, f *adminFlags) {
 				fs.StringVar(&f.name, "name", "", "store name (required)")
@@ -125,6 +126,8 @@ var adminGroups = map[string][]adminCommand{
 				fs.StringVar(&f.lightningAddress, "lightning-address", "", "Lightning address (user@domain) the store's Lightning payments are forwarded to")
 				fs.StringVar(&f.forwardFeePercent, "forward-fee-percent", "", "routing fee a forward to the Lightning address may spend, in percent of its amount (default 1)")
 				fs.Int64Var(&f.forwardFeeMax, "forward-fee-max", 0, "most routing fee one forward may spend, in satoshis (default 5000)")
+				fs.StringVar(&f.logoURL, "logo-url", "", "logo on the checkout pages, as a data:image/png;base64 URI (at most 48 KiB)")
+				fs.StringVar(&f.brandColor, "brand-color", "", "accent colour of the checkout pages, #rrggbb")
 			},
 			run: func(ctx context.Context, c *adminClient, f *adminFlags, rest []string, stdout io.Writer) error {
 				if f.name == "" || len(rest) > 0 {
@@ -135,6 +138,7 @@ var adminGroups = map[string][]adminCommand{
 					"tolerance": json.Number(f.tolerance), "xpub": f.xpub, "xpubType": f.xpubType, "confirmations": f.confirmations,
 					"ratePrimary": f.ratePrimary, "rateFallback": f.rateFallback, "lightningAddress": f.lightningAddress,
 					"forwardFeePercent": optionalNumber(f.forwardFeePercent), "forwardFeeMax": f.forwardFeeMax,
+					"logoUrl": f.logoURL, "brandColor": f.brandColor,
 				}))
 			},
 		},

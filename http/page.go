@@ -3,39 +3,182 @@ package http
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"embed"
 	"encoding/base64"
+	"encoding/hex"
 	"html/template"
+	"io/fs"
+	"math"
 	"net/http"
-	"strings"
+	"net/url"
+	"path"
+	"strconv"
 
-	"github.com/shopspring/decimal"
+	"github.com/go-chi/chi/v5"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/http/i18n"
 )
+
+// The customer pages (checkout, pay link, error) are rendered on the
+// server from embedded templates, in the language of the request
+// (package i18n), with their script and style sheet served from this
+// binary too: they load nothing from other origins, and their
+// Content-Security-Policy says so (pageCSP).
 
 //go:embed templates/*.html
 var templateFiles embed.FS
 
+//go:embed assets
+var assetFiles embed.FS
+
+// pageFuncs are the template functions of the pages: t looks a string up
+// in the page's language, plural picks its singular or plural form.
+var pageFuncs = template.FuncMap{
+	"t":      i18n.T,
+	"plural": i18n.Plural,
+	"asset":  assetURL,
+}
+
 // pages are the customer pages: checkout, pay link and error.
-var pages = template.Must(template.ParseFS(templateFiles, "templates/*.html"))
+var pages = template.Must(template.New("").Funcs(pageFuncs).ParseFS(templateFiles, "templates/*.html"))
+
+// assetPrefix is where the pages' script and style sheet are served.
+const assetPrefix = "/checkout-assets/"
+
+// assetVersions are a short hash of each asset's content, added to its URL
+// so that it can be cached for good and still change with a new binary.
+var assetVersions = func() map[string]string {
+	v := make(map[string]string)
+	_ = fs.WalkDir(assetFiles, "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := assetFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		v[path.Base(p)] = hex.EncodeToString(sum[:6])
+		return nil
+	})
+	return v
+}()
+
+// assetURL is the URL of an embedded asset, with its version.
+func assetURL(name string) string {
+	return assetPrefix + name + "?v=" + assetVersions[name]
+}
+
+// asset serves an embedded script or style sheet.
+func (s *server) asset(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "name")
+	b, err := assetFiles.ReadFile("assets/" + name)
+	if _, known := assetVersions[name]; err != nil || !known {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	switch path.Ext(name) {
+	case ".js":
+		h.Set("Content-Type", "text/javascript; charset=utf-8")
+	case ".css":
+		h.Set("Content-Type", "text/css; charset=utf-8")
+	}
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	_, _ = w.Write(b)
+}
+
+// langLink is one entry of a page's language switch.
+type langLink struct {
+	Code, Name, URL string
+	Current         bool
+}
+
+// brand is the store's accent colour and the text colour that reads on it.
+type brand struct {
+	Color, OnColor string
+}
+
+// defaultBrand is the accent of a store that set none.
+var defaultBrand = brand{Color: "#1a56db", OnColor: "#ffffff"}
+
+// storeBrand returns the store's accent colour, and black or white text
+// on it, whichever contrasts more, so that any colour a merchant picks
+// keeps buttons readable.
+func storeBrand(st *kassa.Store) brand {
+	if st == nil || kassa.ValidateBrandColor(st.BrandColor) != nil || st.BrandColor == "" {
+		return defaultBrand
+	}
+	c := st.BrandColor
+	var rgb [3]float64
+	for i := range rgb {
+		v, _ := strconv.ParseUint(c[1+2*i:3+2*i], 16, 8)
+		rgb[i] = linear(float64(v) / 255)
+	}
+	l := 0.2126*rgb[0] + 0.7152*rgb[1] + 0.0722*rgb[2]
+	// Contrast with white is 1.05/(l+0.05), with black (l+0.05)/0.05.
+	if 1.05/(l+0.05) >= (l+0.05)/0.05 {
+		return brand{Color: c, OnColor: "#ffffff"}
+	}
+	return brand{Color: c, OnColor: "#000000"}
+}
+
+// linear turns an sRGB channel (0 to 1) into linear light (WCAG's
+// relative luminance).
+func linear(v float64) float64 {
+	if v <= 0.04045 {
+		return v / 12.92
+	}
+	return math.Pow((v+0.055)/1.055, 2.4)
+}
 
 // pageBase is what every page's layout reads.
 type pageBase struct {
+	Lang       string
 	PageTitle  string
 	Nonce      string
 	Simulation bool
+	Brand      brand
+	Langs      []langLink
+	// Refresh reloads the page every so many seconds when scripts are off
+	// (0: never); RefreshURL, when set, goes there instead.
+	Refresh    int
+	RefreshURL string
 }
 
-// newPageBase returns the layout data of a page with a fresh CSP nonce.
-func (s *server) newPageBase(title string) pageBase {
+// newPageBase returns the layout data of a page in the request's
+// language with a fresh CSP nonce.
+func (s *server) newPageBase(r *http.Request, title string) pageBase {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return pageBase{PageTitle: title, Nonce: base64.RawURLEncoding.EncodeToString(b[:]), Simulation: s.Simulator != nil}
+	lang := i18n.FromRequest(r)
+	base := pageBase{Lang: lang, PageTitle: title, Nonce: base64.RawURLEncoding.EncodeToString(b[:]), Simulation: s.Simulator != nil, Brand: defaultBrand}
+	for _, code := range i18n.Languages {
+		q := url.Values{}
+		for k, v := range r.URL.Query() {
+			if k == "tab" {
+				q[k] = v
+			}
+		}
+		q.Set("lang", code)
+		base.Langs = append(base.Langs, langLink{Code: code, Name: i18n.Name(code), URL: r.URL.Path + "?" + q.Encode(), Current: code == lang})
+	}
+	return base
 }
 
-// renderPage answers an HTML page. Inline styles and scripts run only
-// with the page's nonce; the page loads nothing from elsewhere.
+// pageCSP is the Content-Security-Policy of the customer pages: scripts
+// and style sheets only from this origin (no inline script at all), the
+// one inline style block (the store's colour) by its nonce, images from
+// this origin or data: URIs (QR codes, logo), requests only to this
+// origin, forms only to it, and no framing.
+func pageCSP(nonce string) string {
+	return "default-src 'none'; script-src 'self'; style-src 'self' 'nonce-" + nonce + "'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+}
+
+// renderPage answers an HTML page.
 func (s *server) renderPage(w http.ResponseWriter, r *http.Request, status int, name string, nonce string, data any) {
 	var buf bytes.Buffer
 	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
@@ -45,10 +188,11 @@ func (s *server) renderPage(w http.ResponseWriter, r *http.Request, status int, 
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'none'; img-src data:; style-src 'nonce-"+nonce+"'; script-src 'nonce-"+nonce+"'; connect-src 'self'; base-uri 'none'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", pageCSP(nonce))
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Cache-Control", "no-store")
+	h.Set("Vary", "Accept-Language")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }
@@ -63,285 +207,6 @@ type errorPage struct {
 func (s *server) pageError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body := s.errorResponse(r, err)
 	heading := http.StatusText(status)
-	base := s.newPageBase(heading)
+	base := s.newPageBase(r, heading)
 	s.renderPage(w, r, status, "error", base.Nonce, errorPage{pageBase: base, Heading: heading, Text: body.Message})
-}
-
-// checkoutPageData is what the checkout page shows.
-type checkoutPageData struct {
-	pageBase
-	ID, StoreName    string
-	HasAmount        bool
-	Sats             kassa.Sats
-	BTC, Fiat        string
-	Status           string
-	AdditionalStatus string
-	Open, Settled    bool
-	Bolt11, Address  string
-	// OnchainUnavailable says why no address is offered (an amount below
-	// the store's on-chain minimum).
-	OnchainUnavailable    string
-	LightningURI, BIP21   template.URL
-	LightningQR           template.URL
-	BitcoinQR             template.URL
-	ExpiresAt             string
-	RedirectURL           string
-	RedirectAutomatically bool
-}
-
-// btcString renders sats as bitcoin with eight decimals.
-func btcString(s kassa.Sats) string { return decimal.New(int64(s), -8).StringFixed(8) }
-
-// publicInvoice reads the invoice of a customer page's path.
-func (s *server) publicInvoice(r *http.Request) (*kassa.Invoice, error) {
-	id, err := pathID(r, "invoiceId", "invoice")
-	if err != nil {
-		return nil, err
-	}
-	inv, err := s.Reader.Invoice(r.Context(), id)
-	if kassa.ErrorCode(err) == kassa.NotFound {
-		return nil, errInvoiceNotFound
-	}
-	return inv, err
-}
-
-// invoiceShortLink sends /i/{invoiceId}, the short invoice link some
-// shop plugins print, to the invoice's checkout page.
-func (s *server) invoiceShortLink(w http.ResponseWriter, r *http.Request) {
-	id, err := pathID(r, "invoiceId", "invoice")
-	if err != nil {
-		s.pageError(w, r, err)
-		return
-	}
-	target := s.checkoutLink(id)
-	if s.publicURL == "" {
-		target = "/checkout/" + id
-	}
-	http.Redirect(w, r, target, http.StatusFound)
-}
-
-// checkoutPage shows an invoice to the customer: amount, status, both QR
-// codes, address and BOLT11, and, in simulation, buttons that pay it and
-// mine blocks. A small script polls the status and redirects to the shop
-// once the invoice is settled, when the invoice asks for it.
-func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
-	inv, err := s.publicInvoice(r)
-	if err != nil {
-		s.pageError(w, r, err)
-		return
-	}
-	uri := invoiceBIP21(inv)
-	codes, err := invoiceQRCodes(inv.LightningInvoice, uri)
-	if err != nil {
-		s.pageError(w, r, err)
-		return
-	}
-	base := s.newPageBase("Pay " + inv.TerminalName)
-	data := checkoutPageData{
-		pageBase:              base,
-		ID:                    inv.ID,
-		StoreName:             inv.TerminalName,
-		HasAmount:             inv.Amount > 0,
-		Sats:                  inv.Amount,
-		BTC:                   btcString(inv.Amount),
-		Status:                inv.Status.String(),
-		AdditionalStatus:      inv.AdditionalStatus.String(),
-		Open:                  inv.Status == kassa.InvoiceNew,
-		Settled:               inv.Status == kassa.InvoiceSettled,
-		Bolt11:                inv.LightningInvoice,
-		Address:               inv.OnchainAddress,
-		OnchainUnavailable:    inv.OnchainUnavailableReason,
-		LightningURI:          template.URL("lightning:" + strings.ToUpper(inv.LightningInvoice)),
-		BIP21:                 template.URL(uri),
-		LightningQR:           template.URL(codes.LightningQR),
-		BitcoinQR:             template.URL(codes.BitcoinQR),
-		ExpiresAt:             inv.ExpiresAt.UTC().Format("2006-01-02 15:04"),
-		RedirectURL:           inv.RedirectURL,
-		RedirectAutomatically: inv.RedirectAutomatically,
-	}
-	if inv.Currency.IsFiat() {
-		data.Fiat = inv.InvoiceAmount.StringFixed(inv.Currency.Decimals()) + " " + string(inv.Currency)
-	}
-	s.renderPage(w, r, http.StatusOK, "checkout", base.Nonce, data)
-}
-
-// checkoutStatusRecord is what the checkout page polls.
-type checkoutStatusRecord struct {
-	Status           string     `json:"status"`
-	AdditionalStatus string     `json:"additionalStatus"`
-	TotalPaid        kassa.Sats `json:"totalPaid"`
-}
-
-func (s *server) checkoutStatus(w http.ResponseWriter, r *http.Request) {
-	inv, err := s.publicInvoice(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, checkoutStatusRecord{
-		Status:           inv.Status.String(),
-		AdditionalStatus: inv.AdditionalStatus.String(),
-		TotalPaid:        inv.TotalPaid(),
-	})
-}
-
-// checkoutSimPay pays the invoice of the page through the simulator
-// (?method=lightning or onchain). It is routed only in simulation.
-func (s *server) checkoutSimPay(w http.ResponseWriter, r *http.Request) {
-	inv, err := s.publicInvoice(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	out, err := s.simPay(r, inv, r.URL.Query().Get("method"), 0)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// checkoutSimMine mines one block. It is routed only in simulation.
-func (s *server) checkoutSimMine(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.publicInvoice(r); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	height, err := s.Simulator.Mine(r.Context(), 1)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, simMined{Height: height})
-}
-
-// payLinkPageData is what the pay-link page shows.
-type payLinkPageData struct {
-	pageBase
-	ID, Title, Description string
-	Amount, Discounted     string
-	Discount               string
-	HasDiscount            bool
-	Currency               kassa.Currency
-	Status                 string
-	Payable                bool
-	Closed                 string
-	ExpiryDate             string
-}
-
-// payLinkTerms are the currency and the amount, with the Bitcoin discount
-// applied, that paying p asks for.
-func (s *server) payLinkTerms(r *http.Request, p *kassa.PaymentRequest) (kassa.Currency, decimal.Decimal, error) {
-	currency := p.Currency
-	if currency == "" {
-		st, err := s.Reader.Store(r.Context(), p.StoreID)
-		if err != nil {
-			return "", decimal.Zero, err
-		}
-		currency = st.Currency
-	}
-	return currency, p.PayAmount(currency), nil
-}
-
-// closedText says why a pay link cannot be paid.
-func closedText(status string) string {
-	switch status {
-	case kassa.PaymentRequestExpired:
-		return "This payment link has expired and can no longer be paid."
-	case kassa.PaymentRequestArchived:
-		return "This payment link has been archived by the merchant and can no longer be paid."
-	case kassa.PaymentRequestCompleted:
-		return "This payment link has been paid. Thank you!"
-	}
-	return "This payment link cannot be paid."
-}
-
-// publicPaymentRequest reads the pay link of a customer page's path.
-func (s *server) publicPaymentRequest(r *http.Request) (*kassa.PaymentRequest, error) {
-	id, err := pathID(r, "id", "payment request")
-	if err != nil {
-		return nil, err
-	}
-	return s.paymentRequestOfStore(r.Context(), "", id)
-}
-
-// payLinkPage shows a pay link to the customer with a Pay button while it
-// can be paid.
-func (s *server) payLinkPage(w http.ResponseWriter, r *http.Request) {
-	p, err := s.publicPaymentRequest(r)
-	if err != nil {
-		s.pageError(w, r, err)
-		return
-	}
-	currency, discounted, err := s.payLinkTerms(r, p)
-	if err != nil {
-		s.pageError(w, r, err)
-		return
-	}
-	status := p.Status(s.now())
-	base := s.newPageBase(p.Title)
-	s.renderPage(w, r, http.StatusOK, "paylink", base.Nonce, payLinkPageData{
-		pageBase:    base,
-		ID:          p.ID,
-		Title:       p.Title,
-		Description: p.Description,
-		Amount:      p.Amount.StringFixed(currency.Decimals()),
-		Discounted:  discounted.StringFixed(currency.Decimals()),
-		Discount:    p.Discount.String(),
-		HasDiscount: p.Discount.IsPositive(),
-		Currency:    currency,
-		Status:      status,
-		Payable:     status == kassa.PaymentRequestPending,
-		Closed:      closedText(status),
-		ExpiryDate:  p.ExpiryDate.UTC().Format("2006-01-02 15:04"),
-	})
-}
-
-// payLinkPay sends the customer to the checkout page of the invoice that
-// pays the pay link (with the Bitcoin discount applied): the one of the
-// customer's session while it can still be paid, else a new one.
-func (s *server) payLinkPay(w http.ResponseWriter, r *http.Request) {
-	p, err := s.publicPaymentRequest(r)
-	if err != nil {
-		s.pageError(w, r, err)
-		return
-	}
-	if status := p.Status(s.now()); status != kassa.PaymentRequestPending {
-		s.pageError(w, r, kassa.Errorf(kassa.Conflict, "%s", closedText(status)))
-		return
-	}
-	inv, err := s.PaymentRequests.PayPaymentRequest(r.Context(), p.StoreID, p.ID, payLinkSession(w, r, s.publicURL))
-	if err != nil {
-		s.pageError(w, r, err)
-		return
-	}
-	target := s.checkoutLink(inv.ID)
-	if s.publicURL == "" {
-		target = "/checkout/" + inv.ID
-	}
-	http.Redirect(w, r, target, http.StatusSeeOther)
-}
-
-// payLinkSessionCookie names the cookie that ties a customer's clicks on
-// a pay link's Pay button to one invoice.
-const payLinkSessionCookie = "kassa_paylink_session"
-
-// payLinkSession returns the customer's pay-link session token, setting a
-// new one when the request has none (or a malformed one).
-func payLinkSession(w http.ResponseWriter, r *http.Request, publicURL string) string {
-	if c, err := r.Cookie(payLinkSessionCookie); err == nil && len(c.Value) == 32 && kassa.ValidID(c.Value) {
-		return c.Value
-	}
-	token := kassa.NewSecret()[:32]
-	http.SetCookie(w, &http.Cookie{
-		Name:     payLinkSessionCookie,
-		Value:    token,
-		Path:     "/payment-requests/",
-		MaxAge:   24 * 60 * 60,
-		HttpOnly: true,
-		Secure:   strings.HasPrefix(publicURL, "https://"),
-		SameSite: http.SameSiteLaxMode,
-	})
-	return token
 }

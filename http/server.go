@@ -163,6 +163,7 @@ func (s *server) routes() *chi.Mux {
 		r.Mount("/dashboard", s.Dashboard)
 	}
 
+	r.Get(assetPrefix+"{name}", s.asset)
 	r.Group(func(r chi.Router) {
 		r.Use(s.limitPages)
 		r.Get("/i/{invoiceId}", s.invoiceShortLink)

@@ -1,0 +1,410 @@
+package http
+
+import (
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/http/i18n"
+	"github.com/kassapay/kassa/qr"
+)
+
+// Checkout states: what the customer is told, in plain words, about an
+// invoice (checkoutState).
+const (
+	stateWaiting   = "waiting"   // nothing received yet
+	stateUnderpaid = "underpaid" // part received, the rest still due
+	stateSeen      = "seen"      // enough seen on-chain, not yet confirmed
+	statePaid      = "paid"
+	statePaidLate  = "paidLate" // settled by a payment after expiry
+	stateExpired   = "expired"
+	stateInvalid   = "invalid"
+)
+
+// checkoutState is the customer's view of inv's status.
+func checkoutState(inv *kassa.Invoice) string {
+	switch inv.Status {
+	case kassa.InvoiceNew:
+		if inv.TotalPaid() > 0 {
+			return stateUnderpaid
+		}
+		return stateWaiting
+	case kassa.InvoiceProcessing:
+		return stateSeen
+	case kassa.InvoiceSettled:
+		if inv.AdditionalStatus == kassa.StatusPaidAfterExpiration {
+			return statePaidLate
+		}
+		return statePaid
+	case kassa.InvoiceExpired:
+		return stateExpired
+	}
+	return stateInvalid
+}
+
+// checkoutKey changes whenever what the checkout page shows of inv
+// changes: the page's script compares it with the status it polls and
+// redraws the live part of the page when it differs.
+func checkoutKey(inv *kassa.Invoice) string {
+	conf, _ := onchainProgress(inv)
+	return fmt.Sprintf("%s.%s.%d.%d", inv.Status, inv.AdditionalStatus, inv.TotalPaid(), conf)
+}
+
+// onchainProgress returns the confirmations of the least confirmed
+// on-chain payment still counting (capped at what the invoice needs) and
+// its txid.
+func onchainProgress(inv *kassa.Invoice) (int32, string) {
+	conf, txid := int32(-1), ""
+	for _, p := range inv.Payments {
+		if p.Method != kassa.MethodOnchain || p.Dropped {
+			continue
+		}
+		if c := min(p.Confirmations, inv.ConfirmationsRequired); conf < 0 || c < conf {
+			conf, txid = c, p.TxID
+		}
+	}
+	return max(conf, 0), txid
+}
+
+// payTab is one way to pay on the checkout page: a QR code, an "Open in
+// wallet" link and the values to copy.
+type payTab struct {
+	ID, Label, Hint, QRAlt string
+	QR, URI                template.URL
+	Href                   string
+	Selected               bool
+	Fields                 []copyField
+}
+
+// copyField is a value the customer may copy: an invoice, an address, an
+// amount.
+type copyField struct {
+	ID, Label, Value, CopyLabel string
+	Long                        bool
+}
+
+// checkoutPageData is what the checkout page shows.
+type checkoutPageData struct {
+	pageBase
+	ID, StoreName, OrderID string
+	// LogoURL is the store's logo, a data:image URI checked by
+	// kassa.ValidateLogoURL.
+	LogoURL         template.URL
+	HasAmount       bool
+	BTC, Sats, Fiat string
+	State, Key      string
+	// Open: the customer can still pay (the tabs are shown).
+	Open       bool
+	Tabs       []payTab
+	OnchainOff bool
+	// Remaining is the time left to pay in seconds, ExpiresAt the
+	// deadline as text.
+	Remaining          int64
+	Countdown          string
+	ExpiresAt          string
+	Received, Due      string
+	Overpaid           string
+	Confirmations      int64
+	Required           int64
+	PartlyPaid         bool
+	HasLightning       bool
+	HasOnchain         bool
+	TxID               string
+	PaidAt, Method     string
+	PaidFiat           string
+	PayAgain           string
+	RedirectURL        string
+	RedirectNow        bool
+	StatusURL, PageURL string
+}
+
+// btcString renders sats as bitcoin with eight decimals.
+func btcString(s kassa.Sats) string { return decimal.New(int64(s), -8).StringFixed(8) }
+
+// btcSats renders sats as "0.00025000 BTC (25000 sats)"-like text.
+func btcSats(lang string, s kassa.Sats) string {
+	return btcString(s) + " BTC (" + i18n.T(lang, "checkout.sats", strconv.FormatInt(int64(s), 10)) + ")"
+}
+
+// bip21Amount is the BIP21 amount of sats: BTC without trailing zeros.
+func bip21Amount(s kassa.Sats) string {
+	return strings.TrimSuffix(strings.TrimRight(btcString(s), "0"), ".")
+}
+
+// publicInvoice reads the invoice of a customer page's path.
+func (s *server) publicInvoice(r *http.Request) (*kassa.Invoice, error) {
+	id, err := pathID(r, "invoiceId", "invoice")
+	if err != nil {
+		return nil, err
+	}
+	inv, err := s.Reader.Invoice(r.Context(), id)
+	if kassa.ErrorCode(err) == kassa.NotFound {
+		return nil, errInvoiceNotFound
+	}
+	return inv, err
+}
+
+// invoiceShortLink sends /i/{invoiceId}, the short invoice link some
+// shop plugins print, to the invoice's checkout page.
+func (s *server) invoiceShortLink(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r, "invoiceId", "invoice")
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	target := s.checkoutLink(id)
+	if s.publicURL == "" {
+		target = "/checkout/" + id
+	}
+	http.Redirect(w, r, target, http.StatusFound)
+}
+
+// checkoutPage shows an invoice to the customer: who is paid, how much,
+// the time left, the state in plain words and, while it can be paid, one
+// unified QR code with tabs for Lightning and on-chain only, copy buttons
+// and "Open in wallet". A script (assets/checkout.js) polls the status
+// and redraws the live part of the page in place; without scripts the
+// page reloads itself. In simulation it has buttons that pay and mine.
+func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
+	inv, err := s.publicInvoice(r)
+	if err != nil {
+		s.pageError(w, r, err)
+		return
+	}
+	st, err := s.Reader.Store(r.Context(), inv.StoreID)
+	if err != nil && kassa.ErrorCode(err) != kassa.NotFound {
+		s.pageError(w, r, err)
+		return
+	}
+	base := s.newPageBase(r, "")
+	lang := base.Lang
+	name := inv.TerminalName
+	if st != nil {
+		base.Brand = storeBrand(st)
+		if name == "" {
+			name = st.Name
+		}
+	}
+	if name != "" {
+		base.PageTitle = i18n.T(lang, "checkout.pageTitle", name)
+	} else {
+		base.PageTitle = i18n.T(lang, "checkout.payment")
+	}
+	now := s.now()
+	state := checkoutState(inv)
+	data := checkoutPageData{
+		pageBase:     base,
+		ID:           inv.ID,
+		StoreName:    name,
+		OrderID:      inv.OrderID,
+		HasAmount:    inv.Amount > 0,
+		BTC:          btcString(inv.Amount),
+		Sats:         strconv.FormatInt(int64(inv.Amount), 10),
+		State:        state,
+		Key:          checkoutKey(inv),
+		Open:         state == stateWaiting || state == stateUnderpaid,
+		ExpiresAt:    inv.ExpiresAt.UTC().Format("2006-01-02 15:04"),
+		Required:     int64(max(inv.ConfirmationsRequired, 1)),
+		HasLightning: inv.LightningInvoice != "",
+		HasOnchain:   inv.OnchainAddress != "",
+		RedirectURL:  inv.RedirectURL,
+		StatusURL:    "/checkout/" + inv.ID + "/status",
+		PageURL:      "/checkout/" + inv.ID,
+	}
+	if st != nil && kassa.ValidateLogoURL(st.LogoURL) == nil {
+		data.LogoURL = template.URL(st.LogoURL)
+	}
+	switch {
+	case inv.Currency.IsFiat():
+		data.Fiat = inv.InvoiceAmount.StringFixed(inv.Currency.Decimals()) + " " + string(inv.Currency)
+	case inv.StoreCurrency.IsFiat() && inv.ExchangeRate.IsPositive() && inv.Amount > 0:
+		data.Fiat = "≈ " + inv.FiatAmount().StringFixed(inv.StoreCurrency.Decimals()) + " " + string(inv.StoreCurrency)
+	}
+	if left := inv.ExpiresAt.Sub(now); data.Open && left > 0 {
+		data.Remaining = int64(left / time.Second)
+		data.Countdown = fmt.Sprintf("%d:%02d", data.Remaining/60, data.Remaining%60)
+	}
+	paid := inv.TotalPaid()
+	data.Received = btcSats(lang, paid)
+	if inv.Amount > paid {
+		data.Due = btcSats(lang, inv.Amount-paid)
+	}
+	if inv.Status == kassa.InvoiceSettled && inv.AdditionalStatus == kassa.StatusOverpaid && paid > inv.Amount {
+		data.Overpaid = btcSats(lang, paid-inv.Amount)
+	}
+	conf, txid := onchainProgress(inv)
+	data.Confirmations, data.TxID, data.PartlyPaid = int64(conf), txid, paid > 0
+	if inv.Status == kassa.InvoiceSettled {
+		data.PaidAt = inv.SettledAt.UTC().Format("2006-01-02 15:04") + " UTC"
+		data.Method = i18n.T(lang, "tab.lightning")
+		if inv.SettledBy == kassa.MethodOnchain {
+			data.Method = i18n.T(lang, "tab.onchain")
+		} else {
+			data.TxID = ""
+		}
+		if inv.StoreCurrency.IsFiat() && inv.ExchangeRate.IsPositive() {
+			data.PaidFiat = inv.FiatTotalPaid().StringFixed(inv.StoreCurrency.Decimals()) + " " + string(inv.StoreCurrency)
+		}
+		data.RedirectNow = inv.RedirectAutomatically && (strings.HasPrefix(inv.RedirectURL, "https://") || strings.HasPrefix(inv.RedirectURL, "http://"))
+		if data.RedirectNow {
+			base.RefreshURL = inv.RedirectURL
+		}
+	}
+	if state == stateExpired && inv.PaymentLinkID != "" {
+		data.PayAgain = "/payment-requests/" + inv.PaymentLinkID
+	}
+	if data.Open {
+		if data.Tabs, err = s.payTabs(r, inv, lang, paid); err != nil {
+			s.pageError(w, r, err)
+			return
+		}
+		data.OnchainOff = inv.OnchainAddress == "" && inv.OnchainUnavailableReason != ""
+		base.Refresh = 10
+	} else if state == stateSeen {
+		base.Refresh = 30
+	}
+	data.pageBase.Refresh, data.pageBase.RefreshURL = base.Refresh, base.RefreshURL
+	page := "checkout"
+	if r.URL.Query().Get("part") == "live" {
+		// What the page's script redraws: the live part alone, with no
+		// style element of its own (a parsed page's style would be
+		// checked against the policy of the page parsing it).
+		page = "checkout-live"
+	}
+	s.renderPage(w, r, http.StatusOK, page, base.Nonce, data)
+}
+
+// payTabs are the ways to pay inv: one QR code for both methods when it
+// takes both, then Lightning alone and on-chain alone. Once part is paid,
+// only on-chain is left, for what is still due (a Lightning invoice is
+// paid once, in full).
+func (s *server) payTabs(r *http.Request, inv *kassa.Invoice, lang string, paid kassa.Sats) ([]payTab, error) {
+	due := inv.Amount - paid
+	if inv.Amount == 0 {
+		due = 0
+	}
+	bolt11, address := inv.LightningInvoice, inv.OnchainAddress
+	if paid > 0 && address != "" {
+		bolt11 = ""
+	}
+	var tabs []payTab
+	amountField := func(prefix string) []copyField {
+		if due <= 0 {
+			return nil
+		}
+		return []copyField{{ID: prefix + "-amount", Label: i18n.T(lang, "pay.amount"), Value: bip21Amount(due), CopyLabel: i18n.T(lang, "pay.copyAmount")}}
+	}
+	invoiceField := func(prefix string) copyField {
+		return copyField{ID: prefix + "-invoice", Label: i18n.T(lang, "pay.invoice"), Value: bolt11, CopyLabel: i18n.T(lang, "pay.copyInvoice"), Long: true}
+	}
+	addressField := func(prefix string) copyField {
+		return copyField{ID: prefix + "-address", Label: i18n.T(lang, "pay.address"), Value: address, CopyLabel: i18n.T(lang, "pay.copyAddress")}
+	}
+	if bolt11 != "" && address != "" {
+		uri := kassa.BIP21(address, due, bolt11, inv.TerminalName)
+		codes, err := qr.InvoiceCodes("", uri)
+		if err != nil {
+			return nil, err
+		}
+		tabs = append(tabs, payTab{ID: "unified", Label: i18n.T(lang, "tab.unified"), Hint: i18n.T(lang, "pay.unifiedHint"), QRAlt: i18n.T(lang, "qr.unified"),
+			QR: template.URL(codes.Bitcoin), URI: template.URL(uri), Fields: append([]copyField{addressField("u")}, amountField("u")...)})
+	}
+	if bolt11 != "" {
+		codes, err := qr.InvoiceCodes(bolt11, "")
+		if err != nil {
+			return nil, err
+		}
+		tabs = append(tabs, payTab{ID: "lightning", Label: i18n.T(lang, "tab.lightning"), Hint: i18n.T(lang, "pay.lightningHint"), QRAlt: i18n.T(lang, "qr.lightning"),
+			QR: template.URL(codes.Lightning), URI: template.URL("lightning:" + strings.ToUpper(bolt11)), Fields: []copyField{invoiceField("l")}})
+	}
+	if address != "" {
+		uri := kassa.BIP21(address, due, "", inv.TerminalName)
+		codes, err := qr.InvoiceCodes("", uri)
+		if err != nil {
+			return nil, err
+		}
+		hint := i18n.T(lang, "pay.onchainHint")
+		if paid > 0 && inv.LightningInvoice != "" {
+			hint = i18n.T(lang, "pay.remainingChain")
+		}
+		tabs = append(tabs, payTab{ID: "onchain", Label: i18n.T(lang, "tab.onchain"), Hint: hint, QRAlt: i18n.T(lang, "qr.onchain"),
+			QR: template.URL(codes.Bitcoin), URI: template.URL(uri), Fields: append([]copyField{addressField("o")}, amountField("o")...)})
+	}
+	selected := 0
+	want := r.URL.Query().Get("tab")
+	for i := range tabs {
+		if tabs[i].ID == want {
+			selected = i
+		}
+		q := r.URL.Query()
+		q.Set("tab", tabs[i].ID)
+		tabs[i].Href = "?" + q.Encode()
+	}
+	if len(tabs) > 0 {
+		tabs[selected].Selected = true
+	}
+	return tabs, nil
+}
+
+// checkoutStatusRecord is what the checkout page polls: the invoice's
+// status, and the key that changes whenever the page would show
+// something else (checkoutKey).
+type checkoutStatusRecord struct {
+	Status           string     `json:"status"`
+	AdditionalStatus string     `json:"additionalStatus"`
+	TotalPaid        kassa.Sats `json:"totalPaid"`
+	State            string     `json:"state"`
+	Key              string     `json:"key"`
+}
+
+func (s *server) checkoutStatus(w http.ResponseWriter, r *http.Request) {
+	inv, err := s.publicInvoice(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, checkoutStatusRecord{
+		Status:           inv.Status.String(),
+		AdditionalStatus: inv.AdditionalStatus.String(),
+		TotalPaid:        inv.TotalPaid(),
+		State:            checkoutState(inv),
+		Key:              checkoutKey(inv),
+	})
+}
+
+// checkoutSimPay pays the invoice of the page through the simulator
+// (?method=lightning or onchain). It is routed only in simulation.
+func (s *server) checkoutSimPay(w http.ResponseWriter, r *http.Request) {
+	inv, err := s.publicInvoice(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out, err := s.simPay(r, inv, r.URL.Query().Get("method"), 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// checkoutSimMine mines one block. It is routed only in simulation.
+func (s *server) checkoutSimMine(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.publicInvoice(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	height, err := s.Simulator.Mine(r.Context(), 1)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, simMined{Height: height})
+}

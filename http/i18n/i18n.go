@@ -1,0 +1,108 @@
+// Package i18n holds the strings of the customer pages (checkout and pay
+// link) in every language they speak, English and German, and picks a
+// page's language from the request: a ?lang= parameter first, then the
+// Accept-Language header, else English. Pages look strings up by key, so a
+// new language is one more catalogue, and a test checks that every
+// catalogue has every key with the same placeholders.
+package i18n
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Default is the language of a request that asks for none we speak.
+const Default = "en"
+
+// Languages are the languages there are catalogues for, Default first.
+var Languages = []string{"en", "de"}
+
+// names are the languages in their own words, for a language switch.
+var names = map[string]string{"en": "English", "de": "Deutsch"}
+
+// Name returns lang in its own words ("Deutsch").
+func Name(lang string) string { return names[lang] }
+
+// catalogs maps a language to its strings by key.
+var catalogs = map[string]map[string]string{"en": english, "de": german}
+
+// Supported reports whether there is a catalogue for lang.
+func Supported(lang string) bool { _, ok := catalogs[lang]; return ok }
+
+// FromRequest picks the language of r: ?lang= when it names a supported
+// language, else the first supported one of Accept-Language by quality,
+// else Default.
+func FromRequest(r *http.Request) string {
+	if l := strings.ToLower(r.URL.Query().Get("lang")); Supported(l) {
+		return l
+	}
+	return Negotiate(r.Header.Get("Accept-Language"))
+}
+
+// maxAcceptLanguage bounds the header read, which the client chooses.
+const maxAcceptLanguage = 512
+
+// Negotiate returns the supported language an Accept-Language header
+// prefers ("de-CH, en;q=0.8" gives de), or Default.
+func Negotiate(header string) string {
+	if len(header) > maxAcceptLanguage {
+		header = header[:maxAcceptLanguage]
+	}
+	best, bestQ := Default, 0.0
+	for i, part := range strings.Split(header, ",") {
+		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		q := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || f > 1 {
+				continue
+			}
+			q = f
+		}
+		base, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
+		// Earlier entries win ties: the small bonus keeps the order.
+		if Supported(base) && q > 0 && q-float64(i)*1e-6 > bestQ {
+			best, bestQ = base, q-float64(i)*1e-6
+		}
+	}
+	return best
+}
+
+// T returns the string key in lang, formatted with args (fmt verbs), or
+// in Default when lang has no such key, or the key itself when no
+// catalogue has it (a bug a test catches, not a broken page).
+func T(lang, key string, args ...any) string {
+	s, ok := catalogs[lang][key]
+	if !ok {
+		if s, ok = catalogs[Default][key]; !ok {
+			return key
+		}
+	}
+	if len(args) == 0 {
+		return s
+	}
+	return fmt.Sprintf(s, args...)
+}
+
+// Plural returns key+".one" for n == 1, else key+".other", formatted
+// with n and then args.
+func Plural(lang, key string, n int64, args ...any) string {
+	suffix := ".other"
+	if n == 1 {
+		suffix = ".one"
+	}
+	return T(lang, key+suffix, append([]any{n}, args...)...)
+}
+
+// Keys returns the keys of lang's catalogue, sorted.
+func Keys(lang string) []string {
+	keys := make([]string, 0, len(catalogs[lang]))
+	for k := range catalogs[lang] {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

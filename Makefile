@@ -5,7 +5,7 @@ BIN     := bin/kassa
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: all build run test test-deps bench lint protos itest test-pg btcd lnd regtest clean
+.PHONY: all build run test test-deps bench lint protos itest test-pg btcd lnd regtest clean screenshots
 
 all: build
 
@@ -30,6 +30,12 @@ test: test-deps
 	# Several cluster nodes in one process race inside protoactor-go
 	# (remote.Start sets gRPC's global logger): these run without -race.
 	$(GO) test -count=1 -run 'TestCluster' ./actors/
+
+# Runs the browser tests with KASSA_SCREENSHOTS set: they write the
+# screenshots the README links to docs/screenshots/ (otherwise to a
+# temporary directory).
+screenshots: test-deps
+	KASSA_SCREENSHOTS=1 $(GO) test -count=1 -run 'TestBrowser' ./cmd/kassa/
 
 # Builds btcd and btcctl (pinned, cached under ~/.cache/kassa/bin); fails
 # when they cannot be built.

@@ -30,6 +30,9 @@
 // Responses that carry a secret (the store with its API key, webhooks with
 // their signing secret) have Cache-Control: no-store. The customer pages
 // are rate-limited per client address and per pay link (ratelimit.go).
+// They speak the customer's language (package i18n), carry a strict
+// Content-Security-Policy with no inline script (page.go), and their one
+// script and style sheet are embedded under /checkout-assets/.
 //
 // Every request gets an OpenTelemetry span named after its method and
 // route pattern, and one access-log line.

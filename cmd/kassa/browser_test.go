@@ -228,6 +228,26 @@ func (b *browser) waitTrue(what, expr string) {
 	b.do(what, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(browserWait)))
 }
 
+// waitAcross waits until the JavaScript expression expr holds, evaluating
+// it again and again across page loads (a poll inside the page ends with
+// an error when the page navigates away).
+func (b *browser) waitAcross(what, expr string) {
+	b.t.Helper()
+	deadline := time.Now().Add(browserWait)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	b.t.Fatalf("browser: %s: not within %v (last error %v)", what, browserWait, last)
+}
+
 // noProblems fails the test if the page blocked content or threw.
 func (b *browser) noProblems() {
 	b.t.Helper()
@@ -353,6 +373,9 @@ func (b *browser) screenshots(name string, width int64) {
 		b.setWidth(v.width, 800)
 		height := browserRun(b, "page height", chromedp.Evaluate[int64](`Math.ceil(document.documentElement.getBoundingClientRect().height)`))
 		b.setWidth(v.width, max(height, 200))
+		if v.width == phoneWidth {
+			b.noSideScroll(name + " on a phone")
+		}
 		shot := browserRun(b, "screenshot", chromedp.CaptureScreenshot())
 		img, err := png.Decode(bytes.NewReader(shot))
 		if err != nil {
@@ -696,12 +719,12 @@ func TestBrowserCheckout(t *testing.T) {
 		// it goes back to the shop, and then goes there by itself. On a
 		// slow machine it may be at the shop before the test looks, which
 		// proves the flip as well: only a paid page redirects.
-		b.waitTrue("paid, returning to the shop", fmt.Sprintf(`(() => {
+		b.waitAcross("paid, returning to the shop", fmt.Sprintf(`(() => {
 			if (location.href === %q) { return true; }
 			const l = document.getElementById("live"), back = document.getElementById("back"), note = document.getElementById("redirecting");
 			return !!l && l.dataset.state === "paid" && !!back && back.offsetParent !== null && !!note && note.offsetParent !== null;
 		})()`, shop+"/thanks"))
-		b.do("back at the shop", chromedp.WaitVisible(chromedp.ID("shop")))
+		b.waitAcross("back at the shop", fmt.Sprintf(`location.href === %q && !!document.getElementById("shop")`, shop+"/thanks"))
 		if loc := browserRun(b, "location", chromedp.Location()); loc != shop+"/thanks" {
 			t.Fatalf("redirected to %q, want %s/thanks", loc, shop)
 		}
@@ -789,7 +812,7 @@ func TestBrowserCheckoutExpired(t *testing.T) {
 	b.checkAccessibility("checkout of a pay link, expired")
 	b.screenshots("checkout-expired-paylink", desktopWidth)
 	b.do("pay again", chromedp.Click(chromedp.ID("pay-again")))
-	b.waitTrue("another checkout", fmt.Sprintf(`location.href !== %q && !!document.getElementById("state-title")`, first))
+	b.waitAcross("another checkout", fmt.Sprintf(`location.href !== %q && !!document.getElementById("state-title")`, first))
 	if again := browserRun(b, "location", chromedp.Location()); !strings.HasPrefix(again, s.url+"/checkout/") {
 		t.Fatalf("Pay again went to %q (the expired one was %q)", again, first)
 	}

@@ -51,3 +51,23 @@ func TestValidateBrandColor(t *testing.T) {
 		t.Errorf("NewStore dropped the branding: %+v", st)
 	}
 }
+
+// TestStoreUpdateLogoAsAtCreation: a store update (the dashboard's
+// settings) accepts the same logos as store creation, and only those,
+// since the customer pages show only a data: image.
+func TestStoreUpdateLogoAsAtCreation(t *testing.T) {
+	t.Parallel()
+	s := &Store{Name: "Shop", Currency: EUR}
+	u := StoreUpdate{Name: "Shop", Currency: EUR, LogoURL: "https://shop.example.com/logo.png"}
+	if _, err := s.Apply(u); ErrorCode(err) != Invalid {
+		t.Fatalf("update with an http logo = %v, want Invalid (the checkout would not show it)", err)
+	}
+	u.LogoURL = "data:image/png;base64,iVBORw0KGgo="
+	next, err := s.Apply(u)
+	if err != nil {
+		t.Fatalf("update with a data: logo: %v", err)
+	}
+	if next.LogoURL != u.LogoURL {
+		t.Fatalf("logo %q, want %q", next.LogoURL, u.LogoURL)
+	}
+}

@@ -245,8 +245,8 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	if u.OnchainMinAmount < 0 || u.OnchainMinAmount > MaxSats {
 		add("onchainMinAmount", "must be between 1 and 2100000000000000 sat (0: the default)")
 	}
-	if u.LogoURL != "" && (len(u.LogoURL) > MaxURL || !validURL(u.LogoURL)) {
-		add("logoUrl", "must be an http(s) URL")
+	if err := ValidateLogoURL(u.LogoURL); err != nil {
+		add("logoUrl", ErrorMessage(err))
 	}
 	if u.BrandColor != "" && !validColor(u.BrandColor) {
 		add("brandColor", "must be a colour like #1a2b3c")

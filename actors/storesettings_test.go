@@ -22,7 +22,7 @@ func TestStoreSettingsAndKeys(t *testing.T) {
 	st := h.createStore("1", "0")
 
 	u := kassa.StoreUpdate{Name: "Renamed", Currency: kassa.USD, LightningAddress: "shop@example.com", ConfirmationsRequired: 3,
-		OnchainMinAmount: 5000, LogoURL: "https://shop.example/logo.png", BrandColor: "#112233", DefaultRedirectURL: "https://shop.example/thanks"}
+		OnchainMinAmount: 5000, LogoURL: "data:image/png;base64,iVBORw0KGgo=", BrandColor: "#112233", DefaultRedirectURL: "https://shop.example/thanks"}
 	got, err := h.sys.UpdateStore(ctx, st.ID, u)
 	if err != nil {
 		t.Fatal(err)

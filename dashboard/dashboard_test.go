@@ -25,7 +25,7 @@ func TestSignupStoreSettingsKeys(t *testing.T) {
 	}
 
 	code, body, _ = c.post("/dashboard/stores/"+st.ID+"/settings", url.Values{"name": {"Alice Coffee"}, "currency": {"USD"},
-		"confirmations": {"2"}, "onchainMin": {"5000"}, "brandColor": {"#aa00bb"}, "logoUrl": {"https://alice.example/logo.png"},
+		"confirmations": {"2"}, "onchainMin": {"5000"}, "brandColor": {"#aa00bb"}, "logoUrl": {"data:image/png;base64,iVBORw0KGgo="},
 		"defaultRedirectUrl": {"https://alice.example/thanks"}, "lightningAddress": {"alice@wallet.example"}})
 	if code != http.StatusSeeOther {
 		t.Fatalf("save settings: %d %s", code, body)

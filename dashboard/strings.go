@@ -44,7 +44,7 @@ var strs = map[string]string{
 	"field.xpubtype":      "Address type",
 	"field.confirmations": "Confirmations required",
 	"field.onchainmin":    "On-chain minimum (sat, 0: default)",
-	"field.logo":          "Logo URL",
+	"field.logo":          "Logo (a data:image URI, at most 48 KiB)",
 	"field.color":         "Brand colour (#rrggbb)",
 	"field.redirect":      "Default redirect URL",
 	"field.percentfee":    "Service fee (%)",

@@ -342,7 +342,7 @@ func (b *browser) setWidth(width, height int64) {
 // KASSA_SCREENSHOTS is set (make screenshots), else a temporary directory,
 // so that a test run does not change the repository.
 func screenshotDir(t *testing.T) string {
-	if os.Getenv("KASSA_SCREENSHOTS") != "" {
+	if screenshots() {
 		return filepath.Join("..", "..", "docs", "screenshots")
 	}
 	return screenshotTemp(t)
@@ -412,7 +412,7 @@ func compactPNG(t *testing.T, img image.Image) []byte {
 	}
 	var buf bytes.Buffer
 	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if os.Getenv("KASSA_SCREENSHOTS") != "" {
+	if screenshots() {
 		enc.CompressionLevel = png.BestCompression
 	}
 	if err := enc.Encode(&buf, p); err != nil {

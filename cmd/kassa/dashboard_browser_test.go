@@ -25,9 +25,12 @@ import (
 	"github.com/chromedp/chromedp/kb"
 )
 
-// screenshots rewrites docs/screenshots/dashboard-*.png from the browser
-// test: go test ./cmd/kassa -run TestBrowserDashboard -screenshots
-var screenshots = flag.Bool("screenshots", false, "write the dashboard screenshots to docs/screenshots/")
+// screenshots says whether the browser tests rewrite
+// docs/screenshots/*.png: with KASSA_SCREENSHOTS set, as make screenshots
+// does, or with -screenshots.
+var screenshotsFlag = flag.Bool("screenshots", false, "write the screenshots to docs/screenshots/ (as KASSA_SCREENSHOTS=1 does)")
+
+func screenshots() bool { return *screenshotsFlag || os.Getenv("KASSA_SCREENSHOTS") != "" }
 
 // dashboardPage is a page of the dashboard the test has reached, by name
 // and URL, for the screenshots.
@@ -173,7 +176,7 @@ func shoot(t *testing.T, b *browser, s *server, pages []dashboardPage) {
 				t.Errorf("%s at %d px is %d px wide", p.name, size.width, wide)
 			}
 			shot := browserRun(b, "screenshot", chromedp.CaptureScreenshot())
-			if *screenshots {
+			if screenshots() {
 				writeScreenshot(t, fmt.Sprintf("dashboard-%s-%s.png", p.name, size.name), shot)
 			}
 		}

@@ -391,6 +391,9 @@ func (s *System) drainStoreWebhooks(storeID string) {
 	}
 }
 
+// MemberID is this node's id among the cluster's members.
+func (s *System) MemberID() string { return s.as.ID }
+
 // ClusterHealth is what a node of a cluster reports about itself.
 type ClusterHealth struct {
 	// Address is this node's address among the members.

@@ -105,7 +105,10 @@ func NewSystem(cfg Config) *System {
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
 	}
-	quiet := cfg.Logger.With("component", "protoactor")
+	// protoactor-go logs every cluster request at debug level, with its
+	// message (a forwarded call's arguments can hold a webhook secret),
+	// and chatters at info: only its warnings and errors are kept.
+	quiet := slog.New(minLevel{cfg.Logger.Handler(), slog.LevelWarn}).With("component", "protoactor")
 	s := &System{
 		cfg:    cfg,
 		as:     actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet })),
@@ -257,3 +260,21 @@ type (
 	// expired unpaid, once its address is no longer watched.
 	releaseAddress struct{ index uint32 }
 )
+
+// minLevel is a slog handler that drops records below level.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.level}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.level}
+}

@@ -59,6 +59,9 @@ type Deps struct {
 	// Backup takes a consistent snapshot of the data for `kassa backup`
 	// (POST /admin/v1/backup); nil answers 404.
 	Backup BackupFunc
+	// Cluster reports this node of a cluster for the health check; nil
+	// (or a nil report) on a single node.
+	Cluster func() any
 }
 
 // server holds the dependencies of every handler.

@@ -129,6 +129,8 @@ type healthRecord struct {
 	Version      string            `json:"version"`
 	// Storage is there when Deps.Storage is set.
 	Storage *storageHealth `json:"storage,omitempty"`
+	// Cluster is this node's view of its cluster, in cluster mode.
+	Cluster any `json:"cluster,omitempty"`
 }
 
 // storageHealth says whether the store still writes: "ok", or "failed"
@@ -149,6 +151,9 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	rec.Synchronized = rec.Chain.Synced && rec.Lightning.Synced
 	if s.Rates != nil {
 		rec.Rates = s.Rates.Source()
+	}
+	if s.Cluster != nil {
+		rec.Cluster = s.Cluster()
 	}
 	status := http.StatusOK
 	if s.Storage != nil {

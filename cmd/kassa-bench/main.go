@@ -42,7 +42,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "turns of floor, work floor and kassa in the create figure")
 	closed := flag.Int("closed-invoices", 1_000_000, "invoices created and closed for the resident-memory figure")
 	restart := flag.Int("restart-invoices", 200_000, "open invoices for the restart figures")
-	only := flag.String("only", "", "run only this part: create, tracing, memory, webhooks, closed, restart, chain or lightning")
+	only := flag.String("only", "", "run only this part: create, tracing, memory, webhooks, closed, restart, chain, lightning or cluster")
 	lnPayments := flag.Int("ln-payments", 30, "payments on real lnd for ln_settle_to_webhook_p99_ms")
 	chainPayments := flag.Int("chain-payments", 20, "payments on a real btcd for chain_block_to_settled_ms")
 	flag.Parse()
@@ -79,6 +79,12 @@ func main() {
 	}
 	if *only == "" || *only == "chain" {
 		if err := benchChain(ctx, *chainPayments); err != nil {
+			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
+			os.Exit(1)
+		}
+	}
+	if *only == "" || *only == "cluster" {
+		if err := benchCluster(ctx, *duration, *concurrency); err != nil {
 			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
 			os.Exit(1)
 		}

@@ -58,6 +58,10 @@ type Config struct {
 	// DashboardSignup and DashboardPercentFee: see dashboardFlags.
 	DashboardSignup     string
 	DashboardPercentFee string
+	// Cluster is the etcd of a cluster (etcd://HOST:PORT) and NodeListen
+	// the address other nodes reach this one at; empty: one node.
+	Cluster    string
+	NodeListen string
 }
 
 // DefaultConfig returns safe defaults: the embedded simulation on
@@ -119,6 +123,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "serve Prometheus metrics at /metrics on this admin address, HOST:PORT (off when empty; keep it private)")
 	fs.StringVar(&c.TraceFile, "trace-file", c.TraceFile, "append every span as a JSON line to this file (for machines without a collector)")
 	fs.Float64Var(&c.TraceSampleRatio, "trace-sample-ratio", c.TraceSampleRatio, "fraction of new traces kept, 0 to 1 (default: OTEL_TRACES_SAMPLER, else all)")
+	fs.StringVar(&c.Cluster, "cluster", c.Cluster, "cluster mode: etcd://HOST:PORT of the membership (needs --store postgres://… and --node-listen)")
+	fs.StringVar(&c.NodeListen, "node-listen", c.NodeListen, "cluster mode: HOST:PORT this node listens on for the other nodes (a private network: node traffic is not encrypted)")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "serve Go's pprof profiles on this address (off when empty; keep it on loopback)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long requests in flight and due webhook deliveries get to finish")
 }

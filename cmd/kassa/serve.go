@@ -46,6 +46,9 @@ type Main struct {
 	metrics   *nethttp.Server
 	cancel    context.CancelFunc
 	telemetry func(context.Context) error
+	// expelled is closed when this node of a cluster lost its
+	// membership; nil on a single node.
+	expelled <-chan struct{}
 }
 
 // NewMain returns a Main with the default configuration.
@@ -107,6 +110,10 @@ func (m *Main) Run(ctx context.Context) error {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	token, err := adminToken(c.Data)
+	if err != nil {
+		return err
+	}
+	clusterMode, err := parseCluster(c.Cluster, c.NodeListen, c.Store)
 	if err != nil {
 		return err
 	}
@@ -187,6 +194,11 @@ func (m *Main) Run(ctx context.Context) error {
 		Webhooks: newWebhookClient(c.Dev), WebhookSigAliases: c.WebhookSigAliases, Clock: m.Clock, Logger: log,
 		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring, Forwarder: m.forwarder,
 	})
+	if clusterMode != nil {
+		if m.expelled, err = joinCluster(ctx, runCtx, m.sys, clusterMode, log); err != nil {
+			return err
+		}
+	}
 	if err := chain.Start(runCtx, m.sys.HandleChainEvent); err != nil {
 		return fmt.Errorf("start chain backend: %w", err)
 	}
@@ -266,6 +278,9 @@ func (m *Main) Run(ctx context.Context) error {
 	deps.Operator = m.operatorPage()
 	if deps.Dashboard, err = m.newDashboard(deps); err != nil {
 		return err
+	}
+	if clusterMode != nil {
+		deps.Cluster = func() any { return m.sys.ClusterHealth() }
 	}
 	m.server = &nethttp.Server{
 		Handler:           kassahttp.NewHandler(deps),
@@ -370,6 +385,9 @@ func (m *Main) Wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return nil
+	case <-m.expelled:
+		m.log.Error(errExpelled.Error())
+		return errExpelled
 	case <-m.db.Failed():
 	}
 	err := m.db.Err()

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/kassapay/kassa/internal/etcdtest"
+	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+)
+
+// benchCluster measures cluster mode: the create rate of a one-node
+// cluster (PostgreSQL and etcd) against the single node (Pebble), and
+// the failover of a three-node cluster: from the SIGKILL of the node
+// that runs a store to the first create for that store that succeeds
+// through another node, and to the first of its open invoices expired
+// by another node (their deadline passed while it was down).
+func benchCluster(ctx context.Context, d time.Duration, workers int) error {
+	tmp, err := os.MkdirTemp("", "kassa-bench-cluster")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin, err := buildKassa(tmp)
+	if err != nil {
+		return err
+	}
+	pg, err := pgtest.Start()
+	if err != nil {
+		return err
+	}
+	defer pg.Stop()
+	et, err := etcdtest.Start()
+	if err != nil {
+		return err
+	}
+	defer et.Stop()
+
+	single, err := startKassa(bin, filepath.Join(tmp, "single"))
+	if err != nil {
+		return err
+	}
+	if _, _, err := single.createStore(); err != nil {
+		single.stop()
+		return err
+	}
+	pebbleRate, err := single.peak(workers, d)
+	single.stop()
+	if err != nil {
+		return err
+	}
+
+	dsn, err := pg.NewSchema(ctx)
+	if err != nil {
+		return err
+	}
+	one, err := startClusterNode(bin, filepath.Join(tmp, "one"), dsn, et.ClusterURL())
+	if err != nil {
+		return err
+	}
+	if _, _, err := one.createStore(); err != nil {
+		one.stop()
+		return err
+	}
+	pgRate, err := one.peak(workers, d)
+	one.stop()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "create: single node (Pebble) %.0f/s, one-node cluster (PostgreSQL) %.0f/s\n", pebbleRate, pgRate)
+	bench("cluster_create_single_pebble_per_s", pebbleRate, "req/s")
+	bench("cluster_create_one_node_postgres_per_s", pgRate, "req/s")
+	bench("cluster_create_postgres_vs_pebble", pgRate/pebbleRate, "ratio")
+
+	return benchFailover(ctx, bin, tmp, pg, et)
+}
+
+// startClusterNode starts a node of the cluster in etcd at etcdURL over
+// the PostgreSQL database dsn.
+func startClusterNode(bin, data, dsn, etcdURL string, extra ...string) (*target, error) {
+	node, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	t, err := startKassa(bin, data, append([]string{"--store", dsn, "--cluster", etcdURL, "--node-listen", node}, extra...)...)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// clusterView is the cluster part of a node's health.
+type clusterView struct {
+	Members []string `json:"members"`
+	Stores  int      `json:"stores"`
+}
+
+func (t *target) cluster() (clusterView, error) {
+	var h struct {
+		Cluster clusterView `json:"cluster"`
+	}
+	res, err := http.Get(t.base + "/api/v1/health")
+	if err != nil {
+		return h.Cluster, err
+	}
+	defer res.Body.Close()
+	err = json.NewDecoder(res.Body).Decode(&h)
+	return h.Cluster, err
+}
+
+func benchFailover(ctx context.Context, bin, tmp string, pg *pgtest.Server, et *etcdtest.Server) error {
+	dsn, err := pg.NewSchema(ctx)
+	if err != nil {
+		return err
+	}
+	const expiry = 8 * time.Second
+	var nodes []*target
+	defer func() {
+		for _, n := range nodes {
+			n.stop()
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		n, err := startClusterNode(bin, filepath.Join(tmp, fmt.Sprintf("node%d", i)), dsn, et.ClusterURL(), "--invoice-expiry", expiry.String())
+		if err != nil {
+			return err
+		}
+		nodes = append(nodes, n)
+	}
+	if err := waitMembers(nodes, 3); err != nil {
+		return err
+	}
+	id, key, err := nodes[0].createStore()
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		n.useStore(id, key)
+	}
+	// Open invoices of the store, on the node that runs it.
+	c := newClient(4)
+	var open []string
+	for i := 0; i < 20; i++ {
+		inv, err := nodes[i%3].createID(c)
+		if err != nil {
+			return err
+		}
+		open = append(open, inv)
+	}
+	deadline := time.Now().Add(expiry)
+	victim := -1
+	for i, n := range nodes {
+		if v, err := n.cluster(); err == nil && v.Stores > 0 {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		return fmt.Errorf("failover: no node runs the bench store")
+	}
+	other := nodes[(victim+1)%3]
+	// Kill the store's node one second before its invoices expire.
+	time.Sleep(time.Until(deadline.Add(-time.Second)))
+	killed := time.Now()
+	if err := syscall.Kill(nodes[victim].pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	quick := &http.Client{Timeout: 2 * time.Second}
+	for {
+		if _, err := other.createID(quick); err == nil {
+			break
+		}
+		if time.Since(killed) > time.Minute {
+			return fmt.Errorf("failover: no create succeeded within a minute of the kill")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	createAfter := time.Since(killed)
+	var expiredAfter time.Duration
+	for expiredAfter == 0 {
+		for _, inv := range open {
+			if st, err := other.status(inv); err == nil && st == "Expired" {
+				expiredAfter = time.Since(killed)
+				break
+			}
+		}
+		if time.Since(killed) > time.Minute {
+			return fmt.Errorf("failover: no invoice of the lost node expired within a minute of the kill")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Fprintf(os.Stderr, "failover: kill → first create %v, → first expiry %v (deadline 1 s after the kill)\n",
+		createAfter.Round(time.Millisecond), expiredAfter.Round(time.Millisecond))
+	bench("cluster_failover_first_create_ms", float64(createAfter.Milliseconds()), "ms")
+	bench("cluster_failover_first_expiry_ms", float64(expiredAfter.Milliseconds()), "ms")
+	bench("cluster_failover_expiry_late_ms", float64((expiredAfter - time.Second).Milliseconds()), "ms")
+	return nil
+}
+
+// waitMembers waits until every node sees n members.
+func waitMembers(nodes []*target, n int) error {
+	end := time.Now().Add(30 * time.Second)
+	for _, t := range nodes {
+		for {
+			if v, err := t.cluster(); err == nil && len(v.Members) == n {
+				break
+			}
+			if time.Now().After(end) {
+				return fmt.Errorf("the cluster did not form: a node does not see %d members", n)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,419 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa/internal/etcdtest"
+	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+)
+
+// clusterExpiry is the invoices' expiry in the cluster tests, and
+// expiryBound how late after it an open invoice may expire when the node
+// that ran it was lost: the etcd lease (3 s), the new owner's sweep, and
+// the webhook delivery (docs/decisions.md, "Cluster mode").
+const (
+	clusterExpiry = 10 * time.Second
+	expiryBound   = 10 * time.Second
+)
+
+// startCluster starts PostgreSQL, etcd and n Kassa nodes that share them.
+// It returns the nodes and the serve flags of each (to restart one).
+func startCluster(t *testing.T, n int, extra ...string) ([]*server, [][]string) {
+	t.Helper()
+	pg, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Stop() })
+	dsn, err := pg.NewSchema(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	et, err := etcdtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { et.Stop() })
+	var nodes []*server
+	var flags [][]string
+	for i := 0; i < n; i++ {
+		args := append([]string{"--store", dsn, "--cluster", et.ClusterURL(),
+			"--node-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))}, extra...)
+		nodes = append(nodes, startServer(t, t.TempDir(), args...))
+		flags = append(flags, args)
+	}
+	for _, s := range nodes {
+		waitFor(t, 30*time.Second, "every node sees every member", func() bool { return len(clusterHealth(s).Members) == n })
+	}
+	return nodes, flags
+}
+
+func freeLoopbackPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// nodeHealth is the cluster part of a node's health.
+type nodeHealth struct {
+	Address string   `json:"address"`
+	Members []string `json:"members"`
+	Stores  int      `json:"stores"`
+}
+
+// clusterHealth reads a node's view of the cluster; zero when it does
+// not answer.
+func clusterHealth(s *server) nodeHealth {
+	var h struct {
+		Cluster nodeHealth `json:"cluster"`
+	}
+	res, err := quickClient.Get(s.url + "/api/v1/health")
+	if err != nil {
+		return nodeHealth{}
+	}
+	defer res.Body.Close()
+	_ = json.NewDecoder(res.Body).Decode(&h)
+	return h.Cluster
+}
+
+// quickClient gives up on a stalled node sooner than the load lasts.
+var quickClient = &http.Client{Timeout: 15 * time.Second}
+
+// post sends an API request without failing the test (the load runs in
+// goroutines, and a request to a lost node may fail).
+func post(s *server, path, key string, body any) (int, []byte, error) {
+	data, _ := json.Marshal(body)
+	req, err := http.NewRequest("POST", s.url+path, strings.NewReader(string(data)))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-api-key", key)
+	res, err := quickClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer res.Body.Close()
+	out, err := io.ReadAll(res.Body)
+	return res.StatusCode, out, err
+}
+
+// loadLedger is what the load did: each acknowledged invoice, and how it
+// was paid (empty: left open).
+type loadLedger struct {
+	mu    sync.Mutex
+	paid  map[string]string // invoice id → "lightning", "onchain" or ""
+	store map[string]string // invoice id → store id
+}
+
+func (l *loadLedger) add(id, store, how string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.paid[id], l.store[id] = how, store
+}
+
+// TestClusterKillAndStall runs three nodes on loopback over PostgreSQL
+// and etcd under steady load (creates, Lightning and on-chain payments
+// through the simulators, webhooks to a local receiver), kills one with
+// SIGKILL, stops another with SIGSTOP for longer than its etcd lease and
+// wakes it again. Then every acknowledged invoice is there, every settled
+// one has exactly one transfer and one fee line, balances add up, every
+// event was delivered in order per endpoint, every open invoice expired
+// within expiryBound of its deadline, and the stalled node's writes after
+// it woke were refused by the journal.
+func TestClusterKillAndStall(t *testing.T) {
+	nodes, flags := startCluster(t, 3, "--dev", "--invoice-expiry", clusterExpiry.String())
+	rcv := newReceiver(t)
+
+	type shop struct {
+		creds storeCreds
+		path  string
+	}
+	var shops []shop
+	for i := 0; i < 9; i++ {
+		s := nodes[i%3]
+		c := s.createStore("--name", fmt.Sprintf("Shop %d", i), "--percent-fee", "1")
+		path := fmt.Sprintf("/shop%d", i)
+		addWebhook(t, nodes[(i+1)%3], c, map[string]any{"url": rcv.url(path)})
+		shops = append(shops, shop{c, path})
+	}
+
+	ledger := &loadLedger{paid: map[string]string{}, store: map[string]string{}}
+	var (
+		stop    = make(chan struct{})
+		wg      sync.WaitGroup
+		failMu  sync.Mutex
+		refused []string
+	)
+	// load drives node n (s) until the test stops it or the process ends.
+	load := func(n int, s *server) {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-s.done:
+				return
+			default:
+			}
+			sh := shops[rand.IntN(len(shops))]
+			status, body, err := post(s, "/api/v1/stores/"+sh.creds.StoreID+"/invoices", sh.creds.APIKey,
+				map[string]any{"amount": "5000", "currency": "SATS"})
+			if err != nil || status != 200 {
+				failMu.Lock()
+				refused = append(refused, fmt.Sprintf("node %d: %d %v %s", n, status, err, body))
+				failMu.Unlock()
+				time.Sleep(50 * time.Millisecond) // a node going away refuses at once
+				continue
+			}
+			var inv struct{ ID string }
+			_ = json.Unmarshal(body, &inv)
+			how := ""
+			switch i % 3 {
+			case 0:
+				if _, err := s.cli("sim", "pay", inv.ID, "--method", "lightning"); err == nil {
+					how = "lightning"
+				}
+			case 1:
+				if _, err := s.cli("sim", "pay", inv.ID, "--method", "onchain"); err == nil {
+					if _, err := s.cli("sim", "mine", "1"); err == nil {
+						how = "onchain"
+					}
+				}
+			}
+			ledger.add(inv.ID, sh.creds.StoreID, how)
+		}
+	}
+	for n, s := range nodes {
+		wg.Add(1)
+		go load(n, s)
+	}
+
+	// The victims: two nodes that run stores.
+	time.Sleep(4 * time.Second) // steady load before the faults
+	var victims []int
+	for n, s := range nodes {
+		if clusterHealth(s).Stores > 0 {
+			victims = append(victims, n)
+		}
+	}
+	if len(victims) < 2 {
+		close(stop)
+		wg.Wait()
+		t.Fatalf("nine stores run on %d node(s): placement does not spread", len(victims))
+	}
+	killed, stalled := victims[0], victims[1]
+	survivor := 3 - killed - stalled
+	nodes[killed].Kill()
+	t.Logf("killed node %d (SIGKILL)", killed)
+
+	time.Sleep(2 * time.Second)
+	// Fresh open invoices on every store right before the stall, so that
+	// the stalled node holds invoices that expire while it sleeps.
+	for _, sh := range shops {
+		if status, body, err := post(nodes[survivor], "/api/v1/stores/"+sh.creds.StoreID+"/invoices", sh.creds.APIKey,
+			map[string]any{"amount": "3000", "currency": "SATS"}); err == nil && status == 200 {
+			var inv struct{ ID string }
+			_ = json.Unmarshal(body, &inv)
+			ledger.add(inv.ID, sh.creds.StoreID, "")
+		}
+	}
+	stalledAt := time.Now()
+	if err := nodes[stalled].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stopped node %d (SIGSTOP)", stalled)
+	time.Sleep(clusterExpiry + 3*time.Second) // longer than the 3 s lease and the invoices' expiry
+	if err := nodes[stalled].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("woke node %d (SIGCONT) after %v", stalled, time.Since(stalledAt).Round(time.Second))
+	// It finds its membership gone and stops; restarted, it rejoins.
+	select {
+	case <-nodes[stalled].done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stalled node did not stop after it woke without its membership")
+	}
+	stalledLog := nodes[stalled].Logs()
+	if !strings.Contains(stalledLog, "lost its cluster membership") {
+		t.Errorf("the stalled node stopped without saying it lost its membership")
+	}
+	nodes[stalled].cmd.Wait()
+	nodes[stalled] = startServer(t, nodes[stalled].data, flags[stalled]...)
+	wg.Add(1)
+	go load(stalled, nodes[stalled])
+	time.Sleep(4 * time.Second) // load through the restarted node
+	close(stop)
+	wg.Wait()
+	loadEnd := time.Now()
+
+	live := []*server{nodes[survivor], nodes[stalled]}
+	for _, s := range live {
+		waitFor(t, 30*time.Second, "the live nodes see two members", func() bool { return len(clusterHealth(s).Members) == 2 })
+	}
+	ledger.mu.Lock()
+	defer ledger.mu.Unlock()
+	t.Logf("%d invoices acknowledged, %d creates refused or failed", len(ledger.paid), len(refused))
+	for i := 0; i < len(refused); i += max(1, len(refused)/10) {
+		t.Logf("refused: %.300s", refused[i])
+	}
+	if len(ledger.paid) < 30 {
+		t.Fatalf("only %d invoices acknowledged under load:\n%s", len(ledger.paid), strings.Join(refused, "\n"))
+	}
+
+	// Every acknowledged invoice is there and ends Settled (paid) or
+	// Expired (left open), read through either live node.
+	keys := map[string]string{}
+	for _, sh := range shops {
+		keys[sh.creds.StoreID] = sh.creds.APIKey
+	}
+	final := map[string]map[string]any{}
+	waitFor(t, clusterExpiry+expiryBound+time.Until(loadEnd.Add(clusterExpiry)), "every invoice settled or expired", func() bool {
+		for id, storeID := range ledger.store {
+			if _, ok := final[id]; ok {
+				continue
+			}
+			s := live[len(final)%2]
+			status, body, _ := s.do("GET", "/api/v1/stores/"+storeID+"/invoices/"+id, keys[storeID], nil)
+			if status == 404 {
+				t.Fatalf("acknowledged invoice %s is missing", id)
+			}
+			var inv map[string]any
+			if status != 200 || json.Unmarshal(body, &inv) != nil {
+				return false
+			}
+			if inv["status"] != "Settled" && inv["status"] != "Expired" {
+				return false
+			}
+			final[id] = inv
+		}
+		return true
+	})
+	for id, how := range ledger.paid {
+		if how != "" && final[id]["status"] != "Settled" {
+			t.Errorf("invoice %s paid by %s is %v", id, how, final[id]["status"])
+		}
+	}
+
+	// Ledger: one transfer and one fee line per settled invoice; the
+	// balance is the top-ups less the fees.
+	balances := map[string]float64{}
+	out := nodes[survivor].mustCLI("store", "list")
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var st struct {
+			ID      string  `json:"storeId"`
+			Balance float64 `json:"balance"`
+		}
+		if err := json.Unmarshal([]byte(line), &st); err != nil {
+			t.Fatalf("store list printed %q: %v", line, err)
+		}
+		balances[st.ID] = st.Balance
+	}
+	for _, sh := range shops {
+		lines := nodes[survivor].list("/api/v1/stores/"+sh.creds.StoreID+"/transactions", sh.creds.APIKey)
+		perInvoice := map[string][]string{}
+		sum := 0.0
+		for _, l := range lines {
+			switch l["type"] {
+			case "topup":
+				sum += num(l, "amount")
+			case "fee":
+				sum -= num(l, "amount")
+			}
+			if id, _ := l["invoiceId"].(string); id != "" {
+				perInvoice[id] = append(perInvoice[id], l["type"].(string))
+			}
+		}
+		if sum != balances[sh.creds.StoreID] {
+			t.Errorf("store %s: balance %v, ledger lines add up to %v", sh.creds.StoreID, balances[sh.creds.StoreID], sum)
+		}
+		for id, inv := range final {
+			if ledger.store[id] != sh.creds.StoreID {
+				continue
+			}
+			got := fmt.Sprint(perInvoice[id])
+			switch inv["status"] {
+			case "Settled":
+				if got != "[transfer fee]" && got != "[fee transfer]" {
+					t.Errorf("settled invoice %s has ledger lines %s, want one transfer and one fee", id, got)
+				}
+			default:
+				if len(perInvoice[id]) != 0 {
+					t.Errorf("%v invoice %s has ledger lines %s", inv["status"], id, got)
+				}
+			}
+		}
+	}
+
+	// Webhooks: every event delivered (duplicates allowed), in order per
+	// endpoint, and every expiry within the bound.
+	for id, inv := range final {
+		path := ""
+		for _, sh := range shops {
+			if sh.creds.StoreID == ledger.store[id] {
+				path = sh.path
+			}
+		}
+		want := []string{"New", "Settled"}
+		if inv["status"] == "Expired" {
+			want = []string{"New", "Expired"}
+		}
+		var deadline time.Time
+		deadline = time.Unix(int64(num(inv, "createdAt")), 0).Add(clusterExpiry)
+		waitFor(t, 20*time.Second, fmt.Sprintf("events %v of invoice %s", want, id), func() bool {
+			first := map[string]int{}
+			evs := rcv.eventsFor(path, id)
+			for i, h := range evs {
+				if _, ok := first[h.event().Type]; !ok {
+					first[h.event().Type] = i
+				}
+			}
+			for _, w := range want {
+				if _, ok := first[w]; !ok {
+					return false
+				}
+			}
+			return true
+		})
+		evs := rcv.eventsFor(path, id)
+		var order []string
+		seen := map[string]bool{}
+		for _, h := range evs {
+			if typ := h.event().Type; !seen[typ] {
+				seen[typ] = true
+				order = append(order, typ)
+				if typ == "Expired" {
+					if late := h.At.Sub(deadline); late > expiryBound+time.Second {
+						t.Errorf("invoice %s expired %v after its deadline, bound %v", id, late.Round(time.Millisecond), expiryBound)
+					}
+				}
+			}
+		}
+		if order[0] != "New" || order[len(order)-1] != want[1] {
+			t.Errorf("invoice %s: events first arrived in the order %v", id, order)
+		}
+	}
+
+	// The stalled node woke with stale actors; the journal refused what
+	// they wrote over the other nodes' events, and they reloaded.
+	if n := strings.Count(stalledLog, "written by another activation"); n == 0 {
+		t.Errorf("the stalled node logged no refused write after it woke")
+	} else {
+		t.Logf("the stalled node's journal writes refused after it woke: %d", n)
+	}
+}

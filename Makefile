@@ -5,7 +5,7 @@ BIN     := bin/kassa
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: all build run test test-deps bench lint protos itest test-pg btcd lnd regtest clean screenshots
+.PHONY: all build run test test-deps bench lint protos itest test-pg test-cluster btcd lnd regtest clean screenshots
 
 all: build
 
@@ -52,11 +52,18 @@ lnd:
 itest: btcd lnd
 	$(GO) test -race -count=1 -timeout 20m ./itest/...
 	$(MAKE) test-pg
+	$(MAKE) test-cluster
 
 # The single-node end-to-end suite again, with the store in a throw-away
 # PostgreSQL (kassa serve --store postgres://…).
 test-pg:
 	KASSA_E2E_STORE=postgres $(GO) test -race -count=1 -timeout 20m ./cmd/kassa
+
+# The single-node end-to-end suite against three-node clusters (each
+# server a test starts is the first of three nodes over PostgreSQL and
+# etcd). Without -race: make test runs the cluster code under -race.
+test-cluster:
+	KASSA_E2E_STORE=cluster $(GO) test -count=1 -timeout 20m ./cmd/kassa
 
 # A regtest btcd on loopback, a funded test wallet and Kassa serving
 # against it; type `pay ADDRESS SATS` or `mine N` (README, "Real node").

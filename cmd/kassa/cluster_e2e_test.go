@@ -50,7 +50,7 @@ func startCluster(t *testing.T, n int, extra ...string) ([]*server, [][]string) 
 	for i := 0; i < n; i++ {
 		args := append([]string{"--store", dsn, "--cluster", et.ClusterURL(),
 			"--node-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))}, extra...)
-		nodes = append(nodes, startServer(t, t.TempDir(), args...))
+		nodes = append(nodes, launchServer(t, t.TempDir(), args...))
 		flags = append(flags, args)
 	}
 	for _, s := range nodes {
@@ -254,7 +254,7 @@ func TestClusterKillAndStall(t *testing.T) {
 		t.Errorf("the stalled node stopped without saying it lost its membership")
 	}
 	nodes[stalled].cmd.Wait()
-	nodes[stalled] = startServer(t, nodes[stalled].data, flags[stalled]...)
+	nodes[stalled] = launchServer(t, nodes[stalled].data, flags[stalled]...)
 	wg.Add(1)
 	go load(stalled, nodes[stalled])
 	time.Sleep(4 * time.Second) // load through the restarted node

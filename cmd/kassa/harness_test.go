@@ -60,6 +60,7 @@ type server struct {
 	args []string
 
 	mu     sync.Mutex
+	peers  []*server // the other nodes with KASSA_E2E_STORE=cluster
 	logs   bytes.Buffer
 	stdout bytes.Buffer
 	done   chan struct{}
@@ -84,12 +85,21 @@ func (s *server) Stdout() string {
 var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
 
 // startServer starts `kassa serve` on a free loopback port with data in
-// dir and waits until it listens.
+// dir and waits until it listens. With KASSA_E2E_STORE=cluster the server
+// is the first node of a three-node cluster (see startPeers).
 func startServer(t *testing.T, dir string, extra ...string) *server {
 	t.Helper()
+	s := launchServer(t, dir, append(e2eStoreArgs(t, dir), extra...)...)
+	startPeers(t, s, dir, extra...)
+	return s
+}
+
+// launchServer starts `kassa serve` with data in dir and the given flags
+// and waits until it listens.
+func launchServer(t *testing.T, dir string, flags ...string) *server {
+	t.Helper()
 	s := &server{t: t, data: dir, done: make(chan struct{})}
-	s.args = append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, e2eStoreArgs(t, dir)...)
-	s.args = append(s.args, extra...)
+	s.args = append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, flags...)
 	s.cmd = exec.Command(binPath, s.args...)
 	s.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	s.cmd.Stdout = stdoutWriter{s}
@@ -140,15 +150,27 @@ func startServer(t *testing.T, dir string, extra ...string) *server {
 	return s
 }
 
-// Logs returns what the server wrote to stderr so far.
+// Logs returns what the server (and its cluster peers) wrote to stderr
+// so far.
 func (s *server) Logs() string {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs.String()
+	out := s.logs.String()
+	peers := s.peers
+	s.mu.Unlock()
+	for _, p := range peers {
+		out += p.Logs()
+	}
+	return out
 }
 
-// Stop ends the server gracefully.
+// Stop ends the server (and its cluster peers) gracefully.
 func (s *server) Stop() {
+	var wg sync.WaitGroup
+	for _, p := range s.peerList() {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop() }()
+	}
+	wg.Wait()
 	if s.cmd.ProcessState != nil {
 		return
 	}
@@ -161,8 +183,12 @@ func (s *server) Stop() {
 	s.cmd.Wait()
 }
 
-// Kill ends the server with SIGKILL, as a crash would.
+// Kill ends the server (and its cluster peers) with SIGKILL, as a crash
+// would.
 func (s *server) Kill() {
+	for _, p := range s.peerList() {
+		p.Kill()
+	}
 	s.cmd.Process.Kill()
 	<-s.done
 	s.cmd.Wait()

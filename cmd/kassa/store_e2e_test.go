@@ -22,16 +22,19 @@ var e2ePG struct {
 }
 
 // e2eOnPostgres says whether the end-to-end tests run on PostgreSQL.
-func e2eOnPostgres() bool { return os.Getenv("KASSA_E2E_STORE") == "postgres" }
+func e2eOnPostgres() bool {
+	v := os.Getenv("KASSA_E2E_STORE")
+	return v == "postgres" || v == "cluster"
+}
 
 // startE2EStore starts the PostgreSQL server when the tests run on it.
 func startE2EStore() error {
 	switch v := os.Getenv("KASSA_E2E_STORE"); v {
 	case "", "pebble":
 		return nil
-	case "postgres":
+	case "postgres", "cluster":
 	default:
-		return fmt.Errorf("KASSA_E2E_STORE=%q: use pebble or postgres", v)
+		return fmt.Errorf("KASSA_E2E_STORE=%q: use pebble, postgres or cluster", v)
 	}
 	s, err := pgtest.Start()
 	if err != nil {
@@ -43,6 +46,7 @@ func startE2EStore() error {
 }
 
 func stopE2EStore() {
+	stopE2EClusters()
 	if e2ePG.server != nil {
 		if err := e2ePG.server.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -67,7 +71,7 @@ func e2eStoreArgs(t *testing.T, dir string) []string {
 		}
 		e2ePG.dsn[dir] = dsn
 	}
-	return []string{"--store", dsn}
+	return append([]string{"--store", dsn}, e2eClusterArgs(t, dir)...)
 }
 
 // skipOnPostgres skips a test that is about Pebble's files when the

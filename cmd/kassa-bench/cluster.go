@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/kassapay/kassa/internal/etcdtest"
 	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
 
 // benchCluster measures cluster mode: the create rate of a one-node
-// cluster (PostgreSQL and etcd) against the single node (Pebble), and
+// cluster (PostgreSQL with its durable defaults, and etcd) against the
+// single node (Pebble, synced writes), and
 // the failover of a three-node cluster: from the SIGKILL of the node
 // that runs a store to the first create for that store that succeeds
 // through another node, and to the first of its open invoices expired
@@ -35,6 +39,9 @@ func benchCluster(ctx context.Context, d time.Duration, workers int) error {
 		return err
 	}
 	defer pg.Stop()
+	if err := makeDurable(ctx, pg); err != nil {
+		return err
+	}
 	et, err := etcdtest.Start()
 	if err != nil {
 		return err
@@ -78,6 +85,47 @@ func benchCluster(ctx context.Context, d time.Duration, workers int) error {
 	bench("cluster_create_postgres_vs_pebble", pgRate/pebbleRate, "ratio")
 
 	return benchFailover(ctx, bin, tmp, pg, et)
+}
+
+// makeDurable restarts the throw-away PostgreSQL of pgtest (started with
+// fsync and synchronous commit off, for tests) with PostgreSQL's durable
+// defaults, so that it commits like Pebble does: fsynced before the
+// answer.
+func makeDurable(ctx context.Context, pg *pgtest.Server) error {
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		return err
+	}
+	var dataDir, port string
+	err = conn.QueryRow(ctx, "SELECT current_setting('data_directory'), current_setting('port')").Scan(&dataDir, &port)
+	conn.Close(ctx)
+	if err != nil {
+		return err
+	}
+	opts := fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", port, filepath.Dir(dataDir))
+	// -l: the server's output goes to its log file, not to this
+	// process's pipe (which would then stay open as long as it runs).
+	name, args := filepath.Join(pgtest.BinDir, "pg_ctl"), []string{"-D", dataDir, "-o", opts,
+		"-l", filepath.Join(filepath.Dir(dataDir), "log"), "-w", "-t", "60", "-m", "fast", "restart"}
+	if os.Geteuid() == 0 {
+		name, args = "runuser", append([]string{"-u", "postgres", "--", name}, args...)
+	}
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("restart PostgreSQL with fsync on: %w\n%s", err, out)
+	}
+	conn, err = pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var fsync, syncCommit string
+	if err := conn.QueryRow(ctx, "SELECT current_setting('fsync'), current_setting('synchronous_commit')").Scan(&fsync, &syncCommit); err != nil {
+		return err
+	}
+	if fsync != "on" || syncCommit != "on" {
+		return fmt.Errorf("PostgreSQL still runs with fsync=%s synchronous_commit=%s", fsync, syncCommit)
+	}
+	return nil
 }
 
 // startClusterNode starts a node of the cluster in etcd at etcdURL over

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -80,20 +81,28 @@ func (h *Dashboard) invoicesPage(w http.ResponseWriter, r *http.Request) {
 
 // invoiceOf returns the invoice of the path when it belongs to the store.
 func (h *Dashboard) invoiceOf(w http.ResponseWriter, r *http.Request) *kassa.Invoice {
-	id := chi.URLParam(r, "invoiceId")
+	return storeOwned(h, w, r, "invoiceId", "invoice", h.Reader.Invoice, func(inv *kassa.Invoice) string { return inv.StoreID })
+}
+
+// storeOwned reads the record whose id is the path parameter param and
+// returns it when it belongs to the current store; otherwise it answers
+// not found (another store's record is not found either) and returns nil.
+func storeOwned[T any](h *Dashboard, w http.ResponseWriter, r *http.Request, param, what string,
+	get func(context.Context, string) (*T, error), storeOf func(*T) string) *T {
+	id := chi.URLParam(r, param)
 	if !kassa.ValidID(id) {
 		h.notFound(w, r)
 		return nil
 	}
-	inv, err := h.Reader.Invoice(r.Context(), id)
-	if err == nil && inv.StoreID != currentStore(r.Context()).ID {
-		err = kassa.Errorf(kassa.NotFound, "invoice not found")
+	v, err := get(r.Context(), id)
+	if err == nil && storeOf(v) != currentStore(r.Context()).ID {
+		err = kassa.Errorf(kassa.NotFound, "%s not found", what)
 	}
 	if err != nil {
 		h.serverError(w, r, err)
 		return nil
 	}
-	return inv
+	return v
 }
 
 func (h *Dashboard) invoicePage(w http.ResponseWriter, r *http.Request) {
@@ -264,21 +273,9 @@ func (h *Dashboard) createPayLink(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, st, "/paylinks", "linkcreated")
 }
 
+// payLinkOf returns the pay link of the path when it belongs to the store.
 func (h *Dashboard) payLinkOf(w http.ResponseWriter, r *http.Request) *kassa.PaymentRequest {
-	id := chi.URLParam(r, "payLinkId")
-	if !kassa.ValidID(id) {
-		h.notFound(w, r)
-		return nil
-	}
-	p, err := h.Reader.PaymentRequest(r.Context(), id)
-	if err == nil && p.StoreID != currentStore(r.Context()).ID {
-		err = kassa.Errorf(kassa.NotFound, "pay link not found")
-	}
-	if err != nil {
-		h.serverError(w, r, err)
-		return nil
-	}
-	return p
+	return storeOwned(h, w, r, "payLinkId", "pay link", h.Reader.PaymentRequest, func(p *kassa.PaymentRequest) string { return p.StoreID })
 }
 
 func (h *Dashboard) payLinkPage(w http.ResponseWriter, r *http.Request) {

@@ -196,49 +196,7 @@ func pageBounds(q kassa.ListQuery) (lower, upper int64) {
 
 // Invoices calls fn for the store's invoices in q, newest first.
 func (d *DB) Invoices(ctx context.Context, storeID string, q kassa.ListQuery, fn func(*kassa.Invoice) error) (string, error) {
-	lower, upper := pageBounds(q)
-	cMs, cID := upper, ""
-	if q.Cursor != "" {
-		m, id, err := parseCursor(q.Cursor)
-		if err != nil {
-			return "", err
-		}
-		if m < upper {
-			cMs, cID = m, string(id)
-		}
-	}
-	limit := int64(q.Limit)
-	if q.Limit <= 0 {
-		limit = 1 << 62
-	}
-	rows, err := d.pool.Query(ctx, `SELECT created_ms, id, doc FROM invoices
-		WHERE store_id = $1 AND created_ms >= $2 AND (created_ms, id) < ($3, $4)
-		ORDER BY created_ms DESC, id DESC LIMIT $5`, storeID, lower, cMs, cID, limit+1)
-	if err != nil {
-		return "", fmt.Errorf("postgres: list invoices: %w", err)
-	}
-	defer rows.Close()
-	var n int64
-	var lastMs int64
-	var lastID string
-	for rows.Next() {
-		if n == limit {
-			return cursor(lastMs, []byte(lastID)), nil
-		}
-		var doc []byte
-		if err := rows.Scan(&lastMs, &lastID, &doc); err != nil {
-			return "", fmt.Errorf("postgres: list invoices: %w", err)
-		}
-		var inv kassa.Invoice
-		if err := json.Unmarshal(doc, &inv); err != nil {
-			return "", fmt.Errorf("postgres: decode invoice %s: %w", lastID, err)
-		}
-		if err := fn(&inv); err != nil {
-			return "", err
-		}
-		n++
-	}
-	return "", rows.Err()
+	return keysetPage(ctx, d, "invoices", "store_id", storeID, q, stringKey, "invoice", fn)
 }
 
 // OpenInvoices calls fn for each invoice that waits for a timer, by
@@ -278,47 +236,7 @@ func (d *DB) TransactionsByInvoice(ctx context.Context, invoiceID string) ([]kas
 
 // Transactions calls fn for the store's transactions in q, newest first.
 func (d *DB) Transactions(ctx context.Context, storeID string, q kassa.ListQuery, fn func(*kassa.Transaction) error) (string, error) {
-	lower, upper := pageBounds(q)
-	cMs, cID := upper, int64(0)
-	if q.Cursor != "" {
-		m, id, err := parseCursor(q.Cursor)
-		if err != nil || len(id) != 8 {
-			return "", errBadCursor
-		}
-		if m < upper {
-			cMs, cID = m, int64(binary.BigEndian.Uint64(id))
-		}
-	}
-	limit := int64(q.Limit)
-	if q.Limit <= 0 {
-		limit = 1 << 62
-	}
-	rows, err := d.pool.Query(ctx, `SELECT created_ms, id, doc FROM transactions
-		WHERE store_id = $1 AND created_ms >= $2 AND (created_ms, id) < ($3, $4)
-		ORDER BY created_ms DESC, id DESC LIMIT $5`, storeID, lower, cMs, cID, limit+1)
-	if err != nil {
-		return "", fmt.Errorf("postgres: list transactions: %w", err)
-	}
-	defer rows.Close()
-	var n, lastMs, lastID int64
-	for rows.Next() {
-		if n == limit {
-			return cursor(lastMs, binary.BigEndian.AppendUint64(nil, uint64(lastID))), nil
-		}
-		var doc []byte
-		if err := rows.Scan(&lastMs, &lastID, &doc); err != nil {
-			return "", fmt.Errorf("postgres: list transactions: %w", err)
-		}
-		var tx kassa.Transaction
-		if err := json.Unmarshal(doc, &tx); err != nil {
-			return "", fmt.Errorf("postgres: decode transaction %d: %w", lastID, err)
-		}
-		if err := fn(&tx); err != nil {
-			return "", err
-		}
-		n++
-	}
-	return "", rows.Err()
+	return keysetPage(ctx, d, "transactions", "store_id", storeID, q, int64Key, "transaction", fn)
 }
 
 // PaymentRequest returns a pay link.
@@ -382,48 +300,7 @@ func (d *DB) Delivery(ctx context.Context, id string) (*kassa.Delivery, error) {
 
 // Deliveries lists a webhook's deliveries, newest first.
 func (d *DB) Deliveries(ctx context.Context, webhookID string, q kassa.ListQuery, fn func(*kassa.Delivery) error) (string, error) {
-	lower, upper := pageBounds(q)
-	cMs, cID := upper, ""
-	if q.Cursor != "" {
-		m, id, err := parseCursor(q.Cursor)
-		if err != nil {
-			return "", err
-		}
-		if m < upper {
-			cMs, cID = m, string(id)
-		}
-	}
-	limit := int64(q.Limit)
-	if q.Limit <= 0 {
-		limit = 1 << 62
-	}
-	rows, err := d.pool.Query(ctx, `SELECT created_ms, id, doc FROM deliveries
-		WHERE webhook_id = $1 AND created_ms >= $2 AND (created_ms, id) < ($3, $4)
-		ORDER BY created_ms DESC, id DESC LIMIT $5`, webhookID, lower, cMs, cID, limit+1)
-	if err != nil {
-		return "", fmt.Errorf("postgres: list deliveries: %w", err)
-	}
-	defer rows.Close()
-	var n, lastMs int64
-	var lastID string
-	for rows.Next() {
-		if n == limit {
-			return cursor(lastMs, []byte(lastID)), nil
-		}
-		var doc []byte
-		if err := rows.Scan(&lastMs, &lastID, &doc); err != nil {
-			return "", fmt.Errorf("postgres: list deliveries: %w", err)
-		}
-		var dl kassa.Delivery
-		if err := json.Unmarshal(doc, &dl); err != nil {
-			return "", fmt.Errorf("postgres: decode delivery %s: %w", lastID, err)
-		}
-		if err := fn(&dl); err != nil {
-			return "", err
-		}
-		n++
-	}
-	return "", rows.Err()
+	return keysetPage(ctx, d, "deliveries", "webhook_id", webhookID, q, stringKey, "delivery", fn)
 }
 
 // PendingDeliveries calls fn for each delivery in the outbox, webhook by
@@ -466,4 +343,79 @@ func (d *DB) outbox(ctx context.Context, query string, args []any, fn func(webho
 		}
 	}
 	return nil
+}
+
+// pageKey turns a table's id to and from the id part of a list cursor.
+type pageKey[K string | int64] struct {
+	encode func(K) []byte
+	decode func([]byte) (K, bool)
+}
+
+var (
+	stringKey = pageKey[string]{
+		encode: func(id string) []byte { return []byte(id) },
+		decode: func(b []byte) (string, bool) { return string(b), true },
+	}
+	int64Key = pageKey[int64]{
+		encode: func(id int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(id)) },
+		decode: func(b []byte) (int64, bool) {
+			if len(b) != 8 {
+				return 0, false
+			}
+			return int64(binary.BigEndian.Uint64(b)), true
+		},
+	}
+)
+
+// keysetPage calls fn for the rows of table whose owner column is owner,
+// within q's dates, newest first (created_ms, id), from q's cursor, and
+// returns the cursor of the next page when q.Limit cut the list. table
+// and ownerCol are constants of this package, never input.
+func keysetPage[T any, K string | int64](ctx context.Context, d *DB, table, ownerCol, owner string, q kassa.ListQuery, key pageKey[K], what string, fn func(*T) error) (string, error) {
+	lower, upper := pageBounds(q)
+	cMs, cID := upper, *new(K)
+	if q.Cursor != "" {
+		m, raw, err := parseCursor(q.Cursor)
+		if err != nil {
+			return "", err
+		}
+		id, ok := key.decode(raw)
+		if !ok {
+			return "", errBadCursor
+		}
+		if m < upper {
+			cMs, cID = m, id
+		}
+	}
+	limit := int64(q.Limit)
+	if q.Limit <= 0 {
+		limit = 1 << 62
+	}
+	rows, err := d.pool.Query(ctx, `SELECT created_ms, id, doc FROM `+table+`
+		WHERE `+ownerCol+` = $1 AND created_ms >= $2 AND (created_ms, id) < ($3, $4)
+		ORDER BY created_ms DESC, id DESC LIMIT $5`, owner, lower, cMs, cID, limit+1)
+	if err != nil {
+		return "", fmt.Errorf("postgres: list %s: %w", table, err)
+	}
+	defer rows.Close()
+	var n, lastMs int64
+	var lastID K
+	for rows.Next() {
+		if n == limit {
+			return cursor(lastMs, key.encode(lastID)), nil
+		}
+		var doc []byte
+		if err := rows.Scan(&lastMs, &lastID, &doc); err != nil {
+			return "", fmt.Errorf("postgres: list %s: %w", table, err)
+		}
+		v := new(T)
+		if err := json.Unmarshal(doc, v); err != nil {
+			return "", fmt.Errorf("postgres: decode %s %v: %w", what, lastID, err)
+		}
+		if err := fn(v); err != nil {
+			return "", err
+		}
+		n++
+	}
+	return "", rows.Err()
 }

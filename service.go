@@ -14,8 +14,12 @@ import (
 // StoreService changes stores.
 type StoreService interface {
 	CreateStore(ctx context.Context, s StoreSettings) (*Store, error)
-	// TopUp credits the store's prepaid balance.
-	TopUp(ctx context.Context, storeID string, amount Sats) (*Transaction, error)
+	// TopUp credits the store's prepaid balance. A non-empty reference
+	// names the payment credited: a second top-up with a reference the
+	// store already credited writes nothing and returns the first one's
+	// ledger line, whatever its amount (docs/decisions.md, "Top-ups
+	// credited once").
+	TopUp(ctx context.Context, storeID string, amount Sats, reference string) (*Transaction, error)
 }
 
 // StoreSettingsService changes an existing store's settings and API

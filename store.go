@@ -61,6 +61,60 @@ type Store struct {
 	DefaultRedirectURL string    `json:"defaultRedirectUrl,omitempty"`
 	APIKeys            []APIKey  `json:"apiKeys"`
 	CreatedAt          time.Time `json:"createdAt"`
+	// TopUpRefs are the references of the store's last top-ups that had
+	// one, oldest first, with their ledger lines: a top-up whose
+	// reference is here is not credited again (docs/decisions.md,
+	// "Top-ups credited once"). At most MaxTopUpRefs are kept.
+	TopUpRefs []TopUpRef `json:"topUpRefs,omitempty"`
+}
+
+// TopUpRef is a credited top-up's reference and its ledger line.
+type TopUpRef struct {
+	Reference     string `json:"reference"`
+	TransactionID int64  `json:"transactionId"`
+}
+
+// MaxTopUpRefs is how many top-up references a store remembers.
+const MaxTopUpRefs = 1000
+
+// MaxReferenceLength bounds a top-up reference.
+const MaxReferenceLength = 255
+
+// TopUpRef returns the ledger line of the top-up with reference ref, if
+// the store remembers it.
+func (s *Store) TopUpRef(ref string) (int64, bool) {
+	for i := len(s.TopUpRefs) - 1; i >= 0; i-- {
+		if s.TopUpRefs[i].Reference == ref {
+			return s.TopUpRefs[i].TransactionID, true
+		}
+	}
+	return 0, false
+}
+
+// WithTopUpRef returns a copy of the store that remembers the top-up
+// with reference ref (the oldest one is forgotten past MaxTopUpRefs).
+func (s *Store) WithTopUpRef(ref string, txID int64) *Store {
+	next := *s
+	refs := s.TopUpRefs
+	if len(refs) >= MaxTopUpRefs {
+		refs = refs[len(refs)-MaxTopUpRefs+1:]
+	}
+	next.TopUpRefs = append(append(make([]TopUpRef, 0, len(refs)+1), refs...), TopUpRef{Reference: ref, TransactionID: txID})
+	return &next
+}
+
+// CheckReference checks a top-up reference: 1 to MaxReferenceLength
+// visible ASCII characters, as an Idempotency-Key (docs/api.md).
+func CheckReference(ref string) error {
+	if len(ref) == 0 || len(ref) > MaxReferenceLength {
+		return InvalidFields([]FieldError{{Field: "reference", Message: "must be 1 to 255 visible ASCII characters"}})
+	}
+	for i := 0; i < len(ref); i++ {
+		if ref[i] < 0x21 || ref[i] > 0x7e {
+			return InvalidFields([]FieldError{{Field: "reference", Message: "must be 1 to 255 visible ASCII characters"}})
+		}
+	}
+	return nil
 }
 
 // APIKey is one of a store's API keys. Keys can be shown again at any

@@ -170,6 +170,7 @@ type callArgs struct {
 	Event          []byte                     `json:"event,omitempty"`
 	StoreUpdate    *kassa.StoreUpdate         `json:"storeUpdate,omitempty"`
 	Label          string                     `json:"label,omitempty"`
+	Reference      string                     `json:"reference,omitempty"`
 }
 
 // forward sends a call about storeID to the node that runs the store,
@@ -244,7 +245,7 @@ func (s *System) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
 		}
 		value, err = s.createStore(ctx, a.Store)
 	case "TopUp":
-		value, err = s.TopUp(ctx, a.StoreID, a.Amount)
+		value, err = s.TopUp(ctx, a.StoreID, a.Amount, a.Reference)
 	case "CreateInvoice":
 		value, err = s.CreateInvoice(ctx, a.StoreID, a.Invoice)
 	case "PayPaymentRequest":

@@ -95,7 +95,7 @@ func TestClusterRunsEachStoreOnOneNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := via.sys.TopUp(ctx, st.ID, 100_000); err != nil {
+		if _, err := via.sys.TopUp(ctx, st.ID, 100_000, ""); err != nil {
 			t.Fatal(err)
 		}
 		// Settings and keys change on the store's node too.

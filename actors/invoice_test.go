@@ -74,7 +74,7 @@ func TestPaidAgainIsRecorded(t *testing.T) {
 func TestTopUpIsValuedInTheStoreCurrency(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
-	tx, err := h.sys.TopUp(context.Background(), h.store.ID, 100_000)
+	tx, err := h.sys.TopUp(context.Background(), h.store.ID, 100_000, "")
 	if err != nil {
 		t.Fatal(err)
 	}

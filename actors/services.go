@@ -51,14 +51,20 @@ func (s *System) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store
 	return res.(*kassa.Store), nil
 }
 
-// TopUp credits a store's prepaid balance.
-func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats) (*kassa.Transaction, error) {
+// TopUp credits a store's prepaid balance; a reference the store
+// already credited returns that top-up's ledger line and writes nothing.
+func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.TopUp")
 	defer span.End()
 	if amount <= 0 || amount > kassa.MaxSats {
 		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "amount", Message: "must be a positive number of satoshis"}})
 	}
-	if out, ok, err := forward[*kassa.Transaction](ctx, s, "TopUp", callArgs{StoreID: storeID, Amount: amount}); ok {
+	if reference != "" {
+		if err := kassa.CheckReference(reference); err != nil {
+			return nil, err
+		}
+	}
+	if out, ok, err := forward[*kassa.Transaction](ctx, s, "TopUp", callArgs{StoreID: storeID, Amount: amount, Reference: reference}); ok {
 		return out, err
 	}
 	st, err := s.cfg.Reader.Store(ctx, storeID)
@@ -73,7 +79,7 @@ func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats) (
 		s.log.Warn("no rate for a top-up; its fiat value will be 0", "store", storeID, "err", err)
 		rate = decimal.Zero
 	}
-	res, err := s.request(ctx, s.store(storeID), &topUp{ctx: ctx, amount: amount, rate: rate})
+	res, err := s.request(ctx, s.store(storeID), &topUp{ctx: ctx, amount: amount, rate: rate, reference: reference})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -154,6 +155,10 @@ func (a *storeActor) create(msg *createStore) reply {
 	return reply{value: msg.store}
 }
 
+// errStoreChanged answers a write that another activation of the store
+// beat: the state was reloaded, and the caller may try again.
+var errStoreChanged = kassa.Errorf(kassa.Unavailable, "the store changed on another node: try again")
+
 // commit journals ev with the writes of put, as one batch.
 func (a *storeActor) commit(ctx context.Context, ev *protos.StoreEvent, put func(kassa.Batch, uint64)) error {
 	data, err := marshal(ev)
@@ -173,7 +178,7 @@ func (a *storeActor) commit(ctx context.Context, ev *protos.StoreEvent, put func
 			if st, stSeq, lerr := a.sys.cfg.Journal.StoreSnapshot(ctx, a.id); lerr == nil {
 				a.st, a.seq = st, stSeq
 			}
-			return kassa.Errorf(kassa.Unavailable, "the store changed on another node: try again")
+			return errStoreChanged
 		}
 		return err
 	}
@@ -301,14 +306,53 @@ func (a *storeActor) topUp(msg *topUp) reply {
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
+	if tx, ok, err := a.credited(msg.ctx, msg.reference); ok || err != nil {
+		return reply{value: tx, err: err}
+	}
 	now := a.sys.cfg.Clock.Now().UTC()
 	line := kassa.TopUpTransaction(a.st, msg.amount, msg.rate, now)
 	tx := &line
-	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_ToppedUp{ToppedUp: &protos.BalanceToppedUp{AmountSat: int64(msg.amount)}}}
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.PutTransaction(tx) }); err != nil {
+	next := a.st
+	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_ToppedUp{ToppedUp: &protos.BalanceToppedUp{AmountSat: int64(msg.amount), Reference: msg.reference}}}
+	// The store's snapshot is written with the line, so that the
+	// reference is remembered in the same batch (and the snapshot's
+	// sequence number stays the journal's).
+	err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) {
+		b.PutTransaction(tx)
+		if msg.reference != "" {
+			next = a.st.WithTopUpRef(msg.reference, tx.ID)
+		}
+		b.PutStore(next, seq)
+	})
+	if errors.Is(err, errStoreChanged) {
+		// Another activation wrote first and the state was reloaded: it
+		// may have credited this very reference.
+		if tx, ok, cerr := a.credited(msg.ctx, msg.reference); ok || cerr != nil {
+			return reply{value: tx, err: cerr}
+		}
+	}
+	if err != nil {
 		return reply{err: err}
 	}
+	a.st = next
 	return reply{value: tx}
+}
+
+// credited returns the ledger line of the top-up with reference ref when
+// the store already credited it.
+func (a *storeActor) credited(ctx context.Context, ref string) (*kassa.Transaction, bool, error) {
+	if ref == "" {
+		return nil, false, nil
+	}
+	id, ok := a.st.TopUpRef(ref)
+	if !ok {
+		return nil, false, nil
+	}
+	tx, err := a.sys.cfg.Reader.Transaction(ctx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	return tx, true, nil
 }
 
 func (a *storeActor) saveWebhook(msg *saveWebhook) reply {

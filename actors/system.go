@@ -247,6 +247,8 @@ type (
 		amount kassa.Sats
 		// rate is the price of one bitcoin in the store's currency.
 		rate decimal.Decimal
+		// reference, when set, is credited once (kassa.StoreService).
+		reference string
 	}
 	// changeStore changes the store's document: change gets the current
 	// store and returns the next one with the event that records it.

@@ -390,7 +390,7 @@ func TestCreditLimitBlocksInvoices(t *testing.T) {
 	if kassa.ErrorCode(err) != kassa.PaymentRequired {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := h.sys.TopUp(context.Background(), h.store.ID, 100_000); err != nil {
+	if _, err := h.sys.TopUp(context.Background(), h.store.ID, 100_000, ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1), HasAmount: true, Currency: kassa.SATS}); err != nil {

@@ -3,9 +3,12 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/shopspring/decimal"
@@ -16,7 +19,9 @@ import (
 // A top-up is an invoice of the operator's own store ("Kassa operator",
 // made on first use): once it settles, the dashboard credits what was paid
 // to the merchant's prepaid balance with the same TopUp the admin API
-// uses, and records that it did (docs/decisions.md).
+// uses, the invoice id as its reference, and records that it did
+// (docs/decisions.md, "Top-ups credited once"). RunTopUps credits in the
+// background; the balance page credits too.
 
 const operatorStoreKey = "dash/operator-store"
 
@@ -60,8 +65,6 @@ func (h *Dashboard) topUps(ctx context.Context, storeID string) ([]string, error
 // creditTopUps credits every settled top-up of the store not credited
 // yet, and returns the store's top-ups with their invoices' status.
 func (h *Dashboard) creditTopUps(ctx context.Context, storeID string) ([]*topUp, error) {
-	h.topupMu.Lock()
-	defer h.topupMu.Unlock()
 	ids, err := h.topUps(ctx, storeID)
 	if err != nil {
 		return nil, err
@@ -80,20 +83,99 @@ func (h *Dashboard) creditTopUps(ctx context.Context, storeID string) ([]*topUp,
 		if err != nil {
 			return nil, err
 		}
-		t.Status = inv.Status.String()
 		if inv.Status == kassa.InvoiceSettled && !t.Credited {
-			paid := inv.TotalPaid()
-			if _, err := h.Services.TopUp(ctx, storeID, paid); err != nil {
-				return nil, err
-			}
-			t.Credited, t.Amount = true, paid
-			if err := h.putJSON(ctx, topUpKey(t.InvoiceID), t, forever); err != nil {
+			if err := h.creditTopUp(ctx, &t, inv); err != nil {
 				return nil, err
 			}
 		}
+		t.Status = inv.Status.String()
 		list = append(list, &t)
 	}
 	return list, nil
+}
+
+// creditTopUp credits top-up t, whose invoice inv settled, with what was
+// paid, and records that it did. The invoice id is the top-up's
+// reference: the store credits it once, so a crash before the record is
+// written, or two nodes crediting at once, cannot credit it twice.
+func (h *Dashboard) creditTopUp(ctx context.Context, t *topUp, inv *kassa.Invoice) error {
+	h.topupMu.Lock()
+	defer h.topupMu.Unlock()
+	var stored topUp
+	if ok, err := h.getJSON(ctx, topUpKey(t.InvoiceID), &stored); err != nil || (ok && stored.Credited) {
+		if err == nil {
+			*t = stored
+		}
+		return err
+	}
+	tx, err := h.Services.TopUp(ctx, t.StoreID, inv.TotalPaid(), t.InvoiceID)
+	if err != nil {
+		return err
+	}
+	t.Credited, t.Amount = true, tx.Amount
+	return h.putJSON(ctx, topUpKey(t.InvoiceID), t, forever)
+}
+
+// topUpWindow is how far back CreditTopUps looks for settled top-up
+// invoices: an invoice settles at the latest when a payment arrives at
+// the end of its monitoring after expiry (24 hours by default). Older
+// ones are credited when their store's balance page is read.
+const topUpWindow = 72 * time.Hour
+
+// CreditTopUps credits the top-ups whose invoices, created within
+// topUpWindow, settled and are not credited yet. Every node of a cluster
+// may run it at once: the store credits a top-up's reference once.
+func (h *Dashboard) CreditTopUps(ctx context.Context) error {
+	op, ok, err := h.KV.GetValue(ctx, operatorStoreKey)
+	if err != nil || !ok {
+		return err // no top-up was ever made
+	}
+	var settled []*kassa.Invoice
+	q := kassa.ListQuery{From: h.Clock.Now().Add(-topUpWindow), Limit: 500}
+	for {
+		next, err := h.Reader.Invoices(ctx, string(op), q, func(inv *kassa.Invoice) error {
+			if inv.Status == kassa.InvoiceSettled {
+				settled = append(settled, inv)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if next == "" {
+			break
+		}
+		q.Cursor = next
+	}
+	var errs []error
+	for _, inv := range settled {
+		var t topUp
+		ok, err := h.getJSON(ctx, topUpKey(inv.ID), &t)
+		if err == nil && ok && !t.Credited {
+			err = h.creditTopUp(ctx, &t, inv)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("top-up %s: %w", inv.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunTopUps runs CreditTopUps every interval until ctx ends, so that a
+// paid top-up reaches the balance without a page view.
+func (h *Dashboard) RunTopUps(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if err := h.CreditTopUps(ctx); err != nil && ctx.Err() == nil {
+			h.log.Warn("credit top-ups", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (h *Dashboard) balancePage(w http.ResponseWriter, r *http.Request) {

@@ -83,6 +83,14 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		o(&d)
 	}
 	e.dash = New(d)
+	// Paid top-ups are credited in the background, as serve does.
+	loopCtx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.dash.RunTopUps(loopCtx, 10*time.Millisecond)
+	}()
+	t.Cleanup(func() { stop(); <-done })
 	e.srv.Config.Handler = kassahttp.NewHandler(kassahttp.Deps{Reader: db, Stores: e.sys, Invoices: e.sys, PaymentRequests: e.sys,
 		Webhooks: e.sys, Rates: fixed, KV: db, Clock: e.clock, PublicURL: d.PublicURL, AdminToken: "admin-token", Dashboard: e.dash})
 	e.srv.Start()

@@ -65,7 +65,7 @@ func TestCSVMatchesAPI(t *testing.T) {
 		})
 		e.clock.Advance(time.Minute)
 	}
-	if _, err := e.sys.TopUp(ctx, st.ID, 50_000); err != nil {
+	if _, err := e.sys.TopUp(ctx, st.ID, 50_000, ""); err != nil {
 		t.Fatal(err)
 	}
 

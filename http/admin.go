@@ -100,8 +100,11 @@ func (s *server) adminCreateStore(w http.ResponseWriter, r *http.Request) {
 }
 
 // topUpBody credits a store's prepaid balance by amount satoshis.
+// Reference, when given, names the payment credited: the store credits
+// a reference once (docs/api.md, Admin).
 type topUpBody struct {
-	Amount json.RawMessage `json:"amount"`
+	Amount    json.RawMessage `json:"amount"`
+	Reference *string         `json:"reference"`
 }
 
 // toppedUp is the answer to a top-up: the ledger line and the balance
@@ -133,9 +136,24 @@ func (s *server) adminTopUp(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalidField("amount", "must be a whole number of satoshis greater than 0"))
 		return
 	}
-	tx, err := s.Stores.TopUp(r.Context(), storeID, amount)
+	// Without a reference in the body, an Idempotency-Key serves as one.
+	reference := r.Header.Get("Idempotency-Key")
+	if body.Reference != nil {
+		reference = *body.Reference
+	}
+	if body.Reference != nil || reference != "" {
+		if err := kassa.CheckReference(reference); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	tx, err := s.Stores.TopUp(r.Context(), storeID, amount, reference)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if tx.Amount != amount {
+		s.writeError(w, r, kassa.Errorf(kassa.Conflict, "reference %q was already credited, for %d sat (transaction %d)", reference, tx.Amount, tx.ID))
 		return
 	}
 	balance, err := s.Reader.Balance(r.Context(), storeID)

@@ -154,6 +154,48 @@ func TestAdminCreateStoreAndTopUp(t *testing.T) {
 	expectError(t, e.do("POST", "/admin/v1/stores/bad%20id/topup", `{"amount": 1}`, admin), 404, kassa.NotFound)
 }
 
+// TestAdminTopUpReference: a top-up sent twice with the same reference
+// (a retry after a lost answer) credits the balance once and answers the
+// same ledger line both times; the Idempotency-Key header serves as the
+// reference when the body has none.
+func TestAdminTopUpReference(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var first toppedUp
+	for i := range 2 {
+		w := e.do("POST", "/admin/v1/stores/store_a/topup", `{"amount": 40000, "reference": "invoice-2026-11"}`, admin)
+		expectStatus(t, w, 200)
+		got := decode[toppedUp](t, w)
+		if i == 0 {
+			first = got
+		}
+		if got != first || got.Amount != 40000 || got.Balance != 40000 {
+			t.Errorf("top-up %d with the same reference: %+v, want %+v with balance 40000", i+1, got, first)
+		}
+	}
+	// The same reference for another amount is a mistake: refused.
+	expectError(t, e.do("POST", "/admin/v1/stores/store_a/topup", `{"amount": 1, "reference": "invoice-2026-11"}`, admin), 409, kassa.Conflict)
+	// Without a reference each top-up credits.
+	w := e.do("POST", "/admin/v1/stores/store_a/topup", `{"amount": 1000}`, admin)
+	if got := decode[toppedUp](t, w); got.Balance != 41000 {
+		t.Errorf("balance %d after a top-up without reference, want 41000", got.Balance)
+	}
+	for i := range 2 {
+		w := e.do("POST", "/admin/v1/stores/store_a/topup", `{"amount": 500}`, admin, header{"Idempotency-Key", "retry-1"})
+		expectStatus(t, w, 200)
+		if got := decode[toppedUp](t, w); got.Balance != 41500 {
+			t.Errorf("balance %d after top-up %d with one Idempotency-Key, want 41500", got.Balance, i+1)
+		}
+	}
+	for _, body := range []string{`{"amount": 1, "reference": ""}`, `{"amount": 1, "reference": "has space"}`,
+		`{"amount": 1, "reference": "` + strings.Repeat("x", 256) + `"}`, `{"amount": 1, "reference": 5}`} {
+		expectError(t, e.do("POST", "/admin/v1/stores/store_a/topup", body, admin), 400, kassa.Invalid, "reference")
+	}
+	if bal, _ := e.db.Balance(t.Context(), "store_a"); bal != 41500 {
+		t.Errorf("balance %d, want 41500", bal)
+	}
+}
+
 func TestAdminSimulation(t *testing.T) {
 	t.Parallel()
 	t.Run("off", func(t *testing.T) {

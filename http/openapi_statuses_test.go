@@ -183,7 +183,7 @@ func (f failingStores) CreateStore(context.Context, kassa.StoreSettings) (*kassa
 	return nil, f.err
 }
 
-func (f failingStores) TopUp(context.Context, string, kassa.Sats) (*kassa.Transaction, error) {
+func (f failingStores) TopUp(context.Context, string, kassa.Sats, string) (*kassa.Transaction, error) {
 	return nil, f.err
 }
 

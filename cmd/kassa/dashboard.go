@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -16,6 +17,9 @@ func (c *Config) dashboardFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DashboardPercentFee, "dashboard-percent-fee", c.DashboardPercentFee,
 		"service fee in percent of stores created in the dashboard")
 }
+
+// topUpEvery is how often the dashboard credits paid top-ups.
+const topUpEvery = 5 * time.Second
 
 // newDashboard builds the merchant dashboard over the API's services.
 func (m *Main) newDashboard(d kassahttp.Deps) (*dashboard.Dashboard, error) {

@@ -276,9 +276,12 @@ func (m *Main) Run(ctx context.Context) error {
 		deps.Simulator = sim
 	}
 	deps.Operator = m.operatorPage()
-	if deps.Dashboard, err = m.newDashboard(deps); err != nil {
+	dash, err := m.newDashboard(deps)
+	if err != nil {
 		return err
 	}
+	deps.Dashboard = dash
+	go dash.RunTopUps(runCtx, topUpEvery)
 	if clusterMode != nil {
 		deps.Cluster = func() any { return m.sys.ClusterHealth() }
 	}
@@ -328,7 +331,7 @@ func (m *Main) seedDemo(ctx context.Context, publicURL string) error {
 			PercentFee: decimal.NewFromInt(1), ConfirmationsRequired: 1}); err != nil {
 			return fmt.Errorf("seed demo store: %w", err)
 		}
-		if _, err := m.sys.TopUp(ctx, demo.ID, 1_000_000); err != nil {
+		if _, err := m.sys.TopUp(ctx, demo.ID, 1_000_000, ""); err != nil {
 			return fmt.Errorf("top up demo store: %w", err)
 		}
 		// The record never expires: the demo store is the demo store for

@@ -69,7 +69,7 @@ func TestSettleRedeliveredUntilSaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sys.TopUp(ctx, st.ID, 100_000); err != nil {
+	if _, err := sys.TopUp(ctx, st.ID, 100_000, ""); err != nil {
 		t.Fatal(err)
 	}
 	inv, err := sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})

@@ -70,10 +70,7 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		a.stopping = map[string][]pending{}
 		a.reserved = map[string]kassa.Sats{}
 		a.sessions = map[string]sessionEntry{}
-		st, seq, err := a.sys.cfg.Journal.StoreSnapshot(context.Background(), a.id)
-		if err == nil {
-			a.st, a.seq = st, seq
-		} else if kassa.ErrorCode(err) != kassa.NotFound {
+		if err := a.load(context.Background()); err != nil && kassa.ErrorCode(err) != kassa.NotFound {
 			panic(fmt.Sprintf("load store %s: %v", a.id, err))
 		}
 		if a.st != nil && a.sys.recovered.Load() {
@@ -155,6 +152,23 @@ func (a *storeActor) create(msg *createStore) reply {
 	return reply{value: msg.store}
 }
 
+// load reads the store's snapshot and resumes after the journal's last
+// event: events that leave the store's document as it was (pay links,
+// webhooks) do not rewrite the snapshot, whose sequence number is then
+// behind the journal's.
+func (a *storeActor) load(ctx context.Context) error {
+	st, seq, err := a.sys.cfg.Journal.StoreSnapshot(ctx, a.id)
+	if err != nil {
+		return err
+	}
+	last, err := a.sys.cfg.Journal.StreamSeq(ctx, kassa.Stream{Kind: kassa.KindStore, ID: a.id})
+	if err != nil {
+		return err
+	}
+	a.st, a.seq = st, max(seq, last)
+	return nil
+}
+
 // errStoreChanged answers a write that another activation of the store
 // beat: the state was reloaded, and the caller may try again.
 var errStoreChanged = kassa.Errorf(kassa.Unavailable, "the store changed on another node: try again")
@@ -175,8 +189,8 @@ func (a *storeActor) commit(ctx context.Context, ev *protos.StoreEvent, put func
 			// can briefly run two): reload, and let the caller retry
 			// against the state now stored.
 			a.sys.log.Warn("store written by another activation; reloading", "store", a.id, "seq", seq)
-			if st, stSeq, lerr := a.sys.cfg.Journal.StoreSnapshot(ctx, a.id); lerr == nil {
-				a.st, a.seq = st, stSeq
+			if lerr := a.load(ctx); lerr != nil {
+				a.sys.log.Warn("reload store", "store", a.id, "err", lerr)
 			}
 			return errStoreChanged
 		}

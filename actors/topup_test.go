@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,5 +223,41 @@ func TestClusterTopUpReferenceOnce(t *testing.T) {
 	}
 	if lines := topUpLines(t, db, st.ID); len(lines) != 1 {
 		t.Errorf("%d top-up lines, want 1", len(lines))
+	}
+}
+
+// TestStoreActorResumesAfterTheJournalsLastEvent: a webhook saved (an
+// event that leaves the store's document as it was) and then a restart:
+// the next store event must follow it in the journal, not take its
+// sequence number (which overwrote it on Pebble and was refused for good
+// on PostgreSQL, the reload finding the same stale number).
+func TestStoreActorResumesAfterTheJournalsLastEvent(t *testing.T) {
+	db := openMem(t)
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+	h := newHarness(t, db, clock)
+	st := h.createStore("1", "0")
+	h.webhook("https://shop.example/hook")
+	h.sys.Shutdown()
+
+	h2 := newHarness(t, db, clock)
+	if _, err := h2.sys.TopUp(ctx, st.ID, 1000, "inv_after_restart"); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	err := db.Events(ctx, kassa.Stream{Kind: kassa.KindStore, ID: st.ID}, 0, func(_ uint64, data []byte) error {
+		var ev protos.StoreEvent
+		if err := proto.Unmarshal(data, &ev); err != nil {
+			return err
+		}
+		kinds = append(kinds, fmt.Sprintf("%T", ev.Kind))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[*protos.StoreEvent_Created *protos.StoreEvent_WebhookSaved *protos.StoreEvent_ToppedUp]"
+	if fmt.Sprint(kinds) != want {
+		t.Errorf("store journal = %v, want %s", kinds, want)
 	}
 }

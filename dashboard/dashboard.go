@@ -124,6 +124,8 @@ func (h *Dashboard) routes() *chi.Mux {
 			r.Get("/stores", h.listStores)
 			r.Get("/stores/new", h.newStorePage)
 			r.Post("/stores", h.createStore)
+			r.Get("/account", h.accountPage)
+			r.Post("/account/password", h.changePassword)
 			r.Get("/invites", h.invitesPage)
 			r.Post("/invites", h.createInvite)
 			if h.Operator != nil {

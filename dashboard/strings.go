@@ -11,6 +11,7 @@ var strs = map[string]string{
 	"nav.invites":      "Invitations",
 	"nav.operator":     "Operator",
 	"nav.logout":       "Log out",
+	"nav.account":      "Account",
 	"nav.settings":     "Settings",
 	"nav.keys":         "API keys",
 	"nav.webhooks":     "Webhooks",
@@ -175,7 +176,16 @@ var strs = map[string]string{
 
 	"sim": "Simulation: no real bitcoin moves.",
 
+	"account.title":     "Account",
+	"account.password":  "Change password",
+	"account.others":    "Other browsers signed in to this account are signed out.",
+	"account.submit":    "Change password",
+	"field.current":     "Current password",
+	"field.newpassword": "New password (at least 10 characters)",
+	"field.confirm":     "New password again",
+
 	"done.created":        "Store created.",
+	"done.password":       "Password changed. Your other sessions were signed out.",
 	"done.saved":          "Saved.",
 	"done.keycreated":     "API key created.",
 	"done.keydeleted":     "API key deleted. It no longer works.",
@@ -202,6 +212,8 @@ var strs = map[string]string{
 	"err.password":  "The password must be 10 to 256 characters long.",
 	"err.invite":    "This invitation is not valid (or was used already).",
 	"err.login":     "Wrong email or password.",
+	"err.current":   "The current password is wrong.",
+	"err.confirm":   "The two new passwords differ.",
 	"err.ratelimit": "Too many failed attempts. Wait a few minutes and try again.",
 	"err.date":      "Dates are YYYY-MM-DD.",
 	"err.number":    "must be a number",

@@ -28,6 +28,9 @@ type user struct {
 	Admin        bool      `json:"admin,omitempty"`
 	StoreIDs     []string  `json:"storeIds"`
 	CreatedAt    time.Time `json:"createdAt"`
+	// SessionGen counts password changes: a session made before the
+	// last one is no longer valid.
+	SessionGen int `json:"sessionGen,omitempty"`
 }
 
 func (u *user) owns(storeID string) bool { return slices.Contains(u.StoreIDs, storeID) }
@@ -38,6 +41,8 @@ type session struct {
 	Email   string    `json:"email"`
 	CSRF    string    `json:"csrf"`
 	Expires time.Time `json:"expires"`
+	// Gen is the account's SessionGen when the session began.
+	Gen int `json:"gen,omitempty"`
 
 	token string
 	user  *user
@@ -222,7 +227,7 @@ func (h *Dashboard) addStore(ctx context.Context, email, storeID string) error {
 
 // newSession signs email in and returns the session.
 func (h *Dashboard) newSession(ctx context.Context, u *user) (*session, error) {
-	s := &session{Email: u.Email, CSRF: newToken(), Expires: h.Clock.Now().Add(sessionLifetime), token: newToken(), user: u}
+	s := &session{Email: u.Email, CSRF: newToken(), Expires: h.Clock.Now().Add(sessionLifetime), Gen: u.SessionGen, token: newToken(), user: u}
 	return s, h.putJSON(ctx, sessionRecKey(s.token), s, s.Expires)
 }
 
@@ -236,11 +241,50 @@ func (h *Dashboard) session(ctx context.Context, token string) (*session, error)
 	if err != nil || !ok || !h.Clock.Now().Before(s.Expires) {
 		return nil, err
 	}
-	if s.user, err = h.user(ctx, s.Email); err != nil || s.user == nil {
+	if s.user, err = h.user(ctx, s.Email); err != nil || s.user == nil || s.Gen != s.user.SessionGen {
 		return nil, err
 	}
 	s.token = token
 	return &s, nil
+}
+
+// errWrongPassword answers a password change whose current password is
+// wrong.
+var errWrongPassword = kassa.Errorf(kassa.Forbidden, "the current password is wrong")
+
+// setPassword sets email's password to next and ends every session of
+// the account but keep (nil: all of them). check, when set, is called
+// with the account first and may refuse the change.
+func (h *Dashboard) setPassword(ctx context.Context, email, next string, check func(*user) error, keep *session) error {
+	if len(next) < minPassword || len(next) > maxPassword {
+		return kassa.Errorf(kassa.Invalid, "%s", msg("err.password"))
+	}
+	h.usersMu.Lock()
+	defer h.usersMu.Unlock()
+	u, err := h.user(ctx, email)
+	if err != nil {
+		return err
+	}
+	if u == nil {
+		return kassa.Errorf(kassa.NotFound, "no account has this email")
+	}
+	if check != nil {
+		if err := check(u); err != nil {
+			return err
+		}
+	}
+	u.PasswordHash = hashPassword(next)
+	u.SessionGen++
+	if err := h.putJSON(ctx, userKey(email), u, forever); err != nil {
+		return err
+	}
+	if keep == nil {
+		return nil
+	}
+	// The session that made the change goes on under the new count; were
+	// this write lost, it would be signed out too, which is safe.
+	keep.Gen, keep.user = u.SessionGen, u
+	return h.putJSON(ctx, sessionRecKey(keep.token), keep, keep.Expires)
 }
 
 // endSession removes a session on the server: its record expires now.

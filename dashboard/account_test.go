@@ -81,3 +81,27 @@ func TestChangePassword(t *testing.T) {
 		t.Errorf("stored hash = %v, %v", u, err)
 	}
 }
+
+// TestAdminSetPasswordNeedsTheToken: the reset `kassa user password`
+// calls answers 401 without the admin token and changes nothing.
+func TestAdminSetPasswordNeedsTheToken(t *testing.T) {
+	e := newEnv(t)
+	e.client().signup("a@example.com")
+	for _, auth := range []string{"", "Bearer wrong", "Basic admin-token"} {
+		req, _ := http.NewRequest("POST", e.srv.URL+"/dashboard/admin/users/password", strings.NewReader(`{"email":"a@example.com","password":"taken over now"}`))
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			t.Errorf("Authorization %q: %d, want 401", auth, res.StatusCode)
+		}
+	}
+	if code := e.client().login("a@example.com", "correct horse battery"); code != http.StatusSeeOther {
+		t.Errorf("the password changed without the token: login %d", code)
+	}
+}

@@ -272,11 +272,7 @@ func (l *loginLimiter) succeeded(account string) {
 // adminCreateUser makes an account for `kassa user create`: JSON
 // {"email","password","admin"} with the admin token as bearer.
 func (h *Dashboard) adminCreateUser(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if h.AdminToken == "" || !strings.EqualFold(scheme, "Bearer") ||
-		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(h.AdminToken)) != 1 {
-		writeJSONError(w, http.StatusUnauthorized, "needs Authorization: Bearer <admin token>")
+	if !h.adminRequest(w, r) {
 		return
 	}
 	var in struct {
@@ -304,6 +300,52 @@ func (h *Dashboard) adminCreateUser(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusCreated)
 	json.NewEncoder(w).Encode(map[string]any{"email": u.Email, "admin": u.Admin})
+}
+
+// adminRequest checks the admin token of a request of the kassa command
+// and answers 401 when it is not there.
+func (h *Dashboard) adminRequest(w http.ResponseWriter, r *http.Request) bool {
+	w.Header().Set("Content-Type", "application/json")
+	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if h.AdminToken == "" || !strings.EqualFold(scheme, "Bearer") ||
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(h.AdminToken)) != 1 {
+		writeJSONError(w, http.StatusUnauthorized, "needs Authorization: Bearer <admin token>")
+		return false
+	}
+	return true
+}
+
+// adminSetPassword sets an account's password for `kassa user
+// password`: JSON {"email","password"} with the admin token as bearer.
+// Every session of the account ends.
+func (h *Dashboard) adminSetPassword(w http.ResponseWriter, r *http.Request) {
+	if !h.adminRequest(w, r) {
+		return
+	}
+	var in struct {
+		Email    string `json:"email"`
+		Password string `json:"password"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxForm)).Decode(&in); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "body must be JSON {\"email\",\"password\"}")
+		return
+	}
+	email := strings.TrimSpace(in.Email)
+	err := h.setPassword(r.Context(), email, in.Password, nil, nil)
+	switch {
+	case err == nil:
+	case kassa.ErrorCode(err) == kassa.Invalid:
+		writeJSONError(w, http.StatusUnprocessableEntity, kassa.ErrorMessage(err))
+		return
+	case kassa.ErrorCode(err) == kassa.NotFound:
+		writeJSONError(w, http.StatusNotFound, kassa.ErrorMessage(err))
+		return
+	default:
+		h.log.Error("dashboard: set password", "err", err)
+		writeJSONError(w, http.StatusInternalServerError, "could not set the password")
+		return
+	}
+	json.NewEncoder(w).Encode(map[string]any{"email": strings.ToLower(email), "sessionsEnded": true})
 }
 
 func writeJSONError(w http.ResponseWriter, status int, message string) {

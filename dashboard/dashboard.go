@@ -108,6 +108,7 @@ func (h *Dashboard) routes() *chi.Mux {
 	static, _ := fs.Sub(staticFS, "static")
 	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", cacheStatic(http.FileServerFS(static))))
 	r.Post("/admin/users", h.adminCreateUser)
+	r.Post("/admin/users/password", h.adminSetPassword)
 
 	r.Group(func(r chi.Router) {
 		r.Use(h.loadSession, h.checkCSRF)

@@ -14,7 +14,8 @@ import (
 
 // TestUserCreateCLI runs the real binary with invitation-only sign-up:
 // sign-up without an invitation is refused, `kassa user create --admin`
-// makes the operator, who logs in and sees the invitations page.
+// makes the operator, who logs in and sees the invitations page;
+// `kassa user password` resets the password and signs the operator out.
 func TestUserCreateCLI(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, dir, "--dashboard-signup", "invite")
@@ -57,5 +58,28 @@ func TestUserCreateCLI(t *testing.T) {
 	}
 	if code, body := get("/dashboard/stores"); code != 200 || !strings.Contains(body, "/dashboard/invites") {
 		t.Errorf("operator's store list: %d", code)
+	}
+
+	// `kassa user password` resets the password and ends the sessions.
+	pw2 := filepath.Join(t.TempDir(), "pw2")
+	os.WriteFile(pw2, []byte("battery staple horse\n"), 0o600)
+	if out := s.mustCLI("user", "password", "op@example.com", "--password-file", pw2); !strings.Contains(out, `"sessionsEnded":true`) {
+		t.Fatalf("user password printed %q", out)
+	}
+	if code, _ := get("/dashboard/stores"); code != http.StatusSeeOther {
+		t.Errorf("the session after a reset: %d, want sent to log in", code)
+	}
+	if code := post("/dashboard/login", url.Values{"email": {"op@example.com"}, "password": {"correct horse battery"}}); code != http.StatusUnauthorized {
+		t.Errorf("login with the old password: %d", code)
+	}
+	if code := post("/dashboard/login", url.Values{"email": {"op@example.com"}, "password": {"battery staple horse"}}); code != http.StatusSeeOther {
+		t.Errorf("login with the new password: %d", code)
+	}
+	if _, err := s.cli("user", "password", "nobody@example.com", "--password-file", pw2); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("reset of an unknown account: %v", err)
+	}
+	os.WriteFile(pw2, []byte("short\n"), 0o600)
+	if _, err := s.cli("user", "password", "op@example.com", "--password-file", pw2); err == nil || !strings.Contains(err.Error(), "422") {
+		t.Errorf("reset to a short password: %v", err)
 	}
 }

@@ -10,6 +10,7 @@
 //	kassa backup DIR                    copy the running service's data to DIR
 //	kassa restore DIR --data NEWDIR     make a data directory from a backup
 //	kassa user create --email E --password-file F [--admin]   a dashboard account
+//	kassa user password EMAIL --password-file F                reset its password
 //	kassa version
 //
 // main only handles signals and exit codes; Main does the wiring, so that
@@ -62,6 +63,7 @@ const usage = `usage:
   kassa backup DIR              copy the running service's data (a consistent snapshot) to DIR
   kassa restore DIR --data NEWDIR
   kassa user create --email EMAIL --password-file FILE [--admin]
+  kassa user password EMAIL --password-file FILE
   kassa health [--server URL]   exit 0 when the server answers its health check
   kassa version
 kassa COMMAND --help (kassa store --help, kassa sim pay --help) says more.

@@ -26,21 +26,47 @@ func init() {
 			if email == "" || passwordFile == "" || len(rest) > 0 {
 				return errBadArgs
 			}
-			var password []byte
-			var err error
-			if passwordFile == "-" {
-				password, err = io.ReadAll(io.LimitReader(os.Stdin, 4096))
-			} else {
-				password, err = os.ReadFile(passwordFile)
-			}
+			password, err := readPassword(passwordFile)
 			if err != nil {
-				return fmt.Errorf("read the password: %w", err)
+				return err
 			}
-			// A password file ends in a newline that is not part of it.
-			password = bytes.TrimRight(password, "\r\n")
 			return printJSON(stdout)(c.call(ctx, "POST", "/dashboard/admin/users", map[string]any{
-				"email": email, "password": string(password), "admin": admin,
+				"email": email, "password": password, "admin": admin,
+			}))
+		},
+	}, {
+		name: "user password", args: "EMAIL --password-file FILE",
+		summary: `set a dashboard account's password (a reset by the operator); every session of the account ends; prints {"email","sessionsEnded"}`,
+		flags: func(fs *flag.FlagSet, _ *adminFlags) {
+			fs.StringVar(&passwordFile, "password-file", "", "file holding the new password, at least 10 characters; - reads standard input (required)")
+		},
+		run: func(ctx context.Context, c *adminClient, _ *adminFlags, rest []string, stdout io.Writer) error {
+			if len(rest) != 1 || passwordFile == "" {
+				return errBadArgs
+			}
+			password, err := readPassword(passwordFile)
+			if err != nil {
+				return err
+			}
+			return printJSON(stdout)(c.call(ctx, "POST", "/dashboard/admin/users/password", map[string]any{
+				"email": rest[0], "password": password,
 			}))
 		},
 	}}
+}
+
+// readPassword reads a password from file, or standard input for "-".
+func readPassword(file string) (string, error) {
+	var password []byte
+	var err error
+	if file == "-" {
+		password, err = io.ReadAll(io.LimitReader(os.Stdin, 4096))
+	} else {
+		password, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the password: %w", err)
+	}
+	// A password file ends in a newline that is not part of it.
+	return string(bytes.TrimRight(password, "\r\n")), nil
 }

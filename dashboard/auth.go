@@ -67,7 +67,7 @@ func (h *Dashboard) checkCSRF(next http.Handler) http.Handler {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxForm)
 		if err := r.ParseForm(); err != nil {
-			h.fail(w, r, http.StatusBadRequest, msg("err.form"))
+			h.fail(w, r, http.StatusBadRequest, "err.form")
 			return
 		}
 		var want string
@@ -78,7 +78,7 @@ func (h *Dashboard) checkCSRF(next http.Handler) http.Handler {
 		}
 		got := r.PostForm.Get("csrf")
 		if want == "" || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-			h.fail(w, r, http.StatusForbidden, msg("err.csrf"))
+			h.fail(w, r, http.StatusForbidden, "err.csrf")
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -234,7 +234,7 @@ func (h *Dashboard) requireUser(next http.Handler) http.Handler {
 				http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 				return
 			}
-			h.fail(w, r, http.StatusUnauthorized, msg("err.signin"))
+			h.fail(w, r, http.StatusUnauthorized, "err.signin")
 			return
 		}
 		next.ServeHTTP(w, r)

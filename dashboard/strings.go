@@ -220,6 +220,51 @@ var strs = map[string]string{
 	"err.topup":     "Top up between 1,000 sat and 1 BTC (100,000,000 sat).",
 }
 
+// german holds the German strings the dashboard has so far: those of the
+// layout and of the error pages, which speak German to a browser that
+// asks for it (Accept-Language or ?lang=de, as the customer pages). A
+// key missing here is shown in English.
+var german = map[string]string{
+	"app":           "Kassa",
+	"app.dashboard": "Kassa-Dashboard",
+	"skip":          "Zum Inhalt springen",
+
+	"nav.stores":       "Shops",
+	"nav.invites":      "Einladungen",
+	"nav.operator":     "Betreiber",
+	"nav.logout":       "Abmelden",
+	"nav.account":      "Konto",
+	"nav.settings":     "Einstellungen",
+	"nav.keys":         "API-Schlüssel",
+	"nav.webhooks":     "Webhooks",
+	"nav.invoices":     "Rechnungen",
+	"nav.paylinks":     "Zahlungslinks",
+	"nav.transactions": "Buchungen",
+	"nav.balance":      "Guthaben",
+	"stores.id":        "Shop-ID",
+
+	"sim": "Simulation: Es werden keine echten Bitcoin bewegt.",
+
+	"err.title":    "Etwas ist schiefgelaufen",
+	"err.back":     "Zurück zu Ihren Shops",
+	"err.signin":   "Bitte melden Sie sich an.",
+	"err.csrf":     "Dieses Formular ist abgelaufen oder kam nicht von dieser Seite. Laden Sie die Seite neu und versuchen Sie es noch einmal.",
+	"err.form":     "Das Formular konnte nicht gelesen werden.",
+	"err.notfound": "Nicht gefunden.",
+	"err.internal": "Bei uns ist etwas schiefgelaufen. Bitte versuchen Sie es noch einmal.",
+}
+
+// msgIn returns the string of key in lang ("de" or "en"), in English
+// when lang has none.
+func msgIn(lang, key string) string {
+	if lang == "de" {
+		if s, ok := german[key]; ok {
+			return s
+		}
+	}
+	return msg(key)
+}
+
 // msg returns the string of key; a missing key shows itself, so that a
 // test notices.
 func msg(key string) string {

@@ -90,7 +90,7 @@ func (h *Dashboard) exportCSV(w http.ResponseWriter, r *http.Request) {
 	st := currentStore(r.Context())
 	from, to, problem := dateRange(r)
 	if problem != "" {
-		h.fail(w, r, http.StatusBadRequest, problem)
+		h.failMessage(w, r, http.StatusBadRequest, func(string) string { return problem })
 		return
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")

@@ -5,16 +5,19 @@ import (
 	"errors"
 	"html/template"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/http/i18n"
 )
 
 // view is what every page template gets: the signed-in user, the store
@@ -29,6 +32,9 @@ type view struct {
 	Sim   bool
 	Op    bool // the operator page is mounted
 	D     map[string]any
+	// Lang is the page's language: "en", or "de" for an error page a
+	// German browser asked for.
+	Lang string
 }
 
 var funcs = template.FuncMap{
@@ -128,25 +134,42 @@ func parsePages() map[string]*template.Template {
 		if base == "layout" || base == "partials" {
 			continue
 		}
-		pages[base] = template.Must(template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", name))
+		pages[base] = parsePage(name, funcs)
 	}
 	return pages
 }
 
+func parsePage(name string, fm template.FuncMap) *template.Template {
+	return template.Must(template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", name))
+}
+
+// germanErrorPage is the error page with the German strings.
+var germanErrorPage = sync.OnceValue(func() *template.Template {
+	fm := template.FuncMap{}
+	maps.Copy(fm, funcs)
+	fm["t"] = func(key string) string { return msgIn("de", key) }
+	return parsePage("templates/error.html", fm)
+})
+
 // render writes page with data, in the layout.
 func (h *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, page string, data map[string]any) {
+	h.renderIn(w, r, status, "en", h.pages[page], page, data)
+}
+
+// renderIn is render in lang with tmpl.
+func (h *Dashboard) renderIn(w http.ResponseWriter, r *http.Request, status int, lang string, tmpl *template.Template, page string, data map[string]any) {
 	v := view{Page: page, Store: currentStore(r.Context()), CSRF: h.csrfToken(w, r), Sim: h.Simulator != nil,
-		Op: h.Operator != nil, D: data}
+		Op: h.Operator != nil, D: data, Lang: lang}
 	if s := current(r.Context()); s != nil {
 		v.User = s.user
 	}
 	if done := r.URL.Query().Get("done"); done != "" {
-		if text, ok := strs["done."+done]; ok {
-			v.Flash = text
+		if _, ok := strs["done."+done]; ok {
+			v.Flash = msgIn(lang, "done."+done)
 		}
 	}
 	var buf bytes.Buffer
-	if err := h.pages[page].ExecuteTemplate(&buf, "layout.html", v); err != nil {
+	if err := tmpl.ExecuteTemplate(&buf, "layout.html", v); err != nil {
 		h.log.Error("dashboard: render", "page", page, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
@@ -156,13 +179,25 @@ func (h *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, p
 	w.Write(buf.Bytes())
 }
 
-// fail answers an error page with status and message.
-func (h *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, message string) {
-	h.render(w, r, status, "error", map[string]any{"Status": status, "Message": message})
+// fail answers an error page with status and the string of key, in
+// German when the browser asks for it (?lang=de or Accept-Language, as
+// the customer pages), else in English.
+func (h *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, key string) {
+	h.failMessage(w, r, status, func(lang string) string { return msgIn(lang, key) })
+}
+
+// failMessage answers an error page with status and the message text
+// gives in the page's language.
+func (h *Dashboard) failMessage(w http.ResponseWriter, r *http.Request, status int, text func(lang string) string) {
+	lang, tmpl := "en", h.pages["error"]
+	if i18n.FromRequest(r) == "de" {
+		lang, tmpl = "de", germanErrorPage()
+	}
+	h.renderIn(w, r, status, lang, tmpl, "error", map[string]any{"Status": status, "Message": text(lang)})
 }
 
 func (h *Dashboard) notFound(w http.ResponseWriter, r *http.Request) {
-	h.fail(w, r, http.StatusNotFound, msg("err.notfound"))
+	h.fail(w, r, http.StatusNotFound, "err.notfound")
 }
 
 // serverError answers err: a not-found error as 404, anything else as
@@ -173,11 +208,11 @@ func (h *Dashboard) serverError(w http.ResponseWriter, r *http.Request, err erro
 		h.notFound(w, r)
 		return
 	case kassa.Unavailable:
-		h.fail(w, r, http.StatusServiceUnavailable, kassa.ErrorMessage(err))
+		h.failMessage(w, r, http.StatusServiceUnavailable, func(string) string { return kassa.ErrorMessage(err) })
 		return
 	}
 	h.log.Error("dashboard", "path", r.URL.Path, "err", err)
-	h.fail(w, r, http.StatusInternalServerError, msg("err.internal"))
+	h.fail(w, r, http.StatusInternalServerError, "err.internal")
 }
 
 // storeURL is the dashboard URL of the current store's page p.

@@ -1,0 +1,114 @@
+package dashboard
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// getLang reads path with Accept-Language lang.
+func (c *client) getLang(path, lang string) (int, string) {
+	c.e.t.Helper()
+	req, _ := http.NewRequest("GET", c.e.srv.URL+path, nil)
+	req.Header.Set("Accept-Language", lang)
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if m := csrfField.FindSubmatch(body); m != nil {
+		c.csrf = string(m[1])
+	}
+	return res.StatusCode, string(body)
+}
+
+// postLang sends form with Accept-Language lang.
+func (c *client) postLang(path, lang string, form url.Values) (int, string) {
+	c.e.t.Helper()
+	req, _ := http.NewRequest("POST", c.e.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept-Language", lang)
+	res, err := c.http.Do(req)
+	if err != nil {
+		c.e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body)
+}
+
+// TestErrorPagesInGerman: a browser that asks for German gets the
+// dashboard's 404, 403 and 500 pages in German, layout included, and
+// one that does not gets them in English.
+func TestErrorPagesInGerman(t *testing.T) {
+	var failInvite atomic.Bool
+	e := newEnv(t, func(d *Deps) {
+		d.KV = &faultyKV{KeyValue: d.KV, putErr: func(key string) error {
+			if failInvite.Load() && strings.HasPrefix(key, "dash/invite/") {
+				return errors.New("injected: the write failed")
+			}
+			return nil
+		}}
+	})
+	c := e.client()
+	c.signup("op@example.com")
+	german := regexp.MustCompile(`<html lang="de">`)
+
+	code, body := c.getLang("/dashboard/no-such-page", "de-CH, en;q=0.5")
+	if code != http.StatusNotFound || !german.MatchString(body) || !strings.Contains(body, msgIn("de", "err.notfound")) ||
+		!strings.Contains(body, msgIn("de", "nav.logout")) || strings.Contains(body, msg("err.notfound")) {
+		t.Errorf("404 in German: %d %s", code, body)
+	}
+	code, body = c.postLang("/dashboard/invites", "de", url.Values{"csrf": {"wrong"}})
+	if code != http.StatusForbidden || !german.MatchString(body) || !strings.Contains(body, msgIn("de", "err.csrf")) {
+		t.Errorf("403 in German: %d %s", code, body)
+	}
+	c.getLang("/dashboard/invites", "de")
+	failInvite.Store(true)
+	code, body = c.postLang("/dashboard/invites", "de", url.Values{"csrf": {c.csrf}})
+	if code != http.StatusInternalServerError || !german.MatchString(body) || !strings.Contains(body, msgIn("de", "err.internal")) {
+		t.Errorf("500 in German: %d %s", code, body)
+	}
+	failInvite.Store(false)
+
+	code, body = c.getLang("/dashboard/no-such-page", "fr, en;q=0.5")
+	if code != http.StatusNotFound || !strings.Contains(body, `<html lang="en">`) || !strings.Contains(body, msg("err.notfound")) {
+		t.Errorf("404 in English: %d %s", code, body)
+	}
+	// Other pages stay English for now: only the error pages speak German.
+	if code, body := c.getLang("/dashboard/stores", "de"); code != http.StatusOK || !strings.Contains(body, `<html lang="en">`) {
+		t.Errorf("stores page for a German browser: %d", code)
+	}
+}
+
+// TestGermanStringsExist: every German string has an English one, and
+// the error page and the layout have all theirs in German.
+func TestGermanStringsExist(t *testing.T) {
+	for key := range german {
+		if _, ok := strs[key]; !ok {
+			t.Errorf("German %q has no English string", key)
+		}
+	}
+	for _, name := range []string{"templates/layout.html", "templates/error.html"} {
+		data, err := templateFS.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile(`\{\{t "([^"]+)"\}\}`).FindAllStringSubmatch(string(data), -1) {
+			if _, ok := german[m[1]]; !ok {
+				t.Errorf("%s: %q has no German string", name, m[1])
+			}
+		}
+	}
+	for _, key := range []string{"err.notfound", "err.csrf", "err.internal", "err.form", "err.signin"} {
+		if _, ok := german[key]; !ok {
+			t.Errorf("%q has no German string", key)
+		}
+	}
+}

@@ -92,6 +92,7 @@ type adminFlags struct {
 	lightningAddress                                    string
 	logoURL, brandColor                                 string
 	amount                                              int64
+	reference                                           string
 	confirmations                                       int
 	forwardFeePercent                                   string
 	forwardFeeMax                                       int64
@@ -165,15 +166,20 @@ var adminGroups = map[string][]adminCommand{
 			},
 		},
 		{
-			name: "store topup", args: "STORE_ID --amount SATS", summary: "credit the store's prepaid balance",
+			name: "store topup", args: "STORE_ID --amount SATS [--reference REF]", summary: "credit the store's prepaid balance",
 			flags: func(fs *flag.FlagSet, f *adminFlags) {
 				fs.Int64Var(&f.amount, "amount", 0, "satoshis to credit to the prepaid balance (required)")
+				fs.StringVar(&f.reference, "reference", "", "names the payment credited: a top-up with a reference already credited changes nothing (safe to retry)")
 			},
 			run: func(ctx context.Context, c *adminClient, f *adminFlags, rest []string, stdout io.Writer) error {
 				if len(rest) != 1 || f.amount <= 0 {
 					return errBadArgs
 				}
-				return printJSON(stdout)(c.call(ctx, "POST", "/admin/v1/stores/"+rest[0]+"/topup", map[string]any{"amount": f.amount}))
+				body := map[string]any{"amount": f.amount}
+				if f.reference != "" {
+					body["reference"] = f.reference
+				}
+				return printJSON(stdout)(c.call(ctx, "POST", "/admin/v1/stores/"+rest[0]+"/topup", body))
 			},
 		},
 	},

@@ -144,3 +144,30 @@ func TestDemoStoreSurvivesRestart(t *testing.T) {
 		t.Errorf("after a restart the store list is:\n%s", out)
 	}
 }
+
+// TestStoreTopUpReference: `kassa store topup --reference` run twice (an
+// operator's retry) credits the balance once.
+func TestStoreTopUpReference(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, t.TempDir())
+	c := s.createStore("--name", "Shop")
+	var first string
+	for i := range 2 {
+		out := s.mustCLI("store", "topup", c.StoreID, "--amount", "40000", "--reference", "billing-2026-11")
+		var got struct {
+			Transaction int64 `json:"transactionId"`
+			Balance     int64 `json:"balance"`
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil || got.Balance != 40000 {
+			t.Fatalf("top-up %d printed %q: %v", i+1, out, err)
+		}
+		if i == 0 {
+			first = out
+		} else if out != first {
+			t.Errorf("the retry printed %q, the first %q", out, first)
+		}
+	}
+	if _, err := s.cli("store", "topup", c.StoreID, "--amount", "1", "--reference", "billing-2026-11"); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Errorf("the reference with another amount: %v", err)
+	}
+}

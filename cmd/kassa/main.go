@@ -3,7 +3,7 @@
 //	kassa serve [flags]                 run the service
 //	kassa store create --name N ...     create a store, print {"storeId","apiKey"}
 //	kassa store list                    list the stores, one JSON line each
-//	kassa store topup STORE_ID --amount SATS
+//	kassa store topup STORE_ID --amount SATS [--reference REF]
 //	kassa sim pay INVOICE_ID [--method lightning|onchain] [--amount SATS]
 //	kassa sim mine [N]
 //	kassa config check [--config FILE]  validate and print the configuration
@@ -56,7 +56,7 @@ const usage = `usage:
   kassa serve [flags]           run the service (kassa serve --help lists the flags)
   kassa store create --name NAME [--currency EUR] [--percent-fee 1] [--tolerance 0] [--xpub XPUB]
   kassa store list
-  kassa store topup STORE_ID --amount SATS
+  kassa store topup STORE_ID --amount SATS [--reference REF]
   kassa sim pay INVOICE_ID [--method lightning|onchain] [--amount SATS]
   kassa sim mine [N]
   kassa config check [--config FILE] [serve flags]

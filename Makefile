@@ -52,12 +52,7 @@ lnd:
 itest: btcd lnd
 	$(GO) test -race -count=1 -timeout 20m ./itest/...
 	$(MAKE) test-pg
-	# make test-cluster is not part of CI yet: four end-to-end tests that
-	# landed beside cluster mode (TestEndToEnd's health body against the
-	# OpenAPI document, TestMetricsListener, TestGracefulShutdown,
-	# TestShutdownTimeoutLeavesDeliveryInOutbox) fail on three-node
-	# clusters; issue #13 tracks them. The 3-process kill/stall test
-	# (TestClusterKillAndStall) runs in make test.
+	$(MAKE) test-cluster
 
 # The single-node end-to-end suite again, with the store in a throw-away
 # PostgreSQL (kassa serve --store postgres://…).

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -12,18 +13,19 @@ import (
 // endpoint sends the deliveries that are due, oldest first, until ctx
 // ends. When ctx ends first, the delivery in flight is abandoned and
 // left, with every other one not sent, in the durable outbox, from which
-// RecoverDeliveries sends it after the next start. Drain returns whether
-// everything finished before ctx ended. Stop the backends first, so that
-// no new work arrives.
+// RecoverDeliveries sends it after the next start; Drain then waits (at
+// most abandonGrace) for the endpoints to stop, so that each cut attempt
+// has come back and been logged before the caller closes the store and
+// exits. Drain returns whether everything finished before ctx ended.
+// Stop the backends first, so that no new work arrives.
 func (s *System) Drain(ctx context.Context) bool {
 	done := true
+	var endpoints []<-chan struct{}
 	for _, m := range []*sync.Map{&s.stores, &s.webhooks} {
-		var waits []<-chan struct{}
-		m.Range(func(id, pid any) bool {
-			m.Delete(id)
-			waits = append(waits, s.poison(pid.(*actor.PID)))
-			return true
-		})
+		waits := s.poisonAll(m)
+		if m == &s.webhooks {
+			endpoints = waits
+		}
 		for _, w := range waits {
 			select {
 			case <-w:
@@ -40,8 +42,36 @@ func (s *System) Drain(ctx context.Context) bool {
 	}
 	if !done {
 		s.abandonDeliveries()
+		// Endpoints not yet asked to stop (the stores ran out of time)
+		// are asked now; canceled, their attempts return at once.
+		endpoints = append(endpoints, s.poisonAll(&s.webhooks)...)
+		grace := time.NewTimer(abandonGrace)
+		defer grace.Stop()
+		for _, w := range endpoints {
+			select {
+			case <-w:
+			case <-grace.C:
+				return false
+			}
+		}
 	}
 	return done
+}
+
+// abandonGrace bounds the wait of a drain that ran out of time for the
+// webhook endpoints whose deliveries it cut off.
+const abandonGrace = 5 * time.Second
+
+// poisonAll takes every actor out of m and asks each to stop once it has
+// handled its mailbox; it returns the channels closed as they stop.
+func (s *System) poisonAll(m *sync.Map) []<-chan struct{} {
+	var waits []<-chan struct{}
+	m.Range(func(id, pid any) bool {
+		m.Delete(id)
+		waits = append(waits, s.poison(pid.(*actor.PID)))
+		return true
+	})
+	return waits
 }
 
 // poison asks pid to stop once it has handled the messages in its

@@ -69,12 +69,21 @@ func startPeers(t *testing.T, s *server, dir string, extra ...string) {
 	var peers []*server
 	for i := 1; i <= 2; i++ {
 		pdir := filepath.Join(dir, fmt.Sprintf("peer%d", i))
-		peers = append(peers, launchServer(t, pdir, append(e2eStoreArgs(t, dir), extra...)...))
+		flags := e2eStoreArgs(t, dir)
+		p := launchServer(t, pdir, append(flags, extra...)...)
+		p.nodeFlags = flags
+		peers = append(peers, p)
 	}
 	s.mu.Lock()
 	s.peers = peers
 	s.mu.Unlock()
-	for _, n := range append([]*server{s}, peers...) {
+	waitThreeNodes(t, s.nodes())
+}
+
+// waitThreeNodes waits until each of the nodes sees three members.
+func waitThreeNodes(t *testing.T, nodes []*server) {
+	t.Helper()
+	for _, n := range nodes {
 		waitFor(t, 30*time.Second, "a three-node cluster", func() bool { return len(clusterHealth(n).Members) == 3 })
 	}
 }
@@ -84,4 +93,56 @@ func (s *server) peerList() []*server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.peers
+}
+
+// nodes returns the nodes of s's cluster, s first; only s on a single
+// node.
+func (s *server) nodes() []*server { return append([]*server{s}, s.peerList()...) }
+
+// nodeOf returns the node of s's cluster that runs the store of an
+// invoice: the one whose own log has the invoice's events (the invoice
+// actor is a child of its store's actor, and the store grain runs on one
+// node). On a single node it is s. It waits for the invoice's first
+// event, which follows its creation's answer by a moment.
+func (s *server) nodeOf(invoiceID string) *server {
+	s.t.Helper()
+	var owner *server
+	waitFor(s.t, 30*time.Second, "the events of invoice "+invoiceID+" in a node's log", func() bool {
+		for _, n := range s.nodes() {
+			for _, m := range eventLine.FindAllStringSubmatch(n.ownLogs(), -1) {
+				if m[1] == invoiceID {
+					owner = n
+					return true
+				}
+			}
+		}
+		return false
+	})
+	return owner
+}
+
+// restartNode starts node n of s's cluster again on its data, after n
+// exited, with its store and cluster flags and extra. On a single node
+// that is startServer on n's data. In a cluster n rejoins the two other
+// nodes, which went on running (at the same node address, so that its
+// stores come back to it); the server returned has them as its peers and
+// the restart waits until all three see each other.
+func (s *server) restartNode(n *server, extra ...string) *server {
+	s.t.Helper()
+	if !e2eCluster() {
+		return startServer(s.t, n.data, extra...)
+	}
+	r := launchServer(s.t, n.data, append(n.nodeFlags, extra...)...)
+	r.nodeFlags = n.nodeFlags
+	var others []*server
+	for _, o := range s.nodes() {
+		if o != n {
+			others = append(others, o)
+		}
+	}
+	r.mu.Lock()
+	r.peers = others
+	r.mu.Unlock()
+	waitThreeNodes(s.t, r.nodes())
+	return r
 }

@@ -59,11 +59,16 @@ type server struct {
 	data string
 	args []string
 
-	mu     sync.Mutex
-	peers  []*server // the other nodes with KASSA_E2E_STORE=cluster
-	logs   bytes.Buffer
-	stdout bytes.Buffer
-	done   chan struct{}
+	// nodeFlags are the store and cluster flags the server was started
+	// with (see e2eStoreArgs), which a restart on its data reuses.
+	nodeFlags []string
+
+	mu       sync.Mutex
+	peers    []*server // the other nodes with KASSA_E2E_STORE=cluster
+	logs     bytes.Buffer
+	stdout   bytes.Buffer
+	done     chan struct{}
+	stopOnce sync.Once
 }
 
 // stdoutWriter collects what the server prints on stdout.
@@ -89,7 +94,9 @@ var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
 // is the first node of a three-node cluster (see startPeers).
 func startServer(t *testing.T, dir string, extra ...string) *server {
 	t.Helper()
-	s := launchServer(t, dir, append(e2eStoreArgs(t, dir), extra...)...)
+	flags := e2eStoreArgs(t, dir)
+	s := launchServer(t, dir, append(flags, extra...)...)
+	s.nodeFlags = flags
 	startPeers(t, s, dir, extra...)
 	return s
 }
@@ -153,34 +160,47 @@ func launchServer(t *testing.T, dir string, flags ...string) *server {
 // Logs returns what the server (and its cluster peers) wrote to stderr
 // so far.
 func (s *server) Logs() string {
-	s.mu.Lock()
-	out := s.logs.String()
-	peers := s.peers
-	s.mu.Unlock()
-	for _, p := range peers {
-		out += p.Logs()
+	out := s.ownLogs()
+	for _, p := range s.peerList() {
+		out += p.ownLogs()
 	}
 	return out
 }
 
-// Stop ends the server (and its cluster peers) gracefully.
+// ownLogs returns what this process alone wrote to stderr so far.
+func (s *server) ownLogs() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.logs.String()
+}
+
+// Stop ends the server (and its cluster peers) gracefully. Several
+// servers may share peers (a restarted node's are its cluster's other
+// nodes): each process is stopped once.
 func (s *server) Stop() {
 	var wg sync.WaitGroup
 	for _, p := range s.peerList() {
 		wg.Add(1)
-		go func() { defer wg.Done(); p.Stop() }()
+		go func() { defer wg.Done(); p.stopProcess() }()
 	}
 	wg.Wait()
-	if s.cmd.ProcessState != nil {
-		return
-	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(15 * time.Second):
-		s.cmd.Process.Kill()
-	}
-	s.cmd.Wait()
+	s.stopProcess()
+}
+
+// stopProcess ends this process alone gracefully.
+func (s *server) stopProcess() {
+	s.stopOnce.Do(func() {
+		if s.cmd.ProcessState != nil {
+			return
+		}
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(15 * time.Second):
+			s.cmd.Process.Kill()
+		}
+		s.cmd.Wait()
+	})
 }
 
 // Kill ends the server (and its cluster peers) with SIGKILL, as a crash

@@ -43,17 +43,29 @@ func scrapeMetrics(t *testing.T, addr string) map[string]float64 {
 // invoice over the API and pays it by Lightning with the simulator, then
 // scrapes the admin listener: the series show that run. The public
 // listener does not serve /metrics.
+//
+// On a cluster (make test-cluster) every node has its own listener and
+// exports its own process's series, as Prometheus expects of each
+// instance (one scrape target per node, sum() at query time): the
+// invoice's store, with its invoice actor, runs on whichever node
+// rendezvous hashing picks, not necessarily on the node the test talks
+// to. So the series of what the run did (requests, invoices, settles,
+// store actors, restarts) are summed over the nodes, which also shows
+// that no node counts the work another did; the series of a node's own
+// state (backends, lag) are the first node's, as on a single node.
 func TestMetricsListener(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, t.TempDir(), "--metrics-listen", "127.0.0.1:0")
-	var addr string
-	waitFor(t, 10*time.Second, "the metrics listener's log line", func() bool {
-		m := metricsLine.FindStringSubmatch(s.Logs())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	})
+	var addrs []string // each node's metrics listener, the first node's first
+	for _, n := range s.nodes() {
+		waitFor(t, 10*time.Second, "the metrics listener's log line", func() bool {
+			m := metricsLine.FindStringSubmatch(n.ownLogs())
+			if m != nil {
+				addrs = append(addrs, m[1])
+			}
+			return m != nil
+		})
+	}
 	st := s.createStore("--name", "Metrics", "--currency", "SATS")
 	inv := s.json("POST", "/api/v1/stores/"+st.StoreID+"/invoices", st.APIKey, map[string]any{"amount": 1000, "currency": "SATS"}, 200)
 	id := inv["id"].(string)
@@ -61,20 +73,39 @@ func TestMetricsListener(t *testing.T) {
 	waitFor(t, 30*time.Second, "the invoice to settle", func() bool {
 		return s.json("GET", "/api/v1/stores/"+st.StoreID+"/invoices/"+id, st.APIKey, nil, 200)["status"] == "Settled"
 	})
-	got := scrapeMetrics(t, addr)
-	want := map[string]float64{
+	// The settle lag is observed once the Lightning event's command has
+	// returned, which may be a moment after the API shows the settle.
+	var sum map[string]float64
+	waitFor(t, 30*time.Second, "the settle's lag to be observed", func() bool {
+		sum = map[string]float64{}
+		for _, a := range addrs {
+			for k, v := range scrapeMetrics(t, a) {
+				sum[k] += v
+			}
+		}
+		return sum[`kassa_lightning_settle_lag_seconds_count`] >= 1
+	})
+	got := scrapeMetrics(t, addrs[0])
+	summed := map[string]float64{ // what the run did, over the nodes
 		`kassa_http_requests_total{method="POST",route="/api/v1/stores/{storeId}/invoices",status="200"}`: 1,
 		`kassa_http_requests_total{method="POST",route="/admin/v1/stores",status="200"}`:                  1,
 		`kassa_invoices_created_total{method="lightning"}`:                                                1,
 		`kassa_invoices_settled_total{method="lightning"}`:                                                1,
 		`kassa_invoices_settled_total{method="onchain"}`:                                                  0,
 		`kassa_lightning_settle_lag_seconds_count`:                                                        1,
-		`kassa_lightning_connected`:                                                                       1,
-		`kassa_chain_synced`:                                                                              1,
-		`kassa_chain_lag_blocks`:                                                                          0,
 		`kassa_actors{kind="store"}`:                                                                      1,
 		`kassa_forwards_pending`:                                                                          0,
 		`kassa_actor_restarts_total{kind="invoice"}`:                                                      0,
+	}
+	for k, v := range summed {
+		if g, ok := sum[k]; !ok || g != v {
+			t.Errorf("%s = %v over %d nodes (present %v), want %v", k, g, len(addrs), ok, v)
+		}
+	}
+	want := map[string]float64{ // the first node's own state
+		`kassa_lightning_connected`: 1,
+		`kassa_chain_synced`:        1,
+		`kassa_chain_lag_blocks`:    0,
 	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {

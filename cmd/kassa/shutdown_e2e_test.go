@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -78,15 +79,21 @@ func (s *server) sigterm() int {
 // delivery are in flight: the request completes with its answer, the
 // delivery is sent and recorded, the invoice the request created is
 // there after a restart, and so is every delivery, each Delivered.
+//
+// On a cluster (make test-cluster) the signal goes to the node that runs
+// the store, where the delivery is in flight, and the slow request is
+// sent to that node too; the restart is that node's, rejoining the two
+// others, which went on running.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, dir, "--dev", "--shutdown-timeout", "60s")
-	c := s.createStore("--name", "Drain")
+	cl := startServer(t, dir, "--dev", "--shutdown-timeout", "60s")
+	c := cl.createStore("--name", "Drain")
 	rcv := newGatedReceiver(t)
-	wh := addWebhook(t, s, c, map[string]any{"url": rcv.srv.URL + "/hook"})
-	first := createInvoice(t, s, c, map[string]any{"amount": 1000, "currency": "SATS"})
+	wh := addWebhook(t, cl, c, map[string]any{"url": rcv.srv.URL + "/hook"})
+	first := createInvoice(t, cl, c, map[string]any{"amount": 1000, "currency": "SATS"})
 	waitFor(t, 30*time.Second, "the first delivery to reach the endpoint", func() bool { return rcv.held() == 1 })
+	s := cl.nodeOf(first) // the node that stops
 
 	// The slow request: its handler is reading the body (the server
 	// answered 100 Continue) when the signal comes; the body follows.
@@ -124,10 +131,10 @@ func TestGracefulShutdown(t *testing.T) {
 	<-s.done
 	s.cmd.Wait()
 	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
-		t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.Logs())
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.ownLogs())
 	}
-	if !strings.Contains(s.Logs(), "shutting down: drained") || strings.Contains(s.Logs(), "left in the outbox") {
-		t.Errorf("the log does not say the drain finished in time:\n%s", s.Logs())
+	if !strings.Contains(s.ownLogs(), "shutting down: drained") || strings.Contains(cl.Logs(), "left in the outbox") {
+		t.Errorf("the log does not say the drain finished in time:\n%s", cl.Logs())
 	}
 	rcv.mu.Lock()
 	sentBeforeExit := len(rcv.delivered)
@@ -136,7 +143,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Errorf("no delivery was answered before the process exited")
 	}
 
-	s2 := startServer(t, dir, "--dev")
+	s2 := cl.restartNode(s, "--dev")
 	if got := s2.json("GET", "/api/v1/stores/"+c.StoreID+"/invoices/"+inv.ID, c.APIKey, nil, 200); got["orderId"] != "in-flight" {
 		t.Errorf("the invoice of the request in flight after the restart: %v", got)
 	}
@@ -160,34 +167,74 @@ func TestGracefulShutdown(t *testing.T) {
 // endpoint holds a delivery longer than --shutdown-timeout: the process
 // exits cleanly, the delivery is not recorded as failed but left in the
 // outbox, and the next start sends it.
+//
+// On a cluster (make test-cluster) the signal goes to the node that runs
+// the store, where the delivery is in flight. The next node to run the
+// store is then one of the two others, which takes it over once the
+// stopped node has left and sends what the store's outbox holds, before
+// any restart: that node's log must show it sent the delivery left
+// behind. The stopped node then rejoins, its store comes back to it, and
+// its start finds nothing more to send.
 func TestShutdownTimeoutLeavesDeliveryInOutbox(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	s := startServer(t, dir, "--dev", "--shutdown-timeout", "1s")
-	c := s.createStore("--name", "Timeout")
+	cl := startServer(t, dir, "--dev", "--shutdown-timeout", "1s")
+	c := cl.createStore("--name", "Timeout")
 	rcv := newGatedReceiver(t)
-	wh := addWebhook(t, s, c, map[string]any{"url": rcv.srv.URL + "/hook"})
-	id := createInvoice(t, s, c, map[string]any{"amount": 1000, "currency": "SATS"})
+	wh := addWebhook(t, cl, c, map[string]any{"url": rcv.srv.URL + "/hook"})
+	id := createInvoice(t, cl, c, map[string]any{"amount": 1000, "currency": "SATS"})
 	waitFor(t, 30*time.Second, "the delivery to reach the endpoint", func() bool { return rcv.held() == 1 })
+	s := cl.nodeOf(id) // the node that stops
 
 	if code := s.sigterm(); code != 0 {
-		t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.Logs())
+		t.Fatalf("exit code %d after SIGTERM:\n%s", code, s.ownLogs())
 	}
-	if !strings.Contains(s.Logs(), "webhook delivery left in the outbox for the next start") {
-		t.Errorf("the log does not say the delivery was left in the outbox:\n%s", s.Logs())
+	left := leftInOutbox.FindStringSubmatch(s.ownLogs())
+	if left == nil {
+		t.Fatalf("the log does not say the delivery was left in the outbox:\n%s", s.ownLogs())
 	}
 	close(rcv.gate)
+	sent := func(via *server) func() bool {
+		return func() bool {
+			log := logEntries(deliveryLog(t, via, c, wh["id"].(string)), id, "New")
+			return len(log) > 0 && log[0]["status"] == "Delivered"
+		}
+	}
 
-	s2 := startServer(t, dir, "--dev")
-	var log []map[string]any
-	waitFor(t, 30*time.Second, "the delivery to be sent after the restart", func() bool {
-		log = logEntries(deliveryLog(t, s2, c, wh["id"].(string)), id, "New")
-		return len(log) > 0 && log[0]["status"] == "Delivered"
-	})
-	if len(log) != 1 {
+	var s2 *server
+	if e2eCluster() {
+		var others []*server
+		for _, n := range cl.nodes() {
+			if n != s {
+				others = append(others, n)
+			}
+		}
+		waitFor(t, 30*time.Second, "the delivery to be sent by the node that took the store over", sent(others[0]))
+		sentBy := regexp.MustCompile(`msg="webhook delivery" webhook=\S+ delivery=` + regexp.QuoteMeta(left[1]) + ` type=New status=Delivered`)
+		if !sentBy.MatchString(others[0].ownLogs() + others[1].ownLogs()) {
+			t.Errorf("no other node logged sending delivery %s:\n%s", left[1], cl.Logs())
+		}
+		s2 = cl.restartNode(s, "--dev")
+		waitFor(t, 30*time.Second, "the restarted node's recovery", func() bool { return recoveryLine.MatchString(s2.ownLogs()) })
+		if m := recoveryLine.FindStringSubmatch(s2.ownLogs()); m[1] != "0" {
+			t.Errorf("the restarted node found %s deliveries pending; the node that took the store over had sent the one left:\n%s", m[1], s2.ownLogs())
+		}
+	} else {
+		s2 = cl.restartNode(s, "--dev")
+		waitFor(t, 30*time.Second, "the delivery to be sent after the restart", sent(s2))
+		if m := recoveryLine.FindStringSubmatch(s2.Logs()); m == nil || m[1] != "1" {
+			t.Errorf("the restart did not recover one pending delivery:\n%s", s2.Logs())
+		}
+	}
+	if log := logEntries(deliveryLog(t, s2, c, wh["id"].(string)), id, "New"); len(log) != 1 {
 		t.Errorf("log entries of the New event %v, want one, Delivered (the cut-off attempt is not recorded)", log)
 	}
-	if !strings.Contains(s2.Logs(), "deliveries=1") {
-		t.Errorf("the restart did not recover one pending delivery:\n%s", s2.Logs())
-	}
 }
+
+var (
+	// leftInOutbox is a delivery cut off by the drain's deadline.
+	leftInOutbox = regexp.MustCompile(`msg="webhook delivery left in the outbox for the next start" delivery=(\S+)`)
+	// recoveryLine is a start's count of the deliveries it found in the
+	// outbox.
+	recoveryLine = regexp.MustCompile(`msg="recovered open invoices and pending webhook deliveries" invoices=\d+ deliveries=(\d+)`)
+)

@@ -9,8 +9,8 @@ import (
 // "Outbox claims" and "Shared expiry"). The single node needs neither:
 // its webhook actors and timers are the only ones.
 
-// DeliveryClaim is one node's claim on the oldest pending delivery of a
-// webhook endpoint, until Expires.
+// DeliveryClaim is one node's claim on the delivery a webhook endpoint
+// sends next, until Expires.
 type DeliveryClaim struct {
 	WebhookID  string
 	DeliveryID string
@@ -18,19 +18,43 @@ type DeliveryClaim struct {
 	Expires    time.Time
 }
 
+// ErrClaimLost refuses to record the attempt of a delivery whose claim
+// another holder has taken since (the claim ran out while its holder
+// stalled): nothing of the batch is stored.
+var ErrClaimLost = Errorf(Conflict, "delivery claim lost: another node has claimed the delivery since")
+
 // OutboxClaims hands the webhook outbox's deliveries to the nodes that
 // send them, so that a lost node's pending deliveries are sent by
-// another: at least once, and in order per endpoint, since only the
-// oldest pending delivery of an endpoint can be claimed and it leaves the
-// outbox only when its attempt is recorded (Batch.PutDelivery).
+// another: at least once, and in order per endpoint, since only an
+// endpoint's next delivery can be claimed, by one holder at a time, and
+// it leaves the outbox only when its holder records its attempt
+// (CommitClaimed). docs/decisions.md, "Outbox claims".
 type OutboxClaims interface {
-	// ClaimDelivery claims, for holder until now+ttl, the oldest pending
-	// delivery of an endpoint whose head is not claimed by a live
-	// claim; ok is false when there is none.
-	ClaimDelivery(ctx context.Context, holder string, ttl time.Duration) (c DeliveryClaim, ok bool, err error)
+	// ClaimDelivery claims, for holder until now+ttl, the delivery that
+	// endpoint webhookID sends next: its oldest pending delivery that is
+	// due (a retry waiting for its NotBefore holds nothing back), when
+	// neither it nor another delivery of the endpoint is claimed by
+	// another holder's live claim, and it is not released until a later
+	// time. Claimers of one endpoint on several nodes pass each other
+	// (SKIP LOCKED). A holder may claim again what it holds.
+	//
+	// When ok is false, c.Expires, unless zero, is when the claim (of
+	// c.Holder) or the release (c.Holder empty) that holds the endpoint
+	// back runs out; zero says that nothing is due, or that another
+	// claimer is at work on the endpoint at this moment.
+	ClaimDelivery(ctx context.Context, webhookID, holder string, ttl time.Duration) (c DeliveryClaim, ok bool, err error)
 	// ReleaseDelivery gives a claim up without recording an attempt;
-	// the delivery can be claimed again from retryAt on (zero: at once).
+	// the delivery, still the endpoint's next, can be claimed again from
+	// retryAt on (zero: at once). A release of a claim another holder
+	// has taken since changes nothing.
 	ReleaseDelivery(ctx context.Context, c DeliveryClaim, retryAt time.Time) error
+	// CommitClaimed commits b, which records c's attempt (and takes the
+	// delivery out of the outbox), only while c's holder holds the
+	// delivery's claim. A claim that ran out but that nobody took is
+	// still its holder's. When another holder has claimed the delivery,
+	// or it left the outbox otherwise, nothing is stored and the error
+	// is ErrClaimLost.
+	CommitClaimed(ctx context.Context, c DeliveryClaim, b Batch) error
 }
 
 // OverdueInvoice is an open invoice whose deadline passed.

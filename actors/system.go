@@ -48,7 +48,37 @@ type Config struct {
 	// Forwarder forwards stores' Lightning money to their Lightning
 	// addresses; nil keeps it on the service's node.
 	Forwarder *Forwarder
+	// Claims, on a store several nodes share (PostgreSQL), makes each
+	// webhook endpoint claim its next delivery before sending it, so
+	// that two nodes never send one endpoint's deliveries side by side
+	// and a lost node's are sent by another (docs/decisions.md, "Outbox
+	// claims"). Nil (Pebble, one node) sends as before.
+	Claims kassa.OutboxClaims
+	// ClaimHolder names this node in its claims; a restarted node must
+	// use a new name. Empty: a random one.
+	ClaimHolder string
+	// ClaimTTL is how long a delivery's claim lasts (DefaultClaimTTL).
+	// It must exceed the webhook send timeout (5 s) with margin: a
+	// holder that does not stall records its attempt before its claim
+	// runs out (one that does is refused; its attempt is not recorded).
+	ClaimTTL time.Duration
+	// ClaimRetry is how soon an endpoint whose next delivery another
+	// node holds, or whose attempt could not be recorded, tries again
+	// (DefaultClaimRetry).
+	ClaimRetry time.Duration
 }
+
+// Defaults of the outbox claims (Config.ClaimTTL, Config.ClaimRetry).
+// The TTL is the 5 s send timeout and 3 s for reading the webhook and
+// recording the attempt. An endpoint whose next delivery a lost node
+// claimed is sent by the node that runs it now as soon as the claim has
+// run out, at most DefaultClaimTTL after the lost node claimed it: a
+// refused claim is tried again at the claim's expiry, or sooner, every
+// DefaultClaimRetry.
+const (
+	DefaultClaimTTL   = 8 * time.Second
+	DefaultClaimRetry = time.Second
+)
 
 // System runs the actors and offers the core's services.
 type System struct {
@@ -104,6 +134,15 @@ func NewSystem(cfg Config) *System {
 	}
 	if cfg.RequestTimeout <= 0 {
 		cfg.RequestTimeout = 10 * time.Second
+	}
+	if cfg.ClaimHolder == "" {
+		cfg.ClaimHolder = "node/" + kassa.NewID("")
+	}
+	if cfg.ClaimTTL <= 0 {
+		cfg.ClaimTTL = DefaultClaimTTL
+	}
+	if cfg.ClaimRetry <= 0 {
+		cfg.ClaimRetry = DefaultClaimRetry
 	}
 	// protoactor-go logs every cluster request at debug level, with its
 	// message (a forwarded call's arguments can hold a webhook secret),

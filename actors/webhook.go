@@ -28,11 +28,24 @@ import (
 // in its outbox, oldest first. So after a restart the recovered
 // deliveries go out in the order their events were committed, even when a
 // fresh event (an invoice expiring during recovery) is announced first.
+//
+// On a store shared by several nodes (Config.Claims) the actor claims
+// each delivery before sending it, so that two activations of one
+// endpoint (a topology change, a stalled node that wakes) never send its
+// deliveries side by side, and a lost node's claims pass to this one once
+// they run out (see drainClaimed).
 type webhookActor struct {
 	sys    *System
 	id     string
 	timers map[string]func()
+	// retry is the timer that tries the endpoint's claim again, due at
+	// retryAt; nil when none is armed.
+	retry   func()
+	retryAt time.Time
 }
+
+// claimRetry tells a webhook actor to try its endpoint's claim again.
+type claimRetry struct{}
 
 // redeliver asks a webhook actor to re-send a delivery by hand.
 type redeliver struct {
@@ -53,6 +66,9 @@ func (a *webhookActor) Receive(ctx actor.Context) {
 	case *protos.DeliverWebhook:
 		delete(a.timers, msg.DeliveryId)
 		a.drain(ctx)
+	case claimRetry:
+		a.retry = nil
+		a.drain(ctx)
 	case *redeliver:
 		ctx.Respond(a.redeliver(ctx, msg))
 	case crash:
@@ -61,6 +77,9 @@ func (a *webhookActor) Receive(ctx actor.Context) {
 		for _, cancel := range a.timers {
 			cancel()
 		}
+		if a.retry != nil {
+			a.retry()
+		}
 	}
 }
 
@@ -68,6 +87,10 @@ func (a *webhookActor) Receive(ctx actor.Context) {
 // order. It stops at the first attempt it cannot record, so that nothing
 // later overtakes it; the outbox keeps it for the next notice or restart.
 func (a *webhookActor) drain(ctx actor.Context) {
+	if a.sys.cfg.Claims != nil {
+		a.drainClaimed(ctx)
+		return
+	}
 	var ids []string
 	err := a.sys.cfg.Reader.WebhookOutbox(context.Background(), a.id, func(id string) error {
 		ids = append(ids, id)
@@ -78,17 +101,138 @@ func (a *webhookActor) drain(ctx actor.Context) {
 		return
 	}
 	for _, id := range ids {
-		if _, err := a.send(ctx, id); err != nil {
+		if _, err := a.send(ctx, id, nil); err != nil {
 			return
 		}
 	}
 }
 
+// drainClaimed is drain on a store shared by several nodes: it claims
+// the endpoint's next due delivery, sends it and records the attempt
+// under the claim, until nothing is left to claim. The claim is what
+// keeps the endpoint's order when two nodes run its actor: only the
+// holder of the endpoint's next delivery sends, and the delivery leaves
+// the outbox only when its holder records the attempt (a holder whose
+// claim another took over while it stalled records nothing). When
+// another holder has the endpoint, or a failed attempt is released until
+// later, the actor tries again: at the release's time, and within
+// ClaimRetry while another node's claim runs, so a lost node's claims
+// are taken over at most ClaimRetry after they run out. Retries that are
+// not due yet get their timers, as on one node (docs/decisions.md,
+// "Outbox claims").
+func (a *webhookActor) drainClaimed(ctx actor.Context) {
+	claims, bg := a.sys.cfg.Claims, context.Background()
+	for {
+		if a.sys.deliveryContext().Err() != nil {
+			return // a drain ran out of time: the outbox keeps the rest
+		}
+		c, ok, err := claims.ClaimDelivery(bg, a.id, a.sys.cfg.ClaimHolder, a.sys.cfg.ClaimTTL)
+		now := a.sys.cfg.Clock.Now()
+		if err != nil {
+			a.sys.log.Error("webhook delivery: claim", "webhook", a.id, "err", err)
+			a.retryClaim(ctx, now.Add(a.sys.cfg.ClaimRetry))
+			return
+		}
+		if !ok {
+			a.held(ctx, c, now)
+			return
+		}
+		if _, err := a.send(ctx, c.DeliveryID, &c); err != nil {
+			if errors.Is(err, kassa.ErrClaimLost) {
+				// Another node took the delivery over while this one
+				// sent it (the claim ran out): its attempt counts.
+				a.sys.log.Warn("webhook delivery: claim lost while sending; the new holder's attempt is kept",
+					"webhook", a.id, "delivery", c.DeliveryID)
+				a.retryClaim(ctx, now.Add(a.sys.cfg.ClaimRetry))
+				return
+			}
+			retryAt := now.Add(a.sys.cfg.ClaimRetry)
+			if errors.Is(err, errAbandoned) {
+				retryAt = time.Time{} // the next start takes it at once
+			}
+			if err := claims.ReleaseDelivery(bg, c, retryAt); err != nil {
+				a.sys.log.Error("webhook delivery: release claim", "delivery", c.DeliveryID, "err", err)
+			}
+			if !retryAt.IsZero() {
+				a.retryClaim(ctx, retryAt)
+			}
+			return
+		}
+	}
+}
+
+// held handles a claim that found nothing to take: c names what holds
+// the endpoint back, if anything. Without that, the actor arms the
+// timers of retries not yet due, and tries again soon when a due
+// delivery is pending (another claimer was at work on the endpoint).
+func (a *webhookActor) held(ctx actor.Context, c kassa.DeliveryClaim, now time.Time) {
+	switch {
+	case !c.Expires.IsZero() && c.Holder == "":
+		a.retryClaim(ctx, c.Expires) // a failed attempt, released until then
+		return
+	case !c.Expires.IsZero():
+		a.retryClaim(ctx, minTime(c.Expires, now.Add(a.sys.cfg.ClaimRetry)))
+		return
+	}
+	due := false
+	err := a.sys.cfg.Reader.WebhookOutbox(context.Background(), a.id, func(id string) error {
+		d, err := a.sys.cfg.Reader.Delivery(context.Background(), id)
+		if err != nil {
+			return err
+		}
+		if d.Status != kassa.DeliveryPending || !d.NotBefore.After(now) {
+			due = true
+			return nil
+		}
+		a.armTimer(ctx, d, now)
+		return nil
+	})
+	if err != nil {
+		a.sys.log.Error("webhook actor: read outbox", "webhook", a.id, "err", err)
+		due = true
+	}
+	if due {
+		a.retryClaim(ctx, now.Add(a.sys.cfg.ClaimRetry))
+	}
+}
+
+// retryClaim arms the claim's retry timer for at, unless one is armed
+// for earlier.
+func (a *webhookActor) retryClaim(ctx actor.Context, at time.Time) {
+	if a.retry != nil {
+		if !at.Before(a.retryAt) {
+			return
+		}
+		a.retry()
+	}
+	self, root := ctx.Self(), a.sys.as.Root
+	a.retryAt = at
+	a.retry = a.sys.cfg.Clock.AfterFunc(max(at.Sub(a.sys.cfg.Clock.Now()), 0), func() { root.Send(self, claimRetry{}) })
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// armTimer wakes the actor when d, a retry, is due.
+func (a *webhookActor) armTimer(ctx actor.Context, d *kassa.Delivery, now time.Time) {
+	if _, armed := a.timers[d.ID]; armed {
+		return
+	}
+	self, root := ctx.Self(), a.sys.as.Root
+	a.timers[d.ID] = a.sys.cfg.Clock.AfterFunc(d.NotBefore.Sub(now), func() { root.Send(self, &protos.DeliverWebhook{DeliveryId: d.ID}) })
+}
+
 // send delivers a pending delivery once, records the attempt and, for a
 // webhook that opted in, schedules a retry. A delivery not yet due gets a
 // timer. The error says the delivery could not be read or its attempt
-// not recorded; it is logged here.
-func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delivery, error) {
+// not recorded; it is logged here. With a claim (drainClaimed) the
+// delivery is due, and its attempt is recorded only while the claim is
+// held (kassa.ErrClaimLost otherwise).
+func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.DeliveryClaim) (*kassa.Delivery, error) {
 	bg := context.Background()
 	stopping := a.sys.deliveryContext()
 	if stopping.Err() != nil {
@@ -100,14 +244,18 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delive
 		return nil, err
 	}
 	if d.Status != kassa.DeliveryPending {
+		if claim != nil {
+			// Recorded, yet in the outbox: take it out, or the claim
+			// would hand it out again and again.
+			b := a.sys.cfg.Journal.NewBatch()
+			b.PutDelivery(d, false)
+			return d, a.sys.cfg.Claims.CommitClaimed(bg, *claim, b)
+		}
 		return d, nil // sent already
 	}
 	now := a.sys.cfg.Clock.Now()
-	if wait := d.NotBefore.Sub(now); wait > 0 {
-		if _, armed := a.timers[d.ID]; !armed {
-			self, root := ctx.Self(), a.sys.as.Root
-			a.timers[d.ID] = a.sys.cfg.Clock.AfterFunc(wait, func() { root.Send(self, &protos.DeliverWebhook{DeliveryId: d.ID}) })
-		}
+	if claim == nil && d.NotBefore.After(now) {
+		a.armTimer(ctx, d, now)
 		return d, nil
 	}
 	spanCtx, span := a.sys.tracer.Start(telemetry.ContextWithParent(bg, d.TraceParent), "webhook.Deliver", deliverySpanOptions(d)...)
@@ -178,17 +326,24 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string) (*kassa.Delive
 	if retry != nil {
 		b.PutDelivery(retry, true)
 	}
-	if err := a.sys.cfg.Journal.Commit(spanCtx, b); err != nil {
+	commit := a.sys.cfg.Journal.Commit
+	if claim != nil {
+		commit = func(ctx context.Context, b kassa.Batch) error { return a.sys.cfg.Claims.CommitClaimed(ctx, *claim, b) }
+	}
+	if err := commit(spanCtx, b); err != nil {
 		// The delivery stays in the outbox and is sent again after a
-		// restart: at least once, as receivers are told.
-		a.sys.log.ErrorContext(spanCtx, "webhook delivery: record attempt", "delivery", d.ID, "err", err)
+		// restart (or by the new holder of its claim): at least once,
+		// as receivers are told.
+		if !errors.Is(err, kassa.ErrClaimLost) {
+			a.sys.log.ErrorContext(spanCtx, "webhook delivery: record attempt", "delivery", d.ID, "err", err)
+		}
 		return d, err
 	}
 	countDelivery(d, attempted)
 	a.sys.log.DebugContext(spanCtx, "webhook delivery", "webhook", d.WebhookID, "delivery", d.ID, "type", string(d.Type),
 		"status", d.Status.String(), "code", d.StatusCode, "duration", d.Duration)
 	if retry != nil {
-		a.send(ctx, retry.ID) // arms the retry's timer
+		a.armTimer(ctx, retry, now)
 	}
 	return d, nil
 }
@@ -214,7 +369,17 @@ func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
 	if err := a.sys.cfg.Journal.Commit(msg.ctx, b); err != nil {
 		return reply{err: err}
 	}
-	if sent, _ := a.send(ctx, d.ID); sent != nil {
+	if a.sys.cfg.Claims != nil {
+		// Sent in its turn, under a claim, with what is due before it;
+		// the answer is its record then (still Pending when another
+		// node holds the endpoint).
+		a.drainClaimed(ctx)
+		if sent, err := a.sys.cfg.Reader.Delivery(msg.ctx, d.ID); err == nil {
+			d = sent
+		}
+		return reply{value: d}
+	}
+	if sent, _ := a.send(ctx, d.ID, nil); sent != nil {
 		d = sent
 	}
 	return reply{value: d}

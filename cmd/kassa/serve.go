@@ -193,6 +193,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Journal: m.db, Reader: m.db, Chain: chain, Lightning: lightning, Rates: rateBackend,
 		Webhooks: newWebhookClient(c.Dev), WebhookSigAliases: c.WebhookSigAliases, Clock: m.Clock, Logger: log,
 		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring, Forwarder: m.forwarder,
+		Claims: outboxClaims(m.db), ClaimHolder: nodeHolder(),
 	})
 	if clusterMode != nil {
 		if m.expelled, err = joinCluster(ctx, runCtx, m.sys, clusterMode, log); err != nil {

@@ -89,6 +89,15 @@ func runSharedExpiry(ctx context.Context, db storage, sys *actors.System, clock 
 	go s.Run(ctx)
 }
 
+// outboxClaims returns the outbox claims of a store that several nodes
+// share (PostgreSQL), by which webhook endpoints claim each delivery
+// before sending it (docs/decisions.md, "Outbox claims"); nil for
+// Pebble, whose one node sends as before.
+func outboxClaims(db storage) kassa.OutboxClaims {
+	claims, _ := db.(kassa.OutboxClaims)
+	return claims
+}
+
 // nodeHolder names this process in claims and leases: host, process and
 // a random part, so that a restarted node never passes for its former
 // self.

@@ -16,39 +16,125 @@ var (
 	_ kassa.ExpiryClaims = (*DB)(nil)
 )
 
-// ClaimDelivery claims the oldest pending delivery of one endpoint:
-// FOR UPDATE SKIP LOCKED lets claimers on several nodes pass each other
-// without waiting, and the claim's expiry (claim_expires_ms) hands the
-// delivery of a node that died to another once it runs out.
-func (d *DB) ClaimDelivery(ctx context.Context, holder string, ttl time.Duration) (kassa.DeliveryClaim, bool, error) {
+// ClaimDelivery claims the delivery endpoint webhookID sends next (its
+// oldest pending delivery that is due) for holder. Every claimer of an
+// endpoint first locks the endpoint's first outbox row FOR UPDATE SKIP
+// LOCKED: claimers of one endpoint take turns, so the checks below see
+// each other's claims, and a claimer that finds the row locked (another
+// claimer, or the holder recording its attempt) passes without waiting.
+// The claim's expiry (claim_expires_ms) hands the delivery of a node that
+// died to another once it runs out.
+func (d *DB) ClaimDelivery(ctx context.Context, webhookID, holder string, ttl time.Duration) (kassa.DeliveryClaim, bool, error) {
 	now := d.clock.Now()
-	c := kassa.DeliveryClaim{Holder: holder, Expires: time.UnixMilli(now.Add(ttl).UnixMilli())}
-	err := d.pool.QueryRow(ctx, `UPDATE outbox SET claimed_by = $1, claim_expires_ms = $2
-		WHERE (webhook_id, seq) = (
-			SELECT o.webhook_id, o.seq FROM outbox o
-			WHERE o.claim_expires_ms <= $3
+	nowMS := now.UnixMilli()
+	c := kassa.DeliveryClaim{WebhookID: webhookID, Holder: holder, Expires: time.UnixMilli(now.Add(ttl).UnixMilli())}
+	var held kassa.DeliveryClaim
+	ok := false
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		var head int64
+		err := tx.QueryRow(ctx, `SELECT o.seq FROM outbox o
+			WHERE o.webhook_id = $1
 				AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.webhook_id = o.webhook_id AND p.seq < o.seq)
-			ORDER BY o.seq
-			LIMIT 1
-			FOR UPDATE SKIP LOCKED)
-		RETURNING webhook_id, delivery_id`, holder, c.Expires.UnixMilli(), now.UnixMilli()).Scan(&c.WebhookID, &c.DeliveryID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return kassa.DeliveryClaim{}, false, nil
-	}
+			FOR UPDATE SKIP LOCKED`, webhookID).Scan(&head)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // nothing pending, or another claimer at work
+		}
+		if err != nil {
+			return err
+		}
+		var (
+			id        string
+			claimedBy *string
+			expires   int64
+		)
+		err = tx.QueryRow(ctx, `SELECT delivery_id, claimed_by, claim_expires_ms FROM outbox
+			WHERE webhook_id = $1 AND not_before_ms <= $2 ORDER BY seq LIMIT 1`, webhookID, nowMS).Scan(&id, &claimedBy, &expires)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // only retries waiting for their time
+		}
+		if err != nil {
+			return err
+		}
+		if expires > nowMS && (claimedBy == nil || *claimedBy != holder) {
+			// Claimed by another live holder, or released until later.
+			held = kassa.DeliveryClaim{WebhookID: webhookID, DeliveryID: id, Expires: time.UnixMilli(expires)}
+			if claimedBy != nil {
+				held.Holder = *claimedBy
+			}
+			return nil
+		}
+		// A delivery that was the next when its holder claimed it (a
+		// retry that became due since is next now) is still in flight.
+		var other string
+		err = tx.QueryRow(ctx, `SELECT delivery_id, claimed_by, claim_expires_ms FROM outbox
+			WHERE webhook_id = $1 AND delivery_id <> $2 AND claimed_by IS NOT NULL AND claimed_by <> $3 AND claim_expires_ms > $4
+			ORDER BY claim_expires_ms DESC LIMIT 1`, webhookID, id, holder, nowMS).Scan(&other, &claimedBy, &expires)
+		if err == nil {
+			held = kassa.DeliveryClaim{WebhookID: webhookID, DeliveryID: other, Holder: *claimedBy, Expires: time.UnixMilli(expires)}
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE outbox SET claimed_by = $3, claim_expires_ms = $4 WHERE webhook_id = $1 AND delivery_id = $2`,
+			webhookID, id, holder, c.Expires.UnixMilli())
+		if err != nil {
+			return err
+		}
+		// Zero rows: its holder recorded it meanwhile (a claim that ran
+		// out but that nobody took is still its holder's).
+		c.DeliveryID, ok = id, tag.RowsAffected() == 1
+		return nil
+	})
 	if err != nil {
 		return kassa.DeliveryClaim{}, false, fmt.Errorf("postgres: claim delivery: %w", err)
+	}
+	if !ok {
+		return held, false, nil
 	}
 	return c, true, nil
 }
 
 // ReleaseDelivery ends c's claim; the delivery is claimable again from
-// retryAt on. A claim that ran out and was taken by another holder is
-// left alone.
+// retryAt on, and holds its endpoint's later deliveries back until then.
+// A claim that ran out and was taken by another holder is left alone.
 func (d *DB) ReleaseDelivery(ctx context.Context, c kassa.DeliveryClaim, retryAt time.Time) error {
 	_, err := d.pool.Exec(ctx, `UPDATE outbox SET claimed_by = NULL, claim_expires_ms = $4
 		WHERE webhook_id = $1 AND delivery_id = $2 AND claimed_by = $3`, c.WebhookID, c.DeliveryID, c.Holder, max(retryAt.UnixMilli(), 0))
 	if err != nil {
 		return fmt.Errorf("postgres: release delivery: %w", err)
+	}
+	return nil
+}
+
+// CommitClaimed commits the batch in one transaction with a check that
+// c's holder still holds the delivery's outbox row; the row lock (FOR
+// UPDATE) holds off another claimer until the batch committed.
+func (d *DB) CommitClaimed(ctx context.Context, c kassa.DeliveryClaim, kb kassa.Batch) error {
+	b, ok := kb.(*Batch)
+	if !ok {
+		return fmt.Errorf("postgres: foreign batch %T", kb)
+	}
+	if b.err != nil {
+		return fmt.Errorf("postgres: build batch: %w", b.err)
+	}
+	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM outbox WHERE webhook_id = $1 AND delivery_id = $2 AND claimed_by = $3 FOR UPDATE`,
+			c.WebhookID, c.DeliveryID, c.Holder).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w (delivery %s, holder %s)", kassa.ErrClaimLost, c.DeliveryID, c.Holder)
+		}
+		if err != nil {
+			return err
+		}
+		return tx.SendBatch(ctx, &b.b).Close()
+	})
+	if errors.Is(err, kassa.ErrClaimLost) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: commit claimed delivery: %w", err)
 	}
 	return nil
 }

@@ -257,7 +257,8 @@ func (b *Batch) DeleteWebhook(w *kassa.Webhook) {
 }
 
 // PutDelivery writes a delivery and keeps it in the outbox while
-// pending. A delivery entering the outbox takes the next outbox number
+// pending, with its not-before time rounded up to the millisecond (a
+// claim takes no delivery before it is due). A delivery entering the outbox takes the next outbox number
 // (d.OutboxSeq), so an endpoint's pending deliveries are read back in
 // the order their batches were built.
 func (b *Batch) PutDelivery(dl *kassa.Delivery, pending bool) {
@@ -268,8 +269,9 @@ func (b *Batch) PutDelivery(dl *kassa.Delivery, pending bool) {
 		ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`, dl.ID, dl.WebhookID, ms(dl.CreatedAt), b.json(dl))
 	switch {
 	case pending:
-		b.queue(`INSERT INTO outbox (webhook_id, seq, delivery_id) VALUES ($1, $2, $3)
-			ON CONFLICT (webhook_id, seq) DO UPDATE SET delivery_id = EXCLUDED.delivery_id`, dl.WebhookID, int64(dl.OutboxSeq), dl.ID)
+		b.queue(`INSERT INTO outbox (webhook_id, seq, delivery_id, not_before_ms) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (webhook_id, seq) DO UPDATE SET delivery_id = EXCLUDED.delivery_id, not_before_ms = EXCLUDED.not_before_ms`,
+			dl.WebhookID, int64(dl.OutboxSeq), dl.ID, ms(dl.NotBefore.Add(time.Millisecond-1)))
 	default:
 		b.queue(`DELETE FROM outbox WHERE webhook_id = $1 AND delivery_id = $2`, dl.WebhookID, dl.ID)
 	}

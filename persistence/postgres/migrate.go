@@ -132,6 +132,14 @@ var migrations = []string{
 		epoch bigint NOT NULL,
 		expires_ms bigint NOT NULL
 	);`,
+	// 4: a pending delivery's not-before time in the outbox, so that a
+	// retry waiting for its time holds none of its endpoint's later
+	// deliveries back from a claim (docs/decisions.md, "Outbox
+	// claims"); filled in from the deliveries already pending.
+	`ALTER TABLE outbox ADD COLUMN not_before_ms bigint NOT NULL DEFAULT 0;
+	UPDATE outbox o SET not_before_ms = (extract(epoch FROM (convert_from(d.doc, 'UTF8')::jsonb->>'notBefore')::timestamptz) * 1000)::bigint
+		FROM deliveries d
+		WHERE d.id = o.delivery_id AND convert_from(d.doc, 'UTF8')::jsonb ? 'notBefore';`,
 }
 
 // migrationLock is the advisory lock key that serialises migrations of

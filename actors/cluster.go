@@ -171,6 +171,9 @@ type callArgs struct {
 	StoreUpdate    *kassa.StoreUpdate         `json:"storeUpdate,omitempty"`
 	Label          string                     `json:"label,omitempty"`
 	Reference      string                     `json:"reference,omitempty"`
+	// RequestID names the call, so that one protoactor-go delivers
+	// again runs once (callMemo).
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // forward sends a call about storeID to the node that runs the store,
@@ -180,6 +183,7 @@ func forward[T any](ctx context.Context, s *System, method string, args callArgs
 	if err != nil || !remote {
 		return out, err != nil, err
 	}
+	args.RequestID = kassa.NewID("")
 	data, err := json.Marshal(args)
 	if err != nil {
 		return out, true, err
@@ -235,6 +239,16 @@ func (s *System) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
 	if a.Invoice != nil && string(a.Invoice.Metadata) == "null" {
 		a.Invoice.Metadata = nil
 	}
+	if a.RequestID == "" {
+		return s.runCall(ctx, call, a)
+	}
+	return s.calls.once(ctx, call.StoreId+"/"+a.RequestID, s.cfg.Clock.Now(), func() *protos.StoreCallReply {
+		return s.runCall(ctx, call, a)
+	})
+}
+
+// runCall runs a forwarded call with its decoded arguments.
+func (s *System) runCall(ctx context.Context, call *protos.StoreCall, a callArgs) *protos.StoreCallReply {
 	var value any
 	var err error
 	switch call.Method {

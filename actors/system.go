@@ -102,6 +102,8 @@ type System struct {
 	shutdown            sync.Once
 	// cluster is set by JoinCluster; nil on a single node.
 	cluster *clusterState
+	// calls holds the replies of recent forwarded calls by request id.
+	calls callMemo
 	// stats count the actors of each kind (ActorStats).
 	stats *systemStats
 	// deliveryCtx is the context of webhook deliveries; Drain cancels it

@@ -1,0 +1,88 @@
+package actors
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/protos"
+)
+
+// A forwarded call's request id (callArgs.RequestID) makes a call that
+// arrives twice run once: protoactor-go sends a cluster request again
+// when it timed out (3 × 5 s), so a CreateInvoice could otherwise create
+// a second invoice that nobody acknowledges. The node that runs the call
+// keeps each request id's reply in memory for callMemoTTL, at most
+// callMemoMax of them; a repeat gets the first reply, and a repeat that
+// arrives while the first still runs waits for it. Not covered: a repeat
+// that lands on another node (the store moved between the attempts) or
+// after a restart runs again (docs/decisions.md, "Cluster mode").
+const (
+	callMemoTTL = time.Minute
+	callMemoMax = 10_000
+)
+
+// callMemo holds the replies of recent forwarded calls by request id.
+type callMemo struct {
+	mu      sync.Mutex
+	entries map[string]*memoEntry
+	// order is the keys in the order their calls arrived: the oldest
+	// are dropped first.
+	order []string
+}
+
+type memoEntry struct {
+	done    chan struct{} // closed when reply is set
+	reply   *protos.StoreCallReply
+	expires time.Time // when the reply is forgotten; zero while running
+}
+
+// once runs call for key once: the first caller runs it and keeps its
+// reply, callers with the same key get that reply (waiting for it until
+// ctx ends).
+func (m *callMemo) once(ctx context.Context, key string, now time.Time, call func() *protos.StoreCallReply) *protos.StoreCallReply {
+	m.mu.Lock()
+	if m.entries == nil {
+		m.entries = map[string]*memoEntry{}
+	}
+	m.forget(now)
+	e, seen := m.entries[key]
+	if !seen {
+		e = &memoEntry{done: make(chan struct{})}
+		m.entries[key] = e
+		m.order = append(m.order, key)
+	}
+	m.mu.Unlock()
+	if seen {
+		select {
+		case <-e.done:
+			return e.reply
+		case <-ctx.Done():
+			return &protos.StoreCallReply{Code: kassa.Unavailable, Message: "the call is still running: try again"}
+		}
+	}
+	rep := call()
+	m.mu.Lock()
+	e.reply, e.expires = rep, now.Add(callMemoTTL)
+	m.mu.Unlock()
+	close(e.done)
+	return rep
+}
+
+// forget drops the oldest replies while they expired or are more than
+// callMemoMax; it stops at the first it keeps (a call still running is
+// kept, so those after it wait for it to finish). m.mu is held.
+func (m *callMemo) forget(now time.Time) {
+	n := 0
+	for _, key := range m.order {
+		e := m.entries[key]
+		if e.expires.IsZero() || (len(m.order)-n <= callMemoMax && now.Before(e.expires)) {
+			break
+		}
+		delete(m.entries, key)
+		n++
+	}
+	clear(m.order[:n])
+	m.order = m.order[n:]
+}

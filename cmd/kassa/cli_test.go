@@ -171,3 +171,24 @@ func TestStoreTopUpReference(t *testing.T) {
 		t.Errorf("the reference with another amount: %v", err)
 	}
 }
+
+// TestStoreWritesAfterRestart: a pay link saved (a store event that does
+// not rewrite the store's snapshot), a restart, then a top-up: the store
+// actor must write after the journal's last event. On PostgreSQL
+// (KASSA_E2E_STORE=postgres) the top-up was refused for good before.
+func TestStoreWritesAfterRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServer(t, dir)
+	c := s.createStore("--name", "Shop")
+	s.json("POST", "/api/v1/stores/"+c.StoreID+"/payment-requests", c.APIKey, map[string]any{"amount": 7, "title": "Tea"}, 200)
+	s.Stop()
+	s = startServer(t, dir)
+	if _, err := s.cli("store", "topup", c.StoreID, "--amount", "1000"); err != nil {
+		t.Fatalf("top-up after a restart: %v", err)
+	}
+	s.json("POST", "/api/v1/stores/"+c.StoreID+"/payment-requests", c.APIKey, map[string]any{"amount": 8, "title": "Coffee"}, 200)
+	if got := len(s.list("/api/v1/stores/"+c.StoreID+"/payment-requests", c.APIKey)); got != 2 {
+		t.Errorf("%d pay links, want 2", got)
+	}
+}

@@ -101,7 +101,7 @@ func (s *server) adminCreateStore(w http.ResponseWriter, r *http.Request) {
 
 // topUpBody credits a store's prepaid balance by amount satoshis.
 // Reference, when given, names the payment credited: the store credits
-// a reference once (docs/api.md, Admin).
+// a reference once (docs/api.md, Admin API).
 type topUpBody struct {
 	Amount    json.RawMessage `json:"amount"`
 	Reference *string         `json:"reference"`

@@ -46,7 +46,19 @@ type Config struct {
 	// lnd's), watched like derived ones. Nil refuses on-chain invoices
 	// of such stores.
 	WalletAddress func(ctx context.Context) (string, error)
+	// Cluster says that several nodes share the store (cluster mode):
+	// the watcher runs through Watch, on the node that holds the
+	// chain-watcher lease; every node hands out addresses, so each pass
+	// first watches the invoices created since the last one; and health
+	// says "standby" while another node watches (docs/decisions.md,
+	// "Watcher leases with epoch fencing").
+	Cluster bool
 }
+
+// sharedSlack is how far back each pass of a cluster's watcher looks for
+// invoices that other nodes created: an invoice stamped before the last
+// pass may be committed after it, and nodes' clocks differ.
+const sharedSlack = time.Minute
 
 // Chain is the on-chain backend that watches a real node.
 type Chain struct {
@@ -71,6 +83,11 @@ type Chain struct {
 
 	startOnce sync.Once
 	done      chan struct{}
+
+	cluster bool
+	// refreshed is when the last pass of a cluster's watcher looked for
+	// other nodes' invoices; only the watching goroutine uses it.
+	refreshed time.Time
 }
 
 // New returns a chain backend for the node of cfg.Conn. It does not
@@ -100,9 +117,11 @@ func New(cfg Config) (*Chain, error) {
 		expiry: cfg.Expiry, monitor: cfg.Monitoring, wallet: cfg.WalletAddress,
 		matcher: NewMatcher(), wake: make(chan struct{}, 1),
 		accounts: make(map[string]*derive.Account), done: make(chan struct{}),
+		cluster: cfg.Cluster,
 	}
 	c.gap.init()
 	c.health.network = cfg.Conn.Network
+	c.health.standby = cfg.Cluster
 	if c.node == nil {
 		client, err := cfg.Conn.Client()
 		if err != nil {
@@ -244,7 +263,8 @@ func (c *Chain) Wake() {
 
 // Start loads the cursor and the watched addresses, then follows the
 // node until ctx ends, delivering events to handle. It returns once the
-// addresses are loaded; the node may be down.
+// addresses are loaded; the node may be down. A cluster's node calls
+// Watch instead, under the chain-watcher lease.
 func (c *Chain) Start(ctx context.Context, handle func(context.Context, kassa.ChainEvent) error) error {
 	if handle == nil {
 		return errors.New("start chain watcher: no handler")
@@ -253,21 +273,20 @@ func (c *Chain) Start(ctx context.Context, handle func(context.Context, kassa.Ch
 	var err error
 	c.startOnce.Do(func() {
 		started = true
-		w := &watcher{c: c, node: c.node, log: c.log, clock: c.clock, trace: tracer}
-		var resumed bool
-		if resumed, err = w.load(ctx); err != nil {
+		var w *watcher
+		if w, err = c.prepare(ctx, nil); err != nil {
 			return
 		}
-		if err = c.loadWatched(ctx); err != nil {
-			return
-		}
-		if !resumed {
-			w.beginNow(ctx)
-		}
-		c.log.Info("chain watcher started", "network", c.conn.Network, "node", c.conn.Host,
-			"watched", c.matcher.Len(), "resumed", resumed, "cursor", w.st.height, "poll", c.conn.Poll.String())
 		go c.notifications(ctx)
-		go c.run(ctx, w, handle)
+		go func() {
+			defer close(c.done)
+			defer func() {
+				if c.client != nil {
+					c.client.Shutdown()
+				}
+			}()
+			c.run(ctx, w, handle)
+		}()
 	})
 	if !started {
 		return errors.New("chain watcher already started")
@@ -275,16 +294,56 @@ func (c *Chain) Start(ctx context.Context, handle func(context.Context, kassa.Ch
 	return err
 }
 
+// Watch follows the node as Start does, but in the caller's goroutine and
+// with its cursor in kv, until ctx ends: it is the work of the
+// chain-watcher lease (lease.Runner), kv the lease's fenced store. It
+// resumes from the cursor the previous holder saved; when a cursor write
+// is refused because another node took the lease, the Runner ends ctx
+// and Watch returns. One Watch runs at a time.
+func (c *Chain) Watch(ctx context.Context, kv kassa.KeyValue, handle func(context.Context, kassa.ChainEvent) error) error {
+	if handle == nil || kv == nil {
+		return errors.New("watch the chain: no handler or no cursor store")
+	}
+	c.health.setStandby(false)
+	defer c.health.setStandby(true)
+	c.refreshed = time.Time{}
+	w, err := c.prepare(ctx, kv)
+	if err != nil {
+		return err
+	}
+	notifyCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go c.notifications(notifyCtx)
+	c.run(ctx, w, handle)
+	return nil
+}
+
+// prepare loads the cursor from kv (nil: Config.State) and the watched
+// addresses, and saves a first cursor when there was none.
+func (c *Chain) prepare(ctx context.Context, kv kassa.KeyValue) (*watcher, error) {
+	w := &watcher{c: c, node: c.node, log: c.log, clock: c.clock, trace: tracer, kv: kv}
+	resumed, err := w.load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.loadWatched(ctx); err != nil {
+		return nil, err
+	}
+	if c.cluster {
+		c.refreshed = c.clock.Now()
+	}
+	if !resumed {
+		w.beginNow(ctx)
+	}
+	c.log.Info("chain watcher started", "network", c.conn.Network, "node", c.conn.Host,
+		"watched", c.matcher.Len(), "resumed", resumed, "cursor", w.st.height, "poll", c.conn.Poll.String())
+	return w, nil
+}
+
 // Done is closed when the watcher stopped after its context ended.
 func (c *Chain) Done() <-chan struct{} { return c.done }
 
 func (c *Chain) run(ctx context.Context, w *watcher, handle func(context.Context, kassa.ChainEvent) error) {
-	defer close(c.done)
-	defer func() {
-		if c.client != nil {
-			c.client.Shutdown()
-		}
-	}()
 	lastPrune := c.clock.Now()
 	for ctx.Err() == nil {
 		err := w.pass(ctx, handle)
@@ -309,6 +368,68 @@ func (c *Chain) run(ctx context.Context, w *watcher, handle func(context.Context
 	}
 }
 
+// refreshShared watches the addresses of the invoices other nodes of a
+// cluster created since the last pass (less sharedSlack); on a single
+// node every address comes through NewAddress and it does nothing. It
+// costs one read of the stores and one of each store's recent invoices.
+func (c *Chain) refreshShared(ctx context.Context) error {
+	if !c.cluster || c.reader == nil {
+		return nil
+	}
+	now := c.clock.Now()
+	since := c.refreshed.Add(-sharedSlack)
+	window := c.expiry + c.monitor + time.Hour
+	if c.refreshed.IsZero() || now.Sub(since) > window {
+		since = now.Add(-window)
+	}
+	var stores []string
+	if err := c.reader.Stores(ctx, func(st *kassa.Store) error {
+		stores = append(stores, st.ID)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("chain watcher: stores: %w", err)
+	}
+	for _, id := range stores {
+		_, err := c.reader.Invoices(ctx, id, kassa.ListQuery{From: since}, func(inv *kassa.Invoice) error {
+			if until := inv.CreatedAt.Add(window); until.After(now) {
+				c.watchInvoice(inv, until)
+				if inv.DerivationIndex != nil {
+					c.gap.allocate(inv.StoreID, int64(*inv.DerivationIndex))
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("chain watcher: recent invoices of store %s: %w", id, err)
+		}
+	}
+	c.refreshed = now
+	return nil
+}
+
+// watchInvoice watches inv's on-chain address until the given time.
+func (c *Chain) watchInvoice(inv *kassa.Invoice, until time.Time) {
+	if inv.OnchainAddress == "" {
+		return
+	}
+	addr, err := btcutil.DecodeAddress(inv.OnchainAddress, c.conn.Params)
+	if err != nil {
+		return // an address of another network: not ours to watch
+	}
+	script, err := derive.Script(addr)
+	if err != nil {
+		return
+	}
+	index := int64(-1)
+	if inv.DerivationIndex != nil {
+		index = int64(*inv.DerivationIndex)
+	}
+	c.matcher.add(script, &watch{
+		address: inv.OnchainAddress, storeID: inv.StoreID, index: index,
+		until: until, confirmations: inv.ConfirmationsRequired,
+	})
+}
+
 // loadWatched watches again what the watcher watched before a restart:
 // the address of every invoice that waits for a timer (open ones and
 // expired ones inside their monitoring window), and the address of every
@@ -319,27 +440,7 @@ func (c *Chain) loadWatched(ctx context.Context) error {
 	if c.reader == nil {
 		return nil
 	}
-	watchInvoice := func(inv *kassa.Invoice, until time.Time) {
-		if inv.OnchainAddress == "" {
-			return
-		}
-		addr, err := btcutil.DecodeAddress(inv.OnchainAddress, c.conn.Params)
-		if err != nil {
-			return // an address of another network: not ours to watch
-		}
-		script, err := derive.Script(addr)
-		if err != nil {
-			return
-		}
-		index := int64(-1)
-		if inv.DerivationIndex != nil {
-			index = int64(*inv.DerivationIndex)
-		}
-		c.matcher.add(script, &watch{
-			address: inv.OnchainAddress, storeID: inv.StoreID, index: index,
-			until: until, confirmations: inv.ConfirmationsRequired,
-		})
-	}
+	watchInvoice := c.watchInvoice
 	window := c.expiry + c.monitor + time.Hour
 	now := c.clock.Now()
 	var stores []string

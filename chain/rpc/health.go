@@ -29,6 +29,15 @@ type health struct {
 	lastReorg  int64
 	reverted   []string
 	gapWarning []string
+	// standby is set on a cluster's node while another node holds the
+	// chain-watcher lease.
+	standby bool
+}
+
+func (h *health) setStandby(b bool) {
+	h.mu.Lock()
+	h.standby = b
+	h.mu.Unlock()
 }
 
 func (h *health) node(tip int64, best chainhash.Hash, syncing bool) {
@@ -89,6 +98,12 @@ func (h *health) info(c *Chain) kassa.BackendInfo {
 	info := kassa.BackendInfo{
 		Backend: "rpc", Network: h.network, Node: h.kind,
 		Height: h.height, Error: h.err,
+	}
+	if h.standby {
+		// Another node of the cluster watches; this one hands out
+		// addresses only, and knows nothing of the node's tip.
+		info.Warning = "standby: the chain watcher runs on the node holding the chain-watcher lease (see cluster.leases)"
+		return info
 	}
 	if h.seen {
 		info.NodeHeight = h.tip

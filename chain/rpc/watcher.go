@@ -188,9 +188,21 @@ type watcher struct {
 	clock kassa.Clock
 	trace trace.Tracer
 
+	// kv keeps the cursor: the lease's fenced store under Watch; nil
+	// means the Chain's own (Config.State).
+	kv kassa.KeyValue
+
 	st *chainState
 	// dirty is set when the state changed since it was saved.
 	dirty bool
+}
+
+// state is where the watcher keeps its cursor.
+func (w *watcher) state() kassa.KeyValue {
+	if w.kv != nil {
+		return w.kv
+	}
+	return w.c.kv
 }
 
 func (w *watcher) params() string { return w.c.conn.Network }
@@ -198,10 +210,10 @@ func (w *watcher) params() string { return w.c.conn.Network }
 // load reads the saved state; none means starting at the node's tip.
 func (w *watcher) load(ctx context.Context) (bool, error) {
 	w.st = newChainState()
-	if w.c.kv == nil {
+	if w.state() == nil {
 		return false, nil
 	}
-	raw, ok, err := w.c.kv.GetValue(ctx, w.c.stateKey())
+	raw, ok, err := w.state().GetValue(ctx, w.c.stateKey())
 	if err != nil || !ok {
 		return false, err
 	}
@@ -236,7 +248,7 @@ func (w *watcher) load(ctx context.Context) (bool, error) {
 // save writes the state. It is called only when every event is
 // acknowledged, so the saved cursor never passes an unacknowledged event.
 func (w *watcher) save(ctx context.Context) error {
-	if w.c.kv == nil || !w.dirty {
+	if w.state() == nil || !w.dirty {
 		return nil
 	}
 	s := savedState{Network: w.c.conn.Network, Height: w.st.height, Hash: w.st.hash.String(), Seq: w.st.seq,
@@ -251,7 +263,7 @@ func (w *watcher) save(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := w.c.kv.PutValue(ctx, w.c.stateKey(), raw, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
+	if err := w.state().PutValue(ctx, w.c.stateKey(), raw, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)); err != nil {
 		return fmt.Errorf("save chain cursor: %w", err)
 	}
 	w.dirty = false
@@ -285,6 +297,11 @@ func (w *watcher) pass(ctx context.Context, handle func(context.Context, kassa.C
 	if syncing {
 		// Nothing settles from a node that is still catching up.
 		return nil
+	}
+	// Every transaction up to this tip was sent after its invoice was
+	// committed: what other nodes handed out by now is found here.
+	if err := w.c.refreshShared(ctx); err != nil {
+		return err
 	}
 	if len(w.st.recent) == 0 {
 		w.begin(tip, *best)
@@ -724,6 +741,10 @@ func (w *watcher) scanMempool(ctx context.Context) error {
 	pool, err := w.node.GetRawMempool()
 	if err != nil {
 		return w.c.nodeDown(err)
+	}
+	// Likewise for the transactions in this mempool list.
+	if err := w.c.refreshShared(ctx); err != nil {
+		return err
 	}
 	_, span := w.trace.Start(ctx, "chain.Mempool", trace.WithAttributes(attribute.Int("mempool.size", len(pool))))
 	defer span.End()

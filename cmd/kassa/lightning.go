@@ -18,7 +18,7 @@ import (
 // newLND connects the lnd backend of `--lightning lnd://…`. It does not
 // wait for lnd: while lnd is unreachable health says so and the watcher
 // reconnects with backoff.
-func newLND(raw string, db storage, clock kassa.Clock, log *slog.Logger) (*lnd.Node, error) {
+func newLND(raw string, db storage, cluster bool, clock kassa.Clock, log *slog.Logger) (*lnd.Node, error) {
 	target, err := lnd.ParseTarget(raw)
 	if err != nil {
 		return nil, err
@@ -32,6 +32,7 @@ func newLND(raw string, db storage, clock kassa.Clock, log *slog.Logger) (*lnd.N
 		OpenPaymentHashes: openPaymentHashes(db),
 		Clock:             clock,
 		Logger:            log,
+		Cluster:           cluster,
 	})
 }
 

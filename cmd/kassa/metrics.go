@@ -19,10 +19,11 @@ import (
 // metricsRegistry gathers the process-wide metrics (package metrics) and
 // the ones read from this service's parts when scraped.
 func metricsRegistry(sys *actors.System, fwd *actors.Forwarder, chain, lightning metrics.Backend,
-	fetched func() map[string]time.Time, clock kassa.Clock, dataDir string) prometheus.Gatherer {
+	fetched func() map[string]time.Time, clock kassa.Clock, dataDir string, extra ...prometheus.Collector) prometheus.Gatherer {
 	local := prometheus.NewRegistry()
 	local.MustRegister(metrics.Collector(actors.Collector(sys, fwd)), metrics.Collector(metrics.Backends(chain, lightning)),
 		metrics.Collector(metrics.Disk(dataDir)))
+	local.MustRegister(extra...)
 	if fetched != nil {
 		local.MustRegister(metrics.Collector(metrics.RateAges(fetched, clock)))
 	}

@@ -49,6 +49,9 @@ type Main struct {
 	// expelled is closed when this node of a cluster lost its
 	// membership; nil on a single node.
 	expelled <-chan struct{}
+	// roles are the leases a cluster's node runs its watchers and
+	// forwarder under (leases.go).
+	roles roles
 }
 
 // NewMain returns a Main with the default configuration.
@@ -148,7 +151,7 @@ func (m *Main) Run(ctx context.Context) error {
 		walletAddress := lndWalletAddress(c.Lightning, &lndNode)
 		if chain, err = chainrpc.New(chainrpc.Config{
 			Conn: conn, State: m.db, Reader: m.db, Expiry: c.InvoiceExpiry, Monitoring: c.Monitoring,
-			Clock: m.Clock, Logger: log, WalletAddress: walletAddress,
+			Clock: m.Clock, Logger: log, WalletAddress: walletAddress, Cluster: clusterMode != nil,
 		}); err != nil {
 			return err
 		}
@@ -167,7 +170,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		sim.node = node
 	case strings.HasPrefix(c.Lightning, "lnd://"):
-		node, err := newLND(c.Lightning, m.db, m.Clock, log)
+		node, err := newLND(c.Lightning, m.db, clusterMode != nil, m.Clock, log)
 		if err != nil {
 			return err
 		}
@@ -200,11 +203,8 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := chain.Start(runCtx, m.sys.HandleChainEvent); err != nil {
-		return fmt.Errorf("start chain backend: %w", err)
-	}
-	if err := lightning.Start(runCtx, m.sys.HandleLightningEvent); err != nil {
-		return fmt.Errorf("start Lightning backend: %w", err)
+	if err := m.startWatchers(runCtx, clusterMode != nil, chain, lightning); err != nil {
+		return err
 	}
 	if sim != nil {
 		what := "the chain and Lightning backends are simulated; no real bitcoin moves"
@@ -247,7 +247,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if c.MetricsListen != "" {
 		fetched, _ := rateBackend.(interface{ Fetched() map[string]time.Time })
-		g := metricsRegistry(m.sys, m.forwarder, chain, lightning, fetchedFunc(fetched), m.Clock, c.Data)
+		g := metricsRegistry(m.sys, m.forwarder, chain, lightning, fetchedFunc(fetched), m.Clock, c.Data, m.roles.collector())
 		srv, addr, err := serveMetrics(c.MetricsListen, g, log)
 		if err != nil {
 			return err
@@ -284,7 +284,7 @@ func (m *Main) Run(ctx context.Context) error {
 	deps.Dashboard = dash
 	go dash.RunTopUps(runCtx, topUpEvery)
 	if clusterMode != nil {
-		deps.Cluster = func() any { return m.sys.ClusterHealth() }
+		deps.Cluster = m.clusterReport
 	}
 	m.server = &nethttp.Server{
 		Handler:           kassahttp.NewHandler(deps),
@@ -417,6 +417,8 @@ func (m *Main) Close() error {
 	if m.forwarder != nil {
 		m.forwarder.Shutdown()
 	}
+	// The lease runners release their roles as they stop.
+	m.roles.wait(5 * time.Second)
 	if m.db != nil {
 		errs = append(errs, m.db.Close())
 	}

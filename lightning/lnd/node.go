@@ -55,6 +55,11 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// CallTimeout bounds one unary call; zero means 15 s.
 	CallTimeout time.Duration
+	// Cluster says that the service runs as a cluster: the invoice
+	// watcher runs through Watch, on the node that holds the
+	// lightning-watcher lease, and health says "standby" while another
+	// node watches. Creating and cancelling invoices works on every node.
+	Cluster bool
 }
 
 // Node is the lnd backend. It is safe for concurrent use.
@@ -67,6 +72,8 @@ type Node struct {
 	connected bool   // the invoice stream is up
 	lastErr   string // why it is not
 	network   string
+	// standby is set on a cluster's node while another node watches.
+	standby bool
 }
 
 // New returns a Node on rpc.
@@ -92,7 +99,7 @@ func New(rpc RPC, cfg Config) (*Node, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 15 * time.Second
 	}
-	return &Node{rpc: rpc, cfg: cfg, log: cfg.Logger.With("component", "lnd"), lastErr: "not connected yet"}, nil
+	return &Node{rpc: rpc, cfg: cfg, log: cfg.Logger.With("component", "lnd"), lastErr: "not connected yet", standby: cfg.Cluster}, nil
 }
 
 // RPC returns the node's connection, for the payer of forwards.
@@ -171,8 +178,17 @@ func (n *Node) Info(ctx context.Context) kassa.BackendInfo {
 	}
 	info.Height = int64(res.BlockHeight)
 	n.mu.Lock()
-	connected, lastErr := n.connected, n.lastErr
+	connected, lastErr, standby := n.connected, n.lastErr, n.standby
 	n.mu.Unlock()
+	if standby {
+		// Another node of the cluster watches the invoices.
+		info.Synced = res.SyncedToChain
+		info.Warning = "standby: the invoice watcher runs on the node holding the lightning-watcher lease (see cluster.leases)"
+		if !res.SyncedToChain {
+			info.Error = "lnd is not synced to the chain"
+		}
+		return info
+	}
 	info.Synced = res.SyncedToChain && connected
 	if !connected {
 		info.Error = "invoice stream down: " + lastErr
@@ -207,14 +223,36 @@ func (n *Node) Start(ctx context.Context, handle func(context.Context, kassa.Lig
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	go n.run(ctx, handle)
+	go n.run(ctx, n.cfg.Cursor, handle)
 	return nil
 }
 
-func (n *Node) run(ctx context.Context, handle func(context.Context, kassa.LightningEvent) error) {
+// Watch watches invoices as Start does, but in the caller's goroutine and
+// with the settle cursor in kv, until ctx ends: it is the work of the
+// lightning-watcher lease (lease.Runner), kv the lease's fenced store. It
+// resumes from the cursor the previous holder saved; when a cursor write
+// is refused because another node took the lease, the Runner ends ctx
+// and Watch returns. One Watch runs at a time.
+func (n *Node) Watch(ctx context.Context, kv kassa.KeyValue, handle func(context.Context, kassa.LightningEvent) error) error {
+	if handle == nil || kv == nil {
+		return errors.New("watch lnd invoices: no handler or no cursor store")
+	}
+	n.mu.Lock()
+	n.standby = false
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		n.standby, n.connected, n.lastErr = true, false, "not watching"
+		n.mu.Unlock()
+	}()
+	n.run(ctx, kv, handle)
+	return nil
+}
+
+func (n *Node) run(ctx context.Context, kv kassa.KeyValue, handle func(context.Context, kassa.LightningEvent) error) {
 	wait := n.cfg.MinBackoff
 	for ctx.Err() == nil {
-		healthy, err := n.watch(ctx, handle)
+		healthy, err := n.watch(ctx, kv, handle)
 		n.setState(false, err)
 		if ctx.Err() != nil {
 			return
@@ -257,8 +295,8 @@ func (n *Node) sleep(ctx context.Context, d time.Duration) bool {
 // watch subscribes from the cursor, reconciles the open invoices, then
 // delivers settles until the stream breaks. healthy reports that the
 // stream was up and the reconcile done, so the backoff starts afresh.
-func (n *Node) watch(ctx context.Context, handle func(context.Context, kassa.LightningEvent) error) (healthy bool, err error) {
-	cursor, err := n.cursor(ctx)
+func (n *Node) watch(ctx context.Context, kv kassa.KeyValue, handle func(context.Context, kassa.LightningEvent) error) (healthy bool, err error) {
+	cursor, err := n.cursor(ctx, kv)
 	if err != nil {
 		return false, fmt.Errorf("read settle cursor: %w", err)
 	}
@@ -290,7 +328,7 @@ func (n *Node) watch(ctx context.Context, handle func(context.Context, kassa.Lig
 			return true, err
 		}
 		if inv.SettleIndex > cursor {
-			if err := n.setCursor(ctx, inv.SettleIndex); err != nil {
+			if err := n.setCursor(ctx, kv, inv.SettleIndex); err != nil {
 				return true, fmt.Errorf("store settle cursor: %w", err)
 			}
 			cursor = inv.SettleIndex
@@ -356,8 +394,8 @@ func (n *Node) deliver(ctx context.Context, handle func(context.Context, kassa.L
 	}
 }
 
-func (n *Node) cursor(ctx context.Context) (uint64, error) {
-	v, ok, err := n.cfg.Cursor.GetValue(ctx, n.cfg.CursorKey)
+func (n *Node) cursor(ctx context.Context, kv kassa.KeyValue) (uint64, error) {
+	v, ok, err := kv.GetValue(ctx, n.cfg.CursorKey)
 	if err != nil || !ok {
 		return 0, err
 	}
@@ -367,14 +405,14 @@ func (n *Node) cursor(ctx context.Context) (uint64, error) {
 	return binary.BigEndian.Uint64(v), nil
 }
 
-func (n *Node) setCursor(ctx context.Context, index uint64) error {
+func (n *Node) setCursor(ctx context.Context, kv kassa.KeyValue, index uint64) error {
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], index)
-	return n.cfg.Cursor.PutValue(ctx, n.cfg.CursorKey, v[:], cursorLife)
+	return kv.PutValue(ctx, n.cfg.CursorKey, v[:], cursorLife)
 }
 
 // SettleIndex returns the stored cursor (tests and diagnostics).
-func (n *Node) SettleIndex(ctx context.Context) (uint64, error) { return n.cursor(ctx) }
+func (n *Node) SettleIndex(ctx context.Context) (uint64, error) { return n.cursor(ctx, n.cfg.Cursor) }
 
 // maxMemoBytes is lnd's limit on an invoice memo.
 const maxMemoBytes = 639

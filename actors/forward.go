@@ -29,6 +29,13 @@ type ForwarderConfig struct {
 	// TrackEvery is how often a payment in flight (or whose outcome is
 	// unknown) is looked up; zero means 5 s.
 	TrackEvery time.Duration
+	// Standby says that the service runs as a cluster: the forward
+	// actors run only inside Lead, on the node that holds the forwarder
+	// lease, and write through the lease's fenced store.
+	Standby bool
+	// PollEvery is how often Lead looks for newly queued transfers;
+	// zero means 2 s.
+	PollEvery time.Duration
 	// Onchain says that the on-chain addresses of stores without an xpub
 	// are the service's own wallet (its lnd's): their confirmed payments
 	// are forwarded to the store's Lightning address like Lightning ones
@@ -46,20 +53,39 @@ type ForwarderConfig struct {
 // forward is never paid twice: an attempt's payment hash is durable
 // before the payment is sent, and a new invoice is requested only once
 // the node says the previous attempt failed.
+//
+// In a cluster (ForwarderConfig.Standby) the actors run only on the node
+// that holds the forwarder lease, inside Lead, and every write of theirs
+// is fenced by the lease: two nodes never forward at once, and a stalled
+// former holder cannot record (so cannot pay) an invoice of its own.
 type Forwarder struct {
 	cfg    ForwarderConfig
 	as     *actor.ActorSystem
-	props  *actor.Props
-	actors sync.Map // store id → *actor.PID
+	opts   []actor.PropsOption
 	ctx    context.Context
 	cancel context.CancelFunc
 	log    *slog.Logger
 	once   sync.Once
 	stats  *kindStats
 	tracer trace.Tracer
+
+	mu sync.Mutex
+	// cur is the term this node forwards in; nil while it does not.
+	cur *term
 }
 
-// NewForwarder returns a Forwarder; call Recover once the backends run.
+// term is a stretch of time in which this node forwards: the life of the
+// Forwarder on a single node, a holding of the forwarder lease in a
+// cluster. Its actors write through commit and stop when it ends.
+type term struct {
+	ctx    context.Context
+	commit func(context.Context, kassa.Batch) error
+	props  *actor.Props
+	actors sync.Map // store id → *actor.PID
+}
+
+// NewForwarder returns a Forwarder; call Recover once the backends run
+// (or, in a cluster, Lead under the forwarder lease).
 func NewForwarder(cfg ForwarderConfig) *Forwarder {
 	if cfg.Clock == nil {
 		cfg.Clock = kassa.SystemClock{}
@@ -73,33 +99,57 @@ func NewForwarder(cfg ForwarderConfig) *Forwarder {
 	if cfg.TrackEvery <= 0 {
 		cfg.TrackEvery = 5 * time.Second
 	}
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = 2 * time.Second
+	}
 	log := cfg.Logger.With("component", "forward")
 	quiet := cfg.Logger.With("component", "protoactor")
 	f := &Forwarder{cfg: cfg, log: log, stats: &kindStats{kind: "forward"}, tracer: otel.Tracer("github.com/kassapay/kassa/actors"),
 		as: actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	f.props = actor.PropsFromProducer(func() actor.Actor { return &forwardActor{f: f} },
-		append(f.stats.props(), actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
-			log.Error("forward actor crashed; restarting it from storage", "reason", fmt.Sprint(reason))
-			return actor.RestartDirective
-		})))...)
+	f.opts = append(f.stats.props(), actor.WithSupervisor(actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
+		log.Error("forward actor crashed; restarting it from storage", "reason", fmt.Sprint(reason))
+		return actor.RestartDirective
+	})))
+	if !cfg.Standby {
+		f.cur = f.newTerm(f.ctx, cfg.Journal.Commit)
+	}
 	return f
+}
+
+func (f *Forwarder) newTerm(ctx context.Context, commit func(context.Context, kassa.Batch) error) *term {
+	t := &term{ctx: ctx, commit: commit}
+	t.props = actor.PropsFromProducer(func() actor.Actor { return &forwardActor{f: f, t: t} }, f.opts...)
+	return t
+}
+
+// current is the term under way, or nil.
+func (f *Forwarder) current() *term {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cur
 }
 
 // Wake tells the store's forward actor to look at its queue.
 func (f *Forwarder) Wake(storeID string) { f.wake(nil, storeID) }
 
-// wake is Wake in the trace of ctx (nil: none).
+// wake is Wake in the trace of ctx (nil: none). Outside a term (a
+// cluster's node that does not hold the forwarder lease) it does
+// nothing: the holder finds the queued transfer (Lead).
 func (f *Forwarder) wake(ctx context.Context, storeID string) {
-	if f.ctx.Err() != nil {
+	t := f.current()
+	if f.ctx.Err() != nil || t == nil || t.ctx.Err() != nil {
 		return
 	}
-	f.as.Root.Send(f.actor(storeID), wakeForward{ctx: ctx})
+	f.as.Root.Send(f.actor(t, storeID), wakeForward{ctx: ctx})
 }
 
 // Recover wakes the forward actor of every store with queued transfers
 // or open forwards.
 func (f *Forwarder) Recover(ctx context.Context) (int, error) {
+	if f.current() == nil {
+		return 0, nil
+	}
 	stores, err := f.cfg.Store.ForwardingStores(ctx)
 	if err != nil {
 		return 0, err
@@ -110,32 +160,126 @@ func (f *Forwarder) Recover(ctx context.Context) (int, error) {
 	return len(stores), nil
 }
 
+// Lead forwards until ctx ends: it is the work of the forwarder lease in
+// a cluster (lease.Runner), kv the lease's fenced store, which must also
+// commit batches under the lease (Commit). Every forward and ledger
+// write of the term goes through it, so a node that lost the lease (it
+// stalled, another took over) has its next write refused and pays
+// nothing new: a merchant invoice is paid only once it is recorded, and
+// the only invoice it can still pay is one recorded while it held the
+// lease, which the new holder tracks by its hash (lnd pays a hash once).
+// Lead resumes every store's forwards, then looks every PollEvery for
+// stores with newly queued transfers, since the settles that queue them
+// happen on whichever node runs the store.
+func (f *Forwarder) Lead(ctx context.Context, kv kassa.KeyValue) error {
+	c, ok := kv.(interface {
+		Commit(context.Context, kassa.Batch) error
+	})
+	if !ok {
+		return fmt.Errorf("forwarding: the lease's store %T cannot commit batches", kv)
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(f.ctx, cancel)()
+	t := f.newTerm(tctx, c.Commit)
+	f.mu.Lock()
+	f.cur = t
+	f.mu.Unlock()
+	defer f.endTerm(t)
+	f.log.Info("forwarding on this node (forwarder lease held)")
+	queued := make(map[string]int64) // store → newest queued transfer seen
+	for tctx.Err() == nil {
+		if err := f.poll(t, queued); err != nil && tctx.Err() == nil {
+			f.log.Warn("look for queued forwards", "err", err)
+		}
+		done := make(chan struct{})
+		stop := f.cfg.Clock.AfterFunc(f.cfg.PollEvery, func() { close(done) })
+		select {
+		case <-tctx.Done():
+		case <-done:
+		}
+		stop()
+	}
+	return nil
+}
+
+// poll wakes the actors of the stores that have forwarding to do and no
+// actor yet in t, or a transfer queued since the last poll.
+func (f *Forwarder) poll(t *term, queued map[string]int64) error {
+	stores, err := f.cfg.Store.ForwardingStores(t.ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range stores {
+		var newest int64
+		if err := f.cfg.Store.QueuedTransfers(t.ctx, id, func(q kassa.QueuedTransfer) error {
+			newest = max(newest, q.TransactionID)
+			return nil
+		}); err != nil {
+			return err
+		}
+		_, running := t.actors.Load(id)
+		if !running || newest > queued[id] {
+			queued[id] = newest
+			if t.ctx.Err() == nil {
+				f.as.Root.Send(f.actor(t, id), wakeForward{})
+			}
+		}
+	}
+	return nil
+}
+
+// endTerm stops t's actors, unless Shutdown did.
+func (f *Forwarder) endTerm(t *term) {
+	f.mu.Lock()
+	mine := f.cur == t
+	if mine {
+		f.cur = nil
+	}
+	f.mu.Unlock()
+	if mine {
+		f.stopActors(t)
+		f.log.Info("forwarding stopped on this node (forwarder lease gone)")
+	}
+}
+
+// stopActors stops every actor of t and waits for them.
+func (f *Forwarder) stopActors(t *term) {
+	var futures []actor.Future
+	t.actors.Range(func(_, pid any) bool {
+		futures = append(futures, f.as.Root.StopFuture(pid.(*actor.PID)))
+		return true
+	})
+	for _, fut := range futures {
+		_ = fut.Wait()
+	}
+}
+
 // Shutdown cancels the work in flight and stops every forward actor. A
 // payment cut off by it is tracked after the next start.
 func (f *Forwarder) Shutdown() {
 	f.once.Do(func() {
 		f.cancel()
-		var futures []actor.Future
-		f.actors.Range(func(_, pid any) bool {
-			futures = append(futures, f.as.Root.StopFuture(pid.(*actor.PID)))
-			return true
-		})
-		for _, fut := range futures {
-			_ = fut.Wait()
+		f.mu.Lock()
+		t := f.cur
+		f.cur = nil
+		f.mu.Unlock()
+		if t != nil {
+			f.stopActors(t)
 		}
 		f.as.Shutdown()
 	})
 }
 
-func (f *Forwarder) actor(storeID string) *actor.PID {
-	if pid, ok := f.actors.Load(storeID); ok {
+func (f *Forwarder) actor(t *term, storeID string) *actor.PID {
+	if pid, ok := t.actors.Load(storeID); ok {
 		return pid.(*actor.PID)
 	}
-	pid, err := f.as.Root.SpawnNamed(f.props, "forward/"+storeID)
+	pid, err := f.as.Root.SpawnNamed(t.props, "forward/"+storeID)
 	if err != nil && !errors.Is(err, actor.ErrNameExists) {
 		panic(fmt.Sprintf("spawn forward actor %s: %v", storeID, err))
 	}
-	actual, _ := f.actors.LoadOrStore(storeID, pid)
+	actual, _ := t.actors.LoadOrStore(storeID, pid)
 	return actual.(*actor.PID)
 }
 
@@ -148,6 +292,7 @@ type wakeForward struct{ ctx context.Context }
 // time; its timer wakes it for retries and look-ups.
 type forwardActor struct {
 	f       *Forwarder
+	t       *term
 	storeID string
 	cancel  func()
 	// delay is the wait after a failure before any forward exists (the
@@ -469,7 +614,7 @@ func (a *forwardActor) save(c context.Context, fw *kassa.Forward, lines []kassa.
 	for i := range lines {
 		fb.RewriteTransaction(&lines[i])
 	}
-	return a.f.cfg.Journal.Commit(c, b)
+	return a.t.commit(c, b)
 }
 
 // putSettlementLine writes a ledger line of a settled invoice to b. A

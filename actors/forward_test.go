@@ -34,6 +34,10 @@ type merchant struct {
 	payReqs  atomic.Int64 // pay request answers given
 	invoices atomic.Int64 // invoices made
 	down     atomic.Bool  // the LNURL server answers 503
+	asked    atomic.Int64 // invoices asked for (before gate)
+	// gate, when set, is called as an invoice is asked for, before it
+	// is made: a test holds requests there.
+	gate func()
 
 	mu          sync.Mutex
 	minSendable kassa.MSat
@@ -66,6 +70,10 @@ func newMerchant(t *testing.T) *merchant {
 		m.payReqs.Add(1)
 	})
 	mux.HandleFunc("GET /cb", func(w http.ResponseWriter, r *http.Request) {
+		m.asked.Add(1)
+		if m.gate != nil {
+			m.gate()
+		}
 		amount, _ := strconv.ParseInt(r.URL.Query().Get("amount"), 10, 64)
 		li, err := node.CreateInvoice(r.Context(), kassa.MSat(amount), "shop", time.Hour)
 		if err != nil {

@@ -20,7 +20,7 @@ func (a *forwardActor) traceStep(parent context.Context) (end func()) {
 	// The settle's cancellation must not cut the forward short: only the
 	// span context is taken from it.
 	sc := trace.SpanContextFromContext(parent)
-	c := a.f.ctx
+	c := a.t.ctx
 	if sc.IsValid() {
 		c = trace.ContextWithSpanContext(c, sc)
 	}
@@ -35,7 +35,7 @@ func (a *forwardActor) traceStep(parent context.Context) (end func()) {
 // ctx is the context of the step under way.
 func (a *forwardActor) ctx() context.Context {
 	if a.c == nil {
-		return a.f.ctx
+		return a.t.ctx
 	}
 	return a.c
 }

@@ -23,7 +23,19 @@ const (
 	RoleChainWatcher     = "chain-watcher"
 	RoleLightningWatcher = "lightning-watcher"
 	RoleExpirySweeper    = "expiry-sweeper"
+	// RoleForwarder pays the forwards to stores' Lightning addresses
+	// (actors.Forwarder.Lead).
+	RoleForwarder = "forwarder"
 )
+
+// Committer is a fenced store that also commits journal batches under
+// the lease, for work that writes more than cursors (the forwarder's
+// forwards and ledger lines): the batch commits only while the lease's
+// epoch is the role's, in one transaction, else ErrLost. The KeyValue
+// a Runner hands its work implements it when Store.Fenced's does.
+type Committer interface {
+	Commit(ctx context.Context, b kassa.Batch) error
+}
 
 // ErrLost is the error of a renewal or a fenced write whose lease is no
 // longer the role's current one: another node took the role over with a

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -137,6 +138,20 @@ type fencedKV struct {
 
 func (f *fencedKV) PutValue(ctx context.Context, key string, value []byte, expires time.Time) error {
 	err := f.KeyValue.PutValue(ctx, key, value, expires)
+	if errors.Is(err, ErrLost) {
+		f.lost()
+	}
+	return err
+}
+
+// Commit commits b through the lease's store when it can commit batches
+// (Committer), stopping the work when the lease was lost.
+func (f *fencedKV) Commit(ctx context.Context, b kassa.Batch) error {
+	c, ok := f.KeyValue.(Committer)
+	if !ok {
+		return fmt.Errorf("lease: the fenced store %T cannot commit batches", f.KeyValue)
+	}
+	err := c.Commit(ctx, b)
 	if errors.Is(err, ErrLost) {
 		f.lost()
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/kassapay/kassa/lease"
 	"github.com/kassapay/kassa/lightning/lnd"
 	"github.com/kassapay/kassa/metrics"
+	"github.com/kassapay/kassa/persistence/postgres"
 )
 
 // roleLease is the lease of a cluster's roles (the chain and Lightning
@@ -28,7 +29,7 @@ type roles struct {
 }
 
 // leaseStore is a store that keeps leases (PostgreSQL).
-type leaseStore interface{ Leases() lease.Store }
+type leaseStore interface{ Leases() postgres.Leases }
 
 // startWatchers starts the chain and Lightning watchers. On a single node
 // (Pebble, or PostgreSQL without --cluster) they start at once, as
@@ -36,7 +37,8 @@ type leaseStore interface{ Leases() lease.Store }
 // lease.Runner, on one node at a time, writing their cursors only
 // through the lease's fenced store; the simulated ones keep their state
 // in the store and run on every node. Events go to the owning node of
-// the store through the actors' lookup seam either way.
+// the store through the actors' lookup seam either way. The forwarder
+// (with lnd) runs under a lease of its own in cluster mode.
 func (m *Main) startWatchers(ctx context.Context, cluster bool, chain kassa.Chain, lightning kassa.Lightning) error {
 	leases, ok := m.db.(leaseStore)
 	if !cluster || !ok {
@@ -62,6 +64,11 @@ func (m *Main) startWatchers(ctx context.Context, cluster bool, chain kassa.Chai
 		})
 	} else if err := lightning.Start(ctx, m.sys.HandleLightningEvent); err != nil {
 		return fmt.Errorf("start Lightning backend: %w", err)
+	}
+	if m.forwarder != nil {
+		// Forwards are paid by one node at a time, every write fenced
+		// (actors.Forwarder.Lead).
+		m.roles.add(m, leases.Leases(), lease.RoleForwarder, holder, m.forwarder.Lead)
 	}
 	for _, r := range m.roles.runners {
 		m.roles.wg.Add(1)

@@ -61,7 +61,9 @@ func openPaymentHashes(r kassa.Reader) func(context.Context, func(string) error)
 // and https only, unless --dev).
 // onchain says that the chain backend watches lnd's wallet addresses
 // (lndWalletAddress), so that confirmed payments to them are forwarded.
-func newForwarder(node *lnd.Node, db storage, dev, onchain bool, clock kassa.Clock, log *slog.Logger) *actors.Forwarder {
+// In cluster mode the forwarder stands by until it holds the forwarder
+// lease (leases.go).
+func newForwarder(node *lnd.Node, db storage, dev, onchain, cluster bool, clock kassa.Clock, log *slog.Logger) *actors.Forwarder {
 	cfg := egress.DefaultConfig()
 	cfg.AllowPrivate = dev
 	cfg.RequireHTTPS = !dev
@@ -70,7 +72,7 @@ func newForwarder(node *lnd.Node, db storage, dev, onchain bool, clock kassa.Clo
 	return actors.NewForwarder(actors.ForwarderConfig{
 		Journal: db, Store: db, Reader: db, Payer: node,
 		Addresses: &lnurlAddresses{node: node, http: egress.New(cfg), allowHTTP: dev},
-		Clock:     clock, Logger: log, Onchain: onchain,
+		Clock:     clock, Logger: log, Onchain: onchain, Standby: cluster,
 	})
 }
 

@@ -176,7 +176,7 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		lightning, lndNode = node, node
 		_, onchain := chain.(*chainrpc.Chain)
-		m.forwarder = newForwarder(node, m.db, c.Dev, onchain, m.Clock, log)
+		m.forwarder = newForwarder(node, m.db, c.Dev, onchain, clusterMode != nil, m.Clock, log)
 	default:
 		return fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
 	}

@@ -124,3 +124,35 @@ func (f fenced) PutValue(ctx context.Context, key string, value []byte, expires 
 		return nil
 	})
 }
+
+// Commit commits a batch of this store (a forward and its ledger lines)
+// in one transaction with the lease check: only while l is the role's
+// lease, else lease.ErrLost and nothing is written (lease.Committer).
+func (f fenced) Commit(ctx context.Context, kb kassa.Batch) error {
+	b, ok := kb.(*Batch)
+	if !ok {
+		return fmt.Errorf("postgres: foreign batch %T", kb)
+	}
+	if b.err != nil {
+		return fmt.Errorf("postgres: build batch: %w", b.err)
+	}
+	err := pgx.BeginFunc(ctx, f.db.pool, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE role = $1 AND holder = $2 AND epoch = $3 FOR SHARE`,
+			f.l.Role, f.l.Holder, f.l.Epoch).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return lostError(f.l)
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: check lease %s: %w", f.l.Role, err)
+		}
+		if b.b.Len() == 0 {
+			return nil
+		}
+		return tx.SendBatch(ctx, &b.b).Close()
+	})
+	if err != nil && !errors.Is(err, lease.ErrLost) {
+		return fmt.Errorf("postgres: commit fenced batch: %w", err)
+	}
+	return err
+}

@@ -523,7 +523,14 @@ func (c *Chain) notifications(ctx context.Context) {
 
 // Info describes the node and how far the watcher follows it.
 func (c *Chain) Info(ctx context.Context) kassa.BackendInfo {
-	return c.health.info(c)
+	info := c.health.info(c)
+	c.health.mu.Lock()
+	standby := c.health.standby
+	c.health.mu.Unlock()
+	if standby {
+		return c.standbyInfo(ctx, info)
+	}
+	return info
 }
 
 // scriptOf returns the output script of address on params' network.

@@ -1,6 +1,8 @@
 package rpc
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -100,9 +102,6 @@ func (h *health) info(c *Chain) kassa.BackendInfo {
 		Height: h.height, Error: h.err,
 	}
 	if h.standby {
-		// Another node of the cluster watches; this one hands out
-		// addresses only, and knows nothing of the node's tip.
-		info.Warning = "standby: the chain watcher runs on the node holding the chain-watcher lease (see cluster.leases)"
 		return info
 	}
 	if h.seen {
@@ -126,6 +125,34 @@ func (h *health) info(c *Chain) kassa.BackendInfo {
 	}
 	warnings = append(warnings, h.gapWarning...)
 	info.Warning = strings.Join(warnings, "; ")
+	return info
+}
+
+// standbyInfo is the health of a cluster's node that does not hold the
+// chain-watcher lease: how far the holder's saved cursor is behind the
+// node's tip, read from the shared store and the node.
+func (c *Chain) standbyInfo(ctx context.Context, info kassa.BackendInfo) kassa.BackendInfo {
+	info.Warning = "standby: the chain watcher runs on the node holding the chain-watcher lease (see cluster.leases)"
+	info.Height, info.Error = 0, ""
+	if c.kv != nil {
+		if raw, ok, err := c.kv.GetValue(ctx, c.stateKey()); err != nil {
+			info.Error = "read the chain watcher's cursor: " + err.Error()
+			return info
+		} else if ok {
+			var s savedState
+			if json.Unmarshal(raw, &s) == nil {
+				info.Height = s.Height
+			}
+		}
+	}
+	bi, err := c.node.GetBlockChainInfo()
+	if err != nil {
+		info.Error = c.conn.redact(c.nodeDown(err).Error())
+		return info
+	}
+	info.NodeHeight, info.BestHash = int64(bi.Blocks), bi.BestBlockHash
+	info.Lag = max(info.NodeHeight-info.Height, 0)
+	info.Synced = !bi.InitialBlockDownload && bi.Headers <= bi.Blocks && info.Lag == 0 && info.Height > 0
 	return info
 }
 

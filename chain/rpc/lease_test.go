@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,11 +137,11 @@ func TestChainWatcherUnderLeases(t *testing.T) {
 		return n
 	}
 	a, b := newNode("node-a", dbA), newNode("node-b", dbB)
-	if info := a.chain.Info(ctx); info.Warning == "" || info.Synced {
-		t.Errorf("health before the lease: %+v, want standby", info)
+	if info := a.chain.Info(ctx); !strings.HasPrefix(info.Warning, "standby") || info.Synced {
+		t.Errorf("health before the lease: %+v, want standby, not synced (no cursor yet)", info)
 	}
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() { cancel(); wg.Wait() }()
 	run := func(n *leaseNode) {
 		wg.Add(1)
 		go func() { defer wg.Done(); n.runner.Run(ctx) }()
@@ -207,13 +208,13 @@ func TestChainWatcherUnderLeases(t *testing.T) {
 	if h := cursorHeight(t, dbA); h != 3 {
 		t.Errorf("cursor at height %d after A woke, want B's 3", h)
 	}
-	if info := a.chain.Info(ctx); info.Warning == "" || info.Synced {
-		t.Errorf("A's health after stepping down: %+v, want standby", info)
+	// A, standing by, reports B's progress from the shared cursor.
+	if info := a.chain.Info(ctx); !strings.HasPrefix(info.Warning, "standby") || !info.Synced || info.Height != 3 || info.NodeHeight != 3 {
+		t.Errorf("A's health after stepping down: %+v, want standby, synced at B's cursor 3", info)
 	}
 	if l, ok, err := dbA.Leases().Current(ctx, lease.RoleChainWatcher); err != nil || !ok || l.Holder != "node-b" || l.Epoch != 2 {
 		t.Errorf("lease %+v, %v, %v; want B's at epoch 2", l, ok, err)
 	}
-	cancel()
 }
 
 // cursorHeight reads the chain watcher's saved cursor height.

@@ -3,11 +3,13 @@ package itest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/apitest"
 	"github.com/kassapay/kassa/internal/etcdtest"
 	"github.com/kassapay/kassa/itest/harness"
 	"github.com/kassapay/kassa/persistence/postgres/pgtest"
@@ -41,6 +43,24 @@ func nodeHealth(k *harness.Kassa) (h clusterHealth, ok bool) {
 	}
 	defer res.Body.Close()
 	return h, res.StatusCode == http.StatusOK && json.NewDecoder(res.Body).Decode(&h) == nil
+}
+
+// checkHealthDoc checks k's health answer against the OpenAPI document.
+func checkHealthDoc(t *testing.T, k *harness.Kassa) {
+	t.Helper()
+	req, err := http.NewRequest("GET", k.URL+"/api/v1/health", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := healthClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if problems := apitest.Check(apitest.Exchange{Request: req, Status: res.StatusCode, Header: res.Header, Body: body}); len(problems) > 0 {
+		t.Errorf("health %s against the OpenAPI document: %v", body, problems)
+	}
 }
 
 // watcherEpoch is the epoch at which k holds the chain-watcher lease, 0
@@ -130,6 +150,8 @@ func TestClusterChainWatcherTakeover(t *testing.T) {
 	if h, _ := nodeHealth(other); !strings.HasPrefix(h.Chain.Warning, "standby") {
 		t.Errorf("the standby node's chain health %+v, want a standby warning", h.Chain)
 	}
+	checkHealthDoc(t, leader)
+	checkHealthDoc(t, other)
 
 	// A store that runs on the standby node: its addresses are derived
 	// there, and the lease holder must find them through the store.
@@ -162,6 +184,7 @@ func TestClusterChainWatcherTakeover(t *testing.T) {
 		return nil
 	})
 	t.Logf("chain-watcher lease taken over %v after the SIGKILL", time.Since(killed).Round(100*time.Millisecond))
+	checkHealthDoc(t, other)
 	second := other.CreateInvoice(store, 40_000)
 	pay(second, 40_000)
 

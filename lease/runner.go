@@ -62,8 +62,10 @@ func (r *Runner) Run(ctx context.Context) {
 		case err != nil && ctx.Err() == nil:
 			r.Log.Error("lease: acquire", "role", r.Role, "err", err)
 		case ok:
+			// After a step-down (or work that failed) wait as after a
+			// refusal: the role is another's, or the work's trouble
+			// needs time; either way no busy loop.
 			r.hold(ctx, l)
-			continue
 		}
 		r.sleep(ctx, r.TTL/3)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/btcsuite/btcd/btcutil"
@@ -85,6 +86,9 @@ type Chain struct {
 	done      chan struct{}
 
 	cluster bool
+	// pruned is when the matcher last forgot addresses past their
+	// window (Unix nanoseconds).
+	pruned atomic.Int64
 	// refreshed is when the last pass of a cluster's watcher looked for
 	// other nodes' invoices; only the watching goroutine uses it.
 	refreshed time.Time
@@ -223,6 +227,7 @@ func (c *Chain) NewAddress(ctx context.Context, store *kassa.Store, invoiceID st
 	if warn := c.gap.allocate(store.ID, int64(index)); warn != "" {
 		c.log.Warn("gap limit", "store", store.ID, "detail", warn)
 	}
+	c.prune()
 	c.Wake()
 	return address, nil
 }
@@ -249,6 +254,7 @@ func (c *Chain) walletAddress(ctx context.Context, store *kassa.Store) (string, 
 		until:         c.clock.Now().Add(c.expiry + c.monitor + time.Hour),
 		confirmations: store.ConfirmationsRequired,
 	})
+	c.prune()
 	c.Wake()
 	return address, nil
 }
@@ -344,7 +350,6 @@ func (c *Chain) prepare(ctx context.Context, kv kassa.KeyValue) (*watcher, error
 func (c *Chain) Done() <-chan struct{} { return c.done }
 
 func (c *Chain) run(ctx context.Context, w *watcher, handle func(context.Context, kassa.ChainEvent) error) {
-	lastPrune := c.clock.Now()
 	for ctx.Err() == nil {
 		err := w.pass(ctx, handle)
 		if ctx.Err() != nil {
@@ -354,17 +359,31 @@ func (c *Chain) run(ctx context.Context, w *watcher, handle func(context.Context
 		if err != nil {
 			c.log.Warn("chain watcher pass", "err", c.conn.redact(err.Error()))
 		}
-		if now := c.clock.Now(); now.Sub(lastPrune) > time.Minute {
-			lastPrune = now
-			if n := c.matcher.prune(now); n > 0 {
-				c.log.Info("stopped watching addresses past their monitoring window", "count", n)
-			}
-		}
+		c.prune()
 		c.health.gapWarnings(c.gap.warnings())
 		if errors.Is(err, errBranchMoved) {
 			continue
 		}
 		wakeable(ctx, c.conn.Poll, c.wake)
+	}
+}
+
+// prune forgets the addresses past their monitoring window, at most once
+// a minute. The watcher prunes after each pass; NewAddress does too, so
+// that the matcher of a cluster's standby node, which hands out
+// addresses but runs no pass, does not grow for good.
+func (c *Chain) prune() {
+	now := c.clock.Now()
+	last := c.pruned.Load()
+	if last == 0 {
+		c.pruned.CompareAndSwap(0, now.UnixNano())
+		return
+	}
+	if now.Sub(time.Unix(0, last)) <= time.Minute || !c.pruned.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	if n := c.matcher.prune(now); n > 0 {
+		c.log.Info("stopped watching addresses past their monitoring window", "count", n)
 	}
 }
 

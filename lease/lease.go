@@ -1,5 +1,5 @@
 // Package lease runs a role (the chain watcher, the Lightning watcher,
-// the expiry sweeper) on one node of a cluster at a time, with fencing: a
+// the forwarder) on one node of a cluster at a time, with fencing: a
 // lease is a row per role with its holder, an epoch and an expiry, and
 // every cursor write of the role's work commits only while the lease's
 // epoch is still the role's current one. A node that stalls past its

@@ -39,6 +39,40 @@ func (s *System) CreateStore(ctx context.Context, settings kassa.StoreSettings) 
 	return s.createStore(ctx, st)
 }
 
+// CreateStoreOnce creates the store with the given id, or returns the
+// one already stored under it: callers on several nodes that pick the
+// same id at the same moment get one store between them (the dashboard's
+// operator store; docs/decisions.md, "Top-ups credited once"). The
+// store's actor, or the journal's (stream, seq) key when a cluster briefly
+// runs two activations, lets one create win.
+func (s *System) CreateStoreOnce(ctx context.Context, id string, settings kassa.StoreSettings) (*kassa.Store, error) {
+	if !kassa.ValidID(id) {
+		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "id", Message: "must be 1 to 64 letters, digits, '-' or '_'"}})
+	}
+	if err := settings.Validate(); err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		st := kassa.NewStore(id, settings, s.cfg.Clock.Now().UTC())
+		if err := s.readWalletBounds(ctx, st); err != nil {
+			return nil, err
+		}
+		out, err := s.createStore(ctx, st)
+		switch {
+		case err == nil:
+			return out, nil
+		case kassa.ErrorCode(err) == kassa.Conflict:
+			return s.cfg.Reader.Store(ctx, id)
+		case kassa.ErrorCode(err) == kassa.Unavailable && attempt < 2:
+			// Another activation wrote first; its state is reloaded, and
+			// asking again answers Conflict if it created the store.
+			continue
+		default:
+			return nil, err
+		}
+	}
+}
+
 // createStore has the actor of the new store st persist it.
 func (s *System) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
 	if out, ok, err := forward[*kassa.Store](ctx, s, "CreateStore", callArgs{StoreID: st.ID, Store: st}); ok {

@@ -41,18 +41,23 @@ type topUp struct {
 // maxTopUps bounds the top-ups a store's page lists.
 const maxTopUps = 50
 
+// operatorStoreID is the id of the operator's store when this version
+// makes it. Every node that makes the first top-up asks for this one id,
+// so a cluster gets one operator store however many nodes race; a store
+// made by an earlier version (with a random id) stays the one recorded.
+const operatorStoreID = "kassa-operator"
+
 // operatorStore returns the store top-ups are paid to, making it on
 // first use.
 func (h *Dashboard) operatorStore(ctx context.Context) (string, error) {
-	h.topupMu.Lock()
-	defer h.topupMu.Unlock()
 	if id, ok, err := h.KV.GetValue(ctx, operatorStoreKey); err != nil || ok {
 		return string(id), err
 	}
-	st, err := h.Services.CreateStore(ctx, kassa.StoreSettings{Name: "Kassa operator", Currency: kassa.SATS})
+	st, err := h.Services.CreateStoreOnce(ctx, operatorStoreID, kassa.StoreSettings{Name: "Kassa operator", Currency: kassa.SATS})
 	if err != nil {
 		return "", err
 	}
+	// Racing nodes all write the same id.
 	return st.ID, h.KV.PutValue(ctx, operatorStoreKey, []byte(st.ID), forever)
 }
 

@@ -24,6 +24,9 @@ type Services interface {
 	kassa.InvoiceService
 	kassa.PaymentRequestService
 	kassa.WebhookService
+	// CreateStoreOnce creates the store with the given id, or returns
+	// the one already stored under it.
+	CreateStoreOnce(ctx context.Context, id string, settings kassa.StoreSettings) (*kassa.Store, error)
 }
 
 // Signup modes.

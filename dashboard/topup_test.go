@@ -19,6 +19,17 @@ import (
 type faultyKV struct {
 	kassa.KeyValue
 	putErr func(key string) error
+	// gotValue, when set, runs after each read: it may hold the answer
+	// back (a slow read), to line two nodes up.
+	gotValue func(ctx context.Context, key string)
+}
+
+func (f *faultyKV) GetValue(ctx context.Context, key string) ([]byte, bool, error) {
+	v, ok, err := f.KeyValue.GetValue(ctx, key)
+	if f.gotValue != nil {
+		f.gotValue(ctx, key)
+	}
+	return v, ok, err
 }
 
 func (f *faultyKV) PutValue(ctx context.Context, key string, value []byte, expires time.Time) error {
@@ -159,5 +170,53 @@ func TestTopUpCreditedOnceByTwoDashboards(t *testing.T) {
 	}
 	if lines := topUpLines(t, e, st.ID); len(lines) != 1 {
 		t.Errorf("%d top-up lines, want 1", len(lines))
+	}
+}
+
+// raceCtx marks the reads TestOperatorStoreCreatedOnceByTwoNodes holds
+// back (the background loop's reads are not held).
+type raceCtx struct{}
+
+// TestOperatorStoreCreatedOnceByTwoNodes: two nodes (two dashboards over
+// the same services and key-value store) make the very first top-up at
+// the same moment. Both read that no operator store exists yet; both
+// must end up with the same one, the one recorded, or the top-ups paid
+// to the other are never credited in the background.
+func TestOperatorStoreCreatedOnceByTwoNodes(t *testing.T) {
+	bothRead := make(chan struct{})
+	var reads atomic.Int32
+	e := newEnv(t, func(d *Deps) {
+		d.KV = &faultyKV{KeyValue: d.KV, putErr: func(string) error { return nil }, gotValue: func(ctx context.Context, key string) {
+			if ctx.Value(raceCtx{}) == nil || key != operatorStoreKey {
+				return
+			}
+			if reads.Add(1) == 2 {
+				close(bothRead)
+			}
+			<-bothRead
+		}}
+	})
+	other := New(e.dash.Deps)
+	ctx := context.WithValue(t.Context(), raceCtx{}, true)
+	ids, errs := make([]string, 2), make([]error, 2)
+	var wg sync.WaitGroup
+	for i, h := range []*Dashboard{e.dash, other} {
+		wg.Go(func() { ids[i], errs[i] = h.operatorStore(ctx) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids[0] != ids[1] {
+		t.Fatalf("two operator stores: %s and %s", ids[0], ids[1])
+	}
+	recorded, ok, err := e.dash.KV.GetValue(t.Context(), operatorStoreKey)
+	if err != nil || !ok || string(recorded) != ids[0] {
+		t.Fatalf("recorded operator store = %q %v %v, want %s", recorded, ok, err, ids[0])
+	}
+	if st, err := e.db.Store(t.Context(), ids[0]); err != nil || st.Name != "Kassa operator" {
+		t.Fatalf("operator store %s: %v %v", ids[0], st, err)
 	}
 }

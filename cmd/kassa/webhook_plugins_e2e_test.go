@@ -150,7 +150,10 @@ func TestShopPluginsAcceptDeliveries(t *testing.T) {
 	for _, withAlias := range []bool{true, false} {
 		t.Run(fmt.Sprintf("alias=%v", withAlias), func(t *testing.T) {
 			t.Parallel()
-			args := []string{"--dev", "--invoice-expiry", "3s"}
+			// The payments must come within the expiry of each
+			// invoice's creation: 10 s leaves a loaded machine room
+			// for the CLI calls.
+			args := []string{"--dev", "--invoice-expiry", "10s"}
 			if withAlias {
 				args = append(args, "--webhook-sig-alias", "X-Coinsnap-Sig")
 			}

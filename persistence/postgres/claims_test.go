@@ -1,9 +1,12 @@
 package postgres
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
@@ -48,5 +51,59 @@ func TestClaimOverdue(t *testing.T) {
 	clock.Advance(10 * time.Second)
 	if c, err := dbB.ClaimOverdue(ctx, "node-b", overdue, 10*time.Second, 10); len(c) != 4 || err != nil {
 		t.Fatalf("claim after the claims expired = %v, %v; want all four again", c, err)
+	}
+}
+
+// TestMigrationNotBefore: migration 4 gives the outbox rows pending at
+// the upgrade their delivery's not-before time, so that a retry waiting
+// for its time does not become its endpoint's next delivery (which would
+// hold the later ones back until then).
+func TestMigrationNotBefore(t *testing.T) {
+	ctx := t.Context()
+	dsn, err := server.NewSchema(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := migrateTo(ctx, pool, migrations[:3]); err != nil {
+		t.Fatal(err)
+	}
+	retryAt := time.Date(2026, 3, 1, 12, 0, 10, 123456789, time.UTC)
+	for i, d := range []*kassa.Delivery{
+		{ID: "dl_retry", WebhookID: "wh_1", Status: kassa.DeliveryPending, NotBefore: retryAt, CreatedAt: kassatest.Epoch},
+		{ID: "dl_later", WebhookID: "wh_1", Status: kassa.DeliveryPending, CreatedAt: kassatest.Epoch},
+	} {
+		doc, _ := json.Marshal(d)
+		if _, err := pool.Exec(ctx, `INSERT INTO deliveries (id, webhook_id, created_ms, doc) VALUES ($1, $2, 0, $3)`, d.ID, d.WebhookID, doc); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO outbox (webhook_id, seq, delivery_id) VALUES ($1, $2, $3)`, d.WebhookID, i+1, d.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock := kassatest.NewTestClock(retryAt.Add(-time.Second))
+	db, err := Open(ctx, dsn, Options{Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	got := map[string]int64{}
+	rows, _ := db.pool.Query(ctx, `SELECT delivery_id, not_before_ms FROM outbox`)
+	for rows.Next() {
+		var id string
+		var ms int64
+		_ = rows.Scan(&id, &ms)
+		got[id] = ms
+	}
+	if rows.Err() != nil || got["dl_retry"] != retryAt.Truncate(time.Microsecond).UnixMilli() || got["dl_later"] != 0 {
+		t.Fatalf("not_before_ms after the migration: %v (%v), want dl_retry %d, dl_later 0", got, rows.Err(), retryAt.UnixMilli())
+	}
+	c, ok, err := db.ClaimDelivery(ctx, "wh_1", "node-a", time.Minute)
+	if err != nil || !ok || c.DeliveryID != "dl_later" {
+		t.Fatalf("claim after the upgrade = %+v, %v, %v; want dl_later (the retry is not due)", c, ok, err)
 	}
 }

@@ -150,6 +150,12 @@ const migrationLock = 0x6b61737361
 // under the advisory lock, so that nodes starting together apply each
 // once. It refuses a database whose schema is newer than this binary.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	return migrateTo(ctx, pool, migrations)
+}
+
+// migrateTo applies the first len(steps) migrations (tests stop at an
+// older version to check the next one's changes to data).
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, steps []string) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
@@ -165,11 +171,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
-	if have > len(migrations) {
-		return fmt.Errorf("postgres: the database's schema is version %d, newer than this binary's %d", have, len(migrations))
+	if have > len(steps) {
+		return fmt.Errorf("postgres: the database's schema is version %d, newer than this binary's %d", have, len(steps))
 	}
-	for v := have + 1; v <= len(migrations); v++ {
-		if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+	for v := have + 1; v <= len(steps); v++ {
+		if _, err := tx.Exec(ctx, steps[v-1]); err != nil {
 			return fmt.Errorf("postgres: migration %d: %w", v, err)
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v); err != nil {

@@ -18,10 +18,12 @@ import (
 	"github.com/lightningnetwork/lnd/lnrpc"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/etcdtest"
 	"github.com/kassapay/kassa/itest/harness"
 	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/lightning/lnd"
 	"github.com/kassapay/kassa/persistence"
+	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
 
 // lnEnv is a regtest Lightning network on loopback: btcd, the service's
@@ -406,6 +408,110 @@ func TestLightningOnLnd(t *testing.T) {
 		})
 		if _, err := e.customer.Pay(short.LightningInvoice, 5*time.Second); err == nil {
 			t.Fatal("an expired invoice was paid")
+		}
+	}
+
+	t.Log("in a cluster, one node watches lnd's invoices and forwards; when it is killed, the other takes both roles over")
+	{
+		e.kassa.Stop()
+		pg, err := pgtest.Start()
+		if err != nil {
+			t.Fatalf("PostgreSQL: %v", err)
+		}
+		t.Cleanup(func() { _ = pg.Stop() })
+		dsn, err := pg.NewSchema(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		et, err := etcdtest.Start()
+		if err != nil {
+			t.Fatalf("etcd: %v", err)
+		}
+		t.Cleanup(func() { _ = et.Stop() })
+		start := func() *harness.Kassa {
+			return harness.StartKassa(t, "", append(e.args[:len(e.args):len(e.args)], "--store", dsn, "--cluster", et.ClusterURL(),
+				"--node-listen", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)))...)
+		}
+		nodes := []*harness.Kassa{start(), start()}
+		holder := func(role string) (*harness.Kassa, int64) {
+			for _, k := range nodes {
+				h, _ := nodeHealth(k)
+				for _, l := range h.Cluster.Leases {
+					if l.Role == role && l.Held {
+						return k, l.Epoch
+					}
+				}
+			}
+			return nil, 0
+		}
+		harness.Eventually(t, 30*time.Second, "two members, the Lightning watcher and the forwarder held", func() error {
+			for i, k := range nodes {
+				if h, ok := nodeHealth(k); !ok || len(h.Cluster.Members) != 2 {
+					return fmt.Errorf("node %d: members %v", i, h.Cluster.Members)
+				}
+			}
+			if k, _ := holder("lightning-watcher"); k == nil {
+				return fmt.Errorf("nobody holds the lightning-watcher lease")
+			}
+			if k, _ := holder("forwarder"); k == nil {
+				return fmt.Errorf("nobody holds the forwarder lease")
+			}
+			return nil
+		})
+		e.kassa = nodes[0]
+		e.store = e.kassa.CreateStore("--name", "Cluster shop", "--lightning-address", e.lnurl.address())
+		before := e.merchantSettled()
+		payForwarded := func(sats int64) {
+			t.Helper()
+			inv := e.createInvoice(sats)
+			if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+				t.Fatalf("customer pays: %v", err)
+			}
+			e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+			e.waitForwarded(inv.ID, sats)
+		}
+		payForwarded(11_000)
+		watcher, epoch := holder("lightning-watcher")
+		_, fwdEpoch := holder("forwarder")
+		var survivor *harness.Kassa
+		for _, k := range nodes {
+			if k != watcher {
+				survivor = k
+			}
+		}
+		watcher.Kill()
+		killed := time.Now()
+		harness.Eventually(t, 30*time.Second, "the survivor to hold the Lightning watcher and the forwarder", func() error {
+			k, ep := holder("lightning-watcher")
+			if k != survivor || ep <= epoch {
+				return fmt.Errorf("lightning-watcher lease not taken over")
+			}
+			if k, ep := holder("forwarder"); k != survivor || ep < fwdEpoch {
+				return fmt.Errorf("forwarder lease not on the survivor")
+			}
+			return nil
+		})
+		t.Logf("lightning-watcher lease taken over %v after the SIGKILL", time.Since(killed).Round(100*time.Millisecond))
+		e.kassa = survivor
+		payForwarded(12_000)
+		if n := e.merchantSettled(); n != before+2 {
+			t.Fatalf("merchant invoices settled: %d, want %d (one per forward)", n, before+2)
+		}
+		var txs []transfer
+		e.kassa.Do("GET", "/api/v1/stores/"+e.store.StoreID+"/transactions", e.store.APIKey, nil, &txs)
+		lines := map[string]int{}
+		for _, tx := range txs {
+			if tx.Type == "transfer" {
+				lines[tx.InvoiceID]++
+			}
+		}
+		if len(lines) != 2 {
+			t.Fatalf("transfer lines by invoice %v, want two invoices with one each", lines)
+		}
+		for id, n := range lines {
+			if n != 1 {
+				t.Fatalf("invoice %s has %d transfer lines", id, n)
+			}
 		}
 	}
 

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,11 +19,12 @@ import (
 )
 
 // A top-up is an invoice of the operator's own store ("Kassa operator",
-// made on first use): once it settles, the dashboard credits what was paid
-// to the merchant's prepaid balance with the same TopUp the admin API
-// uses, the invoice id as its reference, and records that it did
-// (docs/decisions.md, "Top-ups credited once"). RunTopUps credits in the
-// background; the balance page credits too.
+// made on first use): once it settles, the dashboard credits each payment
+// the invoice accounted to the merchant's prepaid balance with the same
+// TopUp the admin API uses, "invoice id/payment id" as its reference, and
+// records that it did (docs/decisions.md, "Top-ups credited once"); a
+// payment arriving after the first credit is credited the same way.
+// RunTopUps credits in the background; the balance page credits too.
 
 const operatorStoreKey = "dash/operator-store"
 
@@ -30,13 +33,68 @@ func topUpKey(invoiceID string) string { return "dash/topup/" + invoiceID }
 
 // topUp is one top-up invoice of a store.
 type topUp struct {
-	InvoiceID string     `json:"invoiceId"`
-	StoreID   string     `json:"storeId"`
-	Amount    kassa.Sats `json:"amount"`
-	Credited  bool       `json:"credited,omitempty"`
+	InvoiceID string `json:"invoiceId"`
+	StoreID   string `json:"storeId"`
+	// Amount is the amount asked for until something is credited, then
+	// what was credited in all.
+	Amount   kassa.Sats `json:"amount"`
+	Credited bool       `json:"credited,omitempty"`
+	// ByInvoice is what an earlier version credited with the invoice id
+	// alone as reference: what the invoice had received by then.
+	ByInvoice kassa.Sats `json:"byInvoice,omitempty"`
+	// Payments are the ids of the invoice's payments credited one by one,
+	// each with the reference "invoice id/payment id".
+	Payments []string `json:"payments,omitempty"`
 	// Status is filled in for the page.
 	Status string `json:"-"`
 }
+
+// byInvoice returns what the top-up's invoice id credited, as far as
+// its record tells: a record an earlier version marked credited has no
+// Payments, and credited Amount under the invoice id.
+func (t *topUp) byInvoice() kassa.Sats {
+	if t.ByInvoice == 0 && t.Credited && len(t.Payments) == 0 {
+		return t.Amount
+	}
+	return t.ByInvoice
+}
+
+// coveredByInvoice returns the ids of the payments a credit of amount
+// under the invoice id covered. That credit was what the invoice had
+// received when it was made (every payment not dropped), so it covers the
+// payments in order of arrival until their sum reaches the amount. A
+// payment dropped since still counts as covered: nothing is credited for
+// it again.
+func coveredByInvoice(inv *kassa.Invoice, amount kassa.Sats) map[string]bool {
+	covered := map[string]bool{}
+	var sum kassa.Sats
+	for _, p := range inv.Payments {
+		if sum >= amount {
+			break
+		}
+		covered[p.ID] = true
+		if !p.Dropped {
+			sum += p.Amount
+		}
+	}
+	return covered
+}
+
+// uncredited returns the payments of the top-up's invoice that its
+// store's ledger accounted and that are not credited yet.
+func (t *topUp) uncredited(inv *kassa.Invoice) []kassa.Payment {
+	covered := coveredByInvoice(inv, t.byInvoice())
+	var out []kassa.Payment
+	for _, p := range inv.Payments {
+		if p.Accounted && !covered[p.ID] && !slices.Contains(t.Payments, p.ID) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// paymentRef is the top-up reference of one payment of a top-up invoice.
+func paymentRef(invoiceID, paymentID string) string { return invoiceID + "/" + paymentID }
 
 // maxTopUps bounds the top-ups a store's page lists.
 const maxTopUps = 50
@@ -88,7 +146,7 @@ func (h *Dashboard) creditTopUps(ctx context.Context, storeID string) ([]*topUp,
 		if err != nil {
 			return nil, err
 		}
-		if inv.Status == kassa.InvoiceSettled && !t.Credited {
+		if inv.Status == kassa.InvoiceSettled && len(t.uncredited(inv)) > 0 {
 			if err := h.creditTopUp(ctx, &t, inv); err != nil {
 				return nil, err
 			}
@@ -99,26 +157,59 @@ func (h *Dashboard) creditTopUps(ctx context.Context, storeID string) ([]*topUp,
 	return list, nil
 }
 
-// creditTopUp credits top-up t, whose invoice inv settled, with what was
-// paid, and records that it did. The invoice id is the top-up's
-// reference: the store credits it once, so a crash before the record is
-// written, or two nodes crediting at once, cannot credit it twice.
+// creditTopUp credits each payment of top-up t's invoice inv not
+// credited yet, and records that it did. The reference of each credit is
+// "invoice id/payment id": the store credits it once, so a crash before
+// the record is written, or two nodes crediting at once, cannot credit a
+// payment twice. What an earlier version credited with the invoice id
+// alone is not credited again.
 func (h *Dashboard) creditTopUp(ctx context.Context, t *topUp, inv *kassa.Invoice) error {
 	h.topupMu.Lock()
 	defer h.topupMu.Unlock()
-	var stored topUp
-	if ok, err := h.getJSON(ctx, topUpKey(t.InvoiceID), &stored); err != nil || (ok && stored.Credited) {
-		if err == nil {
-			*t = stored
+	rec := *t
+	if ok, err := h.getJSON(ctx, topUpKey(t.InvoiceID), &rec); err != nil {
+		return err
+	} else if !ok {
+		rec = *t
+	}
+	if !rec.Credited {
+		// An earlier version may have credited the invoice id and failed
+		// to record it: the store remembers.
+		st, err := h.Reader.Store(ctx, rec.StoreID)
+		if err != nil {
+			return err
 		}
-		return err
+		if id, ok := st.TopUpRef(rec.InvoiceID); ok {
+			tx, err := h.Reader.Transaction(ctx, id)
+			if err != nil {
+				return err
+			}
+			rec.ByInvoice = tx.Amount
+		}
+	} else {
+		rec.ByInvoice = rec.byInvoice()
 	}
-	tx, err := h.Services.TopUp(ctx, t.StoreID, inv.TotalPaid(), t.InvoiceID)
-	if err != nil {
-		return err
+	var err error
+	for _, p := range rec.uncredited(inv) {
+		if _, err = h.Services.TopUp(ctx, rec.StoreID, p.Amount, paymentRef(rec.InvoiceID, p.ID)); err != nil {
+			break // record what was credited
+		}
+		rec.Payments = append(rec.Payments, p.ID)
 	}
-	t.Credited, t.Amount = true, tx.Amount
-	return h.putJSON(ctx, topUpKey(t.InvoiceID), t, forever)
+	if rec.ByInvoice > 0 || len(rec.Payments) > 0 {
+		rec.Credited, rec.Amount = true, rec.ByInvoice
+		for _, p := range inv.Payments {
+			if slices.Contains(rec.Payments, p.ID) {
+				rec.Amount += p.Amount
+			}
+		}
+	}
+	if perr := h.putJSON(ctx, topUpKey(rec.InvoiceID), rec, forever); err == nil {
+		err = perr
+	}
+	rec.Status = t.Status
+	*t = rec
+	return err
 }
 
 // topUpWindow is how far back CreditTopUps looks for settled top-up
@@ -128,12 +219,28 @@ func (h *Dashboard) creditTopUp(ctx context.Context, t *topUp, inv *kassa.Invoic
 const topUpWindow = 72 * time.Hour
 
 // CreditTopUps credits the top-ups whose invoices, created within
-// topUpWindow, settled and are not credited yet. Every node of a cluster
-// may run it at once: the store credits a top-up's reference once.
+// topUpWindow, settled and have payments not credited yet. Every node of
+// a cluster may run it at once: the store credits a reference once.
 func (h *Dashboard) CreditTopUps(ctx context.Context) error {
+	failed := h.creditTopUpsFailed(ctx)
+	ids := slices.Sorted(maps.Keys(failed))
+	errs := make([]error, 0, len(ids))
+	for _, id := range ids {
+		errs = append(errs, failed[id])
+	}
+	return errors.Join(errs...)
+}
+
+// creditTopUpsFailed is CreditTopUps, its errors by top-up invoice id
+// ("" when the operator store's invoices could not be listed).
+func (h *Dashboard) creditTopUpsFailed(ctx context.Context) map[string]error {
+	failed := map[string]error{}
 	op, ok, err := h.KV.GetValue(ctx, operatorStoreKey)
 	if err != nil || !ok {
-		return err // no top-up was ever made
+		if err != nil {
+			failed[""] = err
+		}
+		return failed // no top-up was ever made
 	}
 	var settled []*kassa.Invoice
 	q := kassa.ListQuery{From: h.Clock.Now().Add(-topUpWindow), Limit: 500}
@@ -145,35 +252,53 @@ func (h *Dashboard) CreditTopUps(ctx context.Context) error {
 			return nil
 		})
 		if err != nil {
-			return err
+			failed[""] = err
+			return failed
 		}
 		if next == "" {
 			break
 		}
 		q.Cursor = next
 	}
-	var errs []error
 	for _, inv := range settled {
 		var t topUp
 		ok, err := h.getJSON(ctx, topUpKey(inv.ID), &t)
-		if err == nil && ok && !t.Credited {
+		if err == nil && ok && len(t.uncredited(inv)) > 0 {
 			err = h.creditTopUp(ctx, &t, inv)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("top-up %s: %w", inv.ID, err))
+			failed[inv.ID] = fmt.Errorf("top-up %s: %w", inv.ID, err)
 		}
 	}
-	return errors.Join(errs...)
+	return failed
 }
 
+// warnEvery is how often RunTopUps repeats the warning about a top-up
+// that keeps failing (it retries it on every round).
+const warnEvery = time.Hour
+
 // RunTopUps runs CreditTopUps every interval until ctx ends, so that a
-// paid top-up reaches the balance without a page view.
+// paid top-up reaches the balance without a page view. A top-up that
+// keeps failing is warned about when it first fails, then once every
+// warnEvery, not on every round.
 func (h *Dashboard) RunTopUps(ctx context.Context, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	warned := map[string]time.Time{} // failing top-ups: last warning
 	for {
-		if err := h.CreditTopUps(ctx); err != nil && ctx.Err() == nil {
-			h.log.Warn("credit top-ups", "err", err)
+		failed := h.creditTopUpsFailed(ctx)
+		now := h.Clock.Now()
+		for id, err := range failed {
+			if last, ok := warned[id]; ctx.Err() != nil || ok && now.Sub(last) < warnEvery {
+				continue
+			}
+			warned[id] = now
+			h.log.Warn("credit top-ups; retrying every round, warning again in an hour", "err", err)
+		}
+		for id := range warned {
+			if _, ok := failed[id]; !ok {
+				delete(warned, id) // credited, or out of the window
+			}
 		}
 		select {
 		case <-ctx.Done():

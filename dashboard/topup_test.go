@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -58,8 +59,8 @@ func topUpLines(t *testing.T, e *env, storeID string) []*kassa.Transaction {
 // paidTopUp signs up, makes a store, creates a top-up of 25,000 sat and
 // pays it with the simulator; it returns the store and the top-up
 // invoice once the invoice settled. beforePay, when set, runs once the
-// top-up is created.
-func paidTopUp(t *testing.T, e *env, beforePay func()) (*kassa.Store, string) {
+// top-up is created, with the store and the top-up's invoice.
+func paidTopUp(t *testing.T, e *env, beforePay func(storeID, invoiceID string)) (*kassa.Store, string) {
 	t.Helper()
 	c := e.client()
 	c.signup("a@example.com")
@@ -78,7 +79,7 @@ func paidTopUp(t *testing.T, e *env, beforePay func()) (*kassa.Store, string) {
 		t.Fatal(err)
 	}
 	if beforePay != nil {
-		beforePay()
+		beforePay(st.ID, ids[0])
 	}
 	if _, err := e.sim.Pay(t.Context(), inv, kassa.MethodLightning, 0); err != nil {
 		t.Fatal(err)
@@ -106,7 +107,7 @@ func TestTopUpCreditedOnceWhenMarkFails(t *testing.T) {
 			return nil
 		}}
 	})
-	st, _ := paidTopUp(t, e, func() { failMark.Store(true) })
+	st, _ := paidTopUp(t, e, func(string, string) { failMark.Store(true) })
 	c := e.client()
 	c.get("/dashboard/login")
 	c.post("/dashboard/login", url.Values{"email": {"a@example.com"}, "password": {"correct horse battery"}})
@@ -218,5 +219,144 @@ func TestOperatorStoreCreatedOnceByTwoNodes(t *testing.T) {
 	}
 	if st, err := e.db.Store(t.Context(), ids[0]); err != nil || st.Name != "Kassa operator" {
 		t.Fatalf("operator store %s: %v %v", ids[0], st, err)
+	}
+}
+
+// payAgain pays 5,000 sat more on-chain to the settled top-up invoice and
+// mines the blocks that make the payment final.
+func payAgain(t *testing.T, e *env, invoiceID string) {
+	t.Helper()
+	inv, err := e.db.Invoice(t.Context(), invoiceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.OnchainAddress == "" {
+		t.Fatal("the top-up invoice has no on-chain address")
+	}
+	if _, err := e.sim.Pay(t.Context(), inv, kassa.MethodOnchain, 5_000); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sim.Mine(t.Context(), 6); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTopUpPaymentAfterCreditIsCredited: a top-up is credited, then its
+// invoice receives another payment (paid twice, paid late, overpaid):
+// that money reaches the merchant's balance too, once.
+func TestTopUpPaymentAfterCreditIsCredited(t *testing.T) {
+	e := newEnv(t)
+	st, invID := paidTopUp(t, e, nil)
+	waitFor(t, "the top-up to be credited", func() bool {
+		bal, err := e.db.Balance(t.Context(), st.ID)
+		return err == nil && bal == 25_000
+	})
+	payAgain(t, e, invID)
+	waitFor(t, "the second payment to be credited", func() bool {
+		bal, err := e.db.Balance(t.Context(), st.ID)
+		return err == nil && bal == 30_000
+	})
+	// The page credits too: still once.
+	c := e.client()
+	c.get("/dashboard/login")
+	c.post("/dashboard/login", url.Values{"email": {"a@example.com"}, "password": {"correct horse battery"}})
+	if code, body, _ := c.get("/dashboard/stores/" + st.ID + "/balance"); code != http.StatusOK || !strings.Contains(body, "30,000 sat") {
+		t.Fatalf("balance page: %d %s", code, body)
+	}
+	if bal, _ := e.db.Balance(t.Context(), st.ID); bal != 30_000 {
+		t.Errorf("balance = %d, want 30000", bal)
+	}
+	if lines := topUpLines(t, e, st.ID); len(lines) != 2 {
+		t.Errorf("%d top-up lines, want 2", len(lines))
+	}
+}
+
+// TestTopUpCreditedByEarlierVersion: an earlier version credited a top-up
+// under its invoice id (what the invoice had received then), with or
+// without writing its "credited" record. After the upgrade that payment
+// is not credited again, and a payment arriving later is.
+func TestTopUpCreditedByEarlierVersion(t *testing.T) {
+	for _, marked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "mark lost", true: "marked"}[marked], func(t *testing.T) {
+			e := newEnv(t)
+			st, invID := paidTopUp(t, e, func(storeID, invID string) {
+				// Played before the payment, so that this version's loop
+				// finds the earlier version's credit when the invoice
+				// settles.
+				_, err := e.sys.TopUp(t.Context(), storeID, 25_000, invID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if marked {
+					err = e.dash.putJSON(t.Context(), topUpKey(invID), topUp{InvoiceID: invID, StoreID: storeID, Amount: 25_000, Credited: true}, forever)
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+			payAgain(t, e, invID)
+			// The positive control: the second payment is recorded as
+			// credited, in the same pass that went over the first.
+			waitFor(t, "the second payment to be credited", func() bool {
+				var rec topUp
+				ok, err := e.dash.getJSON(t.Context(), topUpKey(invID), &rec)
+				return err == nil && ok && len(rec.Payments) == 1
+			})
+			if bal, _ := e.db.Balance(t.Context(), st.ID); bal != 30_000 {
+				t.Errorf("balance = %d, want 30000 (25000 credited by the earlier version, 5000 paid later)", bal)
+			}
+			if lines := topUpLines(t, e, st.ID); len(lines) != 2 {
+				t.Errorf("%d top-up lines, want 2", len(lines))
+			}
+		})
+	}
+}
+
+// faultyServices are the real services whose TopUp fails when topUpErr
+// says so: it injects the failure only.
+type faultyServices struct {
+	Services
+	topUpErr func() error
+}
+
+func (f *faultyServices) TopUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
+	if err := f.topUpErr(); err != nil {
+		return nil, err
+	}
+	return f.Services.TopUp(ctx, storeID, amount, reference)
+}
+
+// warnings counts the warning records logged.
+type warnings struct {
+	slog.Handler
+	n *atomic.Int32
+}
+
+func (w warnings) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level == slog.LevelWarn {
+		w.n.Add(1)
+	}
+	return nil
+}
+
+func (w warnings) Enabled(context.Context, slog.Level) bool { return true }
+
+// TestTopUpFailingLogsOnce: a top-up whose credit keeps failing is
+// retried on every round of the loop but warned about once (then at most
+// once an hour), not on every round for the 72 hours it is looked at.
+func TestTopUpFailingLogsOnce(t *testing.T) {
+	var calls, warned atomic.Int32
+	e := newEnv(t, func(d *Deps) {
+		d.Logger = slog.New(warnings{Handler: slog.DiscardHandler, n: &warned})
+		d.Services = &faultyServices{Services: d.Services, topUpErr: func() error {
+			calls.Add(1)
+			return errors.New("injected: the store is unavailable")
+		}}
+	})
+	paidTopUp(t, e, nil)
+	// The positive control: the loop tried several rounds.
+	waitFor(t, "five rounds of the loop", func() bool { return calls.Load() >= 5 })
+	if n := warned.Load(); n != 1 {
+		t.Errorf("%d warnings for one failing top-up over %d rounds, want 1", n, calls.Load())
 	}
 }

@@ -166,7 +166,7 @@ func (h *Dashboard) creditTopUps(ctx context.Context, storeID string) ([]*topUp,
 func (h *Dashboard) creditTopUp(ctx context.Context, t *topUp, inv *kassa.Invoice) error {
 	h.topupMu.Lock()
 	defer h.topupMu.Unlock()
-	rec := *t
+	var rec topUp
 	if ok, err := h.getJSON(ctx, topUpKey(t.InvoiceID), &rec); err != nil {
 		return err
 	} else if !ok {

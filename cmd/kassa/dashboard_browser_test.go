@@ -150,6 +150,12 @@ func TestBrowserDashboard(t *testing.T) {
 	visit("paylink", linkPath)
 	visit("balance", base+"/balance")
 	visit("invites", "/dashboard/invites")
+	visit("account", "/dashboard/account")
+	// An error page, in German for a browser that asks for it.
+	visit("error-de", "/dashboard/stores/no-such-store/?lang=de")
+	if got := b.text("h1"); !strings.HasPrefix(got, "Etwas ist schiefgelaufen (404)") {
+		t.Fatalf("the German error page reads %q", got)
+	}
 
 	// Every page at desktop and phone width: nothing wider than the
 	// screen (tables scroll inside their box), and the screenshots.

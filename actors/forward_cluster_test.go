@@ -106,6 +106,12 @@ func startForwarding(t *testing.T, db *postgres.DB, payer *lnsim.Payer, holder s
 		Store: db.Leases(), Role: lease.RoleForwarder, Holder: holder, TTL: forwardLease, Clock: clock,
 		Log: slog.New(slog.DiscardHandler), Work: fwd.Lead,
 	}}
+	// Recover before the runner starts: once it holds the lease the
+	// forwarder is no longer a standby one (and Recover then wakes the
+	// stores of its term, harmlessly).
+	if got, err := fwd.Recover(t.Context()); err != nil || got != 0 {
+		t.Errorf("Recover of a standby forwarder = %d, %v; want nothing (Lead resumes)", got, err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); n.runner.Run(ctx) }()
@@ -114,9 +120,6 @@ func startForwarding(t *testing.T, db *postgres.DB, payer *lnsim.Payer, holder s
 		<-done
 		fwd.Shutdown()
 	})
-	if got, err := fwd.Recover(t.Context()); err != nil || got != 0 {
-		t.Errorf("Recover of a standby forwarder = %d, %v; want nothing (Lead resumes)", got, err)
-	}
 	return n
 }
 

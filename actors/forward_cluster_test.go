@@ -12,6 +12,7 @@ import (
 	"github.com/btcsuite/btcd/chaincfg"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/pgnode"
 	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/lease"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
@@ -25,27 +26,7 @@ import (
 // cluster share. Lease expiries are judged by clock.
 func openShared(t *testing.T, clock kassa.Clock) (*postgres.DB, *postgres.DB) {
 	t.Helper()
-	pgServer, err := pgtest.Start()
-	if err != nil {
-		t.Fatalf("PostgreSQL for the cluster test: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := pgServer.Stop(); err != nil {
-			t.Log(err)
-		}
-	})
-	dsn, err := pgServer.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	open := func() *postgres.DB {
-		db, err := postgres.Open(t.Context(), dsn, postgres.Options{Clock: clock})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	open := pgnode.Opener(t, pgtest.Schema(t), clock)
 	return open(), open()
 }
 

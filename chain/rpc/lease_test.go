@@ -13,24 +13,19 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/pgnode"
 	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/lease"
 	"github.com/kassapay/kassa/persistence/postgres"
 	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
 
-var (
-	pgOnce   sync.Once
-	pgServer *pgtest.Server
-	pgErr    error
-)
+var pg pgtest.Shared
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if pgServer != nil {
-		if err := pgServer.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
+	if err := pg.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	}
 	os.Exit(code)
 }
@@ -39,22 +34,7 @@ func TestMain(m *testing.M) {
 // of a cluster) whose lease expiries are judged by clock.
 func openNodes(t *testing.T, clock kassa.Clock) (*postgres.DB, *postgres.DB) {
 	t.Helper()
-	pgOnce.Do(func() { pgServer, pgErr = pgtest.Start() })
-	if pgErr != nil {
-		t.Fatalf("PostgreSQL for the lease test: %v", pgErr)
-	}
-	dsn, err := pgServer.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	open := func() *postgres.DB {
-		db, err := postgres.Open(t.Context(), dsn, postgres.Options{Clock: clock})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	open := pgnode.Opener(t, pg.Schema(t), clock)
 	return open(), open()
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/pgnode"
 	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/lease"
 	"github.com/kassapay/kassa/lightning/lnd"
@@ -24,24 +25,8 @@ import (
 // saved settle_index and moves it on; the stalled one's cursor write is
 // refused and it steps down.
 func TestLightningWatcherUnderLeases(t *testing.T) {
-	pg, err := pgtest.Start()
-	if err != nil {
-		t.Fatalf("PostgreSQL: %v", err)
-	}
-	t.Cleanup(func() { _ = pg.Stop() })
-	dsn, err := pg.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
 	dbClock := kassatest.NewTestClock(time.Now())
-	open := func() *postgres.DB {
-		db, err := postgres.Open(t.Context(), dsn, postgres.Options{Clock: dbClock})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	open := pgnode.Opener(t, pgtest.Schema(t), dbClock)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const ttl = 10 * time.Second

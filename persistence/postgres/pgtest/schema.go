@@ -1,0 +1,61 @@
+package pgtest
+
+import (
+	"sync"
+	"testing"
+)
+
+// Schema starts a server of t's own, stopped when t ends, and returns
+// the DSN of a fresh schema on it. When the server cannot be started, t
+// fails (not a skip: scripts/install-test-deps.sh installs PostgreSQL).
+func Schema(t testing.TB) string {
+	t.Helper()
+	s, err := Start()
+	if err != nil {
+		t.Fatalf("cannot start PostgreSQL for the test: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Log(err)
+		}
+	})
+	dsn, err := s.NewSchema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// Shared is one server for all the tests of a package, started by the
+// first test that asks for a schema; the package's TestMain stops it.
+// The zero value is ready to use.
+type Shared struct {
+	once   sync.Once
+	server *Server
+	err    error
+}
+
+// Schema returns the DSN of a fresh schema on the shared server,
+// starting the server first if no test has. When the server cannot be
+// started, t fails (not a skip: scripts/install-test-deps.sh installs
+// PostgreSQL).
+func (sh *Shared) Schema(t testing.TB) string {
+	t.Helper()
+	sh.once.Do(func() { sh.server, sh.err = Start() })
+	if sh.err != nil {
+		t.Fatalf("cannot start PostgreSQL for the test: %v", sh.err)
+	}
+	dsn, err := sh.server.NewSchema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dsn
+}
+
+// Stop stops the shared server if a test started it.
+func (sh *Shared) Stop() error {
+	if sh.server == nil {
+		return nil
+	}
+	return sh.server.Stop()
+}

@@ -104,15 +104,7 @@ func transferLines(t *testing.T, k *harness.Kassa, s harness.Store, id string) i
 // with one transfer line.
 func TestClusterChainWatcherTakeover(t *testing.T) {
 	t.Parallel()
-	pg, err := pgtest.Start()
-	if err != nil {
-		t.Fatalf("PostgreSQL: %v", err)
-	}
-	t.Cleanup(func() { _ = pg.Stop() })
-	dsn, err := pg.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn := pgtest.Schema(t)
 	et, err := etcdtest.Start()
 	if err != nil {
 		t.Fatalf("etcd: %v", err)

@@ -414,15 +414,7 @@ func TestLightningOnLnd(t *testing.T) {
 	t.Log("in a cluster, one node watches lnd's invoices and forwards; when it is killed, the other takes both roles over")
 	{
 		e.kassa.Stop()
-		pg, err := pgtest.Start()
-		if err != nil {
-			t.Fatalf("PostgreSQL: %v", err)
-		}
-		t.Cleanup(func() { _ = pg.Stop() })
-		dsn, err := pg.NewSchema(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
+		dsn := pgtest.Schema(t)
 		et, err := etcdtest.Start()
 		if err != nil {
 			t.Fatalf("etcd: %v", err)

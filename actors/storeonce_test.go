@@ -3,8 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,13 +48,7 @@ func TestCreateStoreOnceAfterAnotherActivationCreated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var refused atomic.Bool
-	journal.commitErr = func() error {
-		if refused.CompareAndSwap(false, true) {
-			return kassa.Errorf(kassa.Conflict, "injected: event sequence number already taken")
-		}
-		return nil
-	}
+	refused := refuseNextCommit(journal)
 	got, err := stale.sys.CreateStoreOnce(ctx, "kassa-operator", settings)
 	if err != nil || got.APIKeys[0].Key != first.APIKeys[0].Key {
 		t.Fatalf("stale activation = %+v, %v; want the store the owner made", got, err)
@@ -78,19 +70,13 @@ func TestClusterCreateStoreOnce(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 2, db, clock, 15*time.Minute)
 	ctx := context.Background()
-	keys := make([]string, 8)
-	errs := make([]error, len(keys))
-	var wg sync.WaitGroup
-	for i := range keys {
-		wg.Go(func() {
-			st, err := nodes[i%2].sys.CreateStoreOnce(ctx, "kassa-operator", kassa.StoreSettings{Name: "Kassa operator", Currency: kassa.SATS})
-			if err == nil {
-				keys[i] = st.APIKeys[0].Key
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
+	keys, errs := atOnce(8, func(i int) (string, error) {
+		st, err := nodes[i%2].sys.CreateStoreOnce(ctx, "kassa-operator", kassa.StoreSettings{Name: "Kassa operator", Currency: kassa.SATS})
+		if err != nil {
+			return "", err
+		}
+		return st.APIKeys[0].Key, nil
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("node %d: %v", i%2, err)

@@ -3,8 +3,6 @@ package actors
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,19 +59,13 @@ func TestTopUpWithReferenceCreditsOnce(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	st := h.createStore("1", "0")
 	ctx := context.Background()
-	ids := make([]int64, 8)
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i := range ids {
-		wg.Go(func() {
-			tx, err := h.sys.TopUp(ctx, st.ID, 25_000, "inv_topup1")
-			if err == nil {
-				ids[i] = tx.ID
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
+	ids, errs := atOnce(8, func(i int) (int64, error) {
+		tx, err := h.sys.TopUp(ctx, st.ID, 25_000, "inv_topup1")
+		if err != nil {
+			return 0, err
+		}
+		return tx.ID, nil
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Fatal(err)
@@ -169,13 +161,7 @@ func TestTopUpReferenceRecheckedAfterAnotherActivationWrote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var refused atomic.Bool
-	journal.commitErr = func() error {
-		if refused.CompareAndSwap(false, true) {
-			return kassa.Errorf(kassa.Conflict, "injected: event sequence number already taken")
-		}
-		return nil
-	}
+	refused := refuseNextCommit(journal)
 	got, err := stale.sys.TopUp(ctx, st.ID, 25_000, "inv_both")
 	if err != nil || got.ID != first.ID {
 		t.Fatalf("stale activation = %+v, %v; want line %d", got, err, first.ID)
@@ -200,19 +186,13 @@ func TestClusterTopUpReferenceOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := make([]int64, 8)
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i := range ids {
-		wg.Go(func() {
-			tx, err := nodes[i%2].sys.TopUp(ctx, st.ID, 25_000, "inv_cluster")
-			if err == nil {
-				ids[i] = tx.ID
-			}
-			errs[i] = err
-		})
-	}
-	wg.Wait()
+	ids, errs := atOnce(8, func(i int) (int64, error) {
+		tx, err := nodes[i%2].sys.TopUp(ctx, st.ID, 25_000, "inv_cluster")
+		if err != nil {
+			return 0, err
+		}
+		return tx.ID, nil
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("node %d: %v", i%2, err)

@@ -172,18 +172,7 @@ func TestWebhooksInvoicesPayLinks(t *testing.T) {
 // paid, once, however often the page is read.
 func TestTopUpBySimulatedPayment(t *testing.T) {
 	e := newEnv(t)
-	c := e.client()
-	c.signup("a@example.com")
-	st := c.createStore("Shop")
-	base := "/dashboard/stores/" + st.ID
-	c.get(base + "/balance")
-	if code, body, _ := c.post(base+"/balance/topup", url.Values{"amount": {"25000"}}); code != http.StatusSeeOther {
-		t.Fatalf("top up: %d %s", code, body)
-	}
-	ids, _ := e.dash.topUps(t.Context(), st.ID)
-	if len(ids) != 1 {
-		t.Fatalf("top-ups = %v", ids)
-	}
+	c, st, base, ids := newTopUp(t, e)
 	c.get(base + "/balance")
 	if code, body, _ := c.post(base+"/balance/topup/"+ids[0]+"/simpay", nil); code != http.StatusSeeOther {
 		t.Fatalf("sim pay: %d %s", code, body)

@@ -56,24 +56,33 @@ func topUpLines(t *testing.T, e *env, storeID string) []*kassa.Transaction {
 	return lines
 }
 
+// newTopUp signs up, makes a store and creates a top-up of 25,000 sat
+// on its balance page; it returns the signed-up client, the store, the
+// store's dashboard path and the top-ups the dashboard knows (the one).
+func newTopUp(t *testing.T, e *env) (c *client, st *kassa.Store, base string, ids []string) {
+	t.Helper()
+	c = e.client()
+	c.signup("a@example.com")
+	st = c.createStore("Shop")
+	base = "/dashboard/stores/" + st.ID
+	c.get(base + "/balance")
+	if code, body, _ := c.post(base+"/balance/topup", url.Values{"amount": {"25000"}}); code != http.StatusSeeOther {
+		t.Fatalf("top up: %d %s", code, body)
+	}
+	ids, _ = e.dash.topUps(t.Context(), st.ID)
+	if len(ids) != 1 {
+		t.Fatalf("top-ups = %v", ids)
+	}
+	return c, st, base, ids
+}
+
 // paidTopUp signs up, makes a store, creates a top-up of 25,000 sat and
 // pays it with the simulator; it returns the store and the top-up
 // invoice once the invoice settled. beforePay, when set, runs once the
 // top-up is created, with the store and the top-up's invoice.
 func paidTopUp(t *testing.T, e *env, beforePay func(storeID, invoiceID string)) (*kassa.Store, string) {
 	t.Helper()
-	c := e.client()
-	c.signup("a@example.com")
-	st := c.createStore("Shop")
-	base := "/dashboard/stores/" + st.ID
-	c.get(base + "/balance")
-	if code, body, _ := c.post(base+"/balance/topup", url.Values{"amount": {"25000"}}); code != http.StatusSeeOther {
-		t.Fatalf("top up: %d %s", code, body)
-	}
-	ids, _ := e.dash.topUps(t.Context(), st.ID)
-	if len(ids) != 1 {
-		t.Fatalf("top-ups = %v", ids)
-	}
+	_, st, _, ids := newTopUp(t, e)
 	inv, err := e.db.Invoice(t.Context(), ids[0])
 	if err != nil {
 		t.Fatal(err)

@@ -101,6 +101,21 @@ func (f fenced) GetValue(ctx context.Context, key string) ([]byte, bool, error) 
 	return f.db.GetValue(ctx, key)
 }
 
+// hold checks, inside tx, that l is still the role's lease and holds it
+// (FOR SHARE) until tx ends: lease.ErrLost (lostError) when it is not.
+func (f fenced) hold(ctx context.Context, tx pgx.Tx) error {
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE role = $1 AND holder = $2 AND epoch = $3 FOR SHARE`,
+		f.l.Role, f.l.Holder, f.l.Epoch).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return lostError(f.l)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: check lease %s: %w", f.l.Role, err)
+	}
+	return nil
+}
+
 // PutValue checks the epoch and writes in one transaction; the row lock
 // (FOR SHARE) holds off a take-over until the write committed.
 func (f fenced) PutValue(ctx context.Context, key string, value []byte, expires time.Time) error {
@@ -108,14 +123,8 @@ func (f fenced) PutValue(ctx context.Context, key string, value []byte, expires 
 		value = []byte{}
 	}
 	return pgx.BeginFunc(ctx, f.db.pool, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE role = $1 AND holder = $2 AND epoch = $3 FOR SHARE`,
-			f.l.Role, f.l.Holder, f.l.Epoch).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return lostError(f.l)
-		}
-		if err != nil {
-			return fmt.Errorf("postgres: check lease %s: %w", f.l.Role, err)
+		if err := f.hold(ctx, tx); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO kv (key, value, expires_ms) VALUES ($1, $2, $3)
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_ms = EXCLUDED.expires_ms`, key, value, expires.UnixMilli()); err != nil {
@@ -137,14 +146,8 @@ func (f fenced) Commit(ctx context.Context, kb kassa.Batch) error {
 		return fmt.Errorf("postgres: build batch: %w", b.err)
 	}
 	err := pgx.BeginFunc(ctx, f.db.pool, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE role = $1 AND holder = $2 AND epoch = $3 FOR SHARE`,
-			f.l.Role, f.l.Holder, f.l.Epoch).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return lostError(f.l)
-		}
-		if err != nil {
-			return fmt.Errorf("postgres: check lease %s: %w", f.l.Role, err)
+		if err := f.hold(ctx, tx); err != nil {
+			return err
 		}
 		if b.b.Len() == 0 {
 			return nil

@@ -210,16 +210,26 @@ func (h *Dashboard) createUser(ctx context.Context, email, password string, admi
 	return u, nil
 }
 
+// existingUser returns email's account, or a NotFound error that says
+// notFound when there is none. The caller holds usersMu.
+func (h *Dashboard) existingUser(ctx context.Context, email, notFound string) (*user, error) {
+	u, err := h.user(ctx, email)
+	if err != nil {
+		return nil, err
+	}
+	if u == nil {
+		return nil, kassa.Errorf(kassa.NotFound, "%s", notFound)
+	}
+	return u, nil
+}
+
 // addStore records that the user owns storeID.
 func (h *Dashboard) addStore(ctx context.Context, email, storeID string) error {
 	h.usersMu.Lock()
 	defer h.usersMu.Unlock()
-	u, err := h.user(ctx, email)
+	u, err := h.existingUser(ctx, email, "account not found")
 	if err != nil {
 		return err
-	}
-	if u == nil {
-		return kassa.Errorf(kassa.NotFound, "account not found")
 	}
 	u.StoreIDs = append(u.StoreIDs, storeID)
 	return h.putJSON(ctx, userKey(email), u, forever)
@@ -261,12 +271,9 @@ func (h *Dashboard) setPassword(ctx context.Context, email, next string, check f
 	}
 	h.usersMu.Lock()
 	defer h.usersMu.Unlock()
-	u, err := h.user(ctx, email)
+	u, err := h.existingUser(ctx, email, "no account has this email")
 	if err != nil {
 		return err
-	}
-	if u == nil {
-		return kassa.Errorf(kassa.NotFound, "no account has this email")
 	}
 	if check != nil {
 		if err := check(u); err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
-	"github.com/kassapay/kassa/persistence"
 )
 
 // TestRestartActivatesInvoicesLazily restarts with open invoices whose
@@ -18,10 +17,7 @@ import (
 func TestRestartActivatesInvoicesLazily(t *testing.T) {
 	dir := t.TempDir()
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	db, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openDir(t, dir)
 	h := newHarness(t, db, clock)
 	h.createStore("0", "0")
 	const n = 30
@@ -29,14 +25,8 @@ func TestRestartActivatesInvoicesLazily(t *testing.T) {
 	for range n {
 		invoices = append(invoices, h.invoice("1000", kassa.SATS))
 	}
-	h.sys.Shutdown()
-	db.Close()
-
+	db2 := reopen(t, h, db, dir)
 	clock.Advance(5 * time.Minute)
-	db2, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer db2.Close()
 	h2 := newHarness(t, db2, clock)
 	ctx, cancel := context.WithCancel(context.Background())

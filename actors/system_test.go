@@ -133,6 +133,25 @@ func newHarnessWith(t *testing.T, db *persistence.DB, clock *kassatest.TestClock
 	return &harness{t: t, db: db, sys: sys, clock: clock, sink: sink, hooks: hooks}
 }
 
+// openDir opens the Pebble store in dir; the caller closes it.
+func openDir(t *testing.T, dir string) *persistence.DB {
+	t.Helper()
+	db, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// reopen stops h's system and closes db, as a stopped process does, and
+// opens the store in dir again for the next start; the caller closes it.
+func reopen(t *testing.T, h *harness, db *persistence.DB, dir string) *persistence.DB {
+	t.Helper()
+	h.sys.Shutdown()
+	db.Close()
+	return openDir(t, dir)
+}
+
 func openMem(t *testing.T) *persistence.DB {
 	t.Helper()
 	db, err := persistence.Open("", persistence.Options{InMemory: true})
@@ -306,22 +325,13 @@ func TestExpiryFiresOnTimeAndUnderpaid(t *testing.T) {
 func TestRestartRecoversAndExpiresOverdue(t *testing.T) {
 	dir := t.TempDir()
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	db, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openDir(t, dir)
 	h := newHarness(t, db, clock)
 	h.createStore("0", "0")
 	soon := h.invoice("1000", kassa.SATS)
-	h.sys.Shutdown()
-	db.Close()
-
+	db2 := reopen(t, h, db, dir)
 	// Down for 20 minutes: the invoice must expire at start-up.
 	clock.Advance(20 * time.Minute)
-	db2, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer db2.Close()
 	h2 := newHarness(t, db2, clock)
 	n, err := h2.sys.Recover(context.Background())

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
-	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/protos"
 )
 
@@ -103,23 +102,14 @@ func TestTopUpReferenceSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	ctx := context.Background()
-	db, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openDir(t, dir)
 	h := newHarness(t, db, clock)
 	st := h.createStore("1", "0")
 	first, err := h.sys.TopUp(ctx, st.ID, 25_000, "inv_before")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.sys.Shutdown()
-	db.Close()
-
-	db2, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db2 := reopen(t, h, db, dir)
 	defer db2.Close()
 	h2 := newHarness(t, db2, clock)
 	if _, err := h2.sys.Recover(ctx); err != nil {

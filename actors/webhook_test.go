@@ -343,10 +343,7 @@ func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 
 func TestPendingDeliveriesSentAfterRestart(t *testing.T) {
 	dir := t.TempDir()
-	db, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openDir(t, dir)
 	h := newHarness(t, db, kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	w := h.webhook("https://a.example/hook", kassa.EventNew)
@@ -359,13 +356,7 @@ func TestPendingDeliveriesSentAfterRestart(t *testing.T) {
 	if err := db.Commit(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	h.sys.Shutdown()
-	db.Close()
-
-	db2, err := persistence.Open(dir, persistence.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db2 := reopen(t, h, db, dir)
 	defer db2.Close()
 	h2 := newHarness(t, db2, kassatest.NewTestClock(time.Now()))
 	if n, err := h2.sys.RecoverDeliveries(context.Background()); err != nil || n != 1 {

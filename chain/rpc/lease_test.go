@@ -127,9 +127,9 @@ func TestChainWatcherUnderLeases(t *testing.T) {
 		go func() { defer wg.Done(); n.runner.Run(ctx) }()
 	}
 	run(a)
-	waitFor(t, "A to hold the role", func() bool { return a.runner.Status().Held })
+	kassatest.WaitUntil(t, "A to hold the role", func() bool { return a.runner.Status().Held })
 	run(b)
-	waitFor(t, "B to wait for its next try", func() bool { return b.clock.Pending() == 1 })
+	kassatest.WaitUntil(t, "B to wait for its next try", func() bool { return b.clock.Pending() == 1 })
 
 	// Node B creates an invoice (B's own matcher learns its address, A's
 	// does not): A's watcher finds it through the store.
@@ -146,7 +146,7 @@ func TestChainWatcherUnderLeases(t *testing.T) {
 	tx1 := payment(1, script1, 5000)
 	node.mine(2, tx1)
 	p1 := label(tx1.TxHash().String())
-	waitFor(t, "A to report the payment to B's address", func() bool { return a.has(p1 + " conf 1") })
+	kassatest.WaitUntil(t, "A to report the payment to B's address", func() bool { return a.has(p1 + " conf 1") })
 	if s := a.runner.Status(); !s.Held || s.Epoch != 1 {
 		t.Fatalf("A's status %+v, want held at epoch 1", s)
 	}
@@ -173,18 +173,18 @@ func TestChainWatcherUnderLeases(t *testing.T) {
 	// from A's cursor (block 2): the payment A acknowledged is not
 	// reported again at depth 1; block 3 is.
 	b.clock.Advance(ttl)
-	waitFor(t, "B to take the role over and report the second payment", func() bool { return b.has(p2 + " conf 1") })
+	kassatest.WaitUntil(t, "B to take the role over and report the second payment", func() bool { return b.has(p2 + " conf 1") })
 	if s := b.runner.Status(); !s.Held || s.Epoch != 2 {
 		t.Fatalf("B's status %+v, want held at epoch 2", s)
 	}
 	if got := b.seen(); len(got) != 2 || got[0] != p1+" conf 2" || got[1] != p2+" conf 1" {
 		t.Errorf("B's events %v, want [%s conf 2, %s conf 1]: resumed from A's cursor", got, p1, p2)
 	}
-	waitFor(t, "B to save its cursor", func() bool { return cursorHeight(t, dbB) == 3 })
+	kassatest.WaitUntil(t, "B to save its cursor", func() bool { return cursorHeight(t, dbB) == 3 })
 
 	// A wakes up: its cursor write is refused and it steps down.
 	close(a.stall)
-	waitFor(t, "A to step down", func() bool { return !a.runner.Status().Held })
+	kassatest.WaitUntil(t, "A to step down", func() bool { return !a.runner.Status().Held })
 	if h := cursorHeight(t, dbA); h != 3 {
 		t.Errorf("cursor at height %d after A woke, want B's 3", h)
 	}
@@ -209,18 +209,6 @@ func cursorHeight(t *testing.T, db *postgres.DB) int64 {
 		t.Fatal(err)
 	}
 	return s.Height
-}
-
-// waitFor polls cond until it holds; the test's deadline bounds it.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("gave up waiting for %s", what)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }
 
 // TestStandbyNodeForgetsOldAddresses: a cluster's node that does not

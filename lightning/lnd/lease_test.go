@@ -82,7 +82,7 @@ func TestLightningWatcherUnderLeases(t *testing.T) {
 		t.Fatalf("A subscribed from %d, want 0", stA.from)
 	}
 	run(b)
-	waitUntil(t, "B to wait for its next try", func() bool { return b.clock.Pending() == 1 })
+	kassatest.WaitUntil(t, "B to wait for its next try", func() bool { return b.clock.Pending() == 1 })
 	stA.ch <- settled(1, 1)
 	if ev := a.acks.next(t); ev.PaymentHash != hex.EncodeToString(hashOf(1)) {
 		t.Fatalf("A delivered %+v", ev)
@@ -117,20 +117,8 @@ func TestLightningWatcherUnderLeases(t *testing.T) {
 	}
 
 	close(stall) // A wakes: its write of cursor 2 is refused
-	waitUntil(t, "A to step down", func() bool { return !a.runner.Status().Held })
+	kassatest.WaitUntil(t, "A to step down", func() bool { return !a.runner.Status().Held })
 	if got, _ := b.n.SettleIndex(ctx); got != 3 {
 		t.Errorf("cursor %d after A woke, want B's 3", got)
-	}
-}
-
-// waitUntil polls cond until it holds; the test's deadline bounds it.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("gave up waiting for %s", what)
-		case <-time.After(5 * time.Millisecond):
-		}
 	}
 }

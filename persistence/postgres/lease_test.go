@@ -146,22 +146,10 @@ func TestLeaseRunnerStepsDown(t *testing.T) {
 		t.Errorf("A's writes = %v, want [nil, lease lost]", wrote)
 	}
 	mu.Unlock()
-	waitUntil(t, "the Runner to step down", func() bool { return !r.Status().Held })
+	kassatest.WaitUntil(t, "the Runner to step down", func() bool { return !r.Status().Held })
 	if v, _, _ := dbB.GetValue(ctx, "cursor"); string(v) != "a-1" {
 		t.Errorf("cursor = %q, want a-1 (A's write after the take-over refused)", v)
 	}
 	cancel()
 	<-runDone
-}
-
-// waitUntil polls cond until it holds; the test's own deadline bounds it.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("gave up waiting for %s", what)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -16,13 +15,7 @@ import (
 // started by the first of them and stopped after the package's tests.
 var pg pgtest.Shared
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := pg.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
 
 // openPG opens a store on a fresh schema of the test server with clock;
 // open opens one more handle on the same schema (another node's).

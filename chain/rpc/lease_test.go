@@ -22,13 +22,7 @@ import (
 
 var pg pgtest.Shared
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if err := pg.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
 
 // openNodes opens two handles on one fresh PostgreSQL schema (two nodes
 // of a cluster) whose lease expiries are judged by clock.

@@ -1,6 +1,8 @@
 package pgtest
 
 import (
+	"fmt"
+	"os"
 	"sync"
 	"testing"
 )
@@ -50,6 +52,17 @@ func (sh *Shared) Schema(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return dsn
+}
+
+// Run runs the package's tests (m.Run) and then stops the server if a
+// test started it; a failure to stop is printed, not counted. It returns
+// m.Run's exit code, for TestMain to hand to os.Exit.
+func (sh *Shared) Run(m *testing.M) int {
+	code := m.Run()
+	if err := sh.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	return code
 }
 
 // Stop stops the shared server if a test started it.

@@ -13,22 +13,6 @@ import (
 	"github.com/kassapay/kassa/protos"
 )
 
-// topUpLines returns the store's top-up ledger lines.
-func topUpLines(t *testing.T, db kassa.Reader, storeID string) []*kassa.Transaction {
-	t.Helper()
-	var lines []*kassa.Transaction
-	_, err := db.Transactions(context.Background(), storeID, kassa.ListQuery{}, func(tx *kassa.Transaction) error {
-		if tx.Type == kassa.TransactionTopUp {
-			lines = append(lines, tx)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lines
-}
-
 // toppedUpEvents returns the references of the store's BalanceToppedUp
 // journal events.
 func toppedUpEvents(t *testing.T, j kassa.Journal, storeID string) []string {
@@ -77,7 +61,7 @@ func TestTopUpWithReferenceCreditsOnce(t *testing.T) {
 	if err != nil || again.ID != ids[0] || again.Amount != 25_000 {
 		t.Errorf("the reference again with another amount = %+v, %v; want line %d of 25000 sat", again, err, ids[0])
 	}
-	if lines := topUpLines(t, h.db, st.ID); len(lines) != 1 {
+	if lines := kassatest.TopUpLines(t, h.db, st.ID); len(lines) != 1 {
 		t.Errorf("%d top-up lines, want 1", len(lines))
 	}
 	for range 2 {
@@ -191,7 +175,7 @@ func TestClusterTopUpReferenceOnce(t *testing.T) {
 			t.Errorf("caller %d got line %d, caller 0 line %d", i, ids[i], ids[0])
 		}
 	}
-	if lines := topUpLines(t, db, st.ID); len(lines) != 1 {
+	if lines := kassatest.TopUpLines(t, db, st.ID); len(lines) != 1 {
 		t.Errorf("%d top-up lines, want 1", len(lines))
 	}
 }

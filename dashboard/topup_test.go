@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // faultyKV is the real key-value store whose PutValue fails when putErr
@@ -38,22 +39,6 @@ func (f *faultyKV) PutValue(ctx context.Context, key string, value []byte, expir
 		return err
 	}
 	return f.KeyValue.PutValue(ctx, key, value, expires)
-}
-
-// topUpLines returns the store's top-up ledger lines.
-func topUpLines(t *testing.T, e *env, storeID string) []*kassa.Transaction {
-	t.Helper()
-	var lines []*kassa.Transaction
-	_, err := e.db.Transactions(t.Context(), storeID, kassa.ListQuery{}, func(tx *kassa.Transaction) error {
-		if tx.Type == kassa.TransactionTopUp {
-			lines = append(lines, tx)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lines
 }
 
 // newTopUp signs up, makes a store and creates a top-up of 25,000 sat
@@ -134,7 +119,7 @@ func TestTopUpCreditedOnceWhenMarkFails(t *testing.T) {
 	if bal, _ := e.db.Balance(t.Context(), st.ID); bal != 25_000 {
 		t.Errorf("balance = %d, want 25000: the top-up was credited again after its mark failed", bal)
 	}
-	if lines := topUpLines(t, e, st.ID); len(lines) != 1 {
+	if lines := kassatest.TopUpLines(t, e.db, st.ID); len(lines) != 1 {
 		t.Errorf("%d top-up lines, want 1", len(lines))
 	}
 }
@@ -148,7 +133,7 @@ func TestTopUpCreditedWithoutPageView(t *testing.T) {
 		bal, err := e.db.Balance(t.Context(), st.ID)
 		return err == nil && bal == 25_000
 	})
-	if lines := topUpLines(t, e, st.ID); len(lines) != 1 {
+	if lines := kassatest.TopUpLines(t, e.db, st.ID); len(lines) != 1 {
 		t.Errorf("%d top-up lines, want 1", len(lines))
 	}
 }
@@ -178,7 +163,7 @@ func TestTopUpCreditedOnceByTwoDashboards(t *testing.T) {
 	if bal, _ := e.db.Balance(t.Context(), st.ID); bal != 25_000 {
 		t.Errorf("balance = %d, want 25000", bal)
 	}
-	if lines := topUpLines(t, e, st.ID); len(lines) != 1 {
+	if lines := kassatest.TopUpLines(t, e.db, st.ID); len(lines) != 1 {
 		t.Errorf("%d top-up lines, want 1", len(lines))
 	}
 }
@@ -275,7 +260,7 @@ func TestTopUpPaymentAfterCreditIsCredited(t *testing.T) {
 	if bal, _ := e.db.Balance(t.Context(), st.ID); bal != 30_000 {
 		t.Errorf("balance = %d, want 30000", bal)
 	}
-	if lines := topUpLines(t, e, st.ID); len(lines) != 2 {
+	if lines := kassatest.TopUpLines(t, e.db, st.ID); len(lines) != 2 {
 		t.Errorf("%d top-up lines, want 2", len(lines))
 	}
 }
@@ -314,7 +299,7 @@ func TestTopUpCreditedByEarlierVersion(t *testing.T) {
 			if bal, _ := e.db.Balance(t.Context(), st.ID); bal != 30_000 {
 				t.Errorf("balance = %d, want 30000 (25000 credited by the earlier version, 5000 paid later)", bal)
 			}
-			if lines := topUpLines(t, e, st.ID); len(lines) != 2 {
+			if lines := kassatest.TopUpLines(t, e.db, st.ID); len(lines) != 2 {
 				t.Errorf("%d top-up lines, want 2", len(lines))
 			}
 		})

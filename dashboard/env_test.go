@@ -133,16 +133,28 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 // get reads path and remembers the page's CSRF token.
 func (c *client) get(path string) (int, string, http.Header) {
 	c.e.t.Helper()
-	res, err := c.http.Get(c.e.srv.URL + path)
+	code, body, hdr := c.read(c.http.Get(c.e.srv.URL + path))
+	c.remember(body)
+	return code, body, hdr
+}
+
+// read returns the status, body and header of an answer (res, err as
+// the http.Client gave them); an error fails the test.
+func (c *client) read(res *http.Response, err error) (int, string, http.Header) {
+	c.e.t.Helper()
 	if err != nil {
 		c.e.t.Fatal(err)
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(res.Body)
-	if m := csrfField.FindSubmatch(body); m != nil {
-		c.csrf = string(m[1])
-	}
 	return res.StatusCode, string(body), res.Header
+}
+
+// remember keeps the CSRF token of the page body, if it has one.
+func (c *client) remember(body string) {
+	if m := csrfField.FindStringSubmatch(body); m != nil {
+		c.csrf = m[1]
+	}
 }
 
 // post sends a form with the page's CSRF token (unless the form has a
@@ -160,16 +172,9 @@ func (c *client) post(path string, form url.Values) (int, string, http.Header) {
 
 func (c *client) postRaw(path string, form url.Values) (int, string, http.Header) {
 	c.e.t.Helper()
-	res, err := c.http.PostForm(c.e.srv.URL+path, form)
-	if err != nil {
-		c.e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	if m := csrfField.FindSubmatch(body); m != nil {
-		c.csrf = string(m[1])
-	}
-	return res.StatusCode, string(body), res.Header
+	code, body, hdr := c.read(c.http.PostForm(c.e.srv.URL+path, form))
+	c.remember(body)
+	return code, body, hdr
 }
 
 // signup makes an account and signs in.

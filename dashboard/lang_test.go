@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -16,16 +15,9 @@ func (c *client) getLang(path, lang string) (int, string) {
 	c.e.t.Helper()
 	req, _ := http.NewRequest("GET", c.e.srv.URL+path, nil)
 	req.Header.Set("Accept-Language", lang)
-	res, err := c.http.Do(req)
-	if err != nil {
-		c.e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	if m := csrfField.FindSubmatch(body); m != nil {
-		c.csrf = string(m[1])
-	}
-	return res.StatusCode, string(body)
+	code, body, _ := c.read(c.http.Do(req))
+	c.remember(body)
+	return code, body
 }
 
 // postLang sends form with Accept-Language lang.
@@ -34,13 +26,8 @@ func (c *client) postLang(path, lang string, form url.Values) (int, string) {
 	req, _ := http.NewRequest("POST", c.e.srv.URL+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept-Language", lang)
-	res, err := c.http.Do(req)
-	if err != nil {
-		c.e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(body)
+	code, body, _ := c.read(c.http.Do(req))
+	return code, body
 }
 
 // TestErrorPagesInGerman: a browser that asks for German gets the

@@ -22,7 +22,6 @@ import (
 const (
 	RoleChainWatcher     = "chain-watcher"
 	RoleLightningWatcher = "lightning-watcher"
-	RoleExpirySweeper    = "expiry-sweeper"
 	// RoleForwarder pays the forwards to stores' Lightning addresses
 	// (actors.Forwarder.Lead).
 	RoleForwarder = "forwarder"

@@ -83,10 +83,34 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))" || (gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'); exit 1)
 	$(GO) vet ./...
 
-# Regenerates protos/kassa.pb.go; needs protoc (Debian protobuf-compiler).
+# Regenerates protos/kassa.pb.go and the lnd client stubs under
+# lightning/lnd/lnrpc: lightning.proto, routerrpc/router.proto and
+# invoicesrpc/invoices.proto, read from the module cache at the lnd version
+# go.mod pins, trimmed (internal/prototrim) to the methods listed in
+# lightning/lnd/lnrpc/methods.txt and the messages they reach. Their proto
+# packages stay lnrpc, routerrpc and invoicesrpc, so the wire protocol is
+# lnd's. Needs protoc (Debian protobuf-compiler).
+# protoc-gen-go is built at go.mod's google.golang.org/protobuf version,
+# protoc-gen-go-grpc at PROTOC_GEN_GO_GRPC; both cached in TOOLS.
+PROTOC_GEN_GO_GRPC := v1.6.2
+TOOLS   ?= $(HOME)/.cache/kassa/tools
+LNRPC   := lightning/lnd/lnrpc
+LNRPC_PROTOS := lightning.proto routerrpc/router.proto invoicesrpc/invoices.proto
+LNRPC_M := Mlightning.proto=github.com/kassapay/kassa/$(LNRPC),Mrouterrpc/router.proto=github.com/kassapay/kassa/$(LNRPC)/routerrpc,Minvoicesrpc/invoices.proto=github.com/kassapay/kassa/$(LNRPC)/invoicesrpc
 protos:
-	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.33.0
-	cd protos && PATH="$$PATH:$$($(GO) env GOPATH)/bin" protoc --go_out=. --go_opt=paths=source_relative kassa.proto
+	@command -v protoc >/dev/null || { echo "protos: protoc is missing (apt-get install protobuf-compiler)"; exit 1; }
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$$($(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC)
+	cd protos && PATH="$(TOOLS):$$PATH" protoc --go_out=. --go_opt=paths=source_relative kassa.proto
+	$(GO) mod download github.com/lightningnetwork/lnd && \
+	lnd=$$($(GO) list -m -f '{{.Dir}}' github.com/lightningnetwork/lnd)/lnrpc && \
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	protoc -I "$$lnd" --include_imports --include_source_info --descriptor_set_out="$$tmp/full.pb" $(LNRPC_PROTOS) && \
+	$(GO) run ./internal/prototrim -keep $(LNRPC)/methods.txt -in "$$tmp/full.pb" -out "$$tmp/trimmed.pb" && \
+	PATH="$(TOOLS):$$PATH" protoc --descriptor_set_in="$$tmp/trimmed.pb" \
+		--go_out=$(LNRPC) --go_opt=paths=source_relative,$(LNRPC_M) \
+		--go-grpc_out=$(LNRPC) --go-grpc_opt=paths=source_relative,$(LNRPC_M) \
+		$(LNRPC_PROTOS)
 
 clean:
 	rm -rf bin

@@ -15,13 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lightningnetwork/lnd/lnrpc"
-
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/internal/etcdtest"
 	"github.com/kassapay/kassa/itest/harness"
 	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/lightning/lnd"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )

@@ -18,9 +18,9 @@ import (
 
 	"github.com/btcsuite/btcd/btcutil/bech32"
 	"github.com/btcsuite/btcd/chaincfg"
-	"github.com/lightningnetwork/lnd/zpay32"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/lightning/bolt11"
 )
 
 // Limits.
@@ -391,7 +391,7 @@ func (c *Client) CheckInvoice(pr string, amount kassa.MSat, metadata string) (*I
 	if pr == "" {
 		return nil, fmt.Errorf("%w: no invoice in the answer", ErrBadInvoice)
 	}
-	inv, err := zpay32.Decode(pr, c.net)
+	inv, err := bolt11.Decode(pr, c.net)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrBadInvoice, clip(err.Error()))
 	}

@@ -27,7 +27,7 @@ import (
 // runFloor serves a floor: chi, Pebble, one synced write per request.
 // With -work it also does, per request, what every invoice creation must
 // do whatever the service's design: decode the request, sign one BOLT11
-// request with lnd's zpay32 (the simulated node's code), make one
+// request with lightning/bolt11 (the simulated node's code), make one
 // on-chain address (the simulated chain's code, for a store like the
 // bench store), render the two QR PNGs (the qr package), and encode the
 // invoice as JSON, which is also what it writes.

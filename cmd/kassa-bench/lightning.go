@@ -12,9 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lightningnetwork/lnd/lnrpc"
-
 	"github.com/kassapay/kassa/itest/harness"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 )
 
 // benchLightning prints the figures of Kassa on a real lnd (regtest,

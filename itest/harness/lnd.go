@@ -18,10 +18,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lightningnetwork/lnd/lnrpc"
-	"github.com/lightningnetwork/lnd/lnrpc/routerrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc/routerrpc"
 )
 
 // LndVersion is the lnd release the tests run against.

@@ -24,9 +24,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lightningnetwork/lnd/lnrpc"
-
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 )
 
 var _ kassa.Lightning = (*Node)(nil)

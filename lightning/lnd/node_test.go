@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lightningnetwork/lnd/lnrpc"
-	"github.com/lightningnetwork/lnd/lnrpc/routerrpc"
-
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/lightning/lnd"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc/routerrpc"
 	"github.com/kassapay/kassa/persistence"
 )
 

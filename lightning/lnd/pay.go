@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/btcsuite/btcd/chaincfg"
-	"github.com/lightningnetwork/lnd/lnrpc"
-	"github.com/lightningnetwork/lnd/lnrpc/routerrpc"
-	"github.com/lightningnetwork/lnd/zpay32"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/lightning/bolt11"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc/routerrpc"
 )
 
 var _ kassa.LightningPayer = (*Node)(nil)
@@ -104,7 +104,7 @@ func (n *Node) EstimateFee(ctx context.Context, paymentRequest string, feeLimit 
 	if err != nil {
 		return 0, err
 	}
-	inv, err := zpay32.Decode(paymentRequest, params)
+	inv, err := bolt11.Decode(paymentRequest, params)
 	if err != nil || inv.MilliSat == nil || inv.Destination == nil {
 		return 0, kassa.Errorf(kassa.Invalid, "not an invoice with an amount for this network")
 	}
@@ -170,7 +170,7 @@ func NetParams(network string) (*chaincfg.Params, error) {
 
 func paymentHashOf(paymentRequest string) (string, error) {
 	for _, p := range []*chaincfg.Params{&chaincfg.MainNetParams, &chaincfg.TestNet3Params, &chaincfg.SigNetParams, &chaincfg.RegressionNetParams, &chaincfg.SimNetParams} {
-		if inv, err := zpay32.Decode(paymentRequest, p); err == nil && inv.PaymentHash != nil {
+		if inv, err := bolt11.Decode(paymentRequest, p); err == nil && inv.PaymentHash != nil {
 			return hex.EncodeToString(inv.PaymentHash[:]), nil
 		}
 	}

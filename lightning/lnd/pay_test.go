@@ -7,10 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lightningnetwork/lnd/lnrpc"
-	"github.com/lightningnetwork/lnd/lnrpc/routerrpc"
-
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc/routerrpc"
 )
 
 // updates returns a payment stream that yields ps, then ends.

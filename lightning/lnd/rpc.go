@@ -11,12 +11,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lightningnetwork/lnd/lnrpc"
-	"github.com/lightningnetwork/lnd/lnrpc/invoicesrpc"
-	"github.com/lightningnetwork/lnd/lnrpc/routerrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
+
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc/invoicesrpc"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc/routerrpc"
 )
 
 // RPC is the part of lnd's gRPC interface the backend uses, with the

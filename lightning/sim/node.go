@@ -19,13 +19,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/btcsuite/btcd/btcec/v2"
-	"github.com/btcsuite/btcd/btcec/v2/ecdsa"
 	"github.com/btcsuite/btcd/chaincfg"
-	"github.com/btcsuite/btcd/chaincfg/chainhash"
-	"github.com/lightningnetwork/lnd/lnwire"
-	"github.com/lightningnetwork/lnd/zpay32"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/lightning/bolt11"
 )
 
 var _ kassa.Lightning = (*Node)(nil)
@@ -37,7 +34,7 @@ var Params = &chaincfg.RegressionNetParams
 const (
 	// DefaultExpiry is the expiry of an invoice created with none, as
 	// BOLT11 assumes when an invoice does not say.
-	DefaultExpiry = zpay32.DefaultInvoiceExpiry
+	DefaultExpiry = bolt11.DefaultExpiry
 
 	// FinalCLTVDelta is the min_final_cltv_expiry of every invoice, lnd's
 	// default.
@@ -262,28 +259,18 @@ func (n *Node) CreateInvoice(ctx context.Context, amount kassa.MSat, memo string
 	// BOLT11 timestamps are whole seconds; expiry counts from there.
 	created := time.Unix(n.clock.Now().Unix(), 0)
 
-	options := []func(*zpay32.Invoice){
-		zpay32.Description(cleanMemo(memo)),
-		zpay32.Expiry(expiry),
-		zpay32.CLTVExpiry(FinalCLTVDelta),
-		zpay32.PaymentAddr(paymentAddr),
-		zpay32.Features(lnwire.NewFeatureVector(
-			lnwire.NewRawFeatureVector(
-				lnwire.TLVOnionPayloadRequired,
-				lnwire.PaymentAddrRequired,
-				lnwire.MPPOptional,
-			),
-			lnwire.Features,
-		)),
+	description, cltv := cleanMemo(memo), uint64(FinalCLTVDelta)
+	inv := &bolt11.Invoice{
+		Net: Params, Timestamp: created, PaymentHash: &hash, PaymentAddr: &paymentAddr,
+		Description: &description, ExpiryTime: &expiry, FinalCLTV: &cltv,
+		// var_onion_optin and payment_secret required, basic_mpp optional.
+		Features: []int{8, 14, 17},
 	}
 	if amount > 0 {
-		options = append(options, zpay32.Amount(lnwire.MilliSatoshi(amount)))
+		msat := uint64(amount)
+		inv.MilliSat = &msat
 	}
-	inv, err := zpay32.NewInvoice(Params, hash, created, options...)
-	if err != nil {
-		return kassa.LightningInvoice{}, fmt.Errorf("create invoice: %w", err)
-	}
-	request, err := inv.Encode(zpay32.MessageSigner{SignCompact: n.signCompact})
+	request, err := inv.Encode(n.key)
 	if err != nil {
 		return kassa.LightningInvoice{}, fmt.Errorf("encode invoice: %w", err)
 	}
@@ -295,11 +282,6 @@ func (n *Node) CreateInvoice(ctx context.Context, amount kassa.MSat, memo string
 	}
 	n.sweepExpired(ctx)
 	return kassa.LightningInvoice{PaymentRequest: request, PaymentHash: hashHex}, nil
-}
-
-// signCompact signs the SHA-256 of msg with the node key, as BOLT11 asks.
-func (n *Node) signCompact(msg []byte) ([]byte, error) {
-	return ecdsa.SignCompact(n.key, chainhash.HashB(msg), true), nil
 }
 
 // cleanMemo makes memo fit a BOLT11 description: valid UTF-8 of at most
@@ -327,7 +309,7 @@ func (n *Node) Pay(ctx context.Context, paymentRequest string, amount kassa.MSat
 	if amount < 0 || amount > maxMSat {
 		return "", fmt.Errorf("pay %d msat: %w", amount, ErrBadAmount)
 	}
-	decoded, err := zpay32.Decode(strings.TrimSpace(paymentRequest), Params)
+	decoded, err := bolt11.Decode(strings.TrimSpace(paymentRequest), Params)
 	if err != nil {
 		return "", refuse(ErrBadPaymentRequest, "%s (%v)", ErrBadPaymentRequest.Message, err)
 	}

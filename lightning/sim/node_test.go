@@ -12,7 +12,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/btcsuite/btcd/btcec/v2/ecdsa"
 	"github.com/btcsuite/btcd/chaincfg"
+	"github.com/btcsuite/btcd/chaincfg/chainhash"
 	"github.com/lightningnetwork/lnd/lnwire"
 	"github.com/lightningnetwork/lnd/zpay32"
 
@@ -280,7 +282,9 @@ func TestPayRefusesExpiredAndUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mainnetRequest, err := mainnet.Encode(zpay32.MessageSigner{SignCompact: n.signCompact})
+	mainnetRequest, err := mainnet.Encode(zpay32.MessageSigner{SignCompact: func(msg []byte) ([]byte, error) {
+		return ecdsa.SignCompact(n.key, chainhash.HashB(msg), true), nil
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lightningnetwork/lnd/zpay32"
-
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/lightning/bolt11"
 )
 
 var _ kassa.LightningPayer = (*Payer)(nil)
@@ -48,7 +47,7 @@ func (p *Payer) Sent() int {
 // PayInvoice pays paymentRequest by settling it at its node. A payment
 // hash already paid is not paid again: like lnd, the payer refuses it.
 func (p *Payer) PayInvoice(ctx context.Context, paymentRequest string, feeLimit kassa.MSat, timeout time.Duration) (kassa.LightningPayment, error) {
-	decoded, err := zpay32.Decode(strings.TrimSpace(paymentRequest), Params)
+	decoded, err := bolt11.Decode(strings.TrimSpace(paymentRequest), Params)
 	if err != nil {
 		return kassa.LightningPayment{}, refuse(ErrBadPaymentRequest, "%s (%v)", ErrBadPaymentRequest.Message, err)
 	}
@@ -100,7 +99,7 @@ func (p *Payer) EstimateFee(ctx context.Context, paymentRequest string, feeLimit
 	return 0, nil
 }
 
-func (p *Payer) payee(inv *zpay32.Invoice) *Node {
+func (p *Payer) payee(inv *bolt11.Invoice) *Node {
 	if inv.Destination == nil {
 		return nil
 	}

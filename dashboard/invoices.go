@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -142,11 +141,7 @@ func (h *Dashboard) renderInvoice(w http.ResponseWriter, r *http.Request, status
 	}
 	meta := ""
 	if len(inv.Metadata) > 0 {
-		var v any
-		if json.Unmarshal(inv.Metadata, &v) == nil {
-			b, _ := json.MarshalIndent(v, "", "  ")
-			meta = string(b)
-		}
+		meta = renderMetadata(inv.Metadata)
 	}
 	data["Inv"], data["Txs"], data["Deliveries"], data["Meta"] = inv, txs, deliveries, meta
 	data["Checkout"] = strings.TrimRight(h.PublicURL, "/") + "/checkout/" + inv.ID

@@ -21,28 +21,47 @@ func (h *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, message string) {
 		h.render(w, r, status, "account", map[string]any{"Error": message})
 	}
-	ip := h.clientIP(r)
-	if wait := h.limits.blocked(ip, s.Email); wait > 0 {
-		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
-		fail(http.StatusTooManyRequests, msg("err.ratelimit"))
-		return
-	}
 	if next != r.PostForm.Get("confirm") {
 		fail(http.StatusUnprocessableEntity, msg("err.confirm"))
 		return
 	}
-	err := h.setPassword(r.Context(), s.Email, next, func(u *user) error {
-		if len(current) > maxPassword || !checkPassword(u.PasswordHash, current) {
+	if len(next) < minPassword || len(next) > maxPassword {
+		fail(http.StatusUnprocessableEntity, msg("err.password"))
+		return
+	}
+	// The current password is checked as a sign-in is, and counted
+	// with them: a borrowed session must not be a way to try passwords.
+	network := h.clientNetwork(r)
+	byAddress, byAccount := addressKey(network), accountKey(network, s.Email)
+	if wait := h.limits.take(limit{byAddress, maxFailsAddress}, limit{byAccount, maxFailsAccount}); wait > 0 {
+		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
+		fail(http.StatusTooManyRequests, msg("err.ratelimit"))
+		return
+	}
+	verified := s.user.PasswordHash
+	ok, err := h.check(r.Context(), verified, current)
+	if err != nil {
+		h.limits.give(byAddress, byAccount)
+		h.busy(w, r, "account", map[string]any{})
+		return
+	}
+	if !ok || len(current) > maxPassword {
+		fail(http.StatusUnprocessableEntity, msg("err.current"))
+		return
+	}
+	h.limits.give(byAddress)
+	h.limits.forget(byAccount)
+	err = h.setPassword(r.Context(), s.Email, next, func(u *user) error {
+		if u.PasswordHash != verified { // changed since it was checked
 			return errWrongPassword
 		}
 		return nil
 	}, s)
 	switch {
 	case err == errWrongPassword:
-		// Wrong guesses count as failed sign-ins: a borrowed session
-		// must not be a way to try passwords.
-		h.limits.failed(ip, s.Email)
 		fail(http.StatusUnprocessableEntity, msg("err.current"))
+	case err == errBusy:
+		h.busy(w, r, "account", map[string]any{})
 	case kassa.ErrorCode(err) == kassa.Invalid:
 		fail(http.StatusUnprocessableEntity, kassa.ErrorMessage(err))
 	case err != nil:

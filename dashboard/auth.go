@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kassapay/kassa"
@@ -94,6 +93,11 @@ func (h *Dashboard) signupPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "signup", map[string]any{"Invite": r.URL.Query().Get("invite"), "Open": h.Signup == SignupOpen})
 }
 
+// signup makes an account and sends the browser to log in. Whether the
+// email had an account already is not said: both answers are the same
+// redirect, after the same work (a password hash), so that sign-up
+// cannot list who has an account. An invitation is used up only by an
+// account it made.
 func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	email, password, code := strings.TrimSpace(r.PostForm.Get("email")), r.PostForm.Get("password"), r.PostForm.Get("invite")
 	data := map[string]any{"Invite": code, "Open": h.Signup == SignupOpen, "Email": email}
@@ -102,8 +106,14 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusUnprocessableEntity, "signup", data)
 		return
 	}
+	if wait := h.limits.take(limit{signupKey(h.clientNetwork(r)), maxSignupsAddress}); wait > 0 {
+		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
+		data["Error"] = msg("err.ratelimit")
+		h.render(w, r, http.StatusTooManyRequests, "signup", data)
+		return
+	}
 	if h.Signup != SignupOpen {
-		ok, err := h.useInvite(r.Context(), code)
+		ok, err := h.inviteValid(r.Context(), code)
 		if err != nil {
 			h.serverError(w, r, err)
 			return
@@ -114,17 +124,33 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	u, err := h.createUser(r.Context(), email, password, false)
-	if err != nil {
-		if kassa.ErrorCode(err) == kassa.Conflict || kassa.ErrorCode(err) == kassa.Invalid {
-			data["Error"] = kassa.ErrorMessage(err)
-			h.render(w, r, http.StatusUnprocessableEntity, "signup", data)
-			return
-		}
-		h.serverError(w, r, err)
-		return
+	acct := newAccount{email: email, password: password, firstIsAdmin: h.SignupOperator}
+	if h.Signup != SignupOpen {
+		acct.invite = code
 	}
-	h.startSession(w, r, u)
+	_, err := h.createUser(r.Context(), acct)
+	switch {
+	case err == nil, err == errUserExists:
+		http.Redirect(w, r, Prefix+"/login?done=signup", http.StatusSeeOther)
+	case err == errBusy:
+		h.busy(w, r, "signup", data)
+	case err == errBadInvite:
+		data["Error"] = msg("err.invite")
+		h.render(w, r, http.StatusForbidden, "signup", data)
+	case kassa.ErrorCode(err) == kassa.Invalid:
+		data["Error"] = kassa.ErrorMessage(err)
+		h.render(w, r, http.StatusUnprocessableEntity, "signup", data)
+	default:
+		h.serverError(w, r, err)
+	}
+}
+
+// busy answers 503 with Retry-After on page with data: every password
+// hashing slot is taken.
+func (h *Dashboard) busy(w http.ResponseWriter, r *http.Request, page string, data map[string]any) {
+	w.Header().Set("Retry-After", busyRetry)
+	data["Error"] = msg("err.busy")
+	h.render(w, r, http.StatusServiceUnavailable, page, data)
 }
 
 func (h *Dashboard) startSession(w http.ResponseWriter, r *http.Request, u *user) {
@@ -145,11 +171,15 @@ func (h *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "login", map[string]any{"Open": h.Signup == SignupOpen})
 }
 
+// login signs a user in. The attempt is counted (against the client's
+// network, and against the account from that network) before the
+// password is hashed, and given back if it succeeds.
 func (h *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	email, password := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email"))), r.PostForm.Get("password")
-	ip := h.clientIP(r)
+	network := h.clientNetwork(r)
 	data := map[string]any{"Email": email, "Open": h.Signup == SignupOpen}
-	if wait := h.limits.blocked(ip, email); wait > 0 {
+	byAddress, byAccount := addressKey(network), accountKey(network, email)
+	if wait := h.limits.take(limit{byAddress, maxFailsAddress}, limit{byAccount, maxFailsAccount}); wait > 0 {
 		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
 		data["Error"] = msg("err.ratelimit")
 		h.render(w, r, http.StatusTooManyRequests, "login", data)
@@ -157,6 +187,7 @@ func (h *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	}
 	u, err := h.user(r.Context(), email)
 	if err != nil {
+		h.limits.give(byAddress, byAccount)
 		h.serverError(w, r, err)
 		return
 	}
@@ -164,13 +195,19 @@ func (h *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	if u != nil {
 		hash = u.PasswordHash
 	}
-	if !checkPassword(hash, password) || u == nil || len(password) > maxPassword {
-		h.limits.failed(ip, email)
+	ok, err := h.check(r.Context(), hash, password)
+	if err != nil {
+		h.limits.give(byAddress, byAccount)
+		h.busy(w, r, "login", data)
+		return
+	}
+	if !ok || u == nil || len(password) > maxPassword {
 		data["Error"] = msg("err.login")
 		h.render(w, r, http.StatusUnauthorized, "login", data)
 		return
 	}
-	h.limits.succeeded(email)
+	h.limits.give(byAddress)
+	h.limits.forget(byAccount)
 	h.startSession(w, r, u)
 }
 
@@ -202,73 +239,6 @@ func (h *Dashboard) clientIP(r *http.Request) string {
 	return host
 }
 
-// Login limits: failed sign-ins allowed per window, per address and per
-// account. Reaching either answers 429 until the window ends.
-const (
-	loginWindow     = 15 * time.Minute
-	maxFailsAddress = 20
-	maxFailsAccount = 5
-	maxTracked      = 100_000
-)
-
-// loginLimiter counts failed sign-ins in fixed windows.
-type loginLimiter struct {
-	clock kassa.Clock
-	mu    sync.Mutex
-	byKey map[string]*failWindow
-}
-
-type failWindow struct {
-	start time.Time
-	fails int
-}
-
-func newLoginLimiter(c kassa.Clock) *loginLimiter {
-	return &loginLimiter{clock: c, byKey: map[string]*failWindow{}}
-}
-
-// blocked returns how long ip or account must wait, or 0.
-func (l *loginLimiter) blocked(ip, account string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.clock.Now()
-	var wait time.Duration
-	for key, limit := range map[string]int{"ip:" + ip: maxFailsAddress, "acct:" + account: maxFailsAccount} {
-		if f, ok := l.byKey[key]; ok && now.Sub(f.start) < loginWindow && f.fails >= limit {
-			wait = max(wait, loginWindow-now.Sub(f.start))
-		}
-	}
-	return wait
-}
-
-func (l *loginLimiter) failed(ip, account string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.clock.Now()
-	if len(l.byKey) >= maxTracked {
-		for k, f := range l.byKey {
-			if now.Sub(f.start) >= loginWindow {
-				delete(l.byKey, k)
-			}
-		}
-	}
-	for _, key := range []string{"ip:" + ip, "acct:" + account} {
-		f, ok := l.byKey[key]
-		if !ok || now.Sub(f.start) >= loginWindow {
-			f = &failWindow{start: now}
-			l.byKey[key] = f
-		}
-		f.fails++
-	}
-}
-
-// succeeded forgets the account's failures.
-func (l *loginLimiter) succeeded(account string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.byKey, "acct:"+account)
-}
-
 // adminCreateUser makes an account for `kassa user create`: JSON
 // {"email","password","admin"} with the admin token as bearer.
 func (h *Dashboard) adminCreateUser(w http.ResponseWriter, r *http.Request) {
@@ -284,9 +254,13 @@ func (h *Dashboard) adminCreateUser(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, "body must be JSON {\"email\",\"password\",\"admin\"}")
 		return
 	}
-	u, err := h.createUser(r.Context(), strings.TrimSpace(in.Email), in.Password, in.Admin)
+	u, err := h.createUser(r.Context(), newAccount{email: strings.TrimSpace(in.Email), password: in.Password, admin: in.Admin, firstIsAdmin: true})
 	switch {
 	case err == nil:
+	case err == errBusy:
+		w.Header().Set("Retry-After", busyRetry)
+		writeJSONError(w, http.StatusServiceUnavailable, kassa.ErrorMessage(err))
+		return
 	case kassa.ErrorCode(err) == kassa.Invalid:
 		writeJSONError(w, http.StatusUnprocessableEntity, kassa.ErrorMessage(err))
 		return
@@ -334,6 +308,10 @@ func (h *Dashboard) adminSetPassword(w http.ResponseWriter, r *http.Request) {
 	err := h.setPassword(r.Context(), email, in.Password, nil, nil)
 	switch {
 	case err == nil:
+	case err == errBusy:
+		w.Header().Set("Retry-After", busyRetry)
+		writeJSONError(w, http.StatusServiceUnavailable, kassa.ErrorMessage(err))
+		return
 	case kassa.ErrorCode(err) == kassa.Invalid:
 		writeJSONError(w, http.StatusUnprocessableEntity, kassa.ErrorMessage(err))
 		return

@@ -51,10 +51,14 @@ type Deps struct {
 	PublicURL string
 	// AdminToken authenticates `kassa user create` (POST /dashboard/admin/users).
 	AdminToken string
-	// Signup is SignupOpen or SignupInvite. In either mode the first
-	// account, when none exists yet, may be made by sign-up only when the
-	// mode is open; `kassa user create --admin` makes it otherwise.
+	// Signup is SignupOpen or SignupInvite (the default). Operators are
+	// made with `kassa user create --admin`, and invite others.
 	Signup string
+	// SignupOperator makes the first account made by sign-up, when no
+	// account exists yet, an operator (kassa serve --dev, with open
+	// sign-up): without it, a stranger who signs up first would see
+	// every store.
+	SignupOperator bool
 	// PercentFee is the service fee of stores created in the dashboard.
 	PercentFee decimal.Decimal
 	// ClientIPHeader names the header whose last address is the client's
@@ -77,7 +81,8 @@ type Dashboard struct {
 	secure  bool
 	pages   map[string]*template.Template
 	router  *chi.Mux
-	limits  *loginLimiter
+	limits  *attemptLimiter
+	gate    *hashGate
 	usersMu sync.Mutex // serialises changes to user records
 	topupMu sync.Mutex // serialises crediting top-ups
 }
@@ -88,13 +93,14 @@ func New(d Deps) *Dashboard {
 		d.Clock = kassa.SystemClock{}
 	}
 	if d.Signup == "" {
-		d.Signup = SignupOpen
+		d.Signup = SignupInvite
 	}
 	h := &Dashboard{Deps: d, log: d.Logger, secure: strings.HasPrefix(d.PublicURL, "https://")}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
-	h.limits = newLoginLimiter(d.Clock)
+	h.limits = newAttemptLimiter(d.Clock)
+	h.gate = newHashGate(defaultHashSlots())
 	h.pages = parsePages()
 	h.router = h.routes()
 	return h

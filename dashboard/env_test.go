@@ -78,7 +78,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	e.srv = httptest.NewUnstartedServer(nil)
 	d := Deps{Reader: db, Services: e.sys, KV: db, Simulator: e.sim, Clock: e.clock, Logger: slog.New(slog.DiscardHandler),
-		PublicURL: "http://" + e.srv.Listener.Addr().String(), AdminToken: "admin-token", PercentFee: decimal.RequireFromString("1")}
+		PublicURL: "http://" + e.srv.Listener.Addr().String(), AdminToken: "admin-token", PercentFee: decimal.RequireFromString("1"),
+		// As kassa serve --dev: open sign-up, the first account is the
+		// operator. Tests of the defaults set these back.
+		Signup: SignupOpen, SignupOperator: true}
 	for _, o := range opts {
 		o(&d)
 	}
@@ -185,8 +188,11 @@ func (c *client) signup(email string) {
 	if code != http.StatusSeeOther {
 		c.e.t.Fatalf("signup %s: %d %s", email, code, body)
 	}
-	if hdr.Get("Location") != "/dashboard/stores" {
+	if hdr.Get("Location") != "/dashboard/login?done=signup" {
 		c.e.t.Fatalf("signup went to %s", hdr.Get("Location"))
+	}
+	if code := c.login(email, "correct horse battery"); code != http.StatusSeeOther {
+		c.e.t.Fatalf("login %s after sign-up: %d", email, code)
 	}
 	c.get("/dashboard/stores")
 }

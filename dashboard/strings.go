@@ -187,6 +187,7 @@ var strs = map[string]string{
 
 	"done.created":        "Store created.",
 	"done.password":       "Password changed. Your other sessions were signed out.",
+	"done.signup":         "Done: log in with your email and password. (If the email had an account already, nothing changed.)",
 	"done.saved":          "Saved.",
 	"done.keycreated":     "API key created.",
 	"done.keydeleted":     "API key deleted. It no longer works.",
@@ -216,6 +217,7 @@ var strs = map[string]string{
 	"err.current":   "The current password is wrong.",
 	"err.confirm":   "The two new passwords differ.",
 	"err.ratelimit": "Too many failed attempts. Wait a few minutes and try again.",
+	"err.busy":      "Too many sign-ins at once. Try again in a few seconds.",
 	"err.date":      "Dates are YYYY-MM-DD.",
 	"err.number":    "must be a number",
 	"err.topup":     "Top up between 1,000 sat and 1 BTC (100,000,000 sat).",

@@ -178,32 +178,69 @@ func (h *Dashboard) anyUser(ctx context.Context) (bool, error) {
 	return ok, err
 }
 
-var errUserExists = kassa.Errorf(kassa.Conflict, "an account with this email exists")
+var (
+	errUserExists = kassa.Errorf(kassa.Conflict, "an account with this email exists")
+	errBadInvite  = kassa.Errorf(kassa.Forbidden, "the invitation is not valid")
+)
 
-// createUser stores a new account. The first account ever made is an
-// operator.
-func (h *Dashboard) createUser(ctx context.Context, email, password string, admin bool) (*user, error) {
-	if problem := checkAccount(email, password); problem != "" {
+// newAccount is what createUser makes.
+type newAccount struct {
+	email, password string
+	// admin makes an operator; firstIsAdmin makes one of the first
+	// account ever made.
+	admin, firstIsAdmin bool
+	// invite, when set, is the invitation the account needs; it is used
+	// up only when the account is stored.
+	invite string
+}
+
+// createUser stores a new account. The password is hashed first, also
+// when the email has an account (errUserExists), so that both take as
+// long.
+func (h *Dashboard) createUser(ctx context.Context, a newAccount) (*user, error) {
+	if problem := checkAccount(a.email, a.password); problem != "" {
 		return nil, kassa.Errorf(kassa.Invalid, "%s", problem)
+	}
+	hash, err := h.hash(ctx, a.password)
+	if err != nil {
+		return nil, err
 	}
 	h.usersMu.Lock()
 	defer h.usersMu.Unlock()
-	if u, err := h.user(ctx, email); err != nil {
+	if u, err := h.user(ctx, a.email); err != nil {
 		return nil, err
 	} else if u != nil {
 		return nil, errUserExists
+	}
+	var inv invite
+	if a.invite != "" {
+		ok, err := h.getInvite(ctx, a.invite, &inv)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, errBadInvite
+		}
 	}
 	first, err := h.anyUser(ctx)
 	if err != nil {
 		return nil, err
 	}
-	u := &user{Email: strings.ToLower(email), PasswordHash: hashPassword(password), Admin: admin || !first,
+	u := &user{Email: strings.ToLower(a.email), PasswordHash: hash, Admin: a.admin || !first && a.firstIsAdmin,
 		StoreIDs: []string{}, CreatedAt: h.Clock.Now().UTC()}
-	if err := h.putJSON(ctx, userKey(email), u, forever); err != nil {
+	if err := h.putJSON(ctx, userKey(a.email), u, forever); err != nil {
 		return nil, err
 	}
 	if !first {
 		if err := h.KV.PutValue(ctx, firstUserKey, []byte(u.Email), forever); err != nil {
+			return nil, err
+		}
+	}
+	if a.invite != "" {
+		// Written after the account: were this write lost, the
+		// invitation would make one account more, rather than none.
+		inv.Used = true
+		if err := h.putJSON(ctx, inviteKey(a.invite), inv, inv.Expires); err != nil {
 			return nil, err
 		}
 	}
@@ -269,6 +306,10 @@ func (h *Dashboard) setPassword(ctx context.Context, email, next string, check f
 	if len(next) < minPassword || len(next) > maxPassword {
 		return kassa.Errorf(kassa.Invalid, "%s", msg("err.password"))
 	}
+	hash, err := h.hash(ctx, next)
+	if err != nil {
+		return err
+	}
 	h.usersMu.Lock()
 	defer h.usersMu.Unlock()
 	u, err := h.existingUser(ctx, email, "no account has this email")
@@ -280,7 +321,7 @@ func (h *Dashboard) setPassword(ctx context.Context, email, next string, check f
 			return err
 		}
 	}
-	u.PasswordHash = hashPassword(next)
+	u.PasswordHash = hash
 	u.SessionGen++
 	if err := h.putJSON(ctx, userKey(email), u, forever); err != nil {
 		return err
@@ -314,18 +355,22 @@ func (h *Dashboard) newInvite(ctx context.Context, by string) (string, error) {
 	return code, h.putJSON(ctx, inviteKey(code), inv, inv.Expires)
 }
 
-// useInvite takes an invitation; each one makes one account.
-func (h *Dashboard) useInvite(ctx context.Context, code string) (bool, error) {
+// getInvite reads the invitation of code into inv and reports whether
+// it may still make an account.
+func (h *Dashboard) getInvite(ctx context.Context, code string, inv *invite) (bool, error) {
 	if code == "" || len(code) > 100 {
 		return false, nil
 	}
-	h.usersMu.Lock()
-	defer h.usersMu.Unlock()
-	var inv invite
-	ok, err := h.getJSON(ctx, inviteKey(code), &inv)
+	ok, err := h.getJSON(ctx, inviteKey(code), inv)
 	if err != nil || !ok || inv.Used || !h.Clock.Now().Before(inv.Expires) {
 		return false, err
 	}
-	inv.Used = true
-	return true, h.putJSON(ctx, inviteKey(code), inv, inv.Expires)
+	return true, nil
+}
+
+// inviteValid reports whether code is an invitation that may still make
+// an account; it does not use it (createUser does).
+func (h *Dashboard) inviteValid(ctx context.Context, code string) (bool, error) {
+	var inv invite
+	return h.getInvite(ctx, code, &inv)
 }

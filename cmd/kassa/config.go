@@ -4,6 +4,7 @@ import (
 	"flag"
 	"time"
 
+	"github.com/kassapay/kassa/dashboard"
 	kassahttp "github.com/kassapay/kassa/http"
 )
 
@@ -85,7 +86,7 @@ func DefaultConfig() Config {
 
 		ShutdownTimeout:     30 * time.Second,
 		TraceSampleRatio:    -1,
-		DashboardSignup:     "open",
+		DashboardSignup:     dashboard.SignupInvite, // open with --dev (devDefaults)
 		DashboardPercentFee: "1",
 
 		PageRateLimit:    kassahttp.DefaultPublicLimits().PageRate,

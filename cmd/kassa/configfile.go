@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	chainrpc "github.com/kassapay/kassa/chain/rpc"
+	"github.com/kassapay/kassa/dashboard"
 	"github.com/kassapay/kassa/lightning/lnd"
 )
 
@@ -74,6 +75,7 @@ func (c *Config) load(name, header string, args []string, stdout, stderr io.Writ
 		errs = append(errs, applyConfigFile(fs, file, src)...)
 	}
 	delete(src, configFlag)
+	c.devDefaults(src)
 	if len(errs) == 0 {
 		errs = c.validate(src)
 	}
@@ -393,6 +395,11 @@ func (c *Config) validate(src configSources) []error {
 	}
 	if c.ClientIPHeader != "" && !headerName.MatchString(c.ClientIPHeader) {
 		bad("client-ip-header", "%q is not a header name", c.ClientIPHeader)
+	}
+	switch c.DashboardSignup {
+	case dashboard.SignupInvite, dashboard.SignupOpen:
+	default:
+		bad("dashboard-signup", "%q: use invite or open", c.DashboardSignup)
 	}
 	switch c.LogFormat {
 	case "text", "json":

@@ -13,7 +13,7 @@ import (
 
 func (c *Config) dashboardFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DashboardSignup, "dashboard-signup", c.DashboardSignup,
-		"who may create a dashboard account: open (anyone; the first account is the operator) or invite (an operator's invitation; make the first operator with `kassa user create --admin`)")
+		"who may create a dashboard account: invite (an operator's invitation; make the first operator with `kassa user create --admin`) or open (anyone; logged as a warning at start). Default invite, open with --dev")
 	fs.StringVar(&c.DashboardPercentFee, "dashboard-percent-fee", c.DashboardPercentFee,
 		"service fee in percent of stores created in the dashboard")
 }
@@ -31,9 +31,25 @@ func (m *Main) newDashboard(d kassahttp.Deps) (*dashboard.Dashboard, error) {
 	if err != nil || fee.IsNegative() || fee.GreaterThan(decimal.NewFromInt(100)) {
 		return nil, fmt.Errorf("--dashboard-percent-fee %q: use a percentage between 0 and 100", c.DashboardPercentFee)
 	}
+	if c.DashboardSignup == dashboard.SignupOpen {
+		if c.Dev {
+			d.Logger.Warn("dashboard sign-up is open (--dev): anyone who reaches /dashboard can make an account, and the first one made is the operator")
+		} else {
+			d.Logger.Warn("dashboard sign-up is open (--dashboard-signup open): anyone who reaches /dashboard can make an account; operators are made with `kassa user create --admin`")
+		}
+	}
 	return dashboard.New(dashboard.Deps{
 		Reader: d.Reader, Services: m.sys, KV: d.KV, Simulator: d.Simulator, Clock: d.Clock, Logger: d.Logger,
-		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, PercentFee: fee,
+		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, SignupOperator: c.Dev, PercentFee: fee,
 		ClientIPHeader: d.ClientIPHeader, Operator: d.Operator,
 	}), nil
+}
+
+// devDefaults sets the defaults that differ with --dev, for the
+// settings no flag, variable or file gave (src): open dashboard sign-up,
+// whose first account is the operator.
+func (c *Config) devDefaults(src configSources) {
+	if c.Dev && src["dashboard-signup"] == "" {
+		c.DashboardSignup = dashboard.SignupOpen
+	}
 }

@@ -12,13 +12,14 @@ import (
 	"testing"
 )
 
-// TestUserCreateCLI runs the real binary with invitation-only sign-up:
-// sign-up without an invitation is refused, `kassa user create --admin`
+// TestUserCreateCLI runs the real binary with the default sign-up,
+// invitation-only: sign-up without an invitation is refused, and
+// nothing warns of open sign-up; `kassa user create --admin`
 // makes the operator, who logs in and sees the invitations page;
 // `kassa user password` resets the password and signs the operator out.
 func TestUserCreateCLI(t *testing.T) {
 	dir := t.TempDir()
-	s := startServer(t, dir, "--dashboard-signup", "invite")
+	s := startServer(t, dir)
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`)
@@ -43,6 +44,9 @@ func TestUserCreateCLI(t *testing.T) {
 	}
 	if code := post("/dashboard/signup", url.Values{"email": {"x@example.com"}, "password": {"correct horse battery"}}); code != http.StatusForbidden {
 		t.Errorf("sign-up without an invitation: %d", code)
+	}
+	if strings.Contains(s.Logs(), "sign-up is open") {
+		t.Errorf("the default sign-up is logged as open")
 	}
 	pw := filepath.Join(t.TempDir(), "pw")
 	os.WriteFile(pw, []byte("correct horse battery\n"), 0o600)

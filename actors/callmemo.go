@@ -11,13 +11,16 @@ import (
 
 // A forwarded call's request id (callArgs.RequestID) makes a call that
 // arrives twice run once: protoactor-go sends a cluster request again
-// when it timed out (3 × 5 s), so a CreateInvoice could otherwise create
-// a second invoice that nobody acknowledges. The node that runs the call
-// keeps each request id's reply in memory for callMemoTTL, at most
-// callMemoMax of them; a repeat gets the first reply, and a repeat that
-// arrives while the first still runs waits for it. Not covered: a repeat
-// that lands on another node (the store moved between the attempts) or
-// after a restart runs again (docs/decisions.md, "Cluster mode").
+// when it timed out, so a CreateInvoice could otherwise create a second
+// invoice that nobody acknowledges. What makes a create once-only is
+// its request record, durable with what it created (onceOnly): a repeat
+// on another node or after a restart answers from it. This memo covers
+// what the record cannot: a repeat that arrives on the same node while
+// the first still runs waits for it, and a repeat soon after gets the
+// first reply without a read. The node that runs the call keeps each
+// request id's successful reply in memory for callMemoTTL, at most
+// callMemoMax of them; a failed call is forgotten once answered, so that
+// a retry (an Idempotency-Key after a 503) runs again.
 const (
 	callMemoTTL = time.Minute
 	callMemoMax = 10_000
@@ -27,9 +30,14 @@ const (
 type callMemo struct {
 	mu      sync.Mutex
 	entries map[string]*memoEntry
-	// order is the keys in the order their calls arrived: the oldest
-	// are dropped first.
-	order []string
+	// order is the entries in the order their calls arrived: the
+	// oldest are dropped first.
+	order []memoItem
+}
+
+type memoItem struct {
+	key string
+	e   *memoEntry
 }
 
 type memoEntry struct {
@@ -51,7 +59,7 @@ func (m *callMemo) once(ctx context.Context, key string, now time.Time, call fun
 	if !seen {
 		e = &memoEntry{done: make(chan struct{})}
 		m.entries[key] = e
-		m.order = append(m.order, key)
+		m.order = append(m.order, memoItem{key, e})
 	}
 	m.mu.Unlock()
 	if seen {
@@ -65,6 +73,12 @@ func (m *callMemo) once(ctx context.Context, key string, now time.Time, call fun
 	rep := call()
 	m.mu.Lock()
 	e.reply, e.expires = rep, now.Add(callMemoTTL)
+	if rep.Code != "" {
+		// Forgotten at once, so that a new call under the key runs
+		// again; forget drops its place in order later.
+		e.expires = now
+		delete(m.entries, key)
+	}
 	m.mu.Unlock()
 	close(e.done)
 	return rep
@@ -75,12 +89,13 @@ func (m *callMemo) once(ctx context.Context, key string, now time.Time, call fun
 // kept, so those after it wait for it to finish). m.mu is held.
 func (m *callMemo) forget(now time.Time) {
 	n := 0
-	for _, key := range m.order {
-		e := m.entries[key]
-		if e.expires.IsZero() || (len(m.order)-n <= callMemoMax && now.Before(e.expires)) {
+	for _, it := range m.order {
+		if it.e.expires.IsZero() || (len(m.order)-n <= callMemoMax && now.Before(it.e.expires)) {
 			break
 		}
-		delete(m.entries, key)
+		if m.entries[it.key] == it.e {
+			delete(m.entries, it.key)
+		}
 		n++
 	}
 	clear(m.order[:n])

@@ -37,6 +37,25 @@ type ClusterConfig struct {
 	// Host and Port are where this node listens for other nodes.
 	Host string
 	Port int
+	// Fence, when set, makes every commit of this node's actors
+	// conditional on its membership, checked in the commit's own
+	// transaction: the node joins it before it joins the cluster, and
+	// expels each member it sees leave before it takes that member's
+	// stores over (docs/decisions.md, "Membership fence").
+	Fence Fence
+}
+
+// Fence admits the members of a cluster to commit, and expels them.
+type Fence interface {
+	// Join admits member: its commits go through until it is expelled.
+	Join(ctx context.Context, member string) error
+	// Commit commits b for member, in one transaction with the check
+	// that member is admitted; kassa.ErrNotMember, and nothing
+	// written, when it is not.
+	Commit(ctx context.Context, member string, b kassa.Batch) error
+	// Expel refuses every later commit of member, once its commits in
+	// flight are done.
+	Expel(ctx context.Context, member string) error
 }
 
 // clusterState is what a System in cluster mode keeps.
@@ -65,6 +84,11 @@ func (s *System) JoinCluster(cc ClusterConfig) (err error) {
 	kind := cluster.NewKind(KindStore, actor.PropsFromProducer(func() actor.Actor { return &storeGrain{sys: s} }))
 	cfg := cluster.Configure(cc.Name, cc.Provider, disthash.New(), remote.Configure(cc.Host, cc.Port),
 		cluster.WithKinds(kind), cluster.WithRequestTimeout(s.cfg.RequestTimeout))
+	if cc.Fence != nil {
+		if err := s.joinFence(cc.Fence); err != nil {
+			return err
+		}
+	}
 	c := cluster.New(s.as, cfg)
 	st := &clusterState{c: c, rdv: cluster.NewRendezvous()}
 	s.cluster = st
@@ -89,6 +113,19 @@ func (s *System) JoinCluster(cc ClusterConfig) (err error) {
 // timers armed again here without waiting for the next sweep.
 func (s *System) onTopology(t *cluster.ClusterTopology) {
 	st := s.cluster
+	if s.fence != nil {
+		// Before this node takes any of their stores over: a member
+		// that left (killed, stalled, cut off) commits nothing more.
+		for _, m := range t.Left {
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+			if err := s.fence.Expel(ctx, m.Id); err != nil {
+				s.log.Error("expel a member that left", "member", m.Id, "err", err)
+			} else {
+				s.log.Info("expelled a member that left the cluster", "member", m.Id, "address", m.Address())
+			}
+			cancel()
+		}
+	}
 	rdv := cluster.NewRendezvous()
 	rdv.UpdateMembers(t.Members)
 	members := make([]string, 0, len(t.Members))
@@ -138,6 +175,9 @@ func (s *System) remoteStore(ctx context.Context, storeID string) (bool, error) 
 	if s.cluster == nil {
 		return false, nil
 	}
+	if h := s.halt.Load(); h != nil {
+		return false, h
+	}
 	if ctx.Value(forwardedKey{}) == nil {
 		switch owner := s.ownerOf(storeID); owner {
 		case "":
@@ -171,9 +211,13 @@ type callArgs struct {
 	StoreUpdate    *kassa.StoreUpdate         `json:"storeUpdate,omitempty"`
 	Label          string                     `json:"label,omitempty"`
 	Reference      string                     `json:"reference,omitempty"`
-	// RequestID names the call, so that one protoactor-go delivers
-	// again runs once (callMemo).
-	RequestID string `json:"requestId,omitempty"`
+	// RequestID names the call: the create it asks for records it in
+	// its own commit, and a repeat on any node answers what the first
+	// created (onceOnly); one protoactor-go delivers again while the
+	// first still runs waits for it (callMemo). Fingerprint is the
+	// client's, with an Idempotency-Key (kassa.Request).
+	RequestID   string `json:"requestId,omitempty"`
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 // forward sends a call about storeID to the node that runs the store,
@@ -183,7 +227,11 @@ func forward[T any](ctx context.Context, s *System, method string, args callArgs
 	if err != nil || !remote {
 		return out, err != nil, err
 	}
-	args.RequestID = kassa.NewID("")
+	req := kassa.RequestFrom(ctx)
+	if req.ID == "" {
+		req.ID = kassa.NewID("req_")
+	}
+	args.RequestID, args.Fingerprint = req.ID, req.Fingerprint
 	data, err := json.Marshal(args)
 	if err != nil {
 		return out, true, err
@@ -242,7 +290,9 @@ func (s *System) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
 	if a.RequestID == "" {
 		return s.runCall(ctx, call, a)
 	}
-	return s.calls.once(ctx, call.StoreId+"/"+a.RequestID, s.cfg.Clock.Now(), func() *protos.StoreCallReply {
+	ctx = kassa.WithRequest(ctx, kassa.Request{ID: a.RequestID, Fingerprint: a.Fingerprint})
+	key := call.StoreId + "/" + a.RequestID + "/" + a.Fingerprint
+	return s.calls.once(ctx, key, s.cfg.Clock.Now(), func() *protos.StoreCallReply {
 		return s.runCall(ctx, call, a)
 	})
 }
@@ -418,6 +468,11 @@ type ClusterHealth struct {
 	// Stores is how many store grains (each with its invoice and
 	// webhook endpoint actors) run on this node.
 	Stores int `json:"stores"`
+	// Owning says whether this node serves as its stores' owner; when
+	// it does not, Fenced says why (it lost contact with etcd, or its
+	// membership).
+	Owning bool   `json:"owning"`
+	Fenced string `json:"fenced,omitempty"`
 }
 
 // ClusterHealth reports membership and the actors this node runs; nil
@@ -427,6 +482,7 @@ func (s *System) ClusterHealth() *ClusterHealth {
 		return nil
 	}
 	h := &ClusterHealth{Address: s.as.Address()}
+	h.Owning, h.Fenced = s.Serving()
 	s.cluster.mu.RLock()
 	h.Members = append([]string(nil), s.cluster.members...)
 	s.cluster.mu.RUnlock()
@@ -443,4 +499,98 @@ func (s *System) ownsWebhook(ctx context.Context, id string) bool {
 	}
 	remote, err := s.remoteStore(ctx, w.StoreID)
 	return err == nil && !remote
+}
+
+// commit commits b: through the membership fence in a cluster that has
+// one, so that a node that lost its membership writes nothing, a new
+// stream's first event included; else to the journal.
+func (s *System) commit(ctx context.Context, b kassa.Batch) error {
+	if h := s.halt.Load(); h != nil {
+		return h
+	}
+	if s.fence != nil {
+		err := s.fence.Commit(ctx, s.as.ID, b)
+		if errors.Is(err, kassa.ErrNotMember) {
+			s.log.Warn("write refused: this node is no longer a member of the cluster")
+		}
+		return err
+	}
+	return s.cfg.Journal.Commit(ctx, b)
+}
+
+// joinFence admits this node to f, through which it commits from then
+// on.
+func (s *System) joinFence(f Fence) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	if err := f.Join(ctx, s.as.ID); err != nil {
+		return fmt.Errorf("cluster: join the membership fence: %w", err)
+	}
+	s.fence = f
+	return nil
+}
+
+// errExpelled answers what this node is asked once it knows it lost
+// its membership.
+var errExpelled = kassa.ErrNotMember
+
+// Expelled tells the system that this node lost its cluster membership
+// (its etcd lease expired: the others took its stores over). From now on
+// it commits nothing and answers 503 to every call about a store; its
+// store and webhook actors stop at once, not at the end of a drain, so
+// that no timer of theirs fires and nothing in their mailboxes runs.
+func (s *System) Expelled() {
+	if s.halt.Swap(errExpelled) == errExpelled {
+		return
+	}
+	s.stopOwned()
+}
+
+// errCutOff answers what this node is asked while it cannot reach etcd.
+var errCutOff = kassa.Errorf(kassa.Unavailable, "this node lost contact with the cluster's etcd: try again")
+
+// Suspend makes this node stop serving as the owner of its stores, at
+// once, because it could not renew its etcd lease and the lease would
+// now expire (self-fencing): the other nodes are about to take its
+// stores over, and two owners of a store must never run. Its store and
+// webhook actors stop, and every call about a store answers 503, until
+// Resume. It returns false when the node was serving already halted.
+func (s *System) Suspend() bool {
+	if !s.halt.CompareAndSwap(nil, errCutOff) {
+		return false
+	}
+	s.log.Error("lost contact with etcd for as long as the membership lease: no longer serving as any store's owner")
+	s.stopOwned()
+	return true
+}
+
+// Resume ends a Suspend: etcd answers again and this node is still a
+// member, so it serves its stores again (their actors start on the next
+// call). It returns false when the node was not suspended.
+func (s *System) Resume() bool {
+	if !s.halt.CompareAndSwap(errCutOff, nil) {
+		return false
+	}
+	s.log.Info("etcd answers again and this node is still a member: serving its stores again")
+	return true
+}
+
+// Serving says whether this node serves as its stores' owner, and why
+// not when it does not.
+func (s *System) Serving() (bool, string) {
+	if h := s.halt.Load(); h != nil {
+		return false, h.Message
+	}
+	return true, ""
+}
+
+// stopOwned stops every store and webhook actor of this node at once.
+func (s *System) stopOwned() {
+	for _, m := range []*sync.Map{&s.stores, &s.webhooks} {
+		m.Range(func(id, pid any) bool {
+			m.Delete(id)
+			s.as.Root.Stop(pid.(*actor.PID))
+			return true
+		})
+	}
 }

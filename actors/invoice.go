@@ -184,9 +184,10 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 	b := a.sys.cfg.Journal.NewBatch()
 	b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: msg.inv.ID}, 1, data)
 	b.PutInvoice(&msg.inv, nil, 1)
+	a.sys.putRequest(msg.ctx, b, msg.inv.StoreID, kassa.RequestInvoice, msg.inv.ID)
 	deliveries, err := a.outbox(spanCtx, b, &msg.inv, msg.effects)
 	if err == nil {
-		err = a.sys.cfg.Journal.Commit(spanCtx, b)
+		err = a.sys.commit(spanCtx, b)
 	}
 	if err != nil {
 		ctx.Send(ctx.Parent(), &feeReleased{invoiceID: msg.inv.ID})
@@ -275,7 +276,7 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 	if err != nil {
 		return nil, err
 	}
-	if err := a.sys.cfg.Journal.Commit(spanCtx, b); err != nil {
+	if err := a.sys.commit(spanCtx, b); err != nil {
 		if kassa.ErrorCode(err) == kassa.Conflict {
 			return nil, fmt.Errorf("persist invoice %s: %w: %w", a.inv.ID, errStaleState, err)
 		}

@@ -78,11 +78,13 @@ func (s *System) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store
 	if out, ok, err := forward[*kassa.Store](ctx, s, "CreateStore", callArgs{StoreID: st.ID, Store: st}); ok {
 		return out, err
 	}
-	res, err := s.request(ctx, s.store(st.ID), &createStore{ctx: ctx, store: st})
-	if err != nil {
-		return nil, err
-	}
-	return res.(*kassa.Store), nil
+	return onceOnly(ctx, s, st.ID, kassa.RequestStore, s.answerStore, func() (*kassa.Store, error) {
+		res, err := s.request(ctx, s.store(st.ID), &createStore{ctx: ctx, store: st})
+		if err != nil {
+			return nil, err
+		}
+		return res.(*kassa.Store), nil
+	})
 }
 
 // TopUp credits a store's prepaid balance; a reference the store
@@ -101,6 +103,13 @@ func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats, r
 	if out, ok, err := forward[*kassa.Transaction](ctx, s, "TopUp", callArgs{StoreID: storeID, Amount: amount, Reference: reference}); ok {
 		return out, err
 	}
+	return onceOnly(ctx, s, storeID, kassa.RequestTopUp, s.answerTopUp, func() (*kassa.Transaction, error) {
+		return s.topUp(ctx, storeID, amount, reference)
+	})
+}
+
+// topUp credits the store on this node.
+func (s *System) topUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
 	st, err := s.cfg.Reader.Store(ctx, storeID)
 	if err != nil {
 		return nil, err
@@ -166,7 +175,9 @@ func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.Inv
 	if out, ok, err := forward[*kassa.Invoice](ctx, s, "CreateInvoice", callArgs{StoreID: storeID, Invoice: r}); ok {
 		return out, err
 	}
-	return s.createInvoice(ctx, span, storeID, r, "")
+	return onceOnly(ctx, s, storeID, kassa.RequestInvoice, s.answerInvoice, func() (*kassa.Invoice, error) {
+		return s.createInvoice(ctx, span, storeID, r, "")
+	})
 }
 
 // createInvoice creates an invoice; a session key makes it the
@@ -268,6 +279,13 @@ func (s *System) PayPaymentRequest(ctx context.Context, storeID, id, session str
 	if out, ok, err := forward[*kassa.Invoice](ctx, s, "PayPaymentRequest", callArgs{StoreID: storeID, ID: id, Session: session}); ok {
 		return out, err
 	}
+	return onceOnly(ctx, s, storeID, kassa.RequestInvoice, s.answerInvoice, func() (*kassa.Invoice, error) {
+		return s.payPaymentRequest(ctx, span, storeID, id, session)
+	})
+}
+
+// payPaymentRequest is PayPaymentRequest on the store's node.
+func (s *System) payPaymentRequest(ctx context.Context, span trace.Span, storeID, id, session string) (*kassa.Invoice, error) {
 	p, err := s.cfg.Reader.PaymentRequest(ctx, id)
 	if kassa.ErrorCode(err) == kassa.NotFound || err == nil && p.StoreID != storeID {
 		return nil, kassa.Errorf(kassa.NotFound, "payment request not found")
@@ -321,7 +339,9 @@ func (s *System) CreatePaymentRequest(ctx context.Context, storeID string, in *k
 	if out, ok, err := forward[*kassa.PaymentRequest](ctx, s, "CreatePaymentRequest", callArgs{StoreID: storeID, PaymentRequest: in}); ok {
 		return out, err
 	}
-	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, input: in})
+	return onceOnly(ctx, s, storeID, kassa.RequestPaymentRequest, s.answerPaymentRequest, func() (*kassa.PaymentRequest, error) {
+		return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, input: in})
+	})
 }
 
 // UpdatePaymentRequest changes a pay link.
@@ -418,8 +438,16 @@ func (s *System) CreateAPIKey(ctx context.Context, storeID, label string) (*kass
 	if out, ok, err := forward[*kassa.APIKey](ctx, s, "CreateAPIKey", callArgs{StoreID: storeID, Label: label}); ok {
 		return out, err
 	}
+	return onceOnly(ctx, s, storeID, kassa.RequestAPIKey, s.answerAPIKey(storeID), func() (*kassa.APIKey, error) {
+		return s.createAPIKey(ctx, storeID, label)
+	})
+}
+
+// createAPIKey adds the key on the store's node.
+func (s *System) createAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
 	key := kassa.APIKey{ID: kassa.NewID("key_"), Label: label, Key: kassa.NewSecret(), CreatedAt: s.cfg.Clock.Now().UTC()}
-	_, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+	record := func(b kassa.Batch) { s.putRequest(ctx, b, storeID, kassa.RequestAPIKey, key.ID) }
+	_, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, record: record, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		if len(cur.APIKeys) >= kassa.MaxAPIKeys {
 			return nil, nil, kassa.Errorf(kassa.Conflict, "a store has at most %d API keys: delete one first", kassa.MaxAPIKeys)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -145,7 +146,10 @@ func (a *storeActor) create(msg *createStore) reply {
 		return reply{err: err}
 	}
 	ev := &protos.StoreEvent{AtUnixNano: msg.store.CreatedAt.UnixNano(), Kind: &protos.StoreEvent_Created{Created: &protos.StoreCreated{Store: doc}}}
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) { b.PutStore(msg.store, seq) }); err != nil {
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) {
+		b.PutStore(msg.store, seq)
+		a.sys.putRequest(msg.ctx, b, a.id, kassa.RequestStore, a.id)
+	}); err != nil {
 		return reply{err: err}
 	}
 	a.st = msg.store
@@ -183,7 +187,7 @@ func (a *storeActor) commit(ctx context.Context, ev *protos.StoreEvent, put func
 	b := a.sys.cfg.Journal.NewBatch()
 	b.AppendEvent(kassa.Stream{Kind: kassa.KindStore, ID: a.id}, seq, data)
 	put(b, seq)
-	if err := a.sys.cfg.Journal.Commit(ctx, b); err != nil {
+	if err := a.sys.commit(ctx, b); err != nil {
 		if kassa.ErrorCode(err) == kassa.Conflict {
 			// Another activation of this store wrote first (a cluster
 			// can briefly run two): reload, and let the caller retry
@@ -310,7 +314,12 @@ func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
 		return reply{err: err}
 	}
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_PaymentRequestSaved{PaymentRequestSaved: &protos.PaymentRequestSaved{PaymentRequest: doc}}}
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.PutPaymentRequest(pr) }); err != nil {
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) {
+		b.PutPaymentRequest(pr)
+		if msg.id == "" {
+			a.sys.putRequest(msg.ctx, b, a.id, kassa.RequestPaymentRequest, pr.ID)
+		}
+	}); err != nil {
 		return reply{err: err}
 	}
 	return reply{value: pr}
@@ -333,6 +342,7 @@ func (a *storeActor) topUp(msg *topUp) reply {
 	// sequence number stays the journal's).
 	err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) {
 		b.PutTransaction(tx)
+		a.sys.putRequest(msg.ctx, b, a.id, kassa.RequestTopUp, strconv.FormatInt(tx.ID, 10))
 		if msg.reference != "" {
 			next = a.st.WithTopUpRef(msg.reference, tx.ID)
 		}
@@ -379,7 +389,12 @@ func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
 		return reply{err: err}
 	}
 	ev := &protos.StoreEvent{AtUnixNano: w.UpdatedAt.UnixNano(), Kind: &protos.StoreEvent_WebhookSaved{WebhookSaved: &protos.WebhookSaved{Webhook: webhookDoc(w)}}}
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.PutWebhook(w) }); err != nil {
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) {
+		b.PutWebhook(w)
+		if msg.create != nil {
+			a.sys.putRequest(msg.ctx, b, a.id, kassa.RequestWebhook, w.ID)
+		}
+	}); err != nil {
 		return reply{err: err}
 	}
 	return reply{value: w}
@@ -404,7 +419,12 @@ func (a *storeActor) changeStore(msg *changeStore) reply {
 		return reply{err: err}
 	}
 	ev.AtUnixNano = a.sys.cfg.Clock.Now().UnixNano()
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) { b.PutStore(next, seq) }); err != nil {
+	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) {
+		b.PutStore(next, seq)
+		if msg.record != nil {
+			msg.record(b)
+		}
+	}); err != nil {
 		return reply{err: err}
 	}
 	a.st = next

@@ -102,6 +102,13 @@ type System struct {
 	shutdown            sync.Once
 	// cluster is set by JoinCluster; nil on a single node.
 	cluster *clusterState
+	// fence, in a cluster that has one, admits this node's commits
+	// (ClusterConfig.Fence).
+	fence Fence
+	// halt, when set, is why this node serves as no store's owner: it
+	// lost its membership (Expelled, for good) or lost contact with etcd
+	// (Suspend, until Resume).
+	halt atomic.Pointer[kassa.Error]
 	// calls holds the replies of recent forwarded calls by request id.
 	calls callMemo
 	// stats count the actors of each kind (ActorStats).
@@ -221,7 +228,13 @@ func (s *System) request(ctx context.Context, pid *actor.PID, msg any) (any, err
 	if timeout <= 0 {
 		return nil, kassa.Errorf(kassa.Unavailable, "request timed out")
 	}
+	if h := s.halt.Load(); h != nil {
+		return nil, h
+	}
 	res, err := s.as.Root.RequestFuture(pid, msg, timeout).Result()
+	if h := s.halt.Load(); h != nil && err != nil {
+		return nil, h // its actor stopped under it
+	}
 	if errors.Is(err, actor.ErrTimeout) {
 		s.log.Error("actor request timed out", "actor", pid.Id, "timeout", timeout)
 		return nil, kassa.Errorf(kassa.Unavailable, "the service is busy: try again")
@@ -296,6 +309,9 @@ type (
 	changeStore struct {
 		ctx    context.Context
 		change func(*kassa.Store) (*kassa.Store, *protos.StoreEvent, error)
+		// record, when set, adds to the change's batch (the request id
+		// of a create, System.putRequest).
+		record func(kassa.Batch)
 	}
 	// allocateAddress asks for the next xpub derivation index.
 	allocateAddress struct{ ctx context.Context }

@@ -326,7 +326,7 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 	if retry != nil {
 		b.PutDelivery(retry, true)
 	}
-	commit := a.sys.cfg.Journal.Commit
+	commit := a.sys.commit
 	if claim != nil {
 		commit = func(ctx context.Context, b kassa.Batch) error { return a.sys.cfg.Claims.CommitClaimed(ctx, *claim, b) }
 	}
@@ -366,7 +366,7 @@ func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
 	}
 	b := a.sys.cfg.Journal.NewBatch()
 	b.PutDelivery(d, true)
-	if err := a.sys.cfg.Journal.Commit(msg.ctx, b); err != nil {
+	if err := a.sys.commit(msg.ctx, b); err != nil {
 		return reply{err: err}
 	}
 	if a.sys.cfg.Claims != nil {
@@ -546,6 +546,13 @@ func (s *System) CreateWebhook(ctx context.Context, storeID string, in *kassa.We
 	if out, ok, err := forward[*kassa.Webhook](ctx, s, "CreateWebhook", callArgs{StoreID: storeID, Webhook: in}); ok {
 		return out, err
 	}
+	return onceOnly(ctx, s, storeID, kassa.RequestWebhook, s.answerWebhook, func() (*kassa.Webhook, error) {
+		return s.createWebhook(ctx, storeID, in)
+	})
+}
+
+// createWebhook checks and registers a webhook on the store's node.
+func (s *System) createWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
 	if err := in.Validate(true); err != nil {
 		return nil, err
 	}

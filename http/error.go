@@ -60,5 +60,13 @@ func (s *server) errorResponse(r *http.Request, err error) (int, errorBody) {
 // writeError answers err in the JSON error shape.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, body := s.errorResponse(r, err)
+	if status == http.StatusServiceUnavailable {
+		// A passing condition (a backend or the database away, a
+		// node lost): the caller may try again soon.
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+	}
 	writeJSON(w, status, body)
 }
+
+// retryAfterUnavailable is the Retry-After of a 503, in seconds.
+const retryAfterUnavailable = "2"

@@ -68,13 +68,20 @@ func (r *faultyReader) Deliveries(ctx context.Context, webhookID string, q kassa
 type faultyInvoices struct {
 	kassa.InvoiceService
 	err error
+	// lostReply, when set, is answered after the create ran: the node
+	// that ran it died before its reply came back.
+	lostReply error
 }
 
 func (f *faultyInvoices) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
 	if f.err != nil {
 		return nil, f.err
 	}
-	return f.InvoiceService.CreateInvoice(ctx, storeID, r)
+	inv, err := f.InvoiceService.CreateInvoice(ctx, storeID, r)
+	if err == nil && f.lostReply != nil {
+		return nil, f.lostReply
+	}
+	return inv, err
 }
 
 // faultyPayLinks is the actors' pay-link service; payErr, when set, is

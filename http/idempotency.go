@@ -86,6 +86,11 @@ func (s *server) idempotent(next http.Handler) http.Handler {
 			return
 		}
 
+		// The create records the key in its own commit: a retry after
+		// a failure whose create went through (a 503 from a node lost
+		// in the middle), here or on another node, answers what it
+		// created (kassa.Request).
+		r = r.WithContext(kassa.WithRequest(r.Context(), kassa.Request{ID: kassa.IdempotencyRequestID(key), Fingerprint: fingerprint}))
 		tee := &teeWriter{ResponseWriter: w}
 		next.ServeHTTP(tee, r)
 		status := tee.status

@@ -84,6 +84,34 @@ func TestIdempotencyStoresOnlySuccess(t *testing.T) {
 	}
 }
 
+// TestIdempotencyAfterLostReply: the create went through but its answer
+// was lost (the node that ran it died; the client got a 503). The retry
+// with the same Idempotency-Key answers the invoice the first made, not
+// a second one; the key with another body is still refused. Before, the
+// key was remembered only for successful answers, and the retry made a
+// second invoice.
+func TestIdempotencyAfterLostReply(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := header{"Idempotency-Key", "order-77"}
+	e.invoices.lostReply = kassa.Errorf(kassa.Unavailable, "the node that runs this store did not answer: try again")
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 12.5, "orderId": "77"}`, key), 503, kassa.Unavailable)
+	e.invoices.lostReply = nil
+	created := e.invoiceIDs("store_a")
+	if len(created) != 1 {
+		t.Fatalf("the create whose reply was lost made %d invoices, want 1", len(created))
+	}
+	w := e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 12.5, "orderId": "77"}`, key)
+	expectStatus(t, w, 200)
+	if got := decode[createdInvoice](t, w).ID; got != created[0] {
+		t.Errorf("the retry answered invoice %s, the first attempt made %s", got, created[0])
+	}
+	if n := len(e.invoiceIDs("store_a")); n != 1 {
+		t.Errorf("%d invoices after the retry, want 1", n)
+	}
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 13, "orderId": "77"}`, key), 409, kassa.Conflict)
+}
+
 func TestIdempotencyKeyErrors(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

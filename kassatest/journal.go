@@ -28,6 +28,7 @@ func RunJournal(t *testing.T, open func(t *testing.T) kassa.Journal) {
 		{"NotFound", journalNotFound},
 		{"BatchIsAtomic", journalBatchIsAtomic},
 		{"ConcurrentCommits", journalConcurrentCommits},
+		{"RequestOnce", journalRequestOnce},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -294,4 +295,62 @@ func journalConcurrentCommits(t *testing.T, j kassa.Journal) {
 			t.Errorf("%v: %d events, want %d", s, len(got), each)
 		}
 	}
+}
+
+// journalRequestOnce: a request id recorded by one commit makes a second
+// commit that records it fail with kassa.ErrRequestDone and write
+// nothing, concurrent commits included; the record reads back, and the
+// same id of another store is another request.
+func journalRequestOnce(t *testing.T, j kassa.Journal) {
+	rr, ok := j.(kassa.RequestReader)
+	if !ok {
+		t.Fatalf("%T records no request ids", j)
+	}
+	if _, err := rr.Request(t.Context(), "s1", "req_1"); kassa.ErrorCode(err) != kassa.NotFound {
+		t.Fatalf("request before any commit: %v, want NotFound", err)
+	}
+	build := func(stream, store, result string) kassa.Batch {
+		b := j.NewBatch()
+		b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: stream}, 1, []byte(stream))
+		b.(kassa.RequestBatch).PutRequest(kassa.RequestRecord{StoreID: store, ID: "req_1", Kind: kassa.RequestInvoice, ResultID: result, Fingerprint: "f"})
+		return b
+	}
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = j.Commit(t.Context(), build(fmt.Sprintf("inv%d", i), "s1", fmt.Sprintf("inv%d", i)))
+		}()
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won < 0:
+			won = i
+		case err == nil:
+			t.Fatalf("commits %d and %d both recorded request req_1", won, i)
+		case !errors.Is(err, kassa.ErrRequestDone) || kassa.ErrorCode(err) != kassa.Conflict:
+			t.Fatalf("commit %d of a recorded request: %v, want ErrRequestDone", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no commit recorded request req_1")
+	}
+	r, err := rr.Request(t.Context(), "s1", "req_1")
+	want := kassa.RequestRecord{StoreID: "s1", ID: "req_1", Kind: kassa.RequestInvoice, ResultID: fmt.Sprintf("inv%d", won), Fingerprint: "f"}
+	if err != nil || *r != want {
+		t.Fatalf("request read back: %+v, %v; want %+v", r, err, want)
+	}
+	for i := range n {
+		if got := events(t, j, kassa.Stream{Kind: kassa.KindInvoice, ID: fmt.Sprintf("inv%d", i)}, 0); (i == won) != (len(got) == 1) {
+			t.Fatalf("stream inv%d has events %v; only the commit that recorded the request writes", i, got)
+		}
+	}
+	Commit(t, j, func(b kassa.Batch) {
+		b.(kassa.RequestBatch).PutRequest(kassa.RequestRecord{StoreID: "s2", ID: "req_1", Kind: kassa.RequestInvoice, ResultID: "x"})
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,9 @@ type DB struct {
 	// from then on every call answers it.
 	fail  *failure
 	clock kassa.Clock
+	// requestMu serialises the commits that record request ids
+	// (PutRequest), so that two with one id never both commit.
+	requestMu sync.Mutex
 }
 
 var (
@@ -247,6 +251,8 @@ type Batch struct {
 	count  int
 	err    error
 	stores []cachedStore // to cache once committed
+	// requests are the request keys the batch records (PutRequest).
+	requests [][]byte
 }
 
 // NewBatch starts a batch.
@@ -367,6 +373,17 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 		return err
 	}
 	defer d.leave()
+	if len(b.requests) > 0 {
+		d.requestMu.Lock()
+		defer d.requestMu.Unlock()
+		taken, err := d.requestsTaken(b.requests)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return kassa.ErrRequestDone
+		}
+	}
 	start := time.Now()
 	size := len(b.b.Repr())
 	if err := guarded(func() error { return b.b.Commit(opts) }); err != nil {

@@ -73,7 +73,7 @@ func parseCluster(cluster, nodeListen, store string) (*clusterSettings, error) {
 // answer first: protoactor-go's provider would wait for it for good. The
 // channel it returns is closed when the node loses its membership (see
 // watchMembership) while runCtx lasts.
-func joinCluster(ctx, runCtx context.Context, sys *actors.System, s *clusterSettings, log *slog.Logger) (<-chan struct{}, error) {
+func joinCluster(ctx, runCtx context.Context, sys *actors.System, s *clusterSettings, fence actors.Fence, log *slog.Logger) (<-chan struct{}, error) {
 	client, err := clientv3.New(clientv3.Config{Endpoints: s.endpoints, DialTimeout: 5 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("--cluster: etcd client: %w", err)
@@ -90,7 +90,7 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.System, s *clusterSett
 	if err != nil {
 		return nil, fmt.Errorf("--cluster: etcd client: %w", err)
 	}
-	if err := sys.JoinCluster(actors.ClusterConfig{Name: "kassa", Provider: provider, Host: s.host, Port: s.port}); err != nil {
+	if err := sys.JoinCluster(actors.ClusterConfig{Name: "kassa", Provider: provider, Host: s.host, Port: s.port, Fence: fence}); err != nil {
 		return nil, fmt.Errorf("--cluster: join through etcd at %s: %w", strings.Join(s.endpoints, ","), err)
 	}
 	log.Info("joined the cluster", "etcd", strings.Join(s.endpoints, ","), "node", net.JoinHostPort(s.host, strconv.Itoa(s.port)))
@@ -137,4 +137,13 @@ func watchMembership(ctx context.Context, client *clientv3.Client, key string, l
 		}
 	}()
 	return expelled
+}
+
+// membersOf is the membership fence of a cluster's shared store (nil for
+// a store without one).
+func membersOf(db storage) actors.Fence {
+	if pg, ok := db.(pgStorage); ok {
+		return pg.DB.Members()
+	}
+	return nil
 }

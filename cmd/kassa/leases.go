@@ -117,6 +117,10 @@ type nodeRoles struct {
 	Address string   `json:"address"`
 	Members []string `json:"members"`
 	Stores  int      `json:"stores"`
+	// Owning and Fenced: whether this node serves as its stores'
+	// owner, and why not (actors.ClusterHealth).
+	Owning bool   `json:"owning"`
+	Fenced string `json:"fenced,omitempty"`
 	// Leases are the roles that run on one node at a time, and whether
 	// this node holds each (with the lease's epoch).
 	Leases []lease.Status `json:"leases"`
@@ -149,7 +153,7 @@ func (r *roles) collector() prometheus.Collector {
 func (m *Main) clusterReport() any {
 	h := nodeRoles{Leases: m.roles.statuses()}
 	if c := m.sys.ClusterHealth(); c != nil {
-		h.Address, h.Members, h.Stores = c.Address, c.Members, c.Stores
+		h.Address, h.Members, h.Stores, h.Owning, h.Fenced = c.Address, c.Members, c.Stores, c.Owning, c.Fenced
 	}
 	if h.Members == nil {
 		h.Members = []string{}

@@ -93,14 +93,14 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 		if err := m.Run(ctx); err != nil {
-			m.Close()
+			m.closeBounded()
 			return err
 		}
 		if err := m.Wait(ctx); err != nil {
-			m.Close()
+			m.closeBounded()
 			return err
 		}
-		return m.Close()
+		return m.closeBounded()
 	case "store", "sim", "user":
 		return runAdmin(ctx, args, stdout, stderr)
 	case "config":

@@ -199,7 +199,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Claims: outboxClaims(m.db), ClaimHolder: nodeHolder(),
 	})
 	if clusterMode != nil {
-		if m.expelled, err = joinCluster(ctx, runCtx, m.sys, clusterMode, log); err != nil {
+		if m.expelled, err = joinCluster(ctx, runCtx, m.sys, clusterMode, membersOf(m.db), log); err != nil {
 			return err
 		}
 	}
@@ -390,6 +390,9 @@ func (m *Main) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	case <-m.expelled:
+		// Its stores are another node's now: nothing of them runs
+		// here from this moment, not until the drain ends.
+		m.sys.Expelled()
 		m.log.Error(errExpelled.Error())
 		return errExpelled
 	case <-m.db.Failed():

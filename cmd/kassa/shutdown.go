@@ -8,6 +8,33 @@ import (
 	"time"
 )
 
+// closeGrace is how long Close may run past --shutdown-timeout: the
+// actors' stop, the lease release and the store's close after the drain.
+const closeGrace = 2 * time.Second
+
+// errCloseStuck is why a stop that overran its time exits anyway.
+var errCloseStuck = errors.New("the stop did not finish within --shutdown-timeout (etcd or PostgreSQL not answering?): exiting without waiting for it")
+
+// closeBounded is Close within --shutdown-timeout and closeGrace,
+// whatever etcd and PostgreSQL do: a stop that waits for an answer
+// from either (leaving the membership, releasing a lease) past that is
+// left behind, and the process exits; the cluster drops the node after
+// its lease, and its leases expire.
+func (m *Main) closeBounded() error {
+	timeout := cmp.Or(m.Config.ShutdownTimeout, DefaultConfig().ShutdownTimeout)
+	done := make(chan error, 1)
+	go func() { done <- m.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(timeout + closeGrace):
+		if m.log != nil {
+			m.log.Error(errCloseStuck.Error(), "timeout", timeout)
+		}
+		return errCloseStuck
+	}
+}
+
 // drain is the graceful part of Close, all of it within
 // --shutdown-timeout: the HTTP server stops accepting connections and
 // waits for the requests in flight; the backends stop, so that no new

@@ -87,7 +87,7 @@ func (d *DB) ClaimDelivery(ctx context.Context, webhookID, holder string, ttl ti
 		return nil
 	})
 	if err != nil {
-		return kassa.DeliveryClaim{}, false, fmt.Errorf("postgres: claim delivery: %w", err)
+		return kassa.DeliveryClaim{}, false, fmt.Errorf("postgres: claim delivery: %w", down(err))
 	}
 	if !ok {
 		return held, false, nil
@@ -102,7 +102,7 @@ func (d *DB) ReleaseDelivery(ctx context.Context, c kassa.DeliveryClaim, retryAt
 	_, err := d.pool.Exec(ctx, `UPDATE outbox SET claimed_by = NULL, claim_expires_ms = $4
 		WHERE webhook_id = $1 AND delivery_id = $2 AND claimed_by = $3`, c.WebhookID, c.DeliveryID, c.Holder, max(retryAt.UnixMilli(), 0))
 	if err != nil {
-		return fmt.Errorf("postgres: release delivery: %w", err)
+		return fmt.Errorf("postgres: release delivery: %w", down(err))
 	}
 	return nil
 }
@@ -134,7 +134,7 @@ func (d *DB) CommitClaimed(ctx context.Context, c kassa.DeliveryClaim, kb kassa.
 		return err
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: commit claimed delivery: %w", err)
+		return fmt.Errorf("postgres: commit claimed delivery: %w", down(err))
 	}
 	return nil
 }
@@ -155,7 +155,7 @@ func (d *DB) ClaimOverdue(ctx context.Context, holder string, overdue time.Time,
 			FOR UPDATE SKIP LOCKED)
 		RETURNING invoice_id, store_id, deadline_ms`, holder, now.Add(ttl).UnixMilli(), ms(overdue), now.UnixMilli(), limit)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: claim overdue invoices: %w", err)
+		return nil, fmt.Errorf("postgres: claim overdue invoices: %w", down(err))
 	}
 	defer rows.Close()
 	var out []kassa.OverdueInvoice
@@ -163,13 +163,13 @@ func (d *DB) ClaimOverdue(ctx context.Context, holder string, overdue time.Time,
 		var o kassa.OverdueInvoice
 		var deadline int64
 		if err := rows.Scan(&o.InvoiceID, &o.StoreID, &deadline); err != nil {
-			return nil, fmt.Errorf("postgres: claim overdue invoices: %w", err)
+			return nil, fmt.Errorf("postgres: claim overdue invoices: %w", down(err))
 		}
 		o.Deadline = time.UnixMilli(deadline)
 		out = append(out, o)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: claim overdue invoices: %w", err)
+		return nil, fmt.Errorf("postgres: claim overdue invoices: %w", down(err))
 	}
 	return out, nil
 }

@@ -44,7 +44,7 @@ type Options struct {
 func Open(ctx context.Context, dsn string, o Options) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: bad address: %w", err)
+		return nil, fmt.Errorf("postgres: bad address: %w", down(err))
 	}
 	if !strings.Contains(dsn, "pool_max_conns") {
 		// Readers stream rows to callbacks that may read again; pgx's
@@ -53,7 +53,7 @@ func Open(ctx context.Context, dsn string, o Options) (*DB, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: %w", err)
+		return nil, fmt.Errorf("postgres: %w", down(err))
 	}
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
@@ -99,7 +99,7 @@ func (d *DB) GetValue(ctx context.Context, key string) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("postgres: get value: %w", err)
+		return nil, false, fmt.Errorf("postgres: get value: %w", down(err))
 	}
 	if v == nil {
 		v = []byte{}
@@ -115,7 +115,7 @@ func (d *DB) PutValue(ctx context.Context, key string, value []byte, expires tim
 	_, err := d.pool.Exec(ctx, `INSERT INTO kv (key, value, expires_ms) VALUES ($1, $2, $3)
 		ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_ms = EXCLUDED.expires_ms`, key, value, expires.UnixMilli())
 	if err != nil {
-		return fmt.Errorf("postgres: put value: %w", err)
+		return fmt.Errorf("postgres: put value: %w", down(err))
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func (d *DB) PutValue(ctx context.Context, key string, value []byte, expires tim
 func (d *DB) SweepExpired(ctx context.Context, now time.Time) (int, error) {
 	tag, err := d.pool.Exec(ctx, `DELETE FROM kv WHERE expires_ms <= $1`, now.UnixMilli())
 	if err != nil {
-		return 0, fmt.Errorf("postgres: sweep values: %w", err)
+		return 0, fmt.Errorf("postgres: sweep values: %w", down(err))
 	}
 	return int(tag.RowsAffected()), nil
 }
@@ -160,7 +160,7 @@ func (b *Batch) next(seq string) int64 {
 		return 0
 	}
 	if err := b.db.pool.QueryRow(context.Background(), `SELECT nextval('`+seq+`')`).Scan(&n); err != nil {
-		b.err = fmt.Errorf("postgres: next %s: %w", seq, err)
+		b.err = fmt.Errorf("postgres: next %s: %w", seq, down(err))
 	}
 	return n
 }
@@ -280,6 +280,12 @@ func (b *Batch) PutDelivery(dl *kassa.Delivery, pending bool) {
 // Commit runs the batch in one transaction; PostgreSQL has it durable
 // when the commit returns (synchronous_commit is the server's setting).
 func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
+	return d.commit(ctx, kb, nil)
+}
+
+// commit runs the batch in one transaction, after check (when set) in
+// the same transaction; check's error is returned as it is.
+func (d *DB) commit(ctx context.Context, kb kassa.Batch, check func(pgx.Tx) error) error {
 	b, ok := kb.(*Batch)
 	if !ok {
 		return fmt.Errorf("postgres: foreign batch %T", kb)
@@ -290,15 +296,27 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	if b.b.Len() == 0 {
 		return nil
 	}
+	var checkErr error
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		if check != nil {
+			if checkErr = check(tx); checkErr != nil {
+				return checkErr
+			}
+		}
 		return tx.SendBatch(ctx, &b.b).Close()
 	})
+	if checkErr != nil {
+		return checkErr
+	}
 	if err != nil {
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_pkey" {
 			return &seqTaken{err}
 		}
-		return fmt.Errorf("postgres: commit batch: %w", err)
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "requests_pkey" {
+			return &requestDone{err}
+		}
+		return fmt.Errorf("postgres: commit batch: %w", down(err))
 	}
 	return nil
 }
@@ -310,14 +328,14 @@ func (d *DB) Events(ctx context.Context, s kassa.Stream, after uint64, fn func(u
 	}
 	rows, err := d.pool.Query(ctx, `SELECT seq, data FROM events WHERE kind = $1 AND stream = $2 AND seq > $3 ORDER BY seq`, s.Kind, s.ID, int64(after))
 	if err != nil {
-		return fmt.Errorf("postgres: events: %w", err)
+		return fmt.Errorf("postgres: events: %w", down(err))
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var seq int64
 		var data []byte
 		if err := rows.Scan(&seq, &data); err != nil {
-			return fmt.Errorf("postgres: events: %w", err)
+			return fmt.Errorf("postgres: events: %w", down(err))
 		}
 		if err := fn(uint64(seq), data); err != nil {
 			return err
@@ -331,7 +349,7 @@ func (d *DB) StreamSeq(ctx context.Context, s kassa.Stream) (uint64, error) {
 	var seq int64
 	err := d.pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE kind = $1 AND stream = $2`, s.Kind, s.ID).Scan(&seq)
 	if err != nil {
-		return 0, fmt.Errorf("postgres: stream seq: %w", err)
+		return 0, fmt.Errorf("postgres: stream seq: %w", down(err))
 	}
 	return uint64(seq), nil
 }

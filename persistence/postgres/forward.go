@@ -69,14 +69,14 @@ func (d *DB) Forward(ctx context.Context, id string) (*kassa.Forward, error) {
 func (d *DB) ForwardingStores(ctx context.Context) ([]string, error) {
 	rows, err := d.pool.Query(ctx, `SELECT store_id FROM forward_queue UNION SELECT store_id FROM forwards WHERE open ORDER BY 1`)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: forwarding stores: %w", err)
+		return nil, fmt.Errorf("postgres: forwarding stores: %w", down(err))
 	}
 	var stores []string
 	for rows.Next() {
 		var s string
 		if err := rows.Scan(&s); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("postgres: forwarding stores: %w", err)
+			return nil, fmt.Errorf("postgres: forwarding stores: %w", down(err))
 		}
 		stores = append(stores, s)
 	}

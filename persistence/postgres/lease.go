@@ -128,7 +128,7 @@ func (f fenced) PutValue(ctx context.Context, key string, value []byte, expires 
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO kv (key, value, expires_ms) VALUES ($1, $2, $3)
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_ms = EXCLUDED.expires_ms`, key, value, expires.UnixMilli()); err != nil {
-			return fmt.Errorf("postgres: put value: %w", err)
+			return fmt.Errorf("postgres: put value: %w", down(err))
 		}
 		return nil
 	})
@@ -155,7 +155,7 @@ func (f fenced) Commit(ctx context.Context, kb kassa.Batch) error {
 		return tx.SendBatch(ctx, &b.b).Close()
 	})
 	if err != nil && !errors.Is(err, lease.ErrLost) {
-		return fmt.Errorf("postgres: commit fenced batch: %w", err)
+		return fmt.Errorf("postgres: commit fenced batch: %w", down(err))
 	}
 	return err
 }

@@ -140,6 +140,15 @@ var migrations = []string{
 	UPDATE outbox o SET not_before_ms = (extract(epoch FROM (convert_from(d.doc, 'UTF8')::jsonb->>'notBefore')::timestamptz) * 1000)::bigint
 		FROM deliveries d
 		WHERE d.id = o.delivery_id AND convert_from(d.doc, 'UTF8')::jsonb ? 'notBefore';`,
+	// 5: the request ids of creates (kassa.RequestBatch), written in the
+	// create's own transaction: a retry on any node finds what the first
+	// attempt created (docs/decisions.md, "One create per request").
+	`CREATE TABLE requests (
+		store_id text COLLATE "C" NOT NULL,
+		request_id text COLLATE "C" NOT NULL,
+		doc bytea NOT NULL,
+		PRIMARY KEY (store_id, request_id)
+	);`,
 }
 
 // migrationLock is the advisory lock key that serialises migrations of

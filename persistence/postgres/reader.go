@@ -33,11 +33,11 @@ func getDoc[T any](ctx context.Context, d *DB, notFound error, query string, arg
 		return nil, notFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: read: %w", err)
+		return nil, fmt.Errorf("postgres: read: %w", down(err))
 	}
 	var out T
 	if err := json.Unmarshal(doc, &out); err != nil {
-		return nil, fmt.Errorf("postgres: decode: %w", err)
+		return nil, fmt.Errorf("postgres: decode: %w", down(err))
 	}
 	return &out, nil
 }
@@ -46,17 +46,17 @@ func getDoc[T any](ctx context.Context, d *DB, notFound error, query string, arg
 func eachDoc[T any](ctx context.Context, d *DB, fn func(*T) error, query string, args ...any) error {
 	rows, err := d.pool.Query(ctx, query, args...)
 	if err != nil {
-		return fmt.Errorf("postgres: read: %w", err)
+		return fmt.Errorf("postgres: read: %w", down(err))
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var doc []byte
 		if err := rows.Scan(&doc); err != nil {
-			return fmt.Errorf("postgres: read: %w", err)
+			return fmt.Errorf("postgres: read: %w", down(err))
 		}
 		var v T
 		if err := json.Unmarshal(doc, &v); err != nil {
-			return fmt.Errorf("postgres: decode: %w", err)
+			return fmt.Errorf("postgres: decode: %w", down(err))
 		}
 		if err := fn(&v); err != nil {
 			return err
@@ -80,7 +80,7 @@ func (d *DB) StoreSnapshot(ctx context.Context, id string) (*kassa.Store, uint64
 		return nil, 0, errStoreNotFound
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("postgres: read store: %w", err)
+		return nil, 0, fmt.Errorf("postgres: read store: %w", down(err))
 	}
 	var st kassa.Store
 	if err := json.Unmarshal(doc, &st); err != nil {
@@ -108,7 +108,7 @@ func (d *DB) Balance(ctx context.Context, storeID string) (kassa.Sats, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("postgres: read balance: %w", err)
+		return 0, fmt.Errorf("postgres: read balance: %w", down(err))
 	}
 	return kassa.Sats(bal), nil
 }
@@ -129,7 +129,7 @@ func (d *DB) InvoiceSnapshot(ctx context.Context, id string) (*kassa.Invoice, ui
 		return nil, 0, errInvoiceNotFound
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("postgres: read invoice: %w", err)
+		return nil, 0, fmt.Errorf("postgres: read invoice: %w", down(err))
 	}
 	var inv kassa.Invoice
 	if err := json.Unmarshal(doc, &inv); err != nil {
@@ -145,7 +145,7 @@ func (d *DB) lookup(ctx context.Context, query, arg string) (string, error) {
 		return "", errInvoiceNotFound
 	}
 	if err != nil {
-		return "", fmt.Errorf("postgres: read: %w", err)
+		return "", fmt.Errorf("postgres: read: %w", down(err))
 	}
 	return id, nil
 }
@@ -204,14 +204,14 @@ func (d *DB) Invoices(ctx context.Context, storeID string, q kassa.ListQuery, fn
 func (d *DB) OpenInvoices(ctx context.Context, fn func(invoiceID, storeID string, deadline time.Time) error) error {
 	rows, err := d.pool.Query(ctx, `SELECT invoice_id, store_id, deadline_ms FROM open_invoices ORDER BY deadline_ms, invoice_id`)
 	if err != nil {
-		return fmt.Errorf("postgres: open invoices: %w", err)
+		return fmt.Errorf("postgres: open invoices: %w", down(err))
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id, store string
 		var deadline int64
 		if err := rows.Scan(&id, &store, &deadline); err != nil {
-			return fmt.Errorf("postgres: open invoices: %w", err)
+			return fmt.Errorf("postgres: open invoices: %w", down(err))
 		}
 		if err := fn(id, store, time.UnixMilli(deadline)); err != nil {
 			return err
@@ -249,7 +249,7 @@ func (d *DB) PaymentRequest(ctx context.Context, id string) (*kassa.PaymentReque
 		return nil, errPaymentRequestNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("postgres: read payment request: %w", err)
+		return nil, fmt.Errorf("postgres: read payment request: %w", down(err))
 	}
 	var pr kassa.PaymentRequest
 	if err := json.Unmarshal(doc, &pr); err != nil {
@@ -265,11 +265,11 @@ func (d *DB) PaymentRequest(ctx context.Context, id string) (*kassa.PaymentReque
 func (d *DB) PaymentRequests(ctx context.Context, storeID string, fn func(*kassa.PaymentRequest) error) error {
 	rows, err := d.pool.Query(ctx, `SELECT id FROM payment_requests WHERE store_id = $1 ORDER BY created_ms DESC, id DESC`, storeID)
 	if err != nil {
-		return fmt.Errorf("postgres: list payment requests: %w", err)
+		return fmt.Errorf("postgres: list payment requests: %w", down(err))
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return fmt.Errorf("postgres: list payment requests: %w", err)
+		return fmt.Errorf("postgres: list payment requests: %w", down(err))
 	}
 	for _, id := range ids {
 		pr, err := d.PaymentRequest(ctx, id)
@@ -319,7 +319,7 @@ func (d *DB) WebhookOutbox(ctx context.Context, webhookID string, fn func(delive
 func (d *DB) outbox(ctx context.Context, query string, args []any, fn func(webhookID, deliveryID string) error) error {
 	rows, err := d.pool.Query(ctx, query, args...)
 	if err != nil {
-		return fmt.Errorf("postgres: outbox: %w", err)
+		return fmt.Errorf("postgres: outbox: %w", down(err))
 	}
 	type entry struct{ webhook, delivery string }
 	var entries []entry
@@ -327,13 +327,13 @@ func (d *DB) outbox(ctx context.Context, query string, args []any, fn func(webho
 		var e entry
 		if err := rows.Scan(&e.webhook, &e.delivery); err != nil {
 			rows.Close()
-			return fmt.Errorf("postgres: outbox: %w", err)
+			return fmt.Errorf("postgres: outbox: %w", down(err))
 		}
 		entries = append(entries, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("postgres: outbox: %w", err)
+		return fmt.Errorf("postgres: outbox: %w", down(err))
 	}
 	// fn may read the store; the rows are read first so that a callback
 	// does not hold a connection while it takes another.

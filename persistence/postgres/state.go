@@ -30,7 +30,7 @@ func (s *State) Get(ctx context.Context, k string) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("postgres: state get: %w", err)
+		return nil, false, fmt.Errorf("postgres: state get: %w", down(err))
 	}
 	if v == nil {
 		v = []byte{}
@@ -46,7 +46,7 @@ func (s *State) Put(ctx context.Context, k string, value []byte) error {
 	_, err := s.db.pool.Exec(ctx, `INSERT INTO sim_state (space, key, value) VALUES ($1, $2, $3)
 		ON CONFLICT (space, key) DO UPDATE SET value = EXCLUDED.value`, s.space, k, value)
 	if err != nil {
-		return fmt.Errorf("postgres: state put: %w", err)
+		return fmt.Errorf("postgres: state put: %w", down(err))
 	}
 	return nil
 }
@@ -54,7 +54,7 @@ func (s *State) Put(ctx context.Context, k string, value []byte) error {
 // Delete removes k; a missing key is no error.
 func (s *State) Delete(ctx context.Context, k string) error {
 	if _, err := s.db.pool.Exec(ctx, `DELETE FROM sim_state WHERE space = $1 AND key = $2`, s.space, k); err != nil {
-		return fmt.Errorf("postgres: state delete: %w", err)
+		return fmt.Errorf("postgres: state delete: %w", down(err))
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ func (s *State) Delete(ctx context.Context, k string) error {
 func (s *State) Scan(ctx context.Context, prefix string, fn func(k string, value []byte) error) error {
 	rows, err := s.db.pool.Query(ctx, `SELECT key, value FROM sim_state WHERE space = $1 AND starts_with(key, $2) ORDER BY key`, s.space, prefix)
 	if err != nil {
-		return fmt.Errorf("postgres: state scan: %w", err)
+		return fmt.Errorf("postgres: state scan: %w", down(err))
 	}
 	type kv struct {
 		k string
@@ -75,13 +75,13 @@ func (s *State) Scan(ctx context.Context, prefix string, fn func(k string, value
 		var e kv
 		if err := rows.Scan(&e.k, &e.v); err != nil {
 			rows.Close()
-			return fmt.Errorf("postgres: state scan: %w", err)
+			return fmt.Errorf("postgres: state scan: %w", down(err))
 		}
 		all = append(all, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return fmt.Errorf("postgres: state scan: %w", err)
+		return fmt.Errorf("postgres: state scan: %w", down(err))
 	}
 	for _, e := range all {
 		if err := fn(e.k, e.v); err != nil {

@@ -33,6 +33,7 @@ type Server struct {
 	// tests run as root (initdb refuses root); empty otherwise.
 	runAs   string
 	schemas atomic.Int64
+	opts    string // the server's options, for Up
 }
 
 // Start initialises a cluster in a new temporary directory and starts
@@ -74,8 +75,8 @@ func Start() (*Server, error) {
 			os.RemoveAll(dir)
 			return nil, fmt.Errorf("pgtest: %w", err)
 		}
-		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", s.port, dir)
-		out, err := s.run("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start")
+		s.opts = fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200", s.port, dir)
+		out, err := s.run("pg_ctl", "-D", data, "-o", s.opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start")
 		if err == nil {
 			break
 		}
@@ -139,4 +140,20 @@ func (s *Server) Stop() error {
 		err = fmt.Errorf("pgtest: pg_ctl stop: %w\n%s", err, out)
 	}
 	return errors.Join(err, os.RemoveAll(s.dir))
+}
+
+// Down stops the server at once (an outage) and keeps its data, for Up.
+func (s *Server) Down() error {
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "immediate", "-w", "-t", "30", "stop"); err != nil {
+		return fmt.Errorf("pgtest: pg_ctl stop: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// Up starts the server again after Down, on the same port and data.
+func (s *Server) Up() error {
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-o", s.opts, "-l", filepath.Join(s.dir, "log"), "-w", "-t", "60", "start"); err != nil {
+		return fmt.Errorf("pgtest: pg_ctl start: %w\n%s", err, out)
+	}
+	return nil
 }

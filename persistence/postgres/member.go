@@ -1,0 +1,78 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/kassapay/kassa"
+)
+
+// Members fence the writes of a cluster's nodes by membership: a node
+// joins (a row in leases, role "member/ID", that never expires by
+// time), commits only while its row is there (checked FOR SHARE in the
+// commit's own transaction), and is expelled by the nodes that saw it
+// leave the cluster before they take its stores over. An expel waits
+// for the node's commits in flight (the row lock) and makes every later
+// one fail, so that a node that stalled past its etcd lease writes
+// nothing when it wakes, not even a new invoice's first event
+// (docs/decisions.md, "Membership fence").
+type Members struct{ db *DB }
+
+// Members returns the store's membership fence.
+func (d *DB) Members() Members { return Members{d} }
+
+func memberRole(id string) string { return "member/" + id }
+
+// Join admits member: its commits go through until it is expelled.
+func (m Members) Join(ctx context.Context, member string) error {
+	_, err := m.db.pool.Exec(ctx, `INSERT INTO leases (role, holder, epoch, expires_ms) VALUES ($1, $2, 1, $3)
+		ON CONFLICT (role) DO NOTHING`, memberRole(member), member, int64(math.MaxInt64))
+	if err != nil {
+		return fmt.Errorf("postgres: join as member %s: %w", member, err)
+	}
+	return nil
+}
+
+// Expel refuses every commit of member from now on, once its commits in
+// flight are done; expelling a member twice, or one never admitted, does
+// nothing.
+func (m Members) Expel(ctx context.Context, member string) error {
+	if _, err := m.db.pool.Exec(ctx, `DELETE FROM leases WHERE role = $1`, memberRole(member)); err != nil {
+		return fmt.Errorf("postgres: expel member %s: %w", member, err)
+	}
+	return nil
+}
+
+// Admitted reports whether member may commit.
+func (m Members) Admitted(ctx context.Context, member string) (bool, error) {
+	var one int
+	err := m.db.pool.QueryRow(ctx, `SELECT 1 FROM leases WHERE role = $1`, memberRole(member)).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres: read member %s: %w", member, err)
+	}
+	return true, nil
+}
+
+// Commit commits b for member, in one transaction with the check that
+// member is admitted: kassa.ErrNotMember, and nothing written, when it
+// is not.
+func (m Members) Commit(ctx context.Context, member string, b kassa.Batch) error {
+	return m.db.commit(ctx, b, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE role = $1 FOR SHARE`, memberRole(member)).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return kassa.ErrNotMember
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: check membership: %w", down(err))
+		}
+		return nil
+	})
+}

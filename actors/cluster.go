@@ -584,13 +584,20 @@ func (s *System) Serving() (bool, string) {
 	return true, ""
 }
 
-// stopOwned stops every store and webhook actor of this node at once.
+// stopOwned stops every store and webhook actor of this node at once,
+// and waits until they are gone (a store actor stops its invoice
+// actors first), so that an actor started after a Resume never finds
+// its name still taken.
 func (s *System) stopOwned() {
+	var futures []actor.Future
 	for _, m := range []*sync.Map{&s.stores, &s.webhooks} {
 		m.Range(func(id, pid any) bool {
 			m.Delete(id)
-			s.as.Root.Stop(pid.(*actor.PID))
+			futures = append(futures, s.as.Root.StopFuture(pid.(*actor.PID)))
 			return true
 		})
+	}
+	for _, f := range futures {
+		_ = f.Wait()
 	}
 }

@@ -82,3 +82,42 @@ func TestExpelledAnswersAtOnce(t *testing.T) {
 		t.Errorf("%d invoices after Expelled, want 0", n)
 	}
 }
+
+// TestSuspendAndResume: a node that lost contact with etcd stops serving
+// as owner (Suspend): its store actors stop, a create answers 503 and
+// makes nothing, health says why; once etcd answers (Resume) it creates
+// again. Expelled is for good: Resume does not undo it.
+func TestSuspendAndResume(t *testing.T) {
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
+	st := h.createStore("0", "0")
+	r := &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS}
+	ctx := context.Background()
+	if !h.sys.Suspend() {
+		t.Fatal("Suspend of a serving node said it was halted already")
+	}
+	if ok, why := h.sys.Serving(); ok || why == "" {
+		t.Errorf("Serving after Suspend = %v %q", ok, why)
+	}
+	if runsStore(h, st.ID) {
+		t.Error("the store's actor still runs after Suspend")
+	}
+	if _, err := h.sys.CreateInvoice(ctx, st.ID, r); kassa.ErrorCode(err) != kassa.Unavailable {
+		t.Fatalf("a create while suspended: %v, want unavailable", err)
+	}
+	if n := createCalls()[0].count(t, h.db, st.ID); n != 0 {
+		t.Fatalf("%d invoices made while suspended", n)
+	}
+	if !h.sys.Resume() {
+		t.Fatal("Resume of a suspended node said it was not suspended")
+	}
+	if _, err := h.sys.CreateInvoice(ctx, st.ID, r); err != nil {
+		t.Fatalf("a create after Resume: %v", err)
+	}
+	h.sys.Expelled()
+	if h.sys.Resume() {
+		t.Error("Resume undid Expelled")
+	}
+	if _, err := h.sys.CreateInvoice(ctx, st.ID, r); kassa.ErrorCode(err) != kassa.Unavailable {
+		t.Fatalf("a create after Expelled and Resume: %v, want unavailable", err)
+	}
+}

@@ -95,7 +95,47 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.System, s *clusterSett
 	}
 	log.Info("joined the cluster", "etcd", strings.Join(s.endpoints, ","), "node", net.JoinHostPort(s.host, strconv.Itoa(s.port)))
 	// The provider's member key: base key, cluster name, "NAME@MEMBERID".
-	return watchMembership(runCtx, client, "/kassa/kassa/kassa@"+sys.MemberID(), log), nil
+	key := "/kassa/kassa/kassa@" + sys.MemberID()
+	go selfFence(runCtx, client, key, sys, time.Now())
+	return watchMembership(runCtx, client, key, log), nil
+}
+
+// Self-fencing: the etcd client renews the membership lease every third
+// of clusterLease, so the lease lasts at least clusterLease less that
+// third past this node's last contact with etcd. A node that has not
+// reached etcd for fenceAfter stops serving as any store's owner
+// (System.Suspend) before its lease can expire and the others take its
+// stores over, and serves again once etcd answers and its member key is
+// still there (System.Resume); a key gone is an expulsion (watchMembership).
+const (
+	fenceAfter = clusterLease/2 - clusterLease/12 // 1.25 s of a 3 s lease
+	fencePoll  = 250 * time.Millisecond
+)
+
+// selfFence checks etcd every fencePoll until ctx ends; last is the time
+// the node last reached etcd.
+func selfFence(ctx context.Context, client *clientv3.Client, key string, sys *actors.System, last time.Time) {
+	t := time.NewTicker(fencePoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sent := time.Now()
+		c, cancel := context.WithTimeout(ctx, fenceAfter)
+		res, err := client.Get(c, key)
+		cancel()
+		if err == nil && len(res.Kvs) > 0 {
+			last = sent
+			sys.Resume()
+			continue
+		}
+		if time.Since(last) >= fenceAfter {
+			sys.Suspend()
+		}
+	}
 }
 
 // errExpelled is why a node that lost its membership stops.

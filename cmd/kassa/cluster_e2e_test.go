@@ -33,13 +33,14 @@ const (
 // It returns the nodes and the serve flags of each (to restart one).
 func startCluster(t *testing.T, n int, extra ...string) ([]*server, [][]string) {
 	t.Helper()
-	nodes, flags, _, _ := startClusterInfra(t, n, extra...)
+	nodes, flags, _, _ := startClusterInfra(t, n, nil, extra...)
 	return nodes, flags
 }
 
 // startClusterInfra is startCluster that also returns the PostgreSQL
-// and etcd servers, for tests that take them away.
-func startClusterInfra(t *testing.T, n int, extra ...string) ([]*server, [][]string, *pgtest.Server, *etcdtest.Server) {
+// and etcd servers, for tests that take them away; via, when set, gives
+// node i the address it reaches etcd at (a proxy to cut).
+func startClusterInfra(t *testing.T, n int, via func(i int, et *etcdtest.Server) string, extra ...string) ([]*server, [][]string, *pgtest.Server, *etcdtest.Server) {
 	t.Helper()
 	pg, err := pgtest.Start()
 	if err != nil {
@@ -58,7 +59,11 @@ func startClusterInfra(t *testing.T, n int, extra ...string) ([]*server, [][]str
 	var nodes []*server
 	var flags [][]string
 	for i := 0; i < n; i++ {
-		args := append([]string{"--store", dsn, "--cluster", et.ClusterURL(),
+		etcdURL := et.ClusterURL()
+		if via != nil {
+			etcdURL = via(i, et)
+		}
+		args := append([]string{"--store", dsn, "--cluster", etcdURL,
 			"--node-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))}, extra...)
 		nodes = append(nodes, launchServer(t, t.TempDir(), args...))
 		flags = append(flags, args)
@@ -84,6 +89,8 @@ type nodeHealth struct {
 	Address string   `json:"address"`
 	Members []string `json:"members"`
 	Stores  int      `json:"stores"`
+	Owning  bool     `json:"owning"`
+	Fenced  string   `json:"fenced"`
 }
 
 // clusterHealth reads a node's view of the cluster; zero when it does

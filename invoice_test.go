@@ -2,6 +2,7 @@ package kassa
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,12 +163,16 @@ func TestParseCurrency(t *testing.T) {
 			}
 		}
 	}
-	for _, in := range []string{"", "XBT", "EURO", "msat", "€"} {
+	// Not ISO 4217 fiat: retired codes (HRK, VEF), unofficial ones
+	// (CNH, GGP), metals, XDR, test and fund codes.
+	for _, in := range []string{"", "XBT", "EURO", "msat", "€", "HRK", "VEF", "CNH", "GGP", "XAU", "XDR", "XTS", "XXX", "CLF", "BOV"} {
 		if got, err := ParseCurrency(in); ErrorCode(err) != Invalid {
 			t.Errorf("ParseCurrency(%q) = %s, %v; want Invalid", in, got, err)
 		}
 	}
-	for c, want := range map[Currency]int32{EUR: 2, USD: 2, CAD: 2, GBP: 2, CHF: 2, JPY: 0, SATS: 0, BTC: 8} {
+	// Minor units of the ISO 4217 table (github.com/bojanz/currency).
+	for c, want := range map[Currency]int32{EUR: 2, USD: 2, CAD: 2, GBP: 2, CHF: 2, JPY: 0, SATS: 0, BTC: 8,
+		"AUD": 2, "BRL": 2, "INR": 2, "ZAR": 2, "KRW": 0, "BHD": 3, "KWD": 3, "TND": 3, "IDR": 2, "CLP": 0, "VND": 0, "ISK": 0} {
 		if got := c.Decimals(); got != want {
 			t.Errorf("%s.Decimals() = %d, want %d", c, got, want)
 		}
@@ -175,8 +180,15 @@ func TestParseCurrency(t *testing.T) {
 			t.Errorf("%s.IsFiat() = %t", c, got)
 		}
 	}
-	if len(FiatCurrencies) != 6 || len(Currencies) != 8 {
+	// Every active ISO 4217 currency but fund codes; ZWG and XCG are
+	// recent (2024, 2025).
+	if len(FiatCurrencies) < 150 || len(Currencies) != len(FiatCurrencies)+2 || !slices.IsSorted(FiatCurrencies) {
 		t.Errorf("currencies %v, fiat %v", Currencies, FiatCurrencies)
+	}
+	for _, c := range []Currency{"RUB", "AUD", "BRL", "INR", "ZAR", "ZWG", "XCG", "VES"} {
+		if !slices.Contains(FiatCurrencies, c) {
+			t.Errorf("%s is missing from FiatCurrencies", c)
+		}
 	}
 	for _, c := range FiatCurrencies {
 		if !c.IsFiat() {

@@ -232,8 +232,11 @@ type Rates interface {
 	// Unavailable error that names c and the failing sources. BTC and
 	// SATS never fail.
 	Rate(ctx context.Context, c Currency) (decimal.Decimal, error)
-	// Entries returns one entry per fiat currency.
+	// Entries returns one entry per fiat currency of Currencies.
 	Entries(ctx context.Context) []RateEntry
+	// Currencies lists the fiat currencies served, sorted by code: those
+	// that at least one configured provider quotes.
+	Currencies() []Currency
 	// Source names where rates come from ("fixed" in simulation).
 	Source() string
 }

@@ -25,6 +25,9 @@ func (s *System) CreateStore(ctx context.Context, settings kassa.StoreSettings) 
 	if err := s.checkRateProviders(settings.RatePrimary, settings.RateFallback); err != nil {
 		return nil, err
 	}
+	if err := s.checkQuoted(settings.Currency); err != nil {
+		return nil, err
+	}
 	// A chain backend that derives addresses checks the xpub now, so
 	// that a store never exists whose invoices can get no address.
 	if x, ok := s.cfg.Chain.(interface{ CheckXpub(xpub, typ string) error }); ok && settings.Xpub != "" {
@@ -143,6 +146,15 @@ func (s *System) checkRateProviders(names ...string) error {
 		}
 	}
 	return nil
+}
+
+// checkQuoted refuses a fiat currency that no configured rate provider
+// quotes: a store or pay link in it could make no invoice.
+func (s *System) checkQuoted(c kassa.Currency) error {
+	if s.cfg.Rates == nil || c == "" {
+		return nil
+	}
+	return kassa.CheckQuoted(s.cfg.Rates, "currency", c)
 }
 
 // storeRates is what a rates backend offers when it lets a store pick
@@ -369,6 +381,9 @@ func (s *System) savePaymentRequest(ctx context.Context, storeID string, msg *sa
 		if err := msg.input.Validate(); err != nil {
 			return nil, err
 		}
+		if err := s.checkQuoted(msg.input.Currency); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := s.cfg.Reader.Store(ctx, storeID); err != nil {
 		return nil, err
@@ -395,6 +410,13 @@ func (s *System) UpdateStore(ctx context.Context, storeID string, u kassa.StoreU
 	next, err := old.Apply(u)
 	if err != nil {
 		return nil, err
+	}
+	// A currency kept is not checked again: a store whose currency the
+	// providers stopped quoting can still change its other settings.
+	if next.Currency != old.Currency {
+		if err := s.checkQuoted(next.Currency); err != nil {
+			return nil, err
+		}
 	}
 	if x, ok := s.cfg.Chain.(interface{ CheckXpub(xpub, typ string) error }); ok && next.Xpub != "" &&
 		(next.Xpub != old.Xpub || next.XpubType != old.XpubType) {

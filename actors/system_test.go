@@ -74,6 +74,7 @@ func (fixedRates) Rate(_ context.Context, c kassa.Currency) (decimal.Decimal, er
 }
 func (fixedRates) Entries(context.Context) []kassa.RateEntry { return nil }
 func (fixedRates) Source() string                            { return "fixed" }
+func (fixedRates) Currencies() []kassa.Currency              { return kassa.FiatCurrencies }
 
 // recordingSink keeps every webhook event in order.
 type recordingSink struct {

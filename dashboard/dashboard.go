@@ -66,6 +66,9 @@ type Deps struct {
 	ClientIPHeader string
 	// Operator, when set, is mounted at /dashboard/operator for operators.
 	Operator http.Handler
+	// Currencies are the fiat currencies the forms offer (the rates
+	// backend's Currencies); nil offers EUR, USD, CAD, JPY, GBP and CHF.
+	Currencies []kassa.Currency
 }
 
 //go:embed templates/*.html
@@ -101,7 +104,7 @@ func New(d Deps) *Dashboard {
 	}
 	h.limits = newAttemptLimiter(d.Clock)
 	h.gate = newHashGate(defaultHashSlots())
-	h.pages = parsePages()
+	h.pages = parsePages(d.Currencies)
 	h.router = h.routes()
 	return h
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,8 +123,16 @@ func groupDigits(s string) string {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// parsePages parses each page template with the layout around it.
-func parsePages() map[string]*template.Template {
+// parsePages parses each page template with the layout around it; the
+// currency menus offer fiat (nil: the six of old) and then BTC and SATS.
+func parsePages(fiat []kassa.Currency) map[string]*template.Template {
+	fm := funcs
+	if fiat != nil {
+		fm = template.FuncMap{}
+		maps.Copy(fm, funcs)
+		offered := append(slices.Clone(fiat), kassa.BTC, kassa.SATS)
+		fm["currencies"] = func() []kassa.Currency { return offered }
+	}
 	pages := map[string]*template.Template{}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
@@ -134,7 +143,7 @@ func parsePages() map[string]*template.Template {
 		if base == "layout" || base == "partials" {
 			continue
 		}
-		pages[base] = parsePage(name, funcs)
+		pages[base] = parsePage(name, fm)
 	}
 	return pages
 }

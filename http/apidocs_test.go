@@ -3,10 +3,13 @@ package http
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/http/apidocs"
+	"github.com/kassapay/kassa/rates"
 )
 
 // TestOpenAPIDocument serves the embedded document without a key, with an
@@ -104,4 +107,26 @@ func TestAPIReferencePage(t *testing.T) {
 		t.Errorf("the renderer's licence is not served: %.200s", lic.Body.String())
 	}
 	expectStatus(t, e.do("GET", "/docs/api/other.js", ""), 404)
+}
+
+// TestOpenAPICurrencies keeps the document's Currency enum equal to what
+// the simulation serves, which is every currency that any provider
+// quotes, then BTC and SATS.
+func TestOpenAPICurrencies(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas struct {
+				Currency struct {
+					Enum []kassa.Currency `json:"enum"`
+				} `json:"Currency"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(apidocs.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := append(rates.Fixed{}.Currencies(), kassa.BTC, kassa.SATS)
+	if got := doc.Components.Schemas.Currency.Enum; !slices.Equal(got, want) {
+		t.Errorf("Currency enum %v, want %v", got, want)
+	}
 }

@@ -166,7 +166,8 @@ func TestRates(t *testing.T) {
 		status int
 		pairs  []string
 	}{
-		{"", 200, []string{"BTC_EUR", "BTC_USD", "BTC_CAD", "BTC_JPY", "BTC_GBP", "BTC_CHF"}},
+		// Every currency served, sorted by code.
+		{"", 200, []string{"BTC_CAD", "BTC_CHF", "BTC_EUR", "BTC_GBP", "BTC_JPY", "BTC_USD"}},
 		{"?currencyPair=BTC_EUR", 200, []string{"BTC_EUR"}},
 		{"?currencyPair=BTC/USD", 200, []string{"BTC_USD"}},
 		{"?currencyPair=btc_chf", 200, []string{"BTC_CHF"}},

@@ -87,7 +87,7 @@ func (s *server) getRates(w http.ResponseWriter, r *http.Request) {
 			}
 			c, ok := parseCurrencyPair(pair)
 			if !ok {
-				s.writeError(w, r, invalidField("currencyPair", "unknown currency pair "+pair+": use BTC_EUR, BTC_USD, BTC_CAD, BTC_JPY, BTC_GBP or BTC_CHF"))
+				s.writeError(w, r, invalidField("currencyPair", "unknown currency pair "+pair+": use BTC_ and an ISO 4217 code, such as BTC_EUR; without currencyPair this endpoint lists every pair served"))
 				return
 			}
 			wanted = append(wanted, c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -14,10 +15,6 @@ import (
 
 // BitstampURL is the base address of Bitstamp's public API.
 const BitstampURL = "https://www.bitstamp.net"
-
-// bitstampMarkets are the fiat currencies Bitstamp trades bitcoin
-// against; it is asked for no other.
-var bitstampMarkets = map[kassa.Currency]bool{kassa.EUR: true, kassa.USD: true, kassa.GBP: true}
 
 // Bitstamp reads the last trade price from Bitstamp's ticker, one
 // request per pair: GET /api/v2/ticker/btceur/. Bitstamp trades bitcoin
@@ -34,6 +31,9 @@ func NewBitstamp(baseURL string, client *http.Client) *Bitstamp {
 // Name returns "bitstamp".
 func (*Bitstamp) Name() string { return "bitstamp" }
 
+// Quotes lists Bitstamp's BTC/fiat markets: EUR, GBP and USD.
+func (*Bitstamp) Quotes() []kassa.Currency { return slices.Clone(bitstampQuotes) }
+
 // bitstampTicker is the answer of /api/v2/ticker/{pair}/; prices are
 // decimal strings.
 type bitstampTicker struct {
@@ -43,12 +43,7 @@ type bitstampTicker struct {
 // Fetch returns the last trade price of bitcoin in each currency that
 // Bitstamp trades, asking for the pairs concurrently.
 func (b *Bitstamp) Fetch(ctx context.Context, currencies []kassa.Currency) (map[kassa.Currency]decimal.Decimal, error) {
-	var markets []kassa.Currency
-	for _, c := range fiatOnly(currencies) {
-		if bitstampMarkets[c] {
-			markets = append(markets, c)
-		}
-	}
+	markets := quotedOf(currencies, bitstampQuotes)
 	got := map[kassa.Currency]decimal.Decimal{}
 	why := map[kassa.Currency]error{}
 	var mu sync.Mutex

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -30,6 +31,9 @@ func NewCoinbase(baseURL string, client *http.Client) *Coinbase {
 // Name returns "coinbase".
 func (*Coinbase) Name() string { return "coinbase" }
 
+// Quotes lists the ISO 4217 fiat currencies of Coinbase's answer.
+func (*Coinbase) Quotes() []kassa.Currency { return slices.Clone(coinbaseQuotes) }
+
 // coinbaseRates is the answer of /v2/exchange-rates: rates are decimal
 // strings keyed by currency code.
 type coinbaseRates struct {
@@ -41,7 +45,7 @@ type coinbaseRates struct {
 
 // Fetch returns Coinbase's price of one bitcoin in each fiat currency.
 func (cb *Coinbase) Fetch(ctx context.Context, currencies []kassa.Currency) (map[kassa.Currency]decimal.Decimal, error) {
-	fiat := fiatOnly(currencies)
+	fiat := quotedOf(currencies, coinbaseQuotes)
 	if len(fiat) == 0 {
 		return map[kassa.Currency]decimal.Decimal{}, nil
 	}

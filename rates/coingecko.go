@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -30,9 +31,13 @@ func NewCoinGecko(baseURL string, client *http.Client) *CoinGecko {
 // Name returns "coingecko".
 func (*CoinGecko) Name() string { return "coingecko" }
 
+// Quotes lists the ISO 4217 fiat currencies among CoinGecko's vs
+// currencies.
+func (*CoinGecko) Quotes() []kassa.Currency { return slices.Clone(coinGeckoQuotes) }
+
 // Fetch returns CoinGecko's price of one bitcoin in each fiat currency.
 func (cg *CoinGecko) Fetch(ctx context.Context, currencies []kassa.Currency) (map[kassa.Currency]decimal.Decimal, error) {
-	fiat := fiatOnly(currencies)
+	fiat := quotedOf(currencies, coinGeckoQuotes)
 	if len(fiat) == 0 {
 		return map[kassa.Currency]decimal.Decimal{}, nil
 	}

@@ -1,11 +1,20 @@
-// Package rates tells the price of one bitcoin in every fiat currency of
-// the interface (EUR, USD, CAD, JPY, GBP, CHF). It implements kassa.Rates.
-// BTC (1) and SATS (100 000 000 per bitcoin) are exact and never fail.
+// Package rates tells the price of one bitcoin in every ISO 4217 fiat
+// currency that at least one configured provider quotes (Currencies: 153
+// with all four providers). It implements kassa.Rates. BTC (1) and SATS
+// (100 000 000 per bitcoin) are exact and never fail. A currency that no
+// provider quotes is refused with an Invalid error that names the
+// providers and the rates endpoint, which lists the served currencies.
+//
+// Each provider says which currencies it quotes (Provider.Quotes, lists
+// in quotes.go) and is asked for no others; a currency is served when it
+// is in kassa.FiatCurrencies (the ISO 4217 table) and quoted by one.
 //
 // # Sources
 //
 // Fixed answers constant, plausible rates; it is the simulation's default
-// and says so in its Source ("fixed (simulation)").
+// and says so in its Source ("fixed (simulation)"). Its rates cover every
+// currency any provider quotes, so a simulation accepts what a server
+// with all four providers does.
 //
 // Service keeps a cache filled by Providers, each a small client of one
 // public JSON API:

@@ -3,6 +3,7 @@ package rates
 import (
 	"context"
 	"maps"
+	"sync"
 
 	"github.com/shopspring/decimal"
 
@@ -14,18 +15,20 @@ import (
 const FixedSource = "fixed (simulation)"
 
 // SimulationRates returns the rates that a zero Fixed uses: plausible
-// prices of one bitcoin in each fiat currency, constant so that
-// simulated invoices are reproducible.
+// prices of one bitcoin in every fiat currency that any provider quotes,
+// constant so that simulated invoices are reproducible.
 func SimulationRates() map[kassa.Currency]decimal.Decimal {
-	return map[kassa.Currency]decimal.Decimal{
-		kassa.EUR: decimal.RequireFromString("87000"),
-		kassa.USD: decimal.RequireFromString("100000"),
-		kassa.CAD: decimal.RequireFromString("140000"),
-		kassa.JPY: decimal.RequireFromString("15000000"),
-		kassa.GBP: decimal.RequireFromString("76000"),
-		kassa.CHF: decimal.RequireFromString("81000"),
-	}
+	return maps.Clone(parsedSimulationRates())
 }
+
+// parsedSimulationRates parses simulationRates once.
+var parsedSimulationRates = sync.OnceValue(func() map[kassa.Currency]decimal.Decimal {
+	out := make(map[kassa.Currency]decimal.Decimal, len(simulationRates))
+	for c, r := range simulationRates {
+		out[c] = decimal.RequireFromString(r)
+	}
+	return out
+})
 
 // Fixed is a kassa.Rates with constant rates, for simulation. The zero
 // Fixed uses SimulationRates.
@@ -42,7 +45,7 @@ var (
 
 func (f Fixed) rates() map[kassa.Currency]decimal.Decimal {
 	if f.Rates == nil {
-		return SimulationRates()
+		return parsedSimulationRates()
 	}
 	return maps.Clone(f.Rates)
 }
@@ -50,7 +53,7 @@ func (f Fixed) rates() map[kassa.Currency]decimal.Decimal {
 // Rate returns the fixed price of one bitcoin in c; BTC is 1 and SATS
 // 100 000 000. A fiat currency missing from Rates is Unavailable.
 func (f Fixed) Rate(_ context.Context, c kassa.Currency) (decimal.Decimal, error) {
-	if rate, ok, err := exactRate(c); ok || err != nil {
+	if rate, ok, err := exactRate(f, c); ok || err != nil {
 		return rate, err
 	}
 	rate, ok := f.rates()[c]
@@ -62,8 +65,9 @@ func (f Fixed) Rate(_ context.Context, c kassa.Currency) (decimal.Decimal, error
 
 // Entries returns one entry per fiat currency with its fixed rate.
 func (f Fixed) Entries(ctx context.Context) []kassa.RateEntry {
-	entries := make([]kassa.RateEntry, 0, len(kassa.FiatCurrencies))
-	for _, c := range kassa.FiatCurrencies {
+	served := f.Currencies()
+	entries := make([]kassa.RateEntry, 0, len(served))
+	for _, c := range served {
 		e := kassa.RateEntry{Currency: c, Errors: []string{}}
 		rate, err := f.Rate(ctx, c)
 		if err != nil {
@@ -73,6 +77,18 @@ func (f Fixed) Entries(ctx context.Context) []kassa.RateEntry {
 		entries = append(entries, e)
 	}
 	return entries
+}
+
+// Currencies lists the ISO 4217 fiat currencies that Rates has a
+// positive rate for, sorted by code.
+func (f Fixed) Currencies() []kassa.Currency {
+	var quoted []kassa.Currency
+	for c, r := range f.rates() {
+		if r.IsPositive() {
+			quoted = append(quoted, c)
+		}
+	}
+	return servedOf(quoted)
 }
 
 // Source returns FixedSource.

@@ -2,6 +2,7 @@ package rates
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,19 @@ func TestFixed(t *testing.T) {
 		t.Errorf("Source() = %q", f.Source())
 	}
 	sim := SimulationRates()
-	for _, c := range kassa.FiatCurrencies {
+	// The simulation serves every currency that any provider quotes.
+	all := Fixed{}.Currencies()
+	for _, quotes := range [][]kassa.Currency{krakenQuotes, coinbaseQuotes, bitstampQuotes, coinGeckoQuotes} {
+		for _, c := range quotes {
+			if !slices.Contains(all, c) {
+				t.Errorf("the simulation has no rate for %s", c)
+			}
+		}
+	}
+	if len(all) != len(sim) {
+		t.Errorf("%d currencies served, %d simulation rates", len(all), len(sim))
+	}
+	for _, c := range all {
 		r, err := f.Rate(context.Background(), c)
 		if err != nil || !r.Equal(sim[c]) || !r.IsPositive() {
 			t.Errorf("Rate(%s) = %s, %v", c, r, err)
@@ -30,12 +43,15 @@ func TestFixed(t *testing.T) {
 	if got := rateOf(f, "XAU"); !strings.HasPrefix(got, "invalid:") {
 		t.Errorf("Rate(XAU) = %s", got)
 	}
+	if got := rateOf(f, "KPW"); !strings.HasPrefix(got, "invalid: currency: currency KPW is not quoted") {
+		t.Errorf("Rate(KPW) = %s", got)
+	}
 	entries := f.Entries(context.Background())
-	if len(entries) != len(kassa.FiatCurrencies) {
+	if len(entries) != len(all) {
 		t.Fatalf("%d entries", len(entries))
 	}
 	for i, e := range entries {
-		if e.Currency != kassa.FiatCurrencies[i] || !e.Rate.Equal(sim[e.Currency]) || len(e.Errors) != 0 || e.Errors == nil {
+		if e.Currency != all[i] || !e.Rate.Equal(sim[e.Currency]) || len(e.Errors) != 0 || e.Errors == nil {
 			t.Errorf("entry %+v", e)
 		}
 	}
@@ -51,11 +67,12 @@ func TestFixedCustomRates(t *testing.T) {
 	if got := rateOf(f, kassa.EUR); got != "50000" {
 		t.Errorf("Rate(EUR) = %s", got)
 	}
-	if got := rateOf(f, kassa.USD); got != "unavailable: no exchange rate for USD: the fixed rates have none" {
+	// A currency without a fixed rate is not served: 400, not 503.
+	if got := rateOf(f, kassa.USD); !strings.HasPrefix(got, "invalid: currency: currency USD is not quoted by this server's rate providers (fixed (simulation))") {
 		t.Errorf("Rate(USD) = %s", got)
 	}
-	if e := entry(t, f, kassa.USD); !e.Rate.IsZero() || len(e.Errors) != 1 {
-		t.Errorf("USD entry %+v", e)
+	if got := f.Currencies(); !slices.Equal(got, []kassa.Currency{kassa.EUR}) {
+		t.Errorf("Currencies() = %v", got)
 	}
 }
 

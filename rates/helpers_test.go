@@ -146,6 +146,9 @@ func sameRates(a, b map[kassa.Currency]decimal.Decimal) bool {
 // fakeProvider is a hand-written Provider whose answer the test sets.
 type fakeProvider struct {
 	name string
+	// quotes is what Quotes answers; nil means EUR, USD, CAD, JPY, GBP
+	// and CHF.
+	quotes []kassa.Currency
 
 	mu    sync.Mutex
 	rates map[kassa.Currency]decimal.Decimal
@@ -163,6 +166,13 @@ func newFake(name string, kv ...string) *fakeProvider {
 }
 
 func (f *fakeProvider) Name() string { return f.name }
+
+func (f *fakeProvider) Quotes() []kassa.Currency {
+	if f.quotes == nil {
+		return []kassa.Currency{kassa.EUR, kassa.USD, kassa.CAD, kassa.JPY, kassa.GBP, kassa.CHF}
+	}
+	return f.quotes
+}
 
 func (f *fakeProvider) Fetch(ctx context.Context, currencies []kassa.Currency) (map[kassa.Currency]decimal.Decimal, error) {
 	f.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -29,6 +30,9 @@ func NewKraken(baseURL string, client *http.Client) *Kraken {
 // Name returns "kraken".
 func (*Kraken) Name() string { return "kraken" }
 
+// Quotes lists Kraken's XBT/fiat pairs: AUD, CAD, CHF, EUR, GBP, JPY, USD.
+func (*Kraken) Quotes() []kassa.Currency { return slices.Clone(krakenQuotes) }
+
 // krakenTicker is the answer of /0/public/Ticker: error lists messages
 // such as "EQuery:Unknown asset pair" (E for errors, W for warnings);
 // result maps Kraken's pair names (XXBTZEUR, XBTCHF) to tickers.
@@ -42,7 +46,7 @@ type krakenTicker struct {
 
 // Fetch returns the last trade price of XBT in each fiat currency.
 func (k *Kraken) Fetch(ctx context.Context, currencies []kassa.Currency) (map[kassa.Currency]decimal.Decimal, error) {
-	fiat := fiatOnly(currencies)
+	fiat := quotedOf(currencies, krakenQuotes)
 	if len(fiat) == 0 {
 		return map[kassa.Currency]decimal.Decimal{}, nil
 	}

@@ -26,6 +26,9 @@ type Provider interface {
 	// Name is the provider's lower-case name, as written in --rates
 	// ("kraken").
 	Name() string
+	// Quotes lists the fiat currencies the provider quotes bitcoin in;
+	// Fetch is asked for no others.
+	Quotes() []kassa.Currency
 	// Fetch returns the price of one bitcoin in each of currencies that
 	// the provider quotes; currencies it does not quote are left out.
 	// When only some currencies fail, it returns the rates it got together
@@ -214,12 +217,13 @@ func parseRate(raw json.RawMessage) (decimal.Decimal, error) {
 	return d, nil
 }
 
-// fiatOnly returns the fiat currencies of cs, each once.
-func fiatOnly(cs []kassa.Currency) []kassa.Currency {
+// quotedOf returns the currencies of cs that quotes lists, each once, in
+// the order of cs.
+func quotedOf(cs, quotes []kassa.Currency) []kassa.Currency {
 	var out []kassa.Currency
 	seen := map[kassa.Currency]bool{}
 	for _, c := range cs {
-		if c.IsFiat() && !seen[c] {
+		if c.IsFiat() && slices.Contains(quotes, c) && !seen[c] {
 			seen[c] = true
 			out = append(out, c)
 		}

@@ -11,11 +11,13 @@ import (
 	"github.com/kassapay/kassa"
 )
 
-// Request paths of the four APIs when asked for every fiat currency.
+// Request paths of the four APIs when asked for every fiat currency
+// (kassa.FiatCurrencies, sorted by code): each asks only for those it
+// quotes.
 const (
-	krakenAll    = "/0/public/Ticker?pair=XBTEUR,XBTUSD,XBTCAD,XBTJPY,XBTGBP,XBTCHF"
+	krakenAll    = "/0/public/Ticker?pair=XBTAUD,XBTCAD,XBTCHF,XBTEUR,XBTGBP,XBTJPY,XBTUSD"
 	coinbaseAll  = "/v2/exchange-rates?currency=BTC"
-	coinGeckoAll = "/api/v3/simple/price?ids=bitcoin&vs_currencies=eur,usd,cad,jpy,gbp,chf"
+	coinGeckoAll = "/api/v3/simple/price?ids=bitcoin&vs_currencies=aed,ars,aud,bdt,bhd,bmd,brl,cad,chf,clp,cny,czk,dkk,eur,gbp,gel,hkd,huf,idr,ils,inr,jpy,krw,kwd,lkr,mmk,mxn,myr,ngn,nok,nzd,php,pkr,pln,rub,sar,sek,sgd,thb,try,twd,uah,usd,vnd,zar"
 	bitstampEUR  = "/api/v2/ticker/btceur/"
 	bitstampUSD  = "/api/v2/ticker/btcusd/"
 	bitstampGBP  = "/api/v2/ticker/btcgbp/"
@@ -27,8 +29,11 @@ type providerCase struct {
 	name string
 	new  func(baseURL string, client *http.Client) Provider
 	// ok answers every request of a full fetch with recorded data.
-	ok   map[string]reply
-	want map[kassa.Currency]string
+	ok map[string]reply
+	// want are some of the rates a full fetch must bring, and count how
+	// many it brings in all (every currency of the provider's Quotes).
+	want  map[kassa.Currency]string
+	count int
 	// rateLimit is the provider's own 429 body.
 	rateLimit string
 	// rateLimitText is what the error must quote of it.
@@ -41,7 +46,8 @@ func providerCases() []providerCase {
 			name:          "kraken",
 			new:           func(u string, c *http.Client) Provider { return NewKraken(u, c) },
 			ok:            map[string]reply{krakenAll: {file: "kraken/ticker.json"}},
-			want:          map[kassa.Currency]string{"EUR": "87012.4", "USD": "100494.9", "CAD": "139862.4", "JPY": "15006800", "GBP": "76398.9", "CHF": "80845"},
+			want:          map[kassa.Currency]string{"EUR": "87012.4", "USD": "100494.9", "CAD": "139862.4", "JPY": "15006800", "GBP": "76398.9", "CHF": "80845", "AUD": "154915.3"},
+			count:         7,
 			rateLimit:     "kraken/rate_limit.json",
 			rateLimitText: "EAPI:Rate limit exceeded",
 		},
@@ -49,7 +55,8 @@ func providerCases() []providerCase {
 			name:          "coinbase",
 			new:           func(u string, c *http.Client) Provider { return NewCoinbase(u, c) },
 			ok:            map[string]reply{coinbaseAll: {file: "coinbase/exchange_rates.json"}},
-			want:          map[kassa.Currency]string{"EUR": "87009.85", "USD": "100489.64", "CAD": "139851.27", "JPY": "15007312.5", "GBP": "76401.37", "CHF": "80838.12"},
+			want:          map[kassa.Currency]string{"EUR": "87009.85", "USD": "100489.64", "CAD": "139851.27", "JPY": "15007312.5", "GBP": "76401.37", "CHF": "80838.12", "AUD": "154921.61", "BRL": "536120.82", "INR": "8921406.1", "ZAR": "1741520.3", "BHD": "37806.9899"},
+			count:         len(coinbaseQuotes),
 			rateLimit:     "coinbase/rate_limit.json",
 			rateLimitText: "rate_limit_exceeded: Too many requests",
 		},
@@ -62,6 +69,7 @@ func providerCases() []providerCase {
 				bitstampGBP: {file: "bitstamp/ticker_btcgbp.json"},
 			},
 			want:          map[kassa.Currency]string{"EUR": "87054", "USD": "100502", "GBP": "76410"},
+			count:         3,
 			rateLimit:     "bitstamp/rate_limit.json",
 			rateLimitText: "API0001: Rate limit exceeded. Please try again later.",
 		},
@@ -69,7 +77,8 @@ func providerCases() []providerCase {
 			name:          "coingecko",
 			new:           func(u string, c *http.Client) Provider { return NewCoinGecko(u, c) },
 			ok:            map[string]reply{coinGeckoAll: {file: "coingecko/simple_price.json"}},
-			want:          map[kassa.Currency]string{"EUR": "87011", "USD": "100493.27", "CAD": "139802", "JPY": "15008733", "GBP": "76399.5", "CHF": "80842"},
+			want:          map[kassa.Currency]string{"EUR": "87011", "USD": "100493.27", "CAD": "139802", "JPY": "15008733", "GBP": "76399.5", "CHF": "80842", "AUD": "154841", "BRL": "537345", "INR": "8919519", "ZAR": "1744804"},
+			count:         len(coinGeckoQuotes),
 			rateLimit:     "coingecko/rate_limit.json",
 			rateLimitText: "You've exceeded the Rate Limit.",
 		},
@@ -93,6 +102,19 @@ func fetchAll(t *testing.T, p Provider) (map[kassa.Currency]string, error) {
 		out[c] = r.String()
 	}
 	return out, err
+}
+
+// hasRates reports whether got holds count rates, among them want.
+func hasRates(got, want map[kassa.Currency]string, count int) bool {
+	if len(got) != count {
+		return false
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func equalStrings(a, b map[kassa.Currency]string) bool {
@@ -122,8 +144,13 @@ func TestProviders(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !equalStrings(got, pc.want) {
-					t.Errorf("got %v, want %v", got, pc.want)
+				if !hasRates(got, pc.want, pc.count) {
+					t.Errorf("got %v, want %d rates with %v", got, pc.count, pc.want)
+				}
+				for _, c := range p.Quotes() {
+					if _, ok := got[c]; !ok {
+						t.Errorf("%s quotes %s but brought no rate for it", pc.name, c)
+					}
 				}
 			})
 
@@ -134,7 +161,7 @@ func TestProviders(t *testing.T) {
 				}
 				srv := newAPIServer(t, routes)
 				got, err := fetchAll(t, pc.new(srv.URL+"/proxy/"+pc.name+"/", srv.Client()))
-				if err != nil || !equalStrings(got, pc.want) {
+				if err != nil || !hasRates(got, pc.want, pc.count) {
 					t.Errorf("got %v, %v", got, err)
 				}
 			})

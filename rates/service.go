@@ -62,6 +62,10 @@ type Service struct {
 	clock        kassa.Clock
 	log          *slog.Logger
 
+	// currencies are the fiat currencies served: the ISO 4217 ones that
+	// at least one provider quotes, sorted.
+	currencies []kassa.Currency
+
 	mu    sync.RWMutex
 	state map[string]*providerState // by provider name
 
@@ -73,6 +77,9 @@ type Service struct {
 // providerState is what the service knows of one provider.
 type providerState struct {
 	pairs map[kassa.Currency]*pairState
+	// quotes are the served currencies the provider quotes; a failure
+	// of the provider is one of these pairs only.
+	quotes map[kassa.Currency]bool
 	// retryAt is when the provider may be asked again after it answered
 	// 429 or 503 with Retry-After.
 	retryAt time.Time
@@ -118,15 +125,40 @@ func New(cfg Config) *Service {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	var quoted []kassa.Currency
 	for _, p := range s.providers {
-		st := &providerState{pairs: map[kassa.Currency]*pairState{}}
-		for _, c := range kassa.FiatCurrencies {
+		quoted = append(quoted, p.Quotes()...)
+	}
+	s.currencies = servedOf(quoted)
+	for _, p := range s.providers {
+		st := &providerState{pairs: map[kassa.Currency]*pairState{}, quotes: map[kassa.Currency]bool{}}
+		for _, c := range s.currencies {
 			st.pairs[c] = &pairState{}
+		}
+		for _, c := range p.Quotes() {
+			st.quotes[c] = true
 		}
 		s.state[p.Name()] = st
 	}
 	return s
 }
+
+// servedOf returns the ISO 4217 fiat currencies of quoted, each once,
+// sorted by code.
+func servedOf(quoted []kassa.Currency) []kassa.Currency {
+	var out []kassa.Currency
+	for _, c := range quoted {
+		if c.IsFiat() && c.IsKnown() {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Currencies lists the fiat currencies served: the ISO 4217 currencies
+// that at least one provider quotes, sorted by code.
+func (s *Service) Currencies() []kassa.Currency { return slices.Clone(s.currencies) }
 
 // orDefault returns d, or def when d is not positive.
 func orDefault(d, def time.Duration) time.Duration {
@@ -155,6 +187,9 @@ func (s *Service) Source() string {
 		return s.primary
 	}
 	names := s.Providers()
+	if len(names) == 0 {
+		return "no rate providers"
+	}
 	if len(names) == 1 {
 		return names[0]
 	}
@@ -202,7 +237,7 @@ func (s *Service) Refresh(ctx context.Context) error {
 		wg.Go(func() {
 			fctx, cancel := context.WithTimeout(ctx, s.timeout)
 			defer cancel()
-			got, err := p.Fetch(fctx, kassa.FiatCurrencies)
+			got, err := p.Fetch(fctx, s.currencies)
 			if ctx.Err() != nil {
 				// Shutting down: the provider did not fail.
 				return
@@ -234,7 +269,7 @@ func (s *Service) record(name string, got map[kassa.Currency]decimal.Decimal, er
 			*pair = pairState{rate: rate, at: now}
 		case partial && pairErrs[c] != nil:
 			pair.err, pair.unquoted = oneLine(pairErrs[c].Error()), false
-		case partial || err == nil:
+		case partial || err == nil || !st.quotes[c]:
 			pair.err, pair.unquoted = "", true
 		default:
 			pair.err, pair.unquoted = reason, false
@@ -276,7 +311,7 @@ func (s *Service) Rate(ctx context.Context, c kassa.Currency) (decimal.Decimal, 
 // Fallback may be empty. A name that is no provider of s gives an Invalid
 // error.
 func (s *Service) RateWith(ctx context.Context, c kassa.Currency, primary, fallback string) (decimal.Decimal, error) {
-	if rate, ok, err := exactRate(c); ok || err != nil {
+	if rate, ok, err := exactRate(s, c); ok || err != nil {
 		return rate, err
 	}
 	p, err := s.pick(c, strings.ToLower(primary), strings.ToLower(fallback))
@@ -293,8 +328,8 @@ func (s *Service) RateWith(ctx context.Context, c kassa.Currency, primary, fallb
 // when none) and what went wrong with its providers: failures of their
 // last round, stale quotes and outliers.
 func (s *Service) Entries(ctx context.Context) []kassa.RateEntry {
-	entries := make([]kassa.RateEntry, 0, len(kassa.FiatCurrencies))
-	for _, c := range kassa.FiatCurrencies {
+	entries := make([]kassa.RateEntry, 0, len(s.currencies))
+	for _, c := range s.currencies {
 		e := kassa.RateEntry{Currency: c, Errors: []string{}}
 		p, err := s.pick(c, s.primary, s.fallback)
 		switch {
@@ -434,16 +469,20 @@ func (s *Service) describe(c kassa.Currency, pair *pairState, now time.Time) (fr
 }
 
 // exactRate answers for the currencies that need no provider: BTC and
-// SATS. ok is false for a fiat currency; err is set for an unknown one.
-func exactRate(c kassa.Currency) (rate decimal.Decimal, ok bool, err error) {
+// SATS. ok is false for a served fiat currency; err is set for any
+// other: an Invalid error that says where the served list is.
+func exactRate(r kassa.Rates, c kassa.Currency) (rate decimal.Decimal, ok bool, err error) {
 	switch c {
 	case kassa.BTC:
 		return decimal.NewFromInt(1), true, nil
 	case kassa.SATS:
 		return decimal.NewFromInt(kassa.SatsPerBTC), true, nil
 	}
-	if !slices.Contains(kassa.FiatCurrencies, c) {
-		return decimal.Zero, false, kassa.Errorf(kassa.Invalid, "unknown currency %q", c)
+	if !c.IsKnown() {
+		return decimal.Zero, false, kassa.InvalidFields([]kassa.FieldError{{Field: "currency", Message: fmt.Sprintf("unknown currency %q", c)}})
+	}
+	if err := kassa.CheckQuoted(r, "currency", c); err != nil {
+		return decimal.Zero, false, err
 	}
 	return decimal.Zero, false, nil
 }

@@ -417,6 +417,15 @@ func (inv *Invoice) endMonitoring(in MonitoringEnded) ([]Effect, error) {
 		if !inv.MonitoringDone {
 			inv.MonitoringDone = true
 			effects := []Effect{StopWatching{}}
+			if inv.SettlementReverted {
+				// It settled, then a reorg or double spend took its
+				// payment back and nothing confirmed it again: Invalid
+				// (the design's rule), so that the merchant looks at it
+				// rather than read that the customer never paid. Its
+				// Lightning invoice was cancelled at expiry.
+				inv.Status = InvoiceInvalid
+				return effects, nil
+			}
 			if len(inv.Payments) == 0 && inv.DerivationIndex != nil {
 				effects = append(effects, ReleaseAddress{Index: *inv.DerivationIndex})
 			}

@@ -31,7 +31,6 @@ require (
 	golang.org/x/crypto v0.57.0
 	google.golang.org/grpc v1.83.2
 	google.golang.org/protobuf v1.36.12
-	gopkg.in/yaml.v3 v3.0.1
 	rsc.io/qr v0.2.0
 )
 

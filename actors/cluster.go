@@ -157,12 +157,6 @@ func (s *System) ownerOf(storeID string) string {
 	return st.rdv.GetByClusterIdentity(cluster.NewClusterIdentity(storeID, KindStore))
 }
 
-// owns reports whether this node runs store id. On one node it always
-// does.
-func (s *System) owns(storeID string) bool {
-	return s.cluster == nil || s.ownerOf(storeID) == s.as.Address()
-}
-
 // forwardedKey marks a context of a call another node sent here: it runs
 // here whatever this node thinks of the topology, so that two nodes with
 // different views never bounce a call between them.

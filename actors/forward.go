@@ -131,7 +131,7 @@ func (f *Forwarder) current() *term {
 }
 
 // Wake tells the store's forward actor to look at its queue.
-func (f *Forwarder) Wake(storeID string) { f.wake(nil, storeID) }
+func (f *Forwarder) Wake(storeID string) { f.wake(context.Background(), storeID) }
 
 // wake is Wake in the trace of ctx (nil: none). Outside a term (a
 // cluster's node that does not hold the forwarder lease) it does

@@ -189,7 +189,7 @@ func TestPasswordHash(t *testing.T) {
 	if !checkPassword(h, "correct horse battery") || checkPassword(h, "correct horse batterY") || checkPassword("garbage", "") {
 		t.Error("checkPassword is wrong")
 	}
-	if hashPassword("x") == hashPassword("x") {
+	if a, b := hashPassword("x"), hashPassword("x"); a == b {
 		t.Error("no salt")
 	}
 }

@@ -15,7 +15,7 @@ func TestRateLimit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withDeps(func(d *Deps) { d.RateLimit, d.RateBurst = 0.5, 2 }))
 	get := func(h ...header) int { return e.do("GET", "/api/v1/stores/store_a", "", h...).Code }
-	if get() != 200 || get() != 200 {
+	if first, second := get(), get(); first != 200 || second != 200 {
 		t.Fatal("the burst was not allowed")
 	}
 	w := e.do("GET", "/api/v1/stores/store_a", "")

@@ -8,7 +8,8 @@
 // stalled node wakes up, its writes are refused with ErrLost and it steps
 // down. See docs/decisions.md, "Watcher leases with epoch fencing".
 //
-// On a single node (Pebble) the lease is trivially always held: Single.
+// A single node takes no lease: it runs every role itself
+// (cmd/kassa, startWatchers).
 package lease
 
 import (
@@ -68,26 +69,3 @@ type Store interface {
 	// l's epoch is still the role's, and fails with ErrLost otherwise.
 	Fenced(l Lease) kassa.KeyValue
 }
-
-// Single is the lease store of a single node: every role is always held,
-// at epoch 1, and writes go straight to KV.
-type Single struct{ KV kassa.KeyValue }
-
-var _ Store = Single{}
-
-// forever is the expiry of a single node's leases.
-var forever = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// Acquire always succeeds.
-func (s Single) Acquire(_ context.Context, role, holder string, _ time.Duration) (Lease, bool, error) {
-	return Lease{Role: role, Holder: holder, Epoch: 1, Expires: forever}, true, nil
-}
-
-// Renew always succeeds.
-func (s Single) Renew(_ context.Context, l Lease, _ time.Duration) (Lease, error) { return l, nil }
-
-// Release does nothing.
-func (s Single) Release(context.Context, Lease) error { return nil }
-
-// Fenced is KV itself.
-func (s Single) Fenced(Lease) kassa.KeyValue { return s.KV }

@@ -216,9 +216,6 @@ func ParseAddress(s string) (Address, error) {
 	return Address{User: user, Domain: domain}, nil
 }
 
-// String returns user@domain.
-func (a Address) String() string { return a.User + "@" + a.Domain }
-
 // URL returns the address's pay request URL.
 func (a Address) URL() string {
 	scheme := "https"

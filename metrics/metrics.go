@@ -7,22 +7,13 @@
 package metrics
 
 import (
-	"net/http"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Registry holds every Kassa metric, plus the Go runtime's and the
 // process's.
 var Registry = prometheus.NewRegistry()
-
-// Handler serves Registry in the Prometheus text format.
-func Handler() http.Handler {
-	return promhttp.HandlerFor(Registry, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
-}
 
 // latency are the buckets of request and delivery durations, in seconds.
 var latency = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
@@ -105,6 +96,3 @@ func init() {
 		ForwardAttempts.WithLabelValues(o)
 	}
 }
-
-// Seconds converts d for a histogram.
-func Seconds(d time.Duration) float64 { return d.Seconds() }

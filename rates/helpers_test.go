@@ -35,13 +35,12 @@ type apiServer struct {
 	t      testing.TB
 	mu     sync.Mutex
 	routes map[string]reply
-	hits   map[string]int
 	// release unblocks hanging handlers when the test ends.
 	release chan struct{}
 }
 
 func newAPIServer(t testing.TB, routes map[string]reply) *apiServer {
-	s := &apiServer{t: t, routes: routes, hits: map[string]int{}, release: make(chan struct{})}
+	s := &apiServer{t: t, routes: routes, release: make(chan struct{})}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
 	t.Cleanup(func() { close(s.release) }) // runs before Close
@@ -55,7 +54,6 @@ func (s *apiServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	rep, ok := s.routes[key]
-	s.hits[key]++
 	s.mu.Unlock()
 	if r.Method != http.MethodGet {
 		s.t.Errorf("%s %s: want GET", r.Method, key)
@@ -102,13 +100,6 @@ func (s *apiServer) set(routes map[string]reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.routes = routes
-}
-
-// hitCount returns how often key was requested.
-func (s *apiServer) hitCount(key string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.hits[key]
 }
 
 func cmpInt(v, def int) int {

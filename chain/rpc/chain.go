@@ -520,8 +520,6 @@ func (c *Chain) notifications(ctx context.Context) {
 	handlers := &rpcclient.NotificationHandlers{
 		OnFilteredBlockConnected:    func(int32, *wire.BlockHeader, []*btcutil.Tx) { c.Wake() },
 		OnFilteredBlockDisconnected: func(int32, *wire.BlockHeader) { c.Wake() },
-		OnBlockConnected:            func(*chainhash.Hash, int32, time.Time) { c.Wake() },
-		OnBlockDisconnected:         func(*chainhash.Hash, int32, time.Time) { c.Wake() },
 		OnTxAccepted:                func(*chainhash.Hash, btcutil.Amount) { c.Wake() },
 	}
 	ws, err := rpcclient.New(cfg, handlers)

@@ -205,8 +205,6 @@ func (w *watcher) state() kassa.KeyValue {
 	return w.c.kv
 }
 
-func (w *watcher) params() string { return w.c.conn.Network }
-
 // load reads the saved state; none means starting at the node's tip.
 func (w *watcher) load(ctx context.Context) (bool, error) {
 	w.st = newChainState()
@@ -256,9 +254,7 @@ func (w *watcher) save(ctx context.Context) error {
 	for _, r := range w.st.recent {
 		s.Recent = append(s.Recent, r.String())
 	}
-	for _, t := range w.sortedTracked() {
-		s.Tracked = append(s.Tracked, t)
-	}
+	s.Tracked = append(s.Tracked, w.sortedTracked()...)
 	raw, err := json.Marshal(&s)
 	if err != nil {
 		return err

@@ -469,8 +469,7 @@ func TestClusterKillAndStall(t *testing.T) {
 		case "Processing":
 			want = []string{"New", "Processing"}
 		}
-		var deadline time.Time
-		deadline = time.Unix(int64(num(inv, "createdAt")), 0).Add(clusterExpiry)
+		deadline := time.Unix(int64(num(inv, "createdAt")), 0).Add(clusterExpiry)
 		waitFor(t, 20*time.Second, fmt.Sprintf("events %v of invoice %s", want, id), func() bool {
 			first := map[string]int{}
 			evs := rcv.eventsFor(path, id)

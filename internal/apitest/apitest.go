@@ -260,18 +260,6 @@ func record(method, template string, status int) {
 	_, _ = f.WriteString(key + "\n")
 }
 
-// Seen returns the "METHOD template status" entries this process recorded.
-func Seen() []string {
-	seenMu.Lock()
-	defer seenMu.Unlock()
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // report fails t with the problems of x.
 func report(t testing.TB, x Exchange, problems []string) {
 	if len(problems) == 0 {

@@ -123,9 +123,6 @@ func (s *Server) ClientURL() string { return "http://" + s.Endpoint() }
 // ClusterURL is the address in the form `kassa serve --cluster` takes.
 func (s *Server) ClusterURL() string { return "etcd://" + s.Endpoint() }
 
-// Log returns what etcd printed so far.
-func (s *Server) Log() string { return s.log.String() }
-
 // Stop kills etcd, waits for it and removes its directory. It may be
 // called more than once.
 func (s *Server) Stop() error {

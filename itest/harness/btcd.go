@@ -7,7 +7,6 @@ package harness
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -188,10 +187,6 @@ func StartNode(t T, cfg NodeConfig) *Node {
 // errPortInUse says btcd could not bind a port.
 var errPortInUse = errors.New("a port was taken before btcd bound it")
 
-// Config returns the configuration the node was started with (with the
-// ports it got), to restart it.
-func (n *Node) Config() NodeConfig { return n.cfg }
-
 func (n *Node) start() {
 	n.t.Helper()
 	if err := n.tryStart(); err != nil {
@@ -340,14 +335,6 @@ func (n *Node) Start() {
 	n.start()
 }
 
-// Restart stops the node and starts it again on the same ports and data
-// directory. A regtest btcd comes back with an empty chain.
-func (n *Node) Restart() {
-	n.t.Helper()
-	n.Stop()
-	n.start()
-}
-
 // Mine mines count blocks and returns their hashes.
 func (n *Node) Mine(count int) []*chainhash.Hash {
 	n.t.Helper()
@@ -473,11 +460,4 @@ func Eventually(t T, timeout time.Duration, what string, fn func() error) {
 			wait *= 2
 		}
 	}
-}
-
-// Context returns a context that ends with the test or after timeout.
-func Context(t T, timeout time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	t.Cleanup(cancel)
-	return ctx
 }

@@ -273,24 +273,6 @@ func (l *Lnd) NewAddress() string {
 	return r.Address
 }
 
-// WaitSynced waits until the node has seen btcd's tip.
-func (l *Lnd) WaitSynced() {
-	l.t.Helper()
-	want := l.btcd.Height()
-	Eventually(l.t, 60*time.Second, "lnd "+l.Name+" synced", func() error {
-		ctx, cancel := l.ctx()
-		defer cancel()
-		info, err := l.Client.GetInfo(ctx, &lnrpc.GetInfoRequest{})
-		if err != nil {
-			return err
-		}
-		if !info.SyncedToChain || int64(info.BlockHeight) < want {
-			return fmt.Errorf("at %d, btcd at %d", info.BlockHeight, want)
-		}
-		return nil
-	})
-}
-
 // WaitBalance waits until the node's wallet has at least sats confirmed.
 func (l *Lnd) WaitBalance(sats int64) {
 	l.t.Helper()

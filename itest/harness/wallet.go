@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bytes"
-	"fmt"
 	"sync"
 
 	"github.com/btcsuite/btcd/btcec/v2"
@@ -175,15 +174,3 @@ func (w *Wallet) Pay(t T, n *Node, outs ...Output) *wire.MsgTx {
 	w.Send(t, n, tx)
 	return tx
 }
-
-// CoinsOf returns the coins that tx spends, for a replacement.
-func CoinsOf(tx *wire.MsgTx, values ...int64) []Coin {
-	coins := make([]Coin, len(tx.TxIn))
-	for i, in := range tx.TxIn {
-		coins[i] = Coin{OutPoint: in.PreviousOutPoint, Value: values[i]}
-	}
-	return coins
-}
-
-// String describes the wallet.
-func (w *Wallet) String() string { return fmt.Sprintf("wallet %s", w.Address()) }

@@ -41,6 +41,10 @@ const chromiumPath = "/usr/bin/chromium"
 // a status the page polls for (the checkout page polls every two seconds).
 const browserWait = 20 * time.Second
 
+// browserStartWait bounds Chromium's start, which on a loaded machine
+// takes longer than any one step on a page.
+const browserStartWait = 60 * time.Second
+
 // pageProbe runs before any script of every page the browser loads. It
 // records what a customer would not see but a test must: content that the
 // page's CSP blocks, uncaught errors and failed promises (a sim button whose
@@ -120,8 +124,8 @@ func newBrowser(t *testing.T) *browser {
 		if err != nil {
 			t.Fatalf("start %s: %v", chromiumPath, err)
 		}
-	case <-time.After(browserWait):
-		t.Fatalf("%s did not start within %v", chromiumPath, browserWait)
+	case <-time.After(browserStartWait):
+		t.Fatalf("%s did not start within %v", chromiumPath, browserStartWait)
 	}
 	return &browser{t: t, ctx: ctx}
 }

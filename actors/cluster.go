@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
-	"github.com/asynkron/protoactor-go/remote"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/protobuf/proto"
@@ -34,7 +34,8 @@ type ClusterConfig struct {
 	// Provider is the membership provider: etcd in production, the
 	// in-memory test provider in tests.
 	Provider cluster.ClusterProvider
-	// Host and Port are where this node listens for other nodes.
+	// Host and Port are where this node listens for other nodes, and
+	// the address it tells them to dial (a port of 0 picks a free one).
 	Host string
 	Port int
 	// Fence, when set, makes every commit of this node's actors
@@ -43,6 +44,13 @@ type ClusterConfig struct {
 	// expels each member it sees leave before it takes that member's
 	// stores over (docs/decisions.md, "Membership fence").
 	Fence Fence
+	// ServerTLS and ClientTLS are the mutual TLS of the node port: the
+	// server's configuration (it requires a client certificate of the
+	// cluster CA) and the one this node dials the others with
+	// (internal/nodetls). Without them JoinCluster refuses to start
+	// unless Insecure is set, for tests on one machine.
+	ServerTLS, ClientTLS *tls.Config
+	Insecure             bool
 }
 
 // Fence admits the members of a cluster to commit, and expels them.
@@ -81,8 +89,12 @@ func (s *System) JoinCluster(cc ClusterConfig) (err error) {
 	if cc.Name == "" {
 		cc.Name = "kassa"
 	}
+	remoting, err := s.remoteConfig(cc)
+	if err != nil {
+		return err
+	}
 	kind := cluster.NewKind(KindStore, actor.PropsFromProducer(func() actor.Actor { return &storeGrain{sys: s} }))
-	cfg := cluster.Configure(cc.Name, cc.Provider, disthash.New(), remote.Configure(cc.Host, cc.Port),
+	cfg := cluster.Configure(cc.Name, cc.Provider, disthash.New(), remoting,
 		cluster.WithKinds(kind), cluster.WithRequestTimeout(s.cfg.RequestTimeout))
 	if cc.Fence != nil {
 		if err := s.joinFence(cc.Fence); err != nil {

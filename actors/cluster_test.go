@@ -33,7 +33,7 @@ func clusterNodes(t *testing.T, n int, db *persistence.DB, clock *kassatest.Test
 		})
 		h.hooks = hooks
 		port := freeTCPPort(t)
-		if err := h.sys.JoinCluster(ClusterConfig{Name: "test", Provider: test.NewTestProvider(agent), Host: "127.0.0.1", Port: port}); err != nil {
+		if err := h.sys.JoinCluster(ClusterConfig{Name: "test", Provider: test.NewTestProvider(agent), Host: "127.0.0.1", Port: port, Insecure: true}); err != nil {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, h)

@@ -114,9 +114,9 @@ func TestClusterChainWatcherTakeover(t *testing.T) {
 	wallet := harness.NewWallet(t, harness.ParamsOf("regtest"))
 	node := harness.StartNode(t, harness.NodeConfig{MiningAddr: wallet.Address()})
 	node.Mine(102)
+	cluster := harness.NewClusterNodes(t, et.ClusterURL(), dsn)
 	start := func() *harness.Kassa {
-		return harness.StartKassa(t, "", "--chain", chainURL(node), "--store", dsn, "--cluster", et.ClusterURL(),
-			"--node-listen", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)))
+		return harness.StartKassa(t, "", append([]string{"--chain", chainURL(node)}, cluster.Next()...)...)
 	}
 	nodes := []*harness.Kassa{start(), start()}
 	harness.Eventually(t, 30*time.Second, "both nodes to see two members and one chain watcher", func() error {

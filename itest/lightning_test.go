@@ -419,9 +419,9 @@ func TestLightningOnLnd(t *testing.T) {
 			t.Fatalf("etcd: %v", err)
 		}
 		t.Cleanup(func() { _ = et.Stop() })
+		cluster := harness.NewClusterNodes(t, et.ClusterURL(), dsn)
 		start := func() *harness.Kassa {
-			return harness.StartKassa(t, "", append(e.args[:len(e.args):len(e.args)], "--store", dsn, "--cluster", et.ClusterURL(),
-				"--node-listen", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)))...)
+			return harness.StartKassa(t, "", append(e.args[:len(e.args):len(e.args)], cluster.Next()...)...)
 		}
 		nodes := []*harness.Kassa{start(), start()}
 		holder := func(role string) (*harness.Kassa, int64) {

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/kassapay/kassa/internal/etcdtest"
+	"github.com/kassapay/kassa/internal/nodetls"
 	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
 
@@ -128,14 +129,30 @@ func makeDurable(ctx context.Context, pg *pgtest.Server) error {
 	return nil
 }
 
+// clusterNodes counts the cluster nodes started, to hand each its own
+// node certificate.
+var clusterNodes int
+
 // startClusterNode starts a node of the cluster in etcd at etcdURL over
-// the PostgreSQL database dsn.
+// the PostgreSQL database dsn. Its node port has mutual TLS, with the
+// certificates `kassa cluster certs` would make (in the directory next
+// to data, made by the first node).
 func startClusterNode(bin, data, dsn, etcdURL string, extra ...string) (*target, error) {
 	node, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	t, err := startKassa(bin, data, append([]string{"--store", dsn, "--cluster", etcdURL, "--node-listen", node}, extra...)...)
+	certs := filepath.Join(filepath.Dir(data), "cluster-certs")
+	const certNodes = 3
+	if _, err := os.Stat(certs); os.IsNotExist(err) {
+		if err := nodetls.Generate(certs, certNodes, nil, time.Now()); err != nil {
+			return nil, err
+		}
+	}
+	clusterNodes++
+	f := nodetls.NodeFiles(certs, (clusterNodes-1)%certNodes+1)
+	t, err := startKassa(bin, data, append([]string{"--store", dsn, "--cluster", etcdURL, "--node-listen", node,
+		"--node-tls-ca", f.CA, "--node-tls-cert", f.Cert, "--node-tls-key", f.Key}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

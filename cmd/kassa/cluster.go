@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kassapay/kassa/actors"
+	"github.com/kassapay/kassa/internal/nodetls"
 )
 
 // clusterLease is the etcd lease of a node's membership: a node that
@@ -22,21 +26,30 @@ import (
 // after its last keep-alive, and its stores move to the others.
 const clusterLease = 3 * time.Second
 
-// clusterSettings is what --cluster and --node-listen say.
+// clusterSettings is what --cluster, --node-listen and the --node-tls-*
+// flags say.
 type clusterSettings struct {
 	endpoints []string // etcd client addresses, host:port
 	host      string
 	port      int
+	// tls is the node port's mutual TLS; nil with --node-insecure.
+	tls *nodetls.Config
 }
 
-// parseCluster checks the cluster flags: --cluster 'etcd://HOST:PORT'
+// parseCluster checks the cluster flags of c: --cluster 'etcd://HOST:PORT'
 // (several etcd members separated by commas) needs --node-listen
-// HOST:PORT and the shared PostgreSQL store (store is the --store value),
-// because the nodes of a cluster keep everything in one store.
-func parseCluster(cluster, nodeListen, store string) (*clusterSettings, error) {
+// HOST:PORT and the shared PostgreSQL store, because the nodes of a
+// cluster keep everything in one store; and the node port's mutual TLS
+// (--node-tls-ca, --node-tls-cert, --node-tls-key), or --node-insecure
+// on a loopback --node-listen.
+func parseCluster(c Config) (*clusterSettings, error) {
+	cluster, nodeListen, store := c.Cluster, c.NodeListen, c.Store
 	if cluster == "" {
 		if nodeListen != "" {
 			return nil, fmt.Errorf("--node-listen is for cluster mode: give --cluster 'etcd://HOST:PORT' too")
+		}
+		if c.NodeTLSCA != "" || c.NodeTLSCert != "" || c.NodeTLSKey != "" || c.NodeInsecure {
+			return nil, fmt.Errorf("--node-tls-ca, --node-tls-cert, --node-tls-key and --node-insecure are for cluster mode: give --cluster 'etcd://HOST:PORT' too")
 		}
 		return nil, nil
 	}
@@ -66,7 +79,48 @@ func parseCluster(cluster, nodeListen, store string) (*clusterSettings, error) {
 		return nil, fmt.Errorf("--node-listen %q: use HOST:PORT with the address other nodes reach this one at (not 0.0.0.0, not port 0)", nodeListen)
 	}
 	s.host, s.port = host, port
-	return s, nil
+	return s, parseNodeTLS(c, s)
+}
+
+// parseNodeTLS loads the node port's mutual TLS into s, or checks that
+// --node-insecure may do without it.
+func parseNodeTLS(c Config, s *clusterSettings) error {
+	given := 0
+	for _, f := range []string{c.NodeTLSCA, c.NodeTLSCert, c.NodeTLSKey} {
+		if f != "" {
+			given++
+		}
+	}
+	if c.NodeInsecure {
+		if given > 0 {
+			return fmt.Errorf("--node-insecure turns the node port's TLS off: give it or --node-tls-ca, --node-tls-cert and --node-tls-key, not both")
+		}
+		if !loopbackHost(s.host) {
+			return fmt.Errorf("--node-insecure only with a loopback --node-listen (127.0.0.1, ::1, localhost), not %q: another machine's node must authenticate with --node-tls-ca, --node-tls-cert and --node-tls-key (kassa cluster certs makes them)", c.NodeListen)
+		}
+		return nil
+	}
+	if given < 3 {
+		return fmt.Errorf("--cluster needs the node port's mutual TLS: --node-tls-ca FILE, --node-tls-cert FILE and --node-tls-key FILE (make them with kassa cluster certs DIR --nodes N --host HOST), or --node-insecure for a test cluster on loopback; without them anyone who reaches --node-listen could command the node")
+	}
+	cfg, err := nodetls.Load(nodetls.Files{CA: c.NodeTLSCA, Cert: c.NodeTLSCert, Key: c.NodeTLSKey}, time.Now())
+	if err != nil {
+		return fmt.Errorf("--node-tls-*: %w", err)
+	}
+	if err := cfg.CheckHost(s.host); err != nil {
+		return fmt.Errorf("--node-tls-cert %s: %w", c.NodeTLSCert, err)
+	}
+	s.tls = cfg
+	return nil
+}
+
+// loopbackHost says whether host is a loopback address or localhost.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // joinCluster makes sys a member of the cluster in etcd. etcd must
@@ -90,7 +144,13 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.System, s *clusterSett
 	if err != nil {
 		return nil, fmt.Errorf("--cluster: etcd client: %w", err)
 	}
-	if err := sys.JoinCluster(actors.ClusterConfig{Name: "kassa", Provider: provider, Host: s.host, Port: s.port, Fence: fence}); err != nil {
+	cc := actors.ClusterConfig{Name: "kassa", Provider: provider, Host: s.host, Port: s.port, Insecure: s.tls == nil, Fence: fence}
+	if s.tls != nil {
+		cc.ServerTLS, cc.ClientTLS = s.tls.Server, s.tls.Client
+	} else {
+		log.Warn("the node port runs without TLS (--node-insecure): any process on this machine can command this node")
+	}
+	if err := sys.JoinCluster(cc); err != nil {
 		return nil, fmt.Errorf("--cluster: join through etcd at %s: %w", strings.Join(s.endpoints, ","), err)
 	}
 	log.Info("joined the cluster", "etcd", strings.Join(s.endpoints, ","), "node", net.JoinHostPort(s.host, strconv.Itoa(s.port)))
@@ -185,5 +245,60 @@ func membersOf(db storage) actors.Fence {
 	if pg, ok := db.(pgStorage); ok {
 		return pg.DB.Members()
 	}
+	return nil
+}
+
+const clusterUsage = `usage: kassa cluster certs DIR --nodes N [--host HOST]...
+  make a cluster CA and a certificate for each of N nodes in DIR:
+  DIR/ca.crt, DIR/ca.key (keep it offline), DIR/node1.crt, DIR/node1.key, ...
+  Give node I --node-tls-ca DIR/ca.crt --node-tls-cert DIR/nodeI.crt
+  --node-tls-key DIR/nodeI.key. Every certificate names each --host (a DNS
+  name or an IP address, repeatable or comma-separated; default localhost,
+  127.0.0.1 and ::1): the host of each node's --node-listen must be one.`
+
+// runCluster is `kassa cluster certs DIR --nodes N [--host HOST]...`.
+func runCluster(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "certs" {
+		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+			fmt.Fprintln(stdout, clusterUsage)
+			return errHelpShown
+		}
+		fmt.Fprintln(stderr, clusterUsage)
+		return errUsage
+	}
+	fs := flag.NewFlagSet("kassa cluster certs", flag.ContinueOnError)
+	nodes := fs.Int("nodes", 0, "how many node certificates to make")
+	var hosts []string
+	fs.Func("host", "a DNS name or IP address the node certificates name (repeatable, or comma-separated)", func(v string) error {
+		for _, h := range strings.Split(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				hosts = append(hosts, h)
+			}
+		}
+		return nil
+	})
+	rest, err := parseFlags(fs, args[1:], func(w io.Writer) {
+		fmt.Fprintln(w, clusterUsage+"\n\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 || *nodes < 1 || *nodes > 1000 {
+		fmt.Fprintln(stderr, clusterUsage)
+		return errUsage
+	}
+	dir := rest[0]
+	if err := nodetls.Generate(dir, *nodes, hosts, time.Now()); err != nil {
+		return fmt.Errorf("cluster certs: %w", err)
+	}
+	if len(hosts) == 0 {
+		hosts = nodetls.DefaultHosts
+	}
+	fmt.Fprintf(stdout, "wrote %s: a cluster CA and %d node certificates for %s\n", dir, *nodes, strings.Join(hosts, ", "))
+	fmt.Fprintf(stdout, "node I: --node-tls-ca %s --node-tls-cert %s --node-tls-key %s\n",
+		filepath.Join(dir, "ca.crt"), filepath.Join(dir, "nodeI.crt"), filepath.Join(dir, "nodeI.key"))
+	fmt.Fprintf(stdout, "keep %s offline: it makes certificates that can command the cluster\n", filepath.Join(dir, "ca.key"))
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -58,13 +59,15 @@ func startClusterInfra(t *testing.T, n int, via func(i int, et *etcdtest.Server)
 	t.Cleanup(func() { et.Stop() })
 	var nodes []*server
 	var flags [][]string
+	certs := filepath.Join(t.TempDir(), "cluster-certs")
 	for i := 0; i < n; i++ {
 		etcdURL := et.ClusterURL()
 		if via != nil {
 			etcdURL = via(i, et)
 		}
 		args := append([]string{"--store", dsn, "--cluster", etcdURL,
-			"--node-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))}, extra...)
+			"--node-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))}, nodeTLSArgs(t, certs)...)
+		args = append(args, extra...)
 		nodes = append(nodes, launchServer(t, t.TempDir(), args...))
 		flags = append(flags, args)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/etcdtest"
+	"github.com/kassapay/kassa/internal/nodetls"
 )
 
 // With KASSA_E2E_STORE=cluster (`make test-cluster`) the end-to-end suite
@@ -21,6 +22,7 @@ import (
 var e2eEtcd struct {
 	mu      sync.Mutex
 	servers map[string]*etcdtest.Server // data directory → its cluster's etcd
+	certs   map[string]string           // data directory → its cluster's certificates
 }
 
 // e2eCluster says whether the end-to-end tests run on clusters.
@@ -46,7 +48,54 @@ func e2eClusterArgs(t *testing.T, dir string) []string {
 		}
 		e2eEtcd.servers[dir] = et
 	}
-	return []string{"--cluster", et.ClusterURL(), "--node-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))}
+	// The certificates live outside the data directories, which some
+	// tests want empty (kassa restore).
+	if e2eEtcd.certs == nil {
+		e2eEtcd.certs = map[string]string{}
+	}
+	certs, ok := e2eEtcd.certs[dir]
+	if !ok {
+		tmp, err := os.MkdirTemp("", "kassa-e2e-certs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		certs = filepath.Join(tmp, "certs")
+		e2eEtcd.certs[dir] = certs
+	}
+	return append([]string{"--cluster", et.ClusterURL(), "--node-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))},
+		nodeTLSArgs(t, certs)...)
+}
+
+// clusterCertsMade counts the nodes given certificates of each directory
+// (see nodeTLSArgs).
+var clusterCertsMade struct {
+	mu    sync.Mutex
+	nodes map[string]int
+}
+
+// nodeTLSCerts is how many node certificates a test cluster has.
+const nodeTLSCerts = 3
+
+// nodeTLSArgs returns the --node-tls-* flags of the next node of the
+// cluster whose certificates are in dir, making them the first time
+// with the code of `kassa cluster certs`: every cluster node a test
+// starts has mutual TLS on its node port.
+func nodeTLSArgs(t *testing.T, dir string) []string {
+	t.Helper()
+	clusterCertsMade.mu.Lock()
+	defer clusterCertsMade.mu.Unlock()
+	if clusterCertsMade.nodes == nil {
+		clusterCertsMade.nodes = map[string]int{}
+	}
+	n, ok := clusterCertsMade.nodes[dir]
+	if !ok {
+		if err := nodetls.Generate(dir, nodeTLSCerts, nil, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clusterCertsMade.nodes[dir] = n + 1
+	f := nodetls.NodeFiles(dir, n%nodeTLSCerts+1)
+	return []string{"--node-tls-ca", f.CA, "--node-tls-cert", f.Cert, "--node-tls-key", f.Key}
 }
 
 func stopE2EClusters() {
@@ -56,6 +105,9 @@ func stopE2EClusters() {
 		if err := et.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 		}
+	}
+	for _, certs := range e2eEtcd.certs {
+		os.RemoveAll(filepath.Dir(certs))
 	}
 }
 

@@ -63,6 +63,13 @@ type Config struct {
 	// the address other nodes reach this one at; empty: one node.
 	Cluster    string
 	NodeListen string
+	// NodeTLSCA, NodeTLSCert and NodeTLSKey are the mutual TLS of the
+	// node port (kassa cluster certs makes them); NodeInsecure runs it
+	// in plaintext instead, on loopback only.
+	NodeTLSCA    string
+	NodeTLSCert  string
+	NodeTLSKey   string
+	NodeInsecure bool
 }
 
 // DefaultConfig returns safe defaults: the embedded simulation on
@@ -125,7 +132,11 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.TraceFile, "trace-file", c.TraceFile, "append every span as a JSON line to this file (for machines without a collector)")
 	fs.Float64Var(&c.TraceSampleRatio, "trace-sample-ratio", c.TraceSampleRatio, "fraction of new traces kept, 0 to 1 (default: OTEL_TRACES_SAMPLER, else all)")
 	fs.StringVar(&c.Cluster, "cluster", c.Cluster, "cluster mode: etcd://HOST:PORT of the membership (needs --store postgres://… and --node-listen)")
-	fs.StringVar(&c.NodeListen, "node-listen", c.NodeListen, "cluster mode: HOST:PORT this node listens on for the other nodes (a private network: node traffic is not encrypted)")
+	fs.StringVar(&c.NodeListen, "node-listen", c.NodeListen, "cluster mode: HOST:PORT this node listens on for the other nodes, and the address they dial")
+	fs.StringVar(&c.NodeTLSCA, "node-tls-ca", c.NodeTLSCA, "cluster mode: the cluster CA's certificate `FILE`; the node port takes only peers with a certificate it signed (kassa cluster certs)")
+	fs.StringVar(&c.NodeTLSCert, "node-tls-cert", c.NodeTLSCert, "cluster mode: this node's certificate `FILE`, signed by the cluster CA, naming the host of --node-listen")
+	fs.StringVar(&c.NodeTLSKey, "node-tls-key", c.NodeTLSKey, "cluster mode: this node's private key `FILE` (mode 0600)")
+	fs.BoolVar(&c.NodeInsecure, "node-insecure", c.NodeInsecure, "cluster mode without TLS on the node port: for tests on one machine, only with a loopback --node-listen")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "serve Go's pprof profiles on this address (off when empty; keep it on loopback)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long requests in flight and due webhook deliveries get to finish")
 }

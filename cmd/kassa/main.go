@@ -11,6 +11,7 @@
 //	kassa restore DIR --data NEWDIR     make a data directory from a backup
 //	kassa user create --email E --password-file F [--admin]   a dashboard account
 //	kassa user password EMAIL --password-file F                reset its password
+//	kassa cluster certs DIR --nodes N [--host HOST]...          cluster CA and node certificates
 //	kassa version
 //
 // main only handles signals and exit codes; Main does the wiring, so that
@@ -65,6 +66,7 @@ const usage = `usage:
   kassa user create --email EMAIL --password-file FILE [--admin]
   kassa user password EMAIL --password-file FILE
   kassa health [--server URL]   exit 0 when the server answers its health check
+  kassa cluster certs DIR --nodes N [--host HOST]...   a cluster CA and node certificates
   kassa version
 kassa COMMAND --help (kassa store --help, kassa sim pay --help) says more.
 ` + adminNote + `
@@ -111,6 +113,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return runRestore(args[1:], stdout, stderr)
 	case "health":
 		return runHealth(ctx, args[1:], stdout, stderr)
+	case "cluster":
+		return runCluster(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "kassa", Version)
 		return nil

@@ -116,7 +116,7 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	clusterMode, err := parseCluster(c.Cluster, c.NodeListen, c.Store)
+	clusterMode, err := parseCluster(c)
 	if err != nil {
 		return err
 	}

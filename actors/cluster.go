@@ -303,7 +303,8 @@ func (s *System) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
 	})
 }
 
-// runCall runs a forwarded call with its decoded arguments.
+// runCall runs a forwarded call with its decoded arguments, checked as
+// the sending node's own path checks them (wire.go).
 func (s *System) runCall(ctx context.Context, call *protos.StoreCall, a callArgs) *protos.StoreCallReply {
 	var value any
 	var err error
@@ -313,7 +314,9 @@ func (s *System) runCall(ctx context.Context, call *protos.StoreCall, a callArgs
 			err = errors.New("CreateStore without its store")
 			break
 		}
-		value, err = s.createStore(ctx, a.Store)
+		if err = s.checkForwardedStore(a.Store); err == nil {
+			value, err = s.createStore(ctx, a.Store)
+		}
 	case "TopUp":
 		value, err = s.TopUp(ctx, a.StoreID, a.Amount, a.Reference)
 	case "CreateInvoice":
@@ -323,7 +326,9 @@ func (s *System) runCall(ctx context.Context, call *protos.StoreCall, a callArgs
 	case "Command":
 		var ev protos.InvoiceEvent
 		if err = proto.Unmarshal(a.Event, &ev); err == nil {
-			value, err = s.command(ctx, a.StoreID, a.ID, &ev)
+			if err = s.checkForwardedEvent(ctx, a.StoreID, a.ID, &ev); err == nil {
+				value, err = s.command(ctx, a.StoreID, a.ID, &ev)
+			}
 		}
 	case "CreatePaymentRequest":
 		value, err = s.CreatePaymentRequest(ctx, a.StoreID, a.PaymentRequest)

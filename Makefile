@@ -63,7 +63,9 @@ test-pg:
 
 # The single-node end-to-end suite against three-node clusters (each
 # server a test starts is the first of three nodes over PostgreSQL and
-# etcd). Without -race: make test runs the cluster code under -race.
+# etcd; the node ports speak mutual TLS with certificates made per
+# cluster as `kassa cluster certs` makes them). Without -race: make test
+# runs the cluster code under -race.
 test-cluster:
 	KASSA_E2E_STORE=cluster $(GO) test -count=1 -timeout 20m ./cmd/kassa
 

@@ -273,7 +273,9 @@ func (f *Forward) Hashes() string {
 // each transfer's amount less its share of what did not reach the
 // store's wallet (the forward's amount minus what its invoices were for,
 // split in proportion, rounded so the shares add up), in whole satoshis,
-// with the forward's payment hashes.
+// with the forward's payment hashes and the line's share of the routing
+// fee the payments cost, rounded up to a satoshi. Amount plus
+// RoutingFee never exceeds what the line's customer paid.
 func (f *Forward) SettledTransfers(lines []Transaction) []Transaction {
 	delivered := f.InvoiceAmount
 	if len(f.Parts) > 0 {
@@ -286,8 +288,9 @@ func (f *Forward) SettledTransfers(lines []Transaction) []Transaction {
 	if cost < 0 {
 		cost = 0
 	}
+	fee := min(max(f.RoutingFee, 0), cost)
 	out := make([]Transaction, 0, len(lines))
-	var charged MSat
+	var charged, feeCharged MSat
 	for i, tx := range lines {
 		var amount MSat
 		var direct Sats
@@ -296,23 +299,30 @@ func (f *Forward) SettledTransfers(lines []Transaction) []Transaction {
 				amount, direct = q.Amount, q.Direct
 			}
 		}
-		share := MSat(0)
-		if f.Amount > 0 {
-			share = MSat(decimal.NewFromInt(int64(cost)).Mul(decimal.NewFromInt(int64(amount))).Div(decimal.NewFromInt(int64(f.Amount))).IntPart())
-		}
+		share, feeShare := proportion(cost, amount, f.Amount), proportion(fee, amount, f.Amount)
 		if i == len(lines)-1 {
-			share = cost - charged
+			share, feeShare = cost-charged, fee-feeCharged
 		}
 		charged += share
+		feeCharged += feeShare
 		reached := amount - share
 		tx.Status = TransactionSettled
 		tx.Hash = f.Hashes()
 		// What reached the wallet, rounded down to a whole satoshi, and
 		// what the customer paid to it directly.
 		tx.Amount = reached.Sats() + direct
+		tx.RoutingFee = (feeShare + 999).Sats()
 		out = append(out, tx)
 	}
 	return out
+}
+
+// proportion is total's share for part of whole, rounded down.
+func proportion(total, part, whole MSat) MSat {
+	if whole <= 0 {
+		return 0
+	}
+	return MSat(decimal.NewFromInt(int64(total)).Mul(decimal.NewFromInt(int64(part))).Div(decimal.NewFromInt(int64(whole))).IntPart())
 }
 
 // LightningPaymentStatus is the state of an outgoing payment.
@@ -347,10 +357,31 @@ type LightningPayer interface {
 	// TrackPayment returns the state of the payment with paymentHash;
 	// PaymentUnknown when the node never sent it.
 	TrackPayment(ctx context.Context, paymentHash string) (LightningPayment, error)
-	// EstimateFee returns what paying paymentRequest would cost in
-	// routing fees, at most feeLimit; an error when no route is found
-	// within it.
-	EstimateFee(ctx context.Context, paymentRequest string, feeLimit MSat) (MSat, error)
+	// EstimateFee returns what a payment of amount to payee would cost
+	// in routing fees, at most feeLimit; an error when no route is found
+	// within it. It asks the payee for nothing: it is how a forward
+	// learns the fee before it asks for the one invoice it pays.
+	EstimateFee(ctx context.Context, payee Payee, amount, feeLimit MSat) (MSat, error)
+}
+
+// Payee is where a Lightning address's invoices are paid: the node that
+// signs them (its public key in hex), with the final CLTV delta and the
+// route hints of the last one seen. A forward estimates its route fee to
+// it before it asks the address for an invoice (docs/decisions.md, "One
+// merchant invoice per forward").
+type Payee struct {
+	Node           string      `json:"node"`
+	FinalCLTVDelta uint64      `json:"finalCltvDelta,omitempty"`
+	RouteHints     [][]HopHint `json:"routeHints,omitempty"`
+}
+
+// HopHint is one hop of a route hint of an invoice (BOLT11 'r' field).
+type HopHint struct {
+	NodeID                    string `json:"nodeId"`
+	ChannelID                 uint64 `json:"channelId"`
+	FeeBaseMSat               uint32 `json:"feeBaseMsat"`
+	FeeProportionalMillionths uint32 `json:"feePpm"`
+	CLTVExpiryDelta           uint16 `json:"cltvExpiryDelta"`
 }
 
 // PayRequest is a Lightning address's LNURL-pay answer: the bounds of
@@ -369,6 +400,8 @@ type AddressInvoice struct {
 	PaymentRequest string
 	PaymentHash    string
 	Amount         MSat
+	// Payee is the invoice's node and route hints.
+	Payee Payee
 }
 
 // LightningAddresses resolves stores' Lightning addresses (LNURL-pay).

@@ -66,6 +66,10 @@ type Transaction struct {
 	FullAmount Sats `json:"fullAmount"`
 	// FeeAmount is the service fee of the invoice.
 	FeeAmount Sats `json:"feeAmount"`
+	// RoutingFee is what forwarding the line's money to the store's
+	// Lightning address cost in routing fees (its share of the forward's),
+	// rounded up to a satoshi; zero for a line that was not forwarded.
+	RoutingFee Sats `json:"routingFee,omitempty"`
 	// AmountInPreferredCurrency is Amount in Currency at Rate. Every line
 	// uses the store's currency, top-ups included, so that the column has
 	// one unit.

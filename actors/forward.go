@@ -2,9 +2,11 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +38,10 @@ type ForwarderConfig struct {
 	// PollEvery is how often Lead looks for newly queued transfers;
 	// zero means 2 s.
 	PollEvery time.Duration
+	// Values, when set, keeps the node and route hints of each Lightning
+	// address's last invoice across restarts (the fee of the next
+	// forward is estimated to it).
+	Values kassa.KeyValue
 	// Onchain says that the on-chain addresses of stores without an xpub
 	// are the service's own wallet (its lnd's): their confirmed payments
 	// are forwarded to the store's Lightning address like Lightning ones
@@ -68,6 +74,10 @@ type Forwarder struct {
 	once   sync.Once
 	stats  *kindStats
 	tracer trace.Tracer
+
+	// payees holds each Lightning address's node (lower-case address →
+	// kassa.Payee).
+	payees sync.Map
 
 	mu sync.Mutex
 	// cur is the term this node forwards in; nil while it does not.
@@ -283,6 +293,66 @@ func (f *Forwarder) actor(t *term, storeID string) *actor.PID {
 	return actual.(*actor.PID)
 }
 
+// payeeUntil is when a remembered Lightning address's node expires:
+// never (a record per address, replaced when the node changes).
+var payeeUntil = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func payeeKey(address string) string { return "forward/payee/" + strings.ToLower(address) }
+
+// payee returns the node and route hints of address's last invoice, from
+// memory or, after a restart, from ForwarderConfig.Values.
+func (f *Forwarder) payee(c context.Context, address string) (kassa.Payee, bool) {
+	if p, ok := f.payees.Load(strings.ToLower(address)); ok {
+		return p.(kassa.Payee), true
+	}
+	if f.cfg.Values == nil {
+		return kassa.Payee{}, false
+	}
+	v, ok, err := f.cfg.Values.GetValue(c, payeeKey(address))
+	if err != nil || !ok {
+		return kassa.Payee{}, false
+	}
+	var p kassa.Payee
+	if json.Unmarshal(v, &p) != nil || p.Node == "" {
+		return kassa.Payee{}, false
+	}
+	f.payees.Store(strings.ToLower(address), p)
+	return p, true
+}
+
+// rememberPayee keeps p as address's node. It is an estimate's input,
+// not a record of money: a failure to store it is only logged.
+func (f *Forwarder) rememberPayee(c context.Context, address string, p kassa.Payee) {
+	if p.Node == "" {
+		return
+	}
+	f.payees.Store(strings.ToLower(address), p)
+	if f.cfg.Values == nil {
+		return
+	}
+	v, _ := json.Marshal(p)
+	if err := f.cfg.Values.PutValue(c, payeeKey(address), v, payeeUntil); err != nil {
+		f.log.Warn("remember the Lightning address's node", "err", err)
+	}
+}
+
+// forgetPayee drops what is known of address's node.
+func (f *Forwarder) forgetPayee(c context.Context, address string) {
+	f.payees.Delete(strings.ToLower(address))
+	if f.cfg.Values == nil {
+		return
+	}
+	if err := f.cfg.Values.PutValue(c, payeeKey(address), []byte("{}"), payeeUntil); err != nil {
+		f.log.Warn("forget the Lightning address's node", "err", err)
+	}
+}
+
+func samePayee(a, b kassa.Payee) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
 // wakeForward makes a forward actor look at its queue and open forward.
 // ctx, when set, is the trace of the settle that queued a transfer: the
 // forward's span continues it.
@@ -482,30 +552,14 @@ func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.P
 		}
 	}
 	// The store's fee limit bounds the route accepted; the payment may
-	// then spend what that route costs, and no more.
+	// then spend what that route costs, and no more. The routing fee
+	// comes out of the forwarded amount: the invoice asked for is
+	// smaller by the fee of the route found.
 	limit := st.ForwardFeeLimit(part)
-	inv, err := a.f.cfg.Addresses.Invoice(c, *pr, part, comment)
+	inv, fee, err := a.invoice(c, fw.Address, *pr, part, limit, comment)
 	if err != nil {
 		fail(kassa.ErrorMessage(err))
 		return
-	}
-	// The routing fee comes out of the forwarded amount: ask for an
-	// invoice smaller by the fee of the route found, and let the payment
-	// spend no more than that.
-	fee, err := a.f.cfg.Payer.EstimateFee(c, inv.PaymentRequest, limit)
-	if err != nil {
-		fail("no route to the Lightning address within the fee limit: " + kassa.ErrorMessage(err))
-		return
-	}
-	if fee > 0 {
-		if part-fee < pr.MinSendable {
-			fail(fmt.Sprintf("%d msat less a routing fee of %d msat is below the Lightning address's minimum", part, fee))
-			return
-		}
-		if inv, err = a.f.cfg.Addresses.Invoice(c, *pr, part-fee, comment); err != nil {
-			fail(kassa.ErrorMessage(err))
-			return
-		}
 	}
 	fw.AttemptPart(inv.PaymentRequest, inv.PaymentHash, part, inv.Amount, fee, a.now())
 	// Durable before it is sent: after a crash the hash is tracked, and
@@ -516,6 +570,55 @@ func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.P
 		return
 	}
 	a.pay(ctx, fw)
+}
+
+// invoice asks the Lightning address for the one invoice this attempt
+// pays: part less the route fee to the address's node, estimated before
+// asking (the node and route hints of the address's last invoice are
+// kept, per address). Only when the address's node is not known yet is
+// an invoice for part asked for first, to learn it, and not paid: once
+// per address (docs/decisions.md, "One merchant invoice per forward").
+// fee is the estimate, the most the payment may spend on routing.
+func (a *forwardActor) invoice(c context.Context, address string, pr kassa.PayRequest, part, limit kassa.MSat, comment string) (kassa.AddressInvoice, kassa.MSat, error) {
+	var fee kassa.MSat
+	payee, known := a.f.payee(c, address)
+	if !known {
+		probe, err := a.f.cfg.Addresses.Invoice(c, pr, part, comment)
+		if err != nil {
+			return kassa.AddressInvoice{}, 0, err
+		}
+		a.f.rememberPayee(c, address, probe.Payee)
+		a.f.log.Info("learnt the Lightning address's node from an invoice", "store", a.storeID, "node", probe.Payee.Node)
+		if fee, err = a.f.cfg.Payer.EstimateFee(c, probe.Payee, part, limit); err != nil {
+			return kassa.AddressInvoice{}, 0, fmt.Errorf("no route to the Lightning address within the fee limit: %s", kassa.ErrorMessage(err))
+		}
+		if fee == 0 {
+			return probe, 0, nil
+		}
+		payee = probe.Payee
+	} else {
+		var err error
+		if fee, err = a.f.cfg.Payer.EstimateFee(c, payee, part, limit); err != nil {
+			// The address's node may have changed: learn it again next
+			// time.
+			a.f.forgetPayee(c, address)
+			return kassa.AddressInvoice{}, 0, fmt.Errorf("no route to the Lightning address within the fee limit: %s", kassa.ErrorMessage(err))
+		}
+	}
+	if part-fee < pr.MinSendable || part-fee <= 0 {
+		return kassa.AddressInvoice{}, 0, fmt.Errorf("%d msat less a routing fee of %d msat is below the Lightning address's minimum", part, fee)
+	}
+	inv, err := a.f.cfg.Addresses.Invoice(c, pr, part-fee, comment)
+	if err != nil {
+		return kassa.AddressInvoice{}, 0, err
+	}
+	if !samePayee(inv.Payee, payee) {
+		// Paid with the fee limit of the route to the node it was
+		// estimated for: a dearer route to the new node fails, and the
+		// next attempt estimates to the new one.
+		a.f.rememberPayee(c, address, inv.Payee)
+	}
+	return inv, fee, nil
 }
 
 // pay sends the recorded attempt and acts on the outcome.

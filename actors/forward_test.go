@@ -119,7 +119,7 @@ type forwardHarness struct {
 func newForwardHarness(t *testing.T, db *persistence.DB, clock *kassatest.TestClock, m *merchant, payer *lnsim.Payer, configure ...func(*ForwarderConfig)) *forwardHarness {
 	t.Helper()
 	cfg := ForwarderConfig{
-		Journal: db, Store: db, Reader: db, Payer: payer,
+		Journal: db, Store: db, Reader: db, Payer: payer, Values: db,
 		Addresses: lnurl.Addresses{Client: lnurl.New(lnurl.Config{Net: &chaincfg.RegressionNetParams, AllowHTTP: true})},
 		Clock:     clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
@@ -491,7 +491,7 @@ func TestForwardFeeLimitIsTheStoresSetting(t *testing.T) {
 	payer := lnsim.NewPayer(m.node)
 	var limits []kassa.MSat
 	var mu sync.Mutex
-	payer.Estimate = func(_ string, feeLimit kassa.MSat) (kassa.MSat, error) {
+	payer.Estimate = func(_ kassa.Payee, _, feeLimit kassa.MSat) (kassa.MSat, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		limits = append(limits, feeLimit)

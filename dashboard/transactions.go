@@ -39,7 +39,7 @@ func (h *Dashboard) transactionsPage(w http.ResponseWriter, r *http.Request) {
 // csvHeader names the export's columns: every field of the API's
 // Transaction (docs/api.md, Transactions), by the same names, and the
 // creation time once more as a date a spreadsheet reads.
-var csvHeader = []string{"id", "invoiceId", "type", "status", "amount", "fullAmount", "feeAmount",
+var csvHeader = []string{"id", "invoiceId", "type", "status", "amount", "fullAmount", "feeAmount", "routingFee",
 	"amountInPreferredCurrency", "currency", "rate", "depositMethod", "hash", "comment", "createdAt", "createdAtUTC"}
 
 // csvRow is the export's line of t: the values the API answers, as text.
@@ -54,7 +54,7 @@ func csvRow(t *kassa.Transaction) []string {
 	}
 	row := []string{strconv.FormatInt(t.ID, 10), t.InvoiceID, t.Type.String(), t.Status.String(),
 		strconv.FormatInt(int64(t.Amount), 10), strconv.FormatInt(int64(t.FullAmount), 10), strconv.FormatInt(int64(t.FeeAmount), 10),
-		t.AmountInPreferredCurrency.String(), string(t.Currency), t.Rate.String(), method, t.Hash, t.Comment, created, createdUTC}
+		strconv.FormatInt(int64(t.RoutingFee), 10), t.AmountInPreferredCurrency.String(), string(t.Currency), t.Rate.String(), method, t.Hash, t.Comment, created, createdUTC}
 	for i, cell := range row {
 		row[i] = escapeCell(cell)
 	}

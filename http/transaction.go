@@ -13,13 +13,16 @@ import (
 // transactionRecord is a ledger line as docs/api.md (Transactions) shows
 // it.
 type transactionRecord struct {
-	ID                        int64       `json:"id"`
-	InvoiceID                 string      `json:"invoiceId"`
-	Type                      string      `json:"type"`
-	Status                    string      `json:"status"`
-	Amount                    kassa.Sats  `json:"amount"`
-	FullAmount                kassa.Sats  `json:"fullAmount"`
-	FeeAmount                 kassa.Sats  `json:"feeAmount"`
+	ID         int64      `json:"id"`
+	InvoiceID  string     `json:"invoiceId"`
+	Type       string     `json:"type"`
+	Status     string     `json:"status"`
+	Amount     kassa.Sats `json:"amount"`
+	FullAmount kassa.Sats `json:"fullAmount"`
+	FeeAmount  kassa.Sats `json:"feeAmount"`
+	// RoutingFee is what forwarding the line to the store's Lightning
+	// address cost in routing fees (Kassa's own field).
+	RoutingFee                kassa.Sats  `json:"routingFee"`
 	AmountInPreferredCurrency json.Number `json:"amountInPreferredCurrency"`
 	// Currency and Rate say what amountInPreferredCurrency is in: the
 	// store's currency, at the price of one bitcoin the line was valued
@@ -45,6 +48,7 @@ func newTransactionRecord(t *kassa.Transaction) transactionRecord {
 		Amount:                    t.Amount,
 		FullAmount:                t.FullAmount,
 		FeeAmount:                 t.FeeAmount,
+		RoutingFee:                t.RoutingFee,
 		AmountInPreferredCurrency: number(t.AmountInPreferredCurrency),
 		Currency:                  string(t.Currency),
 		Rate:                      number(t.Rate),

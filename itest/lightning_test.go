@@ -90,6 +90,13 @@ func newLNURLServer(t *testing.T, merchant *harness.Lnd) *lnurlServer {
 	return s
 }
 
+// invoices is how many invoices the server has made.
+func (s *lnurlServer) invoices() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.hashes)
+}
+
 func (s *lnurlServer) address() string { return "shop@" + strings.TrimPrefix(s.srv.URL, "http://") }
 
 // newLNEnv builds the network and starts Kassa on it with one store whose
@@ -172,6 +179,7 @@ type transfer struct {
 	FullAmount    int64  `json:"fullAmount"`
 	DepositMethod string `json:"depositMethod"`
 	Hash          string `json:"hash"`
+	RoutingFee    int64  `json:"routingFee"`
 }
 
 func (e *lnEnv) transfer(invoiceID string) (transfer, bool) {
@@ -228,6 +236,11 @@ func (e *lnEnv) waitForwarded(invoiceID string, full int64) transfer {
 			// than it received.
 			if p.Status != lnrpc.Payment_SUCCEEDED || p.FeeMsat <= 0 || tx.Amount >= full || (full-tx.Amount)*1000 < p.FeeMsat {
 				e.t.Fatalf("service payment %s: %s, fee %d sat; transfer %d of %d", p.PaymentHash, p.Status, p.FeeSat, tx.Amount, full)
+			}
+			// The merchant received the amount less the routing fee
+			// paid, to the satoshi, and the line names that fee.
+			if tx.RoutingFee != (p.FeeMsat+999)/1000 || tx.Amount+tx.RoutingFee != full {
+				e.t.Fatalf("transfer %+v: routing fee %d msat paid; want routingFee %d and amount + routingFee = %d", tx, p.FeeMsat, (p.FeeMsat+999)/1000, full)
 			}
 			return tx
 		}
@@ -316,6 +329,26 @@ func TestLightningOnLnd(t *testing.T) {
 		if n := e.merchantSettled(); n != before+1 {
 			t.Fatalf("merchant invoices settled: %d, want %d", n, before+1)
 		}
+	}
+
+	t.Log("a forward asks the merchant's Lightning address for one invoice, once its node is known")
+	{
+		forwards, invoices := 0, 0
+		for _, sats := range []int64{21_000, 9_000} {
+			before := e.lnurl.invoices()
+			inv := e.createInvoice(sats)
+			if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+				t.Fatalf("customer pays: %v", err)
+			}
+			e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+			e.waitForwarded(inv.ID, sats)
+			n := e.lnurl.invoices() - before
+			forwards, invoices = forwards+1, invoices+n
+			if n != 1 {
+				t.Fatalf("the forward of %d sat asked the Lightning address for %d invoices, want 1", sats, n)
+			}
+		}
+		t.Logf("merchant invoices issued per forward: %.2f (%d for %d forwards)", float64(invoices)/float64(forwards), invoices, forwards)
 	}
 
 	t.Log("kassa restarted between payment and settle misses nothing")

@@ -26,5 +26,5 @@ func (a Addresses) Invoice(ctx context.Context, p kassa.PayRequest, amount kassa
 	if err != nil {
 		return kassa.AddressInvoice{}, err
 	}
-	return kassa.AddressInvoice{PaymentRequest: inv.PaymentRequest, PaymentHash: inv.PaymentHash, Amount: inv.Amount}, nil
+	return kassa.AddressInvoice{PaymentRequest: inv.PaymentRequest, PaymentHash: inv.PaymentHash, Amount: inv.Amount, Payee: inv.Payee}, nil
 }

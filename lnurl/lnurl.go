@@ -144,6 +144,10 @@ type Invoice struct {
 	Destination string
 	// ExpiresAt is when the invoice expires.
 	ExpiresAt time.Time
+	// Payee is its node, final CLTV delta and route hints: where a
+	// route fee to the address is estimated before the next invoice is
+	// asked for.
+	Payee kassa.Payee
 }
 
 // URL returns the address of the pay request that target names: a
@@ -407,13 +411,42 @@ func (c *Client) CheckInvoice(pr string, amount kassa.MSat, metadata string) (*I
 	if inv.PaymentHash == nil || inv.Destination == nil {
 		return nil, fmt.Errorf("%w: the invoice has no payment hash or payee", ErrBadInvoice)
 	}
+	dest := hex.EncodeToString(inv.Destination.SerializeCompressed())
 	return &Invoice{
 		PaymentRequest: pr,
 		PaymentHash:    hex.EncodeToString(inv.PaymentHash[:]),
 		Amount:         amount,
-		Destination:    hex.EncodeToString(inv.Destination.SerializeCompressed()),
+		Destination:    dest,
 		ExpiresAt:      inv.Timestamp.Add(inv.Expiry()),
+		Payee:          PayeeOf(inv),
 	}, nil
+}
+
+// PayeeOf is the node, final CLTV delta and route hints of a decoded
+// invoice.
+func PayeeOf(inv *bolt11.Invoice) kassa.Payee {
+	var p kassa.Payee
+	if inv.Destination != nil {
+		p.Node = hex.EncodeToString(inv.Destination.SerializeCompressed())
+	}
+	p.FinalCLTVDelta = inv.MinFinalCLTVExpiry()
+	for _, hint := range inv.RouteHints {
+		var hops []kassa.HopHint
+		for _, h := range hint {
+			if h.NodeID == nil {
+				continue
+			}
+			hops = append(hops, kassa.HopHint{
+				NodeID: hex.EncodeToString(h.NodeID.SerializeCompressed()), ChannelID: h.ChannelID,
+				FeeBaseMSat: h.FeeBaseMSat, FeeProportionalMillionths: h.FeeProportionalMillionths,
+				CLTVExpiryDelta: h.CLTVExpiryDelta,
+			})
+		}
+		if len(hops) > 0 {
+			p.RouteHints = append(p.RouteHints, hops)
+		}
+	}
+	return p
 }
 
 // CutComment cuts comment to at most allowed characters (LUD-12 counts

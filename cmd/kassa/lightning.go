@@ -70,7 +70,7 @@ func newForwarder(node *lnd.Node, db storage, dev, onchain, cluster bool, clock 
 	cfg.Timeout = lnurl.DefaultTimeout
 	cfg.UserAgent = "Kassa-LNURL/1"
 	return actors.NewForwarder(actors.ForwarderConfig{
-		Journal: db, Store: db, Reader: db, Payer: node,
+		Journal: db, Store: db, Reader: db, Payer: node, Values: db,
 		Addresses: &lnurlAddresses{node: node, http: egress.New(cfg), allowHTTP: dev},
 		Clock:     clock, Logger: log, Onchain: onchain, Standby: cluster,
 	})

@@ -27,6 +27,8 @@ type fakeRPC struct {
 	cancelInvoice     func(context.Context, []byte) error
 	sendPayment       func(context.Context, *routerrpc.SendPaymentRequest) (func() (*lnrpc.Payment, error), error)
 	trackPayment      func(context.Context, []byte) (func() (*lnrpc.Payment, error), error)
+	queryRoutes       func(context.Context, *lnrpc.QueryRoutesRequest) (*lnrpc.QueryRoutesResponse, error)
+	newAddress        func(context.Context) (string, error)
 }
 
 var errNotFaked = errors.New("not faked")
@@ -73,9 +75,17 @@ func (f *fakeRPC) TrackPayment(ctx context.Context, h []byte) (func() (*lnrpc.Pa
 	}
 	return f.trackPayment(ctx, h)
 }
-func (f *fakeRPC) NewAddress(context.Context) (string, error) { return "", errNotFaked }
-func (f *fakeRPC) QueryRoutes(context.Context, *lnrpc.QueryRoutesRequest) (*lnrpc.QueryRoutesResponse, error) {
-	return nil, errNotFaked
+func (f *fakeRPC) NewAddress(ctx context.Context) (string, error) {
+	if f.newAddress == nil {
+		return "", errNotFaked
+	}
+	return f.newAddress(ctx)
+}
+func (f *fakeRPC) QueryRoutes(ctx context.Context, r *lnrpc.QueryRoutesRequest) (*lnrpc.QueryRoutesResponse, error) {
+	if f.queryRoutes == nil {
+		return nil, errNotFaked
+	}
+	return f.queryRoutes(ctx, r)
 }
 func (f *fakeRPC) Close() error { return nil }
 

@@ -97,29 +97,29 @@ func final(recv func() (*lnrpc.Payment, error)) (kassa.LightningPayment, error) 
 	}
 }
 
-// EstimateFee asks lnd for a route to the invoice's payee for its amount
-// (with the invoice's route hints) and returns its fee.
-func (n *Node) EstimateFee(ctx context.Context, paymentRequest string, feeLimit kassa.MSat) (kassa.MSat, error) {
-	params, err := n.params(ctx)
-	if err != nil {
-		return 0, err
+// EstimateFee asks lnd for a route of amount to payee (with its route
+// hints) and returns its fee. It asks the payee for nothing: the forward
+// learns the fee before it asks the Lightning address for an invoice.
+func (n *Node) EstimateFee(ctx context.Context, payee kassa.Payee, amount, feeLimit kassa.MSat) (kassa.MSat, error) {
+	if len(payee.Node) != 66 || amount <= 0 {
+		return 0, kassa.Errorf(kassa.Invalid, "no payee or amount to estimate a route fee to")
 	}
-	inv, err := bolt11.Decode(paymentRequest, params)
-	if err != nil || inv.MilliSat == nil || inv.Destination == nil {
-		return 0, kassa.Errorf(kassa.Invalid, "not an invoice with an amount for this network")
+	cltv := payee.FinalCLTVDelta
+	if cltv == 0 {
+		cltv = 18 // BOLT11's default min_final_cltv_expiry
 	}
 	req := &lnrpc.QueryRoutesRequest{
-		PubKey:            hex.EncodeToString(inv.Destination.SerializeCompressed()),
-		AmtMsat:           int64(*inv.MilliSat),
-		FinalCltvDelta:    int32(inv.MinFinalCLTVExpiry()),
+		PubKey:            payee.Node,
+		AmtMsat:           int64(amount),
+		FinalCltvDelta:    int32(cltv),
 		FeeLimit:          &lnrpc.FeeLimit{Limit: &lnrpc.FeeLimit_FixedMsat{FixedMsat: int64(feeLimit)}},
 		UseMissionControl: true,
 	}
-	for _, hint := range inv.RouteHints {
+	for _, hint := range payee.RouteHints {
 		rh := &lnrpc.RouteHint{}
 		for _, h := range hint {
 			rh.HopHints = append(rh.HopHints, &lnrpc.HopHint{
-				NodeId: hex.EncodeToString(h.NodeID.SerializeCompressed()), ChanId: h.ChannelID,
+				NodeId: h.NodeID, ChanId: h.ChannelID,
 				FeeBaseMsat: h.FeeBaseMSat, FeeProportionalMillionths: h.FeeProportionalMillionths,
 				CltvExpiryDelta: uint32(h.CLTVExpiryDelta),
 			})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +85,30 @@ func TestTrackPayment(t *testing.T) {
 	}
 	if _, err := n.TrackPayment(context.Background(), hash); err == nil {
 		t.Fatal("an unreachable lnd must not look like a payment never sent")
+	}
+}
+
+// EstimateFee asks lnd for a route to the payee, with its route hints,
+// for the amount: no invoice is needed.
+func TestEstimateFeeToAPayee(t *testing.T) {
+	node := "02" + strings.Repeat("ab", 32)
+	hop := "03" + strings.Repeat("cd", 32)
+	var asked *lnrpc.QueryRoutesRequest
+	rpc := &fakeRPC{queryRoutes: func(_ context.Context, r *lnrpc.QueryRoutesRequest) (*lnrpc.QueryRoutesResponse, error) {
+		asked = r
+		return &lnrpc.QueryRoutesResponse{Routes: []*lnrpc.Route{{TotalFeesMsat: 43_210}}}, nil
+	}}
+	n := newNode(t, rpc, openDB(t), nil)
+	payee := kassa.Payee{Node: node, FinalCLTVDelta: 80, RouteHints: [][]kassa.HopHint{{{NodeID: hop, ChannelID: 7, FeeBaseMSat: 1000, FeeProportionalMillionths: 100, CLTVExpiryDelta: 40}}}}
+	fee, err := n.EstimateFee(context.Background(), payee, 21_000_000, 50_000)
+	if err != nil || fee != 43_210 {
+		t.Fatalf("fee %d, %v", fee, err)
+	}
+	if asked.PubKey != node || asked.AmtMsat != 21_000_000 || asked.FinalCltvDelta != 80 || asked.FeeLimit.GetFixedMsat() != 50_000 ||
+		len(asked.RouteHints) != 1 || asked.RouteHints[0].HopHints[0].NodeId != hop || asked.RouteHints[0].HopHints[0].ChanId != 7 {
+		t.Fatalf("QueryRoutes asked %v", asked)
+	}
+	if _, err := n.EstimateFee(context.Background(), payee, 21_000_000, 40_000); err == nil {
+		t.Fatal("a route above the fee limit was accepted")
 	}
 }

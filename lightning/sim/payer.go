@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -23,12 +24,18 @@ type Payer struct {
 	Before func(paymentRequest string) error
 	// Estimate, when set, answers EstimateFee: tests use it to give a
 	// route a fee, or find none.
-	Estimate func(paymentRequest string, feeLimit kassa.MSat) (kassa.MSat, error)
+	Estimate func(payee kassa.Payee, amount, feeLimit kassa.MSat) (kassa.MSat, error)
+	// Fee, when set, is the routing fee of a payment of amount: a
+	// payment whose fee is above its fee limit fails as lnd's does (no
+	// route), and EstimateFee answers it unless Estimate is set.
+	Fee func(amount kassa.MSat) kassa.MSat
 
 	mu       sync.Mutex
 	payees   []*Node
 	payments map[string]kassa.LightningPayment // by payment hash
 	sent     int
+	// estimates counts EstimateFee calls.
+	estimates int
 }
 
 // NewPayer returns a Payer that can reach payees.
@@ -61,7 +68,13 @@ func (p *Payer) PayInvoice(ctx context.Context, paymentRequest string, feeLimit 
 	p.mu.Unlock()
 
 	result := kassa.LightningPayment{PaymentHash: hash, Status: kassa.PaymentSucceeded}
-	if p.Before != nil {
+	if p.Fee != nil && decoded.MilliSat != nil {
+		result.FeeMSat = p.Fee(kassa.MSat(*decoded.MilliSat))
+		if result.FeeMSat > feeLimit {
+			result = kassa.LightningPayment{PaymentHash: hash, Status: kassa.PaymentFailed, Failure: "no_route"}
+		}
+	}
+	if result.Status == kassa.PaymentSucceeded && p.Before != nil {
 		if err := p.Before(paymentRequest); err != nil {
 			result = kassa.LightningPayment{PaymentHash: hash, Status: kassa.PaymentFailed, Failure: err.Error()}
 		}
@@ -73,6 +86,9 @@ func (p *Payer) PayInvoice(ctx context.Context, paymentRequest string, feeLimit 
 		} else if _, err := node.Pay(ctx, paymentRequest, 0); err != nil {
 			result = kassa.LightningPayment{PaymentHash: hash, Status: kassa.PaymentFailed, Failure: err.Error()}
 		}
+	}
+	if result.Status != kassa.PaymentSucceeded {
+		result.FeeMSat = 0
 	}
 	p.mu.Lock()
 	p.payments[hash] = result
@@ -91,12 +107,29 @@ func (p *Payer) TrackPayment(ctx context.Context, paymentHash string) (kassa.Lig
 }
 
 // EstimateFee is zero (simulated nodes are one hop apart) unless
-// Estimate says otherwise.
-func (p *Payer) EstimateFee(ctx context.Context, paymentRequest string, feeLimit kassa.MSat) (kassa.MSat, error) {
+// Estimate or Fee says otherwise.
+func (p *Payer) EstimateFee(ctx context.Context, payee kassa.Payee, amount, feeLimit kassa.MSat) (kassa.MSat, error) {
+	p.mu.Lock()
+	p.estimates++
+	p.mu.Unlock()
 	if p.Estimate != nil {
-		return p.Estimate(paymentRequest, feeLimit)
+		return p.Estimate(payee, amount, feeLimit)
+	}
+	if p.Fee != nil {
+		fee := p.Fee(amount)
+		if fee > feeLimit {
+			return 0, fmt.Errorf("the route costs %d msat, above the limit of %d msat", fee, feeLimit)
+		}
+		return fee, nil
 	}
 	return 0, nil
+}
+
+// Estimates returns how many route fees were estimated.
+func (p *Payer) Estimates() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.estimates
 }
 
 func (p *Payer) payee(inv *bolt11.Invoice) *Node {

@@ -1,0 +1,106 @@
+package actors
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
+	lnsim "github.com/kassapay/kassa/lightning/sim"
+)
+
+// hopFee is a route of one hop charging 1 sat plus 1,000 ppm.
+func hopFee(amount kassa.MSat) kassa.MSat { return 1000 + amount/1000 }
+
+// A forward asks the store's Lightning address for one invoice: the
+// route fee is estimated to the node of the address's last invoice
+// before the invoice is asked for. Only the first forward to an address
+// whose node is not known yet asks for one more, unpaid, to learn it;
+// after a restart the node is still known. The merchant receives the
+// amount less the routing fee the payment cost, to the satoshi, and the
+// transfer line names that fee.
+func TestForwardAsksTheAddressForOneInvoice(t *testing.T) {
+	m := newMerchant(t)
+	payer := lnsim.NewPayer(m.node)
+	payer.Fee = hopFee
+	db := openMem(t)
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	h := newForwardHarness(t, db, clock, m, payer)
+	h.createStore()
+
+	forward := func(h *forwardHarness, euros string) (kassa.Transaction, int64) {
+		t.Helper()
+		before := m.invoices.Load()
+		inv := h.invoice(euros, kassa.EUR)
+		h.payLightning(inv, inv.Amount)
+		tx := h.waitSettled(inv.ID)
+		m.mu.Lock()
+		got := m.amounts[tx.Hash]
+		m.mu.Unlock()
+		fee := hopFee(got)
+		if got != inv.Amount.MSat()-hopFee(inv.Amount.MSat()) {
+			t.Fatalf("the merchant's invoice is for %d msat; want %d less the estimated fee", got, inv.Amount.MSat())
+		}
+		if tx.Amount != got.Sats() || tx.RoutingFee != (fee+999).Sats() || tx.Amount+tx.RoutingFee != inv.Amount || tx.FullAmount != inv.Amount {
+			t.Fatalf("transfer %+v: want %d sat received and a routing fee of %d msat, adding up to the %d sat paid", tx, got.Sats(), fee, inv.Amount)
+		}
+		return tx, m.invoices.Load() - before
+	}
+	if _, n := forward(h, "10"); n > 2 {
+		t.Fatalf("the first forward asked for %d invoices, want at most 2 (one to learn the address's node)", n)
+	}
+	var forwards, invoices int64
+	for _, euros := range []string{"10", "7", "3.5"} {
+		_, n := forward(h, euros)
+		forwards, invoices = forwards+1, invoices+n
+		if n != 1 {
+			t.Fatalf("a forward asked the Lightning address for %d invoices, want 1", n)
+		}
+	}
+	// A restart: the address's node is read back from storage.
+	h.fwd.Shutdown()
+	h2 := newForwardHarness(t, db, clock, m, payer)
+	h2.store = h.store
+	if _, n := forward(h2, "10"); n != 1 {
+		t.Fatalf("after a restart a forward asked for %d invoices, want 1", n)
+	}
+	forwards, invoices = forwards+1, invoices+1
+	t.Logf("merchant invoices per forward once the address's node is known: %.2f", float64(invoices)/float64(forwards))
+	if paid := m.paid(); len(paid) != 5 {
+		t.Fatalf("merchant invoices paid: %d, want 5", len(paid))
+	}
+}
+
+// An estimate too low for the route the payment takes: the payment fails
+// for its fee (nothing is paid), and the next attempt estimates again and
+// asks for a new invoice, which is paid once.
+func TestForwardFailingForItsFeeAsksAgain(t *testing.T) {
+	m := newMerchant(t)
+	payer := lnsim.NewPayer(m.node)
+	payer.Fee = hopFee
+	var estimates atomic.Int64
+	payer.Estimate = func(_ kassa.Payee, amount, limit kassa.MSat) (kassa.MSat, error) {
+		if estimates.Add(1) == 1 {
+			return 0, nil // the route looked free
+		}
+		return hopFee(amount), nil
+	}
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	h := newForwardHarness(t, openMem(t), clock, m, payer)
+	h.createStore()
+	inv := h.invoice("10", kassa.EUR)
+	h.payLightning(inv, inv.Amount)
+	eventually(t, "the payment to fail for its fee", func() bool { return payer.Sent() == 1 })
+	if len(m.paid()) != 0 || h.transfer(inv.ID).Status != kassa.TransactionPending {
+		t.Fatal("a payment above its fee limit was made")
+	}
+	tx := h.retryUntilSettled(clock, inv.ID)
+	paid := m.paid()
+	if len(paid) != 1 || tx.Hash != paid[0] || payer.Sent() != 2 || m.invoices.Load() != 2 {
+		t.Fatalf("paid %v, %d payments, %d invoices; transfer %+v", paid, payer.Sent(), m.invoices.Load(), tx)
+	}
+	if tx.Amount+tx.RoutingFee != inv.Amount || tx.RoutingFee == 0 {
+		t.Fatalf("transfer %+v: amount and routing fee do not add up to %d", tx, inv.Amount)
+	}
+}

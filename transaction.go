@@ -36,6 +36,10 @@ const (
 	TransactionPending TransactionStatus = 1
 	TransactionSettled TransactionStatus = 2
 	TransactionFailed  TransactionStatus = 3
+	// TransactionHeld: the money is on the service's node and waits
+	// for the store to set a Lightning address, to which it is then
+	// forwarded (Pending, then Settled).
+	TransactionHeld TransactionStatus = 4
 )
 
 func (s TransactionStatus) String() string {
@@ -46,6 +50,8 @@ func (s TransactionStatus) String() string {
 		return "Settled"
 	case TransactionFailed:
 		return "Failed"
+	case TransactionHeld:
+		return "Held"
 	}
 	return "Unknown"
 }

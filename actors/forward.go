@@ -353,6 +353,10 @@ func samePayee(a, b kassa.Payee) bool {
 	return string(x) == string(y)
 }
 
+// heldRecheck is how often the forward actor of a store without a
+// Lightning address looks whether it has one now.
+var heldRecheck = time.Minute
+
 // wakeForward makes a forward actor look at its queue and open forward.
 // ctx, when set, is the trace of the settle that queued a transfer: the
 // forward's span continues it.
@@ -479,7 +483,11 @@ func (a *forwardActor) start(ctx actor.Context) {
 		return
 	}
 	if st.LightningAddress == "" {
-		a.f.log.Warn("transfers wait: the store has no Lightning address", "store", a.storeID, "queued", len(queued))
+		// Held on the service's node until the store sets an address
+		// (UpdateStore wakes the actor; the timer covers a cluster,
+		// where the update may run on another node).
+		a.f.log.Warn("transfers held: the store has no Lightning address", "store", a.storeID, "queued", len(queued))
+		a.wakeIn(ctx, heldRecheck)
 		return
 	}
 	pr, err := a.f.cfg.Addresses.PayRequest(c, st.LightningAddress)
@@ -499,7 +507,22 @@ func (a *forwardActor) start(ctx actor.Context) {
 		ID: kassa.NewID("fwd_"), StoreID: a.storeID, Status: kassa.ForwardOpen, Address: st.LightningAddress,
 		Transfers: take, Amount: total, NextTry: now, CreatedAt: now, UpdatedAt: now,
 	}
-	if err := a.save(c, fw, nil); err != nil {
+	// Lines held while the store had no Lightning address are on their
+	// way now.
+	var held []kassa.Transaction
+	for _, q := range take {
+		tx, err := a.f.cfg.Reader.Transaction(c, q.TransactionID)
+		if err != nil {
+			a.f.log.Error("read transfer", "store", a.storeID, "transaction", q.TransactionID, "err", err)
+			a.retryLater(ctx)
+			return
+		}
+		if tx.Status == kassa.TransactionHeld {
+			tx.Status = kassa.TransactionPending
+			held = append(held, *tx)
+		}
+	}
+	if err := a.save(c, fw, held); err != nil {
 		a.f.log.Error("record forward", "store", a.storeID, "err", err)
 		a.retryLater(ctx)
 		return
@@ -721,9 +744,10 @@ func (a *forwardActor) save(c context.Context, fw *kassa.Forward, lines []kassa.
 }
 
 // putSettlementLine writes a ledger line of a settled invoice to b. A
-// transfer whose money is on the service's node, for a store with a
-// Lightning address, stays Pending and is queued for forwarding in the
-// same batch, so that a settle is never recorded without its forward.
+// transfer whose money is on the service's node stays Pending (Held
+// while the store has no Lightning address) and is queued for
+// forwarding in the same batch, so that a settle is never recorded
+// without its forward.
 // The money is on the service's node when it came by Lightning, or
 // on-chain to an address of the service's wallet (the store has no
 // xpub); the transfer of such an on-chain payment reaches the store by
@@ -743,15 +767,16 @@ func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, inv *kass
 	if err != nil {
 		return fmt.Errorf("read store %s for forwarding: %w", inv.StoreID, err)
 	}
-	if st.LightningAddress == "" {
-		b.PutTransaction(tx)
-		return nil
-	}
 	fb, ok := b.(kassa.ForwardBatch)
 	if !ok {
 		return fmt.Errorf("storage %T cannot queue forwards", b)
 	}
+	// Without a Lightning address the money is held on the service's
+	// node, and forwarded once the store sets one.
 	tx.Status = kassa.TransactionPending
+	if st.LightningAddress == "" {
+		tx.Status = kassa.TransactionHeld
+	}
 	tx.Hash = ""
 	tx.DepositMethod = kassa.MethodLightning
 	b.PutTransaction(tx)

@@ -1,9 +1,12 @@
 package actors
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
@@ -102,5 +105,49 @@ func TestForwardFailingForItsFeeAsksAgain(t *testing.T) {
 	}
 	if tx.Amount+tx.RoutingFee != inv.Amount || tx.RoutingFee == 0 {
 		t.Fatalf("transfer %+v: amount and routing fee do not add up to %d", tx, inv.Amount)
+	}
+}
+
+// A Lightning payment to a store without a Lightning address is held on
+// the service's node: its transfer line says Held, not Settled, and it
+// is queued. Once the store sets an address it is forwarded like any
+// other, once.
+func TestPaymentToAStoreWithoutAnAddressIsHeldThenForwarded(t *testing.T) {
+	m := newMerchant(t)
+	payer := lnsim.NewPayer(m.node)
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	h := newForwardHarness(t, openMem(t), clock, m, payer)
+	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+		Name: "No address", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1), ConfirmationsRequired: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store = st
+	inv := h.invoice("10", kassa.EUR)
+	h.payLightning(inv, inv.Amount)
+	tx := h.transfer(inv.ID)
+	if tx.Status != kassa.TransactionHeld || tx.Hash != "" || tx.Amount != inv.Amount {
+		t.Fatalf("transfer of a store without a Lightning address: %+v, want Held without a hash", tx)
+	}
+	var held kassa.MSat
+	if err := h.db.QueuedTransfers(context.Background(), st.ID, func(q kassa.QueuedTransfer) error { held += q.Amount; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if held != inv.Amount.MSat() {
+		t.Fatalf("held %d msat, want %d", held, inv.Amount.MSat())
+	}
+	if payer.Sent() != 0 || m.invoices.Load() != 0 {
+		t.Fatal("money forwarded without an address")
+	}
+	if _, err := h.sys.UpdateStore(context.Background(), st.ID, kassa.StoreUpdate{
+		Name: st.Name, Currency: st.Currency, ConfirmationsRequired: st.ConfirmationsRequired, LightningAddress: m.address(),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tx = h.waitSettled(inv.ID)
+	paid := m.paid()
+	if len(paid) != 1 || tx.Hash != paid[0] || tx.Amount != inv.Amount || payer.Sent() != 1 {
+		t.Fatalf("after the address was set: paid %v, %d payments, transfer %+v", paid, payer.Sent(), tx)
 	}
 }

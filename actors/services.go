@@ -446,7 +446,12 @@ func (s *System) UpdateStore(ctx context.Context, storeID string, u kassa.StoreU
 	if err != nil {
 		return nil, err
 	}
-	return res.(*kassa.Store), nil
+	st := res.(*kassa.Store)
+	if s.cfg.Forwarder != nil && st.LightningAddress != "" && old.LightningAddress == "" {
+		// Money held for want of an address goes out now.
+		s.cfg.Forwarder.wake(ctx, st.ID)
+	}
+	return st, nil
 }
 
 // CreateAPIKey adds an API key to a store.

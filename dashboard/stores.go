@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -79,7 +80,29 @@ func (h *Dashboard) createStore(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Dashboard) storeSettings(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusOK, "settings", map[string]any{"S": currentStore(r.Context())})
+	st := currentStore(r.Context())
+	held, err := h.held(r.Context(), st)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "settings", map[string]any{"S": st, "Held": held})
+}
+
+// held is what of the store's money is held on the service's node for
+// want of a Lightning address to forward it to: the transfers queued
+// for forwarding while the store has none (they are Held).
+func (h *Dashboard) held(ctx context.Context, st *kassa.Store) (kassa.Sats, error) {
+	fs, ok := h.Reader.(kassa.ForwardStore)
+	if !ok || st.LightningAddress != "" {
+		return 0, nil
+	}
+	var total kassa.MSat
+	err := fs.QueuedTransfers(ctx, st.ID, func(q kassa.QueuedTransfer) error {
+		total += q.Amount
+		return nil
+	})
+	return total.Sats(), err
 }
 
 func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +132,8 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 			shown := *st
 			shown.Name, shown.Currency, shown.LightningAddress, shown.Xpub, shown.XpubType = u.Name, u.Currency, u.LightningAddress, u.Xpub, u.XpubType
 			shown.LogoURL, shown.BrandColor, shown.DefaultRedirectURL = u.LogoURL, u.BrandColor, u.DefaultRedirectURL
-			h.render(w, r, http.StatusUnprocessableEntity, "settings", map[string]any{"S": &shown, "Error": m})
+			held, _ := h.held(r.Context(), st)
+			h.render(w, r, http.StatusUnprocessableEntity, "settings", map[string]any{"S": &shown, "Error": m, "Held": held})
 			return
 		}
 		h.serverError(w, r, err)

@@ -404,6 +404,12 @@ type AddressInvoice struct {
 	Payee Payee
 }
 
+// ErrLightningNodeUnreachable is what LightningAddresses answers while
+// the service's Lightning node cannot be asked which network it is on:
+// the address is not at fault, and a store that names one is refused
+// with 503 until the node is back (docs/api.md, Stores).
+var ErrLightningNodeUnreachable = Errorf(Unavailable, "lnd is unreachable, so the Lightning address cannot be checked now; try again shortly")
+
 // LightningAddresses resolves stores' Lightning addresses (LNURL-pay).
 type LightningAddresses interface {
 	// PayRequest fetches address's pay request.

@@ -840,6 +840,9 @@ func (s *System) readWalletBounds(ctx context.Context, st *kassa.Store) error {
 		return nil
 	}
 	pr, err := s.cfg.Forwarder.cfg.Addresses.PayRequest(ctx, st.LightningAddress)
+	if errors.Is(err, kassa.ErrLightningNodeUnreachable) {
+		return kassa.ErrLightningNodeUnreachable // lnd's fault, not the address's: 503
+	}
 	if err != nil {
 		return kassa.InvalidFields([]kassa.FieldError{{Field: "lightningAddress", Message: kassa.ErrorMessage(err)}})
 	}

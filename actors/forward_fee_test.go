@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,5 +151,38 @@ func TestPaymentToAStoreWithoutAnAddressIsHeldThenForwarded(t *testing.T) {
 	paid := m.paid()
 	if len(paid) != 1 || tx.Hash != paid[0] || tx.Amount != inv.Amount || payer.Sent() != 1 {
 		t.Fatalf("after the address was set: paid %v, %d payments, transfer %+v", paid, payer.Sent(), tx)
+	}
+}
+
+// addressesDown is the Lightning-address client while lnd cannot be
+// asked its network: every look-up fails with ErrLightningNodeUnreachable.
+type addressesDown struct{}
+
+func (addressesDown) PayRequest(context.Context, string) (kassa.PayRequest, error) {
+	return kassa.PayRequest{}, kassa.ErrLightningNodeUnreachable
+}
+func (addressesDown) Invoice(context.Context, kassa.PayRequest, kassa.MSat, string) (kassa.AddressInvoice, error) {
+	return kassa.AddressInvoice{}, kassa.ErrLightningNodeUnreachable
+}
+
+// A store created while lnd is unreachable is refused with 503 naming
+// lnd, not with a 400 that blames its Lightning address; a store without
+// an address is created.
+func TestStoreCreationWhileLndIsUnreachableNamesLnd(t *testing.T) {
+	m := newMerchant(t)
+	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, lnsim.NewPayer(m.node),
+		func(c *ForwarderConfig) { c.Addresses = addressesDown{} })
+	_, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+		Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1, LightningAddress: m.address(),
+	})
+	if kassa.ErrorCode(err) != kassa.Unavailable || !strings.Contains(kassa.ErrorMessage(err), "lnd is unreachable") {
+		t.Fatalf("store creation with lnd down: %v (%s), want Unavailable naming lnd", err, kassa.ErrorCode(err))
+	}
+	var ke *kassa.Error
+	if errors.As(err, &ke) && len(ke.Fields) != 0 {
+		t.Fatalf("the refusal blames a field: %v", ke.Fields)
+	}
+	if _, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "No address", Currency: kassa.EUR, ConfirmationsRequired: 1}); err != nil {
+		t.Fatalf("a store without a Lightning address: %v", err)
 	}
 }

@@ -109,7 +109,7 @@ func (a *lnurlAddresses) get(ctx context.Context) (lnurl.Addresses, error) {
 	if a.client == nil {
 		network, err := a.node.Network(ctx)
 		if err != nil {
-			return lnurl.Addresses{}, err
+			return lnurl.Addresses{}, kassa.ErrLightningNodeUnreachable
 		}
 		params, err := lnd.NetParams(network)
 		if err != nil {

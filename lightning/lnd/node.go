@@ -167,6 +167,10 @@ func (n *Node) Info(ctx context.Context) kassa.BackendInfo {
 	res, err := n.rpc.GetInfo(ctx)
 	if err != nil {
 		info.Error = "lnd is unreachable: " + grpcMessage(err)
+		// The network does not change while lnd is away.
+		n.mu.Lock()
+		info.Network = n.network
+		n.mu.Unlock()
 		return info
 	}
 	if len(res.Chains) > 0 {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -435,5 +436,25 @@ func TestInfo(t *testing.T) {
 	mu.Unlock()
 	if info := n.Info(context.Background()); info.Synced || !strings.Contains(info.Error, "unreachable") || strings.Contains(info.Error, "rpc error") {
 		t.Fatalf("down: %+v", info)
+	}
+}
+
+// While lnd is unreachable, health still names the network lnd was last
+// seen on.
+func TestInfoKeepsTheLastKnownNetwork(t *testing.T) {
+	var down atomic.Bool
+	rpc := &fakeRPC{getInfo: func(context.Context) (*lnrpc.GetInfoResponse, error) {
+		if down.Load() {
+			return nil, errors.New("rpc error: code = Unavailable desc = connection refused")
+		}
+		return &lnrpc.GetInfoResponse{BlockHeight: 150, SyncedToChain: true, Chains: []*lnrpc.Chain{{Chain: "bitcoin", Network: "regtest"}}}, nil
+	}}
+	n := newNode(t, rpc, openDB(t), nil)
+	if info := n.Info(context.Background()); info.Network != "regtest" {
+		t.Fatalf("up: %+v", info)
+	}
+	down.Store(true)
+	if info := n.Info(context.Background()); info.Network != "regtest" || info.Error == "" {
+		t.Fatalf("lnd down: %+v, want the last known network and an error", info)
 	}
 }

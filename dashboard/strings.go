@@ -148,7 +148,7 @@ var strs = map[string]string{
 	"link.title":     "Pay link",
 	"link.save":      "Save",
 
-	"settings.held": "sat of this store's Lightning payments are held on the service's node: set a Lightning address below to have them forwarded to your wallet.",
+	"settings.held": "of this store's Lightning payments are held on the service's node: set a Lightning address below to have them forwarded to your wallet.",
 
 	"tx.title":   "Transactions",
 	"tx.export":  "Export CSV",

@@ -6,8 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -351,6 +355,38 @@ func TestLightningOnLnd(t *testing.T) {
 		t.Logf("merchant invoices issued per forward: %.2f (%d for %d forwards)", float64(invoices)/float64(forwards), invoices, forwards)
 	}
 
+	t.Log("a payment to a store without a Lightning address is held, shown on its dashboard page, and forwarded once an address is set")
+	{
+		shop := e.store
+		e.store = e.kassa.CreateStore("--name", "Held shop", "--currency", "EUR", "--confirmations", "1")
+		inv := e.createInvoice(13_000)
+		if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+			t.Fatalf("customer pays: %v", err)
+		}
+		e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+		if tx, ok := e.transfer(inv.ID); !ok || tx.Status != "Held" || tx.Hash != "" {
+			t.Fatalf("transfer of a store without a Lightning address: %+v %v, want Held without a hash", tx, ok)
+		}
+		d := newDashboardClient(t, e.kassa)
+		page := d.get("/dashboard/stores/" + e.store.StoreID + "/")
+		if !strings.Contains(page, `id="held">13`) {
+			t.Fatalf("the store page does not show 13,000 sat held: %s", page)
+		}
+		before := e.lnurl.invoices()
+		d.post("/dashboard/stores/"+e.store.StoreID+"/settings", url.Values{
+			"name": {"Held shop"}, "currency": {"EUR"}, "confirmations": {"1"}, "onchainMin": {"0"},
+			"lightningAddress": {e.lnurl.address()},
+		})
+		e.waitForwarded(inv.ID, 13_000)
+		if n := e.lnurl.invoices() - before; n != 1 {
+			t.Fatalf("the held payment's forward asked for %d invoices, want 1", n)
+		}
+		if page := d.get("/dashboard/stores/" + e.store.StoreID + "/"); strings.Contains(page, `id="held"`) {
+			t.Fatal("the store page still shows money held after the forward")
+		}
+		e.store = shop
+	}
+
 	t.Log("kassa restarted between payment and settle misses nothing")
 	{
 		inv := e.createInvoice(15_000)
@@ -577,4 +613,57 @@ func serviceOwns(r *lnrpc.TransactionDetails, address string) bool {
 		}
 	}
 	return false
+}
+
+// dashboardClient is a browser on Kassa's dashboard: it signs up (the
+// first account, the operator, who sees every store) and posts forms
+// with the page's CSRF token.
+type dashboardClient struct {
+	t    *testing.T
+	k    *harness.Kassa
+	http *http.Client
+	csrf string
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func newDashboardClient(t *testing.T, k *harness.Kassa) *dashboardClient {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	d := &dashboardClient{t: t, k: k, http: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+	d.get("/dashboard/signup")
+	d.post("/dashboard/signup", url.Values{"email": {"operator@example.com"}, "password": {"a long enough password"}})
+	return d
+}
+
+func (d *dashboardClient) get(path string) string {
+	d.t.Helper()
+	res, err := d.http.Get(d.k.URL + path)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return d.read(res, path)
+}
+
+func (d *dashboardClient) post(path string, form url.Values) string {
+	d.t.Helper()
+	form.Set("csrf", d.csrf)
+	res, err := d.http.PostForm(d.k.URL+path, form)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return d.read(res, path)
+}
+
+func (d *dashboardClient) read(res *http.Response, path string) string {
+	d.t.Helper()
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		d.t.Fatalf("%s: %d %s", path, res.StatusCode, b)
+	}
+	if m := csrfField.FindSubmatch(b); m != nil {
+		d.csrf = string(m[1])
+	}
+	return string(b)
 }

@@ -414,3 +414,25 @@ func TestInvoiceShortLink(t *testing.T) {
 	}
 	expectPage(t, e.do("GET", "/i/bad%21id", "", noKey), 404, []string{"invoice not found"}, nil)
 }
+
+// TestCheckoutFinalStatesSimulation: in simulation, Paid and Expired
+// pages offer no pay buttons (a click answered 409), and a paid page's
+// sats line does not repeat the fiat amount of the headline above it.
+func TestCheckoutFinalStatesSimulation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, withSim)
+	open := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
+	expectPage(t, e.do("GET", "/checkout/"+open.ID, "", noKey), 200,
+		[]string{`id="sim-ln"`, `id="sim-chain"`, `id="sim-mine"`}, nil)
+
+	paid := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
+	settle(e, paid)
+	expectPage(t, e.do("GET", "/checkout/"+paid.ID, "", noKey), 200,
+		[]string{`data-state="paid"`, `<p class="amount" id="fiat">1.00 EUR</p>`, `<p class="muted" id="sats">2000 sats</p>`},
+		[]string{`id="sim-ln"`, `id="sim-chain"`, "2000 sats · 1.00 EUR</p>"})
+
+	gone := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
+	e.advanceTo(gone.ExpiresAt.Add(time.Second))
+	expectPage(t, e.do("GET", "/checkout/"+gone.ID, "", noKey), 200,
+		[]string{`data-state="expired"`}, []string{`id="sim-ln"`, `id="sim-chain"`})
+}

@@ -132,7 +132,12 @@
         wireCopy(details);
         wireTabs(details);
         var state = live.getAttribute("data-state");
-        if (countdown && !(state === "waiting" || state === "underpaid")) { countdown.hidden = true; }
+        if (!(state === "waiting" || state === "underpaid")) {
+          if (countdown) { countdown.hidden = true; }
+          // Nothing is left to pay: the simulation's pay buttons go (a
+          // click would be refused); "mine" stays for confirmations.
+          Array.prototype.forEach.call(document.querySelectorAll(".simctl button[data-sim^='pay']"), function (b) { b.remove(); });
+        }
         maybeRedirect();
       });
   }

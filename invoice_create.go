@@ -17,6 +17,10 @@ import (
 const (
 	MaxWalletMessage = 255
 	MaxMetadataBytes = 16 << 10
+	// MaxMetadataDepth bounds how deep objects and arrays nest in
+	// metadata: 16 KiB of brackets nest 8,000 deep, which every reader
+	// (pages, webhooks, exports) would have to walk.
+	MaxMetadataDepth = 32
 	MaxShortText     = 255
 	MaxURL           = 2048
 )
@@ -85,6 +89,8 @@ func (r *InvoiceRequest) Validate() error {
 			add("metadata", "must be at most 16 KiB")
 		} else if r.Metadata[0] != '{' || !json.Valid(r.Metadata) {
 			add("metadata", "must be a JSON object")
+		} else if jsonDepth(r.Metadata) > MaxMetadataDepth {
+			add("metadata", fmt.Sprintf("must nest objects and arrays at most %d levels deep", MaxMetadataDepth))
 		}
 	}
 	if len(fields) > 0 {
@@ -247,4 +253,30 @@ func (inv *Invoice) DeadlineInput(at time.Time) InvoiceInput {
 		return ExpiryReached{At: at}
 	}
 	return MonitoringEnded{At: at}
+}
+
+// jsonDepth returns how deep objects and arrays nest in the valid JSON
+// document doc: 1 for {}, 2 for {"a": []}.
+func jsonDepth(doc []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range doc {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString && c == '"':
+			inString = false
+		case inString:
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }

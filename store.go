@@ -1,7 +1,6 @@
 package kassa
 
 import (
-	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -231,6 +230,8 @@ func (s *StoreSettings) Validate() error {
 	if s.ForwardFeeMax < 0 || s.ForwardFeeMax > MaxSats {
 		fields = append(fields, FieldError{"forwardFeeMax", "must be between 1 and 2100000000000000 sat (0: the default)"})
 	}
+	fields = append(fields, fieldErrors(ValidateXpub(s.Xpub, s.XpubType))...)
+	fields = append(fields, fieldErrors(ValidateLightningAddress(s.LightningAddress))...)
 	if err := ValidateLogoURL(s.LogoURL); err != nil {
 		fields = append(fields, FieldError{"logoUrl", ErrorMessage(err)})
 	}
@@ -282,17 +283,8 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	if err != nil {
 		add("currency", ErrorMessage(err))
 	}
-	if len(u.LightningAddress) > MaxShortText || u.LightningAddress != "" && !validLightningAddress(u.LightningAddress) {
-		add("lightningAddress", "must look like name@domain")
-	}
-	if len(u.Xpub) > 200 {
-		add("xpub", "is too long")
-	}
-	switch u.XpubType {
-	case "", "segwit", "taproot":
-	default:
-		add("xpubType", "must be segwit or taproot")
-	}
+	fields = append(fields, fieldErrors(ValidateLightningAddress(u.LightningAddress))...)
+	fields = append(fields, fieldErrors(ValidateXpub(u.Xpub, u.XpubType))...)
 	if u.ConfirmationsRequired < 0 || u.ConfirmationsRequired > 100 {
 		add("confirmations", "must be between 0 and 100")
 	}
@@ -316,11 +308,6 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	next.Xpub, next.XpubType, next.ConfirmationsRequired = u.Xpub, u.XpubType, u.ConfirmationsRequired
 	next.OnchainMinAmount, next.LogoURL, next.BrandColor, next.DefaultRedirectURL = u.OnchainMinAmount, u.LogoURL, u.BrandColor, u.DefaultRedirectURL
 	return &next, nil
-}
-
-func validLightningAddress(a string) bool {
-	name, domain, ok := strings.Cut(a, "@")
-	return ok && name != "" && domain != "" && !strings.ContainsAny(a, " \t\r\n/") && !strings.Contains(domain, "@")
 }
 
 func validColor(c string) bool {

@@ -164,7 +164,7 @@ func (s *server) adminTopUp(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toppedUp{StoreID: storeID, Transaction: tx.ID, Amount: tx.Amount, Balance: balance})
 }
 
-var errNoSimulation = kassa.Errorf(kassa.NotFound, "simulation is off: the server runs against real backends (start it with --chain=sim --lightning=sim to simulate)")
+var errNoSimulation = kassa.Errorf(kassa.NotFound, "simulation routes are off: they exist only on a server started with kassa serve --dev")
 
 // simPayBody pays an invoice in simulation. method is "lightning" or
 // "onchain" (default: Lightning when the invoice accepts it); amount in

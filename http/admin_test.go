@@ -11,6 +11,10 @@ import (
 	"github.com/kassapay/kassa/kassatest"
 )
 
+// testVpub is a testnet BIP84 account key (SLIP-132 vpub) of the
+// simulated chain's network (m/84'/1'/0' of a zero seed).
+const testVpub = "vpub5ZRUUWaL8PSLoiKwmUFHmRzTxAte5bFma9EriUXiCc1hMqAyegX4X82onJQRQbSG5cisAixe1RyXBWderduTRFRss1qjPP9iDsdWPYG6ZDk"
+
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withDeps(func(d *Deps) { d.RateLimit, d.RateBurst = 0.5, 2 }))
@@ -103,7 +107,7 @@ func TestAdminAuthentication(t *testing.T) {
 func TestAdminCreateStoreAndTopUp(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	w := e.do("POST", "/admin/v1/stores", `{"name": "Carol's Café", "currency": "chf", "percentFee": "1.5", "tolerance": 0.25, "xpub": "vpub5Y…", "confirmations": 0}`, admin)
+	w := e.do("POST", "/admin/v1/stores", `{"name": "Carol's Café", "currency": "chf", "percentFee": "1.5", "tolerance": 0.25, "xpub": "`+testVpub+`", "confirmations": 0}`, admin)
 	expectStatus(t, w, 200)
 	created := decode[createdStore](t, w)
 	st, err := e.reader.Store(t.Context(), created.StoreID)
@@ -129,6 +133,13 @@ func TestAdminCreateStoreAndTopUp(t *testing.T) {
 		{`{"name": "x", "percentFee": "many"}`, "percentFee"},
 		{`{"name": "x", "percentFee": 101}`, "percentFee"},
 		{`{"name": "x", "confirmations": -1}`, "confirmations"},
+		// Issue 18: an invalid xpub or Lightning address was saved, and
+		// every later invoice of the store failed.
+		{`{"name": "x", "xpub": "vpub5Y…"}`, "xpub"},
+		{`{"name": "x", "xpub": "` + testVpub + `", "xpubType": "taproot"}`, "xpub"},
+		{`{"name": "x", "xpubType": "p2sh"}`, "xpubType"},
+		{`{"name": "x", "lightningAddress": "not an address"}`, "lightningAddress"},
+		{`{"name": "x", "lightningAddress": "shop@evil.example/path"}`, "lightningAddress"},
 	}
 	for _, tt := range bad {
 		body := expectError(t, e.do("POST", "/admin/v1/stores", tt.body, admin), 400, kassa.Invalid)
@@ -202,8 +213,8 @@ func TestAdminSimulation(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		inv := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
-		expectError(t, e.do("POST", "/admin/v1/sim/pay", `{"invoiceId": "`+inv.ID+`"}`, admin), 404, kassa.NotFound, "simulation is off")
-		expectError(t, e.do("POST", "/admin/v1/sim/mine", `{"blocks": 1}`, admin), 404, kassa.NotFound, "simulation is off")
+		expectError(t, e.do("POST", "/admin/v1/sim/pay", `{"invoiceId": "`+inv.ID+`"}`, admin), 404, kassa.NotFound, "simulation routes are off")
+		expectError(t, e.do("POST", "/admin/v1/sim/mine", `{"blocks": 1}`, admin), 404, kassa.NotFound, "simulation routes are off")
 		expectError(t, e.do("POST", "/admin/v1/sim/mine", ``, noKey), 401, kassa.Unauthorized)
 	})
 	t.Run("on", func(t *testing.T) {

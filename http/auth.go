@@ -111,9 +111,7 @@ func (s *server) storeScope(next http.Handler) http.Handler {
 // with the admin token. An empty admin token admits nobody.
 func (s *server) adminOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-		if s.AdminToken == "" || !strings.EqualFold(scheme, "Bearer") ||
-			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.AdminToken)) != 1 {
+		if !s.isAdmin(r) {
 			s.writeError(w, r, kassa.Errorf(kassa.Unauthorized, "admin API needs Authorization: Bearer <admin token>"))
 			return
 		}

@@ -137,12 +137,15 @@ func linear(v float64) float64 {
 
 // pageBase is what every page's layout reads.
 type pageBase struct {
-	Lang       string
-	PageTitle  string
-	Nonce      string
-	Simulation bool
-	Brand      brand
-	Langs      []langLink
+	Lang      string
+	PageTitle string
+	Nonce     string
+	// Simulation shows the SIMULATION banner; SimControls the buttons
+	// that pay and mine (only with --dev, Deps.Simulator).
+	Simulation  bool
+	SimControls bool
+	Brand       brand
+	Langs       []langLink
 	// Refresh reloads the page every so many seconds when scripts are off
 	// (0: never); RefreshURL, when set, goes there instead.
 	Refresh    int
@@ -155,7 +158,7 @@ func (s *server) newPageBase(r *http.Request, title string) pageBase {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	lang := i18n.FromRequest(r)
-	base := pageBase{Lang: lang, PageTitle: title, Nonce: base64.RawURLEncoding.EncodeToString(b[:]), Simulation: s.Simulator != nil, Brand: defaultBrand}
+	base := pageBase{Lang: lang, PageTitle: title, Nonce: base64.RawURLEncoding.EncodeToString(b[:]), Simulation: s.Simulated || s.Simulator != nil, SimControls: s.Simulator != nil, Brand: defaultBrand}
 	for _, code := range i18n.Languages {
 		q := url.Values{}
 		for k, v := range r.URL.Query() {

@@ -3,7 +3,6 @@ package http
 import (
 	"html/template"
 	"net/http"
-	"strings"
 
 	"github.com/shopspring/decimal"
 
@@ -123,8 +122,12 @@ func (s *server) payLinkPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // payLinkPay sends the customer to the checkout page of the invoice that
-// pays the pay link (with the Bitcoin discount applied): the one of the
-// customer's session while it can still be paid, else a new one.
+// pays the pay link (with the Bitcoin discount applied): the one the
+// customer's cookie names while it can still be paid, else a new one.
+// Every new invoice costs a token of the client's payment bucket and of
+// the link's; once the link's bucket is empty a new customer is handed a
+// recent invoice of the link that nobody paid yet (paylinkpool.go), so
+// that strangers cannot lock a link for its customers.
 func (s *server) payLinkPay(w http.ResponseWriter, r *http.Request) {
 	p, err := s.publicPaymentRequest(r)
 	if err != nil {
@@ -135,10 +138,39 @@ func (s *server) payLinkPay(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, kassa.Errorf(kassa.Conflict, "%s", closedText(i18n.FromRequest(r), status)))
 		return
 	}
-	inv, err := s.PaymentRequests.PayPaymentRequest(r.Context(), p.StoreID, p.ID, payLinkSession(w, r, s.publicURL))
-	if err != nil {
-		s.pageError(w, r, err)
-		return
+	ticket, ok := s.readTicket(r)
+	if !ok {
+		ticket = payLinkTicket{Session: kassa.NewSecret()[:32]}
+	}
+	// A returning customer resumes its open invoice, buckets untouched.
+	var inv *kassa.Invoice
+	if ticket.Link == p.ID {
+		inv = s.openInvoiceOf(r, p, ticket.Invoice, false)
+	}
+	if inv == nil {
+		if ok, wait := s.public.pay.allow(s.clientAddress(r)); !ok {
+			s.retryAfter(w, r, wait, true)
+			return
+		}
+		if ok, wait := s.public.payLink.allow(p.ID); ok {
+			s.payLinkPool.started(p.ID)
+			inv, err = s.PaymentRequests.PayPaymentRequest(r.Context(), p.StoreID, p.ID, ticket.Session)
+			if err == nil {
+				s.payLinkPool.add(p.ID, inv)
+			}
+			s.payLinkPool.finished(p.ID)
+			if err != nil {
+				s.pageError(w, r, err)
+				return
+			}
+		} else if inv = s.handOut(r, p); inv == nil {
+			s.retryAfter(w, r, wait, true)
+			return
+		}
+	}
+	if had := ticket; !ok || had.Link != p.ID || had.Invoice != inv.ID {
+		ticket.Link, ticket.Invoice = p.ID, inv.ID
+		s.writeTicket(w, ticket)
 	}
 	target := s.checkoutLink(inv.ID)
 	if s.publicURL == "" {
@@ -151,24 +183,5 @@ func (s *server) payLinkPay(w http.ResponseWriter, r *http.Request) {
 }
 
 // payLinkSessionCookie names the cookie that ties a customer's clicks on
-// a pay link's Pay button to one invoice.
+// a pay link's Pay button to one invoice (payLinkTicket).
 const payLinkSessionCookie = "kassa_paylink_session"
-
-// payLinkSession returns the customer's pay-link session token, setting a
-// new one when the request has none (or a malformed one).
-func payLinkSession(w http.ResponseWriter, r *http.Request, publicURL string) string {
-	if c, err := r.Cookie(payLinkSessionCookie); err == nil && len(c.Value) == 32 && kassa.ValidID(c.Value) {
-		return c.Value
-	}
-	token := kassa.NewSecret()[:32]
-	http.SetCookie(w, &http.Cookie{
-		Name:     payLinkSessionCookie,
-		Value:    token,
-		Path:     "/payment-requests/",
-		MaxAge:   24 * 60 * 60,
-		HttpOnly: true,
-		Secure:   strings.HasPrefix(publicURL, "https://"),
-		SameSite: http.SameSiteLaxMode,
-	})
-	return token
-}

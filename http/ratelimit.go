@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/kassapay/kassa"
 )
 
@@ -177,24 +175,6 @@ func (s *server) limitPages(next http.Handler) http.Handler {
 		if ok, wait := s.public.page.allow(s.clientAddress(r)); !ok {
 			s.retryAfter(w, r, wait, !strings.HasSuffix(r.URL.Path, "/status"))
 			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// limitPay answers 429 when the client's address or the pay link has
-// used up its payment bucket.
-func (s *server) limitPay(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ok, wait := s.public.pay.allow(s.clientAddress(r)); !ok {
-			s.retryAfter(w, r, wait, true)
-			return
-		}
-		if id := chi.URLParam(r, "id"); kassa.ValidID(id) {
-			if ok, wait := s.public.payLink.allow(id); !ok {
-				s.retryAfter(w, r, wait, true)
-				return
-			}
 		}
 		next.ServeHTTP(w, r)
 	})

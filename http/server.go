@@ -25,8 +25,15 @@ type Deps struct {
 	Chain, Lightning interface {
 		Info(context.Context) kassa.BackendInfo
 	}
-	Simulator kassa.Simulator // nil unless --chain=sim / --lightning=sim
-	KV        kassa.KeyValue  // idempotency keys
+	// Simulated says the backends are simulated: the pages carry the
+	// SIMULATION banner and health says so.
+	Simulated bool
+	// Simulator drives the simulated backends for the simulation routes
+	// (the admin API's sim/pay and sim/mine, the checkout page's buttons);
+	// cmd/kassa sets it only with --dev, so that a server a stranger can
+	// reach never settles an invoice nobody paid. Nil: no such routes.
+	Simulator kassa.Simulator
+	KV        kassa.KeyValue // idempotency keys
 	Clock     kassa.Clock
 	Logger    *slog.Logger
 	// PublicURL is the base of checkoutLink and pay-link URLs, e.g.
@@ -62,6 +69,9 @@ type Deps struct {
 	// Cluster reports this node of a cluster for the health check; nil
 	// (or a nil report) on a single node.
 	Cluster func() any
+	// HealthTTL is how long a backend's reading serves the health check
+	// (zero: 5 s); the backends are read in the background.
+	HealthTTL time.Duration
 }
 
 // server holds the dependencies of every handler.
@@ -73,6 +83,13 @@ type server struct {
 	public    publicLimiters
 	idemLocks keyedMutex
 	router    *chi.Mux
+	// payLinkPool and cookieKey keep pay links open under a flood
+	// (paylinkpool.go).
+	payLinkPool payLinkPool
+	cookieKey   []byte
+	// chainProbe and lightningProbe cache the backends' readings for
+	// the health check (health.go).
+	chainProbe, lightningProbe *backendProbe
 }
 
 // NewHandler returns the HTTP handler of the whole service: the merchant
@@ -91,6 +108,12 @@ func NewHandler(d Deps) http.Handler {
 		s.PublicLimits = DefaultPublicLimits()
 	}
 	s.public = newPublicLimiters(s.PublicLimits, s.Clock)
+	s.cookieKey = newCookieKey()
+	ttl := d.HealthTTL
+	if ttl <= 0 {
+		ttl = healthTTL
+	}
+	s.chainProbe, s.lightningProbe = newBackendProbe(d.Chain, ttl), newBackendProbe(d.Lightning, ttl)
 	s.router = s.routes()
 	return s.router
 }
@@ -177,7 +200,7 @@ func (s *server) routes() *chi.Mux {
 			r.Post("/checkout/{invoiceId}/sim/mine", s.checkoutSimMine)
 		}
 		r.Get("/payment-requests/{id}", s.payLinkPage)
-		r.With(s.limitPay).Post("/payment-requests/{id}/pay", s.payLinkPay)
+		r.Post("/payment-requests/{id}/pay", s.payLinkPay) // limits its own new invoices
 	})
 	return r
 }

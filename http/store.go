@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -116,61 +115,4 @@ func (s *server) getRates(w http.ResponseWriter, r *http.Request) {
 		records = append(records, rateRecord{CurrencyPair: "BTC_" + string(c), Rate: e.Rate.String(), Errors: errs})
 	}
 	writeJSON(w, http.StatusOK, records)
-}
-
-// healthRecord is the health check's answer.
-type healthRecord struct {
-	Status       string            `json:"status"`
-	Chain        kassa.BackendInfo `json:"chain"`
-	Lightning    kassa.BackendInfo `json:"lightning"`
-	Synchronized bool              `json:"synchronized"`
-	Simulation   bool              `json:"simulation"`
-	Rates        string            `json:"rates"`
-	Version      string            `json:"version"`
-	// Storage is there when Deps.Storage is set.
-	Storage *storageHealth `json:"storage,omitempty"`
-	// Cluster is this node's view of its cluster, in cluster mode.
-	Cluster any `json:"cluster,omitempty"`
-}
-
-// storageHealth says whether the store still writes: "ok", or "failed"
-// with the reason once a write to the disk failed.
-type storageHealth struct {
-	Status string `json:"status"`
-	Error  string `json:"error,omitempty"`
-}
-
-// health needs no key. It answers 200 while the process serves, and 503
-// with status "degraded" once storage failed (the process then exits to
-// recover, see docs/decisions.md); synchronized says whether both
-// backends are caught up.
-func (s *server) health(w http.ResponseWriter, r *http.Request) {
-	rec := healthRecord{Status: "ok", Simulation: s.Simulator != nil, Version: s.Version}
-	rec.Chain = backendInfo(r, s.Chain)
-	rec.Lightning = backendInfo(r, s.Lightning)
-	rec.Synchronized = rec.Chain.Synced && rec.Lightning.Synced
-	if s.Rates != nil {
-		rec.Rates = s.Rates.Source()
-	}
-	if s.Cluster != nil {
-		rec.Cluster = s.Cluster()
-	}
-	status := http.StatusOK
-	if s.Storage != nil {
-		rec.Storage = &storageHealth{Status: "ok"}
-		if err := s.Storage.Err(); err != nil {
-			rec.Status, status = "degraded", http.StatusServiceUnavailable
-			rec.Storage = &storageHealth{Status: "failed", Error: kassa.ErrorMessage(err)}
-		}
-	}
-	writeJSON(w, status, rec)
-}
-
-func backendInfo(r *http.Request, b interface {
-	Info(context.Context) kassa.BackendInfo
-}) kassa.BackendInfo {
-	if b == nil {
-		return kassa.BackendInfo{Backend: "none", Error: "not configured"}
-	}
-	return b.Info(r.Context())
 }

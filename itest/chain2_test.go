@@ -183,9 +183,12 @@ func TestReorgDoubleSpendsThePayment(t *testing.T) {
 	if got := k.Invoice(store, inv.ID); got.Status != "New" || got.TotalPaid != 0 {
 		t.Fatalf("after the double spend won: %+v", got)
 	}
-	if h := k.Health().Chain; h.Warning == "" {
-		t.Fatalf("health has no alert for the reverted settlement: %+v", h)
-	}
+	harness.Eventually(t, 10*time.Second, "health's alert for the reverted settlement", func() error {
+		if h := k.Health().Chain; h.Warning == "" {
+			return fmt.Errorf("health %+v", h)
+		}
+		return nil
+	})
 	expectHooks(t, hooks, inv.ID, "New", "Processing", "Settled")
 }
 

@@ -37,7 +37,12 @@ var healthClient = &http.Client{Timeout: 5 * time.Second}
 
 // nodeHealth reads a node's health; ok is false when it does not answer.
 func nodeHealth(k *harness.Kassa) (h clusterHealth, ok bool) {
-	res, err := healthClient.Get(k.URL + "/api/v1/health")
+	req, err := http.NewRequest("GET", k.URL+"/api/v1/health", nil)
+	if err != nil {
+		return h, false
+	}
+	req.Header.Set("Authorization", "Bearer "+k.AdminToken()) // the cluster's details
+	res, err := healthClient.Do(req)
 	if err != nil {
 		return h, false
 	}
@@ -52,6 +57,7 @@ func checkHealthDoc(t *testing.T, k *harness.Kassa) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Authorization", "Bearer "+k.AdminToken())
 	res, err := healthClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -408,7 +408,7 @@ func TestLightningOnLnd(t *testing.T) {
 					Error string `json:"error"`
 				} `json:"lightning"`
 			}
-			e.kassa.Do("GET", "/api/v1/health", "", nil, &h)
+			e.kassa.AdminGet("/api/v1/health", &h)
 			if h.Lightning.Error == "" {
 				return fmt.Errorf("health says nothing of lnd")
 			}

@@ -169,7 +169,12 @@ func (t *target) cluster() (clusterView, error) {
 	var h struct {
 		Cluster clusterView `json:"cluster"`
 	}
-	res, err := http.Get(t.base + "/api/v1/health")
+	req, err := http.NewRequest("GET", t.base+"/api/v1/health", nil)
+	if err != nil {
+		return h.Cluster, err
+	}
+	req.Header.Set("Authorization", "Bearer "+t.token) // the cluster's details
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return h.Cluster, err
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -111,6 +112,10 @@ func startKassa(bin, data string, extra ...string) (*target, error) {
 	}
 	args := append([]string{"serve", "--data", data, "--listen", addr, "--rate-limit", "0", "--log-level", "warn",
 		"--debug-listen", debugAddr}, extra...)
+	if !slices.Contains(extra, "--dev") {
+		// Outside --dev kassa serve simulates only when told to.
+		args = append(args, "--chain", "sim", "--lightning", "sim")
+	}
 	stop, pid, err := startProcess(bin, args...)
 	if err != nil {
 		return nil, err

@@ -127,7 +127,7 @@ func benchClosed(ctx context.Context, n, workers int) error {
 		return err
 	}
 	const expiry, monitoring = 5 * time.Second, time.Second
-	k, err := startKassa(bin, filepath.Join(tmp, "data"), "--invoice-expiry", expiry.String(), "--monitoring", monitoring.String())
+	k, err := startKassa(bin, filepath.Join(tmp, "data"), "--dev", "--invoice-expiry", expiry.String(), "--monitoring", monitoring.String())
 	if err != nil {
 		return err
 	}

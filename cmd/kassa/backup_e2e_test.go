@@ -86,7 +86,7 @@ func readState(s *server, c storeCreds) serviceState {
 func TestBackupRestore(t *testing.T) {
 	t.Parallel()
 	work := t.TempDir()
-	pub := []string{"--public-url", "http://kassa.test"}
+	pub := []string{"--dev", "--public-url", "http://kassa.test"} // --dev: the sim routes pay
 	s := startServer(t, filepath.Join(work, "data"), pub...)
 	if e2eOnPostgres() {
 		// A PostgreSQL store is backed up with PostgreSQL's own tools

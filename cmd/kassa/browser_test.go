@@ -484,7 +484,7 @@ func (b *browser) clickSim(id, wantResult string) {
 func browserStore(t *testing.T, args ...string) (*server, storeCreds) {
 	t.Helper()
 	requireChromium(t)
-	s := startServer(t, t.TempDir())
+	s := startServer(t, t.TempDir(), "--dev")
 	return s, s.createStore(append([]string{"--name", "Browser shop"}, args...)...)
 }
 
@@ -773,7 +773,7 @@ func TestBrowserCheckout(t *testing.T) {
 // shows as paid late.
 func TestBrowserCheckoutExpired(t *testing.T) {
 	requireChromium(t)
-	s := startServer(t, t.TempDir(), "--invoice-expiry", "2s")
+	s := startServer(t, t.TempDir(), "--dev", "--invoice-expiry", "2s")
 	c := s.createStore("--name", "Browser shop", "--currency", "EUR")
 	b := newBrowser(t)
 	b.setWidth(desktopWidth, 900)

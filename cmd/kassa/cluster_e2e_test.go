@@ -102,7 +102,15 @@ func clusterHealth(s *server) nodeHealth {
 	var h struct {
 		Cluster nodeHealth `json:"cluster"`
 	}
-	res, err := quickClient.Get(s.url + "/api/v1/health")
+	req, err := http.NewRequest("GET", s.url+"/api/v1/health", nil)
+	if err != nil {
+		return nodeHealth{}
+	}
+	// The cluster's details are for the admin token.
+	if token, err := os.ReadFile(filepath.Join(s.data, "admin.token")); err == nil {
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	}
+	res, err := quickClient.Do(req)
 	if err != nil {
 		return nodeHealth{}
 	}

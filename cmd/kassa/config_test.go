@@ -249,6 +249,15 @@ func TestConfigCheckOutput(t *testing.T) {
 		"lnd://h:1?tls=/a/tls.cert&macaroon=/a/admin.macaroon":                        "lnd://h:1?tls=/a/tls.cert&macaroon=/a/admin.macaroon",
 		"lnd://h:1?tls=/a/tls.cert&macaroon=0201036c6e6402f801030a10b2c3d4e5f6a7b8c9": "lnd://h:1?tls=/a/tls.cert&macaroon=REDACTED",
 		"kraken=https://user:pw@k.example,coinbase=https://c.example?api_key=abc":     "kraken=https://user:REDACTED@k.example,coinbase=https://c.example?api_key=REDACTED",
+		// Issue 18: a short hex macaroon, a password with a comma or an
+		// '@', and the other URLs that carry passwords.
+		"lnd://h:1?macaroon=0201036c6e64&tls=/a/tls.cert":                          "lnd://h:1?macaroon=REDACTED&tls=/a/tls.cert",
+		"lnd://h:1?tls=/a/tls.cert&macaroon=admin.macaroon":                        "lnd://h:1?tls=/a/tls.cert&macaroon=admin.macaroon",
+		"rpc://kassa:pa,ss@127.0.0.1:8332?network=regtest":                         "rpc://kassa:REDACTED@127.0.0.1:8332?network=regtest",
+		"rpc://kassa:p@ss/w@127.0.0.1:8332?network=regtest":                        "rpc://kassa:REDACTED@127.0.0.1:8332?network=regtest",
+		"postgres://kassa:hunter2@db:5432/kassa?sslmode=disable&sslpassword=kpass": "postgres://kassa:REDACTED@db:5432/kassa?sslmode=disable&sslpassword=REDACTED",
+		"etcd://root:hunter2@10.0.0.9:2379":                                        "etcd://root:REDACTED@10.0.0.9:2379",
+		"postgres://kassa@db/kassa":                                                "postgres://kassa@db/kassa",
 	} {
 		if got := redact(value); got != want {
 			t.Errorf("redact(%q) = %q, want %q", value, got, want)

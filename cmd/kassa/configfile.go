@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -421,29 +422,99 @@ func (c *Config) validate(src configSources) []error {
 	return errs
 }
 
+// checkSimulation refuses the simulated backends as a default outside
+// --dev: the simulators settle whatever anyone asks them to, so a server
+// runs them only in development or when the operator names them, with
+// --chain sim --lightning sim (a flag, a KASSA_* variable or a key of the
+// file). It is kassa serve's check, not the file's: kassa config check
+// prints such a file.
+func (c *Config) checkSimulation(src configSources) error {
+	if c.Dev {
+		return nil
+	}
+	var implicit []string
+	if c.Chain == "sim" && src["chain"] == "" {
+		implicit = append(implicit, "--chain")
+	}
+	if c.Lightning == "sim" && src["lightning"] == "" {
+		implicit = append(implicit, "--lightning")
+	}
+	if len(implicit) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s not set: outside --dev kassa serve does not fall back to the simulated backends, which settle any invoice for anyone; "+
+		"give real backends (--chain rpc://… and --lightning lnd://…), or --chain sim --lightning sim to run the simulation on purpose, or --dev for development",
+		strings.Join(implicit, " and "))
+}
+
 // headerName is an HTTP header name (a token).
 var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
-// secretInURL finds the password of a URL's user information and the
-// values of query parameters that name a secret.
-var (
-	urlPassword = regexp.MustCompile(`(://[^:/@?#,]*:)[^@/?#,]+@`)
-	urlSecret   = regexp.MustCompile(`(?i)([?&][^=&,]*(?:pass|secret|token|key|auth|macaroon)[^=&,]*=)([^&,#]*)`)
-	hexOnly     = regexp.MustCompile(`^[0-9a-fA-F]{32,}$`)
-)
+// secretParam matches the names of query parameters that hold a secret.
+var secretParam = regexp.MustCompile(`(?i)pass|secret|token|key|auth|macaroon|cred|signature`)
 
-// redact hides the secrets a setting may hold: URL passwords and secret
-// query values. A macaroon given as a path stays visible; one given in
-// hex does not.
+// redact hides the secrets a setting may hold: the password of a URL
+// (rpc://, postgres://, etcd://, a provider's https://) and the values of
+// query parameters that name a secret, in one URL or in a comma-separated
+// list of URLs or NAME=URL pairs (--rates-url). A macaroon given as a
+// path stays visible; any value lnd would read as the macaroon itself
+// (hex) does not.
 func redact(value string) string {
-	value = urlPassword.ReplaceAllString(value, "${1}REDACTED@")
-	return urlSecret.ReplaceAllStringFunc(value, func(m string) string {
-		parts := urlSecret.FindStringSubmatch(m)
-		if strings.Contains(strings.ToLower(parts[1]), "macaroon") && !hexOnly.MatchString(parts[2]) {
-			return m
+	if u, err := url.Parse(value); err == nil && u.Scheme != "" && u.Host != "" {
+		return redactURL(value)
+	}
+	parts := strings.Split(value, ",")
+	for i, part := range parts {
+		if name, rest, ok := strings.Cut(part, "="); ok && strings.Contains(rest, "://") && !strings.Contains(name, "://") {
+			parts[i] = name + "=" + redactURL(rest)
+		} else {
+			parts[i] = redactURL(part)
 		}
-		return parts[1] + "REDACTED"
-	})
+	}
+	return strings.Join(parts, ",")
+}
+
+// redactURL hides the password of the URL s and its secret query values.
+// It works on the text, so that everything else prints as given, and
+// reads the user information up to the last '@' before the query, so
+// that a password holding '@', '/' or ',' is hidden whole.
+func redactURL(s string) string {
+	scheme := strings.Index(s, "://")
+	if scheme < 0 {
+		return s
+	}
+	start := scheme + 3
+	end := len(s)
+	if q := strings.IndexAny(s[start:], "?#"); q >= 0 {
+		end = start + q
+	}
+	if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
+		if colon := strings.IndexByte(s[start:start+at], ':'); colon >= 0 {
+			s = s[:start+colon+1] + "REDACTED" + s[start+at:]
+		}
+	}
+	q := strings.IndexByte(s, '?')
+	if q < 0 {
+		return s
+	}
+	query, fragment := s[q+1:], ""
+	if h := strings.IndexByte(query, '#'); h >= 0 {
+		query, fragment = query[:h], query[h:]
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		name, v, ok := strings.Cut(p, "=")
+		if !ok || v == "" || !secretParam.MatchString(name) {
+			continue
+		}
+		if strings.Contains(strings.ToLower(name), "macaroon") {
+			if _, err := hex.DecodeString(v); err != nil {
+				continue // a path: lnd reads the macaroon from the file
+			}
+		}
+		params[i] = name + "=REDACTED"
+	}
+	return s[:q+1] + strings.Join(params, "&") + fragment
 }
 
 // plainYAML matches values that need no quotes in YAML.

@@ -314,7 +314,8 @@ func TestDeployContainerfile(t *testing.T) {
 
 // TestDeployReverseProxies checks that both proxy examples send the
 // client's address in X-Forwarded-For, as the configuration examples'
-// client-ip-header expects, and keep the admin API private.
+// client-ip-header expects, and keep the admin API and the dashboard's
+// admin-token routes private (issue 18: /dashboard/admin/users passed).
 func TestDeployReverseProxies(t *testing.T) {
 	t.Parallel()
 	d := newDeployNames(t)
@@ -330,7 +331,7 @@ func TestDeployReverseProxies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"proxy_set_header X-Forwarded-For $remote_addr;", "proxy_pass http://127.0.0.1:8080;", "location /admin/", "ssl_certificate"} {
+	for _, want := range []string{"proxy_set_header X-Forwarded-For $remote_addr;", "proxy_pass http://127.0.0.1:8080;", "location /admin/ {\n\t\treturn 404;", "location /dashboard/admin/ {\n\t\treturn 404;", "ssl_certificate"} {
 		if !strings.Contains(string(nginx), want) {
 			t.Errorf("deploy/nginx.conf lacks %q", want)
 		}
@@ -339,7 +340,7 @@ func TestDeployReverseProxies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"reverse_proxy kassa:8080", "@admin path /admin/*"} {
+	for _, want := range []string{"reverse_proxy kassa:8080", "@admin path /admin/* /dashboard/admin/*", "respond @admin 404"} {
 		if !strings.Contains(string(caddy), want) {
 			t.Errorf("deploy/Caddyfile lacks %q", want)
 		}

@@ -47,7 +47,7 @@ func num(m map[string]any, k string) float64 {
 // TestEndToEnd starts the real binary and drives every invoice path of
 // docs/api.md's invoice states through the HTTP API and the sim CLI.
 func TestEndToEnd(t *testing.T) {
-	s := startServer(t, t.TempDir(), "--invoice-expiry", "8s", "--monitoring", "1m")
+	s := startServer(t, t.TempDir(), "--dev", "--invoice-expiry", "8s", "--monitoring", "1m")
 	a := s.createStore("--name", "Alpha", "--currency", "EUR", "--percent-fee", "1", "--tolerance", "1")
 	b := s.createStore("--name", "Beta", "--currency", "USD")
 	base := "/api/v1/stores/" + a.StoreID

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -107,6 +108,11 @@ func launchServer(t *testing.T, dir string, flags ...string) *server {
 	t.Helper()
 	s := &server{t: t, data: dir, done: make(chan struct{})}
 	s.args = append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, flags...)
+	if !slices.Contains(flags, "--dev") && !slices.Contains(flags, "--chain") && !slices.Contains(flags, "--lightning") {
+		// Outside --dev the simulation runs only when named; a test that
+		// pays through the simulation routes passes --dev.
+		s.args = append(s.args, "--chain", "sim", "--lightning", "sim")
+	}
 	s.cmd = exec.Command(binPath, s.args...)
 	s.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	s.cmd.Stdout = stdoutWriter{s}

@@ -19,7 +19,7 @@ import (
 func TestKill9(t *testing.T) {
 	const expiry = 4 * time.Second
 	dir := t.TempDir()
-	s := startServer(t, dir, "--invoice-expiry", expiry.String())
+	s := startServer(t, dir, "--dev", "--invoice-expiry", expiry.String())
 	a := s.createStore("--name", "Crash", "--percent-fee", "1")
 	token, err := os.ReadFile(filepath.Join(dir, "admin.token"))
 	if err != nil {
@@ -128,7 +128,7 @@ func TestKill9(t *testing.T) {
 	}
 	t.Logf("killed after %d answered creates and %d payments", len(answered), len(paid))
 
-	s2 := startServer(t, dir, "--invoice-expiry", expiry.String())
+	s2 := startServer(t, dir, "--dev", "--invoice-expiry", expiry.String())
 	s2.t = t
 	status := map[string]string{}
 	for _, c := range answered {

@@ -55,7 +55,7 @@ func scrapeMetrics(t *testing.T, addr string) map[string]float64 {
 // state (backends, lag) are the first node's, as on a single node.
 func TestMetricsListener(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, t.TempDir(), "--metrics-listen", "127.0.0.1:0")
+	s := startServer(t, t.TempDir(), "--dev", "--metrics-listen", "127.0.0.1:0")
 	var addrs []string // each node's metrics listener, the first node's first
 	for _, n := range s.nodes() {
 		waitFor(t, 10*time.Second, "the metrics listener's log line", func() bool {
@@ -93,7 +93,7 @@ func TestMetricsListener(t *testing.T) {
 		`kassa_invoices_settled_total{method="lightning"}`:                                                1,
 		`kassa_invoices_settled_total{method="onchain"}`:                                                  0,
 		`kassa_lightning_settle_lag_seconds_count`:                                                        1,
-		`kassa_actors{kind="store"}`:                                                                      1,
+		`kassa_actors{kind="store"}`:                                                                      2, // and --dev's demo store
 		`kassa_forwards_pending`:                                                                          0,
 		`kassa_actor_restarts_total{kind="invoice"}`:                                                      0,
 	}

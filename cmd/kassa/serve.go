@@ -62,8 +62,11 @@ func NewMain() *Main {
 // ParseFlags reads the serve flags, KASSA_* variables and the --config
 // file (see Config.load), and validates the configuration.
 func (m *Main) ParseFlags(args []string) error {
-	_, _, err := m.Config.load("kassa serve", "usage: kassa serve [flags]\n  run the service", args, m.Stdout, os.Stderr)
-	return err
+	_, src, err := m.Config.load("kassa serve", "usage: kassa serve [flags]\n  run the service", args, m.Stdout, os.Stderr)
+	if err != nil {
+		return err
+	}
+	return m.Config.checkSimulation(src)
 }
 
 func newLogger(c Config, w io.Writer) (*slog.Logger, error) {
@@ -273,7 +276,9 @@ func (m *Main) Run(ctx context.Context) error {
 		ClientIPHeader: c.ClientIPHeader,
 		Backup:         newBackupFunc(c.Data, m.db, m.Clock),
 	}
-	if sim != nil {
+	// The simulation routes settle any invoice for anyone: --dev only.
+	deps.Simulated = sim != nil
+	if sim != nil && c.Dev {
 		deps.Simulator = sim
 	}
 	deps.Operator = m.operatorPage()
@@ -439,18 +444,23 @@ func (m *Main) Close() error {
 	return err
 }
 
-// adminToken reads DIR/admin.token, creating it (mode 0600) on first start.
+// adminToken reads DIR/admin.token, creating it on first start (and
+// replacing one too short to be a token). The file ends up mode 0600
+// whatever mode it had: os.WriteFile keeps the mode of a file that
+// exists.
 func adminToken(dir string) (string, error) {
 	path := filepath.Join(dir, "admin.token")
+	token := ""
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
-		if err := os.Chmod(path, 0o600); err != nil {
-			return "", fmt.Errorf("admin token: %w", err)
+		token = strings.TrimSpace(string(b))
+	} else {
+		token = kassa.NewSecret()
+		if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+			return "", fmt.Errorf("write admin token: %w", err)
 		}
-		return strings.TrimSpace(string(b)), nil
 	}
-	token := kassa.NewSecret()
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("write admin token: %w", err)
+	if err := os.Chmod(path, 0o600); err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
 	}
 	return token, nil
 }

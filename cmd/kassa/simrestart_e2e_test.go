@@ -8,7 +8,7 @@ import "testing"
 // restart goes on confirming after it.
 func TestSimulationSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	s := startServer(t, dir)
+	s := startServer(t, dir, "--dev")
 	creds := s.createStore("--name", "Restart", "--currency", "EUR")
 	path := "/api/v1/stores/" + creds.StoreID + "/invoices"
 	ln := s.json("POST", path, creds.APIKey, map[string]any{"amount": "5", "currency": "EUR"}, 200)
@@ -16,7 +16,7 @@ func TestSimulationSurvivesRestart(t *testing.T) {
 	s.mustCLI("sim", "pay", chain["id"].(string), "--method", "onchain")
 	s.Stop()
 
-	s = startServer(t, dir)
+	s = startServer(t, dir, "--dev")
 	s.mustCLI("sim", "pay", ln["id"].(string), "--method", "lightning")
 	if got := s.json("GET", path+"/"+ln["id"].(string), creds.APIKey, nil, 200); got["status"] != "Settled" {
 		t.Errorf("invoice paid by Lightning after the restart is %v, want Settled", got["status"])

@@ -15,7 +15,7 @@ func TestWebhookSigAliasFlag(t *testing.T) {
 	parse := func(args ...string) (Config, error) {
 		m := NewMain()
 		m.Stdout = io.Discard
-		err := m.ParseFlags(args)
+		err := m.ParseFlags(append([]string{"--chain", "sim", "--lightning", "sim"}, args...))
 		return m.Config, err
 	}
 	c, err := parse()

@@ -287,12 +287,41 @@ type Health struct {
 	} `json:"chain"`
 }
 
-// Health reads the health check.
+// Health reads the health check with the admin token: the public answer
+// leaves out errors, warnings and node details.
 func (k *Kassa) Health() Health {
 	k.t.Helper()
 	var h Health
-	k.Do("GET", "/api/v1/health", "", nil, &h)
+	k.AdminGet("/api/v1/health", &h)
 	return h
+}
+
+// AdminToken is the server's admin token.
+func (k *Kassa) AdminToken() string {
+	k.t.Helper()
+	token, err := os.ReadFile(filepath.Join(k.Data, "admin.token"))
+	if err != nil {
+		k.t.Fatalf("admin token: %v", err)
+	}
+	return strings.TrimSpace(string(token))
+}
+
+// AdminGet reads path with the admin token into out.
+func (k *Kassa) AdminGet(path string, out any) {
+	k.t.Helper()
+	req, err := http.NewRequest("GET", k.URL+path, nil)
+	if err != nil {
+		k.t.Fatalf("%v", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+k.AdminToken())
+	res, err := client.Do(req)
+	if err != nil {
+		k.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		k.t.Fatalf("GET %s: %v", path, err)
+	}
 }
 
 // WaitStatus waits until the invoice has status (and additional status,

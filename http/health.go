@@ -1,0 +1,182 @@
+package http
+
+import (
+	"context"
+	"crypto/subtle"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kassapay/kassa"
+)
+
+// healthTTL is how long a backend's answer serves the health check
+// before it is asked again, and healthProbeTimeout how long one asking
+// may take. A health request never waits for a backend: it answers with
+// the last reading while a new one is taken in the background
+// (docs/decisions.md, "Public health").
+const (
+	healthTTL          = 5 * time.Second
+	healthProbeTimeout = 15 * time.Second
+	// healthFirstWait is how long the first health request waits for the
+	// first reading of a backend.
+	healthFirstWait = 2 * time.Second
+)
+
+// infoSource is a backend that reports on itself.
+type infoSource interface {
+	Info(context.Context) kassa.BackendInfo
+}
+
+// backendProbe caches the readings of one backend: the last one, when it
+// was taken, and whether one is being taken now. Each component of the
+// health answer has one, so that a component added later (storage
+// reached over the network, the cluster) is read the same way.
+type backendProbe struct {
+	source infoSource
+	ttl    time.Duration
+	mu     sync.Mutex
+	last   kassa.BackendInfo
+	at     time.Time
+	have   bool
+	busy   bool
+	first  chan struct{} // closed once the first reading is in
+}
+
+func newBackendProbe(source infoSource, ttl time.Duration) *backendProbe {
+	return &backendProbe{source: source, ttl: ttl, first: make(chan struct{})}
+}
+
+// read returns the last reading and starts a new one when it is older
+// than the probe's time to live. Only the very first read waits, at most healthFirstWait.
+func (p *backendProbe) read(ctx context.Context) kassa.BackendInfo {
+	if p.source == nil {
+		return kassa.BackendInfo{Backend: "none", Error: "not configured"}
+	}
+	p.mu.Lock()
+	if (!p.have || time.Since(p.at) >= p.ttl) && !p.busy {
+		p.busy = true
+		go p.refresh()
+	}
+	info, have := p.last, p.have
+	p.mu.Unlock()
+	if have {
+		return info
+	}
+	select {
+	case <-p.first:
+	case <-ctx.Done():
+	case <-time.After(healthFirstWait):
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.have {
+		return kassa.BackendInfo{Backend: "unknown", Error: "no reading yet"}
+	}
+	return p.last
+}
+
+// refresh takes one reading. A backend that cannot be reached keeps the
+// network it reported last, so that health still says which network the
+// service runs on.
+func (p *backendProbe) refresh() {
+	ctx, cancel := context.WithTimeout(context.Background(), healthProbeTimeout)
+	defer cancel()
+	info := p.source.Info(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if info.Network == "" && p.have {
+		info.Network = p.last.Network
+	}
+	first := !p.have
+	p.last, p.at, p.have, p.busy = info, time.Now(), true, false
+	if first {
+		close(p.first)
+	}
+}
+
+// healthRecord is the health check's answer. The public answer says ok
+// or degraded per component and what the service runs on; the errors,
+// warnings, node details and the cluster's addresses are in the answer
+// to the admin token only.
+type healthRecord struct {
+	Status       string          `json:"status"`
+	Chain        componentHealth `json:"chain"`
+	Lightning    componentHealth `json:"lightning"`
+	Synchronized bool            `json:"synchronized"`
+	Simulation   bool            `json:"simulation"`
+	Rates        string          `json:"rates"`
+	Version      string          `json:"version"`
+	// Storage is there when Deps.Storage is set.
+	Storage *storageHealth `json:"storage,omitempty"`
+	// Cluster is this node's view of its cluster, in cluster mode, for
+	// the admin token.
+	Cluster any `json:"cluster,omitempty"`
+}
+
+// componentHealth is one backend: ok, or degraded while it reports an
+// error, with its reading.
+type componentHealth struct {
+	Status string `json:"status"`
+	kassa.BackendInfo
+}
+
+// storageHealth says whether the store still writes: "ok", or "failed"
+// (with the reason, for the admin token) once a write to the disk failed.
+type storageHealth struct {
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+}
+
+// component returns the health of one backend reading; public leaves out
+// what only the operator should read.
+func component(info kassa.BackendInfo, public bool) componentHealth {
+	c := componentHealth{Status: "ok", BackendInfo: info}
+	if info.Error != "" {
+		c.Status = "degraded"
+	}
+	if public {
+		c.Error, c.Warning, c.Node, c.BestHash = "", "", "", ""
+	}
+	return c
+}
+
+// health needs no key. It answers 200 while the process serves, and 503
+// with status "degraded" once storage failed (the process then exits to
+// recover, see docs/decisions.md); synchronized says whether both
+// backends are caught up. With the admin token (Authorization: Bearer)
+// it adds the details: errors, warnings, the node and the cluster.
+func (s *server) health(w http.ResponseWriter, r *http.Request) {
+	public := !s.isAdmin(r)
+	chain, lightning := s.chainProbe.read(r.Context()), s.lightningProbe.read(r.Context())
+	rec := healthRecord{Status: "ok", Simulation: s.Simulated || s.Simulator != nil, Version: s.Version,
+		Chain: component(chain, public), Lightning: component(lightning, public),
+		Synchronized: chain.Synced && lightning.Synced}
+	if s.Rates != nil {
+		rec.Rates = s.Rates.Source()
+	}
+	if s.Cluster != nil && !public {
+		rec.Cluster = s.Cluster()
+	}
+	status := http.StatusOK
+	if s.Storage != nil {
+		rec.Storage = &storageHealth{Status: "ok"}
+		if err := s.Storage.Err(); err != nil {
+			rec.Status, status = "degraded", http.StatusServiceUnavailable
+			rec.Storage = &storageHealth{Status: "failed"}
+			if !public {
+				rec.Storage.Error = kassa.ErrorMessage(err)
+			}
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, status, rec)
+}
+
+// isAdmin reports whether r carries the admin token.
+func (s *server) isAdmin(r *http.Request) bool {
+	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	return s.AdminToken != "" && strings.EqualFold(scheme, "Bearer") &&
+		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.AdminToken)) == 1
+}

@@ -142,15 +142,6 @@ func (n *Node) EstimateFee(ctx context.Context, payee kassa.Payee, amount, feeLi
 	return fee, nil
 }
 
-// params returns the chain parameters of lnd's network.
-func (n *Node) params(ctx context.Context) (*chaincfg.Params, error) {
-	net, err := n.Network(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return NetParams(net)
-}
-
 // NetParams returns the parameters of a network as lnd names it.
 func NetParams(network string) (*chaincfg.Params, error) {
 	switch network {

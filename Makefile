@@ -7,7 +7,7 @@ LDFLAGS := -X main.Version=$(VERSION)
 # Pinned code generators and linters, built once.
 TOOLS   ?= $(HOME)/.cache/kassa/tools
 
-.PHONY: all build run test test-deps bench lint protos itest test-pg test-cluster btcd lnd regtest clean screenshots
+.PHONY: all build run test test-short test-deps bench lint protos itest test-pg test-cluster btcd lnd regtest clean screenshots
 
 all: build
 
@@ -32,6 +32,12 @@ test: test-deps
 	# Several cluster nodes in one process race inside protoactor-go
 	# (remote.Start sets gRPC's global logger): these run without -race.
 	$(GO) test -count=1 -run 'TestCluster' ./actors/
+
+# The fast tier: go test -short, no race detector, no PostgreSQL, etcd,
+# Chromium, daemon or built binary (the tests that need one skip and say
+# which); `make test` runs them all.
+test-short:
+	$(GO) test -short -count=1 ./...
 
 # Runs the browser tests with KASSA_SCREENSHOTS set: they write the
 # screenshots the README links to docs/screenshots/ (otherwise to a

@@ -63,9 +63,12 @@ type browser struct {
 }
 
 // requireChromium fails the test, not skips it, when Chromium is missing:
-// `make test` installs it first.
+// `make test` installs it first. Under -short it skips the test.
 func requireChromium(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Chromium: skipped under -short (make test runs it)")
+	}
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("the browser tests need Debian's chromium at %s (%v): run `make test-deps` (scripts/install-test-deps.sh) to install it", chromiumPath, err)
 	}

@@ -14,6 +14,7 @@ import (
 // and the exit code.
 func runBinary(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	needBinary(t)
 	cmd := exec.Command(binPath, args...)
 	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	var out, errb bytes.Buffer

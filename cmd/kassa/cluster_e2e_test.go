@@ -34,6 +34,7 @@ const (
 // It returns the nodes and the serve flags of each (to restart one).
 func startCluster(t *testing.T, n int, extra ...string) ([]*server, [][]string) {
 	t.Helper()
+	needBinary(t)
 	nodes, flags, _, _ := startClusterInfra(t, n, nil, extra...)
 	return nodes, flags
 }
@@ -43,6 +44,7 @@ func startCluster(t *testing.T, n int, extra ...string) ([]*server, [][]string) 
 // node i the address it reaches etcd at (a proxy to cut).
 func startClusterInfra(t *testing.T, n int, via func(i int, et *etcdtest.Server) string, extra ...string) ([]*server, [][]string, *pgtest.Server, *etcdtest.Server) {
 	t.Helper()
+	needBinary(t)
 	pg, err := pgtest.Start()
 	if err != nil {
 		t.Fatal(err)

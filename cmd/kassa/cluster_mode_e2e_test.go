@@ -31,6 +31,7 @@ func e2eCluster() bool { return os.Getenv("KASSA_E2E_STORE") == "cluster" }
 // e2eClusterArgs returns the cluster flags of a node with data in dir (or
 // of a peer of that node): none unless the tests run on clusters.
 func e2eClusterArgs(t *testing.T, dir string) []string {
+	needBinary(t)
 	t.Helper()
 	if !e2eCluster() {
 		return nil

@@ -100,6 +100,7 @@ func (d *deployNames) configFile(path string) {
 // graceful one, and systemd-analyze verify accepts it when it is
 // installed.
 func TestDeploySystemdUnit(t *testing.T) {
+	needBinary(t)
 	t.Parallel()
 	path := filepath.Join(deployDir, "kassa.service")
 	raw, err := os.ReadFile(path)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,6 +26,12 @@ import (
 var binPath string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		// The fast tier: no binary, no store server; the tests that
+		// need them skip (needBinary).
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "kassa-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -50,6 +57,15 @@ func TestMain(m *testing.M) {
 	stopE2EStore()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// needBinary skips t under -short (`make test-short`), where TestMain
+// builds no binary; `make test` runs it.
+func needBinary(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the built kassa binary: skipped under -short (make test runs it)")
+	}
 }
 
 // server is a running kassa process.
@@ -95,6 +111,7 @@ var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
 // is the first node of a three-node cluster (see startPeers).
 func startServer(t *testing.T, dir string, extra ...string) *server {
 	t.Helper()
+	needBinary(t)
 	flags := e2eStoreArgs(t, dir)
 	s := launchServer(t, dir, append(flags, extra...)...)
 	s.nodeFlags = flags
@@ -106,6 +123,7 @@ func startServer(t *testing.T, dir string, extra ...string) *server {
 // and waits until it listens.
 func launchServer(t *testing.T, dir string, flags ...string) *server {
 	t.Helper()
+	needBinary(t)
 	s := &server{t: t, data: dir, done: make(chan struct{})}
 	s.args = append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, flags...)
 	if !slices.Contains(flags, "--dev") && !slices.Contains(flags, "--chain") && !slices.Contains(flags, "--lightning") {

@@ -110,6 +110,7 @@ func TestClusterNodePortMutualTLS(t *testing.T) {
 // the node port's certificates does not start, nor does --node-insecure
 // on an address other machines reach; each says what to give.
 func TestClusterNodeRefusesToStartUnauthenticated(t *testing.T) {
+	needBinary(t)
 	t.Parallel()
 	for _, c := range []struct {
 		args []string

@@ -53,6 +53,7 @@ func demoExports(t *testing.T, s *server) (lines, store string) {
 // README's walkthrough into bash, as a reader would, against the real
 // binary: every command must succeed, and both invoices end Settled.
 func TestREADMEWalkthrough(t *testing.T) {
+	needBinary(t)
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Fatalf("the README walkthrough needs %s (%v): run `make test-deps` (scripts/install-test-deps.sh) to install it", tool, err)

@@ -13,6 +13,9 @@ import (
 // key under it, a prefix watch that sees the key go when the lease is
 // revoked.
 func TestStartServesTheV3API(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs etcd: skipped under -short (make test runs it)")
+	}
 	s, err := Start()
 	if err != nil {
 		t.Fatal(err)

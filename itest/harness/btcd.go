@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/btcsuite/btcd/btcjson"
@@ -35,6 +36,15 @@ type T interface {
 	Cleanup(func())
 	TempDir() string
 	Failed() bool
+}
+
+// skipShort skips a test under -short (`make test-short`), saying that
+// it needs what; `make itest` runs it. A T that cannot skip (a benchmark
+// command's) runs on.
+func skipShort(t T, what string) {
+	if s, ok := t.(interface{ Skip(...any) }); ok && testing.Short() {
+		s.Skip("needs " + what + ": skipped under -short (make itest runs it)")
+	}
 }
 
 // BtcdVersion is the btcd release the tests run against.
@@ -150,6 +160,7 @@ func ParamsOf(network string) *chaincfg.Params {
 // stopped when the test ends.
 func StartNode(t T, cfg NodeConfig) *Node {
 	t.Helper()
+	skipShort(t, "btcd")
 	if cfg.Network == "" {
 		cfg.Network = "regtest"
 	}

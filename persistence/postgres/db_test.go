@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -18,6 +19,10 @@ import (
 var server *pgtest.Server
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		os.Exit(m.Run()) // every test skips: openTest and the rest ask for server
+	}
 	s, err := pgtest.Start()
 	if err != nil {
 		// Not a skip: CI must see that the store was not tested.
@@ -35,6 +40,7 @@ func TestMain(m *testing.M) {
 // openTest opens a store on a fresh schema and closes it when t ends.
 func openTest(t *testing.T) *DB {
 	t.Helper()
+	pgtest.SkipShort(t)
 	dsn, err := server.NewSchema(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -121,6 +127,7 @@ func TestSeqTaken(t *testing.T) {
 // TestMigrateTwice: opening an up-to-date database applies nothing and
 // keeps the data.
 func TestMigrateTwice(t *testing.T) {
+	pgtest.SkipShort(t)
 	dsn, err := server.NewSchema(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +153,7 @@ func TestMigrateTwice(t *testing.T) {
 // TestMigrateConcurrently: nodes starting together on an empty database
 // each open it; the advisory lock has the schema made once.
 func TestMigrateConcurrently(t *testing.T) {
+	pgtest.SkipShort(t)
 	dsn, err := server.NewSchema(t.Context())
 	if err != nil {
 		t.Fatal(err)

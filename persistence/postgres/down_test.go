@@ -16,6 +16,7 @@ import (
 // handle works again by itself. Before, every such error was a bare
 // driver error: "internal", 500.
 func TestOutageIsUnavailable(t *testing.T) {
+	pgtest.SkipShort(t)
 	srv, err := pgtest.Start()
 	if err != nil {
 		t.Fatal(err)

@@ -10,8 +10,10 @@ import (
 // Schema starts a server of t's own, stopped when t ends, and returns
 // the DSN of a fresh schema on it. When the server cannot be started, t
 // fails (not a skip: scripts/install-test-deps.sh installs PostgreSQL).
+// Under -short (the fast tier) t is skipped: it needs PostgreSQL.
 func Schema(t testing.TB) string {
 	t.Helper()
+	SkipShort(t)
 	s, err := Start()
 	if err != nil {
 		t.Fatalf("cannot start PostgreSQL for the test: %v", err)
@@ -28,6 +30,15 @@ func Schema(t testing.TB) string {
 	return dsn
 }
 
+// SkipShort skips t under -short (`make test-short`), saying that it
+// needs PostgreSQL; `make test` runs it.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs PostgreSQL: skipped under -short (make test runs it)")
+	}
+}
+
 // Shared is one server for all the tests of a package, started by the
 // first test that asks for a schema; the package's TestMain stops it.
 // The zero value is ready to use.
@@ -40,9 +51,10 @@ type Shared struct {
 // Schema returns the DSN of a fresh schema on the shared server,
 // starting the server first if no test has. When the server cannot be
 // started, t fails (not a skip: scripts/install-test-deps.sh installs
-// PostgreSQL).
+// PostgreSQL). Under -short t is skipped, as with Schema.
 func (sh *Shared) Schema(t testing.TB) string {
 	t.Helper()
+	SkipShort(t)
 	sh.once.Do(func() { sh.server, sh.err = Start() })
 	if sh.err != nil {
 		t.Fatalf("cannot start PostgreSQL for the test: %v", sh.err)

@@ -120,7 +120,7 @@ func TestClusterNodeRefusesToStartUnauthenticated(t *testing.T) {
 		{[]string{"--node-listen", "10.0.0.5:7001", "--node-insecure"}, "--node-insecure only with a loopback --node-listen"},
 	} {
 		args := append([]string{"serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--store", "postgres://kassa@127.0.0.1:1/kassa",
-			"--cluster", "etcd://127.0.0.1:1"}, c.args...)
+			"--cluster", "etcd://127.0.0.1:1", "--chain", "sim", "--lightning", "sim"}, c.args...)
 		out, err := exec.Command(binPath, args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), c.want) {
 			t.Errorf("kassa %v: %v\n%s\nwant a refusal with %q", args, err, out, c.want)

@@ -142,9 +142,13 @@ func (s *Server) Stop() error {
 	return errors.Join(err, os.RemoveAll(s.dir))
 }
 
-// Down stops the server at once (an outage) and keeps its data, for Up.
+// Down stops the server (an outage: every connection is cut) and keeps
+// its data, for Up. It is a fast stop, not an immediate one: the server
+// runs with synchronous_commit off, so an immediate stop could lose the
+// last commits (even a test's CREATE TABLE) to crash recovery, and the
+// server that came back would not be the one that went down.
 func (s *Server) Down() error {
-	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "immediate", "-w", "-t", "30", "stop"); err != nil {
+	if out, err := s.run("pg_ctl", "-D", filepath.Join(s.dir, "data"), "-m", "fast", "-w", "-t", "30", "stop"); err != nil {
 		return fmt.Errorf("pgtest: pg_ctl stop: %w\n%s", err, out)
 	}
 	return nil

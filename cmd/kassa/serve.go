@@ -228,7 +228,9 @@ func (m *Main) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("recover webhook deliveries: %w", err)
 	}
-	log.Info("recovered open invoices and pending webhook deliveries", "invoices", recovered, "deliveries", pending)
+	// recovered counts only the invoices woken now (a deadline near,
+	// or work left); the other open invoices wake when asked or swept.
+	log.Info("woke open invoices due soon and pending webhook deliveries", "invoicesWoken", recovered, "deliveries", pending)
 	if m.forwarder != nil {
 		stores, err := m.forwarder.Recover(ctx)
 		if err != nil {

@@ -1,0 +1,117 @@
+package i18n
+
+import (
+	"strings"
+	"time"
+
+	isocurrency "github.com/bojanz/currency"
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+)
+
+// The formatter of money and times of every page: the checkout, the pay
+// link page, the receipt and the dashboard. Money follows the page
+// language's CLDR pattern with the currency's symbol and its ISO 4217
+// minor units: "€1,234.56" in English, "1.234,56 €" in German, "¥1,235"
+// for yen (docs/decisions.md, "One formatter for money and times").
+// Bitcoin amounts use the same separators: "0.00014368 BTC",
+// "14,368 sats" ("0,00014368 BTC", "14.368 sats" in German).
+
+// formatters are the money formatters by language, made once: a
+// Formatter is read-only after it is made.
+var formatters = func() map[string]*isocurrency.Formatter {
+	out := map[string]*isocurrency.Formatter{}
+	for _, lang := range Languages {
+		out[lang] = isocurrency.NewFormatter(isocurrency.NewLocale(lang))
+	}
+	return out
+}()
+
+// separators returns the decimal and grouping separators of lang.
+func separators(lang string) (dec, group string) {
+	if lang == "de" {
+		return ",", "."
+	}
+	return ".", ","
+}
+
+// Number renders d with places decimals (rounded half up) and lang's
+// separators: "1,234.50" in English, "1.234,50" in German.
+func Number(lang string, d decimal.Decimal, places int32) string {
+	s := d.StringFixed(places)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	whole, frac, _ := strings.Cut(s, ".")
+	dec, group := separators(lang)
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, r := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteString(group)
+		}
+		b.WriteRune(r)
+	}
+	if frac != "" {
+		b.WriteString(dec)
+		b.WriteString(frac)
+	}
+	return b.String()
+}
+
+// Money renders amount in c for lang, rounded half up to c's minor
+// units: "€12.50", "12,50 €", "¥1,500", "0.00014368 BTC", "14,368 sats".
+func Money(lang string, amount decimal.Decimal, c kassa.Currency) string {
+	lang = pick(lang)
+	switch c {
+	case kassa.BTC:
+		return Number(lang, amount, 8) + " BTC"
+	case kassa.SATS:
+		return Number(lang, amount, 0) + " sats"
+	}
+	rounded := amount.Round(c.Decimals())
+	a, err := isocurrency.NewAmount(rounded.StringFixed(c.Decimals()), string(c))
+	if err != nil {
+		// A code the table does not know: the number and the code.
+		return Number(lang, rounded, c.Decimals()) + " " + string(c)
+	}
+	return formatters[lang].Format(a)
+}
+
+// Sats renders s in satoshis: "14,368 sats" ("14.368 sats").
+func Sats(lang string, s kassa.Sats) string {
+	return Number(pick(lang), decimal.NewFromInt(int64(s)), 0) + " sats"
+}
+
+// BTC renders s in bitcoin with eight decimals: "0.00014368 BTC"
+// ("0,00014368 BTC").
+func BTC(lang string, s kassa.Sats) string {
+	return Number(pick(lang), decimal.New(int64(s), -8), 8) + " BTC"
+}
+
+// Time renders t in UTC with the zone named: "2026-11-25 21:44 UTC" in
+// English, "25.11.2026, 21:44 UTC" in German. Pages that know the
+// reader's zone rewrite it (the checkout's <time> elements).
+func Time(lang string, t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	t = t.UTC()
+	if pick(lang) == "de" {
+		return t.Format("02.01.2006, 15:04") + " UTC"
+	}
+	return t.Format("2006-01-02 15:04") + " UTC"
+}
+
+// ISOTime is t in RFC 3339 UTC, for a <time datetime> attribute.
+func ISOTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// pick returns lang when there is a catalogue for it, else Default.
+func pick(lang string) string {
+	if Supported(lang) {
+		return lang
+	}
+	return Default
+}

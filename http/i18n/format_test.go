@@ -1,0 +1,62 @@
+package i18n
+
+import (
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/kassapay/kassa"
+)
+
+func TestMoney(t *testing.T) {
+	d := decimal.RequireFromString
+	tests := []struct {
+		lang   string
+		amount string
+		c      kassa.Currency
+		want   string
+	}{
+		{"en", "1234.5", kassa.EUR, "€1,234.50"},
+		{"de", "1234.5", kassa.EUR, "1.234,50\u00a0€"},
+		{"en", "12.5", kassa.EUR, "€12.50"},
+		{"de", "20", kassa.EUR, "20,00\u00a0€"},
+		{"en", "1499.6", kassa.JPY, "¥1,500"},
+		{"en", "3.1415", "BHD", "BHD\u00a03.142"},
+		{"en", "250", "AUD", "A$250.00"},
+		{"de", "250", "AUD", "250,00\u00a0AU$"},
+		{"en", "5000", "INR", "₹5,000.00"},
+		{"en", "99.99", "ZAR", "ZAR\u00a099.99"},
+		{"en", "99.99", "BRL", "R$99.99"},
+		{"de", "0.00014368", kassa.BTC, "0,00014368 BTC"},
+		{"en", "14368", kassa.SATS, "14,368 sats"},
+		{"fr", "12.5", kassa.EUR, "€12.50"}, // no catalogue: English
+	}
+	for _, tt := range tests {
+		if got := Money(tt.lang, d(tt.amount), tt.c); got != tt.want {
+			t.Errorf("Money(%s, %s, %s) = %q, want %q", tt.lang, tt.amount, tt.c, got, tt.want)
+		}
+	}
+	if got := Sats("de", 1234567); got != "1.234.567 sats" {
+		t.Errorf("Sats = %q", got)
+	}
+	if got := BTC("en", 14368); got != "0.00014368 BTC" {
+		t.Errorf("BTC = %q", got)
+	}
+	if got := Number("de", d("-1234567.891"), 2); got != "-1.234.567,89" {
+		t.Errorf("Number = %q", got)
+	}
+}
+
+func TestTime(t *testing.T) {
+	at := time.Date(2026, 11, 25, 22, 44, 0, 0, time.FixedZone("CET", 3600))
+	if got := Time("en", at); got != "2026-11-25 21:44 UTC" {
+		t.Errorf("en: %q", got)
+	}
+	if got := Time("de", at); got != "25.11.2026, 21:44 UTC" {
+		t.Errorf("de: %q", got)
+	}
+	if got := ISOTime(at); got != "2026-11-25T21:44:00Z" {
+		t.Errorf("ISOTime: %q", got)
+	}
+}

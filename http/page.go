@@ -34,11 +34,13 @@ var templateFiles embed.FS
 var assetFiles embed.FS
 
 // pageFuncs are the template functions of the pages: t looks a string up
-// in the page's language, plural picks its singular or plural form.
+// in the page's language, plural picks its singular or plural form,
+// payLinkStatus names a pay link's status in the API's vocabulary.
 var pageFuncs = template.FuncMap{
-	"t":      i18n.T,
-	"plural": i18n.Plural,
-	"asset":  assetURL,
+	"t":             i18n.T,
+	"plural":        i18n.Plural,
+	"payLinkStatus": i18n.PayLinkStatus,
+	"asset":         assetURL,
 }
 
 // pages are the customer pages: checkout, pay link and error.

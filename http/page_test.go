@@ -318,7 +318,7 @@ func TestPayLinkPage(t *testing.T) {
 		"customerEmail": "buyer@example.com", "internalNote": "secret VIP note"}`)
 	id := decode[createdPaymentRequest](t, w).ID
 	expectPage(t, e.do("GET", "/payment-requests/"+id, "", noKey), 200,
-		[]string{"Consulting &lt;2h&gt;", "Two hours &amp; a coffee", "100.00 USD", "save 5%", "you pay 95.00 USD", ">Open<",
+		[]string{"Consulting &lt;2h&gt;", "Two hours &amp; a coffee", "100.00 USD", "save 5%", "you pay 95.00 USD", ">Pending<",
 			`<form method="post" action="` + id + `/pay?lang=en">`, "Payable until 2025-02-01 03:04 UTC.",
 			"Payment request from Alice&#39;s Shop", `<input id="email" name="email" type="email" value="buyer@example.com" readonly`, "BTC at the current rate."},
 		[]string{"secret VIP note", "SIMULATION"})
@@ -378,8 +378,8 @@ func TestPayLinkPageClosed(t *testing.T) {
 		id, status, text string
 	}{
 		{expiring, "Expired", "has expired"},
-		{archived, "Withdrawn", "archived by the merchant"},
-		{paid, "Paid", "has been paid"},
+		{archived, "Archived", "archived by the merchant"},
+		{paid, "Completed", "has been paid"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.status, func(t *testing.T) {

@@ -108,6 +108,19 @@ func Time(lang string, t time.Time) string {
 // ISOTime is t in RFC 3339 UTC, for a <time datetime> attribute.
 func ISOTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
+// PayLinkStatus returns the word for a pay link's status in lang. The
+// status is the API's (kassa.PaymentRequestPending, Completed, Expired,
+// Archived) and English uses the API's words, so the public page, the
+// dashboard and the API say the same; German translates them. An
+// unknown status is returned as it is.
+func PayLinkStatus(lang, status string) string {
+	key := "paylink.status." + status
+	if s := T(pick(lang), key); s != key {
+		return s
+	}
+	return status
+}
+
 // pick returns lang when there is a catalogue for it, else Default.
 func pick(lang string) string {
 	if Supported(lang) {

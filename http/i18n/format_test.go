@@ -60,3 +60,22 @@ func TestTime(t *testing.T) {
 		t.Errorf("ISOTime: %q", got)
 	}
 }
+
+// TestPayLinkStatus: one vocabulary for a pay link's status, the API's
+// words (kassa.PaymentRequest*), on the public page and the dashboard.
+func TestPayLinkStatus(t *testing.T) {
+	for _, s := range []string{kassa.PaymentRequestPending, kassa.PaymentRequestCompleted, kassa.PaymentRequestExpired, kassa.PaymentRequestArchived} {
+		if got := PayLinkStatus("en", s); got != s {
+			t.Errorf("en %s: %q, want the API's word", s, got)
+		}
+		if got := PayLinkStatus("de", s); got == s || got == "" || got == "paylink.status."+s {
+			t.Errorf("de %s: %q", s, got)
+		}
+	}
+	if got := PayLinkStatus("de", "Completed"); got != "Abgeschlossen" {
+		t.Errorf("de Completed: %q", got)
+	}
+	if got := PayLinkStatus("en", "Bogus"); got != "Bogus" {
+		t.Errorf("unknown status: %q, want it as it is", got)
+	}
+}

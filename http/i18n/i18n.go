@@ -4,6 +4,11 @@
 // Accept-Language header, else English. Pages look strings up by key, so a
 // new language is one more catalogue, and a test checks that every
 // catalogue has every key with the same placeholders.
+//
+// It is also the one formatter of money and times (format.go: Money,
+// Sats, BTC, Number, Time, ISOTime) and of a pay link's status
+// (PayLinkStatus) for every page that shows them: the checkout, the pay
+// link page, the receipt and the dashboard.
 package i18n
 
 import (

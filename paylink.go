@@ -146,6 +146,10 @@ const MaxYear = 9999
 // link, which can no longer change.
 var ErrPaymentRequestArchived = Errorf(Conflict, "payment request is archived")
 
+// ErrPaymentRequestPaid is returned for a change to a paid pay link,
+// which is read-only: what it showed is what the customer paid.
+var ErrPaymentRequestPaid = Errorf(Conflict, "payment request is paid and can no longer change: create a new one")
+
 // NewPaymentRequest returns a pay link of store from a validated input:
 // the store's currency when the input names none, and an expiry of
 // DefaultPaymentRequestExpiry when it gives none.
@@ -174,14 +178,17 @@ func (p *PaymentRequest) Update(in *PaymentRequestInput, now time.Time) error {
 	if p.Archived {
 		return ErrPaymentRequestArchived
 	}
+	if p.PaidInvoiceID != "" {
+		return ErrPaymentRequestPaid
+	}
 	// Validate again with the currency the pay link will have, so that
 	// the amount's decimals are checked with every other field.
 	checked := *in
 	if checked.Currency == "" {
 		checked.Currency = p.Currency
 	}
-	if err := checked.Validate(); err != nil {
-		return err
+	if err := checked.Validate(); err != nil || !in.ExpiryDate.IsZero() && !in.ExpiryDate.After(now) {
+		return withPastExpiry(err, in.ExpiryDate, now)
 	}
 	currency := checked.Currency
 	p.Amount, p.Title, p.Currency = in.Amount, in.Title, currency
@@ -192,6 +199,25 @@ func (p *PaymentRequest) Update(in *PaymentRequestInput, now time.Time) error {
 	}
 	p.UpdatedAt = now
 	return nil
+}
+
+// withPastExpiry adds to err (an Invalid error or nil) that expiry, when
+// given, is not after now: a pay link that expired as it was saved could
+// never be paid.
+func withPastExpiry(err error, expiry, now time.Time) error {
+	var fields []FieldError
+	if e, ok := err.(*Error); ok {
+		fields = e.Fields
+	} else if err != nil {
+		return err
+	}
+	if !expiry.IsZero() && !expiry.After(now) && expiry.Year() <= MaxYear {
+		fields = append(fields, FieldError{"expiryDate", "must be in the future"})
+	}
+	if len(fields) == 0 {
+		return err
+	}
+	return InvalidFields(fields)
 }
 
 // PayAmount is what paying the pay link asks for in currency c: the

@@ -1,6 +1,7 @@
 package kassa
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -231,4 +232,59 @@ func TestPaymentRequestUpdate(t *testing.T) {
 	if err := archived.Update(&in, later); ErrorCode(err) != Conflict {
 		t.Fatalf("update of an archived pay link: %v", err)
 	}
+}
+
+// TestPaymentRequestReadOnlyOncePaid (issue 22): a paid pay link cannot
+// change (it showed the new amount beside "Paid"), and an expiry in the
+// past is refused at creation and on update.
+func TestPaymentRequestReadOnlyOncePaid(t *testing.T) {
+	now := scriptEpoch
+	store := &Store{ID: "store1", Currency: EUR}
+	in := &PaymentRequestInput{Amount: decimalOf("14.16"), HasAmount: true, Title: "T"}
+	p, err := NewPaymentRequest("pr1", store, in, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.PaidInvoiceID = "inv_1"
+	before := *p
+	err = p.Update(&PaymentRequestInput{Amount: decimalOf("29.80"), HasAmount: true, Title: "T"}, now.Add(time.Minute))
+	if ErrorCode(err) != Conflict || !errors.Is(err, ErrPaymentRequestPaid) {
+		t.Fatalf("update of a paid pay link: %v, want %v", err, ErrPaymentRequestPaid)
+	}
+	if !p.Amount.Equal(before.Amount) || !p.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatalf("a refused update changed the pay link: %+v", p)
+	}
+
+	for _, at := range []time.Time{now.Add(-time.Second), now} {
+		past := &PaymentRequestInput{Amount: decimalOf("1"), HasAmount: true, Title: "T", ExpiryDate: at}
+		if _, err := NewPaymentRequest("pr2", store, past, now); !hasFields(err, "expiryDate") {
+			t.Errorf("create with expiry %s at %s: %v, want an Invalid expiryDate", at, now, err)
+		}
+		q, _ := NewPaymentRequest("pr3", store, in, now)
+		if err := q.Update(past, now); !hasFields(err, "expiryDate") {
+			t.Errorf("update with expiry %s at %s: %v, want an Invalid expiryDate", at, now, err)
+		}
+	}
+	// With other mistakes, every field at once.
+	bad := &PaymentRequestInput{HasAmount: false, Title: "T", ExpiryDate: now.Add(-time.Hour)}
+	if _, err := NewPaymentRequest("pr4", store, bad, now); !hasFields(err, "amount", "expiryDate") {
+		t.Errorf("create with two mistakes: %v", err)
+	}
+	if _, err := NewPaymentRequest("pr5", store, &PaymentRequestInput{Amount: decimalOf("1"), HasAmount: true, Title: "T", ExpiryDate: now.Add(time.Hour)}, now); err != nil {
+		t.Errorf("an expiry in the future: %v", err)
+	}
+}
+
+// hasFields reports whether err is an Invalid error naming exactly fields.
+func hasFields(err error, fields ...string) bool {
+	var e *Error
+	if !errors.As(err, &e) || e.Code != Invalid || len(e.Fields) != len(fields) {
+		return false
+	}
+	for i, f := range e.Fields {
+		if f.Field != fields[i] {
+			return false
+		}
+	}
+	return true
 }

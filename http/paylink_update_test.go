@@ -3,6 +3,7 @@ package http
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/kassapay/kassa"
@@ -85,5 +86,43 @@ func TestPayLinkPaySessionOverActors(t *testing.T) {
 	other := e.do("POST", "/payment-requests/"+id+"/pay", "", noKey)
 	if other.Header().Get("Location") == first.Header().Get("Location") {
 		t.Fatal("a customer without the cookie got the first customer's invoice")
+	}
+}
+
+// TestPaidPayLinkReadOnlyOverActors (issue 22): once paid, a PUT is 409
+// and the link keeps what was paid; an expiry in the past is 400 on
+// create (nothing stored) and on update (nothing changed).
+func TestPaidPayLinkReadOnlyOverActors(t *testing.T) {
+	e := newEnv(t)
+	auth := header{"X-Api-Key", keyA}
+	base := "/api/v1/stores/store_a/payment-requests"
+	id := decode[createdPaymentRequest](t, e.do("POST", base, `{"amount": "14.16", "title": "Mug"}`, auth)).ID
+	w := e.do("POST", "/payment-requests/"+id+"/pay", "", noKey)
+	expectStatus(t, w, http.StatusSeeOther)
+	settle(e, e.invoice(strings.TrimPrefix(w.Header().Get("Location"), "https://pay.example.com/checkout/")))
+	paid := decode[paymentRequestRecord](t, e.do("GET", base+"/"+id, "", auth))
+	if paid.Status != kassa.PaymentRequestCompleted {
+		t.Fatalf("status %s, want Completed", paid.Status)
+	}
+	expectError(t, e.do("PUT", base+"/"+id, `{"amount": "29.80", "title": "Mug"}`, auth), http.StatusConflict, kassa.Conflict, "is paid and can no longer change")
+	if again := decode[paymentRequestRecord](t, e.do("GET", base+"/"+id, "", auth)); again != paid {
+		t.Fatalf("a refused PUT changed the paid pay link:\n%+v\n%+v", again, paid)
+	}
+	expectPage(t, e.do("GET", "/payment-requests/"+id, "", noKey), 200, []string{"14.16"}, []string{"29.80"})
+
+	// An expiry in the past: refused, nothing stored.
+	before := len(decode[[]paymentRequestRecord](t, e.do("GET", base, "", auth)))
+	body := expectError(t, e.do("POST", base, `{"amount": 1, "title": "Late", "expiryDate": "2025-01-01"}`, auth), http.StatusBadRequest, kassa.Invalid, "expiryDate: must be in the future")
+	if len(body.Errors) != 1 || body.Errors[0].Field != "expiryDate" {
+		t.Errorf("errors %+v, want expiryDate", body.Errors)
+	}
+	if after := len(decode[[]paymentRequestRecord](t, e.do("GET", base, "", auth))); after != before {
+		t.Errorf("%d pay links after a refused create, want %d", after, before)
+	}
+	open := decode[createdPaymentRequest](t, e.do("POST", base, `{"amount": 1, "title": "Open"}`, auth)).ID
+	was := decode[paymentRequestRecord](t, e.do("GET", base+"/"+open, "", auth))
+	expectError(t, e.do("PUT", base+"/"+open, `{"amount": 2, "title": "Open", "expiryDate": 1735700000}`, auth), http.StatusBadRequest, kassa.Invalid, "expiryDate")
+	if now := decode[paymentRequestRecord](t, e.do("GET", base+"/"+open, "", auth)); now != was {
+		t.Errorf("a refused PUT changed the pay link:\n%+v\n%+v", now, was)
 	}
 }

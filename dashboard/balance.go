@@ -325,11 +325,22 @@ func (h *Dashboard) renderBalance(w http.ResponseWriter, r *http.Request, status
 		return
 	}
 	// The fee history: the store's ledger lines that move the balance.
-	var fees []*kassa.Transaction
+	// The lines read are a run of the ledger, newest first: the numbers
+	// count down from the first one's.
+	var fees []txRow
+	var newest, seen int64
 	_, err = h.Reader.Transactions(r.Context(), st.ID, kassa.ListQuery{Limit: 1000}, func(t *kassa.Transaction) error {
-		if t.Type != kassa.TransactionTransfer && len(fees) < readerPage {
-			fees = append(fees, t)
+		if seen == 0 {
+			n, err := h.transactionNumber(r.Context(), t)
+			if err != nil {
+				return err
+			}
+			newest = n
 		}
+		if t.Type != kassa.TransactionTransfer && len(fees) < readerPage {
+			fees = append(fees, txRow{Transaction: t, Number: newest - seen})
+		}
+		seen++
 		return nil
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -46,16 +47,31 @@ func (h *Dashboard) invoicesPage(w http.ResponseWriter, r *http.Request) {
 	st := currentStore(r.Context())
 	from, to, problem := dateRange(r)
 	status := r.URL.Query().Get("status")
-	data := map[string]any{"From": r.URL.Query().Get("from"), "To": r.URL.Query().Get("to"), "Status": status, "Error": problem}
+	query := strings.TrimSpace(r.URL.Query().Get("q"))
+	data := map[string]any{"From": r.URL.Query().Get("from"), "To": r.URL.Query().Get("to"), "Status": status, "Q": query, "Error": problem}
 	if problem != "" {
 		h.render(w, r, http.StatusBadRequest, "invoices", data)
 		return
 	}
 	var list []*kassa.Invoice
 	cursor := r.URL.Query().Get("cursor")
+	// An invoice id is found at once, however old; order ids and emails
+	// are searched in the pages read.
+	var byID *kassa.Invoice
+	if query != "" && cursor == "" && kassa.ValidID(query) {
+		inv, err := h.Reader.Invoice(r.Context(), query)
+		if err != nil && kassa.ErrorCode(err) != kassa.NotFound {
+			h.serverError(w, r, err)
+			return
+		}
+		if err == nil && inv.StoreID == st.ID && (status == "" || inv.Status.String() == status) {
+			byID = inv
+			list = append(list, inv)
+		}
+	}
 	for range maxScans {
 		next, err := h.Reader.Invoices(r.Context(), st.ID, kassa.ListQuery{From: from, To: to, Limit: readerPage, Cursor: cursor}, func(inv *kassa.Invoice) error {
-			if status == "" || inv.Status.String() == status {
+			if (status == "" || inv.Status.String() == status) && matches(inv, query) && (byID == nil || inv.ID != byID.ID) {
 				list = append(list, inv)
 			}
 			return nil
@@ -139,11 +155,17 @@ func (h *Dashboard) renderInvoice(w http.ResponseWriter, r *http.Request, status
 			return
 		}
 	}
+	rows, err := h.numberEach(r.Context(), txs)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
 	meta := ""
 	if len(inv.Metadata) > 0 {
 		meta = renderMetadata(inv.Metadata)
 	}
-	data["Inv"], data["Txs"], data["Deliveries"], data["Meta"] = inv, txs, deliveries, meta
+	data["Inv"], data["Txs"], data["Deliveries"], data["Meta"] = inv, rows, deliveries, meta
+	data["Order"] = orderID(inv)
 	data["Checkout"] = strings.TrimRight(h.PublicURL, "/") + "/checkout/" + inv.ID
 	data["CanInvalidate"] = inv.Status == kassa.InvoiceNew || inv.Status == kassa.InvoiceProcessing || inv.Status == kassa.InvoiceExpired
 	h.render(w, r, status, "invoice", data)
@@ -176,9 +198,9 @@ func (h *Dashboard) createInvoice(w http.ResponseWriter, r *http.Request) {
 		BuyerEmail: strings.TrimSpace(f.Get("buyerEmail")), RedirectURL: strings.TrimSpace(f.Get("redirectUrl"))}
 	data := map[string]any{"Currency": f.Get("currency"), "Amount": f.Get("amount"), "OrderID": req.OrderID, "BuyerEmail": req.BuyerEmail, "RedirectURL": req.RedirectURL}
 	if a := strings.TrimSpace(f.Get("amount")); a != "" {
-		d, err := decimal.NewFromString(a)
-		if err != nil {
-			data["Error"] = "amount: " + msg("err.number")
+		d, problem := formAmount(a)
+		if problem != "" {
+			data["Error"] = "amount: " + problem
 			h.render(w, r, http.StatusUnprocessableEntity, "invoice_new", data)
 			return
 		}
@@ -225,16 +247,16 @@ func payLinkInput(r *http.Request) (*kassa.PaymentRequestInput, string) {
 		RedirectURL: strings.TrimSpace(f.Get("redirectUrl")), CustomerEmail: strings.TrimSpace(f.Get("customerEmail")),
 		InternalNote: strings.TrimSpace(f.Get("internalNote"))}
 	if a := strings.TrimSpace(f.Get("amount")); a != "" {
-		d, err := decimal.NewFromString(a)
-		if err != nil {
-			return nil, "amount: " + msg("err.number")
+		d, problem := formAmount(a)
+		if problem != "" {
+			return nil, "amount: " + problem
 		}
 		in.Amount, in.HasAmount = d, true
 	}
 	if v := strings.TrimSpace(f.Get("discount")); v != "" {
-		d, err := decimal.NewFromString(v)
-		if err != nil {
-			return nil, "discount: " + msg("err.number")
+		d, problem := formAmount(v)
+		if problem != "" {
+			return nil, "discount: " + problem
 		}
 		in.Discount = d
 	}
@@ -275,8 +297,40 @@ func (h *Dashboard) payLinkOf(w http.ResponseWriter, r *http.Request) *kassa.Pay
 
 func (h *Dashboard) payLinkPage(w http.ResponseWriter, r *http.Request) {
 	if p := h.payLinkOf(w, r); p != nil {
-		h.render(w, r, http.StatusOK, "paylink", map[string]any{"L": p, "URL": strings.TrimRight(h.PublicURL, "/") + "/payment-requests/" + p.ID, "Now": h.Clock.Now()})
+		h.renderPayLink(w, r, http.StatusOK, p, map[string]any{})
 	}
+}
+
+// renderPayLink shows pay link p with the invoices made from it.
+func (h *Dashboard) renderPayLink(w http.ResponseWriter, r *http.Request, status int, p *kassa.PaymentRequest, data map[string]any) {
+	invoices, more, err := h.linkInvoices(r.Context(), p)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	data["L"], data["URL"], data["Now"] = p, strings.TrimRight(h.PublicURL, "/")+"/payment-requests/"+p.ID, h.Clock.Now()
+	data["Invoices"], data["More"] = invoices, more
+	h.render(w, r, status, "paylink", data)
+}
+
+// linkInvoices returns the invoices made from pay link p, newest first:
+// those among the store's invoices made since the link, at most
+// maxScans reader pages of them (more is true when the scan stopped
+// there).
+func (h *Dashboard) linkInvoices(ctx context.Context, p *kassa.PaymentRequest) (list []*kassa.Invoice, more bool, err error) {
+	cursor := ""
+	for range maxScans {
+		cursor, err = h.Reader.Invoices(ctx, p.StoreID, kassa.ListQuery{From: p.CreatedAt, Limit: readerPage, Cursor: cursor}, func(inv *kassa.Invoice) error {
+			if inv.PaymentLinkID == p.ID {
+				list = append(list, inv)
+			}
+			return nil
+		})
+		if err != nil || cursor == "" {
+			return list, false, err
+		}
+	}
+	return list, true, nil
 }
 
 func (h *Dashboard) updatePayLink(w http.ResponseWriter, r *http.Request) {
@@ -296,8 +350,7 @@ func (h *Dashboard) updatePayLink(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if problem != "" {
-		h.render(w, r, http.StatusUnprocessableEntity, "paylink", map[string]any{"L": p, "Error": problem,
-			"URL": strings.TrimRight(h.PublicURL, "/") + "/payment-requests/" + p.ID, "Now": h.Clock.Now()})
+		h.renderPayLink(w, r, http.StatusUnprocessableEntity, p, map[string]any{"Error": problem})
 		return
 	}
 	redirect(w, r, currentStore(r.Context()), "/paylinks/"+p.ID, "saved")
@@ -310,12 +363,65 @@ func (h *Dashboard) archivePayLink(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := h.Services.ArchivePaymentRequest(r.Context(), p.StoreID, p.ID); err != nil {
 		if m, ok := fieldErrors(err); ok {
-			h.render(w, r, http.StatusConflict, "paylink", map[string]any{"L": p, "Error": m,
-				"URL": strings.TrimRight(h.PublicURL, "/") + "/payment-requests/" + p.ID, "Now": h.Clock.Now()})
+			h.renderPayLink(w, r, http.StatusConflict, p, map[string]any{"Error": m})
 			return
 		}
 		h.serverError(w, r, err)
 		return
 	}
 	redirect(w, r, currentStore(r.Context()), "/paylinks", "archived")
+}
+
+// orderID is the invoice's order id: its orderId, or else the orderId of
+// its metadata (where the Coinsnap shop plugins put it), a string or a
+// number.
+func orderID(inv *kassa.Invoice) string {
+	if inv.OrderID != "" || len(inv.Metadata) == 0 {
+		return inv.OrderID
+	}
+	var m struct {
+		OrderID json.RawMessage `json:"orderId"`
+	}
+	if json.Unmarshal(inv.Metadata, &m) != nil || len(m.OrderID) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(m.OrderID, &s) == nil {
+		return s
+	}
+	var n json.Number
+	if json.Unmarshal(m.OrderID, &n) == nil {
+		return n.String()
+	}
+	return ""
+}
+
+// maxFormAmount is the largest amount kassa.ParseAmount accepts.
+var maxFormAmount = decimal.New(1, 15)
+
+// formAmount reads an amount of a form by the API's rules
+// (kassa.ParseAmount): a decimal number, and a problem to show when it
+// is none ("must be a number") or one beyond what any invoice can ask
+// ("is too large").
+func formAmount(s string) (decimal.Decimal, string) {
+	quoted, _ := json.Marshal(s)
+	d, err := kassa.ParseAmount(quoted)
+	if err == nil {
+		return d, ""
+	}
+	if d, e := decimal.NewFromString(s); e == nil && d.Abs().GreaterThan(maxFormAmount) {
+		return decimal.Zero, msg("err.toolarge")
+	}
+	return decimal.Zero, msg("err.number")
+}
+
+// matches tells whether inv is found by the search query: its id, its
+// order id (orderId or metadata.orderId) or its buyer's email (in any
+// case). The empty query matches every invoice.
+func matches(inv *kassa.Invoice, query string) bool {
+	if query == "" {
+		return true
+	}
+	return inv.ID == query || inv.OrderID == query || orderID(inv) == query ||
+		inv.BuyerEmail != "" && strings.EqualFold(inv.BuyerEmail, query)
 }

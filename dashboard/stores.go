@@ -31,7 +31,19 @@ func (h *Dashboard) listStores(w http.ResponseWriter, r *http.Request) {
 	}
 	var err error
 	if u.Admin {
-		err = h.Reader.Stores(r.Context(), add)
+		// The operator's own store, which top-ups are paid to, is the
+		// service's and not a merchant's: it is not listed.
+		internal, _, e := h.KV.GetValue(r.Context(), operatorStoreKey)
+		if e != nil {
+			h.serverError(w, r, e)
+			return
+		}
+		err = h.Reader.Stores(r.Context(), func(st *kassa.Store) error {
+			if st.ID == operatorStoreID || st.ID == string(internal) {
+				return nil
+			}
+			return add(st)
+		})
 	} else {
 		for _, id := range u.StoreIDs {
 			st, e := h.Reader.Store(r.Context(), id)

@@ -198,7 +198,7 @@ var strs = map[string]string{
 	"done.hookenabled":    "Webhook enabled.",
 	"done.hookdisabled":   "Webhook disabled.",
 	"done.hookdeleted":    "Webhook deleted.",
-	"done.redelivered":    "Delivery sent again.",
+	"done.redelivered":    "Delivery sent again, with the slim body (event type and invoice id, no metadata).",
 	"done.invalidated":    "Invoice marked invalid.",
 	"done.invoicecreated": "Invoice created.",
 	"done.linkcreated":    "Pay link created.",
@@ -223,7 +223,19 @@ var strs = map[string]string{
 	"err.busy":      "Too many sign-ins at once. Try again in a few seconds.",
 	"err.date":      "Dates are YYYY-MM-DD.",
 	"err.number":    "must be a number",
-	"err.topup":     "Top up between 1,000 sat and 1 BTC (100,000,000 sat).",
+	"err.toolarge":  "is too large (at most 1,000,000,000,000,000)",
+
+	// Issue 22: search, ledger numbers, pay link invoices, small screens.
+	"hook.slim":       "Redeliver sends a slim body: the event type and the invoice id only, without the metadata and amounts of the invoice. Your shop reads the rest from the API.",
+	"inv.search":      "Search",
+	"inv.searchhint":  "Invoice id, order id or buyer email",
+	"inv.nomatch":     "No invoice matches.",
+	"inv.searchmore":  "Searched the newest invoices only; search older ones",
+	"link.invoices":   "Invoices of this link",
+	"link.noinvoices": "No invoice made from this link yet.",
+	"tx.number":       "No.",
+	"table.scroll":    "Swipe the table sideways to see every column.",
+	"err.topup":       "Top up between 1,000 sat and 1 BTC (100,000,000 sat).",
 }
 
 // german holds the German strings the dashboard has so far: those of the
@@ -258,6 +270,21 @@ var german = map[string]string{
 	"err.form":     "Das Formular konnte nicht gelesen werden.",
 	"err.notfound": "Nicht gefunden.",
 	"err.internal": "Bei uns ist etwas schiefgelaufen. Bitte versuchen Sie es noch einmal.",
+
+	"inv.buyer":        "E-Mail des Käufers",
+	"inv.redirect":     "Weiterleitungs-URL",
+	"err.number":       "muss eine Zahl sein",
+	"err.toolarge":     "ist zu groß (höchstens 1.000.000.000.000.000)",
+	"hook.slim":        "„Erneut senden“ schickt einen schlanken Inhalt: Ereignistyp und Rechnungs-ID, ohne die Metadaten und Beträge der Rechnung. Den Rest liest Ihr Shop über die API.",
+	"done.redelivered": "Zustellung erneut gesendet, mit schlankem Inhalt (Ereignistyp und Rechnungs-ID, keine Metadaten).",
+	"inv.search":       "Suchen",
+	"inv.searchhint":   "Rechnungs-ID, Bestellnummer oder E-Mail des Käufers",
+	"inv.nomatch":      "Keine Rechnung passt.",
+	"inv.searchmore":   "Nur die neuesten Rechnungen durchsucht; ältere durchsuchen",
+	"link.invoices":    "Rechnungen dieses Links",
+	"link.noinvoices":  "Noch keine Rechnung über diesen Link.",
+	"tx.number":        "Nr.",
+	"table.scroll":     "Wischen Sie die Tabelle seitwärts, um alle Spalten zu sehen.",
 }
 
 // msgIn returns the string of key in lang ("de" or "en"), in English

@@ -72,6 +72,7 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"add":     func(a, b int) int { return a + b },
+	"order":   orderID,
 	"section": section,
 	"q":       url.QueryEscape,
 }

@@ -564,8 +564,11 @@ func TestCheckURL(t *testing.T) {
 		{url: "http://shop.example/hook", want: "webhook URL must use https"},
 		{url: "shop.example/hook", want: "webhook URL must be absolute, starting with https://"},
 		{url: "//shop.example/hook", want: "webhook URL must be absolute, starting with https://"},
-		{url: "ftp://shop.example/hook", want: `webhook URL has scheme "ftp"; use https`},
-		{url: "javascript:alert(1)", want: `webhook URL has scheme "javascript"; use https`},
+		{url: "ftp://shop.example/hook", want: `webhook URL has scheme "ftp"; use https://`},
+		{url: "javascript:alert(1)", want: `webhook URL has scheme "javascript"; use https://`},
+		// Where http is accepted (--dev), the error says so.
+		{url: "localhost:3000/hook", dev: true, want: `webhook URL has scheme "localhost"; use https:// or http:// (loopback and private addresses allowed)`},
+		{url: "/hook", dev: true, want: "webhook URL must be absolute, starting with https:// or http:// (loopback and private addresses allowed)"},
 		{url: "https:shop.example", want: "webhook URL has no host"},
 		{url: "https:///hook", want: "webhook URL has no host"},
 		{url: "https://:443/hook", want: "webhook URL has no host"},
@@ -744,7 +747,7 @@ func TestDeliverFailures(t *testing.T) {
 	}
 
 	a = devClient(Config{}).Deliver(context.Background(), "not a url", nil, nil)
-	if a.OK || a.Err != "webhook URL must be absolute, starting with https://" {
+	if a.OK || a.Err != "webhook URL must be absolute, starting with https:// or http:// (loopback and private addresses allowed)" {
 		t.Errorf("bad URL: Deliver = %+v", a)
 	}
 }

@@ -12,6 +12,19 @@ import (
 // MaxURLLength is the longest webhook URL accepted.
 const MaxURLLength = 2048
 
+// schemes names the URL beginnings the client accepts: https:// only, or
+// (kassa serve --dev) http:// as well, to loopback and private addresses
+// too when AllowPrivate.
+func (c *Client) schemes() string {
+	switch {
+	case c.requireHTTPS:
+		return "https://"
+	case c.allowPrivate:
+		return "https:// or http:// (loopback and private addresses allowed)"
+	}
+	return "https:// or http://"
+}
+
 // CheckURL checks the form of a webhook URL without any network access:
 // at most MaxURLLength bytes, absolute, scheme http or https (https only
 // when RequireHTTPS), a host, no user name or password, a port in range
@@ -39,9 +52,9 @@ func (c *Client) CheckURL(rawURL string) error {
 			return kassa.Errorf(kassa.Invalid, "webhook URL must use https")
 		}
 	case "":
-		return kassa.Errorf(kassa.Invalid, "webhook URL must be absolute, starting with https://")
+		return kassa.Errorf(kassa.Invalid, "webhook URL must be absolute, starting with %s", c.schemes())
 	default:
-		return kassa.Errorf(kassa.Invalid, "webhook URL has scheme %q; use https", u.Scheme)
+		return kassa.Errorf(kassa.Invalid, "webhook URL has scheme %q; use %s", u.Scheme, c.schemes())
 	}
 	if u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
 		return kassa.Errorf(kassa.Invalid, "webhook URL has no host")

@@ -187,6 +187,7 @@ func (s *server) routes() *chi.Mux {
 
 	if s.Dashboard != nil {
 		r.Mount("/dashboard", s.Dashboard)
+		r.Get("/", s.root)
 	}
 
 	r.Get(assetPrefix+"{name}", s.asset)
@@ -212,6 +213,16 @@ func noStore(next http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)
 	})
+}
+
+// root sends a browser that opens the service's address (Accept names
+// text/html) to the dashboard; an API client keeps the JSON 404.
+func (s *server) root(w http.ResponseWriter, r *http.Request) {
+	if !strings.Contains(r.Header.Get("Accept"), "text/html") {
+		s.notFound(w, r)
+		return
+	}
+	http.Redirect(w, r, "/dashboard/", http.StatusSeeOther)
 }
 
 // notFound answers routes that do not exist.

@@ -1,6 +1,7 @@
 package kassatest
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ func RunReader(t *testing.T, open func(t *testing.T) Storage) {
 	}{
 		{"Stores", readerStores},
 		{"Ledger", readerLedger},
+		{"TransactionNumbers", readerTransactionNumbers},
 		{"InvoiceLookups", readerInvoiceLookups},
 		{"InvoicePages", readerInvoicePages},
 		{"OpenInvoices", readerOpenInvoices},
@@ -116,6 +118,33 @@ func readerLedger(t *testing.T, s Storage) {
 	}
 	if len(listed) != 3 || listed[2] != topUp.ID {
 		t.Errorf("Transactions = %v, want 3 newest first ending with the top-up %d", listed, topUp.ID)
+	}
+}
+
+// transactionNumberer is what a store offers to number a store's ledger
+// lines (the dashboard's and the export's numbers, issue 22).
+type transactionNumberer interface {
+	TransactionNumber(ctx context.Context, tx *kassa.Transaction) (int64, error)
+}
+
+func readerTransactionNumbers(t *testing.T, s Storage) {
+	nr, ok := s.Reader.(transactionNumberer)
+	if !ok {
+		t.Skip("the store does not number ledger lines")
+	}
+	ctx := t.Context()
+	// s2's line comes first, and s1's lines share a time: they are
+	// numbered by time, then id, from 1 in each store.
+	other := &kassa.Transaction{StoreID: "s2", Type: kassa.TransactionTopUp, Status: kassa.TransactionSettled, Amount: 5, CreatedAt: Epoch}
+	first := &kassa.Transaction{StoreID: "s1", Type: kassa.TransactionTopUp, Status: kassa.TransactionSettled, Amount: 1000, CreatedAt: Epoch.Add(time.Second)}
+	a := &kassa.Transaction{StoreID: "s1", InvoiceID: "inv_1", Type: kassa.TransactionTransfer, Status: kassa.TransactionSettled, Amount: 3000, CreatedAt: Epoch.Add(time.Minute)}
+	b := &kassa.Transaction{StoreID: "s1", InvoiceID: "inv_1", Type: kassa.TransactionFee, Status: kassa.TransactionSettled, Amount: 30, CreatedAt: Epoch.Add(time.Minute)}
+	Commit(t, s.Journal, func(bt kassa.Batch) { bt.PutTransaction(other) })
+	Commit(t, s.Journal, func(bt kassa.Batch) { bt.PutTransaction(first); bt.PutTransaction(a); bt.PutTransaction(b) })
+	for tx, want := range map[*kassa.Transaction]int64{other: 1, first: 1, a: 2, b: 3} {
+		if n, err := nr.TransactionNumber(ctx, tx); n != want || err != nil {
+			t.Errorf("TransactionNumber of %s line %d = %d, %v; want %d", tx.StoreID, tx.ID, n, err, want)
+		}
 	}
 }
 

@@ -265,3 +265,25 @@ func (d *DB) scanRange(ctx context.Context, prefix []byte, q kassa.ListQuery, fn
 	}
 	return "", it.Error()
 }
+
+// TransactionNumber is tx's place in its store's ledger, counted from 1
+// for the store's oldest line, in the order the store's list shows them
+// (creation time, then id): a number that says nothing of other stores.
+// It counts index keys only; no line is read.
+func (d *DB) TransactionNumber(ctx context.Context, tx *kassa.Transaction) (int64, error) {
+	if err := d.enter(); err != nil {
+		return 0, err
+	}
+	defer d.leave()
+	upper := append(transactionByStoreKey(tx.StoreID, tx.CreatedAt, tx.ID), 0)
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: transactionByStorePrefix(tx.StoreID), UpperBound: upper})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var n int64
+	for valid := it.First(); valid; valid = it.Next() {
+		n++
+	}
+	return n, it.Error()
+}

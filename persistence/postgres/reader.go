@@ -419,3 +419,16 @@ func keysetPage[T any, K string | int64](ctx context.Context, d *DB, table, owne
 	}
 	return "", rows.Err()
 }
+
+// TransactionNumber is tx's place in its store's ledger, counted from 1
+// for the store's oldest line, in the order the store's list shows them
+// (creation time, then id): a number that says nothing of other stores.
+func (d *DB) TransactionNumber(ctx context.Context, tx *kassa.Transaction) (int64, error) {
+	var n int64
+	err := d.pool.QueryRow(ctx, `SELECT count(*) FROM transactions WHERE store_id = $1 AND (created_ms, id) <= ($2, $3)`,
+		tx.StoreID, ms(tx.CreatedAt), tx.ID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: number transaction: %w", down(err))
+	}
+	return n, nil
+}

@@ -229,6 +229,10 @@ func (c *Client) post(ctx context.Context, rawURL string, headers http.Header, b
 	if err := c.CheckURL(rawURL); err != nil {
 		return Attempt{Err: kassa.ErrorMessage(err)}, err
 	}
+	// The duration counts from before the deadline is set, so a request
+	// cut by the timeout never reports less than the timeout (it did,
+	// by the few milliseconds between the two under load).
+	start := time.Now()
 	ctx, cancel := context.WithTimeoutCause(ctx, c.timeout, errTimedOut)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(body))
@@ -245,7 +249,6 @@ func (c *Client) post(ctx context.Context, rawURL string, headers http.Header, b
 		req.Header.Set("User-Agent", c.userAgent)
 	}
 
-	start := time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {
 		msg := c.describe(ctx, err)

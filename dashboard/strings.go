@@ -234,7 +234,6 @@ var strs = map[string]string{
 	"link.invoices":   "Invoices of this link",
 	"link.noinvoices": "No invoice made from this link yet.",
 	"tx.number":       "No.",
-	"table.scroll":    "Swipe the table sideways to see every column.",
 	"err.topup":       "Top up between 1,000 sat and 1 BTC (100,000,000 sat).",
 }
 
@@ -284,7 +283,6 @@ var german = map[string]string{
 	"link.invoices":    "Rechnungen dieses Links",
 	"link.noinvoices":  "Noch keine Rechnung über diesen Link.",
 	"tx.number":        "Nr.",
-	"table.scroll":     "Wischen Sie die Tabelle seitwärts, um alle Spalten zu sehen.",
 }
 
 // msgIn returns the string of key in lang ("de" or "en"), in English

@@ -1,10 +1,11 @@
 package http
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -93,6 +94,9 @@ type copyField struct {
 type checkoutPageData struct {
 	pageBase
 	ID, StoreName, OrderID string
+	// Item is what is paid for: metadata.itemDesc, or the title of the
+	// pay link the invoice pays.
+	Item string
 	// LogoURL is the store's logo, a data:image URI checked by
 	// kassa.ValidateLogoURL.
 	LogoURL         template.URL
@@ -104,10 +108,10 @@ type checkoutPageData struct {
 	Tabs       []payTab
 	OnchainOff bool
 	// Remaining is the time left to pay in seconds, ExpiresAt the
-	// deadline as text.
+	// deadline.
 	Remaining          int64
 	Countdown          string
-	ExpiresAt          string
+	ExpiresAt          time.Time
 	Received, Due      string
 	Overpaid           string
 	Confirmations      int64
@@ -116,7 +120,8 @@ type checkoutPageData struct {
 	HasLightning       bool
 	HasOnchain         bool
 	TxID               string
-	PaidAt, Method     string
+	PaidAt             time.Time
+	Method             string
 	PaidFiat           string
 	PayAgain           string
 	RedirectURL        string
@@ -124,12 +129,47 @@ type checkoutPageData struct {
 	StatusURL, PageURL string
 }
 
-// btcString renders sats as bitcoin with eight decimals.
+// btcString renders sats as bitcoin with eight decimals, for a payment
+// URI or a value to copy (a page shows i18n.BTC).
 func btcString(s kassa.Sats) string { return decimal.New(int64(s), -8).StringFixed(8) }
 
-// btcSats renders sats as "0.00025000 BTC (25000 sats)"-like text.
+// btcSats renders sats as "0.00025000 BTC (25,000 sats)" in lang.
 func btcSats(lang string, s kassa.Sats) string {
-	return btcString(s) + " BTC (" + i18n.T(lang, "checkout.sats", strconv.FormatInt(int64(s), 10)) + ")"
+	return i18n.BTC(lang, s) + " (" + i18n.Sats(lang, s) + ")"
+}
+
+// metadataText returns the member key of an invoice's metadata object:
+// a string, or the digits of a number (plugins send order ids as both);
+// "" otherwise.
+func metadataText(metadata json.RawMessage, key string) string {
+	var m map[string]json.RawMessage
+	if len(metadata) == 0 || json.Unmarshal(metadata, &m) != nil || len(m[key]) == 0 {
+		return ""
+	}
+	v := m[key]
+	switch c := v[0]; {
+	case c == '"':
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			return s
+		}
+	case c == '-' || c >= '0' && c <= '9':
+		return string(v)
+	}
+	return ""
+}
+
+// checkoutItem is what inv pays for: metadata.itemDesc, else the title
+// of its pay link ("" when neither is at hand).
+func (s *server) checkoutItem(r *http.Request, inv *kassa.Invoice) string {
+	if item := metadataText(inv.Metadata, "itemDesc"); item != "" || inv.PaymentLinkID == "" {
+		return item
+	}
+	p, err := s.paymentRequestOfStore(r.Context(), inv.StoreID, inv.PaymentLinkID)
+	if err != nil {
+		return ""
+	}
+	return p.Title
 }
 
 // bip21Amount is the BIP21 amount of sats: BTC without trailing zeros.
@@ -202,14 +242,15 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 		pageBase:     base,
 		ID:           inv.ID,
 		StoreName:    name,
-		OrderID:      inv.OrderID,
+		OrderID:      cmp.Or(inv.OrderID, metadataText(inv.Metadata, "orderId")),
+		Item:         s.checkoutItem(r, inv),
 		HasAmount:    inv.Amount > 0,
-		BTC:          btcString(inv.Amount),
-		Sats:         strconv.FormatInt(int64(inv.Amount), 10),
+		BTC:          i18n.BTC(lang, inv.Amount),
+		Sats:         i18n.Sats(lang, inv.Amount),
 		State:        state,
 		Key:          checkoutKey(inv),
 		Open:         state == stateWaiting || state == stateUnderpaid,
-		ExpiresAt:    inv.ExpiresAt.UTC().Format("2006-01-02 15:04"),
+		ExpiresAt:    inv.ExpiresAt,
 		Required:     int64(max(inv.ConfirmationsRequired, 1)),
 		HasLightning: inv.LightningInvoice != "",
 		HasOnchain:   inv.OnchainAddress != "",
@@ -222,9 +263,9 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case inv.Currency.IsFiat():
-		data.Fiat = inv.InvoiceAmount.StringFixed(inv.Currency.Decimals()) + " " + string(inv.Currency)
+		data.Fiat = i18n.Money(lang, inv.InvoiceAmount, inv.Currency)
 	case inv.StoreCurrency.IsFiat() && inv.ExchangeRate.IsPositive() && inv.Amount > 0:
-		data.Fiat = "≈ " + inv.FiatAmount().StringFixed(inv.StoreCurrency.Decimals()) + " " + string(inv.StoreCurrency)
+		data.Fiat = "≈ " + i18n.Money(lang, inv.FiatAmount(), inv.StoreCurrency)
 	}
 	if left := inv.ExpiresAt.Sub(now); data.Open && left > 0 {
 		data.Remaining = int64(left / time.Second)
@@ -241,7 +282,7 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 	conf, txid := onchainProgress(inv)
 	data.Confirmations, data.TxID, data.PartlyPaid = int64(conf), txid, paid > 0
 	if inv.Status == kassa.InvoiceSettled {
-		data.PaidAt = inv.SettledAt.UTC().Format("2006-01-02 15:04") + " UTC"
+		data.PaidAt = inv.SettledAt
 		data.Method = i18n.T(lang, "tab.lightning")
 		if inv.SettledBy == kassa.MethodOnchain {
 			data.Method = i18n.T(lang, "tab.onchain")
@@ -249,7 +290,7 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 			data.TxID = ""
 		}
 		if inv.StoreCurrency.IsFiat() && inv.ExchangeRate.IsPositive() {
-			data.PaidFiat = inv.FiatTotalPaid().StringFixed(inv.StoreCurrency.Decimals()) + " " + string(inv.StoreCurrency)
+			data.PaidFiat = i18n.Money(lang, inv.FiatTotalPaid(), inv.StoreCurrency)
 		}
 		data.RedirectNow = inv.RedirectAutomatically && (strings.HasPrefix(inv.RedirectURL, "https://") || strings.HasPrefix(inv.RedirectURL, "http://"))
 		if data.RedirectNow {

@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"path"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -35,12 +37,30 @@ var assetFiles embed.FS
 
 // pageFuncs are the template functions of the pages: t looks a string up
 // in the page's language, plural picks its singular or plural form,
-// payLinkStatus names a pay link's status in the API's vocabulary.
+// payLinkStatus names a pay link's status in the API's vocabulary, time
+// and tTime show a time (alone, or in a string) as a <time> element.
 var pageFuncs = template.FuncMap{
 	"t":             i18n.T,
 	"plural":        i18n.Plural,
 	"payLinkStatus": i18n.PayLinkStatus,
+	"time":          timeHTML,
+	"tTime":         tTime,
 	"asset":         assetURL,
+}
+
+// timeHTML is at as a <time> element: its text UTC with the zone named
+// in lang (i18n.Time), so that the page reads right without script; its
+// datetime the instant, which the pages' script rewrites to the reader's
+// own zone (data-local).
+func timeHTML(lang string, at time.Time) template.HTML {
+	return template.HTML(`<time datetime="` + i18n.ISOTime(at) + `" data-local>` + template.HTMLEscapeString(i18n.Time(lang, at)) + `</time>`)
+}
+
+// tTime is the string key in lang with its one %s the <time> element of
+// at (timeHTML); the rest of the string is escaped.
+func tTime(lang, key string, at time.Time) template.HTML {
+	before, after, _ := strings.Cut(i18n.T(lang, key), "%s")
+	return template.HTML(template.HTMLEscapeString(before)) + timeHTML(lang, at) + template.HTML(template.HTMLEscapeString(after))
 }
 
 // pages are the customer pages: checkout, pay link and error.

@@ -60,7 +60,7 @@ func TestCheckoutPage(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, opts...)
 			inv := e.seedInvoice("store_a", testNow, `{"amount": "12.50", "orderId": "A-17", "redirectUrl": "https://shop.example.com/thanks", "redirectAutomatically": true}`)
-			want := []string{"Pay Alice&#39;s Shop", "Order A-17", "0.00025000 BTC", "25000 sats", "12.50 EUR", "Waiting for payment",
+			want := []string{"Pay Alice&#39;s Shop", "Order A-17", "0.00025000 BTC", "25,000 sats", "€12.50", "Waiting for payment",
 				`src="data:image/png;base64,`, inv.OnchainAddress, inv.LightningInvoice,
 				// One unified QR code selected; Lightning and on-chain alone behind tabs.
 				`role="tablist"`, `id="tab-unified" href="?tab=unified" aria-controls="panel-unified" aria-selected="true"`,
@@ -71,7 +71,7 @@ func TestCheckoutPage(t *testing.T) {
 				`href="lightning:LNBCRT`, `href="bitcoin:` + inv.OnchainAddress + `?amount=0.00025&amp;label=Alice%27s%20Shop"`,
 				"Open in wallet", `data-copy="u-address"`, `data-copy="l-invoice"`, `data-copy="o-amount"`, `<code id="o-amount"`, ">0.00025</code>",
 				`aria-label="Copy the Lightning invoice"`,
-				`id="countdown" data-remaining="900"`, "Time left to pay", "15:00", "Pay by 2025-01-02 03:19 UTC.",
+				`id="countdown" data-remaining="900"`, "Time left to pay", "15:00", `Pay by <time datetime="2025-01-02T03:19:05Z" data-local>2025-01-02 03:19 UTC</time>.`,
 				`<noscript><meta http-equiv="refresh" content="10"></noscript>`,
 				`<script src="/checkout-assets/pages.js?v=`, `<link rel="stylesheet" href="/checkout-assets/pages.css?v=`,
 				`:root{--brand:#1a56db;--on-brand:#ffffff}`}
@@ -158,7 +158,7 @@ func TestCheckoutPageStates(t *testing.T) {
 	settle(e, paid)
 	expectPage(t, e.do("GET", "/checkout/"+paid.ID, "", noKey), 200,
 		[]string{`data-state="paid"`, "<h2 id=\"state-title\">Paid</h2>", "Thank you! Your payment has been received.", "Receipt",
-			"0.00002000 BTC (2000 sats) · 1.00 EUR", "2025-01-02 03:05 UTC", "<code>" + paid.ID + "</code>", "B-2", "On-chain", strings.Repeat("ab01", 16),
+			"0.00002000 BTC (2,000 sats) · €1.00", "2025-01-02 03:05 UTC", "<code>" + paid.ID + "</code>", "B-2", "On-chain", strings.Repeat("ab01", 16),
 			`id="back" class="button primary wide" href="https://shop.example.com/done"`, `data-redirect="https://shop.example.com/done"`,
 			`<noscript><meta http-equiv="refresh" content="3;url=https://shop.example.com/done"></noscript>`, "Taking you back to the shop"},
 		[]string{`id="panel-`, `id="countdown"`, "Waiting for payment"})
@@ -179,7 +179,7 @@ func TestCheckoutPagePlainStates(t *testing.T) {
 	// Underpaid: part received on-chain; the rest is due on-chain only.
 	part := e.seedInvoice("store_a", testNow, `{"amount": 10}`) // 20000 sats
 	e.payOnchain(part, strings.Repeat("cd02", 16), 5000, 0)
-	page(part, []string{`data-state="underpaid"`, "Partly paid", "We received 0.00005000 BTC (5000 sats) of 0.00020000 BTC. Still due: 0.00015000 BTC (15000 sats).",
+	page(part, []string{`data-state="underpaid"`, "Partly paid", "We received 0.00005000 BTC (5,000 sats) of 0.00020000 BTC. Still due: 0.00015000 BTC (15,000 sats).",
 		`href="bitcoin:` + part.OnchainAddress + `?amount=0.00015&amp;label=Alice%27s%20Shop"`, "the Lightning invoice can be paid only once"},
 		[]string{`id="tab-lightning"`, `id="panel-unified"`})
 
@@ -192,14 +192,14 @@ func TestCheckoutPagePlainStates(t *testing.T) {
 	// Overpaid.
 	over := e.seedInvoice("store_a", testNow, `{"amount": 10}`)
 	e.payOnchain(over, strings.Repeat("0a04", 16), over.Amount+1000, 2)
-	page(over, []string{`data-state="paid"`, "You paid 0.00001000 BTC (1000 sats) more than asked"}, nil)
+	page(over, []string{`data-state="paid"`, "You paid 0.00001000 BTC (1,000 sats) more than asked"}, nil)
 
 	// Expired, with nothing paid; and another after a partial payment.
 	gone := e.seedInvoice("store_a", testNow, `{"amount": 10, "redirectUrl": "https://shop.example.com/cart"}`)
 	e.advanceTo(gone.ExpiresAt.Add(time.Second))
 	page(gone, []string{`data-state="expired"`, "This invoice has expired", "Go back to the shop to start again",
 		`id="back" class="button primary wide" href="https://shop.example.com/cart"`}, []string{`id="panel-`, `id="countdown"`, "Pay again", "<noscript>"})
-	page(part, []string{`data-state="expired"`, "It expired after receiving 0.00005000 BTC (5000 sats) of 0.00020000 BTC", part.ID}, nil)
+	page(part, []string{`data-state="expired"`, "It expired after receiving 0.00005000 BTC (5,000 sats) of 0.00020000 BTC", part.ID}, nil)
 
 	// Paid late: the payment confirmed after expiry settles it.
 	e.payOnchain(gone, strings.Repeat("1b05", 16), gone.Amount, 1)
@@ -318,8 +318,8 @@ func TestPayLinkPage(t *testing.T) {
 		"customerEmail": "buyer@example.com", "internalNote": "secret VIP note"}`)
 	id := decode[createdPaymentRequest](t, w).ID
 	expectPage(t, e.do("GET", "/payment-requests/"+id, "", noKey), 200,
-		[]string{"Consulting &lt;2h&gt;", "Two hours &amp; a coffee", "100.00 USD", "save 5%", "you pay 95.00 USD", ">Pending<",
-			`<form method="post" action="` + id + `/pay?lang=en">`, "Payable until 2025-02-01 03:04 UTC.",
+		[]string{"Consulting &lt;2h&gt;", "Two hours &amp; a coffee", "$100.00", "save 5%", "you pay $95.00", ">Pending<",
+			`<form method="post" action="` + id + `/pay?lang=en">`, `Payable until <time datetime="2025-02-01T03:04:05Z" data-local>2025-02-01 03:04 UTC</time>.`,
 			"Payment request from Alice&#39;s Shop", `<input id="email" name="email" type="email" value="buyer@example.com" readonly`, "BTC at the current rate."},
 		[]string{"secret VIP note", "SIMULATION"})
 
@@ -338,7 +338,7 @@ func TestPayLinkPage(t *testing.T) {
 		inv.RedirectURL != "https://shop.example.com/paid" || !inv.RedirectAutomatically || inv.BuyerEmail != "buyer@example.com" {
 		t.Errorf("invoice %+v", inv)
 	}
-	expectPage(t, e.do("GET", "/checkout/"+invID, "", noKey), 200, []string{"95.00 USD"}, nil)
+	expectPage(t, e.do("GET", "/checkout/"+invID, "", noKey), 200, []string{"$95.00"}, nil)
 }
 
 func TestPayLinkPageRounding(t *testing.T) {
@@ -348,7 +348,7 @@ func TestPayLinkPageRounding(t *testing.T) {
 	// up to the cent; with no currency the store's (EUR) is used.
 	w := e.do("POST", "/api/v1/stores/store_a/payment-requests", `{"amount": "9.99", "title": "T", "discount": "3"}`)
 	id := decode[createdPaymentRequest](t, w).ID
-	expectPage(t, e.do("GET", "/payment-requests/"+id, "", noKey), 200, []string{"9.99 EUR", "you pay 9.70 EUR"}, nil)
+	expectPage(t, e.do("GET", "/payment-requests/"+id, "", noKey), 200, []string{"€9.99", "you pay €9.70"}, nil)
 	w = e.do("POST", "/payment-requests/"+id+"/pay", "", noKey)
 	if w.Code != http.StatusSeeOther {
 		t.Fatalf("pay: %d %s", w.Code, w.Body.String())
@@ -428,8 +428,8 @@ func TestCheckoutFinalStatesSimulation(t *testing.T) {
 	paid := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
 	settle(e, paid)
 	expectPage(t, e.do("GET", "/checkout/"+paid.ID, "", noKey), 200,
-		[]string{`data-state="paid"`, `<p class="amount" id="fiat">1.00 EUR</p>`, `<p class="muted" id="sats">2000 sats</p>`},
-		[]string{`id="sim-ln"`, `id="sim-chain"`, "2000 sats · 1.00 EUR</p>"})
+		[]string{`data-state="paid"`, `<p class="amount" id="fiat">€1.00</p>`, `<p class="muted" id="sats">2,000 sats</p>`},
+		[]string{`id="sim-ln"`, `id="sim-chain"`, "2,000 sats · €1.00</p>"})
 
 	gone := e.seedInvoice("store_a", testNow, `{"amount": 1}`)
 	e.advanceTo(gone.ExpiresAt.Add(time.Second))

@@ -3,6 +3,8 @@ package http
 import (
 	"html/template"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -27,7 +29,7 @@ type payLinkPageData struct {
 	Status        string
 	Payable       bool
 	Closed        string
-	ExpiryDate    string
+	ExpiryDate    time.Time
 	Email         string
 }
 
@@ -43,6 +45,16 @@ func (s *server) payLinkTerms(r *http.Request, p *kassa.PaymentRequest) (kassa.C
 		currency = st.Currency
 	}
 	return currency, p.PayAmount(currency), nil
+}
+
+// percent renders a percentage as given, with lang's separators: "2.5"
+// ("2,5" in German).
+func percent(lang string, d decimal.Decimal) string {
+	places := int32(0)
+	if _, frac, ok := strings.Cut(d.String(), "."); ok {
+		places = int32(len(frac))
+	}
+	return i18n.Number(lang, d, places)
 }
 
 // closedText says, in lang, why a pay link cannot be paid.
@@ -92,17 +104,19 @@ func (s *server) payLinkPage(w http.ResponseWriter, r *http.Request) {
 		ID:          p.ID,
 		Title:       p.Title,
 		Description: p.Description,
-		Amount:      p.Amount.StringFixed(currency.Decimals()),
-		Discounted:  discounted.StringFixed(currency.Decimals()),
-		Discount:    p.Discount.String(),
-		HasDiscount: p.Discount.IsPositive(),
+		Amount:      i18n.Money(base.Lang, p.Amount, currency),
+		Discounted:  i18n.Money(base.Lang, discounted, currency),
+		Discount:    percent(base.Lang, p.Discount),
 		Currency:    currency,
 		Status:      status,
 		Payable:     status == kassa.PaymentRequestPending,
 		Closed:      closedText(base.Lang, status),
-		ExpiryDate:  p.ExpiryDate.UTC().Format("2006-01-02 15:04"),
+		ExpiryDate:  p.ExpiryDate,
 		Email:       p.CustomerEmail,
 	}
+	// Only an open link advertises its discount: a paid one was paid
+	// at it, a closed one cannot be.
+	data.HasDiscount = data.Payable && p.Discount.IsPositive()
 	if st != nil {
 		base.Brand = storeBrand(st)
 		data.StoreName = st.Name
@@ -113,7 +127,7 @@ func (s *server) payLinkPage(w http.ResponseWriter, r *http.Request) {
 	if data.Payable {
 		if rate, err := s.Rates.Rate(r.Context(), currency); err == nil {
 			if sats, err := kassa.ToSats(discounted, currency, rate); err == nil && sats > 0 {
-				data.DiscountedBTC = btcString(sats)
+				data.DiscountedBTC = i18n.BTC(base.Lang, sats)
 			}
 		}
 	}

@@ -2,8 +2,9 @@
 // this origin; the pages carry no inline script. What it adds to a page
 // that works without it: copy buttons, tabs without a reload, a live
 // countdown, the state redrawn in place as the payment arrives (polling
-// the small status endpoint), the automatic return to the shop and the
-// simulation buttons.
+// the small status endpoint), the automatic return to the shop, the
+// simulation buttons, and times in the reader's own zone (the server
+// writes them in UTC with the zone named).
 (function () {
   "use strict";
   var live = document.getElementById("live");
@@ -66,8 +67,36 @@
     });
   }
 
+  // Times: each <time data-local> holds its instant in UTC, written out
+  // with the zone named; here it becomes the reader's local time, in the
+  // page's language ("2026-11-25 22:44" in English, "25.11.2026, 22:44"
+  // in German), with the reader's zone named (its IANA name, else the
+  // offset). Hovering shows the UTC time it replaced.
+  function two(n) { return ("0" + n).slice(-2); }
+  function zoneName(d) {
+    var zone = "";
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { zone = ""; }
+    if (zone === "UTC" || zone === "Etc/UTC" || zone === "Etc/GMT") { return "UTC"; }
+    if (zone) { return zone.replace(/_/g, " "); }
+    var off = -d.getTimezoneOffset();
+    return "UTC" + (off < 0 ? "-" : "+") + two(Math.floor(Math.abs(off) / 60)) + ":" + two(Math.abs(off) % 60);
+  }
+  function localTimes(root) {
+    var de = document.documentElement.lang === "de";
+    Array.prototype.forEach.call(root.querySelectorAll("time[data-local]"), function (el) {
+      var d = new Date(el.getAttribute("datetime"));
+      if (isNaN(d.getTime())) { return; }
+      var date = de ? two(d.getDate()) + "." + two(d.getMonth() + 1) + "." + d.getFullYear() + ","
+        : d.getFullYear() + "-" + two(d.getMonth() + 1) + "-" + two(d.getDate());
+      el.title = el.textContent;
+      el.textContent = date + " " + two(d.getHours()) + ":" + two(d.getMinutes()) + " " + zoneName(d);
+      el.removeAttribute("data-local");
+    });
+  }
+
   wireCopy(document);
   wireTabs(document);
+  localTimes(document);
   if (!live) { return; }
 
   var statusURL = live.getAttribute("data-status");
@@ -131,6 +160,7 @@
         var details = document.getElementById("details");
         wireCopy(details);
         wireTabs(details);
+        localTimes(details);
         var state = live.getAttribute("data-state");
         if (!(state === "waiting" || state === "underpaid")) {
           if (countdown) { countdown.hidden = true; }

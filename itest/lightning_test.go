@@ -632,7 +632,11 @@ func newDashboardClient(t *testing.T, k *harness.Kassa) *dashboardClient {
 	jar, _ := cookiejar.New(nil)
 	d := &dashboardClient{t: t, k: k, http: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
 	d.get("/dashboard/signup")
-	d.post("/dashboard/signup", url.Values{"email": {"operator@example.com"}, "password": {"a long enough password"}})
+	account := url.Values{"email": {"operator@example.com"}, "password": {"a long enough password"}}
+	d.post("/dashboard/signup", account)
+	// Signing up sends the browser to the login page; it does not log in.
+	d.get("/dashboard/login")
+	d.post("/dashboard/login", account)
 	return d
 }
 

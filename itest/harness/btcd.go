@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -103,6 +104,18 @@ func BtcdDir(t T) string {
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func FreePort(t T) int {
 	t.Helper()
+	// A port from the kernel's ephemeral range (what port 0 gives) can
+	// be taken by any outgoing connection between this check and the
+	// daemon's bind ("address already in use" failed lnd's start under
+	// load), so try ports below that range first.
+	for range 50 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lowPortMin+rand.IntN(lowPortMax-lowPortMin)))
+		if err == nil {
+			port := l.Addr().(*net.TCPAddr).Port
+			l.Close()
+			return port
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("free port: %v", err)
@@ -110,6 +123,9 @@ func FreePort(t T) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// FreePort's range: below Linux's default ephemeral ports (32768–60999).
+const lowPortMin, lowPortMax = 20000, 32000
 
 // NodeConfig says how to start a node.
 type NodeConfig struct {

@@ -110,4 +110,5 @@ func TestBrowserCheckoutFormats(t *testing.T) {
 		b.noSideScroll("the pay link's checkout")
 		b.noProblems()
 	}
+	b.screenshots("checkout-item-tokyo-de", desktopWidth)
 }

@@ -61,6 +61,10 @@ const (
 	RequestAPIKey         = "apikey"
 	RequestPaymentRequest = "paymentrequest"
 	RequestStore          = "store"
+	// RequestPoolAddress records that an address of lnd's address pool
+	// was handed out (lightning/lnd.AddressPool): ID is the address,
+	// StoreID the pool's name, ResultID the invoice.
+	RequestPoolAddress = "pooladdress"
 )
 
 // RequestBatch is a Batch that records request ids. Commit fails with

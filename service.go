@@ -165,6 +165,10 @@ type BackendInfo struct {
 	// Warning names conditions the operator should look at, separated
 	// by "; ".
 	Warning string `json:"warning,omitempty"`
+	// AddressPool is how many addresses of lnd's wallet are left for
+	// the on-chain invoices of stores without an xpub while lnd is
+	// unreachable; nil without such a pool.
+	AddressPool *int `json:"addressPool,omitempty"`
 }
 
 // ChainEvent says what the chain watcher saw of one output paying a
@@ -187,6 +191,13 @@ type Chain interface {
 	Start(ctx context.Context, handle func(context.Context, ChainEvent) error) error
 	Info(ctx context.Context) BackendInfo
 }
+
+// ErrNoWalletAddress is the refusal of an on-chain invoice of a store
+// without an xpub while lnd, whose wallet gives such stores' addresses,
+// cannot be reached and its address pool is used up: Lightning is at
+// fault, not the chain (docs/decisions.md, "An address pool for lnd
+// outages").
+var ErrNoWalletAddress = Errorf(Unavailable, "Lightning (lnd) is unreachable and no address of its wallet is left in the pool for stores without an xpub; try again once lnd is back")
 
 // LightningInvoice is a BOLT11 payment request made by the node.
 type LightningInvoice struct {

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -249,8 +250,10 @@ func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID str
 		}
 		if inv.OnchainAddress, err = s.cfg.Chain.NewAddress(ctx, st, inv.ID); err != nil {
 			s.log.Error("chain backend: new address", "err", err)
-			if kassa.ErrorCode(err) == kassa.Invalid {
-				return nil, err // the store's settings, not the backend
+			if kassa.ErrorCode(err) == kassa.Invalid || errors.Is(err, kassa.ErrNoWalletAddress) {
+				// The store's settings, or lnd, whose wallet gives the
+				// addresses of a store without an xpub: not the chain.
+				return nil, err
 			}
 			return nil, kassa.Errorf(kassa.Unavailable, "the chain backend cannot give an address right now")
 		}

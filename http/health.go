@@ -137,7 +137,7 @@ func component(info kassa.BackendInfo, public bool) componentHealth {
 		c.Status = "degraded"
 	}
 	if public {
-		c.Error, c.Warning, c.Node, c.BestHash = "", "", "", ""
+		c.Error, c.Warning, c.Node, c.BestHash, c.AddressPool = "", "", "", "", nil
 	}
 	return c
 }

@@ -106,3 +106,35 @@ func TestHealthPublicAndCached(t *testing.T) {
 		t.Errorf("a wrong token gets the details")
 	}
 }
+
+// The chain's addressPool (how many addresses of lnd's wallet are left
+// for stores without an xpub during an lnd outage) is in the admin
+// token's health, as the OpenAPI document describes it, and not in the
+// public one.
+func TestHealthAddressPoolForAdmin(t *testing.T) {
+	t.Parallel()
+	left := 3
+	e := newEnv(t, withDeps(func(d *Deps) {
+		d.Chain = stubBackend{kassa.BackendInfo{Backend: "rpc", Network: "regtest", Synced: true, AddressPool: &left}}
+	}))
+	type health struct {
+		Chain struct {
+			AddressPool *int `json:"addressPool"`
+		} `json:"chain"`
+	}
+	read := func(headers ...header) (health, string) {
+		t.Helper()
+		w := e.do("GET", "/api/v1/health", "", append([]header{noKey}, headers...)...)
+		var h health
+		if err := json.Unmarshal(w.Body.Bytes(), &h); err != nil {
+			t.Fatalf("health %d %s: %v", w.Code, w.Body, err)
+		}
+		return h, w.Body.String()
+	}
+	if h, body := read(admin); h.Chain.AddressPool == nil || *h.Chain.AddressPool != 3 {
+		t.Fatalf("admin health without addressPool 3: %s", body)
+	}
+	if _, body := read(); strings.Contains(body, "addressPool") {
+		t.Fatalf("public health shows the address pool: %s", body)
+	}
+}

@@ -20,6 +20,7 @@ var (
 	chainNodeHeight = prometheus.NewDesc("kassa_chain_node_height", "Height of the chain node's best block.", nil, nil)
 	chainLag        = prometheus.NewDesc("kassa_chain_lag_blocks", "Blocks between the node's best block and the last one processed.", nil, nil)
 	chainSynced     = prometheus.NewDesc("kassa_chain_synced", "1 when the chain backend is synchronized and answering.", nil, nil)
+	addressPool     = prometheus.NewDesc("kassa_address_pool_addresses", "Addresses of lnd's wallet left in the pool for the on-chain invoices of stores without an xpub while lnd is unreachable.", nil, nil)
 	lnConnected     = prometheus.NewDesc("kassa_lightning_connected", "1 when the Lightning backend answers, 0 when it does not.", nil, nil)
 	lnSynced        = prometheus.NewDesc("kassa_lightning_synced", "1 when the Lightning node is synchronized to the chain.", nil, nil)
 	rateAge         = prometheus.NewDesc("kassa_rate_age_seconds", "Age of the newest rate each exchange rate provider brought (-1: none yet).", []string{"provider"}, nil)
@@ -35,11 +36,12 @@ func bit(b bool) float64 {
 	return 0
 }
 
-// Backends reads the chain's height and lag and the Lightning node's
-// connection state from their Info when scraped.
+// Backends reads the chain's height and lag, the address pool (with
+// lnd) and the Lightning node's connection state from their Info when
+// scraped.
 func Backends(chain, lightning Backend) Func {
 	return Func{
-		Descs: []*prometheus.Desc{chainHeight, chainNodeHeight, chainLag, chainSynced, lnConnected, lnSynced},
+		Descs: []*prometheus.Desc{chainHeight, chainNodeHeight, chainLag, chainSynced, addressPool, lnConnected, lnSynced},
 		Collect: func(ctx context.Context, ch chan<- prometheus.Metric) {
 			ci := chain.Info(ctx)
 			node := ci.NodeHeight
@@ -50,6 +52,9 @@ func Backends(chain, lightning Backend) Func {
 			ch <- Gauge(chainNodeHeight, float64(node))
 			ch <- Gauge(chainLag, float64(max(ci.Lag, node-ci.Height, 0)))
 			ch <- Gauge(chainSynced, bit(ci.Synced && ci.Error == ""))
+			if ci.AddressPool != nil {
+				ch <- Gauge(addressPool, float64(*ci.AddressPool))
+			}
 			li := lightning.Info(ctx)
 			ch <- Gauge(lnConnected, bit(li.Error == ""))
 			ch <- Gauge(lnSynced, bit(li.Synced && li.Error == ""))

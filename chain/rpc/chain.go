@@ -42,11 +42,11 @@ type Config struct {
 	Expiry, Monitoring time.Duration
 	Clock              kassa.Clock
 	Logger             *slog.Logger
-	// WalletAddress, when set, gives the addresses of stores without an
-	// xpub: fresh receive addresses of the service's own wallet (its
-	// lnd's), watched like derived ones. Nil refuses on-chain invoices
-	// of such stores.
-	WalletAddress func(ctx context.Context) (string, error)
+	// Wallet, when set, gives the addresses of stores without an xpub:
+	// receive addresses of the service's own wallet (its lnd's, through
+	// the address pool that outlasts an lnd outage), watched like
+	// derived ones. Nil refuses on-chain invoices of such stores.
+	Wallet Wallet
 	// Cluster says that several nodes share the store (cluster mode):
 	// the watcher runs through Watch, on the node that holds the
 	// chain-watcher lease; every node hands out addresses, so each pass
@@ -54,6 +54,29 @@ type Config struct {
 	// says "standby" while another node watches (docs/decisions.md,
 	// "Watcher leases with epoch fencing").
 	Cluster bool
+}
+
+// Wallet gives the addresses of stores without an xpub.
+type Wallet interface {
+	// Address returns an unused address of the wallet for invoiceID. A
+	// kassa.ErrNoWalletAddress passes on as it is: it names the
+	// Lightning node, not the chain.
+	Address(ctx context.Context, invoiceID string) (string, error)
+}
+
+// WalletPool is a Wallet that keeps addresses ahead for its outages
+// (lightning/lnd.AddressPool); health says how many are left.
+type WalletPool interface {
+	Wallet
+	Left(ctx context.Context) (int, error)
+}
+
+// WalletFunc is a Wallet of a function.
+type WalletFunc func(ctx context.Context, invoiceID string) (string, error)
+
+// Address calls f.
+func (f WalletFunc) Address(ctx context.Context, invoiceID string) (string, error) {
+	return f(ctx, invoiceID)
 }
 
 // sharedSlack is how far back each pass of a cluster's watcher looks for
@@ -72,7 +95,7 @@ type Chain struct {
 	log     *slog.Logger
 	expiry  time.Duration
 	monitor time.Duration
-	wallet  func(ctx context.Context) (string, error)
+	wallet  Wallet
 
 	matcher *Matcher
 	gap     gapTracker
@@ -118,7 +141,7 @@ func New(cfg Config) (*Chain, error) {
 	c := &Chain{
 		conn: cfg.Conn, node: cfg.Node, kv: cfg.State, reader: cfg.Reader,
 		clock: cfg.Clock, log: cfg.Logger.With("component", "chain"),
-		expiry: cfg.Expiry, monitor: cfg.Monitoring, wallet: cfg.WalletAddress,
+		expiry: cfg.Expiry, monitor: cfg.Monitoring, wallet: cfg.Wallet,
 		matcher: NewMatcher(), wake: make(chan struct{}, 1),
 		accounts: make(map[string]*derive.Account), done: make(chan struct{}),
 		cluster: cfg.Cluster,
@@ -200,7 +223,7 @@ func (c *Chain) NewAddress(ctx context.Context, store *kassa.Store, invoiceID st
 		return "", err
 	}
 	if store != nil && strings.TrimSpace(store.Xpub) == "" && c.wallet != nil {
-		return c.walletAddress(ctx, store)
+		return c.walletAddress(ctx, store, invoiceID)
 	}
 	if store == nil || strings.TrimSpace(store.Xpub) == "" {
 		return "", kassa.Errorf(kassa.Invalid, "the store has no xpub: on-chain invoices need one (kassa store create --xpub)")
@@ -236,8 +259,11 @@ func (c *Chain) NewAddress(ctx context.Context, store *kassa.Store, invoiceID st
 // invoice of store (which has no xpub) and starts watching it. The
 // address must be of the node's network: a wallet on another network
 // would take payments the watcher never sees.
-func (c *Chain) walletAddress(ctx context.Context, store *kassa.Store) (string, error) {
-	address, err := c.wallet(ctx)
+func (c *Chain) walletAddress(ctx context.Context, store *kassa.Store, invoiceID string) (string, error) {
+	address, err := c.wallet.Address(ctx, invoiceID)
+	if errors.Is(err, kassa.ErrNoWalletAddress) {
+		return "", err
+	}
 	if err != nil {
 		return "", kassa.Errorf(kassa.Unavailable, "the service wallet gives no address: %v", err)
 	}
@@ -545,7 +571,24 @@ func (c *Chain) Info(ctx context.Context) kassa.BackendInfo {
 	standby := c.health.standby
 	c.health.mu.Unlock()
 	if standby {
-		return c.standbyInfo(ctx, info)
+		info = c.standbyInfo(ctx, info)
+	}
+	if pool, ok := c.wallet.(WalletPool); ok {
+		var warning string
+		if left, err := pool.Left(ctx); err != nil {
+			warning = "the address pool cannot be read: " + err.Error()
+		} else {
+			info.AddressPool = &left
+			if left == 0 {
+				warning = "the address pool of lnd's wallet is empty: while lnd is unreachable, stores without an xpub get no invoice"
+			}
+		}
+		if warning != "" && info.Warning != "" {
+			warning = info.Warning + "; " + warning
+		}
+		if warning != "" {
+			info.Warning = warning
+		}
 	}
 	return info
 }

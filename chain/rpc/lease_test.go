@@ -214,7 +214,7 @@ func TestStandbyNodeForgetsOldAddresses(t *testing.T) {
 	addr, _ := testAddress(t, 9)
 	c, err := New(Config{Conn: Conn{Network: "regtest", Params: testParams}, Node: newScriptedNode(), Cluster: true,
 		Clock: clock, Expiry: time.Minute, Monitoring: time.Minute, Logger: slog.New(slog.DiscardHandler),
-		WalletAddress: func(context.Context) (string, error) { return addr, nil }})
+		Wallet: WalletFunc(func(context.Context, string) (string, error) { return addr, nil })})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestStoreWithoutXpubGetsWatchedWalletAddresses(t *testing.T) {
 	addr, script := testAddress(t, 7)
 	var wallet func(context.Context) (string, error)
 	c, err := New(Config{Conn: Conn{Network: "regtest", Params: testParams, Poll: time.Second}, Node: node, State: &memKV{},
-		Logger: slog.New(slog.DiscardHandler), WalletAddress: func(ctx context.Context) (string, error) { return wallet(ctx) }})
+		Logger: slog.New(slog.DiscardHandler), Wallet: WalletFunc(func(ctx context.Context, _ string) (string, error) { return wallet(ctx) })})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kassapay/kassa/dashboard"
 	kassahttp "github.com/kassapay/kassa/http"
+	"github.com/kassapay/kassa/lightning/lnd"
 )
 
 // Config is every setting of `kassa serve`. Each flag can also be set as
@@ -27,13 +28,16 @@ type Config struct {
 	RatesMaxAge   time.Duration
 	InvoiceExpiry time.Duration
 	Monitoring    time.Duration
-	Dev           bool
-	OTLPEndpoint  string
-	LogFormat     string
-	LogLevel      string
-	RateLimit     float64
-	RateBurst     int
-	DebugListen   string
+	// AddressPool is how many addresses of lnd's wallet are kept ahead
+	// for stores without an xpub during an lnd outage.
+	AddressPool  int
+	Dev          bool
+	OTLPEndpoint string
+	LogFormat    string
+	LogLevel     string
+	RateLimit    float64
+	RateBurst    int
+	DebugListen  string
 	// MetricsListen is the admin listener of /metrics (off when empty).
 	MetricsListen string
 	// TraceFile appends spans as JSON lines; TraceSampleRatio is the
@@ -85,6 +89,7 @@ func DefaultConfig() Config {
 		RatesMaxAge:   10 * time.Minute,
 		InvoiceExpiry: 15 * time.Minute,
 		Monitoring:    24 * time.Hour,
+		AddressPool:   lnd.DefaultPoolSize,
 		LogFormat:     "text",
 		LogLevel:      "info",
 		RateLimit:     100,
@@ -116,6 +121,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.RatesMaxAge, "rates-max-age", c.RatesMaxAge, "a rate older than this is not used")
 	fs.DurationVar(&c.InvoiceExpiry, "invoice-expiry", c.InvoiceExpiry, "how long an invoice waits for payment")
 	fs.DurationVar(&c.Monitoring, "monitoring", c.Monitoring, "how long an expired invoice's address is still watched")
+	fs.IntVar(&c.AddressPool, "address-pool", c.AddressPool, "with lnd: addresses of lnd's wallet kept ahead, so that stores without an xpub get on-chain invoices while lnd is unreachable")
 	fs.BoolVar(&c.Dev, "dev", c.Dev, "development: allow loopback webhook URLs, seed a demo store")
 	fs.StringVar(&c.OTLPEndpoint, "otlp-endpoint", c.OTLPEndpoint, "send traces over OTLP/gRPC to HOST:PORT (off when empty)")
 	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "text or json")

@@ -380,6 +380,9 @@ func (c *Config) validate(src configSources) []error {
 	if c.Monitoring < 0 {
 		bad("monitoring", "must not be negative")
 	}
+	if c.AddressPool < 1 || c.AddressPool > 10_000 {
+		bad("address-pool", "must be between 1 and 10000")
+	}
 	for _, r := range []struct {
 		key   string
 		value float64

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/actors"
+	chainrpc "github.com/kassapay/kassa/chain/rpc"
 	"github.com/kassapay/kassa/egress"
 	"github.com/kassapay/kassa/lightning/lnd"
 	"github.com/kassapay/kassa/lnurl"
@@ -60,7 +60,7 @@ func openPaymentHashes(r kassa.Reader) func(context.Context, func(string) error)
 // their Lightning addresses, through the egress client (public addresses
 // and https only, unless --dev).
 // onchain says that the chain backend watches lnd's wallet addresses
-// (lndWalletAddress), so that confirmed payments to them are forwarded.
+// (lndWallet), so that confirmed payments to them are forwarded.
 // In cluster mode the forwarder stands by until it holds the forwarder
 // lease (leases.go).
 func newForwarder(node *lnd.Node, db storage, dev, onchain, cluster bool, clock kassa.Clock, log *slog.Logger) *actors.Forwarder {
@@ -76,20 +76,26 @@ func newForwarder(node *lnd.Node, db storage, dev, onchain, cluster bool, clock 
 	})
 }
 
-// lndWalletAddress gives the real chain backend the addresses of stores
-// without an xpub when --lightning is lnd: fresh addresses of lnd's
-// wallet, from *node once it is set (the chain backend is made first).
-// Without lnd it returns nil, and such stores get no on-chain invoices.
-func lndWalletAddress(lightning string, node **lnd.Node) func(context.Context) (string, error) {
-	if !strings.HasPrefix(lightning, "lnd://") {
-		return nil
+// lndWallet gives the real chain backend the addresses of stores
+// without an xpub when --lightning is lnd: addresses of lnd's wallet,
+// through its address pool once it is set (the chain backend is made
+// first), so that an lnd outage does not stop their on-chain invoices.
+type lndWallet struct{ pool *lnd.AddressPool }
+
+var _ chainrpc.WalletPool = (*lndWallet)(nil)
+
+func (w *lndWallet) Address(ctx context.Context, invoiceID string) (string, error) {
+	if w.pool == nil {
+		return "", errors.New("lnd is not set up")
 	}
-	return func(ctx context.Context) (string, error) {
-		if *node == nil {
-			return "", errors.New("lnd is not set up")
-		}
-		return (*node).NewAddress(ctx)
+	return w.pool.Address(ctx, invoiceID)
+}
+
+func (w *lndWallet) Left(ctx context.Context) (int, error) {
+	if w.pool == nil {
+		return 0, errors.New("lnd is not set up")
 	}
+	return w.pool.Left(ctx)
 }
 
 // lnurlAddresses is the LNURL-pay client for the network of the lnd node,

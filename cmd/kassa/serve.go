@@ -133,7 +133,7 @@ func (m *Main) Run(ctx context.Context) error {
 	var sim *simulator
 	var chain kassa.Chain
 	var lightning kassa.Lightning
-	var lndNode *lnd.Node // set below when --lightning is lnd://
+	var wallet *lndWallet // with --lightning lnd://, its pool is set below
 	switch {
 	case c.Chain == "sim":
 		// The simulations keep their state in the store, so that an
@@ -151,11 +151,15 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		// With lnd, stores without an xpub take on-chain payments to
 		// lnd's wallet, forwarded like Lightning ones (lightning.go).
-		walletAddress := lndWalletAddress(c.Lightning, &lndNode)
-		if chain, err = chainrpc.New(chainrpc.Config{
+		cfg := chainrpc.Config{
 			Conn: conn, State: m.db, Reader: m.db, Expiry: c.InvoiceExpiry, Monitoring: c.Monitoring,
-			Clock: m.Clock, Logger: log, WalletAddress: walletAddress, Cluster: clusterMode != nil,
-		}); err != nil {
+			Clock: m.Clock, Logger: log, Cluster: clusterMode != nil,
+		}
+		if strings.HasPrefix(c.Lightning, "lnd://") {
+			wallet = &lndWallet{}
+			cfg.Wallet = wallet
+		}
+		if chain, err = chainrpc.New(cfg); err != nil {
 			return err
 		}
 	default:
@@ -177,7 +181,15 @@ func (m *Main) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		lightning, lndNode = node, node
+		lightning = node
+		if wallet != nil {
+			// Addresses of lnd's wallet kept ahead for its outages
+			// (docs/decisions.md, "An address pool for lnd outages").
+			if wallet.pool, err = lnd.NewPool(node, lnd.PoolConfig{Store: m.db, Size: c.AddressPool, Clock: m.Clock, Logger: log}); err != nil {
+				return err
+			}
+			go wallet.pool.Run(runCtx)
+		}
 		_, onchain := chain.(*chainrpc.Chain)
 		m.forwarder = newForwarder(node, m.db, c.Dev, onchain, clusterMode != nil, m.Clock, log)
 	default:

@@ -24,6 +24,7 @@ type storage interface {
 	kassa.Journal
 	kassa.Reader
 	kassa.KeyValue
+	kassa.RequestReader
 	kassa.ForwardStore
 	// State is the key-value space name of a simulated backend.
 	State(name string) simstore.Store

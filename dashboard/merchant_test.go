@@ -14,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/http/i18n"
 )
 
 // The tests of issue 22's dashboard items: each failed on the code
@@ -414,4 +415,48 @@ func newReceiverServer(t *testing.T, rec *receiver) string {
 	srv := httptest.NewServer(rec)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// TestMoneyAndTimesFormatted: the dashboard writes amounts and times with
+// the one formatter of the pages (http/i18n): "€12.50", not "12.5 EUR";
+// satoshis grouped; times in UTC with the zone named.
+func TestMoneyAndTimesFormatted(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.signup("a@example.com")
+	st := c.createStore("Shop")
+	inv, err := e.sys.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.RequireFromString("12.5"), HasAmount: true, Currency: kassa.EUR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.settle(inv)
+	inv, _ = e.db.Invoice(t.Context(), inv.ID)
+	link, err := e.sys.CreatePaymentRequest(t.Context(), st.ID, &kassa.PaymentRequestInput{Title: "Mug", Amount: decimal.RequireFromString("3"), HasAmount: true, Currency: kassa.USD})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "/dashboard/stores/" + st.ID
+	money := htmlText(i18n.Money("en", inv.InvoiceAmount, kassa.EUR)) // €12.50
+	for p, want := range map[string][]string{
+		base + "/invoices/" + inv.ID: {money, htmlText(i18n.Sats("en", inv.Amount)), htmlText(i18n.Time("en", inv.CreatedAt)),
+			htmlText(i18n.Money("en", inv.ExchangeRate, kassa.EUR))},
+		base + "/invoices":            {money, htmlText(i18n.Time("en", inv.CreatedAt))},
+		base + "/transactions":        {htmlText(i18n.Sats("en", inv.Amount)), htmlText(i18n.Time("en", inv.CreatedAt))},
+		base + "/paylinks":            {htmlText(i18n.Money("en", link.Amount, kassa.USD))},
+		base + "/paylinks/" + link.ID: {htmlText(i18n.PayLinkStatus("en", kassa.PaymentRequestPending))},
+		"/dashboard/stores":           {htmlText(i18n.Sats("en", 0))},
+	} {
+		_, body, _ := c.get(p)
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s lacks %q", p, w)
+			}
+		}
+		if strings.Contains(body, "12.5 EUR") {
+			t.Errorf("%s still writes 12.5 EUR", p)
+		}
+	}
+	if !strings.Contains(i18n.Time("en", inv.CreatedAt), "UTC") {
+		t.Error("times do not name their zone")
+	}
 }

@@ -39,13 +39,9 @@ type view struct {
 }
 
 var funcs = template.FuncMap{
-	"t": msg,
-	"sats": func(s kassa.Sats) string {
-		return groupDigits(strconv.FormatInt(int64(s), 10)) + " sat"
-	},
-	"dec":  func(d decimal.Decimal) string { return d.String() },
-	"time": fmtTime,
-	"ms":   func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" },
+	"t":   msg,
+	"dec": func(d decimal.Decimal) string { return d.String() },
+	"ms":  func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" },
 	"date": func(t time.Time) string {
 		if t.IsZero() {
 			return ""
@@ -99,27 +95,37 @@ func containsEvent(list []kassa.EventType, e kassa.EventType) bool {
 	return false
 }
 
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "—"
+// formatFuncs are the template functions that write money, times and a
+// pay link's status in lang, with the one formatter of every page
+// (http/i18n, docs/decisions.md "One formatter for money and times"):
+// sats ("14,368 sats"), money ("€12.50", "1.234,50 €", "0.00014368
+// BTC"), rate (a bitcoin's price: "€50,000.00 / BTC"), time (UTC with
+// the zone named: "2026-11-25 21:44 UTC") and linkstatus (the API's
+// word in English).
+func formatFuncs(lang string) template.FuncMap {
+	return template.FuncMap{
+		"sats":  func(s kassa.Sats) string { return i18n.Sats(lang, s) },
+		"money": func(d decimal.Decimal, c kassa.Currency) string { return i18n.Money(lang, d, c) },
+		"rate": func(d decimal.Decimal, c kassa.Currency) string {
+			if d.IsZero() {
+				return "—"
+			}
+			return i18n.Money(lang, d, c) + " / BTC"
+		},
+		"time":       func(t time.Time) string { return i18n.Time(lang, t) },
+		"linkstatus": func(status string) string { return i18n.PayLinkStatus(lang, status) },
 	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
-func groupDigits(s string) string {
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
+// withLang is funcs with the strings and formatters of lang.
+func withLang(base template.FuncMap, lang string) template.FuncMap {
+	fm := template.FuncMap{}
+	maps.Copy(fm, base)
+	maps.Copy(fm, formatFuncs(lang))
+	if lang != "en" {
+		fm["t"] = func(key string) string { return msgIn(lang, key) }
 	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return fm
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -127,10 +133,8 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // parsePages parses each page template with the layout around it; the
 // currency menus offer fiat (nil: the six of old) and then BTC and SATS.
 func parsePages(fiat []kassa.Currency) map[string]*template.Template {
-	fm := funcs
+	fm := withLang(funcs, "en")
 	if fiat != nil {
-		fm = template.FuncMap{}
-		maps.Copy(fm, funcs)
 		offered := append(slices.Clone(fiat), kassa.BTC, kassa.SATS)
 		fm["currencies"] = func() []kassa.Currency { return offered }
 	}
@@ -155,10 +159,7 @@ func parsePage(name string, fm template.FuncMap) *template.Template {
 
 // germanErrorPage is the error page with the German strings.
 var germanErrorPage = sync.OnceValue(func() *template.Template {
-	fm := template.FuncMap{}
-	maps.Copy(fm, funcs)
-	fm["t"] = func(key string) string { return msgIn("de", key) }
-	return parsePage("templates/error.html", fm)
+	return parsePage("templates/error.html", withLang(funcs, "de"))
 })
 
 // render writes page with data, in the layout.

@@ -73,9 +73,13 @@ func TestBrowserDashboardPhone(t *testing.T) {
 			t.Errorf("%s: a table scrolls sideways at 360 px", p)
 		}
 	}
-	// The amounts are there, whole, in the transaction cards.
+	// The amounts are there, whole and formatted, in the cards.
+	open(base + "/invoices")
+	if txt := b.text("main"); !strings.Contains(txt, "€5,432.10") {
+		t.Errorf("the invoices page lacks €5,432.10: %s", txt)
+	}
 	open(base + "/transactions")
-	if txt := b.text("main"); !strings.Contains(txt, "EUR") {
-		t.Errorf("the transactions page shows no amounts: %s", txt)
+	if txt := b.text("main"); !strings.Contains(txt, " sats") || !strings.Contains(txt, " UTC") {
+		t.Errorf("the transactions page lacks its amounts or times: %s", txt)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -25,6 +26,10 @@ import (
 // store, so a store grain places all three (docs/decisions.md, "Cluster
 // mode").
 const KindStore = "store"
+
+// Provider is a cluster membership provider (etcd in production). One
+// serves one membership: Rejoin takes a new one.
+type Provider = cluster.ClusterProvider
 
 // ClusterConfig joins a System to a protoactor-go cluster.
 type ClusterConfig struct {
@@ -66,9 +71,17 @@ type Fence interface {
 	Expel(ctx context.Context, member string) error
 }
 
-// clusterState is what a System in cluster mode keeps.
+// clusterState is what a System in cluster mode keeps of one
+// membership: a node that joins again (Rejoin) gets a new one.
 type clusterState struct {
 	c *cluster.Cluster
+	// id is the member id: the actor system's, and the one this node
+	// commits under through the membership fence.
+	id string
+	// cc is the configuration it joined with, for Rejoin.
+	cc ClusterConfig
+	// left is set once the membership was given up (Rejoin).
+	left atomic.Bool
 
 	mu      sync.RWMutex
 	rdv     *cluster.Rendezvous
@@ -82,49 +95,139 @@ type clusterState struct {
 // cc.Port, the provider's membership, disthash placement, and the store
 // kind. From then on a call about a store another node owns is sent to
 // that node as a protos.StoreCall. Call it before Recover.
-func (s *System) JoinCluster(cc ClusterConfig) (err error) {
+func (s *System) JoinCluster(cc ClusterConfig) error {
 	if cc.Provider == nil {
 		return errors.New("cluster: no membership provider")
 	}
 	if cc.Name == "" {
 		cc.Name = "kassa"
 	}
-	remoting, err := s.remoteConfig(cc)
-	if err != nil {
-		return err
-	}
-	kind := cluster.NewKind(KindStore, actor.PropsFromProducer(func() actor.Actor { return &storeGrain{sys: s} }))
-	cfg := cluster.Configure(cc.Name, cc.Provider, disthash.New(), remoting,
-		cluster.WithKinds(kind), cluster.WithRequestTimeout(s.cfg.RequestTimeout))
 	if cc.Fence != nil {
 		if err := s.joinFence(cc.Fence); err != nil {
 			return err
 		}
 	}
-	c := cluster.New(s.as, cfg)
-	st := &clusterState{c: c, rdv: cluster.NewRendezvous()}
-	s.cluster = st
-	s.as.EventStream.Subscribe(func(ev any) {
-		if t, ok := ev.(*cluster.ClusterTopology); ok {
-			s.onTopology(t)
+	st, err := s.startMember(cc)
+	if err != nil {
+		s.cluster.Store(nil)
+		if st != nil {
+			st.c.Shutdown(false)
+		}
+	}
+	return err
+}
+
+// startMember starts a cluster member on the node's actor system and
+// makes it the node's membership.
+func (s *System) startMember(cc ClusterConfig) (st *clusterState, err error) {
+	as := s.actorSystem()
+	remoting, err := s.remoteConfig(cc)
+	if err != nil {
+		return nil, err
+	}
+	kind := cluster.NewKind(KindStore, actor.PropsFromProducer(func() actor.Actor { return &storeGrain{sys: s} }))
+	cfg := cluster.Configure(cc.Name, cc.Provider, disthash.New(), remoting,
+		cluster.WithKinds(kind), cluster.WithRequestTimeout(s.cfg.RequestTimeout))
+	c := cluster.New(as, cfg)
+	st = &clusterState{c: c, id: as.ID, cc: cc, rdv: cluster.NewRendezvous()}
+	s.cluster.Store(st)
+	as.EventStream.Subscribe(func(ev any) {
+		if t, ok := ev.(*cluster.ClusterTopology); ok && s.clusterState() == st {
+			s.onTopology(st, t)
 		}
 	})
 	defer func() {
 		// StartMember panics when the provider fails (etcd unreachable).
 		if r := recover(); r != nil {
-			s.cluster = nil
 			err = fmt.Errorf("cluster: start member: %v", r)
 		}
 	}()
 	c.StartMember()
+	return st, nil
+}
+
+// errRejoining answers what this node is asked while it joins its
+// cluster again.
+var errRejoining = kassa.Errorf(kassa.Unavailable, "this node lost its cluster membership and is joining again: try again")
+
+// Rejoin makes this node a member of its cluster again, under a new
+// member id, after it lost its membership (its etcd lease expired while
+// it was cut off from etcd or stalled, so the others dropped it and will
+// not take its old id back): it stops serving as any store's owner and
+// stops its store and webhook actors at once, leaves the old membership
+// (its remoting stops, its member key goes), expels its old id from the
+// membership fence so that nothing of the old membership commits again,
+// and joins with a new actor system and id through p, a provider not
+// used before. Until it is done every call about a store answers 503.
+// A failed Rejoin can be called again. Nothing needs a restart: what the
+// old membership held was already the others'.
+func (s *System) Rejoin(ctx context.Context, p Provider) error {
+	old := s.clusterState()
+	if old == nil {
+		return errors.New("cluster: rejoin on a single node")
+	}
+	if !s.StepDown() {
+		return fmt.Errorf("cluster: cannot rejoin: %s", s.halt.Load().Message)
+	}
+	if old.left.CompareAndSwap(false, true) {
+		s.log.Warn("leaving the lost cluster membership", "member", old.id)
+		start := time.Now()
+		// The provider stops renewing the old member key and deletes
+		// it; in the background, as it may wait for etcd (the caller
+		// closes its etcd client, and deletes the key itself).
+		go func() { _ = old.c.Config.ClusterProvider.Shutdown(false) }()
+		old.c.Shutdown(false) // stops its actor system and node port
+		s.log.Info("left the lost cluster membership", "member", old.id, "took", time.Since(start).Round(time.Millisecond))
+	}
+	if cur := s.clusterState(); cur != old && !cur.left.Load() {
+		// A Rejoin that failed after it started a member: give that
+		// one up too before the next.
+		cur.left.Store(true)
+		cur.c.Shutdown(false)
+	}
+	if s.fence != nil {
+		if err := s.fence.Expel(ctx, old.id); err != nil {
+			return fmt.Errorf("cluster: expel the old member id: %w", err)
+		}
+	}
+	as := s.newActorSystem()
+	s.as.Store(as)
+	if s.fence != nil {
+		if err := s.fence.Join(ctx, as.ID); err != nil {
+			return fmt.Errorf("cluster: join the membership fence: %w", err)
+		}
+	}
+	cc := old.cc
+	cc.Provider = p
+	if _, err := s.startMember(cc); err != nil {
+		return err
+	}
+	s.halt.CompareAndSwap(errRejoining, nil)
+	s.log.Info("joined the cluster again under a new member id", "member", as.ID, "old", old.id)
+	if s.recovered.Load() {
+		go s.sweepTakenOver()
+	}
 	return nil
+}
+
+// StepDown makes this node stop serving as any store's owner at once,
+// because it lost its membership and will join again (Rejoin): every
+// call about a store answers 503, and its store and webhook actors stop.
+// It returns false when the node is halted for good (Expelled).
+func (s *System) StepDown() bool {
+	if s.haltWith(errRejoining, errCutOff) {
+		s.log.Error("lost the cluster membership: no longer serving as any store's owner until this node is in again")
+	} else if s.halt.Load() != errRejoining {
+		return false
+	}
+	s.stopOwned()
+	return true
 }
 
 // onTopology keeps the member list this node routes by, and sweeps the
 // stores it now owns: the invoices of a lost node's stores get their
 // timers armed again here without waiting for the next sweep.
-func (s *System) onTopology(t *cluster.ClusterTopology) {
-	st := s.cluster
+func (s *System) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 	if s.fence != nil {
 		// Before this node takes any of their stores over: a member
 		// that left (killed, stalled, cut off) commits nothing more.
@@ -147,23 +250,27 @@ func (s *System) onTopology(t *cluster.ClusterTopology) {
 	st.mu.Lock()
 	st.rdv, st.members = rdv, members
 	st.mu.Unlock()
-	s.log.Info("cluster topology", "members", members, "left", len(t.Left), "joined", len(t.Joined))
+	s.log.Info("cluster topology", "members", members, "left", len(t.Left), "joined", len(t.Joined), "member", st.id)
 	if s.recovered.Load() && len(t.Left) > 0 {
-		go func() {
-			if _, err := s.sweep(context.Background(), ""); err != nil {
-				s.log.Error("sweep after a node left", "err", err)
-			}
-			if _, err := s.RecoverDeliveries(context.Background()); err != nil {
-				s.log.Error("recover deliveries after a node left", "err", err)
-			}
-		}()
+		go s.sweepTakenOver()
+	}
+}
+
+// sweepTakenOver arms the timers of the stores this node now owns, and
+// sends their webhook outboxes.
+func (s *System) sweepTakenOver() {
+	if _, err := s.sweep(context.Background(), ""); err != nil {
+		s.log.Error("sweep after a node left", "err", err)
+	}
+	if _, err := s.RecoverDeliveries(context.Background()); err != nil {
+		s.log.Error("recover deliveries after a node left", "err", err)
 	}
 }
 
 // ownerOf returns the address of the node that runs store id, as this
 // node sees the cluster ("" before the first topology event).
 func (s *System) ownerOf(storeID string) string {
-	st := s.cluster
+	st := s.clusterState()
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	return st.rdv.GetByClusterIdentity(cluster.NewClusterIdentity(storeID, KindStore))
@@ -178,7 +285,8 @@ type forwardedKey struct{}
 // When this node owns the store it activates the store's grain first, so
 // that placement knows of it and stops it when the topology moves it.
 func (s *System) remoteStore(ctx context.Context, storeID string) (bool, error) {
-	if s.cluster == nil {
+	st := s.clusterState()
+	if st == nil {
 		return false, nil
 	}
 	if h := s.halt.Load(); h != nil {
@@ -188,13 +296,13 @@ func (s *System) remoteStore(ctx context.Context, storeID string) (bool, error) 
 		switch owner := s.ownerOf(storeID); owner {
 		case "":
 			return false, kassa.Errorf(kassa.Unavailable, "the cluster has no members yet: try again")
-		case s.as.Address():
+		case st.c.ActorSystem.Address():
 		default:
 			return true, nil
 		}
 	}
-	if _, ok := s.cluster.grains.Load(storeID); !ok {
-		if pid := s.cluster.c.Get(storeID, KindStore); pid == nil {
+	if _, ok := st.grains.Load(storeID); !ok {
+		if pid := st.c.Get(storeID, KindStore); pid == nil {
 			return false, kassa.Errorf(kassa.Unavailable, "store %s could not be placed in the cluster: try again", storeID)
 		}
 	}
@@ -248,7 +356,7 @@ func forward[T any](ctx context.Context, s *System, method string, args callArgs
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	res, err := s.cluster.c.Request(args.StoreID, KindStore,
+	res, err := s.clusterState().c.Request(args.StoreID, KindStore,
 		&protos.StoreCall{Method: method, StoreId: args.StoreID, Args: data, Trace: carrier},
 		cluster.WithTimeout(timeout))
 	if err != nil {
@@ -395,6 +503,7 @@ func errorReply(s *System, method string, err error) *protos.StoreCallReply {
 // when the topology moves the store to another node.
 type storeGrain struct {
 	sys *System
+	st  *clusterState // the membership it runs in
 	id  string
 }
 
@@ -402,7 +511,8 @@ func (g *storeGrain) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		g.id = msg.Identity.Identity
-		g.sys.grainStarted(g.id, ctx.Self())
+		g.st = g.sys.clusterState()
+		g.sys.grainStarted(g.st, g.id, ctx.Self())
 	case *protos.StoreCall:
 		// Off the mailbox: the call waits for the store actor, and
 		// calls about a store's different invoices run side by side.
@@ -415,7 +525,7 @@ func (g *storeGrain) Receive(ctx actor.Context) {
 		}()
 	case *actor.Stopping:
 		if g.id != "" {
-			g.sys.grainStopped(g.id, ctx.Self())
+			g.sys.grainStopped(g.st, g.id, ctx.Self())
 		}
 	}
 }
@@ -424,8 +534,8 @@ func (g *storeGrain) Receive(ctx actor.Context) {
 // afresh, and its endpoints send what their outboxes hold (deliveries a
 // lost node left pending). The store actor, which starts next, wakes its
 // invoices that are due.
-func (s *System) grainStarted(storeID string, pid *actor.PID) {
-	s.cluster.grains.Store(storeID, pid)
+func (s *System) grainStarted(st *clusterState, storeID string, pid *actor.PID) {
+	st.grains.Store(storeID, pid)
 	s.webhooksChanged(storeID)
 	if s.deliveriesRecovered.Load() {
 		go s.drainStoreWebhooks(storeID)
@@ -436,17 +546,20 @@ func (s *System) grainStarted(storeID string, pid *actor.PID) {
 // invoice actors and their timers) and its webhook endpoint actors stop.
 // Should a stale activation remain anywhere, its next write conflicts in
 // the journal and it reloads.
-func (s *System) grainStopped(storeID string, pid *actor.PID) {
-	s.cluster.grains.CompareAndDelete(storeID, pid)
+func (s *System) grainStopped(st *clusterState, storeID string, pid *actor.PID) {
+	st.grains.CompareAndDelete(storeID, pid)
+	if st.left.Load() {
+		return // stopOwned stopped its actors; the store may run in a new membership
+	}
 	if p, ok := s.stores.LoadAndDelete(storeID); ok {
-		s.as.Root.Stop(p.(*actor.PID))
+		s.actorSystem().Root.Stop(p.(*actor.PID))
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 		defer cancel()
 		_ = s.cfg.Reader.Webhooks(ctx, storeID, func(w *kassa.Webhook) error {
 			if p, ok := s.webhooks.LoadAndDelete(w.ID); ok {
-				s.as.Root.Stop(p.(*actor.PID))
+				s.actorSystem().Root.Stop(p.(*actor.PID))
 			}
 			return nil
 		})
@@ -459,7 +572,7 @@ func (s *System) drainStoreWebhooks(storeID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	err := s.cfg.Reader.Webhooks(ctx, storeID, func(w *kassa.Webhook) error {
-		s.as.Root.Send(s.webhook(w.ID), &protos.DeliverWebhook{})
+		s.actorSystem().Root.Send(s.webhook(w.ID), &protos.DeliverWebhook{})
 		return nil
 	})
 	if err != nil {
@@ -468,7 +581,7 @@ func (s *System) drainStoreWebhooks(storeID string) {
 }
 
 // MemberID is this node's id among the cluster's members.
-func (s *System) MemberID() string { return s.as.ID }
+func (s *System) MemberID() string { return s.actorSystem().ID }
 
 // ClusterHealth is what a node of a cluster reports about itself.
 type ClusterHealth struct {
@@ -489,15 +602,16 @@ type ClusterHealth struct {
 // ClusterHealth reports membership and the actors this node runs; nil
 // on a single node.
 func (s *System) ClusterHealth() *ClusterHealth {
-	if s.cluster == nil {
+	st := s.clusterState()
+	if st == nil {
 		return nil
 	}
-	h := &ClusterHealth{Address: s.as.Address()}
+	h := &ClusterHealth{Address: st.c.ActorSystem.Address()}
 	h.Owning, h.Fenced = s.Serving()
-	s.cluster.mu.RLock()
-	h.Members = append([]string(nil), s.cluster.members...)
-	s.cluster.mu.RUnlock()
-	s.cluster.grains.Range(func(_, _ any) bool { h.Stores++; return true })
+	st.mu.RLock()
+	h.Members = append([]string(nil), st.members...)
+	st.mu.RUnlock()
+	st.grains.Range(func(_, _ any) bool { h.Stores++; return true })
 	return h
 }
 
@@ -520,7 +634,11 @@ func (s *System) commit(ctx context.Context, b kassa.Batch) error {
 		return h
 	}
 	if s.fence != nil {
-		err := s.fence.Commit(ctx, s.as.ID, b)
+		id := s.actorSystem().ID
+		if st := s.clusterState(); st != nil {
+			id = st.id
+		}
+		err := s.fence.Commit(ctx, id, b)
 		if errors.Is(err, kassa.ErrNotMember) {
 			s.log.Warn("write refused: this node is no longer a member of the cluster")
 		}
@@ -534,7 +652,7 @@ func (s *System) commit(ctx context.Context, b kassa.Batch) error {
 func (s *System) joinFence(f Fence) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
-	if err := f.Join(ctx, s.as.ID); err != nil {
+	if err := f.Join(ctx, s.actorSystem().ID); err != nil {
 		return fmt.Errorf("cluster: join the membership fence: %w", err)
 	}
 	s.fence = f
@@ -551,7 +669,7 @@ var errExpelled = kassa.ErrNotMember
 // store and webhook actors stop at once, not at the end of a drain, so
 // that no timer of theirs fires and nothing in their mailboxes runs.
 func (s *System) Expelled() {
-	if s.halt.Swap(errExpelled) == errExpelled {
+	if !s.haltWith(errExpelled, errCutOff, errRejoining) {
 		return
 	}
 	s.stopOwned()
@@ -567,7 +685,7 @@ var errCutOff = kassa.Errorf(kassa.Unavailable, "this node lost contact with the
 // webhook actors stop, and every call about a store answers 503, until
 // Resume. It returns false when the node was serving already halted.
 func (s *System) Suspend() bool {
-	if !s.halt.CompareAndSwap(nil, errCutOff) {
+	if !s.haltWith(errCutOff) {
 		return false
 	}
 	s.log.Error("lost contact with etcd for as long as the membership lease: no longer serving as any store's owner")
@@ -604,7 +722,7 @@ func (s *System) stopOwned() {
 	for _, m := range []*sync.Map{&s.stores, &s.webhooks} {
 		m.Range(func(id, pid any) bool {
 			m.Delete(id)
-			futures = append(futures, s.as.Root.StopFuture(pid.(*actor.PID)))
+			futures = append(futures, s.actorSystem().Root.StopFuture(pid.(*actor.PID)))
 			return true
 		})
 	}

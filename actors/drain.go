@@ -92,7 +92,7 @@ func (s *System) poison(pid *actor.PID) <-chan struct{} {
 			}
 		}
 	})
-	s.as.Root.Spawn(props)
+	s.actorSystem().Root.Spawn(props)
 	return stopped
 }
 

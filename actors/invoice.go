@@ -347,7 +347,7 @@ func (a *invoiceActor) arm(ctx actor.Context) {
 		return
 	}
 	a.disarm()
-	self, root := ctx.Self(), a.sys.as.Root
+	self, root := ctx.Self(), a.sys.actorSystem().Root
 	d := at.Sub(a.sys.cfg.Clock.Now())
 	if d < 0 {
 		d = 0

@@ -75,7 +75,7 @@ func tlsNode(t *testing.T, dir string, i int) (*harness, string) {
 	if _, err := h.sys.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return h, h.sys.as.Address()
+	return h, h.sys.actorSystem().Address()
 }
 
 // tlsRead dials addr with cfg and reads: in TLS 1.3 a client learns that

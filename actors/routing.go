@@ -16,7 +16,7 @@ import (
 // command sends an event to an invoice actor and returns the invoice
 // after it.
 func (s *System) command(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
-	if s.cluster != nil {
+	if s.clusterState() != nil {
 		data, err := proto.Marshal(ev)
 		if err != nil {
 			return nil, err

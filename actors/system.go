@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -82,8 +83,10 @@ const (
 
 // System runs the actors and offers the core's services.
 type System struct {
-	cfg    Config
-	as     *actor.ActorSystem
+	cfg Config
+	// as is the actor system; a node that joins its cluster again
+	// under a new member id gets a new one (Rejoin).
+	as     atomic.Pointer[actor.ActorSystem]
 	tracer trace.Tracer
 	log    *slog.Logger
 
@@ -100,8 +103,13 @@ type System struct {
 	deliveriesRecovered atomic.Bool
 	stores              sync.Map // store id → *actor.PID
 	shutdown            sync.Once
-	// cluster is set by JoinCluster; nil on a single node.
-	cluster *clusterState
+	// cluster is set by JoinCluster (and again by Rejoin); nil on a
+	// single node.
+	cluster atomic.Pointer[clusterState]
+	// spawnMu orders the spawning of store and webhook actors with
+	// halting: an actor is spawned only while the node is not halted,
+	// so that stopOwned, which runs after the halt, finds every one.
+	spawnMu sync.RWMutex
 	// fence, in a cluster that has one, admits this node's commits
 	// (ClusterConfig.Fence).
 	fence Fence
@@ -156,14 +164,13 @@ func NewSystem(cfg Config) *System {
 	// protoactor-go logs every cluster request at debug level, with its
 	// message (a forwarded call's arguments can hold a webhook secret),
 	// and chatters at info: only its warnings and errors are kept.
-	quiet := slog.New(minLevel{cfg.Logger.Handler(), slog.LevelWarn}).With("component", "protoactor")
 	s := &System{
 		cfg:    cfg,
-		as:     actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet })),
 		tracer: otel.Tracer("github.com/kassapay/kassa/actors"),
 		log:    cfg.Logger,
 		stats:  newSystemStats(),
 	}
+	s.as.Store(s.newActorSystem())
 	// A panicking invoice actor is restarted from storage; its siblings
 	// and its store are not touched.
 	invoiceSupervisor := actor.NewOneForOneStrategy(10, time.Minute, func(reason any) actor.Directive {
@@ -179,6 +186,19 @@ func NewSystem(cfg Config) *System {
 	return s
 }
 
+// newActorSystem makes an actor system for this node.
+func (s *System) newActorSystem() *actor.ActorSystem {
+	quiet := slog.New(minLevel{s.cfg.Logger.Handler(), slog.LevelWarn}).With("component", "protoactor")
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
+}
+
+// actorSystem is the node's actor system.
+func (s *System) actorSystem() *actor.ActorSystem { return s.as.Load() }
+
+// clusterState is what the node keeps of its cluster; nil on a single
+// node.
+func (s *System) clusterState() *clusterState { return s.cluster.Load() }
+
 // Shutdown stops every actor and waits for them (a store actor stops its
 // invoice actors first), so that nothing writes to storage afterwards. It
 // may be called more than once.
@@ -187,20 +207,22 @@ func (s *System) Shutdown() {
 		var futures []actor.Future
 		for _, m := range []*sync.Map{&s.stores, &s.webhooks} {
 			m.Range(func(_, pid any) bool {
-				futures = append(futures, s.as.Root.StopFuture(pid.(*actor.PID)))
+				futures = append(futures, s.actorSystem().Root.StopFuture(pid.(*actor.PID)))
 				return true
 			})
 		}
 		for _, f := range futures {
 			_ = f.Wait()
 		}
-		if s.cluster != nil {
+		if st := s.clusterState(); st != nil && !st.left.Load() {
 			// Leaves the membership (the others take the stores over)
 			// and stops the actor system.
-			s.cluster.c.Shutdown(true)
+			st.c.Shutdown(true)
 			return
+		} else if st != nil && s.actorSystem() == st.c.ActorSystem {
+			return // a Rejoin gave it up and stopped it
 		}
-		s.as.Shutdown()
+		s.actorSystem().Shutdown()
 	})
 }
 
@@ -209,12 +231,41 @@ func (s *System) store(id string) *actor.PID {
 	if pid, ok := s.stores.Load(id); ok {
 		return pid.(*actor.PID)
 	}
-	pid, err := s.as.Root.SpawnNamed(s.storeProps, "store/"+id)
-	if err != nil && !errors.Is(err, actor.ErrNameExists) {
-		panic(fmt.Sprintf("spawn store actor %s: %v", id, err))
+	return s.spawn(&s.stores, s.storeProps, "store/", id)
+}
+
+// spawn spawns the actor named prefix+id unless it runs already (in
+// actors, keyed by id), and returns its PID. While the node is halted
+// it spawns nothing and returns a PID that no actor answers: the
+// callers' requests answer why the node is halted, and their sends are
+// dropped.
+func (s *System) spawn(actors *sync.Map, props *actor.Props, prefix, id string) *actor.PID {
+	s.spawnMu.RLock()
+	defer s.spawnMu.RUnlock()
+	as := s.actorSystem()
+	if s.halt.Load() != nil {
+		return actor.NewPID(as.Address(), "halted/"+prefix+id)
 	}
-	actual, _ := s.stores.LoadOrStore(id, pid)
+	pid, err := as.Root.SpawnNamed(props, prefix+id)
+	if err != nil && !errors.Is(err, actor.ErrNameExists) {
+		panic(fmt.Sprintf("spawn actor %s%s: %v", prefix, id, err))
+	}
+	actual, _ := actors.LoadOrStore(id, pid)
 	return actual.(*actor.PID)
+}
+
+// haltWith halts the node with why (see System.halt) when it is not
+// halted, or when it is halted with one of from; it reports whether it
+// did. The store and webhook actors spawned before it are in their maps
+// by the time it returns (spawn), for stopOwned.
+func (s *System) haltWith(why *kassa.Error, from ...*kassa.Error) bool {
+	s.spawnMu.Lock()
+	defer s.spawnMu.Unlock()
+	cur := s.halt.Load()
+	if cur != nil && cur != why && !slices.Contains(from, cur) {
+		return false
+	}
+	return s.halt.CompareAndSwap(cur, why) && cur != why
 }
 
 // request sends msg to pid and waits for its reply.
@@ -231,7 +282,7 @@ func (s *System) request(ctx context.Context, pid *actor.PID, msg any) (any, err
 	if h := s.halt.Load(); h != nil {
 		return nil, h
 	}
-	res, err := s.as.Root.RequestFuture(pid, msg, timeout).Result()
+	res, err := s.actorSystem().Root.RequestFuture(pid, msg, timeout).Result()
 	if h := s.halt.Load(); h != nil && err != nil {
 		return nil, h // its actor stopped under it
 	}

@@ -229,7 +229,7 @@ func (h *harness) payLightning(inv *kassa.Invoice, sats kassa.Sats) {
 
 // active reports whether inv's actor is running.
 func (h *harness) active(inv *kassa.Invoice) bool {
-	_, ok := h.sys.as.ProcessRegistry.GetLocal(h.sys.store(inv.StoreID).Id + "/" + invoiceName(inv.ID))
+	_, ok := h.sys.actorSystem().ProcessRegistry.GetLocal(h.sys.store(inv.StoreID).Id + "/" + invoiceName(inv.ID))
 	return ok
 }
 
@@ -351,11 +351,11 @@ func TestPanicRestartsOnlyThatInvoice(t *testing.T) {
 	a := h.invoice("1000", kassa.SATS)
 	b := h.invoice("1000", kassa.SATS)
 	pid := h.sys.store(h.store.ID)
-	child := actor.NewPID(h.sys.as.Address(), pid.Id+"/"+invoiceName(a.ID))
-	if _, ok := h.sys.as.ProcessRegistry.GetLocal(child.Id); !ok {
+	child := actor.NewPID(h.sys.actorSystem().Address(), pid.Id+"/"+invoiceName(a.ID))
+	if _, ok := h.sys.actorSystem().ProcessRegistry.GetLocal(child.Id); !ok {
 		t.Fatal("invoice actor not found")
 	}
-	if _, err := h.sys.as.Root.RequestFuture(child, crash{}, time.Second).Result(); err == nil {
+	if _, err := h.sys.actorSystem().Root.RequestFuture(child, crash{}, time.Second).Result(); err == nil {
 		t.Fatal("crash answered")
 	}
 	// Both invoices still work.
@@ -473,7 +473,7 @@ func TestEventActivatesPassivatedInvoice(t *testing.T) {
 	pid := h.sys.store(h.store.ID)
 	child := pid.Id + "/" + invoiceName(inv.ID)
 	eventually(t, "passivation", func() bool {
-		_, ok := h.sys.as.ProcessRegistry.GetLocal(child)
+		_, ok := h.sys.actorSystem().ProcessRegistry.GetLocal(child)
 		return !ok
 	})
 	h.pay(inv, 500, 1, "dd")
@@ -535,7 +535,7 @@ func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
 	due := h.invoice("1000", kassa.SATS)
 	clock.Advance(14 * time.Minute)
 	other := h.invoice("1000", kassa.SATS)
-	if _, err := h.sys.as.Root.RequestFuture(h.sys.store(h.store.ID), crash{}, time.Second).Result(); err == nil {
+	if _, err := h.sys.actorSystem().Root.RequestFuture(h.sys.store(h.store.ID), crash{}, time.Second).Result(); err == nil {
 		t.Fatal("crash answered")
 	}
 	// due expires in a minute, before the sweeper's next round: the
@@ -568,7 +568,7 @@ func TestExpiredInvoicesPassivateAndSweeperWakesThem(t *testing.T) {
 	h.sys.RunSweeper(ctx)
 	inv := h.invoice("1000", kassa.SATS)
 	child := h.sys.store(h.store.ID).Id + "/" + invoiceName(inv.ID)
-	active := func() bool { _, ok := h.sys.as.ProcessRegistry.GetLocal(child); return ok }
+	active := func() bool { _, ok := h.sys.actorSystem().ProcessRegistry.GetLocal(child); return ok }
 
 	clock.Advance(15 * time.Minute)
 	eventually(t, "expiry", func() bool { return h.get(inv.ID).Status == kassa.InvoiceExpired })

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -205,7 +204,7 @@ func (a *webhookActor) retryClaim(ctx actor.Context, at time.Time) {
 		}
 		a.retry()
 	}
-	self, root := ctx.Self(), a.sys.as.Root
+	self, root := ctx.Self(), a.sys.actorSystem().Root
 	a.retryAt = at
 	a.retry = a.sys.cfg.Clock.AfterFunc(max(at.Sub(a.sys.cfg.Clock.Now()), 0), func() { root.Send(self, claimRetry{}) })
 }
@@ -222,7 +221,7 @@ func (a *webhookActor) armTimer(ctx actor.Context, d *kassa.Delivery, now time.T
 	if _, armed := a.timers[d.ID]; armed {
 		return
 	}
-	self, root := ctx.Self(), a.sys.as.Root
+	self, root := ctx.Self(), a.sys.actorSystem().Root
 	a.timers[d.ID] = a.sys.cfg.Clock.AfterFunc(d.NotBefore.Sub(now), func() { root.Send(self, &protos.DeliverWebhook{DeliveryId: d.ID}) })
 }
 
@@ -390,12 +389,7 @@ func (s *System) webhook(id string) *actor.PID {
 	if pid, ok := s.webhooks.Load(id); ok {
 		return pid.(*actor.PID)
 	}
-	pid, err := s.as.Root.SpawnNamed(s.webhookProps, "webhook/"+id)
-	if err != nil && !errors.Is(err, actor.ErrNameExists) {
-		panic(fmt.Sprintf("spawn webhook actor %s: %v", id, err))
-	}
-	actual, _ := s.webhooks.LoadOrStore(id, pid)
-	return actual.(*actor.PID)
+	return s.spawn(&s.webhooks, s.webhookProps, "webhook/", id)
 }
 
 // deliveriesFor returns the pending deliveries of an invoice event, one
@@ -488,7 +482,7 @@ func (s *System) webhooksChanged(storeID string) {
 // notify tells the endpoint actors about deliveries now in the outbox.
 func (s *System) notify(deliveries []*kassa.Delivery) {
 	for _, d := range deliveries {
-		s.as.Root.Send(s.webhook(d.WebhookID), &protos.DeliverWebhook{DeliveryId: d.ID})
+		s.actorSystem().Root.Send(s.webhook(d.WebhookID), &protos.DeliverWebhook{DeliveryId: d.ID})
 	}
 }
 
@@ -504,9 +498,9 @@ func (s *System) RecoverDeliveries(ctx context.Context) (int, error) {
 		if webhookID != last {
 			last = webhookID
 			// In a cluster, the node that runs the webhook's store sends.
-			skip = s.cluster != nil && !s.ownsWebhook(ctx, webhookID)
+			skip = s.clusterState() != nil && !s.ownsWebhook(ctx, webhookID)
 			if !skip {
-				s.as.Root.Send(s.webhook(webhookID), &protos.DeliverWebhook{})
+				s.actorSystem().Root.Send(s.webhook(webhookID), &protos.DeliverWebhook{})
 			}
 		}
 		if !skip {

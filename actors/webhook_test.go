@@ -494,7 +494,7 @@ func TestWebhookActorPanicResendsOutbox(t *testing.T) {
 	if err := h.db.Commit(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.sys.as.Root.RequestFuture(h.sys.webhook(w.ID), crash{}, time.Second).Result(); err == nil {
+	if _, err := h.sys.actorSystem().Root.RequestFuture(h.sys.webhook(w.ID), crash{}, time.Second).Result(); err == nil {
 		t.Fatal("crash answered")
 	}
 	eventually(t, "the orphan delivery", func() bool { return len(h.hooks.to(w.URL)) == 1 })

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -124,25 +123,38 @@ func loopbackHost(host string) bool {
 }
 
 // joinCluster makes sys a member of the cluster in etcd. etcd must
-// answer first: protoactor-go's provider would wait for it for good. The
-// channel it returns is closed when the node loses its membership (see
-// watchMembership) while runCtx lasts.
-func joinCluster(ctx, runCtx context.Context, sys *actors.System, s *clusterSettings, fence actors.Fence, log *slog.Logger) (<-chan struct{}, error) {
-	client, err := clientv3.New(clientv3.Config{Endpoints: s.endpoints, DialTimeout: 5 * time.Second})
+// answer first: protoactor-go's provider would wait for it for good.
+// While runCtx lasts the node then keeps its membership: it fences
+// itself while cut off from etcd (selfFence), and joins again under a
+// new member id when it lost its membership (keepMembership).
+func joinCluster(ctx, runCtx context.Context, sys *actors.System, s *clusterSettings, fence actors.Fence, log *slog.Logger) error {
+	// Each membership has an etcd client and a provider of its own: a
+	// node that joins again closes the old client, which ends whatever
+	// the old provider still renews (else it could put the old member
+	// key back when etcd returns).
+	newMembership := func() (*clientv3.Client, actors.Provider, error) {
+		client, err := clientv3.New(clientv3.Config{Endpoints: s.endpoints, DialTimeout: 5 * time.Second})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--cluster: etcd client: %w", err)
+		}
+		provider, err := etcd.NewWithConfig("/kassa", clientv3.Config{}, etcd.WithEtcdClient(client),
+			etcd.WithKeepAliveTTL(clusterLease), etcd.WithRetryInterval(500*time.Millisecond))
+		if err != nil {
+			client.Close()
+			return nil, nil, fmt.Errorf("--cluster: etcd client: %w", err)
+		}
+		return client, provider, nil
+	}
+	client, provider, err := newMembership()
 	if err != nil {
-		return nil, fmt.Errorf("--cluster: etcd client: %w", err)
+		return err
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	_, err = client.Get(pingCtx, "/kassa/ping")
 	cancel()
 	if err != nil {
 		client.Close()
-		return nil, fmt.Errorf("--cluster: etcd at %s does not answer: %w", strings.Join(s.endpoints, ","), err)
-	}
-	provider, err := etcd.NewWithConfig("/kassa", clientv3.Config{}, etcd.WithEtcdClient(client),
-		etcd.WithKeepAliveTTL(clusterLease), etcd.WithRetryInterval(500*time.Millisecond))
-	if err != nil {
-		return nil, fmt.Errorf("--cluster: etcd client: %w", err)
+		return fmt.Errorf("--cluster: etcd at %s does not answer: %w", strings.Join(s.endpoints, ","), err)
 	}
 	cc := actors.ClusterConfig{Name: "kassa", Provider: provider, Host: s.host, Port: s.port, Insecure: s.tls == nil, Fence: fence}
 	if s.tls != nil {
@@ -151,13 +163,71 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.System, s *clusterSett
 		log.Warn("the node port runs without TLS (--node-insecure): any process on this machine can command this node")
 	}
 	if err := sys.JoinCluster(cc); err != nil {
-		return nil, fmt.Errorf("--cluster: join through etcd at %s: %w", strings.Join(s.endpoints, ","), err)
+		client.Close()
+		return fmt.Errorf("--cluster: join through etcd at %s: %w", strings.Join(s.endpoints, ","), err)
 	}
-	log.Info("joined the cluster", "etcd", strings.Join(s.endpoints, ","), "node", net.JoinHostPort(s.host, strconv.Itoa(s.port)))
-	// The provider's member key: base key, cluster name, "NAME@MEMBERID".
-	key := "/kassa/kassa/kassa@" + sys.MemberID()
-	go selfFence(runCtx, client, key, sys, time.Now())
-	return watchMembership(runCtx, client, key, log), nil
+	log.Info("joined the cluster", "etcd", strings.Join(s.endpoints, ","), "node", net.JoinHostPort(s.host, strconv.Itoa(s.port)), "member", sys.MemberID())
+	go keepMembership(runCtx, client, sys, newMembership, log)
+	return nil
+}
+
+// memberKey is the provider's member key of member id: base key,
+// cluster name, "NAME@MEMBERID".
+func memberKey(id string) string { return "/kassa/kassa/kassa@" + id }
+
+// rejoinRetry is how soon a node tries again to join its cluster after
+// a failed attempt.
+const rejoinRetry = time.Second
+
+// keepMembership watches this node's membership until ctx ends. When
+// it is lost (the node's etcd lease expired: etcd was away, or the node
+// was cut off from it or stalled, for longer than clusterLease), the
+// others have dropped its member id for good and taken its stores over:
+// the node steps down at once (it serves as no store's owner and its
+// store actors stop) and joins again under a new member id, with a new
+// lease, retrying until it is in (System.Rejoin). It does not exit:
+// reads go on being answered meanwhile, and what needs an owner answers
+// 503 until it is back.
+func keepMembership(ctx context.Context, client *clientv3.Client, sys *actors.System,
+	newMembership func() (*clientv3.Client, actors.Provider, error), log *slog.Logger) {
+	for {
+		key := memberKey(sys.MemberID())
+		mctx, cancel := context.WithCancel(ctx)
+		go selfFence(mctx, client, key, sys, time.Now())
+		lost := watchMembership(mctx, client, key)
+		select {
+		case <-ctx.Done():
+			cancel()
+			return
+		case <-lost:
+		}
+		cancel()
+		log.Error("cluster membership lost (this node stalled, or lost etcd, for longer than its lease, and the others took its stores over): stepping down and joining again under a new member id", "key", key)
+		sys.StepDown()
+		client.Close() // the old membership renews nothing from now on
+		for ctx.Err() == nil {
+			c, p, err := newMembership()
+			if err == nil {
+				dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+				_, _ = c.Delete(dctx, key) // the old member key, should it be back
+				dcancel()
+				err = sys.Rejoin(ctx, p)
+			}
+			if err == nil {
+				client = c
+				log.Info("joined the cluster again", "member", sys.MemberID())
+				break
+			}
+			if c != nil {
+				c.Close()
+			}
+			log.Error("join the cluster again", "err", err, "retry_in", rejoinRetry)
+			select {
+			case <-ctx.Done():
+			case <-time.After(rejoinRetry):
+			}
+		}
+	}
 }
 
 // Self-fencing: the etcd client renews the membership lease every third
@@ -198,16 +268,13 @@ func selfFence(ctx context.Context, client *clientv3.Client, key string, sys *ac
 	}
 }
 
-// errExpelled is why a node that lost its membership stops.
-var errExpelled = errors.New("this node lost its cluster membership (it stalled, or lost etcd, for longer than its lease) and the other nodes took its stores over: exiting so that no stale actor keeps running; restart it to rejoin")
-
 // watchMembership returns a channel that is closed when this node's
 // member key in etcd disappears while ctx lasts: its lease expired, so
 // the others removed it and will never take it back (protoactor-go
 // blocks a member that left). A node that wakes from a stall finds out
-// here; until it has stopped, the journal refuses whatever its stale
-// actors write over the new owners' events.
-func watchMembership(ctx context.Context, client *clientv3.Client, key string, log *slog.Logger) <-chan struct{} {
+// here; until it has stepped down, the membership fence and the journal
+// refuse whatever its stale actors write.
+func watchMembership(ctx context.Context, client *clientv3.Client, key string) <-chan struct{} {
 	expelled := make(chan struct{})
 	go func() {
 		for ctx.Err() == nil {
@@ -224,7 +291,6 @@ func watchMembership(ctx context.Context, client *clientv3.Client, key string, l
 				for _, ev := range w.Events {
 					if ev.Type == clientv3.EventTypeDelete {
 						if ctx.Err() == nil {
-							log.Error("cluster membership lost", "key", key)
 							close(expelled)
 						}
 						return

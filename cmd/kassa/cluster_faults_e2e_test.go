@@ -1,9 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,6 +94,13 @@ func newCutProxy(t *testing.T, to string) *cutProxy {
 
 func (p *cutProxy) addr() string { return p.l.Addr().String() }
 
+// heal ends a partition: new connections go through again.
+func (p *cutProxy) heal() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut, p.conns = false, nil
+}
+
 // partition cuts every connection and refuses new ones.
 func (p *cutProxy) partition() {
 	p.mu.Lock()
@@ -174,6 +184,161 @@ func TestClusterNodeCutOffFromEtcd(t *testing.T) {
 		if status, _, err := post(nodes[0], "/api/v1/stores/"+sh.StoreID+"/invoices", sh.APIKey,
 			map[string]any{"amount": "1000", "currency": "SATS"}); err == nil && status == 200 {
 			t.Errorf("the cut-off node created an invoice for store %s", sh.StoreID)
+		}
+	}
+}
+
+// TestClusterRidesOutEtcd: etcd goes away for three times the
+// membership lease and comes back, twice: first etcd itself stops (its
+// leases may survive its restart), then every node is cut off from it
+// (a partition: etcd stays up and every node's lease expires). No node
+// exits: each one that lost its membership steps down and joins again
+// under a new member id. While etcd is away, reads are answered from
+// PostgreSQL and creates answer 503 with Retry-After; afterwards every
+// node sees three members and serves as owner, each store runs on
+// exactly one node, and creates for every store succeed through every
+// node. Before, nodes logged "cluster membership lost" when etcd
+// returned and exited.
+func TestClusterRidesOutEtcd(t *testing.T) {
+	if e2eOnPostgres() {
+		t.Skip("starts its own PostgreSQL and etcd; make test runs it")
+	}
+	var proxies []*cutProxy
+	nodes, _, _, et := startClusterInfra(t, 3, func(i int, et *etcdtest.Server) string {
+		p := newCutProxy(t, et.Endpoint())
+		proxies = append(proxies, p)
+		return "etcd://" + p.addr()
+	}, "--dev")
+	var shops []storeCreds
+	var invoices []string
+	for i := 0; i < 6; i++ {
+		sh := nodes[i%3].createStore("--name", fmt.Sprintf("Shop %d", i))
+		shops = append(shops, sh)
+		waitFor(t, 30*time.Second, "an invoice of store "+sh.StoreID, func() bool {
+			status, body, err := post(nodes[(i+1)%3], "/api/v1/stores/"+sh.StoreID+"/invoices", sh.APIKey,
+				map[string]any{"amount": "1000", "currency": "SATS"})
+			var inv struct{ ID string }
+			if err != nil || status != 200 || json.Unmarshal(body, &inv) != nil {
+				return false
+			}
+			invoices = append(invoices, inv.ID)
+			return true
+		})
+	}
+	exited := func() {
+		t.Helper()
+		for n, s := range nodes {
+			select {
+			case <-s.done:
+				t.Fatalf("node %d exited:\n%s", n, s.ownLogs())
+			default:
+			}
+		}
+	}
+	rejoins := func() []int {
+		var out []int
+		for _, s := range nodes {
+			out = append(out, strings.Count(s.ownLogs(), `msg="joined the cluster again" `))
+		}
+		return out
+	}
+
+	outage := 3 * clusterLease
+	for _, fault := range []struct {
+		name       string
+		down, up   func() error
+		mustRejoin bool
+	}{
+		{"etcd stopped", et.Down, et.Up, false},
+		{"every node cut off from etcd", func() error {
+			for _, p := range proxies {
+				p.partition()
+			}
+			return nil
+		}, func() error {
+			for _, p := range proxies {
+				p.heal()
+			}
+			return nil
+		}, true},
+	} {
+		before := rejoins()
+		downAt := time.Now()
+		if err := fault.down(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s for %v", fault.name, outage)
+		// While etcd is away: once a node stops owning, a create
+		// through it answers 503 with Retry-After, and reads still
+		// answer.
+		for n, s := range nodes {
+			waitFor(t, 2*clusterLease, fmt.Sprintf("node %d stops owning without etcd", n), func() bool {
+				h := clusterHealth(s)
+				return h.Address != "" && !h.Owning
+			})
+			sh := shops[n]
+			status, body, header := s.do("POST", "/api/v1/stores/"+sh.StoreID+"/invoices", sh.APIKey,
+				map[string]any{"amount": "1000", "currency": "SATS"})
+			if status != 503 || header.Get("Retry-After") == "" {
+				t.Errorf("node %d answered a create without etcd with %d (Retry-After %q): %s", n, status, header.Get("Retry-After"), body)
+			}
+			for i, id := range invoices {
+				if status, body, _ := s.do("GET", "/api/v1/stores/"+shops[i].StoreID+"/invoices/"+id, shops[i].APIKey, nil); status != 200 {
+					t.Errorf("node %d answered a read of invoice %s without etcd with %d: %s", n, id, status, body)
+				}
+			}
+		}
+		time.Sleep(time.Until(downAt.Add(outage)))
+		if err := fault.up(); err != nil {
+			t.Fatal(err)
+		}
+		upAt := time.Now()
+		t.Logf("%s: etcd back after %v", fault.name, upAt.Sub(downAt).Round(time.Millisecond))
+
+		// Every node is in again: three members, serving as owner,
+		// and a create for every store through every node answers 200.
+		for n, s := range nodes {
+			waitFor(t, 60*time.Second, fmt.Sprintf("node %d sees three members and owns again", n), func() bool {
+				exited()
+				h := clusterHealth(s)
+				return len(h.Members) == 3 && h.Owning
+			})
+		}
+		t.Logf("%s: every node sees three members and owns again %v after etcd came back", fault.name, time.Since(upAt).Round(time.Millisecond))
+		for _, sh := range shops {
+			for n, s := range nodes {
+				waitFor(t, 30*time.Second, fmt.Sprintf("a create for store %s through node %d", sh.StoreID, n), func() bool {
+					status, _, err := post(s, "/api/v1/stores/"+sh.StoreID+"/invoices", sh.APIKey,
+						map[string]any{"amount": "1000", "currency": "SATS"})
+					return err == nil && status == 200
+				})
+			}
+		}
+		t.Logf("%s: creates for every store through every node succeed %v after etcd came back", fault.name, time.Since(upAt).Round(time.Millisecond))
+		// Each store has exactly one owner: the nodes agree on the
+		// members, which decide every store's owner (rendezvous
+		// hashing), and every one of them serves as owner.
+		var views []string
+		for n, s := range nodes {
+			h := clusterHealth(s)
+			members := slices.Clone(h.Members)
+			slices.Sort(members)
+			views = append(views, strings.Join(members, ","))
+			t.Logf("node %d: %s, %d stores, members %v, owning %v", n, h.Address, h.Stores, members, h.Owning)
+		}
+		if views[0] != views[1] || views[1] != views[2] {
+			t.Errorf("%s: the nodes see different members: %q", fault.name, views)
+		}
+		exited()
+		after := rejoins()
+		t.Logf("%s: nodes that joined again: %v", fault.name, after)
+		for n := range nodes {
+			if lost := strings.Count(nodes[n].ownLogs(), `msg="cluster membership lost (`); lost != after[n] {
+				t.Errorf("node %d lost its membership %d times and joined again %d times", n, lost, after[n])
+			}
+			if fault.mustRejoin && after[n] == before[n] {
+				t.Errorf("%s: node %d did not join again under a new member id", fault.name, n)
+			}
 		}
 	}
 }

@@ -46,9 +46,6 @@ type Main struct {
 	metrics   *nethttp.Server
 	cancel    context.CancelFunc
 	telemetry func(context.Context) error
-	// expelled is closed when this node of a cluster lost its
-	// membership; nil on a single node.
-	expelled <-chan struct{}
 	// roles are the leases a cluster's node runs its watchers and
 	// forwarder under (leases.go).
 	roles roles
@@ -214,7 +211,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Claims: outboxClaims(m.db), ClaimHolder: nodeHolder(),
 	})
 	if clusterMode != nil {
-		if m.expelled, err = joinCluster(ctx, runCtx, m.sys, clusterMode, membersOf(m.db), log); err != nil {
+		if err = joinCluster(ctx, runCtx, m.sys, clusterMode, membersOf(m.db), log); err != nil {
 			return err
 		}
 	}
@@ -408,12 +405,6 @@ func (m *Main) Wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return nil
-	case <-m.expelled:
-		// Its stores are another node's now: nothing of them runs
-		// here from this moment, not until the drain ends.
-		m.sys.Expelled()
-		m.log.Error(errExpelled.Error())
-		return errExpelled
 	case <-m.db.Failed():
 	}
 	err := m.db.Err()

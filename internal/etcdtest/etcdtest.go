@@ -25,6 +25,9 @@ import (
 type Server struct {
 	dir    string
 	client int
+	bin    string
+	args   []string
+	mu     sync.Mutex // guards cmd and done across Down and Up
 	cmd    *exec.Cmd
 	done   chan struct{}
 	log    *lockedBuffer
@@ -66,40 +69,70 @@ func start(bin string) (*Server, error) {
 	}
 	clientURL := fmt.Sprintf("http://127.0.0.1:%d", client)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	s := &Server{dir: dir, client: client, done: make(chan struct{}), log: &lockedBuffer{}}
-	s.cmd = exec.Command(bin,
+	s := &Server{dir: dir, client: client, bin: bin, log: &lockedBuffer{}, args: []string{
 		"--name", "test",
 		"--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
 		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
-		"--initial-cluster", "test="+peerURL,
+		"--initial-cluster", "test=" + peerURL,
 		"--log-level", "warn",
-	)
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
-	if err := s.cmd.Start(); err != nil {
+	}}
+	if err := s.run(); err != nil {
+		if s.cmd.Process != nil {
+			_ = s.Stop()
+		}
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("etcdtest: start etcd: %w", err)
+		return nil, err
 	}
-	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	return s, nil
+}
+
+// run starts the etcd process and waits until it is healthy.
+func (s *Server) run() error {
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	done := make(chan struct{})
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("etcdtest: start etcd: %w", err)
+	}
+	go func() { _ = cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if s.healthy() {
-			return s, nil
+			return nil
 		}
 		select {
-		case <-s.done:
-			out := s.log.String()
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("etcdtest: etcd exited at start:\n%s", tail(out))
+		case <-done:
+			return fmt.Errorf("etcdtest: etcd exited at start:\n%s", tail(s.log.String()))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			out := s.log.String()
-			_ = s.Stop()
-			return nil, fmt.Errorf("etcdtest: etcd not healthy after 30 s:\n%s", tail(out))
+			return fmt.Errorf("etcdtest: etcd not healthy after 30 s:\n%s", tail(s.log.String()))
 		}
 	}
 }
+
+// Down kills etcd (an outage: every client connection is cut) and
+// keeps its data, for Up.
+func (s *Server) Down() error {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
+	_ = cmd.Process.Kill()
+	select {
+	case <-done:
+		return nil
+	case <-time.After(10 * time.Second):
+		return errors.New("etcdtest: etcd did not exit within 10 s of SIGKILL")
+	}
+}
+
+// Up starts etcd again after Down, on the same ports and data, and
+// waits until it is healthy.
+func (s *Server) Up() error { return s.run() }
 
 func (s *Server) healthy() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -128,11 +161,14 @@ func (s *Server) ClusterURL() string { return "etcd://" + s.Endpoint() }
 func (s *Server) Stop() error {
 	var err error
 	s.stop.Do(func() {
-		if s.cmd.Process != nil {
-			_ = s.cmd.Process.Kill()
+		s.mu.Lock()
+		cmd, done := s.cmd, s.done
+		s.mu.Unlock()
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
 		}
 		select {
-		case <-s.done:
+		case <-done:
 		case <-time.After(10 * time.Second):
 			err = errors.New("etcdtest: etcd did not exit within 10 s of SIGKILL")
 		}

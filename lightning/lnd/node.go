@@ -10,6 +10,10 @@
 // never skipped. On every (re)connection the backend also looks up every
 // open invoice's payment hash, since lnd has lost or delayed settle
 // notifications before (docs/decisions.md, "Lightning on lnd").
+//
+// AddressPool gives the on-chain addresses of stores without an xpub
+// from lnd's wallet, with addresses taken ahead for lnd's outages
+// (docs/decisions.md, "An address pool for lnd outages").
 package lnd
 
 import (

@@ -93,7 +93,9 @@ func TestGermanStringsExist(t *testing.T) {
 			}
 		}
 	}
-	for _, key := range []string{"err.notfound", "err.csrf", "err.internal", "err.form", "err.signin"} {
+	// The error pages' messages, and the text issue 20 added (the
+	// transfer line's routing fee, the held balance's notice).
+	for _, key := range []string{"err.notfound", "err.csrf", "err.internal", "err.form", "err.signin", "tx.routing", "settings.held"} {
 		if _, ok := german[key]; !ok {
 			t.Errorf("%q has no German string", key)
 		}

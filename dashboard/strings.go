@@ -283,6 +283,8 @@ var german = map[string]string{
 	"link.invoices":    "Rechnungen dieses Links",
 	"link.noinvoices":  "Noch keine Rechnung über diesen Link.",
 	"tx.number":        "Nr.",
+	"tx.routing":       "Routinggebühr",
+	"settings.held":    "aus Lightning-Zahlungen an diesen Shop liegen auf dem Knoten des Dienstes: Geben Sie unten eine Lightning-Adresse an, damit sie an Ihre Wallet weitergeleitet werden.",
 }
 
 // msgIn returns the string of key in lang ("de" or "en"), in English

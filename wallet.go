@@ -86,20 +86,23 @@ func xpubProblem(xpub, xpubType string) string {
 // ValidateLightningAddress checks a store's Lightning address (LUD-16)
 // before it is saved: user@domain, the user part of a-z, 0-9, '-', '_',
 // '.' and '+' (any case), the domain a host name or IP address with an
-// optional port. Empty is valid (no forwards). package lnurl reads the
-// address with the same rule.
+// optional port. Empty is valid (no forwards). lnurl.ParseAddress reads
+// an address with the same rule, LightningAddressProblem.
 func ValidateLightningAddress(address string) error {
 	if address == "" {
 		return nil
 	}
-	if msg := lightningAddressProblem(address); msg != "" {
+	if msg := LightningAddressProblem(address); msg != "" {
 		return InvalidFields([]FieldError{{"lightningAddress", msg}})
 	}
 	return nil
 }
 
-// lightningAddressProblem says what is wrong with address, or "".
-func lightningAddressProblem(address string) string {
+// LightningAddressProblem says what is wrong with a Lightning address
+// (LUD-16), or "" when nothing is: the one rule of a store's address
+// (ValidateLightningAddress) and of the address a forward reads
+// (lnurl.ParseAddress).
+func LightningAddressProblem(address string) string {
 	if len(address) > MaxShortText {
 		return "is too long"
 	}

@@ -194,30 +194,20 @@ type Address struct {
 	Domain string // may carry a port
 }
 
-// ParseAddress parses user@domain. The user part is limited to
-// a-z, 0-9, '-', '_', '.' and '+' (upper case is folded); the domain is a
-// host name or IP with an optional port.
+// ParseAddress parses user@domain by the rule of a store's Lightning
+// address (kassa.LightningAddressProblem): the user part of a-z, 0-9,
+// '-', '_', '.' and '+', the domain a host name or IP with an optional
+// port; both are folded to lower case. Spaces around it are ignored.
 func ParseAddress(s string) (Address, error) {
-	user, domain, ok := strings.Cut(strings.TrimSpace(s), "@")
-	if !ok || user == "" || domain == "" || len(s) > MaxAddressLength {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "@") {
 		return Address{}, ErrBadAddress
 	}
-	user, domain = strings.ToLower(user), strings.ToLower(domain)
-	for _, r := range user {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.+", r)) {
-			return Address{}, fmt.Errorf("%w: the user part may hold only a-z, 0-9, '-', '_', '.' and '+'", ErrBadAddress)
-		}
+	if msg := kassa.LightningAddressProblem(s); msg != "" {
+		return Address{}, fmt.Errorf("%w: %s", ErrBadAddress, msg)
 	}
-	u, err := url.Parse("https://" + domain + "/")
-	if err != nil || u.Host != domain || u.Hostname() == "" || u.User != nil {
-		return Address{}, fmt.Errorf("%w: %q is not a domain", ErrBadAddress, domain)
-	}
-	for _, r := range u.Hostname() {
-		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '.' || r == ':' || r == '[' || r == ']') {
-			return Address{}, fmt.Errorf("%w: %q is not a domain", ErrBadAddress, domain)
-		}
-	}
-	return Address{User: user, Domain: domain}, nil
+	user, domain, _ := strings.Cut(s, "@")
+	return Address{User: strings.ToLower(user), Domain: strings.ToLower(domain)}, nil
 }
 
 // URL returns the address's pay request URL.

@@ -489,3 +489,28 @@ func ExampleParseAddress() {
 	fmt.Println(a.URL(), err)
 	// Output: https://bitcoin.org/.well-known/lnurlp/satoshi <nil>
 }
+
+// TestParseAddressIsTheStoreRule: a forward reads a Lightning address by
+// the rule a store's address was saved with, so an address is refused
+// by both or by neither. Before, ParseAddress had a rule of its own and
+// took "a@-example.com", "a@example..com" and 300-character addresses,
+// which a store could not save.
+func TestParseAddressIsTheStoreRule(t *testing.T) {
+	for _, s := range []string{
+		"satoshi@bitcoin.org", "Satoshi@Bitcoin.ORG", "user.name+tag@pay.example.com:8443", "shop@127.0.0.1:8080",
+		"shop@[::1]:8080", "bob@abcdef.onion",
+		"a@-example.com", "a@example-.com", "a@example..com", "a@.example.com", "a@example.com:http", "a@example.com:99999",
+		"a@" + strings.Repeat("x", 64) + ".com", "a" + strings.Repeat("b", 300) + "@example.com",
+		"alice", "@example.com", "alice@", "al ice@example.com", "alice@exa mple.com", "alice@ex/ample.com",
+		"alice@user:pw@example.com", "a@ex_ample.com", "a@[::1", "a@[zz]",
+	} {
+		_, err := lnurl.ParseAddress(s)
+		store := kassa.ValidateLightningAddress(s)
+		if (err == nil) != (store == nil) {
+			t.Errorf("%q: ParseAddress %v, the store rule %v", s, err, store)
+		}
+		if err != nil && !errors.Is(err, lnurl.ErrBadAddress) {
+			t.Errorf("%q: %v, want ErrBadAddress", s, err)
+		}
+	}
+}

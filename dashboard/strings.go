@@ -158,7 +158,7 @@ var strs = map[string]string{
 	"tx.fee":     "Fee",
 	"tx.routing": "Routing fee",
 	"tx.fiat":    "Value",
-	"tx.rate":    "Rate",
+	"tx.rate":    "Rate (1 BTC)",
 	"tx.method":  "Method",
 
 	"bal.title":    "Prepaid balance",

@@ -73,6 +73,15 @@ func TestBrowserDashboardPhone(t *testing.T) {
 			t.Errorf("%s: a table scrolls sideways at 360 px", p)
 		}
 	}
+	// On a desktop screen the ledger's table shows every column without
+	// scrolling.
+	b.setWidth(desktopWidth, 860)
+	open(base + "/transactions")
+	if !b.eval("no table scrolls sideways", `Array.from(document.querySelectorAll(".table")).every(t => t.scrollWidth <= t.clientWidth + 1)`) {
+		t.Errorf("the transactions table scrolls sideways at %d px", desktopWidth)
+	}
+	b.setWidth(phoneWidth, 780)
+
 	// The amounts are there, whole and formatted, in the cards.
 	open(base + "/invoices")
 	if txt := b.text("main"); !strings.Contains(txt, "€5,432.10") {

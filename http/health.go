@@ -122,8 +122,10 @@ type componentHealth struct {
 	kassa.BackendInfo
 }
 
-// storageHealth says whether the store still writes: "ok", or "failed"
-// (with the reason, for the admin token) once a write to the disk failed.
+// storageHealth says whether the store still writes: "ok",
+// "unavailable" while it cannot be reached (PostgreSQL down), or
+// "failed" once a write to the disk failed; with the reason, for the
+// admin token.
 type storageHealth struct {
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
@@ -162,11 +164,18 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	status := http.StatusOK
 	if s.Storage != nil {
 		rec.Storage = &storageHealth{Status: "ok"}
-		if err := s.Storage.Err(); err != nil {
+		err, state := s.Storage.Err(), "failed"
+		if err == nil {
+			err, state = s.storageProbe.read(r.Context(), s.Storage), "unavailable"
+		}
+		if err != nil {
 			rec.Status, status = "degraded", http.StatusServiceUnavailable
-			rec.Storage = &storageHealth{Status: "failed"}
+			rec.Storage = &storageHealth{Status: state}
 			if !public {
 				rec.Storage.Error = kassa.ErrorMessage(err)
+				if state == "unavailable" {
+					rec.Storage.Error = err.Error() // with the driver's reason
+				}
 			}
 		}
 	}
@@ -179,4 +188,43 @@ func (s *server) isAdmin(r *http.Request) bool {
 	scheme, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	return s.AdminToken != "" && strings.EqualFold(scheme, "Bearer") &&
 		subtle.ConstantTimeCompare([]byte(strings.TrimSpace(token)), []byte(s.AdminToken)) == 1
+}
+
+// availability is a store that can say whether it answers now
+// (PostgreSQL: postgres.DB.Available).
+type availability interface {
+	Available(ctx context.Context) error
+}
+
+// storageProbeTTL is how long one reading of the store's availability
+// serves health, and storageProbeTimeout how long a reading may take: a
+// flood of health requests pings the database at most once a second.
+const (
+	storageProbeTTL     = time.Second
+	storageProbeTimeout = time.Second
+)
+
+// storageProbe caches whether the store answers.
+type storageProbe struct {
+	mu  sync.Mutex
+	at  time.Time
+	err error
+}
+
+// read returns the store's availability, at most storageProbeTTL old;
+// nil for a store that cannot say (Pebble).
+func (p *storageProbe) read(ctx context.Context, st any) error {
+	a, ok := st.(availability)
+	if !ok {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.at.IsZero() && time.Since(p.at) < storageProbeTTL {
+		return p.err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storageProbeTimeout)
+	defer cancel()
+	p.err, p.at = a.Available(ctx), time.Now()
+	return p.err
 }

@@ -90,6 +90,8 @@ type server struct {
 	// chainProbe and lightningProbe cache the backends' readings for
 	// the health check (health.go).
 	chainProbe, lightningProbe *backendProbe
+	// storageProbe caches whether the store answers (health.go).
+	storageProbe storageProbe
 }
 
 // NewHandler returns the HTTP handler of the whole service: the merchant

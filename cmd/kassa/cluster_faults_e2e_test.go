@@ -1,17 +1,23 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/internal/apitest"
 	"github.com/kassapay/kassa/internal/etcdtest"
+	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
 
 // TestClusterSigtermWithoutEtcd: SIGTERM stops a cluster's node within
@@ -341,4 +347,81 @@ func TestClusterRidesOutEtcd(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHealthSaysStorageUnavailable: while PostgreSQL is down, health
+// answers 503 with status degraded and storage unavailable (the reason
+// for the admin token only), and ok again once it is back. Before, it
+// said storage ok through the whole outage.
+func TestHealthSaysStorageUnavailable(t *testing.T) {
+	if e2eOnPostgres() {
+		t.Skip("starts its own PostgreSQL; make test runs it")
+	}
+	needBinary(t)
+	pg, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Stop() })
+	dsn, err := pg.NewSchema(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := launchServer(t, t.TempDir(), "--store", dsn, "--dev")
+	type health struct {
+		Status  string `json:"status"`
+		Storage struct {
+			Status string `json:"status"`
+			Error  string `json:"error"`
+		} `json:"storage"`
+	}
+	read := func(admin bool) (int, health) {
+		key := ""
+		if admin {
+			token, err := os.ReadFile(filepath.Join(s.data, "admin.token"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			key = strings.TrimSpace(string(token))
+		}
+		req, _ := http.NewRequest("GET", s.url+"/api/v1/health", nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		res, err := apitest.Do(t, httpClient, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var h health
+		if err := json.NewDecoder(res.Body).Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		return res.StatusCode, h
+	}
+	if code, h := read(false); code != 200 || h.Storage.Status != "ok" {
+		t.Fatalf("health before the outage: %d %+v", code, h)
+	}
+	if err := pg.Down(); err != nil {
+		t.Fatal(err)
+	}
+	var got health
+	waitFor(t, 10*time.Second, "health says storage unavailable", func() bool {
+		code, h := read(false)
+		got = h
+		return code == 503 && h.Status == "degraded" && h.Storage.Status == "unavailable"
+	})
+	if got.Storage.Error != "" {
+		t.Errorf("public health names the storage error: %q", got.Storage.Error)
+	}
+	if _, h := read(true); h.Storage.Status != "unavailable" || h.Storage.Error == "" {
+		t.Errorf("admin health while PostgreSQL is down: %+v", h)
+	}
+	if err := pg.Up(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "health says storage ok again", func() bool {
+		code, h := read(false)
+		return code == 200 && h.Status == "ok" && h.Storage.Status == "ok"
+	})
 }

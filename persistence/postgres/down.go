@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -47,4 +48,16 @@ func down(err error) error {
 		return &unavailable{err}
 	}
 	return err
+}
+
+// Available says whether PostgreSQL answers now: nil, or ErrUnavailable
+// with the driver's reason (for health).
+func (db *DB) Available(ctx context.Context) error {
+	if err := db.pool.Ping(ctx); err != nil {
+		if d := down(err); errors.Is(d, ErrUnavailable) {
+			return d
+		}
+		return &unavailable{err}
+	}
+	return nil
 }

@@ -102,9 +102,6 @@ func NewPool(node *Node, cfg PoolConfig) (*AddressPool, error) {
 	}, nil
 }
 
-// Size is how many addresses the pool keeps when full.
-func (p *AddressPool) Size() int { return p.size }
-
 // Address returns an address of lnd's wallet for invoiceID: a fresh
 // one from lnd, or, when lnd gives none, one of the pool's, recorded as
 // taken by invoiceID before it is returned. With lnd unreachable and the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -250,6 +251,7 @@ func (s *System) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 	st.mu.Lock()
 	st.rdv, st.members = rdv, members
 	st.mu.Unlock()
+	s.topologies.add(s.cfg.Clock.Now(), t.Members)
 	s.log.Info("cluster topology", "members", members, "left", len(t.Left), "joined", len(t.Joined), "member", st.id)
 	if s.recovered.Load() && len(t.Left) > 0 {
 		go s.sweepTakenOver()
@@ -729,4 +731,89 @@ func (s *System) stopOwned() {
 	for _, f := range futures {
 		_ = f.Wait()
 	}
+}
+
+// topologySnapshots is how many member lists a node keeps for the
+// hand-over history of a store (StoreOwner), and handoversShown how many
+// hand-overs it reports.
+const (
+	topologySnapshots = 64
+	handoversShown    = 10
+)
+
+// topologyHistory is the member lists this node saw, oldest first, with
+// when it saw them; it outlives a Rejoin.
+type topologyHistory struct {
+	mu    sync.Mutex
+	snaps []topologySnap
+}
+
+type topologySnap struct {
+	at      time.Time
+	members []*cluster.Member
+}
+
+func (h *topologyHistory) add(at time.Time, members []*cluster.Member) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.snaps = append(h.snaps, topologySnap{at: at, members: members})
+	if len(h.snaps) > topologySnapshots {
+		h.snaps = slices.Clone(h.snaps[len(h.snaps)-topologySnapshots:])
+	}
+}
+
+// StoreOwnership is which node of a cluster runs a store, as this node
+// sees the cluster, and the store's last hand-overs.
+type StoreOwnership struct {
+	StoreID string `json:"storeId"`
+	// Owner is the address of the node that runs the store ("" while
+	// this node sees no members).
+	Owner string `json:"owner"`
+	// Self says whether Owner is this node, and Owning whether this
+	// node serves as its stores' owner now (false while it is fenced
+	// or joining again).
+	Self   bool `json:"self"`
+	Owning bool `json:"owning"`
+	// Handovers are the store's last moves between nodes as this node
+	// saw the membership change, newest first (at most 10, since this
+	// node started).
+	Handovers []Handover `json:"handovers"`
+}
+
+// Handover is a store moving from one node to another.
+type Handover struct {
+	At   time.Time `json:"at"`
+	From string    `json:"from,omitempty"`
+	To   string    `json:"to"`
+}
+
+// StoreOwner says which node runs storeID and the store's last
+// hand-overs; nil on a single node.
+func (s *System) StoreOwner(storeID string) *StoreOwnership {
+	st := s.clusterState()
+	if st == nil {
+		return nil
+	}
+	o := &StoreOwnership{StoreID: storeID, Owner: s.ownerOf(storeID), Handovers: []Handover{}}
+	o.Self = o.Owner != "" && o.Owner == st.c.ActorSystem.Address()
+	o.Owning, _ = s.Serving()
+	id := cluster.NewClusterIdentity(storeID, KindStore)
+	s.topologies.mu.Lock()
+	snaps := slices.Clone(s.topologies.snaps)
+	s.topologies.mu.Unlock()
+	prev := ""
+	for i, snap := range snaps {
+		rdv := cluster.NewRendezvous()
+		rdv.UpdateMembers(snap.members)
+		owner := rdv.GetByClusterIdentity(id)
+		if i > 0 && owner != prev {
+			o.Handovers = append(o.Handovers, Handover{At: snap.at.UTC(), From: prev, To: owner})
+		}
+		prev = owner
+	}
+	slices.Reverse(o.Handovers)
+	if len(o.Handovers) > handoversShown {
+		o.Handovers = o.Handovers[:handoversShown]
+	}
+	return o
 }

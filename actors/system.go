@@ -106,6 +106,8 @@ type System struct {
 	// cluster is set by JoinCluster (and again by Rejoin); nil on a
 	// single node.
 	cluster atomic.Pointer[clusterState]
+	// topologies are the member lists this node saw (StoreOwner).
+	topologies topologyHistory
 	// spawnMu orders the spawning of store and webhook actors with
 	// halting: an actor is spawned only while the node is not halted,
 	// so that stopOwned, which runs after the halt, finds every one.

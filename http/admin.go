@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/kassapay/kassa"
 )
 
@@ -281,6 +283,34 @@ type adminStore struct {
 	Currency  string     `json:"currency"`
 	Balance   kassa.Sats `json:"balance"`
 	CreatedAt int64      `json:"createdAt"`
+}
+
+// adminStoreDetail is one store for the admin token: what the list
+// shows and, in cluster mode, which node runs it and its last
+// hand-overs (actors.StoreOwnership).
+type adminStoreDetail struct {
+	adminStore
+	Cluster any `json:"cluster,omitempty"`
+}
+
+func (s *server) adminGetStore(w http.ResponseWriter, r *http.Request) {
+	st, err := s.Reader.Store(r.Context(), chi.URLParam(r, "storeId"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	balance, err := s.Reader.Balance(r.Context(), st.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := adminStoreDetail{adminStore: adminStore{StoreID: st.ID, Name: st.Name, Currency: string(st.Currency),
+		Balance: balance, CreatedAt: unixSeconds(st.CreatedAt)}}
+	if s.StoreOwner != nil {
+		out.Cluster = s.StoreOwner(st.ID)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) adminListStores(w http.ResponseWriter, r *http.Request) {

@@ -69,6 +69,10 @@ type Deps struct {
 	// Cluster reports this node of a cluster for the health check; nil
 	// (or a nil report) on a single node.
 	Cluster func() any
+	// StoreOwner says, in cluster mode, which node runs a store and its
+	// last hand-overs (GET /admin/v1/stores/{storeId}); nil on a single
+	// node.
+	StoreOwner func(storeID string) any
 	// HealthTTL is how long a backend's reading serves the health check
 	// (zero: 5 s); the backends are read in the background.
 	HealthTTL time.Duration
@@ -177,6 +181,7 @@ func (s *server) routes() *chi.Mux {
 	r.Route("/admin/v1", func(r chi.Router) {
 		r.Use(s.adminOnly)
 		r.Get("/stores", s.adminListStores)
+		r.Get("/stores/{storeId}", s.adminGetStore)
 		r.Post("/stores", s.adminCreateStore)
 		r.Post("/stores/{storeId}/topup", s.adminTopUp)
 		r.Post("/sim/pay", s.adminSimPay)

@@ -179,6 +179,23 @@ func TestClusterNodeCutOffFromEtcd(t *testing.T) {
 	if late := fencedAt.Sub(cutAt); late > clusterLease {
 		t.Errorf("node 0 stopped owning %v after the cut, beyond its %v lease", late, clusterLease)
 	}
+	// The others name the new owner of the cut-off node's stores, and
+	// the hand-over from it (GET /admin/v1/stores/{id}).
+	moved := 0
+	for _, sh := range shops {
+		o := adminStoreOwner(t, nodes[1], sh.StoreID)
+		if len(o.Handovers) == 0 || o.Handovers[0].From != clusterHealth(nodes[0]).Address || o.Handovers[0].At.Before(cutAt) {
+			continue // not one of node 0's stores at the cut
+		}
+		moved++
+		if h := o.Handovers[0]; h.To != o.Owner || h.At.After(takenAt.Add(time.Second)) || o.Owner == h.From {
+			t.Errorf("store %s: owner %s, last hand-over %+v", sh.StoreID, o.Owner, h)
+		}
+		t.Logf("store %s moved from node 0 to %s at %s", sh.StoreID, o.Owner, o.Handovers[0].At.Format(time.RFC3339Nano))
+	}
+	if moved == 0 {
+		t.Errorf("node 1 names no hand-over of a store from the cut-off node")
+	}
 	// Creates through the cut-off node that need it as owner answer
 	// 503; through the others every store is served.
 	for _, sh := range shops {
@@ -335,6 +352,29 @@ func TestClusterRidesOutEtcd(t *testing.T) {
 		if views[0] != views[1] || views[1] != views[2] {
 			t.Errorf("%s: the nodes see different members: %q", fault.name, views)
 		}
+		// And each node names that owner (GET /admin/v1/stores/{id}):
+		// the same one, which alone says it is itself.
+		for _, sh := range shops {
+			owners, selves := map[string]bool{}, 0
+			var last storeOwnership
+			for _, s := range nodes {
+				o := adminStoreOwner(t, s, sh.StoreID)
+				owners[o.Owner] = true
+				if o.Self {
+					selves++
+					if o.Owner != clusterHealth(s).Address {
+						t.Errorf("%s: node %s says it owns store %s as %s", fault.name, clusterHealth(s).Address, sh.StoreID, o.Owner)
+					}
+				}
+				last = o
+			}
+			if len(owners) != 1 || selves != 1 {
+				t.Errorf("%s: store %s: owners named %v, %d nodes say they own it", fault.name, sh.StoreID, owners, selves)
+			}
+			if fault.mustRejoin {
+				t.Logf("store %s: owner %s, hand-overs %+v", sh.StoreID, last.Owner, last.Handovers)
+			}
+		}
 		exited()
 		after := rejoins()
 		t.Logf("%s: nodes that joined again: %v", fault.name, after)
@@ -424,4 +464,38 @@ func TestHealthSaysStorageUnavailable(t *testing.T) {
 		code, h := read(false)
 		return code == 200 && h.Status == "ok" && h.Storage.Status == "ok"
 	})
+}
+
+// storeOwnership is the cluster part of GET /admin/v1/stores/{id}.
+type storeOwnership struct {
+	Owner     string `json:"owner"`
+	Self      bool   `json:"self"`
+	Owning    bool   `json:"owning"`
+	Handovers []struct {
+		At       time.Time `json:"at"`
+		From, To string
+	} `json:"handovers"`
+}
+
+// adminStoreOwner asks node s which node runs store id.
+func adminStoreOwner(t *testing.T, s *server, id string) storeOwnership {
+	t.Helper()
+	token, err := os.ReadFile(filepath.Join(s.data, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", s.url+"/admin/v1/stores/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	res, err := apitest.Do(t, httpClient, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		Cluster *storeOwnership `json:"cluster"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != 200 || out.Cluster == nil {
+		t.Fatalf("GET /admin/v1/stores/%s: %d, %v, %+v", id, res.StatusCode, err, out)
+	}
+	return *out.Cluster
 }

@@ -301,6 +301,7 @@ func (m *Main) Run(ctx context.Context) error {
 	go dash.RunTopUps(runCtx, topUpEvery)
 	if clusterMode != nil {
 		deps.Cluster = m.clusterReport
+		deps.StoreOwner = func(id string) any { return m.sys.StoreOwner(id) }
 	}
 	m.server = &nethttp.Server{
 		Handler:           kassahttp.NewHandler(deps),

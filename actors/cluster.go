@@ -87,6 +87,9 @@ type clusterState struct {
 	mu      sync.RWMutex
 	rdv     *cluster.Rendezvous
 	members []string // addresses, as of the last topology event
+	// memberLeft is closed when a member leaves (and replaced): calls
+	// in flight to it are sent again (sendCall).
+	memberLeft chan struct{}
 	// grains holds the store grains active on this node: store id →
 	// the grain's PID.
 	grains sync.Map
@@ -130,7 +133,7 @@ func (s *System) startMember(cc ClusterConfig) (st *clusterState, err error) {
 	cfg := cluster.Configure(cc.Name, cc.Provider, disthash.New(), remoting,
 		cluster.WithKinds(kind), cluster.WithRequestTimeout(s.cfg.RequestTimeout))
 	c := cluster.New(as, cfg)
-	st = &clusterState{c: c, id: as.ID, cc: cc, rdv: cluster.NewRendezvous()}
+	st = &clusterState{c: c, id: as.ID, cc: cc, rdv: cluster.NewRendezvous(), memberLeft: make(chan struct{})}
 	s.cluster.Store(st)
 	as.EventStream.Subscribe(func(ev any) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok && s.clusterState() == st {
@@ -250,6 +253,10 @@ func (s *System) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 	}
 	st.mu.Lock()
 	st.rdv, st.members = rdv, members
+	if len(t.Left) > 0 {
+		close(st.memberLeft)
+		st.memberLeft = make(chan struct{})
+	}
 	st.mu.Unlock()
 	s.topologies.add(s.cfg.Clock.Now(), t.Members)
 	s.log.Info("cluster topology", "members", members, "left", len(t.Left), "joined", len(t.Joined), "member", st.id)
@@ -267,6 +274,13 @@ func (s *System) sweepTakenOver() {
 	if _, err := s.RecoverDeliveries(context.Background()); err != nil {
 		s.log.Error("recover deliveries after a node left", "err", err)
 	}
+}
+
+// leftSignal is closed when a member next leaves the cluster.
+func (st *clusterState) leftSignal() chan struct{} {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	return st.memberLeft
 }
 
 // ownerOf returns the address of the node that runs store id, as this
@@ -358,9 +372,7 @@ func forward[T any](ctx context.Context, s *System, method string, args callArgs
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	res, err := s.clusterState().c.Request(args.StoreID, KindStore,
-		&protos.StoreCall{Method: method, StoreId: args.StoreID, Args: data, Trace: carrier},
-		cluster.WithTimeout(timeout))
+	res, err := s.sendCall(ctx, args.StoreID, &protos.StoreCall{Method: method, StoreId: args.StoreID, Args: data, Trace: carrier}, timeout)
 	if err != nil {
 		s.log.Error("cluster call failed", "method", method, "store", args.StoreID, "err", err)
 		return out, true, kassa.Errorf(kassa.Unavailable, "the node that runs this store did not answer: try again")
@@ -385,6 +397,48 @@ func forward[T any](ctx context.Context, s *System, method string, args callArgs
 		}
 	}
 	return out, true, nil
+}
+
+// sendCall sends call to the node that runs its store and waits for the
+// reply, at most timeout. When that node leaves the cluster meanwhile
+// (killed, stalled, cut off), the call is sent again at once to the node
+// that runs the store now, this one included, instead of waiting for the
+// lost node until the timeout: the call's request id makes the repeat
+// answer what the first made, should the lost node have committed it.
+func (s *System) sendCall(ctx context.Context, storeID string, call *protos.StoreCall, timeout time.Duration) (any, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		st := s.clusterState()
+		owner := s.ownerOf(storeID)
+		left := st.leftSignal()
+		type result struct {
+			res any
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			res, err := st.c.Request(storeID, KindStore, call, cluster.WithTimeout(time.Until(deadline)))
+			done <- result{res, err}
+		}()
+	wait:
+		select {
+		case r := <-done:
+			return r.res, r.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-left:
+			now := s.ownerOf(storeID)
+			if now == owner || now == "" {
+				left = st.leftSignal()
+				goto wait
+			}
+			s.log.Warn("the node a call went to left the cluster: sending the call again to the store's new node",
+				"method", call.Method, "store", storeID, "from", owner, "to", now)
+			if now == st.c.ActorSystem.Address() {
+				return s.serveCall(call), nil
+			}
+		}
+	}
 }
 
 // serveCall runs a call another node forwarded to this one.

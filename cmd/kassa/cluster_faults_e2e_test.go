@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -498,4 +499,77 @@ func adminStoreOwner(t *testing.T, s *server, id string) storeOwnership {
 		t.Fatalf("GET /admin/v1/stores/%s: %d, %v, %+v", id, res.StatusCode, err, out)
 	}
 	return *out.Cluster
+}
+
+// TestClusterInFlightAtNodeLoss: creates sent through one node to a
+// store another node runs, while that node stalls (SIGSTOP: it holds
+// the calls and never answers), are answered 200 within the etcd lease
+// and a second: once the others drop the stalled node, the calls are
+// sent again to the store's new node, each making one invoice. Before,
+// they waited for the 10 s request timeout and answered 503.
+func TestClusterInFlightAtNodeLoss(t *testing.T) {
+	if e2eOnPostgres() {
+		t.Skip("starts its own PostgreSQL and etcd; make test runs it")
+	}
+	nodes, _ := startCluster(t, 3, "--dev")
+	var shop *storeCreds
+	for i := 0; i < 12 && shop == nil; i++ {
+		sh := nodes[0].createStore("--name", fmt.Sprintf("Shop %d", i))
+		if o := adminStoreOwner(t, nodes[0], sh.StoreID); o.Owner == clusterHealth(nodes[1]).Address {
+			shop = &sh
+		}
+	}
+	if shop == nil {
+		t.Fatal("none of 12 stores runs on node 1")
+	}
+	// The store runs on node 1: a create through node 0 is forwarded.
+	waitFor(t, 30*time.Second, "a create through node 0", func() bool {
+		status, _, err := post(nodes[0], "/api/v1/stores/"+shop.StoreID+"/invoices", shop.APIKey, map[string]any{"amount": "1000", "currency": "SATS"})
+		return err == nil && status == 200
+	})
+	if err := nodes[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stoppedAt := time.Now()
+	t.Cleanup(func() { nodes[1].cmd.Process.Signal(syscall.SIGCONT) })
+	const n = 5
+	type answer struct {
+		status int
+		took   time.Duration
+	}
+	answers := make(chan answer, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			status, body, err := post(nodes[0], "/api/v1/stores/"+shop.StoreID+"/invoices", shop.APIKey,
+				map[string]any{"amount": "1000", "currency": "SATS", "orderId": fmt.Sprintf("inflight-%d", i)})
+			if err != nil || status != 200 {
+				t.Logf("create %d: %d %v %s", i, status, err, body)
+			}
+			answers <- answer{status, time.Since(stoppedAt)}
+		}()
+	}
+	var took []time.Duration
+	for i := 0; i < n; i++ {
+		a := <-answers
+		took = append(took, a.took)
+		if a.status != 200 {
+			t.Errorf("a create in flight at the node loss answered %d after %v", a.status, a.took.Round(time.Millisecond))
+		}
+	}
+	slices.Sort(took)
+	t.Logf("creates in flight at the node loss answered in p50 %v, max %v", took[n/2].Round(time.Millisecond), took[n-1].Round(time.Millisecond))
+	if bound := clusterLease + time.Second; took[n-1] > bound {
+		t.Errorf("the last create in flight at the node loss was answered after %v, bound %v", took[n-1].Round(time.Millisecond), bound)
+	}
+	perOrder := map[string]int{}
+	for _, inv := range nodes[2].list("/api/v1/stores/"+shop.StoreID+"/invoices", shop.APIKey) {
+		if o, _ := inv["orderId"].(string); strings.HasPrefix(o, "inflight-") {
+			perOrder[o]++
+		}
+	}
+	for i := 0; i < n; i++ {
+		if c := perOrder[fmt.Sprintf("inflight-%d", i)]; c != 1 {
+			t.Errorf("create inflight-%d made %d invoices", i, c)
+		}
+	}
 }

@@ -157,9 +157,20 @@ func TestWebhookEventsFilteredAndSigned(t *testing.T) {
 			t.Fatalf("payload = %s", s.body)
 		}
 	}
-	// The delivery log holds every attempt.
+	// The delivery log holds every attempt, each recorded Delivered once
+	// its answer is read: a moment after the endpoint has the body, so
+	// wait for the records (reading at once saw one still Pending).
 	var log []*kassa.Delivery
-	h.db.Deliveries(context.Background(), all.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error { log = append(log, d); return nil })
+	eventually(t, "three deliveries recorded as sent", func() bool {
+		log = log[:0]
+		h.db.Deliveries(context.Background(), all.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error { log = append(log, d); return nil })
+		for _, d := range log {
+			if d.Status == kassa.DeliveryPending {
+				return false
+			}
+		}
+		return len(log) >= 3
+	})
 	if len(log) != 3 {
 		t.Fatalf("log has %d deliveries", len(log))
 	}

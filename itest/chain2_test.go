@@ -97,7 +97,10 @@ func TestBtcdRestartedWhileAPaymentIsMade(t *testing.T) {
 	waitHeight(t, k, 102)
 
 	a.Stop()
-	harness.Eventually(t, 30*time.Second, "health reports the node down", func() error {
+	// The watcher learns that the node is gone when its call fails, after
+	// rpcclient's own ten tries (0.5 s, 1 s, … 4.5 s apart: 22.5 s), and
+	// health reads it at most 5 s late: about 28 s, beyond 30 s under load.
+	harness.Eventually(t, 60*time.Second, "health reports the node down", func() error {
 		if h := k.Health().Chain; h.Error == "" || h.Synced {
 			return fmt.Errorf("health %+v", h)
 		}

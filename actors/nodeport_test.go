@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,19 +77,8 @@ func tlsNode(t *testing.T, dir string, i int) (*harness, string) {
 	return h, h.sys.actorSystem().Address()
 }
 
-// tlsRead dials addr with cfg and reads: in TLS 1.3 a client learns that
-// the server refused its certificate on its first read.
-func tlsRead(addr string, cfg *tls.Config) error {
-	cfg.NextProtos = []string{"h2"} // gRPC's server closes a connection without it
-	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	_, err = c.Read(make([]byte, 1))
-	return err
-}
+// tlsRead dials addr with cfg and reads once (nodetls.Probe).
+func tlsRead(addr string, cfg *tls.Config) error { return nodetls.Probe(addr, cfg) }
 
 // TestClusterNodePortRefusesStrangers: the node port takes only peers
 // with a certificate of the cluster CA. A client without a certificate,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -32,20 +31,8 @@ func flagValue(t *testing.T, args []string, name string) string {
 	return ""
 }
 
-// readTLS dials addr with cfg and reads once: in TLS 1.3 a client learns
-// that the server refused its certificate on its first read.
-func readTLS(addr string, cfg *tls.Config) error {
-	cfg = cfg.Clone()
-	cfg.NextProtos = []string{"h2"}
-	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	_, err = c.Read(make([]byte, 1))
-	return err
-}
+// readTLS dials addr with cfg and reads once (nodetls.Probe).
+func readTLS(addr string, cfg *tls.Config) error { return nodetls.Probe(addr, cfg) }
 
 // TestClusterNodePortMutualTLS starts a cluster node as an operator
 // would, with certificates of `kassa cluster certs`: a client without a

@@ -2,7 +2,6 @@ package nodetls
 
 import (
 	"crypto/tls"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,17 +129,9 @@ func serve(t *testing.T, cfg *tls.Config) string {
 	return l.Addr().String()
 }
 
-// handshake dials addr and reads the server's byte: in TLS 1.3 a client
-// learns that the server refused its certificate only on its first read.
+// handshake probes addr (Probe) as a client of 127.0.0.1.
 func handshake(addr string, cfg *tls.Config) error {
 	cfg = cfg.Clone()
 	cfg.ServerName = "127.0.0.1"
-	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	_, err = c.Read(make([]byte, 1))
-	return err
+	return Probe(addr, cfg)
 }

@@ -171,14 +171,13 @@ func (h *forwardHarness) waitSettled(invoiceID string) kassa.Transaction {
 	return tx
 }
 
-// retryUntilSettled moves the clock on by the shortest retry wait until
-// the transfer of invoiceID settles: the retry timer may be armed just
-// after the failure the test saw.
+// retryUntilSettled steps the clock through the armed timers until the
+// transfer of invoiceID settles; the first retry is due ForwardRetryMin
+// after the failure, so the clock never needs to pass twice that.
 func (h *forwardHarness) retryUntilSettled(clock *kassatest.TestClock, invoiceID string) kassa.Transaction {
 	h.t.Helper()
 	var tx kassa.Transaction
-	eventually(h.t, "the retried forward of "+invoiceID+" to settle", func() bool {
-		clock.Advance(kassa.ForwardRetryMin)
+	clock.StepUntil(h.t, "the retried forward of "+invoiceID+" to settle", clock.Now().Add(2*kassa.ForwardRetryMin), func() bool {
 		tx = h.transfer(invoiceID)
 		return tx.Status == kassa.TransactionSettled
 	})

@@ -576,9 +576,7 @@ func TestExpiredInvoicesPassivateAndSweeperWakesThem(t *testing.T) {
 
 	// Move on a minute at a time through the hour of monitoring (the
 	// harness's window); the sweeper wakes the invoice before its end.
-	eventually(t, "end of monitoring", func() bool {
-		clock.Advance(time.Minute)
-		time.Sleep(2 * time.Millisecond)
+	clock.StepUntil(t, "end of monitoring", h.get(inv.ID).MonitorUntil.Add(sweepEvery), func() bool {
 		return h.get(inv.ID).MonitoringDone
 	})
 	if got := h.get(inv.ID); got.Status != kassa.InvoiceExpired || clock.Now().Before(got.MonitorUntil) {

@@ -199,13 +199,7 @@ func (h *harness) get(id string) *kassa.Invoice {
 // eventually polls cond until it holds or a deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	kassatest.WaitFor(t, 5*time.Second, what, cond)
 }
 
 func (h *harness) pay(inv *kassa.Invoice, sats kassa.Sats, confs int32, txid string) {

@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 func TestEscapeCell(t *testing.T) {
@@ -168,11 +169,5 @@ var missingString = regexp.MustCompile(`![a-z]+\.[a-z]+`)
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	kassatest.WaitFor(t, 10*time.Second, what, cond)
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/apitest"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // binPath is the kassa binary that the end-to-end tests start.
@@ -348,13 +349,7 @@ func (s *server) list(path, key string) []map[string]any {
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	kassatest.WaitFor(t, timeout, what, cond)
 }
 
 var eventLine = regexp.MustCompile(`msg="invoice event" invoice=(\S+) store=\S+ type=(\S+) additionalStatus=(\S+)`)

@@ -86,15 +86,43 @@ func startFloor(tmp string, work bool) (*target, error) {
 	return &target{name: name, url: "http://" + addr + "/api/v1/stores/floor/invoices", stop: stop}, nil
 }
 
-// buildKassa builds the kassa binary into tmp.
+var (
+	buildMu  sync.Mutex
+	buildDir string // holds the kassa binary once built
+)
+
+// buildKassa builds the kassa binary once per run, into a directory of
+// its own that cleanupBuild removes, and returns its path. The tmp of
+// the part that asks is not used: every part runs the same binary.
 func buildKassa(tmp string) (string, error) {
-	bin := filepath.Join(tmp, "kassa")
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if buildDir != "" {
+		return filepath.Join(buildDir, "kassa"), nil
+	}
+	dir, err := os.MkdirTemp("", "kassa-bench-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "kassa")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/kassa")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
+		os.RemoveAll(dir)
 		return "", fmt.Errorf("build kassa: %w", err)
 	}
+	buildDir = dir
 	return bin, nil
+}
+
+// cleanupBuild removes the binary buildKassa built.
+func cleanupBuild() {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+		buildDir = ""
+	}
 }
 
 // startKassa starts `kassa serve` on data with extra flags and waits

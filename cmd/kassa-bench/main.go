@@ -17,8 +17,18 @@
 // run a one-node cluster over PostgreSQL and etcd against the single node
 // on Pebble, and time a failover in a three-node cluster.
 //
+// The run is made of parts (create, tracing, webhooks, closed, restart,
+// chain, cluster, lightning, memory), each runnable alone with -only
+// (a comma-separated list runs several). A part that fails does not stop
+// the others. At the end every figure is printed again, one line each,
+// as `SUMMARY <part> <name> <value> <unit> (goal <op> <target>) MET|MISS`
+// (the goal table is goals, below), with each part's wall time and the
+// whole run's. The defaults fit the whole run in 20 minutes on a quiet
+// 2-core machine.
+//
 //	kassa-bench [-duration 5s] [-rounds 3] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
-//	            [-closed-invoices 1000000] [-restart-invoices 200000] [-chain-payments 20] [-ln-payments 30] [-only PART]
+//	            [-closed-invoices 300000] [-restart-invoices 200000] [-chain-payments 20] [-ln-payments 30]
+//	            [-only PART[,PART...]]
 package main
 
 import (
@@ -26,8 +36,126 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 )
+
+// options are the sizes of the parts, from the flags.
+type options struct {
+	duration      time.Duration
+	concurrency   int
+	rounds        int
+	openInvoices  int
+	endpoints     int
+	closed        int
+	restart       int
+	lnPayments    int
+	chainPayments int
+}
+
+// part is one section of the run.
+type part struct {
+	name string
+	run  func(context.Context, *options) error
+}
+
+// parts in the order of a whole run.
+var parts = []part{
+	{"create", func(ctx context.Context, o *options) error {
+		return benchCreate(ctx, o.duration, o.concurrency, o.rounds)
+	}},
+	{"tracing", func(ctx context.Context, o *options) error { return benchTracing(o.duration, o.concurrency, o.rounds) }},
+	{"webhooks", func(ctx context.Context, o *options) error { return benchWebhooks(ctx, o.endpoints) }},
+	{"closed", func(ctx context.Context, o *options) error { return benchClosed(ctx, o.closed, o.concurrency) }},
+	{"restart", func(ctx context.Context, o *options) error { return benchRestart(ctx, o.restart, o.concurrency) }},
+	{"chain", func(ctx context.Context, o *options) error { return benchChain(ctx, o.chainPayments) }},
+	{"cluster", func(ctx context.Context, o *options) error { return benchCluster(ctx, o.duration, o.concurrency) }},
+	{"lightning", func(ctx context.Context, o *options) error {
+		return benchLightning(o.duration, o.concurrency, o.rounds, o.lnPayments)
+	}},
+	{"memory", func(ctx context.Context, o *options) error { return benchMemory(ctx, o.openInvoices) }},
+}
+
+// wholeRunGoal is the wall time a whole run (every part) must stay under.
+const wholeRunGoal = 20 * time.Minute
+
+// goal is the target of a figure: its value op target, where target is
+// the number, or the value of the figure named of in the same run.
+type goal struct {
+	op     string // one of >=, >, <=, <
+	target float64
+	of     string
+}
+
+// goals holds the target of every figure that has one, by BENCH name.
+// A figure without an entry is summarised without a verdict.
+var goals = map[string]goal{
+	"invoice_create_vs_work_floor":             {op: ">=", target: 0.9},
+	"invoice_create_p99_ms":                    {op: "<=", target: 20},
+	"tracing_overhead_pct":                     {op: "<=", target: 15},
+	"webhook_settle_to_delivery_p99_ms":        {op: "<", target: 50},
+	"rss_per_closed_invoice_bytes":             {op: "<=", target: 20},
+	"rss_after_300k_closed_invoices_mb":        {op: "<", target: 150},
+	"rss_after_1m_closed_invoices_mb":          {op: "<", target: 200},
+	"restart_ready_s":                          {op: "<", target: 2},
+	"rss_after_restart_per_open_invoice_bytes": {op: "<=", of: "rss_steady_per_open_invoice_bytes"},
+	"chain_block_match_ms":                     {op: "<", target: 50},
+	"cluster_create_postgres_vs_pebble":        {op: ">=", target: 0.8},
+	"ln_invoice_create_vs_lnd":                 {op: ">=", target: 0.9},
+	"bytes_per_open_invoice":                   {op: "<", target: 4096},
+}
+
+// met tells whether value meets g, given the figures of the run; ok is
+// false when g refers to a figure the run did not produce.
+func (g goal) met(value float64, figures map[string]float64) (met, ok bool) {
+	target := g.target
+	if g.of != "" {
+		if target, ok = figures[g.of]; !ok {
+			return false, false
+		}
+	}
+	switch g.op {
+	case ">=":
+		return value >= target, true
+	case ">":
+		return value > target, true
+	case "<=":
+		return value <= target, true
+	case "<":
+		return value < target, true
+	}
+	return false, false
+}
+
+// String spells the goal as in `goal >= 0.9`.
+func (g goal) String() string {
+	if g.of != "" {
+		return "goal " + g.op + " " + g.of
+	}
+	return fmt.Sprintf("goal %s %.4g", g.op, g.target)
+}
+
+// figure is one BENCH line of a part.
+type figure struct {
+	part, name, unit string
+	value            float64
+}
+
+var (
+	mu      sync.Mutex
+	current string   // the part running
+	results []figure // every figure printed so far
+)
+
+// bench prints a figure and keeps it for the summary.
+func bench(name string, value float64, unit string) {
+	fmt.Printf("BENCH %s %.4g %s\n", name, value, unit)
+	mu.Lock()
+	results = append(results, figure{part: current, name: name, unit: unit, value: value})
+	mu.Unlock()
+}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "floor" {
@@ -37,74 +165,121 @@ func main() {
 		}
 		return
 	}
-	duration := flag.Duration("duration", 5*time.Second, "length of each measured phase")
-	concurrency := flag.Int("concurrency", 32, "requests in flight in the closed loop")
-	openInvoices := flag.Int("open-invoices", 100_000, "open invoice actors for the memory figure")
-	endpoints := flag.Int("endpoints", 1000, "webhook endpoints for the fan-out figure")
-	rounds := flag.Int("rounds", 3, "turns of floor, work floor and kassa in the create figure")
-	closed := flag.Int("closed-invoices", 1_000_000, "invoices created and closed for the resident-memory figure")
-	restart := flag.Int("restart-invoices", 200_000, "open invoices for the restart figures")
-	only := flag.String("only", "", "run only this part: create, tracing, memory, webhooks, closed, restart, chain, lightning or cluster")
-	lnPayments := flag.Int("ln-payments", 30, "payments on real lnd for ln_settle_to_webhook_p99_ms")
-	chainPayments := flag.Int("chain-payments", 20, "payments on a real btcd for chain_block_to_settled_ms")
+	var o options
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measured phase")
+	flag.IntVar(&o.concurrency, "concurrency", 32, "requests in flight in the closed loop")
+	flag.IntVar(&o.openInvoices, "open-invoices", 100_000, "open invoice actors for the memory figure")
+	flag.IntVar(&o.endpoints, "endpoints", 1000, "webhook endpoints for the fan-out figure")
+	flag.IntVar(&o.rounds, "rounds", 3, "turns of the compared servers in the create, tracing and lightning figures")
+	flag.IntVar(&o.closed, "closed-invoices", 300_000, "invoices created and closed for the resident-memory figure")
+	flag.IntVar(&o.restart, "restart-invoices", 200_000, "open invoices for the restart figures")
+	flag.IntVar(&o.lnPayments, "ln-payments", 30, "payments on real lnd for ln_settle_to_webhook_p99_ms")
+	flag.IntVar(&o.chainPayments, "chain-payments", 20, "payments on a real btcd for chain_block_to_settled_ms")
+	var names []string
+	for _, p := range parts {
+		names = append(names, p.name)
+	}
+	only := flag.String("only", "", "run only these parts, comma-separated: "+strings.Join(names, ", "))
 	flag.Parse()
-	ctx := context.Background()
-	if *only == "" || *only == "create" {
-		if err := benchCreate(ctx, *duration, *concurrency, *rounds); err != nil {
-			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
-			os.Exit(1)
+	run := parts
+	if *only != "" {
+		run = nil
+		for _, name := range strings.Split(*only, ",") {
+			i := slices.IndexFunc(parts, func(p part) bool { return p.name == strings.TrimSpace(name) })
+			if i < 0 {
+				fmt.Fprintf(os.Stderr, "kassa-bench: no part %q (parts: %s)\n", name, strings.Join(names, ", "))
+				os.Exit(2)
+			}
+			run = append(run, parts[i])
 		}
 	}
-	if *only == "" || *only == "tracing" {
-		if err := benchTracing(*duration, *concurrency, *rounds); err != nil {
-			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
-			os.Exit(1)
-		}
-	}
-	if *only == "" || *only == "webhooks" {
-		if err := benchWebhooks(ctx, *endpoints); err != nil {
-			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
-			os.Exit(1)
-		}
-	}
-	if *only == "" || *only == "closed" {
-		if err := benchClosed(ctx, *closed, *concurrency); err != nil {
-			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
-			os.Exit(1)
-		}
-	}
-	if *only == "" || *only == "restart" {
-		if err := benchRestart(ctx, *restart, *concurrency); err != nil {
-			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
-			os.Exit(1)
-		}
-	}
-	if *only == "" || *only == "chain" {
-		if err := benchChain(ctx, *chainPayments); err != nil {
-			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
-			os.Exit(1)
-		}
-	}
-	if *only == "" || *only == "cluster" {
-		if err := benchCluster(ctx, *duration, *concurrency); err != nil {
-			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
-			os.Exit(1)
-		}
-	}
-	if *only == "" || *only == "lightning" {
-		if err := benchLightning(*duration, *concurrency, *rounds, *lnPayments); err != nil {
-			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
-			os.Exit(1)
-		}
-	}
-	if *only == "" || *only == "memory" {
-		if err := benchMemory(ctx, *openInvoices); err != nil {
-			fmt.Fprintln(os.Stderr, "kassa-bench:", err)
-			os.Exit(1)
-		}
+	failed := runParts(context.Background(), run, &o, len(run) == len(parts))
+	cleanupBuild()
+	if failed {
+		os.Exit(1)
 	}
 }
 
-func bench(name string, value float64, unit string) {
-	fmt.Printf("BENCH %s %.4g %s\n", name, value, unit)
+// runParts runs each part, then prints the summary; it reports whether
+// a part failed. whole says every part ran, so the run's wall time has
+// a goal.
+func runParts(ctx context.Context, run []part, o *options, whole bool) (failed bool) {
+	start := time.Now()
+	walls := map[string]time.Duration{}
+	errs := map[string]error{}
+	for _, p := range run {
+		mu.Lock()
+		current = p.name
+		mu.Unlock()
+		fmt.Fprintf(os.Stderr, "kassa-bench: part %s\n", p.name)
+		began := time.Now()
+		err := runPart(ctx, p, o)
+		walls[p.name] = time.Since(began)
+		if err != nil {
+			errs[p.name] = err
+			failed = true
+			fmt.Fprintf(os.Stderr, "kassa-bench: %s: %v\n", p.name, err)
+		}
+		fmt.Fprintf(os.Stderr, "kassa-bench: part %s took %v\n", p.name, walls[p.name].Round(time.Second))
+	}
+	printSummary(run, walls, errs, time.Since(start), whole)
+	return failed
+}
+
+// runPart runs p, turning a panic (the harness of the real-daemon parts
+// panics on a failure) into its error.
+func runPart(ctx context.Context, p part, o *options) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return p.run(ctx, o)
+}
+
+func printSummary(run []part, walls map[string]time.Duration, errs map[string]error, total time.Duration, whole bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	figures := map[string]float64{}
+	for _, f := range results {
+		figures[f.name] = f.value
+	}
+	missed, goalsSeen := 0, 0
+	fmt.Println()
+	for _, p := range run {
+		for _, f := range results {
+			if f.part != p.name {
+				continue
+			}
+			line := fmt.Sprintf("SUMMARY %s %s %.4g %s", f.part, f.name, f.value, f.unit)
+			if g, ok := goals[f.name]; ok {
+				met, known := g.met(f.value, figures)
+				switch {
+				case !known:
+					line += fmt.Sprintf(" (%s) UNKNOWN", g)
+				case met:
+					line += fmt.Sprintf(" (%s) MET", g)
+					goalsSeen++
+				default:
+					line += fmt.Sprintf(" (%s) MISS", g)
+					goalsSeen++
+					missed++
+				}
+			}
+			fmt.Println(line)
+		}
+		if err := errs[p.name]; err != nil {
+			fmt.Printf("SUMMARY %s FAILED %s\n", p.name, strings.ReplaceAll(err.Error(), "\n", " "))
+		}
+		fmt.Printf("SUMMARY %s wall %v\n", p.name, walls[p.name].Round(time.Second))
+	}
+	line := fmt.Sprintf("SUMMARY all wall %v", total.Round(time.Second))
+	if whole {
+		verdict := "MET"
+		if total > wholeRunGoal {
+			verdict = "MISS"
+		}
+		line += fmt.Sprintf(" (goal <= %v) %s", wholeRunGoal, verdict)
+	}
+	fmt.Printf("%s; %d of %d goals missed, %d of %d parts failed\n", line, missed, goalsSeen, len(errs), len(run))
 }

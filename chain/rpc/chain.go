@@ -566,7 +566,7 @@ func (c *Chain) notifications(ctx context.Context) {
 
 // Info describes the node and how far the watcher follows it.
 func (c *Chain) Info(ctx context.Context) kassa.BackendInfo {
-	info := c.health.info(c)
+	info := c.health.info()
 	c.health.mu.Lock()
 	standby := c.health.standby
 	c.health.mu.Unlock()

@@ -83,18 +83,28 @@ func (h *health) gapWarnings(w []string) {
 	h.mu.Unlock()
 }
 
-func (h *health) info(c *Chain) kassa.BackendInfo {
-	if h.kindUnknown() && c.client != nil {
-		if v, err := c.client.BackendVersion(); err == nil {
-			kind := "bitcoind"
-			if _, ok := v.(rpcclient.BtcdVersion); ok {
-				kind = "btcd"
-			}
-			h.mu.Lock()
-			h.kind = kind
-			h.mu.Unlock()
-		}
+// learnKind asks the node whether it is btcd or bitcoind, once: the
+// watcher calls it after the node answered, so health never waits on
+// an unreachable node (rpcclient retries a failed call for 22.5 s).
+func (h *health) learnKind(c *Chain) {
+	if !h.kindUnknown() || c.client == nil {
+		return
 	}
+	v, err := c.client.BackendVersion()
+	if err != nil {
+		return
+	}
+	kind := "bitcoind"
+	if _, ok := v.(rpcclient.BtcdVersion); ok {
+		kind = "btcd"
+	}
+	h.mu.Lock()
+	h.kind = kind
+	h.mu.Unlock()
+}
+
+// info reports what the watcher last learned; it does not call the node.
+func (h *health) info() kassa.BackendInfo {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	info := kassa.BackendInfo{

@@ -290,6 +290,7 @@ func (w *watcher) pass(ctx context.Context, handle func(context.Context, kassa.C
 	tip := int64(info.Blocks)
 	syncing := info.InitialBlockDownload || info.Headers > info.Blocks
 	w.c.health.node(tip, *best, syncing)
+	w.c.health.learnKind(w.c)
 	if syncing {
 		// Nothing settles from a node that is still catching up.
 		return nil

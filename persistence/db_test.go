@@ -52,6 +52,7 @@ var suite = []struct {
 	{"Balance", testBalance},
 	{"BalanceConcurrent", testBalanceConcurrent},
 	{"BalanceReopenCompact", testBalanceReopenCompact},
+	{"CompactAll", testCompactAll},
 	{"KeyValue", testKeyValue},
 	{"Invoices", testInvoices},
 	{"InvoicesDateFilter", testInvoicesDateFilter},

@@ -17,7 +17,7 @@
 // run a one-node cluster over PostgreSQL and etcd against the single node
 // on Pebble, and time a failover in a three-node cluster.
 //
-// The run is made of parts (create, tracing, webhooks, closed, restart,
+// The run is made of parts (create, disk, tracing, webhooks, closed, restart,
 // chain, cluster, lightning, memory), each runnable alone with -only
 // (a comma-separated list runs several). A part that fails does not stop
 // the others. At the end every figure is printed again, one line each,
@@ -28,7 +28,7 @@
 //
 //	kassa-bench [-duration 5s] [-rounds 3] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
 //	            [-closed-invoices 300000] [-restart-invoices 200000] [-chain-payments 20] [-ln-payments 30]
-//	            [-only PART[,PART...]]
+//	            [-disk-invoices 10000] [-only PART[,PART...]]
 package main
 
 import (
@@ -53,6 +53,7 @@ type options struct {
 	restart       int
 	lnPayments    int
 	chainPayments int
+	diskInvoices  int
 }
 
 // part is one section of the run.
@@ -66,6 +67,7 @@ var parts = []part{
 	{"create", func(ctx context.Context, o *options) error {
 		return benchCreate(ctx, o.duration, o.concurrency, o.rounds)
 	}},
+	{"disk", func(ctx context.Context, o *options) error { return benchDisk(ctx, o.diskInvoices, o.concurrency) }},
 	{"tracing", func(ctx context.Context, o *options) error { return benchTracing(o.duration, o.concurrency, o.rounds) }},
 	{"webhooks", func(ctx context.Context, o *options) error { return benchWebhooks(ctx, o.endpoints) }},
 	{"closed", func(ctx context.Context, o *options) error { return benchClosed(ctx, o.closed, o.concurrency) }},
@@ -175,6 +177,7 @@ func main() {
 	flag.IntVar(&o.restart, "restart-invoices", 200_000, "open invoices for the restart figures")
 	flag.IntVar(&o.lnPayments, "ln-payments", 30, "payments on real lnd for ln_settle_to_webhook_p99_ms")
 	flag.IntVar(&o.chainPayments, "chain-payments", 20, "payments on a real btcd for chain_block_to_settled_ms")
+	flag.IntVar(&o.diskInvoices, "disk-invoices", 10_000, "invoices created for disk_per_invoice_bytes")
 	var names []string
 	for _, p := range parts {
 		names = append(names, p.name)

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kassapay/kassa/persistence"
+)
+
+// benchDisk creates n invoices on the real `kassa serve` over Pebble,
+// stops it, compacts its data directory and reports the disk it takes
+// per invoice (tables after a full compaction, so Pebble's compression
+// counts and nothing waits in a write-ahead log).
+func benchDisk(ctx context.Context, n, workers int) error {
+	tmp, err := os.MkdirTemp("", "kassa-bench-disk")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin, err := buildKassa(tmp)
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(tmp, "kassa-data")
+	k, err := startKassa(bin, data)
+	if err != nil {
+		return err
+	}
+	if _, _, err := k.createStore(); err != nil {
+		k.stop()
+		return err
+	}
+	start := time.Now()
+	err = k.createMany(n, workers, nil)
+	k.stop()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "disk: %d invoices in %v\n", n, time.Since(start).Round(time.Millisecond))
+	dir := filepath.Join(data, "pebble")
+	db, err := persistence.Open(dir, persistence.Options{})
+	if err != nil {
+		return err
+	}
+	err = db.CompactAll(ctx)
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	used, err := dirSize(dir)
+	if err != nil {
+		return err
+	}
+	bench("disk_per_invoice_bytes", float64(used)/float64(n), "B")
+	return nil
+}
+
+// dirSize is the sum of the sizes of the regular files under dir.
+func dirSize(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err != nil || !e.Type().IsRegular() {
+			return err
+		}
+		info, err := e.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	return n, err
+}

@@ -84,52 +84,80 @@ func newLogger(c Config, w io.Writer) (*slog.Logger, error) {
 // Run opens storage, starts the backends, the actors and the HTTP server,
 // and returns once the server listens.
 func (m *Main) Run(ctx context.Context) error {
+	token, clusterMode, err := m.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	b, err := m.openBackends(ctx, runCtx, clusterMode != nil)
+	if err != nil {
+		return err
+	}
+	if err := m.startActors(ctx, runCtx, clusterMode, b); err != nil {
+		return err
+	}
+	return m.listen(ctx, runCtx, token, clusterMode != nil, b)
+}
+
+// backends are what Run starts beside the actors: the chain, Lightning
+// and rate sources, and the simulator when either backend is simulated.
+type backends struct {
+	chain     kassa.Chain
+	lightning kassa.Lightning
+	rates     rates.Backend
+	sim       *simulator // nil unless --chain sim or --lightning sim
+}
+
+// prepare sets up logging, the memory limit and telemetry, the data
+// directory and its admin token, and opens storage.
+func (m *Main) prepare(ctx context.Context) (token string, clusterMode *clusterSettings, err error) {
 	c := m.Config
 	log, err := newLogger(c, os.Stderr)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	m.log = log
 	m.started = time.Now()
 	limit, source, err := applyMemoryLimit(c.MemoryLimit)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
 	if limit != math.MaxInt64 {
 		log.Info("memory limit", "bytes", limit, "source", source)
 	}
 	if c.InvoiceExpiry <= 0 {
-		return fmt.Errorf("--invoice-expiry must be positive")
+		return "", nil, fmt.Errorf("--invoice-expiry must be positive")
 	}
 	if m.telemetry, err = setupTelemetry(ctx, c, Version); err != nil {
-		return err
+		return "", nil, err
 	}
 	// The directory holds API keys, webhook secrets and the admin token:
 	// 0700 even when it existed before with a looser mode.
 	if err := os.MkdirAll(c.Data, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
+		return "", nil, fmt.Errorf("data directory: %w", err)
 	}
 	if err := os.Chmod(c.Data, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
+		return "", nil, fmt.Errorf("data directory: %w", err)
 	}
-	token, err := adminToken(c.Data)
-	if err != nil {
-		return err
+	if token, err = adminToken(c.Data); err != nil {
+		return "", nil, err
 	}
-	clusterMode, err := parseCluster(c)
-	if err != nil {
-		return err
+	if clusterMode, err = parseCluster(c); err != nil {
+		return "", nil, err
 	}
 	if m.db, err = openStorage(ctx, c, m.Clock, log); err != nil {
-		return err
+		return "", nil, err
 	}
+	return token, clusterMode, nil
+}
 
-	runCtx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-
-	var sim *simulator
-	var chain kassa.Chain
-	var lightning kassa.Lightning
+// openBackends connects the chain and Lightning backends named by
+// --chain and --lightning (with lnd, its address pool and the
+// forwarder) and starts the rate source.
+func (m *Main) openBackends(ctx, runCtx context.Context, cluster bool) (backends, error) {
+	c, log := m.Config, m.log
+	var b backends
 	var wallet *lndWallet // with --lightning lnd://, its pool is set below
 	switch {
 	case c.Chain == "sim":
@@ -137,94 +165,100 @@ func (m *Main) Run(ctx context.Context) error {
 		// invoice open before a restart can still be paid after it.
 		chainSim, err := chainsim.Open(ctx, m.Clock, m.db.State("chainsim"))
 		if err != nil {
-			return err
+			return b, err
 		}
-		chain = chainSim
-		sim = &simulator{chain: chainSim}
+		b.chain = chainSim
+		b.sim = &simulator{chain: chainSim}
 	case strings.HasPrefix(c.Chain, "rpc://"):
 		conn, err := chainrpc.ParseURL(c.Chain)
 		if err != nil {
-			return err
+			return b, err
 		}
 		// With lnd, stores without an xpub take on-chain payments to
 		// lnd's wallet, forwarded like Lightning ones (lightning.go).
 		cfg := chainrpc.Config{
 			Conn: conn, State: m.db, Reader: m.db, Expiry: c.InvoiceExpiry, Monitoring: c.Monitoring,
-			Clock: m.Clock, Logger: log, Cluster: clusterMode != nil,
+			Clock: m.Clock, Logger: log, Cluster: cluster,
 		}
 		if strings.HasPrefix(c.Lightning, "lnd://") {
 			wallet = &lndWallet{}
 			cfg.Wallet = wallet
 		}
-		if chain, err = chainrpc.New(cfg); err != nil {
-			return err
+		if b.chain, err = chainrpc.New(cfg); err != nil {
+			return b, err
 		}
 	default:
-		return fmt.Errorf("--chain %q: use sim or rpc://user:pass@host:port", c.Chain)
+		return b, fmt.Errorf("--chain %q: use sim or rpc://user:pass@host:port", c.Chain)
 	}
 	switch {
 	case c.Lightning == "sim":
 		node, err := lnsim.Open(ctx, m.Clock, m.db.State("lnsim"))
 		if err != nil {
-			return err
+			return b, err
 		}
-		lightning = node
-		if sim == nil {
-			sim = &simulator{}
+		b.lightning = node
+		if b.sim == nil {
+			b.sim = &simulator{}
 		}
-		sim.node = node
+		b.sim.node = node
 	case strings.HasPrefix(c.Lightning, "lnd://"):
-		node, err := newLND(c.Lightning, m.db, clusterMode != nil, m.Clock, log)
+		node, err := newLND(c.Lightning, m.db, cluster, m.Clock, log)
 		if err != nil {
-			return err
+			return b, err
 		}
-		lightning = node
+		b.lightning = node
 		if wallet != nil {
 			// Addresses of lnd's wallet kept ahead for its outages
 			// (docs/decisions.md, "An address pool for lnd outages").
 			if wallet.pool, err = lnd.NewPool(node, lnd.PoolConfig{Store: m.db, Size: c.AddressPool, Clock: m.Clock, Logger: log}); err != nil {
-				return err
+				return b, err
 			}
 			go wallet.pool.Run(runCtx)
 		}
-		_, onchain := chain.(*chainrpc.Chain)
-		m.forwarder = newForwarder(node, m.db, c.Dev, onchain, clusterMode != nil, m.Clock, log)
+		_, onchain := b.chain.(*chainrpc.Chain)
+		m.forwarder = newForwarder(node, m.db, c.Dev, onchain, cluster, m.Clock, log)
 	default:
-		return fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
+		return b, fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
 	}
 	rateURLs, err := parseRateURLs(c.RatesURLs)
 	if err != nil {
-		return err
+		return b, err
 	}
-	rateBackend, err := rates.FromOptions(c.Rates, rates.Options{
+	if b.rates, err = rates.FromOptions(c.Rates, rates.Options{
 		BaseURLs: rateURLs, Clock: m.Clock, Logger: log, Refresh: c.RatesRefresh, MaxAge: c.RatesMaxAge,
-	})
-	if err != nil {
-		return err
+	}); err != nil {
+		return b, err
 	}
-	go rateBackend.Run(runCtx)
+	go b.rates.Run(runCtx)
+	return b, nil
+}
 
+// startActors starts the actor system (joining the cluster in cluster
+// mode), the watchers and sweepers, and wakes what was open at the last
+// stop: invoices due soon, webhook deliveries and Lightning forwards.
+func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSettings, b backends) error {
+	c, log := m.Config, m.log
 	m.sys = actors.NewSystem(actors.Config{
-		Journal: m.db, Reader: m.db, Chain: chain, Lightning: lightning, Rates: rateBackend,
+		Journal: m.db, Reader: m.db, Chain: b.chain, Lightning: b.lightning, Rates: b.rates,
 		Webhooks: newWebhookClient(c.Dev), WebhookSigAliases: c.WebhookSigAliases, Clock: m.Clock, Logger: log,
 		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring, Forwarder: m.forwarder,
 		Claims: outboxClaims(m.db), ClaimHolder: nodeHolder(),
 	})
 	if clusterMode != nil {
-		if err = joinCluster(ctx, runCtx, m.sys, clusterMode, membersOf(m.db), log); err != nil {
+		if err := joinCluster(ctx, runCtx, m.sys, clusterMode, membersOf(m.db), log); err != nil {
 			return err
 		}
 	}
-	if err := m.startWatchers(runCtx, clusterMode != nil, chain, lightning); err != nil {
+	if err := m.startWatchers(runCtx, clusterMode != nil, b.chain, b.lightning); err != nil {
 		return err
 	}
-	if sim != nil {
+	if b.sim != nil {
 		what := "the chain and Lightning backends are simulated; no real bitcoin moves"
-		if sim.chain == nil {
+		if b.sim.chain == nil {
 			what = "the Lightning backend is simulated; on-chain payments are real"
 		}
 		log.Warn("SIMULATION: "+what,
-			"chain", c.Chain, "lightning", c.Lightning, "rates", rateBackend.Source())
+			"chain", c.Chain, "lightning", c.Lightning, "rates", b.rates.Source())
 	}
 	go m.sweepExpired(runCtx)
 	m.sys.RunSweeper(runCtx)
@@ -247,7 +281,14 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 		log.Info("resumed Lightning forwards", "stores", stores)
 	}
+	return nil
+}
 
+// listen starts the listeners: the debug and metrics ones when asked,
+// then the HTTP server (API, pages, dashboard); with --dev it seeds the
+// demo store.
+func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b backends) error {
+	c, log := m.Config, m.log
 	if c.DebugListen != "" {
 		mux := nethttp.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -260,8 +301,8 @@ func (m *Main) Run(ctx context.Context) error {
 		}()
 	}
 	if c.MetricsListen != "" {
-		fetched, _ := rateBackend.(interface{ Fetched() map[string]time.Time })
-		g := metricsRegistry(m.sys, m.forwarder, chain, lightning, fetchedFunc(fetched), m.Clock, c.Data, m.roles.collector())
+		fetched, _ := b.rates.(interface{ Fetched() map[string]time.Time })
+		g := metricsRegistry(m.sys, m.forwarder, b.chain, b.lightning, fetchedFunc(fetched), m.Clock, c.Data, m.roles.collector())
 		srv, addr, err := serveMetrics(c.MetricsListen, g, log)
 		if err != nil {
 			return err
@@ -279,8 +320,8 @@ func (m *Main) Run(ctx context.Context) error {
 		publicURL = "http://" + m.Addr
 	}
 	deps := kassahttp.Deps{
-		Reader: m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: rateBackend, Webhooks: m.sys,
-		Chain: chain, Lightning: lightning, KV: m.db, Storage: m.db, Clock: m.Clock, Logger: log,
+		Reader: m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: b.rates, Webhooks: m.sys,
+		Chain: b.chain, Lightning: b.lightning, KV: m.db, Storage: m.db, Clock: m.Clock, Logger: log,
 		PublicURL: publicURL, AdminToken: token, Version: Version,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst,
 		PublicLimits:   c.publicLimits(),
@@ -288,9 +329,9 @@ func (m *Main) Run(ctx context.Context) error {
 		Backup:         newBackupFunc(c.Data, m.db, m.Clock),
 	}
 	// The simulation routes settle any invoice for anyone: --dev only.
-	deps.Simulated = sim != nil
-	if sim != nil && c.Dev {
-		deps.Simulator = sim
+	deps.Simulated = b.sim != nil
+	if b.sim != nil && c.Dev {
+		deps.Simulator = b.sim
 	}
 	deps.Operator = m.operatorPage()
 	dash, err := m.newDashboard(deps)
@@ -299,7 +340,7 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	deps.Dashboard = dash
 	go dash.RunTopUps(runCtx, topUpEvery)
-	if clusterMode != nil {
+	if cluster {
 		deps.Cluster = m.clusterReport
 		deps.StoreOwner = func(id string) any { return m.sys.StoreOwner(id) }
 	}

@@ -59,6 +59,12 @@ type pending struct {
 	sender *actor.PID
 }
 
+// inspectStore runs f in the store actor and answers its result. Only
+// tests send it, to count what the actor keeps.
+type inspectStore struct {
+	f func(*storeActor, actor.Context) any
+}
+
 // passivate asks the store to stop an invoice actor that waits for
 // nothing; the store then routes new messages to a fresh activation.
 type passivate struct{ invoiceID string }
@@ -79,6 +85,8 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		}
 	case crash:
 		panic("crash requested")
+	case inspectStore:
+		ctx.Respond(msg.f(a, ctx))
 	case *createStore:
 		ctx.Respond(a.create(msg))
 	case *spawnInvoice:
@@ -94,6 +102,7 @@ func (a *storeActor) Receive(ctx actor.Context) {
 			ctx.Poison(pid)
 		}
 	case *actor.Terminated:
+		forgetStoppedChild(ctx)
 		id := invoiceIDOf(a.id, msg.Who.Id)
 		if queued, ok := a.stopping[id]; ok {
 			delete(a.stopping, id)
@@ -128,6 +137,22 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		ctx.Respond(a.saveWebhook(msg))
 	case *deleteWebhook:
 		ctx.Respond(a.deleteWebhook(msg))
+	}
+}
+
+// forgetStoppedChild drops the PID of a stopped invoice actor that
+// protoactor-go's set of children still holds. It removes a child by
+// moving the last one into its place and shortening the slice, so the
+// array behind it keeps the removed PID one past the new length, until
+// a later spawn overwrites it. A PID caches its process, which holds the
+// stopped actor and its invoice: without this, the invoices closed
+// after a busy minute stayed in memory (docs/decisions.md, "Closed
+// invoices leave nothing behind"). Children returns that slice; it is
+// called on each Terminated, right after protoactor-go removed the
+// child, and a slot past the length is never read.
+func forgetStoppedChild(ctx actor.Context) {
+	if kids := ctx.Children(); len(kids) < cap(kids) {
+		kids[:len(kids)+1][len(kids)] = nil
 	}
 }
 

@@ -173,7 +173,7 @@ func main() {
 	flag.IntVar(&o.openInvoices, "open-invoices", 100_000, "open invoice actors for the memory figure")
 	flag.IntVar(&o.endpoints, "endpoints", 1000, "webhook endpoints for the fan-out figure")
 	flag.IntVar(&o.rounds, "rounds", 3, "turns of the compared servers in the create, tracing and lightning figures")
-	flag.IntVar(&o.closed, "closed-invoices", 300_000, "invoices created and closed for the resident-memory figure")
+	flag.IntVar(&o.closed, "closed-invoices", 300_000, "invoices created and closed for the resident-memory figures (measured at a third of them and at all)")
 	flag.IntVar(&o.restart, "restart-invoices", 200_000, "open invoices for the restart figures")
 	flag.IntVar(&o.lnPayments, "ln-payments", 30, "payments on real lnd for ln_settle_to_webhook_p99_ms")
 	flag.IntVar(&o.chainPayments, "chain-payments", 20, "payments on a real btcd for chain_block_to_settled_ms")

@@ -113,10 +113,22 @@ func countName(n int) string {
 }
 
 // benchClosed creates and closes n invoices in one kassa process (one in
-// ten settled over Lightning, the rest expired, with a short expiry and
-// monitoring window) and reports its resident memory afterwards: memory
-// must follow open invoices, not every invoice ever made.
+// ten settled over Lightning, the rest expired, with a one-second expiry
+// and monitoring window) and reports how its resident memory grows with
+// closed invoices: memory must follow open invoices, not every invoice
+// ever made. It measures once a third of them closed and once all of
+// them did; rss_per_closed_invoice_bytes is the slope between the two.
+//
+// Each measurement waits until no invoice actor is live (the
+// kassa_actors gauge), forces a collection in the server (its pprof heap
+// profile with gc=1), waits for Go's scavenger to hand freed pages back,
+// forces another, and reads VmRSS and the Go heap in use. With
+// KASSA_BENCH_HEAP_DIR set, it saves the server's heap profile there at
+// both points (closed-<count>.pb.gz, for go tool pprof -inuse_space).
 func benchClosed(ctx context.Context, n, workers int) error {
+	if n < 3 {
+		return fmt.Errorf("-closed-invoices %d: need at least 3", n)
+	}
 	tmp, err := os.MkdirTemp("", "kassa-bench-closed")
 	if err != nil {
 		return err
@@ -126,8 +138,16 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	if err != nil {
 		return err
 	}
-	const expiry, monitoring = 5 * time.Second, time.Second
-	k, err := startKassa(bin, filepath.Join(tmp, "data"), "--dev", "--invoice-expiry", expiry.String(), "--monitoring", monitoring.String())
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	// The shortest deadlines the flags take that still run the real
+	// path: each invoice expires (or is paid) and ends its monitoring on
+	// its own actor's timer within two seconds.
+	const expiry, monitoring = time.Second, time.Second
+	k, err := startKassa(bin, filepath.Join(tmp, "data"), "--dev", "--invoice-expiry", expiry.String(),
+		"--monitoring", monitoring.String(), "--metrics-listen", metricsAddr)
 	if err != nil {
 		return err
 	}
@@ -135,57 +155,124 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	if _, _, err := k.createStore(); err != nil {
 		return err
 	}
+	// Three times the workers: most of a create's time is its synced
+	// write, which concurrent creates share.
+	workers *= 3
 	start := time.Now()
-	var last atomic.Value
 	var paid, late atomic.Int64
-	err = k.createMany(n, workers, func(c *http.Client, i int, id string) error {
-		last.Store(id)
-		if i%10 != 0 {
-			return nil
+	closeSome := func(from, to int) error {
+		return k.createMany(to-from, workers, func(c *http.Client, i int, id string) error {
+			if (from+i)%10 != 0 {
+				return nil
+			}
+			err := k.admin(c, "/admin/v1/sim/pay", `{"invoiceId":"`+id+`","method":"lightning"}`, nil)
+			var status *statusError
+			if errors.As(err, &status) && status.status == http.StatusConflict {
+				// On a loaded machine the invoice may expire before its
+				// payment: it is closed either way.
+				late.Add(1)
+				return nil
+			}
+			if err == nil {
+				paid.Add(1)
+			}
+			return err
+		})
+	}
+	type point struct {
+		n         int
+		rss, heap int64
+		elapsed   time.Duration
+	}
+	measure := func(closed int) (point, error) {
+		if err := k.waitNoInvoiceActors(metricsAddr, 5*time.Minute); err != nil {
+			return point{}, err
 		}
-		err := k.admin(c, "/admin/v1/sim/pay", `{"invoiceId":"`+id+`","method":"lightning"}`, nil)
-		var status *statusError
-		if errors.As(err, &status) && status.status == http.StatusConflict {
-			// On a loaded machine the invoice may expire before its
-			// payment: it is closed either way.
-			late.Add(1)
-			return nil
+		elapsed := time.Since(start)
+		if dir := os.Getenv("KASSA_BENCH_HEAP_DIR"); dir != "" {
+			if err := k.saveHeap(filepath.Join(dir, "closed-"+countName(closed)+".pb.gz")); err != nil {
+				return point{}, err
+			}
 		}
-		if err == nil {
-			paid.Add(1)
+		if _, _, err := k.memory(); err != nil {
+			return point{}, err
 		}
+		time.Sleep(10 * time.Second)
+		rss, heap, err := k.memory()
+		fmt.Fprintf(os.Stderr, "%d invoices closed (%d paid, %d expired before their payment) in %v: RSS %d MB, heap in use %d MB\n",
+			closed, paid.Load(), late.Load(), elapsed.Round(time.Second), rss>>20, heap>>20)
+		return point{n: closed, rss: rss, heap: heap, elapsed: elapsed}, err
+	}
+	first := n / 3
+	if err := closeSome(0, first); err != nil {
 		return err
-	})
+	}
+	a, err := measure(first)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "created %d invoices (%d paid, %d expired before their payment) in %v\n",
-		n, paid.Load(), late.Load(), time.Since(start).Round(time.Second))
-	// Wait until the last invoice closed, then for its monitoring window
-	// and a sweep to pass.
-	lastID := last.Load().(string)
-	deadline := time.Now().Add(5 * time.Minute)
+	if err := closeSome(first, n); err != nil {
+		return err
+	}
+	b, err := measure(n)
+	if err != nil {
+		return err
+	}
+	span := float64(b.n - a.n)
+	bench("rss_per_closed_invoice_bytes", float64(b.rss-a.rss)/span, "B")
+	bench("heap_per_closed_invoice_bytes", float64(b.heap-a.heap)/span, "B")
+	bench("rss_after_"+countName(n)+"_closed_invoices_mb", float64(b.rss)/(1<<20), "MB")
+	bench("heap_after_"+countName(n)+"_closed_invoices_mb", float64(b.heap)/(1<<20), "MB")
+	bench("closed_invoices_per_s", float64(n)/b.elapsed.Seconds(), "1/s")
+	return nil
+}
+
+// waitNoInvoiceActors polls the kassa_actors gauge of the server's
+// metrics listener at addr until no invoice actor is live.
+func (t *target) waitNoInvoiceActors(addr string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	last := "no kassa_actors gauge"
 	for {
-		st, err := k.status(lastID)
+		res, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
-			return err
+			return fmt.Errorf("metrics: %w", err)
 		}
-		if st == "Expired" || st == "Settled" {
-			break
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), `kassa_actors{kind="invoice"} `); ok {
+				last = "invoice actors live: " + v
+				if strings.TrimSpace(v) == "0" {
+					res.Body.Close()
+					return nil
+				}
+			}
 		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
 		if time.Now().After(deadline) {
-			return fmt.Errorf("invoice %s still %s five minutes after the last create", lastID, st)
+			return fmt.Errorf("invoices still open %v after the last create (%s)", within, last)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	time.Sleep(monitoring + 5*time.Second)
-	rss, heap, err := k.memory()
+}
+
+// saveHeap writes the server's heap profile (after a collection) to path.
+func (t *target) saveHeap(path string) error {
+	res, err := http.Get("http://" + t.debug + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return fmt.Errorf("pprof heap: %w", err)
+	}
+	defer res.Body.Close()
+	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	bench("rss_after_"+countName(n)+"_closed_invoices_mb", float64(rss)/(1<<20), "MB")
-	bench("heap_after_"+countName(n)+"_closed_invoices_mb", float64(heap)/(1<<20), "MB")
-	return nil
+	if _, err := io.Copy(f, res.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // benchRestart opens n invoices, restarts kassa, and reports how long

@@ -88,8 +88,18 @@ type clusterState struct {
 	rdv     *cluster.Rendezvous
 	members []string // addresses, as of the last topology event
 	// memberLeft is closed when a member leaves (and replaced): calls
-	// in flight to it are sent again (sendCall).
-	memberLeft chan struct{}
+	// in flight to it are sent again (sendCall). viewChanged is closed
+	// at every topology event (and replaced): a grain's activation
+	// asked of a node that no longer owns the store is asked again of
+	// the one that does (activate).
+	memberLeft, viewChanged chan struct{}
+	// timeout bounds an activation (the node's request timeout).
+	timeout time.Duration
+	// afterTopology, set by a test, runs after this node took a
+	// topology event in (onTopology) and before protoactor-go's own
+	// handlers of it do: a thread descheduled there on a loaded
+	// machine.
+	afterTopology atomic.Pointer[func()]
 	// grains holds the store grains active on this node: store id →
 	// the grain's PID.
 	grains sync.Map
@@ -130,10 +140,13 @@ func (s *System) startMember(cc ClusterConfig) (st *clusterState, err error) {
 		return nil, err
 	}
 	kind := cluster.NewKind(KindStore, actor.PropsFromProducer(func() actor.Actor { return &storeGrain{sys: s} }))
-	cfg := cluster.Configure(cc.Name, cc.Provider, disthash.New(), remoting,
+	lookup := &placement{IdentityLookup: disthash.New()}
+	cfg := cluster.Configure(cc.Name, cc.Provider, lookup, remoting,
 		cluster.WithKinds(kind), cluster.WithRequestTimeout(s.cfg.RequestTimeout))
 	c := cluster.New(as, cfg)
-	st = &clusterState{c: c, id: as.ID, cc: cc, rdv: cluster.NewRendezvous(), memberLeft: make(chan struct{})}
+	st = &clusterState{c: c, id: as.ID, cc: cc, rdv: cluster.NewRendezvous(),
+		memberLeft: make(chan struct{}), viewChanged: make(chan struct{}), timeout: s.cfg.RequestTimeout}
+	lookup.st = st
 	s.cluster.Store(st)
 	as.EventStream.Subscribe(func(ev any) {
 		if t, ok := ev.(*cluster.ClusterTopology); ok && s.clusterState() == st {
@@ -257,7 +270,12 @@ func (s *System) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 		close(st.memberLeft)
 		st.memberLeft = make(chan struct{})
 	}
+	close(st.viewChanged)
+	st.viewChanged = make(chan struct{})
 	st.mu.Unlock()
+	if h := st.afterTopology.Load(); h != nil {
+		(*h)()
+	}
 	s.topologies.add(s.cfg.Clock.Now(), t.Members)
 	s.log.Info("cluster topology", "members", members, "left", len(t.Left), "joined", len(t.Joined), "member", st.id)
 	if s.recovered.Load() && len(t.Left) > 0 {
@@ -286,10 +304,89 @@ func (st *clusterState) leftSignal() chan struct{} {
 // ownerOf returns the address of the node that runs store id, as this
 // node sees the cluster ("" before the first topology event).
 func (s *System) ownerOf(storeID string) string {
-	st := s.clusterState()
+	owner, _ := s.clusterState().view(storeID)
+	return owner
+}
+
+// view returns the address of the node that runs store id as this node
+// sees the cluster, and a channel closed when that view next changes.
+func (st *clusterState) view(storeID string) (owner string, changed chan struct{}) {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
-	return st.rdv.GetByClusterIdentity(cluster.NewClusterIdentity(storeID, KindStore))
+	return st.rdv.GetByClusterIdentity(cluster.NewClusterIdentity(storeID, KindStore)), st.viewChanged
+}
+
+// placement is the store kind's identity lookup. disthash's placement
+// actors activate the grains (each node's partition activator), but the
+// node a store's grain is asked of is the owner in this node's own view
+// of the members, the one it routes, fences and resends by (onTopology),
+// not disthash's copy of it, which protoactor-go updates after Kassa's
+// handler and which can lag it on a loaded machine; and the wait for a
+// node that leaves meanwhile ends when it leaves, not after a timeout
+// (activate). protoactor-go asks it on a miss of its PID cache.
+type placement struct {
+	cluster.IdentityLookup
+	st *clusterState
+}
+
+func (p *placement) Get(id *cluster.ClusterIdentity) *actor.PID {
+	return p.st.activate(id.Identity, false, time.Now().Add(p.st.timeout))
+}
+
+// activate has store id's grain activated, on this node when here is
+// set, else on the store's owner in this node's view, and returns its
+// PID; nil when none was by deadline. When the view changes while it
+// waits (the node it asked left, or another one now owns the store), it
+// asks the store's owner in the new view at once.
+func (st *clusterState) activate(storeID string, here bool, deadline time.Time) *actor.PID {
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for {
+		owner, changed := st.view(storeID)
+		if here {
+			owner = st.c.ActorSystem.Address()
+		}
+		got := st.askActivation(owner, storeID, deadline)
+		for asked := true; asked; {
+			select {
+			case pid := <-got:
+				if pid != nil {
+					return pid
+				}
+				got = nil // refused or timed out: ask again when the view changes
+			case <-changed:
+				now, next := st.view(storeID)
+				if got == nil || !here && now != owner {
+					asked = false
+				} else {
+					changed = next
+				}
+			case <-timer.C:
+				return nil
+			}
+		}
+	}
+}
+
+// askActivation asks the node at addr to activate store id's grain; the
+// channel gets the grain's PID, or is closed without one when the node
+// refuses or does not answer by deadline. It is nil when addr is "".
+func (st *clusterState) askActivation(addr, storeID string, deadline time.Time) chan *actor.PID {
+	if addr == "" {
+		return nil
+	}
+	got := make(chan *actor.PID, 1)
+	req := &cluster.ActivationRequest{ClusterIdentity: cluster.NewClusterIdentity(storeID, KindStore)}
+	f := st.c.ActorSystem.Root.RequestFuture(actor.NewPID(addr, disthash.PartitionActivatorActorName), req,
+		max(time.Until(deadline), time.Millisecond))
+	go func() {
+		defer close(got)
+		res, err := f.Result()
+		if r, ok := res.(*cluster.ActivationResponse); ok && err == nil && !r.Failed && r.Pid != nil {
+			got <- r.Pid
+		}
+	}()
+	return got
 }
 
 // forwardedKey marks a context of a call another node sent here: it runs
@@ -318,7 +415,7 @@ func (s *System) remoteStore(ctx context.Context, storeID string) (bool, error) 
 		}
 	}
 	if _, ok := st.grains.Load(storeID); !ok {
-		if pid := st.c.Get(storeID, KindStore); pid == nil {
+		if pid := st.activate(storeID, true, time.Now().Add(st.timeout)); pid == nil {
 			return false, kassa.Errorf(kassa.Unavailable, "store %s could not be placed in the cluster: try again", storeID)
 		}
 	}

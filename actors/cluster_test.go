@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/test"
 	"github.com/shopspring/decimal"
 
@@ -19,6 +21,14 @@ import (
 // by protoactor-go's in-memory membership, and waits until each sees all.
 func clusterNodes(t *testing.T, n int, db *persistence.DB, clock *kassatest.TestClock, expiry time.Duration) []*harness {
 	t.Helper()
+	nodes, _ := clusterNodesWith(t, n, db, clock, expiry, nil)
+	return nodes
+}
+
+// clusterNodesWith is clusterNodes that lets configure change node i's
+// configuration, and returns each node's membership provider too.
+func clusterNodesWith(t *testing.T, n int, db *persistence.DB, clock *kassatest.TestClock, expiry time.Duration, configure func(i int, c *Config)) ([]*harness, []*test.Provider) {
+	t.Helper()
 	if raceEnabled {
 		// `make test` runs these tests once more without -race.
 		t.Skip("several cluster nodes in one process race in protoactor-go: remote.Start sets gRPC's global logger on every start (a node is one process in production); make test runs this test without -race")
@@ -27,16 +37,22 @@ func clusterNodes(t *testing.T, n int, db *persistence.DB, clock *kassatest.Test
 	hooks := newFakeWebhookClient()
 	chain := &fakeChain{}
 	var nodes []*harness
+	var providers []*test.Provider
 	for i := 0; i < n; i++ {
 		h := newHarnessWith(t, db, clock, func(c *Config) {
 			c.Webhooks, c.Chain, c.InvoiceExpiry = hooks, chain, expiry
+			if configure != nil {
+				configure(i, c)
+			}
 		})
 		h.hooks = hooks
 		port := freeTCPPort(t)
-		if err := h.sys.JoinCluster(ClusterConfig{Name: "test", Provider: test.NewTestProvider(agent), Host: "127.0.0.1", Port: port, Insecure: true}); err != nil {
+		p := test.NewTestProvider(agent)
+		if err := h.sys.JoinCluster(ClusterConfig{Name: "test", Provider: p, Host: "127.0.0.1", Port: port, Insecure: true}); err != nil {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, h)
+		providers = append(providers, p)
 	}
 	for _, h := range nodes {
 		eventually(t, "every node sees every member", func() bool { return len(h.sys.ClusterHealth().Members) == n })
@@ -47,7 +63,7 @@ func clusterNodes(t *testing.T, n int, db *persistence.DB, clock *kassatest.Test
 			t.Fatal(err)
 		}
 	}
-	return nodes
+	return nodes, providers
 }
 
 func freeTCPPort(t *testing.T) int {
@@ -220,5 +236,146 @@ func TestClusterNodeLossExpiresItsInvoicesElsewhere(t *testing.T) {
 			got, err := db.Invoice(ctx, inv.ID)
 			return err == nil && got.Status == kassa.InvoiceExpired
 		})
+	}
+}
+
+// stallingJournal is a node's journal that, once stalled, holds every
+// commit until released: the node hangs mid-request, as a stopped
+// process does.
+type stallingJournal struct {
+	kassa.Journal
+	stalled atomic.Bool
+	held    chan struct{} // a commit is held
+	release chan struct{}
+	inside  atomic.Int32 // commits held or going through after release
+}
+
+func (j *stallingJournal) Commit(ctx context.Context, b kassa.Batch) error {
+	if j.stalled.Load() {
+		j.inside.Add(1)
+		defer j.inside.Add(-1)
+		select {
+		case j.held <- struct{}{}:
+		default:
+		}
+		<-j.release
+	}
+	return j.Journal.Commit(ctx, b)
+}
+
+// TestClusterInFlightCallsAtNodeLossUseThisNodesView: creates sent
+// through node A to the node B that runs their store, while B hangs
+// (its commits held, its partition activator not answering) and then
+// leaves the membership, are answered by the store's new node at once,
+// each with one invoice, although protoactor-go's own placement learns
+// of the loss only seconds after A did (a topology handler descheduled
+// on a loaded machine: before, A asked the lost node to place the store
+// again and waited out a 5 s activation timeout, then answered 503).
+func TestClusterInFlightCallsAtNodeLossUseThisNodesView(t *testing.T) {
+	t.Parallel()
+	db := openMem(t)
+	clock := kassatest.NewTestClock(time.Now())
+	journals := make([]*stallingJournal, 3)
+	nodes, providers := clusterNodesWith(t, 3, db, clock, 15*time.Minute, func(i int, c *Config) {
+		journals[i] = &stallingJournal{Journal: c.Journal, held: make(chan struct{}, 1), release: make(chan struct{})}
+		c.Journal = journals[i]
+	})
+	ctx := context.Background()
+	st, err := nodes[0].sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := nodes[0].sys.ownerOf(st.ID)
+	b, a := -1, -1
+	for i, h := range nodes {
+		if h.sys.ClusterHealth().Address == owner {
+			b = i
+		} else if a < 0 {
+			a = i
+		}
+	}
+	if b < 0 {
+		t.Fatalf("no node is %s, the store's owner", owner)
+	}
+	create := func(order string) (*kassa.Invoice, error) {
+		return nodes[a].sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS, OrderID: order})
+	}
+	if _, err := create("warm-up"); err != nil {
+		t.Fatal(err)
+	}
+	// B hangs: its commits are held and its partition activator does
+	// not answer.
+	journals[b].stalled.Store(true)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(journals[b].release)
+		}
+	}
+	t.Cleanup(release)
+	bs := nodes[b].sys.actorSystem()
+	activator, ok := bs.ProcessRegistry.GetLocal("partition-activator")
+	if !ok {
+		t.Fatal("B has no partition activator")
+	}
+	activator.SendSystemMessage(actor.NewPID(bs.Address(), "partition-activator"), &actor.SuspendMailbox{})
+	const n = 4
+	type answer struct {
+		order string
+		inv   *kassa.Invoice
+		err   error
+		at    time.Time
+	}
+	answers := make(chan answer, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			order := fmt.Sprintf("inflight-%d", i)
+			inv, err := create(order)
+			answers <- answer{order, inv, err, time.Now()}
+		}()
+	}
+	select {
+	case <-journals[b].held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no create reached B")
+	}
+	// A's topology handler is descheduled for 6 s after it took B's
+	// leaving in: protoactor-go's placement on A still names B for as
+	// long.
+	hold := func() { time.Sleep(6 * time.Second) }
+	nodes[a].sys.clusterState().afterTopology.Store(&hold)
+	leftAt := time.Now()
+	go providers[b].Shutdown(false) // B leaves the membership (its lease ran out)
+	var slowest time.Duration
+	for i := 0; i < n; i++ {
+		ans := <-answers
+		slowest = max(slowest, ans.at.Sub(leftAt))
+		if ans.err != nil {
+			t.Errorf("create %s in flight at B's loss: %v", ans.order, ans.err)
+			continue
+		}
+		// The resend goes to the new owner as soon as A sees B leave;
+		// before, it waited at least the 5 s activation timeout.
+		if took := ans.at.Sub(leftAt); took >= 5*time.Second {
+			t.Errorf("create %s answered %v after B left: it waited for the lost node", ans.order, took.Round(time.Millisecond))
+		}
+	}
+	t.Logf("the creates in flight were answered at most %v after B left", slowest.Round(time.Millisecond))
+	// B wakes and its held commits go through, or are refused: every
+	// create made one invoice.
+	nodes[a].sys.clusterState().afterTopology.Store(nil)
+	activator.SendSystemMessage(actor.NewPID(bs.Address(), "partition-activator"), &actor.ResumeMailbox{})
+	release()
+	journals[b].stalled.Store(false)
+	eventually(t, "B's held commits are done", func() bool { return journals[b].inside.Load() == 0 })
+	perOrder := map[string]int{}
+	if _, err := db.Invoices(ctx, st.ID, kassa.ListQuery{Limit: 100}, func(inv *kassa.Invoice) error { perOrder[inv.OrderID]++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if c := perOrder[fmt.Sprintf("inflight-%d", i)]; c != 1 {
+			t.Errorf("create inflight-%d made %d invoices", i, c)
+		}
 	}
 }

@@ -927,7 +927,7 @@ type StoreOwnership struct {
 	Owning bool `json:"owning"`
 	// Handovers are the store's last moves between nodes as this node
 	// saw the membership change, newest first (at most 10, since this
-	// node started).
+	// node started and the store was made).
 	Handovers []Handover `json:"handovers"`
 }
 
@@ -949,6 +949,13 @@ func (s *System) StoreOwner(storeID string) *StoreOwnership {
 	o.Self = o.Owner != "" && o.Owner == st.c.ActorSystem.Address()
 	o.Owning, _ = s.Serving()
 	id := cluster.NewClusterIdentity(storeID, KindStore)
+	// A member list from before the store existed moved nothing of it.
+	var created time.Time
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	if store, err := s.cfg.Reader.Store(ctx, storeID); err == nil {
+		created = store.CreatedAt
+	}
 	s.topologies.mu.Lock()
 	snaps := slices.Clone(s.topologies.snaps)
 	s.topologies.mu.Unlock()
@@ -957,7 +964,7 @@ func (s *System) StoreOwner(storeID string) *StoreOwnership {
 		rdv := cluster.NewRendezvous()
 		rdv.UpdateMembers(snap.members)
 		owner := rdv.GetByClusterIdentity(id)
-		if i > 0 && owner != prev {
+		if i > 0 && owner != prev && snap.at.After(created) {
 			o.Handovers = append(o.Handovers, Handover{At: snap.at.UTC(), From: prev, To: owner})
 		}
 		prev = owner

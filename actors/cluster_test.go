@@ -379,3 +379,42 @@ func TestClusterInFlightCallsAtNodeLossUseThisNodesView(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterHandoversSinceTheStoreExists: a store made after the
+// cluster formed has moved nowhere, although the first node saw the
+// members join, one by one, before it existed. Before, the first node
+// listed the moves the join made of the store's would-be owner.
+func TestClusterHandoversSinceTheStoreExists(t *testing.T) {
+	t.Parallel()
+	db := openMem(t)
+	clock := kassatest.NewTestClock(time.Now())
+	nodes := clusterNodes(t, 3, db, clock, 15*time.Minute)
+	ctx := context.Background()
+	first := nodes[0].sys.ClusterHealth().Address
+	clock.Advance(time.Second)
+	// A store that the first node, alone at first, would have run and
+	// another node runs now: on the first node's history of members
+	// it moved during the join.
+	var st *kassa.Store
+	for i := 0; i < 20 && st == nil; i++ {
+		s, err := nodes[1].sys.CreateStore(ctx, kassa.StoreSettings{Name: fmt.Sprintf("Shop %d", i), Currency: kassa.EUR, PercentFee: decimal.Zero})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nodes[0].sys.ownerOf(s.ID) != first {
+			st = s
+		}
+	}
+	if st == nil {
+		t.Fatal("20 stores all run on the first node")
+	}
+	for n, h := range nodes {
+		o := h.sys.StoreOwner(st.ID)
+		if o == nil || o.Owner == "" {
+			t.Fatalf("node %d names no owner of store %s: %+v", n, st.ID, o)
+		}
+		if len(o.Handovers) != 0 {
+			t.Errorf("node %d lists hand-overs of store %s from before it existed: %+v", n, st.ID, o.Handovers)
+		}
+	}
+}

@@ -504,12 +504,15 @@ func adminStoreOwner(t *testing.T, s *server, id string) storeOwnership {
 // TestClusterInFlightAtNodeLoss: creates sent through one node to a
 // store another node runs, while that node stalls (SIGSTOP: it holds
 // the calls and never answers), are sent again to the store's new node
-// once the others drop the stalled node; none makes two invoices. It
-// logs how fast they were answered (before the resend: after the 10 s
-// request timeout, 2 of 5 with 503); the bound of the etcd lease and a
-// second holds on a quiet machine only, so it is a figure, not an
-// assertion (make test runs loaded).
+// once the others drop the stalled node; each is answered 200, before
+// the 10 s call timeout, with exactly one invoice. Before the resend
+// they waited out the timeout (10.04 s, 2 of 5 with 503); before the
+// new owner was placed by the forwarding node's own view, a loaded
+// machine made them wait out a 5 s activation timeout (7.3-8.8 s, or
+// 503 "could not be placed"). How fast they are answered (lease + 1 s
+// on a quiet machine) is logged, a figure, not asserted.
 func TestClusterInFlightAtNodeLoss(t *testing.T) {
+	const callTimeout = 10 * time.Second // a forwarded call's (actors.Config.RequestTimeout)
 	if e2eOnPostgres() {
 		t.Skip("starts its own PostgreSQL and etcd; make test runs it")
 	}
@@ -554,13 +557,9 @@ func TestClusterInFlightAtNodeLoss(t *testing.T) {
 		}()
 	}
 	// How fast they are answered is a figure, logged here (on a quiet
-	// machine p50 2.25 s, max 2.27 s, within the lease + 1 s; before,
-	// 10.04 s), not asserted: make test runs on a loaded machine, where
-	// the new owner can learn of the loss seconds late and answer 503
-	// ("could not be placed") after its placement timeout. What must
-	// hold under any load: an answered create made exactly one invoice,
-	// a refused one at most one (a retry with its Idempotency-Key finds
-	// it), never two.
+	// machine p50 2.25 s, within the lease + 1 s); what must hold under
+	// any load is that each is answered 200, by the new owner, without
+	// waiting out the call timeout, and made exactly one invoice.
 	var took []time.Duration
 	status := map[int]int{}
 	for i := 0; i < n; i++ {
@@ -568,13 +567,16 @@ func TestClusterInFlightAtNodeLoss(t *testing.T) {
 		took = append(took, a.took)
 		status[a.status]++
 		ok[a.order] = a.status == 200
+		if a.status != 200 {
+			t.Errorf("create %s in flight at the node loss answered %d", a.order, a.status)
+		}
+		if a.took >= callTimeout {
+			t.Errorf("create %s in flight at the node loss answered %v after the stop: it waited out the %v call timeout", a.order, a.took.Round(time.Millisecond), callTimeout)
+		}
 	}
 	slices.Sort(took)
 	t.Logf("creates in flight at the node loss answered in p50 %v, max %v (lease + 1 s = %v); statuses %v",
 		took[n/2].Round(time.Millisecond), took[n-1].Round(time.Millisecond), clusterLease+time.Second, status)
-	if status[200] == 0 {
-		t.Errorf("no create in flight at the node loss was answered 200: %v", status)
-	}
 	perOrder := map[string]int{}
 	for _, inv := range nodes[2].list("/api/v1/stores/"+shop.StoreID+"/invoices", shop.APIKey) {
 		if o, _ := inv["orderId"].(string); strings.HasPrefix(o, "inflight-") {

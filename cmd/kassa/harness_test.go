@@ -171,6 +171,12 @@ func launchServer(t *testing.T, dir string, flags ...string) *server {
 	}
 	t.Cleanup(func() {
 		s.Stop()
+		// KASSA_DUMP_LOGS=DIR keeps every server's whole log, passed
+		// or failed, as DIR/HOST_PORT.log (to read a cluster run's
+		// timeline).
+		if d := os.Getenv("KASSA_DUMP_LOGS"); d != "" {
+			_ = os.WriteFile(filepath.Join(d, strings.ReplaceAll(strings.TrimPrefix(s.url, "http://"), ":", "_")+".log"), []byte(s.ownLogs()), 0o644)
+		}
 		if t.Failed() {
 			logs := s.Logs()
 			if len(logs) > 20000 {

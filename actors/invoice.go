@@ -120,10 +120,37 @@ func (a *invoiceActor) handleEvent(ctx actor.Context, parent context.Context, ev
 func (a *invoiceActor) load(ctx actor.Context) {
 	self := ctx.Self().Id
 	id := self[strings.LastIndex(self, "/inv/")+len("/inv/"):]
+	err := a.replay(id)
+	if errors.Is(err, errSnapshotBehind) {
+		// Another activation (a node of the cluster) committed the
+		// create between the two reads: its snapshot is there now.
+		err = a.replay(id)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("load invoice %s: %v", id, err))
+	}
+	if a.inv.ID == "" {
+		// A new invoice whose create message is still on its way: the
+		// load raced ahead of it. The create gives the actor its state.
+		return
+	}
+	a.arm(ctx)
+	a.maybePassivate(ctx)
+}
+
+// errSnapshotBehind is a created event without the invoice document
+// whose snapshot was not there when load read it.
+var errSnapshotBehind = errors.New("the invoice's created event holds no document and the snapshot read before it has none")
+
+// replay reads the invoice's snapshot, then applies the events after it.
+// A created event holds the invoice document only in journals written
+// before issue 23; since then the snapshot written in the same batch
+// holds it, so a snapshot at or after the created event is needed.
+func (a *invoiceActor) replay(id string) error {
 	bg := context.Background()
 	inv, seq, err := a.sys.cfg.Journal.InvoiceSnapshot(bg, id)
 	if err != nil && kassa.ErrorCode(err) != kassa.NotFound {
-		panic(fmt.Sprintf("load invoice %s: %v", id, err))
+		return err
 	}
 	if inv != nil {
 		a.inv, a.seq = *inv, seq
@@ -134,10 +161,14 @@ func (a *invoiceActor) load(ctx actor.Context) {
 			return err
 		}
 		if c := ev.GetCreated(); c != nil {
-			if err := jsonUnmarshal(c.Invoice, &a.inv); err != nil {
+			if len(c.Invoice) == 0 {
+				return errSnapshotBehind
+			}
+			var created kassa.Invoice
+			if err := jsonUnmarshal(c.Invoice, &created); err != nil {
 				return err
 			}
-			a.created = ev.TraceParent
+			a.inv, a.created = created, ev.TraceParent
 		} else {
 			in, err := inputOf(&ev)
 			if err != nil {
@@ -151,15 +182,9 @@ func (a *invoiceActor) load(ctx actor.Context) {
 		return nil
 	})
 	if err != nil {
-		panic(fmt.Sprintf("replay invoice %s: %v", id, err))
+		return fmt.Errorf("replay: %w", err)
 	}
-	if a.inv.ID == "" {
-		// A new invoice whose create message is still on its way: the
-		// load raced ahead of it. The create gives the actor its state.
-		return
-	}
-	a.arm(ctx)
-	a.maybePassivate(ctx)
+	return nil
 }
 
 func (a *invoiceActor) stream() kassa.Stream {
@@ -171,10 +196,7 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 		attribute.String("invoice.id", msg.inv.ID), attribute.String("store.id", msg.inv.StoreID)))
 	defer span.End()
 	spanCtx := trace.ContextWithSpan(msg.ctx, span)
-	ev, err := createdEvent(&msg.inv)
-	if err != nil {
-		return reply{err: err}
-	}
+	ev := createdEvent(&msg.inv)
 	ev.TraceParent = telemetry.TraceParent(spanCtx)
 	a.created = ev.TraceParent
 	data, err := marshal(ev)

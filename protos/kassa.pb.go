@@ -207,7 +207,10 @@ func (*InvoiceEvent_MonitoringEnded) isInvoiceEvent_Kind() {}
 
 func (*InvoiceEvent_MarkedInvalid) isInvoiceEvent_Kind() {}
 
-// InvoiceCreated holds the initial invoice document (JSON of kassa.Invoice).
+// InvoiceCreated starts an invoice's journal. invoice is the initial
+// invoice document (JSON of kassa.Invoice) in journals written before
+// issue 23, and empty since: the snapshot committed in the same batch
+// holds the document, so that a create writes it once.
 type InvoiceCreated struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Invoice       []byte                 `protobuf:"bytes,1,opt,name=invoice,proto3" json:"invoice,omitempty"`

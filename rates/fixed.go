@@ -43,6 +43,16 @@ var (
 	_ Backend     = Fixed{}
 )
 
+// lookup returns the rate of c without copying the map.
+func (f Fixed) lookup(c kassa.Currency) (decimal.Decimal, bool) {
+	if f.Rates == nil {
+		rate, ok := parsedSimulationRates()[c]
+		return rate, ok
+	}
+	rate, ok := f.Rates[c]
+	return rate, ok
+}
+
 func (f Fixed) rates() map[kassa.Currency]decimal.Decimal {
 	if f.Rates == nil {
 		return parsedSimulationRates()
@@ -53,6 +63,15 @@ func (f Fixed) rates() map[kassa.Currency]decimal.Decimal {
 // Rate returns the fixed price of one bitcoin in c; BTC is 1 and SATS
 // 100 000 000. A fiat currency missing from Rates is Unavailable.
 func (f Fixed) Rate(_ context.Context, c kassa.Currency) (decimal.Decimal, error) {
+	// A served currency first, looked up alone: listing and sorting
+	// every quoted currency (exactRate's check) took 7% of a simulated
+	// create's CPU. Currencies serves exactly the known fiat currencies
+	// with a positive rate, so the answer is the same.
+	if c.IsFiat() && c.IsKnown() {
+		if rate, ok := f.lookup(c); ok && rate.IsPositive() {
+			return rate, nil
+		}
+	}
 	if rate, ok, err := exactRate(f, c); ok || err != nil {
 		return rate, err
 	}

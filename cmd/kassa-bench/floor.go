@@ -11,6 +11,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"strconv"
 	"time"
 
@@ -79,7 +81,17 @@ func runFloor(args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := http.Serve(ln, r); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// The bench stops a floor with SIGINT: handle it, since a process
+	// started from a background job inherits SIGINT ignored and would
+	// never exit (the bench then waited for it forever).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	srv := &http.Server{Handler: r}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,7 +42,17 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	node.Mine(1)
 	customer.WaitBalance(20_000_000)
 	customer.OpenChannel(service, 16_000_000)
-	k := harness.StartKassa(t, "", "--chain", node.URL(), "--lightning", service.URL(), "--log-level", "info")
+	args := []string{"--chain", node.URL(), "--lightning", service.URL(), "--log-level", "info"}
+	debug := os.Getenv("KASSA_BENCH_DEBUG_LISTEN")
+	if debug == "" && profileDir != "" {
+		if debug, err = freeAddr(); err != nil {
+			return err
+		}
+	}
+	if debug != "" {
+		args = append(args, "--debug-listen", debug)
+	}
+	k := harness.StartKassa(t, "", args...)
 	store := k.CreateStore("--name", "Bench")
 
 	kassaCreate := kassaInvoiceCreator(k.URL+"/api/v1/stores/"+store.StoreID+"/invoices", store.APIKey, workers)
@@ -51,22 +62,35 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	}
 	// Each figure is the median of its rounds, the ratio the median of
 	// the rounds' ratios (a round's two loops see the same machine).
-	var kassaRates, lndRates, ratios []float64
-	for range max(rounds, 1) {
-		r, err := closedLoop(lndCreate, workers, d)
+	// The CPU time per call of lnd, of kassa and of this process (the
+	// load generator) tells whose share a gap is: on 2 cores the three
+	// compete for the same CPU.
+	pids := []int{service.Pid(), k.Pid(), 0}
+	var kassaRates, lndRates, ratios, lndCPU, kassaCPU []float64
+	for round := range max(rounds, 1) {
+		l, err := closedLoop(lndCreate, workers, d, pids)
 		if err != nil {
 			return fmt.Errorf("lnd AddInvoice: %w", err)
 		}
-		lndRates = append(lndRates, r)
-		if r, err = closedLoop(kassaCreate, workers, d); err != nil {
+		wait := profileDuring(debug, fmt.Sprintf("lightning-kassa-%d.pprof", round+1), d)
+		c, err := closedLoop(kassaCreate, workers, d, pids)
+		wait()
+		if err != nil {
 			return fmt.Errorf("kassa invoice creation: %w", err)
 		}
-		kassaRates = append(kassaRates, r)
-		ratios = append(ratios, r/lndRates[len(lndRates)-1])
+		fmt.Fprintf(os.Stderr, "round %d: lnd AddInvoice %.0f/s (CPU per call: lnd %v, bench %v), "+
+			"kassa %.0f/s (CPU per call: lnd %v, kassa %v, bench %v)\n", round+1,
+			l.rate, l.cpu[0], l.cpu[2], c.rate, c.cpu[0], c.cpu[1], c.cpu[2])
+		lndRates, kassaRates = append(lndRates, l.rate), append(kassaRates, c.rate)
+		ratios = append(ratios, c.rate/l.rate)
+		lndCPU = append(lndCPU, float64(l.cpu[0].Microseconds()))
+		kassaCPU = append(kassaCPU, float64(c.cpu[1].Microseconds()))
 	}
 	bench("ln_invoice_create_kassa_per_s", median(kassaRates), "req/s")
 	bench("ln_invoice_create_lnd_per_s", median(lndRates), "req/s")
 	bench("ln_invoice_create_vs_lnd", median(ratios), "ratio")
+	bench("ln_invoice_create_lnd_cpu_us", median(lndCPU), "µs/call")
+	bench("ln_invoice_create_kassa_cpu_us", median(kassaCPU), "µs/call")
 
 	hooks := k.ListenWebhooks(store)
 	var times []float64
@@ -117,17 +141,29 @@ func kassaInvoiceCreator(url, key string, workers int) func(context.Context) err
 	}
 }
 
+// loop is what a closed loop measured: calls per second, and the CPU
+// time per call of each process it was given.
+type loop struct {
+	rate float64
+	cpu  []time.Duration
+}
+
 // closedLoop runs fn from workers goroutines for d, after one warm-up
-// call each, and returns calls per second.
-func closedLoop(fn func(context.Context) error, workers int, d time.Duration) (float64, error) {
+// call each, and returns calls per second and the CPU time per call of
+// each of pids (0: this process) during the measured time.
+func closedLoop(fn func(context.Context) error, workers int, d time.Duration, pids []int) (loop, error) {
 	ctx := context.Background()
 	for range workers {
 		if err := fn(ctx); err != nil {
-			return 0, fmt.Errorf("warm-up: %w", err)
+			return loop{}, fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	var done atomic.Int64
 	var firstErr atomic.Value
+	cpu0 := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		cpu0[i] = cpuTime(pid)
+	}
 	end := time.Now().Add(d)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -145,8 +181,14 @@ func closedLoop(fn func(context.Context) error, workers int, d time.Duration) (f
 		}()
 	}
 	wg.Wait()
+	elapsed := time.Since(start)
 	if err, ok := firstErr.Load().(error); ok {
-		return 0, err
+		return loop{}, err
 	}
-	return float64(done.Load()) / time.Since(start).Seconds(), nil
+	n := max(done.Load(), 1)
+	l := loop{rate: float64(done.Load()) / elapsed.Seconds(), cpu: make([]time.Duration, len(pids))}
+	for i, pid := range pids {
+		l.cpu[i] = ((cpuTime(pid) - cpu0[i]) / time.Duration(n)).Round(time.Microsecond)
+	}
+	return l, nil
 }

@@ -365,7 +365,9 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 		if err != nil {
 			return err
 		}
+		wait := profileDuring(kassa.debug, fmt.Sprintf("create-kassa-%d.pprof", r+1), d)
 		k, err := kassa.peak(workers, d)
+		wait()
 		if err != nil {
 			return err
 		}

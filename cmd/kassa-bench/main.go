@@ -28,7 +28,7 @@
 //
 //	kassa-bench [-duration 5s] [-rounds 3] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
 //	            [-closed-invoices 300000] [-restart-invoices 200000] [-chain-payments 20] [-ln-payments 30]
-//	            [-disk-invoices 10000] [-only PART[,PART...]]
+//	            [-disk-invoices 10000] [-only PART[,PART...]] [-profile DIR]
 package main
 
 import (
@@ -178,6 +178,7 @@ func main() {
 	flag.IntVar(&o.lnPayments, "ln-payments", 30, "payments on real lnd for ln_settle_to_webhook_p99_ms")
 	flag.IntVar(&o.chainPayments, "chain-payments", 20, "payments on a real btcd for chain_block_to_settled_ms")
 	flag.IntVar(&o.diskInvoices, "disk-invoices", 10_000, "invoices created for disk_per_invoice_bytes")
+	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of the kassa server under test during each measured phase of the create and lightning parts into this directory")
 	var names []string
 	for _, p := range parts {
 		names = append(names, p.name)

@@ -128,6 +128,9 @@ func (k *Kassa) Logs() string {
 	return k.logs.String()
 }
 
+// Pid is the kassa process's id.
+func (k *Kassa) Pid() int { return k.cmd.Process.Pid }
+
 // Stop ends kassa gracefully.
 func (k *Kassa) Stop() {
 	if k.cmd.ProcessState != nil {

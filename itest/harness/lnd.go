@@ -202,6 +202,16 @@ func (l *Lnd) Output() string {
 	return string(b)
 }
 
+// Pid is the running lnd process's id (0 when stopped).
+func (l *Lnd) Pid() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cmd == nil {
+		return 0
+	}
+	return l.cmd.Process.Pid
+}
+
 // Stop stops lnd (interrupt, then kill after 30 s) and waits for it.
 func (l *Lnd) Stop() {
 	l.mu.Lock()

@@ -26,8 +26,8 @@
 // whole run's. The defaults fit the whole run in 20 minutes on a quiet
 // 2-core machine.
 //
-//	kassa-bench [-duration 5s] [-rounds 3] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
-//	            [-closed-invoices 300000] [-restart-invoices 200000] [-chain-payments 20] [-ln-payments 30]
+//	kassa-bench [-duration 3s] [-rounds 3] [-concurrency 32] [-endpoints 1000] [-open-invoices 50000]
+//	            [-closed-invoices 300000] [-restart-invoices 100000] [-chain-payments 10] [-ln-payments 20]
 //	            [-disk-invoices 10000] [-only PART[,PART...]] [-profile DIR]
 package main
 
@@ -168,15 +168,15 @@ func main() {
 		return
 	}
 	var o options
-	flag.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measured phase")
+	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each measured phase")
 	flag.IntVar(&o.concurrency, "concurrency", 32, "requests in flight in the closed loop")
-	flag.IntVar(&o.openInvoices, "open-invoices", 100_000, "open invoice actors for the memory figure")
+	flag.IntVar(&o.openInvoices, "open-invoices", 50_000, "open invoice actors for the memory figure")
 	flag.IntVar(&o.endpoints, "endpoints", 1000, "webhook endpoints for the fan-out figure")
 	flag.IntVar(&o.rounds, "rounds", 3, "turns of the compared servers in the create, tracing and lightning figures")
 	flag.IntVar(&o.closed, "closed-invoices", 300_000, "invoices created and closed for the resident-memory figures (measured at a third of them and at all)")
-	flag.IntVar(&o.restart, "restart-invoices", 200_000, "open invoices for the restart figures")
-	flag.IntVar(&o.lnPayments, "ln-payments", 30, "payments on real lnd for ln_settle_to_webhook_p99_ms")
-	flag.IntVar(&o.chainPayments, "chain-payments", 20, "payments on a real btcd for chain_block_to_settled_ms")
+	flag.IntVar(&o.restart, "restart-invoices", 100_000, "open invoices for the restart figures")
+	flag.IntVar(&o.lnPayments, "ln-payments", 20, "payments on real lnd for ln_settle_to_webhook_p99_ms")
+	flag.IntVar(&o.chainPayments, "chain-payments", 10, "payments on a real btcd for chain_block_to_settled_ms")
 	flag.IntVar(&o.diskInvoices, "disk-invoices", 10_000, "invoices created for disk_per_invoice_bytes")
 	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of the kassa server under test during each measured phase of the create and lightning parts into this directory")
 	var names []string

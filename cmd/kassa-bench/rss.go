@@ -116,6 +116,26 @@ func (t *target) memoryDetail() string {
 		stats["HeapReleased"]>>20, stats["StackSys"]>>20)
 }
 
+// cpu returns the CPU time (user and system) the kassa process used so
+// far, from /proc/PID/stat (zero when it cannot be read).
+func (t *target) cpu() time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", t.pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses:
+	// utime and stime are the 14th and 15th fields, in clock ticks
+	// (100 a second on Linux).
+	i := strings.LastIndexByte(string(stat), ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
 // status returns an invoice's status.
 func (t *target) status(id string) (string, error) {
 	req, _ := http.NewRequest("GET", t.url+"/"+id, nil)
@@ -215,6 +235,7 @@ func benchClosed(ctx context.Context, n, workers int) error {
 		n         int
 		rss, heap int64
 		elapsed   time.Duration
+		cpu       time.Duration // the server's, so far
 	}
 	measure := func(closed int) (point, error) {
 		if err := k.waitNoInvoiceActors(metricsAddr, 5*time.Minute); err != nil {
@@ -233,7 +254,7 @@ func benchClosed(ctx context.Context, n, workers int) error {
 		rss, heap, err := k.memory()
 		fmt.Fprintf(os.Stderr, "%d invoices closed (%d paid, %d expired before their payment) in %v: RSS %d MB, heap in use %d MB; %s\n",
 			closed, paid.Load(), late.Load(), elapsed.Round(time.Second), rss>>20, heap>>20, k.memoryDetail())
-		return point{n: closed, rss: rss, heap: heap, elapsed: elapsed}, err
+		return point{n: closed, rss: rss, heap: heap, elapsed: elapsed, cpu: k.cpu()}, err
 	}
 	first := n / 3
 	if err := closeSome(0, first); err != nil {
@@ -256,6 +277,9 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	bench("rss_after_"+countName(n)+"_closed_invoices_mb", float64(b.rss)/(1<<20), "MB")
 	bench("heap_after_"+countName(n)+"_closed_invoices_mb", float64(b.heap)/(1<<20), "MB")
 	bench("closed_invoices_per_s", float64(n)/b.elapsed.Seconds(), "1/s")
+	// What a closed invoice costs the server, whatever else the machine
+	// runs: its CPU time per invoice between the two points.
+	bench("closed_invoice_server_cpu_ms", float64((b.cpu-a.cpu).Microseconds())/1000/span, "ms")
 	return nil
 }
 

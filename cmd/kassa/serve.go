@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -294,6 +295,15 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		if c.Dev {
+			// For kassa-bench: a collection that gives every free page
+			// back to the OS, so that the resident set it reads next is
+			// what the process holds, not the collector's slack.
+			mux.HandleFunc("POST /debug/free-os-memory", func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+				debug.FreeOSMemory()
+				w.WriteHeader(nethttp.StatusNoContent)
+			})
+		}
 		go func() {
 			if err := nethttp.ListenAndServe(c.DebugListen, mux); err != nil {
 				log.Error("debug listener", "err", err)

@@ -223,9 +223,12 @@ func benchClosed(ctx context.Context, n, workers int) error {
 			}
 			err := k.admin(c, "/admin/v1/sim/pay", `{"invoiceId":"`+id+`","method":"lightning"}`, nil)
 			var status *statusError
-			if errors.As(err, &status) && status.status == http.StatusConflict {
+			var timeout interface{ Timeout() bool }
+			if errors.As(err, &status) && status.status == http.StatusConflict || errors.As(err, &timeout) && timeout.Timeout() {
 				// On a loaded machine the invoice may expire before its
-				// payment: it is closed either way.
+				// payment, or the payment's answer may come too late: it
+				// is closed either way (measure waits for every invoice
+				// actor to stop).
 				late.Add(1)
 				return nil
 			}

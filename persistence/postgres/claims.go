@@ -109,34 +109,20 @@ func (d *DB) ReleaseDelivery(ctx context.Context, c kassa.DeliveryClaim, retryAt
 
 // CommitClaimed commits the batch in one transaction with a check that
 // c's holder still holds the delivery's outbox row; the row lock (FOR
-// UPDATE) holds off another claimer until the batch committed.
+// UPDATE) holds off another claimer until the batch committed. The
+// transaction may hold other batches (group commit); the check is this
+// batch's own.
 func (d *DB) CommitClaimed(ctx context.Context, c kassa.DeliveryClaim, kb kassa.Batch) error {
 	b, ok := kb.(*Batch)
 	if !ok {
 		return fmt.Errorf("postgres: foreign batch %T", kb)
 	}
-	if b.err != nil {
-		return fmt.Errorf("postgres: build batch: %w", b.err)
-	}
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM outbox WHERE webhook_id = $1 AND delivery_id = $2 AND claimed_by = $3 FOR UPDATE`,
-			c.WebhookID, c.DeliveryID, c.Holder).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w (delivery %s, holder %s)", kassa.ErrClaimLost, c.DeliveryID, c.Holder)
-		}
-		if err != nil {
-			return err
-		}
-		return tx.SendBatch(ctx, &b.b).Close()
-	})
-	if errors.Is(err, kassa.ErrClaimLost) {
-		return err
-	}
-	if err != nil {
-		return fmt.Errorf("postgres: commit claimed delivery: %w", down(err))
-	}
-	return nil
+	return d.group.commit(ctx, b, &fence{
+		sql:     `SELECT 1 FROM outbox WHERE webhook_id = $1 AND delivery_id = $2 AND claimed_by = $3 FOR UPDATE`,
+		args:    []any{c.WebhookID, c.DeliveryID, c.Holder},
+		refused: fmt.Errorf("%w (delivery %s, holder %s)", kassa.ErrClaimLost, c.DeliveryID, c.Holder),
+		what:    "postgres: check delivery claim",
+	}, "postgres: commit claimed delivery")
 }
 
 // ClaimOverdue claims open invoices whose deadline is before overdue,

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kassapay/kassa"
@@ -24,6 +23,9 @@ import (
 type DB struct {
 	pool  *pgxpool.Pool
 	clock kassa.Clock
+	// group writes the batches of Commit and of the fenced commits
+	// (Members, Leases, CommitClaimed) in shared transactions.
+	group *committer
 }
 
 var (
@@ -59,7 +61,7 @@ func Open(ctx context.Context, dsn string, o Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
-	d := &DB{pool: pool, clock: o.Clock}
+	d := &DB{pool: pool, clock: o.Clock, group: &committer{pool: pool, maxRunning: maxRunning}}
 	if d.clock == nil {
 		d.clock = kassa.SystemClock{}
 	}
@@ -277,48 +279,17 @@ func (b *Batch) PutDelivery(dl *kassa.Delivery, pending bool) {
 	}
 }
 
-// Commit runs the batch in one transaction; PostgreSQL has it durable
-// when the commit returns (synchronous_commit is the server's setting).
+// Commit writes the batch in one transaction, shared with the batches
+// of other actors committed at the same time (group commit); it
+// returns once that transaction committed, so the batch is durable
+// (synchronous_commit is the server's setting). A batch whose event
+// sequence number is taken fails alone with ErrSeqTaken.
 func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
-	return d.commit(ctx, kb, nil)
-}
-
-// commit runs the batch in one transaction, after check (when set) in
-// the same transaction; check's error is returned as it is.
-func (d *DB) commit(ctx context.Context, kb kassa.Batch, check func(pgx.Tx) error) error {
 	b, ok := kb.(*Batch)
 	if !ok {
 		return fmt.Errorf("postgres: foreign batch %T", kb)
 	}
-	if b.err != nil {
-		return fmt.Errorf("postgres: build batch: %w", b.err)
-	}
-	if b.b.Len() == 0 {
-		return nil
-	}
-	var checkErr error
-	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
-		if check != nil {
-			if checkErr = check(tx); checkErr != nil {
-				return checkErr
-			}
-		}
-		return tx.SendBatch(ctx, &b.b).Close()
-	})
-	if checkErr != nil {
-		return checkErr
-	}
-	if err != nil {
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_pkey" {
-			return &seqTaken{err}
-		}
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "requests_pkey" {
-			return &requestDone{err}
-		}
-		return fmt.Errorf("postgres: commit batch: %w", down(err))
-	}
-	return nil
+	return d.group.commit(ctx, b, nil, "postgres: commit batch")
 }
 
 // Events calls fn for each event of s after seq, in order.

@@ -5,8 +5,10 @@
 //
 // Each actor's events are rows keyed (kind, stream, seq): a second
 // activation of one actor that writes a sequence number already taken
-// fails with a Conflict error (ErrSeqTaken) and reloads. A Batch is one
-// transaction. Snapshots and the read model are rows holding the same
+// fails with a Conflict error (ErrSeqTaken) and reloads. A Batch commits
+// whole or not at all, in a transaction it may share with the batches of
+// other actors committed at the same time (group commit, group.go), each
+// with its own checks. Snapshots and the read model are rows holding the same
 // JSON the Pebble store keeps, with columns for what is looked up or
 // ordered by (dates in milliseconds, so pages and cursors match the
 // Pebble store's). Identifiers use the "C" collation, so ordering is by

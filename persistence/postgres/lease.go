@@ -137,25 +137,17 @@ func (f fenced) PutValue(ctx context.Context, key string, value []byte, expires 
 // Commit commits a batch of this store (a forward and its ledger lines)
 // in one transaction with the lease check: only while l is the role's
 // lease, else lease.ErrLost and nothing is written (lease.Committer).
+// The transaction may hold other batches (group commit); the check is
+// this batch's own.
 func (f fenced) Commit(ctx context.Context, kb kassa.Batch) error {
 	b, ok := kb.(*Batch)
 	if !ok {
 		return fmt.Errorf("postgres: foreign batch %T", kb)
 	}
-	if b.err != nil {
-		return fmt.Errorf("postgres: build batch: %w", b.err)
-	}
-	err := pgx.BeginFunc(ctx, f.db.pool, func(tx pgx.Tx) error {
-		if err := f.hold(ctx, tx); err != nil {
-			return err
-		}
-		if b.b.Len() == 0 {
-			return nil
-		}
-		return tx.SendBatch(ctx, &b.b).Close()
-	})
-	if err != nil && !errors.Is(err, lease.ErrLost) {
-		return fmt.Errorf("postgres: commit fenced batch: %w", down(err))
-	}
-	return err
+	return f.db.group.commit(ctx, b, &fence{
+		sql:     `SELECT 1 FROM leases WHERE role = $1 AND holder = $2 AND epoch = $3 FOR SHARE`,
+		args:    []any{f.l.Role, f.l.Holder, f.l.Epoch},
+		refused: lostError(f.l),
+		what:    "postgres: check lease " + f.l.Role,
+	}, "postgres: commit fenced batch")
 }

@@ -62,17 +62,20 @@ func (m Members) Admitted(ctx context.Context, member string) (bool, error) {
 
 // Commit commits b for member, in one transaction with the check that
 // member is admitted: kassa.ErrNotMember, and nothing written, when it
-// is not.
-func (m Members) Commit(ctx context.Context, member string, b kassa.Batch) error {
-	return m.db.commit(ctx, b, func(tx pgx.Tx) error {
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE role = $1 FOR SHARE`, memberRole(member)).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return kassa.ErrNotMember
-		}
-		if err != nil {
-			return fmt.Errorf("postgres: check membership: %w", down(err))
-		}
+// is not. The transaction may hold other batches (group commit); the
+// check is b's own.
+func (m Members) Commit(ctx context.Context, member string, kb kassa.Batch) error {
+	b, ok := kb.(*Batch)
+	if !ok {
+		return fmt.Errorf("postgres: foreign batch %T", kb)
+	}
+	if b.err == nil && b.b.Len() == 0 {
 		return nil
-	})
+	}
+	return m.db.group.commit(ctx, b, &fence{
+		sql:     `SELECT 1 FROM leases WHERE role = $1 FOR SHARE`,
+		args:    []any{memberRole(member)},
+		refused: kassa.ErrNotMember,
+		what:    "postgres: check membership",
+	}, "postgres: commit batch")
 }

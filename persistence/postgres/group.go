@@ -1,0 +1,339 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Group commit (docs/decisions.md, "Group commit on PostgreSQL"): the
+// batches committed while a transaction is being written wait in a
+// queue; the next transaction takes every batch waiting (up to
+// maxGroup) and writes them together, so that their commits share one
+// WAL flush. Each batch keeps its own checks: its fence (a query that
+// must find its row, locking it until the commit) and its statements'
+// own constraints (a taken event sequence number). A batch refused by
+// its fence, or whose statement fails, is answered with its own error
+// alone: the transaction is rolled back and written again without it.
+// Every batch is answered only once the transaction that holds it has
+// committed (or failed, when all of its batches get the error).
+//
+// A few groups at a time (maxRunning) run their statements; each hands
+// its turn over to the next group before it sends COMMIT, so that the
+// next group's statements overlap this one's flush. Two groups running
+// at once may deadlock on rows both write (PostgreSQL aborts one): the
+// victim is written again whole, as no batch of it is at fault.
+
+// maxGroup bounds the batches of one transaction.
+const maxGroup = 256
+
+// maxRunning bounds the groups running their statements at once (more
+// than one keeps both the server's cores busy while a group waits for
+// a round trip).
+const maxRunning = 4
+
+// retryDeadlock is how often a group that PostgreSQL chose as the
+// victim of a deadlock (or a serialization failure) is written again
+// whole before the batch whose statement failed gets the error.
+const retryDeadlock = 3
+
+// fence is a check a batch commits under, in the batch's transaction:
+// sql returns a row (and locks it until the commit) while the batch may
+// commit. Batches with the same check (sql and args) share it.
+type fence struct {
+	sql  string
+	args []any
+	// refused is the batch's error when sql finds no row.
+	refused error
+	// what names the check in the error of a failed query.
+	what string
+	key  string // set by commit
+}
+
+// groupItem is a batch waiting for its commit.
+type groupItem struct {
+	ctx   context.Context
+	stmts []*pgx.QueuedQuery
+	fence *fence
+	// what names the commit in its errors ("postgres: commit batch").
+	what string
+	err  error
+	done chan struct{}
+}
+
+// committer queues the batches of a DB and writes them in groups.
+type committer struct {
+	pool *pgxpool.Pool
+
+	mu    sync.Mutex
+	queue []*groupItem
+	// running counts the groups running their statements, at most
+	// maxRunning (a field, which tests set to 1).
+	running, maxRunning int
+
+	// Test hooks: executed runs with the group's size once its
+	// statements ran, before the turn is handed over and COMMIT sent;
+	// committed runs with the size of each group that committed.
+	executed  func(n int)
+	committed func(n int)
+}
+
+// commit queues the batch's statements under f (nil: no fence) and
+// waits for the transaction that holds them; what names the commit in
+// its errors. Once its statements are in a transaction the caller waits
+// for that transaction's end even if ctx ends (the transaction is given
+// up only when every caller in it gave up), so that an answer always
+// says whether the batch is stored.
+func (c *committer) commit(ctx context.Context, b *Batch, f *fence, what string) error {
+	if b.err != nil {
+		return fmt.Errorf("postgres: build batch: %w", b.err)
+	}
+	if b.b.Len() == 0 && f == nil {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if f != nil {
+		f.key = fmt.Sprintf("%s\x00%#v", f.sql, f.args)
+	}
+	it := &groupItem{ctx: ctx, stmts: b.b.QueuedQueries, fence: f, what: what, done: make(chan struct{})}
+	c.mu.Lock()
+	c.queue = append(c.queue, it)
+	if c.running < c.maxRunning {
+		c.running++
+		go c.run()
+	}
+	c.mu.Unlock()
+	<-it.done
+	return it.err
+}
+
+// run takes the batches waiting and writes them in one transaction.
+func (c *committer) run() {
+	c.mu.Lock()
+	n := min(len(c.queue), maxGroup)
+	items := c.queue[:n:n]
+	c.queue = c.queue[n:]
+	c.mu.Unlock()
+
+	// A batch whose caller gave up before it was sent is not written.
+	live := items[:0:0]
+	for _, it := range items {
+		if err := it.ctx.Err(); err != nil {
+			it.answer(fmt.Errorf("%s: %w", it.what, err))
+			continue
+		}
+		live = append(live, it)
+	}
+	ctx, cancel := groupContext(live)
+	defer cancel()
+	conn, tx, live := c.exec(ctx, live)
+	if c.executed != nil && len(live) > 0 {
+		c.executed(len(live))
+	}
+
+	// Hand the turn to the next group before waiting for the flush.
+	c.mu.Lock()
+	if len(c.queue) > 0 {
+		go c.run()
+	} else {
+		c.running--
+	}
+	c.mu.Unlock()
+
+	if tx == nil {
+		return
+	}
+	err := tx.Commit(ctx)
+	conn.Release()
+	if err != nil {
+		for _, it := range live {
+			it.answer(fmt.Errorf("%s: %w", it.what, down(err)))
+		}
+		return
+	}
+	if c.committed != nil {
+		c.committed(len(live))
+	}
+	for _, it := range live {
+		it.answer(nil)
+	}
+}
+
+func (it *groupItem) answer(err error) {
+	it.err = err
+	close(it.done)
+}
+
+// groupContext is the context of a group's transaction: it ends once
+// every caller's context has ended.
+func groupContext(items []*groupItem) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	left := new(atomic.Int64)
+	left.Store(int64(len(items)))
+	stops := make([]func() bool, 0, len(items))
+	for _, it := range items {
+		stops = append(stops, context.AfterFunc(it.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		}))
+	}
+	return ctx, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+	}
+}
+
+// exec runs the fences and statements of items in a new transaction,
+// answers the batches that were refused or failed, and writes the rest
+// again until none fails. It returns the transaction (and its
+// connection) holding the batches left, which are not answered yet, or
+// a nil transaction when every batch was answered.
+func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn, pgx.Tx, []*groupItem) {
+	if len(items) == 0 {
+		return nil, nil, nil
+	}
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		failAll(items, err)
+		return nil, nil, nil
+	}
+	deadlocks := 0
+	for len(items) > 0 {
+		var fences []*fence
+		seen := make(map[string]bool)
+		for _, it := range items {
+			if it.fence != nil && !seen[it.fence.key] {
+				seen[it.fence.key] = true
+				fences = append(fences, it.fence)
+			}
+		}
+		b := &pgx.Batch{}
+		b.BeginTx(pgx.TxOptions{})
+		for _, f := range fences {
+			b.Queue(f.sql, f.args...)
+		}
+		for _, it := range items {
+			for _, q := range it.stmts {
+				// A new QueuedQuery: pgx keeps the statement of its
+				// connection in one, and a retry may run on another.
+				b.Queue(q.SQL, q.Arguments...)
+			}
+		}
+		br := conn.SendBatch(ctx, b)
+		tx := br.Tx()
+		refused := make(map[string]bool)
+		var (
+			failed    error
+			failFence *fence
+			failItem  = -1
+		)
+		if _, err := br.Exec(); err != nil { // BEGIN
+			br.Close()
+			conn.Release()
+			failAll(items, err)
+			return nil, nil, nil
+		}
+		for _, f := range fences {
+			tag, err := br.Exec()
+			if err != nil {
+				failed, failFence = err, f
+				break
+			}
+			if tag.RowsAffected() == 0 {
+				refused[f.key] = true
+			}
+		}
+	stmts:
+		for i, it := range items {
+			if failed != nil {
+				break
+			}
+			for range it.stmts {
+				if _, err := br.Exec(); err != nil {
+					failed, failItem = err, i
+					break stmts
+				}
+			}
+		}
+		if err := br.Close(); err != nil && failed == nil {
+			failed = err
+		}
+		if failed == nil && len(refused) == 0 {
+			return conn, tx, items
+		}
+		rbErr := tx.Rollback(ctx)
+		if failed != nil && (fatal(failed) || ctx.Err() != nil || (failFence == nil && failItem < 0)) || rbErr != nil || conn.Conn().IsClosed() {
+			// The connection or the transaction is gone: no batch of
+			// the group is written.
+			conn.Release()
+			failAll(items, errors.Join(failed, rbErr))
+			return nil, nil, nil
+		}
+		if failed != nil && retryable(failed) && deadlocks < retryDeadlock {
+			deadlocks++
+			continue
+		}
+		rest := items[:0:0]
+		for i, it := range items {
+			switch {
+			case it.fence != nil && refused[it.fence.key]:
+				it.answer(it.fence.refused)
+			case failFence != nil && it.fence != nil && it.fence.key == failFence.key:
+				it.answer(fmt.Errorf("%s: %w", it.fence.what, down(failed)))
+			case i == failItem:
+				it.answer(stmtError(it.what, failed))
+			default:
+				rest = append(rest, it)
+			}
+		}
+		items = rest
+	}
+	conn.Release()
+	return nil, nil, nil
+}
+
+// fatal reports whether err leaves the connection unusable or says the
+// server cannot be reached.
+func fatal(err error) bool {
+	return errors.Is(down(err), ErrUnavailable)
+}
+
+// retryable reports whether err is a deadlock or serialization failure,
+// which aborts a transaction that may well succeed when run again.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+// failAll answers every batch of items with err, as the error of their
+// commit.
+func failAll(items []*groupItem, err error) {
+	for _, it := range items {
+		it.answer(fmt.Errorf("%s: %w", it.what, down(err)))
+	}
+}
+
+// stmtError is the error of a batch whose statement failed with err: a
+// Conflict when an event's sequence number or a create's request id is
+// taken.
+func stmtError(what string, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_pkey" {
+		return &seqTaken{err}
+	}
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "requests_pkey" {
+		return &requestDone{err}
+	}
+	return fmt.Errorf("%s: %w", what, down(err))
+}

@@ -43,7 +43,7 @@ func (s *State) Put(ctx context.Context, k string, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	_, err := s.db.pool.Exec(ctx, `INSERT INTO sim_state (space, key, value) VALUES ($1, $2, $3)
+	err := s.db.execUnsynced(ctx, `INSERT INTO sim_state (space, key, value) VALUES ($1, $2, $3)
 		ON CONFLICT (space, key) DO UPDATE SET value = EXCLUDED.value`, s.space, k, value)
 	if err != nil {
 		return fmt.Errorf("postgres: state put: %w", down(err))
@@ -53,10 +53,27 @@ func (s *State) Put(ctx context.Context, k string, value []byte) error {
 
 // Delete removes k; a missing key is no error.
 func (s *State) Delete(ctx context.Context, k string) error {
-	if _, err := s.db.pool.Exec(ctx, `DELETE FROM sim_state WHERE space = $1 AND key = $2`, s.space, k); err != nil {
+	if err := s.db.execUnsynced(ctx, `DELETE FROM sim_state WHERE space = $1 AND key = $2`, s.space, k); err != nil {
 		return fmt.Errorf("postgres: state delete: %w", down(err))
 	}
 	return nil
+}
+
+// execUnsynced runs one statement in a transaction of its own that does
+// not wait for its WAL flush (synchronous_commit off for it alone), in
+// one round trip. As the Pebble store does with the simulators' state,
+// the write is not synced alone: the next synced commit, which flushes
+// the WAL up to its own record, makes it durable (docs/decisions.md,
+// "The simulated backends keep their state in the store").
+func (d *DB) execUnsynced(ctx context.Context, sql string, args ...any) error {
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SET LOCAL synchronous_commit TO off`)
+	b.Queue(sql, args...)
+	b.Queue(`COMMIT`)
+	// A failed statement leaves the connection in the aborted
+	// transaction; the pool closes a connection released so.
+	return d.pool.SendBatch(ctx, b).Close()
 }
 
 // Scan calls fn for each key under prefix, in key order. The rows are

@@ -666,6 +666,7 @@ func (g *storeGrain) Receive(ctx actor.Context) {
 		g.id = msg.Identity.Identity
 		g.st = g.sys.clusterState()
 		g.sys.grainStarted(g.st, g.id, ctx.Self())
+		g.st.stopIfNotOwned(g.id, ctx.Self())
 	case *protos.StoreCall:
 		// Off the mailbox: the call waits for the store actor, and
 		// calls about a store's different invoices run side by side.
@@ -681,6 +682,28 @@ func (g *storeGrain) Receive(ctx actor.Context) {
 			g.sys.grainStopped(g.st, g.id, ctx.Self())
 		}
 	}
+}
+
+// orphanGrace is how long a store grain that started on a node which,
+// in its own view, does not run the store lives on before it stops,
+// unless a topology change made the node the store's owner meanwhile.
+// Such a grain was asked for by a node with an older view, for the call
+// it sent; protoactor-go's placement stops a grain only when a topology
+// change moves it away, and none comes after the last change.
+const orphanGrace = 5 * time.Second
+
+// stopIfNotOwned stops the grain pid of store id after orphanGrace when
+// this node, in its view then, does not run the store.
+func (st *clusterState) stopIfNotOwned(storeID string, pid *actor.PID) {
+	self := st.c.ActorSystem.Address()
+	if owner, _ := st.view(storeID); owner == self {
+		return
+	}
+	time.AfterFunc(orphanGrace, func() {
+		if owner, _ := st.view(storeID); owner != self && owner != "" && !st.left.Load() {
+			st.c.ActorSystem.Root.Poison(pid)
+		}
+	})
 }
 
 // grainStarted takes over a store on this node: its webhook list is read

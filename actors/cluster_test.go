@@ -418,3 +418,55 @@ func TestClusterHandoversSinceTheStoreExists(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterGrainPlacedByAStaleViewStops: a node asked to run a store
+// that, in its own view, another node runs (the asking node's view was
+// older: it had not seen the last member join or leave) runs the grain
+// for the call that came with the request, then stops it, although no
+// topology change follows to move it. Before, it ran on for good beside
+// the owner's, and health's store counts added up to more stores than
+// there are.
+func TestClusterGrainPlacedByAStaleViewStops(t *testing.T) {
+	t.Parallel()
+	db := openMem(t)
+	clock := kassatest.NewTestClock(time.Now())
+	nodes := clusterNodes(t, 3, db, clock, 15*time.Minute)
+	ctx := context.Background()
+	st, err := nodes[0].sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := nodes[0].sys.ownerOf(st.ID)
+	var other *harness
+	for _, h := range nodes {
+		if h.sys.ClusterHealth().Address != owner {
+			other = h
+		}
+	}
+	// A node with an older view asks other to run the store.
+	cs := nodes[0].sys.clusterState()
+	pid := <-cs.askActivation(other.sys.ClusterHealth().Address, st.ID, time.Now().Add(5*time.Second))
+	if pid == nil {
+		t.Fatal("the activation was not answered")
+	}
+	if _, ok := other.sys.clusterState().grains.Load(st.ID); !ok {
+		t.Fatal("the asked node runs no grain of the store")
+	}
+	deadline := time.Now().Add(orphanGrace + 10*time.Second)
+	for {
+		if _, ok := other.sys.clusterState().grains.Load(st.ID); !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a node that does not own store %s still runs its grain %v after it was placed there", st.ID, orphanGrace+10*time.Second)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	total := 0
+	for _, h := range nodes {
+		total += h.sys.ClusterHealth().Stores
+	}
+	if total != 1 {
+		t.Errorf("health's store counts add up to %d for one store", total)
+	}
+}

@@ -68,7 +68,8 @@ type Fence interface {
 	// written, when it is not.
 	Commit(ctx context.Context, member string, b kassa.Batch) error
 	// Expel refuses every later commit of member, once its commits in
-	// flight are done.
+	// flight are done, and frees the webhook deliveries member claims
+	// (a member claims under its member id: claimHolder).
 	Expel(ctx context.Context, member string) error
 }
 
@@ -821,6 +822,20 @@ func (s *System) commit(ctx context.Context, b kassa.Batch) error {
 		return err
 	}
 	return s.cfg.Journal.Commit(ctx, b)
+}
+
+// claimHolder names this node in its webhook delivery claims: in a
+// cluster with a membership fence, its member id, so that the members
+// that expel it free its claims at once and the node that takes its
+// stores over sends their deliveries without waiting for the claims to
+// run out (docs/decisions.md, "Outbox claims"); else Config.ClaimHolder.
+func (s *System) claimHolder() string {
+	if s.fence != nil {
+		if st := s.clusterState(); st != nil {
+			return st.id
+		}
+	}
+	return s.cfg.ClaimHolder
 }
 
 // joinFence admits this node to f, through which it commits from then

@@ -56,7 +56,8 @@ type Config struct {
 	// claims"). Nil (Pebble, one node) sends as before.
 	Claims kassa.OutboxClaims
 	// ClaimHolder names this node in its claims; a restarted node must
-	// use a new name. Empty: a random one.
+	// use a new name. Empty: a random one. A cluster member with a
+	// membership fence claims under its member id instead.
 	ClaimHolder string
 	// ClaimTTL is how long a delivery's claim lasts (DefaultClaimTTL).
 	// It must exceed the webhook send timeout (5 s) with margin: a

@@ -125,7 +125,7 @@ func (a *webhookActor) drainClaimed(ctx actor.Context) {
 		if a.sys.deliveryContext().Err() != nil {
 			return // a drain ran out of time: the outbox keeps the rest
 		}
-		c, ok, err := claims.ClaimDelivery(bg, a.id, a.sys.cfg.ClaimHolder, a.sys.cfg.ClaimTTL)
+		c, ok, err := claims.ClaimDelivery(bg, a.id, a.sys.claimHolder(), a.sys.cfg.ClaimTTL)
 		now := a.sys.cfg.Clock.Now()
 		if err != nil {
 			a.sys.log.Error("webhook delivery: claim", "webhook", a.id, "err", err)

@@ -39,10 +39,19 @@ func (m Members) Join(ctx context.Context, member string) error {
 
 // Expel refuses every commit of member from now on, once its commits in
 // flight are done; expelling a member twice, or one never admitted, does
-// nothing.
+// nothing. It also frees the webhook deliveries member claims (a cluster
+// member claims under its member id), so that the node that takes its
+// stores over sends them at once, not when the claims run out; a claim
+// whose attempt the member is recording right now (its row locked) runs
+// out as before. The member cannot record an attempt of a freed claim.
 func (m Members) Expel(ctx context.Context, member string) error {
 	if _, err := m.db.pool.Exec(ctx, `DELETE FROM leases WHERE role = $1`, memberRole(member)); err != nil {
 		return fmt.Errorf("postgres: expel member %s: %w", member, err)
+	}
+	_, err := m.db.pool.Exec(ctx, `UPDATE outbox SET claimed_by = NULL, claim_expires_ms = 0
+		WHERE (webhook_id, delivery_id) IN (SELECT webhook_id, delivery_id FROM outbox WHERE claimed_by = $1 FOR UPDATE SKIP LOCKED)`, member)
+	if err != nil {
+		return fmt.Errorf("postgres: free the claims of expelled member %s: %w", member, err)
 	}
 	return nil
 }

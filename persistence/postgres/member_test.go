@@ -1,0 +1,64 @@
+package postgres
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
+)
+
+// TestExpelFreesTheMembersClaims: a member that is expelled (it left
+// the cluster: killed, stalled, cut off) holds no webhook delivery any
+// more, so that the node that takes its stores over sends them at once
+// rather than after the claim's TTL; the expelled member can no longer
+// record the attempt it may have had in flight. Before, its claims ran
+// on for their TTL (8 s) and held their endpoints back.
+func TestExpelFreesTheMembersClaims(t *testing.T) {
+	ctx := t.Context()
+	clock := kassatest.NewTestClock(kassatest.Epoch)
+	a, b := openClocked(t, clock)
+	for _, m := range []string{"lost", "taker"} {
+		if err := a.Members().Join(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, wh := range []string{"wh_1", "wh_2"} {
+		d := &kassa.Delivery{ID: "dl_" + wh, WebhookID: wh, StoreID: "s1", InvoiceID: "inv_1", Type: kassa.EventExpired,
+			Payload: []byte(`{}`), Status: kassa.DeliveryPending, CreatedAt: kassatest.Epoch.Add(time.Duration(i) * time.Second)}
+		kassatest.Commit(t, a, func(bt kassa.Batch) { bt.PutDelivery(d, true) })
+	}
+	lost, ok, err := a.ClaimDelivery(ctx, "wh_1", "lost", 8*time.Second)
+	if err != nil || !ok {
+		t.Fatalf("the lost member's claim: %+v, %v, %v", lost, ok, err)
+	}
+	// Another member's claim on another endpoint stays.
+	other, ok, err := a.ClaimDelivery(ctx, "wh_2", "taker", 8*time.Second)
+	if err != nil || !ok {
+		t.Fatalf("the other member's claim: %+v, %v, %v", other, ok, err)
+	}
+	if c, ok, err := b.ClaimDelivery(ctx, "wh_1", "taker", 8*time.Second); err != nil || ok {
+		t.Fatalf("a claim held by a member in the cluster was taken: %+v, %v, %v", c, ok, err)
+	}
+	if err := b.Members().Expel(ctx, "lost"); err != nil {
+		t.Fatal(err)
+	}
+	c, ok, err := b.ClaimDelivery(ctx, "wh_1", "taker", 8*time.Second)
+	if err != nil || !ok || c.DeliveryID != "dl_wh_1" {
+		t.Fatalf("after the expel, the lost member's delivery is still held: %+v, %v, %v", c, ok, err)
+	}
+	if c, ok, err := a.ClaimDelivery(ctx, "wh_2", "lost", 8*time.Second); err != nil || ok {
+		t.Errorf("the expel freed another member's claim: %+v, %v, %v", c, ok, err)
+	}
+	// The lost member, should it wake, cannot record its attempt.
+	d, err := a.Delivery(ctx, lost.DeliveryID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Status = kassa.DeliveryDelivered
+	bt := a.NewBatch()
+	bt.PutDelivery(d, false)
+	if err := a.CommitClaimed(ctx, lost, bt); err == nil {
+		t.Error("the expelled member recorded the attempt of a claim it no longer holds")
+	}
+}

@@ -343,12 +343,21 @@ func TestClusterRidesOutEtcd(t *testing.T) {
 		// members, which decide every store's owner (rendezvous
 		// hashing), and every one of them serves as owner.
 		var views []string
+		grains := 0
 		for n, s := range nodes {
 			h := clusterHealth(s)
 			members := slices.Clone(h.Members)
 			slices.Sort(members)
 			views = append(views, strings.Join(members, ","))
+			grains += h.Stores
 			t.Logf("node %d: %s, %d stores, members %v, owning %v", n, h.Address, h.Stores, members, h.Owning)
+		}
+		// Each store runs on one node at most: the counts add up to no
+		// more than the stores there are (the six and --dev's demo
+		// store, whose grain runs from the start unless a node joined
+		// again).
+		if stores := len(strings.Split(strings.TrimSpace(nodes[0].mustCLI("store", "list")), "\n")); grains > stores {
+			t.Errorf("%s: the nodes run %d store grains for %d stores", fault.name, grains, stores)
 		}
 		if views[0] != views[1] || views[1] != views[2] {
 			t.Errorf("%s: the nodes see different members: %q", fault.name, views)

@@ -111,6 +111,14 @@ func TestChainWatcherUnderLeases(t *testing.T) {
 		return n
 	}
 	a, b := newNode("node-a", dbA), newNode("node-b", dbB)
+	t.Cleanup(func() {
+		if t.Failed() { // what each node was doing, for a failure seen only under load
+			for _, n := range []*leaseNode{a, b} {
+				t.Logf("%s: lease %+v, watcher started %d times, events %v, health %+v",
+					n.name, n.runner.Status(), n.works.Load(), n.seen(), n.chain.Info(context.Background()))
+			}
+		}
+	})
 	if info := a.chain.Info(ctx); !strings.HasPrefix(info.Warning, "standby") || info.Synced {
 		t.Errorf("health before the lease: %+v, want standby, not synced (no cursor yet)", info)
 	}

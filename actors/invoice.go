@@ -29,6 +29,9 @@ type invoiceActor struct {
 	// created is the traceparent of the invoice's creation, which the
 	// spans of its webhook deliveries link to.
 	created string
+	// broken, once set, is why the invoice's journal does not replay:
+	// the actor answers it to every command and journals nothing.
+	broken *JournalFault
 }
 
 // createInvoice is the first message of a new invoice actor.
@@ -56,7 +59,7 @@ func (a *invoiceActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		ctx.Send(ctx.Self(), load{})
 	case load:
-		if a.inv.ID == "" {
+		if a.inv.ID == "" && a.broken == nil {
 			a.load(ctx)
 		}
 	case *createInvoice:
@@ -66,7 +69,7 @@ func (a *invoiceActor) Receive(ctx actor.Context) {
 	case *tracedEvent:
 		a.handleEvent(ctx, msg.ctx, msg.event)
 	case *deadlineFired:
-		if !msg.at.Equal(a.armed) {
+		if a.broken != nil || !msg.at.Equal(a.armed) {
 			return // a timer that was re-armed or cancelled after it fired
 		}
 		a.armed = time.Time{}
@@ -100,8 +103,14 @@ func (a *invoiceActor) handleEvent(ctx actor.Context, parent context.Context, ev
 	if parent == nil {
 		parent = context.Background()
 	}
-	if a.inv.ID == "" {
+	if a.inv.ID == "" && a.broken == nil {
 		a.load(ctx) // an event can come before the load message
+	}
+	if a.broken != nil {
+		if ctx.Sender() != nil {
+			ctx.Respond(reply{err: a.broken})
+		}
+		return
 	}
 	in, err := inputOf(ev)
 	if err != nil {
@@ -125,6 +134,13 @@ func (a *invoiceActor) load(ctx actor.Context) {
 		// Another activation (a node of the cluster) committed the
 		// create between the two reads: its snapshot is there now.
 		err = a.replay(id)
+	}
+	var fault *JournalFault
+	if errors.As(err, &fault) {
+		// Not a crash to retry: the journal holds what it holds.
+		a.broken = a.sys.journalFault(fault)
+		a.disarm()
+		return
 	}
 	if err != nil {
 		panic(fmt.Sprintf("load invoice %s: %v", id, err))
@@ -155,10 +171,11 @@ func (a *invoiceActor) replay(id string) error {
 	if inv != nil {
 		a.inv, a.seq = *inv, seq
 	}
-	err = a.sys.cfg.Journal.Events(bg, kassa.Stream{Kind: kassa.KindInvoice, ID: id}, a.seq, func(seq uint64, data []byte) error {
+	stream := kassa.Stream{Kind: kassa.KindInvoice, ID: id}
+	err = a.sys.cfg.Journal.Events(bg, stream, a.seq, func(seq uint64, data []byte) error {
 		var ev protos.InvoiceEvent
 		if err := proto.Unmarshal(data, &ev); err != nil {
-			return err
+			return &JournalFault{Stream: stream, Seq: seq, Event: "undecodable", Err: err}
 		}
 		if c := ev.GetCreated(); c != nil {
 			if len(c.Invoice) == 0 {
@@ -166,17 +183,22 @@ func (a *invoiceActor) replay(id string) error {
 			}
 			var created kassa.Invoice
 			if err := jsonUnmarshal(c.Invoice, &created); err != nil {
-				return err
+				return &JournalFault{Stream: stream, Seq: seq, Event: eventKind(ev.Kind), Err: err}
 			}
 			a.inv, a.created = created, ev.TraceParent
 		} else {
 			in, err := inputOf(&ev)
 			if err != nil {
-				return err
+				return &JournalFault{Stream: stream, Seq: seq, Event: eventKind(ev.Kind), Err: err}
 			}
-			if next, _, err := a.inv.Apply(in); err == nil {
-				a.inv = next
+			// Every journaled event applied when it was written: one
+			// that does not now means the journal or the state machine
+			// changed under it, and the state is unknown.
+			next, _, err := a.inv.Apply(in)
+			if err != nil {
+				return &JournalFault{Stream: stream, Seq: seq, Event: eventKind(ev.Kind), Err: err}
 			}
+			a.inv = next
 		}
 		a.seq = seq
 		return nil
@@ -248,6 +270,9 @@ func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa
 var errStaleState = errors.New("stale actor state")
 
 func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in kassa.InvoiceInput) (*kassa.Invoice, error) {
+	if a.broken != nil {
+		return nil, a.broken
+	}
 	if a.inv.ID == "" {
 		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
 	}

@@ -124,6 +124,9 @@ type System struct {
 	calls callMemo
 	// stats count the actors of each kind (ActorStats).
 	stats *systemStats
+	// journalFaults holds the journals found not to replay, by stream
+	// (JournalFaults).
+	journalFaults sync.Map
 	// deliveryCtx is the context of webhook deliveries; Drain cancels it
 	// when its time is up (see deliveryContext).
 	deliveryOnce   sync.Once

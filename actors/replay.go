@@ -1,0 +1,60 @@
+package actors
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kassapay/kassa"
+)
+
+// JournalFault is an actor's journal that does not replay: an event after
+// the snapshot that does not decode, or that the state machine refuses.
+// The state it would give is unknown, so the actor refuses its commands
+// (with this error) until an operator repairs the journal, rather than
+// loading as if the event were not there.
+type JournalFault struct {
+	Stream kassa.Stream `json:"stream"`
+	// Seq is the sequence number of the event that does not apply, and
+	// Event its kind (e.g. ExpiryReached).
+	Seq   uint64 `json:"seq"`
+	Event string `json:"event"`
+	Err   error  `json:"-"`
+}
+
+func (f *JournalFault) Error() string {
+	return fmt.Sprintf("%s %s: journal event %d (%s) does not apply: %v", f.Stream.Kind, f.Stream.ID, f.Seq, f.Event, f.Err)
+}
+
+func (f *JournalFault) Unwrap() error { return f.Err }
+
+// eventKind names a protobuf oneof value as the journal's schema does:
+// *protos.InvoiceEvent_ExpiryReached is ExpiryReached.
+func eventKind(kind any) string {
+	name := fmt.Sprintf("%T", kind)
+	return name[strings.LastIndex(name, "_")+1:]
+}
+
+// journalFault records f, logs it once per activation, and returns it.
+func (s *System) journalFault(f *JournalFault) *JournalFault {
+	s.journalFaults.Store(f.Stream, f)
+	s.log.Error("journal does not replay: the actor refuses its commands until the journal is repaired",
+		"kind", f.Stream.Kind, "id", f.Stream.ID, "seq", f.Seq, "event", f.Event, "err", f.Err)
+	return f
+}
+
+// JournalFaults lists the journals this node found not to replay since
+// it started, by kind and id. The health check shows them to the
+// operator.
+func (s *System) JournalFaults() []JournalFault {
+	var out []JournalFault
+	s.journalFaults.Range(func(_, v any) bool {
+		out = append(out, *v.(*JournalFault))
+		return true
+	})
+	slices.SortFunc(out, func(a, b JournalFault) int {
+		return cmp.Or(cmp.Compare(a.Stream.Kind, b.Stream.Kind), cmp.Compare(a.Stream.ID, b.Stream.ID))
+	})
+	return out
+}

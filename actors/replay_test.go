@@ -1,0 +1,104 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/protos"
+)
+
+// syncBuffer is a log destination safe for the actors' goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestReplayRefusesAnEventThatDoesNotApply: an invoice whose journal
+// holds, after its snapshot, an event the state machine refuses (an
+// expiry before the invoice's expiry time) is not loaded as if the event
+// were not there. The actor refuses the invoice's commands with an
+// error, logs which event of which invoice does not apply, and the
+// system lists the invoice among its journal faults; a sound invoice of
+// the same store keeps working (the positive control).
+func TestReplayRefusesAnEventThatDoesNotApply(t *testing.T) {
+	dir := t.TempDir()
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	db := openDir(t, dir)
+	h := newHarness(t, db, clock)
+	h.createStore("0", "0")
+	bad, good := h.invoice("1000", kassa.SATS), h.invoice("1000", kassa.SATS)
+
+	// The snapshot stays at seq 1; the journal gets an event at seq 2
+	// that cannot apply to a New invoice before its expiry.
+	ev := &protos.InvoiceEvent{AtUnixNano: bad.CreatedAt.UnixNano(), Kind: &protos.InvoiceEvent_ExpiryReached{ExpiryReached: &protos.ExpiryReached{}}}
+	data, err := marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := db.NewBatch()
+	b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: bad.ID}, 2, data)
+	if err := db.Commit(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+
+	db2 := reopen(t, h, db, dir)
+	defer db2.Close()
+	logs := &syncBuffer{}
+	h2 := newHarnessWith(t, db2, clock, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	})
+	h2.store = h.store
+	ctx := context.Background()
+
+	if _, err := h2.sys.MarkInvoiceInvalid(ctx, h.store.ID, good.ID); err != nil {
+		t.Fatalf("mark the sound invoice invalid: %v", err)
+	}
+	got, err := h2.sys.MarkInvoiceInvalid(ctx, h.store.ID, bad.ID)
+	if err == nil {
+		t.Fatalf("the invoice whose journal does not replay was marked invalid: %+v", got)
+	}
+	if !strings.Contains(err.Error(), "journal") {
+		t.Fatalf("error = %v; want one that names the journal", err)
+	}
+	if inv := h2.get(bad.ID); inv.Status != kassa.InvoiceNew {
+		t.Fatalf("the refused invoice's snapshot changed to %s", inv.Status)
+	}
+	if _, err := h2.sys.MarkInvoiceInvalid(ctx, h.store.ID, bad.ID); err == nil {
+		t.Fatal("a second command to the refused invoice succeeded")
+	}
+	faults := h2.sys.JournalFaults()
+	if len(faults) != 1 || faults[0].Stream.ID != bad.ID || faults[0].Seq != 2 {
+		t.Fatalf("journal faults = %+v; want the invoice %s at seq 2", faults, bad.ID)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "level=ERROR") || !strings.Contains(out, bad.ID) || !strings.Contains(out, "ExpiryReached") {
+		t.Fatalf("log does not say which event of which invoice failed:\n%s", out)
+	}
+	if n := strings.Count(out, "does not replay"); n != 1 {
+		t.Fatalf("the fault is logged %d times, want once:\n%s", n, out)
+	}
+	for _, st := range h2.sys.ActorStats() {
+		if st.Restarts != 0 {
+			t.Fatalf("%d %s actors restarted: a refused journal is no crash to retry", st.Restarts, st.Kind)
+		}
+	}
+}

@@ -94,3 +94,21 @@ func Disk(dir string) Func {
 		},
 	}
 }
+
+var (
+	pebbleBlockCache = prometheus.NewDesc("kassa_pebble_block_cache_bytes", "Bytes held by Pebble's block cache (bounded by its configured size).", nil, nil)
+	pebbleMemtables  = prometheus.NewDesc("kassa_pebble_memtable_bytes", "Bytes allocated by Pebble's memtables, zombie ones included.", nil, nil)
+)
+
+// StorageMemory reports the memory Pebble holds outside Go's heap, read
+// by f when scraped: its block cache and its memtables.
+func StorageMemory(f func() (blockCache, memtables int64)) Func {
+	return Func{
+		Descs: []*prometheus.Desc{pebbleBlockCache, pebbleMemtables},
+		Collect: func(_ context.Context, ch chan<- prometheus.Metric) {
+			bc, mt := f()
+			ch <- Gauge(pebbleBlockCache, float64(bc))
+			ch <- Gauge(pebbleMemtables, float64(mt))
+		},
+	}
+}

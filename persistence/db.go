@@ -542,3 +542,15 @@ func (d *DB) SweepExpired(ctx context.Context, now time.Time) (int, error) {
 	}
 	return len(expired), nil
 }
+
+// Memory returns the bytes Pebble holds outside Go's heap: its block
+// cache (bounded by its configured size) and its memtables. Zero after
+// Close.
+func (d *DB) Memory() (blockCache, memtables int64) {
+	if d.enter() != nil {
+		return 0, 0
+	}
+	defer d.leave()
+	m := d.db.Metrics()
+	return m.BlockCache.Size, int64(m.MemTable.Size + m.MemTable.ZombieSize)
+}

@@ -12,7 +12,8 @@ import (
 	"time"
 )
 
-// profileDir is where the parts that support it (create, lightning)
+// profileDir is where the parts that support it (create, lightning,
+// closed)
 // write CPU profiles of the kassa server under test, one per measured
 // phase, taken from its --debug-listen address (-profile; off when
 // empty).

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -241,6 +242,7 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	type point struct {
 		n         int
 		rss, heap int64
+		pebble    int64 // block cache and memtables, outside Go's heap
 		elapsed   time.Duration
 		cpu       time.Duration // the server's, so far
 	}
@@ -274,9 +276,18 @@ func benchClosed(ctx context.Context, n, workers int) error {
 			return point{}, fmt.Errorf("free-os-memory: %s", res.Status)
 		}
 		rss, heap, err := k.memory()
-		fmt.Fprintf(os.Stderr, "%d invoices closed (%d paid, %d expired before their payment) in %v: RSS %d MB (%d MB before the free pages went back; %s), heap in use %d MB; %s\n",
-			closed, paid.Load(), late.Load(), elapsed.Round(time.Second), rss>>20, slack>>20, before, heap>>20, k.memoryDetail())
-		return point{n: closed, rss: rss, heap: heap, elapsed: elapsed, cpu: k.cpu()}, err
+		if err != nil {
+			return point{}, err
+		}
+		const cache, memtables = "kassa_pebble_block_cache_bytes", "kassa_pebble_memtable_bytes"
+		g, err := gauges(metricsAddr, cache, memtables)
+		if err != nil {
+			return point{}, err
+		}
+		pebble := int64(g[cache] + g[memtables])
+		fmt.Fprintf(os.Stderr, "%d invoices closed (%d paid, %d expired before their payment) in %v: RSS %d MB (%d MB before the free pages went back; %s), heap in use %d MB; %s; Pebble block cache %.1f MB, memtables %.1f MB\n",
+			closed, paid.Load(), late.Load(), elapsed.Round(time.Second), rss>>20, slack>>20, before, heap>>20, k.memoryDetail(), g[cache]/(1<<20), g[memtables]/(1<<20))
+		return point{n: closed, rss: rss, heap: heap, pebble: pebble, elapsed: elapsed, cpu: k.cpu()}, nil
 	}
 	first := n / 3
 	if err := closeSome(0, first); err != nil {
@@ -286,9 +297,13 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	if err != nil {
 		return err
 	}
+	// With -profile, a CPU profile of the server over 30 s of the
+	// second phase.
+	wait := profileDuring(k.debug, "closed-cpu.pb.gz", 30*time.Second)
 	if err := closeSome(first, n); err != nil {
 		return err
 	}
+	wait()
 	b, err := measure(n)
 	if err != nil {
 		return err
@@ -296,6 +311,10 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	span := float64(b.n - a.n)
 	bench("rss_per_closed_invoice_bytes", float64(b.rss-a.rss)/span, "B")
 	bench("heap_per_closed_invoice_bytes", float64(b.heap-a.heap)/span, "B")
+	// Pebble's block cache and memtables are bounded by configuration
+	// (they fill, then stay), and outside Go's heap: their growth
+	// between the two points is part of the RSS slope above.
+	bench("pebble_cache_per_closed_invoice_bytes", float64(b.pebble-a.pebble)/span, "B")
 	bench("rss_after_"+countName(n)+"_closed_invoices_mb", float64(b.rss)/(1<<20), "MB")
 	bench("heap_after_"+countName(n)+"_closed_invoices_mb", float64(b.heap)/(1<<20), "MB")
 	bench("closed_invoices_per_s", float64(n)/b.elapsed.Seconds(), "1/s")
@@ -305,29 +324,45 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	return nil
 }
 
+// gauges reads the samples of the server's metrics listener at addr
+// whose series (name and labels) are in names.
+func gauges(addr string, names ...string) (map[string]float64, error) {
+	res, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	defer res.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		series, v, ok := strings.Cut(sc.Text(), " ")
+		if ok && slices.Contains(names, series) {
+			if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+				out[series] = f
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
 // waitNoInvoiceActors polls the kassa_actors gauge of the server's
 // metrics listener at addr until no invoice actor is live.
 func (t *target) waitNoInvoiceActors(addr string, within time.Duration) error {
+	const live = `kassa_actors{kind="invoice"}`
 	deadline := time.Now().Add(within)
 	last := "no kassa_actors gauge"
 	for {
-		res, err := http.Get("http://" + addr + "/metrics")
+		g, err := gauges(addr, live)
 		if err != nil {
-			return fmt.Errorf("metrics: %w", err)
+			return err
 		}
-		sc := bufio.NewScanner(res.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), `kassa_actors{kind="invoice"} `); ok {
-				last = "invoice actors live: " + v
-				if strings.TrimSpace(v) == "0" {
-					res.Body.Close()
-					return nil
-				}
+		if v, ok := g[live]; ok {
+			last = fmt.Sprintf("invoice actors live: %v", v)
+			if v == 0 {
+				return nil
 			}
 		}
-		io.Copy(io.Discard, res.Body)
-		res.Body.Close()
 		if time.Now().After(deadline) {
 			return fmt.Errorf("invoices still open %v after the last create (%s)", within, last)
 		}

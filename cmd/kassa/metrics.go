@@ -56,3 +56,13 @@ func fetchedFunc(f interface{ Fetched() map[string]time.Time }) func() map[strin
 	}
 	return f.Fetched
 }
+
+// storageCollectors are the collectors of the storage's own state: the
+// memory Pebble holds outside Go's heap, on a single node (PostgreSQL
+// reports its own).
+func storageCollectors(db any) []prometheus.Collector {
+	if p, ok := db.(interface{ Memory() (int64, int64) }); ok {
+		return []prometheus.Collector{metrics.Collector(metrics.StorageMemory(p.Memory))}
+	}
+	return nil
+}

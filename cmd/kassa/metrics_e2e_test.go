@@ -128,6 +128,15 @@ func TestMetricsListener(t *testing.T) {
 			t.Errorf("no series %s", k)
 		}
 	}
+	// Pebble's memory outside Go's heap, on a single node.
+	if !e2eOnPostgres() {
+		if _, ok := got["kassa_pebble_block_cache_bytes"]; !ok {
+			t.Error("no series kassa_pebble_block_cache_bytes")
+		}
+		if got["kassa_pebble_memtable_bytes"] <= 0 {
+			t.Errorf("kassa_pebble_memtable_bytes = %v, want the memtable's allocation", got["kassa_pebble_memtable_bytes"])
+		}
+	}
 	// Pebble's commit timer; PostgreSQL commits are not counted there
 	// (KASSA_E2E_STORE=postgres).
 	if !e2eOnPostgres() && got["kassa_pebble_commit_duration_seconds_count"] < 3 {

@@ -312,7 +312,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	}
 	if c.MetricsListen != "" {
 		fetched, _ := b.rates.(interface{ Fetched() map[string]time.Time })
-		g := metricsRegistry(m.sys, m.forwarder, b.chain, b.lightning, fetchedFunc(fetched), m.Clock, c.Data, m.roles.collector())
+		g := metricsRegistry(m.sys, m.forwarder, b.chain, b.lightning, fetchedFunc(fetched), m.Clock, c.Data, append(storageCollectors(m.db), m.roles.collector())...)
 		srv, addr, err := serveMetrics(c.MetricsListen, g, log)
 		if err != nil {
 			return err

@@ -110,9 +110,21 @@ type healthRecord struct {
 	Version      string          `json:"version"`
 	// Storage is there when Deps.Storage is set.
 	Storage *storageHealth `json:"storage,omitempty"`
+	// Journal is there when an actor's journal does not replay.
+	Journal *journalHealth `json:"journal,omitempty"`
 	// Cluster is this node's view of its cluster, in cluster mode, for
 	// the admin token.
 	Cluster any `json:"cluster,omitempty"`
+}
+
+// journalHealth says that journals do not replay: their invoices or
+// stores refuse every command until an operator repairs them (the log
+// has each one at Error). The rest of the node serves, so the status
+// code stays 200; which journals, for the admin token.
+type journalHealth struct {
+	Status string   `json:"status"`
+	Faults int      `json:"faults"`
+	Errors []string `json:"errors,omitempty"`
 }
 
 // componentHealth is one backend: ok, or degraded while it reports an
@@ -146,7 +158,8 @@ func component(info kassa.BackendInfo, public bool) componentHealth {
 
 // health needs no key. It answers 200 while the process serves, and 503
 // with status "degraded" once storage failed (the process then exits to
-// recover, see docs/decisions.md); synchronized says whether both
+// recover, see docs/decisions.md); status "degraded" with 200 while a
+// journal does not replay; synchronized says whether both
 // backends are caught up. With the admin token (Authorization: Bearer)
 // it adds the details: errors, warnings, the node and the cluster.
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
@@ -160,6 +173,15 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.Cluster != nil && !public {
 		rec.Cluster = s.Cluster()
+	}
+	if s.JournalFaults != nil {
+		if faults := s.JournalFaults(); len(faults) > 0 {
+			rec.Status = "degraded"
+			rec.Journal = &journalHealth{Status: "faulty", Faults: len(faults)}
+			if !public {
+				rec.Journal.Errors = faults
+			}
+		}
 	}
 	status := http.StatusOK
 	if s.Storage != nil {

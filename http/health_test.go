@@ -138,3 +138,44 @@ func TestHealthAddressPoolForAdmin(t *testing.T) {
 		t.Fatalf("public health shows the address pool: %s", body)
 	}
 }
+
+// TestHealthJournalFaults: a journal that does not replay makes health
+// degraded (still 200: the rest of the node serves), counted for
+// everyone and named for the admin token only.
+func TestHealthJournalFaults(t *testing.T) {
+	t.Parallel()
+	var faults []string
+	e := newEnv(t, withDeps(func(d *Deps) {
+		d.JournalFaults = func() []string { return faults }
+	}))
+	type health struct {
+		Status  string
+		Journal *struct {
+			Status string
+			Faults int
+			Errors []string
+		}
+	}
+	read := func(headers ...header) (health, string) {
+		t.Helper()
+		w := e.do("GET", "/api/v1/health", "", append([]header{noKey}, headers...)...)
+		var h health
+		if w.Code != 200 {
+			t.Fatalf("health %d: %s", w.Code, w.Body)
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &h); err != nil {
+			t.Fatalf("health %s: %v", w.Body, err)
+		}
+		return h, w.Body.String()
+	}
+	if h, body := read(); h.Status != "ok" || h.Journal != nil {
+		t.Fatalf("health without faults: %s", body)
+	}
+	faults = []string{"invoice inv1: journal event 2 (ExpiryReached) does not apply: conflict"}
+	if h, body := read(); h.Status != "degraded" || h.Journal == nil || h.Journal.Faults != 1 || strings.Contains(body, "inv1") {
+		t.Fatalf("public health with a fault: %s", body)
+	}
+	if h, body := read(admin); h.Journal == nil || len(h.Journal.Errors) != 1 || h.Journal.Errors[0] != faults[0] {
+		t.Fatalf("admin health with a fault: %s", body)
+	}
+}

@@ -66,6 +66,10 @@ type Deps struct {
 	// Backup takes a consistent snapshot of the data for `kassa backup`
 	// (POST /admin/v1/backup); nil answers 404.
 	Backup BackupFunc
+	// JournalFaults lists the actor journals this node found not to
+	// replay (actors.System.JournalFaults), one line each, for the health
+	// check; nil leaves them out.
+	JournalFaults func() []string
 	// Cluster reports this node of a cluster for the health check; nil
 	// (or a nil report) on a single node.
 	Cluster func() any

@@ -332,7 +332,8 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	deps := kassahttp.Deps{
 		Reader: m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: b.rates, Webhooks: m.sys,
 		Chain: b.chain, Lightning: b.lightning, KV: m.db, Storage: m.db, Clock: m.Clock, Logger: log,
-		PublicURL: publicURL, AdminToken: token, Version: Version,
+		JournalFaults: m.journalFaults,
+		PublicURL:     publicURL, AdminToken: token, Version: Version,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst,
 		PublicLimits:   c.publicLimits(),
 		ClientIPHeader: c.ClientIPHeader,
@@ -590,4 +591,14 @@ func (m *Main) sweepExpired(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// journalFaults lists, for the health check, the journals this node
+// found not to replay.
+func (m *Main) journalFaults() []string {
+	var out []string
+	for _, f := range m.sys.JournalFaults() {
+		out = append(out, f.Error())
+	}
+	return out
 }

@@ -163,6 +163,139 @@ func ledgerLines(inv *Invoice, full, fee Sats, method PaymentMethod, hash, comme
 	return lines
 }
 
+// Custody says which money paid to invoices is on the service's own
+// Lightning node, from where it is forwarded to the store's Lightning
+// address (docs/decisions.md, "Forwarding").
+type Custody struct {
+	// Forwarding says that the service forwards the money on its node.
+	// Without it, no ledger line waits for a forward: every line is
+	// recorded as paid to the store.
+	Forwarding bool
+	// Onchain says that an on-chain address derived from no account key
+	// (that of a store without an xpub) is the service's wallet's
+	// (docs/decisions.md, "On-chain payments without an xpub").
+	Onchain bool
+}
+
+// Holds reports whether money paid to inv by method is on the service's
+// node: Lightning always; on-chain when inv's address is the service
+// wallet's.
+func (c Custody) Holds(inv *Invoice, method PaymentMethod) bool {
+	switch method {
+	case MethodLightning:
+		return true
+	case MethodOnchain:
+		return c.Forwarding && c.Onchain && inv.OnchainAddress != "" && inv.DerivationIndex == nil
+	}
+	return false
+}
+
+// Paid is how much of inv's final payments is on the service's node.
+func (c Custody) Paid(inv *Invoice) Sats {
+	var total Sats
+	for i := range inv.Payments {
+		p := &inv.Payments[i]
+		if inv.Final(p) && c.Holds(inv, p.Method) {
+			total += p.Amount
+		}
+	}
+	return total
+}
+
+// Wakes reports whether effects leave money on the service's node to
+// forward: a settle of an invoice paid (partly) to it, or a payment made
+// again to it.
+func (c Custody) Wakes(inv *Invoice, effects []Effect) bool {
+	if !c.Forwarding {
+		return false
+	}
+	for _, e := range effects {
+		switch e := e.(type) {
+		case Settle:
+			if c.Paid(inv) > 0 {
+				return true
+			}
+		case PaidAgain:
+			if c.Holds(inv, e.Method) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// SettlementLine is a ledger line that an invoice's settle, or a payment
+// after it settled, makes, with the part of its money that the service
+// forwards to the store.
+type SettlementLine struct {
+	Transaction
+	// Forward is how much of the line's FullAmount is on the service's
+	// node and is forwarded to the store's Lightning address; zero for a
+	// line whose money reached the store directly, and for a fee line.
+	Forward Sats
+}
+
+// SettlementLines returns the ledger lines of effects applied to inv (the
+// invoice after them), in the order of the effects: those of a Settle
+// (SettlementTransactions) and of a PaidAgain (PaidAgainTransactions),
+// dated inv.UpdatedAt. A transfer whose money is (partly) on the
+// service's node forwards that part (Custody); an invoice paid partly
+// to the store's own wallet (on-chain to its xpub) and partly by
+// Lightning forwards only the Lightning part.
+func SettlementLines(inv *Invoice, effects []Effect, c Custody) []SettlementLine {
+	var lines []SettlementLine
+	add := func(txs []Transaction, custodial Sats) {
+		for _, tx := range txs {
+			line := SettlementLine{Transaction: tx}
+			if c.Forwarding && tx.Type == TransactionTransfer && custodial > 0 {
+				line.Forward = min(custodial, tx.FullAmount)
+			}
+			lines = append(lines, line)
+		}
+	}
+	for _, e := range effects {
+		switch e := e.(type) {
+		case Settle:
+			add(SettlementTransactions(inv, e, inv.UpdatedAt), c.Paid(inv))
+		case PaidAgain:
+			custodial := Sats(0)
+			if c.Holds(inv, e.Method) {
+				custodial = e.Amount
+			}
+			add(PaidAgainTransactions(inv, e, inv.UpdatedAt), custodial)
+		}
+	}
+	return lines
+}
+
+// Awaiting returns the line as recorded while its money waits on the
+// service's node to be forwarded: Pending, or Held while the store has
+// no Lightning address (lightningAddress is the store's); deposited by
+// Lightning, since that is how it reaches the store, so without the
+// payment's hash. A line that forwards nothing is returned as it is.
+func (l *SettlementLine) Awaiting(lightningAddress string) Transaction {
+	tx := l.Transaction
+	if l.Forward <= 0 {
+		return tx
+	}
+	tx.Status = TransactionPending
+	if lightningAddress == "" {
+		tx.Status = TransactionHeld
+	}
+	tx.Hash = ""
+	tx.DepositMethod = MethodLightning
+	return tx
+}
+
+// QueuedTransfer is the transfer that forwards l's money, once l is
+// recorded as transaction id.
+func (l *SettlementLine) QueuedTransfer(id int64) QueuedTransfer {
+	return QueuedTransfer{
+		TransactionID: id, StoreID: l.StoreID, InvoiceID: l.InvoiceID,
+		Amount: l.Forward.MSat(), Direct: l.FullAmount - l.Forward, Comment: l.Comment,
+	}
+}
+
 // TopUpTransaction returns the ledger line of a top-up of the store's
 // prepaid balance by amount satoshis, valued in the store currency at
 // rate (the price of one bitcoin in it; zero when no rate was available,

@@ -744,90 +744,44 @@ func (a *forwardActor) save(c context.Context, fw *kassa.Forward, lines []kassa.
 }
 
 // putSettlementLine writes a ledger line of a settled invoice to b. A
-// transfer whose money is on the service's node stays Pending (Held
-// while the store has no Lightning address) and is queued for
+// line whose money is on the service's node (kassa.SettlementLines)
+// waits for its forward (kassa.SettlementLine.Awaiting) and is queued for
 // forwarding in the same batch, so that a settle is never recorded
 // without its forward.
-// The money is on the service's node when it came by Lightning, or
-// on-chain to an address of the service's wallet (the store has no
-// xpub); the transfer of such an on-chain payment reaches the store by
-// Lightning, and says so.
-//
-// custodial is how much of the line's full amount is on the service's
-// node: an invoice paid partly to the store's own wallet (on-chain to
-// its xpub) and partly by Lightning forwards only the Lightning part,
-// the rest having reached the store directly.
-func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, inv *kassa.Invoice, tx *kassa.Transaction, custodial kassa.Sats) error {
-	if s.cfg.Forwarder == nil || tx.Type != kassa.TransactionTransfer || custodial <= 0 {
-		b.PutTransaction(tx)
+func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, line *kassa.SettlementLine) error {
+	if line.Forward <= 0 {
+		tx := line.Transaction
+		b.PutTransaction(&tx)
 		return nil
 	}
-	custodial = min(custodial, tx.FullAmount)
-	st, err := s.cfg.Reader.Store(ctx, inv.StoreID)
+	st, err := s.cfg.Reader.Store(ctx, line.StoreID)
 	if err != nil {
-		return fmt.Errorf("read store %s for forwarding: %w", inv.StoreID, err)
+		return fmt.Errorf("read store %s for forwarding: %w", line.StoreID, err)
 	}
 	fb, ok := b.(kassa.ForwardBatch)
 	if !ok {
 		return fmt.Errorf("storage %T cannot queue forwards", b)
 	}
-	// Without a Lightning address the money is held on the service's
-	// node, and forwarded once the store sets one.
-	tx.Status = kassa.TransactionPending
-	if st.LightningAddress == "" {
-		tx.Status = kassa.TransactionHeld
-	}
-	tx.Hash = ""
-	tx.DepositMethod = kassa.MethodLightning
-	b.PutTransaction(tx)
-	fb.QueueTransfer(kassa.QueuedTransfer{
-		TransactionID: tx.ID, StoreID: tx.StoreID, InvoiceID: tx.InvoiceID,
-		Amount: custodial.MSat(), Direct: tx.FullAmount - custodial, Comment: tx.Comment,
-	})
+	tx := line.Awaiting(st.LightningAddress)
+	b.PutTransaction(&tx)
+	fb.QueueTransfer(line.QueuedTransfer(tx.ID))
 	return nil
 }
 
-// custodialPaid is what of the final payments of inv is on the service's
-// node, for its settlement.
-func (s *System) custodialPaid(inv *kassa.Invoice) kassa.Sats {
-	var total kassa.Sats
-	for i := range inv.Payments {
-		p := &inv.Payments[i]
-		if inv.Final(p) && s.custodial(inv, p.Method) {
-			total += p.Amount
-		}
-	}
-	return total
-}
-
-// custodial reports whether money paid to inv by method is on the
-// service's node: Lightning always, on-chain when the address is the
-// service wallet's (an invoice of a store without an xpub, derived from
-// no account key, while the forwarder says such addresses are lnd's).
-func (s *System) custodial(inv *kassa.Invoice, method kassa.PaymentMethod) bool {
-	switch method {
-	case kassa.MethodLightning:
-		return true
-	case kassa.MethodOnchain:
-		return s.cfg.Forwarder != nil && s.cfg.Forwarder.cfg.Onchain && inv.OnchainAddress != "" && inv.DerivationIndex == nil
-	}
-	return false
+// custody says which money is on the service's node: with a forwarder,
+// Lightning payments and, when it says so, on-chain ones to the service
+// wallet's addresses.
+func (s *System) custody() kassa.Custody {
+	f := s.cfg.Forwarder
+	return kassa.Custody{Forwarding: f != nil, Onchain: f != nil && f.cfg.Onchain}
 }
 
 // wakeForwarder tells the store's forward actor about a new settle, or a
 // payment made again, whose money is on the service's node, in the trace
 // of ctx.
 func (s *System) wakeForwarder(ctx context.Context, inv *kassa.Invoice, effects []kassa.Effect) {
-	if s.cfg.Forwarder == nil {
-		return
-	}
-	for _, e := range effects {
-		_, ok := e.(kassa.Settle)
-		again, ok2 := e.(kassa.PaidAgain)
-		if ok && s.custodialPaid(inv) > 0 || ok2 && s.custodial(inv, again.Method) {
-			s.cfg.Forwarder.wake(ctx, inv.StoreID)
-			return
-		}
+	if s.custody().Wakes(inv, effects) {
+		s.cfg.Forwarder.wake(ctx, inv.StoreID)
 	}
 }
 

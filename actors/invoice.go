@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -293,30 +294,13 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 	seq := a.seq + 1
 	b := a.sys.cfg.Journal.NewBatch()
 	b.AppendEvent(a.stream(), seq, data)
-	for _, e := range effects {
-		switch e := e.(type) {
-		case kassa.Settle:
-			for _, tx := range kassa.SettlementTransactions(&next, e, next.UpdatedAt) {
-				if err := a.sys.putSettlementLine(spanCtx, b, &next, &tx, a.sys.custodialPaid(&next)); err != nil {
-					return nil, err
-				}
-			}
-			if next.PaymentLinkID != "" {
-				b.MarkPaymentRequestPaid(next.PaymentLinkID, next.ID)
-			}
-		case kassa.PaidAgain:
-			// Money paid again by Lightning is on the service's node
-			// and is forwarded like a settlement's.
-			custodial := kassa.Sats(0)
-			if a.sys.custodial(&next, e.Method) {
-				custodial = e.Amount
-			}
-			for _, tx := range kassa.PaidAgainTransactions(&next, e, next.UpdatedAt) {
-				if err := a.sys.putSettlementLine(spanCtx, b, &next, &tx, custodial); err != nil {
-					return nil, err
-				}
-			}
+	for _, line := range kassa.SettlementLines(&next, effects, a.sys.custody()) {
+		if err := a.sys.putSettlementLine(spanCtx, b, &line); err != nil {
+			return nil, err
 		}
+	}
+	if next.PaymentLinkID != "" && slices.ContainsFunc(effects, isSettle) {
+		b.MarkPaymentRequestPaid(next.PaymentLinkID, next.ID)
 	}
 	b.PutInvoice(&next, &a.inv, seq)
 	deliveries, err := a.outbox(spanCtx, b, &next, effects)
@@ -424,6 +408,11 @@ func (a *invoiceActor) maybePassivate(ctx actor.Context) {
 		a.disarm()
 		ctx.Send(ctx.Parent(), &passivate{invoiceID: a.inv.ID})
 	}
+}
+
+func isSettle(e kassa.Effect) bool {
+	_, ok := e.(kassa.Settle)
+	return ok
 }
 
 // reservesFee reports whether an invoice in status s keeps its fee

@@ -332,12 +332,12 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	deps := kassahttp.Deps{
 		Reader: m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: b.rates, Webhooks: m.sys,
 		Chain: b.chain, Lightning: b.lightning, KV: m.db, Storage: m.db, Clock: m.Clock, Logger: log,
-		JournalFaults: m.journalFaults,
-		PublicURL:     publicURL, AdminToken: token, Version: Version,
+		PublicURL: publicURL, AdminToken: token, Version: Version,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst,
 		PublicLimits:   c.publicLimits(),
 		ClientIPHeader: c.ClientIPHeader,
 		Backup:         newBackupFunc(c.Data, m.db, m.Clock),
+		JournalFaults:  m.journalFaults,
 	}
 	// The simulation routes settle any invoice for anyone: --dev only.
 	deps.Simulated = b.sim != nil

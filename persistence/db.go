@@ -3,7 +3,6 @@ package persistence
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/metrics"
+	"github.com/kassapay/kassa/persistence/format"
 )
 
 // DB is Kassa's Pebble store. It implements kassa.Journal, kassa.Reader
@@ -272,16 +272,15 @@ func (b *Batch) del(k []byte) {
 	}
 }
 
+// setJSON writes the document v in its format (package format) at k,
+// after prefix.
 func (b *Batch) setJSON(k []byte, prefix []byte, v any) {
-	data, err := json.Marshal(v)
+	data, err := format.Append(prefix, v)
 	if err != nil {
 		if b.err == nil {
 			b.err = err
 		}
 		return
-	}
-	if prefix != nil {
-		data = append(prefix, data...)
 	}
 	b.set(k, data)
 }
@@ -465,7 +464,7 @@ func getJSON[T any](d *DB, k []byte, notFound error) (*T, error) {
 		return nil, notFound
 	}
 	var out T
-	if err := json.Unmarshal(v, &out); err != nil {
+	if err := format.Unmarshal(v, &out); err != nil {
 		return nil, fmt.Errorf("decode record %q: %w", k, err)
 	}
 	return &out, nil

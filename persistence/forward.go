@@ -2,11 +2,11 @@ package persistence
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 )
 
 // Forwards to stores' Lightning addresses (docs/decisions.md,
@@ -66,7 +66,7 @@ func (b *Batch) RewriteTransaction(tx *kassa.Transaction) {
 func (d *DB) QueuedTransfers(ctx context.Context, storeID string, fn func(kassa.QueuedTransfer) error) error {
 	return d.scanPrefix(ctx, forwardQueuePrefix(storeID), func(_, v []byte) error {
 		var q kassa.QueuedTransfer
-		if err := json.Unmarshal(v, &q); err != nil {
+		if err := format.Unmarshal(v, &q); err != nil {
 			return fmt.Errorf("decode queued transfer: %w", err)
 		}
 		return fn(q)

@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 )
 
 var (
@@ -43,7 +43,7 @@ func (d *DB) StoreSnapshot(ctx context.Context, id string) (*kassa.Store, uint64
 		return nil, 0, errStoreNotFound
 	}
 	var st kassa.Store
-	if err := json.Unmarshal(v[8:], &st); err != nil {
+	if err := format.Unmarshal(v[8:], &st); err != nil {
 		return nil, 0, fmt.Errorf("decode store %s: %w", id, err)
 	}
 	seq := binary.BigEndian.Uint64(v[:8])
@@ -73,7 +73,7 @@ func (d *DB) StoreByAPIKey(ctx context.Context, apiKey string) (*kassa.Store, er
 func (d *DB) Stores(ctx context.Context, fn func(*kassa.Store) error) error {
 	return d.scanPrefix(ctx, []byte("sto/"), func(id, v []byte) error {
 		var st kassa.Store
-		if err := json.Unmarshal(v[8:], &st); err != nil {
+		if err := format.Unmarshal(v[8:], &st); err != nil {
 			return fmt.Errorf("decode store %s: %w", id, err)
 		}
 		return fn(&st)
@@ -106,7 +106,7 @@ func (d *DB) InvoiceSnapshot(ctx context.Context, id string) (*kassa.Invoice, ui
 		return nil, 0, errInvoiceNotFound
 	}
 	var inv kassa.Invoice
-	if err := json.Unmarshal(v[8:], &inv); err != nil {
+	if err := format.Unmarshal(v[8:], &inv); err != nil {
 		return nil, 0, fmt.Errorf("decode invoice %s: %w", id, err)
 	}
 	return &inv, binary.BigEndian.Uint64(v[:8]), nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -16,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 )
 
 // DB is Kassa's PostgreSQL store. It implements kassa.Journal,
@@ -145,8 +145,9 @@ func (d *DB) NewBatch() kassa.Batch { return &Batch{db: d} }
 
 func (b *Batch) queue(sql string, args ...any) { b.b.Queue(sql, args...) }
 
+// json encodes the document v in its format (package format).
 func (b *Batch) json(v any) []byte {
-	data, err := json.Marshal(v)
+	data, err := format.Marshal(v)
 	if err != nil && b.err == nil {
 		b.err = err
 	}

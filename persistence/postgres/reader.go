@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 )
 
 var (
@@ -36,7 +36,7 @@ func getDoc[T any](ctx context.Context, d *DB, notFound error, query string, arg
 		return nil, fmt.Errorf("postgres: read: %w", down(err))
 	}
 	var out T
-	if err := json.Unmarshal(doc, &out); err != nil {
+	if err := format.Unmarshal(doc, &out); err != nil {
 		return nil, fmt.Errorf("postgres: decode: %w", down(err))
 	}
 	return &out, nil
@@ -55,7 +55,7 @@ func eachDoc[T any](ctx context.Context, d *DB, fn func(*T) error, query string,
 			return fmt.Errorf("postgres: read: %w", down(err))
 		}
 		var v T
-		if err := json.Unmarshal(doc, &v); err != nil {
+		if err := format.Unmarshal(doc, &v); err != nil {
 			return fmt.Errorf("postgres: decode: %w", down(err))
 		}
 		if err := fn(&v); err != nil {
@@ -83,7 +83,7 @@ func (d *DB) StoreSnapshot(ctx context.Context, id string) (*kassa.Store, uint64
 		return nil, 0, fmt.Errorf("postgres: read store: %w", down(err))
 	}
 	var st kassa.Store
-	if err := json.Unmarshal(doc, &st); err != nil {
+	if err := format.Unmarshal(doc, &st); err != nil {
 		return nil, 0, fmt.Errorf("postgres: decode store %s: %w", id, err)
 	}
 	return &st, uint64(seq), nil
@@ -132,7 +132,7 @@ func (d *DB) InvoiceSnapshot(ctx context.Context, id string) (*kassa.Invoice, ui
 		return nil, 0, fmt.Errorf("postgres: read invoice: %w", down(err))
 	}
 	var inv kassa.Invoice
-	if err := json.Unmarshal(doc, &inv); err != nil {
+	if err := format.Unmarshal(doc, &inv); err != nil {
 		return nil, 0, fmt.Errorf("postgres: decode invoice %s: %w", id, err)
 	}
 	return &inv, uint64(seq), nil
@@ -252,7 +252,7 @@ func (d *DB) PaymentRequest(ctx context.Context, id string) (*kassa.PaymentReque
 		return nil, fmt.Errorf("postgres: read payment request: %w", down(err))
 	}
 	var pr kassa.PaymentRequest
-	if err := json.Unmarshal(doc, &pr); err != nil {
+	if err := format.Unmarshal(doc, &pr); err != nil {
 		return nil, fmt.Errorf("postgres: decode payment request %s: %w", id, err)
 	}
 	if pr.PaidInvoiceID == "" && paid != nil {
@@ -409,7 +409,7 @@ func keysetPage[T any, K string | int64](ctx context.Context, d *DB, table, owne
 			return "", fmt.Errorf("postgres: list %s: %w", table, err)
 		}
 		v := new(T)
-		if err := json.Unmarshal(doc, v); err != nil {
+		if err := format.Unmarshal(doc, v); err != nil {
 			return "", fmt.Errorf("postgres: decode %s %v: %w", what, lastID, err)
 		}
 		if err := fn(v); err != nil {

@@ -2,13 +2,13 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 )
 
 var (
@@ -33,7 +33,7 @@ func (d *DB) Request(ctx context.Context, storeID, id string) (*kassa.RequestRec
 		return nil, fmt.Errorf("postgres: read request: %w", down(err))
 	}
 	var r kassa.RequestRecord
-	if err := json.Unmarshal(doc, &r); err != nil {
+	if err := format.Unmarshal(doc, &r); err != nil {
 		return nil, fmt.Errorf("postgres: decode request: %w", down(err))
 	}
 	return &r, nil

@@ -38,7 +38,10 @@ type DB struct {
 	// stores caches decoded store snapshots: every API request reads its
 	// store (to check the key) and stores change rarely. Commits of
 	// PutStore update it after they are durable.
-	stores    storeCache
+	stores storeCache
+	// balances caches prepaid balances, kept by the commits that
+	// change them (see balanceCache).
+	balances  balanceCache
 	tracer    trace.Tracer
 	syncWrite bool
 	// fail holds the first write error Pebble could not recover from;
@@ -253,6 +256,8 @@ type Batch struct {
 	stores []cachedStore // to cache once committed
 	// requests are the request keys the batch records (PutRequest).
 	requests [][]byte
+	// deltas are the balance changes of the batch, by store.
+	deltas map[string]int64
 }
 
 // NewBatch starts a batch.
@@ -334,6 +339,10 @@ func (b *Batch) PutTransaction(tx *kassa.Transaction) {
 	}
 	if delta := tx.BalanceDelta(); delta != 0 && b.err == nil {
 		b.err = b.b.Merge(balanceKey(tx.StoreID), encodeInt64(int64(delta)), nil)
+		if b.deltas == nil {
+			b.deltas = map[string]int64{}
+		}
+		b.deltas[tx.StoreID] += int64(delta)
 	}
 }
 
@@ -385,7 +394,9 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	}
 	start := time.Now()
 	size := len(b.b.Repr())
-	if err := guarded(func() error { return b.b.Commit(opts) }); err != nil {
+	if err := d.balances.write(b.deltas, func() error {
+		return guarded(func() error { return b.b.Commit(opts) })
+	}); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		if errors.Is(err, ErrFailed) {
 			return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +53,7 @@ var suite = []struct {
 	{"Balance", testBalance},
 	{"BalanceConcurrent", testBalanceConcurrent},
 	{"BalanceReopenCompact", testBalanceReopenCompact},
+	{"BalanceCachedUnderWrites", testBalanceCachedUnderWrites},
 	{"CompactAll", testCompactAll},
 	{"KeyValue", testKeyValue},
 	{"Invoices", testInvoices},
@@ -816,6 +818,53 @@ func testBalanceConcurrent(t *testing.T, h *harness) {
 	}
 	if got, err := h.db.Balance(t.Context(), "s1"); int64(got) != want.Load() || err != nil {
 		t.Errorf("Balance = %d, %v; want %d", got, err, want.Load())
+	}
+}
+
+// testBalanceCachedUnderWrites reads balances for the first time while
+// commits change them: the cached balance, read again after the writes,
+// equals the one on disk and the sum of the writes, for every store.
+func testBalanceCachedUnderWrites(t *testing.T, h *harness) {
+	const stores, writes = 8, 40
+	var want [stores]atomic.Int64
+	errs := make([]error, stores*writes)
+	release(stores*writes+stores*4, func(i int) {
+		if i >= stores*writes {
+			// Readers: the first read of each store misses and fills
+			// the cache while the writers commit.
+			if _, err := h.db.Balance(t.Context(), fmt.Sprintf("s%d", i%stores)); err != nil {
+				t.Errorf("Balance: %v", err)
+			}
+			return
+		}
+		store := i % stores
+		b := h.db.NewBatch()
+		up, down := kassa.Sats(1000+i), kassa.Sats(3*i)
+		b.PutTransaction(topUp(fmt.Sprintf("s%d", store), up, t0))
+		b.PutTransaction(fee(fmt.Sprintf("s%d", store), fmt.Sprintf("inv_%d", i), down, t0))
+		want[store].Add(int64(up - down))
+		errs[i] = h.db.Commit(t.Context(), b)
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("commit %d: %v", i, err)
+		}
+	}
+	for s := range stores {
+		id := fmt.Sprintf("s%d", s)
+		if _, ok := h.db.balances.get(id); !ok {
+			t.Errorf("%s: balance not cached after a read", id)
+		}
+		got, err := h.db.Balance(t.Context(), id)
+		v, gerr := h.db.get(balanceKey(id))
+		if err != nil || gerr != nil || int64(got) != want[s].Load() || int64(binary.BigEndian.Uint64(v)) != want[s].Load() {
+			t.Errorf("%s: Balance = %d, %v; on disk %x, %v; want %d", id, got, err, v, gerr, want[s].Load())
+		}
+	}
+	// One more commit moves the cached balance along.
+	commit(t, h.db, func(b kassa.Batch) { b.PutTransaction(fee("s0", "inv_x", 5, t0)) })
+	if got, _ := h.db.Balance(t.Context(), "s0"); int64(got) != want[0].Load()-5 {
+		t.Errorf("s0 after one more fee: Balance = %d, want %d", got, want[0].Load()-5)
 	}
 }
 

@@ -82,11 +82,19 @@ func (d *DB) Stores(ctx context.Context, fn func(*kassa.Store) error) error {
 
 // Balance returns the store's prepaid balance.
 func (d *DB) Balance(ctx context.Context, storeID string) (kassa.Sats, error) {
-	v, err := d.get(balanceKey(storeID))
-	if err != nil || len(v) != 8 {
+	// A failed or closed store answers its error, cached or not.
+	if err := d.enter(); err != nil {
 		return 0, err
 	}
-	return kassa.Sats(int64(binary.BigEndian.Uint64(v))), nil
+	defer d.leave()
+	bal, err := d.balances.load(storeID, func() (int64, error) {
+		v, err := d.get(balanceKey(storeID))
+		if err != nil || len(v) != 8 {
+			return 0, err
+		}
+		return int64(binary.BigEndian.Uint64(v)), nil
+	})
+	return kassa.Sats(bal), err
 }
 
 // Invoice returns an invoice.

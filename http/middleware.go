@@ -58,7 +58,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // observe starts a span per request, named after the method and the chi
 // route pattern, passes its context down to the services, and writes one
-// access-log line. Neither the path nor any header is logged, so that no
+// access-log line (debug when the status is below 400, info otherwise). Neither the path nor any header is logged, so that no
 // key or id taken from the caller reaches the logs.
 func (s *server) observe(next http.Handler) http.Handler {
 	tracer := otel.Tracer(tracerName)
@@ -99,7 +99,15 @@ func (s *server) observe(next http.Handler) http.Handler {
 			}
 			span.End()
 			countRequest(r.Method, route, status, time.Since(start))
-			s.log.LogAttrs(ctx, slog.LevelInfo, "http request",
+			// A request that succeeded is a debug line: at the default
+			// level a create logs only its invoice event, and the
+			// request metrics count every request. Refusals and
+			// failures stay at info.
+			level := slog.LevelDebug
+			if status >= 400 {
+				level = slog.LevelInfo
+			}
+			s.log.LogAttrs(ctx, level, "http request",
 				slog.String("method", r.Method), slog.String("route", route),
 				slog.Int("status", status), slog.Duration("duration", time.Since(start)),
 				slog.Int64("bytes", sw.bytes))

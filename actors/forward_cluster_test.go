@@ -12,13 +12,12 @@ import (
 	"github.com/btcsuite/btcd/chaincfg"
 
 	"github.com/kassapay/kassa"
-	"github.com/kassapay/kassa/internal/pgnode"
 	"github.com/kassapay/kassa/kassatest"
+	testharness "github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lease"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/lnurl"
 	"github.com/kassapay/kassa/persistence/postgres"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
 
 // openShared opens two handles on one fresh PostgreSQL (its own
@@ -26,7 +25,10 @@ import (
 // cluster share. Lease expiries are judged by clock.
 func openShared(t *testing.T, clock kassa.Clock) (*postgres.DB, *postgres.DB) {
 	t.Helper()
-	open := pgnode.Opener(t, pgtest.Schema(t), clock)
+	dsn := testharness.PostgresSchema(t)
+	open := testharness.Opener(t, func(ctx context.Context) (*postgres.DB, error) {
+		return postgres.Open(ctx, dsn, postgres.Options{Clock: clock})
+	})
 	return open(), open()
 }
 

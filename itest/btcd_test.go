@@ -3,7 +3,7 @@ package itest
 import (
 	"testing"
 
-	"github.com/kassapay/kassa/itest/harness"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // TestBtcdStartsAndMines proves that the harness can build btcd, start it

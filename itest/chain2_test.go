@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kassapay/kassa/itest/harness"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 func TestRBFBumpToSameAddress(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/btcsuite/btcd/btcutil/hdkeychain"
 	"github.com/btcsuite/btcd/chaincfg"
 
-	"github.com/kassapay/kassa/itest/harness"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // env is a btcd in regtest with a funded wallet, and Kassa watching it

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/apitest"
-	"github.com/kassapay/kassa/internal/etcdtest"
-	"github.com/kassapay/kassa/itest/harness"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // clusterHealth is the cluster part of a node's health check.
@@ -110,8 +108,8 @@ func transferLines(t *testing.T, k *harness.Kassa, s harness.Store, id string) i
 // with one transfer line.
 func TestClusterChainWatcherTakeover(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.Schema(t)
-	et, err := etcdtest.Start()
+	dsn := harness.PostgresSchema(t)
+	et, err := harness.StartEtcd()
 	if err != nil {
 		t.Fatalf("etcd: %v", err)
 	}

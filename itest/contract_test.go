@@ -8,8 +8,8 @@ import (
 
 	"github.com/kassapay/kassa"
 	chainrpc "github.com/kassapay/kassa/chain/rpc"
-	"github.com/kassapay/kassa/itest/harness"
 	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/persistence"
 )
 

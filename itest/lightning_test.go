@@ -20,13 +20,11 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
-	"github.com/kassapay/kassa/internal/etcdtest"
-	"github.com/kassapay/kassa/itest/harness"
 	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lightning/lnd"
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 	"github.com/kassapay/kassa/persistence"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
 
 // lnEnv is a regtest Lightning network on loopback: btcd, the service's
@@ -482,8 +480,8 @@ func TestLightningOnLnd(t *testing.T) {
 	t.Log("in a cluster, one node watches lnd's invoices and forwards; when it is killed, the other takes both roles over")
 	{
 		e.kassa.Stop()
-		dsn := pgtest.Schema(t)
-		et, err := etcdtest.Start()
+		dsn := harness.PostgresSchema(t)
+		et, err := harness.StartEtcd()
 		if err != nil {
 			t.Fatalf("etcd: %v", err)
 		}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kassapay/kassa/itest/harness"
+	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kassapay/kassa/itest/harness"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // fileSpan is a line of --trace-file.

@@ -14,4 +14,8 @@
 //
 // The suites use only the port's interface, never an implementation's
 // internals, and each case gets a fresh instance.
+//
+// Everything here runs in the test's process; what starts another
+// process (the kassa binary, btcd, lnd, PostgreSQL, etcd) is in
+// kassatest/harness.
 package kassatest

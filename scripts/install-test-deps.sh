@@ -5,7 +5,7 @@
 # cmd/kassa/readme_test.go runs, and the PostgreSQL 15 server that
 # persistence/postgres's tests start (initdb and pg_ctl under
 # /usr/lib/postgresql/15/bin), and etcd (Debian etcd-server, 3.4) that the
-# cluster tests start (internal/etcdtest). Idempotent: it does nothing when all are
+# cluster tests start (kassatest/harness). Idempotent: it does nothing when all are
 # there. `make test-deps` runs it, and `make test` runs that first.
 set -euo pipefail
 

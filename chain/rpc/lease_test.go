@@ -13,14 +13,13 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
-	"github.com/kassapay/kassa/internal/pgnode"
 	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lease"
 	"github.com/kassapay/kassa/persistence/postgres"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
 
-var pg pgtest.Shared
+var pg harness.SharedPostgres
 
 func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
 
@@ -28,7 +27,10 @@ func TestMain(m *testing.M) { os.Exit(pg.Run(m)) }
 // of a cluster) whose lease expiries are judged by clock.
 func openNodes(t *testing.T, clock kassa.Clock) (*postgres.DB, *postgres.DB) {
 	t.Helper()
-	open := pgnode.Opener(t, pg.Schema(t), clock)
+	dsn := pg.Schema(t)
+	open := harness.Opener(t, func(ctx context.Context) (*postgres.DB, error) {
+		return postgres.Open(ctx, dsn, postgres.Options{Clock: clock})
+	})
 	return open(), open()
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/btcsuite/btcd/wire"
 
 	chainrpc "github.com/kassapay/kassa/chain/rpc"
-	"github.com/kassapay/kassa/itest/harness"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // benchChain prints the chain watcher's figures: matching one block of

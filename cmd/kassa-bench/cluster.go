@@ -14,9 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/kassapay/kassa/internal/etcdtest"
 	"github.com/kassapay/kassa/internal/nodetls"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // benchCluster measures cluster mode: the create rate of a one-node
@@ -36,7 +35,7 @@ func benchCluster(ctx context.Context, d time.Duration, workers int) error {
 	if err != nil {
 		return err
 	}
-	pg, err := pgtest.Start()
+	pg, err := harness.StartPostgres()
 	if err != nil {
 		return err
 	}
@@ -44,7 +43,7 @@ func benchCluster(ctx context.Context, d time.Duration, workers int) error {
 	if err := makeDurable(ctx, pg); err != nil {
 		return err
 	}
-	et, err := etcdtest.Start()
+	et, err := harness.StartEtcd()
 	if err != nil {
 		return err
 	}
@@ -97,11 +96,11 @@ func benchCluster(ctx context.Context, d time.Duration, workers int) error {
 	return benchFailover(ctx, bin, tmp, pg, et)
 }
 
-// makeDurable restarts the throw-away PostgreSQL of pgtest (started with
-// fsync and synchronous commit off, for tests) with PostgreSQL's durable
-// defaults, so that it commits like Pebble does: fsynced before the
+// makeDurable restarts the throw-away PostgreSQL of kassatest/harness
+// (started with fsync and synchronous commit off, for tests) with
+// PostgreSQL's durable defaults, so that it commits like Pebble does: fsynced before the
 // answer.
-func makeDurable(ctx context.Context, pg *pgtest.Server) error {
+func makeDurable(ctx context.Context, pg *harness.Postgres) error {
 	conn, err := pgx.Connect(ctx, pg.DSN())
 	if err != nil {
 		return err
@@ -115,7 +114,7 @@ func makeDurable(ctx context.Context, pg *pgtest.Server) error {
 	opts := fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", port, filepath.Dir(dataDir))
 	// -l: the server's output goes to its log file, not to this
 	// process's pipe (which would then stay open as long as it runs).
-	name, args := filepath.Join(pgtest.BinDir, "pg_ctl"), []string{"-D", dataDir, "-o", opts,
+	name, args := filepath.Join(harness.PostgresBinDir, "pg_ctl"), []string{"-D", dataDir, "-o", opts,
 		"-l", filepath.Join(filepath.Dir(dataDir), "log"), "-w", "-t", "60", "-m", "fast", "restart"}
 	if os.Geteuid() == 0 {
 		name, args = "runuser", append([]string{"-u", "postgres", "--", name}, args...)
@@ -206,7 +205,7 @@ func (t *target) cluster() (clusterView, error) {
 	return h.Cluster, err
 }
 
-func benchFailover(ctx context.Context, bin, tmp string, pg *pgtest.Server, et *etcdtest.Server) error {
+func benchFailover(ctx context.Context, bin, tmp string, pg *harness.Postgres, et *harness.Etcd) error {
 	dsn, err := pg.NewSchema(ctx)
 	if err != nil {
 		return err

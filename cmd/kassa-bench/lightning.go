@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kassapay/kassa/itest/harness"
+	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 )
 

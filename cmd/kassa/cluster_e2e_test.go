@@ -17,8 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kassapay/kassa/internal/etcdtest"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // clusterExpiry is the invoices' expiry in the cluster tests, and
@@ -42,10 +41,10 @@ func startCluster(t *testing.T, n int, extra ...string) ([]*server, [][]string) 
 // startClusterInfra is startCluster that also returns the PostgreSQL
 // and etcd servers, for tests that take them away; via, when set, gives
 // node i the address it reaches etcd at (a proxy to cut).
-func startClusterInfra(t *testing.T, n int, via func(i int, et *etcdtest.Server) string, extra ...string) ([]*server, [][]string, *pgtest.Server, *etcdtest.Server) {
+func startClusterInfra(t *testing.T, n int, via func(i int, et *harness.Etcd) string, extra ...string) ([]*server, [][]string, *harness.Postgres, *harness.Etcd) {
 	t.Helper()
 	needBinary(t)
-	pg, err := pgtest.Start()
+	pg, err := harness.StartPostgres()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +53,7 @@ func startClusterInfra(t *testing.T, n int, via func(i int, et *etcdtest.Server)
 	if err != nil {
 		t.Fatal(err)
 	}
-	et, err := etcdtest.Start()
+	et, err := harness.StartEtcd()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa/internal/apitest"
-	"github.com/kassapay/kassa/internal/etcdtest"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // TestClusterSigtermWithoutEtcd: SIGTERM stops a cluster's node within
@@ -130,7 +129,7 @@ func TestClusterNodeCutOffFromEtcd(t *testing.T) {
 		t.Skip("starts its own PostgreSQL and etcd; make test runs it")
 	}
 	var proxy *cutProxy
-	nodes, _, _, _ := startClusterInfra(t, 3, func(i int, et *etcdtest.Server) string {
+	nodes, _, _, _ := startClusterInfra(t, 3, func(i int, et *harness.Etcd) string {
 		if i != 0 {
 			return et.ClusterURL()
 		}
@@ -228,7 +227,7 @@ func TestClusterRidesOutEtcd(t *testing.T) {
 		t.Skip("starts its own PostgreSQL and etcd; make test runs it")
 	}
 	var proxies []*cutProxy
-	nodes, _, _, et := startClusterInfra(t, 3, func(i int, et *etcdtest.Server) string {
+	nodes, _, _, et := startClusterInfra(t, 3, func(i int, et *harness.Etcd) string {
 		p := newCutProxy(t, et.Endpoint())
 		proxies = append(proxies, p)
 		return "etcd://" + p.addr()
@@ -408,7 +407,7 @@ func TestHealthSaysStorageUnavailable(t *testing.T) {
 		t.Skip("starts its own PostgreSQL; make test runs it")
 	}
 	needBinary(t)
-	pg, err := pgtest.Start()
+	pg, err := harness.StartPostgres()
 	if err != nil {
 		t.Fatal(err)
 	}

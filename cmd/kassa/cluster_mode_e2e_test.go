@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kassapay/kassa/internal/etcdtest"
 	"github.com/kassapay/kassa/internal/nodetls"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // With KASSA_E2E_STORE=cluster (`make test-cluster`) the end-to-end suite
@@ -21,8 +21,8 @@ import (
 
 var e2eEtcd struct {
 	mu      sync.Mutex
-	servers map[string]*etcdtest.Server // data directory → its cluster's etcd
-	certs   map[string]string           // data directory → its cluster's certificates
+	servers map[string]*harness.Etcd // data directory → its cluster's etcd
+	certs   map[string]string        // data directory → its cluster's certificates
 }
 
 // e2eCluster says whether the end-to-end tests run on clusters.
@@ -39,12 +39,12 @@ func e2eClusterArgs(t *testing.T, dir string) []string {
 	e2eEtcd.mu.Lock()
 	defer e2eEtcd.mu.Unlock()
 	if e2eEtcd.servers == nil {
-		e2eEtcd.servers = map[string]*etcdtest.Server{}
+		e2eEtcd.servers = map[string]*harness.Etcd{}
 	}
 	et, ok := e2eEtcd.servers[dir]
 	if !ok {
 		var err error
-		if et, err = etcdtest.Start(); err != nil {
+		if et, err = harness.StartEtcd(); err != nil {
 			t.Fatal(err)
 		}
 		e2eEtcd.servers[dir] = et

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // The end-to-end tests run against Pebble in the data directory, or,
@@ -16,7 +16,7 @@ import (
 // same directory finds its data again (`make test-pg`).
 
 var e2ePG struct {
-	server *pgtest.Server
+	server *harness.Postgres
 	mu     sync.Mutex
 	dsn    map[string]string // data directory → its schema's address
 }
@@ -36,7 +36,7 @@ func startE2EStore() error {
 	default:
 		return fmt.Errorf("KASSA_E2E_STORE=%q: use pebble, postgres or cluster", v)
 	}
-	s, err := pgtest.Start()
+	s, err := harness.StartPostgres()
 	if err != nil {
 		return fmt.Errorf("FAIL: KASSA_E2E_STORE=postgres, but PostgreSQL does not start: %w", err)
 	}

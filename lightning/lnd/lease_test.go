@@ -10,12 +10,11 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
-	"github.com/kassapay/kassa/internal/pgnode"
 	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lease"
 	"github.com/kassapay/kassa/lightning/lnd"
 	"github.com/kassapay/kassa/persistence/postgres"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
 
 // TestLightningWatcherUnderLeases: two nodes' invoice watchers, each
@@ -26,7 +25,10 @@ import (
 // refused and it steps down.
 func TestLightningWatcherUnderLeases(t *testing.T) {
 	dbClock := kassatest.NewTestClock(time.Now())
-	open := pgnode.Opener(t, pgtest.Schema(t), dbClock)
+	dsn := harness.PostgresSchema(t)
+	open := harness.Opener(t, func(ctx context.Context) (*postgres.DB, error) {
+		return postgres.Open(ctx, dsn, postgres.Options{Clock: dbClock})
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const ttl = 10 * time.Second

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
-	"github.com/kassapay/kassa/internal/pgnode"
 	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lightning/lnd"
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 	"github.com/kassapay/kassa/persistence"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+	"github.com/kassapay/kassa/persistence/postgres"
 )
 
 // wallet is lnd as the pool sees it: GetInfo with an identity key and
@@ -245,8 +245,11 @@ func TestPoolRunRefillsAfterOutage(t *testing.T) {
 // they hand out each address once, and every take after the last
 // address fails with ErrNoWalletAddress.
 func TestPoolSharedByNodesOverPostgres(t *testing.T) {
-	pgtest.SkipShort(t)
-	open := pgnode.Opener(t, pgtest.Schema(t), kassatest.NewTestClock(time.Now()))
+	harness.SkipShort(t, "PostgreSQL")
+	dsn, clock := harness.PostgresSchema(t), kassatest.NewTestClock(time.Now())
+	open := harness.Opener(t, func(ctx context.Context) (*postgres.DB, error) {
+		return postgres.Open(ctx, dsn, postgres.Options{Clock: clock})
+	})
 	testPoolShared(t, func() lnd.PoolStore { return open() })
 }
 

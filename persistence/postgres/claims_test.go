@@ -10,7 +10,7 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // TestOutboxClaims runs the outbox claims' contract on two handles
@@ -61,7 +61,7 @@ func TestClaimOverdue(t *testing.T) {
 // hold the later ones back until then).
 func TestMigrationNotBefore(t *testing.T) {
 	ctx := t.Context()
-	pgtest.SkipShort(t)
+	harness.SkipShort(t, "PostgreSQL")
 	dsn, err := server.NewSchema(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -11,19 +11,19 @@ import (
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/internal/simstore"
 	"github.com/kassapay/kassa/kassatest"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // server is the one PostgreSQL server of this package's tests; each test
 // gets a schema of its own on it.
-var server *pgtest.Server
+var server *harness.Postgres
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
 		os.Exit(m.Run()) // every test skips: openTest and the rest ask for server
 	}
-	s, err := pgtest.Start()
+	s, err := harness.StartPostgres()
 	if err != nil {
 		// Not a skip: CI must see that the store was not tested.
 		fmt.Fprintf(os.Stderr, "FAIL: cannot start PostgreSQL for the tests: %v\n", err)
@@ -40,7 +40,7 @@ func TestMain(m *testing.M) {
 // openTest opens a store on a fresh schema and closes it when t ends.
 func openTest(t *testing.T) *DB {
 	t.Helper()
-	pgtest.SkipShort(t)
+	harness.SkipShort(t, "PostgreSQL")
 	dsn, err := server.NewSchema(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestSeqTaken(t *testing.T) {
 // TestMigrateTwice: opening an up-to-date database applies nothing and
 // keeps the data.
 func TestMigrateTwice(t *testing.T) {
-	pgtest.SkipShort(t)
+	harness.SkipShort(t, "PostgreSQL")
 	dsn, err := server.NewSchema(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestMigrateTwice(t *testing.T) {
 // TestMigrateConcurrently: nodes starting together on an empty database
 // each open it; the advisory lock has the schema made once.
 func TestMigrateConcurrently(t *testing.T) {
-	pgtest.SkipShort(t)
+	harness.SkipShort(t, "PostgreSQL")
 	dsn, err := server.NewSchema(t.Context())
 	if err != nil {
 		t.Fatal(err)

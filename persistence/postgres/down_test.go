@@ -7,7 +7,7 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // TestOutageIsUnavailable: while PostgreSQL is down, reads, commits and
@@ -16,8 +16,8 @@ import (
 // handle works again by itself. Before, every such error was a bare
 // driver error: "internal", 500.
 func TestOutageIsUnavailable(t *testing.T) {
-	pgtest.SkipShort(t)
-	srv, err := pgtest.Start()
+	harness.SkipShort(t, "PostgreSQL")
+	srv, err := harness.StartPostgres()
 	if err != nil {
 		t.Fatal(err)
 	}

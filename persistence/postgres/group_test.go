@@ -11,8 +11,8 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lease"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
 
 // groupHarness holds the first group of a DB in its transaction (after
@@ -284,8 +284,8 @@ func TestGroupCommitRefusesAlone(t *testing.T) {
 // ErrUnavailable (code Unavailable), and once the server is back none
 // of them is stored, while the group committed before is.
 func TestGroupCommitServerDownMidCommit(t *testing.T) {
-	pgtest.SkipShort(t)
-	srv, err := pgtest.Start()
+	harness.SkipShort(t, "PostgreSQL")
+	srv, err := harness.StartPostgres()
 	if err != nil {
 		t.Fatal(err)
 	}

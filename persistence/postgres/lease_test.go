@@ -10,15 +10,15 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lease"
-	"github.com/kassapay/kassa/persistence/postgres/pgtest"
 )
 
 // openClocked opens two handles on one fresh schema (two nodes) whose
 // lease expiries are judged by clock.
 func openClocked(t *testing.T, clock kassa.Clock) (*DB, *DB) {
 	t.Helper()
-	pgtest.SkipShort(t)
+	harness.SkipShort(t, "PostgreSQL")
 	dsn, err := server.NewSchema(t.Context())
 	if err != nil {
 		t.Fatal(err)

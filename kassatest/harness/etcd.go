@@ -1,9 +1,10 @@
-// Package etcdtest starts a throw-away etcd server for tests: one member
-// with its data in a temporary directory, listening on free loopback
-// ports, stopped and removed again by Stop. Nothing is skipped: when the
-// server cannot be started, Start says why and the caller fails
+package harness
+
+// A throw-away etcd server for tests: one member with its data in a
+// temporary directory, listening on free loopback ports, stopped and
+// removed again by Stop. Nothing is skipped: when the server cannot be
+// started, StartEtcd says why and the caller fails
 // (scripts/install-test-deps.sh installs Debian's etcd-server, 3.4).
-package etcdtest
 
 import (
 	"bytes"
@@ -11,18 +12,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 )
 
-// Server is a running throw-away etcd.
-type Server struct {
+// Etcd is a running throw-away etcd.
+type Etcd struct {
 	dir    string
 	client int
 	bin    string
@@ -34,16 +33,16 @@ type Server struct {
 	stop   sync.Once
 }
 
-// Start starts etcd in a new temporary directory on free loopback ports
-// and waits until it answers its health check.
-func Start() (*Server, error) {
+// StartEtcd starts etcd in a new temporary directory on free loopback
+// ports and waits until it answers its health check.
+func StartEtcd() (*Etcd, error) {
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
-		return nil, fmt.Errorf("etcdtest: etcd is not installed (%v); run scripts/install-test-deps.sh (Debian package etcd-server)", err)
+		return nil, fmt.Errorf("harness: etcd is not installed (%v); run scripts/install-test-deps.sh (Debian package etcd-server)", err)
 	}
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
-		s, err := start(bin)
+		s, err := startEtcd(bin)
 		if err == nil {
 			return s, nil
 		}
@@ -52,24 +51,24 @@ func Start() (*Server, error) {
 	return nil, last
 }
 
-func start(bin string) (*Server, error) {
+func startEtcd(bin string) (*Etcd, error) {
 	dir, err := os.MkdirTemp("", "kassa-etcd-")
 	if err != nil {
-		return nil, fmt.Errorf("etcdtest: %w", err)
+		return nil, fmt.Errorf("harness: etcd: %w", err)
 	}
 	client, err := freePort()
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("etcdtest: %w", err)
+		return nil, fmt.Errorf("harness: etcd: %w", err)
 	}
 	peer, err := freePort()
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("etcdtest: %w", err)
+		return nil, fmt.Errorf("harness: etcd: %w", err)
 	}
 	clientURL := fmt.Sprintf("http://127.0.0.1:%d", client)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	s := &Server{dir: dir, client: client, bin: bin, log: &lockedBuffer{}, args: []string{
+	s := &Etcd{dir: dir, client: client, bin: bin, log: &lockedBuffer{}, args: []string{
 		"--name", "test",
 		"--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
@@ -88,7 +87,7 @@ func start(bin string) (*Server, error) {
 }
 
 // run starts the etcd process and waits until it is healthy.
-func (s *Server) run() error {
+func (s *Etcd) run() error {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	done := make(chan struct{})
@@ -96,7 +95,7 @@ func (s *Server) run() error {
 	s.cmd, s.done = cmd, done
 	s.mu.Unlock()
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("etcdtest: start etcd: %w", err)
+		return fmt.Errorf("harness: etcd: start etcd: %w", err)
 	}
 	go func() { _ = cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(30 * time.Second)
@@ -106,18 +105,18 @@ func (s *Server) run() error {
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("etcdtest: etcd exited at start:\n%s", tail(s.log.String()))
+			return fmt.Errorf("harness: etcd exited at start:\n%s", tail(s.log.String()))
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("etcdtest: etcd not healthy after 30 s:\n%s", tail(s.log.String()))
+			return fmt.Errorf("harness: etcd not healthy after 30 s:\n%s", tail(s.log.String()))
 		}
 	}
 }
 
 // Down kills etcd (an outage: every client connection is cut) and
 // keeps its data, for Up.
-func (s *Server) Down() error {
+func (s *Etcd) Down() error {
 	s.mu.Lock()
 	cmd, done := s.cmd, s.done
 	s.mu.Unlock()
@@ -126,15 +125,15 @@ func (s *Server) Down() error {
 	case <-done:
 		return nil
 	case <-time.After(10 * time.Second):
-		return errors.New("etcdtest: etcd did not exit within 10 s of SIGKILL")
+		return errors.New("harness: etcd did not exit within 10 s of SIGKILL")
 	}
 }
 
 // Up starts etcd again after Down, on the same ports and data, and
 // waits until it is healthy.
-func (s *Server) Up() error { return s.run() }
+func (s *Etcd) Up() error { return s.run() }
 
-func (s *Server) healthy() bool {
+func (s *Etcd) healthy() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.ClientURL()+"/health", nil)
@@ -148,17 +147,17 @@ func (s *Server) healthy() bool {
 }
 
 // Endpoint is the client address, host:port.
-func (s *Server) Endpoint() string { return fmt.Sprintf("127.0.0.1:%d", s.client) }
+func (s *Etcd) Endpoint() string { return fmt.Sprintf("127.0.0.1:%d", s.client) }
 
 // ClientURL is the client address as an http:// URL.
-func (s *Server) ClientURL() string { return "http://" + s.Endpoint() }
+func (s *Etcd) ClientURL() string { return "http://" + s.Endpoint() }
 
 // ClusterURL is the address in the form `kassa serve --cluster` takes.
-func (s *Server) ClusterURL() string { return "etcd://" + s.Endpoint() }
+func (s *Etcd) ClusterURL() string { return "etcd://" + s.Endpoint() }
 
 // Stop kills etcd, waits for it and removes its directory. It may be
 // called more than once.
-func (s *Server) Stop() error {
+func (s *Etcd) Stop() error {
 	var err error
 	s.stop.Do(func() {
 		s.mu.Lock()
@@ -170,48 +169,9 @@ func (s *Server) Stop() error {
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			err = errors.New("etcdtest: etcd did not exit within 10 s of SIGKILL")
+			err = errors.New("harness: etcd did not exit within 10 s of SIGKILL")
 		}
 		err = errors.Join(err, os.RemoveAll(s.dir))
 	})
 	return err
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func tail(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// lockedBuffer is etcd's output, written by the process and read by the
-// test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.b.Len() > 1<<20 {
-		return len(p), nil // enough to say why it failed
-	}
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

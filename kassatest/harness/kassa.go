@@ -66,7 +66,7 @@ var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
 // when the test ends.
 func StartKassa(t T, dir string, args ...string) *Kassa {
 	t.Helper()
-	skipShort(t, "the built kassa binary")
+	SkipShort(t, "the built kassa binary")
 	if dir == "" {
 		dir = t.TempDir()
 	}

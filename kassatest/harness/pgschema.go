@@ -1,4 +1,4 @@
-package pgtest
+package harness
 
 import (
 	"fmt"
@@ -7,14 +7,14 @@ import (
 	"testing"
 )
 
-// Schema starts a server of t's own, stopped when t ends, and returns
+// PostgresSchema starts a server of t's own, stopped when t ends, and returns
 // the DSN of a fresh schema on it. When the server cannot be started, t
 // fails (not a skip: scripts/install-test-deps.sh installs PostgreSQL).
 // Under -short (the fast tier) t is skipped: it needs PostgreSQL.
-func Schema(t testing.TB) string {
+func PostgresSchema(t testing.TB) string {
 	t.Helper()
-	SkipShort(t)
-	s, err := Start()
+	SkipShort(t, "PostgreSQL")
+	s, err := StartPostgres()
 	if err != nil {
 		t.Fatalf("cannot start PostgreSQL for the test: %v", err)
 	}
@@ -30,32 +30,23 @@ func Schema(t testing.TB) string {
 	return dsn
 }
 
-// SkipShort skips t under -short (`make test-short`), saying that it
-// needs PostgreSQL; `make test` runs it.
-func SkipShort(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("needs PostgreSQL: skipped under -short (make test runs it)")
-	}
-}
-
-// Shared is one server for all the tests of a package, started by the
+// SharedPostgres is one server for all the tests of a package, started by the
 // first test that asks for a schema; the package's TestMain stops it.
 // The zero value is ready to use.
-type Shared struct {
+type SharedPostgres struct {
 	once   sync.Once
-	server *Server
+	server *Postgres
 	err    error
 }
 
 // Schema returns the DSN of a fresh schema on the shared server,
 // starting the server first if no test has. When the server cannot be
 // started, t fails (not a skip: scripts/install-test-deps.sh installs
-// PostgreSQL). Under -short t is skipped, as with Schema.
-func (sh *Shared) Schema(t testing.TB) string {
+// PostgreSQL). Under -short t is skipped, as with PostgresSchema.
+func (sh *SharedPostgres) Schema(t testing.TB) string {
 	t.Helper()
-	SkipShort(t)
-	sh.once.Do(func() { sh.server, sh.err = Start() })
+	SkipShort(t, "PostgreSQL")
+	sh.once.Do(func() { sh.server, sh.err = StartPostgres() })
 	if sh.err != nil {
 		t.Fatalf("cannot start PostgreSQL for the test: %v", sh.err)
 	}
@@ -69,7 +60,7 @@ func (sh *Shared) Schema(t testing.TB) string {
 // Run runs the package's tests (m.Run) and then stops the server if a
 // test started it; a failure to stop is printed, not counted. It returns
 // m.Run's exit code, for TestMain to hand to os.Exit.
-func (sh *Shared) Run(m *testing.M) int {
+func (sh *SharedPostgres) Run(m *testing.M) int {
 	code := m.Run()
 	if err := sh.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -78,7 +69,7 @@ func (sh *Shared) Run(m *testing.M) int {
 }
 
 // Stop stops the shared server if a test started it.
-func (sh *Shared) Stop() error {
+func (sh *SharedPostgres) Stop() error {
 	if sh.server == nil {
 		return nil
 	}

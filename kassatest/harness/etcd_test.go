@@ -1,4 +1,4 @@
-package etcdtest
+package harness
 
 import (
 	"context"
@@ -16,7 +16,7 @@ func TestStartServesTheV3API(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs etcd: skipped under -short (make test runs it)")
 	}
-	s, err := Start()
+	s, err := StartEtcd()
 	if err != nil {
 		t.Fatal(err)
 	}

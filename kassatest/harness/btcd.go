@@ -1,16 +1,9 @@
-// Package harness starts real Bitcoin daemons for Kassa's integration
-// tests: btcd nodes in regtest or simnet on free loopback ports, with
-// helpers to mine, connect and disconnect them, and a small wallet that
-// owns the coinbase key and pays with real signed segwit transactions.
-// Every wait polls with a deadline; nothing sleeps a fixed time.
 package harness
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/btcsuite/btcd/btcjson"
@@ -27,26 +19,6 @@ import (
 	"github.com/btcsuite/btcd/chaincfg/chainhash"
 	"github.com/btcsuite/btcd/rpcclient"
 )
-
-// T is what the harness needs of a test: *testing.T and *testing.B
-// satisfy it, and so can a benchmark command.
-type T interface {
-	Helper()
-	Fatalf(format string, args ...any)
-	Logf(format string, args ...any)
-	Cleanup(func())
-	TempDir() string
-	Failed() bool
-}
-
-// skipShort skips a test under -short (`make test-short`), saying that
-// it needs what; `make itest` runs it. A T that cannot skip (a benchmark
-// command's) runs on.
-func skipShort(t T, what string) {
-	if s, ok := t.(interface{ Skip(...any) }); ok && testing.Short() {
-		s.Skip("needs " + what + ": skipped under -short (make itest runs it)")
-	}
-}
 
 // BtcdVersion is the btcd release the tests run against.
 const BtcdVersion = "v0.26.2"
@@ -101,32 +73,6 @@ func BtcdDir(t T) string {
 	return buildDir
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort(t T) int {
-	t.Helper()
-	// A port from the kernel's ephemeral range (what port 0 gives) can
-	// be taken by any outgoing connection between this check and the
-	// daemon's bind ("address already in use" failed lnd's start under
-	// load), so try ports below that range first.
-	for range 50 {
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lowPortMin+rand.IntN(lowPortMax-lowPortMin)))
-		if err == nil {
-			port := l.Addr().(*net.TCPAddr).Port
-			l.Close()
-			return port
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// FreePort's range: below Linux's default ephemeral ports (32768–60999).
-const lowPortMin, lowPortMax = 20000, 32000
-
 // NodeConfig says how to start a node.
 type NodeConfig struct {
 	// Network is "regtest" (default) or "simnet". A regtest btcd wipes its
@@ -176,7 +122,7 @@ func ParamsOf(network string) *chaincfg.Params {
 // stopped when the test ends.
 func StartNode(t T, cfg NodeConfig) *Node {
 	t.Helper()
-	skipShort(t, "btcd")
+	SkipShort(t, "btcd")
 	if cfg.Network == "" {
 		cfg.Network = "regtest"
 	}

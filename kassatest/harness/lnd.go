@@ -88,7 +88,7 @@ type Lnd struct {
 // ends (before btcd, whose cleanup was registered first).
 func StartLnd(t T, btcd *Node, name string) *Lnd {
 	t.Helper()
-	skipShort(t, "lnd")
+	SkipShort(t, "lnd")
 	dir := t.TempDir()
 	l := &Lnd{
 		t: t, Name: name, Dir: dir, btcd: btcd,

@@ -1,0 +1,142 @@
+package harness
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// T is what the harness needs of a test: *testing.T and *testing.B
+// satisfy it, and so can a benchmark command (Process).
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+	Failed() bool
+}
+
+// SkipShort skips a test under -short (`make test-short`, the fast
+// tier), saying that it needs what; `make test` or `make itest` runs it.
+// A T that cannot skip (a benchmark command's) runs on.
+func SkipShort(t T, what string) {
+	t.Helper()
+	if s, ok := t.(interface{ Skip(...any) }); ok && testing.Short() {
+		s.Skip("needs " + what + ": skipped under -short (make test or make itest runs it)")
+	}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t T) int {
+	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatalf("free port: %v", err)
+	}
+	return port
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	// A port from the kernel's ephemeral range (what port 0 gives) can
+	// be taken by any outgoing connection between this check and the
+	// daemon's bind ("address already in use" failed lnd's start under
+	// load), so try ports below that range first.
+	for range 50 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", lowPortMin+rand.IntN(lowPortMax-lowPortMin)))
+		if err == nil {
+			port := l.Addr().(*net.TCPAddr).Port
+			l.Close()
+			return port, nil
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// freePort's range: below Linux's default ephemeral ports (32768–60999).
+const lowPortMin, lowPortMax = 20000, 32000
+
+// tail returns the last 20 lines of a daemon's output, for an error.
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// lockedBuffer is a daemon's output, written by the process and read by
+// the test; past 1 MiB it keeps no more (enough to say why it failed).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.b.Len() > 1<<20 {
+		return len(p), nil
+	}
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Process is a T for commands (benchmarks, `make regtest`): Fatalf
+// panics, Cleanup runs at Close.
+type Process struct {
+	cleanups []func()
+	failed   bool
+}
+
+// Helper does nothing.
+func (p *Process) Helper() {}
+
+// Fatalf marks the process failed and panics with the message.
+func (p *Process) Fatalf(format string, args ...any) {
+	p.failed = true
+	panic(fmt.Sprintf(format, args...))
+}
+
+// Logf prints to stderr.
+func (p *Process) Logf(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+
+// Cleanup registers f to run at Close.
+func (p *Process) Cleanup(f func()) { p.cleanups = append(p.cleanups, f) }
+
+// Failed reports whether Fatalf was called.
+func (p *Process) Failed() bool { return p.failed }
+
+// TempDir makes a directory removed at Close.
+func (p *Process) TempDir() string {
+	dir, err := os.MkdirTemp("", "kassa-harness")
+	if err != nil {
+		p.Fatalf("%v", err)
+	}
+	p.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// Close runs the cleanups, last first.
+func (p *Process) Close() {
+	for i := len(p.cleanups) - 1; i >= 0; i-- {
+		p.cleanups[i]()
+	}
+	p.cleanups = nil
+}

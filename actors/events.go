@@ -1,13 +1,13 @@
 package actors
 
 import (
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 	"github.com/kassapay/kassa/protos"
 )
 
@@ -81,4 +81,6 @@ func createdEvent(inv *kassa.Invoice) *protos.InvoiceEvent {
 
 func marshal(m proto.Message) ([]byte, error) { return proto.Marshal(m) }
 
-func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+// jsonUnmarshal reads a document an event holds, in its format (package
+// format): a newer format than this binary's is refused.
+func jsonUnmarshal(data []byte, v any) error { return format.Unmarshal(data, v) }

@@ -137,7 +137,10 @@ func (a *invoiceActor) load(ctx actor.Context) {
 		err = a.replay(id)
 	}
 	var fault *JournalFault
-	if errors.As(err, &fault) {
+	if !errors.As(err, &fault) {
+		fault = snapshotFault(kassa.Stream{Kind: kassa.KindInvoice, ID: id}, err)
+	}
+	if fault != nil {
 		// Not a crash to retry: the journal holds what it holds.
 		a.broken = a.sys.journalFault(fault)
 		a.disarm()

@@ -2,28 +2,36 @@ package actors
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 )
 
 // JournalFault is an actor's journal that does not replay: an event after
-// the snapshot that does not decode, or that the state machine refuses.
-// The state it would give is unknown, so the actor refuses its commands
-// (with this error) until an operator repairs the journal, rather than
-// loading as if the event were not there.
+// the snapshot that does not decode, or that the state machine refuses;
+// or a snapshot that does not load (written in a newer format than this
+// binary reads). The state it would give is unknown, so the actor
+// refuses its commands (with this error) until an operator repairs the
+// journal or runs the newer binary, rather than loading as if the event
+// were not there or guessing at the document.
 type JournalFault struct {
 	Stream kassa.Stream `json:"stream"`
 	// Seq is the sequence number of the event that does not apply, and
-	// Event its kind (e.g. ExpiryReached).
+	// Event its kind (e.g. ExpiryReached); 0 and "snapshot" for the
+	// snapshot.
 	Seq   uint64 `json:"seq"`
 	Event string `json:"event"`
 	Err   error  `json:"-"`
 }
 
 func (f *JournalFault) Error() string {
+	if f.Seq == 0 {
+		return fmt.Sprintf("%s %s: the snapshot does not load: %v", f.Stream.Kind, f.Stream.ID, f.Err)
+	}
 	return fmt.Sprintf("%s %s: journal event %d (%s) does not apply: %v", f.Stream.Kind, f.Stream.ID, f.Seq, f.Event, f.Err)
 }
 
@@ -39,9 +47,22 @@ func eventKind(kind any) string {
 // journalFault records f, logs it once per activation, and returns it.
 func (s *System) journalFault(f *JournalFault) *JournalFault {
 	s.journalFaults.Store(f.Stream, f)
-	s.log.Error("journal does not replay: the actor refuses its commands until the journal is repaired",
-		"kind", f.Stream.Kind, "id", f.Stream.ID, "seq", f.Seq, "event", f.Event, "err", f.Err)
+	msg := "journal does not replay: the actor refuses its commands until the journal is repaired"
+	if f.Seq == 0 {
+		msg = "snapshot does not load: the actor refuses its commands"
+	}
+	s.log.Error(msg, "kind", f.Stream.Kind, "id", f.Stream.ID, "seq", f.Seq, "event", f.Event, "err", f.Err)
 	return f
+}
+
+// snapshotFault returns the fault of a snapshot that does not load for
+// good (a newer format), or nil for any other error.
+func snapshotFault(s kassa.Stream, err error) *JournalFault {
+	var verr *format.VersionError
+	if errors.As(err, &verr) {
+		return &JournalFault{Stream: s, Event: "snapshot", Err: err}
+	}
+	return nil
 }
 
 // JournalFaults lists the journals this node found not to replay since

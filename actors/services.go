@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 	"github.com/kassapay/kassa/protos"
 )
 
@@ -440,7 +440,7 @@ func (s *System) UpdateStore(ctx context.Context, storeID string, u kassa.StoreU
 			return nil, nil, err
 		}
 		st.WalletMinSendable, st.WalletMaxSendable = next.WalletMinSendable, next.WalletMaxSendable
-		doc, err := json.Marshal(st)
+		doc, err := format.Marshal(st)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 	"github.com/kassapay/kassa/protos"
 )
 
@@ -43,6 +43,9 @@ type storeActor struct {
 	// peaks remember the largest size of each map, to rebuild a map that
 	// shrank a lot (Go maps never give memory back).
 	peakInvoices, peakStopping, peakReserved, peakSessions int
+	// broken, once set, is why the store's snapshot does not load: the
+	// actor answers it to every request and changes nothing.
+	broken *JournalFault
 }
 
 // sessionEntry is the invoice of a pay-link session and its expiry.
@@ -70,6 +73,16 @@ type inspectStore struct {
 type passivate struct{ invoiceID string }
 
 func (a *storeActor) Receive(ctx actor.Context) {
+	if a.broken != nil {
+		switch ctx.Message().(type) {
+		case *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated:
+		default:
+			if ctx.Sender() != nil {
+				ctx.Respond(reply{err: a.broken})
+			}
+			return
+		}
+	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		a.id = ctx.Self().Id[len("store/"):]
@@ -77,7 +90,13 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		a.stopping = map[string][]pending{}
 		a.reserved = map[string]kassa.Sats{}
 		a.sessions = map[string]sessionEntry{}
-		if err := a.load(context.Background()); err != nil && kassa.ErrorCode(err) != kassa.NotFound {
+		err := a.load(context.Background())
+		if f := snapshotFault(kassa.Stream{Kind: kassa.KindStore, ID: a.id}, err); f != nil {
+			// Not a crash to retry: a newer Kassa wrote the snapshot.
+			a.broken = a.sys.journalFault(f)
+			return
+		}
+		if err != nil && kassa.ErrorCode(err) != kassa.NotFound {
 			panic(fmt.Sprintf("load store %s: %v", a.id, err))
 		}
 		if a.st != nil && a.sys.recovered.Load() {
@@ -166,7 +185,7 @@ func (a *storeActor) create(msg *createStore) reply {
 	if a.st != nil {
 		return reply{err: kassa.Errorf(kassa.Conflict, "store %s exists", a.id)}
 	}
-	doc, err := json.Marshal(msg.store)
+	doc, err := format.Marshal(msg.store)
 	if err != nil {
 		return reply{err: err}
 	}
@@ -334,7 +353,7 @@ func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
 			return reply{err: err}
 		}
 	}
-	doc, err := json.Marshal(pr)
+	doc, err := format.Marshal(pr)
 	if err != nil {
 		return reply{err: err}
 	}

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"sync"
@@ -13,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 	"github.com/kassapay/kassa/protos"
 	"github.com/kassapay/kassa/telemetry"
 	"github.com/kassapay/kassa/webhook"
@@ -692,6 +692,6 @@ func (s *System) Redeliver(ctx context.Context, storeID, webhookID, deliveryID s
 }
 
 func webhookDoc(w *kassa.Webhook) []byte {
-	doc, _ := json.Marshal(w)
+	doc, _ := format.Marshal(w)
 	return doc
 }

@@ -104,7 +104,7 @@ lint:
 	@out=$$($(TOOLS)/deadcode@$(DEADCODE)/deadcode -test ./... 2>&1) || { echo "$$out"; exit 1; }; \
 	test -z "$$out" || { echo "deadcode: unreachable functions:"; echo "$$out"; exit 1; }
 
-# Regenerates protos/kassa.pb.go and the lnd client stubs under
+# Regenerates protos/kassa.pb.go, protos/storecall.pb.go and the lnd client stubs under
 # lightning/lnd/lnrpc: lightning.proto, routerrpc/router.proto and
 # invoicesrpc/invoices.proto, read from the module cache at the lnd version
 # go.mod pins, trimmed (internal/prototrim) to the methods listed in
@@ -121,7 +121,8 @@ protos:
 	@command -v protoc >/dev/null || { echo "protos: protoc is missing (apt-get install protobuf-compiler)"; exit 1; }
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$$($(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC)
-	cd protos && PATH="$(TOOLS):$$PATH" protoc --go_out=. --go_opt=paths=source_relative kassa.proto
+	cd protos && PATH="$(TOOLS):$$PATH" protoc --go_out=. --go_opt=paths=source_relative kassa.proto storecall.proto
+	cd actors/internal/legacycall && PATH="$(TOOLS):$$PATH" protoc --go_out=. --go_opt=paths=source_relative legacycall.proto
 	$(GO) mod download github.com/lightningnetwork/lnd && \
 	lnd=$$($(GO) list -m -f '{{.Dir}}' github.com/lightningnetwork/lnd)/lnrpc && \
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \

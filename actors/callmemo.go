@@ -9,7 +9,7 @@ import (
 	"github.com/kassapay/kassa/protos"
 )
 
-// A forwarded call's request id (callArgs.RequestID) makes a call that
+// A forwarded call's request id (StoreCall.request_id) makes a call that
 // arrives twice run once: protoactor-go sends a cluster request again
 // when it timed out, so a CreateInvoice could otherwise create a second
 // invoice that nobody acknowledges. What makes a create once-only is

@@ -2,12 +2,12 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shopspring/decimal"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
@@ -18,19 +18,9 @@ import (
 // forwarding node sends it, with request id id.
 func createInvoiceCall(t *testing.T, store, id string) *protos.StoreCall {
 	t.Helper()
-	data, err := json.Marshal(callArgs{StoreID: store, Invoice: &kassa.InvoiceRequest{
-		Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var args map[string]json.RawMessage
-	if err := json.Unmarshal(data, &args); err != nil {
-		t.Fatal(err)
-	}
-	args["requestId"], _ = json.Marshal(id)
-	data, _ = json.Marshal(args)
-	return &protos.StoreCall{Method: "CreateInvoice", StoreId: store, Args: data}
+	return &protos.StoreCall{StoreId: store, RequestId: id, Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{
+		Invoice: invoiceRequestOut(&kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS}),
+	}}}
 }
 
 func storeInvoices(t *testing.T, h *harness, store string) []string {
@@ -58,8 +48,8 @@ func TestForwardedCallDeliveredTwice(t *testing.T) {
 
 	first := h.sys.serveCall(createInvoiceCall(t, st.ID, "req_1"))
 	again := h.sys.serveCall(createInvoiceCall(t, st.ID, "req_1"))
-	if first.Code != "" || string(again.Value) != string(first.Value) {
-		t.Fatalf("the repeated call answered %s %s, the first %s %s; want the first's reply", again.Code, again.Value, first.Code, first.Value)
+	if first.Code != "" || !proto.Equal(again, first) {
+		t.Fatalf("the repeated call answered %v, the first %v; want the first's reply", again, first)
 	}
 	if ids := storeInvoices(t, h, st.ID); len(ids) != 1 {
 		t.Fatalf("one call delivered twice created invoices %v, want one", ids)
@@ -76,8 +66,8 @@ func TestForwardedCallDeliveredTwice(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if replies[0].Code != "" || string(replies[0].Value) != string(replies[1].Value) {
-		t.Fatalf("concurrent deliveries answered %s %s and %s %s; want one reply", replies[0].Code, replies[0].Value, replies[1].Code, replies[1].Value)
+	if replies[0].Code != "" || !proto.Equal(replies[0], replies[1]) {
+		t.Fatalf("concurrent deliveries answered %v and %v; want one reply", replies[0], replies[1])
 	}
 	if ids := storeInvoices(t, h, st.ID); len(ids) != 2 {
 		t.Fatalf("two requests, each delivered twice, created invoices %v, want two", ids)

@@ -46,7 +46,7 @@ func TestExpelledNodeCreatesNothing(t *testing.T) {
 		before := c.count(t, pgB, st.ID)
 		rep := stale.sys.serveCall(c.call(t, st.ID, "req_stale_"+c.method))
 		if rep.Code != kassa.Unavailable {
-			t.Errorf("the expelled node's %s answered %q %s, want unavailable", c.method, rep.Code, rep.Value)
+			t.Errorf("the expelled node's %s answered %q %s, want unavailable", c.method, rep.Code, rep.Message)
 		}
 		if n := c.count(t, pgB, st.ID); n != before {
 			t.Errorf("the expelled node's %s made one (%d, was %d)", c.method, n, before)

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -204,8 +203,8 @@ func remoteTopUp(as *actor.ActorSystem, addr, storeID string, amount kassa.Sats)
 	if !ok || act.Failed || act.Pid == nil {
 		return fmt.Errorf("activate: %v", res)
 	}
-	args, _ := json.Marshal(callArgs{StoreID: storeID, Amount: amount, Reference: kassa.NewID("ref_")})
-	res, err = as.Root.RequestFuture(act.Pid, &protos.StoreCall{Method: "TopUp", StoreId: storeID, Args: args}, 3*time.Second).Result()
+	call := &protos.StoreCall{StoreId: storeID, Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: int64(amount), Reference: kassa.NewID("ref_")}}}
+	res, err = as.Root.RequestFuture(act.Pid, call, 3*time.Second).Result()
 	if err != nil {
 		return fmt.Errorf("top up: %w", err)
 	}

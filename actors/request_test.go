@@ -2,7 +2,7 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,7 +17,7 @@ import (
 // req, and how many things of its kind the store has.
 type createCall struct {
 	method string
-	args   func(storeID string) callArgs
+	args   func() *protos.StoreCall // the command
 	count  func(t *testing.T, r kassa.Reader, storeID string) int
 }
 
@@ -30,10 +30,13 @@ func createCalls() []createCall {
 		return n
 	}
 	return []createCall{
-		{"CreateInvoice", func(id string) callArgs {
-			return callArgs{StoreID: id, Invoice: &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS, OrderID: "order-1"}}
+		{"CreateInvoice", func() *protos.StoreCall {
+			return &protos.StoreCall{Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{
+				Invoice: invoiceRequestOut(&kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS, OrderID: "order-1"})}}}
 		}, invoices},
-		{"TopUp", func(id string) callArgs { return callArgs{StoreID: id, Amount: 10_000} },
+		{"TopUp", func() *protos.StoreCall {
+			return &protos.StoreCall{Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: 10_000}}}
+		},
 			func(t *testing.T, r kassa.Reader, storeID string) int {
 				n := 0
 				if _, err := r.Transactions(context.Background(), storeID, kassa.ListQuery{}, func(tx *kassa.Transaction) error {
@@ -46,8 +49,9 @@ func createCalls() []createCall {
 				}
 				return n
 			}},
-		{"CreateWebhook", func(id string) callArgs {
-			return callArgs{StoreID: id, Webhook: &kassa.WebhookInput{URL: "https://shop.example/hook"}}
+		{"CreateWebhook", func() *protos.StoreCall {
+			return &protos.StoreCall{Call: &protos.StoreCall_CreateWebhook{CreateWebhook: &protos.CreateWebhookCall{
+				Input: webhookInputOut(&kassa.WebhookInput{URL: "https://shop.example/hook"})}}}
 		}, func(t *testing.T, r kassa.Reader, storeID string) int {
 			n := 0
 			if err := r.Webhooks(context.Background(), storeID, func(*kassa.Webhook) error { n++; return nil }); err != nil {
@@ -55,7 +59,9 @@ func createCalls() []createCall {
 			}
 			return n
 		}},
-		{"CreateAPIKey", func(id string) callArgs { return callArgs{StoreID: id, Label: "plugin"} },
+		{"CreateAPIKey", func() *protos.StoreCall {
+			return &protos.StoreCall{Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: "plugin"}}}
+		},
 			func(t *testing.T, r kassa.Reader, storeID string) int {
 				st, err := r.Store(context.Background(), storeID)
 				if err != nil {
@@ -63,8 +69,9 @@ func createCalls() []createCall {
 				}
 				return len(st.APIKeys) - 1 // the store's first key
 			}},
-		{"CreatePaymentRequest", func(id string) callArgs {
-			return callArgs{StoreID: id, PaymentRequest: &kassa.PaymentRequestInput{Title: "Donation", Amount: decimal.NewFromInt(2000), HasAmount: true, Currency: kassa.SATS}}
+		{"CreatePaymentRequest", func() *protos.StoreCall {
+			return &protos.StoreCall{Call: &protos.StoreCall_CreatePaymentRequest{CreatePaymentRequest: &protos.CreatePaymentRequestCall{
+				Input: paymentRequestInputOut(&kassa.PaymentRequestInput{Title: "Donation", Amount: decimal.NewFromInt(2000), HasAmount: true, Currency: kassa.SATS})}}}
 		}, func(t *testing.T, r kassa.Reader, storeID string) int {
 			n := 0
 			if err := r.PaymentRequests(context.Background(), storeID, func(*kassa.PaymentRequest) error { n++; return nil }); err != nil {
@@ -78,13 +85,9 @@ func createCalls() []createCall {
 // call is c as the forwarding node sends it, with request id req.
 func (c createCall) call(t *testing.T, storeID, req string) *protos.StoreCall {
 	t.Helper()
-	a := c.args(storeID)
-	a.RequestID = req
-	data, err := json.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &protos.StoreCall{Method: c.method, StoreId: storeID, Args: data}
+	call := c.args()
+	call.StoreId, call.RequestId = storeID, req
+	return call
 }
 
 // resultID is the id of what a reply says was created.
@@ -93,13 +96,18 @@ func resultID(t *testing.T, rep *protos.StoreCallReply) string {
 	if rep.Code != "" {
 		t.Fatalf("call answered %s: %s", rep.Code, rep.Message)
 	}
-	var v struct {
-		ID json.RawMessage `json:"id"`
+	// The id field of the document the reply carries.
+	m := rep.ProtoReflect()
+	f := m.WhichOneof(m.Descriptor().Oneofs().ByName("value"))
+	if f == nil {
+		t.Fatalf("reply %v carries no document", rep)
 	}
-	if err := json.Unmarshal(rep.Value, &v); err != nil || len(v.ID) == 0 {
-		t.Fatalf("reply %s names no id (%v)", rep.Value, err)
+	doc := m.Get(f).Message()
+	id := doc.Get(doc.Descriptor().Fields().ByName("id")).Interface()
+	if s := fmt.Sprint(id); s == "" || s == "0" {
+		t.Fatalf("reply %v names no id", rep)
 	}
-	return string(v.ID)
+	return fmt.Sprint(id)
 }
 
 // TestCreateOnceAcrossActivations: the node that runs a store commits a

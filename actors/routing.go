@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/metrics"
@@ -17,11 +16,8 @@ import (
 // after it.
 func (s *System) command(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
 	if s.clusterState() != nil {
-		data, err := proto.Marshal(ev)
-		if err != nil {
-			return nil, err
-		}
-		if out, ok, err := forward[*kassa.Invoice](ctx, s, "Command", callArgs{StoreID: storeID, ID: invoiceID, Event: data}); ok {
+		call := &protos.StoreCall{Call: &protos.StoreCall_Command{Command: &protos.InvoiceCommandCall{InvoiceId: invoiceID, Event: ev}}}
+		if out, ok, err := forward(ctx, s, storeID, call, invoiceResult); ok {
 			return out, err
 		}
 	}

@@ -79,7 +79,7 @@ func (s *System) CreateStoreOnce(ctx context.Context, id string, settings kassa.
 
 // createStore has the actor of the new store st persist it.
 func (s *System) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
-	if out, ok, err := forward[*kassa.Store](ctx, s, "CreateStore", callArgs{StoreID: st.ID, Store: st}); ok {
+	if out, ok, err := forward(ctx, s, st.ID, &protos.StoreCall{Call: &protos.StoreCall_CreateStore{CreateStore: &protos.CreateStoreCall{Store: storeOut(st)}}}, storeResult); ok {
 		return out, err
 	}
 	return onceOnly(ctx, s, st.ID, kassa.RequestStore, s.answerStore, func() (*kassa.Store, error) {
@@ -104,7 +104,7 @@ func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats, r
 			return nil, err
 		}
 	}
-	if out, ok, err := forward[*kassa.Transaction](ctx, s, "TopUp", callArgs{StoreID: storeID, Amount: amount, Reference: reference}); ok {
+	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: int64(amount), Reference: reference}}}, transactionResult); ok {
 		return out, err
 	}
 	return onceOnly(ctx, s, storeID, kassa.RequestTopUp, s.answerTopUp, func() (*kassa.Transaction, error) {
@@ -185,7 +185,7 @@ func (s *System) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (d
 func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.CreateInvoice", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
-	if out, ok, err := forward[*kassa.Invoice](ctx, s, "CreateInvoice", callArgs{StoreID: storeID, Invoice: r}); ok {
+	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(r)}}}, invoiceResult); ok {
 		return out, err
 	}
 	return onceOnly(ctx, s, storeID, kassa.RequestInvoice, s.answerInvoice, func() (*kassa.Invoice, error) {
@@ -291,7 +291,7 @@ func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID str
 func (s *System) PayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.PayPaymentRequest", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
-	if out, ok, err := forward[*kassa.Invoice](ctx, s, "PayPaymentRequest", callArgs{StoreID: storeID, ID: id, Session: session}); ok {
+	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_PayPaymentRequest{PayPaymentRequest: &protos.PayPaymentRequestCall{PaymentRequestId: id, Session: session}}}, invoiceResult); ok {
 		return out, err
 	}
 	return onceOnly(ctx, s, storeID, kassa.RequestInvoice, s.answerInvoice, func() (*kassa.Invoice, error) {
@@ -351,7 +351,7 @@ func (s *System) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID stri
 
 // CreatePaymentRequest creates a pay link.
 func (s *System) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	if out, ok, err := forward[*kassa.PaymentRequest](ctx, s, "CreatePaymentRequest", callArgs{StoreID: storeID, PaymentRequest: in}); ok {
+	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreatePaymentRequest{CreatePaymentRequest: &protos.CreatePaymentRequestCall{Input: paymentRequestInputOut(in)}}}, paymentRequestResult); ok {
 		return out, err
 	}
 	return onceOnly(ctx, s, storeID, kassa.RequestPaymentRequest, s.answerPaymentRequest, func() (*kassa.PaymentRequest, error) {
@@ -361,7 +361,7 @@ func (s *System) CreatePaymentRequest(ctx context.Context, storeID string, in *k
 
 // UpdatePaymentRequest changes a pay link.
 func (s *System) UpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	if out, ok, err := forward[*kassa.PaymentRequest](ctx, s, "UpdatePaymentRequest", callArgs{StoreID: storeID, ID: id, PaymentRequest: in}); ok {
+	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdatePaymentRequest{UpdatePaymentRequest: &protos.UpdatePaymentRequestCall{PaymentRequestId: id, Input: paymentRequestInputOut(in)}}}, paymentRequestResult); ok {
 		return out, err
 	}
 	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, input: in})
@@ -369,7 +369,7 @@ func (s *System) UpdatePaymentRequest(ctx context.Context, storeID, id string, i
 
 // ArchivePaymentRequest archives a pay link: it can no longer be paid.
 func (s *System) ArchivePaymentRequest(ctx context.Context, storeID, id string) error {
-	if _, ok, err := forward[struct{}](ctx, s, "ArchivePaymentRequest", callArgs{StoreID: storeID, ID: id}); ok {
+	if _, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_ArchivePaymentRequest{ArchivePaymentRequest: &protos.ArchivePaymentRequestCall{PaymentRequestId: id}}}, noResult); ok {
 		return err
 	}
 	_, err := s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, archive: true})
@@ -403,7 +403,7 @@ func (s *System) savePaymentRequest(ctx context.Context, storeID string, msg *sa
 func (s *System) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.UpdateStore", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
-	if out, ok, err := forward[*kassa.Store](ctx, s, "UpdateStore", callArgs{StoreID: storeID, StoreUpdate: &u}); ok {
+	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdateStore{UpdateStore: &protos.UpdateStoreCall{Update: storeUpdateOut(&u)}}}, storeResult); ok {
 		return out, err
 	}
 	old, err := s.cfg.Reader.Store(ctx, storeID)
@@ -465,7 +465,7 @@ func (s *System) CreateAPIKey(ctx context.Context, storeID, label string) (*kass
 	if label == "" || len(label) > kassa.MaxAPIKeyLabel {
 		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "label", Message: fmt.Sprintf("is required, at most %d characters", kassa.MaxAPIKeyLabel)}})
 	}
-	if out, ok, err := forward[*kassa.APIKey](ctx, s, "CreateAPIKey", callArgs{StoreID: storeID, Label: label}); ok {
+	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: label}}}, apiKeyResult); ok {
 		return out, err
 	}
 	return onceOnly(ctx, s, storeID, kassa.RequestAPIKey, s.answerAPIKey(storeID), func() (*kassa.APIKey, error) {
@@ -496,7 +496,7 @@ func (s *System) createAPIKey(ctx context.Context, storeID, label string) (*kass
 func (s *System) DeleteAPIKey(ctx context.Context, storeID, keyID string) error {
 	ctx, span := s.tracer.Start(ctx, "actors.DeleteAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
-	if _, ok, err := forward[struct{}](ctx, s, "DeleteAPIKey", callArgs{StoreID: storeID, ID: keyID}); ok {
+	if _, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_DeleteApiKey{DeleteApiKey: &protos.DeleteAPIKeyCall{KeyId: keyID}}}, noResult); ok {
 		return err
 	}
 	_, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {

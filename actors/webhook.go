@@ -537,7 +537,7 @@ type (
 func (s *System) CreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.CreateWebhook")
 	defer span.End()
-	if out, ok, err := forward[*kassa.Webhook](ctx, s, "CreateWebhook", callArgs{StoreID: storeID, Webhook: in}); ok {
+	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateWebhook{CreateWebhook: &protos.CreateWebhookCall{Input: webhookInputOut(in)}}}, webhookResult); ok {
 		return out, err
 	}
 	return onceOnly(ctx, s, storeID, kassa.RequestWebhook, s.answerWebhook, func() (*kassa.Webhook, error) {
@@ -621,7 +621,7 @@ func (s *System) checkURL(ctx context.Context, url string) error {
 func (s *System) UpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.UpdateWebhook")
 	defer span.End()
-	if out, ok, err := forward[*kassa.Webhook](ctx, s, "UpdateWebhook", callArgs{StoreID: storeID, ID: id, Webhook: in}); ok {
+	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdateWebhook{UpdateWebhook: &protos.UpdateWebhookCall{WebhookId: id, Input: webhookInputOut(in)}}}, webhookResult); ok {
 		return out, err
 	}
 	if err := in.Validate(false); err != nil {
@@ -649,7 +649,7 @@ func (s *System) UpdateWebhook(ctx context.Context, storeID, id string, in *kass
 // DeleteWebhook removes a webhook. Its pending deliveries fail with a
 // note; its delivery log stays readable.
 func (s *System) DeleteWebhook(ctx context.Context, storeID, id string) error {
-	if _, ok, err := forward[struct{}](ctx, s, "DeleteWebhook", callArgs{StoreID: storeID, ID: id}); ok {
+	if _, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_DeleteWebhook{DeleteWebhook: &protos.DeleteWebhookCall{WebhookId: id}}}, noResult); ok {
 		return err
 	}
 	w, err := s.cfg.Reader.Webhook(ctx, id)
@@ -667,7 +667,7 @@ func (s *System) DeleteWebhook(ctx context.Context, storeID, id string) error {
 func (s *System) Redeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.Redeliver")
 	defer span.End()
-	if out, ok, err := forward[*kassa.Delivery](ctx, s, "Redeliver", callArgs{StoreID: storeID, ID: webhookID, DeliveryID: deliveryID}); ok {
+	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_Redeliver{Redeliver: &protos.RedeliverCall{WebhookId: webhookID, DeliveryId: deliveryID}}}, deliveryResult); ok {
 		return out, err
 	}
 	d, err := s.cfg.Reader.Delivery(ctx, deliveryID)

@@ -16,7 +16,7 @@ import (
 // authenticated (mutual TLS), but a node that holds the cluster
 // certificate should still be able to send only what a node's own code
 // sends (docs/decisions.md, "An authenticated node port"). The public
-// methods runCall dispatches to (TopUp, CreateInvoice, UpdateStore, …)
+// methods dispatchCall calls (TopUp, CreateInvoice, UpdateStore, …)
 // validate their input themselves, on whichever node they run; the two
 // internal ones, createStore and command, get their checks here.
 

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -13,26 +12,28 @@ import (
 	"github.com/kassapay/kassa/protos"
 )
 
-// forwardedCall is the StoreCall another node would send for method.
-func forwardedCall(t *testing.T, method string, a callArgs) *protos.StoreCall {
-	t.Helper()
-	a.RequestID = kassa.NewID("req_")
-	data, err := json.Marshal(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &protos.StoreCall{Method: method, StoreId: a.StoreID, Args: data}
+// forwarded is call about store as another node sends it, with a new
+// request id.
+func forwarded(store string, call *protos.StoreCall) *protos.StoreCall {
+	call.StoreId, call.RequestId = store, kassa.NewID("req_")
+	return call
 }
 
 // forwardedCommand is the Command StoreCall for invoice id of store
 // with input in.
 func forwardedCommand(t *testing.T, store, id string, ev *protos.InvoiceEvent) *protos.StoreCall {
 	t.Helper()
-	data, err := marshal(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return forwardedCall(t, "Command", callArgs{StoreID: store, ID: id, Event: data})
+	return forwarded(store, &protos.StoreCall{Call: &protos.StoreCall_Command{Command: &protos.InvoiceCommandCall{InvoiceId: id, Event: ev}}})
+}
+
+// forwardedCreateStore is the CreateStore StoreCall for st.
+func forwardedCreateStore(st *kassa.Store) *protos.StoreCall {
+	return forwarded(st.ID, &protos.StoreCall{Call: &protos.StoreCall_CreateStore{CreateStore: &protos.CreateStoreCall{Store: storeOut(st)}}})
+}
+
+// forwardedTopUp is the TopUp StoreCall for store.
+func forwardedTopUp(store string, amount kassa.Sats, reference string) *protos.StoreCall {
+	return forwarded(store, &protos.StoreCall{Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: int64(amount), Reference: reference}}})
 }
 
 // TestForwardedCreateStoreIsANewStore: a CreateStore from another node
@@ -65,7 +66,7 @@ func TestForwardedCreateStoreIsANewStore(t *testing.T) {
 	} {
 		st := fresh()
 		change(st)
-		rep := h.sys.serveCall(forwardedCall(t, "CreateStore", callArgs{StoreID: st.ID, Store: st}))
+		rep := h.sys.serveCall(forwardedCreateStore(st))
 		if rep.Code == "" {
 			t.Errorf("a forwarded store with %s was created", name)
 		}
@@ -74,7 +75,7 @@ func TestForwardedCreateStoreIsANewStore(t *testing.T) {
 		}
 	}
 	st := fresh()
-	if rep := h.sys.serveCall(forwardedCall(t, "CreateStore", callArgs{StoreID: st.ID, Store: st})); rep.Code != "" {
+	if rep := h.sys.serveCall(forwardedCreateStore(st)); rep.Code != "" {
 		t.Fatalf("the store a node's CreateStore sends: %s %s", rep.Code, rep.Message)
 	}
 	if got, err := h.db.Store(ctx, st.ID); err != nil || len(got.APIKeys) != 1 || got.APIKeys[0].Key != st.APIKeys[0].Key {
@@ -173,17 +174,21 @@ func TestForwardedInvoiceCommandsAsWatchersSendThem(t *testing.T) {
 func TestForwardedTopUpCheckedAsTheAPIChecksIt(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	st := h.createStore("0", "0")
-	for name, a := range map[string]callArgs{
-		"no amount":                {StoreID: st.ID, Amount: 0, Reference: "r1"},
-		"a negative amount":        {StoreID: st.ID, Amount: -5, Reference: "r2"},
-		"more than all bitcoin":    {StoreID: st.ID, Amount: kassa.MaxSats + 1, Reference: "r3"},
-		"a reference with a space": {StoreID: st.ID, Amount: 100, Reference: "a b"},
+	type topUp struct {
+		amount    kassa.Sats
+		reference string
+	}
+	for name, a := range map[string]topUp{
+		"no amount":                {0, "r1"},
+		"a negative amount":        {-5, "r2"},
+		"more than all bitcoin":    {kassa.MaxSats + 1, "r3"},
+		"a reference with a space": {100, "a b"},
 	} {
-		if rep := h.sys.serveCall(forwardedCall(t, "TopUp", a)); rep.Code != kassa.Invalid {
+		if rep := h.sys.serveCall(forwardedTopUp(st.ID, a.amount, a.reference)); rep.Code != kassa.Invalid {
 			t.Errorf("a forwarded top-up with %s: %q %s, want invalid", name, rep.Code, rep.Message)
 		}
 	}
-	if rep := h.sys.serveCall(forwardedCall(t, "TopUp", callArgs{StoreID: st.ID, Amount: 100, Reference: "ok"})); rep.Code != "" {
+	if rep := h.sys.serveCall(forwardedTopUp(st.ID, 100, "ok")); rep.Code != "" {
 		t.Fatalf("a valid forwarded top-up: %s %s", rep.Code, rep.Message)
 	}
 	if b, err := h.db.Balance(context.Background(), st.ID); err != nil || b != 100 {

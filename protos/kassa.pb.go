@@ -1341,151 +1341,6 @@ func (x *DeliverWebhook) GetDeliveryId() string {
 	return ""
 }
 
-// StoreCall is a call of one of the core's services that concerns a store
-// (create an invoice, apply a payment, change a webhook), sent to the
-// cluster node that runs the store's actors. method names the service
-// method; args is the JSON of its arguments. Calls are retried, so every
-// method is idempotent by its natural id or refuses a repeat.
-type StoreCall struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Method  string                 `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
-	StoreId string                 `protobuf:"bytes,2,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
-	Args    []byte                 `protobuf:"bytes,3,opt,name=args,proto3" json:"args,omitempty"`
-	// trace carries the W3C trace context of the caller.
-	Trace         map[string]string `protobuf:"bytes,4,rep,name=trace,proto3" json:"trace,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *StoreCall) Reset() {
-	*x = StoreCall{}
-	mi := &file_kassa_proto_msgTypes[20]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *StoreCall) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*StoreCall) ProtoMessage() {}
-
-func (x *StoreCall) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[20]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use StoreCall.ProtoReflect.Descriptor instead.
-func (*StoreCall) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{20}
-}
-
-func (x *StoreCall) GetMethod() string {
-	if x != nil {
-		return x.Method
-	}
-	return ""
-}
-
-func (x *StoreCall) GetStoreId() string {
-	if x != nil {
-		return x.StoreId
-	}
-	return ""
-}
-
-func (x *StoreCall) GetArgs() []byte {
-	if x != nil {
-		return x.Args
-	}
-	return nil
-}
-
-func (x *StoreCall) GetTrace() map[string]string {
-	if x != nil {
-		return x.Trace
-	}
-	return nil
-}
-
-// StoreCallReply answers a StoreCall: value is the JSON of the result;
-// code and message, when code is set, are the service error (a
-// kassa.Error, with fields as JSON).
-type StoreCallReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Value         []byte                 `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
-	Code          string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
-	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
-	Fields        []byte                 `protobuf:"bytes,4,opt,name=fields,proto3" json:"fields,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *StoreCallReply) Reset() {
-	*x = StoreCallReply{}
-	mi := &file_kassa_proto_msgTypes[21]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *StoreCallReply) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*StoreCallReply) ProtoMessage() {}
-
-func (x *StoreCallReply) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[21]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use StoreCallReply.ProtoReflect.Descriptor instead.
-func (*StoreCallReply) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{21}
-}
-
-func (x *StoreCallReply) GetValue() []byte {
-	if x != nil {
-		return x.Value
-	}
-	return nil
-}
-
-func (x *StoreCallReply) GetCode() string {
-	if x != nil {
-		return x.Code
-	}
-	return ""
-}
-
-func (x *StoreCallReply) GetMessage() string {
-	if x != nil {
-		return x.Message
-	}
-	return ""
-}
-
-func (x *StoreCallReply) GetFields() []byte {
-	if x != nil {
-		return x.Fields
-	}
-	return nil
-}
-
 var File_kassa_proto protoreflect.FileDescriptor
 
 const file_kassa_proto_rawDesc = "" +
@@ -1572,21 +1427,7 @@ const file_kassa_proto_rawDesc = "" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\"1\n" +
 	"\x0eDeliverWebhook\x12\x1f\n" +
 	"\vdelivery_id\x18\x01 \x01(\tR\n" +
-	"deliveryId\"\xc2\x01\n" +
-	"\tStoreCall\x12\x16\n" +
-	"\x06method\x18\x01 \x01(\tR\x06method\x12\x19\n" +
-	"\bstore_id\x18\x02 \x01(\tR\astoreId\x12\x12\n" +
-	"\x04args\x18\x03 \x01(\fR\x04args\x124\n" +
-	"\x05trace\x18\x04 \x03(\v2\x1e.kassa.v1.StoreCall.TraceEntryR\x05trace\x1a8\n" +
-	"\n" +
-	"TraceEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"l\n" +
-	"\x0eStoreCallReply\x12\x14\n" +
-	"\x05value\x18\x01 \x01(\fR\x05value\x12\x12\n" +
-	"\x04code\x18\x02 \x01(\tR\x04code\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\x12\x16\n" +
-	"\x06fields\x18\x04 \x01(\fR\x06fieldsB\"Z github.com/kassapay/kassa/protosb\x06proto3"
+	"deliveryIdB\"Z github.com/kassapay/kassa/protosb\x06proto3"
 
 var (
 	file_kassa_proto_rawDescOnce sync.Once
@@ -1600,7 +1441,7 @@ func file_kassa_proto_rawDescGZIP() []byte {
 	return file_kassa_proto_rawDescData
 }
 
-var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_kassa_proto_goTypes = []any{
 	(*InvoiceEvent)(nil),          // 0: kassa.v1.InvoiceEvent
 	(*InvoiceCreated)(nil),        // 1: kassa.v1.InvoiceCreated
@@ -1622,9 +1463,6 @@ var file_kassa_proto_goTypes = []any{
 	(*WebhookSaved)(nil),          // 17: kassa.v1.WebhookSaved
 	(*WebhookDeleted)(nil),        // 18: kassa.v1.WebhookDeleted
 	(*DeliverWebhook)(nil),        // 19: kassa.v1.DeliverWebhook
-	(*StoreCall)(nil),             // 20: kassa.v1.StoreCall
-	(*StoreCallReply)(nil),        // 21: kassa.v1.StoreCallReply
-	nil,                           // 22: kassa.v1.StoreCall.TraceEntry
 }
 var file_kassa_proto_depIdxs = []int32{
 	1,  // 0: kassa.v1.InvoiceEvent.created:type_name -> kassa.v1.InvoiceCreated
@@ -1644,12 +1482,11 @@ var file_kassa_proto_depIdxs = []int32{
 	11, // 14: kassa.v1.StoreEvent.settings_changed:type_name -> kassa.v1.StoreSettingsChanged
 	12, // 15: kassa.v1.StoreEvent.api_key_created:type_name -> kassa.v1.APIKeyCreated
 	13, // 16: kassa.v1.StoreEvent.api_key_deleted:type_name -> kassa.v1.APIKeyDeleted
-	22, // 17: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_kassa_proto_init() }
@@ -1684,7 +1521,7 @@ func file_kassa_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kassa_proto_rawDesc), len(file_kassa_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,368 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/cluster"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/protos"
+)
+
+// A call about a store another node runs travels as a protos.StoreCall:
+// one typed message per command in its oneof, the documents it carries
+// and returns mirrored field by field (wireenc.go, wiredec.go), the
+// request id, fingerprint and trace context in the envelope. The node
+// that runs the store dispatches it by its type (runCall).
+
+// forward sends call, about storeID, to the node that runs the store
+// when that is another node, and reads the result from its reply with
+// value; ok says whether it did. The caller sets call's command; forward
+// sets the envelope.
+func forward[T any](ctx context.Context, s *System, storeID string, call *protos.StoreCall, value func(*protos.StoreCallReply) (T, error)) (out T, ok bool, err error) {
+	remote, err := s.remoteStore(ctx, storeID)
+	if err != nil || !remote {
+		return out, err != nil, err
+	}
+	req := kassa.RequestFrom(ctx)
+	if req.ID == "" {
+		req.ID = kassa.NewID("req_")
+	}
+	call.StoreId, call.RequestId, call.Fingerprint = storeID, req.ID, req.Fingerprint
+	carrier := propagation.MapCarrier{}
+	otel.GetTextMapPropagator().Inject(ctx, carrier)
+	call.Trace = carrier
+	timeout := s.cfg.RequestTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = time.Until(d)
+	}
+	res, err := s.sendCall(ctx, storeID, call, timeout)
+	if err != nil {
+		s.log.Error("cluster call failed", "method", callName(call), "store", storeID, "err", err)
+		return out, true, kassa.Errorf(kassa.Unavailable, "the node that runs this store did not answer: try again")
+	}
+	rep, isReply := res.(*protos.StoreCallReply)
+	if !isReply {
+		return out, true, fmt.Errorf("cluster call %s: unexpected reply %T", callName(call), res)
+	}
+	if err := replyError(rep); err != nil {
+		return out, true, err
+	}
+	out, err = value(rep)
+	if err != nil {
+		return out, true, fmt.Errorf("cluster call %s: decode reply: %w", callName(call), err)
+	}
+	return out, true, nil
+}
+
+// callName names call's command, for logs: "create_invoice", "top_up", ….
+func callName(call *protos.StoreCall) string {
+	m := call.ProtoReflect()
+	if f := m.WhichOneof(m.Descriptor().Oneofs().ByName("call")); f != nil {
+		return string(f.Name())
+	}
+	return "none"
+}
+
+// sendCall sends call to the node that runs its store and waits for the
+// reply, at most timeout. When that node leaves the cluster meanwhile
+// (killed, stalled, cut off), the call is sent again at once to the node
+// that runs the store now, this one included, instead of waiting for the
+// lost node until the timeout: the call's request id makes the repeat
+// answer what the first made, should the lost node have committed it.
+func (s *System) sendCall(ctx context.Context, storeID string, call *protos.StoreCall, timeout time.Duration) (any, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		st := s.clusterState()
+		owner := s.ownerOf(storeID)
+		left := st.leftSignal()
+		type result struct {
+			res any
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			res, err := st.c.Request(storeID, KindStore, call, cluster.WithTimeout(time.Until(deadline)))
+			done <- result{res, err}
+		}()
+	wait:
+		select {
+		case r := <-done:
+			return r.res, r.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-left:
+			now := s.ownerOf(storeID)
+			if now == owner || now == "" {
+				left = st.leftSignal()
+				goto wait
+			}
+			s.log.Warn("the node a call went to left the cluster: sending the call again to the store's new node",
+				"method", callName(call), "store", storeID, "from", owner, "to", now)
+			if now == st.c.ActorSystem.Address() {
+				// A copy: the request to the lost node may still read
+				// the call, and running it here may change its event.
+				return s.serveCall(proto.Clone(call).(*protos.StoreCall)), nil
+			}
+		}
+	}
+}
+
+// serveCall runs a call another node forwarded to this one.
+func (s *System) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
+	ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(call.Trace))
+	ctx = context.WithValue(ctx, forwardedKey{}, true)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	if call.RequestId == "" {
+		return s.runCall(ctx, call)
+	}
+	ctx = kassa.WithRequest(ctx, kassa.Request{ID: call.RequestId, Fingerprint: call.Fingerprint})
+	key := call.StoreId + "/" + call.RequestId + "/" + call.Fingerprint
+	return s.calls.once(ctx, key, s.cfg.Clock.Now(), func() *protos.StoreCallReply {
+		return s.runCall(ctx, call)
+	})
+}
+
+// runCall runs a forwarded call, checked as the sending node's own path
+// checks it (wire.go), and answers its result or its error.
+func (s *System) runCall(ctx context.Context, call *protos.StoreCall) *protos.StoreCallReply {
+	rep, err := s.dispatchCall(ctx, call)
+	if err != nil {
+		return errorReply(s, callName(call), err)
+	}
+	return rep
+}
+
+// dispatchCall runs call's command. The public methods it calls (TopUp,
+// CreateInvoice, UpdateStore, …) validate their input themselves, on
+// whichever node they run; the two internal ones, createStore and
+// command, get their checks in wire.go.
+func (s *System) dispatchCall(ctx context.Context, call *protos.StoreCall) (*protos.StoreCallReply, error) {
+	id := call.StoreId
+	switch c := call.Call.(type) {
+	case *protos.StoreCall_CreateStore:
+		st, err := storeIn(c.CreateStore.GetStore())
+		if err != nil {
+			return nil, err
+		}
+		if st == nil || st.ID != id {
+			return nil, errors.New("CreateStore without its store")
+		}
+		if err := s.checkForwardedStore(st); err != nil {
+			return nil, err
+		}
+		return storeReply(s.createStore(ctx, st))
+	case *protos.StoreCall_TopUp:
+		return transactionReply(s.TopUp(ctx, id, kassa.Sats(c.TopUp.GetAmountSat()), c.TopUp.GetReference()))
+	case *protos.StoreCall_CreateInvoice:
+		r, err := invoiceRequestIn(c.CreateInvoice.GetInvoice())
+		if err != nil {
+			return nil, err
+		}
+		return invoiceReply(s.CreateInvoice(ctx, id, r))
+	case *protos.StoreCall_PayPaymentRequest:
+		p := c.PayPaymentRequest
+		return invoiceReply(s.PayPaymentRequest(ctx, id, p.GetPaymentRequestId(), p.GetSession()))
+	case *protos.StoreCall_Command:
+		ev := c.Command.GetEvent()
+		if ev == nil {
+			ev = &protos.InvoiceEvent{}
+		}
+		if err := s.checkForwardedEvent(ctx, id, c.Command.GetInvoiceId(), ev); err != nil {
+			return nil, err
+		}
+		return invoiceReply(s.command(ctx, id, c.Command.GetInvoiceId(), ev))
+	case *protos.StoreCall_CreatePaymentRequest:
+		in, err := paymentRequestInputIn(c.CreatePaymentRequest.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		return paymentRequestReply(s.CreatePaymentRequest(ctx, id, in))
+	case *protos.StoreCall_UpdatePaymentRequest:
+		in, err := paymentRequestInputIn(c.UpdatePaymentRequest.GetInput())
+		if err != nil {
+			return nil, err
+		}
+		return paymentRequestReply(s.UpdatePaymentRequest(ctx, id, c.UpdatePaymentRequest.GetPaymentRequestId(), in))
+	case *protos.StoreCall_ArchivePaymentRequest:
+		return noReply(s.ArchivePaymentRequest(ctx, id, c.ArchivePaymentRequest.GetPaymentRequestId()))
+	case *protos.StoreCall_CreateWebhook:
+		return webhookReply(s.CreateWebhook(ctx, id, webhookInputIn(c.CreateWebhook.GetInput())))
+	case *protos.StoreCall_UpdateWebhook:
+		return webhookReply(s.UpdateWebhook(ctx, id, c.UpdateWebhook.GetWebhookId(), webhookInputIn(c.UpdateWebhook.GetInput())))
+	case *protos.StoreCall_DeleteWebhook:
+		return noReply(s.DeleteWebhook(ctx, id, c.DeleteWebhook.GetWebhookId()))
+	case *protos.StoreCall_Redeliver:
+		return deliveryReply(s.Redeliver(ctx, id, c.Redeliver.GetWebhookId(), c.Redeliver.GetDeliveryId()))
+	case *protos.StoreCall_UpdateStore:
+		u := c.UpdateStore.GetUpdate()
+		if u == nil {
+			return nil, errors.New("UpdateStore without its settings")
+		}
+		return storeReply(s.UpdateStore(ctx, id, storeUpdateIn(u)))
+	case *protos.StoreCall_CreateApiKey:
+		return apiKeyReply(s.CreateAPIKey(ctx, id, c.CreateApiKey.GetLabel()))
+	case *protos.StoreCall_DeleteApiKey:
+		return noReply(s.DeleteAPIKey(ctx, id, c.DeleteApiKey.GetKeyId()))
+	}
+	return nil, errors.New("a call without a command this node knows")
+}
+
+// The replies of the commands, by their result.
+
+func storeReply(st *kassa.Store, err error) (*protos.StoreCallReply, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &protos.StoreCallReply{Value: &protos.StoreCallReply_Store{Store: storeOut(st)}}, nil
+}
+
+func transactionReply(t *kassa.Transaction, err error) (*protos.StoreCallReply, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &protos.StoreCallReply{Value: &protos.StoreCallReply_Transaction{Transaction: transactionOut(t)}}, nil
+}
+
+func invoiceReply(inv *kassa.Invoice, err error) (*protos.StoreCallReply, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &protos.StoreCallReply{Value: &protos.StoreCallReply_Invoice{Invoice: invoiceOut(inv)}}, nil
+}
+
+func paymentRequestReply(p *kassa.PaymentRequest, err error) (*protos.StoreCallReply, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &protos.StoreCallReply{Value: &protos.StoreCallReply_PaymentRequest{PaymentRequest: paymentRequestOut(p)}}, nil
+}
+
+func webhookReply(w *kassa.Webhook, err error) (*protos.StoreCallReply, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &protos.StoreCallReply{Value: &protos.StoreCallReply_Webhook{Webhook: webhookOut(w)}}, nil
+}
+
+func deliveryReply(d *kassa.Delivery, err error) (*protos.StoreCallReply, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &protos.StoreCallReply{Value: &protos.StoreCallReply_Delivery{Delivery: deliveryOut(d)}}, nil
+}
+
+func apiKeyReply(k *kassa.APIKey, err error) (*protos.StoreCallReply, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &protos.StoreCallReply{Value: &protos.StoreCallReply_ApiKey{ApiKey: apiKeyOut(k)}}, nil
+}
+
+func noReply(err error) (*protos.StoreCallReply, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &protos.StoreCallReply{}, nil
+}
+
+// The results read back from the replies: a reply without the result
+// its command returns is an error.
+
+var errNoResult = errors.New("the reply carries no result")
+
+func storeResult(rep *protos.StoreCallReply) (*kassa.Store, error) {
+	if rep.GetStore() == nil {
+		return nil, errNoResult
+	}
+	return storeIn(rep.GetStore())
+}
+
+func transactionResult(rep *protos.StoreCallReply) (*kassa.Transaction, error) {
+	if rep.GetTransaction() == nil {
+		return nil, errNoResult
+	}
+	return transactionIn(rep.GetTransaction())
+}
+
+func invoiceResult(rep *protos.StoreCallReply) (*kassa.Invoice, error) {
+	if rep.GetInvoice() == nil {
+		return nil, errNoResult
+	}
+	return invoiceIn(rep.GetInvoice())
+}
+
+func paymentRequestResult(rep *protos.StoreCallReply) (*kassa.PaymentRequest, error) {
+	if rep.GetPaymentRequest() == nil {
+		return nil, errNoResult
+	}
+	return paymentRequestIn(rep.GetPaymentRequest())
+}
+
+func webhookResult(rep *protos.StoreCallReply) (*kassa.Webhook, error) {
+	if rep.GetWebhook() == nil {
+		return nil, errNoResult
+	}
+	return webhookIn(rep.GetWebhook())
+}
+
+func deliveryResult(rep *protos.StoreCallReply) (*kassa.Delivery, error) {
+	if rep.GetDelivery() == nil {
+		return nil, errNoResult
+	}
+	return deliveryIn(rep.GetDelivery())
+}
+
+func apiKeyResult(rep *protos.StoreCallReply) (*kassa.APIKey, error) {
+	if rep.GetApiKey() == nil {
+		return nil, errNoResult
+	}
+	k := apiKeyIn(new(wireReader), rep.GetApiKey())
+	return &k, nil
+}
+
+func noResult(*protos.StoreCallReply) (struct{}, error) { return struct{}{}, nil }
+
+// codeNothingChanged carries kassa.ErrNothingChanged, the one sentinel
+// error of the core that is no kassa.Error: an input that came twice.
+const codeNothingChanged = "nothing_changed"
+
+// errorReply turns err into a reply. An internal error's cause stays in
+// this node's log, as it would on one node.
+func errorReply(s *System, method string, err error) *protos.StoreCallReply {
+	if errors.Is(err, kassa.ErrNothingChanged) {
+		return &protos.StoreCallReply{Code: codeNothingChanged}
+	}
+	var e *kassa.Error
+	if !errors.As(err, &e) {
+		s.log.Error("forwarded call failed", "method", method, "err", err)
+		return &protos.StoreCallReply{Code: kassa.Internal, Message: "internal error"}
+	}
+	rep := &protos.StoreCallReply{Code: e.Code, Message: e.Message}
+	for _, f := range e.Fields {
+		rep.Fields = append(rep.Fields, &protos.FieldErrorDoc{Field: f.Field, Message: f.Message})
+	}
+	return rep
+}
+
+// replyError is the error a reply carries, nil when it carries none.
+func replyError(rep *protos.StoreCallReply) error {
+	switch rep.Code {
+	case "":
+		return nil
+	case codeNothingChanged:
+		return kassa.ErrNothingChanged
+	}
+	e := &kassa.Error{Code: rep.Code, Message: rep.Message}
+	for _, f := range rep.Fields {
+		e.Fields = append(e.Fields, kassa.FieldError{Field: f.GetField(), Message: f.GetMessage()})
+	}
+	return e
+}

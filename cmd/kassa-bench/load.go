@@ -53,11 +53,64 @@ func waitHTTP(url string) error {
 
 func startProcess(name string, args ...string) (func(), int, error) {
 	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
-	if err := cmd.Start(); err != nil {
+	cmd.Stdout = io.Discard
+	// The server's log goes to a file, not among the BENCH lines (a
+	// cluster's nodes log their reconnects to a killed peer by the
+	// dozen); its tail is kept when it stops and printed if the part
+	// fails (printLogTails).
+	log, err := os.CreateTemp("", "kassa-bench-*.log")
+	if err != nil {
 		return nil, 0, err
 	}
-	return func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }, cmd.Process.Pid, nil
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		os.Remove(log.Name())
+		return nil, 0, err
+	}
+	label := fmt.Sprintf("%s (pid %d)", filepath.Base(name), cmd.Process.Pid)
+	return func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		keepLogTail(label, log)
+	}, cmd.Process.Pid, nil
+}
+
+// logTailBytes is how much of a stopped server's log a failed part
+// prints.
+const logTailBytes = 4 << 10
+
+var (
+	tailsMu sync.Mutex
+	tails   []string // the log tails of the servers the current part stopped
+)
+
+// keepLogTail keeps the end of a stopped server's log for
+// printLogTails, then removes the file.
+func keepLogTail(label string, f *os.File) {
+	defer os.Remove(f.Name())
+	defer f.Close()
+	end, err := f.Seek(0, io.SeekEnd)
+	if err != nil || end == 0 {
+		return
+	}
+	from := max(end-logTailBytes, 0)
+	buf := make([]byte, end-from)
+	if _, err := f.ReadAt(buf, from); err != nil && err != io.EOF {
+		return
+	}
+	tailsMu.Lock()
+	tails = append(tails, fmt.Sprintf("--- %s, last %d bytes of its log:\n%s", label, len(buf), buf))
+	tailsMu.Unlock()
+}
+
+// takeLogTails returns and forgets the log tails kept so far.
+func takeLogTails() []string {
+	tailsMu.Lock()
+	defer tailsMu.Unlock()
+	t := tails
+	tails = nil
+	return t
 }
 
 // startFloor starts a floor process: bare, or with -work the required

@@ -220,9 +220,13 @@ func runParts(ctx context.Context, run []part, o *options, whole bool) (failed b
 		began := time.Now()
 		err := runPart(ctx, p, o)
 		walls[p.name] = time.Since(began)
+		logs := takeLogTails()
 		if err != nil {
 			errs[p.name] = err
 			failed = true
+			for _, l := range logs {
+				fmt.Fprintln(os.Stderr, l)
+			}
 			fmt.Fprintf(os.Stderr, "kassa-bench: %s: %v\n", p.name, err)
 		}
 		fmt.Fprintf(os.Stderr, "kassa-bench: part %s took %v\n", p.name, walls[p.name].Round(time.Second))

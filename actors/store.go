@@ -16,7 +16,9 @@ import (
 )
 
 // storeActor owns a store's settings and pay links and supervises the
-// store's invoice actors.
+// store's invoice actors. Its state is the store's snapshot; its journal
+// is an audit log, one event per command, never replayed
+// (docs/decisions.md, "The store journal is an audit log").
 type storeActor struct {
 	sys *System
 	id  string
@@ -200,8 +202,8 @@ func (a *storeActor) create(msg *createStore) reply {
 	return reply{value: msg.store}
 }
 
-// load reads the store's snapshot and resumes after the journal's last
-// event: events that leave the store's document as it was (pay links,
+// load reads the store's snapshot, its state, and resumes after the
+// journal's last event without reading the events (an audit log): events that leave the store's document as it was (pay links,
 // webhooks) do not rewrite the snapshot, whose sequence number is then
 // behind the journal's.
 func (a *storeActor) load(ctx context.Context) error {

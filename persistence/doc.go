@@ -6,13 +6,17 @@
 // it is answered. Pebble groups concurrent synced commits into one WAL
 // sync, so many actors committing at once share the cost.
 //
+// Every JSON document is written in its kind's format (package
+// persistence/format): {"_v":N,...}, its version first.
+//
 // Keys are ordered byte strings: a short prefix, identifiers separated by
 // 0x00 (identifiers never contain it) and fixed-width big-endian numbers,
 // so that range scans serve the date filters and keyset pages.
 //
 //	e/<kind>\0<id>\0<seq:8>              event
 //	inv/<id>                             invoice snapshot: seq:8 + JSON
-//	sto/<id>                             store snapshot: seq:8 + JSON
+//	sto/<id>                             store snapshot: seq:8 + JSON (the store's state;
+//	                                     its events are an audit log)
 //	pr/<id>                              payment request JSON
 //	ist/<store>\0<createdMs:8><id>       invoices by store and time
 //	iad/<address>, iph/<hash>            invoice by address, by payment hash

@@ -1,0 +1,79 @@
+package kassa_test
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestReadmeNamesEveryPackage checks that the README's architecture
+// table names every package of the module, so that the page a newcomer
+// reads first does not drift from the code: a package is named when
+// the Architecture section holds `path`, or `prefix/...` for a prefix
+// of its path.
+func TestReadmeNamesEveryPackage(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, arch, ok := strings.Cut(string(readme), "\n## Architecture\n")
+	if !ok {
+		t.Fatal("README.md has no Architecture section")
+	}
+	if next := strings.Index(arch, "\n## "); next >= 0 {
+		arch = arch[:next]
+	}
+	named := func(pkg string) bool {
+		if strings.Contains(arch, "`"+pkg+"`") {
+			return true
+		}
+		for p := pkg; p != "."; p = filepath.Dir(p) {
+			if strings.Contains(arch, "`"+p+"/...`") {
+				return true
+			}
+		}
+		return false
+	}
+	var missing []string
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		if path != "." && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || name == "testdata" || name == "node_modules") {
+			return filepath.SkipDir
+		}
+		if path == "." || !hasPackage(t, path) {
+			return nil
+		}
+		if !named(filepath.ToSlash(path)) {
+			missing = append(missing, filepath.ToSlash(path))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(missing) > 0 {
+		t.Errorf("README.md's Architecture section does not name these packages: %s", strings.Join(missing, ", "))
+	}
+}
+
+// hasPackage says whether dir holds Go files other than tests.
+func hasPackage(t *testing.T, dir string) bool {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if n := e.Name(); !e.IsDir() && strings.HasSuffix(n, ".go") && !strings.HasSuffix(n, "_test.go") {
+			return true
+		}
+	}
+	return false
+}

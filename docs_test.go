@@ -77,3 +77,30 @@ func hasPackage(t *testing.T, dir string) bool {
 	}
 	return false
 }
+
+// TestDecisionRecordsAreShort checks that each record of
+// docs/decisions.md (a "## " section: one decision, why, and its
+// consequences) stays under 40 lines; a defect's history belongs in its
+// commit message. The index at the top is a list, not a record.
+func TestDecisionRecordsAreShort(t *testing.T) {
+	data, err := os.ReadFile("docs/decisions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const limit = 40
+	title, lines := "", 0
+	check := func() {
+		if title != "" && title != "## Index" && lines >= limit {
+			t.Errorf("docs/decisions.md: %q is %d lines, want under %d", title, lines, limit)
+		}
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "## ") {
+			check()
+			title, lines = line, 0
+			continue
+		}
+		lines++
+	}
+	check()
+}

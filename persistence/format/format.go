@@ -11,7 +11,10 @@
 // layout of version 1. The golden files under testdata/ pin each kind's
 // bytes: a change of the format fails TestGolden until the golden file
 // is written again on purpose (go test -update) and, when old documents
-// no longer read as they did, the kind's version is raised.
+// no longer read as they did, the kind's version is raised. The journal's
+// events are protobuf (package protos), whose field numbers are their
+// format; testdata/events.golden pins the encoding of every event kind
+// the same way.
 package format
 
 import (

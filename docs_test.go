@@ -80,14 +80,15 @@ func hasPackage(t *testing.T, dir string) bool {
 
 // TestDecisionRecordsAreShort checks that each record of
 // docs/decisions.md (a "## " section: one decision, why, and its
-// consequences) stays under 40 lines; a defect's history belongs in its
-// commit message. The index at the top is a list, not a record.
+// consequences) stays under 40 lines, a defect's history belonging in
+// its commit message, and that the index at the top has a line for it.
 func TestDecisionRecordsAreShort(t *testing.T) {
 	data, err := os.ReadFile("docs/decisions.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const limit = 40
+	index, _, _ := strings.Cut(string(data), "\n# ")
 	title, lines := "", 0
 	check := func() {
 		if title != "" && title != "## Index" && lines >= limit {
@@ -98,9 +99,27 @@ func TestDecisionRecordsAreShort(t *testing.T) {
 		if strings.HasPrefix(line, "## ") {
 			check()
 			title, lines = line, 0
+			if r := strings.TrimPrefix(line, "## "); r != "Index" && !strings.Contains(index, "- ["+r+"](#"+anchor(r)+"): ") {
+				t.Errorf("docs/decisions.md: the index has no line \"- [%s](#%s): …\"", r, anchor(r))
+			}
 			continue
 		}
 		lines++
 	}
 	check()
+}
+
+// anchor is the fragment GitHub gives a heading: lower case, without
+// punctuation other than hyphens and underscores, spaces as hyphens.
+func anchor(title string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(title) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		case r == ' ':
+			b.WriteByte('-')
+		}
+	}
+	return b.String()
 }

@@ -30,7 +30,7 @@ func TestClosedInvoicesLeaveNothingBehind(t *testing.T) {
 	var mu sync.Mutex
 	var made []weak.Pointer[invoiceActor]
 	h.sys.invoiceProps = actor.PropsFromProducer(func() actor.Actor {
-		a := &invoiceActor{sys: h.sys}
+		a := &invoiceActor{p: h.sys.invoicePorts()}
 		mu.Lock()
 		made = append(made, weak.Make(a))
 		mu.Unlock()

@@ -52,7 +52,7 @@ type ForwarderConfig struct {
 // Forwarder runs one forward actor per store: it sends the store's
 // Lightning money on to its Lightning address (docs/decisions.md,
 // "Forwarding"). Settled invoices queue their transfer in the settle's
-// batch (System.putSettlementLine); the actor takes queued transfers into
+// batch (ledger.put); the actor takes queued transfers into
 // a forward, records the invoice it will pay before paying it, learns the
 // outcome of an attempt from the node (after a restart too) before making
 // another, and settles the transfer lines once the payment succeeded. A
@@ -90,7 +90,6 @@ type Forwarder struct {
 type term struct {
 	ctx    context.Context
 	commit func(context.Context, kassa.Batch) error
-	props  *actor.Props
 	actors sync.Map // store id → *actor.PID
 }
 
@@ -128,9 +127,7 @@ func NewForwarder(cfg ForwarderConfig) *Forwarder {
 }
 
 func (f *Forwarder) newTerm(ctx context.Context, commit func(context.Context, kassa.Batch) error) *term {
-	t := &term{ctx: ctx, commit: commit}
-	t.props = actor.PropsFromProducer(func() actor.Actor { return &forwardActor{f: f, t: t} }, f.opts...)
-	return t
+	return &term{ctx: ctx, commit: commit}
 }
 
 // current is the term under way, or nil.
@@ -285,7 +282,8 @@ func (f *Forwarder) actor(t *term, storeID string) *actor.PID {
 	if pid, ok := t.actors.Load(storeID); ok {
 		return pid.(*actor.PID)
 	}
-	pid, err := f.as.Root.SpawnNamed(t.props, "forward/"+storeID)
+	props := actor.PropsFromProducer(func() actor.Actor { return &forwardActor{f: f, t: t, storeID: storeID} }, f.opts...)
+	pid, err := f.as.Root.SpawnNamed(props, "forward/"+storeID)
 	if err != nil && !errors.Is(err, actor.ErrNameExists) {
 		panic(fmt.Sprintf("spawn forward actor %s: %v", storeID, err))
 	}
@@ -379,9 +377,6 @@ type forwardActor struct {
 
 func (a *forwardActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		id := ctx.Self().Id
-		a.storeID = id[len("forward/"):]
 	case wakeForward:
 		end := a.traceStep(msg.ctx)
 		a.step(ctx)
@@ -741,48 +736,6 @@ func (a *forwardActor) save(c context.Context, fw *kassa.Forward, lines []kassa.
 		fb.RewriteTransaction(&lines[i])
 	}
 	return a.t.commit(c, b)
-}
-
-// putSettlementLine writes a ledger line of a settled invoice to b. A
-// line whose money is on the service's node (kassa.SettlementLines)
-// waits for its forward (kassa.SettlementLine.Awaiting) and is queued for
-// forwarding in the same batch, so that a settle is never recorded
-// without its forward.
-func (s *System) putSettlementLine(ctx context.Context, b kassa.Batch, line *kassa.SettlementLine) error {
-	if line.Forward <= 0 {
-		tx := line.Transaction
-		b.PutTransaction(&tx)
-		return nil
-	}
-	st, err := s.cfg.Reader.Store(ctx, line.StoreID)
-	if err != nil {
-		return fmt.Errorf("read store %s for forwarding: %w", line.StoreID, err)
-	}
-	fb, ok := b.(kassa.ForwardBatch)
-	if !ok {
-		return fmt.Errorf("storage %T cannot queue forwards", b)
-	}
-	tx := line.Awaiting(st.LightningAddress)
-	b.PutTransaction(&tx)
-	fb.QueueTransfer(line.QueuedTransfer(tx.ID))
-	return nil
-}
-
-// custody says which money is on the service's node: with a forwarder,
-// Lightning payments and, when it says so, on-chain ones to the service
-// wallet's addresses.
-func (s *System) custody() kassa.Custody {
-	f := s.cfg.Forwarder
-	return kassa.Custody{Forwarding: f != nil, Onchain: f != nil && f.cfg.Onchain}
-}
-
-// wakeForwarder tells the store's forward actor about a new settle, or a
-// payment made again, whose money is on the service's node, in the trace
-// of ctx.
-func (s *System) wakeForwarder(ctx context.Context, inv *kassa.Invoice, effects []kassa.Effect) {
-	if s.custody().Wakes(inv, effects) {
-		s.cfg.Forwarder.wake(ctx, inv.StoreID)
-	}
 }
 
 // readWalletBounds reads the store's walletMinSendable and

@@ -21,7 +21,7 @@ import (
 // invoiceActor owns one invoice: it applies inputs through the pure state
 // machine, journals them, and owns the invoice's timer.
 type invoiceActor struct {
-	sys *System
+	p *invoicePorts
 
 	inv    kassa.Invoice
 	seq    uint64
@@ -74,14 +74,14 @@ func (a *invoiceActor) Receive(ctx actor.Context) {
 			return // a timer that was re-armed or cancelled after it fired
 		}
 		a.armed = time.Time{}
-		now := a.sys.cfg.Clock.Now().UTC()
+		now := a.p.clock.Now().UTC()
 		in := a.inv.DeadlineInput(now)
 		if _, err := a.apply(ctx, context.Background(), in); err != nil && !ignorable(err) {
 			if errors.Is(err, kassa.ErrExpiryTooEarly) || errors.Is(err, kassa.ErrMonitoringNotOver) {
 				a.arm(ctx)
 				return
 			}
-			a.sys.log.Error("invoice deadline", "invoice", a.inv.ID, "err", err)
+			a.p.log.Error("invoice deadline", "invoice", a.inv.ID, "err", err)
 		}
 	case crash:
 		panic("crash requested")
@@ -142,7 +142,7 @@ func (a *invoiceActor) load(ctx actor.Context) {
 	}
 	if fault != nil {
 		// Not a crash to retry: the journal holds what it holds.
-		a.broken = a.sys.journalFault(fault)
+		a.broken = a.p.faults.record(fault)
 		a.disarm()
 		return
 	}
@@ -168,7 +168,7 @@ var errSnapshotBehind = errors.New("the invoice's created event holds no documen
 // holds it, so a snapshot at or after the created event is needed.
 func (a *invoiceActor) replay(id string) error {
 	bg := context.Background()
-	inv, seq, err := a.sys.cfg.Journal.InvoiceSnapshot(bg, id)
+	inv, seq, err := a.p.journal.InvoiceSnapshot(bg, id)
 	if err != nil && kassa.ErrorCode(err) != kassa.NotFound {
 		return err
 	}
@@ -176,7 +176,7 @@ func (a *invoiceActor) replay(id string) error {
 		a.inv, a.seq = *inv, seq
 	}
 	stream := kassa.Stream{Kind: kassa.KindInvoice, ID: id}
-	err = a.sys.cfg.Journal.Events(bg, stream, a.seq, func(seq uint64, data []byte) error {
+	err = a.p.journal.Events(bg, stream, a.seq, func(seq uint64, data []byte) error {
 		var ev protos.InvoiceEvent
 		if err := proto.Unmarshal(data, &ev); err != nil {
 			return &JournalFault{Stream: stream, Seq: seq, Event: "undecodable", Err: err}
@@ -218,7 +218,7 @@ func (a *invoiceActor) stream() kassa.Stream {
 }
 
 func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
-	_, span := a.sys.tracer.Start(msg.ctx, "invoice.Create", trace.WithAttributes(
+	_, span := a.p.tracer.Start(msg.ctx, "invoice.Create", trace.WithAttributes(
 		attribute.String("invoice.id", msg.inv.ID), attribute.String("store.id", msg.inv.StoreID)))
 	defer span.End()
 	spanCtx := trace.ContextWithSpan(msg.ctx, span)
@@ -229,13 +229,13 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 	if err != nil {
 		return reply{err: err}
 	}
-	b := a.sys.cfg.Journal.NewBatch()
+	b := a.p.journal.NewBatch()
 	b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: msg.inv.ID}, 1, data)
 	b.PutInvoice(&msg.inv, nil, 1)
-	a.sys.putRequest(msg.ctx, b, msg.inv.StoreID, kassa.RequestInvoice, msg.inv.ID)
+	putRequest(msg.ctx, b, msg.inv.StoreID, kassa.RequestInvoice, msg.inv.ID)
 	deliveries, err := a.outbox(spanCtx, b, &msg.inv, msg.effects)
 	if err == nil {
-		err = a.sys.commit(spanCtx, b)
+		err = a.p.commit(spanCtx, b)
 	}
 	if err != nil {
 		ctx.Send(ctx.Parent(), &feeReleased{invoiceID: msg.inv.ID})
@@ -246,7 +246,7 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 	countCreated(&msg.inv)
 	inv := a.inv
 	a.perform(ctx, msg.ctx, &inv, msg.effects)
-	a.sys.notify(deliveries)
+	a.p.outbox.notify(deliveries)
 	return reply{value: &inv}
 }
 
@@ -262,7 +262,7 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 func (a *invoiceActor) apply(ctx actor.Context, parent context.Context, in kassa.InvoiceInput) (*kassa.Invoice, error) {
 	inv, err := a.applyOnce(ctx, parent, in)
 	if err != nil && errors.Is(err, errStaleState) {
-		a.sys.log.Warn("invoice written by another activation; reloading", "invoice", a.inv.ID, "seq", a.seq)
+		a.p.log.Warn("invoice written by another activation; reloading", "invoice", a.inv.ID, "seq", a.seq)
 		a.load(ctx)
 		inv, err = a.applyOnce(ctx, parent, in)
 	}
@@ -285,7 +285,7 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 	if err != nil {
 		return &prev, err
 	}
-	spanCtx, span := a.sys.tracer.Start(parent, "invoice.Apply", trace.WithAttributes(
+	spanCtx, span := a.p.tracer.Start(parent, "invoice.Apply", trace.WithAttributes(
 		attribute.String("invoice.id", a.inv.ID), attribute.String("store.id", a.inv.StoreID), attribute.String("input", fmt.Sprintf("%T", in))))
 	defer span.End()
 	ev := eventOf(in)
@@ -295,10 +295,10 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 		return nil, err
 	}
 	seq := a.seq + 1
-	b := a.sys.cfg.Journal.NewBatch()
+	b := a.p.journal.NewBatch()
 	b.AppendEvent(a.stream(), seq, data)
-	for _, line := range kassa.SettlementLines(&next, effects, a.sys.custody()) {
-		if err := a.sys.putSettlementLine(spanCtx, b, &line); err != nil {
+	for _, line := range kassa.SettlementLines(&next, effects, a.p.ledger.custody) {
+		if err := a.p.ledger.put(spanCtx, b, &line); err != nil {
 			return nil, err
 		}
 	}
@@ -310,7 +310,7 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 	if err != nil {
 		return nil, err
 	}
-	if err := a.sys.commit(spanCtx, b); err != nil {
+	if err := a.p.commit(spanCtx, b); err != nil {
 		if kassa.ErrorCode(err) == kassa.Conflict {
 			return nil, fmt.Errorf("persist invoice %s: %w: %w", a.inv.ID, errStaleState, err)
 		}
@@ -323,8 +323,8 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 	countSettled(effects)
 	out := a.inv
 	a.perform(ctx, spanCtx, &out, effects)
-	a.sys.notify(deliveries)
-	a.sys.wakeForwarder(spanCtx, &next, effects)
+	a.p.outbox.notify(deliveries)
+	a.p.ledger.wake(spanCtx, &next, effects)
 	a.maybePassivate(ctx)
 	return &out, nil
 }
@@ -336,7 +336,7 @@ func (a *invoiceActor) outbox(ctx context.Context, b kassa.Batch, inv *kassa.Inv
 	var all []*kassa.Delivery
 	for _, e := range effects {
 		if emit, ok := e.(kassa.Emit); ok {
-			ds, err := a.sys.deliveriesFor(ctx, inv, emit, inv.UpdatedAt)
+			ds, err := a.p.outbox.deliveriesFor(ctx, inv, emit, inv.UpdatedAt)
 			if err != nil {
 				return nil, fmt.Errorf("webhooks of store %s: %w", inv.StoreID, err)
 			}
@@ -355,15 +355,15 @@ func (a *invoiceActor) perform(ctx actor.Context, parent context.Context, inv *k
 	for _, e := range effects {
 		switch e := e.(type) {
 		case kassa.Emit:
-			a.sys.log.Info("invoice event", "invoice", inv.ID, "store", inv.StoreID, "type", string(e.Type), "additionalStatus", e.AdditionalStatus.String())
-			if a.sys.cfg.Events != nil {
-				a.sys.cfg.Events.InvoiceEvent(parent, inv, e)
+			a.p.log.Info("invoice event", "invoice", inv.ID, "store", inv.StoreID, "type", string(e.Type), "additionalStatus", e.AdditionalStatus.String())
+			if a.p.events != nil {
+				a.p.events.InvoiceEvent(parent, inv, e)
 			}
 		case kassa.PaidAgain:
-			a.sys.log.Warn("invoice paid again after it settled; recorded in the ledger", "invoice", inv.ID, "store", inv.StoreID,
+			a.p.log.Warn("invoice paid again after it settled; recorded in the ledger", "invoice", inv.ID, "store", inv.StoreID,
 				"amount", int64(e.Amount), "method", e.Method.String(), "hash", e.Hash)
 		case kassa.CancelLightning:
-			a.sys.cancelLightning(e.PaymentHash, inv.ID)
+			a.p.lightning.cancel(e.PaymentHash, inv.ID)
 		case kassa.ArmTimer:
 			a.arm(ctx)
 		case kassa.ReleaseAddress:
@@ -381,13 +381,8 @@ func (a *invoiceActor) arm(ctx actor.Context) {
 		return
 	}
 	a.disarm()
-	self, root := ctx.Self(), a.sys.actorSystem().Root
-	d := at.Sub(a.sys.cfg.Clock.Now())
-	if d < 0 {
-		d = 0
-	}
 	a.armed = at
-	a.cancel = a.sys.cfg.Clock.AfterFunc(d, func() { root.Send(self, &deadlineFired{at: at}) })
+	a.cancel = a.p.timers.after(at.Sub(a.p.clock.Now()), ctx.Self(), &deadlineFired{at: at})
 }
 
 func (a *invoiceActor) disarm() {
@@ -407,7 +402,7 @@ func (a *invoiceActor) disarm() {
 // invoice keeps its actor and its own expiry timer.
 func (a *invoiceActor) maybePassivate(ctx actor.Context) {
 	at, ok := a.inv.Deadline()
-	if !ok || a.inv.Status != kassa.InvoiceNew && at.Sub(a.sys.cfg.Clock.Now()) > sweepAhead {
+	if !ok || a.inv.Status != kassa.InvoiceNew && at.Sub(a.p.clock.Now()) > sweepAhead {
 		a.disarm()
 		ctx.Send(ctx.Parent(), &passivate{invoiceID: a.inv.ID})
 	}
@@ -422,19 +417,4 @@ func isSettle(e kassa.Effect) bool {
 // reserved in its store's credit: until it settles or can no longer.
 func reservesFee(s kassa.InvoiceStatus) bool {
 	return s == kassa.InvoiceNew || s == kassa.InvoiceProcessing
-}
-
-// cancelLightning asks the node to cancel a Lightning invoice whose
-// Kassa invoice no longer waits for it, off the actor's mailbox so that
-// a slow node delays nothing. A failure is only logged: the node expires
-// the invoice on its own at the same time, and a payment that still
-// arrives is recorded (PaidAfterExpiration, or paid again).
-func (s *System) cancelLightning(paymentHash, invoiceID string) {
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-		defer cancel()
-		if err := s.cfg.Lightning.CancelInvoice(ctx, paymentHash); err != nil {
-			s.log.Warn("lightning backend: cancel invoice", "invoice", invoiceID, "err", err)
-		}
-	}()
 }

@@ -1,10 +1,8 @@
 package actors
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/kassapay/kassa"
@@ -44,16 +42,9 @@ func eventKind(kind any) string {
 	return name[strings.LastIndex(name, "_")+1:]
 }
 
-// journalFault records f, logs it once per activation, and returns it.
-func (s *System) journalFault(f *JournalFault) *JournalFault {
-	s.journalFaults.Store(f.Stream, f)
-	msg := "journal does not replay: the actor refuses its commands until the journal is repaired"
-	if f.Seq == 0 {
-		msg = "snapshot does not load: the actor refuses its commands"
-	}
-	s.log.Error(msg, "kind", f.Stream.Kind, "id", f.Stream.ID, "seq", f.Seq, "event", f.Event, "err", f.Err)
-	return f
-}
+// journalFault records f, logs it once per activation, and returns it
+// (journalFaults.record). The store actor calls it.
+func (s *System) journalFault(f *JournalFault) *JournalFault { return s.journalFaults.record(f) }
 
 // snapshotFault returns the fault of a snapshot that does not load for
 // good (a newer format), or nil for any other error.
@@ -68,14 +59,4 @@ func snapshotFault(s kassa.Stream, err error) *JournalFault {
 // JournalFaults lists the journals this node found not to replay since
 // it started, by kind and id. The health check shows them to the
 // operator.
-func (s *System) JournalFaults() []JournalFault {
-	var out []JournalFault
-	s.journalFaults.Range(func(_, v any) bool {
-		out = append(out, *v.(*JournalFault))
-		return true
-	})
-	slices.SortFunc(out, func(a, b JournalFault) int {
-		return cmp.Or(cmp.Compare(a.Stream.Kind, b.Stream.Kind), cmp.Compare(a.Stream.ID, b.Stream.ID))
-	})
-	return out
-}
+func (s *System) JournalFaults() []JournalFault { return s.journalFaults.list() }

@@ -93,9 +93,13 @@ type System struct {
 
 	storeProps   *actor.Props
 	invoiceProps *actor.Props
-	webhookProps *actor.Props
-	webhooks     sync.Map // webhook id → *actor.PID
-	webhookLists webhookLists
+	// webhookP are the ports of the webhook endpoint actors.
+	webhookP *webhookPorts
+	webhooks sync.Map // webhook id → *actor.PID
+	// outbox makes invoice events' webhook deliveries; ledger writes
+	// settlement lines (ports of the invoice actors).
+	outbox *webhookOutbox
+	ledger *ledger
 	// recovered is set once Recover has run; a store actor that starts
 	// after that (after a panic, say) wakes its invoices due soon.
 	recovered atomic.Bool
@@ -126,7 +130,7 @@ type System struct {
 	stats *systemStats
 	// journalFaults holds the journals found not to replay, by stream
 	// (JournalFaults).
-	journalFaults sync.Map
+	journalFaults journalFaults
 	// deliveryCtx is the context of webhook deliveries; Drain cancels it
 	// when its time is up (see deliveryContext).
 	deliveryOnce   sync.Once
@@ -175,7 +179,10 @@ func NewSystem(cfg Config) *System {
 		tracer: otel.Tracer("github.com/kassapay/kassa/actors"),
 		log:    cfg.Logger,
 		stats:  newSystemStats(),
+		ledger: newLedger(&cfg),
 	}
+	s.journalFaults.log = s.log
+	s.outbox = &webhookOutbox{reader: cfg.Reader, wake: s.wakeWebhook}
 	s.as.Store(s.newActorSystem())
 	// A panicking invoice actor is restarted from storage; its siblings
 	// and its store are not touched.
@@ -187,9 +194,15 @@ func NewSystem(cfg Config) *System {
 		append(s.stats.store.props(), actor.WithSupervisor(invoiceSupervisor))...)
 	// One Props for every invoice actor: per-actor memory matters with
 	// many open invoices.
-	s.invoiceProps = actor.PropsFromProducer(func() actor.Actor { return &invoiceActor{sys: s} }, s.stats.invoice.props()...)
-	s.webhookProps = actor.PropsFromProducer(func() actor.Actor { return &webhookActor{sys: s} }, s.stats.webhook.props()...)
+	invoice := s.invoicePorts()
+	s.invoiceProps = actor.PropsFromProducer(func() actor.Actor { return &invoiceActor{p: invoice} }, s.stats.invoice.props()...)
+	s.webhookP = s.webhookPorts()
 	return s
+}
+
+// webhookActorProps makes the actor of webhook endpoint id.
+func (s *System) webhookActorProps(id string) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &webhookActor{p: s.webhookP, id: id} }, s.stats.webhook.props()...)
 }
 
 // newActorSystem makes an actor system for this node.

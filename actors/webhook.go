@@ -34,7 +34,7 @@ import (
 // deliveries side by side, and a lost node's claims pass to this one once
 // they run out (see drainClaimed).
 type webhookActor struct {
-	sys    *System
+	p      *webhookPorts
 	id     string
 	timers map[string]func()
 	// retry is the timer that tries the endpoint's claim again, due at
@@ -55,9 +55,8 @@ type redeliver struct {
 func (a *webhookActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		a.id = ctx.Self().Id[len("webhook/"):]
 		a.timers = map[string]func(){}
-		if a.sys.deliveriesRecovered.Load() {
+		if a.p.recovered() {
 			// A restart after a panic lost the mailbox: send what this
 			// endpoint still has in the outbox.
 			a.drain(ctx)
@@ -86,17 +85,17 @@ func (a *webhookActor) Receive(ctx actor.Context) {
 // order. It stops at the first attempt it cannot record, so that nothing
 // later overtakes it; the outbox keeps it for the next notice or restart.
 func (a *webhookActor) drain(ctx actor.Context) {
-	if a.sys.cfg.Claims != nil {
+	if a.p.claims != nil {
 		a.drainClaimed(ctx)
 		return
 	}
 	var ids []string
-	err := a.sys.cfg.Reader.WebhookOutbox(context.Background(), a.id, func(id string) error {
+	err := a.p.reader.WebhookOutbox(context.Background(), a.id, func(id string) error {
 		ids = append(ids, id)
 		return nil
 	})
 	if err != nil {
-		a.sys.log.Error("webhook actor: read outbox", "webhook", a.id, "err", err)
+		a.p.log.Error("webhook actor: read outbox", "webhook", a.id, "err", err)
 		return
 	}
 	for _, id := range ids {
@@ -120,16 +119,16 @@ func (a *webhookActor) drain(ctx actor.Context) {
 // not due yet get their timers, as on one node (docs/decisions.md,
 // "Outbox claims").
 func (a *webhookActor) drainClaimed(ctx actor.Context) {
-	claims, bg := a.sys.cfg.Claims, context.Background()
+	claims, bg := a.p.claims, context.Background()
 	for {
-		if a.sys.deliveryContext().Err() != nil {
+		if a.p.stopping().Err() != nil {
 			return // a drain ran out of time: the outbox keeps the rest
 		}
-		c, ok, err := claims.ClaimDelivery(bg, a.id, a.sys.claimHolder(), a.sys.cfg.ClaimTTL)
-		now := a.sys.cfg.Clock.Now()
+		c, ok, err := claims.ClaimDelivery(bg, a.id, a.p.claimHolder(), a.p.claimTTL)
+		now := a.p.clock.Now()
 		if err != nil {
-			a.sys.log.Error("webhook delivery: claim", "webhook", a.id, "err", err)
-			a.retryClaim(ctx, now.Add(a.sys.cfg.ClaimRetry))
+			a.p.log.Error("webhook delivery: claim", "webhook", a.id, "err", err)
+			a.retryClaim(ctx, now.Add(a.p.claimRetry))
 			return
 		}
 		if !ok {
@@ -140,17 +139,17 @@ func (a *webhookActor) drainClaimed(ctx actor.Context) {
 			if errors.Is(err, kassa.ErrClaimLost) {
 				// Another node took the delivery over while this one
 				// sent it (the claim ran out): its attempt counts.
-				a.sys.log.Warn("webhook delivery: claim lost while sending; the new holder's attempt is kept",
+				a.p.log.Warn("webhook delivery: claim lost while sending; the new holder's attempt is kept",
 					"webhook", a.id, "delivery", c.DeliveryID)
-				a.retryClaim(ctx, now.Add(a.sys.cfg.ClaimRetry))
+				a.retryClaim(ctx, now.Add(a.p.claimRetry))
 				return
 			}
-			retryAt := now.Add(a.sys.cfg.ClaimRetry)
+			retryAt := now.Add(a.p.claimRetry)
 			if errors.Is(err, errAbandoned) {
 				retryAt = time.Time{} // the next start takes it at once
 			}
 			if err := claims.ReleaseDelivery(bg, c, retryAt); err != nil {
-				a.sys.log.Error("webhook delivery: release claim", "delivery", c.DeliveryID, "err", err)
+				a.p.log.Error("webhook delivery: release claim", "delivery", c.DeliveryID, "err", err)
 			}
 			if !retryAt.IsZero() {
 				a.retryClaim(ctx, retryAt)
@@ -170,12 +169,12 @@ func (a *webhookActor) held(ctx actor.Context, c kassa.DeliveryClaim, now time.T
 		a.retryClaim(ctx, c.Expires) // a failed attempt, released until then
 		return
 	case !c.Expires.IsZero():
-		a.retryClaim(ctx, minTime(c.Expires, now.Add(a.sys.cfg.ClaimRetry)))
+		a.retryClaim(ctx, minTime(c.Expires, now.Add(a.p.claimRetry)))
 		return
 	}
 	due := false
-	err := a.sys.cfg.Reader.WebhookOutbox(context.Background(), a.id, func(id string) error {
-		d, err := a.sys.cfg.Reader.Delivery(context.Background(), id)
+	err := a.p.reader.WebhookOutbox(context.Background(), a.id, func(id string) error {
+		d, err := a.p.reader.Delivery(context.Background(), id)
 		if err != nil {
 			return err
 		}
@@ -187,11 +186,11 @@ func (a *webhookActor) held(ctx actor.Context, c kassa.DeliveryClaim, now time.T
 		return nil
 	})
 	if err != nil {
-		a.sys.log.Error("webhook actor: read outbox", "webhook", a.id, "err", err)
+		a.p.log.Error("webhook actor: read outbox", "webhook", a.id, "err", err)
 		due = true
 	}
 	if due {
-		a.retryClaim(ctx, now.Add(a.sys.cfg.ClaimRetry))
+		a.retryClaim(ctx, now.Add(a.p.claimRetry))
 	}
 }
 
@@ -204,9 +203,8 @@ func (a *webhookActor) retryClaim(ctx actor.Context, at time.Time) {
 		}
 		a.retry()
 	}
-	self, root := ctx.Self(), a.sys.actorSystem().Root
 	a.retryAt = at
-	a.retry = a.sys.cfg.Clock.AfterFunc(max(at.Sub(a.sys.cfg.Clock.Now()), 0), func() { root.Send(self, claimRetry{}) })
+	a.retry = a.p.timers.after(at.Sub(a.p.clock.Now()), ctx.Self(), claimRetry{})
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -221,8 +219,7 @@ func (a *webhookActor) armTimer(ctx actor.Context, d *kassa.Delivery, now time.T
 	if _, armed := a.timers[d.ID]; armed {
 		return
 	}
-	self, root := ctx.Self(), a.sys.actorSystem().Root
-	a.timers[d.ID] = a.sys.cfg.Clock.AfterFunc(d.NotBefore.Sub(now), func() { root.Send(self, &protos.DeliverWebhook{DeliveryId: d.ID}) })
+	a.timers[d.ID] = a.p.timers.after(d.NotBefore.Sub(now), ctx.Self(), &protos.DeliverWebhook{DeliveryId: d.ID})
 }
 
 // send delivers a pending delivery once, records the attempt and, for a
@@ -233,41 +230,41 @@ func (a *webhookActor) armTimer(ctx actor.Context, d *kassa.Delivery, now time.T
 // held (kassa.ErrClaimLost otherwise).
 func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.DeliveryClaim) (*kassa.Delivery, error) {
 	bg := context.Background()
-	stopping := a.sys.deliveryContext()
+	stopping := a.p.stopping()
 	if stopping.Err() != nil {
 		return nil, errAbandoned // a drain ran out of time: the outbox keeps it
 	}
-	d, err := a.sys.cfg.Reader.Delivery(bg, deliveryID)
+	d, err := a.p.reader.Delivery(bg, deliveryID)
 	if err != nil {
-		a.sys.log.Error("webhook delivery: read", "delivery", deliveryID, "err", err)
+		a.p.log.Error("webhook delivery: read", "delivery", deliveryID, "err", err)
 		return nil, err
 	}
 	if d.Status != kassa.DeliveryPending {
 		if claim != nil {
 			// Recorded, yet in the outbox: take it out, or the claim
 			// would hand it out again and again.
-			b := a.sys.cfg.Journal.NewBatch()
+			b := a.p.journal.NewBatch()
 			b.PutDelivery(d, false)
-			return d, a.sys.cfg.Claims.CommitClaimed(bg, *claim, b)
+			return d, a.p.claims.CommitClaimed(bg, *claim, b)
 		}
 		return d, nil // sent already
 	}
-	now := a.sys.cfg.Clock.Now()
+	now := a.p.clock.Now()
 	if claim == nil && d.NotBefore.After(now) {
 		a.armTimer(ctx, d, now)
 		return d, nil
 	}
-	spanCtx, span := a.sys.tracer.Start(telemetry.ContextWithParent(bg, d.TraceParent), "webhook.Deliver", deliverySpanOptions(d)...)
+	spanCtx, span := a.p.tracer.Start(telemetry.ContextWithParent(bg, d.TraceParent), "webhook.Deliver", deliverySpanOptions(d)...)
 	defer span.End()
 	attempted := false
 
-	w, err := a.sys.cfg.Reader.Webhook(spanCtx, d.WebhookID)
+	w, err := a.p.reader.Webhook(spanCtx, d.WebhookID)
 	var retry *kassa.Delivery
 	switch {
 	case err != nil && kassa.ErrorCode(err) == kassa.NotFound:
 		d.Status, d.Error = kassa.DeliveryFailed, "the webhook was deleted before this event could be sent"
 	case err != nil:
-		a.sys.log.Error("webhook delivery: read webhook", "webhook", d.WebhookID, "err", err)
+		a.p.log.Error("webhook delivery: read webhook", "webhook", d.WebhookID, "err", err)
 		return d, err
 	case !w.Enabled:
 		d.Status, d.Error = kassa.DeliveryFailed, "the webhook was disabled before this event could be sent"
@@ -277,7 +274,7 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 			webhook.SignatureHeader: signature, webhook.SigHeader: sig,
 			webhook.EventIDHeader: d.Event(), webhook.DeliveryIDHeader: d.ID,
 		}
-		for _, alias := range a.sys.cfg.WebhookSigAliases {
+		for _, alias := range a.p.sigAliases {
 			d.Headers[http.CanonicalHeaderKey(alias)] = sig
 		}
 		headers := http.Header{}
@@ -287,13 +284,13 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 		d.Headers["Content-Type"] = "application/json"
 		deliverCtx, stop := context.WithCancel(spanCtx)
 		unhook := context.AfterFunc(stopping, stop)
-		attempt := a.sys.cfg.Webhooks.Deliver(deliverCtx, w.URL, headers, d.Payload)
+		attempt := a.p.client.Deliver(deliverCtx, w.URL, headers, d.Payload)
 		unhook()
 		stop()
 		if !attempt.OK && stopping.Err() != nil {
 			// Cut off by a drain that ran out of time, not refused by the
 			// receiver: left pending in the outbox, not recorded as failed.
-			a.sys.log.Info("webhook delivery left in the outbox for the next start", "delivery", d.ID, "webhook", d.WebhookID)
+			a.p.log.Info("webhook delivery left in the outbox for the next start", "delivery", d.ID, "webhook", d.WebhookID)
 			return d, errAbandoned
 		}
 		attempted = true
@@ -320,26 +317,26 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 			}
 		}
 	}
-	b := a.sys.cfg.Journal.NewBatch()
+	b := a.p.journal.NewBatch()
 	b.PutDelivery(d, false)
 	if retry != nil {
 		b.PutDelivery(retry, true)
 	}
-	commit := a.sys.commit
+	commit := a.p.commit
 	if claim != nil {
-		commit = func(ctx context.Context, b kassa.Batch) error { return a.sys.cfg.Claims.CommitClaimed(ctx, *claim, b) }
+		commit = func(ctx context.Context, b kassa.Batch) error { return a.p.claims.CommitClaimed(ctx, *claim, b) }
 	}
 	if err := commit(spanCtx, b); err != nil {
 		// The delivery stays in the outbox and is sent again after a
 		// restart (or by the new holder of its claim): at least once,
 		// as receivers are told.
 		if !errors.Is(err, kassa.ErrClaimLost) {
-			a.sys.log.ErrorContext(spanCtx, "webhook delivery: record attempt", "delivery", d.ID, "err", err)
+			a.p.log.ErrorContext(spanCtx, "webhook delivery: record attempt", "delivery", d.ID, "err", err)
 		}
 		return d, err
 	}
 	countDelivery(d, attempted)
-	a.sys.log.DebugContext(spanCtx, "webhook delivery", "webhook", d.WebhookID, "delivery", d.ID, "type", string(d.Type),
+	a.p.log.DebugContext(spanCtx, "webhook delivery", "webhook", d.WebhookID, "delivery", d.ID, "type", string(d.Type),
 		"status", d.Status.String(), "code", d.StatusCode, "duration", d.Duration)
 	if retry != nil {
 		a.armTimer(ctx, retry, now)
@@ -352,28 +349,28 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 var errAbandoned = errors.New("webhook delivery abandoned at shutdown")
 
 func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
-	orig, err := a.sys.cfg.Reader.Delivery(msg.ctx, msg.deliveryID)
+	orig, err := a.p.reader.Delivery(msg.ctx, msg.deliveryID)
 	if err != nil {
 		return reply{err: err}
 	}
-	now := a.sys.cfg.Clock.Now()
+	now := a.p.clock.Now()
 	d := &kassa.Delivery{
 		ID: kassa.NewID(""), WebhookID: orig.WebhookID, StoreID: orig.StoreID, InvoiceID: orig.InvoiceID, EventID: orig.Event(),
 		Type: orig.Type, Payload: kassa.RedeliveryPayload(orig.Type, orig.InvoiceID),
 		Status: kassa.DeliveryPending, RedeliveryOf: orig.ID, CreatedAt: now,
 		TraceParent: telemetry.TraceParent(msg.ctx), CreationTrace: orig.CreationTrace,
 	}
-	b := a.sys.cfg.Journal.NewBatch()
+	b := a.p.journal.NewBatch()
 	b.PutDelivery(d, true)
-	if err := a.sys.commit(msg.ctx, b); err != nil {
+	if err := a.p.commit(msg.ctx, b); err != nil {
 		return reply{err: err}
 	}
-	if a.sys.cfg.Claims != nil {
+	if a.p.claims != nil {
 		// Sent in its turn, under a claim, with what is due before it;
 		// the answer is its record then (still Pending when another
 		// node holds the endpoint).
 		a.drainClaimed(ctx)
-		if sent, err := a.sys.cfg.Reader.Delivery(msg.ctx, d.ID); err == nil {
+		if sent, err := a.p.reader.Delivery(msg.ctx, d.ID); err == nil {
 			d = sent
 		}
 		return reply{value: d}
@@ -389,14 +386,24 @@ func (s *System) webhook(id string) *actor.PID {
 	if pid, ok := s.webhooks.Load(id); ok {
 		return pid.(*actor.PID)
 	}
-	return s.spawn(&s.webhooks, s.webhookProps, "webhook/", id)
+	return s.spawn(&s.webhooks, s.webhookActorProps(id), "webhook/", id)
+}
+
+// webhookOutbox makes the webhook deliveries of invoice events and tells
+// the endpoints' actors about them once they are in the outbox.
+type webhookOutbox struct {
+	reader kassa.Reader
+	lists  webhookLists
+	// wake tells the actor of endpoint webhookID about a delivery in its
+	// outbox.
+	wake func(webhookID, deliveryID string)
 }
 
 // deliveriesFor returns the pending deliveries of an invoice event, one
 // per enabled webhook of the store that selected its type, all with one
 // new event id.
-func (s *System) deliveriesFor(ctx context.Context, inv *kassa.Invoice, e kassa.Emit, now time.Time) ([]*kassa.Delivery, error) {
-	hooks, err := s.storeWebhooks(ctx, inv.StoreID)
+func (o *webhookOutbox) deliveriesFor(ctx context.Context, inv *kassa.Invoice, e kassa.Emit, now time.Time) ([]*kassa.Delivery, error) {
+	hooks, err := o.storeWebhooks(ctx, inv.StoreID)
 	if err != nil {
 		return nil, err
 	}
@@ -433,8 +440,8 @@ type webhookList struct {
 }
 
 // storeWebhooks returns the store's webhooks, from the cache when it can.
-func (s *System) storeWebhooks(ctx context.Context, storeID string) ([]*kassa.Webhook, error) {
-	c := &s.webhookLists
+func (o *webhookOutbox) storeWebhooks(ctx context.Context, storeID string) ([]*kassa.Webhook, error) {
+	c := &o.lists
 	c.mu.Lock()
 	if c.stores == nil {
 		c.stores = map[string]*webhookList{}
@@ -452,7 +459,7 @@ func (s *System) storeWebhooks(ctx context.Context, storeID string) ([]*kassa.We
 	generation := l.generation
 	c.mu.Unlock()
 	var hooks []*kassa.Webhook
-	err := s.cfg.Reader.Webhooks(ctx, storeID, func(w *kassa.Webhook) error {
+	err := o.reader.Webhooks(ctx, storeID, func(w *kassa.Webhook) error {
 		hooks = append(hooks, w)
 		return nil
 	})
@@ -469,8 +476,11 @@ func (s *System) storeWebhooks(ctx context.Context, storeID string) ([]*kassa.We
 
 // webhooksChanged drops the cached webhook list of a store. The store
 // actor calls it after each webhook save or delete, before it answers.
-func (s *System) webhooksChanged(storeID string) {
-	c := &s.webhookLists
+func (s *System) webhooksChanged(storeID string) { s.outbox.changed(storeID) }
+
+// changed drops the cached webhook list of a store.
+func (o *webhookOutbox) changed(storeID string) {
+	c := &o.lists
 	c.mu.Lock()
 	if l := c.stores[storeID]; l != nil {
 		l.generation++
@@ -480,10 +490,16 @@ func (s *System) webhooksChanged(storeID string) {
 }
 
 // notify tells the endpoint actors about deliveries now in the outbox.
-func (s *System) notify(deliveries []*kassa.Delivery) {
+func (o *webhookOutbox) notify(deliveries []*kassa.Delivery) {
 	for _, d := range deliveries {
-		s.actorSystem().Root.Send(s.webhook(d.WebhookID), &protos.DeliverWebhook{DeliveryId: d.ID})
+		o.wake(d.WebhookID, d.ID)
 	}
+}
+
+// wakeWebhook tells the actor of webhook endpoint webhookID about a
+// delivery in its outbox.
+func (s *System) wakeWebhook(webhookID, deliveryID string) {
+	s.actorSystem().Root.Send(s.webhook(webhookID), &protos.DeliverWebhook{DeliveryId: deliveryID})
 }
 
 // RecoverDeliveries sends every delivery left in the outbox, for example

@@ -625,8 +625,9 @@ func TestWebhookCapHoldsUnderConcurrentCreates(t *testing.T) {
 // X-Service-Sig value, recorded with the delivery, beside unchanged
 // signature headers.
 func TestSigAliasRepeatsSigHeader(t *testing.T) {
-	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
-	h.sys.cfg.WebhookSigAliases = []string{"X-Coinsnap-Sig"}
+	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Now()), func(c *Config) {
+		c.WebhookSigAliases = []string{"X-Coinsnap-Sig"}
+	})
 	h.createStore("0", "0")
 	w := h.webhook("https://a.example/hook", kassa.EventNew, kassa.EventInvalid)
 	inv := h.invoice("1000", kassa.SATS)
@@ -664,9 +665,9 @@ func (r *countingReader) Webhooks(ctx context.Context, storeID string, fn func(*
 // cached list follows every change at once: a webhook created, disabled,
 // deleted.
 func TestInvoiceEventsReadCachedWebhookList(t *testing.T) {
-	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
-	reader := &countingReader{Reader: h.db}
-	h.sys.cfg.Reader = reader
+	db := openMem(t)
+	reader := &countingReader{Reader: db}
+	h := newHarnessWith(t, db, kassatest.NewTestClock(time.Now()), func(c *Config) { c.Reader = reader })
 	h.createStore("0", "0")
 	for range 20 {
 		h.invoice("1000", kassa.SATS)

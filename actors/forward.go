@@ -148,7 +148,7 @@ func (f *Forwarder) wake(ctx context.Context, storeID string) {
 	if f.ctx.Err() != nil || t == nil || t.ctx.Err() != nil {
 		return
 	}
-	f.as.Root.Send(f.actor(t, storeID), wakeForward{ctx: ctx})
+	f.as.Root.Send(f.actor(t, storeID), wakeForward{settle: trace.SpanContextFromContext(ctx)})
 }
 
 // Recover wakes the forward actor of every store with queued transfers
@@ -356,9 +356,9 @@ func samePayee(a, b kassa.Payee) bool {
 var heldRecheck = time.Minute
 
 // wakeForward makes a forward actor look at its queue and open forward.
-// ctx, when set, is the trace of the settle that queued a transfer: the
-// forward's span continues it.
-type wakeForward struct{ ctx context.Context }
+// settle, when valid, is the span of the settle that queued a transfer:
+// the forward's span continues its trace.
+type wakeForward struct{ settle trace.SpanContext }
 
 // forwardActor forwards one store's money. It works one forward at a
 // time; its timer wakes it for retries and look-ups.
@@ -378,7 +378,7 @@ type forwardActor struct {
 func (a *forwardActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case wakeForward:
-		end := a.traceStep(msg.ctx)
+		end := a.traceStep(msg.settle)
 		a.step(ctx)
 		end()
 	case *actor.Stopping, *actor.Restarting:

@@ -11,15 +11,9 @@ import (
 )
 
 // traceStep starts the span of one step of a forward actor: the child of
-// the settle that woke it, or a new trace when a timer did. Until the
-// returned function ends it, a.ctx() carries the span.
-func (a *forwardActor) traceStep(parent context.Context) (end func()) {
-	if parent == nil {
-		parent = context.Background()
-	}
-	// The settle's cancellation must not cut the forward short: only the
-	// span context is taken from it.
-	sc := trace.SpanContextFromContext(parent)
+// the settle that woke it (sc), or a new trace when a timer did (sc not
+// valid). Until the returned function ends it, a.ctx() carries the span.
+func (a *forwardActor) traceStep(sc trace.SpanContext) (end func()) {
 	c := a.t.ctx
 	if sc.IsValid() {
 		c = trace.ContextWithSpanContext(c, sc)

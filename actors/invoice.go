@@ -37,7 +37,7 @@ type invoiceActor struct {
 
 // createInvoice is the first message of a new invoice actor.
 type createInvoice struct {
-	ctx     context.Context
+	call    callContext
 	inv     kassa.Invoice
 	effects []kassa.Effect
 }
@@ -68,7 +68,9 @@ func (a *invoiceActor) Receive(ctx actor.Context) {
 	case *protos.InvoiceEvent:
 		a.handleEvent(ctx, context.Background(), msg)
 	case *tracedEvent:
-		a.handleEvent(ctx, msg.ctx, msg.event)
+		parent, cancel := msg.call.context()
+		a.handleEvent(ctx, parent, msg.event)
+		cancel()
 	case *deadlineFired:
 		if a.broken != nil || !msg.at.Equal(a.armed) {
 			return // a timer that was re-armed or cancelled after it fired
@@ -92,11 +94,12 @@ func (a *invoiceActor) Receive(ctx actor.Context) {
 	}
 }
 
-// tracedEvent is an invoice event with the context of the request that
-// caused it, so that the invoice's spans join that trace. Across nodes
-// the bare protobuf event travels and the trace context goes in headers.
+// tracedEvent is an invoice event with the call context of the request
+// that caused it, so that the invoice's spans join that trace. Across
+// nodes the bare protobuf event travels and the trace context goes in
+// headers.
 type tracedEvent struct {
-	ctx   context.Context
+	call  callContext
 	event *protos.InvoiceEvent
 }
 
@@ -218,10 +221,12 @@ func (a *invoiceActor) stream() kassa.Stream {
 }
 
 func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
-	_, span := a.p.tracer.Start(msg.ctx, "invoice.Create", trace.WithAttributes(
+	parent, cancel := msg.call.context()
+	defer cancel()
+	_, span := a.p.tracer.Start(parent, "invoice.Create", trace.WithAttributes(
 		attribute.String("invoice.id", msg.inv.ID), attribute.String("store.id", msg.inv.StoreID)))
 	defer span.End()
-	spanCtx := trace.ContextWithSpan(msg.ctx, span)
+	spanCtx := trace.ContextWithSpan(parent, span)
 	ev := createdEvent(&msg.inv)
 	ev.TraceParent = telemetry.TraceParent(spanCtx)
 	a.created = ev.TraceParent
@@ -232,7 +237,7 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 	b := a.p.journal.NewBatch()
 	b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: msg.inv.ID}, 1, data)
 	b.PutInvoice(&msg.inv, nil, 1)
-	putRequest(msg.ctx, b, msg.inv.StoreID, kassa.RequestInvoice, msg.inv.ID)
+	putRequest(parent, b, msg.inv.StoreID, kassa.RequestInvoice, msg.inv.ID)
 	deliveries, err := a.outbox(spanCtx, b, &msg.inv, msg.effects)
 	if err == nil {
 		err = a.p.commit(spanCtx, b)
@@ -245,7 +250,7 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 	a.inv, a.seq = msg.inv, 1
 	countCreated(&msg.inv)
 	inv := a.inv
-	a.perform(ctx, msg.ctx, &inv, msg.effects)
+	a.perform(ctx, parent, &inv, msg.effects)
 	a.p.outbox.notify(deliveries)
 	return reply{value: &inv}
 }

@@ -292,7 +292,7 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 		a.reservedTotal += msg.fee
 		a.peakReserved = max(a.peakReserved, len(a.reserved))
 	}
-	ctx.RequestWithCustomSender(pid, &createInvoice{ctx: msg.ctx, inv: msg.inv, effects: msg.effects}, ctx.Sender())
+	ctx.RequestWithCustomSender(pid, &createInvoice{call: callOf(msg.ctx), inv: msg.inv, effects: msg.effects}, ctx.Sender())
 }
 
 // route delivers msg to its invoice actor, activating it when needed.
@@ -317,7 +317,7 @@ func (a *storeActor) route(ctx actor.Context, msg *invoiceCommand, sender *actor
 	if msg.event == nil {
 		return // activation only
 	}
-	ev := &tracedEvent{ctx: msg.ctx, event: msg.event}
+	ev := &tracedEvent{call: callOf(msg.ctx), event: msg.event}
 	if sender != nil {
 		ctx.RequestWithCustomSender(pid, ev, sender)
 	} else {

@@ -48,7 +48,7 @@ type claimRetry struct{}
 
 // redeliver asks a webhook actor to re-send a delivery by hand.
 type redeliver struct {
-	ctx        context.Context
+	call       callContext
 	deliveryID string
 }
 
@@ -349,7 +349,9 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 var errAbandoned = errors.New("webhook delivery abandoned at shutdown")
 
 func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
-	orig, err := a.p.reader.Delivery(msg.ctx, msg.deliveryID)
+	c, cancel := msg.call.context()
+	defer cancel()
+	orig, err := a.p.reader.Delivery(c, msg.deliveryID)
 	if err != nil {
 		return reply{err: err}
 	}
@@ -358,11 +360,11 @@ func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
 		ID: kassa.NewID(""), WebhookID: orig.WebhookID, StoreID: orig.StoreID, InvoiceID: orig.InvoiceID, EventID: orig.Event(),
 		Type: orig.Type, Payload: kassa.RedeliveryPayload(orig.Type, orig.InvoiceID),
 		Status: kassa.DeliveryPending, RedeliveryOf: orig.ID, CreatedAt: now,
-		TraceParent: telemetry.TraceParent(msg.ctx), CreationTrace: orig.CreationTrace,
+		TraceParent: telemetry.TraceParent(c), CreationTrace: orig.CreationTrace,
 	}
 	b := a.p.journal.NewBatch()
 	b.PutDelivery(d, true)
-	if err := a.p.commit(msg.ctx, b); err != nil {
+	if err := a.p.commit(c, b); err != nil {
 		return reply{err: err}
 	}
 	if a.p.claims != nil {
@@ -370,7 +372,7 @@ func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
 		// the answer is its record then (still Pending when another
 		// node holds the endpoint).
 		a.drainClaimed(ctx)
-		if sent, err := a.p.reader.Delivery(msg.ctx, d.ID); err == nil {
+		if sent, err := a.p.reader.Delivery(c, d.ID); err == nil {
 			d = sent
 		}
 		return reply{value: d}
@@ -700,7 +702,7 @@ func (s *System) Redeliver(ctx context.Context, storeID, webhookID, deliveryID s
 	if !w.Enabled {
 		return nil, kassa.Errorf(kassa.Conflict, "the webhook is disabled; enable it to redeliver")
 	}
-	res, err := s.request(ctx, s.webhook(webhookID), &redeliver{ctx: ctx, deliveryID: deliveryID})
+	res, err := s.request(ctx, s.webhook(webhookID), &redeliver{call: callOf(ctx), deliveryID: deliveryID})
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,12 @@
 // passed while the service was down fire at once), and start-up time and
 // memory follow what is due, not what is open.
 //
+// The invoice and webhook actors reach the node only through their ports
+// (ports.go: clock, journal, commit, ledger, webhook outbox, timers),
+// built once by NewSystem and shared by every actor of the kind; their
+// messages carry a callContext (deadline, trace, request id), never a
+// context.Context.
+//
 // Actors are addressed through one small lookup by kind and id
 // (System.store and System.invoice), which a cluster would turn into a
 // grain lookup. Messages that would cross nodes are the protobuf messages

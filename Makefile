@@ -23,12 +23,12 @@ run: build
 # The in-process cluster tests of actors run once more without -race.
 # The suites check their HTTP exchanges against the OpenAPI document and
 # write what they exercised to a directory; TestOpenAPICoverage then lists
-# what none exercised (internal/apitest).
+# what none exercised (kassatest/apitest).
 test: test-deps
 	$(GO) vet ./...
 	cov=$$(mktemp -d) && trap 'rm -rf "$$cov"' EXIT && \
 	KASSA_OPENAPI_COVERAGE=$$cov $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/itest') && \
-	KASSA_OPENAPI_COVERAGE=$$cov KASSA_OPENAPI_COVERAGE_CHECK=1 $(GO) test -count=1 -run '^TestOpenAPICoverage$$' -v ./internal/apitest
+	KASSA_OPENAPI_COVERAGE=$$cov KASSA_OPENAPI_COVERAGE_CHECK=1 $(GO) test -count=1 -run '^TestOpenAPICoverage$$' -v ./kassatest/apitest
 	# Several cluster nodes in one process race inside protoactor-go
 	# (remote.Start sets gRPC's global logger): these run without -race.
 	$(GO) test -count=1 -run 'TestCluster' ./actors/

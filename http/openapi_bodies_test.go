@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kassapay/kassa/internal/apitest"
+	"github.com/kassapay/kassa/kassatest/apitest"
 )
 
 // TestRequestBodiesDocumented compares the fields each handler reads from

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kassapay/kassa"
-	"github.com/kassapay/kassa/internal/apitest"
+	"github.com/kassapay/kassa/kassatest/apitest"
 )
 
 // TestDocumentedErrorStatuses produces, for every operation of the OpenAPI

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kassapay/kassa/internal/apitest"
+	"github.com/kassapay/kassa/kassatest/apitest"
 	"github.com/kassapay/kassa/kassatest/harness"
 )
 
@@ -109,11 +109,7 @@ func transferLines(t *testing.T, k *harness.Kassa, s harness.Store, id string) i
 func TestClusterChainWatcherTakeover(t *testing.T) {
 	t.Parallel()
 	dsn := harness.PostgresSchema(t)
-	et, err := harness.StartEtcd()
-	if err != nil {
-		t.Fatalf("etcd: %v", err)
-	}
-	t.Cleanup(func() { _ = et.Stop() })
+	et := harness.EtcdForTest(t)
 
 	wallet := harness.NewWallet(t, harness.ParamsOf("regtest"))
 	node := harness.StartNode(t, harness.NodeConfig{MiningAddr: wallet.Address()})

@@ -481,11 +481,7 @@ func TestLightningOnLnd(t *testing.T) {
 	{
 		e.kassa.Stop()
 		dsn := harness.PostgresSchema(t)
-		et, err := harness.StartEtcd()
-		if err != nil {
-			t.Fatalf("etcd: %v", err)
-		}
-		t.Cleanup(func() { _ = et.Stop() })
+		et := harness.EtcdForTest(t)
 		cluster := harness.NewClusterNodes(t, et.ClusterURL(), dsn)
 		start := func() *harness.Kassa {
 			return harness.StartKassa(t, "", append(e.args[:len(e.args):len(e.args)], cluster.Next()...)...)

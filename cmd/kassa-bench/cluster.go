@@ -26,15 +26,11 @@ import (
 // through another node, and to the first of its open invoices expired
 // by another node (their deadline passed while it was down).
 func benchCluster(ctx context.Context, d time.Duration, workers int) error {
-	tmp, err := os.MkdirTemp("", "kassa-bench-cluster")
+	tmp, bin, cleanup, err := workspace("cluster")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	bin, err := buildKassa(tmp)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	pg, err := harness.StartPostgres()
 	if err != nil {
 		return err

@@ -16,15 +16,11 @@ import (
 // per invoice (tables after a full compaction, so Pebble's compression
 // counts and nothing waits in a write-ahead log).
 func benchDisk(ctx context.Context, n, workers int) error {
-	tmp, err := os.MkdirTemp("", "kassa-bench-disk")
+	tmp, bin, cleanup, err := workspace("disk")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	bin, err := buildKassa(tmp)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	data := filepath.Join(tmp, "kassa-data")
 	k, err := startKassa(bin, data)
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // target is a server under load: its create-invoice URL and API key.
@@ -144,10 +146,25 @@ var (
 	buildDir string // holds the kassa binary once built
 )
 
-// buildKassa builds the kassa binary once per run, into a directory of
-// its own that cleanupBuild removes, and returns its path. The tmp of
-// the part that asks is not used: every part runs the same binary.
-func buildKassa(tmp string) (string, error) {
+// workspace is every part's preamble: a temporary directory named
+// after the part, which cleanup removes, and the kassa binary, built once
+// per run into a directory of its own (cleanupBuild removes it): every
+// part runs the same binary.
+func workspace(part string) (tmp, bin string, cleanup func(), err error) {
+	tmp, err = os.MkdirTemp("", "kassa-bench-"+part)
+	if err != nil {
+		return "", "", nil, err
+	}
+	cleanup = func() { os.RemoveAll(tmp) }
+	if bin, err = buildKassa(); err != nil {
+		cleanup()
+		return "", "", nil, err
+	}
+	return tmp, bin, cleanup, nil
+}
+
+// buildKassa builds the kassa binary once per run and returns its path.
+func buildKassa() (string, error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if buildDir != "" {
@@ -157,10 +174,8 @@ func buildKassa(tmp string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "kassa")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kassa")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	bin, err := harness.BuildKassa(dir, false)
+	if err != nil {
 		os.RemoveAll(dir)
 		return "", fmt.Errorf("build kassa: %w", err)
 	}
@@ -381,15 +396,11 @@ loop:
 // the run weighs on all three alike; each figure is the median of its
 // rounds, and each ratio the median of the rounds' ratios.
 func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) error {
-	tmp, err := os.MkdirTemp("", "kassa-bench")
+	tmp, bin, cleanup, err := workspace("create")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	bin, err := buildKassa(tmp)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	floor, err := startFloor(tmp, false)
 	if err != nil {
 		return err

@@ -186,15 +186,11 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	if n < 3 {
 		return fmt.Errorf("-closed-invoices %d: need at least 3", n)
 	}
-	tmp, err := os.MkdirTemp("", "kassa-bench-closed")
+	tmp, bin, cleanup, err := workspace("closed")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	bin, err := buildKassa(tmp)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	metricsAddr, err := freeAddr()
 	if err != nil {
 		return err
@@ -392,15 +388,11 @@ func (t *target) saveHeap(path string) error {
 // the restarted process takes to answer, and its resident memory per
 // open invoice before and after the restart (over an empty server's).
 func benchRestart(ctx context.Context, n, workers int) error {
-	tmp, err := os.MkdirTemp("", "kassa-bench-restart")
+	tmp, bin, cleanup, err := workspace("restart")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	bin, err := buildKassa(tmp)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	// An empty server's memory is the baseline of both per-invoice
 	// figures.
 	empty, err := startKassa(bin, filepath.Join(tmp, "empty"))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"time"
@@ -48,15 +47,11 @@ func benchTracing(d time.Duration, workers, rounds int) error {
 	go srv.Serve(ln)
 	defer srv.Stop()
 
-	tmp, err := os.MkdirTemp("", "kassa-bench-tracing")
+	tmp, bin, cleanup, err := workspace("tracing")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	bin, err := buildKassa(tmp)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	on, err := startKassa(bin, filepath.Join(tmp, "on"), "--otlp-endpoint", ln.Addr().String(), "--trace-sample-ratio", "1")
 	if err != nil {
 		return err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,20 +43,8 @@ func startCluster(t *testing.T, n int, extra ...string) ([]*server, [][]string) 
 func startClusterInfra(t *testing.T, n int, via func(i int, et *harness.Etcd) string, extra ...string) ([]*server, [][]string, *harness.Postgres, *harness.Etcd) {
 	t.Helper()
 	needBinary(t)
-	pg, err := harness.StartPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pg.Stop() })
-	dsn, err := pg.NewSchema(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	et, err := harness.StartEtcd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { et.Stop() })
+	pg, dsn := harness.PostgresForTest(t)
+	et := harness.EtcdForTest(t)
 	var nodes []*server
 	var flags [][]string
 	certs := filepath.Join(t.TempDir(), "cluster-certs")

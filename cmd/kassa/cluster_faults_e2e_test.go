@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kassapay/kassa/internal/apitest"
+	"github.com/kassapay/kassa/kassatest/apitest"
 	"github.com/kassapay/kassa/kassatest/harness"
 )
 
@@ -407,15 +406,7 @@ func TestHealthSaysStorageUnavailable(t *testing.T) {
 		t.Skip("starts its own PostgreSQL; make test runs it")
 	}
 	needBinary(t)
-	pg, err := harness.StartPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pg.Stop() })
-	dsn, err := pg.NewSchema(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	pg, dsn := harness.PostgresForTest(t)
 	s := launchServer(t, t.TempDir(), "--store", dsn, "--dev")
 	type health struct {
 		Status  string `json:"status"`

@@ -19,8 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kassapay/kassa/internal/apitest"
 	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/kassatest/apitest"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // binPath is the kassa binary that the end-to-end tests start.
@@ -38,14 +39,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binPath = filepath.Join(dir, "kassa")
-	args := []string{"build", "-o", binPath}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, ".")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
+	if binPath, err = harness.BuildKassa(dir, raceEnabled); err != nil {
 		fmt.Fprintln(os.Stderr, "build kassa:", err)
 		os.Exit(1)
 	}

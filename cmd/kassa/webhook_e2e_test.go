@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kassapay/kassa/internal/apitest"
+	"github.com/kassapay/kassa/kassatest/apitest"
 	"github.com/kassapay/kassa/webhook"
 )
 

@@ -4,7 +4,7 @@
 // with Redoc's standalone bundle vendored under redoc/ (see
 // scripts/vendor-apidocs.sh) so that the page loads nothing from other
 // origins. The tests of package http and cmd/kassa validate every request
-// and response they make against the document (internal/apitest).
+// and response they make against the document (kassatest/apitest).
 package apidocs
 
 import (

@@ -51,6 +51,24 @@ func StartEtcd() (*Etcd, error) {
 	return nil, last
 }
 
+// EtcdForTest starts etcd for t and stops it when t ends; a failure to
+// start fails t. Under -short (the fast tier) t is skipped: it needs
+// etcd.
+func EtcdForTest(t T) *Etcd {
+	t.Helper()
+	SkipShort(t, "etcd")
+	s, err := StartEtcd()
+	if err != nil {
+		t.Fatalf("cannot start etcd for the test: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Logf("%v", err)
+		}
+	})
+	return s
+}
+
 func startEtcd(bin string) (*Etcd, error) {
 	dir, err := os.MkdirTemp("", "kassa-etcd-")
 	if err != nil {

@@ -33,17 +33,29 @@ func KassaBin(t T) string {
 			kassaErr = err
 			return
 		}
-		kassaBin = filepath.Join(dir, "kassa")
-		cmd := exec.Command("go", "build", "-o", kassaBin, "./cmd/kassa")
-		cmd.Dir = repoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			kassaErr = fmt.Errorf("go build ./cmd/kassa: %v\n%s", err, out)
-		}
+		kassaBin, kassaErr = BuildKassa(dir, false)
 	})
 	if kassaErr != nil {
 		t.Fatalf("cannot build kassa: %v", kassaErr)
 	}
 	return kassaBin
+}
+
+// BuildKassa builds ./cmd/kassa into dir, with the race detector when
+// race, and returns the binary's path. The compiler's output is in the
+// error.
+func BuildKassa(dir string, race bool) (string, error) {
+	bin := filepath.Join(dir, "kassa")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "./cmd/kassa")...)
+	cmd.Dir = repoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/kassa: %v\n%s", err, out)
+	}
+	return bin, nil
 }
 
 // Kassa is a running `kassa serve` process.

@@ -7,11 +7,20 @@ import (
 	"testing"
 )
 
-// PostgresSchema starts a server of t's own, stopped when t ends, and returns
-// the DSN of a fresh schema on it. When the server cannot be started, t
-// fails (not a skip: scripts/install-test-deps.sh installs PostgreSQL).
-// Under -short (the fast tier) t is skipped: it needs PostgreSQL.
+// PostgresSchema starts a server of t's own, stopped when t ends, and
+// returns the DSN of a fresh schema on it. When the server cannot be
+// started, t fails (not a skip: scripts/install-test-deps.sh installs
+// PostgreSQL). Under -short (the fast tier) t is skipped: it needs
+// PostgreSQL.
 func PostgresSchema(t testing.TB) string {
+	t.Helper()
+	_, dsn := PostgresForTest(t)
+	return dsn
+}
+
+// PostgresForTest is PostgresSchema that also returns the server, for a
+// test that takes it Down and Up.
+func PostgresForTest(t testing.TB) (*Postgres, string) {
 	t.Helper()
 	SkipShort(t, "PostgreSQL")
 	s, err := StartPostgres()
@@ -27,7 +36,7 @@ func PostgresSchema(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dsn
+	return s, dsn
 }
 
 // SharedPostgres is one server for all the tests of a package, started by the

@@ -16,16 +16,7 @@ import (
 // handle works again by itself. Before, every such error was a bare
 // driver error: "internal", 500.
 func TestOutageIsUnavailable(t *testing.T) {
-	harness.SkipShort(t, "PostgreSQL")
-	srv, err := harness.StartPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	dsn, err := srv.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, dsn := harness.PostgresForTest(t)
 	db := openTestDSN(t, dsn)
 	st := &kassa.Store{ID: "shop", Name: "Shop", Currency: kassa.EUR}
 	kassatest.Commit(t, db, func(b kassa.Batch) { b.PutStore(st, 1) })

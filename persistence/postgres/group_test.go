@@ -284,16 +284,7 @@ func TestGroupCommitRefusesAlone(t *testing.T) {
 // ErrUnavailable (code Unavailable), and once the server is back none
 // of them is stored, while the group committed before is.
 func TestGroupCommitServerDownMidCommit(t *testing.T) {
-	harness.SkipShort(t, "PostgreSQL")
-	srv, err := harness.StartPostgres()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Stop() })
-	dsn, err := srv.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, dsn := harness.PostgresForTest(t)
 	db := openTestDSN(t, dsn)
 	ctx := t.Context()
 	if err := db.Members().Join(ctx, "node-1"); err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	kassahttp "github.com/kassapay/kassa/http"
-	"github.com/kassapay/kassa/internal/apitest"
+	"github.com/kassapay/kassa/kassatest/apitest"
 )
 
 // TestDocumentIsValid loads the embedded document: it is OpenAPI 3.1 and

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"flag"
@@ -79,7 +78,7 @@ type server struct {
 	peers    []*server // the other nodes with KASSA_E2E_STORE=cluster
 	logs     bytes.Buffer
 	stdout   bytes.Buffer
-	done     chan struct{}
+	done     <-chan struct{}
 	stopOnce sync.Once
 }
 
@@ -92,14 +91,21 @@ func (w stdoutWriter) Write(p []byte) (int, error) {
 	return w.s.stdout.Write(p)
 }
 
+// logWriter collects what the server logs on stderr.
+type logWriter struct{ s *server }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	return w.s.logs.Write(p)
+}
+
 // Stdout returns what the server printed on stdout so far.
 func (s *server) Stdout() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.stdout.String()
 }
-
-var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
 
 // startServer starts `kassa serve` on a free loopback port with data in
 // dir and waits until it listens. With KASSA_E2E_STORE=cluster the server
@@ -119,7 +125,7 @@ func startServer(t *testing.T, dir string, extra ...string) *server {
 func launchServer(t *testing.T, dir string, flags ...string) *server {
 	t.Helper()
 	needBinary(t)
-	s := &server{t: t, data: dir, done: make(chan struct{})}
+	s := &server{t: t, data: dir}
 	s.args = append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, flags...)
 	if !slices.Contains(flags, "--dev") && !slices.Contains(flags, "--chain") && !slices.Contains(flags, "--lightning") {
 		// Outside --dev the simulation runs only when named; a test that
@@ -129,40 +135,12 @@ func launchServer(t *testing.T, dir string, flags ...string) *server {
 	s.cmd = exec.Command(binPath, s.args...)
 	s.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	s.cmd.Stdout = stdoutWriter{s}
-	stderr, err := s.cmd.StderrPipe()
+	addr, done, err := harness.StartServe(s.cmd, logWriter{s}, 30*time.Second)
+	s.done = done
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("server: %v:\n%s", err, s.Logs())
 	}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	addr := make(chan string, 1)
-	go func() {
-		defer close(s.done)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			s.mu.Lock()
-			s.logs.WriteString(line + "\n")
-			s.mu.Unlock()
-			if m := listenLine.FindStringSubmatch(line); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		s.url = "http://" + a
-	case <-time.After(30 * time.Second):
-		s.cmd.Process.Kill()
-		t.Fatalf("server did not start:\n%s", s.Logs())
-	case <-s.done:
-		t.Fatalf("server exited:\n%s", s.Logs())
-	}
+	s.url = "http://" + addr
 	t.Cleanup(func() {
 		s.Stop()
 		// KASSA_DUMP_LOGS=DIR keeps every server's whole log, passed

@@ -103,8 +103,7 @@ type Node struct {
 	Client   *rpcclient.Client
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *daemon
 	log  *os.File
 }
 
@@ -199,57 +198,56 @@ func (n *Node) tryStart() error {
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	proc, err := startDaemon(cmd, nil)
+	if err != nil {
 		logf.Close()
 		t.Fatalf("start btcd: %v", err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
 	n.mu.Lock()
-	n.cmd, n.done, n.log = cmd, done, logf
+	n.proc, n.log = proc, logf
 	n.mu.Unlock()
 
 	// The certificate appears once btcd made it; then the RPC answers.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		select {
-		case <-done:
-			n.mu.Lock()
-			n.cmd = nil
-			n.mu.Unlock()
-			logf.Close()
-			out := n.Output()
-			// The next attempt starts with a clean log.
-			_ = os.Remove(filepath.Join(d, "btcd.out"))
-			if strings.Contains(out, "address already in use") {
-				return errPortInUse
-			}
-			return fmt.Errorf("btcd exited at start; its output:\n%s", out)
-		default:
+	err = proc.waitReady(60*time.Second, 50*time.Millisecond, func() bool {
+		if _, err := os.Stat(n.CertPath); err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			out := n.Output()
-			_ = cmd.Process.Kill()
-			<-done
-			logf.Close()
-			n.mu.Lock()
-			n.cmd = nil
-			n.mu.Unlock()
-			return fmt.Errorf("btcd did not answer RPC within 60s; its output:\n%s", out)
+		c, err := n.NewClient()
+		if err != nil {
+			return false
 		}
-		if _, err := os.Stat(n.CertPath); err == nil {
-			if c, err := n.NewClient(); err == nil {
-				if _, err := c.GetBlockCount(); err == nil {
-					n.mu.Lock()
-					n.Client = c
-					n.mu.Unlock()
-					return nil
-				}
-				c.Shutdown()
-			}
+		if _, err := c.GetBlockCount(); err != nil {
+			c.Shutdown()
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
+		n.mu.Lock()
+		n.Client = c
+		n.mu.Unlock()
+		return true
+	})
+	switch err {
+	case errExited:
+		n.mu.Lock()
+		n.proc = nil
+		n.mu.Unlock()
+		logf.Close()
+		out := n.Output()
+		// The next attempt starts with a clean log.
+		_ = os.Remove(filepath.Join(d, "btcd.out"))
+		if strings.Contains(out, "address already in use") {
+			return errPortInUse
+		}
+		return fmt.Errorf("btcd exited at start; its output:\n%s", out)
+	case errNotReady:
+		out := n.Output()
+		proc.kill()
+		logf.Close()
+		n.mu.Lock()
+		n.proc = nil
+		n.mu.Unlock()
+		return fmt.Errorf("btcd did not answer RPC within 60s; its output:\n%s", out)
 	}
+	return nil
 }
 
 // NewClient returns a new RPC client of the node (HTTP POST mode).
@@ -282,22 +280,16 @@ func (n *Node) Output() string {
 // to exit. Stopping a stopped node does nothing.
 func (n *Node) Stop() {
 	n.mu.Lock()
-	cmd, done, logf, c := n.cmd, n.done, n.log, n.Client
-	n.cmd, n.Client = nil, nil
+	proc, logf, c := n.proc, n.log, n.Client
+	n.proc, n.Client = nil, nil
 	n.mu.Unlock()
-	if cmd == nil {
+	if proc == nil {
 		return
 	}
 	if c != nil {
 		c.Shutdown()
 	}
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
+	proc.stop(syscall.SIGINT, 20*time.Second)
 	logf.Close()
 }
 

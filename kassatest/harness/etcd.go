@@ -26,9 +26,8 @@ type Etcd struct {
 	client int
 	bin    string
 	args   []string
-	mu     sync.Mutex // guards cmd and done across Down and Up
-	cmd    *exec.Cmd
-	done   chan struct{}
+	mu     sync.Mutex // guards proc across Down and Up
+	proc   *daemon
 	log    *lockedBuffer
 	stop   sync.Once
 }
@@ -95,7 +94,7 @@ func startEtcd(bin string) (*Etcd, error) {
 		"--log-level", "warn",
 	}}
 	if err := s.run(); err != nil {
-		if s.cmd.Process != nil {
+		if s.proc != nil {
 			_ = s.Stop()
 		}
 		os.RemoveAll(dir)
@@ -108,43 +107,32 @@ func startEtcd(bin string) (*Etcd, error) {
 func (s *Etcd) run() error {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
-	done := make(chan struct{})
+	proc, err := startDaemon(cmd, nil)
+	if err != nil {
+		return fmt.Errorf("harness: start etcd: %w", err)
+	}
 	s.mu.Lock()
-	s.cmd, s.done = cmd, done
+	s.proc = proc
 	s.mu.Unlock()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("harness: etcd: start etcd: %w", err)
+	switch proc.waitReady(30*time.Second, 50*time.Millisecond, s.healthy) {
+	case errExited:
+		return fmt.Errorf("harness: etcd exited at start:\n%s", tail(s.log.String()))
+	case errNotReady:
+		return fmt.Errorf("harness: etcd not healthy after 30 s:\n%s", tail(s.log.String()))
 	}
-	go func() { _ = cmd.Wait(); close(done) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if s.healthy() {
-			return nil
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("harness: etcd exited at start:\n%s", tail(s.log.String()))
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("harness: etcd not healthy after 30 s:\n%s", tail(s.log.String()))
-		}
-	}
+	return nil
 }
 
 // Down kills etcd (an outage: every client connection is cut) and
 // keeps its data, for Up.
 func (s *Etcd) Down() error {
 	s.mu.Lock()
-	cmd, done := s.cmd, s.done
+	proc := s.proc
 	s.mu.Unlock()
-	_ = cmd.Process.Kill()
-	select {
-	case <-done:
-		return nil
-	case <-time.After(10 * time.Second):
+	if !proc.stop(os.Kill, 10*time.Second) {
 		return errors.New("harness: etcd did not exit within 10 s of SIGKILL")
 	}
+	return nil
 }
 
 // Up starts etcd again after Down, on the same ports and data, and
@@ -179,14 +167,9 @@ func (s *Etcd) Stop() error {
 	var err error
 	s.stop.Do(func() {
 		s.mu.Lock()
-		cmd, done := s.cmd, s.done
+		proc := s.proc
 		s.mu.Unlock()
-		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
-		}
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
+		if proc != nil && !proc.stop(os.Kill, 10*time.Second) {
 			err = errors.New("harness: etcd did not exit within 10 s of SIGKILL")
 		}
 		err = errors.Join(err, os.RemoveAll(s.dir))

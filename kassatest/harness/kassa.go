@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,10 +66,20 @@ type Kassa struct {
 	cmd  *exec.Cmd
 	mu   sync.Mutex
 	logs bytes.Buffer
-	done chan struct{}
+	done <-chan struct{}
 }
 
-var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
+// lockedWriter writes to b under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
 
 // StartKassa starts `kassa serve --dev` with data in dir (empty: a new
 // temporary one) and args, and waits until it listens. It is stopped
@@ -82,44 +90,16 @@ func StartKassa(t T, dir string, args ...string) *Kassa {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	k := &Kassa{t: t, Data: dir, done: make(chan struct{})}
+	k := &Kassa{t: t, Data: dir}
 	k.Args = append([]string{"serve", "--dev", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, args...)
 	k.cmd = exec.Command(KassaBin(t), k.Args...)
 	k.cmd.Stdout = io.Discard
-	stderr, err := k.cmd.StderrPipe()
+	addr, done, err := StartServe(k.cmd, lockedWriter{&k.mu, &k.logs}, 60*time.Second)
+	k.done = done
 	if err != nil {
-		t.Fatalf("%v", err)
+		t.Fatalf("%v:\n%s", err, k.Logs())
 	}
-	if err := k.cmd.Start(); err != nil {
-		t.Fatalf("%v", err)
-	}
-	addr := make(chan string, 1)
-	go func() {
-		defer close(k.done)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			k.mu.Lock()
-			k.logs.WriteString(line + "\n")
-			k.mu.Unlock()
-			if m := listenLine.FindStringSubmatch(line); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		k.URL = "http://" + a
-	case <-time.After(60 * time.Second):
-		_ = k.cmd.Process.Kill()
-		t.Fatalf("kassa did not start:\n%s", k.Logs())
-	case <-k.done:
-		t.Fatalf("kassa exited:\n%s", k.Logs())
-	}
+	k.URL = "http://" + addr
 	t.Cleanup(func() {
 		k.Stop()
 		if t.Failed() {

@@ -76,8 +76,7 @@ type Lnd struct {
 	btcd             *Node
 
 	mu     sync.Mutex
-	cmd    *exec.Cmd
-	done   chan struct{}
+	proc   *daemon
 	conn   *grpc.ClientConn
 	Client lnrpc.LightningClient
 	Router routerrpc.RouterClient
@@ -120,35 +119,29 @@ func (l *Lnd) start() {
 	}
 	cmd := exec.Command(filepath.Join(LndDir(t), "lnd"), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	proc, err := startDaemon(cmd, func() { logf.Close() })
+	if err != nil {
 		logf.Close()
 		t.Fatalf("start lnd %s: %v", l.Name, err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
 	l.mu.Lock()
-	l.cmd, l.done = cmd, done
+	l.proc = proc
 	l.mu.Unlock()
 
-	deadline := time.Now().Add(120 * time.Second)
-	for {
-		select {
-		case <-done:
-			t.Fatalf("lnd %s exited at start; its output:\n%s", l.Name, l.Output())
-		default:
+	err = proc.waitReady(120*time.Second, 100*time.Millisecond, func() bool {
+		if l.connect() != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lnd %s did not answer within 120s; its output:\n%s", l.Name, l.Output())
-		}
-		if l.connect() == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			info, err := l.Client.GetInfo(ctx, &lnrpc.GetInfoRequest{})
-			cancel()
-			if err == nil && info.SyncedToChain {
-				return
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		info, err := l.Client.GetInfo(ctx, &lnrpc.GetInfoRequest{})
+		return err == nil && info.SyncedToChain
+	})
+	switch err {
+	case errExited:
+		t.Fatalf("lnd %s exited at start; its output:\n%s", l.Name, l.Output())
+	case errNotReady:
+		t.Fatalf("lnd %s did not answer within 120s; its output:\n%s", l.Name, l.Output())
 	}
 }
 
@@ -206,47 +199,37 @@ func (l *Lnd) Output() string {
 func (l *Lnd) Pid() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cmd == nil {
+	if l.proc == nil {
 		return 0
 	}
-	return l.cmd.Process.Pid
+	return l.proc.cmd.Process.Pid
 }
 
 // Stop stops lnd (interrupt, then kill after 30 s) and waits for it.
 func (l *Lnd) Stop() {
-	l.mu.Lock()
-	cmd, done, conn := l.cmd, l.done, l.conn
-	l.cmd, l.conn = nil, nil
-	l.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	if conn != nil {
-		conn.Close()
-	}
-	_ = cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+	if proc := l.detach(); proc != nil {
+		proc.stop(syscall.SIGINT, 30*time.Second)
 	}
 }
 
 // Kill kills lnd at once (SIGKILL) and waits for it.
 func (l *Lnd) Kill() {
-	l.mu.Lock()
-	cmd, done, conn := l.cmd, l.done, l.conn
-	l.cmd, l.conn = nil, nil
-	l.mu.Unlock()
-	if cmd == nil {
-		return
+	if proc := l.detach(); proc != nil {
+		proc.kill()
 	}
-	if conn != nil {
+}
+
+// detach forgets the running process (nil when stopped) and closes the
+// connection to it, for Stop and Kill.
+func (l *Lnd) detach() *daemon {
+	l.mu.Lock()
+	proc, conn := l.proc, l.conn
+	l.proc, l.conn = nil, nil
+	l.mu.Unlock()
+	if proc != nil && conn != nil {
 		conn.Close()
 	}
-	_ = cmd.Process.Kill()
-	<-done
+	return proc
 }
 
 // Start starts a stopped lnd again with its data and ports.

@@ -1,14 +1,20 @@
 package harness
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // T is what the harness needs of a test: *testing.T and *testing.B
@@ -139,4 +145,124 @@ func (p *Process) Close() {
 		p.cleanups[i]()
 	}
 	p.cleanups = nil
+}
+
+// daemon is a started process; done is closed once it has exited and
+// been waited for.
+type daemon struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startDaemon starts cmd and waits for it in the background; after, when
+// not nil, runs once it has exited (to close its log file), before done
+// is closed.
+func startDaemon(cmd *exec.Cmd, after func()) (*daemon, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	d := &daemon{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		if after != nil {
+			after()
+		}
+		close(d.done)
+	}()
+	return d, nil
+}
+
+// errExited and errNotReady are what waitReady returns when the daemon
+// exits first or timeout passes.
+var (
+	errExited   = errors.New("exited at start")
+	errNotReady = errors.New("not ready in time")
+)
+
+// waitReady calls ready every interval until it holds (nil), the daemon
+// exits (errExited) or timeout passes (errNotReady).
+func (d *daemon) waitReady(timeout, interval time.Duration, ready func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-d.done:
+			return errExited
+		default:
+		}
+		if time.Now().After(deadline) {
+			return errNotReady
+		}
+		if ready() {
+			return nil
+		}
+		time.Sleep(interval)
+	}
+}
+
+// stop sends sig and waits grace for the daemon to exit; then it kills
+// it and waits grace again. It reports whether the daemon exited.
+func (d *daemon) stop(sig os.Signal, grace time.Duration) bool {
+	_ = d.cmd.Process.Signal(sig)
+	select {
+	case <-d.done:
+		return true
+	case <-time.After(grace):
+	}
+	_ = d.cmd.Process.Kill()
+	select {
+	case <-d.done:
+		return true
+	case <-time.After(grace):
+		return false
+	}
+}
+
+// kill kills the daemon at once (SIGKILL, as a crash would) and waits
+// for it.
+func (d *daemon) kill() {
+	_ = d.cmd.Process.Kill()
+	<-d.done
+}
+
+var listenLine = regexp.MustCompile(`msg="kassa listening" addr=(\S+)`)
+
+// StartServe starts cmd, a `kassa serve`, copies its stderr (its log)
+// line by line to log, and waits up to timeout until it logs the address
+// it listens on (host:port). done is closed when its stderr ends, that
+// is, when it has exited; the caller then Waits for it. When it exits or
+// timeout passes first (then it is killed), StartServe returns an error.
+func StartServe(cmd *exec.Cmd, log io.Writer, timeout time.Duration) (addr string, done <-chan struct{}, err error) {
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	listening := make(chan string, 1)
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			_, _ = io.WriteString(log, line+"\n")
+			if m := listenLine.FindStringSubmatch(line); m != nil {
+				select {
+				case listening <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-listening:
+		return a, closed, nil
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		return "", closed, fmt.Errorf("kassa did not log that it listens within %v", timeout)
+	case <-closed:
+		return "", closed, errors.New("kassa exited at start")
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -54,7 +53,7 @@ func startClusterInfra(t *testing.T, n int, via func(i int, et *harness.Etcd) st
 			etcdURL = via(i, et)
 		}
 		args := append([]string{"--store", dsn, "--cluster", etcdURL,
-			"--node-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))}, nodeTLSArgs(t, certs)...)
+			"--node-listen", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))}, nodeTLSArgs(t, certs)...)
 		args = append(args, extra...)
 		nodes = append(nodes, launchServer(t, t.TempDir(), args...))
 		flags = append(flags, args)
@@ -63,16 +62,6 @@ func startClusterInfra(t *testing.T, n int, via func(i int, et *harness.Etcd) st
 		waitFor(t, 30*time.Second, "every node sees every member", func() bool { return len(clusterHealth(s).Members) == n })
 	}
 	return nodes, flags, pg, et
-}
-
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // nodeHealth is the cluster part of a node's health.

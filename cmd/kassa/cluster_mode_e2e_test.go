@@ -63,7 +63,7 @@ func e2eClusterArgs(t *testing.T, dir string) []string {
 		certs = filepath.Join(tmp, "certs")
 		e2eEtcd.certs[dir] = certs
 	}
-	return append([]string{"--cluster", et.ClusterURL(), "--node-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))},
+	return append([]string{"--cluster", et.ClusterURL(), "--node-listen", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))},
 		nodeTLSArgs(t, certs)...)
 }
 

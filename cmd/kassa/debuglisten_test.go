@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // TestDebugListenerFreesOSMemoryOnlyInDev checks the debug listener's
@@ -13,7 +15,7 @@ import (
 // without it, where the listener serves pprof alone.
 func TestDebugListenerFreesOSMemoryOnlyInDev(t *testing.T) {
 	for _, dev := range []bool{true, false} {
-		debugAddr := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
+		debugAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 		flags := []string{"--debug-listen", debugAddr}
 		if dev {
 			flags = append(flags, "--dev")

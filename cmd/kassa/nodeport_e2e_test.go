@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/kassapay/kassa/internal/nodetls"
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // flagValue returns the value of flag name in args.
@@ -103,7 +104,7 @@ func TestClusterNodeRefusesToStartUnauthenticated(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--node-listen", fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))}, "--cluster needs the node port's mutual TLS"},
+		{[]string{"--node-listen", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))}, "--cluster needs the node port's mutual TLS"},
 		{[]string{"--node-listen", "10.0.0.5:7001", "--node-insecure"}, "--node-insecure only with a loopback --node-listen"},
 	} {
 		args := append([]string{"serve", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--store", "postgres://kassa@127.0.0.1:1/kassa",

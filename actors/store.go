@@ -24,6 +24,8 @@ type storeActor struct {
 	id  string
 	st  *kassa.Store
 	seq uint64
+	// release ends this activation's hold on the store's owned cache.
+	release func()
 
 	invoices map[string]*actor.PID
 	// stopping holds messages for invoice actors that are passivating;
@@ -92,6 +94,11 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		a.stopping = map[string][]pending{}
 		a.reserved = map[string]kassa.Sats{}
 		a.sessions = map[string]sessionEntry{}
+		// A store that caches what its owner reads (PostgreSQL) does so
+		// while this actor runs: it is the store's writer here.
+		if o, ok := a.sys.cfg.Reader.(interface{ Own(string) func() }); ok {
+			a.release = o.Own(a.id)
+		}
 		err := a.load(context.Background())
 		if f := snapshotFault(kassa.Stream{Kind: kassa.KindStore, ID: a.id}, err); f != nil {
 			// Not a crash to retry: a newer Kassa wrote the snapshot.
@@ -103,6 +110,11 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		}
 		if a.st != nil && a.sys.recovered.Load() {
 			a.sys.activateDueInvoices(a.id)
+		}
+	case *actor.Stopped, *actor.Restarting:
+		if a.release != nil {
+			a.release()
+			a.release = nil
 		}
 	case crash:
 		panic("crash requested")

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/balances"
 	"github.com/kassapay/kassa/metrics"
 	"github.com/kassapay/kassa/persistence/format"
 )
@@ -40,8 +41,8 @@ type DB struct {
 	// PutStore update it after they are durable.
 	stores storeCache
 	// balances caches prepaid balances, kept by the commits that
-	// change them (see balanceCache).
-	balances  balanceCache
+	// change them (see balances.Cache).
+	balances  balances.Cache
 	tracer    trace.Tracer
 	syncWrite bool
 	// fail holds the first write error Pebble could not recover from;
@@ -394,7 +395,7 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	}
 	start := time.Now()
 	size := len(b.b.Repr())
-	if err := d.balances.write(b.deltas, func() error {
+	if err := d.balances.Write(b.deltas, func() error {
 		return guarded(func() error { return b.b.Commit(opts) })
 	}); err != nil {
 		span.SetStatus(codes.Error, err.Error())

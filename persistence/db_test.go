@@ -852,7 +852,7 @@ func testBalanceCachedUnderWrites(t *testing.T, h *harness) {
 	}
 	for s := range stores {
 		id := fmt.Sprintf("s%d", s)
-		if _, ok := h.db.balances.get(id); !ok {
+		if _, ok := h.db.balances.Get(id); !ok {
 			t.Errorf("%s: balance not cached after a read", id)
 		}
 		got, err := h.db.Balance(t.Context(), id)

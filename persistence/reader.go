@@ -87,13 +87,13 @@ func (d *DB) Balance(ctx context.Context, storeID string) (kassa.Sats, error) {
 		return 0, err
 	}
 	defer d.leave()
-	bal, err := d.balances.load(storeID, func() (int64, error) {
+	bal, err := d.balances.Load(storeID, func() (int64, error) {
 		v, err := d.get(balanceKey(storeID))
 		if err != nil || len(v) != 8 {
 			return 0, err
 		}
 		return int64(binary.BigEndian.Uint64(v)), nil
-	})
+	}, nil)
 	return kassa.Sats(bal), err
 }
 

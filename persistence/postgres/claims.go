@@ -117,7 +117,7 @@ func (d *DB) CommitClaimed(ctx context.Context, c kassa.DeliveryClaim, kb kassa.
 	if !ok {
 		return fmt.Errorf("postgres: foreign batch %T", kb)
 	}
-	return d.group.commit(ctx, b, &fence{
+	return d.commit(ctx, b, &fence{
 		sql:     `SELECT 1 FROM outbox WHERE webhook_id = $1 AND delivery_id = $2 AND claimed_by = $3 FOR UPDATE`,
 		args:    []any{c.WebhookID, c.DeliveryID, c.Holder},
 		refused: fmt.Errorf("%w (delivery %s, holder %s)", kassa.ErrClaimLost, c.DeliveryID, c.Holder),

@@ -26,6 +26,8 @@ type DB struct {
 	// group writes the batches of Commit and of the fenced commits
 	// (Members, Leases, CommitClaimed) in shared transactions.
 	group *committer
+	// cache keeps the stores owned by this process's actors (Own).
+	cache ownedCache
 }
 
 var (
@@ -138,6 +140,10 @@ type Batch struct {
 	db  *DB
 	b   pgx.Batch
 	err error
+	// stores and deltas are the snapshots and balance changes the batch
+	// writes, for the owned cache once committed.
+	stores []cachedStore
+	deltas map[string]int64
 }
 
 // NewBatch starts a batch.
@@ -191,6 +197,8 @@ func (b *Batch) PutStore(st *kassa.Store, seq uint64) {
 		b.queue(`INSERT INTO api_keys (key_hash, store_id) VALUES ($1, $2)
 			ON CONFLICT (key_hash) DO UPDATE SET store_id = EXCLUDED.store_id`, apiKeyHash(k.Key), st.ID)
 	}
+	copied := *st
+	b.stores = append(b.stores, cachedStore{store: &copied, seq: seq})
 }
 
 // PutInvoice writes an invoice's snapshot and updates its indexes.
@@ -231,6 +239,10 @@ func (b *Batch) PutTransaction(tx *kassa.Transaction) {
 	if delta := tx.BalanceDelta(); delta != 0 {
 		b.queue(`INSERT INTO balances (store_id, balance) VALUES ($1, $2)
 			ON CONFLICT (store_id) DO UPDATE SET balance = balances.balance + EXCLUDED.balance`, tx.StoreID, int64(delta))
+		if b.deltas == nil {
+			b.deltas = map[string]int64{}
+		}
+		b.deltas[tx.StoreID] += int64(delta)
 	}
 }
 
@@ -290,7 +302,7 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	if !ok {
 		return fmt.Errorf("postgres: foreign batch %T", kb)
 	}
-	return d.group.commit(ctx, b, nil, "postgres: commit batch")
+	return d.commit(ctx, b, nil, "postgres: commit batch")
 }
 
 // Events calls fn for each event of s after seq, in order.

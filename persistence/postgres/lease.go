@@ -144,7 +144,7 @@ func (f fenced) Commit(ctx context.Context, kb kassa.Batch) error {
 	if !ok {
 		return fmt.Errorf("postgres: foreign batch %T", kb)
 	}
-	return f.db.group.commit(ctx, b, &fence{
+	return f.db.commit(ctx, b, &fence{
 		sql:     `SELECT 1 FROM leases WHERE role = $1 AND holder = $2 AND epoch = $3 FOR SHARE`,
 		args:    []any{f.l.Role, f.l.Holder, f.l.Epoch},
 		refused: lostError(f.l),

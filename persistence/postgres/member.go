@@ -81,7 +81,7 @@ func (m Members) Commit(ctx context.Context, member string, kb kassa.Batch) erro
 	if b.err == nil && b.b.Len() == 0 {
 		return nil
 	}
-	return m.db.group.commit(ctx, b, &fence{
+	return m.db.commit(ctx, b, &fence{
 		sql:     `SELECT 1 FROM leases WHERE role = $1 FOR SHARE`,
 		args:    []any{memberRole(member)},
 		refused: kassa.ErrNotMember,

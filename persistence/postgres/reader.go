@@ -72,7 +72,13 @@ func (d *DB) Store(ctx context.Context, id string) (*kassa.Store, error) {
 }
 
 // StoreSnapshot returns a store and the sequence number of its snapshot.
+// A store owned here is served from the owned cache: the store is then
+// the caller's copy, its slices shared and read-only.
 func (d *DB) StoreSnapshot(ctx context.Context, id string) (*kassa.Store, uint64, error) {
+	if st, seq, ok := d.cache.store(id); ok {
+		return st, seq, nil
+	}
+	owned, gen := d.cache.ownedGen(id)
 	var seq int64
 	var doc []byte
 	err := d.pool.QueryRow(ctx, `SELECT seq, doc FROM stores WHERE id = $1`, id).Scan(&seq, &doc)
@@ -86,13 +92,44 @@ func (d *DB) StoreSnapshot(ctx context.Context, id string) (*kassa.Store, uint64
 	if err := format.Unmarshal(doc, &st); err != nil {
 		return nil, 0, fmt.Errorf("postgres: decode store %s: %w", id, err)
 	}
+	if owned {
+		d.cache.putRead(&st, uint64(seq), gen, "")
+	}
 	return &st, uint64(seq), nil
 }
 
-// StoreByAPIKey returns the store that owns key.
+// StoreByAPIKey returns the store that owns key. A key seen before of a
+// store owned here is answered from the owned cache.
 func (d *DB) StoreByAPIKey(ctx context.Context, key string) (*kassa.Store, error) {
-	return getDoc[kassa.Store](ctx, d, errStoreNotFound,
-		`SELECT s.doc FROM api_keys k JOIN stores s ON s.id = k.store_id WHERE k.key_hash = $1`, apiKeyHash(key))
+	hash := apiKeyHash(key)
+	if id, ok := d.cache.byKey(hash); ok {
+		if st, _, ok := d.cache.store(id); ok {
+			return st, nil
+		}
+	}
+	var id string
+	var seq int64
+	var doc []byte
+	err := d.pool.QueryRow(ctx, `SELECT s.id, s.seq, s.doc FROM api_keys k JOIN stores s ON s.id = k.store_id WHERE k.key_hash = $1`,
+		hash).Scan(&id, &seq, &doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, errStoreNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: read: %w", down(err))
+	}
+	// The generation is taken after the read: a snapshot read before an
+	// Own is not cached, one read after it may be older than a commit
+	// made since, which the sequence number keeps out.
+	owned, gen := d.cache.ownedGen(id)
+	var st kassa.Store
+	if err := format.Unmarshal(doc, &st); err != nil {
+		return nil, fmt.Errorf("postgres: decode: %w", down(err))
+	}
+	if owned {
+		d.cache.putRead(&st, uint64(seq), gen, hash)
+	}
+	return &st, nil
 }
 
 // Stores calls fn for every store, by id.
@@ -100,17 +137,27 @@ func (d *DB) Stores(ctx context.Context, fn func(*kassa.Store) error) error {
 	return eachDoc(ctx, d, fn, `SELECT doc FROM stores ORDER BY id`)
 }
 
-// Balance returns the store's prepaid balance.
+// Balance returns the store's prepaid balance, from the owned cache
+// for a store owned here.
 func (d *DB) Balance(ctx context.Context, storeID string) (kassa.Sats, error) {
-	var bal int64
-	err := d.pool.QueryRow(ctx, `SELECT balance FROM balances WHERE store_id = $1`, storeID).Scan(&bal)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
+	read := func() (int64, error) {
+		var bal int64
+		err := d.pool.QueryRow(ctx, `SELECT balance FROM balances WHERE store_id = $1`, storeID).Scan(&bal)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("postgres: read balance: %w", down(err))
+		}
+		return bal, nil
 	}
-	if err != nil {
-		return 0, fmt.Errorf("postgres: read balance: %w", down(err))
+	owned, gen := d.cache.ownedGen(storeID)
+	if !owned {
+		bal, err := read()
+		return kassa.Sats(bal), err
 	}
-	return kassa.Sats(bal), nil
+	bal, err := d.cache.balances.Load(storeID, read, func() bool { return d.cache.still(storeID, gen) })
+	return kassa.Sats(bal), err
 }
 
 // Invoice returns an invoice.

@@ -149,13 +149,7 @@ func launchServer(t *testing.T, dir string, flags ...string) *server {
 		if d := os.Getenv("KASSA_DUMP_LOGS"); d != "" {
 			_ = os.WriteFile(filepath.Join(d, strings.ReplaceAll(strings.TrimPrefix(s.url, "http://"), ":", "_")+".log"), []byte(s.ownLogs()), 0o644)
 		}
-		if t.Failed() {
-			logs := s.Logs()
-			if len(logs) > 20000 {
-				logs = logs[len(logs)-20000:]
-			}
-			t.Logf("server log (tail):\n%s", logs)
-		}
+		harness.LogTailIfFailed(t, "server log", s.Logs(), 20000)
 	})
 	return s
 }

@@ -269,11 +269,7 @@ func (n *Node) URL() string {
 
 // Output returns what btcd printed.
 func (n *Node) Output() string {
-	b, _ := os.ReadFile(filepath.Join(n.cfg.Dir, "btcd.out"))
-	if len(b) > 8000 {
-		b = b[len(b)-8000:]
-	}
-	return string(b)
+	return fileTail(filepath.Join(n.cfg.Dir, "btcd.out"), 8000)
 }
 
 // Stop stops the node (interrupt, then kill after 20 s) and waits for it

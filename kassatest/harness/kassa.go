@@ -102,13 +102,7 @@ func StartKassa(t T, dir string, args ...string) *Kassa {
 	k.URL = "http://" + addr
 	t.Cleanup(func() {
 		k.Stop()
-		if t.Failed() {
-			logs := k.Logs()
-			if len(logs) > 30000 {
-				logs = logs[len(logs)-30000:]
-			}
-			t.Logf("kassa log (tail):\n%s", logs)
-		}
+		LogTailIfFailed(t, "kassa log", k.Logs(), 30000)
 	})
 	return k
 }

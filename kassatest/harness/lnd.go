@@ -188,11 +188,7 @@ func (l *Lnd) URL() string {
 
 // Output returns the tail of what lnd printed.
 func (l *Lnd) Output() string {
-	b, _ := os.ReadFile(filepath.Join(l.Dir, "lnd.out"))
-	if len(b) > 8000 {
-		b = b[len(b)-8000:]
-	}
-	return string(b)
+	return fileTail(filepath.Join(l.Dir, "lnd.out"), 8000)
 }
 
 // Pid is the running lnd process's id (0 when stopped).

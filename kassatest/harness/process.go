@@ -82,6 +82,29 @@ func tail(s string) string {
 	return strings.Join(lines, "\n")
 }
 
+// fileTail returns the last max bytes of the file at path (a daemon's
+// log), or what of it there is.
+func fileTail(path string, max int) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
+
+// LogTailIfFailed logs the last max bytes of a process's log, under
+// name, when t has failed: the end of a log says why a test failed.
+func LogTailIfFailed(t T, name, log string, max int) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	if len(log) > max {
+		log = log[len(log)-max:]
+	}
+	t.Logf("%s (tail):\n%s", name, log)
+}
+
 // lockedBuffer is a daemon's output, written by the process and read by
 // the test; past 1 MiB it keeps no more (enough to say why it failed).
 type lockedBuffer struct {

@@ -88,7 +88,7 @@ const sharedSlack = time.Minute
 type Chain struct {
 	conn    Conn
 	node    Node
-	client  *rpcclient.Client
+	client  *Client
 	kv      kassa.KeyValue
 	reader  kassa.Reader
 	clock   kassa.Clock
@@ -314,7 +314,7 @@ func (c *Chain) Start(ctx context.Context, handle func(context.Context, kassa.Ch
 			defer close(c.done)
 			defer func() {
 				if c.client != nil {
-					c.client.Shutdown()
+					c.client.Close()
 				}
 			}()
 			c.run(ctx, w, handle)

@@ -12,15 +12,12 @@
 package rpc
 
 import (
-	"fmt"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/btcsuite/btcd/chaincfg"
-	"github.com/btcsuite/btcd/rpcclient"
 
 	"github.com/kassapay/kassa"
 )
@@ -97,22 +94,6 @@ func ParseURL(raw string) (Conn, error) {
 		c.Poll = d
 	}
 	return c, nil
-}
-
-// Client connects to the node in HTTP POST mode, which both nodes serve.
-func (c Conn) Client() (*rpcclient.Client, error) {
-	cfg := &rpcclient.ConnConfig{
-		Host: c.Host, User: c.User, Pass: c.Pass, CookiePath: c.Cookie,
-		HTTPPostMode: true, DisableTLS: c.NoTLS, DisableConnectOnNew: true,
-	}
-	if c.Cert != "" && !c.NoTLS {
-		pem, err := os.ReadFile(c.Cert)
-		if err != nil {
-			return nil, fmt.Errorf("--chain: read cert: %w", err)
-		}
-		cfg.Certificates = pem
-	}
-	return rpcclient.New(cfg, nil)
 }
 
 // redact removes the password from an error text of the RPC client.

@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/btcsuite/btcd/chaincfg/chainhash"
-	"github.com/btcsuite/btcd/rpcclient"
 
 	"github.com/kassapay/kassa"
 )
@@ -85,18 +84,14 @@ func (h *health) gapWarnings(w []string) {
 
 // learnKind asks the node whether it is btcd or bitcoind, once: the
 // watcher calls it after the node answered, so health never waits on
-// an unreachable node (rpcclient retries a failed call for 22.5 s).
+// an unreachable node.
 func (h *health) learnKind(c *Chain) {
 	if !h.kindUnknown() || c.client == nil {
 		return
 	}
-	v, err := c.client.BackendVersion()
+	kind, err := c.client.kind()
 	if err != nil {
 		return
-	}
-	kind := "bitcoind"
-	if _, ok := v.(rpcclient.BtcdVersion); ok {
-		kind = "btcd"
 	}
 	h.mu.Lock()
 	h.kind = kind

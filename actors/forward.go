@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/metrics"
 )
 
 // ForwarderConfig holds what forwarding needs.
@@ -26,6 +27,9 @@ type ForwarderConfig struct {
 	Addresses kassa.LightningAddresses
 	Clock     kassa.Clock
 	Logger    *slog.Logger
+	// Metrics counts the forward attempts (nil: a Set of the
+	// Forwarder's own, unserved).
+	Metrics *metrics.Set
 	// PayTimeout bounds one payment attempt; zero means a minute.
 	PayTimeout time.Duration
 	// TrackEvery is how often a payment in flight (or whose outcome is
@@ -96,6 +100,7 @@ type term struct {
 // NewForwarder returns a Forwarder; call Recover once the backends run
 // (or, in a cluster, Lead under the forwarder lease).
 func NewForwarder(cfg ForwarderConfig) *Forwarder {
+	cfg.Metrics = metrics.Or(cfg.Metrics)
 	if cfg.Clock == nil {
 		cfg.Clock = kassa.SystemClock{}
 	}
@@ -531,7 +536,7 @@ func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.P
 	c := a.ctx()
 	a.traceForward(fw)
 	fail := func(reason string) {
-		countForward(false)
+		countForward(a.f.cfg.Metrics, false)
 		fw.NoteDelay(reason, a.now())
 		if err := a.save(c, fw, nil); err != nil {
 			a.f.log.Error("record forward failure", "forward", fw.ID, "err", err)
@@ -672,7 +677,7 @@ func (a *forwardActor) outcome(ctx actor.Context, fw *kassa.Forward, p kassa.Lig
 	c := a.ctx()
 	switch p.Status {
 	case kassa.PaymentSucceeded:
-		countForward(true)
+		countForward(a.f.cfg.Metrics, true)
 		if !fw.PartPaid(p.FeeMSat, a.now()) {
 			// A part of a split forward: record it, then pay the next.
 			if err := a.save(c, fw, nil); err != nil {
@@ -695,7 +700,7 @@ func (a *forwardActor) outcome(ctx actor.Context, fw *kassa.Forward, p kassa.Lig
 		// More may be queued.
 		ctx.Send(ctx.Self(), wakeForward{})
 	case kassa.PaymentFailed:
-		countForward(false)
+		countForward(a.f.cfg.Metrics, false)
 		fw.Fail("payment failed: "+p.Failure, a.now())
 		if err := a.save(c, fw, nil); err != nil {
 			a.f.log.Error("record forward failure", "forward", fw.ID, "err", err)

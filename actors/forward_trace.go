@@ -40,10 +40,10 @@ func (a *forwardActor) traceForward(fw *kassa.Forward) {
 }
 
 // countForward counts the outcome of a forward attempt.
-func countForward(ok bool) {
+func countForward(m *metrics.Set, ok bool) {
 	outcome := "failed"
 	if ok {
 		outcome = "succeeded"
 	}
-	metrics.ForwardAttempts.WithLabelValues(outcome).Inc()
+	m.ForwardAttempts.WithLabelValues(outcome).Inc()
 }

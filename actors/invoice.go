@@ -248,7 +248,7 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 		return reply{err: err}
 	}
 	a.inv, a.seq = msg.inv, 1
-	countCreated(&msg.inv)
+	countCreated(a.p.metrics, &msg.inv)
 	inv := a.inv
 	a.perform(ctx, parent, &inv, msg.effects)
 	a.p.outbox.notify(deliveries)
@@ -325,7 +325,7 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 		ctx.Send(ctx.Parent(), &feeReleased{invoiceID: next.ID})
 	}
 	a.inv, a.seq = next, seq
-	countSettled(effects)
+	countSettled(a.p.metrics, effects)
 	out := a.inv
 	a.perform(ctx, spanCtx, &out, effects)
 	a.p.outbox.notify(deliveries)

@@ -148,23 +148,23 @@ func methodLabel(m kassa.PaymentMethod) string {
 }
 
 // countCreated counts a created invoice under each method it offers.
-func countCreated(inv *kassa.Invoice) {
-	for _, m := range inv.EnabledMethods {
-		metrics.InvoicesCreated.WithLabelValues(methodLabel(m)).Inc()
+func countCreated(m *metrics.Set, inv *kassa.Invoice) {
+	for _, method := range inv.EnabledMethods {
+		m.InvoicesCreated.WithLabelValues(methodLabel(method)).Inc()
 	}
 }
 
 // countSettled counts the settles among durable effects.
-func countSettled(effects []kassa.Effect) {
+func countSettled(m *metrics.Set, effects []kassa.Effect) {
 	for _, e := range effects {
 		if s, ok := e.(kassa.Settle); ok {
-			metrics.InvoicesSettled.WithLabelValues(methodLabel(s.Method)).Inc()
+			m.InvoicesSettled.WithLabelValues(methodLabel(s.Method)).Inc()
 		}
 	}
 }
 
 // countDelivery counts a recorded delivery attempt.
-func countDelivery(d *kassa.Delivery, attempted bool) {
+func countDelivery(m *metrics.Set, d *kassa.Delivery, attempted bool) {
 	outcome := "failed"
 	switch {
 	case !attempted:
@@ -172,9 +172,9 @@ func countDelivery(d *kassa.Delivery, attempted bool) {
 	case d.Status == kassa.DeliveryDelivered:
 		outcome = "delivered"
 	}
-	metrics.WebhookDeliveries.WithLabelValues(outcome).Inc()
+	m.WebhookDeliveries.WithLabelValues(outcome).Inc()
 	if attempted {
-		metrics.WebhookDuration.WithLabelValues(outcome).Observe(d.Duration.Seconds())
+		m.WebhookDuration.WithLabelValues(outcome).Observe(d.Duration.Seconds())
 	}
 }
 

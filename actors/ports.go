@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/metrics"
 )
 
 // The ports of the invoice and webhook actors: what each uses of the
@@ -40,6 +41,7 @@ type invoicePorts struct {
 	lightning *lightningCanceller
 	faults    *journalFaults
 	timers    timers
+	metrics   *metrics.Set
 	log       *slog.Logger
 	tracer    trace.Tracer
 }
@@ -68,6 +70,7 @@ type webhookPorts struct {
 	// recovered reports whether RecoverDeliveries has sent the outbox.
 	recovered func() bool
 	timers    timers
+	metrics   *metrics.Set
 	log       *slog.Logger
 	tracer    trace.Tracer
 }
@@ -94,7 +97,7 @@ func (s *System) invoicePorts() *invoicePorts {
 	return &invoicePorts{
 		clock: s.cfg.Clock, journal: s.cfg.Journal, commit: s.commit, ledger: s.ledger, outbox: s.outbox,
 		events: s.cfg.Events, lightning: &lightningCanceller{s.cfg.Lightning, s.cfg.RequestTimeout, s.log},
-		faults: &s.journalFaults, timers: s.timers(), log: s.log, tracer: s.tracer,
+		faults: &s.journalFaults, timers: s.timers(), metrics: s.cfg.Metrics, log: s.log, tracer: s.tracer,
 	}
 }
 
@@ -105,7 +108,7 @@ func (s *System) webhookPorts() *webhookPorts {
 		client: s.cfg.Webhooks, sigAliases: s.cfg.WebhookSigAliases,
 		claims: s.cfg.Claims, claimTTL: s.cfg.ClaimTTL, claimRetry: s.cfg.ClaimRetry, claimHolder: s.claimHolder,
 		stopping: s.deliveryContext, recovered: s.deliveriesRecovered.Load,
-		timers: s.timers(), log: s.log, tracer: s.tracer,
+		timers: s.timers(), metrics: s.cfg.Metrics, log: s.log, tracer: s.tracer,
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/kassapay/kassa"
-	"github.com/kassapay/kassa/metrics"
 	"github.com/kassapay/kassa/protos"
 )
 
@@ -93,7 +92,7 @@ func (s *System) HandleLightningEvent(ctx context.Context, ev kassa.LightningEve
 		return fmt.Errorf("lightning event for invoice %s: %w", id, err)
 	}
 	if err == nil && !ev.SettledAt.IsZero() {
-		metrics.SettleLag.Observe(max(s.cfg.Clock.Now().Sub(ev.SettledAt), 0).Seconds())
+		s.cfg.Metrics.SettleLag.Observe(max(s.cfg.Clock.Now().Sub(ev.SettledAt), 0).Seconds())
 	}
 	return nil
 }

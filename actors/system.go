@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/metrics"
 	"github.com/kassapay/kassa/protos"
 )
 
@@ -40,6 +41,9 @@ type Config struct {
 	Events            EventSink // nil: events are only logged
 	Clock             kassa.Clock
 	Logger            *slog.Logger
+	// Metrics counts creates, settles, deliveries and settle lags (nil:
+	// a Set of the System's own, unserved).
+	Metrics *metrics.Set
 	// InvoiceExpiry is how long an invoice waits for its payment.
 	InvoiceExpiry time.Duration
 	// Monitoring is how long an expired invoice's address is watched.
@@ -147,6 +151,7 @@ var (
 
 // NewSystem starts an actor system. Call Recover once the backends run.
 func NewSystem(cfg Config) *System {
+	cfg.Metrics = metrics.Or(cfg.Metrics)
 	if cfg.Clock == nil {
 		cfg.Clock = kassa.SystemClock{}
 	}

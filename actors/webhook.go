@@ -335,7 +335,7 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 		}
 		return d, err
 	}
-	countDelivery(d, attempted)
+	countDelivery(a.p.metrics, d, attempted)
 	a.p.log.DebugContext(spanCtx, "webhook delivery", "webhook", d.WebhookID, "delivery", d.ID, "type", string(d.Type),
 		"status", d.Status.String(), "code", d.StatusCode, "duration", d.Duration)
 	if retry != nil {

@@ -98,7 +98,7 @@ func (s *server) observe(next http.Handler) http.Handler {
 				span.SetStatus(codes.Error, http.StatusText(status))
 			}
 			span.End()
-			countRequest(r.Method, route, status, time.Since(start))
+			s.countRequest(r.Method, route, status, time.Since(start))
 			// A request that succeeded is a debug line: at the default
 			// level a create logs only its invoice event, and the
 			// request metrics count every request. Refusals and

@@ -6,11 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/kassapay/kassa/metrics"
 )
 
 // spans records every span the tests make.
@@ -102,6 +105,34 @@ func TestAccessLog(t *testing.T) {
 	for _, secret := range []string{keyA, "wrong-key-123", inv.ID} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("log contains %q", secret)
+		}
+	}
+}
+
+// TestRequestsCountedInTheHandlersMetrics checks that a handler counts
+// its requests in the Set it is given, not in one shared by the
+// process: two services side by side count apart.
+func TestRequestsCountedInTheHandlersMetrics(t *testing.T) {
+	t.Parallel()
+	a, b := newEnv(t), newEnv(t)
+	a.deps.Metrics, b.deps.Metrics = metrics.New(), metrics.New()
+	a.rebuild()
+	b.rebuild()
+	a.do("GET", "/api/v1/stores/store_a", "")
+	a.do("GET", "/api/v1/stores/store_a", "")
+	b.do("GET", "/api/v1/stores/store_a", "", header{"X-Api-Key", "wrong-key-123"})
+	const route = "/api/v1/stores/{storeId}"
+	for _, c := range []struct {
+		env    *env
+		status string
+		want   float64
+	}{{a, "200", 2}, {a, "401", 0}, {b, "200", 0}, {b, "401", 1}} {
+		var m dto.Metric
+		if err := c.env.deps.Metrics.HTTPRequests.WithLabelValues("GET", route, c.status).Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		if got := m.GetCounter().GetValue(); got != c.want {
+			t.Errorf("%s answered %s: counted %v, want %v", map[*env]string{a: "a", b: "b"}[c.env], c.status, got, c.want)
 		}
 	}
 }

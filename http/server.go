@@ -11,6 +11,7 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/http/apidocs"
+	"github.com/kassapay/kassa/metrics"
 )
 
 // Deps are what the handler consumes. Reader, Stores, Invoices,
@@ -36,6 +37,9 @@ type Deps struct {
 	KV        kassa.KeyValue // idempotency keys
 	Clock     kassa.Clock
 	Logger    *slog.Logger
+	// Metrics counts the requests (nil: a Set of the handler's own,
+	// unserved).
+	Metrics *metrics.Set
 	// PublicURL is the base of checkoutLink and pay-link URLs, e.g.
 	// http://127.0.0.1:8080.
 	PublicURL string
@@ -113,6 +117,7 @@ func NewHandler(d Deps) http.Handler {
 	if s.Clock == nil {
 		s.Clock = kassa.SystemClock{}
 	}
+	s.Metrics = metrics.Or(s.Metrics)
 	s.limiter = newRateLimiter(d.RateLimit, d.RateBurst, s.Clock)
 	if s.PublicLimits == (PublicLimits{}) {
 		s.PublicLimits = DefaultPublicLimits()

@@ -33,6 +33,7 @@ type DB struct {
 	closed   atomic.Bool
 	ops      atomic.Int64
 	db       *pebble.DB
+	metrics  *metrics.Set
 	nextTxID atomic.Int64
 	// outboxSeq is the last outbox sequence number given (see PutDelivery).
 	outboxSeq atomic.Uint64
@@ -73,6 +74,8 @@ type Options struct {
 	// Clock tells when the small values of PutValue expire; nil means
 	// the system clock. The callers that set expiries use the same clock.
 	Clock kassa.Clock
+	// Metrics counts the commits (nil: a Set of the DB's own, unserved).
+	Metrics *metrics.Set
 }
 
 // Open opens (or creates) the store in dir.
@@ -95,7 +98,8 @@ func Open(dir string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
 	}
-	d := &DB{db: pdb, tracer: otel.Tracer("github.com/kassapay/kassa/persistence"), syncWrite: !o.NoSync, fail: fail, clock: o.Clock}
+	d := &DB{db: pdb, tracer: otel.Tracer("github.com/kassapay/kassa/persistence"), syncWrite: !o.NoSync, fail: fail, clock: o.Clock,
+		metrics: metrics.Or(o.Metrics)}
 	if d.clock == nil {
 		d.clock = kassa.SystemClock{}
 	}
@@ -404,8 +408,8 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 		}
 		return fmt.Errorf("commit batch: %w", err)
 	}
-	metrics.CommitDuration.Observe(time.Since(start).Seconds())
-	metrics.CommitBytes.Observe(float64(size))
+	d.metrics.CommitDuration.Observe(time.Since(start).Seconds())
+	d.metrics.CommitBytes.Observe(float64(size))
 	for _, c := range b.stores {
 		d.stores.put(c)
 	}

@@ -84,7 +84,8 @@ func newStack(t *testing.T) *stack {
 	t.Helper()
 	s := &stack{t: t}
 	var err error
-	if s.db, err = persistence.Open("", persistence.Options{InMemory: true}); err != nil {
+	stats := metrics.New() // the stack's own metrics, as cmd/kassa gives each part one Set
+	if s.db, err = persistence.Open("", persistence.Options{InMemory: true, Metrics: stats}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.db.Close() })
@@ -129,7 +130,7 @@ func newStack(t *testing.T) *stack {
 	s.fwd = actors.NewForwarder(actors.ForwarderConfig{
 		Journal: s.db, Store: s.db, Reader: s.db, Payer: lnsim.NewPayer(s.merchant),
 		Addresses: lnurl.Addresses{Client: lnurl.New(lnurl.Config{Net: &chaincfg.RegressionNetParams, AllowHTTP: true})},
-		Clock:     clock, Logger: quiet,
+		Clock:     clock, Logger: quiet, Metrics: stats,
 	})
 	t.Cleanup(s.fwd.Shutdown)
 	egressCfg := egress.DefaultConfig()
@@ -138,7 +139,7 @@ func newStack(t *testing.T) *stack {
 	s.sys = actors.NewSystem(actors.Config{
 		Journal: s.db, Reader: s.db, Chain: s.chain, Lightning: s.node, Rates: fixed,
 		Webhooks: egress.WebhookClient{Client: egress.New(egressCfg), App: "Kassa"},
-		Clock:    clock, Logger: quiet, Forwarder: s.fwd,
+		Clock:    clock, Logger: quiet, Forwarder: s.fwd, Metrics: stats,
 	})
 	t.Cleanup(s.sys.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -152,7 +153,7 @@ func newStack(t *testing.T) *stack {
 	srv := httptest.NewServer(kassahttp.NewHandler(kassahttp.Deps{
 		Reader: s.db, Stores: s.sys, Invoices: s.sys, PaymentRequests: s.sys, Rates: fixed, Webhooks: s.sys,
 		Chain: s.chain, Lightning: s.node, KV: s.db, Storage: s.db, Clock: clock, Logger: quiet,
-		AdminToken: adminToken, Simulator: simulator{s.node}, Version: "test",
+		AdminToken: adminToken, Simulator: simulator{s.node}, Version: "test", Metrics: stats,
 		Operator: operator.New(operator.Deps{Reader: s.db, Journal: s.db, Forwards: s.db, Clock: clock,
 			Actors: []interface{ ActorStats() []actors.ActorStat }{s.sys, s.fwd}}),
 	}))
@@ -162,7 +163,7 @@ func newStack(t *testing.T) *stack {
 	local := prometheus.NewRegistry()
 	local.MustRegister(metrics.Collector(actors.Collector(s.sys, s.fwd)), metrics.Collector(metrics.Backends(s.chain, s.node)),
 		metrics.Collector(metrics.RateAges(fixed.Fetched, clock)), metrics.Collector(metrics.Disk(t.TempDir())))
-	s.registry = prometheus.Gatherers{metrics.Registry, local}
+	s.registry = prometheus.Gatherers{stats.Registry, local}
 	return s
 }
 

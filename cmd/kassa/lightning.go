@@ -13,6 +13,7 @@ import (
 	"github.com/kassapay/kassa/egress"
 	"github.com/kassapay/kassa/lightning/lnd"
 	"github.com/kassapay/kassa/lnurl"
+	"github.com/kassapay/kassa/metrics"
 )
 
 // newLND connects the lnd backend of `--lightning lnd://…`. It does not
@@ -63,7 +64,7 @@ func openPaymentHashes(r kassa.Reader) func(context.Context, func(string) error)
 // (lndWallet), so that confirmed payments to them are forwarded.
 // In cluster mode the forwarder stands by until it holds the forwarder
 // lease (leases.go).
-func newForwarder(node *lnd.Node, db storage, dev, onchain, cluster bool, clock kassa.Clock, log *slog.Logger) *actors.Forwarder {
+func newForwarder(node *lnd.Node, db storage, dev, onchain, cluster bool, clock kassa.Clock, stats *metrics.Set, log *slog.Logger) *actors.Forwarder {
 	cfg := egress.DefaultConfig()
 	cfg.AllowPrivate = dev
 	cfg.RequireHTTPS = !dev
@@ -72,7 +73,7 @@ func newForwarder(node *lnd.Node, db storage, dev, onchain, cluster bool, clock 
 	return actors.NewForwarder(actors.ForwarderConfig{
 		Journal: db, Store: db, Reader: db, Payer: node, Values: db,
 		Addresses: &lnurlAddresses{node: node, http: egress.New(cfg), allowHTTP: dev},
-		Clock:     clock, Logger: log, Onchain: onchain, Standby: cluster,
+		Clock:     clock, Logger: log, Onchain: onchain, Standby: cluster, Metrics: stats,
 	})
 }
 

@@ -16,9 +16,9 @@ import (
 	"github.com/kassapay/kassa/metrics"
 )
 
-// metricsRegistry gathers the process-wide metrics (package metrics) and
-// the ones read from this service's parts when scraped.
-func metricsRegistry(sys *actors.System, fwd *actors.Forwarder, chain, lightning metrics.Backend,
+// metricsRegistry gathers the service's metrics (stats, which its parts
+// update) and the ones read from its parts when scraped.
+func metricsRegistry(stats *metrics.Set, sys *actors.System, fwd *actors.Forwarder, chain, lightning metrics.Backend,
 	fetched func() map[string]time.Time, clock kassa.Clock, dataDir string, extra ...prometheus.Collector) prometheus.Gatherer {
 	local := prometheus.NewRegistry()
 	local.MustRegister(metrics.Collector(actors.Collector(sys, fwd)), metrics.Collector(metrics.Backends(chain, lightning)),
@@ -27,7 +27,7 @@ func metricsRegistry(sys *actors.System, fwd *actors.Forwarder, chain, lightning
 	if fetched != nil {
 		local.MustRegister(metrics.Collector(metrics.RateAges(fetched, clock)))
 	}
-	return prometheus.Gatherers{metrics.Registry, local}
+	return prometheus.Gatherers{stats.Registry, local}
 }
 
 // serveMetrics serves /metrics on addr, the admin listener of

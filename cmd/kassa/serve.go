@@ -25,6 +25,7 @@ import (
 	kassahttp "github.com/kassapay/kassa/http"
 	"github.com/kassapay/kassa/lightning/lnd"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
+	"github.com/kassapay/kassa/metrics"
 	"github.com/kassapay/kassa/rates"
 	"github.com/kassapay/kassa/telemetry"
 )
@@ -43,7 +44,9 @@ type Main struct {
 	sys       *actors.System
 	forwarder *actors.Forwarder // nil unless --lightning lnd://
 	server    *nethttp.Server
-	// metrics serves /metrics on --metrics-listen (nil when off).
+	// stats are the service's metrics, given to each part; metrics
+	// serves them on --metrics-listen (nil when off).
+	stats     *metrics.Set
 	metrics   *nethttp.Server
 	cancel    context.CancelFunc
 	telemetry func(context.Context) error
@@ -147,7 +150,8 @@ func (m *Main) prepare(ctx context.Context) (token string, clusterMode *clusterS
 	if clusterMode, err = parseCluster(c); err != nil {
 		return "", nil, err
 	}
-	if m.db, err = openStorage(ctx, c, m.Clock, log); err != nil {
+	m.stats = metrics.New()
+	if m.db, err = openStorage(ctx, c, m.Clock, m.stats, log); err != nil {
 		return "", nil, err
 	}
 	return token, clusterMode, nil
@@ -217,7 +221,7 @@ func (m *Main) openBackends(ctx, runCtx context.Context, cluster bool) (backends
 			go wallet.pool.Run(runCtx)
 		}
 		_, onchain := b.chain.(*chainrpc.Chain)
-		m.forwarder = newForwarder(node, m.db, c.Dev, onchain, cluster, m.Clock, log)
+		m.forwarder = newForwarder(node, m.db, c.Dev, onchain, cluster, m.Clock, m.stats, log)
 	default:
 		return b, fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
 	}
@@ -243,7 +247,7 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 		Journal: m.db, Reader: m.db, Chain: b.chain, Lightning: b.lightning, Rates: b.rates,
 		Webhooks: newWebhookClient(c.Dev), WebhookSigAliases: c.WebhookSigAliases, Clock: m.Clock, Logger: log,
 		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring, Forwarder: m.forwarder,
-		Claims: outboxClaims(m.db), ClaimHolder: nodeHolder(),
+		Claims: outboxClaims(m.db), ClaimHolder: nodeHolder(), Metrics: m.stats,
 	})
 	if clusterMode != nil {
 		if err := joinCluster(ctx, runCtx, m.sys, clusterMode, membersOf(m.db), log); err != nil {
@@ -312,7 +316,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	}
 	if c.MetricsListen != "" {
 		fetched, _ := b.rates.(interface{ Fetched() map[string]time.Time })
-		g := metricsRegistry(m.sys, m.forwarder, b.chain, b.lightning, fetchedFunc(fetched), m.Clock, c.Data, append(storageCollectors(m.db), m.roles.collector())...)
+		g := metricsRegistry(m.stats, m.sys, m.forwarder, b.chain, b.lightning, fetchedFunc(fetched), m.Clock, c.Data, append(storageCollectors(m.db), m.roles.collector())...)
 		srv, addr, err := serveMetrics(c.MetricsListen, g, log)
 		if err != nil {
 			return err
@@ -330,7 +334,8 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 		publicURL = "http://" + m.Addr
 	}
 	deps := kassahttp.Deps{
-		Reader: m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: b.rates, Webhooks: m.sys,
+		Metrics: m.stats,
+		Reader:  m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: b.rates, Webhooks: m.sys,
 		Chain: b.chain, Lightning: b.lightning, KV: m.db, Storage: m.db, Clock: m.Clock, Logger: log,
 		PublicURL: publicURL, AdminToken: token, Version: Version,
 		RateLimit: c.RateLimit, RateBurst: c.RateBurst,

@@ -13,6 +13,7 @@ import (
 	"github.com/kassapay/kassa/actors"
 	"github.com/kassapay/kassa/expiry"
 	"github.com/kassapay/kassa/internal/simstore"
+	"github.com/kassapay/kassa/metrics"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/persistence/postgres"
 )
@@ -40,10 +41,10 @@ type storage interface {
 // openStorage opens the store that --store names: empty or "pebble" is
 // Pebble in DATA/pebble, a postgres:// (or postgresql://) URL is that
 // database.
-func openStorage(ctx context.Context, c Config, clock kassa.Clock, log *slog.Logger) (storage, error) {
+func openStorage(ctx context.Context, c Config, clock kassa.Clock, stats *metrics.Set, log *slog.Logger) (storage, error) {
 	switch {
 	case c.Store == "" || c.Store == "pebble":
-		db, err := persistence.Open(filepath.Join(c.Data, "pebble"), persistence.Options{Logger: log, Clock: clock})
+		db, err := persistence.Open(filepath.Join(c.Data, "pebble"), persistence.Options{Logger: log, Clock: clock, Metrics: stats})
 		if err != nil {
 			return nil, err
 		}

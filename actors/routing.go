@@ -14,12 +14,12 @@ import (
 // command sends an event to an invoice actor and returns the invoice
 // after it.
 func (s *System) command(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
-	if s.clusterState() != nil {
-		call := &protos.StoreCall{Call: &protos.StoreCall_Command{Command: &protos.InvoiceCommandCall{InvoiceId: invoiceID, Event: ev}}}
-		if out, ok, err := forward(ctx, s, storeID, call, invoiceResult); ok {
-			return out, err
-		}
-	}
+	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_Command{Command: &protos.InvoiceCommandCall{InvoiceId: invoiceID, Event: ev}}}, invoiceResult)
+}
+
+// handleCommand sends ev to the invoice actor on the node that runs the
+// store.
+func (s *System) handleCommand(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
 	res, err := s.request(ctx, s.store(storeID), &invoiceCommand{ctx: ctx, invoiceID: invoiceID, event: ev})
 	if err != nil {
 		return nil, err

@@ -77,11 +77,14 @@ func (s *System) CreateStoreOnce(ctx context.Context, id string, settings kassa.
 	}
 }
 
-// createStore has the actor of the new store st persist it.
+// createStore has the actor of the new store st persist it, where the
+// store runs.
 func (s *System) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
-	if out, ok, err := forward(ctx, s, st.ID, &protos.StoreCall{Call: &protos.StoreCall_CreateStore{CreateStore: &protos.CreateStoreCall{Store: storeOut(st)}}}, storeResult); ok {
-		return out, err
-	}
+	return route(ctx, s, st.ID, &protos.StoreCall{Call: &protos.StoreCall_CreateStore{CreateStore: &protos.CreateStoreCall{Store: storeOut(st)}}}, storeResult)
+}
+
+// handleCreateStore persists the new store st on the node that runs it.
+func (s *System) handleCreateStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
 	return onceOnly(ctx, s, st.ID, kassa.RequestStore, s.answerStore, func() (*kassa.Store, error) {
 		res, err := s.request(ctx, s.store(st.ID), &createStore{ctx: ctx, store: st})
 		if err != nil {
@@ -94,6 +97,10 @@ func (s *System) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store
 // TopUp credits a store's prepaid balance; a reference the store
 // already credited returns that top-up's ledger line and writes nothing.
 func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
+	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: int64(amount), Reference: reference}}}, transactionResult)
+}
+
+func (s *System) handleTopUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.TopUp")
 	defer span.End()
 	if amount <= 0 || amount > kassa.MaxSats {
@@ -103,9 +110,6 @@ func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats, r
 		if err := kassa.CheckReference(reference); err != nil {
 			return nil, err
 		}
-	}
-	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: int64(amount), Reference: reference}}}, transactionResult); ok {
-		return out, err
 	}
 	return onceOnly(ctx, s, storeID, kassa.RequestTopUp, s.answerTopUp, func() (*kassa.Transaction, error) {
 		return s.topUp(ctx, storeID, amount, reference)
@@ -183,11 +187,12 @@ func (s *System) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (d
 // for an address and a Lightning invoice, and has the store actor spawn
 // the invoice actor, which answers once the invoice is durable.
 func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
+	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(r)}}}, invoiceResult)
+}
+
+func (s *System) handleCreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.CreateInvoice", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
-	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(r)}}}, invoiceResult); ok {
-		return out, err
-	}
 	return onceOnly(ctx, s, storeID, kassa.RequestInvoice, s.answerInvoice, func() (*kassa.Invoice, error) {
 		return s.createInvoice(ctx, span, storeID, r, "")
 	})
@@ -289,11 +294,12 @@ func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID str
 // unexpired, else a new one, so that reloading the page or clicking Pay
 // again does not mint an invoice (and an address) per click.
 func (s *System) PayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
+	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_PayPaymentRequest{PayPaymentRequest: &protos.PayPaymentRequestCall{PaymentRequestId: id, Session: session}}}, invoiceResult)
+}
+
+func (s *System) handlePayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.PayPaymentRequest", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
-	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_PayPaymentRequest{PayPaymentRequest: &protos.PayPaymentRequestCall{PaymentRequestId: id, Session: session}}}, invoiceResult); ok {
-		return out, err
-	}
 	return onceOnly(ctx, s, storeID, kassa.RequestInvoice, s.answerInvoice, func() (*kassa.Invoice, error) {
 		return s.payPaymentRequest(ctx, span, storeID, id, session)
 	})
@@ -351,9 +357,10 @@ func (s *System) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID stri
 
 // CreatePaymentRequest creates a pay link.
 func (s *System) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreatePaymentRequest{CreatePaymentRequest: &protos.CreatePaymentRequestCall{Input: paymentRequestInputOut(in)}}}, paymentRequestResult); ok {
-		return out, err
-	}
+	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreatePaymentRequest{CreatePaymentRequest: &protos.CreatePaymentRequestCall{Input: paymentRequestInputOut(in)}}}, paymentRequestResult)
+}
+
+func (s *System) handleCreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
 	return onceOnly(ctx, s, storeID, kassa.RequestPaymentRequest, s.answerPaymentRequest, func() (*kassa.PaymentRequest, error) {
 		return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, input: in})
 	})
@@ -361,17 +368,20 @@ func (s *System) CreatePaymentRequest(ctx context.Context, storeID string, in *k
 
 // UpdatePaymentRequest changes a pay link.
 func (s *System) UpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdatePaymentRequest{UpdatePaymentRequest: &protos.UpdatePaymentRequestCall{PaymentRequestId: id, Input: paymentRequestInputOut(in)}}}, paymentRequestResult); ok {
-		return out, err
-	}
+	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdatePaymentRequest{UpdatePaymentRequest: &protos.UpdatePaymentRequestCall{PaymentRequestId: id, Input: paymentRequestInputOut(in)}}}, paymentRequestResult)
+}
+
+func (s *System) handleUpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
 	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, input: in})
 }
 
 // ArchivePaymentRequest archives a pay link: it can no longer be paid.
 func (s *System) ArchivePaymentRequest(ctx context.Context, storeID, id string) error {
-	if _, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_ArchivePaymentRequest{ArchivePaymentRequest: &protos.ArchivePaymentRequestCall{PaymentRequestId: id}}}, noResult); ok {
-		return err
-	}
+	_, err := route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_ArchivePaymentRequest{ArchivePaymentRequest: &protos.ArchivePaymentRequestCall{PaymentRequestId: id}}}, noResult)
+	return err
+}
+
+func (s *System) handleArchivePaymentRequest(ctx context.Context, storeID, id string) error {
 	_, err := s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, archive: true})
 	return err
 }
@@ -401,11 +411,12 @@ func (s *System) savePaymentRequest(ctx context.Context, storeID string, msg *sa
 // UpdateStore changes a store's settings. A new xpub is checked, and a
 // new Lightning address read, before anything is stored.
 func (s *System) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
+	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdateStore{UpdateStore: &protos.UpdateStoreCall{Update: storeUpdateOut(&u)}}}, storeResult)
+}
+
+func (s *System) handleUpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.UpdateStore", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
-	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdateStore{UpdateStore: &protos.UpdateStoreCall{Update: storeUpdateOut(&u)}}}, storeResult); ok {
-		return out, err
-	}
 	old, err := s.cfg.Reader.Store(ctx, storeID)
 	if err != nil {
 		return nil, err
@@ -459,14 +470,15 @@ func (s *System) UpdateStore(ctx context.Context, storeID string, u kassa.StoreU
 
 // CreateAPIKey adds an API key to a store.
 func (s *System) CreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
+	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: label}}}, apiKeyResult)
+}
+
+func (s *System) handleCreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.CreateAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
 	label = strings.TrimSpace(label)
 	if label == "" || len(label) > kassa.MaxAPIKeyLabel {
 		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "label", Message: fmt.Sprintf("is required, at most %d characters", kassa.MaxAPIKeyLabel)}})
-	}
-	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: label}}}, apiKeyResult); ok {
-		return out, err
 	}
 	return onceOnly(ctx, s, storeID, kassa.RequestAPIKey, s.answerAPIKey(storeID), func() (*kassa.APIKey, error) {
 		return s.createAPIKey(ctx, storeID, label)
@@ -494,11 +506,13 @@ func (s *System) createAPIKey(ctx context.Context, storeID, label string) (*kass
 // DeleteAPIKey removes an API key from a store; the API refuses it from
 // the moment this returns (it authenticates against the store's keys).
 func (s *System) DeleteAPIKey(ctx context.Context, storeID, keyID string) error {
+	_, err := route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_DeleteApiKey{DeleteApiKey: &protos.DeleteAPIKeyCall{KeyId: keyID}}}, noResult)
+	return err
+}
+
+func (s *System) handleDeleteAPIKey(ctx context.Context, storeID, keyID string) error {
 	ctx, span := s.tracer.Start(ctx, "actors.DeleteAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
-	if _, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_DeleteApiKey{DeleteApiKey: &protos.DeleteAPIKeyCall{KeyId: keyID}}}, noResult); ok {
-		return err
-	}
 	_, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		i := slices.IndexFunc(cur.APIKeys, func(k kassa.APIKey) bool { return k.ID == keyID })
 		if i < 0 {

@@ -21,6 +21,28 @@ import (
 // request id, fingerprint and trace context in the envelope. The node
 // that runs the store dispatches it by its type (runCall).
 
+// route runs a store command where the store runs, by one lookup: on
+// this node through dispatchCall, or on the store's node, which runs the
+// same dispatchCall for it (serveCall). Single node and cluster share
+// this path; the System's public methods build the command and call
+// route, and dispatchCall hands it to the command's handler (handleX).
+func route[T any](ctx context.Context, s *System, storeID string, call *protos.StoreCall, value func(*protos.StoreCallReply) (T, error)) (T, error) {
+	if out, ok, err := forward(ctx, s, storeID, call, value); ok {
+		return out, err
+	}
+	call.StoreId = storeID
+	rep, err := s.dispatchCall(ctx, call)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return value(rep)
+}
+
+// fromOtherNode reports whether ctx is the context of a call another node
+// sent here.
+func fromOtherNode(ctx context.Context) bool { return ctx.Value(forwardedKey{}) != nil }
+
 // forward sends call, about storeID, to the node that runs the store
 // when that is another node, and reads the result from its reply with
 // value; ok says whether it did. The caller sets call's command; forward
@@ -133,6 +155,12 @@ func (s *System) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
 // runCall runs a forwarded call, checked as the sending node's own path
 // checks it (wire.go), and answers its result or its error.
 func (s *System) runCall(ctx context.Context, call *protos.StoreCall) *protos.StoreCallReply {
+	// Refused while this node is halted; and the store's grain is
+	// activated here, should the call have come by another way than
+	// the grain (sendCall runs it here when its node left).
+	if _, err := s.remoteStore(ctx, call.StoreId); err != nil {
+		return errorReply(s, callName(call), err)
+	}
 	rep, err := s.dispatchCall(ctx, call)
 	if err != nil {
 		return errorReply(s, callName(call), err)
@@ -140,10 +168,11 @@ func (s *System) runCall(ctx context.Context, call *protos.StoreCall) *protos.St
 	return rep
 }
 
-// dispatchCall runs call's command. The public methods it calls (TopUp,
-// CreateInvoice, UpdateStore, …) validate their input themselves, on
-// whichever node they run; the two internal ones, createStore and
-// command, get their checks in wire.go.
+// dispatchCall runs call's command on this node, which runs its store:
+// a command of this node's own (route) or one another node sent
+// (serveCall). The handlers validate their input themselves; the two
+// internal commands, CreateStore and Command, get the checks of wire.go
+// when another node sent them.
 func (s *System) dispatchCall(ctx context.Context, call *protos.StoreCall) (*protos.StoreCallReply, error) {
 	id := call.StoreId
 	switch c := call.Call.(type) {
@@ -155,62 +184,66 @@ func (s *System) dispatchCall(ctx context.Context, call *protos.StoreCall) (*pro
 		if st == nil || st.ID != id {
 			return nil, errors.New("CreateStore without its store")
 		}
-		if err := s.checkForwardedStore(st); err != nil {
-			return nil, err
+		if fromOtherNode(ctx) {
+			if err := s.checkForwardedStore(st); err != nil {
+				return nil, err
+			}
 		}
-		return storeReply(s.createStore(ctx, st))
+		return storeReply(s.handleCreateStore(ctx, st))
 	case *protos.StoreCall_TopUp:
-		return transactionReply(s.TopUp(ctx, id, kassa.Sats(c.TopUp.GetAmountSat()), c.TopUp.GetReference()))
+		return transactionReply(s.handleTopUp(ctx, id, kassa.Sats(c.TopUp.GetAmountSat()), c.TopUp.GetReference()))
 	case *protos.StoreCall_CreateInvoice:
 		r, err := invoiceRequestIn(c.CreateInvoice.GetInvoice())
 		if err != nil {
 			return nil, err
 		}
-		return invoiceReply(s.CreateInvoice(ctx, id, r))
+		return invoiceReply(s.handleCreateInvoice(ctx, id, r))
 	case *protos.StoreCall_PayPaymentRequest:
 		p := c.PayPaymentRequest
-		return invoiceReply(s.PayPaymentRequest(ctx, id, p.GetPaymentRequestId(), p.GetSession()))
+		return invoiceReply(s.handlePayPaymentRequest(ctx, id, p.GetPaymentRequestId(), p.GetSession()))
 	case *protos.StoreCall_Command:
 		ev := c.Command.GetEvent()
 		if ev == nil {
 			ev = &protos.InvoiceEvent{}
 		}
-		if err := s.checkForwardedEvent(ctx, id, c.Command.GetInvoiceId(), ev); err != nil {
-			return nil, err
+		if fromOtherNode(ctx) {
+			if err := s.checkForwardedEvent(ctx, id, c.Command.GetInvoiceId(), ev); err != nil {
+				return nil, err
+			}
 		}
-		return invoiceReply(s.command(ctx, id, c.Command.GetInvoiceId(), ev))
+		return invoiceReply(s.handleCommand(ctx, id, c.Command.GetInvoiceId(), ev))
 	case *protos.StoreCall_CreatePaymentRequest:
 		in, err := paymentRequestInputIn(c.CreatePaymentRequest.GetInput())
 		if err != nil {
 			return nil, err
 		}
-		return paymentRequestReply(s.CreatePaymentRequest(ctx, id, in))
+		return paymentRequestReply(s.handleCreatePaymentRequest(ctx, id, in))
 	case *protos.StoreCall_UpdatePaymentRequest:
 		in, err := paymentRequestInputIn(c.UpdatePaymentRequest.GetInput())
 		if err != nil {
 			return nil, err
 		}
-		return paymentRequestReply(s.UpdatePaymentRequest(ctx, id, c.UpdatePaymentRequest.GetPaymentRequestId(), in))
+		return paymentRequestReply(s.handleUpdatePaymentRequest(ctx, id, c.UpdatePaymentRequest.GetPaymentRequestId(), in))
 	case *protos.StoreCall_ArchivePaymentRequest:
-		return noReply(s.ArchivePaymentRequest(ctx, id, c.ArchivePaymentRequest.GetPaymentRequestId()))
+		return noReply(s.handleArchivePaymentRequest(ctx, id, c.ArchivePaymentRequest.GetPaymentRequestId()))
 	case *protos.StoreCall_CreateWebhook:
-		return webhookReply(s.CreateWebhook(ctx, id, webhookInputIn(c.CreateWebhook.GetInput())))
+		return webhookReply(s.handleCreateWebhook(ctx, id, webhookInputIn(c.CreateWebhook.GetInput())))
 	case *protos.StoreCall_UpdateWebhook:
-		return webhookReply(s.UpdateWebhook(ctx, id, c.UpdateWebhook.GetWebhookId(), webhookInputIn(c.UpdateWebhook.GetInput())))
+		return webhookReply(s.handleUpdateWebhook(ctx, id, c.UpdateWebhook.GetWebhookId(), webhookInputIn(c.UpdateWebhook.GetInput())))
 	case *protos.StoreCall_DeleteWebhook:
-		return noReply(s.DeleteWebhook(ctx, id, c.DeleteWebhook.GetWebhookId()))
+		return noReply(s.handleDeleteWebhook(ctx, id, c.DeleteWebhook.GetWebhookId()))
 	case *protos.StoreCall_Redeliver:
-		return deliveryReply(s.Redeliver(ctx, id, c.Redeliver.GetWebhookId(), c.Redeliver.GetDeliveryId()))
+		return deliveryReply(s.handleRedeliver(ctx, id, c.Redeliver.GetWebhookId(), c.Redeliver.GetDeliveryId()))
 	case *protos.StoreCall_UpdateStore:
 		u := c.UpdateStore.GetUpdate()
 		if u == nil {
 			return nil, errors.New("UpdateStore without its settings")
 		}
-		return storeReply(s.UpdateStore(ctx, id, storeUpdateIn(u)))
+		return storeReply(s.handleUpdateStore(ctx, id, storeUpdateIn(u)))
 	case *protos.StoreCall_CreateApiKey:
-		return apiKeyReply(s.CreateAPIKey(ctx, id, c.CreateApiKey.GetLabel()))
+		return apiKeyReply(s.handleCreateAPIKey(ctx, id, c.CreateApiKey.GetLabel()))
 	case *protos.StoreCall_DeleteApiKey:
-		return noReply(s.DeleteAPIKey(ctx, id, c.DeleteApiKey.GetKeyId()))
+		return noReply(s.handleDeleteAPIKey(ctx, id, c.DeleteApiKey.GetKeyId()))
 	}
 	return nil, errors.New("a call without a command this node knows")
 }

@@ -553,11 +553,12 @@ type (
 
 // CreateWebhook validates the URL with one unsigned POST and registers it.
 func (s *System) CreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
+	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateWebhook{CreateWebhook: &protos.CreateWebhookCall{Input: webhookInputOut(in)}}}, webhookResult)
+}
+
+func (s *System) handleCreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.CreateWebhook")
 	defer span.End()
-	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateWebhook{CreateWebhook: &protos.CreateWebhookCall{Input: webhookInputOut(in)}}}, webhookResult); ok {
-		return out, err
-	}
 	return onceOnly(ctx, s, storeID, kassa.RequestWebhook, s.answerWebhook, func() (*kassa.Webhook, error) {
 		return s.createWebhook(ctx, storeID, in)
 	})
@@ -637,11 +638,12 @@ func (s *System) checkURL(ctx context.Context, url string) error {
 
 // UpdateWebhook changes a webhook; a new URL is validated first.
 func (s *System) UpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
+	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdateWebhook{UpdateWebhook: &protos.UpdateWebhookCall{WebhookId: id, Input: webhookInputOut(in)}}}, webhookResult)
+}
+
+func (s *System) handleUpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.UpdateWebhook")
 	defer span.End()
-	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdateWebhook{UpdateWebhook: &protos.UpdateWebhookCall{WebhookId: id, Input: webhookInputOut(in)}}}, webhookResult); ok {
-		return out, err
-	}
 	if err := in.Validate(false); err != nil {
 		return nil, err
 	}
@@ -667,9 +669,11 @@ func (s *System) UpdateWebhook(ctx context.Context, storeID, id string, in *kass
 // DeleteWebhook removes a webhook. Its pending deliveries fail with a
 // note; its delivery log stays readable.
 func (s *System) DeleteWebhook(ctx context.Context, storeID, id string) error {
-	if _, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_DeleteWebhook{DeleteWebhook: &protos.DeleteWebhookCall{WebhookId: id}}}, noResult); ok {
-		return err
-	}
+	_, err := route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_DeleteWebhook{DeleteWebhook: &protos.DeleteWebhookCall{WebhookId: id}}}, noResult)
+	return err
+}
+
+func (s *System) handleDeleteWebhook(ctx context.Context, storeID, id string) error {
 	w, err := s.cfg.Reader.Webhook(ctx, id)
 	if err != nil {
 		return err
@@ -683,11 +687,12 @@ func (s *System) DeleteWebhook(ctx context.Context, storeID, id string) error {
 
 // Redeliver re-sends a delivery with the reduced payload, signed now.
 func (s *System) Redeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
+	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_Redeliver{Redeliver: &protos.RedeliverCall{WebhookId: webhookID, DeliveryId: deliveryID}}}, deliveryResult)
+}
+
+func (s *System) handleRedeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.Redeliver")
 	defer span.End()
-	if out, ok, err := forward(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_Redeliver{Redeliver: &protos.RedeliverCall{WebhookId: webhookID, DeliveryId: deliveryID}}}, deliveryResult); ok {
-		return out, err
-	}
 	d, err := s.cfg.Reader.Delivery(ctx, deliveryID)
 	if err != nil {
 		return nil, err

@@ -15,8 +15,8 @@ import (
 // path that sent it checks it on its own node: the node port is
 // authenticated (mutual TLS), but a node that holds the cluster
 // certificate should still be able to send only what a node's own code
-// sends (docs/decisions.md, "An authenticated node port"). The public
-// methods dispatchCall calls (TopUp, CreateInvoice, UpdateStore, …)
+// sends (docs/decisions.md, "An authenticated node port"). The handlers
+// dispatchCall calls (handleTopUp, handleCreateInvoice, …)
 // validate their input themselves, on whichever node they run; the two
 // internal ones, createStore and command, get their checks here.
 

@@ -127,3 +127,20 @@ func BenchmarkCreateInvoiceCall(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCreateInvoiceLocalConversion is what the single-node path
+// adds to a CreateInvoice since it shares the cluster's typed call
+// (route): the request and the invoice converted to their mirrors and
+// back, without the wire format.
+func BenchmarkCreateInvoiceLocalConversion(b *testing.B) {
+	r, inv := benchInvoiceRequest(), benchInvoice()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := invoiceRequestIn(invoiceRequestOut(r)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := invoiceIn(invoiceOut(inv)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -19,7 +19,8 @@ import (
 // one typed message per command in its oneof, the documents it carries
 // and returns mirrored field by field (wireenc.go, wiredec.go), the
 // request id, fingerprint and trace context in the envelope. The node
-// that runs the store dispatches it by its type (runCall).
+// that runs the store dispatches it by its type (dispatchCall), as a
+// single node does its own (route).
 
 // route runs a store command where the store runs, by one lookup: on
 // this node through dispatchCall, or on the store's node, which runs the

@@ -58,7 +58,7 @@ func (s *System) sweep(ctx context.Context, storeID string) (int, error) {
 			if remote, err := s.remoteStore(ctx, owner); err != nil || remote {
 				return nil
 			}
-			s.actorSystem().Root.Send(s.store(owner), &invoiceCommand{ctx: context.Background(), invoiceID: id})
+			s.actorSystem().Root.Send(s.store(owner), &invoiceCommand{invoiceID: id})
 			n++
 		}
 		return nil

@@ -20,7 +20,7 @@ func (s *System) command(ctx context.Context, storeID, invoiceID string, ev *pro
 // handleCommand sends ev to the invoice actor on the node that runs the
 // store.
 func (s *System) handleCommand(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
-	res, err := s.request(ctx, s.store(storeID), &invoiceCommand{ctx: ctx, invoiceID: invoiceID, event: ev})
+	res, err := s.request(ctx, s.store(storeID), &invoiceCommand{call: callOf(ctx), invoiceID: invoiceID, event: ev})
 	if err != nil {
 		return nil, err
 	}

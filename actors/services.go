@@ -86,7 +86,7 @@ func (s *System) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store
 // handleCreateStore persists the new store st on the node that runs it.
 func (s *System) handleCreateStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
 	return onceOnly(ctx, s, st.ID, kassa.RequestStore, s.answerStore, func() (*kassa.Store, error) {
-		res, err := s.request(ctx, s.store(st.ID), &createStore{ctx: ctx, store: st})
+		res, err := s.request(ctx, s.store(st.ID), &createStore{call: callOf(ctx), store: st})
 		if err != nil {
 			return nil, err
 		}
@@ -130,7 +130,7 @@ func (s *System) topUp(ctx context.Context, storeID string, amount kassa.Sats, r
 		s.log.Warn("no rate for a top-up; its fiat value will be 0", "store", storeID, "err", err)
 		rate = decimal.Zero
 	}
-	res, err := s.request(ctx, s.store(storeID), &topUp{ctx: ctx, amount: amount, rate: rate, reference: reference})
+	res, err := s.request(ctx, s.store(storeID), &topUp{call: callOf(ctx), amount: amount, rate: rate, reference: reference})
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID str
 		if st.Xpub != "" {
 			// The derivation index is store state: allocate it durably
 			// so that no address is handed out twice, restarts included.
-			res, err := s.request(ctx, s.store(storeID), &allocateAddress{ctx: ctx})
+			res, err := s.request(ctx, s.store(storeID), &allocateAddress{call: callOf(ctx)})
 			if err != nil {
 				return nil, err
 			}
@@ -282,7 +282,7 @@ func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID str
 		}
 	}
 	fee := kassa.PercentOf(inv.Amount, inv.PercentFee)
-	res, err := s.request(ctx, s.store(storeID), &spawnInvoice{ctx: ctx, inv: inv, effects: effects, fee: fee, session: session})
+	res, err := s.request(ctx, s.store(storeID), &spawnInvoice{call: callOf(ctx), inv: inv, effects: effects, fee: fee, session: session})
 	if err != nil {
 		return nil, err
 	}
@@ -320,7 +320,7 @@ func (s *System) payPaymentRequest(ctx context.Context, span trace.Span, storeID
 	key := ""
 	if session != "" {
 		key = p.ID + "\x00" + session
-		res, err := s.request(ctx, s.store(storeID), &sessionInvoice{ctx: ctx, key: key})
+		res, err := s.request(ctx, s.store(storeID), &sessionInvoice{call: callOf(ctx), key: key})
 		if err != nil {
 			return nil, err
 		}
@@ -362,7 +362,7 @@ func (s *System) CreatePaymentRequest(ctx context.Context, storeID string, in *k
 
 func (s *System) handleCreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
 	return onceOnly(ctx, s, storeID, kassa.RequestPaymentRequest, s.answerPaymentRequest, func() (*kassa.PaymentRequest, error) {
-		return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, input: in})
+		return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{call: callOf(ctx), input: in})
 	})
 }
 
@@ -372,7 +372,7 @@ func (s *System) UpdatePaymentRequest(ctx context.Context, storeID, id string, i
 }
 
 func (s *System) handleUpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, input: in})
+	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{call: callOf(ctx), id: id, input: in})
 }
 
 // ArchivePaymentRequest archives a pay link: it can no longer be paid.
@@ -382,14 +382,14 @@ func (s *System) ArchivePaymentRequest(ctx context.Context, storeID, id string) 
 }
 
 func (s *System) handleArchivePaymentRequest(ctx context.Context, storeID, id string) error {
-	_, err := s.savePaymentRequest(ctx, storeID, &savePaymentRequest{ctx: ctx, id: id, archive: true})
+	_, err := s.savePaymentRequest(ctx, storeID, &savePaymentRequest{call: callOf(ctx), id: id, archive: true})
 	return err
 }
 
 func (s *System) savePaymentRequest(ctx context.Context, storeID string, msg *savePaymentRequest) (*kassa.PaymentRequest, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.SavePaymentRequest")
 	defer span.End()
-	msg.ctx = ctx
+	msg.call = callOf(ctx)
 	if msg.input != nil {
 		if err := msg.input.Validate(); err != nil {
 			return nil, err
@@ -443,7 +443,7 @@ func (s *System) handleUpdateStore(ctx context.Context, storeID string, u kassa.
 			return nil, err
 		}
 	}
-	res, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+	res, err := s.request(ctx, s.store(storeID), &changeStore{call: callOf(ctx), change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		// Apply again to the actor's current state, so that a change
 		// racing this one (an allocated address index) is kept.
 		st, err := cur.Apply(u)
@@ -489,7 +489,7 @@ func (s *System) handleCreateAPIKey(ctx context.Context, storeID, label string) 
 func (s *System) createAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
 	key := kassa.APIKey{ID: kassa.NewID("key_"), Label: label, Key: kassa.NewSecret(), CreatedAt: s.cfg.Clock.Now().UTC()}
 	record := func(b kassa.Batch) { s.putRequest(ctx, b, storeID, kassa.RequestAPIKey, key.ID) }
-	_, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, record: record, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+	_, err := s.request(ctx, s.store(storeID), &changeStore{call: callOf(ctx), record: record, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		if len(cur.APIKeys) >= kassa.MaxAPIKeys {
 			return nil, nil, kassa.Errorf(kassa.Conflict, "a store has at most %d API keys: delete one first", kassa.MaxAPIKeys)
 		}
@@ -513,7 +513,7 @@ func (s *System) DeleteAPIKey(ctx context.Context, storeID, keyID string) error 
 func (s *System) handleDeleteAPIKey(ctx context.Context, storeID, keyID string) error {
 	ctx, span := s.tracer.Start(ctx, "actors.DeleteAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
-	_, err := s.request(ctx, s.store(storeID), &changeStore{ctx: ctx, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+	_, err := s.request(ctx, s.store(storeID), &changeStore{call: callOf(ctx), change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		i := slices.IndexFunc(cur.APIKeys, func(k kassa.APIKey) bool { return k.ID == keyID })
 		if i < 0 {
 			return nil, nil, kassa.Errorf(kassa.NotFound, "API key not found")

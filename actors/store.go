@@ -156,7 +156,9 @@ func (a *storeActor) Receive(ctx actor.Context) {
 			a.reserved = compact(a.reserved, &a.peakReserved)
 		}
 	case *sessionInvoice:
-		inv, err := a.sessionInvoice(msg.ctx, msg.key)
+		sctx, cancel := msg.call.context()
+		inv, err := a.sessionInvoice(sctx, msg.key)
+		cancel()
 		ctx.Respond(reply{value: inv, err: err})
 	case *savePaymentRequest:
 		ctx.Respond(a.savePaymentRequest(msg))
@@ -196,6 +198,8 @@ func invoiceIDOf(storeID, pid string) string {
 }
 
 func (a *storeActor) create(msg *createStore) reply {
+	rctx, cancel := msg.call.context()
+	defer cancel()
 	if a.st != nil {
 		return reply{err: kassa.Errorf(kassa.Conflict, "store %s exists", a.id)}
 	}
@@ -204,9 +208,9 @@ func (a *storeActor) create(msg *createStore) reply {
 		return reply{err: err}
 	}
 	ev := &protos.StoreEvent{AtUnixNano: msg.store.CreatedAt.UnixNano(), Kind: &protos.StoreEvent_Created{Created: &protos.StoreCreated{Store: doc}}}
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) {
+	if err := a.commit(rctx, ev, func(b kassa.Batch, seq uint64) {
 		b.PutStore(msg.store, seq)
-		a.sys.putRequest(msg.ctx, b, a.id, kassa.RequestStore, a.id)
+		a.sys.putRequest(rctx, b, a.id, kassa.RequestStore, a.id)
 	}); err != nil {
 		return reply{err: err}
 	}
@@ -263,6 +267,8 @@ func (a *storeActor) commit(ctx context.Context, ev *protos.StoreEvent, put func
 }
 
 func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
+	rctx, cancel := msg.call.context()
+	defer cancel()
 	if a.st == nil {
 		ctx.Respond(reply{err: kassa.Errorf(kassa.NotFound, "store not found")})
 		return
@@ -270,7 +276,7 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 	if msg.session != "" {
 		// Two clicks of one session may race to here; the first one's
 		// invoice wins and the second is answered with it.
-		inv, err := a.sessionInvoice(msg.ctx, msg.session)
+		inv, err := a.sessionInvoice(rctx, msg.session)
 		if err != nil || inv != nil {
 			ctx.Respond(reply{value: inv, err: err})
 			return
@@ -279,7 +285,7 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 	// The balance changes only by this actor's top-ups and by settles,
 	// which release their reservation after the fee is on the balance;
 	// counting a fee twice for a moment errs on the safe side.
-	balance, err := a.sys.cfg.Reader.Balance(msg.ctx, a.id)
+	balance, err := a.sys.cfg.Reader.Balance(rctx, a.id)
 	if err != nil {
 		ctx.Respond(reply{err: err})
 		return
@@ -304,7 +310,7 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 		a.reservedTotal += msg.fee
 		a.peakReserved = max(a.peakReserved, len(a.reserved))
 	}
-	ctx.RequestWithCustomSender(pid, &createInvoice{call: callOf(msg.ctx), inv: msg.inv, effects: msg.effects}, ctx.Sender())
+	ctx.RequestWithCustomSender(pid, &createInvoice{call: msg.call, inv: msg.inv, effects: msg.effects}, ctx.Sender())
 }
 
 // route delivers msg to its invoice actor, activating it when needed.
@@ -329,7 +335,7 @@ func (a *storeActor) route(ctx actor.Context, msg *invoiceCommand, sender *actor
 	if msg.event == nil {
 		return // activation only
 	}
-	ev := &tracedEvent{call: callOf(msg.ctx), event: msg.event}
+	ev := &tracedEvent{call: msg.call, event: msg.event}
 	if sender != nil {
 		ctx.RequestWithCustomSender(pid, ev, sender)
 	} else {
@@ -338,6 +344,8 @@ func (a *storeActor) route(ctx actor.Context, msg *invoiceCommand, sender *actor
 }
 
 func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
+	rctx, cancel := msg.call.context()
+	defer cancel()
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
@@ -349,7 +357,7 @@ func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
 			return reply{err: err}
 		}
 	} else {
-		old, err := a.sys.cfg.Reader.PaymentRequest(msg.ctx, msg.id)
+		old, err := a.sys.cfg.Reader.PaymentRequest(rctx, msg.id)
 		if err != nil {
 			return reply{err: err}
 		}
@@ -372,10 +380,10 @@ func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
 		return reply{err: err}
 	}
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_PaymentRequestSaved{PaymentRequestSaved: &protos.PaymentRequestSaved{PaymentRequest: doc}}}
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) {
+	if err := a.commit(rctx, ev, func(b kassa.Batch, _ uint64) {
 		b.PutPaymentRequest(pr)
 		if msg.id == "" {
-			a.sys.putRequest(msg.ctx, b, a.id, kassa.RequestPaymentRequest, pr.ID)
+			a.sys.putRequest(rctx, b, a.id, kassa.RequestPaymentRequest, pr.ID)
 		}
 	}); err != nil {
 		return reply{err: err}
@@ -384,10 +392,12 @@ func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
 }
 
 func (a *storeActor) topUp(msg *topUp) reply {
+	rctx, cancel := msg.call.context()
+	defer cancel()
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
-	if tx, ok, err := a.credited(msg.ctx, msg.reference); ok || err != nil {
+	if tx, ok, err := a.credited(rctx, msg.reference); ok || err != nil {
 		return reply{value: tx, err: err}
 	}
 	now := a.sys.cfg.Clock.Now().UTC()
@@ -398,9 +408,9 @@ func (a *storeActor) topUp(msg *topUp) reply {
 	// The store's snapshot is written with the line, so that the
 	// reference is remembered in the same batch (and the snapshot's
 	// sequence number stays the journal's).
-	err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) {
+	err := a.commit(rctx, ev, func(b kassa.Batch, seq uint64) {
 		b.PutTransaction(tx)
-		a.sys.putRequest(msg.ctx, b, a.id, kassa.RequestTopUp, strconv.FormatInt(tx.ID, 10))
+		a.sys.putRequest(rctx, b, a.id, kassa.RequestTopUp, strconv.FormatInt(tx.ID, 10))
 		if msg.reference != "" {
 			next = a.st.WithTopUpRef(msg.reference, tx.ID)
 		}
@@ -409,7 +419,7 @@ func (a *storeActor) topUp(msg *topUp) reply {
 	if errors.Is(err, errStoreChanged) {
 		// Another activation wrote first and the state was reloaded: it
 		// may have credited this very reference.
-		if tx, ok, cerr := a.credited(msg.ctx, msg.reference); ok || cerr != nil {
+		if tx, ok, cerr := a.credited(rctx, msg.reference); ok || cerr != nil {
 			return reply{value: tx, err: cerr}
 		}
 	}
@@ -438,19 +448,21 @@ func (a *storeActor) credited(ctx context.Context, ref string) (*kassa.Transacti
 }
 
 func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
+	rctx, cancel := msg.call.context()
+	defer cancel()
 	defer a.sys.webhooksChanged(a.id)
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
-	w, err := a.sys.webhookToSave(a.id, msg)
+	w, err := a.sys.webhookToSave(rctx, a.id, msg)
 	if err != nil {
 		return reply{err: err}
 	}
 	ev := &protos.StoreEvent{AtUnixNano: w.UpdatedAt.UnixNano(), Kind: &protos.StoreEvent_WebhookSaved{WebhookSaved: &protos.WebhookSaved{Webhook: webhookDoc(w)}}}
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) {
+	if err := a.commit(rctx, ev, func(b kassa.Batch, _ uint64) {
 		b.PutWebhook(w)
 		if msg.create != nil {
-			a.sys.putRequest(msg.ctx, b, a.id, kassa.RequestWebhook, w.ID)
+			a.sys.putRequest(rctx, b, a.id, kassa.RequestWebhook, w.ID)
 		}
 	}); err != nil {
 		return reply{err: err}
@@ -459,16 +471,20 @@ func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
 }
 
 func (a *storeActor) deleteWebhook(msg *deleteWebhook) reply {
+	rctx, cancel := msg.call.context()
+	defer cancel()
 	defer a.sys.webhooksChanged(a.id)
 	now := a.sys.cfg.Clock.Now()
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_WebhookDeleted{WebhookDeleted: &protos.WebhookDeleted{WebhookId: msg.webhook.ID}}}
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, _ uint64) { b.DeleteWebhook(msg.webhook) }); err != nil {
+	if err := a.commit(rctx, ev, func(b kassa.Batch, _ uint64) { b.DeleteWebhook(msg.webhook) }); err != nil {
 		return reply{err: err}
 	}
 	return reply{value: msg.webhook}
 }
 
 func (a *storeActor) changeStore(msg *changeStore) reply {
+	rctx, cancel := msg.call.context()
+	defer cancel()
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
@@ -477,7 +493,7 @@ func (a *storeActor) changeStore(msg *changeStore) reply {
 		return reply{err: err}
 	}
 	ev.AtUnixNano = a.sys.cfg.Clock.Now().UnixNano()
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) {
+	if err := a.commit(rctx, ev, func(b kassa.Batch, seq uint64) {
 		b.PutStore(next, seq)
 		if msg.record != nil {
 			msg.record(b)
@@ -490,6 +506,8 @@ func (a *storeActor) changeStore(msg *changeStore) reply {
 }
 
 func (a *storeActor) allocateAddress(msg *allocateAddress) reply {
+	rctx, cancel := msg.call.context()
+	defer cancel()
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
@@ -505,7 +523,7 @@ func (a *storeActor) allocateAddress(msg *allocateAddress) reply {
 	}
 	now := a.sys.cfg.Clock.Now()
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_AddressIndexAllocated{AddressIndexAllocated: &protos.AddressIndexAllocated{Index: index, Reused: reused}}}
-	if err := a.commit(msg.ctx, ev, func(b kassa.Batch, seq uint64) { b.PutStore(&next, seq) }); err != nil {
+	if err := a.commit(rctx, ev, func(b kassa.Batch, seq uint64) { b.PutStore(&next, seq) }); err != nil {
 		return reply{err: err}
 	}
 	a.st = &next

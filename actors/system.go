@@ -330,16 +330,18 @@ type reply struct {
 }
 
 // Messages handled by store actors. They stay on one node; what crosses
-// actors as data (invoice events) is protobuf.
+// actors as data (invoice events) is protobuf. Each carries its
+// caller's call context (deadline, trace, request id) as values, not a
+// context.Context: the actor makes its own from it.
 type (
 	createStore struct {
-		ctx   context.Context
+		call  callContext
 		store *kassa.Store
 	}
 	// spawnInvoice creates an invoice once the store has checked that
 	// its fee fits in the credit limit, and reserves that fee.
 	spawnInvoice struct {
-		ctx     context.Context
+		call    callContext
 		inv     kassa.Invoice
 		effects []kassa.Effect
 		fee     kassa.Sats
@@ -351,8 +353,8 @@ type (
 	// (pay link id and session token); the reply is nil when there is
 	// none.
 	sessionInvoice struct {
-		ctx context.Context
-		key string
+		call callContext
+		key  string
 	}
 	// feeReleased says that an invoice no longer needs its fee reserved:
 	// it settled (the fee is on the balance now), expired, turned
@@ -361,18 +363,18 @@ type (
 	// invoiceCommand routes an event to an invoice actor, activating it
 	// from storage when needed; a nil event only activates it.
 	invoiceCommand struct {
-		ctx       context.Context
+		call      callContext
 		invoiceID string
 		event     *protos.InvoiceEvent
 	}
 	savePaymentRequest struct {
-		ctx     context.Context
+		call    callContext
 		id      string // empty: create
 		input   *kassa.PaymentRequestInput
 		archive bool
 	}
 	topUp struct {
-		ctx    context.Context
+		call   callContext
 		amount kassa.Sats
 		// rate is the price of one bitcoin in the store's currency.
 		rate decimal.Decimal
@@ -382,14 +384,14 @@ type (
 	// changeStore changes the store's document: change gets the current
 	// store and returns the next one with the event that records it.
 	changeStore struct {
-		ctx    context.Context
+		call   callContext
 		change func(*kassa.Store) (*kassa.Store, *protos.StoreEvent, error)
 		// record, when set, adds to the change's batch (the request id
 		// of a create, System.putRequest).
 		record func(kassa.Batch)
 	}
 	// allocateAddress asks for the next xpub derivation index.
-	allocateAddress struct{ ctx context.Context }
+	allocateAddress struct{ call callContext }
 	// releaseAddress gives back the derivation index of an invoice that
 	// expired unpaid, once its address is no longer watched.
 	releaseAddress struct{ index uint32 }

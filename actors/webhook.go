@@ -540,13 +540,13 @@ type (
 	// that concurrent updates and a delete are applied one after the
 	// other, none lost and nothing deleted brought back.
 	saveWebhook struct {
-		ctx    context.Context
+		call   callContext
 		create *kassa.Webhook
 		id     string
 		update *kassa.WebhookInput
 	}
 	deleteWebhook struct {
-		ctx     context.Context
+		call    callContext
 		webhook *kassa.Webhook
 	}
 )
@@ -585,7 +585,7 @@ func (s *System) createWebhook(ctx context.Context, storeID string, in *kassa.We
 		return nil, err
 	}
 	w := kassa.NewWebhook(kassa.NewID(""), storeID, in, s.cfg.Clock.Now().UTC())
-	if _, err := s.request(ctx, s.store(storeID), &saveWebhook{ctx: ctx, create: w}); err != nil {
+	if _, err := s.request(ctx, s.store(storeID), &saveWebhook{call: callOf(ctx), create: w}); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -594,9 +594,9 @@ func (s *System) createWebhook(ctx context.Context, storeID string, in *kassa.We
 // webhookToSave returns the webhook that msg stores. The store actor
 // calls it, so the count of the cap and the webhook an update starts from
 // cannot change before the save.
-func (s *System) webhookToSave(storeID string, msg *saveWebhook) (*kassa.Webhook, error) {
+func (s *System) webhookToSave(ctx context.Context, storeID string, msg *saveWebhook) (*kassa.Webhook, error) {
 	if msg.create != nil {
-		full, err := s.webhookLimitReached(msg.ctx, storeID)
+		full, err := s.webhookLimitReached(ctx, storeID)
 		if err != nil {
 			return nil, err
 		}
@@ -605,7 +605,7 @@ func (s *System) webhookToSave(storeID string, msg *saveWebhook) (*kassa.Webhook
 		}
 		return msg.create, nil
 	}
-	w, err := s.cfg.Reader.Webhook(msg.ctx, msg.id)
+	w, err := s.cfg.Reader.Webhook(ctx, msg.id)
 	if err != nil {
 		return nil, err
 	}
@@ -659,7 +659,7 @@ func (s *System) handleUpdateWebhook(ctx context.Context, storeID, id string, in
 			return nil, err
 		}
 	}
-	res, err := s.request(ctx, s.store(storeID), &saveWebhook{ctx: ctx, id: id, update: in})
+	res, err := s.request(ctx, s.store(storeID), &saveWebhook{call: callOf(ctx), id: id, update: in})
 	if err != nil {
 		return nil, err
 	}
@@ -681,7 +681,7 @@ func (s *System) handleDeleteWebhook(ctx context.Context, storeID, id string) er
 	if w.StoreID != storeID {
 		return errWebhookNotFound
 	}
-	_, err = s.request(ctx, s.store(storeID), &deleteWebhook{ctx: ctx, webhook: w})
+	_, err = s.request(ctx, s.store(storeID), &deleteWebhook{call: callOf(ctx), webhook: w})
 	return err
 }
 

@@ -19,9 +19,9 @@
 //
 // The invoice and webhook actors reach the node only through their ports
 // (ports.go: clock, journal, commit, ledger, webhook outbox, timers),
-// built once by NewSystem and shared by every actor of the kind; their
-// messages carry a callContext (deadline, trace, request id), never a
-// context.Context.
+// built once by NewSystem and shared by every actor of the kind. Their
+// messages, and the store actor's, carry a callContext (deadline, trace,
+// request id), never a context.Context.
 //
 // Actors are addressed through one small lookup by kind and id
 // (System.store and System.invoice), which a cluster would turn into a

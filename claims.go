@@ -5,9 +5,11 @@ import (
 	"time"
 )
 
-// Ports of a store shared by the nodes of a cluster (docs/decisions.md,
-// "Outbox claims" and "Shared expiry"). The single node needs neither:
-// its webhook actors and timers are the only ones.
+// Claims of a store's work (docs/decisions.md, "Outbox claims" and
+// "Deadlines"). The outbox claims are for a store shared by the nodes of
+// a cluster: a single node's webhook actors are the only senders. The
+// expiry claims serve the one deadline sweeper of both modes; on a single
+// node (Pebble) its claims always win.
 
 // DeliveryClaim is one node's claim on the delivery a webhook endpoint
 // sends next, until Expires.
@@ -64,8 +66,9 @@ type OverdueInvoice struct {
 	Deadline  time.Time
 }
 
-// ExpiryClaims hands out overdue invoices to the sweepers of a cluster's
-// nodes, so that an invoice whose owner is gone still expires.
+// ExpiryClaims hands out overdue invoices to the deadline sweeper of
+// each node (package expiry), so that an invoice whose actor is
+// passivated, or whose owner is gone, still reaches its deadline.
 type ExpiryClaims interface {
 	// ClaimOverdue claims, for holder until now+ttl, at most limit open
 	// invoices whose deadline is before overdue and that no live claim

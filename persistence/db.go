@@ -53,6 +53,8 @@ type DB struct {
 	// requestMu serialises the commits that record request ids
 	// (PutRequest), so that two with one id never both commit.
 	requestMu sync.Mutex
+	// expiry holds the live claims of ClaimOverdue (expiry.go).
+	expiry expiryClaims
 }
 
 var (

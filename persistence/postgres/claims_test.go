@@ -22,6 +22,15 @@ func TestOutboxClaims(t *testing.T) {
 	})
 }
 
+// TestExpiryClaims runs the expiry claims' contract that Pebble runs
+// too, on one node's handle.
+func TestExpiryClaims(t *testing.T) {
+	kassatest.RunExpiryClaims(t, func(t *testing.T, clock kassa.Clock) (kassa.Journal, kassa.ExpiryClaims) {
+		db, _ := openClocked(t, clock)
+		return db, db
+	})
+}
+
 // TestClaimOverdue: two sweepers split the overdue invoices between
 // them, none twice while a claim runs; an invoice not yet overdue is
 // left; an expired claim is handed out again.

@@ -1,0 +1,74 @@
+package persistence
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/kassapay/kassa"
+)
+
+var _ kassa.ExpiryClaims = (*DB)(nil)
+
+// expiryClaims are the live claims of ClaimOverdue, in memory: Pebble is
+// one node's own store, so its sweeper is the only claimer and always
+// wins. The claims are still kept, for the same contract as PostgreSQL's:
+// a claim keeps an invoice from being handed out again until it runs out,
+// so a sweeper whose fire failed (a store whose journal does not replay)
+// does not claim the same invoices again at once, round after round. A
+// restart forgets them with the process that held them.
+type expiryClaims struct {
+	mu      sync.Mutex
+	expires map[string]time.Time // invoice id → end of its claim
+}
+
+// errClaimsFull stops the scan of ClaimOverdue once it has limit invoices.
+var errClaimsFull = errors.New("claims full")
+
+// ClaimOverdue claims, for holder until now+ttl, at most limit open
+// invoices whose deadline is before overdue and that no live claim holds,
+// oldest deadline first. It scans the deadline index (iop/), which is
+// ordered by deadline, and stops at the first deadline not overdue: a
+// round costs what is due, not what is open.
+func (d *DB) ClaimOverdue(ctx context.Context, holder string, overdue time.Time, ttl time.Duration, limit int) ([]kassa.OverdueInvoice, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	now := d.clock.Now()
+	c := &d.expiry
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, end := range c.expires {
+		if !end.After(now) {
+			delete(c.expires, id)
+		}
+	}
+	until := binary.BigEndian.AppendUint64(nil, uint64(max(overdue.UnixMilli(), 0)))
+	var out []kassa.OverdueInvoice
+	err := d.scanPrefix(ctx, []byte("iop/"), func(k, storeID []byte) error {
+		if string(k[:8]) >= string(until) {
+			return errClaimsFull // the first deadline not overdue
+		}
+		id := string(k[8:])
+		if _, held := c.expires[id]; held {
+			return nil
+		}
+		out = append(out, kassa.OverdueInvoice{InvoiceID: id, StoreID: string(storeID), Deadline: time.UnixMilli(int64(binary.BigEndian.Uint64(k[:8])))})
+		if len(out) == limit {
+			return errClaimsFull
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errClaimsFull) {
+		return nil, err
+	}
+	if c.expires == nil {
+		c.expires = map[string]time.Time{}
+	}
+	for _, o := range out {
+		c.expires[o.InvoiceID] = now.Add(ttl)
+	}
+	return out, nil
+}

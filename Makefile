@@ -122,7 +122,6 @@ protos:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$$($(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC)
 	cd protos && PATH="$(TOOLS):$$PATH" protoc --go_out=. --go_opt=paths=source_relative kassa.proto storecall.proto
-	cd actors/internal/legacycall && PATH="$(TOOLS):$$PATH" protoc --go_out=. --go_opt=paths=source_relative legacycall.proto
 	$(GO) mod download github.com/lightningnetwork/lnd && \
 	lnd=$$($(GO) list -m -f '{{.Dir}}' github.com/lightningnetwork/lnd)/lnrpc && \
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \

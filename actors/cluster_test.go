@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
+	testharness "github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/persistence"
 )
 
@@ -46,7 +46,7 @@ func clusterNodesWith(t *testing.T, n int, db *persistence.DB, clock *kassatest.
 			}
 		})
 		h.hooks = hooks
-		port := freeTCPPort(t)
+		port := testharness.FreePort(t)
 		p := test.NewTestProvider(agent)
 		if err := h.sys.JoinCluster(ClusterConfig{Name: "test", Provider: p, Host: "127.0.0.1", Port: port, Insecure: true}); err != nil {
 			t.Fatal(err)
@@ -64,16 +64,6 @@ func clusterNodesWith(t *testing.T, n int, db *persistence.DB, clock *kassatest.
 		}
 	}
 	return nodes, providers
-}
-
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // runsStore reports whether store id's actor is active on h's node.

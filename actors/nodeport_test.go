@@ -24,6 +24,7 @@ import (
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/internal/nodetls"
 	"github.com/kassapay/kassa/kassatest"
+	testharness "github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/protos"
 )
 
@@ -66,7 +67,7 @@ func tlsNode(t *testing.T, dir string, i int) (*harness, string) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	c := loadNodeTLS(t, dir, i)
 	if err := h.sys.JoinCluster(ClusterConfig{Name: "test", Provider: test.NewTestProvider(test.NewInMemAgent()),
-		Host: "127.0.0.1", Port: freeTCPPort(t), ServerTLS: c.Server, ClientTLS: c.Client}); err != nil {
+		Host: "127.0.0.1", Port: testharness.FreePort(t), ServerTLS: c.Server, ClientTLS: c.Client}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the node sees itself", func() bool { return len(h.sys.ClusterHealth().Members) == 1 })
@@ -183,7 +184,7 @@ func remoteClient(t *testing.T, dial grpc.DialOption, server ...grpc.ServerOptio
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	as := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
-	r := remote.NewRemote(as, remote.Configure("127.0.0.1", freeTCPPort(t), remote.WithDialOptions(dial), remote.WithServerOptions(server...)))
+	r := remote.NewRemote(as, remote.Configure("127.0.0.1", testharness.FreePort(t), remote.WithDialOptions(dial), remote.WithServerOptions(server...)))
 	r.Start()
 	t.Cleanup(func() { r.Shutdown(false) })
 	return as

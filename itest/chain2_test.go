@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/kassatest/harness"
 )
 
@@ -69,7 +70,7 @@ func TestDoubleSpendToElsewhere(t *testing.T) {
 // waitHeight waits until Kassa's chain watcher processed height.
 func waitHeight(t *testing.T, k *harness.Kassa, height int64) {
 	t.Helper()
-	harness.Eventually(t, 30*time.Second, fmt.Sprintf("watcher at height %d", height), func() error {
+	kassatest.Eventually(t, 30*time.Second, fmt.Sprintf("watcher at height %d", height), func() error {
 		h := k.Health().Chain
 		if h.Height < height || !h.Synced {
 			return fmt.Errorf("health %+v", h)
@@ -100,7 +101,7 @@ func TestBtcdRestartedWhileAPaymentIsMade(t *testing.T) {
 	// The watcher learns that the node is gone when its call fails, after
 	// rpcclient's own ten tries (0.5 s, 1 s, … 4.5 s apart: 22.5 s), and
 	// health reads it at most 5 s late: about 28 s, beyond 30 s under load.
-	harness.Eventually(t, 60*time.Second, "health reports the node down", func() error {
+	kassatest.Eventually(t, 60*time.Second, "health reports the node down", func() error {
 		if h := k.Health().Chain; h.Error == "" || h.Synced {
 			return fmt.Errorf("health %+v", h)
 		}
@@ -186,7 +187,7 @@ func TestReorgDoubleSpendsThePayment(t *testing.T) {
 	if got := k.Invoice(store, inv.ID); got.Status != "New" || got.TotalPaid != 0 {
 		t.Fatalf("after the double spend won: %+v", got)
 	}
-	harness.Eventually(t, 10*time.Second, "health's alert for the reverted settlement", func() error {
+	kassatest.Eventually(t, 10*time.Second, "health's alert for the reverted settlement", func() error {
 		if h := k.Health().Chain; h.Warning == "" {
 			return fmt.Errorf("health %+v", h)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/btcsuite/btcd/btcutil/hdkeychain"
 	"github.com/btcsuite/btcd/chaincfg"
 
+	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/kassatest/harness"
 )
 
@@ -71,7 +72,7 @@ func (e *env) pay(inv harness.Invoice, sats int64) string {
 func (e *env) waitPayments(store harness.Store, id string, want func([]harness.Payment) error) []harness.Payment {
 	e.t.Helper()
 	var ps []harness.Payment
-	harness.Eventually(e.t, 60*time.Second, "payments of "+id, func() error {
+	kassatest.Eventually(e.t, 60*time.Second, "payments of "+id, func() error {
 		ps = e.kassa.Payments(store, id)
 		return want(ps)
 	})
@@ -116,7 +117,7 @@ func TestProcessingThenSettled(t *testing.T) {
 	}
 	// The node's kind is learnt by the watcher once the node answered, and
 	// health is read from it (never from a call to the node per request).
-	harness.Eventually(t, 10*time.Second, "health synced", func() error {
+	kassatest.Eventually(t, 10*time.Second, "health synced", func() error {
 		h := e.kassa.Health().Chain
 		if h.Node != "btcd" || !h.Synced || h.Height != e.node.Height() || h.BestHash != e.node.BestHash().String() || h.Lag != 0 {
 			return fmt.Errorf("health %+v", h)

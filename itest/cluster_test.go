@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/kassatest/apitest"
 	"github.com/kassapay/kassa/kassatest/harness"
 )
@@ -119,7 +120,7 @@ func TestClusterChainWatcherTakeover(t *testing.T) {
 		return harness.StartKassa(t, "", append([]string{"--chain", chainURL(node)}, cluster.Next()...)...)
 	}
 	nodes := []*harness.Kassa{start(), start()}
-	harness.Eventually(t, 30*time.Second, "both nodes to see two members and one chain watcher", func() error {
+	kassatest.Eventually(t, 30*time.Second, "both nodes to see two members and one chain watcher", func() error {
 		held := 0
 		for i, k := range nodes {
 			h, ok := nodeHealth(k)
@@ -149,7 +150,7 @@ func TestClusterChainWatcherTakeover(t *testing.T) {
 	// there, and the lease holder must find them through the store.
 	var store harness.Store
 	var first harness.Invoice
-	harness.Eventually(t, 30*time.Second, "a store that runs on the standby node", func() error {
+	kassatest.Eventually(t, 30*time.Second, "a store that runs on the standby node", func() error {
 		store = leader.CreateStore("--name", "Cluster shop", "--xpub", testXpub(t), "--confirmations", "1")
 		first = other.CreateInvoice(store, 30_000) // activates the store's grain on its owner
 		if h, _ := nodeHealth(other); h.Cluster.Stores == 0 {
@@ -169,7 +170,7 @@ func TestClusterChainWatcherTakeover(t *testing.T) {
 	// The lease holder dies; the other node takes the lease over.
 	killed := time.Now()
 	leader.Kill()
-	harness.Eventually(t, 30*time.Second, "the surviving node to take the chain-watcher lease", func() error {
+	kassatest.Eventually(t, 30*time.Second, "the surviving node to take the chain-watcher lease", func() error {
 		if e := watcherEpoch(other); e <= epoch {
 			return fmt.Errorf("epoch %d", e)
 		}

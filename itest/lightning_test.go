@@ -161,7 +161,7 @@ func (e *lnEnv) createInvoice(sats int64) lnInvoice {
 // (it answers 503 while lnd is down).
 func (e *lnEnv) createInvoiceEventually(sats int64) lnInvoice {
 	e.t.Helper()
-	harness.Eventually(e.t, 90*time.Second, "invoice creation with lnd back", func() error {
+	kassatest.Eventually(e.t, 90*time.Second, "invoice creation with lnd back", func() error {
 		if code := e.kassa.Do("POST", "/api/v1/stores/"+e.store.StoreID+"/invoices", e.store.APIKey, map[string]any{
 			"amount": 1, "currency": "SATS", "enabledPaymentMethods": []string{"Lightning"},
 		}, nil); code != http.StatusOK {
@@ -202,7 +202,7 @@ func (e *lnEnv) transfer(invoiceID string) (transfer, bool) {
 func (e *lnEnv) waitForwarded(invoiceID string, full int64) transfer {
 	e.t.Helper()
 	var tx transfer
-	harness.Eventually(e.t, 180*time.Second, "transfer of "+invoiceID+" settled", func() error {
+	kassatest.Eventually(e.t, 180*time.Second, "transfer of "+invoiceID+" settled", func() error {
 		var ok bool
 		if tx, ok = e.transfer(invoiceID); !ok {
 			return fmt.Errorf("no transfer line")
@@ -299,7 +299,7 @@ func TestLightningOnLnd(t *testing.T) {
 		before := e.merchantSettled()
 		e.wallet.Pay(t, e.btcd, harness.Output{Address: inv.OnchainAddress, Amount: 30_000})
 		e.btcd.Mine(1)
-		harness.Eventually(t, 60*time.Second, "the service lnd's wallet to hold the payment", func() error {
+		kassatest.Eventually(t, 60*time.Second, "the service lnd's wallet to hold the payment", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			txs, err := e.service.Client.GetTransactions(ctx, &lnrpc.GetTransactionsRequest{})
@@ -311,7 +311,7 @@ func TestLightningOnLnd(t *testing.T) {
 			}
 			return nil
 		})
-		harness.Eventually(t, 60*time.Second, "the payment seen at one confirmation", func() error {
+		kassatest.Eventually(t, 60*time.Second, "the payment seen at one confirmation", func() error {
 			for _, p := range e.kassa.Payments(e.store, inv.ID) {
 				if p.Confirmations >= 1 {
 					return nil
@@ -400,7 +400,7 @@ func TestLightningOnLnd(t *testing.T) {
 	t.Log("lnd killed and restarted")
 	{
 		e.service.Kill()
-		harness.Eventually(t, 30*time.Second, "health to report lnd down", func() error {
+		kassatest.Eventually(t, 30*time.Second, "health to report lnd down", func() error {
 			var h struct {
 				Lightning struct {
 					Error string `json:"error"`
@@ -435,7 +435,7 @@ func TestLightningOnLnd(t *testing.T) {
 		if tx, ok := e.transfer(inv.ID); !ok || tx.Status != "Pending" {
 			t.Fatalf("transfer while the merchant is offline: %+v %v", tx, ok)
 		}
-		harness.Eventually(t, 60*time.Second, "a failed forward attempt in the log", func() error {
+		kassatest.Eventually(t, 60*time.Second, "a failed forward attempt in the log", func() error {
 			if !strings.Contains(e.kassa.Logs(), "forward not sent; retrying") && !strings.Contains(e.kassa.Logs(), "forward payment failed; retrying") {
 				return fmt.Errorf("no failed attempt yet")
 			}
@@ -455,7 +455,7 @@ func TestLightningOnLnd(t *testing.T) {
 		e.kassa = harness.StartKassa(t, e.kassa.Data, append(e.args[:len(e.args):len(e.args)], "--invoice-expiry", "2s")...)
 		short := e.createInvoice(5000)
 		e.kassa.WaitStatus(e.store, short.ID, "Expired", "")
-		harness.Eventually(t, 30*time.Second, "lnd invoice cancelled", func() error {
+		kassatest.Eventually(t, 30*time.Second, "lnd invoice cancelled", func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			d, err := e.service.Client.DecodePayReq(ctx, &lnrpc.PayReqString{PayReq: short.LightningInvoice})
@@ -498,7 +498,7 @@ func TestLightningOnLnd(t *testing.T) {
 			}
 			return nil, 0
 		}
-		harness.Eventually(t, 30*time.Second, "two members, the Lightning watcher and the forwarder held", func() error {
+		kassatest.Eventually(t, 30*time.Second, "two members, the Lightning watcher and the forwarder held", func() error {
 			for i, k := range nodes {
 				if h, ok := nodeHealth(k); !ok || len(h.Cluster.Members) != 2 {
 					return fmt.Errorf("node %d: members %v", i, h.Cluster.Members)
@@ -535,7 +535,7 @@ func TestLightningOnLnd(t *testing.T) {
 		}
 		watcher.Kill()
 		killed := time.Now()
-		harness.Eventually(t, 30*time.Second, "the survivor to hold the Lightning watcher and the forwarder", func() error {
+		kassatest.Eventually(t, 30*time.Second, "the survivor to hold the Lightning watcher and the forwarder", func() error {
 			k, ep := holder("lightning-watcher")
 			if k != survivor || ep <= epoch {
 				return fmt.Errorf("lightning-watcher lease not taken over")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 )
@@ -63,7 +64,7 @@ func TestAddressPoolDuringLndOutage(t *testing.T) {
 	waitPool := func(what string, want int) {
 		t.Helper()
 		// Health reads the chain backend at most every 5 s.
-		harness.Eventually(t, 90*time.Second, what, func() error {
+		kassatest.Eventually(t, 90*time.Second, what, func() error {
 			if n := poolLeft(); n != want {
 				return fmt.Errorf("health says %d addresses left, want %d", n, want)
 			}

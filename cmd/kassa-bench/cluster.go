@@ -156,7 +156,7 @@ var clusterNodes int
 // certificates `kassa cluster certs` would make (in the directory next
 // to data, made by the first node).
 func startClusterNode(bin, data, dsn, etcdURL string, extra ...string) (*target, error) {
-	node, err := freeAddr()
+	node, err := harness.FreeAddr()
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	args := []string{"--chain", node.URL(), "--lightning", service.URL(), "--log-level", "info"}
 	debug := os.Getenv("KASSA_BENCH_DEBUG_LISTEN")
 	if debug == "" && profileDir != "" {
-		if debug, err = freeAddr(); err != nil {
+		if debug, err = harness.FreeAddr(); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,15 +28,6 @@ type target struct {
 	// pprof address (to force a collection before reading its RSS).
 	base, token, debug string
 	pid                int
-}
-
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }
 
 func waitHTTP(url string) error {
@@ -118,7 +108,7 @@ func takeLogTails() []string {
 // startFloor starts a floor process: bare, or with -work the required
 // work of an invoice creation.
 func startFloor(tmp string, work bool) (*target, error) {
-	addr, err := freeAddr()
+	addr, err := harness.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -196,13 +186,13 @@ func cleanupBuild() {
 // startKassa starts `kassa serve` on data with extra flags and waits
 // until its health check answers. The target has no store yet.
 func startKassa(bin, data string, extra ...string) (*target, error) {
-	addr, err := freeAddr()
+	addr, err := harness.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
 	debugAddr := os.Getenv("KASSA_BENCH_DEBUG_LISTEN")
 	if debugAddr == "" {
-		if debugAddr, err = freeAddr(); err != nil {
+		if debugAddr, err = harness.FreeAddr(); err != nil {
 			return nil, err
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // createMany creates n invoices on t from workers goroutines and calls
@@ -191,7 +193,7 @@ func benchClosed(ctx context.Context, n, workers int) error {
 		return err
 	}
 	defer cleanup()
-	metricsAddr, err := freeAddr()
+	metricsAddr, err := harness.FreeAddr()
 	if err != nil {
 		return err
 	}

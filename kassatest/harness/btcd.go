@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"github.com/kassapay/kassa/kassatest"
+
 	"bytes"
 	"errors"
 	"fmt"
@@ -340,7 +342,7 @@ func (n *Node) Connect(other *Node) {
 func (n *Node) Disconnect(other *Node) {
 	n.t.Helper()
 	_ = n.Client.Node(btcjson.NDisconnect, other.P2PAddr, nil)
-	Eventually(n.t, 30*time.Second, "nodes disconnected", func() error {
+	kassatest.Eventually(n.t, 30*time.Second, "nodes disconnected", func() error {
 		for _, pair := range [][2]*Node{{n, other}, {other, n}} {
 			peers, err := pair[0].Client.GetPeerInfo()
 			if err != nil {
@@ -366,7 +368,7 @@ func (n *Node) Disconnect(other *Node) {
 			_ = m.Client.Node(btcjson.NDisconnect, p.Addr, nil)
 		}
 	}
-	Eventually(n.t, 30*time.Second, "no peers left", func() error {
+	kassatest.Eventually(n.t, 30*time.Second, "no peers left", func() error {
 		for _, m := range []*Node{n, other} {
 			peers, err := m.Client.GetPeerInfo()
 			if err != nil {
@@ -383,7 +385,7 @@ func (n *Node) Disconnect(other *Node) {
 // WaitSynced waits until every node has the same best block.
 func WaitSynced(t T, nodes ...*Node) {
 	t.Helper()
-	Eventually(t, 60*time.Second, "nodes synced", func() error {
+	kassatest.Eventually(t, 60*time.Second, "nodes synced", func() error {
 		want, err := nodes[0].Client.GetBestBlockHash()
 		if err != nil {
 			return err
@@ -399,26 +401,4 @@ func WaitSynced(t T, nodes ...*Node) {
 		}
 		return nil
 	})
-}
-
-// Eventually polls fn until it returns nil, and fails the test with fn's
-// last error when timeout passes first. It must run on the test's
-// goroutine.
-func Eventually(t T, timeout time.Duration, what string, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	wait := 10 * time.Millisecond
-	for {
-		err := fn()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s: %v (after %s)", what, err, timeout)
-		}
-		time.Sleep(wait)
-		if wait < 200*time.Millisecond {
-			wait *= 2
-		}
-	}
 }

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"github.com/kassapay/kassa/kassatest"
+
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -319,7 +321,7 @@ func (k *Kassa) AdminGet(path string, out any) {
 func (k *Kassa) WaitStatus(s Store, id, status, additional string) Invoice {
 	k.t.Helper()
 	var inv Invoice
-	Eventually(k.t, 60*time.Second, "invoice "+id+" "+status+" "+additional, func() error {
+	kassatest.Eventually(k.t, 60*time.Second, "invoice "+id+" "+status+" "+additional, func() error {
 		inv = k.Invoice(s, id)
 		if inv.Status != status || additional != "" && inv.AdditionalStatus != additional {
 			return fmt.Errorf("invoice is %s %s", inv.Status, inv.AdditionalStatus)

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc/routerrpc"
 )
@@ -266,7 +267,7 @@ func (l *Lnd) NewAddress() string {
 // WaitBalance waits until the node's wallet has at least sats confirmed.
 func (l *Lnd) WaitBalance(sats int64) {
 	l.t.Helper()
-	Eventually(l.t, 60*time.Second, "lnd "+l.Name+" funded", func() error {
+	kassatest.Eventually(l.t, 60*time.Second, "lnd "+l.Name+" funded", func() error {
 		ctx, cancel := l.ctx()
 		defer cancel()
 		b, err := l.Client.WalletBalance(ctx, &lnrpc.WalletBalanceRequest{})
@@ -292,7 +293,7 @@ func (l *Lnd) OpenChannel(peer *Lnd, sats int64) {
 		t.Fatalf("lnd %s connect to %s: %v", l.Name, peer.Name, err)
 	}
 	peerKey, _ := hex.DecodeString(peer.PubKey())
-	Eventually(t, 60*time.Second, "channel "+l.Name+" → "+peer.Name+" opened", func() error {
+	kassatest.Eventually(t, 60*time.Second, "channel "+l.Name+" → "+peer.Name+" opened", func() error {
 		ctx, cancel := l.ctx()
 		defer cancel()
 		_, err := l.Client.OpenChannelSync(ctx, &lnrpc.OpenChannelRequest{NodePubkey: peerKey, LocalFundingAmount: sats, SatPerVbyte: 2})
@@ -308,7 +309,7 @@ func (l *Lnd) OpenChannel(peer *Lnd, sats int64) {
 func (l *Lnd) Reconnect(peer *Lnd) {
 	t := l.t
 	t.Helper()
-	Eventually(t, 60*time.Second, l.Name+" reconnected to "+peer.Name, func() error {
+	kassatest.Eventually(t, 60*time.Second, l.Name+" reconnected to "+peer.Name, func() error {
 		ctx, cancel := l.ctx()
 		defer cancel()
 		_, err := l.Client.ConnectPeer(ctx, &lnrpc.ConnectPeerRequest{Addr: &lnrpc.LightningAddress{Pubkey: peer.PubKey(), Host: peer.P2PAddr}, Perm: true})
@@ -328,7 +329,7 @@ func (l *Lnd) WaitActive(peer *Lnd) {
 	for _, pair := range [][2]*Lnd{{l, peer}, {peer, l}} {
 		n, other := pair[0], pair[1]
 		otherKey := other.PubKey()
-		Eventually(t, 120*time.Second, "channel "+l.Name+" – "+peer.Name+" active at "+n.Name, func() error {
+		kassatest.Eventually(t, 120*time.Second, "channel "+l.Name+" – "+peer.Name+" active at "+n.Name, func() error {
 			ctx, cancel := n.ctx()
 			defer cancel()
 			r, err := n.Client.ListChannels(ctx, &lnrpc.ListChannelsRequest{ActiveOnly: true})
@@ -395,7 +396,7 @@ func (l *Lnd) WaitRoute(dest *Lnd, sats int64) {
 	t := l.t
 	t.Helper()
 	key := dest.PubKey()
-	Eventually(t, 120*time.Second, "a route from "+l.Name+" to "+dest.Name, func() error {
+	kassatest.Eventually(t, 120*time.Second, "a route from "+l.Name+" to "+dest.Name, func() error {
 		ctx, cancel := l.ctx()
 		defer cancel()
 		r, err := l.Client.QueryRoutes(ctx, &lnrpc.QueryRoutesRequest{PubKey: key, Amt: sats})

@@ -48,6 +48,16 @@ func FreePort(t T) int {
 	return port
 }
 
+// FreeAddr returns a 127.0.0.1 address whose port was free a moment
+// ago, for callers without a test (the bench).
+func FreeAddr() (string, error) {
+	port, err := freePort()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port), nil
+}
+
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort() (int, error) {
 	// A port from the kernel's ephemeral range (what port 0 gives) can

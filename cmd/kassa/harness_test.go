@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -62,24 +61,23 @@ func needBinary(t *testing.T) {
 	}
 }
 
-// server is a running kassa process.
+// server is a running kassa process (harness.Kassa) with what the
+// end-to-end tests add: its stdout, and its cluster peers.
 type server struct {
+	k    *harness.Kassa
 	t    *testing.T
 	cmd  *exec.Cmd
 	url  string
 	data string
-	args []string
+	done <-chan struct{}
 
 	// nodeFlags are the store and cluster flags the server was started
 	// with (see e2eStoreArgs), which a restart on its data reuses.
 	nodeFlags []string
 
-	mu       sync.Mutex
-	peers    []*server // the other nodes with KASSA_E2E_STORE=cluster
-	logs     bytes.Buffer
-	stdout   bytes.Buffer
-	done     <-chan struct{}
-	stopOnce sync.Once
+	mu     sync.Mutex
+	peers  []*server // the other nodes with KASSA_E2E_STORE=cluster
+	stdout bytes.Buffer
 }
 
 // stdoutWriter collects what the server prints on stdout.
@@ -89,15 +87,6 @@ func (w stdoutWriter) Write(p []byte) (int, error) {
 	w.s.mu.Lock()
 	defer w.s.mu.Unlock()
 	return w.s.stdout.Write(p)
-}
-
-// logWriter collects what the server logs on stderr.
-type logWriter struct{ s *server }
-
-func (w logWriter) Write(p []byte) (int, error) {
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	return w.s.logs.Write(p)
 }
 
 // Stdout returns what the server printed on stdout so far.
@@ -126,21 +115,13 @@ func launchServer(t *testing.T, dir string, flags ...string) *server {
 	t.Helper()
 	needBinary(t)
 	s := &server{t: t, data: dir}
-	s.args = append([]string{"serve", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, flags...)
 	if !slices.Contains(flags, "--dev") && !slices.Contains(flags, "--chain") && !slices.Contains(flags, "--lightning") {
 		// Outside --dev the simulation runs only when named; a test that
 		// pays through the simulation routes passes --dev.
-		s.args = append(s.args, "--chain", "sim", "--lightning", "sim")
+		flags = append(slices.Clip(flags), "--chain", "sim", "--lightning", "sim")
 	}
-	s.cmd = exec.Command(binPath, s.args...)
-	s.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	s.cmd.Stdout = stdoutWriter{s}
-	addr, done, err := harness.StartServe(s.cmd, logWriter{s}, 30*time.Second)
-	s.done = done
-	if err != nil {
-		t.Fatalf("server: %v:\n%s", err, s.Logs())
-	}
-	s.url = "http://" + addr
+	s.k = harness.KassaProcess{Bin: binPath, Dir: dir, Args: flags, Stdout: stdoutWriter{s}, Managed: true}.Start(t)
+	s.cmd, s.url, s.done = s.k.Cmd(), s.k.URL, s.k.Done()
 	t.Cleanup(func() {
 		s.Stop()
 		// KASSA_DUMP_LOGS=DIR keeps every server's whole log, passed
@@ -165,11 +146,7 @@ func (s *server) Logs() string {
 }
 
 // ownLogs returns what this process alone wrote to stderr so far.
-func (s *server) ownLogs() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs.String()
-}
+func (s *server) ownLogs() string { return s.k.Logs() }
 
 // Stop ends the server (and its cluster peers) gracefully. Several
 // servers may share peers (a restarted node's are its cluster's other
@@ -185,20 +162,7 @@ func (s *server) Stop() {
 }
 
 // stopProcess ends this process alone gracefully.
-func (s *server) stopProcess() {
-	s.stopOnce.Do(func() {
-		if s.cmd.ProcessState != nil {
-			return
-		}
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-s.done:
-		case <-time.After(15 * time.Second):
-			s.cmd.Process.Kill()
-		}
-		s.cmd.Wait()
-	})
-}
+func (s *server) stopProcess() { s.k.Stop() }
 
 // Kill ends the server (and its cluster peers) with SIGKILL, as a crash
 // would.
@@ -206,25 +170,11 @@ func (s *server) Kill() {
 	for _, p := range s.peerList() {
 		p.Kill()
 	}
-	s.cmd.Process.Kill()
-	<-s.done
-	s.cmd.Wait()
+	s.k.Kill()
 }
 
 // cli runs a kassa admin command against the server and returns stdout.
-func (s *server) cli(args ...string) (string, error) {
-	cmd := exec.Command(binPath, append(args, "--server", s.url, "--data", s.data)...)
-	// A race-built binary sleeps a second before exiting unless told not
-	// to; the CLI is called hundreds of times.
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if err != nil {
-		return out.String(), fmt.Errorf("%v: %s", err, errb.String())
-	}
-	return out.String(), nil
-}
+func (s *server) cli(args ...string) (string, error) { return s.k.CLI(args...) }
 
 func (s *server) mustCLI(args ...string) string {
 	s.t.Helper()

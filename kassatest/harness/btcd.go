@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"github.com/kassapay/kassa/kassatest"
-
 	"bytes"
 	"errors"
 	"fmt"
@@ -20,6 +18,8 @@ import (
 	"github.com/btcsuite/btcd/chaincfg"
 	"github.com/btcsuite/btcd/chaincfg/chainhash"
 	"github.com/btcsuite/btcd/rpcclient"
+
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // BtcdVersion is the btcd release the tests run against.

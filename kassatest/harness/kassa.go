@@ -1,8 +1,6 @@
 package harness
 
 import (
-	"github.com/kassapay/kassa/kassatest"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -16,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kassapay/kassa/kassatest"
 )
 
 var (
@@ -61,14 +61,16 @@ func BuildKassa(dir string, race bool) (string, error) {
 // Kassa is a running `kassa serve` process.
 type Kassa struct {
 	t    T
+	bin  string
 	Data string
 	Args []string
 	URL  string
 
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs bytes.Buffer
-	done <-chan struct{}
+	cmd      *exec.Cmd
+	mu       sync.Mutex
+	logs     bytes.Buffer
+	done     <-chan struct{}
+	stopOnce sync.Once
 }
 
 // lockedWriter writes to b under mu.
@@ -88,24 +90,54 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 // when the test ends.
 func StartKassa(t T, dir string, args ...string) *Kassa {
 	t.Helper()
+	return KassaProcess{Dir: dir, Args: append([]string{"--dev"}, args...)}.Start(t)
+}
+
+// KassaProcess is how to start a `kassa serve`: what StartKassa fills in
+// for the itests, and what cmd/kassa's end-to-end tests set themselves.
+type KassaProcess struct {
+	Bin    string    // the binary; empty: KassaBin's
+	Dir    string    // the data directory; empty: a new temporary one
+	Args   []string  // serve's flags after --data, --listen, --rate-limit 0 and --log-level debug
+	Stdout io.Writer // what it prints; nil: discarded
+	// Managed leaves stopping the process and printing its log on
+	// failure to the caller (which runs a cluster of them); otherwise
+	// the test's cleanup does both.
+	Managed bool
+}
+
+// Start starts the process and waits until it listens.
+func (p KassaProcess) Start(t T) *Kassa {
+	t.Helper()
 	SkipShort(t, "the built kassa binary")
-	if dir == "" {
-		dir = t.TempDir()
+	if p.Dir == "" {
+		p.Dir = t.TempDir()
 	}
-	k := &Kassa{t: t, Data: dir}
-	k.Args = append([]string{"serve", "--dev", "--data", dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, args...)
-	k.cmd = exec.Command(KassaBin(t), k.Args...)
-	k.cmd.Stdout = io.Discard
+	if p.Bin == "" {
+		p.Bin = KassaBin(t)
+	}
+	k := &Kassa{t: t, bin: p.Bin, Data: p.Dir}
+	k.Args = append([]string{"serve", "--data", p.Dir, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--log-level", "debug"}, p.Args...)
+	k.cmd = exec.Command(p.Bin, k.Args...)
+	// A race-built binary sleeps a second before exiting unless told
+	// not to.
+	k.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	k.cmd.Stdout = p.Stdout
+	if p.Stdout == nil {
+		k.cmd.Stdout = io.Discard
+	}
 	addr, done, err := StartServe(k.cmd, lockedWriter{&k.mu, &k.logs}, 60*time.Second)
 	k.done = done
 	if err != nil {
-		t.Fatalf("%v:\n%s", err, k.Logs())
+		t.Fatalf("kassa: %v:\n%s", err, k.Logs())
 	}
 	k.URL = "http://" + addr
-	t.Cleanup(func() {
-		k.Stop()
-		LogTailIfFailed(t, "kassa log", k.Logs(), 30000)
-	})
+	if !p.Managed {
+		t.Cleanup(func() {
+			k.Stop()
+			LogTailIfFailed(t, "kassa log", k.Logs(), 30000)
+		})
+	}
 	return k
 }
 
@@ -119,18 +151,26 @@ func (k *Kassa) Logs() string {
 // Pid is the kassa process's id.
 func (k *Kassa) Pid() int { return k.cmd.Process.Pid }
 
-// Stop ends kassa gracefully.
+// Cmd is the kassa process, to signal it (SIGSTOP) or wait for its exit.
+func (k *Kassa) Cmd() *exec.Cmd { return k.cmd }
+
+// Done is closed when the process has exited.
+func (k *Kassa) Done() <-chan struct{} { return k.done }
+
+// Stop ends kassa gracefully, once however often it is called.
 func (k *Kassa) Stop() {
-	if k.cmd.ProcessState != nil {
-		return
-	}
-	_ = k.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-k.done:
-	case <-time.After(20 * time.Second):
-		_ = k.cmd.Process.Kill()
-	}
-	_ = k.cmd.Wait()
+	k.stopOnce.Do(func() {
+		if k.cmd.ProcessState != nil {
+			return
+		}
+		_ = k.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-k.done:
+		case <-time.After(20 * time.Second):
+			_ = k.cmd.Process.Kill()
+		}
+		_ = k.cmd.Wait()
+	})
 }
 
 // Kill ends kassa with SIGKILL, as a crash would.
@@ -142,7 +182,10 @@ func (k *Kassa) Kill() {
 
 // CLI runs a kassa admin command against the server and returns stdout.
 func (k *Kassa) CLI(args ...string) (string, error) {
-	cmd := exec.Command(KassaBin(k.t), append(args, "--server", k.URL, "--data", k.Data)...)
+	cmd := exec.Command(k.bin, append(args, "--server", k.URL, "--data", k.Data)...)
+	// A race-built binary sleeps a second before exiting unless told
+	// not to; tests call the CLI hundreds of times.
+	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {

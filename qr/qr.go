@@ -1,12 +1,12 @@
 package qr
 
 import (
-	"bytes"
-	"compress/zlib"
+	"cmp"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"sync"
 
@@ -130,21 +130,17 @@ func DataURI(content string) (string, error) {
 // resulting string is temporary, so it is reused through scratches
 // instead of being allocated per image (two images per invoice).
 type scratch struct {
-	bits   coding.Bits
+	msg    []byte
 	code   coding.Code
 	bitmap []byte
 	rows   []byte
-	idat   bytes.Buffer
-	zlib   *zlib.Writer
+	z      zlibRows
 	png    []byte
 	b64    []byte
 }
 
 // scratches reuses scratch buffers across calls.
-var scratches = sync.Pool{New: func() any {
-	w, _ := zlib.NewWriterLevel(nil, zlib.BestSpeed)
-	return &scratch{zlib: w}
-}}
+var scratches = sync.Pool{New: func() any { return &scratch{} }}
 
 // grow returns buf resized to n bytes, reusing its array when it is
 // large enough. The contents are not cleared.
@@ -196,34 +192,50 @@ func encode(text string, sc *scratch) (*coding.Code, error) {
 }
 
 // layout is a plan flattened for encoding: the bitmap of everything
-// fixed (finder patterns, timing, format, with the mask applied) and, for
-// each data or check module, where it is and which bit of the message it
-// shows. Encoding is then one copy and one pass over the message bits,
-// where coding.Plan.Encode looks at every module's role.
+// fixed (finder patterns, timing, format, with the mask applied), the
+// Reed-Solomon table of its blocks and, for each data or check module in
+// the order of the message bits it shows, where it is. Encoding is then
+// one copy and one branch-free pass over the message bits, where
+// coding.Plan.Encode looks at every module's role.
 type layout struct {
 	plan   *coding.Plan
 	size   int
 	stride int
 	base   []byte
-	pos    []uint32 // bit index into the bitmap of each message bit's module
-	offset []uint32 // message bit offset shown by that module
+	// place holds, per message bit (in message order), the module's
+	// bitmap byte index << 3 | its bit's shift, and the message bit's
+	// shift in its byte in bits 29–31.
+	place  []uint32
+	rs     *rsTable
+	blocks int
 }
 
 func newLayout(p *coding.Plan) *layout {
 	size := len(p.Pixel)
-	l := &layout{plan: p, size: size, stride: (size + 7) &^ 7}
+	l := &layout{plan: p, size: size, stride: (size + 7) &^ 7, blocks: p.Blocks}
 	l.base = make([]byte, l.stride*size)
+	type module struct{ offset, at uint32 }
+	var modules []module
 	for y, row := range p.Pixel {
 		for x, pix := range row {
 			if pix&coding.Black != 0 {
 				l.base[y*l.stride+x/8] |= 0x80 >> (x % 8)
 			}
 			if r := pix.Role(); r == coding.Data || r == coding.Check {
-				l.pos = append(l.pos, uint32(y*l.stride*8+x))
-				l.offset = append(l.offset, uint32(pix.Offset()))
+				at := uint32(y*l.stride+x/8)<<3 | uint32(7-x%8)
+				modules = append(modules, module{uint32(pix.Offset()), at})
 			}
 		}
 	}
+	slices.SortFunc(modules, func(a, b module) int { return cmp.Compare(a.offset, b.offset) })
+	l.place = make([]uint32, len(modules))
+	for i, m := range modules {
+		if m.offset != uint32(i) {
+			panic("qr: plan's message bits are not one module each")
+		}
+		l.place[i] = m.at | uint32(7-i%8)<<29
+	}
+	l.rs = rsTableOf(p.CheckBytes / p.Blocks)
 	return l
 }
 
@@ -233,30 +245,122 @@ func (l *layout) encode(segments []coding.Encoding, sc *scratch) (*coding.Code, 
 	if sc == nil {
 		sc = &scratch{}
 	}
-	b := &sc.bits
-	b.Reset()
-	for _, s := range segments {
-		if err := s.Check(); err != nil {
-			return nil, err
+	nd := l.plan.DataBytes
+	msg, err := appendSegments(sc.msg[:0], segments, l.plan.Version, nd)
+	if err != nil {
+		return nil, err
+	}
+	// The check bytes of each block after all the data, as
+	// coding.Bits.AddCheckBytes lays them out (the plan interleaves).
+	db, extra := nd/l.blocks, nd%l.blocks
+	data := msg[:nd]
+	for i := range l.blocks {
+		n := db
+		if i >= l.blocks-extra {
+			n++
 		}
-		s.Encode(b, l.plan.Version)
+		msg = l.rs.appendECC(msg, data[:n])
+		data = data[n:]
 	}
-	if b.Bits() > l.plan.DataBytes*8 {
-		return nil, fmt.Errorf("cannot encode %d bits into %d-bit code", b.Bits(), l.plan.DataBytes*8)
+	sc.msg = msg
+	if len(msg)*8 < len(l.place) {
+		return nil, fmt.Errorf("qr: %d message bytes for %d modules", len(msg), len(l.place))
 	}
-	b.AddCheckBytes(l.plan.Version, l.plan.Level)
-	msg := b.Bytes()
 	sc.bitmap = grow(sc.bitmap, len(l.base))
 	bitmap := sc.bitmap
 	copy(bitmap, l.base)
-	for i, o := range l.offset {
-		if msg[o/8]&(0x80>>(o%8)) != 0 {
-			p := l.pos[i]
-			bitmap[p/8] ^= 0x80 >> (p % 8)
-		}
+	for i, pl := range l.place {
+		bit := msg[i>>3] >> (pl >> 29) & 1
+		bitmap[pl&0x1fffffff>>3] ^= bit << (pl & 7)
 	}
 	sc.code = coding.Code{Bitmap: bitmap, Size: l.size, Stride: l.stride}
 	return &sc.code, nil
+}
+
+// alnumValue is each byte's value in QR's alphanumeric set, 0xff for
+// bytes outside it.
+var alnumValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i, c := range []byte("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ $%*+-./:") {
+		t[c] = byte(i)
+	}
+	return t
+}()
+
+// qrBits writes bits most significant first, as QR's message does.
+type qrBits struct {
+	out []byte
+	acc uint64
+	n   uint
+}
+
+func (b *qrBits) write(v uint64, n uint) {
+	b.acc = b.acc<<n | v
+	b.n += n
+	for b.n >= 8 {
+		b.n -= 8
+		b.out = append(b.out, byte(b.acc>>b.n))
+	}
+}
+
+// appendSegments appends to msg the data bytes of segments for version
+// v with nd data bytes: each segment's mode, count and characters, then
+// the terminator and padding of coding.Bits.Pad.
+func appendSegments(msg []byte, segments []coding.Encoding, v coding.Version, nd int) ([]byte, error) {
+	class := 0 // character count widths: versions 1–9, 10–26, 27–40
+	if v >= 27 {
+		class = 2
+	} else if v >= 10 {
+		class = 1
+	}
+	b := qrBits{out: msg}
+	for _, seg := range segments {
+		switch s := seg.(type) {
+		case coding.Alpha:
+			b.write(2, 4)
+			b.write(uint64(len(s)), uint([3]int{9, 11, 13}[class]))
+			i := 0
+			for ; i+2 <= len(s); i += 2 {
+				c0, c1 := alnumValue[s[i]], alnumValue[s[i+1]]
+				if c0 == 0xff || c1 == 0xff {
+					return nil, fmt.Errorf("non-alphanumeric string %#q", string(s))
+				}
+				b.write(uint64(c0)*45+uint64(c1), 11)
+			}
+			if i < len(s) {
+				c := alnumValue[s[i]]
+				if c == 0xff {
+					return nil, fmt.Errorf("non-alphanumeric string %#q", string(s))
+				}
+				b.write(uint64(c), 6)
+			}
+		case coding.String:
+			b.write(4, 4)
+			b.write(uint64(len(s)), uint([3]int{8, 16, 16}[class]))
+			for i := 0; i < len(s); i++ {
+				b.write(uint64(s[i]), 8)
+			}
+		default:
+			return nil, fmt.Errorf("qr: segment %T not supported", seg)
+		}
+		if len(b.out)-len(msg) > nd {
+			break
+		}
+	}
+	bits := (len(b.out)-len(msg))*8 + int(b.n)
+	if bits > nd*8 {
+		return nil, fmt.Errorf("cannot encode %d bits into %d-bit code", bits, nd*8)
+	}
+	// Terminator (up to four zero bits), zeros to a byte, then the pad
+	// bytes 0xec and 0x11 in turn.
+	b.write(0, uint(min(4, nd*8-bits)))
+	b.write(0, -b.n&7)
+	for pad := byte(0xec); len(b.out)-len(msg) < nd; pad ^= 0xec ^ 0x11 {
+		b.write(uint64(pad), 8)
+	}
+	return b.out, nil
 }
 
 // qrMinAlphaRun is the shortest run worth its own alphanumeric segment:
@@ -308,13 +412,13 @@ func BitcoinContent(bip21 string) string {
 	return strings.ToUpper(bip21[:end]) + bip21[end:]
 }
 
-// qrNibbles spreads the 8 modules of a bitmap byte over 4 bytes, a
-// nibble each (qrScale is 4).
-var qrNibbles = func() (t [256][4]byte) {
+// qrNibbles spreads the 8 modules of a bitmap byte over 4 bytes (big
+// endian), a nibble each (qrScale is 4).
+var qrNibbles = func() (t [256]uint32) {
 	for b := range 256 {
 		for m := range 8 {
 			if b&(0x80>>m) != 0 {
-				t[b][m/2] |= 0xf0 >> (4 * (m % 2))
+				t[b] |= 0xf0000000 >> (4 * m)
 			}
 		}
 	}
@@ -322,11 +426,12 @@ var qrNibbles = func() (t [256][4]byte) {
 }()
 
 // drawPNG draws code, quiet zone included, at qrScale (4) pixels per module
-// as a 1-bit indexed PNG (palette white, black). It writes the rows
-// itself: a module is one nibble of a row, and every pixel row that
-// repeats the one above is written with PNG's Up filter as zeros, which
-// deflate's fastest level compresses to almost nothing.
-// image/png's generic path took most of an invoice creation's time.
+// as a 1-bit indexed PNG (palette white, black). It writes the rows and
+// their compression itself (zlibRows): a module is one nibble of a row,
+// a module row's first pixel row is coded byte by byte and its other
+// three as one back-reference each. image/png's generic path, and
+// later compress/zlib on rows built here, took most of an invoice
+// creation's time.
 // The PNG lives in sc (nil: new buffers) until sc is used again.
 func drawPNG(code *coding.Code, sc *scratch) ([]byte, error) {
 	if sc == nil {
@@ -334,37 +439,10 @@ func drawPNG(code *coding.Code, sc *scratch) ([]byte, error) {
 	}
 	modules := code.Size + 2*qrQuietZone
 	size := modules * qrScale
-	stride := 1 + (size+7)/8 // filter byte, then packed pixels
-	sc.rows = grow(sc.rows, stride*size)
+	stride := 1 + (size+7)/8 // filter byte (None), then packed pixels
+	sc.rows = grow(sc.rows, stride*modules)
 	rows := sc.rows
 	clear(rows)
-	// At 4 pixels a module a module is a nibble and the 4-module quiet
-	// zone two bytes, so each byte of the code's bitmap becomes four
-	// bytes of the row through a table.
-	bitmapBytes := (code.Size + 7) / 8
-	for my := 0; my < modules; my++ {
-		row := rows[my*qrScale*stride : (my*qrScale+1)*stride]
-		if y := my - qrQuietZone; y >= 0 && y < code.Size {
-			out := row[1+qrQuietZone/2:]
-			for i, b := range code.Bitmap[y*code.Stride : y*code.Stride+bitmapBytes] {
-				x := qrNibbles[b]
-				copy(out[min(4*i, len(out)):], x[:])
-			}
-		}
-		for i := 1; i < qrScale; i++ {
-			rows[(my*qrScale+i)*stride] = 2 // Up: same as the row above
-		}
-	}
-	idat := &sc.idat
-	idat.Reset()
-	zw := sc.zlib
-	zw.Reset(idat)
-	if _, err := zw.Write(rows); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
 
 	out := sc.png[:0]
 	out = append(out, "\x89PNG\r\n\x1a\n"...)
@@ -374,7 +452,38 @@ func drawPNG(code *coding.Code, sc *scratch) ([]byte, error) {
 	ihdr[8], ihdr[9] = 1, 3 // bit depth 1, indexed colour
 	out = pngChunk(out, "IHDR", ihdr[:])
 	out = pngChunk(out, "PLTE", []byte{0xff, 0xff, 0xff, 0, 0, 0})
-	out = pngChunk(out, "IDAT", idat.Bytes())
+	idatStart := len(out)
+	out = append(out, 0, 0, 0, 0, 'I', 'D', 'A', 'T')
+
+	// At 4 pixels a module a module is a nibble and the 4-module quiet
+	// zone two bytes, so each byte of the code's bitmap becomes four
+	// bytes of the row through a table. Each module row's line has its
+	// own place in rows: zlibRows may refer back to the previous one.
+	z := &sc.z
+	z.start(out)
+	bitmapBytes := (code.Size + 7) / 8
+	for my := range modules {
+		row := rows[my*stride : (my+1)*stride]
+		if y := my - qrQuietZone; y >= 0 && y < code.Size {
+			out := row[1+qrQuietZone/2:]
+			for i, b := range code.Bitmap[y*code.Stride : y*code.Stride+bitmapBytes] {
+				if 4*i+4 <= len(out) {
+					binary.BigEndian.PutUint32(out[4*i:], qrNibbles[b])
+				} else {
+					var x [4]byte
+					binary.BigEndian.PutUint32(x[:], qrNibbles[b])
+					copy(out[min(4*i, len(out)):], x[:])
+				}
+			}
+		}
+		if err := z.line(row, qrScale); err != nil {
+			return nil, err
+		}
+	}
+	out = z.finish()
+	idat := out[idatStart+8:]
+	binary.BigEndian.PutUint32(out[idatStart:], uint32(len(idat)))
+	out = binary.BigEndian.AppendUint32(out, crc32.ChecksumIEEE(out[idatStart+4:]))
 	sc.png = pngChunk(out, "IEND", nil)
 	return sc.png, nil
 }

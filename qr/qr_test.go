@@ -2,10 +2,13 @@ package qr
 
 import (
 	"bytes"
+	"compress/zlib"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"image/color"
 	"image/png"
+	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -271,4 +274,91 @@ func TestScratchReuse(t *testing.T) {
 		}
 	}
 	checkQR(t, fresh, small)
+}
+
+// TestQRPixelsMatchLibrary draws codes of every version and checks each
+// pixel of the decoded PNG against rsc.io/qr's own encoding of the same
+// segments (mask 0, level M), at qrScale pixels a module inside a
+// qrQuietZone-module white border; and that the zlib stream inflates,
+// checksum included, to exactly the image's filtered rows.
+func TestQRPixelsMatchLibrary(t *testing.T) {
+	t.Parallel()
+	seen := map[coding.Version]bool{}
+	for n := 1; n <= 3391 && len(seen) < 40; n += 7 {
+		text := LightningContent(testBolt11(n))
+		if n%3 == 0 {
+			text = BitcoinContent(kassa.BIP21(testAddress(n), 25000, testBolt11(n), "Alice's Shop"))
+		}
+		text = strings.Repeat(text, n/300+1)[:n]
+		segments := splitSegments(text)
+		v := coding.Version(coding.MinVersion)
+		for ; v <= coding.MaxVersion; v++ {
+			bits := 0
+			for _, s := range segments {
+				bits += s.Bits(v)
+			}
+			if bits <= v.DataBytes(coding.Level(qrLevel))*8 {
+				break
+			}
+		}
+		if v > coding.MaxVersion || seen[v] {
+			continue
+		}
+		seen[v] = true
+		plan, err := coding.NewPlan(v, coding.Level(qrLevel), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := plan.Encode(segments...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		uri, err := DataURI(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(uri, "data:image/png;base64,"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatalf("version %d: %v", v, err)
+		}
+		modules := want.Size + 2*qrQuietZone
+		if b := img.Bounds(); b.Dx() != modules*qrScale || b.Dy() != modules*qrScale {
+			t.Fatalf("version %d: image %v, want %d pixels square", v, b, modules*qrScale)
+		}
+		for py := range modules * qrScale {
+			for px := range modules * qrScale {
+				x, y := px/qrScale-qrQuietZone, py/qrScale-qrQuietZone
+				black := x >= 0 && y >= 0 && x < want.Size && y < want.Size && want.Black(x, y)
+				r, _, _, _ := img.At(px, py).RGBA()
+				if (r == 0) != black {
+					t.Fatalf("version %d: pixel (%d,%d) black=%v, want %v", v, px, py, r == 0, black)
+				}
+			}
+		}
+		// The IDAT chunk (the fourth chunk: after the signature, IHDR
+		// and PLTE) inflates to size lines of 1+size/8 bytes.
+		idat := raw[8+25+18:]
+		if string(idat[4:8]) != "IDAT" {
+			t.Fatalf("chunk %q, want IDAT", idat[4:8])
+		}
+		zr, err := zlib.NewReader(bytes.NewReader(idat[8 : 8+binary.BigEndian.Uint32(idat)]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatalf("version %d: inflate: %v", v, err)
+		}
+		size := modules * qrScale
+		if len(rows) != size*(1+(size+7)/8) {
+			t.Fatalf("version %d: %d bytes of rows, want %d", v, len(rows), size*(1+(size+7)/8))
+		}
+	}
+	if len(seen) != 40 {
+		t.Errorf("drew versions %v, want all 40", seen)
+	}
 }

@@ -347,23 +347,6 @@ type LightningPayment struct {
 	Failure string
 }
 
-// LightningPayer pays invoices from the service's node.
-type LightningPayer interface {
-	// PayInvoice pays paymentRequest spending at most feeLimit on
-	// routing, waiting at most timeout for the outcome. A payment still
-	// in flight when it returns is reported as such; TrackPayment
-	// learns its outcome later.
-	PayInvoice(ctx context.Context, paymentRequest string, feeLimit MSat, timeout time.Duration) (LightningPayment, error)
-	// TrackPayment returns the state of the payment with paymentHash;
-	// PaymentUnknown when the node never sent it.
-	TrackPayment(ctx context.Context, paymentHash string) (LightningPayment, error)
-	// EstimateFee returns what a payment of amount to payee would cost
-	// in routing fees, at most feeLimit; an error when no route is found
-	// within it. It asks the payee for nothing: it is how a forward
-	// learns the fee before it asks for the one invoice it pays.
-	EstimateFee(ctx context.Context, payee Payee, amount, feeLimit MSat) (MSat, error)
-}
-
 // Payee is where a Lightning address's invoices are paid: the node that
 // signs them (its public key in hex), with the final CLTV delta and the
 // route hints of the last one seen. A forward estimates its route fee to
@@ -404,20 +387,11 @@ type AddressInvoice struct {
 	Payee Payee
 }
 
-// ErrLightningNodeUnreachable is what LightningAddresses answers while
+// ErrLightningNodeUnreachable is what a store's Lightning address resolver answers while
 // the service's Lightning node cannot be asked which network it is on:
 // the address is not at fault, and a store that names one is refused
 // with 503 until the node is back (docs/api.md, Stores).
 var ErrLightningNodeUnreachable = Errorf(Unavailable, "lnd is unreachable, so the Lightning address cannot be checked now; try again shortly")
-
-// LightningAddresses resolves stores' Lightning addresses (LNURL-pay).
-type LightningAddresses interface {
-	// PayRequest fetches address's pay request.
-	PayRequest(ctx context.Context, address string) (PayRequest, error)
-	// Invoice asks for an invoice of exactly amount, passing comment when
-	// the pay request allows one, and checks it.
-	Invoice(ctx context.Context, p PayRequest, amount MSat, comment string) (AddressInvoice, error)
-}
 
 // ForwardBatch is what a Batch offers for forwarding, beside kassa.Batch.
 type ForwardBatch interface {

@@ -22,17 +22,6 @@ type StoreService interface {
 	TopUp(ctx context.Context, storeID string, amount Sats, reference string) (*Transaction, error)
 }
 
-// StoreSettingsService changes an existing store's settings and API
-// keys (the dashboard uses it; every change goes through the store's
-// actor like any other).
-type StoreSettingsService interface {
-	UpdateStore(ctx context.Context, storeID string, u StoreUpdate) (*Store, error)
-	// CreateAPIKey adds a key with label to the store.
-	CreateAPIKey(ctx context.Context, storeID, label string) (*APIKey, error)
-	// DeleteAPIKey removes a key: requests with it fail from then on.
-	DeleteAPIKey(ctx context.Context, storeID, keyID string) error
-}
-
 // InvoiceService creates and changes invoices.
 type InvoiceService interface {
 	CreateInvoice(ctx context.Context, storeID string, r *InvoiceRequest) (*Invoice, error)

@@ -18,13 +18,41 @@ import (
 	"github.com/kassapay/kassa/metrics"
 )
 
+// LightningPayer pays invoices from the service's node (lightning/lnd
+// and lightning/sim implement it).
+type LightningPayer interface {
+	// PayInvoice pays paymentRequest spending at most feeLimit on
+	// routing, waiting at most timeout for the outcome. A payment still
+	// in flight when it returns is reported as such; TrackPayment
+	// learns its outcome later.
+	PayInvoice(ctx context.Context, paymentRequest string, feeLimit kassa.MSat, timeout time.Duration) (kassa.LightningPayment, error)
+	// TrackPayment returns the state of the payment with paymentHash;
+	// PaymentUnknown when the node never sent it.
+	TrackPayment(ctx context.Context, paymentHash string) (kassa.LightningPayment, error)
+	// EstimateFee returns what a payment of amount to payee would cost
+	// in routing fees, at most feeLimit; an error when no route is found
+	// within it. It asks the payee for nothing: it is how a forward
+	// learns the fee before it asks for the one invoice it pays.
+	EstimateFee(ctx context.Context, payee kassa.Payee, amount, feeLimit kassa.MSat) (kassa.MSat, error)
+}
+
+// LightningAddresses resolves stores' Lightning addresses (LNURL-pay;
+// lnurl.Addresses implements it).
+type LightningAddresses interface {
+	// PayRequest fetches address's pay request.
+	PayRequest(ctx context.Context, address string) (kassa.PayRequest, error)
+	// Invoice asks for an invoice of exactly amount, passing comment when
+	// the pay request allows one, and checks it.
+	Invoice(ctx context.Context, p kassa.PayRequest, amount kassa.MSat, comment string) (kassa.AddressInvoice, error)
+}
+
 // ForwarderConfig holds what forwarding needs.
 type ForwarderConfig struct {
 	Journal   kassa.Journal
 	Store     kassa.ForwardStore
 	Reader    kassa.Reader
-	Payer     kassa.LightningPayer
-	Addresses kassa.LightningAddresses
+	Payer     LightningPayer
+	Addresses LightningAddresses
 	Clock     kassa.Clock
 	Logger    *slog.Logger
 	// Metrics counts the forward attempts (nil: a Set of the

@@ -20,9 +20,17 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/lightning/lnd"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/lnurl"
 	"github.com/kassapay/kassa/persistence"
+)
+
+// The ports the forwarder is given, and what implements them.
+var (
+	_ LightningPayer     = (*lnd.Node)(nil)
+	_ LightningPayer     = (*lnsim.Payer)(nil)
+	_ LightningAddresses = lnurl.Addresses{}
 )
 
 // merchant is a store's own Lightning wallet: a simulated node behind an

@@ -16,11 +16,22 @@ import (
 	"github.com/kassapay/kassa"
 )
 
+// StoreSettingsService changes an existing store's settings and API
+// keys (the dashboard uses it; every change goes through the store's
+// actor like any other).
+type StoreSettingsService interface {
+	UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error)
+	// CreateAPIKey adds a key with label to the store.
+	CreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error)
+	// DeleteAPIKey removes a key: requests with it fail from then on.
+	DeleteAPIKey(ctx context.Context, storeID, keyID string) error
+}
+
 // Services are the write paths the dashboard uses: the same ones the API
 // uses (in cmd/kassa, the actor system).
 type Services interface {
 	kassa.StoreService
-	kassa.StoreSettingsService
+	StoreSettingsService
 	kassa.InvoiceService
 	kassa.PaymentRequestService
 	kassa.WebhookService

@@ -6,10 +6,8 @@ import (
 	"github.com/kassapay/kassa"
 )
 
-// Addresses is a Client as the core consumes it (kassa.LightningAddresses).
+// Addresses is a Client as the core consumes it (actors.LightningAddresses).
 type Addresses struct{ *Client }
-
-var _ kassa.LightningAddresses = Addresses{}
 
 // PayRequest fetches address's pay request.
 func (a Addresses) PayRequest(ctx context.Context, address string) (kassa.PayRequest, error) {

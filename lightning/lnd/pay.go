@@ -17,8 +17,6 @@ import (
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc/routerrpc"
 )
 
-var _ kassa.LightningPayer = (*Node)(nil)
-
 // PayInvoice pays paymentRequest with routerrpc SendPaymentV2, spending
 // at most feeLimit on routing (zero allows only routes without fees) and
 // waiting at most timeout. An invoice lnd already paid or is paying is

@@ -12,8 +12,6 @@ import (
 	"github.com/kassapay/kassa/lightning/bolt11"
 )
 
-var _ kassa.LightningPayer = (*Payer)(nil)
-
 // Payer is the paying side of the simulated service node: it pays the
 // invoices of other simulated nodes (a merchant's, say) by settling them
 // there, with no routing fee. It remembers every payment it made, so

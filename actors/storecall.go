@@ -8,7 +8,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/kassapay/kassa"
@@ -58,6 +61,17 @@ func forward[T any](ctx context.Context, s *System, storeID string, call *protos
 		req.ID = kassa.NewID("req_")
 	}
 	call.StoreId, call.RequestId, call.Fingerprint = storeID, req.ID, req.Fingerprint
+	// The hop is a client span of this node's: the store's node
+	// continues the trace under it.
+	ctx, span := s.tracer.Start(ctx, "cluster."+callName(call), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("store.id", storeID)))
+	defer func() {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	carrier := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, carrier)
 	call.Trace = carrier

@@ -7,8 +7,10 @@ import (
 
 	"github.com/shopspring/decimal"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
@@ -56,4 +58,56 @@ func names(m map[string]sdktrace.ReadOnlySpan) []string {
 		out = append(out, n)
 	}
 	return out
+}
+
+// TestClusterCallSpans checks that a create sent to the node that runs
+// the store is one trace across the two nodes: the caller's span, a
+// client span of the hop on the sending node, then the store node's
+// actor request, invoice create and commit, each the child of the one
+// before.
+func TestClusterCallSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	// kassa serve's telemetry propagates W3C trace context.
+	prevProp := otel.GetTextMapPropagator()
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { otel.SetTextMapPropagator(prevProp) })
+
+	nodes := clusterNodes(t, 2, openMem(t), kassatest.NewTestClock(time.Now()), 15*time.Minute)
+	st, err := nodes[0].sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender := nodes[0]
+	if sender.sys.ClusterHealth().Address == sender.sys.ownerOf(st.ID) {
+		sender = nodes[1]
+	}
+	ctx, root := tp.Tracer("test").Start(context.Background(), "POST /invoices")
+	if _, err := sender.sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS}); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+
+	byName := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		if s.SpanContext().TraceID() == root.SpanContext().TraceID() {
+			byName[s.Name()] = s
+		}
+	}
+	chain := []string{"POST /invoices", "cluster.create_invoice", "actors.CreateInvoice", "invoice.Create", "pebble.Commit"}
+	for i := 1; i < len(chain); i++ {
+		child, parent := byName[chain[i]], byName[chain[i-1]]
+		if child == nil || parent == nil {
+			t.Fatalf("missing span %q or %q in trace; have %v", chain[i], chain[i-1], names(byName))
+		}
+		if child.Parent().SpanID() != parent.SpanContext().SpanID() {
+			t.Errorf("%s is not a child of %s", chain[i], chain[i-1])
+		}
+	}
+	if k := byName["cluster.create_invoice"].SpanKind(); k != trace.SpanKindClient {
+		t.Errorf("the hop's span is of kind %v, want client", k)
+	}
 }

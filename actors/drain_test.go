@@ -1,12 +1,10 @@
 package actors
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,31 +26,13 @@ func (c hangingWebhookClient) Deliver(ctx context.Context, _ string, _ http.Head
 	return kassa.WebhookAttempt{Err: ctx.Err().Error()}
 }
 
-// lockedBuffer is a log destination read while actors write to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestDrainOutOfTimeWaitsForCutDeliveries runs a drain whose deadline
 // passes while a delivery hangs: the drain cuts it off, and returns only
 // once the cut attempt has come back and been logged as left in the
 // outbox (the process exits right after the drain, and the line was
 // lost), with the delivery still pending there.
 func TestDrainOutOfTimeWaitsForCutDeliveries(t *testing.T) {
-	var logs lockedBuffer
+	var logs kassatest.LogBuffer
 	started := make(chan struct{}, 1)
 	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Now()), func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))

@@ -1,12 +1,10 @@
 package actors
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,24 +13,6 @@ import (
 	"github.com/kassapay/kassa/persistence/format"
 	"github.com/kassapay/kassa/protos"
 )
-
-// syncBuffer is a log destination safe for the actors' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestReplayRefusesAnEventThatDoesNotApply: an invoice whose journal
 // holds, after its snapshot, an event the state machine refuses (an
@@ -64,7 +44,7 @@ func TestReplayRefusesAnEventThatDoesNotApply(t *testing.T) {
 
 	db2 := reopen(t, h, db, dir)
 	defer db2.Close()
-	logs := &syncBuffer{}
+	logs := &kassatest.LogBuffer{}
 	h2 := newHarnessWith(t, db2, clock, func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	})
@@ -144,7 +124,7 @@ func TestNewerSnapshotRefused(t *testing.T) {
 
 	db2 := reopen(t, h, db, dir)
 	defer db2.Close()
-	logs := &syncBuffer{}
+	logs := &kassatest.LogBuffer{}
 	h2 := newHarnessWith(t, db2, clock, func(c *Config) {
 		c.Journal = newerSnapshots{Journal: db2, ids: map[string]bool{newerStore.ID: true, newerInvoice.ID: true}}
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))

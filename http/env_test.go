@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -76,27 +75,9 @@ type env struct {
 	webhooks *faultyWebhooks
 	hooks    *webhookClient
 	clock    *kassatest.TestClock
-	logs     *syncBuffer
+	logs     *kassatest.LogBuffer
 	storeA   *kassa.Store
 	storeB   *kassa.Store
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // option changes the environment before the handler is built.
@@ -119,7 +100,7 @@ func newEnv(t *testing.T, opts ...option) *env {
 // that create invoices in the past (seedInvoice moves the clock forward).
 func newEnvAt(t *testing.T, start time.Time, opts ...option) *env {
 	t.Helper()
-	e := &env{t: t, clock: kassatest.NewTestClock(start), logs: &syncBuffer{}}
+	e := &env{t: t, clock: kassatest.NewTestClock(start), logs: &kassatest.LogBuffer{}}
 	db, err := persistence.Open("kassa", persistence.Options{FS: vfs.NewMem(), Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)

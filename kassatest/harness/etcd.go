@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // Etcd is a running throw-away etcd.
@@ -28,7 +30,7 @@ type Etcd struct {
 	args   []string
 	mu     sync.Mutex // guards proc across Down and Up
 	proc   *daemon
-	log    *lockedBuffer
+	log    *kassatest.LogBuffer
 	stop   sync.Once
 }
 
@@ -85,7 +87,7 @@ func startEtcd(bin string) (*Etcd, error) {
 	}
 	clientURL := fmt.Sprintf("http://127.0.0.1:%d", client)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	s := &Etcd{dir: dir, client: client, bin: bin, log: &lockedBuffer{}, args: []string{
+	s := &Etcd{dir: dir, client: client, bin: bin, log: &kassatest.LogBuffer{Max: 1 << 20}, args: []string{
 		"--name", "test",
 		"--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,

@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -113,28 +111,6 @@ func LogTailIfFailed(t T, name, log string, max int) {
 		log = log[len(log)-max:]
 	}
 	t.Logf("%s (tail):\n%s", name, log)
-}
-
-// lockedBuffer is a daemon's output, written by the process and read by
-// the test; past 1 MiB it keeps no more (enough to say why it failed).
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.b.Len() > 1<<20 {
-		return len(p), nil
-	}
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // Process is a T for commands (benchmarks, `make regtest`): Fatalf

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -103,5 +104,46 @@ func TestAdminSetPasswordNeedsTheToken(t *testing.T) {
 	}
 	if code := e.client().login("a@example.com", "correct horse battery"); code != http.StatusSeeOther {
 		t.Errorf("the password changed without the token: login %d", code)
+	}
+}
+
+// TestAdminAccountCommandErrors: the account commands of the kassa
+// command answer each refusal with its own status and a message, and
+// change nothing.
+func TestAdminAccountCommandErrors(t *testing.T) {
+	e := newEnv(t)
+	e.client().signup("a@example.com")
+	for _, tt := range []struct {
+		name, path, body string
+		want             int
+	}{
+		{"not JSON", "/dashboard/admin/users", `{"email":`, http.StatusBadRequest},
+		{"invalid email", "/dashboard/admin/users", `{"email":"not an address","password":"correct horse battery"}`, http.StatusUnprocessableEntity},
+		{"short password", "/dashboard/admin/users", `{"email":"b@example.com","password":"short"}`, http.StatusUnprocessableEntity},
+		{"taken email", "/dashboard/admin/users", `{"email":"a@example.com","password":"correct horse battery"}`, http.StatusConflict},
+		{"password not JSON", "/dashboard/admin/users/password", `[]`, http.StatusBadRequest},
+		{"unknown account", "/dashboard/admin/users/password", `{"email":"nobody@example.com","password":"correct horse battery"}`, http.StatusNotFound},
+		{"short new password", "/dashboard/admin/users/password", `{"email":"a@example.com","password":"short"}`, http.StatusUnprocessableEntity},
+	} {
+		req, _ := http.NewRequest("POST", e.srv.URL+tt.path, strings.NewReader(tt.body))
+		req.Header.Set("Authorization", "Bearer admin-token")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct {
+			Message string `json:"message"`
+		}
+		decodeErr := json.NewDecoder(res.Body).Decode(&out)
+		res.Body.Close()
+		if res.StatusCode != tt.want || decodeErr != nil || out.Message == "" {
+			t.Errorf("%s: %d %q (%v), want %d with a message", tt.name, res.StatusCode, out.Message, decodeErr, tt.want)
+		}
+	}
+	if u, err := e.dash.user(t.Context(), "b@example.com"); u != nil || err != nil {
+		t.Errorf("a refused create stored the account: %v, %v", u, err)
+	}
+	if code := e.client().login("a@example.com", "correct horse battery"); code != http.StatusSeeOther {
+		t.Errorf("a refused password change changed it: login %d", code)
 	}
 }

@@ -255,21 +255,8 @@ func (h *Dashboard) adminCreateUser(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, err := h.createUser(r.Context(), newAccount{email: strings.TrimSpace(in.Email), password: in.Password, admin: in.Admin, firstIsAdmin: true})
-	switch {
-	case err == nil:
-	case err == errBusy:
-		w.Header().Set("Retry-After", busyRetry)
-		writeJSONError(w, http.StatusServiceUnavailable, kassa.ErrorMessage(err))
-		return
-	case kassa.ErrorCode(err) == kassa.Invalid:
-		writeJSONError(w, http.StatusUnprocessableEntity, kassa.ErrorMessage(err))
-		return
-	case kassa.ErrorCode(err) == kassa.Conflict:
-		writeJSONError(w, http.StatusConflict, kassa.ErrorMessage(err))
-		return
-	default:
-		h.log.Error("dashboard: create user", "err", err)
-		writeJSONError(w, http.StatusInternalServerError, "could not create the account")
+	if err != nil {
+		h.writeAdminError(w, err, "create user", "could not create the account")
 		return
 	}
 	w.WriteHeader(http.StatusCreated)
@@ -306,24 +293,37 @@ func (h *Dashboard) adminSetPassword(w http.ResponseWriter, r *http.Request) {
 	}
 	email := strings.TrimSpace(in.Email)
 	err := h.setPassword(r.Context(), email, in.Password, nil, nil)
-	switch {
-	case err == nil:
-	case err == errBusy:
-		w.Header().Set("Retry-After", busyRetry)
-		writeJSONError(w, http.StatusServiceUnavailable, kassa.ErrorMessage(err))
-		return
-	case kassa.ErrorCode(err) == kassa.Invalid:
-		writeJSONError(w, http.StatusUnprocessableEntity, kassa.ErrorMessage(err))
-		return
-	case kassa.ErrorCode(err) == kassa.NotFound:
-		writeJSONError(w, http.StatusNotFound, kassa.ErrorMessage(err))
-		return
-	default:
-		h.log.Error("dashboard: set password", "err", err)
-		writeJSONError(w, http.StatusInternalServerError, "could not set the password")
+	if err != nil {
+		h.writeAdminError(w, err, "set password", "could not set the password")
 		return
 	}
 	json.NewEncoder(w).Encode(map[string]any{"email": strings.ToLower(email), "sessionsEnded": true})
+}
+
+// writeAdminError answers a failed account command of the kassa
+// command: busy hashing is 503 with Retry-After, an invalid, conflicting
+// or unknown account says so (422, 409, 404), and anything else is
+// logged and answered 500 with failure, not the error's text.
+func (h *Dashboard) writeAdminError(w http.ResponseWriter, err error, what, failure string) {
+	switch kassa.ErrorCode(err) {
+	case kassa.Unavailable:
+		if err == errBusy {
+			w.Header().Set("Retry-After", busyRetry)
+			writeJSONError(w, http.StatusServiceUnavailable, kassa.ErrorMessage(err))
+			return
+		}
+	case kassa.Invalid:
+		writeJSONError(w, http.StatusUnprocessableEntity, kassa.ErrorMessage(err))
+		return
+	case kassa.Conflict:
+		writeJSONError(w, http.StatusConflict, kassa.ErrorMessage(err))
+		return
+	case kassa.NotFound:
+		writeJSONError(w, http.StatusNotFound, kassa.ErrorMessage(err))
+		return
+	}
+	h.log.Error("dashboard: "+what, "err", err)
+	writeJSONError(w, http.StatusInternalServerError, failure)
 }
 
 func writeJSONError(w http.ResponseWriter, status int, message string) {

@@ -29,7 +29,7 @@ func TestClosedInvoicesLeaveNothingBehind(t *testing.T) {
 	// Record every invoice actor instance the system makes.
 	var mu sync.Mutex
 	var made []weak.Pointer[invoiceActor]
-	h.sys.invoiceProps = actor.PropsFromProducer(func() actor.Actor {
+	h.sys.storeP.invoiceProps = actor.PropsFromProducer(func() actor.Actor {
 		a := &invoiceActor{p: h.sys.invoicePorts()}
 		mu.Lock()
 		made = append(made, weak.Make(a))

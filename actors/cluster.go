@@ -481,7 +481,7 @@ func (st *clusterState) stopIfNotOwned(storeID string, pid *actor.PID) {
 // invoices that are due.
 func (s *System) grainStarted(st *clusterState, storeID string, pid *actor.PID) {
 	st.grains.Store(storeID, pid)
-	s.webhooksChanged(storeID)
+	s.outbox.changed(storeID)
 	if s.deliveriesRecovered.Load() {
 		go s.drainStoreWebhooks(storeID)
 	}

@@ -16,10 +16,34 @@ import (
 	"github.com/kassapay/kassa/metrics"
 )
 
-// The ports of the invoice and webhook actors: what each uses of the
-// node, built once by NewSystem and handed to every actor of its kind
-// at spawn. An actor reaches the node only through them, never through
-// System.
+// The ports of the store, invoice and webhook actors: what each uses of
+// the node, built once by NewSystem and handed to every actor of its
+// kind at spawn. An actor reaches the node only through them, never
+// through System.
+
+// storePorts is what a store actor uses.
+type storePorts struct {
+	clock kassa.Clock
+	// journal reads the store's snapshot and journal position and
+	// starts its batches.
+	journal storeJournalPort
+	// reader reads what the store's commands check: its balance, pay
+	// links, top-ups, webhooks and session invoices. When it caches
+	// what a store's owner reads (PostgreSQL: Own), the store actor
+	// holds the cache while it runs.
+	reader storeReader
+	commit commitFunc
+	// invoiceProps makes the store's invoice actors.
+	invoiceProps *actor.Props
+	faults       *journalFaults
+	// webhooksChanged tells the webhook outbox that the store's
+	// webhooks changed.
+	webhooksChanged func(storeID string)
+	// wakeDue wakes the store's invoices due soon, once Recover has run
+	// (before, it does nothing: Recover wakes them).
+	wakeDue func(storeID string)
+	log     *slog.Logger
+}
 
 // invoicePorts is what an invoice actor uses.
 type invoicePorts struct {
@@ -85,11 +109,43 @@ type invoiceJournal interface {
 	Events(ctx context.Context, s kassa.Stream, after uint64, fn func(seq uint64, data []byte) error) error
 }
 
+// storeJournalPort is the part of kassa.Journal a store actor uses.
+type storeJournalPort interface {
+	NewBatch() kassa.Batch
+	StoreSnapshot(ctx context.Context, id string) (*kassa.Store, uint64, error)
+	StreamSeq(ctx context.Context, s kassa.Stream) (uint64, error)
+}
+
+// storeReader is the part of kassa.Reader a store actor uses.
+type storeReader interface {
+	Balance(ctx context.Context, storeID string) (kassa.Sats, error)
+	Invoice(ctx context.Context, id string) (*kassa.Invoice, error)
+	PaymentRequest(ctx context.Context, id string) (*kassa.PaymentRequest, error)
+	Transaction(ctx context.Context, id int64) (*kassa.Transaction, error)
+	Webhook(ctx context.Context, id string) (*kassa.Webhook, error)
+	Webhooks(ctx context.Context, storeID string, fn func(*kassa.Webhook) error) error
+}
+
 // webhookReader is the part of kassa.Reader a webhook actor uses.
 type webhookReader interface {
 	Delivery(ctx context.Context, id string) (*kassa.Delivery, error)
 	Webhook(ctx context.Context, id string) (*kassa.Webhook, error)
 	WebhookOutbox(ctx context.Context, webhookID string, fn func(deliveryID string) error) error
+}
+
+// storePorts builds the ports of the store actors, whose invoice actors
+// invoiceProps makes.
+func (s *System) storePorts(invoiceProps *actor.Props) *storePorts {
+	return &storePorts{
+		clock: s.cfg.Clock, journal: s.cfg.Journal, reader: s.cfg.Reader, commit: s.commit,
+		invoiceProps: invoiceProps, faults: &s.journalFaults, webhooksChanged: s.outbox.changed,
+		wakeDue: func(storeID string) {
+			if s.recovered.Load() {
+				s.activateDueInvoices(storeID)
+			}
+		},
+		log: s.log,
+	}
 }
 
 // invoicePorts builds the ports of the invoice actors.

@@ -58,12 +58,6 @@ func onceOnly[T any](ctx context.Context, s *System, storeID, kind string,
 
 // putRequest records ctx's request id in b as the create of kind that
 // made resultID; without a request id it does nothing.
-func (s *System) putRequest(ctx context.Context, b kassa.Batch, storeID, kind, resultID string) {
-	putRequest(ctx, b, storeID, kind, resultID)
-}
-
-// putRequest records ctx's request id in b as the create of kind that
-// made resultID; without a request id it does nothing.
 func putRequest(ctx context.Context, b kassa.Batch, storeID, kind, resultID string) {
 	req := kassa.RequestFrom(ctx)
 	if rb, ok := b.(kassa.RequestBatch); ok && req.ID != "" {

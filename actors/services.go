@@ -488,7 +488,7 @@ func (s *System) handleCreateAPIKey(ctx context.Context, storeID, label string) 
 // createAPIKey adds the key on the store's node.
 func (s *System) createAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
 	key := kassa.APIKey{ID: kassa.NewID("key_"), Label: label, Key: kassa.NewSecret(), CreatedAt: s.cfg.Clock.Now().UTC()}
-	record := func(b kassa.Batch) { s.putRequest(ctx, b, storeID, kassa.RequestAPIKey, key.ID) }
+	record := func(b kassa.Batch) { putRequest(ctx, b, storeID, kassa.RequestAPIKey, key.ID) }
 	_, err := s.request(ctx, s.store(storeID), &changeStore{call: callOf(ctx), record: record, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		if len(cur.APIKeys) >= kassa.MaxAPIKeys {
 			return nil, nil, kassa.Errorf(kassa.Conflict, "a store has at most %d API keys: delete one first", kassa.MaxAPIKeys)

@@ -20,7 +20,7 @@ import (
 // is an audit log, one event per command, never replayed
 // (docs/decisions.md, "The store journal is an audit log").
 type storeActor struct {
-	sys *System
+	p   *storePorts
 	id  string
 	st  *kassa.Store
 	seq uint64
@@ -96,20 +96,20 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		a.sessions = map[string]sessionEntry{}
 		// A store that caches what its owner reads (PostgreSQL) does so
 		// while this actor runs: it is the store's writer here.
-		if o, ok := a.sys.cfg.Reader.(interface{ Own(string) func() }); ok {
+		if o, ok := a.p.reader.(interface{ Own(string) func() }); ok {
 			a.release = o.Own(a.id)
 		}
 		err := a.load(context.Background())
 		if f := snapshotFault(kassa.Stream{Kind: kassa.KindStore, ID: a.id}, err); f != nil {
 			// Not a crash to retry: a newer Kassa wrote the snapshot.
-			a.broken = a.sys.journalFault(f)
+			a.broken = a.p.faults.record(f)
 			return
 		}
 		if err != nil && kassa.ErrorCode(err) != kassa.NotFound {
 			panic(fmt.Sprintf("load store %s: %v", a.id, err))
 		}
-		if a.st != nil && a.sys.recovered.Load() {
-			a.sys.activateDueInvoices(a.id)
+		if a.st != nil {
+			a.p.wakeDue(a.id)
 		}
 	case *actor.Stopped, *actor.Restarting:
 		if a.release != nil {
@@ -210,7 +210,7 @@ func (a *storeActor) create(msg *createStore) reply {
 	ev := &protos.StoreEvent{AtUnixNano: msg.store.CreatedAt.UnixNano(), Kind: &protos.StoreEvent_Created{Created: &protos.StoreCreated{Store: doc}}}
 	if err := a.commit(rctx, ev, func(b kassa.Batch, seq uint64) {
 		b.PutStore(msg.store, seq)
-		a.sys.putRequest(rctx, b, a.id, kassa.RequestStore, a.id)
+		putRequest(rctx, b, a.id, kassa.RequestStore, a.id)
 	}); err != nil {
 		return reply{err: err}
 	}
@@ -223,11 +223,11 @@ func (a *storeActor) create(msg *createStore) reply {
 // webhooks) do not rewrite the snapshot, whose sequence number is then
 // behind the journal's.
 func (a *storeActor) load(ctx context.Context) error {
-	st, seq, err := a.sys.cfg.Journal.StoreSnapshot(ctx, a.id)
+	st, seq, err := a.p.journal.StoreSnapshot(ctx, a.id)
 	if err != nil {
 		return err
 	}
-	last, err := a.sys.cfg.Journal.StreamSeq(ctx, kassa.Stream{Kind: kassa.KindStore, ID: a.id})
+	last, err := a.p.journal.StreamSeq(ctx, kassa.Stream{Kind: kassa.KindStore, ID: a.id})
 	if err != nil {
 		return err
 	}
@@ -246,17 +246,17 @@ func (a *storeActor) commit(ctx context.Context, ev *protos.StoreEvent, put func
 		return err
 	}
 	seq := a.seq + 1
-	b := a.sys.cfg.Journal.NewBatch()
+	b := a.p.journal.NewBatch()
 	b.AppendEvent(kassa.Stream{Kind: kassa.KindStore, ID: a.id}, seq, data)
 	put(b, seq)
-	if err := a.sys.commit(ctx, b); err != nil {
+	if err := a.p.commit(ctx, b); err != nil {
 		if kassa.ErrorCode(err) == kassa.Conflict {
 			// Another activation of this store wrote first (a cluster
 			// can briefly run two): reload, and let the caller retry
 			// against the state now stored.
-			a.sys.log.Warn("store written by another activation; reloading", "store", a.id, "seq", seq)
+			a.p.log.Warn("store written by another activation; reloading", "store", a.id, "seq", seq)
 			if lerr := a.load(ctx); lerr != nil {
-				a.sys.log.Warn("reload store", "store", a.id, "err", lerr)
+				a.p.log.Warn("reload store", "store", a.id, "err", lerr)
 			}
 			return errStoreChanged
 		}
@@ -285,7 +285,7 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 	// The balance changes only by this actor's top-ups and by settles,
 	// which release their reservation after the fee is on the balance;
 	// counting a fee twice for a moment errs on the safe side.
-	balance, err := a.sys.cfg.Reader.Balance(rctx, a.id)
+	balance, err := a.p.reader.Balance(rctx, a.id)
 	if err != nil {
 		ctx.Respond(reply{err: err})
 		return
@@ -294,7 +294,7 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 		ctx.Respond(reply{err: errCreditLimit(balance, a.reservedTotal, msg.fee, a.st.CreditLimit)})
 		return
 	}
-	pid, err := ctx.SpawnNamed(a.sys.invoiceProps, invoiceName(msg.inv.ID))
+	pid, err := ctx.SpawnNamed(a.p.invoiceProps, invoiceName(msg.inv.ID))
 	if err != nil {
 		ctx.Respond(reply{err: fmt.Errorf("spawn invoice actor: %w", err)})
 		return
@@ -322,7 +322,7 @@ func (a *storeActor) route(ctx actor.Context, msg *invoiceCommand, sender *actor
 	pid, ok := a.invoices[msg.invoiceID]
 	if !ok {
 		var err error
-		pid, err = ctx.SpawnNamed(a.sys.invoiceProps, invoiceName(msg.invoiceID))
+		pid, err = ctx.SpawnNamed(a.p.invoiceProps, invoiceName(msg.invoiceID))
 		if err != nil {
 			if sender != nil {
 				ctx.Send(sender, reply{err: fmt.Errorf("activate invoice actor: %w", err)})
@@ -349,7 +349,7 @@ func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
-	now := a.sys.cfg.Clock.Now().UTC()
+	now := a.p.clock.Now().UTC()
 	var pr *kassa.PaymentRequest
 	if msg.id == "" {
 		var err error
@@ -357,7 +357,7 @@ func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
 			return reply{err: err}
 		}
 	} else {
-		old, err := a.sys.cfg.Reader.PaymentRequest(rctx, msg.id)
+		old, err := a.p.reader.PaymentRequest(rctx, msg.id)
 		if err != nil {
 			return reply{err: err}
 		}
@@ -383,7 +383,7 @@ func (a *storeActor) savePaymentRequest(msg *savePaymentRequest) reply {
 	if err := a.commit(rctx, ev, func(b kassa.Batch, _ uint64) {
 		b.PutPaymentRequest(pr)
 		if msg.id == "" {
-			a.sys.putRequest(rctx, b, a.id, kassa.RequestPaymentRequest, pr.ID)
+			putRequest(rctx, b, a.id, kassa.RequestPaymentRequest, pr.ID)
 		}
 	}); err != nil {
 		return reply{err: err}
@@ -400,7 +400,7 @@ func (a *storeActor) topUp(msg *topUp) reply {
 	if tx, ok, err := a.credited(rctx, msg.reference); ok || err != nil {
 		return reply{value: tx, err: err}
 	}
-	now := a.sys.cfg.Clock.Now().UTC()
+	now := a.p.clock.Now().UTC()
 	line := kassa.TopUpTransaction(a.st, msg.amount, msg.rate, now)
 	tx := &line
 	next := a.st
@@ -410,7 +410,7 @@ func (a *storeActor) topUp(msg *topUp) reply {
 	// sequence number stays the journal's).
 	err := a.commit(rctx, ev, func(b kassa.Batch, seq uint64) {
 		b.PutTransaction(tx)
-		a.sys.putRequest(rctx, b, a.id, kassa.RequestTopUp, strconv.FormatInt(tx.ID, 10))
+		putRequest(rctx, b, a.id, kassa.RequestTopUp, strconv.FormatInt(tx.ID, 10))
 		if msg.reference != "" {
 			next = a.st.WithTopUpRef(msg.reference, tx.ID)
 		}
@@ -440,7 +440,7 @@ func (a *storeActor) credited(ctx context.Context, ref string) (*kassa.Transacti
 	if !ok {
 		return nil, false, nil
 	}
-	tx, err := a.sys.cfg.Reader.Transaction(ctx, id)
+	tx, err := a.p.reader.Transaction(ctx, id)
 	if err != nil {
 		return nil, false, err
 	}
@@ -450,11 +450,11 @@ func (a *storeActor) credited(ctx context.Context, ref string) (*kassa.Transacti
 func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
 	rctx, cancel := msg.call.context()
 	defer cancel()
-	defer a.sys.webhooksChanged(a.id)
+	defer a.p.webhooksChanged(a.id)
 	if a.st == nil {
 		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
 	}
-	w, err := a.sys.webhookToSave(rctx, a.id, msg)
+	w, err := a.webhookToSave(rctx, msg)
 	if err != nil {
 		return reply{err: err}
 	}
@@ -462,7 +462,7 @@ func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
 	if err := a.commit(rctx, ev, func(b kassa.Batch, _ uint64) {
 		b.PutWebhook(w)
 		if msg.create != nil {
-			a.sys.putRequest(rctx, b, a.id, kassa.RequestWebhook, w.ID)
+			putRequest(rctx, b, a.id, kassa.RequestWebhook, w.ID)
 		}
 	}); err != nil {
 		return reply{err: err}
@@ -470,11 +470,35 @@ func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
 	return reply{value: w}
 }
 
+// webhookToSave returns the webhook that msg stores. The store actor
+// decides it, so the count of the cap and the webhook an update starts
+// from cannot change before the save.
+func (a *storeActor) webhookToSave(ctx context.Context, msg *saveWebhook) (*kassa.Webhook, error) {
+	if msg.create != nil {
+		count := 0
+		if err := a.p.reader.Webhooks(ctx, a.id, func(*kassa.Webhook) error { count++; return nil }); err != nil {
+			return nil, err
+		}
+		if count >= kassa.MaxWebhooksPerStore {
+			return nil, errWebhookLimit
+		}
+		return msg.create, nil
+	}
+	w, err := a.p.reader.Webhook(ctx, msg.id)
+	if err != nil {
+		return nil, err
+	}
+	if w.StoreID != a.id {
+		return nil, errWebhookNotFound
+	}
+	return w.Update(msg.update, a.p.clock.Now().UTC()), nil
+}
+
 func (a *storeActor) deleteWebhook(msg *deleteWebhook) reply {
 	rctx, cancel := msg.call.context()
 	defer cancel()
-	defer a.sys.webhooksChanged(a.id)
-	now := a.sys.cfg.Clock.Now()
+	defer a.p.webhooksChanged(a.id)
+	now := a.p.clock.Now()
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_WebhookDeleted{WebhookDeleted: &protos.WebhookDeleted{WebhookId: msg.webhook.ID}}}
 	if err := a.commit(rctx, ev, func(b kassa.Batch, _ uint64) { b.DeleteWebhook(msg.webhook) }); err != nil {
 		return reply{err: err}
@@ -492,7 +516,7 @@ func (a *storeActor) changeStore(msg *changeStore) reply {
 	if err != nil {
 		return reply{err: err}
 	}
-	ev.AtUnixNano = a.sys.cfg.Clock.Now().UnixNano()
+	ev.AtUnixNano = a.p.clock.Now().UnixNano()
 	if err := a.commit(rctx, ev, func(b kassa.Batch, seq uint64) {
 		b.PutStore(next, seq)
 		if msg.record != nil {
@@ -521,7 +545,7 @@ func (a *storeActor) allocateAddress(msg *allocateAddress) reply {
 	} else {
 		next.NextAddressIndex = index + 1
 	}
-	now := a.sys.cfg.Clock.Now()
+	now := a.p.clock.Now()
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_AddressIndexAllocated{AddressIndexAllocated: &protos.AddressIndexAllocated{Index: index, Reused: reused}}}
 	if err := a.commit(rctx, ev, func(b kassa.Batch, seq uint64) { b.PutStore(&next, seq) }); err != nil {
 		return reply{err: err}
@@ -540,11 +564,11 @@ func (a *storeActor) releaseAddress(msg *releaseAddress) {
 	next := *a.st
 	next.FreeAddressIndexes = append(append([]uint32(nil), a.st.FreeAddressIndexes...), msg.index)
 	slices.Sort(next.FreeAddressIndexes)
-	now := a.sys.cfg.Clock.Now()
+	now := a.p.clock.Now()
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_AddressIndexReleased{AddressIndexReleased: &protos.AddressIndexReleased{Index: msg.index}}}
 	if err := a.commit(context.Background(), ev, func(b kassa.Batch, seq uint64) { b.PutStore(&next, seq) }); err != nil {
 		// Not reusing an address is harmless: log and go on.
-		a.sys.log.Warn("release address index", "store", a.st.ID, "index", msg.index, "err", err)
+		a.p.log.Warn("release address index", "store", a.st.ID, "index", msg.index, "err", err)
 		return
 	}
 	a.st = &next
@@ -557,9 +581,9 @@ func (a *storeActor) sessionInvoice(ctx context.Context, key string) (*kassa.Inv
 	if !ok {
 		return nil, nil
 	}
-	now := a.sys.cfg.Clock.Now()
+	now := a.p.clock.Now()
 	if now.Before(e.expiresAt) {
-		inv, err := a.sys.cfg.Reader.Invoice(ctx, e.invoiceID)
+		inv, err := a.p.reader.Invoice(ctx, e.invoiceID)
 		_, active := a.invoices[e.invoiceID]
 		switch {
 		case err == nil && inv.Status == kassa.InvoiceNew:
@@ -590,7 +614,7 @@ func (a *storeActor) rememberSession(key string, e sessionEntry) {
 	if len(a.sessions) < max(a.sessionsNext, 1024) {
 		return
 	}
-	now := a.sys.cfg.Clock.Now()
+	now := a.p.clock.Now()
 	for k, e := range a.sessions {
 		if !now.Before(e.expiresAt) {
 			delete(a.sessions, k)

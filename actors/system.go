@@ -95,8 +95,9 @@ type System struct {
 	tracer trace.Tracer
 	log    *slog.Logger
 
-	storeProps   *actor.Props
-	invoiceProps *actor.Props
+	storeProps *actor.Props
+	// storeP are the ports of the store actors.
+	storeP *storePorts
 	// webhookP are the ports of the webhook endpoint actors.
 	webhookP *webhookPorts
 	webhooks sync.Map // webhook id → *actor.PID
@@ -195,12 +196,12 @@ func NewSystem(cfg Config) *System {
 		s.log.Error("invoice actor crashed; restarting it from storage", "reason", fmt.Sprint(reason))
 		return actor.RestartDirective
 	})
-	s.storeProps = actor.PropsFromProducer(func() actor.Actor { return &storeActor{sys: s} },
-		append(s.stats.store.props(), actor.WithSupervisor(invoiceSupervisor))...)
 	// One Props for every invoice actor: per-actor memory matters with
 	// many open invoices.
 	invoice := s.invoicePorts()
-	s.invoiceProps = actor.PropsFromProducer(func() actor.Actor { return &invoiceActor{p: invoice} }, s.stats.invoice.props()...)
+	s.storeP = s.storePorts(actor.PropsFromProducer(func() actor.Actor { return &invoiceActor{p: invoice} }, s.stats.invoice.props()...))
+	s.storeProps = actor.PropsFromProducer(func() actor.Actor { return &storeActor{p: s.storeP} },
+		append(s.stats.store.props(), actor.WithSupervisor(invoiceSupervisor))...)
 	s.webhookP = s.webhookPorts()
 	return s
 }
@@ -387,7 +388,7 @@ type (
 		call   callContext
 		change func(*kassa.Store) (*kassa.Store, *protos.StoreEvent, error)
 		// record, when set, adds to the change's batch (the request id
-		// of a create, System.putRequest).
+		// of a create, putRequest).
 		record func(kassa.Batch)
 	}
 	// allocateAddress asks for the next xpub derivation index.

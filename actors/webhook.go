@@ -476,11 +476,8 @@ func (o *webhookOutbox) storeWebhooks(ctx context.Context, storeID string) ([]*k
 	return hooks, nil
 }
 
-// webhooksChanged drops the cached webhook list of a store. The store
-// actor calls it after each webhook save or delete, before it answers.
-func (s *System) webhooksChanged(storeID string) { s.outbox.changed(storeID) }
-
-// changed drops the cached webhook list of a store.
+// changed drops the cached webhook list of a store. The store actor
+// calls it after each webhook save or delete, before it answers.
 func (o *webhookOutbox) changed(storeID string) {
 	c := &o.lists
 	c.mu.Lock()
@@ -591,43 +588,10 @@ func (s *System) createWebhook(ctx context.Context, storeID string, in *kassa.We
 	return w, nil
 }
 
-// webhookToSave returns the webhook that msg stores. The store actor
-// calls it, so the count of the cap and the webhook an update starts from
-// cannot change before the save.
-func (s *System) webhookToSave(ctx context.Context, storeID string, msg *saveWebhook) (*kassa.Webhook, error) {
-	if msg.create != nil {
-		full, err := s.webhookLimitReached(ctx, storeID)
-		if err != nil {
-			return nil, err
-		}
-		if full {
-			return nil, errWebhookLimit
-		}
-		return msg.create, nil
-	}
-	w, err := s.cfg.Reader.Webhook(ctx, msg.id)
-	if err != nil {
-		return nil, err
-	}
-	if w.StoreID != storeID {
-		return nil, errWebhookNotFound
-	}
-	return w.Update(msg.update, s.cfg.Clock.Now().UTC()), nil
-}
-
 var errWebhookNotFound = kassa.Errorf(kassa.NotFound, "webhook not found")
 
 // errWebhookLimit refuses a webhook beyond MaxWebhooksPerStore.
 var errWebhookLimit = kassa.Errorf(kassa.Conflict, "a store can have at most %d webhooks", kassa.MaxWebhooksPerStore)
-
-// webhookLimitReached reports whether the store already has the most
-// webhooks it may have. The store actor asks it before saving a new one:
-// its mailbox orders concurrent creates, so the count cannot go stale.
-func (s *System) webhookLimitReached(ctx context.Context, storeID string) (bool, error) {
-	count := 0
-	err := s.cfg.Reader.Webhooks(ctx, storeID, func(*kassa.Webhook) error { count++; return nil })
-	return count >= kassa.MaxWebhooksPerStore, err
-}
 
 func (s *System) checkURL(ctx context.Context, url string) error {
 	if err := s.cfg.Webhooks.CheckURL(url); err != nil {

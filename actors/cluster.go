@@ -28,7 +28,7 @@ const KindStore = "store"
 // serves one membership: Rejoin takes a new one.
 type Provider = cluster.ClusterProvider
 
-// ClusterConfig joins a System to a protoactor-go cluster.
+// ClusterConfig joins a Runtime to a protoactor-go cluster.
 type ClusterConfig struct {
 	// Name is the cluster's name; nodes with the same name and provider
 	// form one cluster.
@@ -69,7 +69,7 @@ type Fence interface {
 	Expel(ctx context.Context, member string) error
 }
 
-// clusterState is what a System in cluster mode keeps of one
+// clusterState is what a Runtime in cluster mode keeps of one
 // membership: a node that joins again (Rejoin) gets a new one.
 type clusterState struct {
 	c *cluster.Cluster
@@ -106,7 +106,7 @@ type clusterState struct {
 // cc.Port, the provider's membership, disthash placement, and the store
 // kind. From then on a call about a store another node owns is sent to
 // that node as a protos.StoreCall. Call it before Recover.
-func (s *System) JoinCluster(cc ClusterConfig) error {
+func (s *Runtime) JoinCluster(cc ClusterConfig) error {
 	if cc.Provider == nil {
 		return errors.New("cluster: no membership provider")
 	}
@@ -130,7 +130,7 @@ func (s *System) JoinCluster(cc ClusterConfig) error {
 
 // startMember starts a cluster member on the node's actor system and
 // makes it the node's membership.
-func (s *System) startMember(cc ClusterConfig) (st *clusterState, err error) {
+func (s *Runtime) startMember(cc ClusterConfig) (st *clusterState, err error) {
 	as := s.actorSystem()
 	remoting, err := s.remoteConfig(cc)
 	if err != nil {
@@ -175,7 +175,7 @@ var errRejoining = kassa.Errorf(kassa.Unavailable, "this node lost its cluster m
 // used before. Until it is done every call about a store answers 503.
 // A failed Rejoin can be called again. Nothing needs a restart: what the
 // old membership held was already the others'.
-func (s *System) Rejoin(ctx context.Context, p Provider) error {
+func (s *Runtime) Rejoin(ctx context.Context, p Provider) error {
 	old := s.clusterState()
 	if old == nil {
 		return errors.New("cluster: rejoin on a single node")
@@ -228,7 +228,7 @@ func (s *System) Rejoin(ctx context.Context, p Provider) error {
 // because it lost its membership and will join again (Rejoin): every
 // call about a store answers 503, and its store and webhook actors stop.
 // It returns false when the node is halted for good (Expelled).
-func (s *System) StepDown() bool {
+func (s *Runtime) StepDown() bool {
 	if s.haltWith(errRejoining, errCutOff) {
 		s.log.Error("lost the cluster membership: no longer serving as any store's owner until this node is in again")
 	} else if s.halt.Load() != errRejoining {
@@ -241,7 +241,7 @@ func (s *System) StepDown() bool {
 // onTopology keeps the member list this node routes by, and sweeps the
 // stores it now owns: the invoices of a lost node's stores get their
 // timers armed again here without waiting for the next sweep.
-func (s *System) onTopology(st *clusterState, t *cluster.ClusterTopology) {
+func (s *Runtime) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 	if s.fence != nil {
 		// Before this node takes any of their stores over: a member
 		// that left (killed, stalled, cut off) commits nothing more.
@@ -282,7 +282,7 @@ func (s *System) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 
 // sweepTakenOver arms the timers of the stores this node now owns, and
 // sends their webhook outboxes.
-func (s *System) sweepTakenOver() {
+func (s *Runtime) sweepTakenOver() {
 	if _, err := s.sweep(context.Background(), ""); err != nil {
 		s.log.Error("sweep after a node left", "err", err)
 	}
@@ -300,7 +300,7 @@ func (st *clusterState) leftSignal() chan struct{} {
 
 // ownerOf returns the address of the node that runs store id, as this
 // node sees the cluster ("" before the first topology event).
-func (s *System) ownerOf(storeID string) string {
+func (s *Runtime) ownerOf(storeID string) string {
 	owner, _ := s.clusterState().view(storeID)
 	return owner
 }
@@ -394,7 +394,7 @@ type forwardedKey struct{}
 // remoteStore reports whether calls about store id go to another node.
 // When this node owns the store it activates the store's grain first, so
 // that placement knows of it and stops it when the topology moves it.
-func (s *System) remoteStore(ctx context.Context, storeID string) (bool, error) {
+func (s *Runtime) remoteStore(ctx context.Context, storeID string) (bool, error) {
 	st := s.clusterState()
 	if st == nil {
 		return false, nil
@@ -424,7 +424,7 @@ func (s *System) remoteStore(ctx context.Context, storeID string) (bool, error) 
 // actors to the placement: they start with the grain and stop with it
 // when the topology moves the store to another node.
 type storeGrain struct {
-	sys *System
+	sys *Runtime
 	st  *clusterState // the membership it runs in
 	id  string
 }
@@ -479,7 +479,7 @@ func (st *clusterState) stopIfNotOwned(storeID string, pid *actor.PID) {
 // afresh, and its endpoints send what their outboxes hold (deliveries a
 // lost node left pending). The store actor, which starts next, wakes its
 // invoices that are due.
-func (s *System) grainStarted(st *clusterState, storeID string, pid *actor.PID) {
+func (s *Runtime) grainStarted(st *clusterState, storeID string, pid *actor.PID) {
 	st.grains.Store(storeID, pid)
 	s.outbox.changed(storeID)
 	if s.deliveriesRecovered.Load() {
@@ -491,7 +491,7 @@ func (s *System) grainStarted(st *clusterState, storeID string, pid *actor.PID) 
 // invoice actors and their timers) and its webhook endpoint actors stop.
 // Should a stale activation remain anywhere, its next write conflicts in
 // the journal and it reloads.
-func (s *System) grainStopped(st *clusterState, storeID string, pid *actor.PID) {
+func (s *Runtime) grainStopped(st *clusterState, storeID string, pid *actor.PID) {
 	st.grains.CompareAndDelete(storeID, pid)
 	if st.left.Load() {
 		return // stopOwned stopped its actors; the store may run in a new membership
@@ -513,7 +513,7 @@ func (s *System) grainStopped(st *clusterState, storeID string, pid *actor.PID) 
 
 // drainStoreWebhooks wakes each webhook endpoint of a store, which then
 // sends its outbox in order.
-func (s *System) drainStoreWebhooks(storeID string) {
+func (s *Runtime) drainStoreWebhooks(storeID string) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	err := s.cfg.Reader.Webhooks(ctx, storeID, func(w *kassa.Webhook) error {
@@ -526,7 +526,7 @@ func (s *System) drainStoreWebhooks(storeID string) {
 }
 
 // MemberID is this node's id among the cluster's members.
-func (s *System) MemberID() string { return s.actorSystem().ID }
+func (s *Runtime) MemberID() string { return s.actorSystem().ID }
 
 // ClusterHealth is what a node of a cluster reports about itself.
 type ClusterHealth struct {
@@ -546,7 +546,7 @@ type ClusterHealth struct {
 
 // ClusterHealth reports membership and the actors this node runs; nil
 // on a single node.
-func (s *System) ClusterHealth() *ClusterHealth {
+func (s *Runtime) ClusterHealth() *ClusterHealth {
 	st := s.clusterState()
 	if st == nil {
 		return nil
@@ -562,7 +562,7 @@ func (s *System) ClusterHealth() *ClusterHealth {
 
 // ownsWebhook reports whether this node runs the store of webhook id
 // (and activates that store's grain when it does).
-func (s *System) ownsWebhook(ctx context.Context, id string) bool {
+func (s *Runtime) ownsWebhook(ctx context.Context, id string) bool {
 	w, err := s.cfg.Reader.Webhook(ctx, id)
 	if err != nil {
 		return false
@@ -574,7 +574,7 @@ func (s *System) ownsWebhook(ctx context.Context, id string) bool {
 // commit commits b: through the membership fence in a cluster that has
 // one, so that a node that lost its membership writes nothing, a new
 // stream's first event included; else to the journal.
-func (s *System) commit(ctx context.Context, b kassa.Batch) error {
+func (s *Runtime) commit(ctx context.Context, b kassa.Batch) error {
 	if h := s.halt.Load(); h != nil {
 		return h
 	}
@@ -597,7 +597,7 @@ func (s *System) commit(ctx context.Context, b kassa.Batch) error {
 // that expel it free its claims at once and the node that takes its
 // stores over sends their deliveries without waiting for the claims to
 // run out (docs/decisions.md, "Outbox claims"); else Config.ClaimHolder.
-func (s *System) claimHolder() string {
+func (s *Runtime) claimHolder() string {
 	if s.fence != nil {
 		if st := s.clusterState(); st != nil {
 			return st.id
@@ -608,7 +608,7 @@ func (s *System) claimHolder() string {
 
 // joinFence admits this node to f, through which it commits from then
 // on.
-func (s *System) joinFence(f Fence) error {
+func (s *Runtime) joinFence(f Fence) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	defer cancel()
 	if err := f.Join(ctx, s.actorSystem().ID); err != nil {
@@ -627,7 +627,7 @@ var errExpelled = kassa.ErrNotMember
 // it commits nothing and answers 503 to every call about a store; its
 // store and webhook actors stop at once, not at the end of a drain, so
 // that no timer of theirs fires and nothing in their mailboxes runs.
-func (s *System) Expelled() {
+func (s *Runtime) Expelled() {
 	if !s.haltWith(errExpelled, errCutOff, errRejoining) {
 		return
 	}
@@ -643,7 +643,7 @@ var errCutOff = kassa.Errorf(kassa.Unavailable, "this node lost contact with the
 // stores over, and two owners of a store must never run. Its store and
 // webhook actors stop, and every call about a store answers 503, until
 // Resume. It returns false when the node was serving already halted.
-func (s *System) Suspend() bool {
+func (s *Runtime) Suspend() bool {
 	if !s.haltWith(errCutOff) {
 		return false
 	}
@@ -655,7 +655,7 @@ func (s *System) Suspend() bool {
 // Resume ends a Suspend: etcd answers again and this node is still a
 // member, so it serves its stores again (their actors start on the next
 // call). It returns false when the node was not suspended.
-func (s *System) Resume() bool {
+func (s *Runtime) Resume() bool {
 	if !s.halt.CompareAndSwap(errCutOff, nil) {
 		return false
 	}
@@ -665,7 +665,7 @@ func (s *System) Resume() bool {
 
 // Serving says whether this node serves as its stores' owner, and why
 // not when it does not.
-func (s *System) Serving() (bool, string) {
+func (s *Runtime) Serving() (bool, string) {
 	if h := s.halt.Load(); h != nil {
 		return false, h.Message
 	}
@@ -676,7 +676,7 @@ func (s *System) Serving() (bool, string) {
 // and waits until they are gone (a store actor stops its invoice
 // actors first), so that an actor started after a Resume never finds
 // its name still taken.
-func (s *System) stopOwned() {
+func (s *Runtime) stopOwned() {
 	var futures []actor.Future
 	for _, m := range []*sync.Map{&s.stores, &s.webhooks} {
 		m.Range(func(id, pid any) bool {
@@ -746,7 +746,7 @@ type Handover struct {
 
 // StoreOwner says which node runs storeID and the store's last
 // hand-overs; nil on a single node.
-func (s *System) StoreOwner(storeID string) *StoreOwnership {
+func (s *Runtime) StoreOwner(storeID string) *StoreOwnership {
 	st := s.clusterState()
 	if st == nil {
 		return nil

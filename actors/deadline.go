@@ -15,7 +15,7 @@ import (
 // gone (docs/decisions.md, "Shared expiry"). The transition is
 // idempotent: a deadline that already fired, or one not yet due, changes
 // nothing and is no error.
-func (s *System) FireDeadline(ctx context.Context, storeID, invoiceID string) error {
+func (s *Service) FireDeadline(ctx context.Context, storeID, invoiceID string) error {
 	inv, err := s.cfg.Reader.Invoice(ctx, invoiceID)
 	if err != nil {
 		return fmt.Errorf("fire deadline of invoice %s: %w", invoiceID, err)
@@ -24,7 +24,7 @@ func (s *System) FireDeadline(ctx context.Context, storeID, invoiceID string) er
 		return nil // fired already
 	}
 	ev := eventOf(inv.DeadlineInput(s.cfg.Clock.Now().UTC()))
-	_, err = s.command(ctx, storeID, invoiceID, ev)
+	_, err = s.rt.command(ctx, storeID, invoiceID, ev)
 	if err == nil || ignorable(err) || errors.Is(err, kassa.ErrExpiryTooEarly) || errors.Is(err, kassa.ErrMonitoringNotOver) {
 		return nil
 	}

@@ -17,14 +17,23 @@
 // passed while the service was down fire at once), and start-up time and
 // memory follow what is due, not what is open.
 //
-// The invoice and webhook actors reach the node only through their ports
-// (ports.go: clock, journal, commit, ledger, webhook outbox, timers),
-// built once by NewSystem and shared by every actor of the kind. Their
-// messages, and the store actor's, carry a callContext (deadline, trace,
-// request id), never a context.Context.
+// A node's core is two types, made together by NewSystem (System
+// embeds both). The Runtime runs the actors: it looks up or spawns the
+// actor of a store or webhook endpoint by id (Runtime.store,
+// Runtime.webhook), routes a store command to the node that runs the
+// store (forward), answers the commands other nodes send (serveCall),
+// and runs the cluster membership, recovery, draining, shutdown and
+// health. The Service holds the commands of kassa's service ports and
+// the events of the chain, Lightning and expiry: each command has one
+// body, which orchestrates what lies outside the actors (rates,
+// addresses, Lightning invoices, URL checks) and has the store's actor
+// decide. The credit limit is checked once, by the store actor, before
+// any backend is asked.
 //
-// Actors are addressed through one small lookup by kind and id
-// (System.store and System.invoice), which a cluster would turn into a
-// grain lookup. Messages that would cross nodes are the protobuf messages
-// of package protos.
+// The store, invoice and webhook actors reach the node only through
+// their ports (ports.go: clock, journal, commit, ledger, webhook outbox,
+// timers), built once by NewSystem and shared by every actor of the
+// kind, never through the Runtime or the Service. Their messages carry a
+// callContext (deadline, trace, request id), never a context.Context.
+// Messages that cross nodes are the protobuf messages of package protos.
 package actors

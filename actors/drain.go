@@ -18,7 +18,7 @@ import (
 // has come back and been logged before the caller closes the store and
 // exits. Drain returns whether everything finished before ctx ended.
 // Stop the backends first, so that no new work arrives.
-func (s *System) Drain(ctx context.Context) bool {
+func (s *Runtime) Drain(ctx context.Context) bool {
 	done := true
 	var endpoints []<-chan struct{}
 	for _, m := range []*sync.Map{&s.stores, &s.webhooks} {
@@ -64,7 +64,7 @@ const abandonGrace = 5 * time.Second
 
 // poisonAll takes every actor out of m and asks each to stop once it has
 // handled its mailbox; it returns the channels closed as they stop.
-func (s *System) poisonAll(m *sync.Map) []<-chan struct{} {
+func (s *Runtime) poisonAll(m *sync.Map) []<-chan struct{} {
 	var waits []<-chan struct{}
 	m.Range(func(id, pid any) bool {
 		m.Delete(id)
@@ -78,7 +78,7 @@ func (s *System) poisonAll(m *sync.Map) []<-chan struct{} {
 // mailbox, and returns a channel closed when it has stopped. Unlike
 // PoisonFuture it does not give up after a fixed time: the caller's
 // context bounds the wait.
-func (s *System) poison(pid *actor.PID) <-chan struct{} {
+func (s *Runtime) poison(pid *actor.PID) <-chan struct{} {
 	stopped := make(chan struct{})
 	props := actor.PropsFromFunc(func(c actor.Context) {
 		switch msg := c.Message().(type) {
@@ -98,12 +98,12 @@ func (s *System) poison(pid *actor.PID) <-chan struct{} {
 
 // deliveryContext is the context of webhook deliveries: canceled when a
 // drain runs out of time.
-func (s *System) deliveryContext() context.Context {
+func (s *Runtime) deliveryContext() context.Context {
 	s.deliveryOnce.Do(func() { s.deliveryCtx, s.deliveryCancel = context.WithCancel(context.Background()) })
 	return s.deliveryCtx
 }
 
-func (s *System) abandonDeliveries() {
+func (s *Runtime) abandonDeliveries() {
 	s.deliveryContext()
 	s.deliveryCancel()
 }

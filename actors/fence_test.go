@@ -28,7 +28,7 @@ func TestExpelledNodeCreatesNothing(t *testing.T) {
 	stale := newHarnessWith(t, openMem(t), clock, func(c *Config) { c.Journal, c.Reader = pgA, pgA })
 	owner := newHarnessWith(t, openMem(t), clock, func(c *Config) { c.Journal, c.Reader = pgB, pgB })
 	for _, h := range []*harness{stale, owner} {
-		if err := h.sys.joinFence(h.sys.cfg.Journal.(interface{ Members() postgres.Members }).Members()); err != nil {
+		if err := h.sys.joinFence(h.sys.Runtime.cfg.Journal.(interface{ Members() postgres.Members }).Members()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -775,7 +775,7 @@ func (a *forwardActor) save(c context.Context, fw *kassa.Forward, lines []kassa.
 // walletMaxSendable from its Lightning address's pay request, when
 // forwarding runs; an address that does not answer a valid pay request
 // refuses the store.
-func (s *System) readWalletBounds(ctx context.Context, st *kassa.Store) error {
+func (s *Service) readWalletBounds(ctx context.Context, st *kassa.Store) error {
 	if s.cfg.Forwarder == nil || st.LightningAddress == "" {
 		return nil
 	}

@@ -68,11 +68,11 @@ func (k *kindStats) props() []actor.PropsOption {
 
 // ActorStats describes the system's actors by kind: store, invoice and
 // webhook.
-func (s *System) ActorStats() []ActorStat {
+func (s *Runtime) ActorStats() []ActorStat {
 	return []ActorStat{s.stats.store.stat(), s.stats.invoice.stat(), s.stats.webhook.stat()}
 }
 
-// systemStats are the counters of a System's actor kinds.
+// systemStats are the counters of a Runtime's actor kinds.
 type systemStats struct{ store, invoice, webhook kindStats }
 
 func newSystemStats() *systemStats {

@@ -19,7 +19,7 @@ import (
 // The ports of the store, invoice and webhook actors: what each uses of
 // the node, built once by NewSystem and handed to every actor of its
 // kind at spawn. An actor reaches the node only through them, never
-// through System.
+// through the Runtime or the Service.
 
 // storePorts is what a store actor uses.
 type storePorts struct {
@@ -51,7 +51,7 @@ type invoicePorts struct {
 	// journal reads the invoice's snapshot and events and starts its
 	// batches.
 	journal invoiceJournal
-	// commit makes a batch durable (System.commit: through the
+	// commit makes a batch durable (Runtime.commit: through the
 	// membership fence in a cluster).
 	commit commitFunc
 	// ledger writes the lines of a settle and wakes the forwarder.
@@ -86,10 +86,10 @@ type webhookPorts struct {
 	claims     kassa.OutboxClaims
 	claimTTL   time.Duration
 	claimRetry time.Duration
-	// claimHolder names this node in its claims (System.claimHolder).
+	// claimHolder names this node in its claims (Runtime.claimHolder).
 	claimHolder func() string
 	// stopping is canceled when a drain's time is up
-	// (System.deliveryContext).
+	// (Runtime.deliveryContext).
 	stopping func() context.Context
 	// recovered reports whether RecoverDeliveries has sent the outbox.
 	recovered func() bool
@@ -135,7 +135,7 @@ type webhookReader interface {
 
 // storePorts builds the ports of the store actors, whose invoice actors
 // invoiceProps makes.
-func (s *System) storePorts(invoiceProps *actor.Props) *storePorts {
+func (s *Runtime) storePorts(invoiceProps *actor.Props) *storePorts {
 	return &storePorts{
 		clock: s.cfg.Clock, journal: s.cfg.Journal, reader: s.cfg.Reader, commit: s.commit,
 		invoiceProps: invoiceProps, faults: &s.journalFaults, webhooksChanged: s.outbox.changed,
@@ -149,7 +149,7 @@ func (s *System) storePorts(invoiceProps *actor.Props) *storePorts {
 }
 
 // invoicePorts builds the ports of the invoice actors.
-func (s *System) invoicePorts() *invoicePorts {
+func (s *Runtime) invoicePorts() *invoicePorts {
 	return &invoicePorts{
 		clock: s.cfg.Clock, journal: s.cfg.Journal, commit: s.commit, ledger: s.ledger, outbox: s.outbox,
 		events: s.cfg.Events, lightning: &lightningCanceller{s.cfg.Lightning, s.cfg.RequestTimeout, s.log},
@@ -158,7 +158,7 @@ func (s *System) invoicePorts() *invoicePorts {
 }
 
 // webhookPorts builds the ports of the webhook endpoint actors.
-func (s *System) webhookPorts() *webhookPorts {
+func (s *Runtime) webhookPorts() *webhookPorts {
 	return &webhookPorts{
 		clock: s.cfg.Clock, reader: s.cfg.Reader, journal: s.cfg.Journal, commit: s.commit,
 		client: s.cfg.Webhooks, sigAliases: s.cfg.WebhookSigAliases,
@@ -176,7 +176,7 @@ type timers struct {
 	root  func() *actor.RootContext
 }
 
-func (s *System) timers() timers {
+func (s *Runtime) timers() timers {
 	return timers{clock: s.cfg.Clock, root: func() *actor.RootContext { return s.actorSystem().Root }}
 }
 

@@ -12,7 +12,7 @@ import (
 // approaches, and a request or a payment wakes it at once. So start-up
 // time and memory do not grow with the number of open invoices. It
 // returns how many invoices it woke.
-func (s *System) Recover(ctx context.Context) (int, error) {
+func (s *Runtime) Recover(ctx context.Context) (int, error) {
 	n, err := s.sweep(ctx, "")
 	if err == nil {
 		s.recovered.Store(true)
@@ -35,7 +35,7 @@ var errSweepDone = errors.New("sweep done")
 // since a restart, or one waiting a day for the end of monitoring.
 // Active invoices ignore the wake-up. Sweeping every sweepEvery, shorter
 // than sweepAhead, wakes every invoice before its deadline.
-func (s *System) Sweep(ctx context.Context) error {
+func (s *Runtime) Sweep(ctx context.Context) error {
 	_, err := s.sweep(ctx, "")
 	return err
 }
@@ -44,7 +44,7 @@ func (s *System) Sweep(ctx context.Context) error {
 // deadline is within sweepAhead, and returns how many it woke. The scan
 // of the expiry index stops at the first later deadline, so it costs what
 // is due, not what is open.
-func (s *System) sweep(ctx context.Context, storeID string) (int, error) {
+func (s *Runtime) sweep(ctx context.Context, storeID string) (int, error) {
 	until := s.cfg.Clock.Now().Add(sweepAhead)
 	n := 0
 	err := s.cfg.Reader.OpenInvoices(ctx, func(id, owner string, deadline time.Time) error {
@@ -70,7 +70,7 @@ func (s *System) sweep(ctx context.Context, storeID string) (int, error) {
 }
 
 // RunSweeper sweeps every sweepEvery until ctx ends.
-func (s *System) RunSweeper(ctx context.Context) {
+func (s *Runtime) RunSweeper(ctx context.Context) {
 	var tick func()
 	tick = func() {
 		if ctx.Err() != nil {
@@ -88,7 +88,7 @@ func (s *System) RunSweeper(ctx context.Context) {
 // store actor that restarts after a panic has lost its invoice actors,
 // and with them their timers: those due before the sweeper's next round
 // are woken now, the others by the sweeper.
-func (s *System) activateDueInvoices(storeID string) {
+func (s *Runtime) activateDueInvoices(storeID string) {
 	if _, err := s.sweep(context.Background(), storeID); err != nil {
 		s.log.Error("wake due invoices", "store", storeID, "err", err)
 	}

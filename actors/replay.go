@@ -42,10 +42,6 @@ func eventKind(kind any) string {
 	return name[strings.LastIndex(name, "_")+1:]
 }
 
-// journalFault records f, logs it once per activation, and returns it
-// (journalFaults.record). The store actor calls it.
-func (s *System) journalFault(f *JournalFault) *JournalFault { return s.journalFaults.record(f) }
-
 // snapshotFault returns the fault of a snapshot that does not load for
 // good (a newer format), or nil for any other error.
 func snapshotFault(s kassa.Stream, err error) *JournalFault {
@@ -59,4 +55,4 @@ func snapshotFault(s kassa.Stream, err error) *JournalFault {
 // JournalFaults lists the journals this node found not to replay since
 // it started, by kind and id. The health check shows them to the
 // operator.
-func (s *System) JournalFaults() []JournalFault { return s.journalFaults.list() }
+func (s *Runtime) JournalFaults() []JournalFault { return s.journalFaults.list() }

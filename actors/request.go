@@ -20,7 +20,7 @@ import (
 // the store already, in which case it answers the recorded result
 // (answer reads it by id). A create that failed is looked up once more:
 // another activation may have recorded the request meanwhile.
-func onceOnly[T any](ctx context.Context, s *System, storeID, kind string,
+func onceOnly[T any](ctx context.Context, s *Service, storeID, kind string,
 	answer func(ctx context.Context, resultID string) (T, error), run func() (T, error)) (T, error) {
 	req := kassa.RequestFrom(ctx)
 	rr, ok := s.cfg.Reader.(kassa.RequestReader)
@@ -67,15 +67,15 @@ func putRequest(ctx context.Context, b kassa.Batch, storeID, kind, resultID stri
 
 // The answers of repeated creates: what the first created, read by id.
 
-func (s *System) answerInvoice(ctx context.Context, id string) (*kassa.Invoice, error) {
+func (s *Service) answerInvoice(ctx context.Context, id string) (*kassa.Invoice, error) {
 	return s.cfg.Reader.Invoice(ctx, id)
 }
 
-func (s *System) answerStore(ctx context.Context, id string) (*kassa.Store, error) {
+func (s *Service) answerStore(ctx context.Context, id string) (*kassa.Store, error) {
 	return s.cfg.Reader.Store(ctx, id)
 }
 
-func (s *System) answerTopUp(ctx context.Context, id string) (*kassa.Transaction, error) {
+func (s *Service) answerTopUp(ctx context.Context, id string) (*kassa.Transaction, error) {
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
 		return nil, err
@@ -83,17 +83,17 @@ func (s *System) answerTopUp(ctx context.Context, id string) (*kassa.Transaction
 	return s.cfg.Reader.Transaction(ctx, n)
 }
 
-func (s *System) answerWebhook(ctx context.Context, id string) (*kassa.Webhook, error) {
+func (s *Service) answerWebhook(ctx context.Context, id string) (*kassa.Webhook, error) {
 	return s.cfg.Reader.Webhook(ctx, id)
 }
 
-func (s *System) answerPaymentRequest(ctx context.Context, id string) (*kassa.PaymentRequest, error) {
+func (s *Service) answerPaymentRequest(ctx context.Context, id string) (*kassa.PaymentRequest, error) {
 	return s.cfg.Reader.PaymentRequest(ctx, id)
 }
 
 // answerAPIKey finds the key among its store's; a key deleted since is
 // NotFound.
-func (s *System) answerAPIKey(storeID string) func(context.Context, string) (*kassa.APIKey, error) {
+func (s *Service) answerAPIKey(storeID string) func(context.Context, string) (*kassa.APIKey, error) {
 	return func(ctx context.Context, id string) (*kassa.APIKey, error) {
 		st, err := s.cfg.Reader.Store(ctx, storeID)
 		if err != nil {

@@ -134,7 +134,7 @@ func TestCreateOnceAcrossActivations(t *testing.T) {
 					if got != want {
 						t.Errorf("the retry on the next node answered %s, the first node created %s", got, want)
 					}
-					if n := c.count(t, second.sys.cfg.Reader, st.ID); n != 1 {
+					if n := c.count(t, second.sys.Runtime.cfg.Reader, st.ID); n != 1 {
 						t.Errorf("one %s request, retried on another node, made %d", c.method, n)
 					}
 					// Another request id is another create (on the
@@ -181,7 +181,7 @@ func TestCreateOnceWhenActivationsRace(t *testing.T) {
 			st := first.createStore("0", "0")
 			c := createCalls()[0]
 			var want string
-			journal := &faultyJournal{Journal: second.sys.cfg.Journal}
+			journal := &faultyJournal{Journal: second.sys.Runtime.cfg.Journal}
 			journal.commitErr = func() error {
 				// The first activation completes the same request
 				// while the second is about to commit.
@@ -189,12 +189,12 @@ func TestCreateOnceWhenActivationsRace(t *testing.T) {
 				want = resultID(t, first.sys.serveCall(c.call(t, st.ID, "req_race")))
 				return nil
 			}
-			second.sys.cfg.Journal = journal
+			second.sys.Runtime.cfg.Journal = journal
 			got := resultID(t, second.sys.serveCall(c.call(t, st.ID, "req_race")))
 			if got != want {
 				t.Errorf("the losing activation answered %s, the winner created %s", got, want)
 			}
-			if n := c.count(t, second.sys.cfg.Reader, st.ID); n != 1 {
+			if n := c.count(t, second.sys.Runtime.cfg.Reader, st.ID); n != 1 {
 				t.Errorf("one request run by two activations at once made %d invoices", n)
 			}
 		})
@@ -223,7 +223,7 @@ func TestRequestIDOfAnotherRequest(t *testing.T) {
 	if _, err := second.sys.CreateInvoice(req("b"), st.ID, r); kassa.ErrorCode(err) != kassa.Conflict {
 		t.Fatalf("the same key with another fingerprint: %v, want Conflict", err)
 	}
-	if n := createCalls()[0].count(t, second.sys.cfg.Reader, st.ID); n != 1 {
+	if n := createCalls()[0].count(t, second.sys.Runtime.cfg.Reader, st.ID); n != 1 {
 		t.Errorf("%d invoices, want 1", n)
 	}
 }

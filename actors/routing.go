@@ -11,15 +11,14 @@ import (
 	"github.com/kassapay/kassa/protos"
 )
 
-// command sends an event to an invoice actor and returns the invoice
-// after it.
-func (s *System) command(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
-	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_Command{Command: &protos.InvoiceCommandCall{InvoiceId: invoiceID, Event: ev}}}, invoiceResult)
-}
-
-// handleCommand sends ev to the invoice actor on the node that runs the
-// store.
-func (s *System) handleCommand(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
+// command sends an event to an invoice actor, on the node that runs its
+// store, and returns the invoice after it.
+func (s *Runtime) command(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
+	if out, ok, err := forward(ctx, s, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_Command{Command: &protos.InvoiceCommandCall{InvoiceId: invoiceID, Event: ev}}}
+	}, invoiceResult); ok {
+		return out, err
+	}
 	res, err := s.request(ctx, s.store(storeID), &invoiceCommand{call: callOf(ctx), invoiceID: invoiceID, event: ev})
 	if err != nil {
 		return nil, err
@@ -28,12 +27,12 @@ func (s *System) handleCommand(ctx context.Context, storeID, invoiceID string, e
 }
 
 // commandByInvoice looks up the store of an invoice and sends it ev.
-func (s *System) commandByInvoice(ctx context.Context, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
+func (s *Service) commandByInvoice(ctx context.Context, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
 	inv, err := s.cfg.Reader.Invoice(ctx, invoiceID)
 	if err != nil {
 		return nil, err
 	}
-	return s.command(ctx, inv.StoreID, invoiceID, ev)
+	return s.rt.command(ctx, inv.StoreID, invoiceID, ev)
 }
 
 // HandleChainEvent applies what the chain watcher saw to the invoice that
@@ -41,7 +40,7 @@ func (s *System) commandByInvoice(ctx context.Context, invoiceID string, ev *pro
 // returns nil only once the effect is durable (or there is none, such as
 // an input seen twice), so the watcher may acknowledge the event; on an
 // error the watcher must deliver it again later.
-func (s *System) HandleChainEvent(ctx context.Context, ev kassa.ChainEvent) error {
+func (s *Service) HandleChainEvent(ctx context.Context, ev kassa.ChainEvent) error {
 	ctx, span := s.tracer.Start(ctx, "actors.HandleChainEvent")
 	defer span.End()
 	id, err := s.cfg.Reader.InvoiceIDByAddress(ctx, ev.Address)
@@ -70,7 +69,7 @@ func (s *System) HandleChainEvent(ctx context.Context, ev kassa.ChainEvent) erro
 
 // HandleLightningEvent applies a settled Lightning invoice. Like
 // HandleChainEvent it returns nil only once the settle is durable.
-func (s *System) HandleLightningEvent(ctx context.Context, ev kassa.LightningEvent) error {
+func (s *Service) HandleLightningEvent(ctx context.Context, ev kassa.LightningEvent) error {
 	ctx, span := s.tracer.Start(ctx, "actors.HandleLightningEvent")
 	defer span.End()
 	id, err := s.cfg.Reader.InvoiceIDByPaymentHash(ctx, ev.PaymentHash)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -16,8 +17,38 @@ import (
 	"github.com/kassapay/kassa/protos"
 )
 
+var (
+	_ kassa.WebhookService        = (*Service)(nil)
+	_ kassa.StoreService          = (*Service)(nil)
+	_ kassa.InvoiceService        = (*Service)(nil)
+	_ kassa.PaymentRequestService = (*Service)(nil)
+)
+
+// Service offers the core's commands (kassa's store, invoice, pay-link
+// and webhook services) and applies the events of the chain, Lightning
+// and expiry. A command orchestrates what lies outside the actors (rates,
+// addresses, Lightning invoices, URL checks) and has the store's actor
+// decide, through the Runtime: each command has one body, which starts by
+// sending the command to the node that runs the store when that is
+// another one (forward), and else runs here.
+type Service struct {
+	rt     *Runtime
+	cfg    *Config
+	tracer trace.Tracer
+	log    *slog.Logger
+}
+
+func newService(rt *Runtime) *Service {
+	return &Service{rt: rt, cfg: &rt.cfg, tracer: rt.tracer, log: rt.log}
+}
+
+// ask sends msg to the actor of store id and waits for its reply.
+func (s *Service) ask(ctx context.Context, storeID string, msg any) (any, error) {
+	return s.rt.request(ctx, s.rt.store(storeID), msg)
+}
+
 // CreateStore creates a store with one API key.
-func (s *System) CreateStore(ctx context.Context, settings kassa.StoreSettings) (*kassa.Store, error) {
+func (s *Service) CreateStore(ctx context.Context, settings kassa.StoreSettings) (*kassa.Store, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.CreateStore")
 	defer span.End()
 	if err := settings.Validate(); err != nil {
@@ -49,7 +80,7 @@ func (s *System) CreateStore(ctx context.Context, settings kassa.StoreSettings) 
 // operator store; docs/decisions.md, "Top-ups credited once"). The
 // store's actor, or the journal's (stream, seq) key when a cluster briefly
 // runs two activations, lets one create win.
-func (s *System) CreateStoreOnce(ctx context.Context, id string, settings kassa.StoreSettings) (*kassa.Store, error) {
+func (s *Service) CreateStoreOnce(ctx context.Context, id string, settings kassa.StoreSettings) (*kassa.Store, error) {
 	if !kassa.ValidID(id) {
 		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "id", Message: "must be 1 to 64 letters, digits, '-' or '_'"}})
 	}
@@ -79,14 +110,14 @@ func (s *System) CreateStoreOnce(ctx context.Context, id string, settings kassa.
 
 // createStore has the actor of the new store st persist it, where the
 // store runs.
-func (s *System) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
-	return route(ctx, s, st.ID, &protos.StoreCall{Call: &protos.StoreCall_CreateStore{CreateStore: &protos.CreateStoreCall{Store: storeOut(st)}}}, storeResult)
-}
-
-// handleCreateStore persists the new store st on the node that runs it.
-func (s *System) handleCreateStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
+func (s *Service) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
+	if out, ok, err := forward(ctx, s.rt, st.ID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_CreateStore{CreateStore: &protos.CreateStoreCall{Store: storeOut(st)}}}
+	}, storeResult); ok {
+		return out, err
+	}
 	return onceOnly(ctx, s, st.ID, kassa.RequestStore, s.answerStore, func() (*kassa.Store, error) {
-		res, err := s.request(ctx, s.store(st.ID), &createStore{call: callOf(ctx), store: st})
+		res, err := s.ask(ctx, st.ID, &createStore{call: callOf(ctx), store: st})
 		if err != nil {
 			return nil, err
 		}
@@ -96,11 +127,12 @@ func (s *System) handleCreateStore(ctx context.Context, st *kassa.Store) (*kassa
 
 // TopUp credits a store's prepaid balance; a reference the store
 // already credited returns that top-up's ledger line and writes nothing.
-func (s *System) TopUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
-	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: int64(amount), Reference: reference}}}, transactionResult)
-}
-
-func (s *System) handleTopUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
+func (s *Service) TopUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
+	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: int64(amount), Reference: reference}}}
+	}, transactionResult); ok {
+		return out, err
+	}
 	ctx, span := s.tracer.Start(ctx, "actors.TopUp")
 	defer span.End()
 	if amount <= 0 || amount > kassa.MaxSats {
@@ -117,7 +149,7 @@ func (s *System) handleTopUp(ctx context.Context, storeID string, amount kassa.S
 }
 
 // topUp credits the store on this node.
-func (s *System) topUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
+func (s *Service) topUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
 	st, err := s.cfg.Reader.Store(ctx, storeID)
 	if err != nil {
 		return nil, err
@@ -130,7 +162,7 @@ func (s *System) topUp(ctx context.Context, storeID string, amount kassa.Sats, r
 		s.log.Warn("no rate for a top-up; its fiat value will be 0", "store", storeID, "err", err)
 		rate = decimal.Zero
 	}
-	res, err := s.request(ctx, s.store(storeID), &topUp{call: callOf(ctx), amount: amount, rate: rate, reference: reference})
+	res, err := s.ask(ctx, storeID, &topUp{call: callOf(ctx), amount: amount, rate: rate, reference: reference})
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +171,7 @@ func (s *System) topUp(ctx context.Context, storeID string, amount kassa.Sats, r
 
 // checkRateProviders refuses provider names the rates backend does not
 // have, so that a store cannot be created that can make no invoice.
-func (s *System) checkRateProviders(names ...string) error {
+func (s *Service) checkRateProviders(names ...string) error {
 	lister, ok := s.cfg.Rates.(interface{ Providers() []string })
 	if !ok {
 		return nil
@@ -155,7 +187,7 @@ func (s *System) checkRateProviders(names ...string) error {
 
 // checkQuoted refuses a fiat currency that no configured rate provider
 // quotes: a store or pay link in it could make no invoice.
-func (s *System) checkQuoted(c kassa.Currency) error {
+func (s *Service) checkQuoted(c kassa.Currency) error {
 	if s.cfg.Rates == nil || c == "" {
 		return nil
 	}
@@ -170,7 +202,7 @@ type storeRates interface {
 
 // rate returns the price of one bitcoin in c, from the store's preferred
 // providers when it named any.
-func (s *System) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (decimal.Decimal, error) {
+func (s *Service) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (decimal.Decimal, error) {
 	switch c {
 	case kassa.BTC:
 		return decimal.NewFromInt(1), nil
@@ -186,11 +218,12 @@ func (s *System) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (d
 // CreateInvoice creates an invoice: it locks the rate, asks the backends
 // for an address and a Lightning invoice, and has the store actor spawn
 // the invoice actor, which answers once the invoice is durable.
-func (s *System) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
-	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(r)}}}, invoiceResult)
-}
-
-func (s *System) handleCreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
+func (s *Service) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
+	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(r)}}}
+	}, invoiceResult); ok {
+		return out, err
+	}
 	ctx, span := s.tracer.Start(ctx, "actors.CreateInvoice", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
 	return onceOnly(ctx, s, storeID, kassa.RequestInvoice, s.answerInvoice, func() (*kassa.Invoice, error) {
@@ -200,22 +233,13 @@ func (s *System) handleCreateInvoice(ctx context.Context, storeID string, r *kas
 
 // createInvoice creates an invoice; a session key makes it the
 // session's invoice of a pay link (PayPaymentRequest).
-func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID string, r *kassa.InvoiceRequest, session string) (*kassa.Invoice, error) {
+func (s *Service) createInvoice(ctx context.Context, span trace.Span, storeID string, r *kassa.InvoiceRequest, session string) (*kassa.Invoice, error) {
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
 	st, err := s.cfg.Reader.Store(ctx, storeID)
 	if err != nil {
 		return nil, err
-	}
-	// A quick refusal before asking the backends for anything; the store
-	// actor makes the check that counts (storeActor.spawnInvoice).
-	balance, err := s.cfg.Reader.Balance(ctx, storeID)
-	if err != nil {
-		return nil, err
-	}
-	if balance < -st.CreditLimit {
-		return nil, errCreditLimit(balance, 0, 0, st.CreditLimit)
 	}
 	requestRate, err := s.rate(ctx, st, r.Currency)
 	if err != nil {
@@ -242,25 +266,46 @@ func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID str
 		return nil, err
 	}
 	span.SetAttributes(attribute.String("invoice.id", inv.ID))
+	// The store's actor takes the invoice on before any backend is asked
+	// for anything: it alone checks the credit limit, and reserves the
+	// fee. The derivation index is store state: it allocates it durably
+	// in the same step, so that no address is handed out twice, restarts
+	// included.
+	fee := kassa.PercentOf(inv.Amount, inv.PercentFee)
+	derive := inv.Accepts(kassa.MethodOnchain) && st.Xpub != ""
+	res, err := s.ask(ctx, storeID, &openInvoice{call: callOf(ctx), invoiceID: inv.ID, fee: fee, derive: derive})
+	if err != nil {
+		return nil, err
+	}
+	if derive {
+		index := res.(uint32)
+		st.NextAddressIndex, inv.DerivationIndex = index, &index
+	}
+	if err := s.paymentMethods(ctx, st, &inv); err != nil {
+		// Not made after all: its fee is no longer reserved.
+		s.rt.tell(s.rt.store(storeID), &feeReleased{invoiceID: inv.ID})
+		return nil, err
+	}
+	res, err = s.ask(ctx, storeID, &spawnInvoice{call: callOf(ctx), inv: inv, effects: effects, session: session})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.Invoice), nil
+}
+
+// paymentMethods asks the backends for the address and the Lightning
+// invoice of inv, a new invoice of st, as far as it accepts them.
+func (s *Service) paymentMethods(ctx context.Context, st *kassa.Store, inv *kassa.Invoice) error {
+	var err error
 	if inv.Accepts(kassa.MethodOnchain) {
-		if st.Xpub != "" {
-			// The derivation index is store state: allocate it durably
-			// so that no address is handed out twice, restarts included.
-			res, err := s.request(ctx, s.store(storeID), &allocateAddress{call: callOf(ctx)})
-			if err != nil {
-				return nil, err
-			}
-			index := res.(uint32)
-			st.NextAddressIndex, inv.DerivationIndex = index, &index
-		}
 		if inv.OnchainAddress, err = s.cfg.Chain.NewAddress(ctx, st, inv.ID); err != nil {
 			s.log.Error("chain backend: new address", "err", err)
 			if kassa.ErrorCode(err) == kassa.Invalid || errors.Is(err, kassa.ErrNoWalletAddress) {
 				// The store's settings, or lnd, whose wallet gives the
 				// addresses of a store without an xpub: not the chain.
-				return nil, err
+				return err
 			}
-			return nil, kassa.Errorf(kassa.Unavailable, "the chain backend cannot give an address right now")
+			return kassa.Errorf(kassa.Unavailable, "the chain backend cannot give an address right now")
 		}
 	}
 	if inv.Accepts(kassa.MethodLightning) {
@@ -278,26 +323,22 @@ func (s *System) createInvoice(ctx context.Context, span trace.Span, storeID str
 			inv.EnabledMethods = slices.DeleteFunc(slices.Clone(inv.EnabledMethods), func(m kassa.PaymentMethod) bool { return m == kassa.MethodLightning })
 		default:
 			s.log.Error("lightning backend: create invoice", "err", err)
-			return nil, kassa.Errorf(kassa.Unavailable, "the Lightning backend cannot make an invoice right now")
+			return kassa.Errorf(kassa.Unavailable, "the Lightning backend cannot make an invoice right now")
 		}
 	}
-	fee := kassa.PercentOf(inv.Amount, inv.PercentFee)
-	res, err := s.request(ctx, s.store(storeID), &spawnInvoice{call: callOf(ctx), inv: inv, effects: effects, fee: fee, session: session})
-	if err != nil {
-		return nil, err
-	}
-	return res.(*kassa.Invoice), nil
+	return nil
 }
 
 // PayPaymentRequest returns the invoice that pays a pay link for one
 // customer session: the session's invoice while it is New and
 // unexpired, else a new one, so that reloading the page or clicking Pay
 // again does not mint an invoice (and an address) per click.
-func (s *System) PayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
-	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_PayPaymentRequest{PayPaymentRequest: &protos.PayPaymentRequestCall{PaymentRequestId: id, Session: session}}}, invoiceResult)
-}
-
-func (s *System) handlePayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
+func (s *Service) PayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
+	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_PayPaymentRequest{PayPaymentRequest: &protos.PayPaymentRequestCall{PaymentRequestId: id, Session: session}}}
+	}, invoiceResult); ok {
+		return out, err
+	}
 	ctx, span := s.tracer.Start(ctx, "actors.PayPaymentRequest", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
 	return onceOnly(ctx, s, storeID, kassa.RequestInvoice, s.answerInvoice, func() (*kassa.Invoice, error) {
@@ -306,7 +347,7 @@ func (s *System) handlePayPaymentRequest(ctx context.Context, storeID, id, sessi
 }
 
 // payPaymentRequest is PayPaymentRequest on the store's node.
-func (s *System) payPaymentRequest(ctx context.Context, span trace.Span, storeID, id, session string) (*kassa.Invoice, error) {
+func (s *Service) payPaymentRequest(ctx context.Context, span trace.Span, storeID, id, session string) (*kassa.Invoice, error) {
 	p, err := s.cfg.Reader.PaymentRequest(ctx, id)
 	if kassa.ErrorCode(err) == kassa.NotFound || err == nil && p.StoreID != storeID {
 		return nil, kassa.Errorf(kassa.NotFound, "payment request not found")
@@ -320,7 +361,7 @@ func (s *System) payPaymentRequest(ctx context.Context, span trace.Span, storeID
 	key := ""
 	if session != "" {
 		key = p.ID + "\x00" + session
-		res, err := s.request(ctx, s.store(storeID), &sessionInvoice{call: callOf(ctx), key: key})
+		res, err := s.ask(ctx, storeID, &sessionInvoice{call: callOf(ctx), key: key})
 		if err != nil {
 			return nil, err
 		}
@@ -335,16 +376,8 @@ func (s *System) payPaymentRequest(ctx context.Context, span trace.Span, storeID
 	return s.createInvoice(ctx, span, storeID, p.InvoiceRequest(st.Currency), key)
 }
 
-// errCreditLimit is the refusal of an invoice whose fee would take the
-// store's prepaid balance beyond its credit limit.
-func errCreditLimit(balance, reserved, fee, limit kassa.Sats) error {
-	return kassa.Errorf(kassa.PaymentRequired,
-		"the store's prepaid balance is %d sat, with %d sat reserved for the fees of open invoices; an invoice with a fee of %d sat would pass its credit limit of %d sat: top it up in the dashboard to create invoices",
-		balance, reserved, fee, limit)
-}
-
 // MarkInvoiceInvalid marks an invoice of the store invalid.
-func (s *System) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID string) (*kassa.Invoice, error) {
+func (s *Service) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID string) (*kassa.Invoice, error) {
 	inv, err := s.cfg.Reader.Invoice(ctx, invoiceID)
 	if err != nil {
 		return nil, err
@@ -352,41 +385,43 @@ func (s *System) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID stri
 	if inv.StoreID != storeID {
 		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
 	}
-	return s.command(ctx, inv.StoreID, invoiceID, eventOf(kassa.MarkedInvalid{At: s.cfg.Clock.Now().UTC()}))
+	return s.rt.command(ctx, inv.StoreID, invoiceID, eventOf(kassa.MarkedInvalid{At: s.cfg.Clock.Now().UTC()}))
 }
 
 // CreatePaymentRequest creates a pay link.
-func (s *System) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreatePaymentRequest{CreatePaymentRequest: &protos.CreatePaymentRequestCall{Input: paymentRequestInputOut(in)}}}, paymentRequestResult)
-}
-
-func (s *System) handleCreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
+func (s *Service) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
+	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_CreatePaymentRequest{CreatePaymentRequest: &protos.CreatePaymentRequestCall{Input: paymentRequestInputOut(in)}}}
+	}, paymentRequestResult); ok {
+		return out, err
+	}
 	return onceOnly(ctx, s, storeID, kassa.RequestPaymentRequest, s.answerPaymentRequest, func() (*kassa.PaymentRequest, error) {
 		return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{call: callOf(ctx), input: in})
 	})
 }
 
 // UpdatePaymentRequest changes a pay link.
-func (s *System) UpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdatePaymentRequest{UpdatePaymentRequest: &protos.UpdatePaymentRequestCall{PaymentRequestId: id, Input: paymentRequestInputOut(in)}}}, paymentRequestResult)
-}
-
-func (s *System) handleUpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
+func (s *Service) UpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
+	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_UpdatePaymentRequest{UpdatePaymentRequest: &protos.UpdatePaymentRequestCall{PaymentRequestId: id, Input: paymentRequestInputOut(in)}}}
+	}, paymentRequestResult); ok {
+		return out, err
+	}
 	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{call: callOf(ctx), id: id, input: in})
 }
 
 // ArchivePaymentRequest archives a pay link: it can no longer be paid.
-func (s *System) ArchivePaymentRequest(ctx context.Context, storeID, id string) error {
-	_, err := route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_ArchivePaymentRequest{ArchivePaymentRequest: &protos.ArchivePaymentRequestCall{PaymentRequestId: id}}}, noResult)
-	return err
-}
-
-func (s *System) handleArchivePaymentRequest(ctx context.Context, storeID, id string) error {
+func (s *Service) ArchivePaymentRequest(ctx context.Context, storeID, id string) error {
+	if _, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_ArchivePaymentRequest{ArchivePaymentRequest: &protos.ArchivePaymentRequestCall{PaymentRequestId: id}}}
+	}, noResult); ok {
+		return err
+	}
 	_, err := s.savePaymentRequest(ctx, storeID, &savePaymentRequest{call: callOf(ctx), id: id, archive: true})
 	return err
 }
 
-func (s *System) savePaymentRequest(ctx context.Context, storeID string, msg *savePaymentRequest) (*kassa.PaymentRequest, error) {
+func (s *Service) savePaymentRequest(ctx context.Context, storeID string, msg *savePaymentRequest) (*kassa.PaymentRequest, error) {
 	ctx, span := s.tracer.Start(ctx, "actors.SavePaymentRequest")
 	defer span.End()
 	msg.call = callOf(ctx)
@@ -401,7 +436,7 @@ func (s *System) savePaymentRequest(ctx context.Context, storeID string, msg *sa
 	if _, err := s.cfg.Reader.Store(ctx, storeID); err != nil {
 		return nil, err
 	}
-	res, err := s.request(ctx, s.store(storeID), msg)
+	res, err := s.ask(ctx, storeID, msg)
 	if err != nil {
 		return nil, err
 	}
@@ -410,11 +445,12 @@ func (s *System) savePaymentRequest(ctx context.Context, storeID string, msg *sa
 
 // UpdateStore changes a store's settings. A new xpub is checked, and a
 // new Lightning address read, before anything is stored.
-func (s *System) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
-	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdateStore{UpdateStore: &protos.UpdateStoreCall{Update: storeUpdateOut(&u)}}}, storeResult)
-}
-
-func (s *System) handleUpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
+func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
+	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_UpdateStore{UpdateStore: &protos.UpdateStoreCall{Update: storeUpdateOut(&u)}}}
+	}, storeResult); ok {
+		return out, err
+	}
 	ctx, span := s.tracer.Start(ctx, "actors.UpdateStore", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
 	old, err := s.cfg.Reader.Store(ctx, storeID)
@@ -443,7 +479,7 @@ func (s *System) handleUpdateStore(ctx context.Context, storeID string, u kassa.
 			return nil, err
 		}
 	}
-	res, err := s.request(ctx, s.store(storeID), &changeStore{call: callOf(ctx), change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+	res, err := s.ask(ctx, storeID, &changeStore{call: callOf(ctx), change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		// Apply again to the actor's current state, so that a change
 		// racing this one (an allocated address index) is kept.
 		st, err := cur.Apply(u)
@@ -469,11 +505,12 @@ func (s *System) handleUpdateStore(ctx context.Context, storeID string, u kassa.
 }
 
 // CreateAPIKey adds an API key to a store.
-func (s *System) CreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
-	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: label}}}, apiKeyResult)
-}
-
-func (s *System) handleCreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
+func (s *Service) CreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
+	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: label}}}
+	}, apiKeyResult); ok {
+		return out, err
+	}
 	ctx, span := s.tracer.Start(ctx, "actors.CreateAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
 	label = strings.TrimSpace(label)
@@ -486,10 +523,10 @@ func (s *System) handleCreateAPIKey(ctx context.Context, storeID, label string) 
 }
 
 // createAPIKey adds the key on the store's node.
-func (s *System) createAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
+func (s *Service) createAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
 	key := kassa.APIKey{ID: kassa.NewID("key_"), Label: label, Key: kassa.NewSecret(), CreatedAt: s.cfg.Clock.Now().UTC()}
 	record := func(b kassa.Batch) { putRequest(ctx, b, storeID, kassa.RequestAPIKey, key.ID) }
-	_, err := s.request(ctx, s.store(storeID), &changeStore{call: callOf(ctx), record: record, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+	_, err := s.ask(ctx, storeID, &changeStore{call: callOf(ctx), record: record, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		if len(cur.APIKeys) >= kassa.MaxAPIKeys {
 			return nil, nil, kassa.Errorf(kassa.Conflict, "a store has at most %d API keys: delete one first", kassa.MaxAPIKeys)
 		}
@@ -505,15 +542,15 @@ func (s *System) createAPIKey(ctx context.Context, storeID, label string) (*kass
 
 // DeleteAPIKey removes an API key from a store; the API refuses it from
 // the moment this returns (it authenticates against the store's keys).
-func (s *System) DeleteAPIKey(ctx context.Context, storeID, keyID string) error {
-	_, err := route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_DeleteApiKey{DeleteApiKey: &protos.DeleteAPIKeyCall{KeyId: keyID}}}, noResult)
-	return err
-}
-
-func (s *System) handleDeleteAPIKey(ctx context.Context, storeID, keyID string) error {
+func (s *Service) DeleteAPIKey(ctx context.Context, storeID, keyID string) error {
+	if _, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_DeleteApiKey{DeleteApiKey: &protos.DeleteAPIKeyCall{KeyId: keyID}}}
+	}, noResult); ok {
+		return err
+	}
 	ctx, span := s.tracer.Start(ctx, "actors.DeleteAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer span.End()
-	_, err := s.request(ctx, s.store(storeID), &changeStore{call: callOf(ctx), change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+	_, err := s.ask(ctx, storeID, &changeStore{call: callOf(ctx), change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		i := slices.IndexFunc(cur.APIKeys, func(k kassa.APIKey) bool { return k.ID == keyID })
 		if i < 0 {
 			return nil, nil, kassa.Errorf(kassa.NotFound, "API key not found")

@@ -150,11 +150,7 @@ func (a *storeActor) Receive(ctx actor.Context) {
 	case *releaseAddress:
 		a.releaseAddress(msg)
 	case *feeReleased:
-		if fee, ok := a.reserved[msg.invoiceID]; ok {
-			delete(a.reserved, msg.invoiceID)
-			a.reservedTotal -= fee
-			a.reserved = compact(a.reserved, &a.peakReserved)
-		}
+		a.releaseFee(msg.invoiceID)
 	case *sessionInvoice:
 		sctx, cancel := msg.call.context()
 		inv, err := a.sessionInvoice(sctx, msg.key)
@@ -164,8 +160,8 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		ctx.Respond(a.savePaymentRequest(msg))
 	case *topUp:
 		ctx.Respond(a.topUp(msg))
-	case *allocateAddress:
-		ctx.Respond(a.allocateAddress(msg))
+	case *openInvoice:
+		ctx.Respond(a.openInvoice(msg))
 	case *changeStore:
 		ctx.Respond(a.changeStore(msg))
 	case *saveWebhook:
@@ -278,24 +274,14 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 		// invoice wins and the second is answered with it.
 		inv, err := a.sessionInvoice(rctx, msg.session)
 		if err != nil || inv != nil {
+			a.releaseFee(msg.inv.ID)
 			ctx.Respond(reply{value: inv, err: err})
 			return
 		}
 	}
-	// The balance changes only by this actor's top-ups and by settles,
-	// which release their reservation after the fee is on the balance;
-	// counting a fee twice for a moment errs on the safe side.
-	balance, err := a.p.reader.Balance(rctx, a.id)
-	if err != nil {
-		ctx.Respond(reply{err: err})
-		return
-	}
-	if balance-a.reservedTotal-msg.fee < -a.st.CreditLimit {
-		ctx.Respond(reply{err: errCreditLimit(balance, a.reservedTotal, msg.fee, a.st.CreditLimit)})
-		return
-	}
 	pid, err := ctx.SpawnNamed(a.p.invoiceProps, invoiceName(msg.inv.ID))
 	if err != nil {
+		a.releaseFee(msg.inv.ID)
 		ctx.Respond(reply{err: fmt.Errorf("spawn invoice actor: %w", err)})
 		return
 	}
@@ -305,12 +291,57 @@ func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
 		created := msg.inv
 		a.rememberSession(msg.session, sessionEntry{invoiceID: msg.inv.ID, expiresAt: msg.inv.ExpiresAt, created: &created})
 	}
+	ctx.RequestWithCustomSender(pid, &createInvoice{call: msg.call, inv: msg.inv, effects: msg.effects}, ctx.Sender())
+}
+
+// openInvoice takes a new invoice on (see the message). The credit check
+// is the store's alone, here in its mailbox, so that concurrent creates
+// cannot together pass the limit. The balance changes only by this
+// actor's top-ups and by settles, which release their reservation after
+// the fee is on the balance; counting a fee twice for a moment errs on
+// the safe side.
+func (a *storeActor) openInvoice(msg *openInvoice) reply {
+	rctx, cancel := msg.call.context()
+	defer cancel()
+	if a.st == nil {
+		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
+	}
+	balance, err := a.p.reader.Balance(rctx, a.id)
+	if err != nil {
+		return reply{err: err}
+	}
+	if balance-a.reservedTotal-msg.fee < -a.st.CreditLimit {
+		return reply{err: errCreditLimit(balance, a.reservedTotal, msg.fee, a.st.CreditLimit)}
+	}
+	var index uint32
+	if msg.derive {
+		if index, err = a.allocateAddress(rctx); err != nil {
+			return reply{err: err}
+		}
+	}
 	if msg.fee > 0 {
-		a.reserved[msg.inv.ID] = msg.fee
+		a.reserved[msg.invoiceID] = msg.fee
 		a.reservedTotal += msg.fee
 		a.peakReserved = max(a.peakReserved, len(a.reserved))
 	}
-	ctx.RequestWithCustomSender(pid, &createInvoice{call: msg.call, inv: msg.inv, effects: msg.effects}, ctx.Sender())
+	return reply{value: index}
+}
+
+// errCreditLimit is the refusal of an invoice whose fee would take the
+// store's prepaid balance beyond its credit limit.
+func errCreditLimit(balance, reserved, fee, limit kassa.Sats) error {
+	return kassa.Errorf(kassa.PaymentRequired,
+		"the store's prepaid balance is %d sat, with %d sat reserved for the fees of open invoices; an invoice with a fee of %d sat would pass its credit limit of %d sat: top it up in the dashboard to create invoices",
+		balance, reserved, fee, limit)
+}
+
+// releaseFee drops the fee reserved for an invoice, if any.
+func (a *storeActor) releaseFee(invoiceID string) {
+	if fee, ok := a.reserved[invoiceID]; ok {
+		delete(a.reserved, invoiceID)
+		a.reservedTotal -= fee
+		a.reserved = compact(a.reserved, &a.peakReserved)
+	}
 }
 
 // route delivers msg to its invoice actor, activating it when needed.
@@ -529,12 +560,8 @@ func (a *storeActor) changeStore(msg *changeStore) reply {
 	return reply{value: next}
 }
 
-func (a *storeActor) allocateAddress(msg *allocateAddress) reply {
-	rctx, cancel := msg.call.context()
-	defer cancel()
-	if a.st == nil {
-		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
-	}
+// allocateAddress allocates the next xpub derivation index, durably.
+func (a *storeActor) allocateAddress(ctx context.Context) (uint32, error) {
 	next := *a.st
 	index, reused := a.st.NextAddressIndex, false
 	if free := a.st.FreeAddressIndexes; len(free) > 0 {
@@ -547,11 +574,11 @@ func (a *storeActor) allocateAddress(msg *allocateAddress) reply {
 	}
 	now := a.p.clock.Now()
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_AddressIndexAllocated{AddressIndexAllocated: &protos.AddressIndexAllocated{Index: index, Reused: reused}}}
-	if err := a.commit(rctx, ev, func(b kassa.Batch, seq uint64) { b.PutStore(&next, seq) }); err != nil {
-		return reply{err: err}
+	if err := a.commit(ctx, ev, func(b kassa.Batch, seq uint64) { b.PutStore(&next, seq) }); err != nil {
+		return 0, err
 	}
 	a.st = &next
-	return reply{value: index}
+	return index, nil
 }
 
 // releaseAddress takes back the derivation index of an invoice that

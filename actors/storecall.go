@@ -21,49 +21,34 @@ import (
 // A call about a store another node runs travels as a protos.StoreCall:
 // one typed message per command in its oneof, the documents it carries
 // and returns mirrored field by field (wireenc.go, wiredec.go), the
-// request id, fingerprint and trace context in the envelope. The node
-// that runs the store dispatches it by its type (dispatchCall), as a
-// single node does its own (route).
+// request id, fingerprint and trace context in the envelope. Each
+// command of the Service has one body, which starts with forward: when
+// another node runs the store, forward sends the call there and answers
+// its reply; else the body runs on. The node that runs the store decodes
+// the call (Service.dispatchCall) and runs the same body, where forward
+// finds the store here (a call another node sent runs here whatever this
+// node's view, remoteStore).
 
-// route runs a store command where the store runs, by one lookup: on
-// this node through dispatchCall, or on the store's node, which runs the
-// same dispatchCall for it (serveCall). Single node and cluster share
-// this path; the System's public methods build the command and call
-// route, and dispatchCall hands it to the command's handler (handleX).
-func route[T any](ctx context.Context, s *System, storeID string, call *protos.StoreCall, value func(*protos.StoreCallReply) (T, error)) (T, error) {
-	if out, ok, err := forward(ctx, s, storeID, call, value); ok {
-		return out, err
-	}
-	call.StoreId = storeID
-	rep, err := s.dispatchCall(ctx, call)
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return value(rep)
-}
-
-// fromOtherNode reports whether ctx is the context of a call another node
-// sent here.
-func fromOtherNode(ctx context.Context) bool { return ctx.Value(forwardedKey{}) != nil }
-
-// forward sends call, about storeID, to the node that runs the store
-// when that is another node, and reads the result from its reply with
-// value; ok says whether it did. The caller sets call's command; forward
-// sets the envelope.
-func forward[T any](ctx context.Context, s *System, storeID string, call *protos.StoreCall, value func(*protos.StoreCallReply) (T, error)) (out T, ok bool, err error) {
+// forward sends the call that call makes, about storeID, to the node
+// that runs the store when that is another node, and reads the result
+// from its reply with value; ok says whether it did (or failed to find
+// where the store runs: err says why). The caller makes the call's
+// command; forward sets the envelope. On a single node, and on the node
+// that runs the store, it makes no call.
+func forward[T any](ctx context.Context, s *Runtime, storeID string, call func() *protos.StoreCall, value func(*protos.StoreCallReply) (T, error)) (out T, ok bool, err error) {
 	remote, err := s.remoteStore(ctx, storeID)
 	if err != nil || !remote {
 		return out, err != nil, err
 	}
+	c := call()
 	req := kassa.RequestFrom(ctx)
 	if req.ID == "" {
 		req.ID = kassa.NewID("req_")
 	}
-	call.StoreId, call.RequestId, call.Fingerprint = storeID, req.ID, req.Fingerprint
+	c.StoreId, c.RequestId, c.Fingerprint = storeID, req.ID, req.Fingerprint
 	// The hop is a client span of this node's: the store's node
 	// continues the trace under it.
-	ctx, span := s.tracer.Start(ctx, "cluster."+callName(call), trace.WithSpanKind(trace.SpanKindClient),
+	ctx, span := s.tracer.Start(ctx, "cluster."+callName(c), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer func() {
 		if err != nil {
@@ -74,26 +59,26 @@ func forward[T any](ctx context.Context, s *System, storeID string, call *protos
 	}()
 	carrier := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, carrier)
-	call.Trace = carrier
+	c.Trace = carrier
 	timeout := s.cfg.RequestTimeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	res, err := s.sendCall(ctx, storeID, call, timeout)
+	res, err := s.sendCall(ctx, storeID, c, timeout)
 	if err != nil {
-		s.log.Error("cluster call failed", "method", callName(call), "store", storeID, "err", err)
+		s.log.Error("cluster call failed", "method", callName(c), "store", storeID, "err", err)
 		return out, true, kassa.Errorf(kassa.Unavailable, "the node that runs this store did not answer: try again")
 	}
 	rep, isReply := res.(*protos.StoreCallReply)
 	if !isReply {
-		return out, true, fmt.Errorf("cluster call %s: unexpected reply %T", callName(call), res)
+		return out, true, fmt.Errorf("cluster call %s: unexpected reply %T", callName(c), res)
 	}
 	if err := replyError(rep); err != nil {
 		return out, true, err
 	}
 	out, err = value(rep)
 	if err != nil {
-		return out, true, fmt.Errorf("cluster call %s: decode reply: %w", callName(call), err)
+		return out, true, fmt.Errorf("cluster call %s: decode reply: %w", callName(c), err)
 	}
 	return out, true, nil
 }
@@ -113,7 +98,7 @@ func callName(call *protos.StoreCall) string {
 // that runs the store now, this one included, instead of waiting for the
 // lost node until the timeout: the call's request id makes the repeat
 // answer what the first made, should the lost node have committed it.
-func (s *System) sendCall(ctx context.Context, storeID string, call *protos.StoreCall, timeout time.Duration) (any, error) {
+func (s *Runtime) sendCall(ctx context.Context, storeID string, call *protos.StoreCall, timeout time.Duration) (any, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		st := s.clusterState()
@@ -152,7 +137,7 @@ func (s *System) sendCall(ctx context.Context, storeID string, call *protos.Stor
 }
 
 // serveCall runs a call another node forwarded to this one.
-func (s *System) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
+func (s *Runtime) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
 	ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(call.Trace))
 	ctx = context.WithValue(ctx, forwardedKey{}, true)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
@@ -169,26 +154,26 @@ func (s *System) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
 
 // runCall runs a forwarded call, checked as the sending node's own path
 // checks it (wire.go), and answers its result or its error.
-func (s *System) runCall(ctx context.Context, call *protos.StoreCall) *protos.StoreCallReply {
+func (s *Runtime) runCall(ctx context.Context, call *protos.StoreCall) *protos.StoreCallReply {
 	// Refused while this node is halted; and the store's grain is
 	// activated here, should the call have come by another way than
 	// the grain (sendCall runs it here when its node left).
 	if _, err := s.remoteStore(ctx, call.StoreId); err != nil {
 		return errorReply(s, callName(call), err)
 	}
-	rep, err := s.dispatchCall(ctx, call)
+	rep, err := s.dispatch(ctx, call)
 	if err != nil {
 		return errorReply(s, callName(call), err)
 	}
 	return rep
 }
 
-// dispatchCall runs call's command on this node, which runs its store:
-// a command of this node's own (route) or one another node sent
-// (serveCall). The handlers validate their input themselves; the two
-// internal commands, CreateStore and Command, get the checks of wire.go
-// when another node sent them.
-func (s *System) dispatchCall(ctx context.Context, call *protos.StoreCall) (*protos.StoreCallReply, error) {
+// dispatchCall runs a call another node sent (Runtime.serveCall) on
+// this node, which runs its store: it decodes the call's command and
+// runs the command's body. The bodies validate their input themselves;
+// the two internal commands, CreateStore and Command, get the checks of
+// wire.go first.
+func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*protos.StoreCallReply, error) {
 	id := call.StoreId
 	switch c := call.Call.(type) {
 	case *protos.StoreCall_CreateStore:
@@ -199,66 +184,62 @@ func (s *System) dispatchCall(ctx context.Context, call *protos.StoreCall) (*pro
 		if st == nil || st.ID != id {
 			return nil, errors.New("CreateStore without its store")
 		}
-		if fromOtherNode(ctx) {
-			if err := s.checkForwardedStore(st); err != nil {
-				return nil, err
-			}
+		if err := s.checkForwardedStore(st); err != nil {
+			return nil, err
 		}
-		return storeReply(s.handleCreateStore(ctx, st))
+		return storeReply(s.createStore(ctx, st))
 	case *protos.StoreCall_TopUp:
-		return transactionReply(s.handleTopUp(ctx, id, kassa.Sats(c.TopUp.GetAmountSat()), c.TopUp.GetReference()))
+		return transactionReply(s.TopUp(ctx, id, kassa.Sats(c.TopUp.GetAmountSat()), c.TopUp.GetReference()))
 	case *protos.StoreCall_CreateInvoice:
 		r, err := invoiceRequestIn(c.CreateInvoice.GetInvoice())
 		if err != nil {
 			return nil, err
 		}
-		return invoiceReply(s.handleCreateInvoice(ctx, id, r))
+		return invoiceReply(s.CreateInvoice(ctx, id, r))
 	case *protos.StoreCall_PayPaymentRequest:
 		p := c.PayPaymentRequest
-		return invoiceReply(s.handlePayPaymentRequest(ctx, id, p.GetPaymentRequestId(), p.GetSession()))
+		return invoiceReply(s.PayPaymentRequest(ctx, id, p.GetPaymentRequestId(), p.GetSession()))
 	case *protos.StoreCall_Command:
 		ev := c.Command.GetEvent()
 		if ev == nil {
 			ev = &protos.InvoiceEvent{}
 		}
-		if fromOtherNode(ctx) {
-			if err := s.checkForwardedEvent(ctx, id, c.Command.GetInvoiceId(), ev); err != nil {
-				return nil, err
-			}
+		if err := s.checkForwardedEvent(ctx, id, c.Command.GetInvoiceId(), ev); err != nil {
+			return nil, err
 		}
-		return invoiceReply(s.handleCommand(ctx, id, c.Command.GetInvoiceId(), ev))
+		return invoiceReply(s.rt.command(ctx, id, c.Command.GetInvoiceId(), ev))
 	case *protos.StoreCall_CreatePaymentRequest:
 		in, err := paymentRequestInputIn(c.CreatePaymentRequest.GetInput())
 		if err != nil {
 			return nil, err
 		}
-		return paymentRequestReply(s.handleCreatePaymentRequest(ctx, id, in))
+		return paymentRequestReply(s.CreatePaymentRequest(ctx, id, in))
 	case *protos.StoreCall_UpdatePaymentRequest:
 		in, err := paymentRequestInputIn(c.UpdatePaymentRequest.GetInput())
 		if err != nil {
 			return nil, err
 		}
-		return paymentRequestReply(s.handleUpdatePaymentRequest(ctx, id, c.UpdatePaymentRequest.GetPaymentRequestId(), in))
+		return paymentRequestReply(s.UpdatePaymentRequest(ctx, id, c.UpdatePaymentRequest.GetPaymentRequestId(), in))
 	case *protos.StoreCall_ArchivePaymentRequest:
-		return noReply(s.handleArchivePaymentRequest(ctx, id, c.ArchivePaymentRequest.GetPaymentRequestId()))
+		return noReply(s.ArchivePaymentRequest(ctx, id, c.ArchivePaymentRequest.GetPaymentRequestId()))
 	case *protos.StoreCall_CreateWebhook:
-		return webhookReply(s.handleCreateWebhook(ctx, id, webhookInputIn(c.CreateWebhook.GetInput())))
+		return webhookReply(s.CreateWebhook(ctx, id, webhookInputIn(c.CreateWebhook.GetInput())))
 	case *protos.StoreCall_UpdateWebhook:
-		return webhookReply(s.handleUpdateWebhook(ctx, id, c.UpdateWebhook.GetWebhookId(), webhookInputIn(c.UpdateWebhook.GetInput())))
+		return webhookReply(s.UpdateWebhook(ctx, id, c.UpdateWebhook.GetWebhookId(), webhookInputIn(c.UpdateWebhook.GetInput())))
 	case *protos.StoreCall_DeleteWebhook:
-		return noReply(s.handleDeleteWebhook(ctx, id, c.DeleteWebhook.GetWebhookId()))
+		return noReply(s.DeleteWebhook(ctx, id, c.DeleteWebhook.GetWebhookId()))
 	case *protos.StoreCall_Redeliver:
-		return deliveryReply(s.handleRedeliver(ctx, id, c.Redeliver.GetWebhookId(), c.Redeliver.GetDeliveryId()))
+		return deliveryReply(s.Redeliver(ctx, id, c.Redeliver.GetWebhookId(), c.Redeliver.GetDeliveryId()))
 	case *protos.StoreCall_UpdateStore:
 		u := c.UpdateStore.GetUpdate()
 		if u == nil {
 			return nil, errors.New("UpdateStore without its settings")
 		}
-		return storeReply(s.handleUpdateStore(ctx, id, storeUpdateIn(u)))
+		return storeReply(s.UpdateStore(ctx, id, storeUpdateIn(u)))
 	case *protos.StoreCall_CreateApiKey:
-		return apiKeyReply(s.handleCreateAPIKey(ctx, id, c.CreateApiKey.GetLabel()))
+		return apiKeyReply(s.CreateAPIKey(ctx, id, c.CreateApiKey.GetLabel()))
 	case *protos.StoreCall_DeleteApiKey:
-		return noReply(s.handleDeleteAPIKey(ctx, id, c.DeleteApiKey.GetKeyId()))
+		return noReply(s.DeleteAPIKey(ctx, id, c.DeleteApiKey.GetKeyId()))
 	}
 	return nil, errors.New("a call without a command this node knows")
 }
@@ -384,7 +365,7 @@ const codeNothingChanged = "nothing_changed"
 
 // errorReply turns err into a reply. An internal error's cause stays in
 // this node's log, as it would on one node.
-func errorReply(s *System, method string, err error) *protos.StoreCallReply {
+func errorReply(s *Runtime, method string, err error) *protos.StoreCallReply {
 	if errors.Is(err, kassa.ErrNothingChanged) {
 		return &protos.StoreCallReply{Code: codeNothingChanged}
 	}

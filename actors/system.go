@@ -42,7 +42,7 @@ type Config struct {
 	Clock             kassa.Clock
 	Logger            *slog.Logger
 	// Metrics counts creates, settles, deliveries and settle lags (nil:
-	// a Set of the System's own, unserved).
+	// a Set of the Runtime's own, unserved).
 	Metrics *metrics.Set
 	// InvoiceExpiry is how long an invoice waits for its payment.
 	InvoiceExpiry time.Duration
@@ -86,8 +86,25 @@ const (
 	DefaultClaimRetry = time.Second
 )
 
-// System runs the actors and offers the core's services.
+// System is a node's core: the actor Runtime and the application
+// Service over it, made together by NewSystem. It has no methods of its
+// own; each of its methods is the Runtime's (actors, cluster, recovery,
+// shutdown, health) or the Service's (the commands of kassa's service
+// ports and the events of the chain, Lightning and expiry). Code that
+// needs one side only takes that one (docs/decisions.md, "An actor
+// runtime and an application service").
 type System struct {
+	*Runtime
+	*Service
+}
+
+// Runtime runs the node's actors: the store actors (which supervise
+// their invoice actors) and the webhook endpoint actors, looked up or
+// spawned by id; it routes a store command to the node that runs the
+// store, answers the commands other nodes send here, and runs the
+// cluster membership, recovery, draining and shutdown. It knows no
+// business rule: a command's body is the Service's.
+type Runtime struct {
 	cfg Config
 	// as is the actor system; a node that joins its cluster again
 	// under a new member id gets a new one (Rejoin).
@@ -141,17 +158,22 @@ type System struct {
 	deliveryOnce   sync.Once
 	deliveryCtx    context.Context
 	deliveryCancel context.CancelFunc
+	// dispatch runs a store command on this node, which runs its store
+	// (Service.dispatchCall), for a call another node sent.
+	dispatch func(context.Context, *protos.StoreCall) (*protos.StoreCallReply, error)
 }
 
-var (
-	_ kassa.WebhookService        = (*System)(nil)
-	_ kassa.StoreService          = (*System)(nil)
-	_ kassa.InvoiceService        = (*System)(nil)
-	_ kassa.PaymentRequestService = (*System)(nil)
-)
-
-// NewSystem starts an actor system. Call Recover once the backends run.
+// NewSystem starts a node's actor runtime and the service over it. Call
+// Recover once the backends run.
 func NewSystem(cfg Config) *System {
+	rt := newRuntime(cfg)
+	svc := newService(rt)
+	rt.dispatch = svc.dispatchCall
+	return &System{Runtime: rt, Service: svc}
+}
+
+// newRuntime starts an actor system.
+func newRuntime(cfg Config) *Runtime {
 	cfg.Metrics = metrics.Or(cfg.Metrics)
 	if cfg.Clock == nil {
 		cfg.Clock = kassa.SystemClock{}
@@ -180,7 +202,7 @@ func NewSystem(cfg Config) *System {
 	// protoactor-go logs every cluster request at debug level, with its
 	// message (a forwarded call's arguments can hold a webhook secret),
 	// and chatters at info: only its warnings and errors are kept.
-	s := &System{
+	s := &Runtime{
 		cfg:    cfg,
 		tracer: otel.Tracer("github.com/kassapay/kassa/actors"),
 		log:    cfg.Logger,
@@ -207,27 +229,27 @@ func NewSystem(cfg Config) *System {
 }
 
 // webhookActorProps makes the actor of webhook endpoint id.
-func (s *System) webhookActorProps(id string) *actor.Props {
+func (s *Runtime) webhookActorProps(id string) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return &webhookActor{p: s.webhookP, id: id} }, s.stats.webhook.props()...)
 }
 
 // newActorSystem makes an actor system for this node.
-func (s *System) newActorSystem() *actor.ActorSystem {
+func (s *Runtime) newActorSystem() *actor.ActorSystem {
 	quiet := slog.New(minLevel{s.cfg.Logger.Handler(), slog.LevelWarn}).With("component", "protoactor")
 	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return quiet }))
 }
 
 // actorSystem is the node's actor system.
-func (s *System) actorSystem() *actor.ActorSystem { return s.as.Load() }
+func (s *Runtime) actorSystem() *actor.ActorSystem { return s.as.Load() }
 
 // clusterState is what the node keeps of its cluster; nil on a single
 // node.
-func (s *System) clusterState() *clusterState { return s.cluster.Load() }
+func (s *Runtime) clusterState() *clusterState { return s.cluster.Load() }
 
 // Shutdown stops every actor and waits for them (a store actor stops its
 // invoice actors first), so that nothing writes to storage afterwards. It
 // may be called more than once.
-func (s *System) Shutdown() {
+func (s *Runtime) Shutdown() {
 	s.shutdown.Do(func() {
 		var futures []actor.Future
 		for _, m := range []*sync.Map{&s.stores, &s.webhooks} {
@@ -252,7 +274,7 @@ func (s *System) Shutdown() {
 }
 
 // store returns the actor of store id, spawning it when it is not active.
-func (s *System) store(id string) *actor.PID {
+func (s *Runtime) store(id string) *actor.PID {
 	if pid, ok := s.stores.Load(id); ok {
 		return pid.(*actor.PID)
 	}
@@ -264,7 +286,7 @@ func (s *System) store(id string) *actor.PID {
 // it spawns nothing and returns a PID that no actor answers: the
 // callers' requests answer why the node is halted, and their sends are
 // dropped.
-func (s *System) spawn(actors *sync.Map, props *actor.Props, prefix, id string) *actor.PID {
+func (s *Runtime) spawn(actors *sync.Map, props *actor.Props, prefix, id string) *actor.PID {
 	s.spawnMu.RLock()
 	defer s.spawnMu.RUnlock()
 	as := s.actorSystem()
@@ -279,11 +301,11 @@ func (s *System) spawn(actors *sync.Map, props *actor.Props, prefix, id string) 
 	return actual.(*actor.PID)
 }
 
-// haltWith halts the node with why (see System.halt) when it is not
+// haltWith halts the node with why (see Runtime.halt) when it is not
 // halted, or when it is halted with one of from; it reports whether it
 // did. The store and webhook actors spawned before it are in their maps
 // by the time it returns (spawn), for stopOwned.
-func (s *System) haltWith(why *kassa.Error, from ...*kassa.Error) bool {
+func (s *Runtime) haltWith(why *kassa.Error, from ...*kassa.Error) bool {
 	s.spawnMu.Lock()
 	defer s.spawnMu.Unlock()
 	cur := s.halt.Load()
@@ -294,7 +316,7 @@ func (s *System) haltWith(why *kassa.Error, from ...*kassa.Error) bool {
 }
 
 // request sends msg to pid and waits for its reply.
-func (s *System) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
+func (s *Runtime) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
 	timeout := s.cfg.RequestTimeout
 	if d, ok := ctx.Deadline(); ok {
 		if left := time.Until(d); left < timeout {
@@ -324,6 +346,9 @@ func (s *System) request(ctx context.Context, pid *actor.PID, msg any) (any, err
 	return res, nil
 }
 
+// tell sends msg to pid without waiting for an answer.
+func (s *Runtime) tell(pid *actor.PID, msg any) { s.actorSystem().Root.Send(pid, msg) }
+
 // reply is the answer of an actor to a request.
 type reply struct {
 	value any
@@ -339,13 +364,21 @@ type (
 		call  callContext
 		store *kassa.Store
 	}
-	// spawnInvoice creates an invoice once the store has checked that
-	// its fee fits in the credit limit, and reserves that fee.
+	// openInvoice takes a new invoice on, before the backends are asked
+	// for its address and Lightning invoice: the store checks that its
+	// fee fits in the credit limit and reserves it, and with derive set
+	// allocates the invoice's derivation index (the reply).
+	openInvoice struct {
+		call      callContext
+		invoiceID string
+		fee       kassa.Sats
+		derive    bool
+	}
+	// spawnInvoice creates an invoice that openInvoice took on.
 	spawnInvoice struct {
 		call    callContext
 		inv     kassa.Invoice
 		effects []kassa.Effect
-		fee     kassa.Sats
 		// session, when set, names the pay-link session the invoice is
 		// for (see sessionInvoice).
 		session string
@@ -391,8 +424,6 @@ type (
 		// of a create, putRequest).
 		record func(kassa.Batch)
 	}
-	// allocateAddress asks for the next xpub derivation index.
-	allocateAddress struct{ call callContext }
 	// releaseAddress gives back the derivation index of an invoice that
 	// expired unpaid, once its address is no longer watched.
 	releaseAddress struct{ index uint32 }

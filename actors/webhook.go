@@ -384,7 +384,7 @@ func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
 }
 
 // webhook returns the actor of webhook endpoint id.
-func (s *System) webhook(id string) *actor.PID {
+func (s *Runtime) webhook(id string) *actor.PID {
 	if pid, ok := s.webhooks.Load(id); ok {
 		return pid.(*actor.PID)
 	}
@@ -497,7 +497,7 @@ func (o *webhookOutbox) notify(deliveries []*kassa.Delivery) {
 
 // wakeWebhook tells the actor of webhook endpoint webhookID about a
 // delivery in its outbox.
-func (s *System) wakeWebhook(webhookID, deliveryID string) {
+func (s *Runtime) wakeWebhook(webhookID, deliveryID string) {
 	s.actorSystem().Root.Send(s.webhook(webhookID), &protos.DeliverWebhook{DeliveryId: deliveryID})
 }
 
@@ -505,7 +505,7 @@ func (s *System) wakeWebhook(webhookID, deliveryID string) {
 // by a crash between an invoice event and its delivery: it wakes each
 // endpoint that has some, and the endpoint sends them in outbox order. It
 // returns how many deliveries were pending.
-func (s *System) RecoverDeliveries(ctx context.Context) (int, error) {
+func (s *Runtime) RecoverDeliveries(ctx context.Context) (int, error) {
 	n := 0
 	last := ""
 	skip := false
@@ -549,11 +549,12 @@ type (
 )
 
 // CreateWebhook validates the URL with one unsigned POST and registers it.
-func (s *System) CreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
-	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_CreateWebhook{CreateWebhook: &protos.CreateWebhookCall{Input: webhookInputOut(in)}}}, webhookResult)
-}
-
-func (s *System) handleCreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
+func (s *Service) CreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
+	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_CreateWebhook{CreateWebhook: &protos.CreateWebhookCall{Input: webhookInputOut(in)}}}
+	}, webhookResult); ok {
+		return out, err
+	}
 	ctx, span := s.tracer.Start(ctx, "actors.CreateWebhook")
 	defer span.End()
 	return onceOnly(ctx, s, storeID, kassa.RequestWebhook, s.answerWebhook, func() (*kassa.Webhook, error) {
@@ -562,7 +563,7 @@ func (s *System) handleCreateWebhook(ctx context.Context, storeID string, in *ka
 }
 
 // createWebhook checks and registers a webhook on the store's node.
-func (s *System) createWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
+func (s *Service) createWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
 	if err := in.Validate(true); err != nil {
 		return nil, err
 	}
@@ -582,7 +583,7 @@ func (s *System) createWebhook(ctx context.Context, storeID string, in *kassa.We
 		return nil, err
 	}
 	w := kassa.NewWebhook(kassa.NewID(""), storeID, in, s.cfg.Clock.Now().UTC())
-	if _, err := s.request(ctx, s.store(storeID), &saveWebhook{call: callOf(ctx), create: w}); err != nil {
+	if _, err := s.ask(ctx, storeID, &saveWebhook{call: callOf(ctx), create: w}); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -593,7 +594,7 @@ var errWebhookNotFound = kassa.Errorf(kassa.NotFound, "webhook not found")
 // errWebhookLimit refuses a webhook beyond MaxWebhooksPerStore.
 var errWebhookLimit = kassa.Errorf(kassa.Conflict, "a store can have at most %d webhooks", kassa.MaxWebhooksPerStore)
 
-func (s *System) checkURL(ctx context.Context, url string) error {
+func (s *Service) checkURL(ctx context.Context, url string) error {
 	if err := s.cfg.Webhooks.CheckURL(url); err != nil {
 		return err
 	}
@@ -601,11 +602,12 @@ func (s *System) checkURL(ctx context.Context, url string) error {
 }
 
 // UpdateWebhook changes a webhook; a new URL is validated first.
-func (s *System) UpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
-	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_UpdateWebhook{UpdateWebhook: &protos.UpdateWebhookCall{WebhookId: id, Input: webhookInputOut(in)}}}, webhookResult)
-}
-
-func (s *System) handleUpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
+func (s *Service) UpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
+	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_UpdateWebhook{UpdateWebhook: &protos.UpdateWebhookCall{WebhookId: id, Input: webhookInputOut(in)}}}
+	}, webhookResult); ok {
+		return out, err
+	}
 	ctx, span := s.tracer.Start(ctx, "actors.UpdateWebhook")
 	defer span.End()
 	if err := in.Validate(false); err != nil {
@@ -623,7 +625,7 @@ func (s *System) handleUpdateWebhook(ctx context.Context, storeID, id string, in
 			return nil, err
 		}
 	}
-	res, err := s.request(ctx, s.store(storeID), &saveWebhook{call: callOf(ctx), id: id, update: in})
+	res, err := s.ask(ctx, storeID, &saveWebhook{call: callOf(ctx), id: id, update: in})
 	if err != nil {
 		return nil, err
 	}
@@ -632,12 +634,12 @@ func (s *System) handleUpdateWebhook(ctx context.Context, storeID, id string, in
 
 // DeleteWebhook removes a webhook. Its pending deliveries fail with a
 // note; its delivery log stays readable.
-func (s *System) DeleteWebhook(ctx context.Context, storeID, id string) error {
-	_, err := route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_DeleteWebhook{DeleteWebhook: &protos.DeleteWebhookCall{WebhookId: id}}}, noResult)
-	return err
-}
-
-func (s *System) handleDeleteWebhook(ctx context.Context, storeID, id string) error {
+func (s *Service) DeleteWebhook(ctx context.Context, storeID, id string) error {
+	if _, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_DeleteWebhook{DeleteWebhook: &protos.DeleteWebhookCall{WebhookId: id}}}
+	}, noResult); ok {
+		return err
+	}
 	w, err := s.cfg.Reader.Webhook(ctx, id)
 	if err != nil {
 		return err
@@ -645,16 +647,17 @@ func (s *System) handleDeleteWebhook(ctx context.Context, storeID, id string) er
 	if w.StoreID != storeID {
 		return errWebhookNotFound
 	}
-	_, err = s.request(ctx, s.store(storeID), &deleteWebhook{call: callOf(ctx), webhook: w})
+	_, err = s.ask(ctx, storeID, &deleteWebhook{call: callOf(ctx), webhook: w})
 	return err
 }
 
 // Redeliver re-sends a delivery with the reduced payload, signed now.
-func (s *System) Redeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
-	return route(ctx, s, storeID, &protos.StoreCall{Call: &protos.StoreCall_Redeliver{Redeliver: &protos.RedeliverCall{WebhookId: webhookID, DeliveryId: deliveryID}}}, deliveryResult)
-}
-
-func (s *System) handleRedeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
+func (s *Service) Redeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
+	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_Redeliver{Redeliver: &protos.RedeliverCall{WebhookId: webhookID, DeliveryId: deliveryID}}}
+	}, deliveryResult); ok {
+		return out, err
+	}
 	ctx, span := s.tracer.Start(ctx, "actors.Redeliver")
 	defer span.End()
 	d, err := s.cfg.Reader.Delivery(ctx, deliveryID)
@@ -671,7 +674,7 @@ func (s *System) handleRedeliver(ctx context.Context, storeID, webhookID, delive
 	if !w.Enabled {
 		return nil, kassa.Errorf(kassa.Conflict, "the webhook is disabled; enable it to redeliver")
 	}
-	res, err := s.request(ctx, s.webhook(webhookID), &redeliver{call: callOf(ctx), deliveryID: deliveryID})
+	res, err := s.rt.request(ctx, s.rt.webhook(webhookID), &redeliver{call: callOf(ctx), deliveryID: deliveryID})
 	if err != nil {
 		return nil, err
 	}

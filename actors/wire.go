@@ -15,8 +15,8 @@ import (
 // path that sent it checks it on its own node: the node port is
 // authenticated (mutual TLS), but a node that holds the cluster
 // certificate should still be able to send only what a node's own code
-// sends (docs/decisions.md, "An authenticated node port"). The handlers
-// dispatchCall calls (handleTopUp, handleCreateInvoice, …)
+// sends (docs/decisions.md, "An authenticated node port"). The command
+// bodies that Service.dispatchCall runs (TopUp, CreateInvoice, …)
 // validate their input themselves, on whichever node they run; the two
 // internal ones, createStore and command, get their checks here.
 
@@ -28,7 +28,7 @@ const maxClockSkew = 5 * time.Minute
 // one that CreateStore or CreateStoreOnce makes, with valid settings, a
 // fresh API key and nothing else (no extra keys, credit limit, address
 // index or top-up references).
-func (s *System) checkForwardedStore(st *kassa.Store) error {
+func (s *Service) checkForwardedStore(st *kassa.Store) error {
 	if st == nil || !kassa.ValidID(st.ID) {
 		return kassa.Errorf(kassa.Invalid, "CreateStore from another node without a valid store")
 	}
@@ -86,7 +86,7 @@ func (s *System) checkForwardedStore(st *kassa.Store) error {
 // deadline cannot be brought forward by a clock, or a message, from
 // elsewhere; a Lightning settle keeps lnd's settle time, never later
 // than now.
-func (s *System) checkForwardedEvent(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) error {
+func (s *Service) checkForwardedEvent(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) error {
 	if !kassa.ValidID(invoiceID) {
 		return kassa.Errorf(kassa.Invalid, "invoice command from another node without a valid invoice id")
 	}

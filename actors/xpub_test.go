@@ -72,7 +72,7 @@ func TestXpubAddressesNeverRepeatAcrossRestarts(t *testing.T) {
 		if inv.DerivationIndex == nil || *inv.DerivationIndex != uint32(len(seen)) {
 			t.Fatalf("invoice derivation index %v, want %d", inv.DerivationIndex, len(seen))
 		}
-		stored, err := sys.cfg.Reader.Invoice(ctx, inv.ID)
+		stored, err := sys.Runtime.cfg.Reader.Invoice(ctx, inv.ID)
 		if err != nil || stored.DerivationIndex == nil || *stored.DerivationIndex != uint32(len(seen)) {
 			t.Fatalf("stored derivation index %v, %v", stored.DerivationIndex, err)
 		}

@@ -76,9 +76,10 @@ func BenchmarkCreateInvoiceCall(b *testing.B) {
 }
 
 // BenchmarkCreateInvoiceLocalConversion is what the single-node path
-// adds to a CreateInvoice since it shares the cluster's typed call
+// added to a CreateInvoice while it shared the cluster's typed call
 // (route): the request and the invoice converted to their mirrors and
-// back, without the wire format.
+// back, without the wire format. A command's body now runs without them
+// on the store's node ("An actor runtime and an application service").
 func BenchmarkCreateInvoiceLocalConversion(b *testing.B) {
 	r, inv := benchInvoiceRequest(), benchInvoice()
 	b.ReportAllocs()

@@ -193,28 +193,82 @@ const adlerMod = 65521
 // at four pixels a module with a quiet zone of whole bytes.
 var errQRByte = errors.New("qr: pixel byte outside the PNG coder's alphabet")
 
+// byteClass numbers the four byte values of a row 0–3 (0xff: none of
+// them), and quadCodes holds the codes of four such bytes in a row,
+// indexed by their classes, so that a line costs one write per 4 bytes.
+var byteClass, quadCodes = func() (class [256]uint8, quad [256]struct {
+	bits uint32
+	n    uint8
+}) {
+	for i := range class {
+		class[i] = 0xff
+	}
+	values := [4]byte{0x00, 0x0f, 0xf0, 0xff}
+	for c, v := range values {
+		class[v] = uint8(c)
+	}
+	for q := range quad {
+		for k := range 4 {
+			c := deflateLit[values[q>>(6-2*k)&3]]
+			quad[q].bits |= uint32(c.bits) << quad[q].n
+			quad[q].n += c.n
+		}
+	}
+	return
+}()
+
 // zlibRows writes the zlib stream of an image's filtered pixel lines,
 // given once per module row with how often each repeats.
 type zlibRows struct {
 	w      bitWriter
 	s1, s2 uint32 // Adler-32 of the lines so far
-	prev   []byte // the last line written, nil at the start
+	prev   []byte
+	// copies[k] are the back-references that repeat a line of n bytes
+	// k times, made once per image (every line has the same length).
+	n      int
+	copies [qrScale + 1][]matchCode
+}
+
+// matchCode is one back-reference as deflate bits.
+type matchCode struct {
+	bits uint32
+	n    uint8
 }
 
 // start begins the stream, appended to out.
 func (z *zlibRows) start(out []byte) {
-	*z = zlibRows{w: deflateHeader, s1: 1}
+	copies := z.copies
+	for i := range copies {
+		copies[i] = copies[i][:0]
+	}
+	*z = zlibRows{w: deflateHeader, s1: 1, copies: copies, n: -1}
 	z.w.out = append(append(out, 0x78, 0x01), deflateHeader.out...)
 }
 
-// line writes line, then repeat-1 copies of it. The line's bytes must
-// stay unchanged until the next call (it may refer to them).
+// line writes line, then repeat-1 copies of it (repeat at most qrScale).
+// The line's bytes must stay unchanged until the next call (it may
+// refer to them), and every line of an image has the same length.
 func (z *zlibRows) line(line []byte, repeat int) error {
 	n := len(line)
+	if z.n != n {
+		z.n = n
+		for k := range z.copies {
+			z.copies[k] = z.copies[k][:0]
+		}
+	}
 	copies := repeat // each a copy of the line above
 	if z.prev == nil || string(z.prev) != string(line) {
-		for _, b := range line {
-			c := deflateLit[b]
+		i := 0
+		for ; i+4 <= n; i += 4 {
+			c0, c1, c2, c3 := byteClass[line[i]], byteClass[line[i+1]], byteClass[line[i+2]], byteClass[line[i+3]]
+			if c0|c1|c2|c3 > 3 {
+				return errQRByte
+			}
+			q := quadCodes[c0<<6|c1<<4|c2<<2|c3]
+			z.w.write(uint64(q.bits), uint(q.n))
+		}
+		for ; i < n; i++ {
+			c := deflateLit[line[i]]
 			if c.n == 0 {
 				return errQRByte
 			}
@@ -222,15 +276,24 @@ func (z *zlibRows) line(line []byte, repeat int) error {
 		}
 		copies--
 	}
-	// The copies: one back-reference of n bytes per copy, at distance n,
-	// in pieces of at most 258 bytes (none under 3).
-	for left := copies * n; left > 0; {
-		k := min(left, 258)
-		if rest := left - k; rest > 0 && rest < 3 {
-			k = left - 3
+	if copies > 0 {
+		run := z.copies[copies]
+		if len(run) == 0 {
+			// One back-reference of n bytes per copy, at distance n,
+			// in pieces of at most 258 bytes (none under 3).
+			for left := copies * n; left > 0; {
+				k := min(left, 258)
+				if rest := left - k; rest > 0 && rest < 3 {
+					k = left - 3
+				}
+				run = append(run, matchOf(k, n))
+				left -= k
+			}
+			z.copies[copies] = run
 		}
-		z.match(k, n)
-		left -= k
+		for _, m := range run {
+			z.w.write(uint64(m.bits), uint(m.n))
+		}
 	}
 	// Adler-32 of repeat lines: with S the sum of the line's bytes and
 	// T = Σ (n-i)·b[i], each line adds S to s1 and n·s1 + T to s2.
@@ -245,15 +308,22 @@ func (z *zlibRows) line(line []byte, repeat int) error {
 	return nil
 }
 
-func (z *zlibRows) match(length, dist int) {
+// matchOf codes a back-reference of length bytes at distance dist.
+func matchOf(length, dist int) matchCode {
+	var m matchCode
+	add := func(v uint32, n uint8) {
+		m.bits |= v << m.n
+		m.n += n
+	}
 	l := lengthSymbol(length)
 	c := deflateLit[257+l]
-	z.w.write(uint64(c.bits), uint(c.n))
-	z.w.write(uint64(length-int(lengthBase[l])), uint(lengthExtra[l]))
+	add(uint32(c.bits), c.n)
+	add(uint32(length-int(lengthBase[l])), lengthExtra[l])
 	d := distSymbol(dist)
 	c = deflateDist[d]
-	z.w.write(uint64(c.bits), uint(c.n))
-	z.w.write(uint64(dist-int(distBase[d])), uint(distExtra[d]))
+	add(uint32(c.bits), c.n)
+	add(uint32(dist-int(distBase[d])), distExtra[d])
+	return m
 }
 
 func lengthSymbol(length int) int {

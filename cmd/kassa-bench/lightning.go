@@ -24,7 +24,11 @@ import (
 //     HTTP against lnd's own AddInvoice rate, both closed loops at the
 //     same concurrency, alternated in the same run (target ≥ 0.8);
 //   - ln_settle_to_webhook_p99_ms: from the customer's payment to the
-//     Settled webhook at a local receiver.
+//     Settled webhook at a local receiver;
+//   - with -compare-kassa BIN, ln_invoice_create_compare_vs_kassa: a
+//     second server from BIN (another build) on the same lnd, its loop
+//     in the same rounds: its rate over this build's, so that a change
+//     is measured before and after in one run on a shared machine.
 func benchLightning(d time.Duration, workers, rounds, payments int) (err error) {
 	t := &harness.Process{}
 	defer t.Close()
@@ -62,6 +66,20 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	}
 
 	kassaCreate := kassaInvoiceCreator(k.URL+"/api/v1/stores/"+store.StoreID+"/invoices", store.APIKey, workers)
+	var compareCreate func(context.Context) error
+	var compareRatios, compareVsLnd, compareCPU []float64
+	pids := []int{service.Pid(), k.Pid(), 0}
+	if compareKassa != "" {
+		// The other build, started the same way; both servers watch
+		// the same lnd, so each hears of the other's invoices too, alike.
+		other := harness.KassaProcess{Bin: compareKassa, Args: append([]string{"--dev"}, args...)}.Start(t)
+		otherStore := other.CreateStore("--name", "Bench")
+		if _, err := other.CLI("store", "topup", otherStore.StoreID, "--amount", "100000000000", "--reference", "bench"); err != nil {
+			return fmt.Errorf("top up the compared server's bench store: %w", err)
+		}
+		compareCreate = kassaInvoiceCreator(other.URL+"/api/v1/stores/"+otherStore.StoreID+"/invoices", otherStore.APIKey, workers)
+		pids = append(pids, other.Pid())
+	}
 	lndCreate := func(ctx context.Context) error {
 		_, err := service.Client.AddInvoice(ctx, &lnrpc.Invoice{ValueMsat: 1_000_000, Memo: "Bench order 42", Expiry: 900})
 		return err
@@ -71,12 +89,29 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	// The CPU time per call of lnd, of kassa and of this process (the
 	// load generator) tells whose share a gap is: on 2 cores the three
 	// compete for the same CPU.
-	pids := []int{service.Pid(), k.Pid(), 0}
 	var kassaRates, lndRates, ratios, lndCPU, kassaCPU []float64
 	for round := range max(rounds, 1) {
 		l, err := closedLoop(lndCreate, workers, d, pids)
 		if err != nil {
 			return fmt.Errorf("lnd AddInvoice: %w", err)
+		}
+		// The compared build's loop runs after this build's in odd
+		// rounds and before it in even ones.
+		var o loop
+		compare := func() error {
+			if compareCreate == nil {
+				return nil
+			}
+			var err error
+			if o, err = closedLoop(compareCreate, workers, d, pids); err != nil {
+				return fmt.Errorf("compared kassa's invoice creation: %w", err)
+			}
+			return nil
+		}
+		if round%2 == 1 {
+			if err := compare(); err != nil {
+				return err
+			}
 		}
 		wait := profileDuring(debug, fmt.Sprintf("lightning-kassa-%d.pprof", round+1), d)
 		c, err := closedLoop(kassaCreate, workers, d, pids)
@@ -84,9 +119,21 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 		if err != nil {
 			return fmt.Errorf("kassa invoice creation: %w", err)
 		}
+		if round%2 == 0 {
+			if err := compare(); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintf(os.Stderr, "round %d: lnd AddInvoice %.0f/s (CPU per call: lnd %v, bench %v), "+
 			"kassa %.0f/s (CPU per call: lnd %v, kassa %v, bench %v)\n", round+1,
 			l.rate, l.cpu[0], l.cpu[2], c.rate, c.cpu[0], c.cpu[1], c.cpu[2])
+		if compareCreate != nil {
+			fmt.Fprintf(os.Stderr, "round %d: compared kassa %.0f/s (CPU per call: lnd %v, it %v, bench %v), %.3f of lnd's, %.3f of this build's\n",
+				round+1, o.rate, o.cpu[0], o.cpu[3], o.cpu[2], o.rate/l.rate, o.rate/c.rate)
+			compareRatios = append(compareRatios, o.rate/c.rate)
+			compareVsLnd = append(compareVsLnd, o.rate/l.rate)
+			compareCPU = append(compareCPU, float64(o.cpu[3].Microseconds()))
+		}
 		lndRates, kassaRates = append(lndRates, l.rate), append(kassaRates, c.rate)
 		ratios = append(ratios, c.rate/l.rate)
 		lndCPU = append(lndCPU, float64(l.cpu[0].Microseconds()))
@@ -97,6 +144,11 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	bench("ln_invoice_create_vs_lnd", median(ratios), "ratio")
 	bench("ln_invoice_create_lnd_cpu_us", median(lndCPU), "µs/call")
 	bench("ln_invoice_create_kassa_cpu_us", median(kassaCPU), "µs/call")
+	if compareCreate != nil {
+		bench("ln_invoice_create_compare_vs_lnd", median(compareVsLnd), "ratio")
+		bench("ln_invoice_create_compare_cpu_us", median(compareCPU), "µs/call")
+		bench("ln_invoice_create_compare_vs_kassa", median(compareRatios), "ratio")
+	}
 
 	hooks := k.ListenWebhooks(store)
 	var times []float64
@@ -124,6 +176,10 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	bench("ln_settle_to_webhook_p99_ms", times[min(len(times)-1, len(times)*99/100)], "ms")
 	return nil
 }
+
+// compareKassa is -compare-kassa: a second kassa binary for the
+// lightning part to measure beside this build (off when empty).
+var compareKassa string
 
 // kassaInvoiceCreator creates a Lightning-only invoice of 1,000 sat per
 // call over HTTP.

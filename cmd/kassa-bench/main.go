@@ -28,7 +28,7 @@
 //
 //	kassa-bench [-duration 3s] [-rounds 3] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
 //	            [-closed-invoices 300000] [-restart-invoices 100000] [-chain-payments 10] [-ln-payments 20]
-//	            [-disk-invoices 10000] [-only PART[,PART...]] [-profile DIR]
+//	            [-disk-invoices 10000] [-only PART[,PART...]] [-profile DIR] [-compare-kassa BIN]
 package main
 
 import (
@@ -179,6 +179,7 @@ func main() {
 	flag.IntVar(&o.lnPayments, "ln-payments", 20, "payments on real lnd for ln_settle_to_webhook_p99_ms")
 	flag.IntVar(&o.chainPayments, "chain-payments", 10, "payments on a real btcd for chain_block_to_settled_ms")
 	flag.IntVar(&o.diskInvoices, "disk-invoices", 10_000, "invoices created for disk_per_invoice_bytes")
+	flag.StringVar(&compareKassa, "compare-kassa", "", "a second kassa binary (another build, say main's) that the lightning part measures in the same rounds against the same lnd: ln_invoice_create_compare_vs_kassa")
 	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of the kassa server under test during each measured phase of the create, lightning and closed parts into this directory")
 	var names []string
 	for _, p := range parts {

@@ -85,9 +85,11 @@ test-deps:
 	bash scripts/install-test-deps.sh
 
 # Benchmarks are not tests: they print BENCH lines and ratios against a
-# floor measured in the same run.
+# floor measured in the same run; then a create in-process, Kassa's and
+# the work floor's, with its CPU time and allocations.
 bench:
 	$(GO) run ./cmd/kassa-bench
+	$(GO) test -run '^$$' -bench 'CreateInvoice$$|WorkFloor$$' -benchtime 2000x -benchmem ./http ./cmd/kassa-bench
 
 # gofmt, go vet, go.mod and go.sum tidy, staticcheck and deadcode (every
 # function unreachable even from the tests); any finding fails. The two

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
@@ -38,6 +39,7 @@ func runFloor(args []string) error {
 	dir := fs.String("data", "", "Pebble directory")
 	listen := fs.String("listen", "127.0.0.1:0", "listen address")
 	work := fs.Bool("work", false, "also do the work every invoice creation requires")
+	debug := fs.String("debug-listen", "", "serve Go's pprof profiles on this address (off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,6 +54,43 @@ func runFloor(args []string) error {
 			return err
 		}
 	}
+	r := floorHandler(db, w)
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	if *debug != "" {
+		// The same profiles as kassa serve's --debug-listen, so that
+		// -profile compares the two servers' CPU alike.
+		dl, err := net.Listen("tcp", *debug)
+		if err != nil {
+			return err
+		}
+		defer dl.Close()
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		go http.Serve(dl, mux)
+	}
+	// The bench stops a floor with SIGINT: handle it, since a process
+	// started from a background job inherits SIGINT ignored and would
+	// never exit (the bench then waited for it forever).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	srv := &http.Server{Handler: r}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// floorHandler is a floor's HTTP handler: with w, the work floor's.
+func floorHandler(db *pebble.DB, w *requiredWork) http.Handler {
 	r := chi.NewRouter()
 	r.Post("/api/v1/stores/{storeId}/invoices", func(rw http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, 1<<20))
@@ -77,24 +116,7 @@ func runFloor(args []string) error {
 		rw.Header().Set("Content-Type", "application/json")
 		rw.Write(answer)
 	})
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return err
-	}
-	// The bench stops a floor with SIGINT: handle it, since a process
-	// started from a background job inherits SIGINT ignored and would
-	// never exit (the bench then waited for it forever).
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	srv := &http.Server{Handler: r}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return r
 }
 
 // requiredWork is the work-floor's share of an invoice creation.

@@ -116,9 +116,13 @@ func startFloor(tmp string, work bool) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, args := "floor", []string{"floor", "-data", filepath.Join(tmp, "floor"), "-listen", addr}
+	debug, err := harness.FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	name, args := "floor", []string{"floor", "-data", filepath.Join(tmp, "floor"), "-listen", addr, "-debug-listen", debug}
 	if work {
-		name, args = "work floor", []string{"floor", "-work", "-data", filepath.Join(tmp, "work-floor"), "-listen", addr}
+		name, args = "work floor", []string{"floor", "-work", "-data", filepath.Join(tmp, "work-floor"), "-listen", addr, "-debug-listen", debug}
 	}
 	stop, _, err := startProcess(self, args...)
 	if err != nil {
@@ -128,7 +132,7 @@ func startFloor(tmp string, work bool) (*target, error) {
 		stop()
 		return nil, err
 	}
-	return &target{name: name, url: "http://" + addr + "/api/v1/stores/floor/invoices", stop: stop}, nil
+	return &target{name: name, url: "http://" + addr + "/api/v1/stores/floor/invoices", stop: stop, debug: debug}, nil
 }
 
 var (
@@ -415,11 +419,13 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 		if err != nil {
 			return err
 		}
+		wait := profileDuring(work.debug, fmt.Sprintf("create-work-floor-%d.pprof", r+1), d)
 		w, err := work.peak(workers, d)
+		wait()
 		if err != nil {
 			return err
 		}
-		wait := profileDuring(kassa.debug, fmt.Sprintf("create-kassa-%d.pprof", r+1), d)
+		wait = profileDuring(kassa.debug, fmt.Sprintf("create-kassa-%d.pprof", r+1), d)
 		k, err := kassa.peak(workers, d)
 		wait()
 		if err != nil {
@@ -430,7 +436,11 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 		vsFloor, vsWork = append(vsFloor, k/f), append(vsWork, k/w)
 	}
 	rate := median(rates)
+	// With -profile, a runtime trace of each server over its latency
+	// phase (go tool trace: GC, scheduling, blocking on the disk).
+	wait := traceDuring(kassa.debug, "create-kassa-latency.trace", d)
 	p99, err := kassa.latency(rate/2, d)
+	wait()
 	if err != nil {
 		return err
 	}
@@ -438,7 +448,9 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 	// the load generator give any server doing a create's required work
 	// (a synced write, a signature, two QR codes), against which
 	// Kassa's own share of the tail shows.
+	wait = traceDuring(work.debug, "create-work-floor-latency.trace", d)
 	workP99, err := work.latency(rate/2, d)
+	wait()
 	if err != nil {
 		return err
 	}

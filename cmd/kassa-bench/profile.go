@@ -24,6 +24,18 @@ var profileDir string
 // the returned wait blocks until it is written. Without -profile, or
 // without a debug address, it does nothing.
 func profileDuring(debug, name string, d time.Duration) (wait func()) {
+	return fetchDuring(debug, "profile", name, d)
+}
+
+// traceDuring is profileDuring for a runtime/trace (go tool trace) of
+// the server: its goroutines, GC and scheduling over d.
+func traceDuring(debug, name string, d time.Duration) (wait func()) {
+	return fetchDuring(debug, "trace", name, d)
+}
+
+// fetchDuring fetches /debug/pprof/KIND?seconds=d from debug into
+// profileDir/name.
+func fetchDuring(debug, kind, name string, d time.Duration) (wait func()) {
 	if profileDir == "" || debug == "" {
 		return func() {}
 	}
@@ -32,7 +44,7 @@ func profileDuring(debug, name string, d time.Duration) (wait func()) {
 		defer close(done)
 		secs := max(int(d/time.Second), 1)
 		c := &http.Client{Timeout: d + time.Minute}
-		res, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", debug, secs))
+		res, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", debug, kind, secs))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "profile:", err)
 			return

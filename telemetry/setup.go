@@ -37,9 +37,12 @@ type Options struct {
 }
 
 // Setup installs the global tracer provider and the W3C propagator.
-// Without an exporter spans are still created (the logs carry their ids)
-// but kept nowhere. The returned function flushes and stops the
-// exporters.
+// Without an exporter (no endpoint, no file) a new trace is not recorded:
+// its spans still get ids, which the logs, the journal and the webhook
+// deliveries carry, but record nothing that no one would read; a trace
+// continued from a caller that samples it is recorded as the caller
+// decided, so that its sampled flag goes on to the webhooks. The
+// returned function flushes and stops the exporters.
 func Setup(ctx context.Context, o Options) (shutdown func(context.Context) error, err error) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	if o.SampleRatio > 1 {
@@ -47,12 +50,18 @@ func Setup(ctx context.Context, o Options) (shutdown func(context.Context) error
 	}
 	res := resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName("kassa"), semconv.ServiceVersion(o.Version))
 	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
-	if o.SampleRatio >= 0 {
-		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SampleRatio))))
-	}
 	var closers []func(context.Context) error
 	endpoint := o.Endpoint
-	if endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
+	export := endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+	switch {
+	case !export && o.File == "":
+		// Recording a span costs a create a few allocations and
+		// microseconds; with nowhere to send it, only the ids are kept.
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
+	case o.SampleRatio >= 0:
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(o.SampleRatio))))
+	}
+	if export {
 		var eo []otlptracegrpc.Option
 		if endpoint != "" {
 			eo = append(eo, otlptracegrpc.WithEndpoint(strings.TrimPrefix(endpoint, "http://")), otlptracegrpc.WithInsecure())

@@ -538,12 +538,24 @@ func TestDeliveryHeadersIdentifyEventAndDelivery(t *testing.T) {
 		clock.Advance(time.Second)
 		time.Sleep(2 * time.Millisecond)
 	}
+	// Each attempt is recorded after its send returns: wait until the
+	// record of every send is there.
 	var log []*kassa.Delivery
-	h.db.Deliveries(context.Background(), w.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error { log = append(log, d); return nil })
 	byID := map[string]*kassa.Delivery{}
-	for _, d := range log {
-		byID[d.ID] = d
-	}
+	eventually(t, "every send's attempt recorded", func() bool {
+		log, byID = nil, map[string]*kassa.Delivery{}
+		h.db.Deliveries(context.Background(), w.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error { log = append(log, d); return nil })
+		for _, d := range log {
+			byID[d.ID] = d
+		}
+		for _, s := range h.hooks.to(w.URL) {
+			if d := byID[s.headers.Get(webhook.DeliveryIDHeader)]; d == nil ||
+				d.Headers[webhook.DeliveryIDHeader] == "" {
+				return false
+			}
+		}
+		return true
+	})
 	eventOf := map[kassa.EventType]string{}
 	for _, s := range h.hooks.to(w.URL) {
 		eventID, deliveryID := s.headers.Get(webhook.EventIDHeader), s.headers.Get(webhook.DeliveryIDHeader)

@@ -280,10 +280,10 @@ func (s *Runtime) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 	}
 }
 
-// sweepTakenOver arms the timers of the stores this node now owns, and
-// sends their webhook outboxes.
+// sweepTakenOver arms the timers of the stores this node now owns (their
+// invoices due within sweepAhead), and sends their webhook outboxes.
 func (s *Runtime) sweepTakenOver() {
-	if _, err := s.sweep(context.Background(), ""); err != nil {
+	if _, err := s.wakeDue(context.Background(), ""); err != nil {
 		s.log.Error("sweep after a node left", "err", err)
 	}
 	if _, err := s.RecoverDeliveries(context.Background()); err != nil {

@@ -51,3 +51,45 @@ func TestFireDeadlineFromAnotherNode(t *testing.T) {
 		t.Errorf("invoice events after two FireDeadline = %d more, want 1", seq-seq0)
 	}
 }
+
+// TestEarlyFireDeadlineArmsTheTimer: the sweeper fires a deadline up to
+// sweepAhead early on purpose. After a restart, with the invoice
+// passivated, such an early FireDeadline wakes it and changes nothing
+// else: its own timer is armed, and the expiry fires through it exactly
+// at the deadline, once.
+func TestEarlyFireDeadlineArmsTheTimer(t *testing.T) {
+	dir := t.TempDir()
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	db := openDir(t, dir)
+	h := newHarness(t, db, clock)
+	h.createStore("0", "0")
+	inv := h.invoice("1000", kassa.SATS)
+	db2 := reopen(t, h, db, dir)
+	defer db2.Close()
+	h2 := newHarness(t, db2, clock)
+	ctx := context.Background()
+	stream := kassa.Stream{Kind: kassa.KindInvoice, ID: inv.ID}
+	seq0, err := db2.StreamSeq(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(inv.ExpiresAt.Add(-time.Minute).Sub(clock.Now()))
+	if h2.active(inv) || clock.Pending() != 0 {
+		t.Fatalf("before the early fire: active %v, %d timers pending; want a passivated invoice and none", h2.active(inv), clock.Pending())
+	}
+	if err := h2.sys.FireDeadline(ctx, inv.StoreID, inv.ID); err != nil {
+		t.Fatalf("early FireDeadline: %v", err)
+	}
+	if got := h2.get(inv.ID); got.Status != kassa.InvoiceNew || !h2.active(inv) {
+		t.Fatalf("after the early fire: %s, active %v; want New and active", got.Status, h2.active(inv))
+	}
+	eventually(t, "the invoice's own timer", func() bool { return clock.Pending() == 1 })
+	clock.Advance(time.Minute)
+	eventually(t, "expiry", func() bool { return h2.get(inv.ID).Status == kassa.InvoiceExpired })
+	if got := h2.get(inv.ID); !got.UpdatedAt.Equal(got.ExpiresAt) {
+		t.Errorf("expired at %v, want its expiry %v", got.UpdatedAt, got.ExpiresAt)
+	}
+	if seq, err := db2.StreamSeq(ctx, stream); err != nil || seq != seq0+1 {
+		t.Errorf("invoice events = %d more (%v), want 1", seq-seq0, err)
+	}
+}

@@ -76,13 +76,7 @@ func (a *invoiceActor) Receive(ctx actor.Context) {
 			return // a timer that was re-armed or cancelled after it fired
 		}
 		a.armed = time.Time{}
-		now := a.p.clock.Now().UTC()
-		in := a.inv.DeadlineInput(now)
-		if _, err := a.apply(ctx, context.Background(), in); err != nil && !ignorable(err) {
-			if errors.Is(err, kassa.ErrExpiryTooEarly) || errors.Is(err, kassa.ErrMonitoringNotOver) {
-				a.arm(ctx)
-				return
-			}
+		if _, err := a.deadline(ctx, context.Background(), a.p.clock.Now().UTC()); err != nil && !ignorable(err) && !notDue(err) {
 			a.p.log.Error("invoice deadline", "invoice", a.inv.ID, "err", err)
 		}
 	case crash:
@@ -123,7 +117,15 @@ func (a *invoiceActor) handleEvent(ctx actor.Context, parent context.Context, ev
 		}
 		return
 	}
-	inv, err := a.apply(ctx, parent, in)
+	var inv *kassa.Invoice
+	switch in := in.(type) {
+	case kassa.ExpiryReached:
+		inv, err = a.deadline(ctx, parent, in.At)
+	case kassa.MonitoringEnded:
+		inv, err = a.deadline(ctx, parent, in.At)
+	default:
+		inv, err = a.apply(ctx, parent, in)
+	}
 	if ctx.Sender() != nil {
 		ctx.Respond(reply{value: inv, err: err})
 	}

@@ -3,48 +3,80 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/expiry"
 )
 
-// Recover wakes, after a start, the invoices whose deadline is due or
-// near (those that passed while the service was down fire at once) and
-// leaves the others passivated: the sweeper wakes each as its deadline
-// approaches, and a request or a payment wakes it at once. So start-up
-// time and memory do not grow with the number of open invoices. It
-// returns how many invoices it woke.
+// sweepAhead is how far ahead of its deadline the deadline sweeper
+// claims an invoice and fires it early, which wakes a passivated invoice
+// so that its own timer fires on time; an invoice past its expiry keeps
+// its actor only while its next deadline is this near.
+const sweepAhead = 2 * time.Minute
+
+// sweepEvery is the time between the sweeper's rounds.
+const sweepEvery = expiry.DefaultEvery
+
+// sweeper is this node's deadline sweeper (package expiry) over the
+// store's deadline index: the one mechanism that fires the deadlines of
+// invoices whose actor is not running, in both modes (docs/decisions.md,
+// "One deadline mechanism"). Pebble and PostgreSQL both keep the index.
+func (s *Runtime) sweeper() (*expiry.Sweeper, error) {
+	claims, ok := s.cfg.Reader.(kassa.ExpiryClaims)
+	if !ok {
+		return nil, fmt.Errorf("the store %T keeps no deadline index (kassa.ExpiryClaims)", s.cfg.Reader)
+	}
+	return &expiry.Sweeper{Claims: claims, Fire: s.fireDeadline, Holder: s.claimHolder(), Clock: s.cfg.Clock,
+		Log: s.log, Ahead: sweepAhead}, nil
+}
+
+// RunSweeper runs the deadline sweeper until ctx ends: every sweepEvery it
+// claims the invoices whose deadline is within sweepAhead (or past) and
+// fires them through FireDeadline.
+func (s *Runtime) RunSweeper(ctx context.Context) {
+	sw, err := s.sweeper()
+	if err != nil {
+		s.log.Error("deadline sweeper", "err", err)
+		return
+	}
+	go sw.Run(ctx)
+}
+
+// Recover runs, after a start, one round of the deadline sweeper: the
+// deadlines that passed while the service was down fire at once, and
+// the invoices due within sweepAhead wake and arm their timers. The other
+// open invoices stay passivated (the sweeper wakes each as its deadline
+// approaches, and a request or a payment wakes it at once), so start-up
+// time and memory do not grow with their number. It returns how many
+// invoices the round claimed; more than a batch are left to the
+// sweeper's next rounds, which follow at once.
 func (s *Runtime) Recover(ctx context.Context) (int, error) {
-	n, err := s.sweep(ctx, "")
+	sw, err := s.sweeper()
+	if err != nil {
+		return 0, err
+	}
+	n, err := sw.SweepOnce(ctx)
 	if err == nil {
 		s.recovered.Store(true)
 	}
 	return n, err
 }
 
-// sweepAhead is how far ahead of its deadline the sweeper wakes a
-// passivated invoice; sweepEvery is how often it looks.
-const (
-	sweepAhead = 2 * time.Minute
-	sweepEvery = time.Minute
-)
-
-// errSweepDone stops the sweeper's scan at the first later deadline.
+// errSweepDone stops the scan of wakeDue at the first later deadline.
 var errSweepDone = errors.New("sweep done")
 
-// Sweep wakes the invoices whose deadline is within sweepAhead, so that
-// passivated ones arm their timers in time: a New invoice not active
-// since a restart, or one waiting a day for the end of monitoring.
-// Active invoices ignore the wake-up. Sweeping every sweepEvery, shorter
-// than sweepAhead, wakes every invoice before its deadline.
-func (s *Runtime) Sweep(ctx context.Context) error {
-	_, err := s.sweep(ctx, "")
-	return err
-}
-
-// sweep wakes the invoices of storeID (every store when empty) whose
-// deadline is within sweepAhead, and returns how many it woke. The scan
-// of the expiry index stops at the first later deadline, so it costs what
-// is due, not what is open.
-func (s *Runtime) sweep(ctx context.Context, storeID string) (int, error) {
+// wakeDue wakes at once the invoices of storeID (every store when empty)
+// whose deadline is within sweepAhead, on the stores this node runs, and
+// returns how many it woke. It is for stores whose invoice actors were
+// lost with their timers: a store actor restarted after a panic, the
+// stores of a node that left the cluster. The sweeper's claims on those
+// invoices may still run, so it would reach them only after their
+// deadline; woken, each arms its own timer, which fires through the
+// same path as the sweeper. The scan of the deadline index stops at the
+// first later deadline, so it costs what is due, not what is open.
+func (s *Runtime) wakeDue(ctx context.Context, storeID string) (int, error) {
 	until := s.cfg.Clock.Now().Add(sweepAhead)
 	n := 0
 	err := s.cfg.Reader.OpenInvoices(ctx, func(id, owner string, deadline time.Time) error {
@@ -53,8 +85,7 @@ func (s *Runtime) sweep(ctx context.Context, storeID string) (int, error) {
 		}
 		if storeID == "" || owner == storeID {
 			// In a cluster each node wakes the invoices of the stores
-			// it runs; those of a lost node's stores once the topology
-			// gives them to it.
+			// it runs.
 			if remote, err := s.remoteStore(ctx, owner); err != nil || remote {
 				return nil
 			}
@@ -69,27 +100,11 @@ func (s *Runtime) sweep(ctx context.Context, storeID string) (int, error) {
 	return n, err
 }
 
-// RunSweeper sweeps every sweepEvery until ctx ends.
-func (s *Runtime) RunSweeper(ctx context.Context) {
-	var tick func()
-	tick = func() {
-		if ctx.Err() != nil {
-			return
-		}
-		if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("sweep open invoices", "err", err)
-		}
-		s.cfg.Clock.AfterFunc(sweepEvery, tick)
-	}
-	s.cfg.Clock.AfterFunc(sweepEvery, tick)
-}
-
 // activateDueInvoices wakes a store's invoices whose deadline is near. A
 // store actor that restarts after a panic has lost its invoice actors,
-// and with them their timers: those due before the sweeper's next round
-// are woken now, the others by the sweeper.
+// and with them their timers.
 func (s *Runtime) activateDueInvoices(storeID string) {
-	if _, err := s.sweep(context.Background(), storeID); err != nil {
+	if _, err := s.wakeDue(context.Background(), storeID); err != nil {
 		s.log.Error("wake due invoices", "store", storeID, "err", err)
 	}
 }

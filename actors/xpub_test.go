@@ -137,6 +137,8 @@ func TestAddressOfExpiredUnpaidInvoiceIsReused(t *testing.T) {
 	if p := h.get(paid.ID).MonitorUntil; p.After(end) {
 		end = p
 	}
+	// The sweeper's rounds until both are near: skipped, one jump.
+	clock.Advance(end.Add(-2 * sweepAhead).Sub(clock.Now()))
 	clock.StepUntil(t, "end of monitoring", end.Add(sweepEvery), func() bool {
 		return h.get(unpaid.ID).MonitoringDone && h.get(paid.ID).MonitoringDone
 	})

@@ -1,16 +1,22 @@
-// Package expiry is the shared expiry sweeper of a cluster: every node
-// runs one, and each round it claims a batch of invoices whose deadline
-// passed more than Grace ago (their owner's timer did not fire: the
-// owner is gone or stalled) and fires their deadlines through the normal
-// actor path. The claims (kassa.ExpiryClaims, FOR UPDATE SKIP LOCKED on
-// PostgreSQL) spread the work over the nodes; the invoice's transition is
-// idempotent, so a deadline fired twice counts once. docs/decisions.md,
-// "Shared expiry", states the bound this gives.
+// Package expiry is the deadline sweeper: the one mechanism, on a single
+// node and in a cluster, by which an invoice whose actor is not running
+// (passivated, lost with its store actor, or on a node that is gone)
+// still reaches its deadline. Every node runs one; each round it claims,
+// from the store's deadline index (kassa.ExpiryClaims: Pebble's iop/
+// keys, whose claims the single node always wins; PostgreSQL's
+// open_invoices, FOR UPDATE SKIP LOCKED), a batch of invoices whose
+// deadline is near or past, and fires each through the invoice actor
+// (actors.System.FireDeadline), the path of the actor's own timer: a
+// deadline not yet due wakes the invoice, which arms its timer so that
+// it fires on time; one that is due fires. The transition is idempotent,
+// so a deadline fired twice counts once. docs/decisions.md, "One
+// deadline mechanism", states the bounds this gives.
 package expiry
 
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/kassapay/kassa"
@@ -23,6 +29,9 @@ const (
 	DefaultClaimTTL = 30 * time.Second
 	DefaultBatch    = 100
 )
+
+// fireConcurrency is how many deadlines of a round fire at once.
+const fireConcurrency = 16
 
 // Sweeper fires the deadlines of overdue invoices whose owner is gone.
 type Sweeper struct {
@@ -40,6 +49,13 @@ type Sweeper struct {
 	// Zero takes the defaults above.
 	Every, Grace, ClaimTTL time.Duration
 	Batch                  int
+	// Ahead, when positive, is how long before its deadline an invoice
+	// is claimed and fired: early, which wakes it and arms its own
+	// timer, so that it fires on time. Its claim runs Ahead + Grace: for
+	// an invoice claimed as it comes within Ahead, until Grace past its
+	// deadline, when a deadline its timer did not fire (the owner gone)
+	// is claimed again. Zero claims only deadlines more than Grace past.
+	Ahead time.Duration
 }
 
 func (s *Sweeper) defaults() {
@@ -57,22 +73,38 @@ func (s *Sweeper) defaults() {
 	}
 }
 
-// SweepOnce claims one batch and fires its deadlines; it returns how many
-// it claimed. A deadline that fails to fire is logged and left to the
+// SweepOnce claims one batch and fires its deadlines, several at once;
+// it returns how many it claimed, once all have fired. A deadline that fails to fire is logged and left to the
 // round after its claim expires.
 func (s *Sweeper) SweepOnce(ctx context.Context) (int, error) {
 	s.defaults()
-	due, err := s.Claims.ClaimOverdue(ctx, s.Holder, s.Clock.Now().Add(-s.Grace), s.ClaimTTL, s.Batch)
+	overdue, ttl := s.Clock.Now().Add(-s.Grace), s.ClaimTTL
+	if s.Ahead > 0 {
+		// Within Ahead, its end included (the index counts
+		// milliseconds); early is harmless, it wakes the invoice.
+		overdue, ttl = s.Clock.Now().Add(s.Ahead+time.Millisecond), s.Ahead+s.Grace
+	}
+	due, err := s.Claims.ClaimOverdue(ctx, s.Holder, overdue, ttl, s.Batch)
 	if err != nil {
 		return 0, err
 	}
+	// Fired side by side: each due one is a synced commit, which
+	// commits of other invoices share (a backlog after a long stop).
+	sem := make(chan struct{}, fireConcurrency)
+	var wg sync.WaitGroup
 	for _, inv := range due {
-		if err := s.Fire(ctx, inv.StoreID, inv.InvoiceID); err != nil && ctx.Err() == nil {
-			s.Log.Error("expiry sweeper: fire deadline", "invoice", inv.InvoiceID, "store", inv.StoreID, "err", err)
-		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := s.Fire(ctx, inv.StoreID, inv.InvoiceID); err != nil && ctx.Err() == nil {
+				s.Log.Error("expiry sweeper: fire deadline", "invoice", inv.InvoiceID, "store", inv.StoreID, "err", err)
+			}
+		}()
 	}
+	wg.Wait()
 	if len(due) > 0 {
-		s.Log.Info("expiry sweeper: fired overdue deadlines", "count", len(due), "holder", s.Holder)
+		s.Log.Debug("expiry sweeper: fired deadlines", "count", len(due), "holder", s.Holder)
 	}
 	return len(due), nil
 }

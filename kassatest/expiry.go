@@ -11,9 +11,9 @@ import (
 
 // RunExpiryClaims runs the contract of kassa.ExpiryClaims on one handle:
 // a due invoice is claimed once while its claim runs and again after it
-// ran out; one not yet due, a settled one, an expired one (which waits
-// for the end of its monitoring) and one whose deadline moved later are
-// not. open returns a fresh store whose clock is clock; Pebble (one node,
+// ran out, or at once when its deadline changed; one not yet due, a
+// settled one, an expired one (which waits for the end of its
+// monitoring) and one whose deadline moved later are not. open returns a fresh store whose clock is clock; Pebble (one node,
 // whose sweeper always wins its claims) and PostgreSQL run it.
 func RunExpiryClaims(t *testing.T, open func(t *testing.T, clock kassa.Clock) (kassa.Journal, kassa.ExpiryClaims)) {
 	ctx := t.Context()
@@ -68,5 +68,9 @@ func RunExpiryClaims(t *testing.T, open func(t *testing.T, clock kassa.Clock) (k
 	claim(overdue, 10) // the claims still run
 	clock.Advance(10 * time.Second)
 	claim(overdue, 10, "inv_0", "inv_4")
+	claim(clock.Now(), 10, "inv_5")
+	// A claim holds one deadline: inv_5's, moved a second earlier while
+	// its claim runs, is claimed again.
+	change(5, func(inv *kassa.Invoice) { inv.ExpiresAt = inv.ExpiresAt.Add(-time.Second) })
 	claim(clock.Now(), 10, "inv_5")
 }

@@ -18,10 +18,18 @@ var _ kassa.ExpiryClaims = (*DB)(nil)
 // a claim keeps an invoice from being handed out again until it runs out,
 // so a sweeper whose fire failed (a store whose journal does not replay)
 // does not claim the same invoices again at once, round after round. A
-// restart forgets them with the process that held them.
+// restart forgets them with the process that held them. A claim is on
+// one deadline: an invoice whose deadline changed (it expired, and now
+// waits for the end of its monitoring) is free to claim again, as
+// PostgreSQL resets the claim with the deadline.
 type expiryClaims struct {
 	mu      sync.Mutex
-	expires map[string]time.Time // invoice id → end of its claim
+	expires map[string]expiryClaim // by invoice id
+}
+
+type expiryClaim struct {
+	deadline string // the deadline claimed, as in the index key
+	end      time.Time
 }
 
 // errClaimsFull stops the scan of ClaimOverdue once it has limit invoices.
@@ -40,8 +48,8 @@ func (d *DB) ClaimOverdue(ctx context.Context, holder string, overdue time.Time,
 	c := &d.expiry
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for id, end := range c.expires {
-		if !end.After(now) {
+	for id, cl := range c.expires {
+		if !cl.end.After(now) {
 			delete(c.expires, id)
 		}
 	}
@@ -52,7 +60,7 @@ func (d *DB) ClaimOverdue(ctx context.Context, holder string, overdue time.Time,
 			return errClaimsFull // the first deadline not overdue
 		}
 		id := string(k[8:])
-		if _, held := c.expires[id]; held {
+		if cl, held := c.expires[id]; held && cl.deadline == string(k[:8]) {
 			return nil
 		}
 		out = append(out, kassa.OverdueInvoice{InvoiceID: id, StoreID: string(storeID), Deadline: time.UnixMilli(int64(binary.BigEndian.Uint64(k[:8])))})
@@ -65,10 +73,10 @@ func (d *DB) ClaimOverdue(ctx context.Context, holder string, overdue time.Time,
 		return nil, err
 	}
 	if c.expires == nil {
-		c.expires = map[string]time.Time{}
+		c.expires = map[string]expiryClaim{}
 	}
 	for _, o := range out {
-		c.expires[o.InvoiceID] = now.Add(ttl)
+		c.expires[o.InvoiceID] = expiryClaim{deadline: string(ms(o.Deadline)), end: now.Add(ttl)}
 	}
 	return out, nil
 }

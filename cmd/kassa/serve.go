@@ -266,8 +266,10 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 			"chain", c.Chain, "lightning", c.Lightning, "rates", b.rates.Source())
 	}
 	go m.sweepExpired(runCtx)
+	// The deadline sweeper, the same on a single node and in a cluster
+	// (docs/decisions.md, "One deadline mechanism"); Recover is its
+	// first round.
 	m.sys.RunSweeper(runCtx)
-	runSharedExpiry(runCtx, m.db, m.sys, m.Clock, log)
 	recovered, err := m.sys.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover open invoices: %w", err)
@@ -276,8 +278,9 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 	if err != nil {
 		return fmt.Errorf("recover webhook deliveries: %w", err)
 	}
-	// recovered counts only the invoices woken now (a deadline near,
-	// or work left); the other open invoices wake when asked or swept.
+	// recovered counts only the invoices whose deadline is near or
+	// past; the other open invoices wake when asked or swept.
+	// (The line's words are older than the sweeper: tests read it.)
 	log.Info("woke open invoices due soon and pending webhook deliveries", "invoicesWoken", recovered, "deliveries", pending)
 	if m.forwarder != nil {
 		stores, err := m.forwarder.Recover(ctx)

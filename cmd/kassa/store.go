@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
-	"github.com/kassapay/kassa/actors"
-	"github.com/kassapay/kassa/expiry"
 	"github.com/kassapay/kassa/internal/simstore"
 	"github.com/kassapay/kassa/metrics"
 	"github.com/kassapay/kassa/persistence"
@@ -77,19 +75,6 @@ func (pgStorage) Err() error { return nil }
 
 // Failed is never closed.
 func (pgStorage) Failed() <-chan struct{} { return nil }
-
-// runSharedExpiry starts the shared expiry sweeper when the store is
-// shared by several nodes (PostgreSQL): it fires the deadlines of
-// invoices whose owner's timer did not fire (docs/decisions.md, "Shared
-// expiry"). Pebble is one node's own: its timers are the only ones.
-func runSharedExpiry(ctx context.Context, db storage, sys *actors.System, clock kassa.Clock, log *slog.Logger) {
-	claims, ok := db.(kassa.ExpiryClaims)
-	if !ok {
-		return
-	}
-	s := &expiry.Sweeper{Claims: claims, Fire: sys.FireDeadline, Holder: nodeHolder(), Clock: clock, Log: log}
-	go s.Run(ctx)
-}
 
 // outboxClaims returns the outbox claims of a store that several nodes
 // share (PostgreSQL), by which webhook endpoints claim each delivery

@@ -10,10 +10,14 @@
 // effect happens.
 //
 // Invoice actors are activated lazily: by a request, by a payment, or by
-// the sweeper as their deadline approaches (it scans the expiry index
-// every minute for deadlines within two, so every timer is armed before
-// it is due). An invoice actor stops once it waits for nothing near. So
-// a restart wakes only the invoices due now or soon (those whose deadline
+// the deadline sweeper (package expiry, run by RunSweeper) as their
+// deadline approaches: every 2 s it claims from the deadline index the
+// invoices due within two minutes and fires them through FireDeadline,
+// early on purpose, so that a passivated invoice wakes and arms its own
+// timer before it is due. The timer and FireDeadline meet in one
+// function of the invoice actor (deadline). An invoice actor stops once
+// it waits for nothing near. So a restart (Recover, one round of the
+// sweeper) wakes only the invoices due now or soon (those whose deadline
 // passed while the service was down fire at once), and start-up time and
 // memory follow what is due, not what is open.
 //

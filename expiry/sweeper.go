@@ -6,7 +6,7 @@
 // keys, whose claims the single node always wins; PostgreSQL's
 // open_invoices, FOR UPDATE SKIP LOCKED), a batch of invoices whose
 // deadline is near or past, and fires each through the invoice actor
-// (actors.System.FireDeadline), the path of the actor's own timer: a
+// (actors.Service.FireDeadline), the path of the actor's own timer: a
 // deadline not yet due wakes the invoice, which arms its timer so that
 // it fires on time; one that is due fires. The transition is idempotent,
 // so a deadline fired twice counts once. docs/decisions.md, "One
@@ -36,7 +36,7 @@ const fireConcurrency = 16
 // Sweeper fires the deadlines of overdue invoices whose owner is gone.
 type Sweeper struct {
 	Claims kassa.ExpiryClaims
-	// Fire delivers an invoice's deadline (actors.System.FireDeadline).
+	// Fire delivers an invoice's deadline (actors.Service.FireDeadline).
 	Fire func(ctx context.Context, storeID, invoiceID string) error
 	// Holder names this node in its claims.
 	Holder string

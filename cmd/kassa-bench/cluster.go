@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -65,29 +66,80 @@ func benchCluster(ctx context.Context, d time.Duration, workers int) error {
 	if _, _, err := one.createStore(); err != nil {
 		return err
 	}
-	// Both nodes run; their turns alternate, so that a change in the
-	// machine's load weighs on both figures alike, and each figure is
-	// the median of its turns.
-	var pebbleRates, pgRates []float64
-	for range clusterRounds {
-		r, err := single.peak(workers, d)
+	turns := []*clusterTurn{{name: "single node (Pebble)", t: single}, {name: "one-node cluster (PostgreSQL)", t: one, pg: true}}
+	// KASSA_BENCH_BASE_BIN: one-node clusters of other kassa binaries
+	// (comma-separated; an older commit's, say) take turns too, each on
+	// its own schema and etcd, for a before-and-after in one run.
+	for i, baseBin := range strings.FieldsFunc(os.Getenv("KASSA_BENCH_BASE_BIN"), func(r rune) bool { return r == ',' }) {
+		et2, err := harness.StartEtcd()
 		if err != nil {
 			return err
 		}
-		pebbleRates = append(pebbleRates, r)
-		if r, err = one.peak(workers, d); err != nil {
+		defer et2.Stop()
+		dsn2, err := pg.NewSchema(ctx)
+		if err != nil {
 			return err
 		}
-		pgRates = append(pgRates, r)
+		base, err := startClusterNode(baseBin, filepath.Join(tmp, fmt.Sprintf("base%d", i)), dsn2, et2.ClusterURL())
+		if err != nil {
+			return err
+		}
+		defer base.stop()
+		if _, _, err := base.createStore(); err != nil {
+			return err
+		}
+		turns = append(turns, &clusterTurn{name: "one-node cluster (PostgreSQL) of " + baseBin, t: base, pg: true})
 	}
-	single.stop()
-	one.stop()
-	pebbleRate, pgRate := clusterMedian(pebbleRates), clusterMedian(pgRates)
-	fmt.Fprintf(os.Stderr, "create: single node (Pebble) %.0f/s %.0f, one-node cluster (PostgreSQL) %.0f/s %.0f\n",
-		pebbleRate, pebbleRates, pgRate, pgRates)
+	dataDir, err := pgDataDir(ctx, pg)
+	if err != nil {
+		return err
+	}
+	// The nodes take turns, so that a change in the machine's load
+	// weighs on every figure alike, and each figure is the median of its
+	// turns; CPU per create is summed over the turns. Each round starts
+	// with the next node, so that none always follows the same one.
+	for round := range clusterRounds {
+		for k := range turns {
+			i := (round + k) % len(turns)
+			c := turns[i]
+			var wait func()
+			if i == 1 {
+				wait = profileDuring(c.t.debug, fmt.Sprintf("cluster-postgres-%d.pprof", round+1), d)
+			}
+			kassaCPU, pgCPU := cpuTime(c.t.pid), postgresCPU(dataDir)
+			r, n, err := c.t.peakCount(workers, d)
+			if wait != nil {
+				wait()
+			}
+			if err != nil {
+				return err
+			}
+			c.rates = append(c.rates, r)
+			c.creates += n
+			c.kassaCPU += cpuTime(c.t.pid) - kassaCPU
+			if c.pg {
+				c.pgCPU += postgresCPU(dataDir) - pgCPU
+			}
+		}
+	}
+	if pgStats {
+		if err := pgStatsRun(ctx, pg, dsn, one, et.ClientURL(), workers, d); err != nil {
+			return err
+		}
+	}
+	for _, c := range turns {
+		c.t.stop()
+		per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(max(c.creates, 1)) }
+		fmt.Fprintf(os.Stderr, "create: %s %.0f/s %.0f; CPU per create: Kassa %.0f µs, PostgreSQL %.0f µs\n",
+			c.name, clusterMedian(c.rates), c.rates, per(c.kassaCPU), per(c.pgCPU))
+	}
+	pebbleRate, pgRate := clusterMedian(turns[0].rates), clusterMedian(turns[1].rates)
 	bench("cluster_create_single_pebble_per_s", pebbleRate, "req/s")
 	bench("cluster_create_one_node_postgres_per_s", pgRate, "req/s")
 	bench("cluster_create_postgres_vs_pebble", pgRate/pebbleRate, "ratio")
+	for i, c := range turns[2:] {
+		bench(fmt.Sprintf("cluster_create_base%d_postgres_vs_pebble", i+1), clusterMedian(c.rates)/pebbleRate, "ratio")
+	}
 
 	return benchFailover(ctx, bin, tmp, pg, et)
 }
@@ -108,6 +160,9 @@ func makeDurable(ctx context.Context, pg *harness.Postgres) error {
 		return err
 	}
 	opts := fmt.Sprintf("-p %s -k %s -c listen_addresses=127.0.0.1 -c max_connections=200", port, filepath.Dir(dataDir))
+	if pgStats {
+		opts += pgStatsOptions
+	}
 	// -l: the server's output goes to its log file, not to this
 	// process's pipe (which would then stay open as long as it runs).
 	name, args := filepath.Join(harness.PostgresBinDir, "pg_ctl"), []string{"-D", dataDir, "-o", opts,
@@ -131,6 +186,29 @@ func makeDurable(ctx context.Context, pg *harness.Postgres) error {
 		return fmt.Errorf("PostgreSQL still runs with fsync=%s synchronous_commit=%s", fsync, syncCommit)
 	}
 	return nil
+}
+
+// clusterTurn is a node of the create figure with its turns' rates and
+// the CPU its creates took (Kassa's, and the PostgreSQL server's).
+type clusterTurn struct {
+	name            string
+	t               *target
+	pg              bool
+	rates           []float64
+	creates         int
+	kassaCPU, pgCPU time.Duration
+}
+
+// pgDataDir returns the data directory of the server.
+func pgDataDir(ctx context.Context, pg *harness.Postgres) (string, error) {
+	conn, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(ctx)
+	var dir string
+	err = conn.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dir)
+	return dir, err
 }
 
 // clusterRounds is how many turns each node gets in the create figure.

@@ -308,11 +308,18 @@ func (t *target) createID(c *http.Client) (string, error) {
 
 // peak runs a closed loop of workers for d and returns requests per second.
 func (t *target) peak(workers int, d time.Duration) (float64, error) {
+	r, _, err := t.peakCount(workers, d)
+	return r, err
+}
+
+// peakCount is peak that also returns how many requests were answered,
+// the warm-up's included, for the CPU per request.
+func (t *target) peakCount(workers int, d time.Duration) (float64, int, error) {
 	c := newClient(workers)
 	// Warm up connections and caches.
 	for i := 0; i < workers; i++ {
 		if err := t.create(c); err != nil {
-			return 0, fmt.Errorf("%s warm-up: %w", t.name, err)
+			return 0, 0, fmt.Errorf("%s warm-up: %w", t.name, err)
 		}
 	}
 	var done atomic.Int64
@@ -335,9 +342,9 @@ func (t *target) peak(workers int, d time.Duration) (float64, error) {
 	}
 	wg.Wait()
 	if err, ok := firstErr.Load().(error); ok {
-		return 0, fmt.Errorf("%s: %w", t.name, err)
+		return 0, 0, fmt.Errorf("%s: %w", t.name, err)
 	}
-	return float64(done.Load()) / time.Since(start).Seconds(), nil
+	return float64(done.Load()) / time.Since(start).Seconds(), int(done.Load()) + workers, nil
 }
 
 // latency sends requests at rate per second for d (an open loop) and

@@ -170,6 +170,18 @@ func readerInvoiceLookups(t *testing.T, s Storage) {
 		t.Fatal(err)
 	}
 	sameJSON(t, "invoice", got, inv)
+
+	// A new invoice made with an address or hash an older one has (an
+	// address derived again after a crash) takes the lookup over.
+	again := NewInvoice("inv_2", "s1", Epoch.Add(time.Minute))
+	again.OnchainAddress, again.PaymentHash = "bcrt1qaddr", "hash1"
+	Commit(t, s.Journal, func(b kassa.Batch) { b.PutInvoice(again, nil, 1) })
+	if id, err := s.Reader.InvoiceIDByAddress(ctx, "bcrt1qaddr"); id != "inv_2" || err != nil {
+		t.Errorf("InvoiceIDByAddress of an address made again = %q, %v; want inv_2", id, err)
+	}
+	if id, err := s.Reader.InvoiceIDByPaymentHash(ctx, "hash1"); id != "inv_2" || err != nil {
+		t.Errorf("InvoiceIDByPaymentHash of a hash made again = %q, %v; want inv_2", id, err)
+	}
 }
 
 func readerInvoicePages(t *testing.T, s Storage) {

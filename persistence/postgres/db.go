@@ -21,7 +21,10 @@ import (
 // DB is Kassa's PostgreSQL store. It implements kassa.Journal,
 // kassa.Reader and kassa.KeyValue.
 type DB struct {
-	pool  *pgxpool.Pool
+	pool *pgxpool.Pool
+	// unsynced is a small pool whose sessions commit without waiting
+	// for their WAL flush (synchronous_commit off), for execUnsynced.
+	unsynced *pgxpool.Pool
 	clock kassa.Clock
 	// group writes the batches of Commit and of the fenced commits
 	// (Members, Leases, CommitClaimed) in shared transactions.
@@ -63,7 +66,16 @@ func Open(ctx context.Context, dsn string, o Options) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
-	d := &DB{pool: pool, clock: o.Clock, group: &committer{pool: pool, maxRunning: maxRunning}}
+	ucfg := cfg.Copy()
+	ucfg.MaxConns = min(cfg.MaxConns, unsyncedConns)
+	ucfg.MinConns = 0
+	ucfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
+	unsynced, err := pgxpool.NewWithConfig(ctx, ucfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", down(err))
+	}
+	d := &DB{pool: pool, unsynced: unsynced, clock: o.Clock, group: &committer{pool: pool, maxRunning: maxRunning}}
 	if d.clock == nil {
 		d.clock = kassa.SystemClock{}
 	}
@@ -74,9 +86,13 @@ func Open(ctx context.Context, dsn string, o Options) (*DB, error) {
 // pool_max_conns.
 const defaultMaxConns = 32
 
+// unsyncedConns bounds the connections of the unsynced pool.
+const unsyncedConns = 8
+
 // Close closes the connections once the queries in flight are done.
 func (d *DB) Close() error {
 	d.pool.Close()
+	d.unsynced.Close()
 	return nil
 }
 
@@ -201,29 +217,58 @@ func (b *Batch) PutStore(st *kassa.Store, seq uint64) {
 	b.stores = append(b.stores, cachedStore{store: &copied, seq: seq})
 }
 
-// PutInvoice writes an invoice's snapshot and updates its indexes.
+// PutInvoice writes an invoice's snapshot and updates its indexes. A
+// new invoice (prev nil) is inserted with plain INSERTs, which cost the
+// server one index search per row less than an upsert: its snapshot and
+// open row cannot exist yet (a second first write of one invoice also
+// takes its event's sequence number, and either conflict is
+// ErrSeqTaken), and its address and payment hash rows are written again
+// as upserts, by the committer, in the rare case that the value already
+// points at another invoice (upserts below).
 func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
+	if prev == nil {
+		b.queue(`INSERT INTO invoices (id, store_id, created_ms, seq, doc) VALUES ($1, $2, $3, $4, $5)`,
+			inv.ID, inv.StoreID, ms(inv.CreatedAt), int64(seq), b.json(inv))
+		if inv.OnchainAddress != "" {
+			b.queue(insertAddress, inv.OnchainAddress, inv.ID)
+		}
+		if inv.PaymentHash != "" {
+			b.queue(insertPaymentHash, inv.PaymentHash, inv.ID)
+		}
+		if next, ok := inv.Deadline(); ok {
+			b.queue(`INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3)`,
+				inv.ID, inv.StoreID, ms(next))
+		}
+		return
+	}
 	b.queue(`INSERT INTO invoices (id, store_id, created_ms, seq, doc) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, doc = EXCLUDED.doc`,
 		inv.ID, inv.StoreID, ms(inv.CreatedAt), int64(seq), b.json(inv))
-	if prev == nil {
-		if inv.OnchainAddress != "" {
-			b.queue(`INSERT INTO invoice_addresses (address, invoice_id) VALUES ($1, $2)
-				ON CONFLICT (address) DO UPDATE SET invoice_id = EXCLUDED.invoice_id`, inv.OnchainAddress, inv.ID)
-		}
-		if inv.PaymentHash != "" {
-			b.queue(`INSERT INTO invoice_payment_hashes (hash, invoice_id) VALUES ($1, $2)
-				ON CONFLICT (hash) DO UPDATE SET invoice_id = EXCLUDED.invoice_id`, inv.PaymentHash, inv.ID)
-		}
-	}
 	if next, ok := inv.Deadline(); ok {
 		b.queue(`INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3)
 			ON CONFLICT (invoice_id) DO UPDATE SET store_id = EXCLUDED.store_id, deadline_ms = EXCLUDED.deadline_ms,
 				claimed_by = NULL, claim_expires_ms = 0`,
 			inv.ID, inv.StoreID, ms(next))
-	} else if prev != nil {
+	} else {
 		b.queue(`DELETE FROM open_invoices WHERE invoice_id = $1`, inv.ID)
 	}
+}
+
+// The index rows of a new invoice's address and payment hash: a plain
+// INSERT, and the upsert the committer runs instead when the value is
+// taken (an address or hash written again points at the newest
+// invoice, as on Pebble).
+const (
+	insertAddress     = `INSERT INTO invoice_addresses (address, invoice_id) VALUES ($1, $2)`
+	insertPaymentHash = `INSERT INTO invoice_payment_hashes (hash, invoice_id) VALUES ($1, $2)`
+)
+
+// upserts are the statements written again as upserts when their plain
+// INSERT finds its key taken, by the name of the violated constraint.
+var upserts = map[string]struct{ plain, upsert string }{
+	"invoice_addresses_pkey": {insertAddress, insertAddress + ` ON CONFLICT (address) DO UPDATE SET invoice_id = EXCLUDED.invoice_id`},
+	"invoice_payment_hashes_pkey": {insertPaymentHash, insertPaymentHash +
+		` ON CONFLICT (hash) DO UPDATE SET invoice_id = EXCLUDED.invoice_id`},
 }
 
 // PutTransaction assigns tx an ID, writes it and applies its balance

@@ -24,19 +24,23 @@ import (
 // Every batch is answered only once the transaction that holds it has
 // committed (or failed, when all of its batches get the error).
 //
-// A few groups at a time (maxRunning) run their statements; each hands
-// its turn over to the next group before it sends COMMIT, so that the
-// next group's statements overlap this one's flush. Two groups running
-// at once may deadlock on rows both write (PostgreSQL aborts one): the
-// victim is written again whole, as no batch of it is at fault.
+// One group at a time (maxRunning) runs its statements; it hands its
+// turn over to the next group before it sends COMMIT, so that the next
+// group's statements overlap this one's flush. A group that PostgreSQL
+// aborts as the victim of a deadlock (with another node's transaction,
+// or with the group before it when maxRunning is raised) is written
+// again whole, as no batch of it is at fault.
 
 // maxGroup bounds the batches of one transaction.
 const maxGroup = 256
 
-// maxRunning bounds the groups running their statements at once (more
-// than one keeps both the server's cores busy while a group waits for
-// a round trip).
-const maxRunning = 4
+// maxRunning bounds the groups running their statements at once. One:
+// the batches that arrive while a group runs wait for the next, so
+// groups grow with the load, and the server spends less per batch (the
+// cluster bench's one-node cluster: 643 µs of PostgreSQL CPU per create
+// against 1,053 µs with four, and 753 µs with two; docs/decisions.md,
+// "PostgreSQL: one group at a time").
+const maxRunning = 1
 
 // retryDeadlock is how often a group that PostgreSQL chose as the
 // victim of a deadlock (or a serialization failure) is written again
@@ -63,7 +67,10 @@ type groupItem struct {
 	fence *fence
 	// what names the commit in its errors ("postgres: commit batch").
 	what string
-	err  error
+	// upsert says the batch's plain index INSERTs are written as their
+	// upserts: one of them found its key taken (db.go, upserts).
+	upsert bool
+	err    error
 	done chan struct{}
 }
 
@@ -74,7 +81,7 @@ type committer struct {
 	mu    sync.Mutex
 	queue []*groupItem
 	// running counts the groups running their statements, at most
-	// maxRunning (a field, which tests set to 1).
+	// maxRunning (a field, which tests may change).
 	running, maxRunning int
 
 	// Test hooks: executed runs with the group's size once its
@@ -227,7 +234,7 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 			for _, q := range it.stmts {
 				// A new QueuedQuery: pgx keeps the statement of its
 				// connection in one, and a retry may run on another.
-				b.Queue(q.SQL, q.Arguments...)
+				b.Queue(it.sql(q.SQL), q.Arguments...)
 			}
 		}
 		br := conn.SendBatch(ctx, b)
@@ -291,6 +298,10 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 				it.answer(it.fence.refused)
 			case failFence != nil && it.fence != nil && it.fence.key == failFence.key:
 				it.answer(fmt.Errorf("%s: %w", it.fence.what, down(failed)))
+			case i == failItem && !it.upsert && keyTaken(failed):
+				// Written again, alone at fault, with its upserts.
+				it.upsert = true
+				rest = append(rest, it)
 			case i == failItem:
 				it.answer(stmtError(it.what, failed))
 			default:
@@ -301,6 +312,30 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 	}
 	conn.Release()
 	return nil, nil, nil
+}
+
+// sql is the statement the batch runs for sql: its upsert once the
+// batch writes upserts.
+func (it *groupItem) sql(sql string) string {
+	if it.upsert {
+		for _, u := range upserts {
+			if u.plain == sql {
+				return u.upsert
+			}
+		}
+	}
+	return sql
+}
+
+// keyTaken reports whether err is the violation of a key whose plain
+// INSERT has an upsert (db.go, upserts).
+func keyTaken(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
+		return false
+	}
+	_, ok := upserts[pgErr.ConstraintName]
+	return ok
 }
 
 // fatal reports whether err leaves the connection unusable or says the
@@ -329,8 +364,12 @@ func failAll(items []*groupItem, err error) {
 // taken.
 func stmtError(what string, err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "events_pkey" {
-		return &seqTaken{err}
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		switch pgErr.ConstraintName {
+		case "events_pkey", "invoices_pkey", "open_invoices_pkey":
+			// The last two: a new invoice's rows (PutInvoice) exist.
+			return &seqTaken{err}
+		}
 	}
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "requests_pkey" {
 		return &requestDone{err}

@@ -60,20 +60,14 @@ func (s *State) Delete(ctx context.Context, k string) error {
 }
 
 // execUnsynced runs one statement in a transaction of its own that does
-// not wait for its WAL flush (synchronous_commit off for it alone), in
-// one round trip. As the Pebble store does with the simulators' state,
+// not wait for its WAL flush, on a session of the unsynced pool
+// (synchronous_commit off), in one round trip. As the Pebble store does with the simulators' state,
 // the write is not synced alone: the next synced commit, which flushes
 // the WAL up to its own record, makes it durable (docs/decisions.md,
 // "The simulated backends keep their state in the store").
 func (d *DB) execUnsynced(ctx context.Context, sql string, args ...any) error {
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
-	b.Queue(`SET LOCAL synchronous_commit TO off`)
-	b.Queue(sql, args...)
-	b.Queue(`COMMIT`)
-	// A failed statement leaves the connection in the aborted
-	// transaction; the pool closes a connection released so.
-	return d.pool.SendBatch(ctx, b).Close()
+	_, err := d.unsynced.Exec(ctx, sql, args...)
+	return err
 }
 
 // Scan calls fn for each key under prefix, in key order. The rows are

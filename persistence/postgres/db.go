@@ -25,7 +25,7 @@ type DB struct {
 	// unsynced is a small pool whose sessions commit without waiting
 	// for their WAL flush (synchronous_commit off), for execUnsynced.
 	unsynced *pgxpool.Pool
-	clock kassa.Clock
+	clock    kassa.Clock
 	// group writes the batches of Commit and of the fenced commits
 	// (Members, Leases, CommitClaimed) in shared transactions.
 	group *committer

@@ -71,7 +71,7 @@ type groupItem struct {
 	// upserts: one of them found its key taken (db.go, upserts).
 	upsert bool
 	err    error
-	done chan struct{}
+	done   chan struct{}
 }
 
 // committer queues the batches of a DB and writes them in groups.

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -25,7 +27,8 @@ import (
 // BenchmarkCreateInvoice is one invoice create through the whole stack
 // as `kassa serve --chain sim --lightning sim` wires it: the handler with
 // its middleware, the actors, Pebble on disk with synced commits, spans
-// recorded with no exporter, metrics counted. Parallel, so that commits
+// as kassa serve has them without an exporter, metrics counted; plain,
+// and with an Idempotency-Key per create. Parallel, so that commits
 // share their fsyncs as under the bench's load. -benchmem gives the
 // allocations of a create; kassa-bench's create part gives the rate
 // against the work floor.
@@ -66,24 +69,38 @@ func BenchmarkCreateInvoice(b *testing.B) {
 		KV: db, Logger: log, Metrics: stats, PublicURL: "http://127.0.0.1:8080"})
 	path := "/api/v1/stores/" + st.ID + "/invoices"
 	body := []byte(`{"amount":"12.50","currency":"EUR","orderId":"bench","metadata":{"sku":"A1"}}`)
-	b.ReportAllocs()
-	b.SetParallelism(16)
-	b.ResetTimer()
-	cpu := processCPU()
-	defer func() { b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e3, "cpu-us/op") }()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			r := httptest.NewRequest("POST", path, bytes.NewReader(body))
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("X-Api-Key", st.APIKeys[0].Key)
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, r)
-			if w.Code != http.StatusOK {
-				b.Errorf("status %d: %s", w.Code, w.Body)
-				return
-			}
+	for _, keyed := range []bool{false, true} {
+		name := "plain"
+		if keyed {
+			// Each create with its own Idempotency-Key, as a shop
+			// plugin retrying safely sends it.
+			name = "idempotency-key"
 		}
-	})
+		b.Run(name, func(b *testing.B) {
+			var n atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(16)
+			b.ResetTimer()
+			cpu := processCPU()
+			defer func() { b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e3, "cpu-us/op") }()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					r := httptest.NewRequest("POST", path, bytes.NewReader(body))
+					r.Header.Set("Content-Type", "application/json")
+					r.Header.Set("X-Api-Key", st.APIKeys[0].Key)
+					if keyed {
+						r.Header.Set("Idempotency-Key", "bench-"+strconv.FormatInt(n.Add(1), 10))
+					}
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, r)
+					if w.Code != http.StatusOK {
+						b.Errorf("status %d: %s", w.Code, w.Body)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 // processCPU is the CPU time this process used so far, user and system,

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,9 +49,10 @@ type DB struct {
 	// from then on every call answers it.
 	fail  *failure
 	clock kassa.Clock
-	// requestMu serialises the commits that record request ids
-	// (PutRequest), so that two with one id never both commit.
-	requestMu sync.Mutex
+	// requests serialises the commits that record one request id
+	// (PutRequest), so that two with one id never both commit; commits
+	// of other ids go on and share their fsyncs.
+	requests requestLocks
 	// expiry holds the live claims of ClaimOverdue (expiry.go).
 	expiry expiryClaims
 }
@@ -389,8 +389,7 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	}
 	defer d.leave()
 	if len(b.requests) > 0 {
-		d.requestMu.Lock()
-		defer d.requestMu.Unlock()
+		defer d.requests.lock(b.requests)()
 		taken, err := d.requestsTaken(b.requests)
 		if err != nil {
 			return err

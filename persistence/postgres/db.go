@@ -196,8 +196,11 @@ func (b *Batch) AppendEvent(s kassa.Stream, seq uint64, event []byte) {
 	if event == nil {
 		event = []byte{}
 	}
-	b.queue(`INSERT INTO events (kind, stream, seq, data) VALUES ($1, $2, $3, $4)`, s.Kind, s.ID, int64(seq), event)
+	b.queue(insertEvent, s.Kind, s.ID, int64(seq), event)
 }
+
+// insertEvent appends an event (merged in a group: merge.go).
+const insertEvent = `INSERT INTO events (kind, stream, seq, data) VALUES ($1, $2, $3, $4)`
 
 // apiKeyHash is how an API key is indexed: its SHA-256, never the key.
 func apiKeyHash(key string) string {
@@ -227,8 +230,7 @@ func (b *Batch) PutStore(st *kassa.Store, seq uint64) {
 // points at another invoice (upserts below).
 func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 	if prev == nil {
-		b.queue(`INSERT INTO invoices (id, store_id, created_ms, seq, doc) VALUES ($1, $2, $3, $4, $5)`,
-			inv.ID, inv.StoreID, ms(inv.CreatedAt), int64(seq), b.json(inv))
+		b.queue(insertNewInvoice, inv.ID, inv.StoreID, ms(inv.CreatedAt), int64(seq), b.json(inv))
 		if inv.OnchainAddress != "" {
 			b.queue(insertAddress, inv.OnchainAddress, inv.ID)
 		}
@@ -236,8 +238,7 @@ func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 			b.queue(insertPaymentHash, inv.PaymentHash, inv.ID)
 		}
 		if next, ok := inv.Deadline(); ok {
-			b.queue(`INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3)`,
-				inv.ID, inv.StoreID, ms(next))
+			b.queue(insertOpenInvoice, inv.ID, inv.StoreID, ms(next))
 		}
 		return
 	}
@@ -254,11 +255,13 @@ func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 	}
 }
 
-// The index rows of a new invoice's address and payment hash: a plain
-// INSERT, and the upsert the committer runs instead when the value is
-// taken (an address or hash written again points at the newest
-// invoice, as on Pebble).
+// The rows of a new invoice (merged in a group: merge.go). The index
+// rows of its address and payment hash are a plain INSERT, and the
+// upsert the committer runs instead when the value is taken (an address
+// or hash written again points at the newest invoice, as on Pebble).
 const (
+	insertNewInvoice  = `INSERT INTO invoices (id, store_id, created_ms, seq, doc) VALUES ($1, $2, $3, $4, $5)`
+	insertOpenInvoice = `INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3)`
 	insertAddress     = `INSERT INTO invoice_addresses (address, invoice_id) VALUES ($1, $2)`
 	insertPaymentHash = `INSERT INTO invoice_payment_hashes (hash, invoice_id) VALUES ($1, $2)`
 )

@@ -86,7 +86,10 @@ type committer struct {
 
 	// Test hooks: executed runs with the group's size once its
 	// statements ran, before the turn is handed over and COMMIT sent;
-	// committed runs with the size of each group that committed.
+	// committed runs with the size of each group that committed; sent
+	// runs with the statements of each transaction sent (fences and
+	// batches' statements, merged ones counted once).
+	sent      func(stmts int)
 	executed  func(n int)
 	committed func(n int)
 }
@@ -215,7 +218,7 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 		failAll(items, err)
 		return nil, nil, nil
 	}
-	deadlocks := 0
+	deadlocks, merge := 0, true
 	for len(items) > 0 {
 		var fences []*fence
 		seen := make(map[string]bool)
@@ -230,12 +233,29 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 		for _, f := range fences {
 			b.Queue(f.sql, f.args...)
 		}
-		for _, it := range items {
+		// The mergeable INSERTs of a group of several batches go first,
+		// one statement each (merge.go); own are each batch's others.
+		var m merger
+		own := make([][]*pgx.QueuedQuery, len(items))
+		for i, it := range items {
 			for _, q := range it.stmts {
+				sql := it.sql(q.SQL)
+				if merge && len(items) > 1 && m.add(sql, q.Arguments) {
+					continue
+				}
 				// A new QueuedQuery: pgx keeps the statement of its
 				// connection in one, and a retry may run on another.
-				b.Queue(it.sql(q.SQL), q.Arguments...)
+				own[i] = append(own[i], &pgx.QueuedQuery{SQL: sql, Arguments: q.Arguments})
 			}
+		}
+		merged := m.queue(b)
+		for _, qs := range own {
+			for _, q := range qs {
+				b.Queue(q.SQL, q.Arguments...)
+			}
+		}
+		if c.sent != nil {
+			c.sent(b.Len() - 1) // BEGIN
 		}
 		br := conn.SendBatch(ctx, b)
 		tx := br.Tx()
@@ -261,12 +281,21 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 				refused[f.key] = true
 			}
 		}
-	stmts:
-		for i, it := range items {
+		mergeFailed := false
+		for range merged {
 			if failed != nil {
 				break
 			}
-			for range it.stmts {
+			if _, err := br.Exec(); err != nil {
+				failed, mergeFailed = err, true
+			}
+		}
+	stmts:
+		for i := range items {
+			if failed != nil {
+				break
+			}
+			for range own[i] {
 				if _, err := br.Exec(); err != nil {
 					failed, failItem = err, i
 					break stmts
@@ -280,7 +309,7 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 			return conn, tx, items
 		}
 		rbErr := tx.Rollback(ctx)
-		if failed != nil && (fatal(failed) || ctx.Err() != nil || (failFence == nil && failItem < 0)) || rbErr != nil || conn.Conn().IsClosed() {
+		if failed != nil && (fatal(failed) || ctx.Err() != nil || (failFence == nil && failItem < 0 && !mergeFailed)) || rbErr != nil || conn.Conn().IsClosed() {
 			// The connection or the transaction is gone: no batch of
 			// the group is written.
 			conn.Release()
@@ -289,6 +318,12 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 		}
 		if failed != nil && retryable(failed) && deadlocks < retryDeadlock {
 			deadlocks++
+			continue
+		}
+		if mergeFailed {
+			// Which batch's row failed is not known: the group is
+			// written again unmerged.
+			merge = false
 			continue
 		}
 		rest := items[:0:0]

@@ -3,7 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
@@ -107,5 +110,113 @@ func TestStateWritesAreUnsynced(t *testing.T) {
 	}
 	if v, ok, err := db.State("sim").Get(ctx, "k"); string(v) != "v" || !ok || err != nil {
 		t.Errorf("Get after Put = %q, %v, %v", v, ok, err)
+	}
+}
+
+// createBatch is a create as the invoice actor writes it: the event,
+// the new invoice with its address, hash and open row, and its request
+// id.
+func createBatch(db *DB, id, address string) (kassa.Batch, *kassa.Invoice) {
+	inv := kassatest.NewInvoice(id, "s1", kassatest.Epoch)
+	inv.OnchainAddress, inv.PaymentHash = address, "hash_"+id
+	b := db.NewBatch()
+	b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: id}, 1, []byte("created "+id))
+	b.PutInvoice(inv, nil, 1)
+	b.(kassa.RequestBatch).PutRequest(kassa.RequestRecord{StoreID: "s1", ID: "req_" + id, Kind: kassa.RequestInvoice, ResultID: id})
+	return b, inv
+}
+
+// TestGroupMergesCreates: the creates of one group are written with one
+// INSERT per table (six statements and the fence, not six per create),
+// and each is whole: its snapshot, lookups, open row and request id.
+func TestGroupMergesCreates(t *testing.T) {
+	db := openTest(t)
+	ctx := t.Context()
+	if err := db.Members().Join(ctx, "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	var sent []int
+	db.group.sent = func(n int) { sent = append(sent, n) } // one group runs at a time
+	h := newGroupHarness(t, db)
+	first := h.start(t)
+	const n = 8
+	errs := make(chan error, n)
+	invs := map[string]*kassa.Invoice{}
+	for i := range n {
+		b, inv := createBatch(db, fmt.Sprintf("inv_%d", i), fmt.Sprintf("bcrt1q%d", i))
+		invs[inv.ID] = inv
+		go func() { errs <- db.Members().Commit(context.Background(), "node-1", b) }()
+	}
+	h.waitQueued(t, n)
+	close(h.hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []int{1, 1 + 6}; !slices.Equal(sent, want) {
+		t.Errorf("statements sent per transaction = %v, want %v (the first group's store, then a fence and six merged INSERTs)", sent, want)
+	}
+	open := map[string]bool{}
+	if err := db.OpenInvoices(ctx, func(id, _ string, _ time.Time) error { open[id] = true; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range invs {
+		got, seq, err := db.InvoiceSnapshot(ctx, id)
+		if err != nil || seq != 1 {
+			t.Fatalf("InvoiceSnapshot(%s) = seq %d, %v", id, seq, err)
+		}
+		if got.OnchainAddress != want.OnchainAddress || got.PaymentHash != want.PaymentHash || got.StoreID != want.StoreID {
+			t.Errorf("snapshot of %s = %+v, want %+v", id, got, want)
+		}
+		if a, err := db.InvoiceIDByAddress(ctx, want.OnchainAddress); a != id || err != nil {
+			t.Errorf("InvoiceIDByAddress(%s) = %q, %v; want %s", want.OnchainAddress, a, err, id)
+		}
+		if h, err := db.InvoiceIDByPaymentHash(ctx, want.PaymentHash); h != id || err != nil {
+			t.Errorf("InvoiceIDByPaymentHash(%s) = %q, %v; want %s", want.PaymentHash, h, err, id)
+		}
+		if r, err := db.Request(ctx, "s1", "req_"+id); err != nil || r.ResultID != id {
+			t.Errorf("Request(req_%s) = %+v, %v", id, r, err)
+		}
+		if !open[id] {
+			t.Errorf("%s is not among the open invoices", id)
+		}
+	}
+}
+
+// TestGroupMergeFailsOverToEachBatch: two new invoices of one group
+// with the same address make the merged INSERT fail; the group is
+// written again unmerged, the second batch with its upserts: both
+// commit, and the address names the later one, as if committed apart.
+func TestGroupMergeFailsOverToEachBatch(t *testing.T) {
+	db := openTest(t)
+	ctx := t.Context()
+	h := newGroupHarness(t, db)
+	first := h.start(t)
+	errs := make(chan error, 2)
+	for i, id := range []string{"inv_a", "inv_b"} {
+		b, _ := createBatch(db, id, "bcrt1qsame")
+		go func() { errs <- db.Commit(context.Background(), b) }()
+		h.waitQueued(t, i+1)
+	}
+	close(h.hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("commit: %v", err)
+		}
+	}
+	for _, id := range []string{"inv_a", "inv_b"} {
+		if !stored(t, db, id) {
+			t.Errorf("%s not stored", id)
+		}
+	}
+	if id, err := db.InvoiceIDByAddress(ctx, "bcrt1qsame"); id != "inv_b" || err != nil {
+		t.Errorf("InvoiceIDByAddress = %q, %v; want inv_b", id, err)
 	}
 }

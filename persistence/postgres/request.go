@@ -19,8 +19,11 @@ var (
 // PutRequest records a create's request id with what it created; the
 // primary key makes a second commit of the id fail (kassa.ErrRequestDone).
 func (b *Batch) PutRequest(r kassa.RequestRecord) {
-	b.queue(`INSERT INTO requests (store_id, request_id, doc) VALUES ($1, $2, $3)`, r.StoreID, r.ID, b.json(r))
+	b.queue(insertRequest, r.StoreID, r.ID, b.json(r))
 }
+
+// insertRequest records a request id (merged in a group: merge.go).
+const insertRequest = `INSERT INTO requests (store_id, request_id, doc) VALUES ($1, $2, $3)`
 
 // Request returns the record of request id of the store.
 func (d *DB) Request(ctx context.Context, storeID, id string) (*kassa.RequestRecord, error) {

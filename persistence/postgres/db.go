@@ -31,6 +31,8 @@ type DB struct {
 	group *committer
 	// cache keeps the stores owned by this process's actors (Own).
 	cache ownedCache
+	// statePuts writes the simulators' state (State.Put) in groups.
+	statePuts statePuts
 }
 
 var (

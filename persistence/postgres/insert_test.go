@@ -220,3 +220,45 @@ func TestGroupMergeFailsOverToEachBatch(t *testing.T) {
 		t.Errorf("InvoiceIDByAddress = %q, %v; want inv_b", id, err)
 	}
 }
+
+// TestStatePutsTogether: puts racing each other, several to one key and
+// to two spaces, are written together; each caller is answered once its
+// value is readable, and a key put by several holds one of their values.
+func TestStatePutsTogether(t *testing.T) {
+	db := openTest(t)
+	ctx := t.Context()
+	const n = 40
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			space := []string{"ln", "chain"}[i%2]
+			k := fmt.Sprintf("k%d", i)
+			err := db.State(space).Put(ctx, k, []byte(k))
+			if err == nil {
+				err = db.State(space).Put(ctx, "shared", []byte(k))
+			}
+			if err == nil {
+				if v, ok, gerr := db.State(space).Get(ctx, k); string(v) != k || !ok || gerr != nil {
+					err = fmt.Errorf("Get(%s/%s) after Put = %q, %v, %v", space, k, v, ok, gerr)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for _, space := range []string{"ln", "chain"} {
+		v, ok, err := db.State(space).Get(ctx, "shared")
+		if !ok || err != nil || len(v) < 2 || v[0] != 'k' {
+			t.Errorf("Get(%s/shared) = %q, %v, %v; want one of the values put", space, v, ok, err)
+		}
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := db.State("ln").Put(canceled, "late", []byte("x")); err == nil {
+		t.Error("Put with a context already ended: no error")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -38,17 +39,102 @@ func (s *State) Get(ctx context.Context, k string) ([]byte, bool, error) {
 	return v, true, nil
 }
 
-// Put sets k to value.
+// Put sets k to value. The puts of all spaces made while another is
+// being written go together in one statement (statePuts).
 func (s *State) Put(ctx context.Context, k string, value []byte) error {
 	if value == nil {
 		value = []byte{}
 	}
-	err := s.db.execUnsynced(ctx, `INSERT INTO sim_state (space, key, value) VALUES ($1, $2, $3)
-		ON CONFLICT (space, key) DO UPDATE SET value = EXCLUDED.value`, s.space, k, value)
-	if err != nil {
+	if err := s.db.statePuts.put(ctx, s.db, s.space, k, value); err != nil {
 		return fmt.Errorf("postgres: state put: %w", down(err))
 	}
 	return nil
+}
+
+// statePuts writes the simulators' puts that wait, all of them in one
+// unsynced upsert, one write at a time: the simulated Lightning node
+// puts once per create, so a create costs the server a row, not a
+// transaction. Puts of one key in one write keep the last queued (the
+// puts raced; either order is one they could have had).
+type statePuts struct {
+	mu      sync.Mutex
+	queue   []*statePut
+	running bool
+}
+
+type statePut struct {
+	ctx        context.Context
+	space, key string
+	value      []byte
+	err        error
+	done       chan struct{}
+}
+
+const upsertStates = `INSERT INTO sim_state (space, key, value) SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[])
+	ON CONFLICT (space, key) DO UPDATE SET value = EXCLUDED.value`
+
+func (q *statePuts) put(ctx context.Context, d *DB, space, key string, value []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p := &statePut{ctx: ctx, space: space, key: key, value: value, done: make(chan struct{})}
+	q.mu.Lock()
+	q.queue = append(q.queue, p)
+	if !q.running {
+		q.running = true
+		go q.run(d)
+	}
+	q.mu.Unlock()
+	<-p.done
+	return p.err
+}
+
+// run writes the puts waiting until none is left.
+func (q *statePuts) run(d *DB) {
+	for {
+		q.mu.Lock()
+		puts := q.queue
+		q.queue = nil
+		if len(puts) == 0 {
+			q.running = false
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		// The write ends when every caller has given up; the last
+		// put of each key is written.
+		ctx, cancel := context.WithCancel(context.Background())
+		left := int64(len(puts))
+		var mu sync.Mutex
+		stops := make([]func() bool, 0, len(puts))
+		last := map[[2]string]int{}
+		for i, p := range puts {
+			stops = append(stops, context.AfterFunc(p.ctx, func() {
+				mu.Lock()
+				defer mu.Unlock()
+				if left--; left == 0 {
+					cancel()
+				}
+			}))
+			last[[2]string{p.space, p.key}] = i
+		}
+		var spaces, keys []string
+		var values [][]byte
+		for i, p := range puts {
+			if last[[2]string{p.space, p.key}] == i {
+				spaces, keys, values = append(spaces, p.space), append(keys, p.key), append(values, p.value)
+			}
+		}
+		err := d.execUnsynced(ctx, upsertStates, spaces, keys, values)
+		for _, stop := range stops {
+			stop()
+		}
+		cancel()
+		for _, p := range puts {
+			p.err = err
+			close(p.done)
+		}
+	}
 }
 
 // Delete removes k; a missing key is no error.

@@ -265,6 +265,9 @@ type Batch struct {
 	requests [][]byte
 	// deltas are the balance changes of the batch, by store.
 	deltas map[string]int64
+	// unclaimed are the deadlines the batch takes out of the deadline
+	// index, whose expiry claims go once it is committed.
+	unclaimed []claimedDeadline
 }
 
 // NewBatch starts a batch.
@@ -328,6 +331,7 @@ func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 	if prev != nil {
 		if old, ok := prev.Deadline(); ok && (!nextOK || !old.Equal(next)) {
 			b.del(openKey(old, inv.ID))
+			b.unclaimed = append(b.unclaimed, claimedDeadline{invoiceID: inv.ID, deadline: string(ms(old))})
 		}
 	}
 	if nextOK {
@@ -414,6 +418,7 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	for _, c := range b.stores {
 		d.stores.put(c)
 	}
+	d.expiry.forget(b.unclaimed)
 	return nil
 }
 

@@ -32,6 +32,26 @@ type expiryClaim struct {
 	end      time.Time
 }
 
+// claimedDeadline is an invoice's deadline as the index keys it.
+type claimedDeadline struct{ invoiceID, deadline string }
+
+// forget drops the claims on deadlines that left the index: the invoice
+// closed, or its deadline moved (a claim is on one deadline). Without
+// it a node closing invoices quickly would keep a claim per invoice for
+// the claim's whole length (issue 23's closed-invoice memory).
+func (c *expiryClaims) forget(gone []claimedDeadline) {
+	if len(gone) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, g := range gone {
+		if cl, ok := c.expires[g.invoiceID]; ok && cl.deadline == g.deadline {
+			delete(c.expires, g.invoiceID)
+		}
+	}
+}
+
 // errClaimsFull stops the scan of ClaimOverdue once it has limit invoices.
 var errClaimsFull = errors.New("claims full")
 

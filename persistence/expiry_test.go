@@ -77,3 +77,57 @@ func TestSweeperAhead(t *testing.T) {
 	round(3*time.Minute + expiry.DefaultGrace - time.Millisecond)
 	round(3*time.Minute+expiry.DefaultGrace, "inv_3")
 }
+
+// TestClosedInvoicesLeaveNoClaims: a claim is on an invoice's deadline;
+// the commit that takes the invoice out of the deadline index (it
+// settled, or its deadline moved) drops the claim with it, so that a
+// node closing invoices quickly (a one-second expiry) does not hold a
+// claim per invoice for the claim's whole length.
+func TestClosedInvoicesLeaveNoClaims(t *testing.T) {
+	clock := kassatest.NewTestClock(kassatest.Epoch)
+	db, err := Open("", Options{InMemory: true, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = 500
+	var invs []*kassa.Invoice
+	for i := range n {
+		inv := kassatest.NewInvoice(fmt.Sprintf("inv_%d", i), "s1", kassatest.Epoch.Add(-14*time.Minute))
+		kassatest.Commit(t, db, func(b kassa.Batch) { b.PutInvoice(inv, nil, 1) })
+		invs = append(invs, inv)
+	}
+	claimed, err := db.ClaimOverdue(t.Context(), "node", kassatest.Epoch.Add(2*time.Minute), 2*time.Minute, 2*n)
+	if err != nil || len(claimed) != n {
+		t.Fatalf("claimed %d, %v; want %d", len(claimed), err, n)
+	}
+	claims := func() int {
+		db.expiry.mu.Lock()
+		defer db.expiry.mu.Unlock()
+		return len(db.expiry.expires)
+	}
+	if got := claims(); got != n {
+		t.Fatalf("%d live claims after the round, want %d (the positive control)", got, n)
+	}
+	// The first half settles (out of the index); the second half's
+	// deadline moves on (an expiry, then its monitoring): the old
+	// deadline's claim goes with the old index entry either way.
+	for i, inv := range invs {
+		next := *inv
+		next.UpdatedAt = kassatest.Epoch
+		if i < n/2 {
+			next.Status = kassa.InvoiceSettled
+		} else {
+			next.Status = kassa.InvoiceExpired
+		}
+		kassatest.Commit(t, db, func(b kassa.Batch) { b.PutInvoice(&next, inv, 2) })
+	}
+	if got := claims(); got != 0 {
+		t.Errorf("%d claims left after every claimed deadline left the index, want 0", got)
+	}
+	// The moved deadlines can be claimed again: not a claim lost.
+	again, err := db.ClaimOverdue(t.Context(), "node", kassatest.Epoch.Add(25*time.Hour), 2*time.Minute, 2*n)
+	if err != nil || len(again) != n/2 {
+		t.Errorf("claimed %d moved deadlines, %v; want %d", len(again), err, n/2)
+	}
+}

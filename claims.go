@@ -70,10 +70,13 @@ type OverdueInvoice struct {
 // each node (package expiry), so that an invoice whose actor is
 // passivated, or whose owner is gone, still reaches its deadline.
 type ExpiryClaims interface {
-	// ClaimOverdue claims, for holder until now+ttl, at most limit open
-	// invoices whose deadline is before overdue and that no live claim
-	// holds, oldest deadline first. The claim only spreads the work:
-	// the invoice's transition is idempotent, so an expiry delivered
-	// twice fires once.
+	// ClaimOverdue claims, for holder, at most limit open invoices
+	// whose deadline is before overdue and that no live claim holds,
+	// oldest deadline first. Each claim runs until ttl past the later
+	// of now and the invoice's deadline: one claimed before it is due
+	// is free again ttl after its deadline, however early it was
+	// claimed. The claim only spreads the work: the invoice's
+	// transition is idempotent, so an expiry delivered twice fires
+	// once.
 	ClaimOverdue(ctx context.Context, holder string, overdue time.Time, ttl time.Duration, limit int) ([]OverdueInvoice, error)
 }

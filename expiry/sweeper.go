@@ -51,10 +51,10 @@ type Sweeper struct {
 	Batch                  int
 	// Ahead, when positive, is how long before its deadline an invoice
 	// is claimed and fired: early, which wakes it and arms its own
-	// timer, so that it fires on time. Its claim runs Ahead + Grace: for
-	// an invoice claimed as it comes within Ahead, until Grace past its
-	// deadline, when a deadline its timer did not fire (the owner gone)
-	// is claimed again. Zero claims only deadlines more than Grace past.
+	// timer, so that it fires on time. Its claim runs until Grace past
+	// its deadline, however early it was claimed, when a deadline its
+	// timer did not fire (the owner gone) is claimed again. Zero claims
+	// only deadlines more than Grace past.
 	Ahead time.Duration
 }
 
@@ -82,7 +82,7 @@ func (s *Sweeper) SweepOnce(ctx context.Context) (int, error) {
 	if s.Ahead > 0 {
 		// Within Ahead, its end included (the index counts
 		// milliseconds); early is harmless, it wakes the invoice.
-		overdue, ttl = s.Clock.Now().Add(s.Ahead+time.Millisecond), s.Ahead+s.Grace
+		overdue, ttl = s.Clock.Now().Add(s.Ahead+time.Millisecond), s.Grace
 	}
 	due, err := s.Claims.ClaimOverdue(ctx, s.Holder, overdue, ttl, s.Batch)
 	if err != nil {

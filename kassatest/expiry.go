@@ -13,8 +13,10 @@ import (
 // a due invoice is claimed once while its claim runs and again after it
 // ran out, or at once when its deadline changed; one not yet due, a
 // settled one, an expired one (which waits for the end of its
-// monitoring) and one whose deadline moved later are not. open returns a fresh store whose clock is clock; Pebble (one node,
-// whose sweeper always wins its claims) and PostgreSQL run it.
+// monitoring) and one whose deadline moved later are not. A claim taken
+// before the deadline runs until ttl past the deadline, not past the
+// claim. open returns a fresh store whose clock is clock; Pebble (one
+// node, whose sweeper always wins its claims) and PostgreSQL run it.
 func RunExpiryClaims(t *testing.T, open func(t *testing.T, clock kassa.Clock) (kassa.Journal, kassa.ExpiryClaims)) {
 	ctx := t.Context()
 	clock := NewTestClock(Epoch)
@@ -73,4 +75,29 @@ func RunExpiryClaims(t *testing.T, open func(t *testing.T, clock kassa.Clock) (k
 	// its claim runs, is claimed again.
 	change(5, func(inv *kassa.Invoice) { inv.ExpiresAt = inv.ExpiresAt.Add(-time.Second) })
 	claim(clock.Now(), 10, "inv_5")
+
+	// inv_6, due in a minute, claimed now: its claim runs until 10 s
+	// past its deadline, not 10 s past now (a node killed after the
+	// early claim leaves the deadline to the others that soon).
+	inv6 := NewInvoice("inv_6", "s0", clock.Now().Add(time.Minute-15*time.Minute))
+	put(inv6, nil, 1)
+	invs = append(invs, inv6)
+	claimed6 := func(at time.Duration) bool {
+		t.Helper()
+		clock.Advance(inv6.ExpiresAt.Add(at).Sub(clock.Now()))
+		got, err := claims.ClaimOverdue(ctx, "node-b", inv6.ExpiresAt.Add(time.Millisecond), 10*time.Second, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(got, func(o kassa.OverdueInvoice) bool { return o.InvoiceID == "inv_6" })
+	}
+	if !claimed6(-time.Minute) {
+		t.Fatal("inv_6 not claimed a minute before its deadline")
+	}
+	if claimed6(10*time.Second - time.Millisecond) {
+		t.Error("inv_6's early claim ran out before 10 s past its deadline")
+	}
+	if !claimed6(10 * time.Second) {
+		t.Error("inv_6's early claim still runs 10 s past its deadline")
+	}
 }

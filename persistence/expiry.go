@@ -55,9 +55,9 @@ func (c *expiryClaims) forget(gone []claimedDeadline) {
 // errClaimsFull stops the scan of ClaimOverdue once it has limit invoices.
 var errClaimsFull = errors.New("claims full")
 
-// ClaimOverdue claims, for holder until now+ttl, at most limit open
-// invoices whose deadline is before overdue and that no live claim holds,
-// oldest deadline first. It scans the deadline index (iop/), which is
+// ClaimOverdue claims, for holder until ttl past the later of now and
+// its deadline, at most limit open invoices whose deadline is before
+// overdue and that no live claim holds, oldest deadline first. It scans the deadline index (iop/), which is
 // ordered by deadline, and stops at the first deadline not overdue: a
 // round costs what is due, not what is open.
 func (d *DB) ClaimOverdue(ctx context.Context, holder string, overdue time.Time, ttl time.Duration, limit int) ([]kassa.OverdueInvoice, error) {
@@ -96,7 +96,15 @@ func (d *DB) ClaimOverdue(ctx context.Context, holder string, overdue time.Time,
 		c.expires = map[string]expiryClaim{}
 	}
 	for _, o := range out {
-		c.expires[o.InvoiceID] = expiryClaim{deadline: string(ms(o.Deadline)), end: now.Add(ttl)}
+		c.expires[o.InvoiceID] = expiryClaim{deadline: string(ms(o.Deadline)), end: later(now, o.Deadline).Add(ttl)}
 	}
 	return out, nil
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -29,10 +29,12 @@ func TestExpiryClaims(t *testing.T) {
 
 // TestSweeperAhead: the deadline sweeper of one node over Pebble, as
 // actors.System runs it (Ahead set), fires each invoice due within Ahead
-// (its end included) once, early. Its claim runs Ahead + Grace: one that
-// its actor did not then expire (the fire was lost) is fired again after
-// that, for an invoice claimed as it came within Ahead Grace after its
-// deadline.
+// (its end included) once, early. Its claim runs until Grace past the
+// invoice's deadline, however early it was claimed: one that its actor
+// did not expire (the fire was lost with a node killed) is fired again
+// then. Before, a claim ran Ahead + Grace from the round that took it,
+// so an invoice claimed a minute before its deadline was fired again
+// only a minute and Grace late.
 func TestSweeperAhead(t *testing.T) {
 	clock := kassatest.NewTestClock(kassatest.Epoch)
 	db, err := Open("", Options{InMemory: true, Clock: clock})
@@ -41,9 +43,18 @@ func TestSweeperAhead(t *testing.T) {
 	}
 	defer db.Close()
 	// Due in 1, 2 and 3 minutes.
+	invs := map[string]*kassa.Invoice{}
 	for i := 1; i <= 3; i++ {
 		inv := kassatest.NewInvoice(fmt.Sprintf("inv_%d", i), "s1", kassatest.Epoch.Add(time.Duration(i)*time.Minute-15*time.Minute))
 		kassatest.Commit(t, db, func(b kassa.Batch) { b.PutInvoice(inv, nil, 1) })
+		invs[inv.ID] = inv
+	}
+	// settle closes an invoice, as its actor would once a fire reaches
+	// it: it leaves the deadline index.
+	settle := func(id string) {
+		next := *invs[id]
+		next.Status = kassa.InvoiceSettled
+		kassatest.Commit(t, db, func(b kassa.Batch) { b.PutInvoice(&next, invs[id], 2) })
 	}
 	var (
 		mu    sync.Mutex
@@ -68,14 +79,20 @@ func TestSweeperAhead(t *testing.T) {
 			t.Fatalf("round at %v fired %v, want %v", at, fired, want)
 		}
 	}
-	claimed := 2*time.Minute + expiry.DefaultGrace // how long a claim runs
+	grace := expiry.DefaultGrace
 	round(0, "inv_1", "inv_2")
 	round(time.Second)
 	round(time.Minute, "inv_3")
-	round(claimed - time.Millisecond)
-	round(claimed, "inv_1", "inv_2")
-	round(3*time.Minute + expiry.DefaultGrace - time.Millisecond)
-	round(3*time.Minute+expiry.DefaultGrace, "inv_3")
+	round(time.Minute + grace - time.Millisecond)
+	round(time.Minute+grace, "inv_1") // lost: fired again
+	round(time.Minute + 2*grace - time.Millisecond)
+	round(time.Minute+2*grace, "inv_1") // lost again: its claim ran Grace
+	settle("inv_1")
+	round(2*time.Minute + grace - time.Millisecond)
+	round(2*time.Minute+grace, "inv_2")
+	settle("inv_2")
+	round(3*time.Minute + grace - time.Millisecond)
+	round(3*time.Minute+grace, "inv_3")
 }
 
 // TestClosedInvoicesLeaveNoClaims: a claim is on an invoice's deadline;

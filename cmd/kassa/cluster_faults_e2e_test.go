@@ -162,6 +162,11 @@ func TestClusterNodeCutOffFromEtcd(t *testing.T) {
 	if addr0 == "" {
 		t.Fatal("node 0 names no address before the cut")
 	}
+	// The stores node 0 says it owns at the cut, for the report below.
+	ownedBy0 := map[string]bool{}
+	for _, sh := range shops {
+		ownedBy0[sh.StoreID] = adminStoreOwner(t, nodes[0], sh.StoreID).Self
+	}
 	cutAt := time.Now()
 	proxy.partition()
 	var fencedAt, takenAt time.Time
@@ -200,7 +205,10 @@ func TestClusterNodeCutOffFromEtcd(t *testing.T) {
 		t.Logf("store %s moved from node 0 to %s at %s", sh.StoreID, o.Owner, o.Handovers[0].At.Format(time.RFC3339Nano))
 	}
 	if moved == 0 {
-		t.Errorf("node 1 names no hand-over of a store from the cut-off node")
+		t.Errorf("node 1 names no hand-over of a store from the cut-off node (%s)", addr0)
+		for _, sh := range shops {
+			t.Logf("store %s: node 0 owned it at the cut: %v; node 1 says %+v", sh.StoreID, ownedBy0[sh.StoreID], adminStoreOwner(t, nodes[1], sh.StoreID))
+		}
 	}
 	// Creates through the cut-off node that need it as owner answer
 	// 503; through the others every store is served.

@@ -132,14 +132,14 @@ func (d *DB) ClaimOverdue(ctx context.Context, holder string, overdue time.Time,
 		return nil, nil
 	}
 	now := d.clock.Now()
-	rows, err := d.pool.Query(ctx, `UPDATE open_invoices SET claimed_by = $1, claim_expires_ms = $2
+	rows, err := d.pool.Query(ctx, `UPDATE open_invoices SET claimed_by = $1, claim_expires_ms = GREATEST(deadline_ms, $4) + $2
 		WHERE invoice_id IN (
 			SELECT invoice_id FROM open_invoices
 			WHERE deadline_ms < $3 AND claim_expires_ms <= $4
 			ORDER BY deadline_ms, invoice_id
 			LIMIT $5
 			FOR UPDATE SKIP LOCKED)
-		RETURNING invoice_id, store_id, deadline_ms`, holder, now.Add(ttl).UnixMilli(), ms(overdue), now.UnixMilli(), limit)
+		RETURNING invoice_id, store_id, deadline_ms`, holder, ttl.Milliseconds(), ms(overdue), now.UnixMilli(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: claim overdue invoices: %w", down(err))
 	}

@@ -47,6 +47,7 @@ func TestClaimOverdue(t *testing.T) {
 		t.Fatalf("OpenInvoices = %v, %v", deadlines, err)
 	}
 	overdue := deadlines[4] // the first four are overdue
+	clock.Advance(overdue.Sub(clock.Now()))
 	a, err := dbA.ClaimOverdue(ctx, "node-a", overdue, 10*time.Second, 3)
 	if err != nil || len(a) != 3 || a[0].InvoiceID != "inv_0" {
 		t.Fatalf("A's claim = %v, %v; want inv_0..inv_2", a, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -362,7 +363,7 @@ func (a *invoiceActor) perform(ctx actor.Context, parent context.Context, inv *k
 	for _, e := range effects {
 		switch e := e.(type) {
 		case kassa.Emit:
-			a.p.log.Info("invoice event", "invoice", inv.ID, "store", inv.StoreID, "type", string(e.Type), "additionalStatus", e.AdditionalStatus.String())
+			a.p.log.Log(context.Background(), eventLevel(e), "invoice event", "invoice", inv.ID, "store", inv.StoreID, "type", string(e.Type), "additionalStatus", e.AdditionalStatus.String())
 			if a.p.events != nil {
 				a.p.events.InvoiceEvent(parent, inv, e)
 			}
@@ -379,6 +380,18 @@ func (a *invoiceActor) perform(ctx actor.Context, parent context.Context, inv *k
 			a.disarm()
 		}
 	}
+}
+
+// eventLevel is the log level of an invoice event's line. New is at
+// debug: every create has one, and kassa_invoices_created_total counts
+// them, so at info a create writes no line (a successful request's line
+// is at debug too). The events that move money or close an invoice
+// (Processing, Settled, Expired) stay at info.
+func eventLevel(e kassa.Emit) slog.Level {
+	if e.Type == kassa.EventNew {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }
 
 // arm sets the timer to the invoice's deadline, if it has one.

@@ -120,6 +120,11 @@ func launchServer(t *testing.T, dir string, flags ...string) *server {
 		// pays through the simulation routes passes --dev.
 		flags = append(slices.Clip(flags), "--chain", "sim", "--lightning", "sim")
 	}
+	if !slices.Contains(flags, "--log-level") {
+		// events reads every invoice event from the log, and New is
+		// logged at debug.
+		flags = append(slices.Clip(flags), "--log-level", "debug")
+	}
 	s.k = harness.KassaProcess{Bin: binPath, Dir: dir, Args: flags, Stdout: stdoutWriter{s}, Managed: true}.Start(t)
 	s.cmd, s.url, s.done = s.k.Cmd(), s.k.URL, s.k.Done()
 	t.Cleanup(func() {

@@ -27,7 +27,9 @@ type RPC interface {
 	GetInfo(ctx context.Context) (*lnrpc.GetInfoResponse, error)
 	AddInvoice(ctx context.Context, in *lnrpc.Invoice) (*lnrpc.AddInvoiceResponse, error)
 	LookupInvoice(ctx context.Context, paymentHash []byte) (*lnrpc.Invoice, error)
-	// SubscribeInvoices streams invoice updates after settleIndex.
+	// SubscribeInvoices streams invoice updates after settleIndex. The
+	// watcher acts on settles alone, and Dial's leaves the others out
+	// undecoded (see subscribeSettles).
 	SubscribeInvoices(ctx context.Context, settleIndex uint64) (func() (*lnrpc.Invoice, error), error)
 	CancelInvoice(ctx context.Context, paymentHash []byte) error
 	SendPayment(ctx context.Context, in *routerrpc.SendPaymentRequest) (func() (*lnrpc.Payment, error), error)
@@ -151,11 +153,7 @@ func (g *grpcRPC) LookupInvoice(ctx context.Context, hash []byte) (*lnrpc.Invoic
 }
 
 func (g *grpcRPC) SubscribeInvoices(ctx context.Context, settleIndex uint64) (func() (*lnrpc.Invoice, error), error) {
-	s, err := g.ln.SubscribeInvoices(ctx, &lnrpc.InvoiceSubscription{SettleIndex: settleIndex})
-	if err != nil {
-		return nil, err
-	}
-	return s.Recv, nil
+	return g.subscribeSettles(ctx, settleIndex)
 }
 
 func (g *grpcRPC) CancelInvoice(ctx context.Context, hash []byte) error {

@@ -75,6 +75,13 @@ func (s *invoiceServer) AddInvoice(ctx context.Context, in *lnrpc.Invoice) (*lnr
 // returns the target that lnd.Dial takes.
 func startGRPCLnd(t *testing.T) (lnd.Target, *countingListener, *invoiceServer) {
 	t.Helper()
+	return startGRPCLndWith(t, nil)
+}
+
+// startGRPCLndWith is startGRPCLnd serving wrap(invoiceServer) when wrap
+// is not nil.
+func startGRPCLndWith(t *testing.T, wrap func(*invoiceServer) lnrpc.LightningServer) (lnd.Target, *countingListener, *invoiceServer) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +109,11 @@ func startGRPCLnd(t *testing.T) (lnd.Target, *countingListener, *invoiceServer) 
 	})))
 	mac := []byte{0x02, 0x01, 0x03, 0x6c, 0x6e, 0x64}
 	is := &invoiceServer{macaroon: "0201036c6e64"}
-	lnrpc.RegisterLightningServer(srv, is)
+	var served lnrpc.LightningServer = is
+	if wrap != nil {
+		served = wrap(is)
+	}
+	lnrpc.RegisterLightningServer(srv, served)
 	go srv.Serve(cl)
 	t.Cleanup(srv.Stop)
 	return lnd.Target{Host: ln.Addr().String(), TLSCertPath: certPath, Macaroon: mac}, cl, is

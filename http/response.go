@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -14,10 +16,11 @@ import (
 // contentTypeJSON is the Content-Type of every JSON response.
 const contentTypeJSON = "application/json; charset=utf-8"
 
-// writeJSON answers v as JSON with status.
+// writeJSON answers v as JSON with status, and its Content-Length.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		// Only an unencodable value gets here: a bug, not input.
@@ -25,9 +28,29 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		buf.Reset()
 		buf.WriteString(`{"code":"internal","message":"internal error"}` + "\n")
 	}
-	w.Header().Set("Content-Type", contentTypeJSON)
+	h := w.Header()
+	h.Set("Content-Type", contentTypeJSON)
+	h.Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// jsonBuffers are writeJSON's buffers, kept between responses: an
+// invoice with its two QR codes is several kilobytes, which a new buffer
+// grew to by doubling for every response. The ResponseWriters copy what
+// they are given (net/http's, and teeWriter into its own buffer).
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledJSON is the largest buffer kept for another response; a
+// larger one (a long list) is left to the collector.
+const maxPooledJSON = 64 << 10
+
+func putJSONBuffer(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledJSON {
+		return
+	}
+	buf.Reset()
+	jsonBuffers.Put(buf)
 }
 
 // message is the body of operations that answer with a message only.

@@ -69,42 +69,77 @@ func InvoiceCodes(bolt11, bip21 string) (Codes, error) {
 	return codes, nil
 }
 
-// qrCacheSize is how many QR images each generation of the cache holds.
-// An image is 2 to 4 KB, so the cache stays under about 16 MB.
-const qrCacheSize = 2048
+// qrCacheSize is how many QR images the cache holds once full. An
+// image is 1 to 4 KB, so the cache stays under about 12 MB.
+const qrCacheSize = 3072
 
 // qrCache keeps recent QR images, so that an invoice polled with GET, or
-// its checkout page reloaded, does not draw its codes again. It has two
-// generations: when the current one is full it becomes the previous one
-// and the old previous one is dropped.
-var qrCache = struct {
+// its checkout page reloaded, does not draw its codes again. It holds
+// qrCacheSize images once full, never more or fewer: a new image takes
+// the slot of one not used since the clock hand last passed it. (Two
+// generations, dropped together, made its size swing between one and two
+// generations with every invoice created: issue 23's closed-invoice
+// slope.)
+var qrCache imageCache
+
+type imageCache struct {
 	sync.Mutex
-	current, previous map[string]string
-}{current: map[string]string{}}
+	index map[string]int // content → slot
+	slots []cachedImage
+	hand  int
+}
+
+type cachedImage struct {
+	content, uri string
+	used         bool // since the hand last passed
+}
+
+func (c *imageCache) get(content string) (string, bool) {
+	c.Lock()
+	defer c.Unlock()
+	i, ok := c.index[content]
+	if !ok {
+		return "", false
+	}
+	c.slots[i].used = true
+	return c.slots[i].uri, true
+}
+
+func (c *imageCache) put(content, uri string) {
+	c.Lock()
+	defer c.Unlock()
+	if _, ok := c.index[content]; ok {
+		return // drawn at the same time by another caller
+	}
+	if c.index == nil {
+		c.index = make(map[string]int, qrCacheSize)
+		c.slots = make([]cachedImage, 0, qrCacheSize)
+	}
+	if len(c.slots) < qrCacheSize {
+		c.index[content] = len(c.slots)
+		c.slots = append(c.slots, cachedImage{content: content, uri: uri})
+		return
+	}
+	for c.slots[c.hand].used {
+		c.slots[c.hand].used = false
+		c.hand = (c.hand + 1) % len(c.slots)
+	}
+	delete(c.index, c.slots[c.hand].content)
+	c.slots[c.hand] = cachedImage{content: content, uri: uri}
+	c.index[content] = c.hand
+	c.hand = (c.hand + 1) % len(c.slots)
+}
 
 // cachedDataURI is DataURI through qrCache.
 func cachedDataURI(content string) (string, error) {
-	qrCache.Lock()
-	uri, ok := qrCache.current[content]
-	if !ok {
-		if uri, ok = qrCache.previous[content]; ok {
-			qrCache.current[content] = uri
-		}
-	}
-	qrCache.Unlock()
-	if ok {
+	if uri, ok := qrCache.get(content); ok {
 		return uri, nil
 	}
 	uri, err := DataURI(content)
 	if err != nil {
 		return "", err
 	}
-	qrCache.Lock()
-	if len(qrCache.current) >= qrCacheSize {
-		qrCache.previous, qrCache.current = qrCache.current, make(map[string]string, qrCacheSize)
-	}
-	qrCache.current[content] = uri
-	qrCache.Unlock()
+	qrCache.put(content, uri)
 	return uri, nil
 }
 

@@ -362,3 +362,52 @@ func TestQRPixelsMatchLibrary(t *testing.T) {
 		t.Errorf("drew versions %v, want all 40", seen)
 	}
 }
+
+// cachedImages is how many images qrCache holds.
+func cachedImages() int {
+	qrCache.Lock()
+	defer qrCache.Unlock()
+	return len(qrCache.index)
+}
+
+// TestQRCacheHoldsAFixedNumber: once full, the cache holds qrCacheSize
+// images whatever the number of invoices made, so that memory does not
+// swing with it (two generations dropped together held between one and
+// two generations: issue 23's closed-invoice slope).
+func TestQRCacheHoldsAFixedNumber(t *testing.T) {
+	qrCache = imageCache{}
+	t.Cleanup(func() { qrCache = imageCache{} })
+	for i := range 3 * qrCacheSize {
+		if _, err := cachedDataURI(fmt.Sprint("kassa-", i)); err != nil {
+			t.Fatal(err)
+		}
+		if n, want := cachedImages(), min(i+1, qrCacheSize); n != want {
+			t.Fatalf("after %d images the cache holds %d, want %d", i+1, n, want)
+		}
+	}
+}
+
+// TestQRCacheKeepsWhatIsUsed: an invoice polled while others are made
+// keeps its images in the cache; one not asked for again leaves it.
+func TestQRCacheKeepsWhatIsUsed(t *testing.T) {
+	qrCache = imageCache{}
+	t.Cleanup(func() { qrCache = imageCache{} })
+	hot, err := cachedDataURI("hot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 * qrCacheSize {
+		qrCache.put(fmt.Sprint("kassa-", i), "data:"+fmt.Sprint(i))
+		if i%(qrCacheSize/2) == 0 {
+			if uri, ok := qrCache.get("hot"); !ok || uri != hot {
+				t.Fatalf("after %d others the polled image is gone", i)
+			}
+		}
+	}
+	if _, ok := qrCache.get("kassa-0"); ok {
+		t.Error("an image not asked for again is still cached after 3 × the cache's size")
+	}
+	if uri, ok := qrCache.get(fmt.Sprint("kassa-", 3*qrCacheSize-1)); !ok || uri != fmt.Sprint("data:", 3*qrCacheSize-1) {
+		t.Errorf("the newest image = %q, %v", uri, ok)
+	}
+}

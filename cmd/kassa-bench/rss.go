@@ -184,6 +184,11 @@ func countName(n int) string {
 // rather than closed invoices. With
 // KASSA_BENCH_HEAP_DIR set, it saves the server's heap profile there at
 // both points (closed-<count>.pb.gz, for go tool pprof -inuse_space).
+//
+// With KASSA_BENCH_BASE_BIN (comma-separated kassa binaries, an older
+// commit's, say), each of them runs the same part after this build, in
+// the same run, its figures named base<i>_… (and its profiles
+// base<i>-closed-…): a before-and-after on the same machine.
 func benchClosed(ctx context.Context, n, workers int) error {
 	if n < 3 {
 		return fmt.Errorf("-closed-invoices %d: need at least 3", n)
@@ -193,6 +198,22 @@ func benchClosed(ctx context.Context, n, workers int) error {
 		return err
 	}
 	defer cleanup()
+	if err := closedRun(filepath.Join(tmp, "this"), bin, "", n, workers); err != nil {
+		return err
+	}
+	for i, baseBin := range strings.FieldsFunc(os.Getenv("KASSA_BENCH_BASE_BIN"), func(r rune) bool { return r == ',' }) {
+		fmt.Fprintf(os.Stderr, "closed: base%d is %s\n", i+1, baseBin)
+		if err := closedRun(filepath.Join(tmp, fmt.Sprintf("base%d", i+1)), baseBin, fmt.Sprintf("base%d_", i+1), n, workers); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// closedRun is benchClosed for the kassa binary bin, in dir, its figures
+// named with prefix.
+func closedRun(dir, bin, prefix string, n, workers int) error {
+	defer os.RemoveAll(dir)
 	metricsAddr, err := harness.FreeAddr()
 	if err != nil {
 		return err
@@ -201,7 +222,7 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	// path: each invoice expires (or is paid) and ends its monitoring on
 	// its own actor's timer within two seconds.
 	const expiry, monitoring = time.Second, time.Second
-	k, err := startKassa(bin, filepath.Join(tmp, "data"), "--dev", "--invoice-expiry", expiry.String(),
+	k, err := startKassa(bin, filepath.Join(dir, "data"), "--dev", "--invoice-expiry", expiry.String(),
 		"--monitoring", monitoring.String(), "--metrics-listen", metricsAddr)
 	if err != nil {
 		return err
@@ -249,8 +270,8 @@ func benchClosed(ctx context.Context, n, workers int) error {
 			return point{}, err
 		}
 		elapsed := time.Since(start)
-		if dir := os.Getenv("KASSA_BENCH_HEAP_DIR"); dir != "" {
-			if err := k.saveHeap(filepath.Join(dir, "closed-"+countName(closed)+".pb.gz")); err != nil {
+		if heapDir := os.Getenv("KASSA_BENCH_HEAP_DIR"); heapDir != "" {
+			if err := k.saveHeap(filepath.Join(heapDir, strings.ReplaceAll(prefix, "_", "-")+"closed-"+countName(closed)+".pb.gz")); err != nil {
 				return point{}, err
 			}
 		}
@@ -283,8 +304,8 @@ func benchClosed(ctx context.Context, n, workers int) error {
 			return point{}, err
 		}
 		pebble := int64(g[cache] + g[memtables])
-		fmt.Fprintf(os.Stderr, "%d invoices closed (%d paid, %d expired before their payment) in %v: RSS %d MB (%d MB before the free pages went back; %s), heap in use %d MB; %s; Pebble block cache %.1f MB, memtables %.1f MB\n",
-			closed, paid.Load(), late.Load(), elapsed.Round(time.Second), rss>>20, slack>>20, before, heap>>20, k.memoryDetail(), g[cache]/(1<<20), g[memtables]/(1<<20))
+		fmt.Fprintf(os.Stderr, "%s%d invoices closed (%d paid, %d expired before their payment) in %v: RSS %d MB (%d MB before the free pages went back; %s), heap in use %d MB; %s; Pebble block cache %.1f MB, memtables %.1f MB\n",
+			prefix, closed, paid.Load(), late.Load(), elapsed.Round(time.Second), rss>>20, slack>>20, before, heap>>20, k.memoryDetail(), g[cache]/(1<<20), g[memtables]/(1<<20))
 		return point{n: closed, rss: rss, heap: heap, pebble: pebble, elapsed: elapsed, cpu: k.cpu()}, nil
 	}
 	first := n / 3
@@ -297,7 +318,7 @@ func benchClosed(ctx context.Context, n, workers int) error {
 	}
 	// With -profile, a CPU profile of the server over 30 s of the
 	// second phase.
-	wait := profileDuring(k.debug, "closed-cpu.pb.gz", 30*time.Second)
+	wait := profileDuring(k.debug, strings.ReplaceAll(prefix, "_", "-")+"closed-cpu.pb.gz", 30*time.Second)
 	if err := closeSome(first, n); err != nil {
 		return err
 	}
@@ -307,18 +328,18 @@ func benchClosed(ctx context.Context, n, workers int) error {
 		return err
 	}
 	span := float64(b.n - a.n)
-	bench("rss_per_closed_invoice_bytes", float64(b.rss-a.rss)/span, "B")
-	bench("heap_per_closed_invoice_bytes", float64(b.heap-a.heap)/span, "B")
+	bench(prefix+"rss_per_closed_invoice_bytes", float64(b.rss-a.rss)/span, "B")
+	bench(prefix+"heap_per_closed_invoice_bytes", float64(b.heap-a.heap)/span, "B")
 	// Pebble's block cache and memtables are bounded by configuration
 	// (they fill, then stay), and outside Go's heap: their growth
 	// between the two points is part of the RSS slope above.
-	bench("pebble_cache_per_closed_invoice_bytes", float64(b.pebble-a.pebble)/span, "B")
-	bench("rss_after_"+countName(n)+"_closed_invoices_mb", float64(b.rss)/(1<<20), "MB")
-	bench("heap_after_"+countName(n)+"_closed_invoices_mb", float64(b.heap)/(1<<20), "MB")
-	bench("closed_invoices_per_s", float64(n)/b.elapsed.Seconds(), "1/s")
+	bench(prefix+"pebble_cache_per_closed_invoice_bytes", float64(b.pebble-a.pebble)/span, "B")
+	bench(prefix+"rss_after_"+countName(n)+"_closed_invoices_mb", float64(b.rss)/(1<<20), "MB")
+	bench(prefix+"heap_after_"+countName(n)+"_closed_invoices_mb", float64(b.heap)/(1<<20), "MB")
+	bench(prefix+"closed_invoices_per_s", float64(n)/b.elapsed.Seconds(), "1/s")
 	// What a closed invoice costs the server, whatever else the machine
 	// runs: its CPU time per invoice between the two points.
-	bench("closed_invoice_server_cpu_ms", float64((b.cpu-a.cpu).Microseconds())/1000/span, "ms")
+	bench(prefix+"closed_invoice_server_cpu_ms", float64((b.cpu-a.cpu).Microseconds())/1000/span, "ms")
 	return nil
 }
 

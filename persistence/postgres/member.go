@@ -44,6 +44,10 @@ func (m Members) Join(ctx context.Context, member string) error {
 // stores over sends them at once, not when the claims run out; a claim
 // whose attempt the member is recording right now (its row locked) runs
 // out as before. The member cannot record an attempt of a freed claim.
+// And it frees the invoice deadlines member claimed: its sweeper fired
+// them early so that their timers would arm on its node, and those
+// timers died with it; the others' sweepers claim them at their next
+// round.
 func (m Members) Expel(ctx context.Context, member string) error {
 	if _, err := m.db.pool.Exec(ctx, `DELETE FROM leases WHERE role = $1`, memberRole(member)); err != nil {
 		return fmt.Errorf("postgres: expel member %s: %w", member, err)
@@ -52,6 +56,11 @@ func (m Members) Expel(ctx context.Context, member string) error {
 		WHERE (webhook_id, delivery_id) IN (SELECT webhook_id, delivery_id FROM outbox WHERE claimed_by = $1 FOR UPDATE SKIP LOCKED)`, member)
 	if err != nil {
 		return fmt.Errorf("postgres: free the claims of expelled member %s: %w", member, err)
+	}
+	_, err = m.db.pool.Exec(ctx, `UPDATE open_invoices SET claimed_by = NULL, claim_expires_ms = 0
+		WHERE invoice_id IN (SELECT invoice_id FROM open_invoices WHERE claimed_by = $1 FOR UPDATE SKIP LOCKED)`, member)
+	if err != nil {
+		return fmt.Errorf("postgres: free the deadline claims of expelled member %s: %w", member, err)
 	}
 	return nil
 }

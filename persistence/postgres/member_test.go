@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -60,5 +62,51 @@ func TestExpelFreesTheMembersClaims(t *testing.T) {
 	bt.PutDelivery(d, false)
 	if err := a.CommitClaimed(ctx, lost, bt); err == nil {
 		t.Error("the expelled member recorded the attempt of a claim it no longer holds")
+	}
+}
+
+// TestExpelFreesTheMembersExpiryClaims: the deadlines an expelled member
+// claimed (its sweeper fires invoices early, so that their timers arm on
+// its node) are free at once for the others' sweepers, whose next round
+// fires them: the timers died with the member. Before, they waited for
+// the claims to run out, up to Grace past each deadline (2 min 5 s from
+// the claim before that), so invoices due while a killed cluster came
+// back expired late.
+func TestExpelFreesTheMembersExpiryClaims(t *testing.T) {
+	ctx := t.Context()
+	clock := kassatest.NewTestClock(kassatest.Epoch)
+	a, b := openClocked(t, clock)
+	for _, m := range []string{"lost", "taker"} {
+		if err := a.Members().Join(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 {
+		inv := kassatest.NewInvoice(fmt.Sprintf("inv_%d", i), "s1", kassatest.Epoch.Add(time.Duration(i)*time.Second))
+		kassatest.Commit(t, a, func(bt kassa.Batch) { bt.PutInvoice(inv, nil, 1) })
+	}
+	until := kassatest.Epoch.Add(time.Hour) // all four are due before
+	if got, err := a.ClaimOverdue(ctx, "lost", until, 5*time.Second, 2); err != nil || len(got) != 2 {
+		t.Fatalf("the lost member's claims: %v, %v", got, err)
+	}
+	if got, err := a.ClaimOverdue(ctx, "taker", until, 5*time.Second, 1); err != nil || len(got) != 1 || got[0].InvoiceID != "inv_2" {
+		t.Fatalf("the other member's claim: %v, %v", got, err)
+	}
+	if err := b.Members().Expel(ctx, "lost"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.ClaimOverdue(ctx, "taker", until, 5*time.Second, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, o := range got {
+		ids = append(ids, o.InvoiceID)
+	}
+	// inv_0 and inv_1 were the lost member's, inv_3 nobody's; inv_2's
+	// claim is the taker's own and still runs.
+	slices.Sort(ids)
+	if want := []string{"inv_0", "inv_1", "inv_3"}; !slices.Equal(ids, want) {
+		t.Errorf("after the expel the taker claimed %v, want %v", ids, want)
 	}
 }

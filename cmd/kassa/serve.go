@@ -278,10 +278,10 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 	if err != nil {
 		return fmt.Errorf("recover webhook deliveries: %w", err)
 	}
-	// recovered counts only the invoices whose deadline is near or
-	// past; the other open invoices wake when asked or swept.
-	// (The line's words are older than the sweeper: tests read it.)
-	log.Info("woke open invoices due soon and pending webhook deliveries", "invoicesWoken", recovered, "deliveries", pending)
+	// recovered counts the invoices the first round claimed: those
+	// whose deadline is near or past and that no other node's claim
+	// holds; the other open invoices wake when asked or swept.
+	log.Info("fired the deadlines due soon and found the pending webhook deliveries", "deadlinesClaimed", recovered, "deliveries", pending)
 	if m.forwarder != nil {
 		stores, err := m.forwarder.Recover(ctx)
 		if err != nil {

@@ -236,5 +236,5 @@ var (
 	leftInOutbox = regexp.MustCompile(`msg="webhook delivery left in the outbox for the next start" delivery=(\S+)`)
 	// recoveryLine is a start's count of the deliveries it found in the
 	// outbox.
-	recoveryLine = regexp.MustCompile(`msg="woke open invoices due soon and pending webhook deliveries" invoicesWoken=\d+ deliveries=(\d+)`)
+	recoveryLine = regexp.MustCompile(`msg="fired the deadlines due soon and found the pending webhook deliveries" deadlinesClaimed=\d+ deliveries=(\d+)`)
 )

@@ -227,18 +227,16 @@ func (b *Batch) PutStore(st *kassa.Store, seq uint64) {
 // server one index search per row less than an upsert: its snapshot and
 // open row cannot exist yet (a second first write of one invoice also
 // takes its event's sequence number, and either conflict is
-// ErrSeqTaken), and its address and payment hash rows are written again
-// as upserts, by the committer, in the rare case that the value already
-// points at another invoice (upserts below).
+// ErrSeqTaken). Its address and payment hash are columns of its row,
+// unique where set; in the rare case that another invoice has one of
+// them, the committer writes the batch again with the value taken from
+// the older invoice first (takeLookups), so that an address or hash
+// written again names the newest invoice, as on Pebble. A later write
+// of the invoice leaves both columns as they are (Pebble, too, indexes
+// them only when the invoice is new).
 func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 	if prev == nil {
-		b.queue(insertNewInvoice, inv.ID, inv.StoreID, ms(inv.CreatedAt), int64(seq), b.json(inv))
-		if inv.OnchainAddress != "" {
-			b.queue(insertAddress, inv.OnchainAddress, inv.ID)
-		}
-		if inv.PaymentHash != "" {
-			b.queue(insertPaymentHash, inv.PaymentHash, inv.ID)
-		}
+		b.queue(insertNewInvoice, inv.ID, inv.StoreID, ms(inv.CreatedAt), int64(seq), b.json(inv), inv.OnchainAddress, inv.PaymentHash)
 		if next, ok := inv.Deadline(); ok {
 			b.queue(insertOpenInvoice, inv.ID, inv.StoreID, ms(next))
 		}
@@ -257,24 +255,27 @@ func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 	}
 }
 
-// The rows of a new invoice (merged in a group: merge.go). The index
-// rows of its address and payment hash are a plain INSERT, and the
-// upsert the committer runs instead when the value is taken (an address
-// or hash written again points at the newest invoice, as on Pebble).
+// The rows of a new invoice (merged in a group: merge.go): its
+// snapshot with its address and payment hash ("" stored as NULL), and
+// its open row.
 const (
-	insertNewInvoice  = `INSERT INTO invoices (id, store_id, created_ms, seq, doc) VALUES ($1, $2, $3, $4, $5)`
+	insertNewInvoice = `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address, payment_hash)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''))`
 	insertOpenInvoice = `INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3)`
-	insertAddress     = `INSERT INTO invoice_addresses (address, invoice_id) VALUES ($1, $2)`
-	insertPaymentHash = `INSERT INTO invoice_payment_hashes (hash, invoice_id) VALUES ($1, $2)`
 )
 
-// upserts are the statements written again as upserts when their plain
-// INSERT finds its key taken, by the name of the violated constraint.
-var upserts = map[string]struct{ plain, upsert string }{
-	"invoice_addresses_pkey": {insertAddress, insertAddress + ` ON CONFLICT (address) DO UPDATE SET invoice_id = EXCLUDED.invoice_id`},
-	"invoice_payment_hashes_pkey": {insertPaymentHash, insertPaymentHash +
-		` ON CONFLICT (hash) DO UPDATE SET invoice_id = EXCLUDED.invoice_id`},
-}
+// takeLookups takes a new invoice's address and payment hash ($2, $3;
+// "" for none) from the other invoices that have them, for
+// insertNewInvoice to run next in the batch that writes it again.
+const takeLookups = `UPDATE invoices SET
+		address = CASE WHEN address = $2 THEN NULL ELSE address END,
+		payment_hash = CASE WHEN payment_hash = $3 THEN NULL ELSE payment_hash END
+	WHERE id <> $1 AND (address = $2 OR payment_hash = $3)`
+
+// lookupIndexes are the unique indexes whose violation by a new
+// invoice's INSERT makes the committer write its batch again with
+// takeLookups.
+var lookupIndexes = map[string]bool{"invoices_by_address": true, "invoices_by_payment_hash": true}
 
 // PutTransaction assigns tx an ID, writes it and applies its balance
 // delta to the store's balance.

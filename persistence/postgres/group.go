@@ -67,8 +67,9 @@ type groupItem struct {
 	fence *fence
 	// what names the commit in its errors ("postgres: commit batch").
 	what string
-	// upsert says the batch's plain index INSERTs are written as their
-	// upserts: one of them found its key taken (db.go, upserts).
+	// upsert says the batch takes its new invoice's address and payment
+	// hash from the invoices that have them before its INSERT: that
+	// INSERT found one of them taken (db.go, takeLookups).
 	upsert bool
 	err    error
 	done   chan struct{}
@@ -239,13 +240,16 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 		own := make([][]*pgx.QueuedQuery, len(items))
 		for i, it := range items {
 			for _, q := range it.stmts {
-				sql := it.sql(q.SQL)
-				if merge && len(items) > 1 && m.add(sql, q.Arguments) {
+				if it.upsert && q.SQL == insertNewInvoice {
+					// id, address, payment hash
+					own[i] = append(own[i], &pgx.QueuedQuery{SQL: takeLookups, Arguments: []any{q.Arguments[0], q.Arguments[5], q.Arguments[6]}})
+				}
+				if merge && !it.upsert && len(items) > 1 && m.add(q.SQL, q.Arguments) {
 					continue
 				}
 				// A new QueuedQuery: pgx keeps the statement of its
 				// connection in one, and a retry may run on another.
-				own[i] = append(own[i], &pgx.QueuedQuery{SQL: sql, Arguments: q.Arguments})
+				own[i] = append(own[i], &pgx.QueuedQuery{SQL: q.SQL, Arguments: q.Arguments})
 			}
 		}
 		merged := m.queue(b)
@@ -334,7 +338,8 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 			case failFence != nil && it.fence != nil && it.fence.key == failFence.key:
 				it.answer(fmt.Errorf("%s: %w", it.fence.what, down(failed)))
 			case i == failItem && !it.upsert && keyTaken(failed):
-				// Written again, alone at fault, with its upserts.
+				// Written again, alone at fault, taking its address
+				// and hash from the older invoices first.
 				it.upsert = true
 				rest = append(rest, it)
 			case i == failItem:
@@ -349,28 +354,12 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 	return nil, nil, nil
 }
 
-// sql is the statement the batch runs for sql: its upsert once the
-// batch writes upserts.
-func (it *groupItem) sql(sql string) string {
-	if it.upsert {
-		for _, u := range upserts {
-			if u.plain == sql {
-				return u.upsert
-			}
-		}
-	}
-	return sql
-}
-
-// keyTaken reports whether err is the violation of a key whose plain
-// INSERT has an upsert (db.go, upserts).
+// keyTaken reports whether err is the violation of a new invoice's
+// address or payment hash, which another invoice has (db.go,
+// lookupIndexes).
 func keyTaken(err error) bool {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "23505" {
-		return false
-	}
-	_, ok := upserts[pgErr.ConstraintName]
-	return ok
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && lookupIndexes[pgErr.ConstraintName]
 }
 
 // fatal reports whether err leaves the connection unusable or says the

@@ -4,17 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
 )
 
-// TestNewInvoiceWithATakenAddressInAGroup: a new invoice's index rows
-// are plain INSERTs; one whose address and payment hash an older
-// invoice has is written again with upserts, in the same group as other
+// TestNewInvoiceWithATakenAddressInAGroup: a new invoice is a plain
+// INSERT; one whose address and payment hash an older invoice has is
+// written again taking them from it first, in the same group as other
 // batches, which commit untouched: the lookups name the new invoice, and
 // the group's other invoice is stored.
 func TestNewInvoiceWithATakenAddressInAGroup(t *testing.T) {
@@ -127,7 +130,7 @@ func createBatch(db *DB, id, address string) (kassa.Batch, *kassa.Invoice) {
 }
 
 // TestGroupMergesCreates: the creates of one group are written with one
-// INSERT per table (six statements and the fence, not six per create),
+// INSERT per table (four statements and the fence, not four per create),
 // and each is whole: its snapshot, lookups, open row and request id.
 func TestGroupMergesCreates(t *testing.T) {
 	db := openTest(t)
@@ -157,8 +160,8 @@ func TestGroupMergesCreates(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if want := []int{1, 1 + 6}; !slices.Equal(sent, want) {
-		t.Errorf("statements sent per transaction = %v, want %v (the first group's store, then a fence and six merged INSERTs)", sent, want)
+	if want := []int{1, 1 + 4}; !slices.Equal(sent, want) {
+		t.Errorf("statements sent per transaction = %v, want %v (the first group's store, then a fence and four merged INSERTs)", sent, want)
 	}
 	open := map[string]bool{}
 	if err := db.OpenInvoices(ctx, func(id, _ string, _ time.Time) error { open[id] = true; return nil }); err != nil {
@@ -260,5 +263,52 @@ func TestStatePutsTogether(t *testing.T) {
 	cancel()
 	if err := db.State("ln").Put(canceled, "late", []byte("x")); err == nil {
 		t.Error("Put with a context already ended: no error")
+	}
+}
+
+// TestCreateWritesOneInvoiceRow: a create writes its event, one invoice
+// row that holds its address and payment hash, its open row and its
+// request id: four statements and four rows (it wrote six of each, the
+// address and the hash in lookup tables of their own), and both lookups
+// find it.
+func TestCreateWritesOneInvoiceRow(t *testing.T) {
+	db := openTest(t)
+	ctx := t.Context()
+	var sent []int
+	db.group.sent = func(n int) { sent = append(sent, n) }
+	b, inv := createBatch(db, "inv_1", "bcrt1qone")
+	if err := db.Commit(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{4}; !slices.Equal(sent, want) {
+		t.Errorf("statements sent = %v, want %v (event, invoice with its lookups, open row, request id)", sent, want)
+	}
+	rows, err := db.pool.Query(ctx, `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> 'schema_migrations'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := map[string]int{}
+	for _, table := range tables {
+		var n int
+		if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM `+pgx.Identifier{table}.Sanitize()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			written[table] = n
+		}
+	}
+	if want := map[string]int{"events": 1, "invoices": 1, "open_invoices": 1, "requests": 1}; !maps.Equal(written, want) {
+		t.Errorf("rows written by a create = %v, want %v", written, want)
+	}
+	if id, err := db.InvoiceIDByAddress(ctx, inv.OnchainAddress); id != inv.ID || err != nil {
+		t.Errorf("InvoiceIDByAddress = %q, %v; want %s", id, err, inv.ID)
+	}
+	if id, err := db.InvoiceIDByPaymentHash(ctx, inv.PaymentHash); id != inv.ID || err != nil {
+		t.Errorf("InvoiceIDByPaymentHash = %q, %v; want %s", id, err, inv.ID)
 	}
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -9,7 +10,7 @@ import (
 
 // Merged inserts: in a group of several batches, the plain INSERTs of a
 // create (an event, a new invoice's rows, a request id) are written as
-// one statement per table for the whole group, `INSERT … SELECT * FROM
+// one statement per table for the whole group, `INSERT … SELECT … FROM
 // unnest($1::text[], …)`, ahead of the batches' other statements: the
 // server runs one statement where it ran one per batch. Their rows are
 // new keys of distinct actors (an actor's next batch waits for the
@@ -22,26 +23,31 @@ import (
 // of each of their columns.
 var mergeable = map[string][]string{
 	insertEvent:       {"text", "text", "bigint", "bytea"},
-	insertNewInvoice:  {"text", "text", "bigint", "bigint", "bytea"},
-	insertAddress:     {"text", "text"},
-	insertPaymentHash: {"text", "text"},
+	insertNewInvoice:  {"text", "text", "bigint", "bigint", "bytea", "text", "text"},
 	insertOpenInvoice: {"text", "text", "bigint"},
 	insertRequest:     {"text", "text", "bytea"},
 }
 
-// mergedSQL is, for each mergeable INSERT, its statement over arrays.
+// mergedSQL is, for each mergeable INSERT, its statement over arrays:
+// `INSERT INTO t (…) VALUES ($1, f($2))` becomes `INSERT INTO t (…)
+// SELECT u.c1, f(u.c2) FROM unnest($1::type[], $2::type[]) AS u(c1, c2)`.
 var mergedSQL = func() map[string]string {
+	values := regexp.MustCompile(`\s+VALUES\s*\(`)
+	param := regexp.MustCompile(`\$(\d+)`)
 	m := make(map[string]string, len(mergeable))
 	for sql, types := range mergeable {
-		head, _, ok := strings.Cut(sql, " VALUES ")
-		if !ok {
-			panic("postgres: mergeable statement without VALUES: " + sql)
+		loc := values.FindStringIndex(sql)
+		if loc == nil || !strings.HasSuffix(sql, ")") {
+			panic("postgres: mergeable statement without VALUES (…): " + sql)
 		}
-		var arrays []string
+		head, row := sql[:loc[0]], sql[loc[1]:len(sql)-1]
+		var arrays, cols []string
 		for i, t := range types {
 			arrays = append(arrays, fmt.Sprintf("$%d::%s[]", i+1, t))
+			cols = append(cols, fmt.Sprintf("c%d", i+1))
 		}
-		m[sql] = head + " SELECT * FROM unnest(" + strings.Join(arrays, ", ") + ")"
+		m[sql] = head + " SELECT " + param.ReplaceAllString(row, "u.c$1") + " FROM unnest(" + strings.Join(arrays, ", ") +
+			") AS u(" + strings.Join(cols, ", ") + ")"
 	}
 	return m
 }()

@@ -149,6 +149,19 @@ var migrations = []string{
 		doc bytea NOT NULL,
 		PRIMARY KEY (store_id, request_id)
 	);`,
+	// 6: an invoice's address and payment hash are columns of its row,
+	// unique where set, instead of rows of two lookup tables: a create
+	// writes one row where it wrote three (docs/decisions.md, "PostgreSQL
+	// store"). The lookups' rows move into the columns; an address or
+	// hash names one invoice in either schema.
+	`ALTER TABLE invoices ADD COLUMN address text COLLATE "C";
+	ALTER TABLE invoices ADD COLUMN payment_hash text COLLATE "C";
+	UPDATE invoices i SET address = a.address FROM invoice_addresses a WHERE a.invoice_id = i.id;
+	UPDATE invoices i SET payment_hash = h.hash FROM invoice_payment_hashes h WHERE h.invoice_id = i.id;
+	CREATE UNIQUE INDEX invoices_by_address ON invoices (address) WHERE address IS NOT NULL;
+	CREATE UNIQUE INDEX invoices_by_payment_hash ON invoices (payment_hash) WHERE payment_hash IS NOT NULL;
+	DROP TABLE invoice_addresses;
+	DROP TABLE invoice_payment_hashes;`,
 }
 
 // migrationLock is the advisory lock key that serialises migrations of

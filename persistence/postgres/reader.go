@@ -199,12 +199,12 @@ func (d *DB) lookup(ctx context.Context, query, arg string) (string, error) {
 
 // InvoiceIDByAddress returns the invoice an address was made for.
 func (d *DB) InvoiceIDByAddress(ctx context.Context, address string) (string, error) {
-	return d.lookup(ctx, `SELECT invoice_id FROM invoice_addresses WHERE address = $1`, address)
+	return d.lookup(ctx, `SELECT id FROM invoices WHERE address = $1`, address)
 }
 
 // InvoiceIDByPaymentHash returns the invoice of a Lightning payment hash.
 func (d *DB) InvoiceIDByPaymentHash(ctx context.Context, hash string) (string, error) {
-	return d.lookup(ctx, `SELECT invoice_id FROM invoice_payment_hashes WHERE hash = $1`, hash)
+	return d.lookup(ctx, `SELECT id FROM invoices WHERE payment_hash = $1`, hash)
 }
 
 // A page cursor is, as in the Pebble store, base64 of the last row's

@@ -66,7 +66,8 @@ func benchCluster(ctx context.Context, d time.Duration, workers int) error {
 	if _, _, err := one.createStore(); err != nil {
 		return err
 	}
-	turns := []*clusterTurn{{name: "single node (Pebble)", t: single}, {name: "one-node cluster (PostgreSQL)", t: one, pg: true}}
+	turns := []*clusterTurn{{name: "single node (Pebble)", t: single},
+		{name: "one-node cluster (PostgreSQL)", t: one, pg: true, dsn: dsn, etcdURL: et.ClientURL()}}
 	// KASSA_BENCH_BASE_BIN: one-node clusters of other kassa binaries
 	// (comma-separated; an older commit's, say) take turns too, each on
 	// its own schema and etcd, for a before-and-after in one run.
@@ -88,7 +89,7 @@ func benchCluster(ctx context.Context, d time.Duration, workers int) error {
 		if _, _, err := base.createStore(); err != nil {
 			return err
 		}
-		turns = append(turns, &clusterTurn{name: "one-node cluster (PostgreSQL) of " + baseBin, t: base, pg: true})
+		turns = append(turns, &clusterTurn{name: "one-node cluster (PostgreSQL) of " + baseBin, t: base, pg: true, dsn: dsn2, etcdURL: et2.ClientURL()})
 	}
 	dataDir, err := pgDataDir(ctx, pg)
 	if err != nil {
@@ -123,8 +124,15 @@ func benchCluster(ctx context.Context, d time.Duration, workers int) error {
 		}
 	}
 	if pgStats {
-		if err := pgStatsRun(ctx, pg, dsn, one, et.ClientURL(), workers, d); err != nil {
-			return err
+		for i, c := range turns[1:] {
+			suffix := ""
+			if i > 0 {
+				suffix = fmt.Sprintf("_base%d", i)
+			}
+			fmt.Fprintf(os.Stderr, "pg-stats of the %s:\n", c.name)
+			if err := pgStatsRun(ctx, pg, c.dsn, c.t, c.etcdURL, workers, d, suffix); err != nil {
+				return err
+			}
 		}
 	}
 	for _, c := range turns {
@@ -194,6 +202,7 @@ type clusterTurn struct {
 	name            string
 	t               *target
 	pg              bool
+	dsn, etcdURL    string // of a PostgreSQL turn, for -pg-stats
 	rates           []float64
 	creates         int
 	kassaCPU, pgCPU time.Duration

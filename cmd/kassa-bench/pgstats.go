@@ -215,10 +215,36 @@ func etcdMetrics(url string) (cpu, msgs float64) {
 	return cpu, msgs
 }
 
+// pgSettle waits (15 s at most) until the server's counters of rows
+// and WAL stand still for 2 s: an idle backend reports its counters up
+// to 10 s late (PostgreSQL's PGSTAT_IDLE_INTERVAL), and the nodes of
+// the turns before (KASSA_BENCH_BASE_BIN's) would otherwise count in
+// this one's rows and WAL.
+func pgSettle(ctx context.Context, conn *pgx.Conn) error {
+	const q = `SELECT (SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables),
+		(SELECT wal_records FROM pg_stat_wal)`
+	var last [2]int64
+	still := time.Now()
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+		var now [2]int64
+		if err := conn.QueryRow(ctx, q).Scan(&now[0], &now[1]); err != nil {
+			return err
+		}
+		if now != last {
+			last, still = now, time.Now()
+		} else if time.Since(still) >= 2*time.Second {
+			return nil
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return nil
+}
+
 // pgStatsRun measures one more closed loop of workers for d on the
 // cluster node and prints, per create, where the time went, biggest
 // first.
-func pgStatsRun(ctx context.Context, pg *harness.Postgres, dsn string, node *target, etcdURL string, workers int, d time.Duration) error {
+// Its figures' names end in suffix.
+func pgStatsRun(ctx context.Context, pg *harness.Postgres, dsn string, node *target, etcdURL string, workers int, d time.Duration, suffix string) error {
 	conn, err := pgx.Connect(ctx, pg.DSN())
 	if err != nil {
 		return err
@@ -236,6 +262,9 @@ func pgStatsRun(ctx context.Context, pg *harness.Postgres, dsn string, node *tar
 		if err := node.create(c); err != nil {
 			return err
 		}
+	}
+	if err := pgSettle(ctx, conn); err != nil {
+		return err
 	}
 	if _, err := conn.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 		return err
@@ -324,10 +353,10 @@ func pgStatsRun(ctx context.Context, pg *harness.Postgres, dsn string, node *tar
 			fmt.Fprintf(w, "  invoice document %.0f B (stored %.0f B), event %.0f B (stored %.0f B)\n", inv, invStored, ev, evStored)
 		}
 	}
-	bench("cluster_pg_statements_per_create", calls, "stmts")
-	bench("cluster_pg_wal_bytes_per_create", per(float64(after.walBytes-before.walBytes)), "B")
-	bench("cluster_pg_server_cpu_us_per_create", per(float64((after.pgCPU - before.pgCPU).Microseconds())), "µs")
-	bench("cluster_kassa_cpu_us_per_create", per(float64((after.kassaCPU - before.kassaCPU).Microseconds())), "µs")
+	bench("cluster_pg_statements_per_create"+suffix, calls, "stmts")
+	bench("cluster_pg_wal_bytes_per_create"+suffix, per(float64(after.walBytes-before.walBytes)), "B")
+	bench("cluster_pg_server_cpu_us_per_create"+suffix, per(float64((after.pgCPU - before.pgCPU).Microseconds())), "µs")
+	bench("cluster_kassa_cpu_us_per_create"+suffix, per(float64((after.kassaCPU - before.kassaCPU).Microseconds())), "µs")
 	return nil
 }
 

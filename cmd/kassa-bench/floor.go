@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -103,11 +104,19 @@ func floorHandler(db *pebble.DB, w *requiredWork) http.Handler {
 		key := hex.EncodeToString(id[:])
 		value, answer := body, []byte(`{"id":"`+key+`"}`)
 		if w != nil {
-			if answer, err = w.create(r.Context(), key, body); err != nil {
+			// The answer's buffer is kept for the next create, as
+			// Kassa's writeJSON keeps its own: Pebble and the
+			// ResponseWriter copy what they are given.
+			out := floorBuffers.Get().(*bytes.Buffer)
+			defer func() {
+				out.Reset()
+				floorBuffers.Put(out)
+			}()
+			if err = w.create(r.Context(), key, body, out); err != nil {
 				http.Error(rw, err.Error(), http.StatusBadRequest)
 				return
 			}
-			value = answer
+			value, answer = out.Bytes(), out.Bytes()
 		}
 		if err := db.Set([]byte(chi.URLParam(r, "storeId")+"/"+key), value, pebble.Sync); err != nil {
 			http.Error(rw, err.Error(), http.StatusInternalServerError)
@@ -163,7 +172,8 @@ type floorInvoice struct {
 	BIP21                 string `json:"bip21"`
 }
 
-func (w *requiredWork) create(ctx context.Context, id string, body []byte) ([]byte, error) {
+// create writes the answer to a create with body, the invoice id, to out.
+func (w *requiredWork) create(ctx context.Context, id string, body []byte, out *bytes.Buffer) error {
 	var req struct {
 		Amount   json.Number     `json:"amount"`
 		Currency string          `json:"currency"`
@@ -173,39 +183,38 @@ func (w *requiredWork) create(ctx context.Context, id string, body []byte) ([]by
 	d := json.NewDecoder(bytes.NewReader(body))
 	d.UseNumber()
 	if err := d.Decode(&req); err != nil {
-		return nil, err
+		return err
 	}
 	amount, err := decimal.NewFromString(string(req.Amount))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sats, err := kassa.ToSats(amount, kassa.EUR, w.rate)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ln, err := w.node.CreateInvoice(ctx, sats.MSat(), w.store.Name, 15*time.Minute)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	addr, err := w.chain.NewAddress(ctx, w.store, id)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	uri := kassa.BIP21(addr, sats, ln.PaymentRequest, w.store.Name)
 	codes, err := qr.InvoiceCodes(ln.PaymentRequest, uri)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	inv := floorInvoice{ID: id, StoreID: w.store.ID, Status: "New", Amount: sats, OrderID: req.OrderID,
 		Currency: req.Currency, EnabledPaymentMethods: []string{"BTC", "Lightning"}, Metadata: req.Metadata,
 		LightningInvoice: ln.PaymentRequest, OnchainAddress: addr, WalletMessage: "",
 		CreatedAt: strconv.FormatInt(time.Now().Unix(), 10), CheckoutLink: "http://127.0.0.1/checkout/" + id, BIP21: uri}
 	inv.QRCodes.LightningQR, inv.QRCodes.BitcoinQR = codes.Lightning, codes.Bitcoin
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
+	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(inv); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	return enc.Encode(inv)
 }
+
+// floorBuffers are the work floor's answer buffers.
+var floorBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}

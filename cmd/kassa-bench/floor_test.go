@@ -15,6 +15,13 @@ import (
 // newWorkFloor returns the work floor's handler over Pebble in dir.
 func newWorkFloor(tb testing.TB) http.Handler {
 	tb.Helper()
+	h, _ := newWorkFloorDB(tb)
+	return h
+}
+
+// newWorkFloorDB is newWorkFloor with its Pebble.
+func newWorkFloorDB(tb testing.TB) (http.Handler, *pebble.DB) {
+	tb.Helper()
 	db, err := pebble.Open(tb.TempDir(), &pebble.Options{Logger: quiet{tb}})
 	if err != nil {
 		tb.Fatal(err)
@@ -24,7 +31,7 @@ func newWorkFloor(tb testing.TB) http.Handler {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return floorHandler(db, w)
+	return floorHandler(db, w), db
 }
 
 // quiet keeps Pebble's informational lines out of the benchmark's output.
@@ -52,6 +59,33 @@ func TestWorkFloorDoesTheRequiredWork(t *testing.T) {
 	if !strings.HasPrefix(inv.LightningInvoice, "ln") || inv.OnchainAddress == "" || !strings.HasPrefix(inv.BIP21, "bitcoin:") ||
 		!strings.HasPrefix(inv.QRCodes.LightningQR, "data:image/png;base64,") || !strings.HasPrefix(inv.QRCodes.BitcoinQR, "data:image/png;base64,") {
 		t.Errorf("work floor's invoice lacks required work: %+v", inv)
+	}
+}
+
+// TestWorkFloorWritesEachAnswer: the work floor's answer buffers are
+// reused, and each create's synced write and answer are still its own
+// invoice, whole.
+func TestWorkFloorWritesEachAnswer(t *testing.T) {
+	h, db := newWorkFloorDB(t)
+	answers := map[string][]byte{}
+	for range 20 {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("POST", "/api/v1/stores/floor/invoices", bytes.NewReader(invoiceBody)))
+		var inv floorInvoice
+		if err := json.Unmarshal(w.Body.Bytes(), &inv); w.Code != http.StatusOK || err != nil {
+			t.Fatalf("status %d, %v: %s", w.Code, err, w.Body)
+		}
+		answers[inv.ID] = w.Body.Bytes()
+	}
+	for id, answer := range answers {
+		value, closer, err := db.Get([]byte("floor/" + id))
+		if err != nil {
+			t.Fatalf("invoice %s: %v", id, err)
+		}
+		if !bytes.Equal(value, answer) {
+			t.Errorf("invoice %s written as %.80s…, answered as %.80s…", id, value, answer)
+		}
+		closer.Close()
 	}
 }
 

@@ -113,7 +113,7 @@ var (
 // Collector returns the scrape-time metrics of the actors of sys and, when
 // fwd is not nil, of the forwarder: live actors, mailbox lengths and
 // restarts by kind, and forwards pending.
-func Collector(sys *System, fwd *Forwarder) metrics.Func {
+func Collector(sys *Runtime, fwd *Forwarder) metrics.Func {
 	return metrics.Func{
 		Descs: []*prometheus.Desc{actorsLive, actorsQueued, actorsRestarts, forwardsOpen, forwardsQueued},
 		Collect: func(ctx context.Context, ch chan<- prometheus.Metric) {

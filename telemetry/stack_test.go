@@ -161,7 +161,7 @@ func newStack(t *testing.T) *stack {
 	s.url = srv.URL
 
 	local := prometheus.NewRegistry()
-	local.MustRegister(metrics.Collector(actors.Collector(s.sys, s.fwd)), metrics.Collector(metrics.Backends(s.chain, s.node)),
+	local.MustRegister(metrics.Collector(actors.Collector(s.sys.Runtime, s.fwd)), metrics.Collector(metrics.Backends(s.chain, s.node)),
 		metrics.Collector(metrics.RateAges(fixed.Fetched, clock)), metrics.Collector(metrics.Disk(t.TempDir())))
 	s.registry = prometheus.Gatherers{stats.Registry, local}
 	return s

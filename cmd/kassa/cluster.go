@@ -127,7 +127,7 @@ func loopbackHost(host string) bool {
 // While runCtx lasts the node then keeps its membership: it fences
 // itself while cut off from etcd (selfFence), and joins again under a
 // new member id when it lost its membership (keepMembership).
-func joinCluster(ctx, runCtx context.Context, sys *actors.System, s *clusterSettings, fence actors.Fence, log *slog.Logger) error {
+func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSettings, fence actors.Fence, log *slog.Logger) error {
 	// Each membership has an etcd client and a provider of its own: a
 	// node that joins again closes the old client, which ends whatever
 	// the old provider still renews (else it could put the old member
@@ -188,7 +188,7 @@ const rejoinRetry = time.Second
 // lease, retrying until it is in (System.Rejoin). It does not exit:
 // reads go on being answered meanwhile, and what needs an owner answers
 // 503 until it is back.
-func keepMembership(ctx context.Context, client *clientv3.Client, sys *actors.System,
+func keepMembership(ctx context.Context, client *clientv3.Client, sys *actors.Runtime,
 	newMembership func() (*clientv3.Client, actors.Provider, error), log *slog.Logger) {
 	for {
 		key := memberKey(sys.MemberID())
@@ -244,7 +244,7 @@ const (
 
 // selfFence checks etcd every fencePoll until ctx ends; last is the time
 // the node last reached etcd.
-func selfFence(ctx context.Context, client *clientv3.Client, key string, sys *actors.System, last time.Time) {
+func selfFence(ctx context.Context, client *clientv3.Client, key string, sys *actors.Runtime, last time.Time) {
 	t := time.NewTicker(fencePoll)
 	defer t.Stop()
 	for {

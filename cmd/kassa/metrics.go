@@ -18,7 +18,7 @@ import (
 
 // metricsRegistry gathers the service's metrics (stats, which its parts
 // update) and the ones read from its parts when scraped.
-func metricsRegistry(stats *metrics.Set, sys *actors.System, fwd *actors.Forwarder, chain, lightning metrics.Backend,
+func metricsRegistry(stats *metrics.Set, sys *actors.Runtime, fwd *actors.Forwarder, chain, lightning metrics.Backend,
 	fetched func() map[string]time.Time, clock kassa.Clock, dataDir string, extra ...prometheus.Collector) prometheus.Gatherer {
 	local := prometheus.NewRegistry()
 	local.MustRegister(metrics.Collector(actors.Collector(sys, fwd)), metrics.Collector(metrics.Backends(chain, lightning)),

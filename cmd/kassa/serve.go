@@ -250,7 +250,7 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 		Claims: outboxClaims(m.db), ClaimHolder: nodeHolder(), Metrics: m.stats,
 	})
 	if clusterMode != nil {
-		if err := joinCluster(ctx, runCtx, m.sys, clusterMode, membersOf(m.db), log); err != nil {
+		if err := joinCluster(ctx, runCtx, m.sys.Runtime, clusterMode, membersOf(m.db), log); err != nil {
 			return err
 		}
 	}
@@ -319,7 +319,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	}
 	if c.MetricsListen != "" {
 		fetched, _ := b.rates.(interface{ Fetched() map[string]time.Time })
-		g := metricsRegistry(m.stats, m.sys, m.forwarder, b.chain, b.lightning, fetchedFunc(fetched), m.Clock, c.Data, append(storageCollectors(m.db), m.roles.collector())...)
+		g := metricsRegistry(m.stats, m.sys.Runtime, m.forwarder, b.chain, b.lightning, fetchedFunc(fetched), m.Clock, c.Data, append(storageCollectors(m.db), m.roles.collector())...)
 		srv, addr, err := serveMetrics(c.MetricsListen, g, log)
 		if err != nil {
 			return err

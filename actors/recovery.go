@@ -52,16 +52,39 @@ func (s *Runtime) RunSweeper(ctx context.Context) {
 // time and memory do not grow with their number. It returns how many
 // invoices the round claimed; more than a batch are left to the
 // sweeper's next rounds, which follow at once.
+//
+// A single node is its store's only claimer, so the claims its store
+// still holds are its last run's, whose timers died with it: they are
+// released first (PostgreSQL keeps them across runs; Pebble's die with
+// the process). In a cluster the members that expel a lost node release
+// its claims.
 func (s *Runtime) Recover(ctx context.Context) (int, error) {
 	sw, err := s.sweeper()
 	if err != nil {
 		return 0, err
+	}
+	if r, ok := s.cfg.Reader.(expiryClaimReleaser); ok && s.clusterState() == nil {
+		n, err := r.ReleaseExpiryClaims(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if n > 0 {
+			s.log.Info("released the deadline claims of the last run", "claims", n)
+		}
 	}
 	n, err := sw.SweepOnce(ctx)
 	if err == nil {
 		s.recovered.Store(true)
 	}
 	return n, err
+}
+
+// expiryClaimReleaser is a store whose expiry claims outlive the process
+// that took them (PostgreSQL).
+type expiryClaimReleaser interface {
+	// ReleaseExpiryClaims drops every live expiry claim and says how
+	// many it dropped.
+	ReleaseExpiryClaims(ctx context.Context) (int, error)
 }
 
 // errSweepDone stops the scan of wakeDue at the first later deadline.

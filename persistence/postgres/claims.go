@@ -125,6 +125,18 @@ func (d *DB) CommitClaimed(ctx context.Context, c kassa.DeliveryClaim, kb kassa.
 	}, "postgres: commit claimed delivery")
 }
 
+// ReleaseExpiryClaims drops every live expiry claim and says how many it
+// dropped: a single node's start releases its last run's
+// (actors.Runtime.Recover), whose timers died with it.
+func (d *DB) ReleaseExpiryClaims(ctx context.Context) (int, error) {
+	tag, err := d.pool.Exec(ctx, `UPDATE open_invoices SET claimed_by = NULL, claim_expires_ms = 0
+		WHERE claim_expires_ms > $1`, d.clock.Now().UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("postgres: release expiry claims: %w", down(err))
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // ClaimOverdue claims open invoices whose deadline is before overdue,
 // with FOR UPDATE SKIP LOCKED, oldest deadline first.
 func (d *DB) ClaimOverdue(ctx context.Context, holder string, overdue time.Time, ttl time.Duration, limit int) ([]kassa.OverdueInvoice, error) {

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/kassatest/harness"
@@ -72,18 +70,7 @@ func TestClaimOverdue(t *testing.T) {
 func TestMigrationNotBefore(t *testing.T) {
 	ctx := t.Context()
 	harness.SkipShort(t, "PostgreSQL")
-	dsn, err := server.NewSchema(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrateTo(ctx, pool, migrations[:3]); err != nil {
-		t.Fatal(err)
-	}
+	dsn, pool := schemaAt(t, 3)
 	retryAt := time.Date(2026, 3, 1, 12, 0, 10, 123456789, time.UTC)
 	for i, d := range []*kassa.Delivery{
 		{ID: "dl_retry", WebhookID: "wh_1", Status: kassa.DeliveryPending, NotBefore: retryAt, CreatedAt: kassatest.Epoch},

@@ -23,18 +23,7 @@ import (
 func TestMigrationLookupColumns(t *testing.T) {
 	ctx := t.Context()
 	harness.SkipShort(t, "PostgreSQL")
-	dsn, err := server.NewSchema(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	if err := migrateTo(ctx, pool, migrations[:5]); err != nil {
-		t.Fatal(err)
-	}
+	dsn, pool := schemaAt(t, 5)
 	// Schema 5's writes of a new invoice (PutInvoice before 6).
 	const n = 50
 	old := func(inv *kassa.Invoice) {
@@ -136,4 +125,24 @@ func TestMigrationLookupColumns(t *testing.T) {
 	if id, err := db.InvoiceIDByPaymentHash(ctx, "hash_04"); id != "inv_04" || err != nil {
 		t.Errorf("InvoiceIDByPaymentHash(hash_04) = %q, %v; want inv_04 (only its address was taken)", id, err)
 	}
+}
+
+// schemaAt makes a fresh schema on the test server migrated to its
+// first n migrations, as an older Kassa left it, and returns its DSN and
+// a pool on it (closed when the test ends).
+func schemaAt(t *testing.T, n int) (string, *pgxpool.Pool) {
+	t.Helper()
+	dsn, err := server.NewSchema(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(t.Context(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := migrateTo(t.Context(), pool, migrations[:n]); err != nil {
+		t.Fatal(err)
+	}
+	return dsn, pool
 }

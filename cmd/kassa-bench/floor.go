@@ -122,7 +122,10 @@ func floorHandler(db *pebble.DB, w *requiredWork) http.Handler {
 			http.Error(rw, err.Error(), http.StatusInternalServerError)
 			return
 		}
+		// With its Content-Length, as Kassa's writeJSON answers: a
+		// large answer is not sent chunked.
 		rw.Header().Set("Content-Type", "application/json")
+		rw.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 		rw.Write(answer)
 	})
 	return r

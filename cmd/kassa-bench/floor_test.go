@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,6 +75,9 @@ func TestWorkFloorWritesEachAnswer(t *testing.T) {
 		var inv floorInvoice
 		if err := json.Unmarshal(w.Body.Bytes(), &inv); w.Code != http.StatusOK || err != nil {
 			t.Fatalf("status %d, %v: %s", w.Code, err, w.Body)
+		}
+		if cl := w.Header().Get("Content-Length"); cl != strconv.Itoa(w.Body.Len()) {
+			t.Errorf("Content-Length %q for %d bytes", cl, w.Body.Len())
 		}
 		answers[inv.ID] = w.Body.Bytes()
 	}

@@ -200,6 +200,14 @@ func main() {
 			run = append(run, parts[i])
 		}
 	}
+	if profileDir != "" {
+		// Made here, so that a part does not run for minutes and then
+		// fail to write its profiles.
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "kassa-bench: -profile: %v\n", err)
+			os.Exit(2)
+		}
+	}
 	failed := runParts(context.Background(), run, &o, len(run) == len(parts))
 	cleanupBuild()
 	if failed {

@@ -44,8 +44,8 @@ func TestInvoiceStreamGivesSettles(t *testing.T) {
 		AddIndex: 41, State: lnrpc.Invoice_OPEN, Features: features, PaymentAddr: make([]byte, 32)}
 	settled := proto.Clone(open).(*lnrpc.Invoice)
 	settled.RHash, settled.AddIndex = []byte("hash-settled-000000000000000000"), 40
-	settled.State, settled.Settled, settled.SettleIndex, settled.SettleDate = lnrpc.Invoice_SETTLED, true, 7, 1_700_000_100
-	settled.AmtPaidMsat, settled.AmtPaidSat, settled.AmtPaid, settled.RPreimage = 1_000_000, 1000, 1_000_000, []byte("preimage")
+	settled.State, settled.SettleIndex, settled.SettleDate = lnrpc.Invoice_SETTLED, 7, 1_700_000_100
+	settled.AmtPaidMsat, settled.AmtPaidSat, settled.RPreimage = 1_000_000, 1000, []byte("preimage")
 	settled.Htlcs = []*lnrpc.InvoiceHTLC{{ChanId: 7, HtlcIndex: 3, AmtMsat: 1_000_000, State: lnrpc.InvoiceHTLCState_SETTLED}}
 	accepted := proto.Clone(open).(*lnrpc.Invoice)
 	accepted.State = lnrpc.Invoice_ACCEPTED

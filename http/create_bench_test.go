@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -17,6 +16,7 @@ import (
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/actors"
 	chainsim "github.com/kassapay/kassa/chain/sim"
+	"github.com/kassapay/kassa/kassatest"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/metrics"
 	"github.com/kassapay/kassa/persistence"
@@ -81,8 +81,8 @@ func BenchmarkCreateInvoice(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism(16)
 			b.ResetTimer()
-			cpu := processCPU()
-			defer func() { b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e3, "cpu-us/op") }()
+			cpu := kassatest.ProcessCPU()
+			defer func() { b.ReportMetric(float64(kassatest.ProcessCPU()-cpu)/float64(b.N)/1e3, "cpu-us/op") }()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					r := httptest.NewRequest("POST", path, bytes.NewReader(body))
@@ -101,16 +101,4 @@ func BenchmarkCreateInvoice(b *testing.B) {
 			})
 		})
 	}
-}
-
-// processCPU is the CPU time this process used so far, user and system,
-// in nanoseconds: a create's CPU cost (cpu-us/op) does not count the
-// time it waited for the disk, and counts the work of every goroutine
-// it started.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

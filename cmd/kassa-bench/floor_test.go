@@ -7,10 +7,11 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // newWorkFloor returns the work floor's handler over Pebble in dir.
@@ -103,8 +104,8 @@ func BenchmarkWorkFloor(b *testing.B) {
 	b.ReportAllocs()
 	b.SetParallelism(16)
 	b.ResetTimer()
-	cpu := processCPU()
-	defer func() { b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e3, "cpu-us/op") }()
+	cpu := kassatest.ProcessCPU()
+	defer func() { b.ReportMetric(float64(kassatest.ProcessCPU()-cpu)/float64(b.N)/1e3, "cpu-us/op") }()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			r := httptest.NewRequest("POST", "/api/v1/stores/floor/invoices", bytes.NewReader(invoiceBody))
@@ -117,16 +118,4 @@ func BenchmarkWorkFloor(b *testing.B) {
 			}
 		}
 	})
-}
-
-// processCPU is the CPU time this process used so far, user and system,
-// in nanoseconds: a create's CPU cost (cpu-us/op) does not count the
-// time it waited for the disk, and counts the work of every goroutine
-// it started.
-func processCPU() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,11 @@ type Fence interface {
 	// flight are done, and frees the webhook deliveries member claims
 	// (a member claims under its member id: claimHolder).
 	Expel(ctx context.Context, member string) error
+	// FreeDeadlineClaimsExcept frees the invoice deadline claims of
+	// every holder that is not one of members, and says how many it
+	// freed: those of a run of the cluster that no member saw leave
+	// (every node killed at once).
+	FreeDeadlineClaimsExcept(ctx context.Context, members []string) (int, error)
 }
 
 // clusterState is what a Runtime in cluster mode keeps of one
@@ -247,13 +253,26 @@ func (s *Runtime) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 		// that left (killed, stalled, cut off) commits nothing more.
 		for _, m := range t.Left {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-			if err := s.fence.Expel(ctx, m.Id); err != nil {
-				s.log.Error("expel a member that left", "member", m.Id, "err", err)
+			id := st.memberID(m)
+			if err := s.fence.Expel(ctx, id); err != nil {
+				s.log.Error("expel a member that left", "member", id, "err", err)
 			} else {
-				s.log.Info("expelled a member that left the cluster", "member", m.Id, "address", m.Address())
+				s.log.Info("expelled a member that left the cluster", "member", id, "address", m.Address())
 			}
 			cancel()
 		}
+	}
+	if s.fence != nil {
+		// Claims of holders that are not members: a whole cluster
+		// killed and started again has new members only, and none of
+		// them saw the old ones leave. Their sweepers had claimed
+		// invoices ahead of the deadline, and those invoices' timers
+		// died with them: the next round here fires them, instead of
+		// Grace past each deadline. A member whose join this node has
+		// not seen yet may lose its claims too; an expiry fired twice
+		// fires once. A node that is not in its own view (leaving, or
+		// cut off) frees nothing.
+		s.freeClaimsOfNonMembers(st, t.Members)
 	}
 	rdv := cluster.NewRendezvous()
 	rdv.UpdateMembers(t.Members)
@@ -280,6 +299,26 @@ func (s *Runtime) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 	}
 }
 
+// freeClaimsOfNonMembers frees the deadline claims of every holder that
+// is not one of members (onTopology), when this node is one of them.
+func (s *Runtime) freeClaimsOfNonMembers(st *clusterState, members []*cluster.Member) {
+	ids := make([]string, 0, len(members))
+	for _, m := range members {
+		ids = append(ids, st.memberID(m))
+	}
+	if !slices.Contains(ids, st.id) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	defer cancel()
+	n, err := s.fence.FreeDeadlineClaimsExcept(ctx, ids)
+	if err != nil {
+		s.log.Error("free the deadline claims of holders that are not members", "err", err)
+	} else if n > 0 {
+		s.log.Info("freed the deadline claims of holders that are not members", "claims", n)
+	}
+}
+
 // sweepTakenOver arms the timers of the stores this node now owns (their
 // invoices due within sweepAhead), and sends their webhook outboxes.
 func (s *Runtime) sweepTakenOver() {
@@ -289,6 +328,13 @@ func (s *Runtime) sweepTakenOver() {
 	if _, err := s.RecoverDeliveries(context.Background()); err != nil {
 		s.log.Error("recover deliveries after a node left", "err", err)
 	}
+}
+
+// memberID is the id m joined the fence and claims under: its actor
+// system's id. The topology names a member as its provider does, which
+// for etcd is CLUSTER@ID.
+func (st *clusterState) memberID(m *cluster.Member) string {
+	return strings.TrimPrefix(m.Id, st.cc.Name+"@")
 }
 
 // leftSignal is closed when a member next leaves the cluster.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // TestKill9 kills the server with SIGKILL under concurrent invoice
@@ -167,7 +169,7 @@ func TestKill9(t *testing.T) {
 	if ready.After(due) {
 		due = ready
 	}
-	waitFor(t, time.Until(due.Add(5*time.Second)), "every open invoice to expire", func() bool {
+	kassatest.Eventually(t, time.Until(due.Add(5*time.Second)), "every open invoice to expire", func() error {
 		for _, c := range answered {
 			if status[c.id] == "Settled" || status[c.id] == "Expired" {
 				continue
@@ -180,7 +182,8 @@ func TestKill9(t *testing.T) {
 				continue
 			}
 			if inv["status"] != "Expired" {
-				return false
+				return fmt.Errorf("invoice %s (created %s, due %s) is %v", c.id, c.at.Format(time.StampMilli),
+					c.at.Add(expiry).Format(time.StampMilli), inv["status"])
 			}
 			// Both times are whole seconds: an expiry is on time when it
 			// is not before the creation second plus the interval.
@@ -189,6 +192,6 @@ func TestKill9(t *testing.T) {
 			}
 			status[c.id] = "Expired"
 		}
-		return true
+		return nil
 	})
 }

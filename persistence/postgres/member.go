@@ -65,6 +65,22 @@ func (m Members) Expel(ctx context.Context, member string) error {
 	return nil
 }
 
+// FreeDeadlineClaimsExcept frees the live invoice deadline claims of
+// every holder that is not one of members, and says how many it freed: a
+// cluster killed whole comes back with new member ids only, and none of
+// its members saw the old ones leave to expel them. As in Expel, a row
+// locked by a claimer right now is passed over.
+func (m Members) FreeDeadlineClaimsExcept(ctx context.Context, members []string) (int, error) {
+	tag, err := m.db.pool.Exec(ctx, `UPDATE open_invoices SET claimed_by = NULL, claim_expires_ms = 0
+		WHERE invoice_id IN (SELECT invoice_id FROM open_invoices
+			WHERE claim_expires_ms > $2 AND claimed_by IS NOT NULL AND NOT (claimed_by = ANY($1))
+			FOR UPDATE SKIP LOCKED)`, members, m.db.clock.Now().UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("postgres: free the deadline claims of holders that are not members: %w", down(err))
+	}
+	return int(tag.RowsAffected()), nil
+}
+
 // Admitted reports whether member may commit.
 func (m Members) Admitted(ctx context.Context, member string) (bool, error) {
 	var one int

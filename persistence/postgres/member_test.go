@@ -110,3 +110,47 @@ func TestExpelFreesTheMembersExpiryClaims(t *testing.T) {
 		t.Errorf("after the expel the taker claimed %v, want %v", ids, want)
 	}
 }
+
+// TestFreeDeadlineClaimsExcept: a cluster killed whole comes back with
+// new members only; the claims of the old ones' sweepers are freed, the
+// members' own claims kept, and a claim that already ran out is left as
+// it is (nothing to free).
+func TestFreeDeadlineClaimsExcept(t *testing.T) {
+	ctx := t.Context()
+	clock := kassatest.NewTestClock(kassatest.Epoch)
+	a, b := openClocked(t, clock)
+	for i := range 4 {
+		inv := kassatest.NewInvoice(fmt.Sprintf("inv_%d", i), "s1", kassatest.Epoch.Add(time.Duration(i)*time.Second))
+		kassatest.Commit(t, a, func(bt kassa.Batch) { bt.PutInvoice(inv, nil, 1) })
+	}
+	until := kassatest.Epoch.Add(time.Hour)
+	for _, c := range []struct {
+		holder string
+		n      int
+	}{{"old-1", 1}, {"member", 1}, {"old-2", 1}} {
+		if got, err := a.ClaimOverdue(ctx, c.holder, until, 5*time.Second, c.n); err != nil || len(got) != c.n {
+			t.Fatalf("%s's claims: %v, %v", c.holder, got, err)
+		}
+	}
+	n, err := b.Members().FreeDeadlineClaimsExcept(ctx, []string{"member", "other"})
+	if err != nil || n != 2 {
+		t.Fatalf("freed %d, %v; want the 2 claims of old-1 and old-2", n, err)
+	}
+	got, err := b.ClaimOverdue(ctx, "other", until, 5*time.Second, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, o := range got {
+		ids = append(ids, o.InvoiceID)
+	}
+	// inv_0 was old-1's, inv_2 old-2's, inv_3 nobody's; inv_1's claim
+	// is a member's and still runs.
+	slices.Sort(ids)
+	if want := []string{"inv_0", "inv_2", "inv_3"}; !slices.Equal(ids, want) {
+		t.Errorf("after the free, another member claimed %v, want %v", ids, want)
+	}
+	if n, err := b.Members().FreeDeadlineClaimsExcept(ctx, []string{"member", "other"}); err != nil || n != 0 {
+		t.Errorf("a second free freed %d, %v; want 0", n, err)
+	}
+}

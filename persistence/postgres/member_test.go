@@ -95,17 +95,9 @@ func TestExpelFreesTheMembersExpiryClaims(t *testing.T) {
 	if err := b.Members().Expel(ctx, "lost"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := b.ClaimOverdue(ctx, "taker", until, 5*time.Second, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, o := range got {
-		ids = append(ids, o.InvoiceID)
-	}
+	ids := claimedIDs(t, b, "taker", until)
 	// inv_0 and inv_1 were the lost member's, inv_3 nobody's; inv_2's
 	// claim is the taker's own and still runs.
-	slices.Sort(ids)
 	if want := []string{"inv_0", "inv_1", "inv_3"}; !slices.Equal(ids, want) {
 		t.Errorf("after the expel the taker claimed %v, want %v", ids, want)
 	}
@@ -136,7 +128,22 @@ func TestFreeDeadlineClaimsExcept(t *testing.T) {
 	if err != nil || n != 2 {
 		t.Fatalf("freed %d, %v; want the 2 claims of old-1 and old-2", n, err)
 	}
-	got, err := b.ClaimOverdue(ctx, "other", until, 5*time.Second, 10)
+	ids := claimedIDs(t, b, "other", until)
+	// inv_0 was old-1's, inv_2 old-2's, inv_3 nobody's; inv_1's claim
+	// is a member's and still runs.
+	if want := []string{"inv_0", "inv_2", "inv_3"}; !slices.Equal(ids, want) {
+		t.Errorf("after the free, another member claimed %v, want %v", ids, want)
+	}
+	if n, err := b.Members().FreeDeadlineClaimsExcept(ctx, []string{"member", "other"}); err != nil || n != 0 {
+		t.Errorf("a second free freed %d, %v; want 0", n, err)
+	}
+}
+
+// claimedIDs claims for holder every invoice due before until that no
+// live claim holds, and returns their ids in order.
+func claimedIDs(t *testing.T, db *DB, holder string, until time.Time) []string {
+	t.Helper()
+	got, err := db.ClaimOverdue(t.Context(), holder, until, 5*time.Second, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,13 +151,6 @@ func TestFreeDeadlineClaimsExcept(t *testing.T) {
 	for _, o := range got {
 		ids = append(ids, o.InvoiceID)
 	}
-	// inv_0 was old-1's, inv_2 old-2's, inv_3 nobody's; inv_1's claim
-	// is a member's and still runs.
 	slices.Sort(ids)
-	if want := []string{"inv_0", "inv_2", "inv_3"}; !slices.Equal(ids, want) {
-		t.Errorf("after the free, another member claimed %v, want %v", ids, want)
-	}
-	if n, err := b.Members().FreeDeadlineClaimsExcept(ctx, []string{"member", "other"}); err != nil || n != 0 {
-		t.Errorf("a second free freed %d, %v; want 0", n, err)
-	}
+	return ids
 }

@@ -41,6 +41,7 @@ func fencedCluster(t *testing.T, n int, open func() *postgres.DB, clock *kassate
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	stopTogether(t, nodes)
 	for _, h := range nodes {
 		eventually(t, "every node sees every member", func() bool { return len(h.sys.ClusterHealth().Members) == n })
 		if _, err := h.sys.Recover(ctx); err != nil {

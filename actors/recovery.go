@@ -57,7 +57,8 @@ func (s *Runtime) RunSweeper(ctx context.Context) {
 // still holds are its last run's, whose timers died with it: they are
 // released first (PostgreSQL keeps them across runs; Pebble's die with
 // the process). In a cluster the members that expel a lost node release
-// its claims.
+// its claims, and a node that joins wakes the invoices due soon of the
+// stores it owns, whose timers ran where those stores ran before.
 func (s *Runtime) Recover(ctx context.Context) (int, error) {
 	sw, err := s.sweeper()
 	if err != nil {
@@ -73,10 +74,20 @@ func (s *Runtime) Recover(ctx context.Context) (int, error) {
 		}
 	}
 	n, err := sw.SweepOnce(ctx)
-	if err == nil {
-		s.recovered.Store(true)
+	if err != nil {
+		return n, err
 	}
-	return n, err
+	s.recovered.Store(true)
+	if s.clusterState() != nil {
+		// A node that joins takes stores over from the others. Their
+		// invoices due soon had armed their timers where those stores
+		// ran, and that node's claims on them still run: wake them here,
+		// as the owner of a lost node's stores does (sweepTakenOver).
+		if _, err := s.wakeDue(ctx, ""); err != nil {
+			s.log.Error("wake the due invoices of the stores this node owns", "err", err)
+		}
+	}
+	return n, nil
 }
 
 // expiryClaimReleaser is a store whose expiry claims outlive the process

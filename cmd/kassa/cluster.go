@@ -13,10 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kassapay/kassa/actors"
+	"github.com/kassapay/kassa/internal/etcdmember"
 	"github.com/kassapay/kassa/internal/nodetls"
 )
 
@@ -123,27 +123,20 @@ func loopbackHost(host string) bool {
 }
 
 // joinCluster makes sys a member of the cluster in etcd. etcd must
-// answer first: protoactor-go's provider would wait for it for good.
+// answer first: the provider's start would wait for it up to its bound.
 // While runCtx lasts the node then keeps its membership: it fences
 // itself while cut off from etcd (selfFence), and joins again under a
 // new member id when it lost its membership (keepMembership).
 func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSettings, fence actors.Fence, log *slog.Logger) error {
 	// Each membership has an etcd client and a provider of its own: a
 	// node that joins again closes the old client, which ends whatever
-	// the old provider still renews (else it could put the old member
-	// key back when etcd returns).
+	// the old provider still renews or watches.
 	newMembership := func() (*clientv3.Client, actors.Provider, error) {
 		client, err := clientv3.New(clientv3.Config{Endpoints: s.endpoints, DialTimeout: 5 * time.Second})
 		if err != nil {
 			return nil, nil, fmt.Errorf("--cluster: etcd client: %w", err)
 		}
-		provider, err := etcd.NewWithConfig("/kassa", clientv3.Config{}, etcd.WithEtcdClient(client),
-			etcd.WithKeepAliveTTL(clusterLease), etcd.WithRetryInterval(500*time.Millisecond))
-		if err != nil {
-			client.Close()
-			return nil, nil, fmt.Errorf("--cluster: etcd client: %w", err)
-		}
-		return client, provider, nil
+		return client, etcdmember.New(client, etcdBase, clusterLease, 500*time.Millisecond, log), nil
 	}
 	client, provider, err := newMembership()
 	if err != nil {
@@ -171,9 +164,11 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSet
 	return nil
 }
 
-// memberKey is the provider's member key of member id: base key,
-// cluster name, "NAME@MEMBERID".
-func memberKey(id string) string { return "/kassa/kassa/kassa@" + id }
+// etcdBase is where the cluster's membership lives in etcd.
+const etcdBase = "/kassa"
+
+// memberKey is the member key of member id in etcd (etcdmember.Key).
+func memberKey(id string) string { return etcdmember.Key(etcdBase, "kassa", id) }
 
 // rejoinRetry is how soon a node tries again to join its cluster after
 // a failed attempt.

@@ -10,7 +10,9 @@
 // node ("concurrent map read and map write": its leadership check read
 // the member's metadata while its keep-alive goroutine wrote it), and
 // which put its member key back under a new lease when the old one had
-// expired. Here a lease that expired is the end of the membership: the
+// expired. Here a lease etcd still holds after an outage (a restarted
+// etcd extends its leases) is renewed again, and a lease that expired is
+// the end of the membership: the
 // key is gone, the others dropped the member for good, and the node joins
 // again as a new member with a new provider (cmd/kassa, keepMembership).
 package etcdmember
@@ -184,18 +186,44 @@ func (p *Provider) Start(self Self, publish func(cluster.Members)) error {
 	p.lease, p.key, p.cancel, p.done = grant.ID, key, cancel, make(chan struct{})
 	p.mu.Unlock()
 	ok = true
-	go func() {
-		// The client renews the lease through etcd's outages; the
-		// channel ends when the lease is gone (expired: the membership
-		// is over) or the provider stops.
-		for range alive {
-		}
-		if ctx.Err() == nil {
-			p.log.Warn("cluster membership lease ended", "key", key)
-		}
-	}()
+	go p.renew(ctx, grant.ID, key, alive)
 	go p.watch(ctx, prefix, key, me.member(), members, rev, publish)
 	return nil
+}
+
+// renew keeps the lease alive until ctx ends or the lease is gone. The
+// client closes alive when etcd has not answered for a whole lease
+// (etcd stopped, or cut off); etcd may still hold the lease when it is
+// back (a restarted etcd extends its leases), and then the membership
+// goes on under it: renew asks, every retry, how long the lease has
+// left, and renews it again while it is there. A lease etcd no longer
+// holds is the end of the membership: its key is gone with it, and
+// nothing puts it back.
+func (p *Provider) renew(ctx context.Context, lease clientv3.LeaseID, key string, alive <-chan *clientv3.LeaseKeepAliveResponse) {
+	for {
+		for range alive {
+		}
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			ttl, err := p.client.TimeToLive(ctx, lease)
+			if err == nil && ttl.TTL <= 0 {
+				p.log.Warn("cluster membership lease ended", "key", key)
+				return
+			}
+			if err == nil {
+				if alive, err = p.client.KeepAlive(ctx, lease); err == nil {
+					break
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(p.retry):
+			}
+		}
+	}
 }
 
 // list reads the members under prefix, and the revision read at.

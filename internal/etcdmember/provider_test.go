@@ -192,3 +192,37 @@ func TestStartWithoutEtcdFails(t *testing.T) {
 		t.Errorf("shutdown of a provider that never started: %v", err)
 	}
 }
+
+// TestMembershipOutlivesAnOutageLongerThanTheLease: etcd stops for longer
+// than the lease, so the client gives the renewal up (it closes the
+// keep-alive channel a lease after etcd's last answer); a restarted etcd
+// extends the leases it holds, and the member renews its lease again: its
+// key stays, under the same lease. Before, the renewal ended for good,
+// the key ran out a lease after etcd came back, and every node joined
+// again under a new id.
+func TestMembershipOutlivesAnOutageLongerThanTheLease(t *testing.T) {
+	e := harness.EtcdForTest(t)
+	pa, a := member(t, e, "A", 1)
+	a.waitFor(t, "kassa@A")
+	// A renewal first: until etcd's first answer the client waits its
+	// dial timeout and a second before it gives up, not a lease.
+	time.Sleep(testTTL)
+	if err := e.Down(); err != nil {
+		t.Fatal(err)
+	}
+	// The client checks each second whether a lease has passed since
+	// etcd's last answer.
+	time.Sleep(2*testTTL + time.Second)
+	if err := e.Up(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * testTTL)
+	c := client(t, e)
+	res, err := c.Get(context.Background(), Key("/kassa", "kassa", "A"))
+	if err != nil || len(res.Kvs) != 1 {
+		t.Fatalf("A's key %v after the outage: %v, %v", 3*testTTL, res, err)
+	}
+	if lease := clientv3.LeaseID(res.Kvs[0].Lease); lease != pa.lease {
+		t.Errorf("A's key is under lease %x, want its own %x", lease, pa.lease)
+	}
+}

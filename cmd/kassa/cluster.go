@@ -14,6 +14,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 
 	"github.com/kassapay/kassa/actors"
 	"github.com/kassapay/kassa/internal/etcdmember"
@@ -132,7 +134,7 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSet
 	// node that joins again closes the old client, which ends whatever
 	// the old provider still renews or watches.
 	newMembership := func() (*clientv3.Client, actors.Provider, error) {
-		client, err := clientv3.New(clientv3.Config{Endpoints: s.endpoints, DialTimeout: 5 * time.Second})
+		client, err := newEtcdClient(s.endpoints)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--cluster: etcd client: %w", err)
 		}
@@ -163,6 +165,25 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSet
 	go keepMembership(runCtx, client, sys, newMembership, log)
 	return nil
 }
+
+// newEtcdClient is a node's etcd client. It tries to reach an etcd that
+// went away at least every etcdRetryMax: with gRPC's default backoff
+// (1 s, 1.6 times more after each failed attempt, up to 2 min) a node
+// came back to etcd seconds after it returned from an outage of a few
+// leases, too late to renew its membership lease.
+func newEtcdClient(endpoints []string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: etcdRetryMax},
+			// An attempt that hangs (etcd cut off, not refusing) is
+			// given up within a lease too.
+			MinConnectTimeout: clusterLease / 2,
+		})}})
+}
+
+// etcdRetryMax is the longest pause between a node's attempts to reach
+// etcd: a sixth of the membership lease.
+const etcdRetryMax = clusterLease / 6
 
 // etcdBase is where the cluster's membership lives in etcd.
 const etcdBase = "/kassa"

@@ -136,6 +136,14 @@ type KeyValue interface {
 	PutValue(ctx context.Context, key string, value []byte, expires time.Time) error
 }
 
+// ValueCache is a KeyValue that can also keep a value without waiting
+// for the disk: for a value whose loss in a crash costs only its
+// recomputation (the answer to a create whose own commit recorded its
+// request id). A store without it keeps such values with PutValue.
+type ValueCache interface {
+	CacheValue(ctx context.Context, key string, value []byte, expires time.Time) error
+}
+
 // BackendInfo describes a chain or Lightning backend for the health check.
 type BackendInfo struct {
 	Backend   string `json:"backend"` // "sim", "rpc", "lnd"

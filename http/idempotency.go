@@ -2,6 +2,7 @@ package http
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -36,7 +37,24 @@ type idemRecord struct {
 // one acts. Failures are not stored, because a failed create changed
 // nothing: a retry with the same key and a corrected body acts (as
 // Stripe does for requests that fail validation).
-func (s *server) idempotent(next http.Handler) http.Handler {
+func (s *server) idempotent(next http.Handler) http.Handler { return s.idempotency(next, false) }
+
+// idempotentCreate is idempotent for the creates whose own commit records
+// the key (invoices and payment requests: kassa.Request). Their stored
+// response is a cache, written without waiting for the disk when the
+// store can (kassa.ValueCache): lost in a crash, a retry is answered
+// from the request record with what the first attempt created, as on
+// another node. The response then shows the resource as it is now.
+func (s *server) idempotentCreate(next http.Handler) http.Handler { return s.idempotency(next, true) }
+
+func (s *server) idempotency(next http.Handler, recorded bool) http.Handler {
+	var put func(ctx context.Context, key string, value []byte, expires time.Time) error
+	if s.KV != nil {
+		put = s.KV.PutValue
+		if c, ok := s.KV.(kassa.ValueCache); ok && recorded {
+			put = c.CacheValue
+		}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
 		if key == "" || s.KV == nil {
@@ -106,7 +124,7 @@ func (s *server) idempotent(next http.Handler) http.Handler {
 			ContentType: w.Header().Get("Content-Type"),
 			Body:        tee.body.Bytes(),
 		})
-		if err := s.KV.PutValue(r.Context(), kvKey, rec, s.now().Add(IdempotencyTTL)); err != nil {
+		if err := put(r.Context(), kvKey, rec, s.now().Add(IdempotencyTTL)); err != nil {
 			// The response has gone out; a retry will act again.
 			s.log.ErrorContext(r.Context(), "storing idempotency record", "err", err)
 		}

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -218,5 +219,79 @@ func TestKeyedMutexForgetsKeys(t *testing.T) {
 	(<-unlock2)()
 	if len(k.locks) != 0 {
 		t.Errorf("%d keys left after every unlock", len(k.locks))
+	}
+}
+
+// crashKV is the environment's store whose values written without the
+// disk (CacheValue) are lost, as a crash loses them; it counts the
+// writes of each kind.
+type crashKV struct {
+	kassa.KeyValue
+	mu            sync.Mutex
+	cached, saved int
+}
+
+func (k *crashKV) PutValue(ctx context.Context, key string, value []byte, expires time.Time) error {
+	k.mu.Lock()
+	k.saved++
+	k.mu.Unlock()
+	return k.KeyValue.PutValue(ctx, key, value, expires)
+}
+
+func (k *crashKV) CacheValue(ctx context.Context, key string, value []byte, expires time.Time) error {
+	k.mu.Lock()
+	k.cached++
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *crashKV) counts() (cached, saved int) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.cached, k.saved
+}
+
+// TestIdempotencyCacheLostInACrash: the answer to a keyed invoice or
+// payment-request create is kept without waiting for the disk, since
+// the create's own commit records the key; when a crash lost it, a retry
+// answers what the first attempt created, and the key still refuses
+// another body. A webhook create records nothing of its own, so its
+// answer is written to disk.
+func TestIdempotencyCacheLostInACrash(t *testing.T) {
+	t.Parallel()
+	kv := &crashKV{}
+	e := newEnv(t, withDeps(func(d *Deps) { kv.KeyValue = d.KV; d.KV = kv }))
+	key := header{"Idempotency-Key", "order-78"}
+	w := e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 12.5, "orderId": "78"}`, key)
+	expectStatus(t, w, 200)
+	first := decode[createdInvoice](t, w).ID
+	if cached, saved := kv.counts(); cached != 1 || saved != 0 {
+		t.Fatalf("an invoice create kept its answer %d times without the disk and %d times on it, want 1 and 0", cached, saved)
+	}
+	w = e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 12.5, "orderId": "78"}`, key)
+	expectStatus(t, w, 200)
+	if got := decode[createdInvoice](t, w).ID; got != first {
+		t.Errorf("the retry answered invoice %s, the first attempt made %s", got, first)
+	}
+	if n := len(e.invoiceIDs("store_a")); n != 1 {
+		t.Errorf("%d invoices after the retry, want 1", n)
+	}
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/invoices", `{"amount": 13, "orderId": "78"}`, key), 409, kassa.Conflict)
+
+	pr := header{"Idempotency-Key", "link-1"}
+	w = e.do("POST", "/api/v1/stores/store_a/payment-requests", `{"amount": "5", "currency": "EUR", "title": "Tea"}`, pr)
+	expectStatus(t, w, 200)
+	link := decode[struct{ ID string }](t, w).ID
+	w = e.do("POST", "/api/v1/stores/store_a/payment-requests", `{"amount": "5", "currency": "EUR", "title": "Tea"}`, pr)
+	expectStatus(t, w, 200)
+	if got := decode[struct{ ID string }](t, w).ID; got != link {
+		t.Errorf("the retried payment request answered %s, the first attempt made %s", got, link)
+	}
+
+	w = e.do("POST", "/api/v1/stores/store_a/webhooks", `{"url": "https://shop.example.com/hook"}`, header{"Idempotency-Key", "hook-1"})
+	expectStatus(t, w, 200)
+	// Each create and each retry (the cache was lost) kept its answer.
+	if cached, saved := kv.counts(); cached != 4 || saved != 1 {
+		t.Errorf("after the webhook create: %d answers kept without the disk and %d on it, want 4 and 1", cached, saved)
 	}
 }

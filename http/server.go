@@ -154,12 +154,12 @@ func (s *server) routes() *chi.Mux {
 				r.Get("/rates", s.getRates)
 
 				r.Get("/invoices", s.listInvoices)
-				r.With(s.idempotent).Post("/invoices", s.createInvoice)
+				r.With(s.idempotentCreate).Post("/invoices", s.createInvoice)
 				r.Get("/invoices/{invoiceId}", s.getInvoice)
 				r.Get("/invoices/{invoiceId}/payments", s.listInvoicePayments)
 
 				r.Get("/payment-requests", s.listPaymentRequests)
-				r.With(s.idempotent).Post("/payment-requests", s.createPaymentRequest)
+				r.With(s.idempotentCreate).Post("/payment-requests", s.createPaymentRequest)
 				r.Get("/payment-requests/{id}", s.getPaymentRequest)
 				r.Put("/payment-requests/{id}", s.updatePaymentRequest)
 				r.Delete("/payment-requests/{id}", s.archivePaymentRequest)

@@ -58,9 +58,10 @@ type DB struct {
 }
 
 var (
-	_ kassa.Journal  = (*DB)(nil)
-	_ kassa.Reader   = (*DB)(nil)
-	_ kassa.KeyValue = (*DB)(nil)
+	_ kassa.Journal    = (*DB)(nil)
+	_ kassa.Reader     = (*DB)(nil)
+	_ kassa.KeyValue   = (*DB)(nil)
+	_ kassa.ValueCache = (*DB)(nil)
 )
 
 // Options configure Open.
@@ -524,12 +525,22 @@ func (d *DB) GetValue(ctx context.Context, k string) ([]byte, bool, error) {
 
 // PutValue stores value at key until expires.
 func (d *DB) PutValue(ctx context.Context, k string, value []byte, expires time.Time) error {
+	return d.putValue(k, value, expires, pebble.Sync)
+}
+
+// CacheValue stores value at key until expires without waiting for the
+// disk (kassa.ValueCache): a crash may lose it.
+func (d *DB) CacheValue(ctx context.Context, k string, value []byte, expires time.Time) error {
+	return d.putValue(k, value, expires, pebble.NoSync)
+}
+
+func (d *DB) putValue(k string, value []byte, expires time.Time, sync *pebble.WriteOptions) error {
 	v := append(ms(expires), value...)
 	if err := d.enter(); err != nil {
 		return err
 	}
 	defer d.leave()
-	return guarded(func() error { return d.db.Set(kvKey(k), v, pebble.Sync) })
+	return guarded(func() error { return d.db.Set(kvKey(k), v, sync) })
 }
 
 // SweepExpired deletes the small values whose expiry passed before now,

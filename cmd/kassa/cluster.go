@@ -14,8 +14,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 
 	"github.com/kassapay/kassa/actors"
 	"github.com/kassapay/kassa/internal/etcdmember"
@@ -166,24 +164,11 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSet
 	return nil
 }
 
-// newEtcdClient is a node's etcd client. It tries to reach an etcd that
-// went away at least every etcdRetryMax: with gRPC's default backoff
-// (1 s, 1.6 times more after each failed attempt, up to 2 min) a node
-// came back to etcd seconds after it returned from an outage of a few
-// leases, too late to renew its membership lease.
+// newEtcdClient is a node's etcd client (etcdmember.ClientConfig: it
+// reaches an etcd back from an outage soon enough to renew the lease).
 func newEtcdClient(endpoints []string) (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
-		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff: backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: etcdRetryMax},
-			// An attempt that hangs (etcd cut off, not refusing) is
-			// given up within a lease too.
-			MinConnectTimeout: clusterLease / 2,
-		})}})
+	return clientv3.New(etcdmember.ClientConfig(endpoints, clusterLease))
 }
-
-// etcdRetryMax is the longest pause between a node's attempts to reach
-// etcd: a sixth of the membership lease.
-const etcdRetryMax = clusterLease / 6
 
 // etcdBase is where the cluster's membership lives in etcd.
 const etcdBase = "/kassa"

@@ -33,6 +33,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/cluster"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // stopTimeout bounds what Shutdown waits for etcd: a node stopping while
@@ -41,6 +43,21 @@ const stopTimeout = 2 * time.Second
 
 // defaultStartTimeout bounds Start's calls to etcd.
 const defaultStartTimeout = 10 * time.Second
+
+// ClientConfig is the etcd client configuration of a member whose lease
+// is ttl. The client tries to reach an etcd that went away at least
+// every sixth of the lease: with gRPC's default backoff (1 s, 1.6 times
+// more after each failed attempt, up to 2 min) a member came back to an
+// etcd returning from an outage of a few leases seconds late, when its
+// lease had run out. An attempt that hangs (etcd cut off, not refusing)
+// is given up after half a lease.
+func ClientConfig(endpoints []string, ttl time.Duration) clientv3.Config {
+	return clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: ttl / 6},
+			MinConnectTimeout: ttl / 2,
+		})}}
+}
 
 // Provider is one membership of one node: a node that joins again uses a
 // new Provider. It implements cluster.ClusterProvider.
@@ -64,7 +81,8 @@ type Provider struct {
 // New returns a provider that keeps the membership under base in etcd
 // through client, with a lease of ttl (rounded up to whole seconds, as
 // etcd grants them); retry is the pause before the watch starts again
-// after etcd failed it. The caller owns client.
+// after etcd failed it. The caller owns client; made with ClientConfig,
+// it renews the lease after an outage in time.
 func New(client *clientv3.Client, base string, ttl, retry time.Duration, log *slog.Logger) *Provider {
 	if log == nil {
 		log = slog.Default()

@@ -49,7 +49,7 @@ func (r *topologies) waitFor(t *testing.T, want ...string) {
 
 func client(t *testing.T, e *harness.Etcd) *clientv3.Client {
 	t.Helper()
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{e.Endpoint()}, DialTimeout: 5 * time.Second})
+	c, err := clientv3.New(ClientConfig([]string{e.Endpoint()}, testTTL))
 	if err != nil {
 		t.Fatal(err)
 	}

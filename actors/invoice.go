@@ -363,7 +363,11 @@ func (a *invoiceActor) perform(ctx actor.Context, parent context.Context, inv *k
 	for _, e := range effects {
 		switch e := e.(type) {
 		case kassa.Emit:
-			a.p.log.Log(context.Background(), eventLevel(e), "invoice event", "invoice", inv.ID, "store", inv.StoreID, "type", string(e.Type), "additionalStatus", e.AdditionalStatus.String())
+			// Enabled first: the line's arguments cost allocations on
+			// every create even when debug lines are off.
+			if level := eventLevel(e); a.p.log.Enabled(context.Background(), level) {
+				a.p.log.Log(context.Background(), level, "invoice event", "invoice", inv.ID, "store", inv.StoreID, "type", string(e.Type), "additionalStatus", e.AdditionalStatus.String())
+			}
 			if a.p.events != nil {
 				a.p.events.InvoiceEvent(parent, inv, e)
 			}

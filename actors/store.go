@@ -263,16 +263,18 @@ func (a *storeActor) commit(ctx context.Context, ev *protos.StoreEvent, put func
 }
 
 func (a *storeActor) spawnInvoice(ctx actor.Context, msg *spawnInvoice) {
-	rctx, cancel := msg.call.context()
-	defer cancel()
 	if a.st == nil {
 		ctx.Respond(reply{err: kassa.Errorf(kassa.NotFound, "store not found")})
 		return
 	}
 	if msg.session != "" {
 		// Two clicks of one session may race to here; the first one's
-		// invoice wins and the second is answered with it.
+		// invoice wins and the second is answered with it. (Only this
+		// read needs the call's context: made here, not for every
+		// create, as it costs a deadline timer.)
+		rctx, cancel := msg.call.context()
 		inv, err := a.sessionInvoice(rctx, msg.session)
+		cancel()
 		if err != nil || inv != nil {
 			a.releaseFee(msg.inv.ID)
 			ctx.Respond(reply{value: inv, err: err})

@@ -108,6 +108,21 @@ func Covers(amount, paid Sats, tolerance decimal.Decimal) bool {
 	return shortfall.LessThanOrEqual(decimal.NewFromInt(int64(amount)).Mul(tolerance))
 }
 
+// plainQuotedAmount reports whether raw is a JSON string of only the
+// characters an amount may have, and spaces: its text between the quotes
+// is then its value.
+func plainQuotedAmount(raw []byte) bool {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if !strings.ContainsRune("0123456789.-+eE ", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
 // ParseAmount reads a JSON amount given either as a number or as a decimal
 // string ("12.50", which existing shop plugins send). The digits are parsed
 // straight into a decimal, never through float64.
@@ -117,7 +132,11 @@ func ParseAmount(raw json.RawMessage) (decimal.Decimal, error) {
 		return decimal.Zero, errMissingAmount
 	}
 	text := string(raw)
-	if raw[0] == '"' {
+	if plainQuotedAmount(raw) {
+		// What json.Unmarshal decodes it to, without its allocations:
+		// nothing in it is escaped.
+		text = strings.TrimSpace(text[1 : len(text)-1])
+	} else if raw[0] == '"' {
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return decimal.Zero, errBadAmount

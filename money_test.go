@@ -351,6 +351,11 @@ func TestParseAmount(t *testing.T) {
 		{raw: `[12]`, bad: true},
 		{raw: `{"amount":12}`, bad: true},
 		{raw: `"12`, bad: true},
+		{raw: `"`, bad: true},
+		{raw: "\"\t12\"", bad: true}, // a raw tab: not a JSON string
+		{raw: `"1"2"`, bad: true},
+		{raw: `"1\u00202"`, bad: true},
+		{raw: `"\u0020 12 "`, want: "12"},
 		{raw: `1000000000000001`, bad: true},
 		{raw: `1000000000000000.01`, bad: true},
 		{raw: `1e16`, bad: true},

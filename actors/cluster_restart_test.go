@@ -23,9 +23,7 @@ import (
 // sees all and has recovered and runs its deadline sweeper.
 func fencedCluster(t *testing.T, n int, open func() *postgres.DB, clock *kassatest.TestClock, expiry time.Duration) []*harness {
 	t.Helper()
-	if raceEnabled {
-		t.Skip("several cluster nodes in one process race in protoactor-go: remote.Start sets gRPC's global logger on every start (a node is one process in production); make test runs this test without -race")
-	}
+	skipRemoteUnderRace(t)
 	agent := test.NewInMemAgent()
 	var nodes []*harness
 	for range n {
@@ -162,9 +160,7 @@ func TestClusterTopologyNamesMembersAsTheProviderDoes(t *testing.T) {
 // Grace (5 s) past their deadline: TestKill9 on a cluster failed when a
 // node joining last took a store whose invoices were due.
 func TestClusterJoinerWakesTheDueInvoicesOfTheStoresItTakes(t *testing.T) {
-	if raceEnabled {
-		t.Skip("several cluster nodes in one process race in protoactor-go: remote.Start sets gRPC's global logger on every start (a node is one process in production); make test runs this test without -race")
-	}
+	skipRemoteUnderRace(t)
 	clock := kassatest.NewTestClock(time.Now())
 	db := openMem(t)
 	agent := test.NewInMemAgent()

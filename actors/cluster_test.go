@@ -30,10 +30,7 @@ func clusterNodes(t *testing.T, n int, db *persistence.DB, clock *kassatest.Test
 // configuration, and returns each node's membership provider too.
 func clusterNodesWith(t *testing.T, n int, db *persistence.DB, clock *kassatest.TestClock, expiry time.Duration, configure func(i int, c *Config)) ([]*harness, []*test.Provider) {
 	t.Helper()
-	if raceEnabled {
-		// `make test` runs these tests once more without -race.
-		t.Skip("several cluster nodes in one process race in protoactor-go: remote.Start sets gRPC's global logger on every start (a node is one process in production); make test runs this test without -race")
-	}
+	skipRemoteUnderRace(t)
 	agent := test.NewInMemAgent()
 	hooks := newFakeWebhookClient()
 	chain := &fakeChain{}

@@ -35,7 +35,7 @@ import (
 func skipRemoteUnderRace(t *testing.T) {
 	t.Helper()
 	if raceEnabled {
-		t.Skip("protoactor-go's remote.Start sets gRPC's global logger, a race with other remotes in the process (a node is one process in production); make test runs this test without -race")
+		t.Skip("skipped under -race: protoactor-go's remote.Start sets gRPC's global logger, a race between the nodes of one process (a node is one process in production); make test runs this test again without -race")
 	}
 }
 

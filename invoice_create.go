@@ -1,7 +1,6 @@
 package kassa
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -215,21 +214,7 @@ func NewInvoice(id string, store *Store, r *InvoiceRequest, t InvoiceTerms) (Inv
 
 // withOrderID returns metadata with orderId set, so that webhooks echo it
 // as metadata.orderId. An orderId already in metadata wins.
-//
-// It answers what decoding metadata into a map and encoding the map back
-// with encoding/json answers (keys sorted, values compacted, HTML
-// escaped), byte for byte; for an object with plain, distinct keys it
-// gets there without the map (appendOrderID), since this runs on every
-// create.
 func withOrderID(metadata json.RawMessage, orderID string) json.RawMessage {
-	if out, ok := appendOrderID(metadata, orderID); ok {
-		return out
-	}
-	return withOrderIDSlow(metadata, orderID)
-}
-
-// withOrderIDSlow is withOrderID through a map.
-func withOrderIDSlow(metadata json.RawMessage, orderID string) json.RawMessage {
 	m := map[string]json.RawMessage{}
 	if len(metadata) > 0 {
 		if err := json.Unmarshal(metadata, &m); err != nil {
@@ -294,163 +279,4 @@ func jsonDepth(doc []byte) int {
 		}
 	}
 	return deepest
-}
-
-// metadataMember is one member of a metadata object: its key (raw, as
-// it is in the JSON text) and its value.
-type metadataMember struct{ key, value []byte }
-
-// appendOrderID is withOrderID for a valid JSON object whose keys need
-// no escaping and are distinct; ok is false for any other metadata,
-// which withOrderIDSlow handles.
-func appendOrderID(metadata json.RawMessage, orderID string) (out json.RawMessage, ok bool) {
-	var buf [16]metadataMember
-	members := buf[:0]
-	if len(metadata) > 0 {
-		if !json.Valid(metadata) {
-			return nil, false
-		}
-		var fits bool
-		if members, fits = metadataMembers(metadata, members); !fits {
-			return nil, false
-		}
-	}
-	for _, m := range members {
-		if string(m.key) == "orderId" {
-			return metadata, true
-		}
-	}
-	id, err := json.Marshal(orderID)
-	if err != nil {
-		return nil, false
-	}
-	members = append(members, metadataMember{key: []byte("orderId"), value: id})
-	slices.SortFunc(members, func(a, b metadataMember) int { return bytes.Compare(a.key, b.key) })
-	size := 2
-	for i, m := range members {
-		if i > 0 && bytes.Equal(m.key, members[i-1].key) {
-			return nil, false // a duplicate: the last one wins, in the map
-		}
-		size += len(m.key) + len(m.value) + 4
-	}
-	var w bytes.Buffer
-	w.Grow(size)
-	w.WriteByte('{')
-	for i, m := range members {
-		if i > 0 {
-			w.WriteByte(',')
-		}
-		w.WriteByte('"')
-		w.Write(m.key)
-		w.WriteString(`":`)
-		if err := json.Compact(&w, m.value); err != nil {
-			return nil, false
-		}
-	}
-	w.WriteByte('}')
-	var escaped bytes.Buffer
-	if bytes.ContainsAny(w.Bytes(), "<>&\u2028\u2029") {
-		// What encoding/json's Marshal escapes in a raw value.
-		escaped.Grow(w.Len() + 16)
-		json.HTMLEscape(&escaped, w.Bytes())
-		return escaped.Bytes(), true
-	}
-	return w.Bytes(), true
-}
-
-// metadataMembers appends the members of obj, valid JSON, to members;
-// fits is false when obj is not an object or has a key that encoding/json
-// would write differently from its text (escapes, non-ASCII, <, >, &).
-func metadataMembers(obj []byte, members []metadataMember) (_ []metadataMember, fits bool) {
-	i := skipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return members, false
-	}
-	i = skipSpace(obj, i+1)
-	if obj[i] == '}' {
-		return members, true
-	}
-	for {
-		if obj[i] != '"' {
-			return members, false
-		}
-		start := i + 1
-		end := start
-		for obj[end] != '"' {
-			c := obj[end]
-			if c < 0x20 || c >= 0x7f || c == '\\' || c == '<' || c == '>' || c == '&' {
-				return members, false
-			}
-			end++
-		}
-		i = skipSpace(obj, end+1) // at the colon
-		i = skipSpace(obj, i+1)
-		vstart := i
-		i = skipValue(obj, i)
-		members = append(members, metadataMember{key: obj[start:end], value: obj[vstart:i]})
-		i = skipSpace(obj, i)
-		if obj[i] == '}' {
-			return members, true
-		}
-		i = skipSpace(obj, i+1) // past the comma
-	}
-}
-
-// skipSpace returns the index of the first byte at or after i in b that
-// is not JSON white space.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value that starts at i
-// in b, valid JSON.
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for {
-		switch c := b[i]; c {
-		case '"':
-			i++
-			for b[i] != '"' {
-				if b[i] == '\\' {
-					i++
-				}
-				i++
-			}
-			i++
-		case '{', '[':
-			depth++
-			i++
-		case '}', ']':
-			depth--
-			i++
-		case ',', ':', ' ', '\t', '\n', '\r':
-			if depth == 0 {
-				return i
-			}
-			i++
-		default: // a number, true, false or null
-			for i < len(b) && !endsLiteral(b[i]) {
-				i++
-			}
-			if depth == 0 {
-				return i
-			}
-			continue
-		}
-		if depth == 0 {
-			return i
-		}
-	}
-}
-
-// endsLiteral reports whether c ends a JSON number, true, false or null.
-func endsLiteral(c byte) bool {
-	switch c {
-	case ',', ':', '}', ']', ' ', '\t', '\n', '\r':
-		return true
-	}
-	return false
 }

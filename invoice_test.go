@@ -413,57 +413,6 @@ func TestWithOrderID(t *testing.T) {
 	}
 }
 
-// TestWithOrderIDAsTheMap checks that withOrderID answers byte for byte
-// what decoding the metadata into a map and encoding it back answers
-// (withOrderIDSlow), for the metadata its map-free path takes and for
-// the metadata it leaves to the map.
-func TestWithOrderIDAsTheMap(t *testing.T) {
-	for _, m := range withOrderIDSeeds {
-		for _, id := range []string{"A-7", `quote " and <tag>`, "caf\u00e9\u2028"} {
-			checkWithOrderID(t, m, id)
-		}
-	}
-	// The create path's metadata takes the map-free path.
-	if _, ok := appendOrderID(json.RawMessage(`{"sku":"A1","n":[1,{"a":"}"}]}`), "A-7"); !ok {
-		t.Error("appendOrderID left a plain object to the map")
-	}
-}
-
-// withOrderIDSeeds are metadata that exercise withOrderID's two paths.
-var withOrderIDSeeds = []string{
-	``, `{}`, ` { } `, `{"x":"y"}`, `{"sku":"A1"}`, `{"z":1,"a":2,"m":3}`,
-	`{ "b" : [1, {"c": "d , }"}, "e\\"f"] , "a":{"x":{ }} }`,
-	`{"n":-1.5e+3,"t":true,"f":false,"z":null}`,
-	`{"a":"<b>&</b>","b":"\u2028"}`, `{"a":"x\u003cy"}`,
-	`{"orderId":"B-1", "x":1}`, `{"x":1,"orderId":null}`,
-	`{"a":1,"a":2}`, `{"a\\u0041":1}`, `{"<":1}`, `{"caf\u00e9":1}`, `{"orderI":1,"orderIdx":2}`,
-	`{"deep":[[[[{"a":[1,2,{"b":"]"}]}]]]]}`, "{\"tab\":\t1,\n\"nl\":\r\n2}",
-	`[1,2]`, `"text"`, `{"broken":`, `{"a":1}x`,
-}
-
-// checkWithOrderID compares withOrderID with withOrderIDSlow.
-func checkWithOrderID(t *testing.T, metadata, orderID string) {
-	t.Helper()
-	want := string(withOrderIDSlow(json.RawMessage(metadata), orderID))
-	if got := string(withOrderID(json.RawMessage(metadata), orderID)); got != want {
-		t.Errorf("withOrderID(%s, %q) = %s, want %s (through a map)", metadata, orderID, got, want)
-	}
-}
-
-// FuzzWithOrderID is TestWithOrderIDAsTheMap over any object a create
-// request accepts as metadata.
-func FuzzWithOrderID(f *testing.F) {
-	for _, m := range withOrderIDSeeds {
-		f.Add(m, "A-7")
-	}
-	f.Fuzz(func(t *testing.T, metadata, orderID string) {
-		if metadata != "" && (metadata[0] != '{' || !json.Valid([]byte(metadata))) {
-			t.Skip("refused by InvoiceRequest.Validate")
-		}
-		checkWithOrderID(t, metadata, orderID)
-	})
-}
-
 // TestInvoiceRequestValidate checks the rules of a create-invoice request
 // and its defaults.
 func TestInvoiceRequestValidate(t *testing.T) {

@@ -6,6 +6,7 @@ package sim
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -101,14 +102,22 @@ var maxMSat = kassa.MaxSats.MSat()
 // loop with backoff, and before any later settlement. It is safe for
 // concurrent use.
 //
-// The node keeps its key, its invoices and its unacknowledged
+// The node keeps its key, its closed invoices and its unacknowledged
 // settlements in a Store: with Open on the service's store they survive a
-// restart, and nothing of an invoice stays in memory. New keeps them in
-// memory, for tests.
+// restart, and nothing of an invoice stays in memory. An open invoice of
+// such a node has no record: its preimage derives from the node's key
+// and the invoice's payment address, and Pay reads its amount and expiry
+// from the payment request, so a create writes nothing (docs/decisions.md,
+// "The simulated Lightning node writes no record per invoice"). New keeps
+// the records in memory, for tests, and one for each open invoice, since
+// it forgets closed ones (prune.go).
 type Node struct {
 	clock kassa.Clock
 	key   *btcec.PrivateKey
 	store Store
+	// secret derives the preimage of each invoice from its payment
+	// address (preimageFor); it is the node key's bytes.
+	secret []byte
 
 	// mu makes the read-modify-write of an invoice record atomic.
 	mu sync.Mutex
@@ -134,7 +143,10 @@ const (
 	keyPendingPrefix = "pending/" // + sequence, 16 hex digits: LightningEvent
 )
 
-// invoiceRecord is what the node keeps of one invoice it made.
+// invoiceRecord is what the node keeps of one invoice it made: a node
+// made by Open keeps one once the invoice is settled or cancelled (and
+// for invoices made before it derived preimages), a node made by New one
+// for each invoice it has not forgotten.
 type invoiceRecord struct {
 	AmountMSat kassa.MSat `json:"amountMsat"` // zero: any amount
 	ExpiresAt  time.Time  `json:"expiresAt"`
@@ -178,6 +190,7 @@ func Open(ctx context.Context, clock kassa.Clock, store Store) (*Node, error) {
 			return nil, fmt.Errorf("simulated Lightning node key: %w", err)
 		}
 	}
+	n.secret = n.key.Serialize()
 	if n.settles, err = simstore.OpenQueue[kassa.LightningEvent](ctx, store, keyPendingPrefix); err != nil {
 		return nil, fmt.Errorf("simulated Lightning node: %w", err)
 	}
@@ -198,6 +211,38 @@ func (n *Node) load(ctx context.Context, hash string) (*invoiceRecord, error) {
 		return nil, fmt.Errorf("invoice %s: %w", hash, err)
 	}
 	return &rec, nil
+}
+
+// preimageFor returns the preimage of the invoice with paymentAddr:
+// HMAC-SHA256 under the node's key, so that only this node knows it and
+// it needs no record.
+func (n *Node) preimageFor(paymentAddr *[32]byte) [32]byte {
+	mac := hmac.New(sha256.New, n.secret)
+	mac.Write([]byte("kassa sim preimage\x00"))
+	mac.Write(paymentAddr[:])
+	var preimage [32]byte
+	mac.Sum(preimage[:0])
+	return preimage
+}
+
+// derived returns the record of an open invoice of a node made by Open
+// from its decoded payment request, or nil when its payment hash is not
+// that of the preimage the node derives for it (not an invoice of the
+// node) or the node is one made by New, which keeps a record of every
+// invoice it has not forgotten.
+func (n *Node) derived(decoded *bolt11.Invoice) *invoiceRecord {
+	if n.closed != nil || decoded.PaymentAddr == nil || decoded.PaymentHash == nil {
+		return nil
+	}
+	preimage := n.preimageFor(decoded.PaymentAddr)
+	if sha256.Sum256(preimage[:]) != *decoded.PaymentHash {
+		return nil
+	}
+	rec := &invoiceRecord{ExpiresAt: decoded.Timestamp.Add(decoded.Expiry()), Preimage: hex.EncodeToString(preimage[:])}
+	if decoded.MilliSat != nil {
+		rec.AmountMSat = kassa.MSat(*decoded.MilliSat)
+	}
+	return rec
 }
 
 func (n *Node) save(ctx context.Context, hash string, rec *invoiceRecord) error {
@@ -232,7 +277,8 @@ func (n *Node) Info(ctx context.Context) kassa.BackendInfo {
 // CreateInvoice makes a BOLT11 regtest invoice for amount (zero: any
 // amount) with memo as its description, valid for expiry (zero:
 // DefaultExpiry), rounded up to whole seconds. Its payment hash is the
-// SHA-256 of a random preimage that the node keeps.
+// SHA-256 of a preimage derived from the node's key and the invoice's
+// random payment address (preimageFor).
 func (n *Node) CreateInvoice(ctx context.Context, amount kassa.MSat, memo string, expiry time.Duration) (kassa.LightningInvoice, error) {
 	if err := ctx.Err(); err != nil {
 		return kassa.LightningInvoice{}, err
@@ -248,13 +294,11 @@ func (n *Node) CreateInvoice(ctx context.Context, amount kassa.MSat, memo string
 	}
 	expiry = (expiry + time.Second - 1).Truncate(time.Second)
 
-	var preimage, paymentAddr [32]byte
-	if _, err := rand.Read(preimage[:]); err != nil {
-		return kassa.LightningInvoice{}, fmt.Errorf("create invoice: %w", err)
-	}
+	var paymentAddr [32]byte
 	if _, err := rand.Read(paymentAddr[:]); err != nil {
 		return kassa.LightningInvoice{}, fmt.Errorf("create invoice: %w", err)
 	}
+	preimage := n.preimageFor(&paymentAddr)
 	hash := sha256.Sum256(preimage[:])
 	// BOLT11 timestamps are whole seconds; expiry counts from there.
 	created := time.Unix(n.clock.Now().Unix(), 0)
@@ -276,11 +320,13 @@ func (n *Node) CreateInvoice(ctx context.Context, amount kassa.MSat, memo string
 	}
 
 	hashHex := hex.EncodeToString(hash[:])
-	rec := &invoiceRecord{AmountMSat: amount, ExpiresAt: created.Add(expiry), Preimage: hex.EncodeToString(preimage[:])}
-	if err := n.save(ctx, hashHex, rec); err != nil {
-		return kassa.LightningInvoice{}, fmt.Errorf("create invoice: %w", err)
+	if n.closed != nil {
+		rec := &invoiceRecord{AmountMSat: amount, ExpiresAt: created.Add(expiry), Preimage: hex.EncodeToString(preimage[:])}
+		if err := n.save(ctx, hashHex, rec); err != nil {
+			return kassa.LightningInvoice{}, fmt.Errorf("create invoice: %w", err)
+		}
+		n.sweepExpired(ctx)
 	}
-	n.sweepExpired(ctx)
 	return kassa.LightningInvoice{PaymentRequest: request, PaymentHash: hashHex}, nil
 }
 
@@ -323,6 +369,9 @@ func (n *Node) Pay(ctx context.Context, paymentRequest string, amount kassa.MSat
 	if err != nil {
 		n.mu.Unlock()
 		return "", fmt.Errorf("pay %s: %w", hash, err)
+	}
+	if inv == nil {
+		inv = n.derived(decoded)
 	}
 	now := n.clock.Now()
 	switch {
@@ -377,7 +426,10 @@ func (n *Node) deliver(ctx context.Context) error {
 }
 
 // CancelInvoice cancels the open invoice with paymentHash, so that Pay
-// refuses it. An unknown, settled or cancelled invoice is left as it is.
+// refuses it. A settled or cancelled invoice is left as it is, and so is
+// an unknown one on a node made by New. A node made by Open cannot tell
+// an open invoice without a record from an unknown hash: it records
+// either as cancelled, which no payment of an unknown hash can notice.
 func (n *Node) CancelInvoice(ctx context.Context, paymentHash string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -386,6 +438,9 @@ func (n *Node) CancelInvoice(ctx context.Context, paymentHash string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	inv, err := n.load(ctx, hash)
+	if err == nil && inv == nil && n.closed == nil {
+		inv = &invoiceRecord{}
+	}
 	if err != nil || inv == nil || inv.Settled || inv.Cancelled {
 		return err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/lightningnetwork/lnd/zpay32"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/simstore"
 	"github.com/kassapay/kassa/kassatest"
 )
 
@@ -45,11 +46,29 @@ func (r *recorder) take() []kassa.LightningEvent {
 
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// started returns a node on a test clock whose events go to a recorder.
+// started returns a node made by New on a test clock whose events go to
+// a recorder.
 func started(t *testing.T) (*Node, *recorder, *kassatest.TestClock) {
 	t.Helper()
+	return startedKind(t, "new")
+}
+
+// nodeKinds are the two kinds of node: "new" (New: records in memory,
+// one per invoice, closed ones forgotten) and "open" (Open on a store:
+// records only of closed invoices, open ones derived from the request).
+var nodeKinds = []string{"new", "open"}
+
+// startedKind is started for a node of kind (nodeKinds).
+func startedKind(t *testing.T, kind string) (*Node, *recorder, *kassatest.TestClock) {
+	t.Helper()
 	clock := kassatest.NewTestClock(epoch.Add(700 * time.Millisecond))
-	n, err := New(clock)
+	var n *Node
+	var err error
+	if kind == "open" {
+		n, err = Open(t.Context(), clock, simstore.NewMem())
+	} else {
+		n, err = New(clock)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +188,13 @@ func TestCreateInvoiceRefusesBadInput(t *testing.T) {
 }
 
 func TestPaySettlesOnce(t *testing.T) {
-	n, r, clock := started(t)
+	for _, kind := range nodeKinds {
+		t.Run(kind, func(t *testing.T) { testPaySettlesOnce(t, kind) })
+	}
+}
+
+func testPaySettlesOnce(t *testing.T, kind string) {
+	n, r, clock := startedKind(t, kind)
 	ctx := context.Background()
 	inv := create(t, n, 21_000, "coffee", 15*time.Minute)
 	if _, ok := n.Preimage(inv.PaymentHash); ok {
@@ -204,7 +229,13 @@ func TestPaySettlesOnce(t *testing.T) {
 }
 
 func TestPayAmounts(t *testing.T) {
-	n, r, _ := started(t)
+	for _, kind := range nodeKinds {
+		t.Run(kind, func(t *testing.T) { testPayAmounts(t, kind) })
+	}
+}
+
+func testPayAmounts(t *testing.T, kind string) {
+	n, r, _ := startedKind(t, kind)
 	ctx := context.Background()
 	tests := []struct {
 		name     string
@@ -257,7 +288,13 @@ func TestPayAmounts(t *testing.T) {
 }
 
 func TestPayRefusesExpiredAndUnknown(t *testing.T) {
-	n, r, clock := started(t)
+	for _, kind := range nodeKinds {
+		t.Run(kind, func(t *testing.T) { testPayRefusesExpiredAndUnknown(t, kind) })
+	}
+}
+
+func testPayRefusesExpiredAndUnknown(t *testing.T, kind string) {
+	n, r, clock := startedKind(t, kind)
 	ctx := context.Background()
 	inv := create(t, n, 1000, "soon gone", 10*time.Second)
 	// The invoice counts from its whole-second timestamp: 9.3 s from now.

@@ -124,12 +124,12 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 				return err
 			}
 		}
-		fmt.Fprintf(os.Stderr, "round %d: lnd AddInvoice %.0f/s (CPU per call: lnd %v, bench %v), "+
+		fmt.Fprintf(os.Stderr, "round %d: lnd AddInvoice %.0f/s (CPU per call: lnd %v, kassa watching %v, bench %v), "+
 			"kassa %.0f/s (CPU per call: lnd %v, kassa %v, bench %v)\n", round+1,
-			l.rate, l.cpu[0], l.cpu[2], c.rate, c.cpu[0], c.cpu[1], c.cpu[2])
+			l.rate, l.cpu[0], l.cpu[1], l.cpu[2], c.rate, c.cpu[0], c.cpu[1], c.cpu[2])
 		if compareCreate != nil {
-			fmt.Fprintf(os.Stderr, "round %d: compared kassa %.0f/s (CPU per call: lnd %v, it %v, bench %v), %.3f of lnd's, %.3f of this build's\n",
-				round+1, o.rate, o.cpu[0], o.cpu[3], o.cpu[2], o.rate/l.rate, o.rate/c.rate)
+			fmt.Fprintf(os.Stderr, "round %d: compared kassa %.0f/s (CPU per call: lnd %v, it %v, bench %v; it watching lnd's loop %v), %.3f of lnd's, %.3f of this build's\n",
+				round+1, o.rate, o.cpu[0], o.cpu[3], o.cpu[2], l.cpu[3], o.rate/l.rate, o.rate/c.rate)
 			compareRatios = append(compareRatios, o.rate/c.rate)
 			compareVsLnd = append(compareVsLnd, o.rate/l.rate)
 			compareCPU = append(compareCPU, float64(o.cpu[3].Microseconds()))

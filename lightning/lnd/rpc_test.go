@@ -73,14 +73,14 @@ func (s *invoiceServer) AddInvoice(ctx context.Context, in *lnrpc.Invoice) (*lnr
 
 // startGRPCLnd starts invoiceServer behind TLS on a free port and
 // returns the target that lnd.Dial takes.
-func startGRPCLnd(t *testing.T) (lnd.Target, *countingListener, *invoiceServer) {
+func startGRPCLnd(t testing.TB) (lnd.Target, *countingListener, *invoiceServer) {
 	t.Helper()
 	return startGRPCLndWith(t, nil)
 }
 
 // startGRPCLndWith is startGRPCLnd serving wrap(invoiceServer) when wrap
 // is not nil.
-func startGRPCLndWith(t *testing.T, wrap func(*invoiceServer) lnrpc.LightningServer) (lnd.Target, *countingListener, *invoiceServer) {
+func startGRPCLndWith(t testing.TB, wrap func(*invoiceServer) lnrpc.LightningServer) (lnd.Target, *countingListener, *invoiceServer) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -172,4 +172,35 @@ func TestAddInvoiceOverGRPC(t *testing.T) {
 	if got := cl.accepts.Load(); got != 1 {
 		t.Errorf("%d connections for %d calls, want 1", got, is.calls.Load())
 	}
+}
+
+// BenchmarkAddInvoiceOverGRPC is TestAddInvoiceOverGRPC's call from 32
+// goroutines at once, as the HTTP creates make it under load: client
+// and server CPU and allocations per call (both sides run in this
+// process), and the server's socket writes and reads per call.
+func BenchmarkAddInvoiceOverGRPC(b *testing.B) {
+	target, cl, _ := startGRPCLnd(b)
+	rpc, err := lnd.Dial(target)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rpc.Close()
+	ctx := context.Background()
+	if _, err := rpc.AddInvoice(ctx, &lnrpc.Invoice{ValueMsat: 1000}); err != nil {
+		b.Fatal(err)
+	}
+	w0, r0 := cl.writes.Load(), cl.reads.Load()
+	b.SetParallelism(16) // 32 goroutines on 2 cores
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := rpc.AddInvoice(ctx, &lnrpc.Invoice{ValueMsat: 1_000_000, Memo: "Bench order 42", Expiry: 900}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(cl.writes.Load()-w0)/float64(b.N), "srv-writes/op")
+	b.ReportMetric(float64(cl.reads.Load()-r0)/float64(b.N), "srv-reads/op")
 }

@@ -349,7 +349,7 @@ func (a *invoiceActor) outbox(ctx context.Context, b kassa.Batch, inv *kassa.Inv
 				return nil, fmt.Errorf("webhooks of store %s: %w", inv.StoreID, err)
 			}
 			for _, d := range ds {
-				d.TraceParent, d.CreationTrace = telemetry.TraceParent(ctx), a.created
+				d.TraceParent, d.CreationTrace = telemetry.TraceParent(ctx), a.creationTrace()
 				b.PutDelivery(d, true)
 			}
 			all = append(all, ds...)
@@ -357,6 +357,30 @@ func (a *invoiceActor) outbox(ctx context.Context, b kassa.Batch, inv *kassa.Inv
 	}
 	return all, nil
 }
+
+// creationTrace returns the traceparent of the invoice's creation, which
+// its deliveries link to. An actor loaded from a snapshot did not replay
+// the created event that holds it: it reads that event once, here, as
+// only a delivery needs it. A journal without it gives "" (no link).
+func (a *invoiceActor) creationTrace() string {
+	if a.created != "" || a.inv.ID == "" {
+		return a.created
+	}
+	err := a.p.journal.Events(context.Background(), a.stream(), 0, func(_ uint64, data []byte) error {
+		var ev protos.InvoiceEvent
+		if err := proto.Unmarshal(data, &ev); err == nil && ev.GetCreated() != nil {
+			a.created = ev.TraceParent
+		}
+		return errStopScan
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		a.p.log.Warn("read the invoice's created event for its trace link", "invoice", a.inv.ID, "err", err)
+	}
+	return a.created
+}
+
+// errStopScan ends a journal scan after the event it needed.
+var errStopScan = errors.New("stop scan")
 
 // perform carries out effects once their event is durable.
 func (a *invoiceActor) perform(ctx actor.Context, parent context.Context, inv *kassa.Invoice, effects []kassa.Effect) {

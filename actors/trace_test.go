@@ -14,6 +14,7 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/telemetry"
 )
 
 // TestCreateInvoiceSpans checks that an invoice creation is one trace: the
@@ -109,5 +110,53 @@ func TestClusterCallSpans(t *testing.T) {
 	}
 	if k := byName["cluster.create_invoice"].SpanKind(); k != trace.SpanKindClient {
 		t.Errorf("the hop's span is of kind %v, want client", k)
+	}
+}
+
+// TestWokenInvoiceDeliveryLinksItsCreation checks that an invoice read
+// back from storage (here after a restart; a passivated one is woken the
+// same way) still links its later webhook deliveries to the span of its
+// creation: the link lives in the created event, which the snapshot
+// loaded at activation comes after.
+func TestWokenInvoiceDeliveryLinksItsCreation(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+
+	dir := t.TempDir()
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	db := openDir(t, dir)
+	h := newHarness(t, db, clock)
+	h.createStore("0", "0")
+	hook := h.webhook("https://a.example/hook", kassa.EventSettled)
+	inv := h.invoice("1000", kassa.SATS)
+	var create trace.SpanContext
+	for _, s := range rec.Ended() {
+		if s.Name() == "invoice.Create" {
+			create = s.SpanContext()
+		}
+	}
+	if !create.IsValid() {
+		t.Fatal("no invoice.Create span")
+	}
+	db2 := reopen(t, h, db, dir)
+	defer db2.Close()
+	h2 := newHarness(t, db2, clock)
+	h2.store = h.store
+	h2.payLightning(inv, 1000)
+	var links []string
+	if _, err := db2.Deliveries(context.Background(), hook.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error {
+		links = append(links, d.CreationTrace)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(links) != 1 {
+		t.Fatalf("%d deliveries, want the Settled one", len(links))
+	}
+	if got := telemetry.SpanContext(links[0]); got.SpanID() != create.SpanID() || got.TraceID() != create.TraceID() {
+		t.Errorf("the Settled delivery links %q, want the invoice.Create span %s", links[0], create.SpanID())
 	}
 }

@@ -109,22 +109,24 @@ func (s *Sweeper) SweepOnce(ctx context.Context) (int, error) {
 	return len(due), nil
 }
 
-// Run sweeps every Every until ctx ends.
+// Run sweeps every Every until ctx ends. Each round begins Every after
+// the one before began (at once after a full batch, or a round slower
+// than Every): the wait is armed before the round, so that the clock
+// moving while a round fires (a test's clock) is not missed.
 func (s *Sweeper) Run(ctx context.Context) {
 	s.defaults()
 	for ctx.Err() == nil {
+		done := make(chan struct{})
+		cancel := s.Clock.AfterFunc(s.Every, func() { close(done) })
 		n, err := s.SweepOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.Log.Error("expiry sweeper", "err", err)
 		}
-		if n >= s.Batch {
-			continue
-		}
-		done := make(chan struct{})
-		cancel := s.Clock.AfterFunc(s.Every, func() { close(done) })
-		select {
-		case <-ctx.Done():
-		case <-done:
+		if n < s.Batch {
+			select {
+			case <-ctx.Done():
+			case <-done:
+			}
 		}
 		cancel()
 	}

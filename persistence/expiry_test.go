@@ -148,3 +148,44 @@ func TestClosedInvoicesLeaveNoClaims(t *testing.T) {
 		t.Errorf("claimed %d moved deadlines, %v; want %d", len(again), err, n/2)
 	}
 }
+
+// TestSweeperRunKeepsUpWithAClockMovedDuringARound: Run starts its next
+// round once Every has passed since the last one began, so a clock that
+// moves while a round fires (a test's clock, or a round slower than
+// Every) does not leave the deadlines that came due meanwhile waiting a
+// whole Every more. Before, the wait for the next round began only after
+// the round: on a test clock moved during the round, it never ended.
+func TestSweeperRunKeepsUpWithAClockMovedDuringARound(t *testing.T) {
+	clock := kassatest.NewTestClock(kassatest.Epoch)
+	db, err := Open("", Options{InMemory: true, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// Due now, and in an hour.
+	for i, due := range []time.Duration{0, time.Hour} {
+		inv := kassatest.NewInvoice(fmt.Sprintf("inv_%d", i), "s1", kassatest.Epoch.Add(due-15*time.Minute))
+		kassatest.Commit(t, db, func(b kassa.Batch) { b.PutInvoice(inv, nil, 1) })
+	}
+	fired := make(chan string, 4)
+	s := &expiry.Sweeper{Claims: db, Holder: "node", Clock: clock, Log: slog.New(slog.DiscardHandler), Ahead: 2 * time.Minute,
+		Fire: func(_ context.Context, _, invoiceID string) error {
+			if invoiceID == "inv_0" {
+				// The clock moves on while this round fires.
+				clock.Advance(time.Hour)
+			}
+			fired <- invoiceID
+			return nil
+		}}
+	go s.Run(t.Context())
+	for _, want := range []string{"inv_0", "inv_1"} {
+		select {
+		case got := <-fired:
+			if got != want {
+				t.Fatalf("fired %s, want %s", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s not fired within 5 s of the clock passing its deadline", want)
+		}
+	}
+}

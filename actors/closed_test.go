@@ -26,6 +26,7 @@ import (
 func TestClosedInvoicesLeaveNothingBehind(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarnessWith(t, openMem(t), clock, func(c *Config) { c.Monitoring = time.Minute })
+	h.runSweeper()
 	// Record every invoice actor instance the system makes.
 	var mu sync.Mutex
 	var made []weak.Pointer[invoiceActor]
@@ -68,9 +69,18 @@ func TestClosedInvoicesLeaveNothingBehind(t *testing.T) {
 		t.FailNow()
 	}
 	// Expire the rest, then end monitoring: every invoice is closed and
-	// its actor stopped.
+	// its actor stopped. (A New invoice's actor passivates too, so no
+	// live actor alone does not mean closed.)
+	closed := func() bool {
+		for _, id := range ids {
+			if inv := h.get(id); inv.Status != kassa.InvoiceSettled && !inv.MonitoringDone {
+				return false
+			}
+		}
+		return true
+	}
 	deadline := time.Now().Add(time.Minute)
-	for h.sys.stats.invoice.live.Load() != 0 {
+	for h.sys.stats.invoice.live.Load() != 0 || !closed() {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d invoice actors still live", h.sys.stats.invoice.live.Load())
 		}

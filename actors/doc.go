@@ -3,8 +3,9 @@
 //
 // A store actor owns the store's settings and pay links and supervises its
 // invoice actors (one-for-one: a panic in one invoice actor restarts that
-// actor from storage and touches no other). Each open invoice actor owns
-// its expiry timer. Actors persist through kassa.Journal: an event, the
+// actor from storage and touches no other). An invoice actor runs while
+// its invoice is due within two minutes, or busy, and owns its timer
+// then. Actors persist through kassa.Journal: an event, the
 // new state and everything that follows from it (indexes, ledger lines,
 // balance) are one batch, durable before the request is answered or any
 // effect happens.
@@ -16,7 +17,7 @@
 // early on purpose, so that a passivated invoice wakes and arms its own
 // timer before it is due. The timer and FireDeadline meet in one
 // function of the invoice actor (deadline). An invoice actor stops once
-// it waits for nothing near. So a restart (Recover, one round of the
+// it waits for nothing near, a new invoice's right after its create. So a restart (Recover, one round of the
 // sweeper) wakes only the invoices due now or soon (those whose deadline
 // passed while the service was down fire at once), and start-up time and
 // memory follow what is due, not what is open.

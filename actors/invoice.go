@@ -255,6 +255,7 @@ func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 	inv := a.inv
 	a.perform(ctx, parent, &inv, msg.effects)
 	a.p.outbox.notify(deliveries)
+	a.maybePassivate(ctx)
 	return reply{value: &inv}
 }
 
@@ -422,13 +423,18 @@ func eventLevel(e kassa.Emit) slog.Level {
 	return slog.LevelInfo
 }
 
-// arm sets the timer to the invoice's deadline, if it has one.
+// arm sets the timer to the invoice's deadline, if it has one within
+// sweepAhead. A later deadline needs no timer: the actor passivates
+// (maybePassivate) and the deadline sweeper wakes it before then.
 func (a *invoiceActor) arm(ctx actor.Context) {
 	at, ok := a.inv.Deadline()
 	if !ok || at.Equal(a.armed) {
 		return
 	}
 	a.disarm()
+	if at.Sub(a.p.clock.Now()) > sweepAhead {
+		return
+	}
 	a.armed = at
 	a.cancel = a.p.timers.after(at.Sub(a.p.clock.Now()), ctx.Self(), &deadlineFired{at: at})
 }
@@ -442,15 +448,14 @@ func (a *invoiceActor) disarm() {
 }
 
 // maybePassivate asks the store to stop this actor once the invoice waits
-// for nothing; a later payment or request activates it again.
-//
-// An invoice past its expiry (Expired, or Processing) waits only for the
-// end of its monitoring window, a day by default; it passivates too, and
-// the system's sweeper wakes it shortly before that deadline. A New
-// invoice keeps its actor and its own expiry timer.
+// for nothing near; a later payment or request activates it again, and
+// the system's sweeper wakes it shortly before its deadline (sweepAhead),
+// when it arms its own timer. So a new invoice, due in 15 minutes by
+// default, passivates as soon as it is created: memory and the garbage
+// collector's work follow the invoices due soon, not all those open.
 func (a *invoiceActor) maybePassivate(ctx actor.Context) {
 	at, ok := a.inv.Deadline()
-	if !ok || a.inv.Status != kassa.InvoiceNew && at.Sub(a.p.clock.Now()) > sweepAhead {
+	if !ok || at.Sub(a.p.clock.Now()) > sweepAhead {
 		a.disarm()
 		ctx.Send(ctx.Parent(), &passivate{invoiceID: a.inv.ID})
 	}

@@ -95,6 +95,7 @@ func TestTopUpIsValuedInTheStoreCurrency(t *testing.T) {
 func TestCreditLimitHoldsUnderConcurrentCreates(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
+	h.runSweeper()
 	h.createStore("1", "0")
 	// Balance 0, credit limit 100 000 sat: 20 invoices with a fee of
 	// 5 000 sat (1% of 500 000) fit.
@@ -145,6 +146,7 @@ func TestCreditLimitHoldsUnderConcurrentCreates(t *testing.T) {
 func TestPayLinkReusesSessionInvoice(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
+	h.runSweeper()
 	h.createStore("0", "0")
 	ctx := context.Background()
 	pr, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{
@@ -209,6 +211,7 @@ func TestExpiryCancelsLightningInvoice(t *testing.T) {
 			return nil
 		}}
 	})
+	h.runSweeper()
 	h.createStore("0", "0")
 	paid := h.invoice("1000", kassa.SATS)
 	h.payLightning(paid, 1000)

@@ -67,3 +67,42 @@ func TestRestartActivatesInvoicesLazily(t *testing.T) {
 		eventually(t, "passivation", func() bool { return !h2.active(inv) })
 	}
 }
+
+// TestNewInvoicePassivatesUntilItsExpiryIsNear checks that a new invoice
+// due later than sweepAhead holds no actor and no timer once created, is
+// woken by the sweeper as its expiry nears, and expires on time; and that
+// one due within sweepAhead keeps its actor and timer from the start.
+func TestNewInvoicePassivatesUntilItsExpiryIsNear(t *testing.T) {
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newHarness(t, openMem(t), clock)
+	h.createStore("0", "0")
+	inv := h.invoice("1000", kassa.SATS)
+	eventually(t, "the new invoice's actor to stop", func() bool { return !h.active(inv) })
+	if n := clock.Pending(); n != 0 {
+		t.Fatalf("%d timers pending for an invoice due in 15 minutes, want none", n)
+	}
+	h.runSweeper()
+	eventually(t, "the sweeper's timer", func() bool { return clock.Pending() == 1 })
+	clock.Advance(inv.ExpiresAt.Add(-time.Minute).Sub(clock.Now()))
+	eventually(t, "the sweeper to wake the invoice and arm its timer", func() bool {
+		return h.active(inv) && clock.Pending() == 2
+	})
+	if got := h.get(inv.ID).Status; got != kassa.InvoiceNew {
+		t.Fatalf("a minute before its expiry the invoice is %s", got)
+	}
+	clock.Advance(time.Minute)
+	eventually(t, "expiry", func() bool { return h.get(inv.ID).Status == kassa.InvoiceExpired })
+	if got := h.get(inv.ID); !got.UpdatedAt.Equal(got.ExpiresAt) {
+		t.Errorf("expired at %v, want its expiry %v", got.UpdatedAt, got.ExpiresAt)
+	}
+
+	// Due within sweepAhead: the actor stays, with its timer.
+	soon := newHarnessWith(t, openMem(t), clock, func(c *Config) { c.InvoiceExpiry = time.Minute })
+	soon.createStore("0", "0")
+	before := clock.Pending()
+	quick := soon.invoice("1000", kassa.SATS)
+	time.Sleep(50 * time.Millisecond) // room for a stop that must not come
+	if !soon.active(quick) || clock.Pending() != before+1 {
+		t.Fatalf("an invoice due in a minute: active %v, %d new timers; want active and 1", soon.active(quick), clock.Pending()-before)
+	}
+}

@@ -176,6 +176,16 @@ func (h *harness) createStore(percentFee, tolerance string) *kassa.Store {
 	return st
 }
 
+// runSweeper runs the deadline sweeper until the test ends, as kassa
+// serve runs it: a New invoice's actor passivates until its deadline is
+// near, and only the sweeper wakes it then. Tests that count the clock's
+// timers, or fire deadlines themselves, leave it out.
+func (h *harness) runSweeper() {
+	ctx, cancel := context.WithCancel(context.Background())
+	h.t.Cleanup(cancel)
+	h.sys.RunSweeper(ctx)
+}
+
 func (h *harness) invoice(amount string, currency kassa.Currency) *kassa.Invoice {
 	h.t.Helper()
 	inv, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
@@ -282,6 +292,7 @@ func TestOnchainProcessingThenSettledOnConfirmation(t *testing.T) {
 func TestExpiryFiresOnTimeAndUnderpaid(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
+	h.runSweeper()
 	h.createStore("0", "0")
 	// control is created a minute before the others: its expiry, due at
 	// the first Advance, proves the timers had time to fire.
@@ -340,10 +351,17 @@ func TestRestartRecoversAndExpiresOverdue(t *testing.T) {
 }
 
 func TestPanicRestartsOnlyThatInvoice(t *testing.T) {
-	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	a := h.invoice("1000", kassa.SATS)
 	b := h.invoice("1000", kassa.SATS)
+	// A New invoice keeps an actor only once its expiry is near: wake a
+	// there, as the sweeper would.
+	clock.Advance(a.ExpiresAt.Add(-time.Minute).Sub(clock.Now()))
+	if err := h.sys.FireDeadline(context.Background(), a.StoreID, a.ID); err != nil {
+		t.Fatal(err)
+	}
 	pid := h.sys.store(h.store.ID)
 	child := actor.NewPID(h.sys.actorSystem().Address(), pid.Id+"/"+invoiceName(a.ID))
 	if _, ok := h.sys.actorSystem().ProcessRegistry.GetLocal(child.Id); !ok {
@@ -477,9 +495,10 @@ func TestEventActivatesPassivatedInvoice(t *testing.T) {
 	}
 }
 
-func TestManyConcurrentCreatesStayActiveAndExpire(t *testing.T) {
+func TestManyConcurrentCreatesAllExpire(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
+	h.runSweeper()
 	h.createStore("0", "0")
 	var wg sync.WaitGroup
 	ids := make(chan string, 200)

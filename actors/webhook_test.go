@@ -184,6 +184,7 @@ func TestWebhookEventsFilteredAndSigned(t *testing.T) {
 func TestWebhookExpiredUnderpaidPayload(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Now())
 	h := newHarness(t, openMem(t), clock)
+	h.runSweeper()
 	h.createStore("0", "0")
 	w := h.webhook("https://a.example/hook", kassa.EventExpired)
 	empty := h.invoice("1000", kassa.SATS)

@@ -126,6 +126,9 @@ func newEnvAt(t *testing.T, start time.Time, opts ...option) *env {
 	if err := e.node.Start(ctx, e.sys.HandleLightningEvent); err != nil {
 		t.Fatal(err)
 	}
+	// The deadline sweeper, as kassa serve runs it: it wakes New invoices,
+	// whose actors passivate until their expiry is near.
+	e.sys.RunSweeper(ctx)
 
 	e.storeA = e.putStore("store_a", kassa.StoreSettings{
 		Name: "Alice's Shop", Currency: kassa.EUR, PercentFee: decimal.RequireFromString("1"),

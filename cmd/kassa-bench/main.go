@@ -171,7 +171,7 @@ func main() {
 	var o options
 	flag.DurationVar(&o.duration, "duration", 3*time.Second, "length of each measured phase")
 	flag.IntVar(&o.concurrency, "concurrency", 32, "requests in flight in the closed loop")
-	flag.IntVar(&o.openInvoices, "open-invoices", 100_000, "open invoice actors for the memory figure")
+	flag.IntVar(&o.openInvoices, "open-invoices", 100_000, "open invoices for the memory figures")
 	flag.IntVar(&o.endpoints, "endpoints", 1000, "webhook endpoints for the fan-out figure")
 	flag.IntVar(&o.rounds, "rounds", 3, "turns of the compared servers in the create, tracing and lightning figures")
 	flag.IntVar(&o.closed, "closed-invoices", 300_000, "invoices created and closed for the resident-memory figures (measured at a third of them and at all)")

@@ -96,3 +96,52 @@ func TestFailedCreateReleasesItsFee(t *testing.T) {
 		t.Fatalf("a 21st invoice: %v", err)
 	}
 }
+
+// TestCreateFailingToCommitReleasesItsFee: a create whose batch does not
+// commit answers the error, leaves no invoice, and releases the fee the
+// store actor reserved for it: an invoice due later than the sweeper's
+// reach (written without an actor) and one due sooner (written by its
+// actor) alike.
+func TestCreateFailingToCommitReleasesItsFee(t *testing.T) {
+	for _, expiry := range []time.Duration{15 * time.Minute, time.Minute} {
+		t.Run(expiry.String(), func(t *testing.T) {
+			var failing atomic.Bool
+			db := openMem(t)
+			h := newHarnessWith(t, db, kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func(c *Config) {
+				c.InvoiceExpiry = expiry
+				c.Journal = &faultyJournal{Journal: db, commitErr: func() error {
+					if failing.Load() {
+						return errDiskFull
+					}
+					return nil
+				}}
+			})
+			h.createStore("1", "0")
+			create := func() (*kassa.Invoice, error) {
+				return h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(500_000), HasAmount: true, Currency: kassa.SATS})
+			}
+			// Each fee is 5 000 sat: 25 failed creates would hold 125 000
+			// sat of the 100 000 sat credit had they kept their
+			// reservations.
+			failing.Store(true)
+			for range 25 {
+				if inv, err := create(); !errors.Is(err, errDiskFull) {
+					t.Fatalf("a create whose commit fails: %v, %v", inv, err)
+				}
+			}
+			failing.Store(false)
+			var n int
+			if _, err := db.Invoices(context.Background(), h.store.ID, kassa.ListQuery{}, func(*kassa.Invoice) error { n++; return nil }); err != nil || n != 0 {
+				t.Fatalf("%d invoices stored after failed commits (%v), want none", n, err)
+			}
+			for i := range 20 {
+				if _, err := create(); err != nil {
+					t.Fatalf("create %d of the 20 whose fees fit: %v", i+1, err)
+				}
+			}
+			if _, err := create(); kassa.ErrorCode(err) != kassa.PaymentRequired {
+				t.Fatalf("a 21st invoice: %v", err)
+			}
+		})
+	}
+}

@@ -17,7 +17,8 @@
 // early on purpose, so that a passivated invoice wakes and arms its own
 // timer before it is due. The timer and FireDeadline meet in one
 // function of the invoice actor (deadline). An invoice actor stops once
-// it waits for nothing near, a new invoice's right after its create. So a restart (Recover, one round of the
+// it waits for nothing near; a new invoice due later than that is
+// written without one. So a restart (Recover, one round of the
 // sweeper) wakes only the invoices due now or soon (those whose deadline
 // passed while the service was down fire at once), and start-up time and
 // memory follow what is due, not what is open.

@@ -226,37 +226,50 @@ func (a *invoiceActor) stream() kassa.Stream {
 func (a *invoiceActor) create(ctx actor.Context, msg *createInvoice) reply {
 	parent, cancel := msg.call.context()
 	defer cancel()
-	_, span := a.p.tracer.Start(parent, "invoice.Create", trace.WithAttributes(
-		attribute.String("invoice.id", msg.inv.ID), attribute.String("store.id", msg.inv.StoreID)))
-	defer span.End()
-	spanCtx := trace.ContextWithSpan(parent, span)
-	ev := createdEvent(&msg.inv)
-	ev.TraceParent = telemetry.TraceParent(spanCtx)
-	a.created = ev.TraceParent
-	data, err := marshal(ev)
-	if err != nil {
-		return reply{err: err}
-	}
-	b := a.p.journal.NewBatch()
-	b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: msg.inv.ID}, 1, data)
-	b.PutInvoice(&msg.inv, nil, 1)
-	putRequest(parent, b, msg.inv.StoreID, kassa.RequestInvoice, msg.inv.ID)
-	deliveries, err := a.outbox(spanCtx, b, &msg.inv, msg.effects)
-	if err == nil {
-		err = a.p.commit(spanCtx, b)
-	}
+	created, deliveries, err := a.p.writeNew(parent, &msg.inv, msg.effects)
 	if err != nil {
 		ctx.Send(ctx.Parent(), &feeReleased{invoiceID: msg.inv.ID})
 		ctx.Send(ctx.Parent(), &passivate{invoiceID: msg.inv.ID})
 		return reply{err: err}
 	}
-	a.inv, a.seq = msg.inv, 1
-	countCreated(a.p.metrics, &msg.inv)
+	a.inv, a.seq, a.created = msg.inv, 1, created
 	inv := a.inv
 	a.perform(ctx, parent, &inv, msg.effects)
 	a.p.outbox.notify(deliveries)
 	a.maybePassivate(ctx)
 	return reply{value: &inv}
+}
+
+// writeNew commits a new invoice in one batch: its created event, its
+// snapshot, the request id that made it and the webhook deliveries of
+// its first event, under the span invoice.Create. It returns the
+// creation's traceparent and the deliveries to notify; the caller
+// performs the effects. The invoice's actor calls it, or, for an invoice
+// that would passivate at once, the create itself (Service.createInvoice).
+func (p *invoicePorts) writeNew(parent context.Context, inv *kassa.Invoice, effects []kassa.Effect) (string, []*kassa.Delivery, error) {
+	_, span := p.tracer.Start(parent, "invoice.Create", trace.WithAttributes(
+		attribute.String("invoice.id", inv.ID), attribute.String("store.id", inv.StoreID)))
+	defer span.End()
+	spanCtx := trace.ContextWithSpan(parent, span)
+	ev := createdEvent(inv)
+	ev.TraceParent = telemetry.TraceParent(spanCtx)
+	data, err := marshal(ev)
+	if err != nil {
+		return "", nil, err
+	}
+	b := p.journal.NewBatch()
+	b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: inv.ID}, 1, data)
+	b.PutInvoice(inv, nil, 1)
+	putRequest(parent, b, inv.StoreID, kassa.RequestInvoice, inv.ID)
+	deliveries, err := p.deliveries(spanCtx, b, inv, effects, func() string { return ev.TraceParent })
+	if err == nil {
+		err = p.commit(spanCtx, b)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	countCreated(p.metrics, inv)
+	return ev.TraceParent, deliveries, nil
 }
 
 // apply runs in through the state machine, journals it with everything
@@ -315,7 +328,7 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 		b.MarkPaymentRequestPaid(next.PaymentLinkID, next.ID)
 	}
 	b.PutInvoice(&next, &a.inv, seq)
-	deliveries, err := a.outbox(spanCtx, b, &next, effects)
+	deliveries, err := a.p.deliveries(spanCtx, b, &next, effects, a.creationTrace)
 	if err != nil {
 		return nil, err
 	}
@@ -338,19 +351,21 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 	return &out, nil
 }
 
-// outbox adds to b a pending delivery for each webhook that wants each
-// event the effects emit, so that the event and its deliveries commit
-// together: after a crash, every delivery is still sent.
-func (a *invoiceActor) outbox(ctx context.Context, b kassa.Batch, inv *kassa.Invoice, effects []kassa.Effect) ([]*kassa.Delivery, error) {
+// deliveries adds to b a pending delivery for each webhook that wants
+// each event the effects emit, so that the event and its deliveries
+// commit together: after a crash, every delivery is still sent. Each
+// links to the invoice's creation, whose traceparent creation gives
+// (called only when there is a delivery).
+func (p *invoicePorts) deliveries(ctx context.Context, b kassa.Batch, inv *kassa.Invoice, effects []kassa.Effect, creation func() string) ([]*kassa.Delivery, error) {
 	var all []*kassa.Delivery
 	for _, e := range effects {
 		if emit, ok := e.(kassa.Emit); ok {
-			ds, err := a.p.outbox.deliveriesFor(ctx, inv, emit, inv.UpdatedAt)
+			ds, err := p.outbox.deliveriesFor(ctx, inv, emit, inv.UpdatedAt)
 			if err != nil {
 				return nil, fmt.Errorf("webhooks of store %s: %w", inv.StoreID, err)
 			}
 			for _, d := range ds {
-				d.TraceParent, d.CreationTrace = telemetry.TraceParent(ctx), a.creationTrace()
+				d.TraceParent, d.CreationTrace = telemetry.TraceParent(ctx), creation()
 				b.PutDelivery(d, true)
 			}
 			all = append(all, ds...)
@@ -388,14 +403,7 @@ func (a *invoiceActor) perform(ctx actor.Context, parent context.Context, inv *k
 	for _, e := range effects {
 		switch e := e.(type) {
 		case kassa.Emit:
-			// Enabled first: the line's arguments cost allocations on
-			// every create even when debug lines are off.
-			if level := eventLevel(e); a.p.log.Enabled(context.Background(), level) {
-				a.p.log.Log(context.Background(), level, "invoice event", "invoice", inv.ID, "store", inv.StoreID, "type", string(e.Type), "additionalStatus", e.AdditionalStatus.String())
-			}
-			if a.p.events != nil {
-				a.p.events.InvoiceEvent(parent, inv, e)
-			}
+			a.p.emit(parent, inv, e)
 		case kassa.PaidAgain:
 			a.p.log.Warn("invoice paid again after it settled; recorded in the ledger", "invoice", inv.ID, "store", inv.StoreID,
 				"amount", int64(e.Amount), "method", e.Method.String(), "hash", e.Hash)
@@ -408,6 +416,19 @@ func (a *invoiceActor) perform(ctx actor.Context, parent context.Context, inv *k
 		case kassa.StopWatching:
 			a.disarm()
 		}
+	}
+}
+
+// emit logs an invoice event and hands it to the event sink, once it is
+// durable.
+func (p *invoicePorts) emit(parent context.Context, inv *kassa.Invoice, e kassa.Emit) {
+	// Enabled first: the line's arguments cost allocations on every
+	// create even when debug lines are off.
+	if level := eventLevel(e); p.log.Enabled(context.Background(), level) {
+		p.log.Log(context.Background(), level, "invoice event", "invoice", inv.ID, "store", inv.StoreID, "type", string(e.Type), "additionalStatus", e.AdditionalStatus.String())
+	}
+	if p.events != nil {
+		p.events.InvoiceEvent(parent, inv, e)
 	}
 }
 
@@ -432,7 +453,7 @@ func (a *invoiceActor) arm(ctx actor.Context) {
 		return
 	}
 	a.disarm()
-	if at.Sub(a.p.clock.Now()) > sweepAhead {
+	if dueLater(at, a.p.clock.Now()) {
 		return
 	}
 	a.armed = at
@@ -455,10 +476,17 @@ func (a *invoiceActor) disarm() {
 // collector's work follow the invoices due soon, not all those open.
 func (a *invoiceActor) maybePassivate(ctx actor.Context) {
 	at, ok := a.inv.Deadline()
-	if !ok || at.Sub(a.p.clock.Now()) > sweepAhead {
+	if !ok || dueLater(at, a.p.clock.Now()) {
 		a.disarm()
 		ctx.Send(ctx.Parent(), &passivate{invoiceID: a.inv.ID})
 	}
+}
+
+// dueLater reports whether a deadline at is beyond the sweeper's reach
+// at now: its invoice needs no actor and no timer until the sweeper wakes
+// it, sweepAhead before.
+func dueLater(at, now time.Time) bool {
+	return at.Sub(now) > sweepAhead
 }
 
 func isSettle(e kassa.Effect) bool {

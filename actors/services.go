@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"go.opentelemetry.io/otel/attribute"
@@ -215,9 +216,13 @@ func (s *Service) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (
 	return s.cfg.Rates.Rate(ctx, c)
 }
 
-// CreateInvoice creates an invoice: it locks the rate, asks the backends
-// for an address and a Lightning invoice, and has the store actor spawn
-// the invoice actor, which answers once the invoice is durable.
+// CreateInvoice creates an invoice: it locks the rate, has the store
+// actor take it on (credit limit, fee, address index), asks the backends
+// for an address and a Lightning invoice, and writes it. An invoice due
+// within two minutes, or a pay link session's, is written by its own
+// actor, which the store actor spawns; any other is written here, with no
+// actor until the sweeper wakes it before its deadline (needsNoActor).
+// It answers once the invoice is durable.
 func (s *Service) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
 	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(r)}}}
@@ -286,11 +291,58 @@ func (s *Service) createInvoice(ctx context.Context, span trace.Span, storeID st
 		s.rt.tell(s.rt.store(storeID), &feeReleased{invoiceID: inv.ID})
 		return nil, err
 	}
+	if session == "" && needsNoActor(&inv, effects, s.cfg.Clock.Now()) {
+		return s.writeNewInvoice(ctx, &inv, effects)
+	}
 	res, err = s.ask(ctx, storeID, &spawnInvoice{call: callOf(ctx), inv: inv, effects: effects, session: session})
 	if err != nil {
 		return nil, err
 	}
 	return res.(*kassa.Invoice), nil
+}
+
+// needsNoActor reports whether a new invoice can be written without an
+// actor: its actor would passivate right after the create, as its
+// deadline is beyond the sweeper's reach (maybePassivate), and its
+// create's effects are only events to emit and the timer its actor would
+// not arm. The sweeper wakes it as its deadline nears; a payment or a
+// request at once. A pay link session's invoice goes through the store
+// actor, which answers a second click with the first one's invoice.
+func needsNoActor(inv *kassa.Invoice, effects []kassa.Effect, now time.Time) bool {
+	at, ok := inv.Deadline()
+	if !ok || !dueLater(at, now) {
+		return false
+	}
+	for _, e := range effects {
+		switch e.(type) {
+		case kassa.Emit, kassa.ArmTimer:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// writeNewInvoice commits a new invoice that needs no actor
+// (needsNoActor), as its actor would, and emits its events.
+func (s *Service) writeNewInvoice(ctx context.Context, inv *kassa.Invoice, effects []kassa.Effect) (*kassa.Invoice, error) {
+	// The actor's context: the caller's deadline, trace and request id,
+	// not its cancellation.
+	parent, cancel := callOf(ctx).context()
+	defer cancel()
+	p := s.rt.invoiceP
+	_, deliveries, err := p.writeNew(parent, inv, effects)
+	if err != nil {
+		s.rt.tell(s.rt.store(inv.StoreID), &feeReleased{invoiceID: inv.ID})
+		return nil, err
+	}
+	for _, e := range effects {
+		if emit, ok := e.(kassa.Emit); ok {
+			p.emit(parent, inv, emit)
+		}
+	}
+	p.outbox.notify(deliveries)
+	return inv, nil
 }
 
 // paymentMethods asks the backends for the address and the Lightning

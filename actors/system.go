@@ -113,8 +113,10 @@ type Runtime struct {
 	log    *slog.Logger
 
 	storeProps *actor.Props
-	// storeP are the ports of the store actors.
-	storeP *storePorts
+	// storeP are the ports of the store actors; invoiceP those of the
+	// invoice actors, which a create that needs no actor uses too.
+	storeP   *storePorts
+	invoiceP *invoicePorts
 	// webhookP are the ports of the webhook endpoint actors.
 	webhookP *webhookPorts
 	webhooks sync.Map // webhook id → *actor.PID
@@ -221,6 +223,7 @@ func newRuntime(cfg Config) *Runtime {
 	// One Props for every invoice actor: per-actor memory matters with
 	// many open invoices.
 	invoice := s.invoicePorts()
+	s.invoiceP = invoice
 	s.storeP = s.storePorts(actor.PropsFromProducer(func() actor.Actor { return &invoiceActor{p: invoice} }, s.stats.invoice.props()...))
 	s.storeProps = actor.PropsFromProducer(func() actor.Actor { return &storeActor{p: s.storeP} },
 		append(s.stats.store.props(), actor.WithSupervisor(invoiceSupervisor))...)

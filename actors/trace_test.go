@@ -21,11 +21,7 @@ import (
 // caller's span, the actor request, the invoice actor's create and the
 // Pebble commit, each the child of the one before.
 func TestCreateInvoiceSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rec, tp := recordSpans(t)
 
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
@@ -53,6 +49,17 @@ func TestCreateInvoiceSpans(t *testing.T) {
 	}
 }
 
+// recordSpans makes a tracer provider that records every span the
+// test's code ends, global until the test ends.
+func recordSpans(t *testing.T) (*tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	return rec, tp
+}
+
 func names(m map[string]sdktrace.ReadOnlySpan) []string {
 	var out []string
 	for n := range m {
@@ -67,11 +74,7 @@ func names(m map[string]sdktrace.ReadOnlySpan) []string {
 // actor request, invoice create and commit, each the child of the one
 // before.
 func TestClusterCallSpans(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rec, tp := recordSpans(t)
 	// kassa serve's telemetry propagates W3C trace context.
 	prevProp := otel.GetTextMapPropagator()
 	otel.SetTextMapPropagator(propagation.TraceContext{})
@@ -119,11 +122,7 @@ func TestClusterCallSpans(t *testing.T) {
 // creation: the link lives in the created event, which the snapshot
 // loaded at activation comes after.
 func TestWokenInvoiceDeliveryLinksItsCreation(t *testing.T) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	prev := otel.GetTracerProvider()
-	otel.SetTracerProvider(tp)
-	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+	rec, _ := recordSpans(t)
 
 	dir := t.TempDir()
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -37,11 +38,17 @@ type Service struct {
 	cfg    *Config
 	tracer trace.Tracer
 	log    *slog.Logger
+	// creating counts the invoice creates under way on this node.
+	creating atomic.Int64
 }
 
 func newService(rt *Runtime) *Service {
 	return &Service{rt: rt, cfg: &rt.cfg, tracer: rt.tracer, log: rt.log}
 }
+
+// CreatesUnderWay is how many invoice creates this node is working on
+// now: the store paces its syncs by it (persistence.DB.PaceSyncs).
+func (s *Service) CreatesUnderWay() int { return int(s.creating.Load()) }
 
 // ask sends msg to the actor of store id and waits for its reply.
 func (s *Service) ask(ctx context.Context, storeID string, msg any) (any, error) {
@@ -239,6 +246,8 @@ func (s *Service) CreateInvoice(ctx context.Context, storeID string, r *kassa.In
 // createInvoice creates an invoice; a session key makes it the
 // session's invoice of a pay link (PayPaymentRequest).
 func (s *Service) createInvoice(ctx context.Context, span trace.Span, storeID string, r *kassa.InvoiceRequest, session string) (*kassa.Invoice, error) {
+	s.creating.Add(1)
+	defer s.creating.Add(-1)
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}

@@ -55,6 +55,8 @@ type DB struct {
 	requests requestLocks
 	// expiry holds the live claims of ClaimOverdue (expiry.go).
 	expiry expiryClaims
+	// pacer spaces the WAL's syncs out under many creates (syncpace.go).
+	pacer *syncPacer
 }
 
 var (
@@ -85,7 +87,9 @@ type Options struct {
 func Open(dir string, o Options) (*DB, error) {
 	fail := newFailure()
 	logger := pebbleLogger{log: o.Logger, fail: fail}
-	opts := &pebble.Options{Merger: merger, Logger: logger, EventListener: eventListener(logger)}
+	pacer := &syncPacer{now: time.Now, last: time.Now()}
+	opts := &pebble.Options{Merger: merger, Logger: logger, EventListener: eventListener(logger),
+		WALMinSyncInterval: pacer.wait}
 	switch {
 	case o.FS != nil:
 		opts.FS = o.FS
@@ -101,7 +105,7 @@ func Open(dir string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
 	}
-	d := &DB{db: pdb, tracer: otel.Tracer("github.com/kassapay/kassa/persistence"), syncWrite: !o.NoSync, fail: fail, clock: o.Clock,
+	d := &DB{db: pdb, tracer: otel.Tracer("github.com/kassapay/kassa/persistence"), syncWrite: !o.NoSync, fail: fail, clock: o.Clock, pacer: pacer,
 		metrics: metrics.Or(o.Metrics)}
 	if d.clock == nil {
 		d.clock = kassa.SystemClock{}
@@ -371,6 +375,12 @@ func (b *Batch) MarkPaymentRequestPaid(paymentRequestID, invoiceID string) {
 	b.set(paymentRequestPaidKey(paymentRequestID), str(invoiceID))
 }
 
+// PaceSyncs has the WAL wait a little after a sync while writers (the
+// creates under way) says many commits are coming, so that commits
+// arriving one at a time share syncs (syncpace.go). Each commit still
+// returns only once it is synced.
+func (d *DB) PaceSyncs(writers func() int) { d.pacer.writers.Store(&writers) }
+
 // Commit writes the batch durably.
 func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	b, ok := kb.(*Batch)
@@ -402,6 +412,9 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 		if taken {
 			return kassa.ErrRequestDone
 		}
+	}
+	if opts == pebble.Sync {
+		d.pacer.arrive()
 	}
 	start := time.Now()
 	size := len(b.b.Repr())

@@ -249,6 +249,11 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring, Forwarder: m.forwarder,
 		Claims: outboxClaims(m.db), ClaimHolder: nodeHolder(), Metrics: m.stats,
 	})
+	if p, ok := m.db.(pebbleStorage); ok {
+		// Lightning creates reach the store one at a time, as lnd
+		// releases them: under many, their syncs wait to be shared.
+		p.PaceSyncs(m.sys.CreatesUnderWay)
+	}
 	if clusterMode != nil {
 		if err := joinCluster(ctx, runCtx, m.sys.Runtime, clusterMode, membersOf(m.db), log); err != nil {
 			return err

@@ -10,10 +10,11 @@ import (
 // well when commits come faster than a sync takes (plain creates, a few
 // thousand a second), and badly when they come one at a time about a
 // millisecond apart: Lightning creates, which lnd's AddInvoice releases
-// one by one. Then nearly every commit has a sync of its own, and each
-// sync waits in the disk's queue beside lnd's own (measured: 0.56 syncs
-// per Lightning create, and lnd's rate 12–20% lower for it on a shared
-// disk).
+// one by one. Then nearly every commit has a sync of its own (0.56 per
+// Lightning create), and each waits in the disk's queue beside lnd's
+// own syncs, slowing the serial step that sets the rate of every
+// Lightning create (docs/decisions.md, "The WAL's syncs wait for
+// company under many creates (issue 23)").
 //
 // So while many creates are under way, the WAL waits a little after a
 // sync before it starts the next one, long enough for about

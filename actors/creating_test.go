@@ -12,7 +12,7 @@ import (
 )
 
 // heldLightning is fakeLightning whose CreateInvoice waits for release,
-// to hold creates under way.
+// to hold creates waiting for Lightning.
 type heldLightning struct {
 	fakeLightning
 	entered chan struct{}
@@ -25,11 +25,13 @@ func (l heldLightning) CreateInvoice(ctx context.Context, amount kassa.MSat, mem
 	return l.fakeLightning.CreateInvoice(ctx, amount, memo, expiry)
 }
 
-// TestCreatesUnderWayCountsCreatesInFlight: the store paces its syncs by
-// the creates under way (persistence.DB.PaceSyncs), so the count must
-// rise with each create that has begun and fall back to zero when they
-// end, failed ones included.
-func TestCreatesUnderWayCountsCreatesInFlight(t *testing.T) {
+// TestCreatesAwaitingLightningCountsTheWaiting: the store paces its syncs
+// by the creates waiting for the Lightning backend
+// (persistence.DB.PaceSyncs), so the count must rise with each create
+// that waits for it and fall back to zero when they have their invoices;
+// a create that never asks Lightning (refused before, or on-chain only)
+// never counts.
+func TestCreatesAwaitingLightningCountsTheWaiting(t *testing.T) {
 	ln := heldLightning{entered: make(chan struct{}), release: make(chan struct{})}
 	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func(c *Config) {
 		c.Lightning = ln
@@ -45,16 +47,25 @@ func TestCreatesUnderWayCountsCreatesInFlight(t *testing.T) {
 		}()
 		<-ln.entered
 	}
-	if got := h.sys.CreatesUnderWay(); got != n {
-		t.Errorf("with %d creates waiting for Lightning: %d under way", n, got)
+	if got := h.sys.CreatesAwaitingLightning(); got != n {
+		t.Errorf("with %d creates waiting for Lightning: %d counted", n, got)
 	}
-	// One refused at validation counts while it runs and not after.
+	// One refused at validation never asks Lightning.
 	if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 		Amount: decimal.NewFromInt(-1), HasAmount: true, Currency: kassa.SATS}); kassa.ErrorCode(err) != kassa.Invalid {
 		t.Errorf("an invoice of -1 sat: %v, want invalid", err)
 	}
-	if got := h.sys.CreatesUnderWay(); got != n {
-		t.Errorf("after a refused create: %d under way, want %d", got, n)
+	if got := h.sys.CreatesAwaitingLightning(); got != n {
+		t.Errorf("after a refused create: %d counted, want %d", got, n)
+	}
+	// One on-chain only is made beside them without asking Lightning.
+	if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+		Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS,
+		EnabledMethods: []kassa.PaymentMethod{kassa.MethodOnchain}}); err != nil {
+		t.Fatalf("an on-chain only invoice: %v", err)
+	}
+	if got := h.sys.CreatesAwaitingLightning(); got != n {
+		t.Errorf("after an on-chain only create: %d counted, want %d", got, n)
 	}
 	close(ln.release)
 	for range n {
@@ -62,7 +73,45 @@ func TestCreatesUnderWayCountsCreatesInFlight(t *testing.T) {
 			t.Fatalf("create: %v", err)
 		}
 	}
-	if got := h.sys.CreatesUnderWay(); got != 0 {
-		t.Errorf("after every create ended: %d under way", got)
+	if got := h.sys.CreatesAwaitingLightning(); got != 0 {
+		t.Errorf("after every create ended: %d counted", got)
+	}
+}
+
+// heldChain is fakeChain whose NewAddress waits for release.
+type heldChain struct {
+	*fakeChain
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (c heldChain) NewAddress(ctx context.Context, st *kassa.Store, invoiceID string) (string, error) {
+	c.entered <- struct{}{}
+	<-c.release
+	return c.fakeChain.NewAddress(ctx, st, invoiceID)
+}
+
+// TestCreatesAwaitingLightningLeavesOutOtherWaits: a create that waits
+// for something else (here the chain backend's address) is under way but
+// not awaiting Lightning: its commit does not follow at Lightning's pace.
+func TestCreatesAwaitingLightningLeavesOutOtherWaits(t *testing.T) {
+	chain := heldChain{fakeChain: &fakeChain{}, entered: make(chan struct{}), release: make(chan struct{})}
+	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func(c *Config) {
+		c.Chain = chain
+	})
+	h.createStore("0", "0")
+	errs := make(chan error, 1)
+	go func() {
+		_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+			Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
+		errs <- err
+	}()
+	<-chain.entered
+	if got := h.sys.CreatesAwaitingLightning(); got != 0 {
+		t.Errorf("a create waiting for its address: %d awaiting Lightning", got)
+	}
+	close(chain.release)
+	if err := <-errs; err != nil {
+		t.Fatalf("create: %v", err)
 	}
 }

@@ -38,17 +38,20 @@ type Service struct {
 	cfg    *Config
 	tracer trace.Tracer
 	log    *slog.Logger
-	// creating counts the invoice creates under way on this node.
-	creating atomic.Int64
+	// awaitingLightning counts the invoice creates on this node that
+	// wait for the Lightning backend's invoice.
+	awaitingLightning atomic.Int64
 }
 
 func newService(rt *Runtime) *Service {
 	return &Service{rt: rt, cfg: &rt.cfg, tracer: rt.tracer, log: rt.log}
 }
 
-// CreatesUnderWay is how many invoice creates this node is working on
-// now: the store paces its syncs by it (persistence.DB.PaceSyncs).
-func (s *Service) CreatesUnderWay() int { return int(s.creating.Load()) }
+// CreatesAwaitingLightning is how many invoice creates on this node wait
+// for the Lightning backend's invoice now: their commits follow at the
+// backend's pace, and the store paces its syncs by them
+// (persistence.DB.PaceSyncs).
+func (s *Service) CreatesAwaitingLightning() int { return int(s.awaitingLightning.Load()) }
 
 // ask sends msg to the actor of store id and waits for its reply.
 func (s *Service) ask(ctx context.Context, storeID string, msg any) (any, error) {
@@ -246,8 +249,6 @@ func (s *Service) CreateInvoice(ctx context.Context, storeID string, r *kassa.In
 // createInvoice creates an invoice; a session key makes it the
 // session's invoice of a pay link (PayPaymentRequest).
 func (s *Service) createInvoice(ctx context.Context, span trace.Span, storeID string, r *kassa.InvoiceRequest, session string) (*kassa.Invoice, error) {
-	s.creating.Add(1)
-	defer s.creating.Add(-1)
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
@@ -374,7 +375,7 @@ func (s *Service) paymentMethods(ctx context.Context, st *kassa.Store, inv *kass
 		if inv.OrderID != "" {
 			memo += " order " + inv.OrderID
 		}
-		li, err := s.cfg.Lightning.CreateInvoice(ctx, inv.Amount.MSat(), memo, s.cfg.InvoiceExpiry)
+		li, err := s.lightningInvoice(ctx, inv.Amount.MSat(), memo)
 		switch {
 		case err == nil:
 			inv.LightningInvoice, inv.PaymentHash = li.PaymentRequest, li.PaymentHash
@@ -388,6 +389,14 @@ func (s *Service) paymentMethods(ctx context.Context, st *kassa.Store, inv *kass
 		}
 	}
 	return nil
+}
+
+// lightningInvoice asks the Lightning backend for an invoice, counted in
+// CreatesAwaitingLightning while it waits.
+func (s *Service) lightningInvoice(ctx context.Context, amount kassa.MSat, memo string) (kassa.LightningInvoice, error) {
+	s.awaitingLightning.Add(1)
+	defer s.awaitingLightning.Add(-1)
+	return s.cfg.Lightning.CreateInvoice(ctx, amount, memo, s.cfg.InvoiceExpiry)
 }
 
 // PayPaymentRequest returns the invoice that pays a pay link for one

@@ -376,9 +376,9 @@ func (b *Batch) MarkPaymentRequestPaid(paymentRequestID, invoiceID string) {
 }
 
 // PaceSyncs has the WAL wait a little after a sync while writers (the
-// creates under way) says many commits are coming, so that commits
-// arriving one at a time share syncs (syncpace.go). Each commit still
-// returns only once it is synced.
+// creates awaiting Lightning) says many commits are coming one by one,
+// so that they share syncs (syncpace.go). Each commit still returns only
+// once it is synced.
 func (d *DB) PaceSyncs(writers func() int) { d.pacer.writers.Store(&writers) }
 
 // Commit writes the batch durably.

@@ -5,9 +5,9 @@
 // change) is one batch, committed with fsync before the request that caused
 // it is answered. Pebble groups concurrent synced commits into one WAL
 // sync, so many actors committing at once share the cost. While many
-// invoice creates are under way, a sync waits a few milliseconds for
-// the commits on their way (DB.PaceSyncs, syncpace.go), so that creates
-// that arrive one at a time (Lightning ones, as lnd releases them) share
+// invoice creates wait for the Lightning backend, a sync waits a few
+// milliseconds for the commits on their way (DB.PaceSyncs, syncpace.go),
+// so that creates that arrive one at a time, as lnd releases them, share
 // syncs too.
 //
 // Every JSON document is written in its kind's format (package

@@ -16,19 +16,24 @@ import (
 // Lightning create (docs/decisions.md, "The WAL's syncs wait for
 // company under many creates (issue 23)").
 //
-// So while many creates are under way, the WAL waits a little after a
-// sync before it starts the next one, long enough for about
-// pacedGroup commits to gather at the rate they arrive, and never more
-// than maxSyncWait. A commit still returns only once it is synced:
-// nothing is acknowledged earlier, only later. With few creates under
-// way a sequential writer would only be slowed (each of its commits
-// would wait for company that never comes), so there is no wait then,
-// nor when commits arrive fast enough to share syncs by themselves.
+// So while many creates wait for the Lightning backend (their commits
+// follow one by one, at its pace), the WAL waits a little after a sync
+// before it starts the next one, long enough for about pacedGroup
+// commits to gather at the rate they arrive, and never more than
+// maxSyncWait. A commit still returns only once it is synced: nothing is
+// acknowledged earlier, only later. Without such creates there is no
+// wait: a sequential writer would only be slowed (each of its commits
+// would wait for company that never comes), and creates that do not
+// wait for a slow backend mostly wait in their commit already, all of
+// them sharing each sync, so a wait only lengthens every commit (at
+// the peak of plain creates it lifted a commit from about 2.9 to 4.5 ms
+// at the same rate). Nor is there a wait when commits arrive fast
+// enough to share syncs by themselves.
 const (
 	// pacedGroup is how many commits a paced sync aims to carry.
 	pacedGroup = 8
-	// pacingWriters is how many creates must be under way for the WAL
-	// to wait: enough that more commits are surely on their way.
+	// pacingWriters is how many creates must wait for Lightning for the
+	// WAL to wait: enough that more commits are surely on their way.
 	pacingWriters = 8
 	// maxSyncWait bounds the wait after a sync (and so what pacing adds
 	// to a commit's latency).
@@ -41,8 +46,8 @@ const (
 // syncPacer decides, after each WAL sync, how long the next one waits
 // (Pebble's WALMinSyncInterval).
 type syncPacer struct {
-	// writers counts the callers under way that will commit soon (the
-	// creates in flight); nil until PaceSyncs sets it.
+	// writers counts the callers that will commit soon, one by one (the
+	// creates awaiting Lightning); nil until PaceSyncs sets it.
 	writers atomic.Pointer[func() int]
 	// arrivals counts the synced commits begun since the last decision.
 	arrivals atomic.Int64

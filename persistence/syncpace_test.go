@@ -33,7 +33,7 @@ func TestPacedWait(t *testing.T) {
 }
 
 // TestSyncPacerWaitsOnlyUnderManyCreates: with fewer than pacingWriters
-// creates under way, or none told, a sync never waits (a sequential
+// creates awaiting Lightning, or none told, a sync never waits (a sequential
 // writer would only be slowed); with more, it waits by the arrivals since
 // the last sync, which each decision starts counting again.
 func TestSyncPacerWaitsOnlyUnderManyCreates(t *testing.T) {
@@ -53,11 +53,11 @@ func TestSyncPacerWaitsOnlyUnderManyCreates(t *testing.T) {
 	under := func() int { return writers }
 	p.writers.Store(&under)
 	if got := step(4, time.Millisecond); got != 0 {
-		t.Errorf("%d creates under way: wait %v", writers, got)
+		t.Errorf("%d creates awaiting Lightning: wait %v", writers, got)
 	}
 	writers = pacingWriters
 	if got := step(4, time.Millisecond); got != 2*time.Millisecond {
-		t.Errorf("%d creates under way, 4 commits a millisecond: wait %v, want 2ms", writers, got)
+		t.Errorf("%d creates awaiting Lightning, 4 commits a millisecond: wait %v, want 2ms", writers, got)
 	}
 	if got := step(0, time.Millisecond); got != maxSyncWait {
 		t.Errorf("no commit since the last decision: wait %v, want %v", got, maxSyncWait)
@@ -76,7 +76,7 @@ func TestSyncedCommitsReachThePacer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	// The pacer asks for the creates under way before it counts the
+	// The pacer asks for the creates awaiting Lightning before it counts the
 	// arrivals again: seen from there, they hold the commit.
 	var asked, arrived atomic.Int64
 	db.PaceSyncs(func() int {

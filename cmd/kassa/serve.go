@@ -252,7 +252,7 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 	if p, ok := m.db.(pebbleStorage); ok {
 		// Lightning creates reach the store one at a time, as lnd
 		// releases them: under many, their syncs wait to be shared.
-		p.PaceSyncs(m.sys.CreatesUnderWay)
+		p.PaceSyncs(m.sys.CreatesAwaitingLightning)
 	}
 	if clusterMode != nil {
 		if err := joinCluster(ctx, runCtx, m.sys.Runtime, clusterMode, membersOf(m.db), log); err != nil {

@@ -11,17 +11,25 @@ import (
 	"github.com/kassapay/kassa/kassatest"
 )
 
-// heldLightning is fakeLightning whose CreateInvoice waits for release,
+// gate holds a backend call: pass tells entered and waits for release.
+type gate struct{ entered, release chan struct{} }
+
+func newGate() gate { return gate{entered: make(chan struct{}), release: make(chan struct{})} }
+
+func (g gate) pass() {
+	g.entered <- struct{}{}
+	<-g.release
+}
+
+// heldLightning is fakeLightning whose CreateInvoice waits at its gate,
 // to hold creates waiting for Lightning.
 type heldLightning struct {
 	fakeLightning
-	entered chan struct{}
-	release chan struct{}
+	gate
 }
 
 func (l heldLightning) CreateInvoice(ctx context.Context, amount kassa.MSat, memo string, expiry time.Duration) (kassa.LightningInvoice, error) {
-	l.entered <- struct{}{}
-	<-l.release
+	l.pass()
 	return l.fakeLightning.CreateInvoice(ctx, amount, memo, expiry)
 }
 
@@ -32,7 +40,7 @@ func (l heldLightning) CreateInvoice(ctx context.Context, amount kassa.MSat, mem
 // a create that never asks Lightning (refused before, or on-chain only)
 // never counts.
 func TestCreatesAwaitingLightningCountsTheWaiting(t *testing.T) {
-	ln := heldLightning{entered: make(chan struct{}), release: make(chan struct{})}
+	ln := heldLightning{gate: newGate()}
 	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func(c *Config) {
 		c.Lightning = ln
 	})
@@ -78,16 +86,14 @@ func TestCreatesAwaitingLightningCountsTheWaiting(t *testing.T) {
 	}
 }
 
-// heldChain is fakeChain whose NewAddress waits for release.
+// heldChain is fakeChain whose NewAddress waits at its gate.
 type heldChain struct {
 	*fakeChain
-	entered chan struct{}
-	release chan struct{}
+	gate
 }
 
 func (c heldChain) NewAddress(ctx context.Context, st *kassa.Store, invoiceID string) (string, error) {
-	c.entered <- struct{}{}
-	<-c.release
+	c.pass()
 	return c.fakeChain.NewAddress(ctx, st, invoiceID)
 }
 
@@ -95,7 +101,7 @@ func (c heldChain) NewAddress(ctx context.Context, st *kassa.Store, invoiceID st
 // for something else (here the chain backend's address) is under way but
 // not awaiting Lightning: its commit does not follow at Lightning's pace.
 func TestCreatesAwaitingLightningLeavesOutOtherWaits(t *testing.T) {
-	chain := heldChain{fakeChain: &fakeChain{}, entered: make(chan struct{}), release: make(chan struct{})}
+	chain := heldChain{fakeChain: &fakeChain{}, gate: newGate()}
 	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func(c *Config) {
 		c.Chain = chain
 	})

@@ -177,8 +177,8 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	return nil
 }
 
-// compareKassa is -compare-kassa: a second kassa binary for the
-// lightning part to measure beside this build (off when empty).
+// compareKassa is -compare-kassa: a second kassa binary for the create
+// and lightning parts to measure beside this build (off when empty).
 var compareKassa string
 
 // kassaInvoiceCreator creates a Lightning-only invoice of 1,000 sat per

@@ -420,7 +420,19 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 	if _, _, err := kassa.createStore(); err != nil {
 		return err
 	}
-	var floorRates, workRates, rates, vsFloor, vsWork []float64
+	// With -compare-kassa, the other build beside this one, measured
+	// in the same rounds: its rate over this build's.
+	var other *target
+	if compareKassa != "" {
+		if other, err = startKassa(compareKassa, filepath.Join(tmp, "compared-kassa-data")); err != nil {
+			return fmt.Errorf("compared kassa: %w", err)
+		}
+		defer other.stop()
+		if _, _, err := other.createStore(); err != nil {
+			return fmt.Errorf("compared kassa: %w", err)
+		}
+	}
+	var floorRates, workRates, rates, vsFloor, vsWork, vsCompared []float64
 	for r := 0; r < max(rounds, 1); r++ {
 		f, err := floor.peak(workers, d)
 		if err != nil {
@@ -432,13 +444,38 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 		if err != nil {
 			return err
 		}
+		// The compared build runs after this one in odd rounds and
+		// before it in even ones.
+		var o float64
+		compare := func() (err error) {
+			if other != nil {
+				if o, err = other.peak(workers, d); err != nil {
+					return fmt.Errorf("compared kassa: %w", err)
+				}
+			}
+			return nil
+		}
+		if r%2 == 1 {
+			if err := compare(); err != nil {
+				return err
+			}
+		}
 		wait = profileDuring(kassa.debug, fmt.Sprintf("create-kassa-%d.pprof", r+1), d)
 		k, err := kassa.peak(workers, d)
 		wait()
 		if err != nil {
 			return err
 		}
+		if r%2 == 0 {
+			if err := compare(); err != nil {
+				return err
+			}
+		}
 		fmt.Fprintf(os.Stderr, "round %d: floor %.0f/s, work floor %.0f/s, kassa %.0f/s\n", r+1, f, w, k)
+		if other != nil {
+			fmt.Fprintf(os.Stderr, "round %d: compared kassa %.0f/s, %.3f of this build's\n", r+1, o, o/k)
+			vsCompared = append(vsCompared, o/k)
+		}
 		floorRates, workRates, rates = append(floorRates, f), append(workRates, w), append(rates, k)
 		vsFloor, vsWork = append(vsFloor, k/f), append(vsWork, k/w)
 	}
@@ -467,6 +504,9 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 	bench("invoice_create_vs_floor", median(vsFloor), "ratio")
 	bench("invoice_create_vs_work_floor", median(vsWork), "ratio")
 	bench("invoice_create_p99_ms", float64(p99.Microseconds())/1000, "ms")
+	if other != nil {
+		bench("invoice_create_compare_vs_kassa", median(vsCompared), "ratio")
+	}
 	bench("work_floor_p99_ms", float64(workP99.Microseconds())/1000, "ms")
 	return nil
 }

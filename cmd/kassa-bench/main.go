@@ -179,7 +179,7 @@ func main() {
 	flag.IntVar(&o.lnPayments, "ln-payments", 20, "payments on real lnd for ln_settle_to_webhook_p99_ms")
 	flag.IntVar(&o.chainPayments, "chain-payments", 10, "payments on a real btcd for chain_block_to_settled_ms")
 	flag.IntVar(&o.diskInvoices, "disk-invoices", 10_000, "invoices created for disk_per_invoice_bytes")
-	flag.StringVar(&compareKassa, "compare-kassa", "", "a second kassa binary (another build, say main's) that the lightning part measures in the same rounds against the same lnd: ln_invoice_create_compare_vs_kassa")
+	flag.StringVar(&compareKassa, "compare-kassa", "", "a second kassa binary (another build, say main's) that the create and lightning parts measure in the same rounds as this build: invoice_create_compare_vs_kassa and ln_invoice_create_compare_vs_kassa")
 	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of the kassa server under test during each measured phase of the create, lightning, closed and cluster parts into this directory")
 	flag.BoolVar(&pgStats, "pg-stats", false, "cluster part: PostgreSQL runs with pg_stat_statements, and one more turn of the one-node cluster prints where a create's time goes on the server's side (statements, rows, WAL, CPU of PostgreSQL, Kassa and etcd)")
 	var names []string

@@ -124,7 +124,7 @@ func startFloor(tmp string, work bool) (*target, error) {
 	if work {
 		name, args = "work floor", []string{"floor", "-work", "-data", filepath.Join(tmp, "work-floor"), "-listen", addr, "-debug-listen", debug}
 	}
-	stop, _, err := startProcess(self, args...)
+	stop, pid, err := startProcess(self, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func startFloor(tmp string, work bool) (*target, error) {
 		stop()
 		return nil, err
 	}
-	return &target{name: name, url: "http://" + addr + "/api/v1/stores/floor/invoices", stop: stop, debug: debug}, nil
+	return &target{name: name, url: "http://" + addr + "/api/v1/stores/floor/invoices", stop: stop, debug: debug, pid: pid}, nil
 }
 
 var (
@@ -433,11 +433,19 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 		}
 	}
 	var floorRates, workRates, rates, vsFloor, vsWork, vsCompared []float64
+	servers := []*target{floor, work, kassa, other}
+	// settle waits for every server to settle, its wait printed.
+	settle := func(before string) {
+		waited, used := settled(servers...)
+		fmt.Fprintf(os.Stderr, "  quiet before %s after %v (%v CPU meanwhile)\n", before, waited.Round(time.Millisecond), used)
+	}
 	for r := 0; r < max(rounds, 1); r++ {
+		settle("floor")
 		f, err := floor.peak(workers, d)
 		if err != nil {
 			return err
 		}
+		settle("work floor")
 		wait := profileDuring(work.debug, fmt.Sprintf("create-work-floor-%d.pprof", r+1), d)
 		w, err := work.peak(workers, d)
 		wait()
@@ -449,6 +457,7 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 		var o float64
 		compare := func() (err error) {
 			if other != nil {
+				settle("compared kassa")
 				if o, err = other.peak(workers, d); err != nil {
 					return fmt.Errorf("compared kassa: %w", err)
 				}
@@ -460,6 +469,7 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 				return err
 			}
 		}
+		settle("kassa")
 		wait = profileDuring(kassa.debug, fmt.Sprintf("create-kassa-%d.pprof", r+1), d)
 		k, err := kassa.peak(workers, d)
 		wait()
@@ -509,6 +519,41 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 	}
 	bench("work_floor_p99_ms", float64(workP99.Microseconds())/1000, "ms")
 	return nil
+}
+
+// Between two measured phases the servers settle: a server keeps
+// working after its load stops (Pebble flushes and compacts what the
+// phase wrote), and that work must not fall into the next server's
+// phase. settled waits until the servers together use less than
+// quietShare of a core over a quietWindow, at most quietMax.
+const (
+	quietWindow = 300 * time.Millisecond
+	quietShare  = 0.1
+	quietMax    = 20 * time.Second
+)
+
+// settled waits until the processes of ts are quiet and returns how long
+// it waited and the CPU time they used meanwhile.
+func settled(ts ...*target) (waited, used time.Duration) {
+	sum := func() (d time.Duration) {
+		for _, t := range ts {
+			if t != nil && t.pid != 0 {
+				d += t.cpu()
+			}
+		}
+		return d
+	}
+	start, first := time.Now(), sum()
+	last := first
+	for time.Since(start) < quietMax {
+		time.Sleep(quietWindow)
+		now := sum()
+		if float64(now-last) < quietShare*float64(quietWindow) {
+			return time.Since(start), now - first
+		}
+		last = now
+	}
+	return time.Since(start), last - first
 }
 
 // median returns the middle value of xs (the mean of the middle two of

@@ -119,25 +119,9 @@ func (t *target) memoryDetail() string {
 		stats["HeapReleased"]>>20, stats["StackSys"]>>20)
 }
 
-// cpu returns the CPU time (user and system) the kassa process used so
-// far, from /proc/PID/stat (zero when it cannot be read).
-func (t *target) cpu() time.Duration {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", t.pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name, which is in parentheses:
-	// utime and stime are the 14th and 15th fields, in clock ticks
-	// (100 a second on Linux).
-	i := strings.LastIndexByte(string(stat), ')')
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * 10 * time.Millisecond
-}
+// cpu returns the CPU time (user and system) the process used so far
+// (zero when it cannot be read).
+func (t *target) cpu() time.Duration { return cpuTime(t.pid) }
 
 // status returns an invoice's status.
 func (t *target) status(id string) (string, error) {

@@ -312,6 +312,28 @@ func (t *target) peak(workers int, d time.Duration) (float64, error) {
 	return r, err
 }
 
+// phase is a measured peak: the rate, and the CPU time per request of
+// the server and of this process (the load generator), which share the
+// machine's cores.
+type phase struct {
+	rate          float64
+	server, bench time.Duration
+}
+
+func (p phase) String() string {
+	return fmt.Sprintf("%.0f/s (CPU per create: server %v, bench %v)", p.rate, p.server.Round(time.Microsecond), p.bench.Round(time.Microsecond))
+}
+
+// measure is peak with the CPU time per request.
+func (t *target) measure(workers int, d time.Duration) (phase, error) {
+	server, bench := t.cpu(), cpuTime(0)
+	r, n, err := t.peakCount(workers, d)
+	if err != nil || n == 0 {
+		return phase{}, err
+	}
+	return phase{rate: r, server: (t.cpu() - server) / time.Duration(n), bench: (cpuTime(0) - bench) / time.Duration(n)}, nil
+}
+
 // peakCount is peak that also returns how many requests were answered,
 // the warm-up's included, for the CPU per request.
 func (t *target) peakCount(workers int, d time.Duration) (float64, int, error) {
@@ -441,24 +463,24 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 	}
 	for r := 0; r < max(rounds, 1); r++ {
 		settle("floor")
-		f, err := floor.peak(workers, d)
+		f, err := floor.measure(workers, d)
 		if err != nil {
 			return err
 		}
 		settle("work floor")
 		wait := profileDuring(work.debug, fmt.Sprintf("create-work-floor-%d.pprof", r+1), d)
-		w, err := work.peak(workers, d)
+		w, err := work.measure(workers, d)
 		wait()
 		if err != nil {
 			return err
 		}
 		// The compared build runs after this one in odd rounds and
 		// before it in even ones.
-		var o float64
+		var o phase
 		compare := func() (err error) {
 			if other != nil {
 				settle("compared kassa")
-				if o, err = other.peak(workers, d); err != nil {
+				if o, err = other.measure(workers, d); err != nil {
 					return fmt.Errorf("compared kassa: %w", err)
 				}
 			}
@@ -471,7 +493,7 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 		}
 		settle("kassa")
 		wait = profileDuring(kassa.debug, fmt.Sprintf("create-kassa-%d.pprof", r+1), d)
-		k, err := kassa.peak(workers, d)
+		k, err := kassa.measure(workers, d)
 		wait()
 		if err != nil {
 			return err
@@ -481,13 +503,13 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 				return err
 			}
 		}
-		fmt.Fprintf(os.Stderr, "round %d: floor %.0f/s, work floor %.0f/s, kassa %.0f/s\n", r+1, f, w, k)
+		fmt.Fprintf(os.Stderr, "round %d: floor %v\n  work floor %v\n  kassa %v: %.3f of the work floor's\n", r+1, f, w, k, k.rate/w.rate)
 		if other != nil {
-			fmt.Fprintf(os.Stderr, "round %d: compared kassa %.0f/s, %.3f of this build's\n", r+1, o, o/k)
-			vsCompared = append(vsCompared, o/k)
+			fmt.Fprintf(os.Stderr, "  compared kassa %v: %.3f of this build's\n", o, o.rate/k.rate)
+			vsCompared = append(vsCompared, o.rate/k.rate)
 		}
-		floorRates, workRates, rates = append(floorRates, f), append(workRates, w), append(rates, k)
-		vsFloor, vsWork = append(vsFloor, k/f), append(vsWork, k/w)
+		floorRates, workRates, rates = append(floorRates, f.rate), append(workRates, w.rate), append(rates, k.rate)
+		vsFloor, vsWork = append(vsFloor, k.rate/f.rate), append(vsWork, k.rate/w.rate)
 	}
 	rate := median(rates)
 	// With -profile, a runtime trace of each server over its latency

@@ -121,3 +121,47 @@ func TestCreatesAwaitingLightningLeavesOutOtherWaits(t *testing.T) {
 		t.Fatalf("create: %v", err)
 	}
 }
+
+// TestCreatesUnderWayCountsEveryCreate: the store has its syncs wait
+// briefly while many creates are under way (persistence.DB.PaceSyncs),
+// so the count rises with each create, whatever it waits for (here its
+// address or its Lightning invoice), and falls back to zero once they
+// are answered; a create refused at validation never counts.
+func TestCreatesUnderWayCountsEveryCreate(t *testing.T) {
+	chain := heldChain{fakeChain: &fakeChain{}, gate: newGate()}
+	ln := heldLightning{gate: newGate()}
+	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func(c *Config) {
+		c.Chain, c.Lightning = chain, ln
+	})
+	h.createStore("0", "0")
+	errs := make(chan error, 2)
+	create := func(methods ...kassa.PaymentMethod) {
+		_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+			Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS, EnabledMethods: methods})
+		errs <- err
+	}
+	go create(kassa.MethodOnchain)
+	<-chain.entered
+	go create(kassa.MethodLightning)
+	<-ln.entered
+	if got := h.sys.CreatesUnderWay(); got != 2 {
+		t.Errorf("one create waiting for its address, one for Lightning: %d under way, want 2", got)
+	}
+	if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+		Amount: decimal.NewFromInt(-1), HasAmount: true, Currency: kassa.SATS}); kassa.ErrorCode(err) != kassa.Invalid {
+		t.Errorf("an invoice of -1 sat: %v, want invalid", err)
+	}
+	if got := h.sys.CreatesUnderWay(); got != 2 {
+		t.Errorf("after a refused create: %d under way, want 2", got)
+	}
+	close(chain.release)
+	close(ln.release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatalf("create: %v", err)
+		}
+	}
+	if got := h.sys.CreatesUnderWay(); got != 0 {
+		t.Errorf("after every create ended: %d under way", got)
+	}
+}

@@ -41,6 +41,9 @@ type Service struct {
 	// awaitingLightning counts the invoice creates on this node that
 	// wait for the Lightning backend's invoice.
 	awaitingLightning atomic.Int64
+	// creating counts the invoice creates under way on this node, from
+	// their valid request to their commit's answer.
+	creating atomic.Int64
 }
 
 func newService(rt *Runtime) *Service {
@@ -52,6 +55,12 @@ func newService(rt *Runtime) *Service {
 // backend's pace, and the store paces its syncs by them
 // (persistence.DB.PaceSyncs).
 func (s *Service) CreatesAwaitingLightning() int { return int(s.awaitingLightning.Load()) }
+
+// CreatesUnderWay is how many invoice creates on this node are under
+// way now, awaiting Lightning or not: while many are, their commits come
+// often, and the store has its syncs wait briefly for company
+// (persistence.DB.PaceSyncs).
+func (s *Service) CreatesUnderWay() int { return int(s.creating.Load()) }
 
 // ask sends msg to the actor of store id and waits for its reply.
 func (s *Service) ask(ctx context.Context, storeID string, msg any) (any, error) {
@@ -252,6 +261,8 @@ func (s *Service) createInvoice(ctx context.Context, span trace.Span, storeID st
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	s.creating.Add(1)
+	defer s.creating.Add(-1)
 	st, err := s.cfg.Reader.Store(ctx, storeID)
 	if err != nil {
 		return nil, err

@@ -375,11 +375,15 @@ func (b *Batch) MarkPaymentRequestPaid(paymentRequestID, invoiceID string) {
 	b.set(paymentRequestPaidKey(paymentRequestID), str(invoiceID))
 }
 
-// PaceSyncs has the WAL wait a little after a sync while writers (the
+// PaceSyncs has the WAL wait a little after a sync while lightning (the
 // creates awaiting Lightning) says many commits are coming one by one,
-// so that they share syncs (syncpace.go). Each commit still returns only
+// or underWay (the creates under way) says many are coming briskly, so
+// that they share syncs (syncpace.go). Each commit still returns only
 // once it is synced.
-func (d *DB) PaceSyncs(writers func() int) { d.pacer.writers.Store(&writers) }
+func (d *DB) PaceSyncs(lightning, underWay func() int) {
+	d.pacer.lightning.Store(&lightning)
+	d.pacer.underWay.Store(&underWay)
+}
 
 // Commit writes the batch durably.
 func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {

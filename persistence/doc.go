@@ -8,7 +8,8 @@
 // invoice creates wait for the Lightning backend, a sync waits a few
 // milliseconds for the commits on their way (DB.PaceSyncs, syncpace.go),
 // so that creates that arrive one at a time, as lnd releases them, share
-// syncs too.
+// syncs too; while many other creates are under way and commit briskly,
+// a sync waits a millisecond, so that each carries a few times more.
 //
 // Every JSON document is written in its kind's format (package
 // persistence/format): {"_v":N,...}, its version first.

@@ -32,10 +32,36 @@ func TestPacedWait(t *testing.T) {
 	}
 }
 
+// TestBriskWait: under many creates not waiting for Lightning, the wait
+// after a sync is briefWait while commits arrive briskGroup or more a
+// millisecond and fewer than pacedGroup, and none otherwise.
+func TestBriskWait(t *testing.T) {
+	ms, us := time.Millisecond, time.Microsecond
+	for _, c := range []struct {
+		n       int64
+		elapsed time.Duration
+		want    time.Duration
+	}{
+		{0, ms, 0},               // none arrived
+		{1, 100 * us, 0},         // one alone never waits for company
+		{3, 0, 0},                // no time measured
+		{2, ms, briefWait},       // 2 a millisecond
+		{3, 700 * us, briefWait}, // about 4 a millisecond
+		{3, 2 * ms, 0},           // 1.5 a millisecond: not brisk
+		{8, ms, 0},               // 8 a millisecond share syncs unaided
+	} {
+		if got := briskWait(c.n, c.elapsed); got != c.want {
+			t.Errorf("%d commits in %v: wait %v, want %v", c.n, c.elapsed, got, c.want)
+		}
+	}
+}
+
 // TestSyncPacerWaitsOnlyUnderManyCreates: with fewer than pacingWriters
-// creates awaiting Lightning, or none told, a sync never waits (a sequential
-// writer would only be slowed); with more, it waits by the arrivals since
-// the last sync, which each decision starts counting again.
+// creates under way, or none told, a sync never waits (a sequential
+// writer would only be slowed); with more, it waits briefly while their
+// commits are brisk; with pacingWriters or more awaiting Lightning, it
+// waits by the arrivals since the last sync, which each decision starts
+// counting again.
 func TestSyncPacerWaitsOnlyUnderManyCreates(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p := &syncPacer{now: func() time.Time { return now }, last: now}
@@ -49,15 +75,28 @@ func TestSyncPacerWaitsOnlyUnderManyCreates(t *testing.T) {
 	if got := step(4, time.Millisecond); got != 0 {
 		t.Errorf("no creates told: wait %v", got)
 	}
-	writers := pacingWriters - 1
-	under := func() int { return writers }
-	p.writers.Store(&under)
+	lightning, underWay := 0, pacingWriters-1
+	awaiting := func() int { return lightning }
+	creating := func() int { return underWay }
+	p.lightning.Store(&awaiting)
+	p.underWay.Store(&creating)
 	if got := step(4, time.Millisecond); got != 0 {
-		t.Errorf("%d creates awaiting Lightning: wait %v", writers, got)
+		t.Errorf("%d creates under way: wait %v", underWay, got)
 	}
-	writers = pacingWriters
+	underWay = pacingWriters
+	if got := step(4, time.Millisecond); got != briefWait {
+		t.Errorf("%d creates under way, 4 commits a millisecond: wait %v, want %v", underWay, got, briefWait)
+	}
+	if got := step(1, time.Millisecond); got != 0 {
+		t.Errorf("%d creates under way, 1 commit a millisecond: wait %v", underWay, got)
+	}
+	lightning = pacingWriters - 1
+	if got := step(4, time.Millisecond); got != briefWait {
+		t.Errorf("%d creates awaiting Lightning of %d under way: wait %v, want %v", lightning, underWay, got, briefWait)
+	}
+	lightning = pacingWriters
 	if got := step(4, time.Millisecond); got != 2*time.Millisecond {
-		t.Errorf("%d creates awaiting Lightning, 4 commits a millisecond: wait %v, want 2ms", writers, got)
+		t.Errorf("%d creates awaiting Lightning, 4 commits a millisecond: wait %v, want 2ms", lightning, got)
 	}
 	if got := step(0, time.Millisecond); got != maxSyncWait {
 		t.Errorf("no commit since the last decision: wait %v, want %v", got, maxSyncWait)
@@ -83,7 +122,7 @@ func TestSyncedCommitsReachThePacer(t *testing.T) {
 		asked.Add(1)
 		arrived.Add(db.pacer.arrivals.Load())
 		return 0
-	})
+	}, func() int { return 0 })
 	commit(t, db, func(b kassa.Batch) { b.PutStore(newStore("s1", "key_1"), 1) })
 	for deadline := time.Now().Add(10 * time.Second); arrived.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -251,8 +251,9 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 	})
 	if p, ok := m.db.(pebbleStorage); ok {
 		// Lightning creates reach the store one at a time, as lnd
-		// releases them: under many, their syncs wait to be shared.
-		p.PaceSyncs(m.sys.CreatesAwaitingLightning)
+		// releases them, and many creates under way commit briskly:
+		// under either, their syncs wait to be shared.
+		p.PaceSyncs(m.sys.CreatesAwaitingLightning, m.sys.CreatesUnderWay)
 	}
 	if clusterMode != nil {
 		if err := joinCluster(ctx, runCtx, m.sys.Runtime, clusterMode, membersOf(m.db), log); err != nil {

@@ -26,9 +26,9 @@ import (
 // few commits that came during it, and each fdatasync costs the kernel
 // about 50 µs of the CPU the creates need. Then the WAL waits briefWait,
 // about a sync's length, so that a sync carries a few times more commits:
-// at the peak of plain creates this halved the syncs per create (0.4 to
-// 0.13) and raised the rate by about 8% (docs/decisions.md, "A brief
-// wait between syncs under many plain creates (issue 23)").
+// at the peak of plain creates the syncs per create fell from 0.3–0.6
+// to about 0.13 and the rate rose by about 7% (docs/decisions.md, "A
+// brief wait between syncs under many plain creates (issue 23)").
 //
 // Without many creates there is no wait: a sequential writer, or a few,
 // would only be slowed (each of their commits would wait for company

@@ -28,6 +28,9 @@ type target struct {
 	// pprof address (to force a collection before reading its RSS).
 	base, token, debug string
 	pid                int
+	// client is the load generator's client of the closed loops,
+	// kept from one turn to the next.
+	client *http.Client
 }
 
 func waitHTTP(url string) error {
@@ -324,20 +327,56 @@ func (p phase) String() string {
 	return fmt.Sprintf("%.0f/s (CPU per create: server %v, bench %v)", p.rate, p.server.Round(time.Microsecond), p.bench.Round(time.Microsecond))
 }
 
-// measure is peak with the CPU time per request.
-func (t *target) measure(workers int, d time.Duration) (phase, error) {
-	server, bench := t.cpu(), cpuTime(0)
-	r, n, err := t.peakCount(workers, d)
-	if err != nil || n == 0 {
-		return phase{}, err
+// tally adds up the turns of one server in a round: the requests timed
+// and their time, the requests answered (warm-ups included) and the CPU
+// time of the server and of this process meanwhile.
+type tally struct {
+	done, answered int
+	elapsed        time.Duration
+	server, bench  time.Duration
+}
+
+// phase is the tally as a rate and CPU times per request.
+func (a tally) phase() phase {
+	if a.elapsed <= 0 || a.answered == 0 {
+		return phase{}
 	}
-	return phase{rate: r, server: (t.cpu() - server) / time.Duration(n), bench: (cpuTime(0) - bench) / time.Duration(n)}, nil
+	return phase{rate: float64(a.done) / a.elapsed.Seconds(),
+		server: a.server / time.Duration(a.answered), bench: a.bench / time.Duration(a.answered)}
+}
+
+// turn runs a closed loop of workers on t for d and adds it to a.
+func (t *target) turn(workers int, d time.Duration, a *tally) error {
+	server, bench := t.cpu(), cpuTime(0)
+	done, elapsed, err := t.run(workers, d)
+	if err != nil {
+		return err
+	}
+	a.done += done
+	a.answered += done + workers
+	a.elapsed += elapsed
+	a.server += t.cpu() - server
+	a.bench += cpuTime(0) - bench
+	return nil
 }
 
 // peakCount is peak that also returns how many requests were answered,
 // the warm-up's included, for the CPU per request.
 func (t *target) peakCount(workers int, d time.Duration) (float64, int, error) {
-	c := newClient(workers)
+	done, elapsed, err := t.run(workers, d)
+	if err != nil {
+		return 0, 0, err
+	}
+	return float64(done) / elapsed.Seconds(), done + workers, nil
+}
+
+// run warms t up with one create per worker, then runs a closed loop of
+// workers for d: the creates answered in it and its time.
+func (t *target) run(workers int, d time.Duration) (int, time.Duration, error) {
+	if t.client == nil {
+		t.client = newClient(workers)
+	}
+	c := t.client
 	// Warm up connections and caches.
 	for i := 0; i < workers; i++ {
 		if err := t.create(c); err != nil {
@@ -366,7 +405,7 @@ func (t *target) peakCount(workers int, d time.Duration) (float64, int, error) {
 	if err, ok := firstErr.Load().(error); ok {
 		return 0, 0, fmt.Errorf("%s: %w", t.name, err)
 	}
-	return float64(done.Load()) / time.Since(start).Seconds(), int(done.Load()) + workers, nil
+	return int(done.Load()), time.Since(start), nil
 }
 
 // latency sends requests at rate per second for d (an open loop) and
@@ -414,10 +453,11 @@ loop:
 }
 
 // benchCreate measures the peak create rate of the bare floor, the work
-// floor and Kassa. The three processes run side by side and are measured
-// in turns, rounds times, so that a machine whose load changes during
-// the run weighs on all three alike; each figure is the median of its
-// rounds, and each ratio the median of the rounds' ratios.
+// floor and Kassa. The three processes run side by side; in each round
+// every one takes createSlices turns of d/createSlices, in turn with the
+// others, after they are all quiet, so that a machine whose speed
+// changes during the run weighs on all three alike. Each figure is the
+// median of its rounds, and each ratio the median of the rounds' ratios.
 func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) error {
 	tmp, bin, cleanup, err := workspace("create")
 	if err != nil {
@@ -456,60 +496,49 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 	}
 	var floorRates, workRates, rates, vsFloor, vsWork, vsCompared []float64
 	servers := []*target{floor, work, kassa, other}
-	// settle waits for every server to settle, its wait printed.
-	settle := func(before string) {
-		waited, used := settled(servers...)
-		fmt.Fprintf(os.Stderr, "  quiet before %s after %v (%v CPU meanwhile)\n", before, waited.Round(time.Millisecond), used)
-	}
+	slice := d / createSlices
 	for r := 0; r < max(rounds, 1); r++ {
-		settle("floor")
-		f, err := floor.measure(workers, d)
-		if err != nil {
-			return err
-		}
-		settle("work floor")
-		wait := profileDuring(work.debug, fmt.Sprintf("create-work-floor-%d.pprof", r+1), d)
-		w, err := work.measure(workers, d)
-		wait()
-		if err != nil {
-			return err
-		}
-		// The compared build runs after this one in odd rounds and
-		// before it in even ones.
-		var o phase
-		compare := func() (err error) {
+		var f, w, k, o tally
+		turns := []struct {
+			t *target
+			a *tally
+		}{{floor, &f}, {work, &w}, {kassa, &k}}
+		// With -profile, each of the two servers compared is profiled
+		// over the whole round, its turns and the others'.
+		roundLen := time.Duration(len(turns)+1)*(d+createSlices*2*quietWindow) + time.Second
+		waitWork := profileDuring(work.debug, fmt.Sprintf("create-work-floor-%d.pprof", r+1), roundLen)
+		waitKassa := profileDuring(kassa.debug, fmt.Sprintf("create-kassa-%d.pprof", r+1), roundLen)
+		var waited, used time.Duration
+		for i := range createSlices {
+			order := turns
 			if other != nil {
-				settle("compared kassa")
-				if o, err = other.measure(workers, d); err != nil {
-					return fmt.Errorf("compared kassa: %w", err)
+				// The compared build runs before this one in even
+				// turns and after it in odd ones.
+				order = append(order[:2:2], turns[2], turns[2])
+				order[2+i%2].t, order[2+i%2].a = other, &o
+			}
+			for _, t := range order {
+				wt, u := settled(servers...)
+				waited, used = waited+wt, used+u
+				if err := t.t.turn(workers, slice, t.a); err != nil {
+					waitWork()
+					waitKassa()
+					return err
 				}
 			}
-			return nil
 		}
-		if r%2 == 1 {
-			if err := compare(); err != nil {
-				return err
-			}
-		}
-		settle("kassa")
-		wait = profileDuring(kassa.debug, fmt.Sprintf("create-kassa-%d.pprof", r+1), d)
-		k, err := kassa.measure(workers, d)
-		wait()
-		if err != nil {
-			return err
-		}
-		if r%2 == 0 {
-			if err := compare(); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(os.Stderr, "round %d: floor %v\n  work floor %v\n  kassa %v: %.3f of the work floor's\n", r+1, f, w, k, k.rate/w.rate)
+		waitWork()
+		waitKassa()
+		fp, wp, kp := f.phase(), w.phase(), k.phase()
+		fmt.Fprintf(os.Stderr, "round %d (%d turns each, %v waiting for quiet, %v CPU meanwhile): floor %v\n  work floor %v\n  kassa %v: %.3f of the work floor's\n",
+			r+1, createSlices, waited.Round(time.Millisecond), used, fp, wp, kp, kp.rate/wp.rate)
 		if other != nil {
-			fmt.Fprintf(os.Stderr, "  compared kassa %v: %.3f of this build's\n", o, o.rate/k.rate)
-			vsCompared = append(vsCompared, o.rate/k.rate)
+			op := o.phase()
+			fmt.Fprintf(os.Stderr, "  compared kassa %v: %.3f of this build's\n", op, op.rate/kp.rate)
+			vsCompared = append(vsCompared, op.rate/kp.rate)
 		}
-		floorRates, workRates, rates = append(floorRates, f.rate), append(workRates, w.rate), append(rates, k.rate)
-		vsFloor, vsWork = append(vsFloor, k.rate/f.rate), append(vsWork, k.rate/w.rate)
+		floorRates, workRates, rates = append(floorRates, fp.rate), append(workRates, wp.rate), append(rates, kp.rate)
+		vsFloor, vsWork = append(vsFloor, kp.rate/fp.rate), append(vsWork, kp.rate/wp.rate)
 	}
 	rate := median(rates)
 	// With -profile, a runtime trace of each server over its latency
@@ -542,6 +571,15 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 	bench("work_floor_p99_ms", float64(workP99.Microseconds())/1000, "ms")
 	return nil
 }
+
+// createSlices is how many turns each server takes in a round of the
+// create part: its time d is cut into that many turns, taken one after
+// the other with the other servers'. On a shared machine whose speed
+// changes from one second to the next (the load generator's own CPU per
+// create moved by a third between two phases a few seconds apart), a
+// server measured for d at once could see another machine than the one
+// it is compared with; turns of d/createSlices see nearly the same.
+const createSlices = 6
 
 // Between two measured phases the servers settle: a server keeps
 // working after its load stops (Pebble flushes and compacts what the

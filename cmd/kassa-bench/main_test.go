@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestGoalMet(t *testing.T) {
 	figures := map[string]float64{"steady": 100}
@@ -30,5 +33,21 @@ func TestEveryGoalHasAKnownOp(t *testing.T) {
 		if _, known := (goal{op: g.op, target: 1}).met(1, nil); !known {
 			t.Errorf("goal of %s: unknown op %q", name, g.op)
 		}
+	}
+}
+
+// TestTallyAddsTurns: a server's rate over a round is its timed creates
+// over their time, and its CPU per create is spread over every create
+// it answered, warm-ups included; an empty tally reads zero.
+func TestTallyAddsTurns(t *testing.T) {
+	a := tally{}
+	if p := a.phase(); p != (phase{}) {
+		t.Errorf("empty tally: %+v", p)
+	}
+	// Two turns of 500 ms: 2,000 and 1,000 timed creates, 32 warm-ups each.
+	a = tally{done: 3000, answered: 3064, elapsed: time.Second, server: 3064 * 300 * time.Microsecond, bench: 3064 * 100 * time.Microsecond}
+	p := a.phase()
+	if p.rate != 3000 || p.server != 300*time.Microsecond || p.bench != 100*time.Microsecond {
+		t.Errorf("tally %+v: %+v, want 3000/s, 300µs and 100µs", a, p)
 	}
 }

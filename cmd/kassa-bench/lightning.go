@@ -90,40 +90,72 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	// load generator) tells whose share a gap is: on 2 cores the three
 	// compete for the same CPU.
 	var kassaRates, lndRates, ratios, lndCPU, kassaCPU []float64
-	for round := range max(rounds, 1) {
-		l, err := closedLoop(lndCreate, workers, d, pids)
-		if err != nil {
-			return fmt.Errorf("lnd AddInvoice: %w", err)
+	// As in the create part, each loop's time in a round is cut into
+	// createSlices turns taken in turn with the others' (the machine's
+	// speed changes from one second to the next); a loop's figures are
+	// its turns added up.
+	slice := d / createSlices
+	// Before each turn the servers settle: Kassa hears of every invoice
+	// lnd adds, lnd's own loop's included, and what it has not yet
+	// handled must not fall into the next turn.
+	var servers []*target
+	for _, pid := range pids {
+		if pid != 0 {
+			servers = append(servers, &target{pid: pid})
 		}
-		// The compared build's loop runs after this build's in odd
-		// rounds and before it in even ones.
-		var o loop
-		compare := func() error {
-			if compareCreate == nil {
+	}
+	var waited time.Duration
+	closedLoop := func(fn func(context.Context) error, workers int, d time.Duration, pids []int) (loop, error) {
+		w, _ := settled(servers...)
+		waited += w
+		return closedLoop(fn, workers, d, pids)
+	}
+	for round := range max(rounds, 1) {
+		waited = 0
+		wait := profileDuring(debug, fmt.Sprintf("lightning-kassa-%d.pprof", round+1), 3*d+createSlices*time.Second)
+		var ls, cs, others []loop
+		for i := range createSlices {
+			l, err := closedLoop(lndCreate, workers, slice, pids)
+			if err != nil {
+				wait()
+				return fmt.Errorf("lnd AddInvoice: %w", err)
+			}
+			ls = append(ls, l)
+			// The compared build's loop runs after this build's in
+			// odd turns and before it in even ones.
+			compare := func() error {
+				if compareCreate == nil {
+					return nil
+				}
+				o, err := closedLoop(compareCreate, workers, slice, pids)
+				if err != nil {
+					return fmt.Errorf("compared kassa's invoice creation: %w", err)
+				}
+				others = append(others, o)
 				return nil
 			}
-			var err error
-			if o, err = closedLoop(compareCreate, workers, d, pids); err != nil {
-				return fmt.Errorf("compared kassa's invoice creation: %w", err)
+			if i%2 == 0 {
+				if err := compare(); err != nil {
+					wait()
+					return err
+				}
 			}
-			return nil
-		}
-		if round%2 == 1 {
-			if err := compare(); err != nil {
-				return err
+			c, err := closedLoop(kassaCreate, workers, slice, pids)
+			if err != nil {
+				wait()
+				return fmt.Errorf("kassa invoice creation: %w", err)
+			}
+			cs = append(cs, c)
+			if i%2 == 1 {
+				if err := compare(); err != nil {
+					wait()
+					return err
+				}
 			}
 		}
-		wait := profileDuring(debug, fmt.Sprintf("lightning-kassa-%d.pprof", round+1), d)
-		c, err := closedLoop(kassaCreate, workers, d, pids)
 		wait()
-		if err != nil {
-			return fmt.Errorf("kassa invoice creation: %w", err)
-		}
-		if round%2 == 0 {
-			if err := compare(); err != nil {
-				return err
-			}
-		}
+		l, c, o := combine(ls), combine(cs), combine(others)
+		fmt.Fprintf(os.Stderr, "round %d (%d turns each, %v waiting for quiet)\n", round+1, createSlices, waited.Round(time.Millisecond))
 		fmt.Fprintf(os.Stderr, "round %d: lnd AddInvoice %.0f/s (CPU per call: lnd %v, kassa watching %v, bench %v), "+
 			"kassa %.0f/s (CPU per call: lnd %v, kassa %v, bench %v)\n", round+1,
 			l.rate, l.cpu[0], l.cpu[1], l.cpu[2], c.rate, c.cpu[0], c.cpu[1], c.cpu[2])
@@ -208,6 +240,33 @@ func kassaInvoiceCreator(url, key string, workers int) func(context.Context) err
 type loop struct {
 	rate float64
 	cpu  []time.Duration
+	// The sums behind them, for combine.
+	calls    int64
+	elapsed  time.Duration
+	cpuTotal []time.Duration
+}
+
+// combine adds up the turns of one loop: its calls over their time, and
+// each process's CPU time over the calls (nil: an empty loop).
+func combine(turns []loop) loop {
+	if len(turns) == 0 {
+		return loop{}
+	}
+	var sum loop
+	sum.cpuTotal = make([]time.Duration, len(turns[0].cpuTotal))
+	for _, t := range turns {
+		sum.calls += t.calls
+		sum.elapsed += t.elapsed
+		for i, c := range t.cpuTotal {
+			sum.cpuTotal[i] += c
+		}
+	}
+	sum.rate = float64(sum.calls) / sum.elapsed.Seconds()
+	sum.cpu = make([]time.Duration, len(sum.cpuTotal))
+	for i, c := range sum.cpuTotal {
+		sum.cpu[i] = (c / time.Duration(max(sum.calls, 1))).Round(time.Microsecond)
+	}
+	return sum
 }
 
 // closedLoop runs fn from workers goroutines for d, after one warm-up
@@ -247,10 +306,9 @@ func closedLoop(fn func(context.Context) error, workers int, d time.Duration, pi
 	if err, ok := firstErr.Load().(error); ok {
 		return loop{}, err
 	}
-	n := max(done.Load(), 1)
-	l := loop{rate: float64(done.Load()) / elapsed.Seconds(), cpu: make([]time.Duration, len(pids))}
+	l := loop{calls: done.Load(), elapsed: elapsed, cpuTotal: make([]time.Duration, len(pids))}
 	for i, pid := range pids {
-		l.cpu[i] = ((cpuTime(pid) - cpu0[i]) / time.Duration(n)).Round(time.Microsecond)
+		l.cpuTotal[i] = cpuTime(pid) - cpu0[i]
 	}
-	return l, nil
+	return combine([]loop{l}), nil
 }

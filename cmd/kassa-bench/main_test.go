@@ -51,3 +51,19 @@ func TestTallyAddsTurns(t *testing.T) {
 		t.Errorf("tally %+v: %+v, want 3000/s, 300µs and 100µs", a, p)
 	}
 }
+
+// TestCombineAddsTurns: a loop's turns add up to its calls over their
+// time and each process's CPU time over the calls.
+func TestCombineAddsTurns(t *testing.T) {
+	if l := combine(nil); l.rate != 0 || l.cpu != nil {
+		t.Errorf("no turns: %+v", l)
+	}
+	ms := time.Millisecond
+	l := combine([]loop{
+		{calls: 600, elapsed: 500 * ms, cpuTotal: []time.Duration{600 * ms, 60 * ms}},
+		{calls: 400, elapsed: 500 * ms, cpuTotal: []time.Duration{400 * ms, 40 * ms}},
+	})
+	if l.rate != 1000 || l.cpu[0] != ms || l.cpu[1] != 100*time.Microsecond {
+		t.Errorf("two turns: rate %v, CPU per call %v; want 1000/s, [1ms 100µs]", l.rate, l.cpu)
+	}
+}

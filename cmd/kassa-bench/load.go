@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -495,7 +496,6 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 		}
 	}
 	var floorRates, workRates, rates, vsFloor, vsWork, vsCompared []float64
-	servers := []*target{floor, work, kassa, other}
 	slice := d / createSlices
 	for r := 0; r < max(rounds, 1); r++ {
 		var f, w, k, o tally
@@ -518,7 +518,7 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 				order[2+i%2].t, order[2+i%2].a = other, &o
 			}
 			for _, t := range order {
-				wt, u := settled(servers...)
+				wt, u := settleCharged(turns, other, &o)
 				waited, used = waited+wt, used+u
 				if err := t.t.turn(workers, slice, t.a); err != nil {
 					waitWork()
@@ -614,6 +614,41 @@ func settled(ts ...*target) (waited, used time.Duration) {
 		last = now
 	}
 	return time.Since(start), last - first
+}
+
+// settleCharged waits for the servers of turns (and other, whose tally
+// is o) to be quiet, and charges each the work it did meanwhile: what a
+// server defers after its turn (flushes, compactions) is its own cost.
+// On the machine's cores that work would have taken its share of the
+// turn, so its CPU time over the cores is added to the server's time,
+// and the CPU time to its own.
+func settleCharged(turns []struct {
+	t *target
+	a *tally
+}, other *target, o *tally) (waited, used time.Duration) {
+	type charge struct {
+		t      *target
+		a      *tally
+		before time.Duration
+	}
+	var cs []charge
+	var ts []*target
+	for _, t := range turns {
+		cs = append(cs, charge{t.t, t.a, t.t.cpu()})
+		ts = append(ts, t.t)
+	}
+	if other != nil {
+		cs = append(cs, charge{other, o, other.cpu()})
+		ts = append(ts, other)
+	}
+	waited, used = settled(ts...)
+	cores := time.Duration(runtime.NumCPU())
+	for _, c := range cs {
+		d := c.t.cpu() - c.before
+		c.a.server += d
+		c.a.elapsed += d / cores
+	}
+	return waited, used
 }
 
 // median returns the middle value of xs (the mean of the middle two of

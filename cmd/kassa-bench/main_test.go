@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -65,5 +67,31 @@ func TestCombineAddsTurns(t *testing.T) {
 	})
 	if l.rate != 1000 || l.cpu[0] != ms || l.cpu[1] != 100*time.Microsecond {
 		t.Errorf("two turns: rate %v, CPU per call %v; want 1000/s, [1ms 100µs]", l.rate, l.cpu)
+	}
+}
+
+// TestSettleChargesTheServersWork: the work a server does while the
+// servers settle is charged to it, its CPU time over the cores added to
+// its time.
+func TestSettleChargesTheServersWork(t *testing.T) {
+	self := &target{pid: os.Getpid()}
+	var a tally
+	turns := []struct {
+		t *target
+		a *tally
+	}{{self, &a}}
+	done := make(chan struct{})
+	go func() { // 200 ms of work after "its turn"
+		defer close(done)
+		for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		}
+	}()
+	settleCharged(turns, nil, nil)
+	<-done
+	if a.server < 100*time.Millisecond {
+		t.Errorf("charged %v of CPU for about 200 ms of work", a.server)
+	}
+	if want := a.server / time.Duration(runtime.NumCPU()); a.elapsed != want {
+		t.Errorf("charged %v of time for %v of CPU, want %v", a.elapsed, a.server, want)
 	}
 }

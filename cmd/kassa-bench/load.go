@@ -346,6 +346,12 @@ func (a tally) phase() phase {
 		server: a.server / time.Duration(a.answered), bench: a.bench / time.Duration(a.answered)}
 }
 
+// slot is a server's place in a round: the server and its tally.
+type slot struct {
+	t *target
+	a *tally
+}
+
 // turn runs a closed loop of workers on t for d and adds it to a.
 func (t *target) turn(workers int, d time.Duration, a *tally) error {
 	server, bench := t.cpu(), cpuTime(0)
@@ -499,10 +505,7 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 	slice := d / createSlices
 	for r := 0; r < max(rounds, 1); r++ {
 		var f, w, k, o tally
-		turns := []struct {
-			t *target
-			a *tally
-		}{{floor, &f}, {work, &w}, {kassa, &k}}
+		turns := []slot{{floor, &f}, {work, &w}, {kassa, &k}}
 		// With -profile, each of the two servers compared is profiled
 		// over the whole round, its turns and the others'.
 		roundLen := time.Duration(len(turns)+1)*(d+createSlices*2*quietWindow) + time.Second
@@ -622,10 +625,7 @@ func settled(ts ...*target) (waited, used time.Duration) {
 // On the machine's cores that work would have taken its share of the
 // turn, so its CPU time over the cores is added to the server's time,
 // and the CPU time to its own.
-func settleCharged(turns []struct {
-	t *target
-	a *tally
-}, other *target, o *tally) (waited, used time.Duration) {
+func settleCharged(turns []slot, other *target, o *tally) (waited, used time.Duration) {
 	type charge struct {
 		t      *target
 		a      *tally

@@ -76,10 +76,7 @@ func TestCombineAddsTurns(t *testing.T) {
 func TestSettleChargesTheServersWork(t *testing.T) {
 	self := &target{pid: os.Getpid()}
 	var a tally
-	turns := []struct {
-		t *target
-		a *tally
-	}{{self, &a}}
+	turns := []slot{{self, &a}}
 	done := make(chan struct{})
 	go func() { // 200 ms of work after "its turn"
 		defer close(done)

@@ -105,17 +105,18 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 		}
 	}
 	var waited time.Duration
-	closedLoop := func(fn func(context.Context) error, workers int, d time.Duration, pids []int) (loop, error) {
+	// turn is closedLoop for one turn, once the servers are quiet.
+	turn := func(fn func(context.Context) error) (loop, error) {
 		w, _ := settled(servers...)
 		waited += w
-		return closedLoop(fn, workers, d, pids)
+		return closedLoop(fn, workers, slice, pids)
 	}
 	for round := range max(rounds, 1) {
 		waited = 0
 		wait := profileDuring(debug, fmt.Sprintf("lightning-kassa-%d.pprof", round+1), 3*d+createSlices*time.Second)
 		var ls, cs, others []loop
 		for i := range createSlices {
-			l, err := closedLoop(lndCreate, workers, slice, pids)
+			l, err := turn(lndCreate)
 			if err != nil {
 				wait()
 				return fmt.Errorf("lnd AddInvoice: %w", err)
@@ -127,7 +128,7 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 				if compareCreate == nil {
 					return nil
 				}
-				o, err := closedLoop(compareCreate, workers, slice, pids)
+				o, err := turn(compareCreate)
 				if err != nil {
 					return fmt.Errorf("compared kassa's invoice creation: %w", err)
 				}
@@ -140,7 +141,7 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 					return err
 				}
 			}
-			c, err := closedLoop(kassaCreate, workers, slice, pids)
+			c, err := turn(kassaCreate)
 			if err != nil {
 				wait()
 				return fmt.Errorf("kassa invoice creation: %w", err)

@@ -53,7 +53,11 @@ func (c Conn) Client() (*Client, error) {
 	if c.NoTLS {
 		scheme = "http"
 	} else {
-		tlsConf = &tls.Config{MinVersion: tls.VersionTLS12}
+		// btcd closes the connection after every answer, so each call
+		// is a new TLS connection: resuming the last session spares
+		// both sides the certificate's signature and its check (a
+		// P-521 key in btcd's, about 1.5 ms of CPU here per call).
+		tlsConf = &tls.Config{MinVersion: tls.VersionTLS12, ClientSessionCache: tls.NewLRUClientSessionCache(4)}
 		if c.Cert != "" {
 			pem, err := os.ReadFile(c.Cert)
 			if err != nil {

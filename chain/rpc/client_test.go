@@ -94,3 +94,41 @@ func TestClientKeepsItsConnection(t *testing.T) {
 		t.Errorf("a refused call was made %d times, want once", n)
 	}
 }
+
+// TestClientResumesTLSSessions: btcd answers each call with
+// "Connection: close", so every call is a new TLS connection. The
+// client resumes the session of the one before: only the first call
+// pays for a full handshake (btcd's P-521 certificate signed by the
+// node and verified here), and the calls still answer.
+func TestClientResumesTLSSessions(t *testing.T) {
+	const best = "0f9188f13cb7b2c71f2a335e3a4fc328bf5beb436012afca590b1a11466e2206"
+	var full, resumed atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS.DidResume {
+			resumed.Add(1)
+		} else {
+			full.Add(1)
+		}
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"result": best, "error": nil, "id": 1})
+	}))
+	srv.StartTLS()
+	defer srv.Close()
+	cert := filepath.Join(t.TempDir(), "rpc.cert")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Conn{Host: strings.TrimPrefix(srv.URL, "https://"), User: "user", Pass: "pass", Cert: cert, Params: &chaincfg.RegressionNetParams}.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if h, err := c.GetBestBlockHash(); err != nil || h.String() != best {
+			t.Fatalf("GetBestBlockHash = %v, %v", h, err)
+		}
+	}
+	if f, r := full.Load(), resumed.Load(); f != 1 || r != 4 {
+		t.Errorf("5 calls on closed connections: %d full handshakes and %d resumed, want 1 and 4", f, r)
+	}
+}

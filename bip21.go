@@ -1,7 +1,7 @@
 package kassa
 
 import (
-	"fmt"
+	"bytes"
 	"net/url"
 	"strconv"
 	"strings"
@@ -42,27 +42,27 @@ const bip21Scheme = "bitcoin:"
 // percent-encoded, a space as %20.
 func BIP21(address string, amount Sats, lightning string, label string) string {
 	var b strings.Builder
+	b.Grow(len(bip21Scheme) + len(address) + len("?amount=21000000.00000000") + 3*len(label) + len("&label=&lightning=") + 3*len(lightning))
 	b.WriteString(bip21Scheme)
-	b.WriteString(bip21Escape(address))
+	bip21Escape(&b, address, false)
 	sep := byte('?')
-	add := func(key, value string) {
+	key := func(key string) {
 		b.WriteByte(sep)
 		sep = '&'
 		b.WriteString(key)
 		b.WriteByte('=')
-		b.WriteString(value)
 	}
 	if amount > 0 {
-		add("amount", bip21FormatBTC(amount))
+		key("amount")
+		bip21FormatBTC(&b, amount)
 	}
 	if label != "" {
-		add("label", bip21Escape(label))
+		key("label")
+		bip21Escape(&b, label, false)
 	}
 	if lightning != "" {
-		if bip21Alnum(lightning) {
-			lightning = strings.ToUpper(lightning)
-		}
-		add("lightning", bip21Escape(lightning))
+		key("lightning")
+		bip21Escape(&b, lightning, bip21Alnum(lightning))
 	}
 	return b.String()
 }
@@ -137,14 +137,20 @@ func ParseBIP21(uri string) (BIP21URI, error) {
 	return u, nil
 }
 
-// bip21FormatBTC writes s in BTC: up to 8 decimals, trailing zeros trimmed, no
+// bip21FormatBTC writes s to b in BTC: up to 8 decimals, trailing zeros trimmed, no
 // decimal point for whole bitcoins.
-func bip21FormatBTC(s Sats) string {
+func bip21FormatBTC(b *strings.Builder, s Sats) {
 	whole, frac := s/SatsPerBTC, s%SatsPerBTC
-	if frac == 0 {
-		return strconv.FormatInt(int64(whole), 10)
+	var buf [32]byte
+	out := strconv.AppendInt(buf[:0], int64(whole), 10)
+	if frac != 0 {
+		out = append(out, '.')
+		// frac+SatsPerBTC is "1" and frac's 8 digits, zeros leading.
+		var fb [16]byte
+		digits := strconv.AppendInt(fb[:0], int64(frac+SatsPerBTC), 10)[1:]
+		out = append(out, bytes.TrimRight(digits, "0")...)
 	}
-	return strings.TrimRight(fmt.Sprintf("%d.%08d", whole, frac), "0")
+	b.Write(out)
 }
 
 // bip21ParseBTC reads a BIP21 amount, a decimal number of BTC, into satoshis
@@ -180,14 +186,17 @@ func bip21ParseBTC(s string) (Sats, error) {
 
 var errBIP21TooMuch = Errorf(Invalid, "the bitcoin URI's amount is more than 21 million bitcoin")
 
-// bip21Escape percent-encodes every byte of s outside RFC 3986's
-// unreserved characters.
-func bip21Escape(s string) string {
+// bip21Escape writes s to b with every byte outside RFC 3986's
+// unreserved characters percent-encoded, and with upper, its letters in
+// upper case.
+func bip21Escape(b *strings.Builder, s string, upper bool) {
 	const hexDigits = "0123456789ABCDEF"
-	var b strings.Builder
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if bip21AlnumByte(c) || c == '-' || c == '.' || c == '_' || c == '~' {
+			if upper && 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
 			b.WriteByte(c)
 			continue
 		}
@@ -195,7 +204,6 @@ func bip21Escape(s string) string {
 		b.WriteByte(hexDigits[c>>4])
 		b.WriteByte(hexDigits[c&15])
 	}
-	return b.String()
 }
 
 // bip21ParamKey reports whether key is a plausible parameter name: letters,

@@ -254,3 +254,13 @@ func bip21TestAlnum(s string) bool {
 	}
 	return true
 }
+
+// BenchmarkBIP21 formats the URI of an invoice's unified QR code: an
+// address, an amount and a Lightning invoice of typical length.
+func BenchmarkBIP21(b *testing.B) {
+	ln := strings.Repeat(bip21Lightning, 4)
+	b.ReportAllocs()
+	for b.Loop() {
+		kassa.BIP21(bip21Address, 12_345, ln, "")
+	}
+}

@@ -41,8 +41,15 @@ const bip21Scheme = "bitcoin:"
 // every other character outside RFC 3986's unreserved set is
 // percent-encoded, a space as %20.
 func BIP21(address string, amount Sats, lightning string, label string) string {
+	// A bech32 invoice is written as it is, in upper case; anything
+	// else may need three bytes for each of its own.
+	upper := bip21Alnum(lightning)
+	lnLen := 3 * len(lightning)
+	if upper {
+		lnLen = len(lightning)
+	}
 	var b strings.Builder
-	b.Grow(len(bip21Scheme) + len(address) + len("?amount=21000000.00000000") + 3*len(label) + len("&label=&lightning=") + 3*len(lightning))
+	b.Grow(len(bip21Scheme) + 3*len(address) + len("?amount=21000000.00000000") + 3*len(label) + len("&label=&lightning=") + lnLen)
 	b.WriteString(bip21Scheme)
 	bip21Escape(&b, address, false)
 	sep := byte('?')
@@ -62,7 +69,7 @@ func BIP21(address string, amount Sats, lightning string, label string) string {
 	}
 	if lightning != "" {
 		key("lightning")
-		bip21Escape(&b, lightning, bip21Alnum(lightning))
+		bip21Escape(&b, lightning, upper)
 	}
 	return b.String()
 }

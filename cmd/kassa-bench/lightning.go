@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,12 @@ import (
 //
 //   - ln_invoice_create_vs_lnd: Kassa's Lightning invoice creation over
 //     HTTP against lnd's own AddInvoice rate, both closed loops at the
-//     same concurrency, alternated in the same run (target ≥ 0.8);
+//     same concurrency, alternated in the same run (target ≥ 0.9);
+//   - ln_machine_cpu_per_lnd_call_us and ln_machine_cpu_per_kassa_create_us:
+//     the whole machine's busy time per call of each loop. Both loops
+//     keep the machine about equally busy (about three quarters of its
+//     cores here: lnd's serial step leaves the rest idle), so the ratio
+//     above follows the ratio of these two;
 //   - ln_settle_to_webhook_p99_ms: from the customer's payment to the
 //     Settled webhook at a local receiver;
 //   - with -compare-kassa BIN, ln_invoice_create_compare_vs_kassa: a
@@ -68,7 +74,10 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	kassaCreate := kassaInvoiceCreator(k.URL+"/api/v1/stores/"+store.StoreID+"/invoices", store.APIKey, workers)
 	var compareCreate func(context.Context) error
 	var compareRatios, compareVsLnd, compareCPU []float64
-	pids := []int{service.Pid(), k.Pid(), 0}
+	// The machine's busy time too: both loops keep it about equally busy
+	// (lnd's serial step leaves the rest idle), so the ratio follows
+	// the machine's CPU per call of each loop.
+	pids := []int{service.Pid(), k.Pid(), 0, machine}
 	if compareKassa != "" {
 		// The other build, started the same way; both servers watch
 		// the same lnd, so each hears of the other's invoices too, alike.
@@ -89,7 +98,7 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	// The CPU time per call of lnd, of kassa and of this process (the
 	// load generator) tells whose share a gap is: on 2 cores the three
 	// compete for the same CPU.
-	var kassaRates, lndRates, ratios, lndCPU, kassaCPU []float64
+	var kassaRates, lndRates, ratios, lndCPU, kassaCPU, lndMachine, kassaMachine []float64
 	// As in the create part, each loop's time in a round is cut into
 	// createSlices turns taken in turn with the others' (the machine's
 	// speed changes from one second to the next); a loop's figures are
@@ -100,7 +109,7 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	// handled must not fall into the next turn.
 	var servers []*target
 	for _, pid := range pids {
-		if pid != 0 {
+		if pid > 0 {
 			servers = append(servers, &target{pid: pid})
 		}
 	}
@@ -157,26 +166,32 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 		wait()
 		l, c, o := combine(ls), combine(cs), combine(others)
 		fmt.Fprintf(os.Stderr, "round %d (%d turns each, %v waiting for quiet)\n", round+1, createSlices, waited.Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "round %d: machine busy per call: lnd's loop %v (%.0f%% of the cores), kassa's %v (%.0f%%)\n",
+			round+1, l.cpu[3], busyShare(l), c.cpu[3], busyShare(c))
 		fmt.Fprintf(os.Stderr, "round %d: lnd AddInvoice %.0f/s (CPU per call: lnd %v, kassa watching %v, bench %v), "+
 			"kassa %.0f/s (CPU per call: lnd %v, kassa %v, bench %v)\n", round+1,
 			l.rate, l.cpu[0], l.cpu[1], l.cpu[2], c.rate, c.cpu[0], c.cpu[1], c.cpu[2])
 		if compareCreate != nil {
 			fmt.Fprintf(os.Stderr, "round %d: compared kassa %.0f/s (CPU per call: lnd %v, it %v, bench %v; it watching lnd's loop %v), %.3f of lnd's, %.3f of this build's\n",
-				round+1, o.rate, o.cpu[0], o.cpu[3], o.cpu[2], l.cpu[3], o.rate/l.rate, o.rate/c.rate)
+				round+1, o.rate, o.cpu[0], o.cpu[4], o.cpu[2], l.cpu[4], o.rate/l.rate, o.rate/c.rate)
 			compareRatios = append(compareRatios, o.rate/c.rate)
 			compareVsLnd = append(compareVsLnd, o.rate/l.rate)
-			compareCPU = append(compareCPU, float64(o.cpu[3].Microseconds()))
+			compareCPU = append(compareCPU, float64(o.cpu[4].Microseconds()))
 		}
 		lndRates, kassaRates = append(lndRates, l.rate), append(kassaRates, c.rate)
 		ratios = append(ratios, c.rate/l.rate)
 		lndCPU = append(lndCPU, float64(l.cpu[0].Microseconds()))
 		kassaCPU = append(kassaCPU, float64(c.cpu[1].Microseconds()))
+		lndMachine = append(lndMachine, float64(l.cpu[3].Microseconds()))
+		kassaMachine = append(kassaMachine, float64(c.cpu[3].Microseconds()))
 	}
 	bench("ln_invoice_create_kassa_per_s", median(kassaRates), "req/s")
 	bench("ln_invoice_create_lnd_per_s", median(lndRates), "req/s")
 	bench("ln_invoice_create_vs_lnd", median(ratios), "ratio")
 	bench("ln_invoice_create_lnd_cpu_us", median(lndCPU), "µs/call")
 	bench("ln_invoice_create_kassa_cpu_us", median(kassaCPU), "µs/call")
+	bench("ln_machine_cpu_per_lnd_call_us", median(lndMachine), "µs/call")
+	bench("ln_machine_cpu_per_kassa_create_us", median(kassaMachine), "µs/call")
 	if compareCreate != nil {
 		bench("ln_invoice_create_compare_vs_lnd", median(compareVsLnd), "ratio")
 		bench("ln_invoice_create_compare_cpu_us", median(compareCPU), "µs/call")
@@ -268,6 +283,15 @@ func combine(turns []loop) loop {
 		sum.cpu[i] = (c / time.Duration(max(sum.calls, 1))).Round(time.Microsecond)
 	}
 	return sum
+}
+
+// busyShare is the share of the machine's cores that l kept busy (its
+// pids' index 3, machine).
+func busyShare(l loop) float64 {
+	if l.elapsed <= 0 {
+		return 0
+	}
+	return 100 * l.cpuTotal[3].Seconds() / l.elapsed.Seconds() / float64(runtime.NumCPU())
 }
 
 // closedLoop runs fn from workers goroutines for d, after one warm-up

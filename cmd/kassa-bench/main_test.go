@@ -92,3 +92,19 @@ func TestSettleChargesTheServersWork(t *testing.T) {
 		t.Errorf("charged %v of time for %v of CPU, want %v", a.elapsed, a.server, want)
 	}
 }
+
+// TestBusyTime: the machine's busy time is user, nice, system, irq,
+// softirq and steal of /proc/stat's first line, in USER_HZ ticks; idle
+// and iowait are left out, and a line that is not the cpu line fails.
+func TestBusyTime(t *testing.T) {
+	stat := "cpu  100 20 30 5000 400 6 7 8 0 0\ncpu0 50 10 15 2500 200 3 3 4 0 0\n"
+	got, err := busyTime(stat)
+	if want := 171 * 10 * time.Millisecond; err != nil || got != want {
+		t.Errorf("busyTime = %v, %v; want %v", got, err, want)
+	}
+	for _, bad := range []string{"", "intr 1 2 3\n", "cpu 1 2 3\n", "cpu 1 2 x 4 5 6 7 8\n"} {
+		if _, err := busyTime(bad); err == nil {
+			t.Errorf("busyTime(%q): no error", bad)
+		}
+	}
+}

@@ -71,9 +71,21 @@ func fetchDuring(debug, kind, name string, d time.Duration) (wait func()) {
 	return func() { <-done }
 }
 
+// machine is the pid for which cpuTime gives the busy time of the whole
+// machine, every process and the kernel's own work together.
+const machine = -1
+
 // cpuTime returns the CPU time (user and system) a process used so far:
-// pid 0 is this process.
+// pid 0 is this process, machine the whole machine (0 when unknown).
 func cpuTime(pid int) time.Duration {
+	if pid == machine {
+		stat, err := os.ReadFile("/proc/stat")
+		if err != nil {
+			return 0
+		}
+		busy, _ := busyTime(string(stat))
+		return busy
+	}
 	if pid == 0 {
 		var ru syscall.Rusage
 		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
@@ -96,4 +108,27 @@ func cpuTime(pid int) time.Duration {
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	const ticks = 100 // USER_HZ on Linux
 	return time.Duration(utime+stime) * time.Second / ticks
+}
+
+// busyTime reads the machine's busy time from /proc/stat: the first
+// line's user, nice, system, irq, softirq and steal (time the host gave
+// to others), leaving out idle and iowait.
+func busyTime(stat string) (time.Duration, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: first line %q is not the cpu line", line)
+	}
+	var ticks int64
+	for i, f := range fields[1:9] {
+		v, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %w", err)
+		}
+		if i != 3 && i != 4 { // idle, iowait
+			ticks += v
+		}
+	}
+	const hz = 100 // USER_HZ on Linux
+	return time.Duration(ticks) * time.Second / hz, nil
 }

@@ -120,50 +120,53 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 		waited += w
 		return closedLoop(fn, workers, slice, pids)
 	}
-	for round := range max(rounds, 1) {
-		waited = 0
+	// runRound runs one round's turns: lnd's loop, this build's and the
+	// compared build's (which goes after this build's in odd turns and
+	// before it in even ones), with -profile a profile over all of them.
+	runRound := func(round int) (ls, cs, others []loop, err error) {
 		wait := profileDuring(debug, fmt.Sprintf("lightning-kassa-%d.pprof", round+1), 3*d+createSlices*time.Second)
-		var ls, cs, others []loop
+		defer wait()
+		compare := func() error {
+			if compareCreate == nil {
+				return nil
+			}
+			o, err := turn(compareCreate)
+			if err != nil {
+				return fmt.Errorf("compared kassa's invoice creation: %w", err)
+			}
+			others = append(others, o)
+			return nil
+		}
 		for i := range createSlices {
 			l, err := turn(lndCreate)
 			if err != nil {
-				wait()
-				return fmt.Errorf("lnd AddInvoice: %w", err)
+				return nil, nil, nil, fmt.Errorf("lnd AddInvoice: %w", err)
 			}
 			ls = append(ls, l)
-			// The compared build's loop runs after this build's in
-			// odd turns and before it in even ones.
-			compare := func() error {
-				if compareCreate == nil {
-					return nil
-				}
-				o, err := turn(compareCreate)
-				if err != nil {
-					return fmt.Errorf("compared kassa's invoice creation: %w", err)
-				}
-				others = append(others, o)
-				return nil
-			}
 			if i%2 == 0 {
 				if err := compare(); err != nil {
-					wait()
-					return err
+					return nil, nil, nil, err
 				}
 			}
 			c, err := turn(kassaCreate)
 			if err != nil {
-				wait()
-				return fmt.Errorf("kassa invoice creation: %w", err)
+				return nil, nil, nil, fmt.Errorf("kassa invoice creation: %w", err)
 			}
 			cs = append(cs, c)
 			if i%2 == 1 {
 				if err := compare(); err != nil {
-					wait()
-					return err
+					return nil, nil, nil, err
 				}
 			}
 		}
-		wait()
+		return ls, cs, others, nil
+	}
+	for round := range max(rounds, 1) {
+		waited = 0
+		ls, cs, others, err := runRound(round)
+		if err != nil {
+			return err
+		}
 		l, c, o := combine(ls), combine(cs), combine(others)
 		fmt.Fprintf(os.Stderr, "round %d (%d turns each, %v waiting for quiet)\n", round+1, createSlices, waited.Round(time.Millisecond))
 		fmt.Fprintf(os.Stderr, "round %d: machine busy per call: lnd's loop %v (%.0f%% of the cores), kassa's %v (%.0f%%)\n",

@@ -509,29 +509,31 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 		// With -profile, each of the two servers compared is profiled
 		// over the whole round, its turns and the others'.
 		roundLen := time.Duration(len(turns)+1)*(d+createSlices*2*quietWindow) + time.Second
-		waitWork := profileDuring(work.debug, fmt.Sprintf("create-work-floor-%d.pprof", r+1), roundLen)
-		waitKassa := profileDuring(kassa.debug, fmt.Sprintf("create-kassa-%d.pprof", r+1), roundLen)
 		var waited, used time.Duration
-		for i := range createSlices {
-			order := turns
-			if other != nil {
-				// The compared build runs before this one in even
-				// turns and after it in odd ones.
-				order = append(order[:2:2], turns[2], turns[2])
-				order[2+i%2].t, order[2+i%2].a = other, &o
-			}
-			for _, t := range order {
-				wt, u := settleCharged(turns, other, &o)
-				waited, used = waited+wt, used+u
-				if err := t.t.turn(workers, slice, t.a); err != nil {
-					waitWork()
-					waitKassa()
-					return err
+		runRound := func() error {
+			defer profileDuring(work.debug, fmt.Sprintf("create-work-floor-%d.pprof", r+1), roundLen)()
+			defer profileDuring(kassa.debug, fmt.Sprintf("create-kassa-%d.pprof", r+1), roundLen)()
+			for i := range createSlices {
+				order := turns
+				if other != nil {
+					// The compared build runs before this one in
+					// even turns and after it in odd ones.
+					order = append(order[:2:2], turns[2], turns[2])
+					order[2+i%2].t, order[2+i%2].a = other, &o
+				}
+				for _, t := range order {
+					wt, u := settleCharged(turns, other, &o)
+					waited, used = waited+wt, used+u
+					if err := t.t.turn(workers, slice, t.a); err != nil {
+						return err
+					}
 				}
 			}
+			return nil
 		}
-		waitWork()
-		waitKassa()
+		if err := runRound(); err != nil {
+			return err
+		}
 		fp, wp, kp := f.phase(), w.phase(), k.phase()
 		fmt.Fprintf(os.Stderr, "round %d (%d turns each, %v waiting for quiet, %v CPU meanwhile): floor %v\n  work floor %v\n  kassa %v: %.3f of the work floor's\n",
 			r+1, createSlices, waited.Round(time.Millisecond), used, fp, wp, kp, kp.rate/wp.rate)

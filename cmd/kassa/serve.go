@@ -378,17 +378,22 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 		IdleTimeout:    2 * time.Minute,
 		MaxHeaderBytes: 64 << 10,
 	}
+	if c.Dev {
+		// The demo store is written before the server answers, so that
+		// a health check that gets 200 finds the node started (a
+		// storage outage while it was written used to stop a node
+		// whose health had said ok).
+		if err := m.seedDemo(ctx, publicURL); err != nil {
+			ln.Close()
+			return err
+		}
+	}
 	go func() {
 		if err := m.server.Serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
 			log.Error("http server", "err", err)
 		}
 	}()
 	log.Info("kassa listening", "addr", m.Addr, "public_url", publicURL, "data", c.Data, "version", Version)
-	if c.Dev {
-		if err := m.seedDemo(ctx, publicURL); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 

@@ -53,11 +53,7 @@ func TestClientKeepsItsConnection(t *testing.T) {
 	}
 	srv.StartTLS()
 	defer srv.Close()
-	cert := filepath.Join(t.TempDir(), "rpc.cert")
-	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	conn := Conn{Host: strings.TrimPrefix(srv.URL, "https://"), User: "user", Pass: "pass", Cert: cert, Params: &chaincfg.RegressionNetParams}
+	conn := tlsNodeConn(t, srv)
 	c, err := conn.Client()
 	if err != nil {
 		t.Fatal(err)
@@ -115,11 +111,7 @@ func TestClientResumesTLSSessions(t *testing.T) {
 	}))
 	srv.StartTLS()
 	defer srv.Close()
-	cert := filepath.Join(t.TempDir(), "rpc.cert")
-	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := Conn{Host: strings.TrimPrefix(srv.URL, "https://"), User: "user", Pass: "pass", Cert: cert, Params: &chaincfg.RegressionNetParams}.Client()
+	c, err := tlsNodeConn(t, srv).Client()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,4 +123,15 @@ func TestClientResumesTLSSessions(t *testing.T) {
 	if f, r := full.Load(), resumed.Load(); f != 1 || r != 4 {
 		t.Errorf("5 calls on closed connections: %d full handshakes and %d resumed, want 1 and 4", f, r)
 	}
+}
+
+// tlsNodeConn is the connection to srv, a TLS test node: its certificate
+// written to a file, user "user" and password "pass".
+func tlsNodeConn(t *testing.T, srv *httptest.Server) Conn {
+	t.Helper()
+	cert := filepath.Join(t.TempDir(), "rpc.cert")
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Conn{Host: strings.TrimPrefix(srv.URL, "https://"), User: "user", Pass: "pass", Cert: cert, Params: &chaincfg.RegressionNetParams}
 }

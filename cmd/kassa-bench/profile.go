@@ -71,6 +71,10 @@ func fetchDuring(debug, kind, name string, d time.Duration) (wait func()) {
 	return func() { <-done }
 }
 
+// userHZ is the clock ticks per second of /proc's CPU times (USER_HZ
+// on Linux).
+const userHZ = 100
+
 // machine is the pid for which cpuTime gives the busy time of the whole
 // machine, every process and the kernel's own work together.
 const machine = -1
@@ -106,8 +110,7 @@ func cpuTime(pid int) time.Duration {
 	}
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	const ticks = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / ticks
+	return time.Duration(utime+stime) * time.Second / userHZ
 }
 
 // busyTime reads the machine's busy time from /proc/stat: the first
@@ -129,6 +132,5 @@ func busyTime(stat string) (time.Duration, error) {
 			ticks += v
 		}
 	}
-	const hz = 100 // USER_HZ on Linux
-	return time.Duration(ticks) * time.Second / hz, nil
+	return time.Duration(ticks) * time.Second / userHZ, nil
 }

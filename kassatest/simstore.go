@@ -2,6 +2,7 @@ package kassatest
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/kassapay/kassa/internal/simstore"
@@ -16,6 +17,52 @@ func RunSimStore(t *testing.T, open func(t *testing.T) func(name string) simstor
 		space := open(t)
 		simStoreSpaces(t, space("a"), space("ab"))
 	})
+	t.Run("LoadOrStore", func(t *testing.T) {
+		t.Parallel()
+		space := open(t)
+		simStoreLoadOrStore(t, space("a"), space("b"))
+	})
+}
+
+// simStoreLoadOrStore: callers racing to store different values under
+// one key all get the one stored, which Get then reads; a key with a
+// value keeps it; another space is untouched.
+func simStoreLoadOrStore(t *testing.T, a, b simstore.Store) {
+	ctx := t.Context()
+	const callers = 8
+	got := make([]string, callers)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			v, err := a.LoadOrStore(ctx, "key", fmt.Appendf(nil, "value %d", i))
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = string(v)
+		})
+	}
+	wg.Wait()
+	stored, ok, err := a.Get(ctx, "key")
+	if err != nil || !ok {
+		t.Fatalf("Get after LoadOrStore = %v, %v", ok, err)
+	}
+	for i, v := range got {
+		if v != string(stored) {
+			t.Errorf("caller %d got %q; the store holds %q", i, v, stored)
+		}
+	}
+	if v, err := a.LoadOrStore(ctx, "key", []byte("later")); string(v) != string(stored) || err != nil {
+		t.Errorf("LoadOrStore of a key with a value = %q, %v; want %q", v, err, stored)
+	}
+	if err := a.Put(ctx, "set", []byte("put")); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := a.LoadOrStore(ctx, "set", []byte("other")); string(v) != "put" || err != nil {
+		t.Errorf("LoadOrStore of a key Put = %q, %v; want \"put\"", v, err)
+	}
+	if v, err := b.LoadOrStore(ctx, "key", []byte("b")); string(v) != "b" || err != nil {
+		t.Errorf("LoadOrStore in another space = %q, %v; want \"b\"", v, err)
+	}
 }
 
 // simStoreSpaces: values round-trip (an empty one too), Delete removes,

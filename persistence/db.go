@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +35,8 @@ type DB struct {
 	db       *pebble.DB
 	metrics  *metrics.Set
 	nextTxID atomic.Int64
+	// stateInit makes State.LoadOrStore's read and write one step.
+	stateInit sync.Mutex
 	// outboxSeq is the last outbox sequence number given (see PutDelivery).
 	outboxSeq atomic.Uint64
 	// stores caches decoded store snapshots: every API request reads its

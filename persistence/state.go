@@ -55,6 +55,22 @@ func (s *State) Put(ctx context.Context, k string, value []byte) error {
 	return guarded(func() error { return s.db.db.Set(s.key(k), value, pebble.NoSync) })
 }
 
+// LoadOrStore sets k to value unless k has a value, and returns what k
+// holds afterwards. One process writes a Pebble store, so a lock of the
+// DB makes the read and the write one step for every caller.
+func (s *State) LoadOrStore(ctx context.Context, k string, value []byte) ([]byte, error) {
+	s.db.stateInit.Lock()
+	defer s.db.stateInit.Unlock()
+	v, ok, err := s.Get(ctx, k)
+	if err != nil || ok {
+		return v, err
+	}
+	if err := s.Put(ctx, k, value); err != nil {
+		return nil, err
+	}
+	return append([]byte{}, value...), nil
+}
+
 // Delete removes k; a missing key is no error.
 func (s *State) Delete(ctx context.Context, k string) error {
 	if err := s.db.enter(); err != nil {

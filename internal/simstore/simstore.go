@@ -14,6 +14,11 @@ import (
 type Store interface {
 	Get(ctx context.Context, key string) ([]byte, bool, error)
 	Put(ctx context.Context, key string, value []byte) error
+	// LoadOrStore stores value under key unless key has a value, and
+	// returns the value key holds afterwards. Callers racing on one key,
+	// in one process or in several on a shared store, all get the same
+	// value: the one stored first.
+	LoadOrStore(ctx context.Context, key string, value []byte) ([]byte, error)
 	Delete(ctx context.Context, key string) error
 	// Scan calls fn for each key under prefix, in key order.
 	Scan(ctx context.Context, prefix string, fn func(key string, value []byte) error) error
@@ -44,6 +49,18 @@ func (s *Mem) Put(_ context.Context, key string, value []byte) error {
 	defer s.mu.Unlock()
 	s.m[key] = slices.Clone(value)
 	return nil
+}
+
+// LoadOrStore stores a copy of value under key unless key has a value,
+// and returns a copy of what key holds afterwards.
+func (s *Mem) LoadOrStore(_ context.Context, key string, value []byte) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.m[key]; ok {
+		return slices.Clone(v), nil
+	}
+	s.m[key] = slices.Clone(value)
+	return slices.Clone(value), nil
 }
 
 // Delete removes key.

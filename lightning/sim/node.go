@@ -176,20 +176,20 @@ func Open(ctx context.Context, clock kassa.Clock, store Store) (*Node, error) {
 		clock = kassa.SystemClock{}
 	}
 	n := &Node{clock: clock, store: store}
-	raw, ok, err := store.Get(ctx, keyNodeKey)
+	// A new key is kept only if the store has none: cluster nodes that
+	// start together on an empty store all keep the first one stored.
+	fresh, err := btcec.NewPrivateKey()
 	if err != nil {
 		return nil, fmt.Errorf("simulated Lightning node key: %w", err)
 	}
-	if ok {
-		n.key, _ = btcec.PrivKeyFromBytes(raw)
-	} else {
-		if n.key, err = btcec.NewPrivateKey(); err != nil {
-			return nil, fmt.Errorf("simulated Lightning node key: %w", err)
-		}
-		if err := store.Put(ctx, keyNodeKey, n.key.Serialize()); err != nil {
-			return nil, fmt.Errorf("simulated Lightning node key: %w", err)
-		}
+	raw, err := store.LoadOrStore(ctx, keyNodeKey, fresh.Serialize())
+	if err != nil {
+		return nil, fmt.Errorf("simulated Lightning node key: %w", err)
 	}
+	if len(raw) != btcec.PrivKeyBytesLen {
+		return nil, fmt.Errorf("simulated Lightning node key: %d bytes stored, want %d", len(raw), btcec.PrivKeyBytesLen)
+	}
+	n.key, _ = btcec.PrivKeyFromBytes(raw)
 	n.secret = n.key.Serialize()
 	if n.settles, err = simstore.OpenQueue[kassa.LightningEvent](ctx, store, keyPendingPrefix); err != nil {
 		return nil, fmt.Errorf("simulated Lightning node: %w", err)

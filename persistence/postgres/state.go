@@ -51,6 +51,29 @@ func (s *State) Put(ctx context.Context, k string, value []byte) error {
 	return nil
 }
 
+// LoadOrStore sets k to value unless k has a value, and returns what k
+// holds afterwards. The insert that does nothing on a conflict decides
+// between nodes: the row inserted first stays. A key deleted between
+// the insert and the read is tried again.
+func (s *State) LoadOrStore(ctx context.Context, k string, value []byte) ([]byte, error) {
+	if value == nil {
+		value = []byte{}
+	}
+	for {
+		tag, err := s.db.pool.Exec(ctx, `INSERT INTO sim_state (space, key, value) VALUES ($1, $2, $3) ON CONFLICT (space, key) DO NOTHING`, s.space, k, value)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: state load or store: %w", down(err))
+		}
+		if tag.RowsAffected() == 1 {
+			return value, nil
+		}
+		v, ok, err := s.Get(ctx, k)
+		if err != nil || ok {
+			return v, err
+		}
+	}
+}
+
 // statePuts writes the simulators' puts that wait, all of them in one
 // unsynced upsert, one write at a time: the simulated Lightning node
 // puts once per create, so a create costs the server a row, not a

@@ -33,6 +33,33 @@ func RunKeyValue(t *testing.T, open func(t *testing.T) kassa.KeyValue) {
 			t.Errorf("a second key changed the first: %q", got)
 		}
 	})
+	t.Run("CacheValue", func(t *testing.T) {
+		// Every store kassa serve runs on keeps the answer of a keyed
+		// create without waiting for the disk (kassa.ValueCache): the
+		// create's own commit is what must be durable.
+		t.Parallel()
+		kv := open(t)
+		c, ok := kv.(kassa.ValueCache)
+		if !ok {
+			t.Fatalf("%T keeps no value without waiting for the disk (kassa.ValueCache): a keyed create writes its answer synced", kv)
+		}
+		ctx := t.Context()
+		later := time.Now().Add(time.Hour)
+		for _, v := range []string{"first", "second"} {
+			if err := c.CacheValue(ctx, "cached", []byte(v), later); err != nil {
+				t.Fatal(err)
+			}
+			if got, ok, err := kv.GetValue(ctx, "cached"); !ok || err != nil || string(got) != v {
+				t.Errorf("GetValue after CacheValue(%q) = %q, %v, %v", v, got, ok, err)
+			}
+		}
+		if err := c.CacheValue(ctx, "gone", []byte("v"), time.Now().Add(-time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := kv.GetValue(ctx, "gone"); ok || err != nil {
+			t.Errorf("GetValue of an expired cached key = %v, %v; want absent", ok, err)
+		}
+	})
 	t.Run("Expiry", func(t *testing.T) {
 		t.Parallel()
 		kv := open(t)

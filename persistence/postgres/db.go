@@ -36,9 +36,10 @@ type DB struct {
 }
 
 var (
-	_ kassa.Journal  = (*DB)(nil)
-	_ kassa.Reader   = (*DB)(nil)
-	_ kassa.KeyValue = (*DB)(nil)
+	_ kassa.Journal    = (*DB)(nil)
+	_ kassa.Reader     = (*DB)(nil)
+	_ kassa.KeyValue   = (*DB)(nil)
+	_ kassa.ValueCache = (*DB)(nil)
 )
 
 // Options configure Open.
@@ -129,15 +130,30 @@ func (d *DB) GetValue(ctx context.Context, key string) ([]byte, bool, error) {
 	return v, true, nil
 }
 
+const upsertValue = `INSERT INTO kv (key, value, expires_ms) VALUES ($1, $2, $3)
+	ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_ms = EXCLUDED.expires_ms`
+
 // PutValue stores value at key until expires.
 func (d *DB) PutValue(ctx context.Context, key string, value []byte, expires time.Time) error {
 	if value == nil {
 		value = []byte{}
 	}
-	_, err := d.pool.Exec(ctx, `INSERT INTO kv (key, value, expires_ms) VALUES ($1, $2, $3)
-		ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_ms = EXCLUDED.expires_ms`, key, value, expires.UnixMilli())
-	if err != nil {
+	if _, err := d.pool.Exec(ctx, upsertValue, key, value, expires.UnixMilli()); err != nil {
 		return fmt.Errorf("postgres: put value: %w", down(err))
+	}
+	return nil
+}
+
+// CacheValue stores value at key until expires without waiting for the
+// WAL's flush (kassa.ValueCache), on the unsynced pool as the
+// simulators' state is: a crash of PostgreSQL within a moment of the
+// write may lose it, a crash of Kassa does not.
+func (d *DB) CacheValue(ctx context.Context, key string, value []byte, expires time.Time) error {
+	if value == nil {
+		value = []byte{}
+	}
+	if err := d.execUnsynced(ctx, upsertValue, key, value, expires.UnixMilli()); err != nil {
+		return fmt.Errorf("postgres: cache value: %w", down(err))
 	}
 	return nil
 }

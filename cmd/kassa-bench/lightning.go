@@ -77,7 +77,7 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	// The machine's busy time too: both loops keep it about equally busy
 	// (lnd's serial step leaves the rest idle), so the ratio follows
 	// the machine's CPU per call of each loop.
-	pids := []int{service.Pid(), k.Pid(), 0, machine}
+	pids := []int{lndCPU: service.Pid(), kassaCPU: k.Pid(), benchLnCPU: 0, machineCPU: machine}
 	if compareKassa != "" {
 		// The other build, started the same way; both servers watch
 		// the same lnd, so each hears of the other's invoices too, alike.
@@ -98,7 +98,7 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	// The CPU time per call of lnd, of kassa and of this process (the
 	// load generator) tells whose share a gap is: on 2 cores the three
 	// compete for the same CPU.
-	var kassaRates, lndRates, ratios, lndCPU, kassaCPU, lndMachine, kassaMachine []float64
+	var kassaRates, lndRates, ratios, lndCPUs, kassaCPUs, lndMachine, kassaMachine []float64
 	// As in the create part, each loop's time in a round is cut into
 	// createSlices turns taken in turn with the others' (the machine's
 	// speed changes from one second to the next); a loop's figures are
@@ -114,85 +114,96 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 		}
 	}
 	var waited time.Duration
-	// turn is closedLoop for one turn, once the servers are quiet.
-	turn := func(fn func(context.Context) error) (loop, error) {
-		w, _ := settled(servers...)
-		waited += w
-		return closedLoop(fn, workers, slice, pids)
+	// charged is the servers' time charged to each loop of a round.
+	charged := map[*tally]time.Duration{}
+	// turn is closedLoop for one turn, added to a with the work its
+	// processes left behind, charged while they settle: Kassa hears of
+	// every invoice lnd adds, lnd's own loop's included, and Pebble
+	// flushes after Kassa's turn.
+	turn := func(fn func(context.Context) error, a *tally) error {
+		l, err := closedLoop(fn, workers, slice, pids)
+		if err != nil {
+			return err
+		}
+		a.add(l)
+		before := a.elapsed
+		waited += settleAfterLoop(a, servers, pids)
+		charged[a] += a.elapsed - before
+		return nil
 	}
 	// runRound runs one round's turns: lnd's loop, this build's and the
 	// compared build's (which goes after this build's in odd turns and
 	// before it in even ones), with -profile a profile over all of them.
-	runRound := func(round int) (ls, cs, others []loop, err error) {
+	runRound := func(round int, l, c, o *tally) error {
 		wait := profileDuring(debug, fmt.Sprintf("lightning-kassa-%d.pprof", round+1), 3*d+createSlices*time.Second)
 		defer wait()
+		w, _ := settled(servers...)
+		waited += w
 		compare := func() error {
 			if compareCreate == nil {
 				return nil
 			}
-			o, err := turn(compareCreate)
-			if err != nil {
+			if err := turn(compareCreate, o); err != nil {
 				return fmt.Errorf("compared kassa's invoice creation: %w", err)
 			}
-			others = append(others, o)
 			return nil
 		}
 		for i := range createSlices {
-			l, err := turn(lndCreate)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("lnd AddInvoice: %w", err)
+			if err := turn(lndCreate, l); err != nil {
+				return fmt.Errorf("lnd AddInvoice: %w", err)
 			}
-			ls = append(ls, l)
 			if i%2 == 0 {
 				if err := compare(); err != nil {
-					return nil, nil, nil, err
+					return err
 				}
 			}
-			c, err := turn(kassaCreate)
-			if err != nil {
-				return nil, nil, nil, fmt.Errorf("kassa invoice creation: %w", err)
+			if err := turn(kassaCreate, c); err != nil {
+				return fmt.Errorf("kassa invoice creation: %w", err)
 			}
-			cs = append(cs, c)
 			if i%2 == 1 {
 				if err := compare(); err != nil {
-					return nil, nil, nil, err
+					return err
 				}
 			}
 		}
-		return ls, cs, others, nil
+		return nil
 	}
+	// us is process i's CPU per call of a, to the microsecond.
+	us := func(a tally, i int) time.Duration { return a.per(i).Round(time.Microsecond) }
 	for round := range max(rounds, 1) {
 		waited = 0
-		ls, cs, others, err := runRound(round)
-		if err != nil {
+		clear(charged)
+		var l, c, o tally
+		if err := runRound(round, &l, &c, &o); err != nil {
 			return err
 		}
-		l, c, o := combine(ls), combine(cs), combine(others)
-		fmt.Fprintf(os.Stderr, "round %d (%d turns each, %v waiting for quiet)\n", round+1, createSlices, waited.Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "round %d (%d turns each, %v waiting for quiet; time charged for the work left behind: lnd's loop %v of %v, kassa's %v of %v)\n",
+			round+1, createSlices, waited.Round(time.Millisecond), charged[&l].Round(time.Millisecond), l.elapsed.Round(time.Millisecond),
+			charged[&c].Round(time.Millisecond), c.elapsed.Round(time.Millisecond))
 		fmt.Fprintf(os.Stderr, "round %d: machine busy per call: lnd's loop %v (%.0f%% of the cores), kassa's %v (%.0f%%)\n",
-			round+1, l.cpu[3], busyShare(l), c.cpu[3], busyShare(c))
+			round+1, us(l, machineCPU), busyShare(l), us(c, machineCPU), busyShare(c))
 		fmt.Fprintf(os.Stderr, "round %d: lnd AddInvoice %.0f/s (CPU per call: lnd %v, kassa watching %v, bench %v), "+
 			"kassa %.0f/s (CPU per call: lnd %v, kassa %v, bench %v)\n", round+1,
-			l.rate, l.cpu[0], l.cpu[1], l.cpu[2], c.rate, c.cpu[0], c.cpu[1], c.cpu[2])
+			l.rate(), us(l, lndCPU), us(l, kassaCPU), us(l, benchLnCPU), c.rate(), us(c, lndCPU), us(c, kassaCPU), us(c, benchLnCPU))
 		if compareCreate != nil {
 			fmt.Fprintf(os.Stderr, "round %d: compared kassa %.0f/s (CPU per call: lnd %v, it %v, bench %v; it watching lnd's loop %v), %.3f of lnd's, %.3f of this build's\n",
-				round+1, o.rate, o.cpu[0], o.cpu[4], o.cpu[2], l.cpu[4], o.rate/l.rate, o.rate/c.rate)
-			compareRatios = append(compareRatios, o.rate/c.rate)
-			compareVsLnd = append(compareVsLnd, o.rate/l.rate)
-			compareCPU = append(compareCPU, float64(o.cpu[4].Microseconds()))
+				round+1, o.rate(), us(o, lndCPU), us(o, comparedCPU), us(o, benchLnCPU), us(l, comparedCPU), o.rate()/l.rate(), o.rate()/c.rate())
+			compareRatios = append(compareRatios, o.rate()/c.rate())
+			compareVsLnd = append(compareVsLnd, o.rate()/l.rate())
+			compareCPU = append(compareCPU, float64(us(o, comparedCPU).Microseconds()))
 		}
-		lndRates, kassaRates = append(lndRates, l.rate), append(kassaRates, c.rate)
-		ratios = append(ratios, c.rate/l.rate)
-		lndCPU = append(lndCPU, float64(l.cpu[0].Microseconds()))
-		kassaCPU = append(kassaCPU, float64(c.cpu[1].Microseconds()))
-		lndMachine = append(lndMachine, float64(l.cpu[3].Microseconds()))
-		kassaMachine = append(kassaMachine, float64(c.cpu[3].Microseconds()))
+		lndRates, kassaRates = append(lndRates, l.rate()), append(kassaRates, c.rate())
+		ratios = append(ratios, c.rate()/l.rate())
+		lndCPUs = append(lndCPUs, float64(us(l, lndCPU).Microseconds()))
+		kassaCPUs = append(kassaCPUs, float64(us(c, kassaCPU).Microseconds()))
+		lndMachine = append(lndMachine, float64(us(l, machineCPU).Microseconds()))
+		kassaMachine = append(kassaMachine, float64(us(c, machineCPU).Microseconds()))
 	}
 	bench("ln_invoice_create_kassa_per_s", median(kassaRates), "req/s")
 	bench("ln_invoice_create_lnd_per_s", median(lndRates), "req/s")
 	bench("ln_invoice_create_vs_lnd", median(ratios), "ratio")
-	bench("ln_invoice_create_lnd_cpu_us", median(lndCPU), "µs/call")
-	bench("ln_invoice_create_kassa_cpu_us", median(kassaCPU), "µs/call")
+	bench("ln_invoice_create_lnd_cpu_us", median(lndCPUs), "µs/call")
+	bench("ln_invoice_create_kassa_cpu_us", median(kassaCPUs), "µs/call")
 	bench("ln_machine_cpu_per_lnd_call_us", median(lndMachine), "µs/call")
 	bench("ln_machine_cpu_per_kassa_create_us", median(kassaMachine), "µs/call")
 	if compareCreate != nil {
@@ -254,57 +265,60 @@ func kassaInvoiceCreator(url, key string, workers int) func(context.Context) err
 	}
 }
 
-// loop is what a closed loop measured: calls per second, and the CPU
-// time per call of each process it was given.
-type loop struct {
-	rate float64
-	cpu  []time.Duration
-	// The sums behind them, for combine.
-	calls    int64
-	elapsed  time.Duration
-	cpuTotal []time.Duration
-}
+// The lightning part's processes in a tally: lnd, this build's Kassa,
+// this process (the load generator), the whole machine, and with
+// -compare-kassa the other build's Kassa.
+const (
+	lndCPU = iota
+	kassaCPU
+	benchLnCPU
+	machineCPU
+	comparedCPU
+)
 
-// combine adds up the turns of one loop: its calls over their time, and
-// each process's CPU time over the calls (nil: an empty loop).
-func combine(turns []loop) loop {
-	if len(turns) == 0 {
-		return loop{}
-	}
-	var sum loop
-	sum.cpuTotal = make([]time.Duration, len(turns[0].cpuTotal))
-	for _, t := range turns {
-		sum.calls += t.calls
-		sum.elapsed += t.elapsed
-		for i, c := range t.cpuTotal {
-			sum.cpuTotal[i] += c
-		}
-	}
-	sum.rate = float64(sum.calls) / sum.elapsed.Seconds()
-	sum.cpu = make([]time.Duration, len(sum.cpuTotal))
-	for i, c := range sum.cpuTotal {
-		sum.cpu[i] = (c / time.Duration(max(sum.calls, 1))).Round(time.Microsecond)
-	}
-	return sum
-}
-
-// busyShare is the share of the machine's cores that l kept busy (its
-// pids' index 3, machine).
-func busyShare(l loop) float64 {
-	if l.elapsed <= 0 {
+// busyShare is the share of the machine's cores that a loop kept busy.
+func busyShare(a tally) float64 {
+	if a.elapsed <= 0 || len(a.cpu) <= machineCPU {
 		return 0
 	}
-	return 100 * l.cpuTotal[3].Seconds() / l.elapsed.Seconds() / float64(runtime.NumCPU())
+	return 100 * a.cpu[machineCPU].Seconds() / a.elapsed.Seconds() / float64(runtime.NumCPU())
+}
+
+// settleAfterLoop waits for servers to be quiet after a loop's turn and
+// charges a, the loop that just ran, with the work each of pids did
+// meanwhile: what a loop leaves behind is its cost, as in the create
+// part (settleCharged). The CPU time of the servers over the cores is
+// added to the loop's time; this process's own (it only polls) is not
+// charged.
+func settleAfterLoop(a *tally, servers []*target, pids []int) (waited time.Duration) {
+	before := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		before[i] = cpuTime(pid)
+	}
+	waited, _ = settled(servers...)
+	charge := tally{cpu: make([]time.Duration, len(pids))}
+	cores := time.Duration(runtime.NumCPU())
+	for i, pid := range pids {
+		if pid == 0 {
+			continue
+		}
+		charge.cpu[i] = cpuTime(pid) - before[i]
+		if pid != machine {
+			charge.elapsed += charge.cpu[i] / cores
+		}
+	}
+	a.add(charge)
+	return waited
 }
 
 // closedLoop runs fn from workers goroutines for d, after one warm-up
-// call each, and returns calls per second and the CPU time per call of
-// each of pids (0: this process) during the measured time.
-func closedLoop(fn func(context.Context) error, workers int, d time.Duration, pids []int) (loop, error) {
+// call each, and returns the calls and the CPU time of each of pids (0:
+// this process, machine: the machine) during the measured time.
+func closedLoop(fn func(context.Context) error, workers int, d time.Duration, pids []int) (tally, error) {
 	ctx := context.Background()
 	for range workers {
 		if err := fn(ctx); err != nil {
-			return loop{}, fmt.Errorf("warm-up: %w", err)
+			return tally{}, fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	var done atomic.Int64
@@ -332,11 +346,11 @@ func closedLoop(fn func(context.Context) error, workers int, d time.Duration, pi
 	wg.Wait()
 	elapsed := time.Since(start)
 	if err, ok := firstErr.Load().(error); ok {
-		return loop{}, err
+		return tally{}, err
 	}
-	l := loop{calls: done.Load(), elapsed: elapsed, cpuTotal: make([]time.Duration, len(pids))}
+	l := tally{done: done.Load(), answered: done.Load(), elapsed: elapsed, cpu: make([]time.Duration, len(pids))}
 	for i, pid := range pids {
-		l.cpuTotal[i] = cpuTime(pid) - cpu0[i]
+		l.cpu[i] = cpuTime(pid) - cpu0[i]
 	}
-	return combine([]loop{l}), nil
+	return l, nil
 }

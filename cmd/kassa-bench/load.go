@@ -328,22 +328,61 @@ func (p phase) String() string {
 	return fmt.Sprintf("%.0f/s (CPU per create: server %v, bench %v)", p.rate, p.server.Round(time.Microsecond), p.bench.Round(time.Microsecond))
 }
 
-// tally adds up the turns of one server in a round: the requests timed
-// and their time, the requests answered (warm-ups included) and the CPU
-// time of the server and of this process meanwhile.
+// tally adds up the turns of one closed loop in a round (and the work
+// charged to them): the calls timed and their time, the calls answered
+// over which the CPU times were measured (warm-ups included when the
+// measure spans them), and the CPU time of each process the part
+// measures, in the order it lists them. The create part measures the
+// server and this process; the lightning part lnd, Kassa, this process
+// and the machine.
 type tally struct {
-	done, answered int
+	done, answered int64
 	elapsed        time.Duration
-	server, bench  time.Duration
+	cpu            []time.Duration
 }
 
-// phase is the tally as a rate and CPU times per request.
+// add adds b, a turn or the work charged to one, to a.
+func (a *tally) add(b tally) {
+	a.done += b.done
+	a.answered += b.answered
+	a.elapsed += b.elapsed
+	if n := len(b.cpu) - len(a.cpu); n > 0 {
+		a.cpu = append(a.cpu, make([]time.Duration, n)...)
+	}
+	for i, c := range b.cpu {
+		a.cpu[i] += c
+	}
+}
+
+// rate is the calls timed over their time; zero without time.
+func (a tally) rate() float64 {
+	if a.elapsed <= 0 {
+		return 0
+	}
+	return float64(a.done) / a.elapsed.Seconds()
+}
+
+// per is the CPU time of process i per call answered; zero without
+// calls.
+func (a tally) per(i int) time.Duration {
+	if a.answered == 0 || i >= len(a.cpu) {
+		return 0
+	}
+	return a.cpu[i] / time.Duration(a.answered)
+}
+
+// The create part's processes in a tally.
+const (
+	serverCPU = iota
+	benchCPU
+)
+
+// phase is the create part's tally as a rate and CPU times per request.
 func (a tally) phase() phase {
 	if a.elapsed <= 0 || a.answered == 0 {
 		return phase{}
 	}
-	return phase{rate: float64(a.done) / a.elapsed.Seconds(),
-		server: a.server / time.Duration(a.answered), bench: a.bench / time.Duration(a.answered)}
+	return phase{rate: a.rate(), server: a.per(serverCPU), bench: a.per(benchCPU)}
 }
 
 // slot is a server's place in a round: the server and its tally.
@@ -359,11 +398,8 @@ func (t *target) turn(workers int, d time.Duration, a *tally) error {
 	if err != nil {
 		return err
 	}
-	a.done += done
-	a.answered += done + workers
-	a.elapsed += elapsed
-	a.server += t.cpu() - server
-	a.bench += cpuTime(0) - bench
+	a.add(tally{done: int64(done), answered: int64(done + workers), elapsed: elapsed,
+		cpu: []time.Duration{serverCPU: t.cpu() - server, benchCPU: cpuTime(0) - bench}})
 	return nil
 }
 
@@ -647,8 +683,7 @@ func settleCharged(turns []slot, other *target, o *tally) (waited, used time.Dur
 	cores := time.Duration(runtime.NumCPU())
 	for _, c := range cs {
 		d := c.t.cpu() - c.before
-		c.a.server += d
-		c.a.elapsed += d / cores
+		c.a.add(tally{elapsed: d / cores, cpu: []time.Duration{serverCPU: d}})
 	}
 	return waited, used
 }

@@ -38,35 +38,57 @@ func TestEveryGoalHasAKnownOp(t *testing.T) {
 	}
 }
 
-// TestTallyAddsTurns: a server's rate over a round is its timed creates
-// over their time, and its CPU per create is spread over every create
-// it answered, warm-ups included; an empty tally reads zero.
+// TestTallyAddsTurns: a loop's rate over a round is its timed calls
+// over their time, and each process's CPU time is spread over the calls
+// it was measured over (in the create part warm-ups included); an empty
+// tally reads zero.
 func TestTallyAddsTurns(t *testing.T) {
-	a := tally{}
-	if p := a.phase(); p != (phase{}) {
-		t.Errorf("empty tally: %+v", p)
+	var a tally
+	if p := a.phase(); p != (phase{}) || a.rate() != 0 || a.per(0) != 0 {
+		t.Errorf("empty tally: %+v, rate %v, CPU per call %v", p, a.rate(), a.per(0))
 	}
 	// Two turns of 500 ms: 2,000 and 1,000 timed creates, 32 warm-ups each.
-	a = tally{done: 3000, answered: 3064, elapsed: time.Second, server: 3064 * 300 * time.Microsecond, bench: 3064 * 100 * time.Microsecond}
+	us := time.Microsecond
+	a.add(tally{done: 2000, answered: 2032, elapsed: 500 * time.Millisecond, cpu: []time.Duration{2032 * 300 * us, 2032 * 100 * us}})
+	a.add(tally{done: 1000, answered: 1032, elapsed: 500 * time.Millisecond, cpu: []time.Duration{1032 * 300 * us, 1032 * 100 * us}})
 	p := a.phase()
-	if p.rate != 3000 || p.server != 300*time.Microsecond || p.bench != 100*time.Microsecond {
+	if p.rate != 3000 || p.server != 300*us || p.bench != 100*us {
 		t.Errorf("tally %+v: %+v, want 3000/s, 300µs and 100µs", a, p)
+	}
+	// Work charged after a turn adds time and CPU, no calls; a charge of
+	// more processes than the tally had so far extends it.
+	a.add(tally{elapsed: time.Second, cpu: []time.Duration{0, 0, 3064 * 50 * us}})
+	if a.rate() != 1500 || a.per(0) != 300*us || a.per(2) != 50*us {
+		t.Errorf("after a charge: rate %v, CPU per call %v and %v; want 1500/s, 300µs and 50µs", a.rate(), a.per(0), a.per(2))
 	}
 }
 
-// TestCombineAddsTurns: a loop's turns add up to its calls over their
-// time and each process's CPU time over the calls.
-func TestCombineAddsTurns(t *testing.T) {
-	if l := combine(nil); l.rate != 0 || l.cpu != nil {
-		t.Errorf("no turns: %+v", l)
+// TestSettleAfterLoopChargesIt: in the lightning part, the work the
+// processes do while they settle after a loop's turn is charged to that
+// loop: their CPU time, and that time over the cores added to its time.
+// This process's own (the load generator polling) is not.
+func TestSettleAfterLoopChargesIt(t *testing.T) {
+	self := os.Getpid()
+	a := tally{done: 100, answered: 100, elapsed: time.Second, cpu: make([]time.Duration, 2)}
+	done := make(chan struct{})
+	go func() { // 200 ms of work after "its turn"
+		defer close(done)
+		for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+		}
+	}()
+	settleAfterLoop(&a, []*target{{pid: self}}, []int{self, 0})
+	<-done
+	if a.cpu[0] < 100*time.Millisecond {
+		t.Errorf("charged %v of CPU for about 200 ms of work", a.cpu[0])
 	}
-	ms := time.Millisecond
-	l := combine([]loop{
-		{calls: 600, elapsed: 500 * ms, cpuTotal: []time.Duration{600 * ms, 60 * ms}},
-		{calls: 400, elapsed: 500 * ms, cpuTotal: []time.Duration{400 * ms, 40 * ms}},
-	})
-	if l.rate != 1000 || l.cpu[0] != ms || l.cpu[1] != 100*time.Microsecond {
-		t.Errorf("two turns: rate %v, CPU per call %v; want 1000/s, [1ms 100µs]", l.rate, l.cpu)
+	if a.cpu[1] != 0 {
+		t.Errorf("charged the load generator %v", a.cpu[1])
+	}
+	if want := time.Second + a.cpu[0]/time.Duration(runtime.NumCPU()); a.elapsed != want {
+		t.Errorf("loop time %v after a charge of %v of CPU, want %v", a.elapsed, a.cpu[0], want)
+	}
+	if a.done != 100 || a.answered != 100 {
+		t.Errorf("a charge changed the calls: %+v", a)
 	}
 }
 
@@ -85,11 +107,11 @@ func TestSettleChargesTheServersWork(t *testing.T) {
 	}()
 	settleCharged(turns, nil, nil)
 	<-done
-	if a.server < 100*time.Millisecond {
-		t.Errorf("charged %v of CPU for about 200 ms of work", a.server)
+	if len(a.cpu) == 0 || a.cpu[serverCPU] < 100*time.Millisecond {
+		t.Errorf("charged %v of CPU for about 200 ms of work", a.cpu)
 	}
-	if want := a.server / time.Duration(runtime.NumCPU()); a.elapsed != want {
-		t.Errorf("charged %v of time for %v of CPU, want %v", a.elapsed, a.server, want)
+	if want := a.cpu[serverCPU] / time.Duration(runtime.NumCPU()); a.elapsed != want {
+		t.Errorf("charged %v of time for %v of CPU, want %v", a.elapsed, a.cpu[serverCPU], want)
 	}
 }
 

@@ -20,9 +20,8 @@ var cgroupMemoryMax = "/sys/fs/cgroup/memory.max"
 // (math.MaxInt64: none) and where it came from. spec is --memory-limit:
 // "auto" honours GOMEMLIMIT when it is set, else takes 90% of the cgroup
 // limit when there is one, else 1 GiB; "off" sets none; otherwise a size
-// like 512MiB or 2GiB (GOMEMLIMIT's syntax; also plain bytes). GOGC keeps
-// Go's default (100) unless the environment sets it: the limit, not a
-// large GOGC, decides how far the heap may grow.
+// like 512MiB or 2GiB (GOMEMLIMIT's syntax; also plain bytes). The limit,
+// not GOGC (applyGCPercent), bounds how far the heap may grow.
 func applyMemoryLimit(spec string) (int64, string, error) {
 	var limit int64
 	var source string
@@ -47,6 +46,27 @@ func applyMemoryLimit(spec string) (int64, string, error) {
 	}
 	debug.SetMemoryLimit(limit)
 	return limit, source, nil
+}
+
+// defaultGCPercent is GOGC unless the environment sets one: the heap may
+// grow to three times what is live between collections instead of
+// twice, within the soft memory limit. Collections halve, and with them
+// about half of the 5% of a create's CPU they took (docs/decisions.md,
+// "Performance choices").
+const defaultGCPercent = 200
+
+// applyGCPercent sets the collector's GOGC to defaultGCPercent unless the
+// environment sets GOGC, which the runtime read at start and which is
+// left as it is. It returns the setting in force (-1: off) and where it
+// came from.
+func applyGCPercent() (int, string) {
+	if os.Getenv("GOGC") != "" {
+		p := debug.SetGCPercent(100)
+		debug.SetGCPercent(p)
+		return p, "GOGC"
+	}
+	debug.SetGCPercent(defaultGCPercent)
+	return defaultGCPercent, "default"
 }
 
 // cgroupLimit reads the cgroup v2 memory limit, if one is set.

@@ -71,3 +71,34 @@ func TestApplyMemoryLimit(t *testing.T) {
 		t.Error(`applyMemoryLimit("lots") succeeded`)
 	}
 }
+
+// TestApplyGCPercent: kassa serve runs the collector at GOGC 200 unless
+// the environment sets GOGC, which the runtime read at start and which
+// is left as it is. It changes the process-wide setting, so it restores
+// it and does not run in parallel.
+func TestApplyGCPercent(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	gcPercent := func() int {
+		p := debug.SetGCPercent(100)
+		debug.SetGCPercent(p)
+		return p
+	}
+
+	t.Setenv("GOGC", "")
+	os.Unsetenv("GOGC")
+	if p, source := applyGCPercent(); p != 200 || source != "default" || gcPercent() != 200 {
+		t.Errorf("applyGCPercent() without GOGC = %d, %s (runtime %d); want 200, default", p, source, gcPercent())
+	}
+
+	debug.SetGCPercent(150)
+	t.Setenv("GOGC", "150")
+	if p, source := applyGCPercent(); p != 150 || source != "GOGC" || gcPercent() != 150 {
+		t.Errorf("applyGCPercent() with GOGC=150 = %d, %s (runtime %d); want 150, GOGC", p, source, gcPercent())
+	}
+	debug.SetGCPercent(-1)
+	t.Setenv("GOGC", "off")
+	if p, source := applyGCPercent(); p != -1 || source != "GOGC" || gcPercent() != -1 {
+		t.Errorf("applyGCPercent() with GOGC=off = %d, %s (runtime %d); want -1, GOGC", p, source, gcPercent())
+	}
+}

@@ -127,8 +127,11 @@ func (m *Main) prepare(ctx context.Context) (token string, clusterMode *clusterS
 	if err != nil {
 		return "", nil, err
 	}
+	gcPercent, gcSource := applyGCPercent()
 	if limit != math.MaxInt64 {
-		log.Info("memory limit", "bytes", limit, "source", source)
+		log.Info("memory limit", "bytes", limit, "source", source, "gogc", gcPercent, "gogc_source", gcSource)
+	} else {
+		log.Info("no memory limit", "gogc", gcPercent, "gogc_source", gcSource)
 	}
 	if c.InvoiceExpiry <= 0 {
 		return "", nil, fmt.Errorf("--invoice-expiry must be positive")

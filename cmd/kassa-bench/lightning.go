@@ -114,21 +114,18 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 		}
 	}
 	var waited time.Duration
-	// charged is the servers' time charged to each loop of a round.
-	charged := map[*tally]time.Duration{}
 	// turn is closedLoop for one turn, added to a with the work its
-	// processes left behind, charged while they settle: Kassa hears of
-	// every invoice lnd adds, lnd's own loop's included, and Pebble
-	// flushes after Kassa's turn.
+	// processes left behind, charged while they settle (loopCharges):
+	// Kassa hears of every invoice lnd adds, lnd's own loop's included,
+	// and Pebble flushes after Kassa's turn.
 	turn := func(fn func(context.Context) error, a *tally) error {
 		l, err := closedLoop(fn, workers, slice, pids)
 		if err != nil {
 			return err
 		}
 		a.add(l)
-		before := a.elapsed
-		waited += settleAfterLoop(a, servers, pids)
-		charged[a] += a.elapsed - before
+		w, _ := settleCharging(servers, loopCharges(a, pids))
+		waited += w
 		return nil
 	}
 	// runRound runs one round's turns: lnd's loop, this build's and the
@@ -172,14 +169,13 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 	us := func(a tally, i int) time.Duration { return a.per(i).Round(time.Microsecond) }
 	for round := range max(rounds, 1) {
 		waited = 0
-		clear(charged)
 		var l, c, o tally
 		if err := runRound(round, &l, &c, &o); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "round %d (%d turns each, %v waiting for quiet; time charged for the work left behind: lnd's loop %v of %v, kassa's %v of %v)\n",
-			round+1, createSlices, waited.Round(time.Millisecond), charged[&l].Round(time.Millisecond), l.elapsed.Round(time.Millisecond),
-			charged[&c].Round(time.Millisecond), c.elapsed.Round(time.Millisecond))
+			round+1, createSlices, waited.Round(time.Millisecond), l.charged.Round(time.Millisecond), l.elapsed.Round(time.Millisecond),
+			c.charged.Round(time.Millisecond), c.elapsed.Round(time.Millisecond))
 		fmt.Fprintf(os.Stderr, "round %d: machine busy per call: lnd's loop %v (%.0f%% of the cores), kassa's %v (%.0f%%)\n",
 			round+1, us(l, machineCPU), busyShare(l), us(c, machineCPU), busyShare(c))
 		fmt.Fprintf(os.Stderr, "round %d: lnd AddInvoice %.0f/s (CPU per call: lnd %v, kassa watching %v, bench %v), "+
@@ -284,31 +280,18 @@ func busyShare(a tally) float64 {
 	return 100 * a.cpu[machineCPU].Seconds() / a.elapsed.Seconds() / float64(runtime.NumCPU())
 }
 
-// settleAfterLoop waits for servers to be quiet after a loop's turn and
-// charges a, the loop that just ran, with the work each of pids did
-// meanwhile: what a loop leaves behind is its cost, as in the create
-// part (settleCharged). The CPU time of the servers over the cores is
-// added to the loop's time; this process's own (it only polls) is not
-// charged.
-func settleAfterLoop(a *tally, servers []*target, pids []int) (waited time.Duration) {
-	before := make([]time.Duration, len(pids))
+// loopCharges charges a, the loop that just ran, with what each of pids
+// does while the servers settle: they share lnd, so all of it is that
+// loop's. This process only polls meanwhile and is not charged; the
+// machine's busy time is, but not again as time.
+func loopCharges(a *tally, pids []int) []charge {
+	var cs []charge
 	for i, pid := range pids {
-		before[i] = cpuTime(pid)
-	}
-	waited, _ = settled(servers...)
-	charge := tally{cpu: make([]time.Duration, len(pids))}
-	cores := time.Duration(runtime.NumCPU())
-	for i, pid := range pids {
-		if pid == 0 {
-			continue
-		}
-		charge.cpu[i] = cpuTime(pid) - before[i]
-		if pid != machine {
-			charge.elapsed += charge.cpu[i] / cores
+		if pid != 0 {
+			cs = append(cs, charge{pid: pid, a: a, slot: i, timed: pid != machine})
 		}
 	}
-	a.add(charge)
-	return waited
+	return cs
 }
 
 // closedLoop runs fn from workers goroutines for d, after one warm-up

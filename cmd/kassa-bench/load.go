@@ -339,6 +339,8 @@ type tally struct {
 	done, answered int64
 	elapsed        time.Duration
 	cpu            []time.Duration
+	// charged is the part of elapsed added for work charged after turns.
+	charged time.Duration
 }
 
 // add adds b, a turn or the work charged to one, to a.
@@ -346,6 +348,7 @@ func (a *tally) add(b tally) {
 	a.done += b.done
 	a.answered += b.answered
 	a.elapsed += b.elapsed
+	a.charged += b.charged
 	if n := len(b.cpu) - len(a.cpu); n > 0 {
 		a.cpu = append(a.cpu, make([]time.Duration, n)...)
 	}
@@ -660,30 +663,48 @@ func settled(ts ...*target) (waited, used time.Duration) {
 // settleCharged waits for the servers of turns (and other, whose tally
 // is o) to be quiet, and charges each the work it did meanwhile: what a
 // server defers after its turn (flushes, compactions) is its own cost.
-// On the machine's cores that work would have taken its share of the
-// turn, so its CPU time over the cores is added to the server's time,
-// and the CPU time to its own.
 func settleCharged(turns []slot, other *target, o *tally) (waited, used time.Duration) {
-	type charge struct {
-		t      *target
-		a      *tally
-		before time.Duration
-	}
 	var cs []charge
 	var ts []*target
 	for _, t := range turns {
-		cs = append(cs, charge{t.t, t.a, t.t.cpu()})
+		cs = append(cs, charge{pid: t.t.pid, a: t.a, slot: serverCPU, timed: true})
 		ts = append(ts, t.t)
 	}
 	if other != nil {
-		cs = append(cs, charge{other, o, other.cpu()})
+		cs = append(cs, charge{pid: other.pid, a: o, slot: serverCPU, timed: true})
 		ts = append(ts, other)
 	}
-	waited, used = settled(ts...)
+	return settleCharging(ts, cs)
+}
+
+// charge is a process whose CPU time while the servers settle goes to
+// slot of a tally; timed also adds it, over the cores, to the tally's
+// time (the share of a turn that work would have taken on the machine's
+// cores).
+type charge struct {
+	pid   int
+	a     *tally
+	slot  int
+	timed bool
+}
+
+// settleCharging waits for servers to be quiet (settled) and charges
+// each of cs with what its process did meanwhile.
+func settleCharging(servers []*target, cs []charge) (waited, used time.Duration) {
+	before := make([]time.Duration, len(cs))
+	for i, c := range cs {
+		before[i] = cpuTime(c.pid)
+	}
+	waited, used = settled(servers...)
 	cores := time.Duration(runtime.NumCPU())
-	for _, c := range cs {
-		d := c.t.cpu() - c.before
-		c.a.add(tally{elapsed: d / cores, cpu: []time.Duration{serverCPU: d}})
+	for i, c := range cs {
+		ch := tally{cpu: make([]time.Duration, c.slot+1)}
+		ch.cpu[c.slot] = cpuTime(c.pid) - before[i]
+		if c.timed {
+			ch.elapsed = ch.cpu[c.slot] / cores
+			ch.charged = ch.elapsed
+		}
+		c.a.add(ch)
 	}
 	return waited, used
 }

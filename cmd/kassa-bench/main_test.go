@@ -63,11 +63,11 @@ func TestTallyAddsTurns(t *testing.T) {
 	}
 }
 
-// TestSettleAfterLoopChargesIt: in the lightning part, the work the
+// TestLoopChargesChargeTheLoop: in the lightning part, the work the
 // processes do while they settle after a loop's turn is charged to that
 // loop: their CPU time, and that time over the cores added to its time.
 // This process's own (the load generator polling) is not.
-func TestSettleAfterLoopChargesIt(t *testing.T) {
+func TestLoopChargesChargeTheLoop(t *testing.T) {
 	self := os.Getpid()
 	a := tally{done: 100, answered: 100, elapsed: time.Second, cpu: make([]time.Duration, 2)}
 	done := make(chan struct{})
@@ -76,7 +76,7 @@ func TestSettleAfterLoopChargesIt(t *testing.T) {
 		for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
 		}
 	}()
-	settleAfterLoop(&a, []*target{{pid: self}}, []int{self, 0})
+	settleCharging([]*target{{pid: self}}, loopCharges(&a, []int{self, 0}))
 	<-done
 	if a.cpu[0] < 100*time.Millisecond {
 		t.Errorf("charged %v of CPU for about 200 ms of work", a.cpu[0])

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/webhook"
 )
 
@@ -210,10 +211,15 @@ func TestShutdownTimeoutLeavesDeliveryInOutbox(t *testing.T) {
 			}
 		}
 		waitFor(t, 30*time.Second, "the delivery to be sent by the node that took the store over", sent(others[0]))
+		// The node logs the delivery after it records it, so the line
+		// may come a moment after the record the wait above read.
 		sentBy := regexp.MustCompile(`msg="webhook delivery" webhook=\S+ delivery=` + regexp.QuoteMeta(left[1]) + ` type=New status=Delivered`)
-		if !sentBy.MatchString(others[0].ownLogs() + others[1].ownLogs()) {
-			t.Errorf("no other node logged sending delivery %s:\n%s", left[1], cl.Logs())
-		}
+		kassatest.Eventually(t, 10*time.Second, "another node to log sending delivery "+left[1], func() error {
+			if !sentBy.MatchString(others[0].ownLogs() + others[1].ownLogs()) {
+				return fmt.Errorf("no other node logged sending delivery %s:\n%s", left[1], cl.Logs())
+			}
+			return nil
+		})
 		s2 = cl.restartNode(s, "--dev")
 		waitFor(t, 30*time.Second, "the restarted node's recovery", func() bool { return recoveryLine.MatchString(s2.ownLogs()) })
 		if m := recoveryLine.FindStringSubmatch(s2.ownLogs()); m[1] != "0" {

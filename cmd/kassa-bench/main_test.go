@@ -70,16 +70,11 @@ func TestTallyAddsTurns(t *testing.T) {
 func TestLoopChargesChargeTheLoop(t *testing.T) {
 	self := os.Getpid()
 	a := tally{done: 100, answered: 100, elapsed: time.Second, cpu: make([]time.Duration, 2)}
-	done := make(chan struct{})
-	go func() { // 200 ms of work after "its turn"
-		defer close(done)
-		for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
-		}
-	}()
+	done := burnCPU(200 * time.Millisecond) // work after "its turn"
 	settleCharging([]*target{{pid: self}}, loopCharges(&a, []int{self, 0}))
 	<-done
 	if a.cpu[0] < 100*time.Millisecond {
-		t.Errorf("charged %v of CPU for about 200 ms of work", a.cpu[0])
+		t.Errorf("charged %v of CPU for 200 ms of work", a.cpu[0])
 	}
 	if a.cpu[1] != 0 {
 		t.Errorf("charged the load generator %v", a.cpu[1])
@@ -99,16 +94,11 @@ func TestSettleChargesTheServersWork(t *testing.T) {
 	self := &target{pid: os.Getpid()}
 	var a tally
 	turns := []slot{{self, &a}}
-	done := make(chan struct{})
-	go func() { // 200 ms of work after "its turn"
-		defer close(done)
-		for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
-		}
-	}()
+	done := burnCPU(200 * time.Millisecond) // work after "its turn"
 	settleCharged(turns, nil, nil)
 	<-done
 	if len(a.cpu) == 0 || a.cpu[serverCPU] < 100*time.Millisecond {
-		t.Errorf("charged %v of CPU for about 200 ms of work", a.cpu)
+		t.Errorf("charged %v of CPU for 200 ms of work", a.cpu)
 	}
 	if want := a.cpu[serverCPU] / time.Duration(runtime.NumCPU()); a.elapsed != want {
 		t.Errorf("charged %v of time for %v of CPU, want %v", a.elapsed, a.cpu[serverCPU], want)
@@ -129,4 +119,22 @@ func TestBusyTime(t *testing.T) {
 			t.Errorf("busyTime(%q): no error", bad)
 		}
 	}
+}
+
+// burnCPU starts work that ends once this process has used d more CPU
+// time, and returns a channel closed when it has: a fixed amount of work
+// however many other processes share the cores (work bounded by the wall
+// clock gets less CPU on a busy machine, and a check of what was charged
+// for it then fails).
+func burnCPU(d time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	start := cpuTime(0)
+	go func() {
+		defer close(done)
+		for cpuTime(0)-start < d {
+			for i := 0; i < 1e5; i++ { // spin a while between reads
+			}
+		}
+	}()
+	return done
 }

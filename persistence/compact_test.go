@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // testCompactAll checks that a full compaction keeps the newest snapshot
 // and the merged balance, and that the store goes on after it.
 func testCompactAll(t *testing.T, h *harness) {
 	ctx := t.Context()
-	inv := newInvoice("inv_1", "s1", t0)
+	inv := kassatest.NewInvoice("inv_1", "s1", t0)
 	commit(t, h.db, func(b kassa.Batch) {
 		b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: inv.ID}, 1, []byte("e1"))
 		b.PutInvoice(inv, nil, 1)

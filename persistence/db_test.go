@@ -253,8 +253,8 @@ func testEventsFnError(t *testing.T, h *harness) {
 }
 
 func testSnapshots(t *testing.T, h *harness) {
-	inv := newInvoice("inv_1", "s1", t0)
-	st := newStore("s1", "key_a")
+	inv := kassatest.NewInvoice("inv_1", "s1", t0)
+	st := kassatest.NewStore("s1", "key_a")
 	commit(t, h.db, func(b kassa.Batch) {
 		b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: inv.ID}, 1, []byte("{}"))
 		b.PutInvoice(inv, nil, 1)
@@ -300,10 +300,10 @@ func testNotFound(t *testing.T, h *harness) {
 	// A neighbour of every missing record exists, so that a lookup that
 	// matched by prefix would find something.
 	commit(t, h.db, func(b kassa.Batch) {
-		inv := newInvoice("inv_10", "s10", t0)
+		inv := kassatest.NewInvoice("inv_10", "s10", t0)
 		inv.OnchainAddress, inv.PaymentHash = "bc1q10", "hash10"
 		b.PutInvoice(inv, nil, 1)
-		b.PutStore(newStore("s10", "key_10"), 1)
+		b.PutStore(kassatest.NewStore("s10", "key_10"), 1)
 		b.PutPaymentRequest(&kassa.PaymentRequest{ID: "pr_10", StoreID: "s10", CreatedAt: t0})
 		b.PutWebhook(&kassa.Webhook{ID: "wh_10", StoreID: "s10"})
 		b.PutDelivery(&kassa.Delivery{ID: "dl_10", WebhookID: "wh_10", CreatedAt: t0}, true)
@@ -343,31 +343,6 @@ func testNotFound(t *testing.T, h *harness) {
 	}
 }
 
-// newInvoice returns a New invoice of store created at created.
-func newInvoice(id, store string, created time.Time) *kassa.Invoice {
-	return &kassa.Invoice{
-		ID:             id,
-		StoreID:        store,
-		Status:         kassa.InvoiceNew,
-		Amount:         1000,
-		Currency:       kassa.EUR,
-		StoreCurrency:  kassa.EUR,
-		EnabledMethods: []kassa.PaymentMethod{kassa.MethodOnchain, kassa.MethodLightning},
-		CreatedAt:      created,
-		UpdatedAt:      created,
-		ExpiresAt:      created.Add(15 * time.Minute),
-		MonitorUntil:   created.Add(24 * time.Hour),
-	}
-}
-
-func newStore(id string, apiKeys ...string) *kassa.Store {
-	st := &kassa.Store{ID: id, Name: "Store " + id, Currency: kassa.EUR, CreatedAt: t0}
-	for i, k := range apiKeys {
-		st.APIKeys = append(st.APIKeys, kassa.APIKey{ID: fmt.Sprintf("key_%d", i), Label: "default", Key: k, CreatedAt: t0})
-	}
-	return st
-}
-
 func topUp(store string, amount kassa.Sats, at time.Time) *kassa.Transaction {
 	return &kassa.Transaction{StoreID: store, Type: kassa.TransactionTopUp, Status: kassa.TransactionSettled, Amount: amount, CreatedAt: at}
 }
@@ -383,11 +358,11 @@ func transfer(store, invoice string, amount kassa.Sats, at time.Time) *kassa.Tra
 // fullBatch writes one of everything a batch can hold; checkFullBatch and
 // checkNothingOfFullBatch look for it.
 func fullBatch(b kassa.Batch) {
-	inv := newInvoice("inv_1", "s1", t0)
+	inv := kassatest.NewInvoice("inv_1", "s1", t0)
 	inv.OnchainAddress, inv.PaymentHash = "bc1qaddr", "hash1"
 	b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: inv.ID}, 1, []byte("{}"))
 	b.PutInvoice(inv, nil, 1)
-	b.PutStore(newStore("s1", "key_1"), 1)
+	b.PutStore(kassatest.NewStore("s1", "key_1"), 1)
 	b.PutTransaction(topUp("s1", 500, t0))
 	b.PutPaymentRequest(&kassa.PaymentRequest{ID: "pr_1", StoreID: "s1", CreatedAt: t0})
 	b.MarkPaymentRequestPaid("pr_1", inv.ID)
@@ -489,7 +464,7 @@ func testBatchBuildError(t *testing.T, h *harness) {
 	// Metadata that is not JSON cannot be encoded, so the batch holds an
 	// error; Commit must report it and write none of the batch, not even
 	// what came before the failing write.
-	bad := newInvoice("inv_bad", "s1", t0)
+	bad := kassatest.NewInvoice("inv_bad", "s1", t0)
 	bad.Metadata = json.RawMessage(`{not json`)
 	b := h.db.NewBatch()
 	fullBatch(b)
@@ -1057,7 +1032,7 @@ func BenchmarkCommitParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			n := next.Add(1)
-			inv := newInvoice(fmt.Sprintf("inv_%d", n), "s1", t0.Add(time.Duration(n)*time.Millisecond))
+			inv := kassatest.NewInvoice(fmt.Sprintf("inv_%d", n), "s1", t0.Add(time.Duration(n)*time.Millisecond))
 			batch := db.NewBatch()
 			batch.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: inv.ID}, 1, []byte(`{"type":"created"}`))
 			batch.PutInvoice(inv, nil, 1)

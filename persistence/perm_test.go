@@ -1,12 +1,12 @@
 package persistence
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // TestFilePermissions checks that the store's directory is 0700 and its
@@ -25,7 +25,7 @@ func TestFilePermissions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 50 {
-		commit(t, db, func(b kassa.Batch) { b.PutStore(newStore("s"+string(rune('a'+i%26)), "key"), uint64(i+1)) })
+		commit(t, db, func(b kassa.Batch) { b.PutStore(kassatest.NewStore("s"+string(rune('a'+i%26)), "key"), uint64(i+1)) })
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -33,33 +33,11 @@ func TestFilePermissions(t *testing.T) {
 	checkPrivate(t, dir)
 }
 
-// checkPrivate fails unless dir is 0700 and every file below it 0600.
+// checkPrivate fails unless dir is 0700 and every file below it 0600,
+// with at least Pebble's three files.
 func checkPrivate(t *testing.T, dir string) {
 	t.Helper()
-	files := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		want := fs.FileMode(0o600)
-		if d.IsDir() {
-			want = 0o700
-		} else {
-			files++
-		}
-		if got := info.Mode().Perm(); got != want {
-			t.Errorf("%s has mode %o, want %o", path, got, want)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 3 {
+	if files := kassatest.CheckPrivate(t, dir); files < 3 {
 		t.Errorf("only %d files in %s", files, dir)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // invoiceIDs lists the ids of a store's invoices in q.
@@ -35,14 +36,14 @@ func testInvoices(t *testing.T, h *harness) {
 	var want []entry
 	commit(t, h.db, func(b kassa.Batch) {
 		for i := range 95 {
-			inv := newInvoice(fmt.Sprintf("inv_%03d", i), "s1", t0.Add(time.Duration(i)*700*time.Millisecond))
+			inv := kassatest.NewInvoice(fmt.Sprintf("inv_%03d", i), "s1", t0.Add(time.Duration(i)*700*time.Millisecond))
 			b.PutInvoice(inv, nil, 1)
 			want = append(want, entry{inv.ID, inv.CreatedAt})
-			b.PutInvoice(newInvoice(fmt.Sprintf("inv_s_%03d", i), "s", inv.CreatedAt), nil, 1)
-			b.PutInvoice(newInvoice(fmt.Sprintf("inv_s10_%03d", i), "s10", inv.CreatedAt), nil, 1)
+			b.PutInvoice(kassatest.NewInvoice(fmt.Sprintf("inv_s_%03d", i), "s", inv.CreatedAt), nil, 1)
+			b.PutInvoice(kassatest.NewInvoice(fmt.Sprintf("inv_s10_%03d", i), "s10", inv.CreatedAt), nil, 1)
 		}
 		for _, id := range []string{"inv_twin_b", "inv_twin_a"} {
-			inv := newInvoice(id, "s1", t0.Add(10*time.Second+time.Nanosecond))
+			inv := kassatest.NewInvoice(id, "s1", t0.Add(10*time.Second+time.Nanosecond))
 			b.PutInvoice(inv, nil, 1)
 			want = append(want, entry{inv.ID, inv.CreatedAt})
 		}
@@ -85,7 +86,7 @@ func testInvoices(t *testing.T, h *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commit(t, h.db, func(b kassa.Batch) { b.PutInvoice(newInvoice("inv_newest", "s1", t0.Add(time.Hour)), nil, 1) })
+	commit(t, h.db, func(b kassa.Batch) { b.PutInvoice(kassatest.NewInvoice("inv_newest", "s1", t0.Add(time.Hour)), nil, 1) })
 	rest, _ := pages(t, kassa.ListQuery{Limit: 10, Cursor: next}, invoiceIDs(t, h, "s1"))
 	if !slices.Equal(append(first, rest...), wantIDs) {
 		t.Errorf("pages across a write: got %v, want %v", append(first, rest...), wantIDs)
@@ -110,7 +111,7 @@ func testInvoicesDateFilter(t *testing.T, h *harness) {
 	}
 	commit(t, h.db, func(b kassa.Batch) {
 		for id, d := range offsets {
-			b.PutInvoice(newInvoice(id, "s1", t0.Add(d)), nil, 1)
+			b.PutInvoice(kassatest.NewInvoice(id, "s1", t0.Add(d)), nil, 1)
 		}
 	})
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
@@ -141,7 +142,7 @@ func testInvoicesDateFilter(t *testing.T, h *harness) {
 }
 
 func testInvoicesBadCursor(t *testing.T, h *harness) {
-	commit(t, h.db, func(b kassa.Batch) { b.PutInvoice(newInvoice("inv_1", "s1", t0), nil, 1) })
+	commit(t, h.db, func(b kassa.Batch) { b.PutInvoice(kassatest.NewInvoice("inv_1", "s1", t0), nil, 1) })
 	for _, cursor := range []string{"not base64!", base64.RawURLEncoding.EncodeToString([]byte("short")), "YWJj=="} {
 		q := kassa.ListQuery{Cursor: cursor}
 		_, err := h.db.Invoices(t.Context(), "s1", q, func(*kassa.Invoice) error { return nil })
@@ -155,10 +156,10 @@ func testInvoicesBadCursor(t *testing.T, h *harness) {
 
 func testInvoiceLookups(t *testing.T, h *harness) {
 	ctx := t.Context()
-	inv := newInvoice("inv_1", "s1", t0)
+	inv := kassatest.NewInvoice("inv_1", "s1", t0)
 	inv.OnchainAddress, inv.PaymentHash = "bc1qfirst", "hash_first"
 	commit(t, h.db, func(b kassa.Batch) { b.PutInvoice(inv, nil, 1) })
-	lightningOnly := newInvoice("inv_2", "s1", t0)
+	lightningOnly := kassatest.NewInvoice("inv_2", "s1", t0)
 	lightningOnly.PaymentHash = "hash_second"
 	commit(t, h.db, func(b kassa.Batch) { b.PutInvoice(lightningOnly, nil, 1) })
 
@@ -225,16 +226,16 @@ func checkOpen(t *testing.T, h *harness, step string, want ...deadline) {
 
 func testOpenInvoices(t *testing.T, h *harness) {
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	a := newInvoice("inv_a", "s1", t0) // New: expires at 15m
-	b := newInvoice("inv_b", "s1", t0)
+	a := kassatest.NewInvoice("inv_a", "s1", t0) // New: expires at 15m
+	b := kassatest.NewInvoice("inv_b", "s1", t0)
 	b.ExpiresAt = at(5 * time.Minute)
-	settled := newInvoice("inv_settled", "s1", t0)
+	settled := kassatest.NewInvoice("inv_settled", "s1", t0)
 	settled.Status = kassa.InvoiceSettled
-	processing := newInvoice("inv_processing", "s1", t0)
+	processing := kassatest.NewInvoice("inv_processing", "s1", t0)
 	processing.Status, processing.MonitorUntil = kassa.InvoiceProcessing, at(time.Hour)
-	done := newInvoice("inv_done", "s1", t0)
+	done := kassatest.NewInvoice("inv_done", "s1", t0)
 	done.Status, done.MonitoringDone = kassa.InvoiceExpired, true
-	invalid := newInvoice("inv_invalid", "s1", t0)
+	invalid := kassatest.NewInvoice("inv_invalid", "s1", t0)
 	invalid.Status = kassa.InvoiceInvalid
 	commit(t, h.db, func(batch kassa.Batch) {
 		for _, inv := range []*kassa.Invoice{a, b, settled, processing, done, invalid} {
@@ -285,8 +286,8 @@ func testOpenInvoices(t *testing.T, h *harness) {
 
 	stop := errors.New("stop")
 	commit(t, h.db, func(batch kassa.Batch) {
-		batch.PutInvoice(newInvoice("inv_c", "s1", t0), nil, 1)
-		batch.PutInvoice(newInvoice("inv_d", "s1", t0), nil, 1)
+		batch.PutInvoice(kassatest.NewInvoice("inv_c", "s1", t0), nil, 1)
+		batch.PutInvoice(kassatest.NewInvoice("inv_d", "s1", t0), nil, 1)
 	})
 	calls := 0
 	if err := h.db.OpenInvoices(t.Context(), func(string, string, time.Time) error { calls++; return stop }); !errors.Is(err, stop) || calls != 1 {
@@ -296,9 +297,9 @@ func testOpenInvoices(t *testing.T, h *harness) {
 
 func testStores(t *testing.T, h *harness) {
 	ctx := t.Context()
-	s1 := newStore("s1", "key_one", "key_two")
-	s10 := newStore("s10", "key_ten")
-	s := newStore("s")
+	s1 := kassatest.NewStore("s1", "key_one", "key_two")
+	s10 := kassatest.NewStore("s10", "key_ten")
+	s := kassatest.NewStore("s")
 	commit(t, h.db, func(b kassa.Batch) {
 		b.PutStore(s1, 1)
 		b.PutStore(s10, 1)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // TestPacedWait: the wait after a sync gathers about pacedGroup commits
@@ -123,7 +124,7 @@ func TestSyncedCommitsReachThePacer(t *testing.T) {
 		arrived.Add(db.pacer.arrivals.Load())
 		return 0
 	}, func() int { return 0 })
-	commit(t, db, func(b kassa.Batch) { b.PutStore(newStore("s1", "key_1"), 1) })
+	commit(t, db, func(b kassa.Batch) { b.PutStore(kassatest.NewStore("s1", "key_1"), 1) })
 	for deadline := time.Now().Add(10 * time.Second); arrived.Load() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a synced commit never reached the pacer (asked %d times)", asked.Load())
@@ -135,7 +136,7 @@ func TestSyncedCommitsReachThePacer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unsynced.Close()
-	commit(t, unsynced, func(b kassa.Batch) { b.PutStore(newStore("s1", "key_1"), 1) })
+	commit(t, unsynced, func(b kassa.Batch) { b.PutStore(kassatest.NewStore("s1", "key_1"), 1) })
 	if n := unsynced.pacer.arrivals.Load(); n != 0 {
 		t.Errorf("an unsynced commit counted as %d arrivals", n)
 	}

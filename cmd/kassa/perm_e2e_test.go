@@ -1,10 +1,11 @@
 package main
 
 import (
-	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kassapay/kassa/kassatest"
 )
 
 // TestDataDirPermissions checks that the data directory ends up 0700 and
@@ -29,29 +30,7 @@ func TestDataDirPermissions(t *testing.T) {
 	s.createStore("--name", "Private")
 	s.Stop()
 
-	files := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		want := fs.FileMode(0o600)
-		if d.IsDir() {
-			want = 0o700
-		} else {
-			files++
-		}
-		if got := info.Mode().Perm(); got != want {
-			t.Errorf("%s has mode %o, want %o", path, got, want)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	files := kassatest.CheckPrivate(t, dir)
 	// Pebble's files and the admin token; on PostgreSQL only the token.
 	least := 4
 	if e2eOnPostgres() {

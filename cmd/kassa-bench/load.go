@@ -545,6 +545,11 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 	for r := 0; r < max(rounds, 1); r++ {
 		var f, w, k, o tally
 		turns := []slot{{floor, &f}, {work, &w}, {kassa, &k}}
+		// The servers that settle between turns, each charged its work.
+		settling := turns
+		if other != nil {
+			settling = append(turns[:len(turns):len(turns)], slot{other, &o})
+		}
 		// With -profile, each of the two servers compared is profiled
 		// over the whole round, its turns and the others'.
 		roundLen := time.Duration(len(turns)+1)*(d+createSlices*2*quietWindow) + time.Second
@@ -561,7 +566,7 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 					order[2+i%2].t, order[2+i%2].a = other, &o
 				}
 				for _, t := range order {
-					wt, u := settleCharged(turns, other, &o)
+					wt, u := settleCharged(settling)
 					waited, used = waited+wt, used+u
 					if err := t.t.turn(workers, slice, t.a); err != nil {
 						return err
@@ -660,19 +665,15 @@ func settled(ts ...*target) (waited, used time.Duration) {
 	return time.Since(start), last - first
 }
 
-// settleCharged waits for the servers of turns (and other, whose tally
-// is o) to be quiet, and charges each the work it did meanwhile: what a
-// server defers after its turn (flushes, compactions) is its own cost.
-func settleCharged(turns []slot, other *target, o *tally) (waited, used time.Duration) {
+// settleCharged waits for the servers of slots to be quiet, and charges
+// each the work it did meanwhile: what a server defers after its turn
+// (flushes, compactions) is its own cost.
+func settleCharged(slots []slot) (waited, used time.Duration) {
 	var cs []charge
 	var ts []*target
-	for _, t := range turns {
+	for _, t := range slots {
 		cs = append(cs, charge{pid: t.t.pid, a: t.a, slot: serverCPU, timed: true})
 		ts = append(ts, t.t)
-	}
-	if other != nil {
-		cs = append(cs, charge{pid: other.pid, a: o, slot: serverCPU, timed: true})
-		ts = append(ts, other)
 	}
 	return settleCharging(ts, cs)
 }

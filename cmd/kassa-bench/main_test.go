@@ -95,7 +95,7 @@ func TestSettleChargesTheServersWork(t *testing.T) {
 	var a tally
 	turns := []slot{{self, &a}}
 	done := burnCPU(200 * time.Millisecond) // work after "its turn"
-	settleCharged(turns, nil, nil)
+	settleCharged(turns)
 	<-done
 	if len(a.cpu) == 0 || a.cpu[serverCPU] < 100*time.Millisecond {
 		t.Errorf("charged %v of CPU for 200 ms of work", a.cpu)

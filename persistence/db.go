@@ -60,6 +60,8 @@ type DB struct {
 	expiry expiryClaims
 	// pacer spaces the WAL's syncs out under many creates (syncpace.go).
 	pacer *syncPacer
+	// group makes the synced commits that wait together one (group.go).
+	group *groupCommit
 }
 
 var (
@@ -91,8 +93,7 @@ func Open(dir string, o Options) (*DB, error) {
 	fail := newFailure()
 	logger := pebbleLogger{log: o.Logger, fail: fail}
 	pacer := &syncPacer{now: time.Now, last: time.Now()}
-	opts := &pebble.Options{Merger: merger, Logger: logger, EventListener: eventListener(logger),
-		WALMinSyncInterval: pacer.wait}
+	opts := &pebble.Options{Merger: merger, Logger: logger, EventListener: eventListener(logger)}
 	switch {
 	case o.FS != nil:
 		opts.FS = o.FS
@@ -109,7 +110,7 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, fmt.Errorf("open pebble in %s: %w", dir, err)
 	}
 	d := &DB{db: pdb, tracer: otel.Tracer("github.com/kassapay/kassa/persistence"), syncWrite: !o.NoSync, fail: fail, clock: o.Clock, pacer: pacer,
-		metrics: metrics.Or(o.Metrics)}
+		group: &groupCommit{pacer: pacer}, metrics: metrics.Or(o.Metrics)}
 	if d.clock == nil {
 		d.clock = kassa.SystemClock{}
 	}
@@ -426,6 +427,9 @@ func (d *DB) Commit(ctx context.Context, kb kassa.Batch) error {
 	start := time.Now()
 	size := len(b.b.Repr())
 	if err := d.balances.Write(b.deltas, func() error {
+		if opts == pebble.Sync {
+			return d.group.commit(b.b)
+		}
 		return guarded(func() error { return b.b.Commit(opts) })
 	}); err != nil {
 		span.SetStatus(codes.Error, err.Error())

@@ -3,8 +3,9 @@
 // model, and the secondary indexes that lists and watchers need. Every
 // write of one actor event (event, snapshot, indexes, ledger lines, balance
 // change) is one batch, committed with fsync before the request that caused
-// it is answered. Pebble groups concurrent synced commits into one WAL
-// sync, so many actors committing at once share the cost. While many
+// it is answered. The synced commits that wait together are applied as
+// one Pebble commit with one WAL write and sync (group.go), so many
+// actors committing at once share the cost. While many
 // invoice creates wait for the Lightning backend, a sync waits a few
 // milliseconds for the commits on their way (DB.PaceSyncs, syncpace.go),
 // so that creates that arrive one at a time, as lnd releases them, share

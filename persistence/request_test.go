@@ -1,13 +1,8 @@
 package persistence
 
 import (
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
@@ -17,20 +12,12 @@ import (
 // request ids (creates with an Idempotency-Key) do not wait for each
 // other's fsync. They used to hold one lock from the check to the end
 // of the synced write, so keyed creates went through the disk one at a
-// time. While the WAL sync of one such commit hangs, another one's batch
-// must be applied (readable), then both commit once the sync returns.
+// time. While the WAL sync of one such commit hangs, two others must
+// reach the group's queue, and once the sync returns they commit
+// together in one more sync (group.go).
 func TestRequestCommitsShareTheirSync(t *testing.T) {
-	var armed atomic.Bool
-	entered, release := make(chan struct{}), make(chan struct{})
-	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
-		sync := op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData || op.Kind == errorfs.OpFileSyncTo
-		if sync && strings.HasSuffix(op.Path, ".log") && armed.CompareAndSwap(true, false) {
-			close(entered)
-			<-release
-		}
-		return nil
-	}))
-	db, err := Open("kassa", Options{FS: fs})
+	disk := newHeldDisk()
+	db, err := Open("kassa", Options{FS: disk.fs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,25 +32,32 @@ func TestRequestCommitsShareTheirSync(t *testing.T) {
 		}()
 		return done
 	}
-	armed.Store(true)
+	disk.armed.Store(true)
 	first := commit("req_1")
-	<-entered // req_1's batch is in the WAL, its fsync under way
-	second := commit("req_2")
+	<-disk.entered // req_1's batch is in the WAL, its fsync under way
+	others := []<-chan error{commit("req_2"), commit("req_3")}
 	released := false
 	defer func() {
 		if !released {
-			close(release)
+			close(disk.release)
 		}
 	}()
-	kassatest.WaitFor(t, 10*time.Second, "req_2's batch applied while req_1's fsync hangs", func() bool {
-		_, err := db.Request(t.Context(), "s1", "req_2")
-		return err == nil
+	kassatest.WaitFor(t, 10*time.Second, "req_2 and req_3 queued to commit while req_1's fsync hangs", func() bool {
+		return queued(db) == 2
 	})
-	close(release)
+	close(disk.release)
 	released = true
-	for i, done := range []<-chan error{first, second} {
+	for i, done := range append([]<-chan error{first}, others...) {
 		if err := <-done; err != nil {
 			t.Errorf("commit %d: %v", i+1, err)
+		}
+	}
+	if n := disk.syncs.Load(); n != 2 {
+		t.Errorf("%d WAL syncs for req_1 and the two behind it, want 2", n)
+	}
+	for _, id := range []string{"req_1", "req_2", "req_3"} {
+		if _, err := db.Request(t.Context(), "s1", id); err != nil {
+			t.Errorf("%s after its commit: %v", id, err)
 		}
 	}
 }

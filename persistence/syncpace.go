@@ -55,8 +55,8 @@ const (
 	briefWait = naturalWindow
 )
 
-// syncPacer decides, after each WAL sync, how long the next one waits
-// (Pebble's WALMinSyncInterval).
+// syncPacer decides, after each synced group commit (group.go), how long
+// the next one waits.
 type syncPacer struct {
 	// lightning counts the callers that will commit soon, one by one
 	// (the creates awaiting Lightning), and underWay those that will
@@ -65,8 +65,8 @@ type syncPacer struct {
 	lightning, underWay atomic.Pointer[func() int]
 	// arrivals counts the synced commits begun since the last decision.
 	arrivals atomic.Int64
-	// last is when the last decision was made. Pebble decides from
-	// its one flush goroutine, so only it touches last.
+	// last is when the last decision was made. Only the group's
+	// leader decides, one leader at a time, so only it touches last.
 	last time.Time
 	now  func() time.Time
 }
@@ -74,8 +74,8 @@ type syncPacer struct {
 // arrive counts a synced commit.
 func (p *syncPacer) arrive() { p.arrivals.Add(1) }
 
-// wait is called by Pebble right after a sync: how long the next sync
-// waits.
+// wait is called by the group's leader right after its synced commit:
+// how long the next one waits.
 func (p *syncPacer) wait() time.Duration {
 	now := p.now()
 	elapsed := now.Sub(p.last)

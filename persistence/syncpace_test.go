@@ -107,8 +107,8 @@ func TestSyncPacerWaitsOnlyUnderManyCreates(t *testing.T) {
 	}
 }
 
-// TestSyncedCommitsReachThePacer: Pebble asks the pacer after each sync
-// of the WAL, and every synced commit counts as an arrival; a store that
+// TestSyncedCommitsReachThePacer: the group's leader asks the pacer
+// after each synced commit, and every synced commit counts as an arrival; a store that
 // does not sync counts none.
 func TestSyncedCommitsReachThePacer(t *testing.T) {
 	db, err := Open(t.TempDir(), Options{})

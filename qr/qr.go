@@ -400,9 +400,8 @@ func appendSegments(msg []byte, segments []coding.Encoding, v coding.Version, nd
 // a segment header costs about 13 bits, a character saves 2.5.
 const qrMinAlphaRun = 10
 
-func isAlpha(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || strings.IndexByte(" $%*+-./:", c) >= 0
-}
+// isAlpha reports whether c is in QR's alphanumeric set.
+func isAlpha(c byte) bool { return alnumValue[c] != 0xff }
 
 // splitSegments splits text into byte-mode segments and alphanumeric ones
 // for the runs of at least qrMinAlphaRun alphanumeric characters.

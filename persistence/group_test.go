@@ -74,25 +74,33 @@ func commitInvoice(db *DB, id string) <-chan error {
 	return done
 }
 
+// heldGroup opens a store on a held disk, commits inv_0 until its WAL
+// sync is held, then commits inv_1 to inv_n behind it until all n wait
+// in the group's queue. The store closes when the test ends.
+func heldGroup(t *testing.T, n int) (db *DB, disk *heldDisk, first <-chan error, behind []<-chan error) {
+	t.Helper()
+	disk = newHeldDisk()
+	db, err := Open("kassa", Options{FS: disk.fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	disk.armed.Store(true)
+	first = commitInvoice(db, "inv_0")
+	<-disk.entered
+	for i := 1; i <= n; i++ {
+		behind = append(behind, commitInvoice(db, fmt.Sprintf("inv_%d", i)))
+	}
+	kassatest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d commits queued behind the held sync", n), func() bool { return queued(db) == n })
+	return db, disk, first, behind
+}
+
 // TestWaitingCommitsShareOneCommit: the commits that arrive while a WAL
 // sync runs wait in the group's queue, and once it returns they are one
 // Pebble commit with one sync; each returns only then, and each is
 // durable: a crash right after keeps all of them.
 func TestWaitingCommitsShareOneCommit(t *testing.T) {
-	disk := newHeldDisk()
-	db, err := Open("kassa", Options{FS: disk.fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	disk.armed.Store(true)
-	first := commitInvoice(db, "inv_0")
-	<-disk.entered
-	var waiting []<-chan error
-	for i := 1; i <= 5; i++ {
-		waiting = append(waiting, commitInvoice(db, fmt.Sprintf("inv_%d", i)))
-	}
-	kassatest.WaitFor(t, 10*time.Second, "five commits queued behind the held sync", func() bool { return queued(db) == 5 })
+	_, disk, first, waiting := heldGroup(t, 5)
 	for i, done := range waiting {
 		select {
 		case err := <-done:
@@ -125,20 +133,7 @@ func TestWaitingCommitsShareOneCommit(t *testing.T) {
 // every commit in it gets the storage failure, and after a restart the
 // group is there whole or not at all; the commit synced before it stays.
 func TestGroupFailureAnswersEveryCommit(t *testing.T) {
-	disk := newHeldDisk()
-	db, err := Open("kassa", Options{FS: disk.fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	disk.armed.Store(true)
-	first := commitInvoice(db, "inv_0")
-	<-disk.entered
-	var group []<-chan error
-	for i := 1; i <= 3; i++ {
-		group = append(group, commitInvoice(db, fmt.Sprintf("inv_%d", i)))
-	}
-	kassatest.WaitFor(t, 10*time.Second, "three commits queued behind the held sync", func() bool { return queued(db) == 3 })
+	db, disk, first, group := heldGroup(t, 3)
 	disk.failWith.Store(syscall.EIO)
 	close(disk.release)
 	if err := <-first; err != nil {

@@ -435,6 +435,13 @@ func (inv *Invoice) endMonitoring(in MonitoringEnded) ([]Effect, error) {
 	return nil, ErrNothingChanged
 }
 
+// CanMarkInvalid reports whether marking the invoice Invalid by hand
+// changes it: markInvalid refuses a Settled invoice and leaves an Invalid
+// one as it is.
+func (inv *Invoice) CanMarkInvalid() bool {
+	return inv.Status != InvoiceSettled && inv.Status != InvoiceInvalid
+}
+
 func (inv *Invoice) markInvalid() ([]Effect, error) {
 	switch inv.Status {
 	case InvoiceSettled:

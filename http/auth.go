@@ -53,8 +53,7 @@ var (
 	errOtherStore = kassa.Errorf(kassa.Forbidden, "this API key does not belong to the store in the path")
 )
 
-// authenticate finds the store of the presented API key. The key itself
-// is compared in constant time with the stored one, and never logged.
+// authenticate finds the store of the presented API key (StoreByKey).
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := presentedKey(r)
@@ -62,32 +61,43 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, errNoKey)
 			return
 		}
-		if len(key) > maxKeyLength {
-			s.writeError(w, r, errUnknownKey)
-			return
-		}
-		store, err := s.Reader.StoreByAPIKey(r.Context(), key)
-		if kassa.ErrorCode(err) == kassa.NotFound {
-			s.writeError(w, r, errUnknownKey)
-			return
-		}
+		store, k, err := StoreByKey(r.Context(), s.Reader, key)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		c := &caller{store: store}
-		found := false
-		for _, k := range store.APIKeys {
-			if subtle.ConstantTimeCompare([]byte(k.Key), []byte(key)) == 1 {
-				c.key, found = k, true
-			}
-		}
-		if !found {
-			s.writeError(w, r, errUnknownKey)
-			return
-		}
+		c := &caller{store: store, key: k}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
+}
+
+// StoreByKey returns the store that owns key and that key's record, or
+// an Unauthorized error for a key no store has. The key is compared in
+// constant time with the stored one and never logged; a key longer than
+// any issued one is unknown without a look-up. Both APIs (this one and
+// package greenfield) authenticate with it.
+func StoreByKey(ctx context.Context, reader kassa.Reader, key string) (*kassa.Store, kassa.APIKey, error) {
+	if len(key) > maxKeyLength {
+		return nil, kassa.APIKey{}, errUnknownKey
+	}
+	store, err := reader.StoreByAPIKey(ctx, key)
+	if kassa.ErrorCode(err) == kassa.NotFound {
+		return nil, kassa.APIKey{}, errUnknownKey
+	}
+	if err != nil {
+		return nil, kassa.APIKey{}, err
+	}
+	var found kassa.APIKey
+	ok := false
+	for _, k := range store.APIKeys {
+		if subtle.ConstantTimeCompare([]byte(k.Key), []byte(key)) == 1 {
+			found, ok = k, true
+		}
+	}
+	if !ok {
+		return nil, kassa.APIKey{}, errUnknownKey
+	}
+	return store, found, nil
 }
 
 // storeScope admits a request only to the store of its key: another

@@ -61,6 +61,10 @@ type Deps struct {
 	// Dashboard, when set, is the merchant dashboard, served under
 	// /dashboard (package dashboard).
 	Dashboard http.Handler
+	// Greenfield, when set, is BTCPay's Greenfield API (package
+	// greenfield), served under GreenfieldPath; the Greenfield-only paths
+	// asked under /api/v1 then answer 404 naming its base URL.
+	Greenfield http.Handler
 	// Storage reports the store's failure for the health check: Err
 	// answers nil while writes work. Nil leaves storage out of health.
 	Storage interface{ Err() error }
@@ -144,6 +148,13 @@ func (s *server) routes() *chi.Mux {
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Get("/health", s.health)
 		r.Get("/openapi.json", apidocs.ServeOpenAPI)
+		if s.Greenfield != nil {
+			r.Get("/api-keys/current", s.greenfieldOnly)
+			r.Get("/server/info", s.greenfieldOnly)
+			r.Get("/stores/{storeId}/payment-methods", s.greenfieldOnly)
+			r.Get("/stores/{storeId}/invoices/{invoiceId}/payment-methods", s.greenfieldOnly)
+			r.Post("/stores/{storeId}/invoices/{invoiceId}/status", s.greenfieldOnly)
+		}
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate, s.rateLimit)
 			r.Get("/stores", s.listStores)
@@ -201,6 +212,10 @@ func (s *server) routes() *chi.Mux {
 		r.Post("/backup", s.adminBackup)
 	})
 
+	if s.Greenfield != nil {
+		r.Mount(GreenfieldPath, s.Greenfield)
+	}
+
 	if s.Dashboard != nil {
 		r.Mount("/dashboard", s.Dashboard)
 		r.Get("/", s.root)
@@ -239,6 +254,20 @@ func (s *server) root(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/dashboard/", http.StatusSeeOther)
+}
+
+// GreenfieldPath is where BTCPay's Greenfield API is served: a BTCPay
+// plugin is given <public URL>/greenfield as its server URL
+// (docs/decisions.md, "BTCPay's Greenfield API under its own base URL
+// (issue 38)").
+const GreenfieldPath = "/greenfield"
+
+// greenfieldOnly answers a path that only BTCPay's Greenfield API has,
+// asked at this API's root: 404, naming where Greenfield is served.
+func (s *server) greenfieldOnly(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, kassa.Errorf(kassa.NotFound,
+		"no route %s %s: this is Kassa's Coinsnap API; BTCPay's Greenfield API is served at %s%s (give BTCPay plugins that URL)",
+		r.Method, r.URL.Path, s.publicURL, GreenfieldPath))
 }
 
 // notFound answers routes that do not exist.

@@ -22,6 +22,7 @@ import (
 	"github.com/kassapay/kassa/actors"
 	chainrpc "github.com/kassapay/kassa/chain/rpc"
 	chainsim "github.com/kassapay/kassa/chain/sim"
+	"github.com/kassapay/kassa/greenfield"
 	kassahttp "github.com/kassapay/kassa/http"
 	"github.com/kassapay/kassa/lightning/lnd"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
@@ -367,6 +368,10 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 		return err
 	}
 	deps.Dashboard = dash
+	deps.Greenfield = greenfield.NewHandler(greenfield.Deps{
+		Reader: m.db, Invoices: m.sys, Chain: b.chain, Lightning: b.lightning,
+		PublicURL: publicURL, Logger: log,
+	})
 	go dash.RunTopUps(runCtx, topUpEvery)
 	if cluster {
 		deps.Cluster = m.clusterReport

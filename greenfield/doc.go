@@ -1,0 +1,29 @@
+// Package greenfield serves BTCPay Server's Greenfield API for BTCPay's
+// shop plugins (WooCommerce Greenfield and the others built on
+// btcpayserver-greenfield-php): a second HTTP adapter over the same
+// service ports as package http, mounted under /greenfield
+// (docs/decisions.md, "BTCPay's Greenfield API under its own base URL
+// (issue 38)").
+//
+// The adapter translates and decides nothing (DESIGN.md §9): amounts,
+// statuses, fees and what a key may do come from the domain; this
+// package renames them, reshapes them and turns kassa errors into
+// Greenfield's: {"code","message"}, and 422 with [{"path","message"}]
+// for bad fields. Every shape is BTCPay's version BTCPayVersion.
+//
+// Conventions:
+//
+//   - Authentication by "Authorization: token <key>", the store's API
+//     keys looked up as package http does (kassahttp.StoreByKey). A key
+//     as made today holds every permission of StorePermissions for its
+//     store.
+//   - Another store's id is 403 missing-permission; another store's
+//     invoice under one's own store is 404 invoice-not-found.
+//   - A route Kassa does not serve answers with a message naming it as
+//     unsupported; nothing is stored on bad input.
+//   - Create fields with no domain counterpart yet (checkout.speedPolicy,
+//     expirationMinutes, monitoringMinutes, paymentTolerance,
+//     defaultLanguage, defaultPaymentMethod, lazyPaymentMethods, receipt,
+//     additionalSearchTerms) are checked for their type and ignored;
+//     answers report the invoice's real values.
+package greenfield

@@ -123,9 +123,8 @@ func (b *createBody) invoiceRequest(store *kassa.Store) (*kassa.InvoiceRequest, 
 	if raw := bytes.TrimSpace(b.Metadata); len(raw) > 0 && string(raw) != "null" {
 		req.Metadata = raw
 		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &fields); err != nil {
-			add("metadata", "must be a JSON object")
-		} else {
+		// Not an object: req.Validate names it.
+		if json.Unmarshal(raw, &fields) == nil {
 			if v, ok := fields["orderId"]; ok {
 				if s, ok := jsonText(v); ok {
 					req.OrderID = s
@@ -485,7 +484,7 @@ func (s *server) invoiceData(inv *kassa.Invoice) invoiceData {
 	return invoiceData{
 		ID: inv.ID, StoreID: inv.StoreID,
 		Amount:       amount.StringFixed(max(-amount.Exponent(), 0)),
-		PaidAmount:   kassa.FiatValue(inv.TotalPaid(), inv.Currency, requestRate(inv)).String(),
+		PaidAmount:   kassa.FiatValue(inv.TotalPaid(), inv.Currency, requestRate(inv)).StringFixed(inv.Currency.Decimals()),
 		Currency:     string(inv.Currency),
 		Type:         typ,
 		CheckoutLink: s.checkoutLink(inv.ID),

@@ -31,7 +31,7 @@ func (h *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 	}
 	// The current password is checked as a sign-in is, and counted
 	// with them: a borrowed session must not be a way to try passwords.
-	network := h.clientNetwork(r)
+	network, _ := h.clientNetworks(r)
 	byAddress, byAccount := addressKey(network), accountKey(network, s.Email)
 	if wait := h.limits.take(limit{byAddress, maxFailsAddress}, limit{byAccount, maxFailsAccount}); wait > 0 {
 		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
@@ -39,7 +39,7 @@ func (h *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	verified := s.user.PasswordHash
-	ok, err := h.check(r.Context(), verified, current)
+	ok, err := h.check(r.Context(), ticket{trusted: true, account: s.Email}, verified, current)
 	if err != nil {
 		h.limits.give(byAddress, byAccount)
 		h.busy(w, r, "account", map[string]any{})

@@ -106,7 +106,8 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusUnprocessableEntity, "signup", data)
 		return
 	}
-	if wait := h.limits.take(limit{signupKey(h.clientNetwork(r)), maxSignupsAddress}); wait > 0 {
+	network, wide := h.clientNetworks(r)
+	if wait := h.limits.take(limit{signupKey(network), maxSignupsAddress}, limit{signupWideKey(wide), maxSignupsWide}); wait > 0 {
 		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
 		data["Error"] = msg("err.ratelimit")
 		h.render(w, r, http.StatusTooManyRequests, "signup", data)
@@ -124,7 +125,8 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	acct := newAccount{email: email, password: password, firstIsAdmin: h.SignupOperator}
+	acct := newAccount{email: email, password: password, firstIsAdmin: h.SignupOperator,
+		gate: ticket{signup: true, network: network, wide: wide}}
 	if h.Signup != SignupOpen {
 		acct.invite = code
 	}
@@ -171,33 +173,63 @@ func (h *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "login", map[string]any{"Open": h.Signup == SignupOpen})
 }
 
-// login signs a user in. The attempt is counted (against the client's
-// network, and against the account from that network) before the
-// password is hashed, and given back if it succeeds.
+// login signs a user in. With a device cookie of the account (see
+// deviceCookie) the attempt is counted against the cookie and goes first
+// to the hashing slots; else it is counted against the client's network,
+// its wider prefix and the account from that network, and waits among
+// strangers. Either count is taken before the password is hashed and
+// given back if it succeeds; a stranger's attempt that finds no slot
+// stays counted against its network. A success gives the browser a
+// fresh device cookie.
 func (h *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	email, password := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email"))), r.PostForm.Get("password")
-	network := h.clientNetwork(r)
+	network, wide := h.clientNetworks(r)
 	data := map[string]any{"Email": email, "Open": h.Signup == SignupOpen}
-	byAddress, byAccount := addressKey(network), accountKey(network, email)
-	if wait := h.limits.take(limit{byAddress, maxFailsAddress}, limit{byAccount, maxFailsAccount}); wait > 0 {
-		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
-		data["Error"] = msg("err.ratelimit")
-		h.render(w, r, http.StatusTooManyRequests, "login", data)
-		return
+	var u *user
+	read := false // u is the account's record
+	var counted []string
+	t := ticket{network: network, wide: wide, account: email}
+	if d, ok := h.deviceOf(r, email); ok {
+		var err error
+		if u, err = h.user(r.Context(), email); err != nil {
+			h.serverError(w, r, err)
+			return
+		}
+		read = true
+		if u != nil && u.SessionGen == d.gen && h.limits.take(limit{d.failKey(), maxFailsDevice}) == 0 {
+			counted = []string{d.failKey()}
+			t = ticket{trusted: true, account: email}
+		}
 	}
-	u, err := h.user(r.Context(), email)
-	if err != nil {
-		h.limits.give(byAddress, byAccount)
-		h.serverError(w, r, err)
-		return
+	byAddress, byWide, byAccount := addressKey(network), wideKey(wide), accountKey(network, email)
+	if !t.trusted {
+		if wait := h.limits.take(limit{byAddress, maxFailsAddress}, limit{byWide, maxFailsWide}, limit{byAccount, maxFailsAccount}); wait > 0 {
+			w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
+			data["Error"] = msg("err.ratelimit")
+			h.render(w, r, http.StatusTooManyRequests, "login", data)
+			return
+		}
+		counted = []string{byAddress, byWide, byAccount}
+	}
+	if !read {
+		var err error
+		if u, err = h.user(r.Context(), email); err != nil {
+			h.limits.give(counted...)
+			h.serverError(w, r, err)
+			return
+		}
 	}
 	hash := dummyHash()
 	if u != nil {
 		hash = u.PasswordHash
 	}
-	ok, err := h.check(r.Context(), hash, password)
+	ok, err := h.check(r.Context(), t, hash, password)
 	if err != nil {
-		h.limits.give(byAddress, byAccount)
+		if t.trusted {
+			h.limits.give(counted...)
+		} else {
+			h.limits.give(byAccount)
+		}
 		h.busy(w, r, "login", data)
 		return
 	}
@@ -206,8 +238,13 @@ func (h *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusUnauthorized, "login", data)
 		return
 	}
-	h.limits.give(byAddress)
-	h.limits.forget(byAccount)
+	if t.trusted {
+		h.limits.forget(counted[0])
+	} else {
+		h.limits.give(byAddress, byWide)
+		h.limits.forget(byAccount)
+	}
+	h.setDeviceCookie(w, r, u)
 	h.startSession(w, r, u)
 }
 
@@ -254,7 +291,8 @@ func (h *Dashboard) adminCreateUser(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, "body must be JSON {\"email\",\"password\",\"admin\"}")
 		return
 	}
-	u, err := h.createUser(r.Context(), newAccount{email: strings.TrimSpace(in.Email), password: in.Password, admin: in.Admin, firstIsAdmin: true})
+	u, err := h.createUser(r.Context(), newAccount{email: strings.TrimSpace(in.Email), password: in.Password, admin: in.Admin, firstIsAdmin: true,
+		gate: ticket{trusted: true, account: strings.ToLower(strings.TrimSpace(in.Email))}})
 	if err != nil {
 		h.writeAdminError(w, err, "create user", "could not create the account")
 		return

@@ -75,6 +75,9 @@ type Deps struct {
 	// ClientIPHeader names the header whose last address is the client's
 	// (behind a reverse proxy), for the login rate limit.
 	ClientIPHeader string
+	// Dev is kassa serve --dev: the device cookie is not Secure, so that
+	// it works over plain http.
+	Dev bool
 	// Operator, when set, is mounted at /dashboard/operator for operators.
 	Operator http.Handler
 	// Currencies are the fiat currencies the forms offer (the rates
@@ -97,6 +100,7 @@ type Dashboard struct {
 	router  *chi.Mux
 	limits  *attemptLimiter
 	gate    *hashGate
+	devKeys deviceKeys
 	usersMu sync.Mutex // serialises changes to user records
 	topupMu sync.Mutex // serialises crediting top-ups
 }
@@ -114,7 +118,7 @@ func New(d Deps) *Dashboard {
 		h.log = slog.New(slog.DiscardHandler)
 	}
 	h.limits = newAttemptLimiter(d.Clock)
-	h.gate = newHashGate(defaultHashSlots())
+	h.gate = newHashGate(defaultHashSlots(), d.Clock)
 	h.pages = parsePages(d.Currencies)
 	h.router = h.routes()
 	return h

@@ -68,8 +68,8 @@ func TestParallelLoginsCountedBeforeHashing(t *testing.T) {
 	// Every counted sign-in may wait for a hash, however slow the
 	// machine: this test is about the count; TestLoginHashingIsBounded
 	// is about the gate's 503 (a loaded CI run answered 14 here).
-	gate := newHashGate(defaultHashSlots())
-	gate.maxWaiting, gate.wait = 2*maxFailsAddress, time.Minute
+	gate := newHashGate(defaultHashSlots(), e.clock)
+	gate.maxWaiting, gate.perNetwork, gate.perWide, gate.wait = 2*maxFailsAddress, 2*maxFailsAddress, 2*maxFailsAddress, time.Minute
 	e.dash.gate = gate
 	codes := map[int]int{}
 	var mu sync.Mutex
@@ -92,16 +92,17 @@ func TestParallelLoginsCountedBeforeHashing(t *testing.T) {
 
 // TestLoginHashingIsBounded: with every hashing slot taken and no room
 // to wait, a sign-in is answered 503 with Retry-After at once, and is
-// not counted against the client; once a slot is free it signs in.
+// not counted against the account from that client; once a slot is free
+// it signs in.
 func TestLoginHashingIsBounded(t *testing.T) {
 	e := newEnv(t, func(d *Deps) { d.ClientIPHeader = "X-Forwarded-For" })
 	if _, err := e.dash.createUser(t.Context(), newAccount{email: "shop@example.com", password: "correct horse battery"}); err != nil {
 		t.Fatal(err)
 	}
-	gate := newHashGate(1)
+	gate := newHashGate(1, e.clock)
 	gate.maxWaiting = 0
 	e.dash.gate = gate
-	if !gate.acquire(t.Context()) {
+	if !gate.acquire(t.Context(), ticket{trusted: true}) {
 		t.Fatal("no slot")
 	}
 	c := e.client()

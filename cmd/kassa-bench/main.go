@@ -17,8 +17,12 @@
 // run a one-node cluster over PostgreSQL and etcd against the single node
 // on Pebble, and time a failover in a three-node cluster.
 //
+// The sign-in figures (signin.go) flood the dashboard's sign-in with
+// wrong passwords from 400 client networks while a merchant signs in
+// with the device cookie of an earlier sign-in.
+//
 // The run is made of parts (create, disk, tracing, webhooks, closed, restart,
-// chain, cluster, lightning, memory), each runnable alone with -only
+// chain, cluster, lightning, memory, signin), each runnable alone with -only
 // (a comma-separated list runs several). A part that fails does not stop
 // the others. At the end every figure is printed again, one line each,
 // as `SUMMARY <part> <name> <value> <unit> (goal <op> <target>) MET|MISS`
@@ -78,6 +82,7 @@ var parts = []part{
 		return benchLightning(o.duration, o.concurrency, o.rounds, o.lnPayments)
 	}},
 	{"memory", func(ctx context.Context, o *options) error { return benchMemory(ctx, o.openInvoices) }},
+	{"signin", func(ctx context.Context, o *options) error { return benchSignin(ctx) }},
 }
 
 // wholeRunGoal is the wall time a whole run (every part) must stay under.
@@ -108,6 +113,8 @@ var goals = map[string]goal{
 	"cluster_failover_inflight_max_ms":         {op: "<=", target: 4000},
 	"ln_invoice_create_vs_lnd":                 {op: ">=", target: 0.9},
 	"bytes_per_open_invoice":                   {op: "<", target: 4096},
+	"signin_flood_good_within_2s":              {op: ">=", target: 0.95},
+	"signin_flood_peak_rss_mb":                 {op: "<", target: 256},
 }
 
 // met tells whether value meets g, given the figures of the run; ok is

@@ -41,7 +41,7 @@ func (m *Main) newDashboard(d kassahttp.Deps) (*dashboard.Dashboard, error) {
 	return dashboard.New(dashboard.Deps{
 		Reader: d.Reader, Services: m.sys, KV: d.KV, Simulator: d.Simulator, Clock: d.Clock, Logger: d.Logger,
 		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, SignupOperator: c.Dev, PercentFee: fee,
-		ClientIPHeader: d.ClientIPHeader, Operator: d.Operator, Currencies: d.Rates.Currencies(),
+		ClientIPHeader: d.ClientIPHeader, Dev: c.Dev, Operator: d.Operator, Currencies: d.Rates.Currencies(),
 	}), nil
 }
 

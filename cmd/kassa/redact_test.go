@@ -176,12 +176,12 @@ func TestRedactRendersTheParsedURL(t *testing.T) {
 		"":               "",
 		"127.0.0.1:4317": "127.0.0.1:4317",
 		"rpc://kassa:pw@127.0.0.1:8332?network=regtest&cookie=/a/b%20c&notls=true": "rpc://kassa:REDACTED@127.0.0.1:8332?network=regtest&cookie=/a/b%20c&notls=true",
-		"https://pay.example/shop?lang=de#top":                                      "https://pay.example/shop?lang=de#REDACTED",
-		"rpc://kassa:pw@[::1]:8332?network=regtest":                                 "rpc://kassa:REDACTED@[::1]:8332?network=regtest",
-		"postgres://db/kassa?sslmode=disable&sslrootcert=/etc/ca.pem":               "postgres://db/kassa?sslmode=disable&sslrootcert=/etc/ca.pem",
-		"rpc://kassa:pw@127.0.0.1:bad":                                              "REDACTED",
-		"kraken=https://k.example?x=1, coinbase = https://c.example":                "kraken=https://k.example?x=1,coinbase=https://c.example",
-		"https://u:pw@host?%zz=1":                                                   "https://u:REDACTED@host?REDACTED",
+		"https://pay.example/shop?lang=de#top":                                     "https://pay.example/shop?lang=de#REDACTED",
+		"rpc://kassa:pw@[::1]:8332?network=regtest":                                "rpc://kassa:REDACTED@[::1]:8332?network=regtest",
+		"postgres://db/kassa?sslmode=disable&sslrootcert=/etc/ca.pem":              "postgres://db/kassa?sslmode=disable&sslrootcert=/etc/ca.pem",
+		"rpc://kassa:pw@127.0.0.1:bad":                                             "REDACTED",
+		"kraken=https://k.example?x=1, coinbase = https://c.example":               "kraken=https://k.example?x=1,coinbase=https://c.example",
+		"https://u:pw@host?%zz=1":                                                  "https://u:REDACTED@host?REDACTED",
 	} {
 		name := "chain"
 		if strings.HasPrefix(value, "kraken=") {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -338,6 +339,10 @@ func (c *Config) validate(src configSources) []error {
 	if c.DebugListen != "" {
 		if _, _, err := net.SplitHostPort(c.DebugListen); err != nil {
 			bad("debug-listen", "%q is not HOST:PORT", c.DebugListen)
+		} else if !c.DebugListenAllowPublic {
+			if _, err := loopbackAddr(context.Background(), c.DebugListen, net.DefaultResolver.LookupNetIP); err != nil {
+				bad("debug-listen", "%v", err)
+			}
 		}
 	}
 	switch {

@@ -21,8 +21,7 @@ var profileDir string
 
 // profileDuring starts a CPU profile of d (whole seconds, at least 1, at
 // most 30) of the server whose pprof listens on debug, written to
-// profileDir/name;
-// the returned wait blocks until it is written. Without -profile, or
+// profileDir/name; the returned wait blocks until it is written. Without -profile, or
 // without a debug address, it does nothing.
 func profileDuring(debug, name string, d time.Duration) (wait func()) {
 	return fetchDuring(debug, "profile", name, d)

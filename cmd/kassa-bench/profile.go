@@ -19,9 +19,9 @@ import (
 // empty).
 var profileDir string
 
-// profileDuring starts a CPU profile of d (whole seconds, at least 1) of
-// the server whose pprof listens on debug, written to profileDir/name;
-// the returned wait blocks until it is written. Without -profile, or
+// profileDuring starts a CPU profile of d (whole seconds, at least 1, at
+// most 30) of the server whose pprof listens on debug, written to
+// profileDir/name; the returned wait blocks until it is written. Without -profile, or
 // without a debug address, it does nothing.
 func profileDuring(debug, name string, d time.Duration) (wait func()) {
 	return fetchDuring(debug, "profile", name, d)
@@ -42,7 +42,10 @@ func fetchDuring(debug, kind, name string, d time.Duration) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		secs := max(int(d/time.Second), 1)
+		// kassa serve's debug listener refuses seconds above 30
+		// (maxDebugSeconds): a longer phase is profiled for its first
+		// 30 s.
+		secs := min(max(int(d/time.Second), 1), 30)
 		c := &http.Client{Timeout: d + time.Minute}
 		res, err := c.Get(fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", debug, kind, secs))
 		if err != nil {

@@ -38,6 +38,10 @@ type Config struct {
 	RateLimit    float64
 	RateBurst    int
 	DebugListen  string
+	// DebugListenAllowPublic lets DebugListen be an address that is not
+	// loopback (a warning at start); without it such an address stops
+	// the start.
+	DebugListenAllowPublic bool
 	// MetricsListen is the admin listener of /metrics (off when empty).
 	MetricsListen string
 	// TraceFile appends spans as JSON lines; TraceSampleRatio is the
@@ -143,7 +147,8 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.NodeTLSCert, "node-tls-cert", c.NodeTLSCert, "cluster mode: this node's certificate `FILE`, signed by the cluster CA, naming the host of --node-listen")
 	fs.StringVar(&c.NodeTLSKey, "node-tls-key", c.NodeTLSKey, "cluster mode: this node's private key `FILE` (mode 0600)")
 	fs.BoolVar(&c.NodeInsecure, "node-insecure", c.NodeInsecure, "cluster mode without TLS on the node port: for tests on one machine, only with a loopback --node-listen")
-	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "serve Go's pprof profiles on this address (off when empty; keep it on loopback)")
+	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "serve Go's pprof profiles on this loopback address, HOST:PORT (off when empty; profile, trace and delta profiles take at most seconds=30)")
+	fs.BoolVar(&c.DebugListenAllowPublic, allowPublicDebugFlag, c.DebugListenAllowPublic, "let --debug-listen be an address that is not loopback (logged as a warning): anyone who reaches it reads the process's profiles")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long requests in flight and due webhook deliveries get to finish")
 }
 

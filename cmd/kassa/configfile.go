@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -338,11 +339,21 @@ func (c *Config) validate(src configSources) []error {
 	if c.DebugListen != "" {
 		if _, _, err := net.SplitHostPort(c.DebugListen); err != nil {
 			bad("debug-listen", "%q is not HOST:PORT", c.DebugListen)
+		} else if !c.DebugListenAllowPublic {
+			if _, err := loopbackAddr(context.Background(), c.DebugListen, net.DefaultResolver.LookupNetIP); err != nil {
+				bad("debug-listen", "%v", err)
+			}
 		}
+	}
+	switch {
+	case c.Store == "", c.Store == "pebble", strings.HasPrefix(c.Store, "postgres://"), strings.HasPrefix(c.Store, "postgresql://"):
+	default:
+		// Not echoed: pgx's key=value form holds the password as text.
+		bad("store", "use pebble or postgres://user:pass@host:port/db")
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("public-url", "%q is not an http:// or https:// URL", c.PublicURL)
+			bad("public-url", "%q is not an http:// or https:// URL", redact(c.PublicURL))
 		}
 	}
 	switch {
@@ -453,71 +464,159 @@ func (c *Config) checkSimulation(src configSources) error {
 // headerName is an HTTP header name (a token).
 var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
-// secretParam matches the names of query parameters that hold a secret.
-var secretParam = regexp.MustCompile(`(?i)pass|secret|token|key|auth|macaroon|cred|signature`)
+// secretParam matches the names of query parameters that hold a secret,
+// read after the name is decoded, in any case.
+var secretParam = regexp.MustCompile(`(?i)pass|pwd|secret|token|key|auth|macaroon|cred|signature`)
+
+// secretSetting matches the names of settings whose whole value is a
+// secret: printed as REDACTED whatever it holds.
+var secretSetting = regexp.MustCompile(`(?i)password|passphrase|secret|token|macaroon`)
+
+// redactSetting is the value of the setting name as kassa config check
+// prints it: its secrets hidden (see redact). --rates-url is read as
+// the list parseRateURLs reads.
+func redactSetting(name, value string) string {
+	switch {
+	case value == "":
+		return ""
+	case secretSetting.MatchString(name):
+		return "REDACTED"
+	case name == "rates-url":
+		return redactList(value)
+	}
+	return redact(value)
+}
 
 // redact hides the secrets a setting may hold: the password of a URL
-// (rpc://, postgres://, etcd://, a provider's https://) and the values of
-// query parameters that name a secret, in one URL or in a comma-separated
-// list of URLs or NAME=URL pairs (--rates-url). A macaroon given as a
-// path stays visible; any value lnd would read as the macaroon itself
-// (hex) does not.
+// (rpc://, postgres://, etcd://, lnd://, a provider's https://) and the
+// values of query parameters whose name says they are a secret, in one
+// URL or in a comma-separated list of URLs or NAME=URL pairs. A value
+// without "://" is no URL and prints as given. The URL is written again
+// from what url.Parse and url.ParseQuery read, the parsers of every
+// consumer, so that a secret is hidden however it is spelled
+// (percent-encoded, '+', its key in any case or given twice); what
+// cannot be parsed is hidden whole.
 func redact(value string) string {
+	if !strings.Contains(value, "://") {
+		return value
+	}
 	if u, err := url.Parse(value); err == nil && u.Scheme != "" && u.Host != "" {
 		return redactURL(value)
 	}
-	parts := strings.Split(value, ",")
-	for i, part := range parts {
-		if name, rest, ok := strings.Cut(part, "="); ok && strings.Contains(rest, "://") && !strings.Contains(name, "://") {
-			parts[i] = name + "=" + redactURL(rest)
-		} else {
-			parts[i] = redactURL(part)
-		}
-	}
-	return strings.Join(parts, ",")
+	return redactList(value)
 }
 
-// redactURL hides the password of the URL s and its secret query values.
-// It works on the text, so that everything else prints as given, and
-// reads the user information up to the last '@' before the query, so
-// that a password holding '@', '/' or ',' is hidden whole.
-func redactURL(s string) string {
-	scheme := strings.Index(s, "://")
-	if scheme < 0 {
-		return s
-	}
-	start := scheme + 3
-	end := len(s)
-	if q := strings.IndexAny(s[start:], "?#"); q >= 0 {
-		end = start + q
-	}
-	if at := strings.LastIndexByte(s[start:end], '@'); at >= 0 {
-		if colon := strings.IndexByte(s[start:start+at], ':'); colon >= 0 {
-			s = s[:start+colon+1] + "REDACTED" + s[start+at:]
-		}
-	}
-	q := strings.IndexByte(s, '?')
-	if q < 0 {
-		return s
-	}
-	query, fragment := s[q+1:], ""
-	if h := strings.IndexByte(query, '#'); h >= 0 {
-		query, fragment = query[:h], query[h:]
-	}
-	params := strings.Split(query, "&")
-	for i, p := range params {
-		name, v, ok := strings.Cut(p, "=")
-		if !ok || v == "" || !secretParam.MatchString(name) {
+// redactList redacts a comma-separated list of URLs or NAME=URL pairs,
+// split as parseRateURLs splits it.
+func redactList(value string) string {
+	var out []string
+	for _, part := range strings.Split(value, ",") {
+		if part = strings.TrimSpace(part); part == "" {
 			continue
 		}
-		if strings.Contains(strings.ToLower(name), "macaroon") {
-			if _, err := hex.DecodeString(v); err != nil {
-				continue // a path: lnd reads the macaroon from the file
-			}
+		if name, rest, ok := strings.Cut(part, "="); ok && !strings.Contains(name, "://") {
+			out = append(out, strings.TrimSpace(name)+"="+redactURL(strings.TrimSpace(rest)))
+		} else {
+			out = append(out, redactURL(part))
 		}
-		params[i] = name + "=REDACTED"
 	}
-	return s[:q+1] + strings.Join(params, "&") + fragment
+	return strings.Join(out, ",")
+}
+
+// redactURL writes the URL s again with its secrets hidden: the scheme,
+// the user name, the host and path as given, the password REDACTED, every
+// query parameter decoded and encoded again (its value REDACTED when its
+// name is a secret's), the fragment, which no consumer reads, REDACTED.
+// The user information is read up to the last '@' before the query, so
+// that a password holding '@' or '/' is hidden whole even where the
+// parser ends it earlier. A value that does not parse as a URL with a
+// scheme and a host is REDACTED whole.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" || !strings.HasPrefix(s[len(u.Scheme):], "://") {
+		return "REDACTED"
+	}
+	body, fragment, hasFragment := strings.Cut(s[len(u.Scheme)+3:], "#")
+	authPath, query, hasQuery := strings.Cut(body, "?")
+	var b strings.Builder
+	b.WriteString(u.Scheme + "://")
+	if at := strings.LastIndexByte(authPath, '@'); at >= 0 {
+		user, _, hasPassword := strings.Cut(authPath[:at], ":")
+		b.WriteString(user)
+		if hasPassword {
+			b.WriteString(":REDACTED")
+		}
+		authPath = authPath[at:]
+	}
+	b.WriteString(authPath)
+	if hasQuery {
+		b.WriteString("?" + redactQuery(query))
+	}
+	if hasFragment {
+		b.WriteString("#")
+		if fragment != "" {
+			b.WriteString("REDACTED")
+		}
+	}
+	return b.String()
+}
+
+// redactQuery writes the raw query q again pair by pair, each decoded as
+// url.ParseQuery decodes it and encoded again, the value REDACTED when
+// the name is a secret's. A pair that url.ParseQuery drops (a bad escape,
+// a ';') is REDACTED whole. The first macaroon= is the one lnd reads:
+// shown when it is a path, hidden when it is hex (the macaroon itself);
+// every other macaroon value is hidden.
+func redactQuery(q string) string {
+	pairs := strings.Split(q, "&")
+	macaroonSeen := false
+	for i, p := range pairs {
+		if p == "" {
+			continue
+		}
+		k, v, hasValue := strings.Cut(p, "=")
+		key, kerr := url.QueryUnescape(k)
+		value, verr := url.QueryUnescape(v)
+		if kerr != nil || verr != nil || strings.Contains(p, ";") {
+			pairs[i] = "REDACTED"
+			continue
+		}
+		macaroonPath := false
+		if key == "macaroon" && !macaroonSeen {
+			macaroonSeen = true
+			_, herr := hex.DecodeString(value)
+			macaroonPath = herr != nil
+		}
+		switch {
+		case value != "" && secretParam.MatchString(key) && !macaroonPath:
+			pairs[i] = queryEscape(key) + "=REDACTED"
+		case hasValue:
+			pairs[i] = queryEscape(key) + "=" + queryEscape(value)
+		default:
+			pairs[i] = queryEscape(key)
+		}
+	}
+	return strings.Join(pairs, "&")
+}
+
+// queryEscape percent-encodes s for a query key or value, leaving the
+// unreserved characters and '/', ':' and '@' as they are, so that paths
+// and addresses read as given. ',' is encoded: a list splits on it.
+func queryEscape(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-._~/:@", c) >= 0:
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+		}
+	}
+	return b.String()
 }
 
 // plainYAML matches values that need no quotes in YAML.
@@ -567,7 +666,7 @@ func writeEffectiveConfig(w io.Writer, c *Config, file string, src configSources
 			}
 			value = "[" + strings.Join(items, ", ") + "]"
 		} else {
-			value = yamlValue(redact(f.Value.String()))
+			value = yamlValue(redactSetting(name, f.Value.String()))
 		}
 		fmt.Fprintf(w, "%s: %s  # %s\n", name, value, from)
 	}

@@ -9,10 +9,8 @@ import (
 	"math"
 	"net"
 	nethttp "net/http"
-	"net/http/pprof"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -47,8 +45,10 @@ type Main struct {
 	server    *nethttp.Server
 	// stats are the service's metrics, given to each part; metrics
 	// serves them on --metrics-listen (nil when off).
-	stats     *metrics.Set
-	metrics   *nethttp.Server
+	stats   *metrics.Set
+	metrics *nethttp.Server
+	// debug serves pprof on --debug-listen (nil when off).
+	debug     *nethttp.Server
 	cancel    context.CancelFunc
 	telemetry func(context.Context) error
 	// roles are the leases a cluster's node runs its watchers and
@@ -308,24 +308,11 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b backends) error {
 	c, log := m.Config, m.log
 	if c.DebugListen != "" {
-		mux := nethttp.NewServeMux()
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-		if c.Dev {
-			// For kassa-bench: a collection that gives every free page
-			// back to the OS, so that the resident set it reads next is
-			// what the process holds, not the collector's slack.
-			mux.HandleFunc("POST /debug/free-os-memory", func(w nethttp.ResponseWriter, _ *nethttp.Request) {
-				debug.FreeOSMemory()
-				w.WriteHeader(nethttp.StatusNoContent)
-			})
+		srv, err := serveDebug(ctx, c, log)
+		if err != nil {
+			return err
 		}
-		go func() {
-			if err := nethttp.ListenAndServe(c.DebugListen, mux); err != nil {
-				log.Error("debug listener", "err", err)
-			}
-		}()
+		m.debug = srv
 	}
 	if c.MetricsListen != "" {
 		fetched, _ := b.rates.(interface{ Fetched() map[string]time.Time })
@@ -503,6 +490,9 @@ func (m *Main) Close() error {
 	errs = append(errs, m.drain()) // see shutdown.go
 	if m.metrics != nil {
 		errs = append(errs, m.metrics.Close())
+	}
+	if m.debug != nil {
+		errs = append(errs, m.debug.Close())
 	}
 	if m.sys != nil {
 		m.sys.Shutdown()

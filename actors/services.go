@@ -642,3 +642,29 @@ func (s *Service) DeleteAPIKey(ctx context.Context, storeID, keyID string) error
 	}})
 	return err
 }
+
+// RevealAPIKey returns a store's key in full and journals that the
+// dashboard account by was shown it: the store's history names every
+// reveal. A retried call journals a second reveal.
+func (s *Service) RevealAPIKey(ctx context.Context, storeID, keyID, by string) (*kassa.APIKey, error) {
+	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+		return &protos.StoreCall{Call: &protos.StoreCall_RevealApiKey{RevealApiKey: &protos.RevealAPIKeyCall{KeyId: keyID, By: by}}}
+	}, apiKeyResult); ok {
+		return out, err
+	}
+	ctx, span := s.tracer.Start(ctx, "actors.RevealAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
+	defer span.End()
+	res, err := s.ask(ctx, storeID, &changeStore{call: callOf(ctx), change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+		if !slices.ContainsFunc(cur.APIKeys, func(k kassa.APIKey) bool { return k.ID == keyID }) {
+			return nil, nil, kassa.Errorf(kassa.NotFound, "API key not found")
+		}
+		return cur, &protos.StoreEvent{Kind: &protos.StoreEvent_ApiKeyRevealed{ApiKeyRevealed: &protos.APIKeyRevealed{KeyId: keyID, By: by}}}, nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	st := res.(*kassa.Store)
+	i := slices.IndexFunc(st.APIKeys, func(k kassa.APIKey) bool { return k.ID == keyID })
+	key := st.APIKeys[i]
+	return &key, nil
+}

@@ -551,7 +551,9 @@ func (a *storeActor) changeStore(msg *changeStore) reply {
 	}
 	ev.AtUnixNano = a.p.clock.Now().UnixNano()
 	if err := a.commit(rctx, ev, func(b kassa.Batch, seq uint64) {
-		b.PutStore(next, seq)
+		if next != a.st {
+			b.PutStore(next, seq)
+		}
 		if msg.record != nil {
 			msg.record(b)
 		}

@@ -240,6 +240,8 @@ func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*pr
 		return apiKeyReply(s.CreateAPIKey(ctx, id, c.CreateApiKey.GetLabel()))
 	case *protos.StoreCall_DeleteApiKey:
 		return noReply(s.DeleteAPIKey(ctx, id, c.DeleteApiKey.GetKeyId()))
+	case *protos.StoreCall_RevealApiKey:
+		return apiKeyReply(s.RevealAPIKey(ctx, id, c.RevealApiKey.GetKeyId(), c.RevealApiKey.GetBy()))
 	}
 	return nil, errors.New("a call without a command this node knows")
 }

@@ -87,6 +87,13 @@ func TestStoreJournalIsAnAuditLog(t *testing.T) {
 			}
 			return err
 		}},
+		{"ApiKeyRevealed", false, func() error {
+			k, err := h.sys.RevealAPIKey(ctx, st.ID, keyID, "owner@example.com")
+			if err == nil && (k.ID != keyID || k.Label != "till" || k.Key == "") {
+				t.Fatalf("revealed %+v, want the key %s in full", k, keyID)
+			}
+			return err
+		}},
 		{"ApiKeyDeleted", true, func() error { return h.sys.DeleteAPIKey(ctx, st.ID, keyID) }},
 		{"ToppedUp", true, func() error { _, err := h.sys.TopUp(ctx, st.ID, 5000, "ref-1"); return err }},
 		{"PaymentRequestSaved", false, func() error {
@@ -119,6 +126,20 @@ func TestStoreJournalIsAnAuditLog(t *testing.T) {
 		if doc, ok := docs[seq]; ok {
 			sameJSON(t, s.kind+" event's document against the snapshot", doc, snap)
 		}
+	}
+	var revealedBy []string
+	err := db.Events(ctx, kassa.Stream{Kind: kassa.KindStore, ID: st.ID}, 0, func(_ uint64, data []byte) error {
+		var ev protos.StoreEvent
+		if err := proto.Unmarshal(data, &ev); err != nil {
+			return err
+		}
+		if r := ev.GetApiKeyRevealed(); r != nil {
+			revealedBy = append(revealedBy, r.KeyId+" by "+r.By)
+		}
+		return nil
+	})
+	if err != nil || len(revealedBy) != 1 || revealedBy[0] != keyID+" by owner@example.com" {
+		t.Fatalf("the journal's reveals: %v, %v; want the key %s by owner@example.com", revealedBy, err, keyID)
 	}
 	want, _, err := db.StoreSnapshot(ctx, st.ID)
 	if err != nil {

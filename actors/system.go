@@ -420,6 +420,8 @@ type (
 	}
 	// changeStore changes the store's document: change gets the current
 	// store and returns the next one with the event that records it.
+	// Returning the current store itself journals the event alone and
+	// leaves the snapshot as it is.
 	changeStore struct {
 		call   callContext
 		change func(*kassa.Store) (*kassa.Store, *protos.StoreEvent, error)

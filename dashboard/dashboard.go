@@ -25,6 +25,9 @@ type StoreSettingsService interface {
 	CreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error)
 	// DeleteAPIKey removes a key: requests with it fail from then on.
 	DeleteAPIKey(ctx context.Context, storeID, keyID string) error
+	// RevealAPIKey returns a key in full and records in the store's
+	// history that the account by was shown it.
+	RevealAPIKey(ctx context.Context, storeID, keyID, by string) (*kassa.APIKey, error)
 }
 
 // Services are the write paths the dashboard uses: the same ones the API
@@ -83,6 +86,9 @@ type Deps struct {
 	// Currencies are the fiat currencies the forms offer (the rates
 	// backend's Currencies); nil offers EUR, USD, CAD, JPY, GBP and CHF.
 	Currencies []kassa.Currency
+	// Limits bound each account's stores, writes and searches; zero
+	// fields take DefaultLimits.
+	Limits Limits
 }
 
 //go:embed templates/*.html
@@ -101,8 +107,12 @@ type Dashboard struct {
 	limits  *attemptLimiter
 	gate    *hashGate
 	devKeys deviceKeys
-	usersMu sync.Mutex // serialises changes to user records
-	topupMu sync.Mutex // serialises crediting top-ups
+	// writes and searches limit each account (Limits); storeRes holds
+	// the stores being created.
+	writes, searches *rateLimiter
+	storeRes         storeReservations
+	usersMu          sync.Mutex // serialises changes to user records
+	topupMu          sync.Mutex // serialises crediting top-ups
 }
 
 // New returns the dashboard, to be mounted at /dashboard.
@@ -117,6 +127,9 @@ func New(d Deps) *Dashboard {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.Limits = d.Limits.withDefaults()
+	h.writes = newRateLimiter(d.Clock, h.Limits.WritesPerMinute, h.Limits.WriteBurst)
+	h.searches = newRateLimiter(d.Clock, h.Limits.SearchesPerMinute, h.Limits.SearchBurst)
 	h.limits = newAttemptLimiter(d.Clock)
 	h.gate = newHashGate(defaultHashSlots(), d.Clock)
 	h.pages = parsePages(d.Currencies)
@@ -151,22 +164,25 @@ func (h *Dashboard) routes() *chi.Mux {
 			r.Use(h.requireUser)
 			r.Get("/stores", h.listStores)
 			r.Get("/stores/new", h.newStorePage)
-			r.Post("/stores", h.createStore)
+			r.With(h.limitWrites).Post("/stores", h.createStore)
 			r.Get("/account", h.accountPage)
-			r.Post("/account/password", h.changePassword)
+			r.With(h.limitWrites).Post("/account/password", h.changePassword)
 			r.Get("/invites", h.invitesPage)
-			r.Post("/invites", h.createInvite)
+			r.With(h.limitWrites).Post("/invites", h.createInvite)
 			if h.Operator != nil {
-				r.With(h.requireAdmin, operatorCSP).Mount("/operator", http.StripPrefix(Prefix+"/operator", h.Operator))
+				r.With(h.requireAdmin, operatorCSP, h.limitWrites).Mount("/operator", http.StripPrefix(Prefix+"/operator", h.Operator))
 			}
 			r.Route("/stores/{storeId}", func(r chi.Router) {
-				r.Use(h.storeAccess)
+				// Writes are counted once the store is the account's: a
+				// refused one is a 404 as for any other store.
+				r.Use(h.storeAccess, h.limitWrites)
 				r.Get("/", h.storeSettings)
 				r.Post("/settings", h.updateSettings)
 
 				r.Get("/keys", h.keysPage)
 				r.Post("/keys", h.createKey)
 				r.Post("/keys/{keyId}/delete", h.deleteKey)
+				r.Post("/keys/{keyId}/reveal", h.revealKey)
 
 				r.Get("/webhooks", h.webhooksPage)
 				r.Post("/webhooks", h.createWebhook)

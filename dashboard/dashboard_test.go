@@ -50,7 +50,8 @@ func TestSignupStoreSettingsKeys(t *testing.T) {
 		t.Fatalf("keys = %+v", after.APIKeys)
 	}
 	key := after.APIKeys[1]
-	_, body, _ = c.get("/dashboard/stores/" + st.ID + "/keys")
+	c.get("/dashboard/stores/" + st.ID + "/keys")
+	_, body, _ = c.post("/dashboard/stores/"+st.ID+"/keys/"+key.ID+"/reveal", url.Values{"password": {"correct horse battery"}})
 	if !strings.Contains(body, key.Key) {
 		t.Error("the keys page does not show the key again")
 	}

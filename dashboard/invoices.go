@@ -53,6 +53,15 @@ func (h *Dashboard) invoicesPage(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusBadRequest, "invoices", data)
 		return
 	}
+	// A filtered list may read up to maxScans pages of the reader: it is
+	// a search, and counted as one.
+	if query != "" || status != "" {
+		if m, ok := h.allowSearch(w, r); !ok {
+			data["Error"] = m
+			h.render(w, r, http.StatusTooManyRequests, "invoices", data)
+			return
+		}
+	}
 	var list []*kassa.Invoice
 	cursor := r.URL.Query().Get("cursor")
 	// An invoice id is found at once, however old; order ids and emails

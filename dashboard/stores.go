@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -67,14 +68,30 @@ func (h *Dashboard) listStores(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Dashboard) newStorePage(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusOK, "store_new", map[string]any{"Currency": "EUR"})
+	data := map[string]any{"Currency": "EUR"}
+	if n := h.Limits.StoresPerAccount; n >= 0 && len(current(r.Context()).user.StoreIDs) >= n {
+		data["Error"] = errStoreCap(n).Error()
+	}
+	h.render(w, r, http.StatusOK, "store_new", data)
 }
 
+// createStore makes a store for the account, within its cap of stores
+// (Limits.StoresPerAccount): one over it is refused with 403 and says so.
 func (h *Dashboard) createStore(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	s := current(r.Context())
 	settings := kassa.StoreSettings{Name: strings.TrimSpace(f.Get("name")), Currency: kassa.Currency(f.Get("currency")),
 		PercentFee: h.PercentFee, ConfirmationsRequired: 1}
+	release, err := h.reserveStore(r.Context(), s.Email)
+	if capErr, ok := err.(errStoreCap); ok {
+		h.render(w, r, http.StatusForbidden, "store_new", map[string]any{"Error": capErr.Error(), "Name": settings.Name, "Currency": f.Get("currency")})
+		return
+	}
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	defer release()
 	st, err := h.Services.CreateStore(r.Context(), settings)
 	if err != nil {
 		if m, ok := fieldErrors(err); ok {
@@ -161,21 +178,89 @@ func cmpOr(s, def string) string {
 	return s
 }
 
+// keyRow is a key as the list shows it: never the key itself, which a
+// reveal (revealKey) shows after the password is entered again.
+type keyRow struct {
+	ID, Label, Masked string
+	CreatedAt         time.Time
+}
+
+// maskKey is the first and last 4 characters of a key: enough to tell
+// keys apart and match one to a configuration, not to use it.
+func maskKey(key string) string {
+	if len(key) <= 12 {
+		return strings.Repeat("•", 8)
+	}
+	return key[:4] + "••••" + key[len(key)-4:]
+}
+
+func keyRows(keys []kassa.APIKey) []keyRow {
+	rows := make([]keyRow, len(keys))
+	for i, k := range keys {
+		rows[i] = keyRow{ID: k.ID, Label: k.Label, Masked: maskKey(k.Key), CreatedAt: k.CreatedAt}
+	}
+	return rows
+}
+
 func (h *Dashboard) keysPage(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusOK, "keys", map[string]any{"Keys": currentStore(r.Context()).APIKeys})
+	h.render(w, r, http.StatusOK, "keys", map[string]any{"Keys": keyRows(currentStore(r.Context()).APIKeys)})
 }
 
 func (h *Dashboard) createKey(w http.ResponseWriter, r *http.Request) {
 	st := currentStore(r.Context())
 	if _, err := h.Services.CreateAPIKey(r.Context(), st.ID, r.PostForm.Get("label")); err != nil {
 		if m, ok := fieldErrors(err); ok {
-			h.render(w, r, http.StatusUnprocessableEntity, "keys", map[string]any{"Keys": st.APIKeys, "Error": m})
+			h.render(w, r, http.StatusUnprocessableEntity, "keys", map[string]any{"Keys": keyRows(st.APIKeys), "Error": m})
 			return
 		}
 		h.serverError(w, r, err)
 		return
 	}
 	redirect(w, r, st, "/keys", "keycreated")
+}
+
+// revealKey shows one key in full, in the answer to this POST only, once
+// the user has entered their password again: a session alone (a
+// borrowed browser, a stolen cookie) does not read the store's keys. The
+// password is checked as a sign-in is, within the same hashing gate and
+// counted with the sign-in attempts; each reveal is journaled in the
+// store's history with the account's email.
+func (h *Dashboard) revealKey(w http.ResponseWriter, r *http.Request) {
+	st, s := currentStore(r.Context()), current(r.Context())
+	id := chi.URLParam(r, "keyId")
+	if !slices.ContainsFunc(st.APIKeys, func(k kassa.APIKey) bool { return k.ID == id }) {
+		h.notFound(w, r)
+		return
+	}
+	password := r.PostForm.Get("password")
+	fail := func(status int, message string) {
+		h.render(w, r, status, "keys", map[string]any{"Keys": keyRows(st.APIKeys), "Error": message})
+	}
+	network, _ := h.clientNetworks(r)
+	byAddress, byAccount := addressKey(network), accountKey(network, s.Email)
+	if wait := h.limits.take(limit{byAddress, maxFailsAddress}, limit{byAccount, maxFailsAccount}); wait > 0 {
+		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
+		fail(http.StatusTooManyRequests, msg("err.ratelimit"))
+		return
+	}
+	ok, err := h.check(r.Context(), ticket{trusted: true, account: s.Email}, s.user.PasswordHash, password)
+	if err != nil {
+		h.limits.give(byAddress, byAccount)
+		h.busy(w, r, "keys", map[string]any{"Keys": keyRows(st.APIKeys)})
+		return
+	}
+	if !ok || len(password) > maxPassword {
+		fail(http.StatusForbidden, msg("err.reveal"))
+		return
+	}
+	h.limits.give(byAddress)
+	h.limits.forget(byAccount)
+	key, err := h.Services.RevealAPIKey(r.Context(), st.ID, id, s.Email)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "keys", map[string]any{"Keys": keyRows(st.APIKeys), "Revealed": key})
 }
 
 func (h *Dashboard) deleteKey(w http.ResponseWriter, r *http.Request) {

@@ -154,6 +154,12 @@ func (h *Dashboard) exportCSV(w http.ResponseWriter, r *http.Request) {
 		h.failMessage(w, r, http.StatusBadRequest, func(string) string { return problem })
 		return
 	}
+	// An export reads every transaction of the range: it is counted as
+	// a search.
+	if m, ok := h.allowSearch(w, r); !ok {
+		h.failMessage(w, r, http.StatusTooManyRequests, func(string) string { return m })
+		return
+	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="transactions-`+st.ID+`.csv"`)
 	cw := csv.NewWriter(w)

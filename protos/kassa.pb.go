@@ -609,6 +609,7 @@ type StoreEvent struct {
 	//	*StoreEvent_SettingsChanged
 	//	*StoreEvent_ApiKeyCreated
 	//	*StoreEvent_ApiKeyDeleted
+	//	*StoreEvent_ApiKeyRevealed
 	Kind          isStoreEvent_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -748,6 +749,15 @@ func (x *StoreEvent) GetApiKeyDeleted() *APIKeyDeleted {
 	return nil
 }
 
+func (x *StoreEvent) GetApiKeyRevealed() *APIKeyRevealed {
+	if x != nil {
+		if x, ok := x.Kind.(*StoreEvent_ApiKeyRevealed); ok {
+			return x.ApiKeyRevealed
+		}
+	}
+	return nil
+}
+
 type isStoreEvent_Kind interface {
 	isStoreEvent_Kind()
 }
@@ -792,6 +802,10 @@ type StoreEvent_ApiKeyDeleted struct {
 	ApiKeyDeleted *APIKeyDeleted `protobuf:"bytes,11,opt,name=api_key_deleted,json=apiKeyDeleted,proto3,oneof"`
 }
 
+type StoreEvent_ApiKeyRevealed struct {
+	ApiKeyRevealed *APIKeyRevealed `protobuf:"bytes,12,opt,name=api_key_revealed,json=apiKeyRevealed,proto3,oneof"`
+}
+
 func (*StoreEvent_Created) isStoreEvent_Kind() {}
 
 func (*StoreEvent_PaymentRequestSaved) isStoreEvent_Kind() {}
@@ -811,6 +825,8 @@ func (*StoreEvent_SettingsChanged) isStoreEvent_Kind() {}
 func (*StoreEvent_ApiKeyCreated) isStoreEvent_Kind() {}
 
 func (*StoreEvent_ApiKeyDeleted) isStoreEvent_Kind() {}
+
+func (*StoreEvent_ApiKeyRevealed) isStoreEvent_Kind() {}
 
 // AddressIndexAllocated hands out the next derivation index of the
 // store's xpub, durably, so that no address is given twice.
@@ -1058,6 +1074,60 @@ func (x *APIKeyDeleted) GetKeyId() string {
 	return ""
 }
 
+// APIKeyRevealed records that the key was shown in full, to the
+// dashboard account by (its email). The store document is unchanged.
+type APIKeyRevealed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KeyId         string                 `protobuf:"bytes,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	By            string                 `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *APIKeyRevealed) Reset() {
+	*x = APIKeyRevealed{}
+	mi := &file_kassa_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *APIKeyRevealed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*APIKeyRevealed) ProtoMessage() {}
+
+func (x *APIKeyRevealed) ProtoReflect() protoreflect.Message {
+	mi := &file_kassa_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use APIKeyRevealed.ProtoReflect.Descriptor instead.
+func (*APIKeyRevealed) Descriptor() ([]byte, []int) {
+	return file_kassa_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *APIKeyRevealed) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *APIKeyRevealed) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
 // StoreCreated holds the initial store document (JSON of kassa.Store).
 type StoreCreated struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1068,7 +1138,7 @@ type StoreCreated struct {
 
 func (x *StoreCreated) Reset() {
 	*x = StoreCreated{}
-	mi := &file_kassa_proto_msgTypes[14]
+	mi := &file_kassa_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1150,7 @@ func (x *StoreCreated) String() string {
 func (*StoreCreated) ProtoMessage() {}
 
 func (x *StoreCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[14]
+	mi := &file_kassa_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1163,7 @@ func (x *StoreCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreCreated.ProtoReflect.Descriptor instead.
 func (*StoreCreated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{14}
+	return file_kassa_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StoreCreated) GetStore() []byte {
@@ -1114,7 +1184,7 @@ type PaymentRequestSaved struct {
 
 func (x *PaymentRequestSaved) Reset() {
 	*x = PaymentRequestSaved{}
-	mi := &file_kassa_proto_msgTypes[15]
+	mi := &file_kassa_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1126,7 +1196,7 @@ func (x *PaymentRequestSaved) String() string {
 func (*PaymentRequestSaved) ProtoMessage() {}
 
 func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[15]
+	mi := &file_kassa_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1139,7 +1209,7 @@ func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestSaved.ProtoReflect.Descriptor instead.
 func (*PaymentRequestSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{15}
+	return file_kassa_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PaymentRequestSaved) GetPaymentRequest() []byte {
@@ -1162,7 +1232,7 @@ type BalanceToppedUp struct {
 
 func (x *BalanceToppedUp) Reset() {
 	*x = BalanceToppedUp{}
-	mi := &file_kassa_proto_msgTypes[16]
+	mi := &file_kassa_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1244,7 @@ func (x *BalanceToppedUp) String() string {
 func (*BalanceToppedUp) ProtoMessage() {}
 
 func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[16]
+	mi := &file_kassa_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1257,7 @@ func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceToppedUp.ProtoReflect.Descriptor instead.
 func (*BalanceToppedUp) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{16}
+	return file_kassa_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BalanceToppedUp) GetAmountSat() int64 {
@@ -1215,7 +1285,7 @@ type WebhookSaved struct {
 
 func (x *WebhookSaved) Reset() {
 	*x = WebhookSaved{}
-	mi := &file_kassa_proto_msgTypes[17]
+	mi := &file_kassa_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1227,7 +1297,7 @@ func (x *WebhookSaved) String() string {
 func (*WebhookSaved) ProtoMessage() {}
 
 func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[17]
+	mi := &file_kassa_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1240,7 +1310,7 @@ func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSaved.ProtoReflect.Descriptor instead.
 func (*WebhookSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{17}
+	return file_kassa_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WebhookSaved) GetWebhook() []byte {
@@ -1260,7 +1330,7 @@ type WebhookDeleted struct {
 
 func (x *WebhookDeleted) Reset() {
 	*x = WebhookDeleted{}
-	mi := &file_kassa_proto_msgTypes[18]
+	mi := &file_kassa_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1272,7 +1342,7 @@ func (x *WebhookDeleted) String() string {
 func (*WebhookDeleted) ProtoMessage() {}
 
 func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[18]
+	mi := &file_kassa_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1285,7 +1355,7 @@ func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleted.ProtoReflect.Descriptor instead.
 func (*WebhookDeleted) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{18}
+	return file_kassa_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WebhookDeleted) GetWebhookId() string {
@@ -1306,7 +1376,7 @@ type DeliverWebhook struct {
 
 func (x *DeliverWebhook) Reset() {
 	*x = DeliverWebhook{}
-	mi := &file_kassa_proto_msgTypes[19]
+	mi := &file_kassa_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1318,7 +1388,7 @@ func (x *DeliverWebhook) String() string {
 func (*DeliverWebhook) ProtoMessage() {}
 
 func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[19]
+	mi := &file_kassa_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1331,7 +1401,7 @@ func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverWebhook.ProtoReflect.Descriptor instead.
 func (*DeliverWebhook) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{19}
+	return file_kassa_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DeliverWebhook) GetDeliveryId() string {
@@ -1383,7 +1453,7 @@ const file_kassa_proto_rawDesc = "" +
 	"amountMsat\"\x0f\n" +
 	"\rExpiryReached\"\x11\n" +
 	"\x0fMonitoringEnded\"\x0f\n" +
-	"\rMarkedInvalid\"\x83\x06\n" +
+	"\rMarkedInvalid\"\xc9\x06\n" +
 	"\n" +
 	"StoreEvent\x12 \n" +
 	"\fat_unix_nano\x18\x01 \x01(\x03R\n" +
@@ -1398,7 +1468,8 @@ const file_kassa_proto_rawDesc = "" +
 	"\x10settings_changed\x18\t \x01(\v2\x1e.kassa.v1.StoreSettingsChangedH\x00R\x0fsettingsChanged\x12A\n" +
 	"\x0fapi_key_created\x18\n" +
 	" \x01(\v2\x17.kassa.v1.APIKeyCreatedH\x00R\rapiKeyCreated\x12A\n" +
-	"\x0fapi_key_deleted\x18\v \x01(\v2\x17.kassa.v1.APIKeyDeletedH\x00R\rapiKeyDeletedB\x06\n" +
+	"\x0fapi_key_deleted\x18\v \x01(\v2\x17.kassa.v1.APIKeyDeletedH\x00R\rapiKeyDeleted\x12D\n" +
+	"\x10api_key_revealed\x18\f \x01(\v2\x18.kassa.v1.APIKeyRevealedH\x00R\x0eapiKeyRevealedB\x06\n" +
 	"\x04kind\"E\n" +
 	"\x15AddressIndexAllocated\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x16\n" +
@@ -1411,7 +1482,10 @@ const file_kassa_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\"&\n" +
 	"\rAPIKeyDeleted\x12\x15\n" +
-	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"$\n" +
+	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"7\n" +
+	"\x0eAPIKeyRevealed\x12\x15\n" +
+	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"$\n" +
 	"\fStoreCreated\x12\x14\n" +
 	"\x05store\x18\x01 \x01(\fR\x05store\">\n" +
 	"\x13PaymentRequestSaved\x12'\n" +
@@ -1441,7 +1515,7 @@ func file_kassa_proto_rawDescGZIP() []byte {
 	return file_kassa_proto_rawDescData
 }
 
-var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_kassa_proto_goTypes = []any{
 	(*InvoiceEvent)(nil),          // 0: kassa.v1.InvoiceEvent
 	(*InvoiceCreated)(nil),        // 1: kassa.v1.InvoiceCreated
@@ -1457,12 +1531,13 @@ var file_kassa_proto_goTypes = []any{
 	(*StoreSettingsChanged)(nil),  // 11: kassa.v1.StoreSettingsChanged
 	(*APIKeyCreated)(nil),         // 12: kassa.v1.APIKeyCreated
 	(*APIKeyDeleted)(nil),         // 13: kassa.v1.APIKeyDeleted
-	(*StoreCreated)(nil),          // 14: kassa.v1.StoreCreated
-	(*PaymentRequestSaved)(nil),   // 15: kassa.v1.PaymentRequestSaved
-	(*BalanceToppedUp)(nil),       // 16: kassa.v1.BalanceToppedUp
-	(*WebhookSaved)(nil),          // 17: kassa.v1.WebhookSaved
-	(*WebhookDeleted)(nil),        // 18: kassa.v1.WebhookDeleted
-	(*DeliverWebhook)(nil),        // 19: kassa.v1.DeliverWebhook
+	(*APIKeyRevealed)(nil),        // 14: kassa.v1.APIKeyRevealed
+	(*StoreCreated)(nil),          // 15: kassa.v1.StoreCreated
+	(*PaymentRequestSaved)(nil),   // 16: kassa.v1.PaymentRequestSaved
+	(*BalanceToppedUp)(nil),       // 17: kassa.v1.BalanceToppedUp
+	(*WebhookSaved)(nil),          // 18: kassa.v1.WebhookSaved
+	(*WebhookDeleted)(nil),        // 19: kassa.v1.WebhookDeleted
+	(*DeliverWebhook)(nil),        // 20: kassa.v1.DeliverWebhook
 }
 var file_kassa_proto_depIdxs = []int32{
 	1,  // 0: kassa.v1.InvoiceEvent.created:type_name -> kassa.v1.InvoiceCreated
@@ -1472,21 +1547,22 @@ var file_kassa_proto_depIdxs = []int32{
 	5,  // 4: kassa.v1.InvoiceEvent.expiry_reached:type_name -> kassa.v1.ExpiryReached
 	6,  // 5: kassa.v1.InvoiceEvent.monitoring_ended:type_name -> kassa.v1.MonitoringEnded
 	7,  // 6: kassa.v1.InvoiceEvent.marked_invalid:type_name -> kassa.v1.MarkedInvalid
-	14, // 7: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
-	15, // 8: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
-	16, // 9: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
-	17, // 10: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
-	18, // 11: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
+	15, // 7: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
+	16, // 8: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
+	17, // 9: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
+	18, // 10: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
+	19, // 11: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
 	9,  // 12: kassa.v1.StoreEvent.address_index_allocated:type_name -> kassa.v1.AddressIndexAllocated
 	10, // 13: kassa.v1.StoreEvent.address_index_released:type_name -> kassa.v1.AddressIndexReleased
 	11, // 14: kassa.v1.StoreEvent.settings_changed:type_name -> kassa.v1.StoreSettingsChanged
 	12, // 15: kassa.v1.StoreEvent.api_key_created:type_name -> kassa.v1.APIKeyCreated
 	13, // 16: kassa.v1.StoreEvent.api_key_deleted:type_name -> kassa.v1.APIKeyDeleted
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	14, // 17: kassa.v1.StoreEvent.api_key_revealed:type_name -> kassa.v1.APIKeyRevealed
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_kassa_proto_init() }
@@ -1514,6 +1590,7 @@ func file_kassa_proto_init() {
 		(*StoreEvent_SettingsChanged)(nil),
 		(*StoreEvent_ApiKeyCreated)(nil),
 		(*StoreEvent_ApiKeyDeleted)(nil),
+		(*StoreEvent_ApiKeyRevealed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1521,7 +1598,7 @@ func file_kassa_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kassa_proto_rawDesc), len(file_kassa_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -61,6 +61,7 @@ type StoreCall struct {
 	//	*StoreCall_UpdateStore
 	//	*StoreCall_CreateApiKey
 	//	*StoreCall_DeleteApiKey
+	//	*StoreCall_RevealApiKey
 	Call          isStoreCall_Call `protobuf_oneof:"call"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -266,6 +267,15 @@ func (x *StoreCall) GetDeleteApiKey() *DeleteAPIKeyCall {
 	return nil
 }
 
+func (x *StoreCall) GetRevealApiKey() *RevealAPIKeyCall {
+	if x != nil {
+		if x, ok := x.Call.(*StoreCall_RevealApiKey); ok {
+			return x.RevealApiKey
+		}
+	}
+	return nil
+}
+
 type isStoreCall_Call interface {
 	isStoreCall_Call()
 }
@@ -330,6 +340,10 @@ type StoreCall_DeleteApiKey struct {
 	DeleteApiKey *DeleteAPIKeyCall `protobuf:"bytes,24,opt,name=delete_api_key,json=deleteApiKey,proto3,oneof"`
 }
 
+type StoreCall_RevealApiKey struct {
+	RevealApiKey *RevealAPIKeyCall `protobuf:"bytes,25,opt,name=reveal_api_key,json=revealApiKey,proto3,oneof"`
+}
+
 func (*StoreCall_CreateStore) isStoreCall_Call() {}
 
 func (*StoreCall_TopUp) isStoreCall_Call() {}
@@ -359,6 +373,8 @@ func (*StoreCall_UpdateStore) isStoreCall_Call() {}
 func (*StoreCall_CreateApiKey) isStoreCall_Call() {}
 
 func (*StoreCall_DeleteApiKey) isStoreCall_Call() {}
+
+func (*StoreCall_RevealApiKey) isStoreCall_Call() {}
 
 // StoreCallReply answers a StoreCall: when code is set, the call failed
 // with a service error (a kassa.Error: code, message and the fields at
@@ -1312,6 +1328,58 @@ func (x *DeleteAPIKeyCall) GetKeyId() string {
 	return ""
 }
 
+type RevealAPIKeyCall struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KeyId         string                 `protobuf:"bytes,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	By            string                 `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevealAPIKeyCall) Reset() {
+	*x = RevealAPIKeyCall{}
+	mi := &file_storecall_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevealAPIKeyCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevealAPIKeyCall) ProtoMessage() {}
+
+func (x *RevealAPIKeyCall) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevealAPIKeyCall.ProtoReflect.Descriptor instead.
+func (*RevealAPIKeyCall) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RevealAPIKeyCall) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *RevealAPIKeyCall) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
 type StoreDoc struct {
 	state                 protoimpl.MessageState `protogen:"open.v1"`
 	Id                    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1346,7 +1414,7 @@ type StoreDoc struct {
 
 func (x *StoreDoc) Reset() {
 	*x = StoreDoc{}
-	mi := &file_storecall_proto_msgTypes[18]
+	mi := &file_storecall_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1426,7 @@ func (x *StoreDoc) String() string {
 func (*StoreDoc) ProtoMessage() {}
 
 func (x *StoreDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[18]
+	mi := &file_storecall_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1439,7 @@ func (x *StoreDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreDoc.ProtoReflect.Descriptor instead.
 func (*StoreDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{18}
+	return file_storecall_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *StoreDoc) GetId() string {
@@ -1568,7 +1636,7 @@ type APIKeyDoc struct {
 
 func (x *APIKeyDoc) Reset() {
 	*x = APIKeyDoc{}
-	mi := &file_storecall_proto_msgTypes[19]
+	mi := &file_storecall_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1648,7 @@ func (x *APIKeyDoc) String() string {
 func (*APIKeyDoc) ProtoMessage() {}
 
 func (x *APIKeyDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[19]
+	mi := &file_storecall_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1661,7 @@ func (x *APIKeyDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyDoc.ProtoReflect.Descriptor instead.
 func (*APIKeyDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{19}
+	return file_storecall_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *APIKeyDoc) GetId() string {
@@ -1634,7 +1702,7 @@ type TopUpRefDoc struct {
 
 func (x *TopUpRefDoc) Reset() {
 	*x = TopUpRefDoc{}
-	mi := &file_storecall_proto_msgTypes[20]
+	mi := &file_storecall_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1646,7 +1714,7 @@ func (x *TopUpRefDoc) String() string {
 func (*TopUpRefDoc) ProtoMessage() {}
 
 func (x *TopUpRefDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[20]
+	mi := &file_storecall_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1659,7 +1727,7 @@ func (x *TopUpRefDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopUpRefDoc.ProtoReflect.Descriptor instead.
 func (*TopUpRefDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{20}
+	return file_storecall_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TopUpRefDoc) GetReference() string {
@@ -1694,7 +1762,7 @@ type StoreUpdateDoc struct {
 
 func (x *StoreUpdateDoc) Reset() {
 	*x = StoreUpdateDoc{}
-	mi := &file_storecall_proto_msgTypes[21]
+	mi := &file_storecall_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1774,7 @@ func (x *StoreUpdateDoc) String() string {
 func (*StoreUpdateDoc) ProtoMessage() {}
 
 func (x *StoreUpdateDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[21]
+	mi := &file_storecall_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1787,7 @@ func (x *StoreUpdateDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreUpdateDoc.ProtoReflect.Descriptor instead.
 func (*StoreUpdateDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{21}
+	return file_storecall_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StoreUpdateDoc) GetName() string {
@@ -1812,7 +1880,7 @@ type InvoiceRequestDoc struct {
 
 func (x *InvoiceRequestDoc) Reset() {
 	*x = InvoiceRequestDoc{}
-	mi := &file_storecall_proto_msgTypes[22]
+	mi := &file_storecall_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1824,7 +1892,7 @@ func (x *InvoiceRequestDoc) String() string {
 func (*InvoiceRequestDoc) ProtoMessage() {}
 
 func (x *InvoiceRequestDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[22]
+	mi := &file_storecall_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1837,7 +1905,7 @@ func (x *InvoiceRequestDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceRequestDoc.ProtoReflect.Descriptor instead.
 func (*InvoiceRequestDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{22}
+	return file_storecall_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InvoiceRequestDoc) GetAmount() string {
@@ -1947,7 +2015,7 @@ type PaymentDoc struct {
 
 func (x *PaymentDoc) Reset() {
 	*x = PaymentDoc{}
-	mi := &file_storecall_proto_msgTypes[23]
+	mi := &file_storecall_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2027,7 @@ func (x *PaymentDoc) String() string {
 func (*PaymentDoc) ProtoMessage() {}
 
 func (x *PaymentDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[23]
+	mi := &file_storecall_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2040,7 @@ func (x *PaymentDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentDoc.ProtoReflect.Descriptor instead.
 func (*PaymentDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{23}
+	return file_storecall_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PaymentDoc) GetId() string {
@@ -2125,7 +2193,7 @@ type InvoiceDoc struct {
 
 func (x *InvoiceDoc) Reset() {
 	*x = InvoiceDoc{}
-	mi := &file_storecall_proto_msgTypes[24]
+	mi := &file_storecall_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2137,7 +2205,7 @@ func (x *InvoiceDoc) String() string {
 func (*InvoiceDoc) ProtoMessage() {}
 
 func (x *InvoiceDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[24]
+	mi := &file_storecall_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2150,7 +2218,7 @@ func (x *InvoiceDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceDoc.ProtoReflect.Descriptor instead.
 func (*InvoiceDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{24}
+	return file_storecall_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *InvoiceDoc) GetId() string {
@@ -2431,7 +2499,7 @@ type PaymentRequestInputDoc struct {
 
 func (x *PaymentRequestInputDoc) Reset() {
 	*x = PaymentRequestInputDoc{}
-	mi := &file_storecall_proto_msgTypes[25]
+	mi := &file_storecall_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2511,7 @@ func (x *PaymentRequestInputDoc) String() string {
 func (*PaymentRequestInputDoc) ProtoMessage() {}
 
 func (x *PaymentRequestInputDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[25]
+	mi := &file_storecall_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2524,7 @@ func (x *PaymentRequestInputDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestInputDoc.ProtoReflect.Descriptor instead.
 func (*PaymentRequestInputDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{25}
+	return file_storecall_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PaymentRequestInputDoc) GetAmount() string {
@@ -2560,7 +2628,7 @@ type PaymentRequestDoc struct {
 
 func (x *PaymentRequestDoc) Reset() {
 	*x = PaymentRequestDoc{}
-	mi := &file_storecall_proto_msgTypes[26]
+	mi := &file_storecall_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2572,7 +2640,7 @@ func (x *PaymentRequestDoc) String() string {
 func (*PaymentRequestDoc) ProtoMessage() {}
 
 func (x *PaymentRequestDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[26]
+	mi := &file_storecall_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2585,7 +2653,7 @@ func (x *PaymentRequestDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestDoc.ProtoReflect.Descriptor instead.
 func (*PaymentRequestDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{26}
+	return file_storecall_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PaymentRequestDoc) GetId() string {
@@ -2714,7 +2782,7 @@ type WebhookInputDoc struct {
 
 func (x *WebhookInputDoc) Reset() {
 	*x = WebhookInputDoc{}
-	mi := &file_storecall_proto_msgTypes[27]
+	mi := &file_storecall_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2726,7 +2794,7 @@ func (x *WebhookInputDoc) String() string {
 func (*WebhookInputDoc) ProtoMessage() {}
 
 func (x *WebhookInputDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[27]
+	mi := &file_storecall_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2739,7 +2807,7 @@ func (x *WebhookInputDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookInputDoc.ProtoReflect.Descriptor instead.
 func (*WebhookInputDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{27}
+	return file_storecall_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WebhookInputDoc) GetUrl() string {
@@ -2801,7 +2869,7 @@ type WebhookDoc struct {
 
 func (x *WebhookDoc) Reset() {
 	*x = WebhookDoc{}
-	mi := &file_storecall_proto_msgTypes[28]
+	mi := &file_storecall_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2813,7 +2881,7 @@ func (x *WebhookDoc) String() string {
 func (*WebhookDoc) ProtoMessage() {}
 
 func (x *WebhookDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[28]
+	mi := &file_storecall_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2826,7 +2894,7 @@ func (x *WebhookDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDoc.ProtoReflect.Descriptor instead.
 func (*WebhookDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{28}
+	return file_storecall_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WebhookDoc) GetId() string {
@@ -2921,7 +2989,7 @@ type DeliveryDoc struct {
 
 func (x *DeliveryDoc) Reset() {
 	*x = DeliveryDoc{}
-	mi := &file_storecall_proto_msgTypes[29]
+	mi := &file_storecall_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2933,7 +3001,7 @@ func (x *DeliveryDoc) String() string {
 func (*DeliveryDoc) ProtoMessage() {}
 
 func (x *DeliveryDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[29]
+	mi := &file_storecall_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2946,7 +3014,7 @@ func (x *DeliveryDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryDoc.ProtoReflect.Descriptor instead.
 func (*DeliveryDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{29}
+	return file_storecall_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeliveryDoc) GetId() string {
@@ -3120,7 +3188,7 @@ type TransactionDoc struct {
 
 func (x *TransactionDoc) Reset() {
 	*x = TransactionDoc{}
-	mi := &file_storecall_proto_msgTypes[30]
+	mi := &file_storecall_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3132,7 +3200,7 @@ func (x *TransactionDoc) String() string {
 func (*TransactionDoc) ProtoMessage() {}
 
 func (x *TransactionDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[30]
+	mi := &file_storecall_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3145,7 +3213,7 @@ func (x *TransactionDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransactionDoc.ProtoReflect.Descriptor instead.
 func (*TransactionDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{30}
+	return file_storecall_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TransactionDoc) GetId() int64 {
@@ -3264,7 +3332,7 @@ var File_storecall_proto protoreflect.FileDescriptor
 
 const file_storecall_proto_rawDesc = "" +
 	"\n" +
-	"\x0fstorecall.proto\x12\bkassa.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\vkassa.proto\"\x8a\n" +
+	"\x0fstorecall.proto\x12\bkassa.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\vkassa.proto\"\xce\n" +
 	"\n" +
 	"\tStoreCall\x12\x19\n" +
 	"\bstore_id\x18\x01 \x01(\tR\astoreId\x12\x1d\n" +
@@ -3287,7 +3355,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\tredeliver\x18\x15 \x01(\v2\x17.kassa.v1.RedeliverCallH\x00R\tredeliver\x12>\n" +
 	"\fupdate_store\x18\x16 \x01(\v2\x19.kassa.v1.UpdateStoreCallH\x00R\vupdateStore\x12B\n" +
 	"\x0ecreate_api_key\x18\x17 \x01(\v2\x1a.kassa.v1.CreateAPIKeyCallH\x00R\fcreateApiKey\x12B\n" +
-	"\x0edelete_api_key\x18\x18 \x01(\v2\x1a.kassa.v1.DeleteAPIKeyCallH\x00R\fdeleteApiKey\x1a8\n" +
+	"\x0edelete_api_key\x18\x18 \x01(\v2\x1a.kassa.v1.DeleteAPIKeyCallH\x00R\fdeleteApiKey\x12B\n" +
+	"\x0ereveal_api_key\x18\x19 \x01(\v2\x1a.kassa.v1.RevealAPIKeyCallH\x00R\frevealApiKey\x1a8\n" +
 	"\n" +
 	"TraceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -3350,7 +3419,10 @@ const file_storecall_proto_rawDesc = "" +
 	"\x10CreateAPIKeyCall\x12\x14\n" +
 	"\x05label\x18\x01 \x01(\tR\x05label\")\n" +
 	"\x10DeleteAPIKeyCall\x12\x15\n" +
-	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"\xf1\b\n" +
+	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"9\n" +
+	"\x10RevealAPIKeyCall\x12\x15\n" +
+	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"\xf1\b\n" +
 	"\bStoreDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
@@ -3616,7 +3688,7 @@ func file_storecall_proto_rawDescGZIP() []byte {
 	return file_storecall_proto_rawDescData
 }
 
-var file_storecall_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_storecall_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_storecall_proto_goTypes = []any{
 	(*StoreCall)(nil),                 // 0: kassa.v1.StoreCall
 	(*StoreCallReply)(nil),            // 1: kassa.v1.StoreCallReply
@@ -3636,26 +3708,27 @@ var file_storecall_proto_goTypes = []any{
 	(*UpdateStoreCall)(nil),           // 15: kassa.v1.UpdateStoreCall
 	(*CreateAPIKeyCall)(nil),          // 16: kassa.v1.CreateAPIKeyCall
 	(*DeleteAPIKeyCall)(nil),          // 17: kassa.v1.DeleteAPIKeyCall
-	(*StoreDoc)(nil),                  // 18: kassa.v1.StoreDoc
-	(*APIKeyDoc)(nil),                 // 19: kassa.v1.APIKeyDoc
-	(*TopUpRefDoc)(nil),               // 20: kassa.v1.TopUpRefDoc
-	(*StoreUpdateDoc)(nil),            // 21: kassa.v1.StoreUpdateDoc
-	(*InvoiceRequestDoc)(nil),         // 22: kassa.v1.InvoiceRequestDoc
-	(*PaymentDoc)(nil),                // 23: kassa.v1.PaymentDoc
-	(*InvoiceDoc)(nil),                // 24: kassa.v1.InvoiceDoc
-	(*PaymentRequestInputDoc)(nil),    // 25: kassa.v1.PaymentRequestInputDoc
-	(*PaymentRequestDoc)(nil),         // 26: kassa.v1.PaymentRequestDoc
-	(*WebhookInputDoc)(nil),           // 27: kassa.v1.WebhookInputDoc
-	(*WebhookDoc)(nil),                // 28: kassa.v1.WebhookDoc
-	(*DeliveryDoc)(nil),               // 29: kassa.v1.DeliveryDoc
-	(*TransactionDoc)(nil),            // 30: kassa.v1.TransactionDoc
-	nil,                               // 31: kassa.v1.StoreCall.TraceEntry
-	nil,                               // 32: kassa.v1.DeliveryDoc.HeadersEntry
-	(*InvoiceEvent)(nil),              // 33: kassa.v1.InvoiceEvent
-	(*timestamppb.Timestamp)(nil),     // 34: google.protobuf.Timestamp
+	(*RevealAPIKeyCall)(nil),          // 18: kassa.v1.RevealAPIKeyCall
+	(*StoreDoc)(nil),                  // 19: kassa.v1.StoreDoc
+	(*APIKeyDoc)(nil),                 // 20: kassa.v1.APIKeyDoc
+	(*TopUpRefDoc)(nil),               // 21: kassa.v1.TopUpRefDoc
+	(*StoreUpdateDoc)(nil),            // 22: kassa.v1.StoreUpdateDoc
+	(*InvoiceRequestDoc)(nil),         // 23: kassa.v1.InvoiceRequestDoc
+	(*PaymentDoc)(nil),                // 24: kassa.v1.PaymentDoc
+	(*InvoiceDoc)(nil),                // 25: kassa.v1.InvoiceDoc
+	(*PaymentRequestInputDoc)(nil),    // 26: kassa.v1.PaymentRequestInputDoc
+	(*PaymentRequestDoc)(nil),         // 27: kassa.v1.PaymentRequestDoc
+	(*WebhookInputDoc)(nil),           // 28: kassa.v1.WebhookInputDoc
+	(*WebhookDoc)(nil),                // 29: kassa.v1.WebhookDoc
+	(*DeliveryDoc)(nil),               // 30: kassa.v1.DeliveryDoc
+	(*TransactionDoc)(nil),            // 31: kassa.v1.TransactionDoc
+	nil,                               // 32: kassa.v1.StoreCall.TraceEntry
+	nil,                               // 33: kassa.v1.DeliveryDoc.HeadersEntry
+	(*InvoiceEvent)(nil),              // 34: kassa.v1.InvoiceEvent
+	(*timestamppb.Timestamp)(nil),     // 35: google.protobuf.Timestamp
 }
 var file_storecall_proto_depIdxs = []int32{
-	31, // 0: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
+	32, // 0: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
 	3,  // 1: kassa.v1.StoreCall.create_store:type_name -> kassa.v1.CreateStoreCall
 	4,  // 2: kassa.v1.StoreCall.top_up:type_name -> kassa.v1.TopUpCall
 	5,  // 3: kassa.v1.StoreCall.create_invoice:type_name -> kassa.v1.CreateInvoiceCall
@@ -3671,49 +3744,50 @@ var file_storecall_proto_depIdxs = []int32{
 	15, // 13: kassa.v1.StoreCall.update_store:type_name -> kassa.v1.UpdateStoreCall
 	16, // 14: kassa.v1.StoreCall.create_api_key:type_name -> kassa.v1.CreateAPIKeyCall
 	17, // 15: kassa.v1.StoreCall.delete_api_key:type_name -> kassa.v1.DeleteAPIKeyCall
-	2,  // 16: kassa.v1.StoreCallReply.fields:type_name -> kassa.v1.FieldErrorDoc
-	18, // 17: kassa.v1.StoreCallReply.store:type_name -> kassa.v1.StoreDoc
-	30, // 18: kassa.v1.StoreCallReply.transaction:type_name -> kassa.v1.TransactionDoc
-	24, // 19: kassa.v1.StoreCallReply.invoice:type_name -> kassa.v1.InvoiceDoc
-	26, // 20: kassa.v1.StoreCallReply.payment_request:type_name -> kassa.v1.PaymentRequestDoc
-	28, // 21: kassa.v1.StoreCallReply.webhook:type_name -> kassa.v1.WebhookDoc
-	19, // 22: kassa.v1.StoreCallReply.api_key:type_name -> kassa.v1.APIKeyDoc
-	29, // 23: kassa.v1.StoreCallReply.delivery:type_name -> kassa.v1.DeliveryDoc
-	18, // 24: kassa.v1.CreateStoreCall.store:type_name -> kassa.v1.StoreDoc
-	22, // 25: kassa.v1.CreateInvoiceCall.invoice:type_name -> kassa.v1.InvoiceRequestDoc
-	33, // 26: kassa.v1.InvoiceCommandCall.event:type_name -> kassa.v1.InvoiceEvent
-	25, // 27: kassa.v1.CreatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
-	25, // 28: kassa.v1.UpdatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
-	27, // 29: kassa.v1.CreateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
-	27, // 30: kassa.v1.UpdateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
-	21, // 31: kassa.v1.UpdateStoreCall.update:type_name -> kassa.v1.StoreUpdateDoc
-	19, // 32: kassa.v1.StoreDoc.api_keys:type_name -> kassa.v1.APIKeyDoc
-	34, // 33: kassa.v1.StoreDoc.created_at:type_name -> google.protobuf.Timestamp
-	20, // 34: kassa.v1.StoreDoc.top_up_refs:type_name -> kassa.v1.TopUpRefDoc
-	34, // 35: kassa.v1.APIKeyDoc.created_at:type_name -> google.protobuf.Timestamp
-	34, // 36: kassa.v1.PaymentDoc.received_at:type_name -> google.protobuf.Timestamp
-	23, // 37: kassa.v1.InvoiceDoc.payments:type_name -> kassa.v1.PaymentDoc
-	34, // 38: kassa.v1.InvoiceDoc.created_at:type_name -> google.protobuf.Timestamp
-	34, // 39: kassa.v1.InvoiceDoc.updated_at:type_name -> google.protobuf.Timestamp
-	34, // 40: kassa.v1.InvoiceDoc.expires_at:type_name -> google.protobuf.Timestamp
-	34, // 41: kassa.v1.InvoiceDoc.monitor_until:type_name -> google.protobuf.Timestamp
-	34, // 42: kassa.v1.InvoiceDoc.settled_at:type_name -> google.protobuf.Timestamp
-	34, // 43: kassa.v1.PaymentRequestInputDoc.expiry_date:type_name -> google.protobuf.Timestamp
-	34, // 44: kassa.v1.PaymentRequestDoc.expiry_date:type_name -> google.protobuf.Timestamp
-	34, // 45: kassa.v1.PaymentRequestDoc.created_at:type_name -> google.protobuf.Timestamp
-	34, // 46: kassa.v1.PaymentRequestDoc.updated_at:type_name -> google.protobuf.Timestamp
-	34, // 47: kassa.v1.WebhookDoc.created_at:type_name -> google.protobuf.Timestamp
-	34, // 48: kassa.v1.WebhookDoc.updated_at:type_name -> google.protobuf.Timestamp
-	32, // 49: kassa.v1.DeliveryDoc.headers:type_name -> kassa.v1.DeliveryDoc.HeadersEntry
-	34, // 50: kassa.v1.DeliveryDoc.not_before:type_name -> google.protobuf.Timestamp
-	34, // 51: kassa.v1.DeliveryDoc.created_at:type_name -> google.protobuf.Timestamp
-	34, // 52: kassa.v1.DeliveryDoc.sent_at:type_name -> google.protobuf.Timestamp
-	34, // 53: kassa.v1.TransactionDoc.created_at:type_name -> google.protobuf.Timestamp
-	54, // [54:54] is the sub-list for method output_type
-	54, // [54:54] is the sub-list for method input_type
-	54, // [54:54] is the sub-list for extension type_name
-	54, // [54:54] is the sub-list for extension extendee
-	0,  // [0:54] is the sub-list for field type_name
+	18, // 16: kassa.v1.StoreCall.reveal_api_key:type_name -> kassa.v1.RevealAPIKeyCall
+	2,  // 17: kassa.v1.StoreCallReply.fields:type_name -> kassa.v1.FieldErrorDoc
+	19, // 18: kassa.v1.StoreCallReply.store:type_name -> kassa.v1.StoreDoc
+	31, // 19: kassa.v1.StoreCallReply.transaction:type_name -> kassa.v1.TransactionDoc
+	25, // 20: kassa.v1.StoreCallReply.invoice:type_name -> kassa.v1.InvoiceDoc
+	27, // 21: kassa.v1.StoreCallReply.payment_request:type_name -> kassa.v1.PaymentRequestDoc
+	29, // 22: kassa.v1.StoreCallReply.webhook:type_name -> kassa.v1.WebhookDoc
+	20, // 23: kassa.v1.StoreCallReply.api_key:type_name -> kassa.v1.APIKeyDoc
+	30, // 24: kassa.v1.StoreCallReply.delivery:type_name -> kassa.v1.DeliveryDoc
+	19, // 25: kassa.v1.CreateStoreCall.store:type_name -> kassa.v1.StoreDoc
+	23, // 26: kassa.v1.CreateInvoiceCall.invoice:type_name -> kassa.v1.InvoiceRequestDoc
+	34, // 27: kassa.v1.InvoiceCommandCall.event:type_name -> kassa.v1.InvoiceEvent
+	26, // 28: kassa.v1.CreatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
+	26, // 29: kassa.v1.UpdatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
+	28, // 30: kassa.v1.CreateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
+	28, // 31: kassa.v1.UpdateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
+	22, // 32: kassa.v1.UpdateStoreCall.update:type_name -> kassa.v1.StoreUpdateDoc
+	20, // 33: kassa.v1.StoreDoc.api_keys:type_name -> kassa.v1.APIKeyDoc
+	35, // 34: kassa.v1.StoreDoc.created_at:type_name -> google.protobuf.Timestamp
+	21, // 35: kassa.v1.StoreDoc.top_up_refs:type_name -> kassa.v1.TopUpRefDoc
+	35, // 36: kassa.v1.APIKeyDoc.created_at:type_name -> google.protobuf.Timestamp
+	35, // 37: kassa.v1.PaymentDoc.received_at:type_name -> google.protobuf.Timestamp
+	24, // 38: kassa.v1.InvoiceDoc.payments:type_name -> kassa.v1.PaymentDoc
+	35, // 39: kassa.v1.InvoiceDoc.created_at:type_name -> google.protobuf.Timestamp
+	35, // 40: kassa.v1.InvoiceDoc.updated_at:type_name -> google.protobuf.Timestamp
+	35, // 41: kassa.v1.InvoiceDoc.expires_at:type_name -> google.protobuf.Timestamp
+	35, // 42: kassa.v1.InvoiceDoc.monitor_until:type_name -> google.protobuf.Timestamp
+	35, // 43: kassa.v1.InvoiceDoc.settled_at:type_name -> google.protobuf.Timestamp
+	35, // 44: kassa.v1.PaymentRequestInputDoc.expiry_date:type_name -> google.protobuf.Timestamp
+	35, // 45: kassa.v1.PaymentRequestDoc.expiry_date:type_name -> google.protobuf.Timestamp
+	35, // 46: kassa.v1.PaymentRequestDoc.created_at:type_name -> google.protobuf.Timestamp
+	35, // 47: kassa.v1.PaymentRequestDoc.updated_at:type_name -> google.protobuf.Timestamp
+	35, // 48: kassa.v1.WebhookDoc.created_at:type_name -> google.protobuf.Timestamp
+	35, // 49: kassa.v1.WebhookDoc.updated_at:type_name -> google.protobuf.Timestamp
+	33, // 50: kassa.v1.DeliveryDoc.headers:type_name -> kassa.v1.DeliveryDoc.HeadersEntry
+	35, // 51: kassa.v1.DeliveryDoc.not_before:type_name -> google.protobuf.Timestamp
+	35, // 52: kassa.v1.DeliveryDoc.created_at:type_name -> google.protobuf.Timestamp
+	35, // 53: kassa.v1.DeliveryDoc.sent_at:type_name -> google.protobuf.Timestamp
+	35, // 54: kassa.v1.TransactionDoc.created_at:type_name -> google.protobuf.Timestamp
+	55, // [55:55] is the sub-list for method output_type
+	55, // [55:55] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_storecall_proto_init() }
@@ -3738,6 +3812,7 @@ func file_storecall_proto_init() {
 		(*StoreCall_UpdateStore)(nil),
 		(*StoreCall_CreateApiKey)(nil),
 		(*StoreCall_DeleteApiKey)(nil),
+		(*StoreCall_RevealApiKey)(nil),
 	}
 	file_storecall_proto_msgTypes[1].OneofWrappers = []any{
 		(*StoreCallReply_Store)(nil),
@@ -3748,16 +3823,16 @@ func file_storecall_proto_init() {
 		(*StoreCallReply_ApiKey)(nil),
 		(*StoreCallReply_Delivery)(nil),
 	}
-	file_storecall_proto_msgTypes[18].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[24].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[27].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[19].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[25].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_storecall_proto_rawDesc), len(file_storecall_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -67,6 +67,9 @@ type Config struct {
 	// DashboardSignup and DashboardPercentFee: see dashboardFlags.
 	DashboardSignup     string
 	DashboardPercentFee string
+	// DashboardLimits bound each dashboard account's stores, writes and
+	// searches (see dashboardFlags); 0 turns one off.
+	DashboardLimits dashboard.Limits
 	// Cluster is the etcd of a cluster (etcd://HOST:PORT) and NodeListen
 	// the address other nodes reach this one at; empty: one node.
 	Cluster    string
@@ -104,6 +107,7 @@ func DefaultConfig() Config {
 		TraceSampleRatio:    -1,
 		DashboardSignup:     dashboard.SignupInvite, // open with --dev (devDefaults)
 		DashboardPercentFee: "1",
+		DashboardLimits:     dashboard.DefaultLimits(),
 
 		PageRateLimit:    kassahttp.DefaultPublicLimits().PageRate,
 		PayRateLimit:     kassahttp.DefaultPublicLimits().PayRate * 60,

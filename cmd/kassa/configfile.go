@@ -411,6 +411,7 @@ func (c *Config) validate(src configSources) []error {
 	if c.ClientIPHeader != "" && !headerName.MatchString(c.ClientIPHeader) {
 		bad("client-ip-header", "%q is not a header name", c.ClientIPHeader)
 	}
+	c.checkDashboardLimits(bad)
 	switch c.DashboardSignup {
 	case dashboard.SignupInvite, dashboard.SignupOpen:
 	default:

@@ -16,6 +16,47 @@ func (c *Config) dashboardFlags(fs *flag.FlagSet) {
 		"who may create a dashboard account: invite (an operator's invitation; make the first operator with `kassa user create --admin`) or open (anyone; logged as a warning at start). Default invite, open with --dev")
 	fs.StringVar(&c.DashboardPercentFee, "dashboard-percent-fee", c.DashboardPercentFee,
 		"service fee in percent of stores created in the dashboard")
+	l := &c.DashboardLimits
+	fs.IntVar(&l.StoresPerAccount, "dashboard-stores-per-account", l.StoresPerAccount, "most stores one dashboard account may create (0: no cap)")
+	fs.IntVar(&l.WritesPerMinute, "dashboard-write-rate", l.WritesPerMinute, "dashboard forms one account may post per minute (0: off)")
+	fs.IntVar(&l.WriteBurst, "dashboard-write-burst", l.WriteBurst, "burst of the dashboard write rate")
+	fs.IntVar(&l.SearchesPerMinute, "dashboard-search-rate", l.SearchesPerMinute, "dashboard searches (filtered invoice lists, CSV exports) one account may run per minute (0: off)")
+	fs.IntVar(&l.SearchBurst, "dashboard-search-burst", l.SearchBurst, "burst of the dashboard search rate")
+}
+
+// checkDashboardLimits reports the dashboard limits that are out of
+// range to bad (Config.validate).
+func (c *Config) checkDashboardLimits(bad func(key, format string, args ...any)) {
+	l := c.DashboardLimits
+	for _, v := range []struct {
+		key   string
+		value int
+	}{
+		{"dashboard-stores-per-account", l.StoresPerAccount}, {"dashboard-write-rate", l.WritesPerMinute},
+		{"dashboard-search-rate", l.SearchesPerMinute},
+	} {
+		if v.value < 0 {
+			bad(v.key, "must be 0 (off) or positive")
+		}
+	}
+	if l.WritesPerMinute > 0 && l.WriteBurst < 1 {
+		bad("dashboard-write-burst", "must be at least 1 while dashboard-write-rate is on")
+	}
+	if l.SearchesPerMinute > 0 && l.SearchBurst < 1 {
+		bad("dashboard-search-burst", "must be at least 1 while dashboard-search-rate is on")
+	}
+}
+
+// dashboardLimits are the flags' limits for dashboard.Deps, where 0
+// means the default and a negative value off.
+func (c Config) dashboardLimits() dashboard.Limits {
+	l := c.DashboardLimits
+	for _, v := range []*int{&l.StoresPerAccount, &l.WritesPerMinute, &l.SearchesPerMinute} {
+		if *v == 0 {
+			*v = -1
+		}
+	}
+	return l
 }
 
 // topUpEvery is how often the dashboard credits paid top-ups.
@@ -42,6 +83,7 @@ func (m *Main) newDashboard(d kassahttp.Deps) (*dashboard.Dashboard, error) {
 		Reader: d.Reader, Services: m.sys, KV: d.KV, Simulator: d.Simulator, Clock: d.Clock, Logger: d.Logger,
 		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, SignupOperator: c.Dev, PercentFee: fee,
 		ClientIPHeader: d.ClientIPHeader, Dev: c.Dev, Operator: d.Operator, Currencies: d.Rates.Currencies(),
+		Limits: c.dashboardLimits(),
 	}), nil
 }
 

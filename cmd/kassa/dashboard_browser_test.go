@@ -94,7 +94,11 @@ func TestBrowserDashboard(t *testing.T) {
 	visit("keys", base+"/keys")
 	b.do("label the key", chromedp.SendKeys(chromedp.CSS("#label"), "shop plugin"))
 	submit("create the key", `main form button[type=submit]`)
-	key := b.text(`tr[data-label="shop plugin"] code.apikey`)
+	// The list shows it masked; the password shows it in full.
+	b.do("open the key's reveal", chromedp.Click(chromedp.CSS(`tr[data-label="shop plugin"] details.reveal summary`)),
+		chromedp.SendKeys(chromedp.CSS(`tr[data-label="shop plugin"] details.reveal input[name=password]`), "correct horse battery"))
+	submit("show the key", `tr[data-label="shop plugin"] details.reveal button[type=submit]`)
+	key := b.text(`#revealed-key`)
 	if code, body, _ := s.do("GET", "/api/v1/stores/"+storeID, key, nil); code != 200 {
 		t.Fatalf("API with the dashboard's key: %d %s", code, body)
 	}

@@ -42,7 +42,10 @@ func TestBrowserDashboardPhone(t *testing.T) {
 	open(base + "/keys")
 	b.do("label the key", chromedp.SendKeys(chromedp.CSS("#label"), "plugin"))
 	submit("create the key", `main form button[type=submit]`)
-	key := b.text(`tr[data-label="plugin"] code.apikey`)
+	b.do("open the key's reveal", chromedp.Click(chromedp.CSS(`tr[data-label="plugin"] details.reveal summary`)),
+		chromedp.SendKeys(chromedp.CSS(`tr[data-label="plugin"] details.reveal input[name=password]`), "correct horse battery"))
+	submit("show the key", `tr[data-label="plugin"] details.reveal button[type=submit]`)
+	key := b.text(`#revealed-key`)
 
 	// Settled invoices with big amounts fill the tables.
 	var invID string

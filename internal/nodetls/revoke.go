@@ -87,13 +87,6 @@ func (r *Revocations) Set(serials []string) int {
 	return len(closing)
 }
 
-// Revoked says whether serial (SerialKey spelling) is on the list.
-func (r *Revocations) Revoked(serial string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.revoked[serial]
-}
-
 var errRevoked = errors.New("nodetls: the peer's node certificate is revoked")
 
 // check refuses a handshake whose peer presented a revoked certificate,

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -201,6 +202,9 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSet
 	if err != nil {
 		client.Close()
 		return fmt.Errorf("--cluster: etcd at %s does not answer: %w", strings.Join(s.endpoints, ","), err)
+	}
+	if s.etcdTLS == nil && !slices.ContainsFunc(s.endpoints, func(ep string) bool { h, _, _ := net.SplitHostPort(ep); return loopbackHost(h) }) {
+		log.Warn("etcd is reached without TLS (no ca= in --cluster): whoever reaches it can change the member list and the revoked certificates")
 	}
 	if s.revoked != nil {
 		// A client of its own: the membership's is closed when the

@@ -203,7 +203,7 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSet
 		client.Close()
 		return fmt.Errorf("--cluster: etcd at %s does not answer: %w", strings.Join(s.endpoints, ","), err)
 	}
-	if s.etcdTLS == nil && !slices.ContainsFunc(s.endpoints, func(ep string) bool { h, _, _ := net.SplitHostPort(ep); return loopbackHost(h) }) {
+	if s.etcdTLS == nil && slices.ContainsFunc(s.endpoints, func(ep string) bool { h, _, _ := net.SplitHostPort(ep); return !loopbackHost(h) }) {
 		log.Warn("etcd is reached without TLS (no ca= in --cluster): whoever reaches it can change the member list and the revoked certificates")
 	}
 	if s.revoked != nil {

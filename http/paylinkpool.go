@@ -139,9 +139,14 @@ type payLinkTicket struct {
 	Session, Link, Invoice string
 }
 
-// newCookieKey returns a fresh key for the pay-link cookie's signature.
-func newCookieKey() []byte {
-	key := make([]byte, 32)
+// minTicketKey is the shortest Deps.TicketKey taken.
+const minTicketKey = 32
+
+// NewTicketKey returns a fresh key for the pay-link ticket's signature
+// (Deps.TicketKey). A cluster makes it once and keeps it in its shared
+// store (cmd/kassa), so that every node signs and checks with it.
+func NewTicketKey() []byte {
+	key := make([]byte, minTicketKey)
 	_, _ = rand.Read(key)
 	return key
 }

@@ -85,6 +85,11 @@ type Deps struct {
 	// last hand-overs (GET /admin/v1/stores/{storeId}); nil on a single
 	// node.
 	StoreOwner func(storeID string) any
+	// TicketKey signs the pay-link tickets (paylinkpool.go): the nodes
+	// of a cluster share it, so that a ticket one node issued holds on
+	// every other. Nil or shorter than 32 bytes: a key of this handler's
+	// own, good until it stops.
+	TicketKey []byte
 	// HealthTTL is how long a backend's reading serves the health check
 	// (zero: 5 s); the backends are read in the background.
 	HealthTTL time.Duration
@@ -127,7 +132,10 @@ func NewHandler(d Deps) http.Handler {
 		s.PublicLimits = DefaultPublicLimits()
 	}
 	s.public = newPublicLimiters(s.PublicLimits, s.Clock)
-	s.cookieKey = newCookieKey()
+	s.cookieKey = d.TicketKey
+	if len(s.cookieKey) < minTicketKey {
+		s.cookieKey = NewTicketKey()
+	}
 	ttl := d.HealthTTL
 	if ttl <= 0 {
 		ttl = healthTTL

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kassapay/kassa/actors"
+	kassahttp "github.com/kassapay/kassa/http"
 	"github.com/kassapay/kassa/internal/etcdmember"
 	"github.com/kassapay/kassa/internal/nodetls"
 )
@@ -29,10 +32,17 @@ const clusterLease = 3 * time.Second
 // flags say.
 type clusterSettings struct {
 	endpoints []string // etcd client addresses, host:port
-	host      string
-	port      int
+	// etcdTLS is the TLS of the connections to etcd (ca=, cert=, key=
+	// in --cluster); nil: plaintext.
+	etcdTLS *tls.Config
+	host    string
+	port    int
 	// tls is the node port's mutual TLS; nil with --node-insecure.
 	tls *nodetls.Config
+	// revoked is the cluster's list of revoked node certificates that
+	// tls checks (followRevocations keeps it up to date); nil with
+	// --node-insecure.
+	revoked *nodetls.Revocations
 }
 
 // parseCluster checks the cluster flags of c: --cluster 'etcd://HOST:PORT'
@@ -55,17 +65,11 @@ func parseCluster(c Config) (*clusterSettings, error) {
 	if !strings.HasPrefix(store, "postgres://") && !strings.HasPrefix(store, "postgresql://") {
 		return nil, fmt.Errorf("--cluster needs --store 'postgres://…': the nodes of a cluster share one PostgreSQL store (the default Pebble store belongs to one node)")
 	}
-	u, err := url.Parse(cluster)
-	if err != nil || u.Scheme != "etcd" || u.Host == "" || u.Path != "" && u.Path != "/" || u.User != nil {
-		return nil, fmt.Errorf("--cluster %q: use etcd://HOST:PORT (etcd members separated by commas)", cluster)
+	endpoints, etcdTLS, err := parseEtcdURL("--cluster", cluster)
+	if err != nil {
+		return nil, err
 	}
-	s := &clusterSettings{}
-	for _, ep := range strings.Split(u.Host, ",") {
-		if _, _, err := net.SplitHostPort(ep); err != nil {
-			return nil, fmt.Errorf("--cluster %q: etcd member %q is not HOST:PORT", cluster, ep)
-		}
-		s.endpoints = append(s.endpoints, ep)
-	}
+	s := &clusterSettings{endpoints: endpoints, etcdTLS: etcdTLS}
 	if nodeListen == "" {
 		return nil, fmt.Errorf("--cluster needs --node-listen HOST:PORT: the address other nodes reach this one at")
 	}
@@ -79,6 +83,54 @@ func parseCluster(c Config) (*clusterSettings, error) {
 	}
 	s.host, s.port = host, port
 	return s, parseNodeTLS(c, s)
+}
+
+// parseEtcdURL reads etcd://HOST:PORT[,HOST:PORT...][?ca=FILE[&cert=FILE&key=FILE]]
+// (flag names the flag it came from, for the errors): the etcd members
+// and, with ca=, the TLS of the connections to them. ca= is the CA that
+// signed etcd's server certificates (etcd's --trusted-ca-file when it is
+// the cluster CA of kassa cluster certs); cert= and key= are the client
+// certificate an etcd with --client-cert-auth requires (a node's own
+// node certificate will do). Once ca= is given the client speaks TLS
+// only: there is no fall-back to plaintext.
+func parseEtcdURL(flag, cluster string) ([]string, *tls.Config, error) {
+	u, err := url.Parse(cluster)
+	if err != nil || u.Scheme != "etcd" || u.Host == "" || u.Path != "" && u.Path != "/" || u.User != nil || u.Fragment != "" {
+		return nil, nil, fmt.Errorf("%s %q: use etcd://HOST:PORT (etcd members separated by commas; ?ca=FILE&cert=FILE&key=FILE for TLS)", flag, cluster)
+	}
+	var endpoints []string
+	for _, ep := range strings.Split(u.Host, ",") {
+		if _, _, err := net.SplitHostPort(ep); err != nil {
+			return nil, nil, fmt.Errorf("%s %q: etcd member %q is not HOST:PORT", flag, cluster, ep)
+		}
+		endpoints = append(endpoints, ep)
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s %q: %w", flag, cluster, err)
+	}
+	for k, v := range q {
+		if k != "ca" && k != "cert" && k != "key" {
+			return nil, nil, fmt.Errorf("%s %q: unknown parameter %q (etcd's TLS takes ca=, cert= and key=)", flag, cluster, k)
+		}
+		if len(v) != 1 || v[0] == "" {
+			return nil, nil, fmt.Errorf("%s %q: give %s= once, with a file", flag, cluster, k)
+		}
+	}
+	ca, cert, key := q.Get("ca"), q.Get("cert"), q.Get("key")
+	switch {
+	case ca == "" && cert == "" && key == "":
+		return endpoints, nil, nil
+	case ca == "":
+		return nil, nil, fmt.Errorf("%s %q: cert= and key= need ca=FILE, the CA of etcd's server certificates", flag, cluster)
+	case (cert == "") != (key == ""):
+		return nil, nil, fmt.Errorf("%s %q: give cert= and key= together (etcd's --client-cert-auth), or neither", flag, cluster)
+	}
+	cfg, err := nodetls.LoadClient(nodetls.Files{CA: ca, Cert: cert, Key: key})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: etcd TLS: %w", flag, err)
+	}
+	return endpoints, cfg, nil
 }
 
 // parseNodeTLS loads the node port's mutual TLS into s, or checks that
@@ -109,6 +161,8 @@ func parseNodeTLS(c Config, s *clusterSettings) error {
 	if err := cfg.CheckHost(s.host); err != nil {
 		return fmt.Errorf("--node-tls-cert %s: %w", c.NodeTLSCert, err)
 	}
+	s.revoked = nodetls.NewRevocations()
+	s.revoked.Guard(cfg)
 	s.tls = cfg
 	return nil
 }
@@ -132,7 +186,7 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSet
 	// node that joins again closes the old client, which ends whatever
 	// the old provider still renews or watches.
 	newMembership := func() (*clientv3.Client, actors.Provider, error) {
-		client, err := newEtcdClient(s.endpoints)
+		client, err := newEtcdClient(s.endpoints, s.etcdTLS)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--cluster: etcd client: %w", err)
 		}
@@ -148,6 +202,23 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSet
 	if err != nil {
 		client.Close()
 		return fmt.Errorf("--cluster: etcd at %s does not answer: %w", strings.Join(s.endpoints, ","), err)
+	}
+	if s.etcdTLS == nil && slices.ContainsFunc(s.endpoints, func(ep string) bool { h, _, _ := net.SplitHostPort(ep); return !loopbackHost(h) }) {
+		log.Warn("etcd is reached without TLS (no ca= in --cluster): whoever reaches it can change the member list and the revoked certificates")
+	}
+	if s.revoked != nil {
+		// A client of its own: the membership's is closed when the
+		// node joins again.
+		rc, err := newEtcdClient(s.endpoints, s.etcdTLS)
+		if err != nil {
+			client.Close()
+			return fmt.Errorf("--cluster: etcd client: %w", err)
+		}
+		if err := followRevocations(ctx, runCtx, rc, s.revoked, log); err != nil {
+			rc.Close()
+			client.Close()
+			return err
+		}
 	}
 	cc := actors.ClusterConfig{Name: "kassa", Provider: provider, Host: s.host, Port: s.port, Insecure: s.tls == nil, Fence: fence}
 	if s.tls != nil {
@@ -165,9 +236,12 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSet
 }
 
 // newEtcdClient is a node's etcd client (etcdmember.ClientConfig: it
-// reaches an etcd back from an outage soon enough to renew the lease).
-func newEtcdClient(endpoints []string) (*clientv3.Client, error) {
-	return clientv3.New(etcdmember.ClientConfig(endpoints, clusterLease))
+// reaches an etcd back from an outage soon enough to renew the lease),
+// over TLS when tlsCfg is set.
+func newEtcdClient(endpoints []string, tlsCfg *tls.Config) (*clientv3.Client, error) {
+	cfg := etcdmember.ClientConfig(endpoints, clusterLease)
+	cfg.TLS = tlsCfg
+	return clientv3.New(cfg)
 }
 
 // etcdBase is where the cluster's membership lives in etcd.
@@ -306,6 +380,22 @@ func watchMembership(ctx context.Context, client *clientv3.Client, key string) <
 	return expelled
 }
 
+// ticketKey is the key of the pay-link tickets (kassahttp.Deps.TicketKey),
+// made once and kept in the store: the nodes of a cluster share the
+// PostgreSQL store, so a ticket one node issued holds on every other
+// behind the same load balancer, and on any node after a restart. The
+// first node to store it wins (LoadOrStore); the others take its key.
+func ticketKey(ctx context.Context, db storage) ([]byte, error) {
+	key, err := db.State("http").LoadOrStore(ctx, "paylink-ticket-key", kassahttp.NewTicketKey())
+	if err != nil {
+		return nil, fmt.Errorf("the pay-link ticket key: %w", err)
+	}
+	if len(key) < 32 {
+		return nil, fmt.Errorf("the pay-link ticket key in the store is %d bytes, want 32", len(key))
+	}
+	return key, nil
+}
+
 // membersOf is the membership fence of a cluster's shared store (nil for
 // a store without one).
 func membersOf(db storage) actors.Fence {
@@ -316,15 +406,22 @@ func membersOf(db storage) actors.Fence {
 }
 
 const clusterUsage = `usage: kassa cluster certs DIR --nodes N [--host HOST]...
+       kassa cluster revoke --cluster 'etcd://HOST:PORT' (--cert FILE | --serial HEX)
   make a cluster CA and a certificate for each of N nodes in DIR:
   DIR/ca.crt, DIR/ca.key (keep it offline), DIR/node1.crt, DIR/node1.key, ...
   Give node I --node-tls-ca DIR/ca.crt --node-tls-cert DIR/nodeI.crt
   --node-tls-key DIR/nodeI.key. Every certificate names each --host (a DNS
   name or an IP address, repeatable or comma-separated; default localhost,
-  127.0.0.1 and ::1): the host of each node's --node-listen must be one.`
+  127.0.0.1 and ::1): the host of each node's --node-listen must be one.
+  revoke: every node refuses that node certificate from then on (kassa
+  cluster revoke --help).`
 
-// runCluster is `kassa cluster certs DIR --nodes N [--host HOST]...`.
+// runCluster is `kassa cluster certs DIR --nodes N [--host HOST]...` and
+// `kassa cluster revoke` (runRevoke).
 func runCluster(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "revoke" {
+		return runRevoke(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "certs" {
 		if len(args) > 0 && (args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
 			fmt.Fprintln(stdout, clusterUsage)

@@ -113,3 +113,40 @@ func TestClusterCerts(t *testing.T) {
 		t.Errorf("a second kassa cluster certs into %s = %v, want a refusal to replace the CA", dir, err)
 	}
 }
+
+// TestParseEtcdURL: --cluster names etcd's TLS as ca=, cert= and key=;
+// ca= alone or with both of the others, each once, nothing else.
+func TestParseEtcdURL(t *testing.T) {
+	certs := filepath.Join(t.TempDir(), "certs")
+	if err := nodetls.Generate(certs, 1, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f := nodetls.NodeFiles(certs, 1)
+	for _, c := range []struct {
+		url     string
+		want    string // part of the error; empty: accepted
+		withTLS bool
+	}{
+		{"etcd://127.0.0.1:2379", "", false},
+		{"etcd://10.0.0.1:2379,10.0.0.2:2379?ca=" + f.CA, "", true},
+		{"etcd://10.0.0.1:2379?ca=" + f.CA + "&cert=" + f.Cert + "&key=" + f.Key, "", true},
+		{"etcd://10.0.0.1:2379?cert=" + f.Cert + "&key=" + f.Key, "need ca=FILE", false},
+		{"etcd://10.0.0.1:2379?ca=" + f.CA + "&cert=" + f.Cert, "give cert= and key= together", false},
+		{"etcd://10.0.0.1:2379?ca=" + f.CA + "&ca=" + f.CA, "give ca= once", false},
+		{"etcd://10.0.0.1:2379?ca=", "give ca= once", false},
+		{"etcd://10.0.0.1:2379?tls=1", `unknown parameter "tls"`, false},
+		{"etcd://10.0.0.1:2379?ca=" + filepath.Join(certs, "missing.crt"), "etcd TLS", false},
+		{"etcd://10.0.0.1:2379?ca=" + f.Cert + "&cert=" + f.Cert + "&key=" + f.Cert, "etcd TLS", false},
+		{"etcd://10.0.0.1:2379#x", "use etcd://HOST:PORT", false},
+	} {
+		eps, cfg, err := parseEtcdURL("--cluster", c.url)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v, want accepted", c.url, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want an error with %q", c.url, err, c.want)
+		case c.want == "" && (len(eps) == 0 || (cfg != nil) != c.withTLS):
+			t.Errorf("%s: endpoints %v, TLS %v", c.url, eps, cfg != nil)
+		}
+	}
+}

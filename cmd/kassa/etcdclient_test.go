@@ -18,7 +18,7 @@ import (
 // node in three do so after "etcd stopped").
 func TestEtcdClientReconnectsWithinALease(t *testing.T) {
 	e := harness.EtcdForTest(t)
-	client, err := newEtcdClient([]string{e.Endpoint()})
+	client, err := newEtcdClient([]string{e.Endpoint()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -344,6 +344,9 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 		Backup:         newBackupFunc(c.Data, m.db, m.Clock),
 		JournalFaults:  m.journalFaults,
 	}
+	if deps.TicketKey, err = ticketKey(ctx, m.db); err != nil {
+		return err
+	}
 	// The simulation routes settle any invoice for anyone: --dev only.
 	deps.Simulated = b.sim != nil
 	if b.sim != nil && c.Dev {

@@ -244,3 +244,30 @@ func ipStrings(ips []net.IP) []string {
 	}
 	return out
 }
+
+// LoadClient is the client TLS of a connection to a service the cluster
+// uses (etcd): f.CA the only root, and f.Cert with f.Key presented
+// when given (both or neither). The key must not be readable by others.
+func LoadClient(f Files) (*tls.Config, error) {
+	caPEM, err := os.ReadFile(f.CA)
+	if err != nil {
+		return nil, fmt.Errorf("CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("CA %s: no PEM certificate in it", f.CA)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool}
+	if f.Cert == "" && f.Key == "" {
+		return cfg, nil
+	}
+	pair, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate %s with key %s: %w", f.Cert, f.Key, err)
+	}
+	if fi, err := os.Stat(f.Key); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("key %s is readable by others (mode %#o): chmod 600 it", f.Key, fi.Mode().Perm())
+	}
+	cfg.Certificates = []tls.Certificate{pair}
+	return cfg, nil
+}

@@ -135,3 +135,16 @@ func handshake(addr string, cfg *tls.Config) error {
 	cfg.ServerName = "127.0.0.1"
 	return Probe(addr, cfg)
 }
+
+// TestParseSerial reads serial numbers as openssl and browsers print them.
+func TestParseSerial(t *testing.T) {
+	for in, want := range map[string]string{
+		"serial=0A1B": "a1b", "0a:1b": "a1b", "0x0A1B": "a1b", " a1b ": "a1b",
+		"": "", "xyz": "", "0": "", "serial=": "",
+	} {
+		got, err := ParseSerial(in)
+		if (err != nil) != (want == "") || got != want {
+			t.Errorf("ParseSerial(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}

@@ -9,16 +9,19 @@ package harness
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"github.com/kassapay/kassa/internal/nodetls"
 	"github.com/kassapay/kassa/kassatest"
 )
 
@@ -32,18 +35,31 @@ type Etcd struct {
 	proc   *daemon
 	log    *kassatest.LogBuffer
 	stop   sync.Once
+	// tls is the client TLS of an etcd that serves TLS (StartEtcdTLS),
+	// for its health check; nil: plaintext.
+	tls *tls.Config
 }
 
 // StartEtcd starts etcd in a new temporary directory on free loopback
 // ports and waits until it answers its health check.
-func StartEtcd() (*Etcd, error) {
+func StartEtcd() (*Etcd, error) { return startEtcdWith(nil) }
+
+// StartEtcdTLS is StartEtcd with etcd serving its clients TLS only, as
+// an operator runs it with certificates of kassa cluster certs: server
+// is the certificate etcd presents (--cert-file, --key-file; it must
+// name 127.0.0.1) and its CA the only one whose client certificates it
+// takes (--trusted-ca-file, --client-cert-auth). Plaintext clients and
+// clients of another CA are refused.
+func StartEtcdTLS(server nodetls.Files) (*Etcd, error) { return startEtcdWith(&server) }
+
+func startEtcdWith(server *nodetls.Files) (*Etcd, error) {
 	bin, err := exec.LookPath("etcd")
 	if err != nil {
 		return nil, fmt.Errorf("harness: etcd is not installed (%v); run scripts/install-test-deps.sh (Debian package etcd-server)", err)
 	}
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
-		s, err := startEtcd(bin)
+		s, err := startEtcd(bin, server)
 		if err == nil {
 			return s, nil
 		}
@@ -59,6 +75,19 @@ func EtcdForTest(t T) *Etcd {
 	t.Helper()
 	SkipShort(t, "etcd")
 	s, err := StartEtcd()
+	return etcdForTest(t, s, err)
+}
+
+// EtcdTLSForTest is EtcdForTest with StartEtcdTLS.
+func EtcdTLSForTest(t T, server nodetls.Files) *Etcd {
+	t.Helper()
+	SkipShort(t, "etcd")
+	s, err := StartEtcdTLS(server)
+	return etcdForTest(t, s, err)
+}
+
+func etcdForTest(t T, s *Etcd, err error) *Etcd {
+	t.Helper()
 	if err != nil {
 		t.Fatalf("cannot start etcd for the test: %v", err)
 	}
@@ -70,7 +99,7 @@ func EtcdForTest(t T) *Etcd {
 	return s
 }
 
-func startEtcd(bin string) (*Etcd, error) {
+func startEtcd(bin string, server *nodetls.Files) (*Etcd, error) {
 	dir, err := os.MkdirTemp("", "kassa-etcd-")
 	if err != nil {
 		return nil, fmt.Errorf("harness: etcd: %w", err)
@@ -85,9 +114,18 @@ func startEtcd(bin string) (*Etcd, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("harness: etcd: %w", err)
 	}
-	clientURL := fmt.Sprintf("http://127.0.0.1:%d", client)
+	scheme := "http"
+	var clientTLS *tls.Config
+	if server != nil {
+		scheme = "https"
+		if clientTLS, err = nodetls.LoadClient(*server); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("harness: etcd TLS: %w", err)
+		}
+	}
+	clientURL := fmt.Sprintf("%s://127.0.0.1:%d", scheme, client)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", peer)
-	s := &Etcd{dir: dir, client: client, bin: bin, log: &kassatest.LogBuffer{Max: 1 << 20}, args: []string{
+	s := &Etcd{dir: dir, client: client, bin: bin, tls: clientTLS, log: &kassatest.LogBuffer{Max: 1 << 20}, args: []string{
 		"--name", "test",
 		"--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", clientURL, "--advertise-client-urls", clientURL,
@@ -95,6 +133,10 @@ func startEtcd(bin string) (*Etcd, error) {
 		"--initial-cluster", "test=" + peerURL,
 		"--log-level", "warn",
 	}}
+	if server != nil {
+		s.args = append(s.args, "--cert-file", server.Cert, "--key-file", server.Key,
+			"--trusted-ca-file", server.CA, "--client-cert-auth")
+	}
 	if err := s.run(); err != nil {
 		if s.proc != nil {
 			_ = s.Stop()
@@ -145,7 +187,12 @@ func (s *Etcd) healthy() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.ClientURL()+"/health", nil)
-	res, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if s.tls != nil {
+		client = &http.Client{Transport: &http.Transport{TLSClientConfig: s.tls}}
+		defer client.CloseIdleConnections()
+	}
+	res, err := client.Do(req)
 	if err != nil {
 		return false
 	}
@@ -157,11 +204,25 @@ func (s *Etcd) healthy() bool {
 // Endpoint is the client address, host:port.
 func (s *Etcd) Endpoint() string { return fmt.Sprintf("127.0.0.1:%d", s.client) }
 
-// ClientURL is the client address as an http:// URL.
-func (s *Etcd) ClientURL() string { return "http://" + s.Endpoint() }
+// ClientURL is the client address as an http:// URL (https:// with
+// StartEtcdTLS).
+func (s *Etcd) ClientURL() string {
+	if s.tls != nil {
+		return "https://" + s.Endpoint()
+	}
+	return "http://" + s.Endpoint()
+}
 
 // ClusterURL is the address in the form `kassa serve --cluster` takes.
 func (s *Etcd) ClusterURL() string { return "etcd://" + s.Endpoint() }
+
+// ClusterURLTLS is ClusterURL with the TLS a client of StartEtcdTLS
+// needs: the CA of etcd's certificate and the client certificate f.Cert
+// with its key (kassa serve --cluster 'etcd://HOST:PORT?ca=…&cert=…&key=…').
+func (s *Etcd) ClusterURLTLS(f nodetls.Files) string {
+	q := url.Values{"ca": {f.CA}, "cert": {f.Cert}, "key": {f.Key}}
+	return s.ClusterURL() + "?" + q.Encode()
+}
 
 // Stop kills etcd, waits for it and removes its directory. It may be
 // called more than once.

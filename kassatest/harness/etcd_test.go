@@ -2,10 +2,13 @@ package harness
 
 import (
 	"context"
+	"crypto/tls"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/kassapay/kassa/internal/nodetls"
 )
 
 // TestStartServesTheV3API starts etcd and uses it the way protoactor-go's
@@ -66,5 +69,44 @@ func TestStartServesTheV3API(t *testing.T) {
 	}
 	if len(got.Kvs) != 0 {
 		t.Fatalf("keys left after the lease was revoked: %v", got.Kvs)
+	}
+}
+
+// TestStartEtcdTLS: StartEtcdTLS serves TLS only, to clients with a
+// certificate of the CA it was given.
+func TestStartEtcdTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs etcd: skipped under -short (make test runs it)")
+	}
+	dir := t.TempDir()
+	if err := nodetls.Generate(dir, 2, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	s := EtcdTLSForTest(t, nodetls.NodeFiles(dir, 1))
+	get := func(cfg *tls.Config) error {
+		c, err := clientv3.New(clientv3.Config{Endpoints: []string{s.Endpoint()}, DialTimeout: 2 * time.Second, TLS: cfg})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_, err = c.Get(ctx, "/kassa/ping")
+		return err
+	}
+	client, err := nodetls.LoadClient(nodetls.NodeFiles(dir, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := get(client); err != nil {
+		t.Fatalf("a client with a node certificate: %v", err)
+	}
+	if err := get(nil); err == nil {
+		t.Error("a plaintext client was answered")
+	}
+	noCert := client.Clone()
+	noCert.Certificates = nil
+	if err := get(noCert); err == nil {
+		t.Error("a client without a certificate was answered")
 	}
 }

@@ -174,4 +174,3 @@ func TestTopUpPaymentAfterCreditIsCredited(t *testing.T) {
 		t.Errorf("%d top-up lines, want 2", len(lines))
 	}
 }
-

@@ -2,6 +2,7 @@ package kassa
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -356,6 +357,13 @@ type Payee struct {
 	Node           string      `json:"node"`
 	FinalCLTVDelta uint64      `json:"finalCltvDelta,omitempty"`
 	RouteHints     [][]HopHint `json:"routeHints,omitempty"`
+}
+
+// Equal reports whether p and o name the same node with the same final
+// CLTV delta and route hints (an empty list as none).
+func (p Payee) Equal(o Payee) bool {
+	return p.Node == o.Node && p.FinalCLTVDelta == o.FinalCLTVDelta &&
+		slices.EqualFunc(p.RouteHints, o.RouteHints, slices.Equal[[]HopHint])
 }
 
 // HopHint is one hop of a route hint of an invoice (BOLT11 'r' field).

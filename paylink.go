@@ -187,8 +187,8 @@ func (p *PaymentRequest) Update(in *PaymentRequestInput, now time.Time) error {
 	if checked.Currency == "" {
 		checked.Currency = p.Currency
 	}
-	if err := checked.Validate(); err != nil || !in.ExpiryDate.IsZero() && !in.ExpiryDate.After(now) {
-		return withPastExpiry(err, in.ExpiryDate, now)
+	if err := checked.ValidateAt(now); err != nil {
+		return err
 	}
 	currency := checked.Currency
 	p.Amount, p.Title, p.Currency = in.Amount, in.Title, currency
@@ -199,6 +199,13 @@ func (p *PaymentRequest) Update(in *PaymentRequestInput, now time.Time) error {
 	}
 	p.UpdatedAt = now
 	return nil
+}
+
+// ValidateAt is Validate at the time now: a given expiry must also lie
+// after now, since a pay link that expired as it was saved could never be
+// paid. Every bad field is reported.
+func (in *PaymentRequestInput) ValidateAt(now time.Time) error {
+	return withPastExpiry(in.Validate(), in.ExpiryDate, now)
 }
 
 // withPastExpiry adds to err (an Invalid error or nil) that expiry, when

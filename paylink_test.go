@@ -288,3 +288,29 @@ func hasFields(err error, fields ...string) bool {
 	}
 	return true
 }
+
+// TestValidateAtRefusesAPastExpiry: ValidateAt is Validate plus the rule
+// that a given expiry lies after now (a pay link that expired as it was
+// saved could never be paid); the API reports both kinds of field at
+// once.
+func TestValidateAtRefusesAPastExpiry(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ok := PaymentRequestInput{Title: "Coffee", Amount: decimal.NewFromInt(5), HasAmount: true}
+	if err := ok.ValidateAt(now); err != nil {
+		t.Errorf("no expiry: %v", err)
+	}
+	ok.ExpiryDate = now.Add(time.Hour)
+	if err := ok.ValidateAt(now); err != nil {
+		t.Errorf("an expiry ahead: %v", err)
+	}
+	past := ok
+	past.ExpiryDate = now
+	var e *Error
+	if err := past.ValidateAt(now); !errors.As(err, &e) || len(e.Fields) != 1 || e.Fields[0] != (FieldError{"expiryDate", "must be in the future"}) {
+		t.Errorf("an expiry of now: %v, want expiryDate must be in the future", err)
+	}
+	past.Title = ""
+	if err := past.ValidateAt(now); !errors.As(err, &e) || len(e.Fields) != 2 || e.Fields[1].Field != "expiryDate" {
+		t.Errorf("no title and a past expiry: %v, want both fields", err)
+	}
+}

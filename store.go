@@ -1,6 +1,8 @@
 package kassa
 
 import (
+	"crypto/subtle"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -67,6 +69,34 @@ type Store struct {
 	TopUpRefs []TopUpRef `json:"topUpRefs,omitempty"`
 }
 
+// Equal reports whether s and o are the same store document: every
+// field equal, decimals by value, times as instants, an empty list as
+// none. A field added to Store is compared here too (the test of Equal
+// fails until it is).
+func (s *Store) Equal(o *Store) bool {
+	return s.ID == o.ID && s.Name == o.Name && s.Currency == o.Currency &&
+		s.PercentFee.Equal(o.PercentFee) && s.UnderpaymentTolerance.Equal(o.UnderpaymentTolerance) &&
+		s.WalletMinSendable == o.WalletMinSendable && s.WalletMaxSendable == o.WalletMaxSendable &&
+		s.LightningAddress == o.LightningAddress && s.Xpub == o.Xpub && s.XpubType == o.XpubType &&
+		s.NextAddressIndex == o.NextAddressIndex && slices.Equal(s.FreeAddressIndexes, o.FreeAddressIndexes) &&
+		s.ConfirmationsRequired == o.ConfirmationsRequired &&
+		s.RatePrimary == o.RatePrimary && s.RateFallback == o.RateFallback &&
+		s.CreditLimit == o.CreditLimit && s.MaxInvoiceAmount == o.MaxInvoiceAmount && s.OnchainMinAmount == o.OnchainMinAmount &&
+		equalDecimalPtr(s.ForwardFeePercent, o.ForwardFeePercent) && s.ForwardFeeMax == o.ForwardFeeMax &&
+		s.LogoURL == o.LogoURL && s.BrandColor == o.BrandColor && s.DefaultRedirectURL == o.DefaultRedirectURL &&
+		slices.EqualFunc(s.APIKeys, o.APIKeys, APIKey.Equal) && s.CreatedAt.Equal(o.CreatedAt) &&
+		slices.Equal(s.TopUpRefs, o.TopUpRefs)
+}
+
+// equalDecimalPtr reports whether two optional decimals are both absent
+// or both present and equal in value.
+func equalDecimalPtr(a, b *decimal.Decimal) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
 // TopUpRef is a credited top-up's reference and its ledger line.
 type TopUpRef struct {
 	Reference     string `json:"reference"`
@@ -123,6 +153,13 @@ type APIKey struct {
 	Label     string    `json:"label"`
 	Key       string    `json:"key"`
 	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Equal reports whether k and o are the same key: the secret compared in
+// constant time, the creation time as an instant.
+func (k APIKey) Equal(o APIKey) bool {
+	return k.ID == o.ID && k.Label == o.Label && k.CreatedAt.Equal(o.CreatedAt) &&
+		subtle.ConstantTimeCompare([]byte(k.Key), []byte(o.Key)) == 1
 }
 
 // Default store settings.

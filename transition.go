@@ -435,19 +435,25 @@ func (inv *Invoice) endMonitoring(in MonitoringEnded) ([]Effect, error) {
 	return nil, ErrNothingChanged
 }
 
-// CanMarkInvalid reports whether marking the invoice Invalid by hand
-// changes it: markInvalid refuses a Settled invoice and leaves an Invalid
-// one as it is.
-func (inv *Invoice) CanMarkInvalid() bool {
-	return inv.Status != InvoiceSettled && inv.Status != InvoiceInvalid
+// CanMarkInvalid reports whether marking the invoice invalid changes it:
+// every status but Settled and Invalid. Adapters offer the action by it.
+func (inv *Invoice) CanMarkInvalid() bool { return inv.markInvalidRefused() == nil }
+
+// markInvalidRefused is why marking the invoice invalid changes nothing:
+// a settled invoice stays settled, an invalid one is invalid already.
+func (inv *Invoice) markInvalidRefused() error {
+	switch inv.Status {
+	case InvoiceSettled:
+		return ErrInvoiceAlreadySettled
+	case InvoiceInvalid:
+		return ErrNothingChanged
+	}
+	return nil
 }
 
 func (inv *Invoice) markInvalid() ([]Effect, error) {
-	switch inv.Status {
-	case InvoiceSettled:
-		return nil, ErrInvoiceAlreadySettled
-	case InvoiceInvalid:
-		return nil, ErrNothingChanged
+	if err := inv.markInvalidRefused(); err != nil {
+		return nil, err
 	}
 	var cancel []Effect
 	if inv.Status == InvoiceNew || inv.Status == InvoiceProcessing {

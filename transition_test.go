@@ -491,3 +491,18 @@ func TestPaidAgainAfterLegacySettlement(t *testing.T) {
 		t.Fatalf("after: %+v", next)
 	}
 }
+
+// TestCanMarkInvalidIsTheTransitionsPrecondition: for every status,
+// CanMarkInvalid answers what marking the invoice invalid does: true
+// exactly when the transition changes the invoice. The dashboard offers
+// the button by CanMarkInvalid, so it cannot drift from the rule.
+func TestCanMarkInvalidIsTheTransitionsPrecondition(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, st := range []InvoiceStatus{InvoiceNew, InvoiceProcessing, InvoiceSettled, InvoiceExpired, InvoiceInvalid} {
+		inv := Invoice{ID: "inv1", Status: st}
+		_, _, err := inv.Apply(MarkedInvalid{At: now})
+		if got, want := inv.CanMarkInvalid(), err == nil; got != want {
+			t.Errorf("%s: CanMarkInvalid = %v, but marking it invalid gave %v", st, got, err)
+		}
+	}
+}

@@ -378,12 +378,6 @@ func (f *Forwarder) forgetPayee(c context.Context, address string) {
 	}
 }
 
-func samePayee(a, b kassa.Payee) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
-}
-
 // heldRecheck is how often the forward actor of a store without a
 // Lightning address looks whether it has one now.
 var heldRecheck = time.Minute
@@ -663,7 +657,7 @@ func (a *forwardActor) invoice(c context.Context, address string, pr kassa.PayRe
 	if err != nil {
 		return kassa.AddressInvoice{}, 0, err
 	}
-	if !samePayee(inv.Payee, payee) {
+	if !inv.Payee.Equal(payee) {
 		// Paid with the fee limit of the route to the node it was
 		// estimated for: a dearer route to the new node fails, and the
 		// next attempt estimates to the new one.

@@ -1,9 +1,7 @@
 package actors
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"time"
 
@@ -70,9 +68,7 @@ func (s *Service) checkForwardedStore(st *kassa.Store) error {
 	want := kassa.NewStore(st.ID, settings, st.CreatedAt)
 	want.APIKeys = st.APIKeys
 	want.WalletMinSendable, want.WalletMaxSendable = min, max
-	got, err1 := json.Marshal(st)
-	exp, err2 := json.Marshal(want)
-	if err1 != nil || err2 != nil || !bytes.Equal(got, exp) {
+	if !st.Equal(want) {
 		return kassa.Errorf(kassa.Invalid, "CreateStore from another node carries fields a new store does not have")
 	}
 	return nil

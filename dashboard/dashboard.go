@@ -14,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/topup"
 )
 
 // StoreSettingsService changes an existing store's settings and API
@@ -38,9 +39,21 @@ type Services interface {
 	kassa.InvoiceService
 	kassa.PaymentRequestService
 	kassa.WebhookService
-	// CreateStoreOnce creates the store with the given id, or returns
-	// the one already stored under it.
-	CreateStoreOnce(ctx context.Context, id string, settings kassa.StoreSettings) (*kassa.Store, error)
+}
+
+// TopUps create and list the top-ups of stores' prepaid balances: the
+// money rule is package topup's (a *topup.Ledger); the dashboard asks.
+type TopUps interface {
+	// Create makes a top-up of amount for the store; an amount out of
+	// range is topup.ErrAmount.
+	Create(ctx context.Context, storeID string, amount kassa.Sats) (*kassa.Invoice, error)
+	// List credits the store's paid top-ups not credited yet and
+	// returns its top-ups, newest first.
+	List(ctx context.Context, storeID string) ([]*topup.TopUp, error)
+	// Get returns the top-up of the invoice, and whether it is one.
+	Get(ctx context.Context, invoiceID string) (*topup.TopUp, bool, error)
+	// OperatorStoreIDs returns the ids of the store top-ups are paid to.
+	OperatorStoreIDs(ctx context.Context) ([]string, error)
 }
 
 // Signup modes.
@@ -55,8 +68,9 @@ const (
 type Deps struct {
 	Reader   kassa.Reader
 	Services Services
-	// KV keeps users, sessions, invitations and top-ups.
+	// KV keeps users, sessions and invitations.
 	KV        kassa.KeyValue
+	TopUps    TopUps
 	Simulator kassa.Simulator // nil unless simulated
 	Clock     kassa.Clock
 	Logger    *slog.Logger
@@ -112,7 +126,6 @@ type Dashboard struct {
 	writes, searches *rateLimiter
 	storeRes         storeReservations
 	usersMu          sync.Mutex // serialises changes to user records
-	topupMu          sync.Mutex // serialises crediting top-ups
 }
 
 // New returns the dashboard, to be mounted at /dashboard.

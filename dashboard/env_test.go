@@ -26,6 +26,7 @@ import (
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/rates"
+	"github.com/kassapay/kassa/topup"
 )
 
 var testNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -85,13 +86,17 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	for _, o := range opts {
 		o(&d)
 	}
-	e.dash = New(d)
 	// Paid top-ups are credited in the background, as serve does.
+	topUps := topup.New(topup.Deps{Reader: db, Services: e.sys, KV: d.KV, Clock: e.clock, Logger: d.Logger})
+	if d.TopUps == nil {
+		d.TopUps = topUps
+	}
+	e.dash = New(d)
 	loopCtx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.dash.RunTopUps(loopCtx, 10*time.Millisecond)
+		topUps.Run(loopCtx, 10*time.Millisecond)
 	}()
 	t.Cleanup(func() { stop(); <-done })
 	e.srv.Config.Handler = kassahttp.NewHandler(kassahttp.Deps{Reader: db, Stores: e.sys, Invoices: e.sys, PaymentRequests: e.sys,

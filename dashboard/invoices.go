@@ -176,7 +176,7 @@ func (h *Dashboard) renderInvoice(w http.ResponseWriter, r *http.Request, status
 	data["Inv"], data["Txs"], data["Deliveries"], data["Meta"] = inv, rows, deliveries, meta
 	data["Order"] = orderID(inv)
 	data["Checkout"] = strings.TrimRight(h.PublicURL, "/") + "/checkout/" + inv.ID
-	data["CanInvalidate"] = inv.Status == kassa.InvoiceNew || inv.Status == kassa.InvoiceProcessing || inv.Status == kassa.InvoiceExpired
+	data["CanInvalidate"] = inv.CanMarkInvalid()
 	h.render(w, r, status, "invoice", data)
 }
 

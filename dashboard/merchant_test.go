@@ -182,11 +182,12 @@ func TestCSVOrderID(t *testing.T) {
 // paid to, is not in the operator's store list.
 func TestOperatorStoreHidden(t *testing.T) {
 	e := newEnv(t)
-	c, st, _, _ := newTopUp(t, e) // the first account is the operator
-	opID, err := e.dash.operatorStore(t.Context())
+	c, st, _, ids := newTopUp(t, e) // the first account is the operator
+	inv, err := e.db.Invoice(t.Context(), ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
+	opID := inv.StoreID // the top-up's invoice is the operator store's
 	if _, err := e.db.Store(t.Context(), opID); err != nil {
 		t.Fatalf("the operator store: %v", err)
 	}

@@ -34,13 +34,13 @@ func (h *Dashboard) listStores(w http.ResponseWriter, r *http.Request) {
 	if u.Admin {
 		// The operator's own store, which top-ups are paid to, is the
 		// service's and not a merchant's: it is not listed.
-		internal, _, e := h.KV.GetValue(r.Context(), operatorStoreKey)
+		internal, e := h.TopUps.OperatorStoreIDs(r.Context())
 		if e != nil {
 			h.serverError(w, r, e)
 			return
 		}
 		err = h.Reader.Stores(r.Context(), func(st *kassa.Store) error {
-			if st.ID == operatorStoreID || st.ID == string(internal) {
+			if slices.Contains(internal, st.ID) {
 				return nil
 			}
 			return add(st)

@@ -3,11 +3,9 @@ package dashboard
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,17 +19,6 @@ import (
 type faultyKV struct {
 	kassa.KeyValue
 	putErr func(key string) error
-	// gotValue, when set, runs after each read: it may hold the answer
-	// back (a slow read), to line two nodes up.
-	gotValue func(ctx context.Context, key string)
-}
-
-func (f *faultyKV) GetValue(ctx context.Context, key string) ([]byte, bool, error) {
-	v, ok, err := f.KeyValue.GetValue(ctx, key)
-	if f.gotValue != nil {
-		f.gotValue(ctx, key)
-	}
-	return v, ok, err
 }
 
 func (f *faultyKV) PutValue(ctx context.Context, key string, value []byte, expires time.Time) error {
@@ -54,10 +41,11 @@ func newTopUp(t *testing.T, e *env) (c *client, st *kassa.Store, base string, id
 	if code, body, _ := c.post(base+"/balance/topup", url.Values{"amount": {"25000"}}); code != http.StatusSeeOther {
 		t.Fatalf("top up: %d %s", code, body)
 	}
-	ids, _ = e.dash.topUps(t.Context(), st.ID)
-	if len(ids) != 1 {
-		t.Fatalf("top-ups = %v", ids)
+	list, err := e.dash.TopUps.List(t.Context(), st.ID)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("top-ups = %v, %v", list, err)
 	}
+	ids = []string{list[0].InvoiceID}
 	return c, st, base, ids
 }
 
@@ -138,84 +126,6 @@ func TestTopUpCreditedWithoutPageView(t *testing.T) {
 	}
 }
 
-// TestTopUpCreditedOnceByTwoDashboards: two dashboards over the same
-// services (two nodes of a cluster) credit the same settled top-up at
-// once: one ledger line.
-func TestTopUpCreditedOnceByTwoDashboards(t *testing.T) {
-	e := newEnv(t)
-	st, _ := paidTopUp(t, e, nil)
-	other := New(e.dash.Deps)
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
-		h := e.dash
-		if i%2 == 1 {
-			h = other
-		}
-		wg.Go(func() { _, errs[i] = h.creditTopUps(context.Background(), st.ID) })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if bal, _ := e.db.Balance(t.Context(), st.ID); bal != 25_000 {
-		t.Errorf("balance = %d, want 25000", bal)
-	}
-	if lines := kassatest.TopUpLines(t, e.db, st.ID); len(lines) != 1 {
-		t.Errorf("%d top-up lines, want 1", len(lines))
-	}
-}
-
-// raceCtx marks the reads TestOperatorStoreCreatedOnceByTwoNodes holds
-// back (the background loop's reads are not held).
-type raceCtx struct{}
-
-// TestOperatorStoreCreatedOnceByTwoNodes: two nodes (two dashboards over
-// the same services and key-value store) make the very first top-up at
-// the same moment. Both read that no operator store exists yet; both
-// must end up with the same one, the one recorded, or the top-ups paid
-// to the other are never credited in the background.
-func TestOperatorStoreCreatedOnceByTwoNodes(t *testing.T) {
-	bothRead := make(chan struct{})
-	var reads atomic.Int32
-	e := newEnv(t, func(d *Deps) {
-		d.KV = &faultyKV{KeyValue: d.KV, putErr: func(string) error { return nil }, gotValue: func(ctx context.Context, key string) {
-			if ctx.Value(raceCtx{}) == nil || key != operatorStoreKey {
-				return
-			}
-			if reads.Add(1) == 2 {
-				close(bothRead)
-			}
-			<-bothRead
-		}}
-	})
-	other := New(e.dash.Deps)
-	ctx := context.WithValue(t.Context(), raceCtx{}, true)
-	ids, errs := make([]string, 2), make([]error, 2)
-	var wg sync.WaitGroup
-	for i, h := range []*Dashboard{e.dash, other} {
-		wg.Go(func() { ids[i], errs[i] = h.operatorStore(ctx) })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if ids[0] != ids[1] {
-		t.Fatalf("two operator stores: %s and %s", ids[0], ids[1])
-	}
-	recorded, ok, err := e.dash.KV.GetValue(t.Context(), operatorStoreKey)
-	if err != nil || !ok || string(recorded) != ids[0] {
-		t.Fatalf("recorded operator store = %q %v %v, want %s", recorded, ok, err, ids[0])
-	}
-	if st, err := e.db.Store(t.Context(), ids[0]); err != nil || st.Name != "Kassa operator" {
-		t.Fatalf("operator store %s: %v %v", ids[0], st, err)
-	}
-}
-
 // payAgain pays 5,000 sat more on-chain to the settled top-up invoice and
 // mines the blocks that make the payment final.
 func payAgain(t *testing.T, e *env, invoiceID string) {
@@ -262,95 +172,5 @@ func TestTopUpPaymentAfterCreditIsCredited(t *testing.T) {
 	}
 	if lines := kassatest.TopUpLines(t, e.db, st.ID); len(lines) != 2 {
 		t.Errorf("%d top-up lines, want 2", len(lines))
-	}
-}
-
-// TestTopUpCreditedByEarlierVersion: an earlier version credited a top-up
-// under its invoice id (what the invoice had received then), with or
-// without writing its "credited" record. After the upgrade that payment
-// is not credited again, and a payment arriving later is.
-func TestTopUpCreditedByEarlierVersion(t *testing.T) {
-	for _, marked := range []bool{false, true} {
-		t.Run(map[bool]string{false: "mark lost", true: "marked"}[marked], func(t *testing.T) {
-			e := newEnv(t)
-			st, invID := paidTopUp(t, e, func(storeID, invID string) {
-				// Played before the payment, so that this version's loop
-				// finds the earlier version's credit when the invoice
-				// settles.
-				_, err := e.sys.TopUp(t.Context(), storeID, 25_000, invID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if marked {
-					err = e.dash.putJSON(t.Context(), topUpKey(invID), topUp{InvoiceID: invID, StoreID: storeID, Amount: 25_000, Credited: true}, forever)
-					if err != nil {
-						t.Fatal(err)
-					}
-				}
-			})
-			payAgain(t, e, invID)
-			// The positive control: the second payment is recorded as
-			// credited, in the same pass that went over the first.
-			waitFor(t, "the second payment to be credited", func() bool {
-				var rec topUp
-				ok, err := e.dash.getJSON(t.Context(), topUpKey(invID), &rec)
-				return err == nil && ok && len(rec.Payments) == 1
-			})
-			if bal, _ := e.db.Balance(t.Context(), st.ID); bal != 30_000 {
-				t.Errorf("balance = %d, want 30000 (25000 credited by the earlier version, 5000 paid later)", bal)
-			}
-			if lines := kassatest.TopUpLines(t, e.db, st.ID); len(lines) != 2 {
-				t.Errorf("%d top-up lines, want 2", len(lines))
-			}
-		})
-	}
-}
-
-// faultyServices are the real services whose TopUp fails when topUpErr
-// says so: it injects the failure only.
-type faultyServices struct {
-	Services
-	topUpErr func() error
-}
-
-func (f *faultyServices) TopUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
-	if err := f.topUpErr(); err != nil {
-		return nil, err
-	}
-	return f.Services.TopUp(ctx, storeID, amount, reference)
-}
-
-// warnings counts the warning records logged.
-type warnings struct {
-	slog.Handler
-	n *atomic.Int32
-}
-
-func (w warnings) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelWarn {
-		w.n.Add(1)
-	}
-	return nil
-}
-
-func (w warnings) Enabled(context.Context, slog.Level) bool { return true }
-
-// TestTopUpFailingLogsOnce: a top-up whose credit keeps failing is
-// retried on every round of the loop but warned about once (then at most
-// once an hour), not on every round for the 72 hours it is looked at.
-func TestTopUpFailingLogsOnce(t *testing.T) {
-	var calls, warned atomic.Int32
-	e := newEnv(t, func(d *Deps) {
-		d.Logger = slog.New(warnings{Handler: slog.DiscardHandler, n: &warned})
-		d.Services = &faultyServices{Services: d.Services, topUpErr: func() error {
-			calls.Add(1)
-			return errors.New("injected: the store is unavailable")
-		}}
-	})
-	paidTopUp(t, e, nil)
-	// The positive control: the loop tried several rounds.
-	waitFor(t, "five rounds of the loop", func() bool { return calls.Load() >= 5 })
-	if n := warned.Load(); n != 1 {
-		t.Errorf("%d warnings for one failing top-up over %d rounds, want 1", n, calls.Load())
 	}
 }

@@ -237,7 +237,7 @@ func paymentStatus(inv *kassa.Invoice, p *kassa.Payment) string {
 	switch {
 	case p.Dropped:
 		return "Invalid"
-	case p.Method == kassa.MethodLightning || p.Confirmations >= inv.ConfirmationsRequired:
+	case inv.Final(p):
 		return "Settled"
 	}
 	return "Processing"

@@ -102,17 +102,13 @@ func (s *server) paymentRequestInput(b *paymentRequestBody) (*kassa.PaymentReque
 		in.Discount = discount
 	}
 	if b.ExpiryDate != "" {
-		t, err := kassa.ParseDate(string(b.ExpiryDate))
-		switch {
-		case err != nil:
+		if t, err := kassa.ParseDate(string(b.ExpiryDate)); err != nil {
 			fields = append(fields, kassa.FieldError{Field: "expiryDate", Message: kassa.ErrorMessage(err)})
-		case !t.After(s.now()):
-			fields = append(fields, kassa.FieldError{Field: "expiryDate", Message: "must be in the future"})
-		default:
+		} else {
 			in.ExpiryDate = t
 		}
 	}
-	fields = mergeFields(fields, in.Validate())
+	fields = mergeFields(fields, in.ValidateAt(s.now()))
 	if len(fields) > 0 {
 		return nil, kassa.InvalidFields(fields)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kassapay/kassa/dashboard"
 	kassahttp "github.com/kassapay/kassa/http"
+	"github.com/kassapay/kassa/topup"
 )
 
 func (c *Config) dashboardFlags(fs *flag.FlagSet) {
@@ -59,11 +60,12 @@ func (c Config) dashboardLimits() dashboard.Limits {
 	return l
 }
 
-// topUpEvery is how often the dashboard credits paid top-ups.
+// topUpEvery is how often every node credits paid top-ups.
 const topUpEvery = 5 * time.Second
 
-// newDashboard builds the merchant dashboard over the API's services.
-func (m *Main) newDashboard(d kassahttp.Deps) (*dashboard.Dashboard, error) {
+// newDashboard builds the merchant dashboard over the API's services and
+// the top-ups ledger.
+func (m *Main) newDashboard(d kassahttp.Deps, topUps *topup.Ledger) (*dashboard.Dashboard, error) {
 	c := m.Config
 	if c.DashboardSignup != dashboard.SignupOpen && c.DashboardSignup != dashboard.SignupInvite {
 		return nil, fmt.Errorf("--dashboard-signup %q: use open or invite", c.DashboardSignup)
@@ -80,7 +82,7 @@ func (m *Main) newDashboard(d kassahttp.Deps) (*dashboard.Dashboard, error) {
 		}
 	}
 	return dashboard.New(dashboard.Deps{
-		Reader: d.Reader, Services: m.sys, KV: d.KV, Simulator: d.Simulator, Clock: d.Clock, Logger: d.Logger,
+		Reader: d.Reader, Services: m.sys, KV: d.KV, TopUps: topUps, Simulator: d.Simulator, Clock: d.Clock, Logger: d.Logger,
 		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, SignupOperator: c.Dev, PercentFee: fee,
 		ClientIPHeader: d.ClientIPHeader, Dev: c.Dev, Operator: d.Operator, Currencies: d.Rates.Currencies(),
 		Limits: c.dashboardLimits(),

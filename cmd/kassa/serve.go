@@ -27,6 +27,7 @@ import (
 	"github.com/kassapay/kassa/metrics"
 	"github.com/kassapay/kassa/rates"
 	"github.com/kassapay/kassa/telemetry"
+	"github.com/kassapay/kassa/topup"
 )
 
 // Main is the running service: ParseFlags, Run, then Close.
@@ -353,7 +354,11 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 		deps.Simulator = b.sim
 	}
 	deps.Operator = m.operatorPage()
-	dash, err := m.newDashboard(deps)
+	// Paid top-ups are credited on every node (docs/decisions.md,
+	// "Top-ups credited once").
+	topUps := topup.New(topup.Deps{Reader: m.db, Services: m.sys, KV: m.db, Clock: m.Clock, Logger: log})
+	go topUps.Run(runCtx, topUpEvery)
+	dash, err := m.newDashboard(deps, topUps)
 	if err != nil {
 		return err
 	}
@@ -362,7 +367,6 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 		Reader: m.db, Invoices: m.sys, Chain: b.chain, Lightning: b.lightning,
 		PublicURL: publicURL, Logger: log,
 	})
-	go dash.RunTopUps(runCtx, topUpEvery)
 	if cluster {
 		deps.Cluster = m.clusterReport
 		deps.StoreOwner = func(id string) any { return m.sys.StoreOwner(id) }

@@ -49,7 +49,7 @@ func TestOpenSignupWarns(t *testing.T) {
 		var logs bytes.Buffer
 		m := NewMain()
 		m.Config.DashboardSignup = mode
-		if _, err := m.newDashboard(kassahttp.Deps{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Rates: rates.Fixed{}}); err != nil {
+		if _, err := m.newDashboard(kassahttp.Deps{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Rates: rates.Fixed{}}, nil); err != nil {
 			t.Fatal(err)
 		}
 		warned := strings.Contains(logs.String(), "level=WARN") && strings.Contains(logs.String(), "sign-up is open")

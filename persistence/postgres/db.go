@@ -178,12 +178,40 @@ type Batch struct {
 	// writes, for the owned cache once committed.
 	stores []cachedStore
 	deltas map[string]int64
+	// newInvoices are the rows of the new invoices the batch inserts, by
+	// their queued INSERT: the committer may write one again with
+	// takeLookups first.
+	newInvoices map[*pgx.QueuedQuery]newInvoiceRow
 }
 
 // NewBatch starts a batch.
 func (d *DB) NewBatch() kassa.Batch { return &Batch{db: d} }
 
 func (b *Batch) queue(sql string, args ...any) { b.b.Queue(sql, args...) }
+
+// newInvoiceRow is a new invoice's row: insertNewInvoice's arguments.
+type newInvoiceRow struct {
+	ID, StoreID    string
+	CreatedMS, Seq int64
+	Doc            []byte
+	Address        string // "" for none
+	PaymentHash    string // "" for none
+}
+
+// queueNewInvoice queues the INSERT of a new invoice's row.
+func (b *Batch) queueNewInvoice(r newInvoiceRow) {
+	q := b.b.Queue(insertNewInvoice, r.ID, r.StoreID, r.CreatedMS, r.Seq, r.Doc, r.Address, r.PaymentHash)
+	if b.newInvoices == nil {
+		b.newInvoices = make(map[*pgx.QueuedQuery]newInvoiceRow)
+	}
+	b.newInvoices[q] = r
+}
+
+// takeLookups is the statement that takes the row's address and payment
+// hash from the other invoices that have them.
+func (r newInvoiceRow) takeLookups() *pgx.QueuedQuery {
+	return &pgx.QueuedQuery{SQL: takeLookups, Arguments: []any{r.ID, r.Address, r.PaymentHash}}
+}
 
 // json encodes the document v in its format (package format).
 func (b *Batch) json(v any) []byte {
@@ -252,7 +280,8 @@ func (b *Batch) PutStore(st *kassa.Store, seq uint64) {
 // them only when the invoice is new).
 func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 	if prev == nil {
-		b.queue(insertNewInvoice, inv.ID, inv.StoreID, ms(inv.CreatedAt), int64(seq), b.json(inv), inv.OnchainAddress, inv.PaymentHash)
+		b.queueNewInvoice(newInvoiceRow{ID: inv.ID, StoreID: inv.StoreID, CreatedMS: ms(inv.CreatedAt), Seq: int64(seq),
+			Doc: b.json(inv), Address: inv.OnchainAddress, PaymentHash: inv.PaymentHash})
 		if next, ok := inv.Deadline(); ok {
 			b.queue(insertOpenInvoice, inv.ID, inv.StoreID, ms(next))
 		}

@@ -64,7 +64,9 @@ type fence struct {
 type groupItem struct {
 	ctx   context.Context
 	stmts []*pgx.QueuedQuery
-	fence *fence
+	// newInvoices are the batch's new invoice rows, by their INSERT.
+	newInvoices map[*pgx.QueuedQuery]newInvoiceRow
+	fence       *fence
 	// what names the commit in its errors ("postgres: commit batch").
 	what string
 	// upsert says the batch takes its new invoice's address and payment
@@ -114,7 +116,7 @@ func (c *committer) commit(ctx context.Context, b *Batch, f *fence, what string)
 	if f != nil {
 		f.key = fmt.Sprintf("%s\x00%#v", f.sql, f.args)
 	}
-	it := &groupItem{ctx: ctx, stmts: b.b.QueuedQueries, fence: f, what: what, done: make(chan struct{})}
+	it := &groupItem{ctx: ctx, stmts: b.b.QueuedQueries, newInvoices: b.newInvoices, fence: f, what: what, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, it)
 	if c.running < c.maxRunning {
@@ -221,137 +223,177 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 	}
 	deadlocks, merge := 0, true
 	for len(items) > 0 {
-		var fences []*fence
-		seen := make(map[string]bool)
-		for _, it := range items {
-			if it.fence != nil && !seen[it.fence.key] {
-				seen[it.fence.key] = true
-				fences = append(fences, it.fence)
-			}
-		}
-		b := &pgx.Batch{}
-		b.BeginTx(pgx.TxOptions{})
-		for _, f := range fences {
-			b.Queue(f.sql, f.args...)
-		}
-		// The mergeable INSERTs of a group of several batches go first,
-		// one statement each (merge.go); own are each batch's others.
-		var m merger
-		own := make([][]*pgx.QueuedQuery, len(items))
-		for i, it := range items {
-			for _, q := range it.stmts {
-				if it.upsert && q.SQL == insertNewInvoice {
-					// id, address, payment hash
-					own[i] = append(own[i], &pgx.QueuedQuery{SQL: takeLookups, Arguments: []any{q.Arguments[0], q.Arguments[5], q.Arguments[6]}})
-				}
-				if merge && !it.upsert && len(items) > 1 && m.add(q.SQL, q.Arguments) {
-					continue
-				}
-				// A new QueuedQuery: pgx keeps the statement of its
-				// connection in one, and a retry may run on another.
-				own[i] = append(own[i], &pgx.QueuedQuery{SQL: q.SQL, Arguments: q.Arguments})
-			}
-		}
-		merged := m.queue(b)
-		for _, qs := range own {
-			for _, q := range qs {
-				b.Queue(q.SQL, q.Arguments...)
-			}
-		}
+		g := newGroupRun(items, merge)
 		if c.sent != nil {
-			c.sent(b.Len() - 1) // BEGIN
+			c.sent(g.batch.Len() - 1) // BEGIN
 		}
-		br := conn.SendBatch(ctx, b)
+		br := conn.SendBatch(ctx, g.batch)
 		tx := br.Tx()
-		refused := make(map[string]bool)
-		var (
-			failed    error
-			failFence *fence
-			failItem  = -1
-		)
 		if _, err := br.Exec(); err != nil { // BEGIN
 			br.Close()
 			conn.Release()
 			failAll(items, err)
 			return nil, nil, nil
 		}
-		for _, f := range fences {
-			tag, err := br.Exec()
-			if err != nil {
-				failed, failFence = err, f
-				break
-			}
-			if tag.RowsAffected() == 0 {
-				refused[f.key] = true
-			}
+		out := g.read(br)
+		if err := br.Close(); err != nil && out.failed == nil {
+			out.failed = err
 		}
-		mergeFailed := false
-		for range merged {
-			if failed != nil {
-				break
-			}
-			if _, err := br.Exec(); err != nil {
-				failed, mergeFailed = err, true
-			}
-		}
-	stmts:
-		for i := range items {
-			if failed != nil {
-				break
-			}
-			for range own[i] {
-				if _, err := br.Exec(); err != nil {
-					failed, failItem = err, i
-					break stmts
-				}
-			}
-		}
-		if err := br.Close(); err != nil && failed == nil {
-			failed = err
-		}
-		if failed == nil && len(refused) == 0 {
+		if out.failed == nil && len(out.refused) == 0 {
 			return conn, tx, items
 		}
 		rbErr := tx.Rollback(ctx)
-		if failed != nil && (fatal(failed) || ctx.Err() != nil || (failFence == nil && failItem < 0 && !mergeFailed)) || rbErr != nil || conn.Conn().IsClosed() {
+		if out.lost(ctx) || rbErr != nil || conn.Conn().IsClosed() {
 			// The connection or the transaction is gone: no batch of
 			// the group is written.
 			conn.Release()
-			failAll(items, errors.Join(failed, rbErr))
+			failAll(items, errors.Join(out.failed, rbErr))
 			return nil, nil, nil
 		}
-		if failed != nil && retryable(failed) && deadlocks < retryDeadlock {
+		if out.failed != nil && retryable(out.failed) && deadlocks < retryDeadlock {
 			deadlocks++
 			continue
 		}
-		if mergeFailed {
+		if out.mergeFailed {
 			// Which batch's row failed is not known: the group is
 			// written again unmerged.
 			merge = false
 			continue
 		}
-		rest := items[:0:0]
-		for i, it := range items {
-			switch {
-			case it.fence != nil && refused[it.fence.key]:
-				it.answer(it.fence.refused)
-			case failFence != nil && it.fence != nil && it.fence.key == failFence.key:
-				it.answer(fmt.Errorf("%s: %w", it.fence.what, down(failed)))
-			case i == failItem && !it.upsert && keyTaken(failed):
-				// Written again, alone at fault, taking its address
-				// and hash from the older invoices first.
-				it.upsert = true
-				rest = append(rest, it)
-			case i == failItem:
-				it.answer(stmtError(it.what, failed))
-			default:
-				rest = append(rest, it)
-			}
-		}
-		items = rest
+		items = out.answer(items)
 	}
 	conn.Release()
 	return nil, nil, nil
+}
+
+// groupRun is one attempt at writing a group: its pgx batch (BEGIN, the
+// fences, the merged INSERTs, then each item's own statements) and how
+// many of each it queued, to read their results in the same order.
+type groupRun struct {
+	batch  *pgx.Batch
+	fences []*fence
+	merged int
+	// own are each item's statements not merged, in the item's order.
+	own [][]*pgx.QueuedQuery
+}
+
+// newGroupRun queues the group of items; merge says whether the
+// mergeable INSERTs of a group of several batches go in one statement
+// each (merge.go).
+func newGroupRun(items []*groupItem, merge bool) *groupRun {
+	g := &groupRun{batch: &pgx.Batch{}, fences: distinctFences(items), own: make([][]*pgx.QueuedQuery, len(items))}
+	g.batch.BeginTx(pgx.TxOptions{})
+	for _, f := range g.fences {
+		g.batch.Queue(f.sql, f.args...)
+	}
+	var m merger
+	for i, it := range items {
+		for _, q := range it.stmts {
+			if row, ok := it.newInvoices[q]; ok && it.upsert {
+				g.own[i] = append(g.own[i], row.takeLookups())
+			}
+			if merge && !it.upsert && len(items) > 1 && m.add(q.SQL, q.Arguments) {
+				continue
+			}
+			// A new QueuedQuery: pgx keeps the statement of its
+			// connection in one, and a retry may run on another.
+			g.own[i] = append(g.own[i], &pgx.QueuedQuery{SQL: q.SQL, Arguments: q.Arguments})
+		}
+	}
+	g.merged = m.queue(g.batch)
+	for _, qs := range g.own {
+		for _, q := range qs {
+			g.batch.Queue(q.SQL, q.Arguments...)
+		}
+	}
+	return g
+}
+
+// distinctFences returns the fences of items, each once.
+func distinctFences(items []*groupItem) []*fence {
+	var fences []*fence
+	seen := make(map[string]bool)
+	for _, it := range items {
+		if it.fence != nil && !seen[it.fence.key] {
+			seen[it.fence.key] = true
+			fences = append(fences, it.fence)
+		}
+	}
+	return fences
+}
+
+// groupOutcome is what a group's statements did: the fences that found
+// no row, and the first failure and where it was.
+type groupOutcome struct {
+	refused     map[string]bool // fence keys
+	failed      error
+	failFence   *fence
+	failItem    int // the item whose own statement failed, or -1
+	mergeFailed bool
+}
+
+// read reads the results of the group's statements after BEGIN, up to
+// the first failure.
+func (g *groupRun) read(br pgx.BatchResults) *groupOutcome {
+	out := &groupOutcome{refused: make(map[string]bool), failItem: -1}
+	for _, f := range g.fences {
+		tag, err := br.Exec()
+		if err != nil {
+			out.failed, out.failFence = err, f
+			return out
+		}
+		if tag.RowsAffected() == 0 {
+			out.refused[f.key] = true
+		}
+	}
+	for range g.merged {
+		if _, err := br.Exec(); err != nil {
+			out.failed, out.mergeFailed = err, true
+			return out
+		}
+	}
+	for i := range g.own {
+		for range g.own[i] {
+			if _, err := br.Exec(); err != nil {
+				out.failed, out.failItem = err, i
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// lost reports whether the failure leaves no batch of the group to
+// answer on its own: the connection or the transaction is gone, the
+// group's context ended, or the failure has no statement to blame.
+func (o *groupOutcome) lost(ctx context.Context) bool {
+	return o.failed != nil && (fatal(o.failed) || ctx.Err() != nil || (o.failFence == nil && o.failItem < 0 && !o.mergeFailed))
+}
+
+// answer answers the items the outcome decides (refused by their fence,
+// failed with theirs, or failed alone) and returns those to write again;
+// an item whose new invoice found its address or payment hash taken is
+// written again taking them from the older invoices first.
+func (o *groupOutcome) answer(items []*groupItem) []*groupItem {
+	rest := items[:0:0]
+	for i, it := range items {
+		switch {
+		case it.fence != nil && o.refused[it.fence.key]:
+			it.answer(it.fence.refused)
+		case o.failFence != nil && it.fence != nil && it.fence.key == o.failFence.key:
+			it.answer(fmt.Errorf("%s: %w", it.fence.what, down(o.failed)))
+		case i == o.failItem && !it.upsert && keyTaken(o.failed):
+			// Written again, alone at fault, taking its address and
+			// hash from the older invoices first.
+			it.upsert = true
+			rest = append(rest, it)
+		case i == o.failItem:
+			it.answer(stmtError(it.what, o.failed))
+		default:
+			rest = append(rest, it)
+		}
+	}
+	return rest
 }
 
 // keyTaken reports whether err is the violation of a new invoice's

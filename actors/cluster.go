@@ -485,7 +485,17 @@ func (g *storeGrain) Receive(ctx actor.Context) {
 	case *protos.StoreCall:
 		// Off the mailbox: the call waits for the store actor, and
 		// calls about a store's different invoices run side by side.
+		// serveCall never panics (recoverReply). A call about another
+		// store than the grain's is refused: it would run that store
+		// here, whichever node owns it.
 		sender, root := ctx.Sender(), ctx.ActorSystem().Root
+		if msg.StoreId != g.id {
+			if sender != nil {
+				root.Send(sender, &protos.StoreCallReply{Code: kassa.Invalid,
+					Message: fmt.Sprintf("%s from another node about store %q, sent to the grain of %q", callName(msg), msg.StoreId, g.id)})
+			}
+			return
+		}
 		go func() {
 			rep := g.sys.serveCall(msg)
 			if sender != nil {

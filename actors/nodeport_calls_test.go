@@ -169,3 +169,18 @@ func TestClusterNodePortSurvivesEmptyCalls(t *testing.T) {
 		t.Fatalf("the node after the empty calls: %v", err)
 	}
 }
+
+// TestBackgroundTaskPanicIsLogged: a goroutine that another node's
+// messages start (goRecovered) logs a panic with its stack, and the
+// process lives on.
+func TestBackgroundTaskPanicIsLogged(t *testing.T) {
+	var logs kassatest.LogBuffer
+	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Now()), func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	h.sys.rt.goRecovered("test task", func() { panic("boom") })
+	eventually(t, "the panic's log line", func() bool {
+		out := logs.String()
+		return strings.Contains(out, "a background task panicked") && strings.Contains(out, "test task") && strings.Contains(out, "goroutine")
+	})
+}

@@ -35,8 +35,9 @@ test: test-deps
 	$(MAKE) test-fuzz
 
 # Each fuzz target of the calls between nodes (actors, FuzzXxxCall: one
-# a StoreCall command) for FUZZTIME: 15 targets at 10 s, about 3 minutes
-# in all. go test -fuzz takes one package and one target a run.
+# a StoreCall command) for FUZZTIME: 15 targets at 10 s, about 7 minutes
+# in all (each run adds ~15 s of start-up and baseline), after a first
+# instrumented build. go test -fuzz takes one package and one target a run.
 FUZZTIME ?= 10s
 test-fuzz:
 	@for f in $$($(GO) test -list 'Fuzz.*' ./actors/ | grep '^Fuzz'); do \

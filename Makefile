@@ -7,7 +7,7 @@ LDFLAGS := -X main.Version=$(VERSION)
 # Pinned code generators and linters, built once.
 TOOLS   ?= $(HOME)/.cache/kassa/tools
 
-.PHONY: all build run test test-short test-deps bench lint protos itest test-pg test-cluster btcd lnd regtest clean screenshots
+.PHONY: all build run test test-short test-fuzz test-deps bench lint protos itest test-pg test-cluster btcd lnd regtest clean screenshots
 
 all: build
 
@@ -32,6 +32,18 @@ test: test-deps
 	# Several cluster nodes in one process race inside protoactor-go
 	# (remote.Start sets gRPC's global logger): these run without -race.
 	$(GO) test -count=1 -run 'TestCluster' ./actors/
+	$(MAKE) test-fuzz
+
+# Each fuzz target of the calls between nodes (actors, FuzzXxxCall: one
+# a StoreCall command) for FUZZTIME: 15 targets at 10 s, about 7 minutes
+# in all (each run adds ~15 s of start-up and baseline), after a first
+# instrumented build. go test -fuzz takes one package and one target a run.
+FUZZTIME ?= 10s
+test-fuzz:
+	@for f in $$($(GO) test -list 'Fuzz.*' ./actors/ | grep '^Fuzz'); do \
+		echo "fuzz $$f"; \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./actors/ || exit 1; \
+	done
 
 # The fast tier: go test -short, no race detector, no PostgreSQL, etcd,
 # Chromium, daemon or built binary (the tests that need one skip and say

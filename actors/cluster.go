@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -225,7 +226,7 @@ func (s *Runtime) Rejoin(ctx context.Context, p Provider) error {
 	s.halt.CompareAndSwap(errRejoining, nil)
 	s.log.Info("joined the cluster again under a new member id", "member", as.ID, "old", old.id)
 	if s.recovered.Load() {
-		go s.sweepTakenOver()
+		s.goRecovered("sweep after joining again", s.sweepTakenOver)
 	}
 	return nil
 }
@@ -295,7 +296,7 @@ func (s *Runtime) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 	s.topologies.add(s.cfg.Clock.Now(), t.Members)
 	s.log.Info("cluster topology", "members", members, "left", len(t.Left), "joined", len(t.Joined), "member", st.id)
 	if s.recovered.Load() && len(t.Left) > 0 {
-		go s.sweepTakenOver()
+		s.goRecovered("sweep after a node left", s.sweepTakenOver)
 	}
 }
 
@@ -485,7 +486,17 @@ func (g *storeGrain) Receive(ctx actor.Context) {
 	case *protos.StoreCall:
 		// Off the mailbox: the call waits for the store actor, and
 		// calls about a store's different invoices run side by side.
+		// serveCall never panics (recoverReply). A call about another
+		// store than the grain's is refused: it would run that store
+		// here, whichever node owns it.
 		sender, root := ctx.Sender(), ctx.ActorSystem().Root
+		if msg.StoreId != g.id {
+			if sender != nil {
+				root.Send(sender, &protos.StoreCallReply{Code: kassa.Invalid,
+					Message: fmt.Sprintf("%s from another node about store %q, sent to the grain of %q", callName(msg), msg.StoreId, g.id)})
+			}
+			return
+		}
 		go func() {
 			rep := g.sys.serveCall(msg)
 			if sender != nil {
@@ -529,7 +540,7 @@ func (s *Runtime) grainStarted(st *clusterState, storeID string, pid *actor.PID)
 	st.grains.Store(storeID, pid)
 	s.outbox.changed(storeID)
 	if s.deliveriesRecovered.Load() {
-		go s.drainStoreWebhooks(storeID)
+		s.goRecovered("wake the webhooks of a store taken over", func() { s.drainStoreWebhooks(storeID) })
 	}
 }
 
@@ -545,7 +556,7 @@ func (s *Runtime) grainStopped(st *clusterState, storeID string, pid *actor.PID)
 	if p, ok := s.stores.LoadAndDelete(storeID); ok {
 		s.actorSystem().Root.Stop(p.(*actor.PID))
 	}
-	go func() {
+	s.goRecovered("stop the webhooks of a store given up", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 		defer cancel()
 		_ = s.cfg.Reader.Webhooks(ctx, storeID, func(w *kassa.Webhook) error {
@@ -554,6 +565,21 @@ func (s *Runtime) grainStopped(st *clusterState, storeID string, pid *actor.PID)
 			}
 			return nil
 		})
+	})
+}
+
+// goRecovered runs fn in a goroutine of its own, which a panic does not
+// end the process from: it is logged with its stack. The goroutines that
+// another node's messages start (a grain activated or stopped, a member
+// gone) run this way, as the store grain's calls do (recoverReply).
+func (s *Runtime) goRecovered(what string, fn func()) {
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("a background task panicked", "task", what, "panic", r, "stack", string(debug.Stack()))
+			}
+		}()
+		fn()
 	}()
 }
 

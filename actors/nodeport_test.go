@@ -194,25 +194,39 @@ func remoteClient(t *testing.T, dial grpc.DialOption, server ...grpc.ServerOptio
 // activate the store's grain (cluster.ActivationRequest to its
 // partition-activator) and then sends the grain a TopUp StoreCall.
 func remoteTopUp(as *actor.ActorSystem, addr, storeID string, amount kassa.Sats) error {
-	res, err := as.Root.RequestFuture(actor.NewPID(addr, "partition-activator"), &cluster.ActivationRequest{
-		ClusterIdentity: cluster.NewClusterIdentity(storeID, KindStore), RequestId: kassa.NewID("req_"),
-	}, 3*time.Second).Result()
-	if err != nil {
-		return fmt.Errorf("activate: %w", err)
-	}
-	act, ok := res.(*cluster.ActivationResponse)
-	if !ok || act.Failed || act.Pid == nil {
-		return fmt.Errorf("activate: %v", res)
-	}
 	call := &protos.StoreCall{StoreId: storeID, Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: int64(amount), Reference: kassa.NewID("ref_")}}}
-	res, err = as.Root.RequestFuture(act.Pid, call, 3*time.Second).Result()
+	rep, err := remoteStoreCall(as, addr, call)
 	if err != nil {
 		return fmt.Errorf("top up: %w", err)
 	}
-	if rep, ok := res.(*protos.StoreCallReply); !ok || rep.Code != "" {
-		return fmt.Errorf("top up: %v", res)
+	if rep.Code != "" {
+		return fmt.Errorf("top up: %v", rep)
 	}
 	return nil
+}
+
+// remoteStoreCall has the node at addr activate the grain of call's
+// store and sends it call, and returns its reply.
+func remoteStoreCall(as *actor.ActorSystem, addr string, call *protos.StoreCall) (*protos.StoreCallReply, error) {
+	res, err := as.Root.RequestFuture(actor.NewPID(addr, "partition-activator"), &cluster.ActivationRequest{
+		ClusterIdentity: cluster.NewClusterIdentity(call.StoreId, KindStore), RequestId: kassa.NewID("req_"),
+	}, 3*time.Second).Result()
+	if err != nil {
+		return nil, fmt.Errorf("activate: %w", err)
+	}
+	act, ok := res.(*cluster.ActivationResponse)
+	if !ok || act.Failed || act.Pid == nil {
+		return nil, fmt.Errorf("activate: %v", res)
+	}
+	res, err = as.Root.RequestFuture(act.Pid, call, 3*time.Second).Result()
+	if err != nil {
+		return nil, err
+	}
+	rep, ok := res.(*protos.StoreCallReply)
+	if !ok {
+		return nil, fmt.Errorf("reply %T", res)
+	}
+	return rep, nil
 }
 
 // TestClusterNodePortRefusesTheAttack replays issue 18's attack: a

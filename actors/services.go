@@ -506,6 +506,11 @@ func (s *Service) savePaymentRequest(ctx context.Context, storeID string, msg *s
 	ctx, span := s.tracer.Start(ctx, "actors.SavePaymentRequest")
 	defer span.End()
 	msg.call = callOf(ctx)
+	if msg.input == nil && !msg.archive {
+		// The store actor makes the pay link of the input: without
+		// one it would panic, and the caller wait for the timeout.
+		return nil, kassa.Errorf(kassa.Invalid, "a payment request without its input")
+	}
 	if msg.input != nil {
 		if err := msg.input.Validate(); err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
@@ -136,8 +137,11 @@ func (s *Runtime) sendCall(ctx context.Context, storeID string, call *protos.Sto
 	}
 }
 
-// serveCall runs a call another node forwarded to this one.
-func (s *Runtime) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
+// serveCall runs a call another node forwarded to this one. It never
+// panics: a panic while it serves the call answers an internal error
+// (recoverReply).
+func (s *Runtime) serveCall(call *protos.StoreCall) (rep *protos.StoreCallReply) {
+	defer s.recoverReply(callName(call), &rep)
 	ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(call.Trace))
 	ctx = context.WithValue(ctx, forwardedKey{}, true)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
@@ -153,8 +157,10 @@ func (s *Runtime) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
 }
 
 // runCall runs a forwarded call, checked as the sending node's own path
-// checks it (wire.go), and answers its result or its error.
-func (s *Runtime) runCall(ctx context.Context, call *protos.StoreCall) *protos.StoreCallReply {
+// checks it (wire.go), and answers its result or its error; a panic, an
+// internal error (so that the call's memo entry is answered too).
+func (s *Runtime) runCall(ctx context.Context, call *protos.StoreCall) (rep *protos.StoreCallReply) {
+	defer s.recoverReply(callName(call), &rep)
 	// Refused while this node is halted; and the store's grain is
 	// activated here, should the call have come by another way than
 	// the grain (sendCall runs it here when its node left).
@@ -168,21 +174,35 @@ func (s *Runtime) runCall(ctx context.Context, call *protos.StoreCall) *protos.S
 	return rep
 }
 
+// recoverReply, deferred, turns a panic while this node serves a
+// forwarded call into an internal error answer and a log line with the
+// stack: a node's call never ends another node's process.
+func (s *Runtime) recoverReply(method string, rep **protos.StoreCallReply) {
+	if r := recover(); r != nil {
+		s.log.Error("a forwarded call panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
+		*rep = &protos.StoreCallReply{Code: kassa.Internal, Message: "internal error"}
+	}
+}
+
 // dispatchCall runs a call another node sent (Runtime.serveCall) on
-// this node, which runs its store: it decodes the call's command and
-// runs the command's body. The bodies validate their input themselves;
-// the two internal commands, CreateStore and Command, get the checks of
-// wire.go first.
+// this node, which runs its store: it checks that the call is whole
+// (checkCall), decodes the call's command and runs the command's body.
+// A call that lacks a part or does not decode is an invalid_request.
+// The bodies validate their input themselves; the two internal
+// commands, CreateStore and Command, get the checks of wire.go first.
 func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*protos.StoreCallReply, error) {
+	if err := checkCall(call); err != nil {
+		return nil, err
+	}
 	id := call.StoreId
 	switch c := call.Call.(type) {
 	case *protos.StoreCall_CreateStore:
 		st, err := storeIn(c.CreateStore.GetStore())
 		if err != nil {
-			return nil, err
+			return nil, decodeError(call, err)
 		}
-		if st == nil || st.ID != id {
-			return nil, errors.New("CreateStore without its store")
+		if st.ID != id {
+			return nil, kassa.Errorf(kassa.Invalid, "create_store from another node for store %q in a call about %q", st.ID, id)
 		}
 		if err := s.checkForwardedStore(st); err != nil {
 			return nil, err
@@ -193,7 +213,7 @@ func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*pr
 	case *protos.StoreCall_CreateInvoice:
 		r, err := invoiceRequestIn(c.CreateInvoice.GetInvoice())
 		if err != nil {
-			return nil, err
+			return nil, decodeError(call, err)
 		}
 		return invoiceReply(s.CreateInvoice(ctx, id, r))
 	case *protos.StoreCall_PayPaymentRequest:
@@ -201,9 +221,6 @@ func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*pr
 		return invoiceReply(s.PayPaymentRequest(ctx, id, p.GetPaymentRequestId(), p.GetSession()))
 	case *protos.StoreCall_Command:
 		ev := c.Command.GetEvent()
-		if ev == nil {
-			ev = &protos.InvoiceEvent{}
-		}
 		if err := s.checkForwardedEvent(ctx, id, c.Command.GetInvoiceId(), ev); err != nil {
 			return nil, err
 		}
@@ -211,13 +228,13 @@ func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*pr
 	case *protos.StoreCall_CreatePaymentRequest:
 		in, err := paymentRequestInputIn(c.CreatePaymentRequest.GetInput())
 		if err != nil {
-			return nil, err
+			return nil, decodeError(call, err)
 		}
 		return paymentRequestReply(s.CreatePaymentRequest(ctx, id, in))
 	case *protos.StoreCall_UpdatePaymentRequest:
 		in, err := paymentRequestInputIn(c.UpdatePaymentRequest.GetInput())
 		if err != nil {
-			return nil, err
+			return nil, decodeError(call, err)
 		}
 		return paymentRequestReply(s.UpdatePaymentRequest(ctx, id, c.UpdatePaymentRequest.GetPaymentRequestId(), in))
 	case *protos.StoreCall_ArchivePaymentRequest:
@@ -231,11 +248,7 @@ func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*pr
 	case *protos.StoreCall_Redeliver:
 		return deliveryReply(s.Redeliver(ctx, id, c.Redeliver.GetWebhookId(), c.Redeliver.GetDeliveryId()))
 	case *protos.StoreCall_UpdateStore:
-		u := c.UpdateStore.GetUpdate()
-		if u == nil {
-			return nil, errors.New("UpdateStore without its settings")
-		}
-		return storeReply(s.UpdateStore(ctx, id, storeUpdateIn(u)))
+		return storeReply(s.UpdateStore(ctx, id, storeUpdateIn(c.UpdateStore.GetUpdate())))
 	case *protos.StoreCall_CreateApiKey:
 		return apiKeyReply(s.CreateAPIKey(ctx, id, c.CreateApiKey.GetLabel()))
 	case *protos.StoreCall_DeleteApiKey:
@@ -243,7 +256,7 @@ func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*pr
 	case *protos.StoreCall_RevealApiKey:
 		return apiKeyReply(s.RevealAPIKey(ctx, id, c.RevealApiKey.GetKeyId(), c.RevealApiKey.GetBy()))
 	}
-	return nil, errors.New("a call without a command this node knows")
+	return nil, kassa.Errorf(kassa.Invalid, "a call from another node without a command this node knows")
 }
 
 // The replies of the commands, by their result.

@@ -102,7 +102,7 @@ func (r *recordingSink) of(id string) []string {
 
 type harness struct {
 	hooks *fakeWebhookClient
-	t     *testing.T
+	t     testing.TB
 	db    *persistence.DB
 	sys   *System
 	clock *kassatest.TestClock
@@ -110,14 +110,14 @@ type harness struct {
 	store *kassa.Store
 }
 
-func newHarness(t *testing.T, db *persistence.DB, clock *kassatest.TestClock) *harness {
+func newHarness(t testing.TB, db *persistence.DB, clock *kassatest.TestClock) *harness {
 	t.Helper()
 	return newHarnessWith(t, db, clock, nil)
 }
 
 // newHarnessWith is newHarness with a chance to change the configuration
 // (to inject a failure) before the system starts.
-func newHarnessWith(t *testing.T, db *persistence.DB, clock *kassatest.TestClock, configure func(*Config)) *harness {
+func newHarnessWith(t testing.TB, db *persistence.DB, clock *kassatest.TestClock, configure func(*Config)) *harness {
 	t.Helper()
 	sink := &recordingSink{}
 	hooks := newFakeWebhookClient()
@@ -153,7 +153,7 @@ func reopen(t *testing.T, h *harness, db *persistence.DB, dir string) *persisten
 	return openDir(t, dir)
 }
 
-func openMem(t *testing.T) *persistence.DB {
+func openMem(t testing.TB) *persistence.DB {
 	t.Helper()
 	db, err := persistence.Open("", persistence.Options{InMemory: true})
 	if err != nil {
@@ -207,7 +207,7 @@ func (h *harness) get(id string) *kassa.Invoice {
 }
 
 // eventually polls cond until it holds or a deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	kassatest.WaitFor(t, 5*time.Second, what, cond)
 }

@@ -289,7 +289,12 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 		} else {
 			data.TxID = ""
 		}
-		if inv.StoreCurrency.IsFiat() && inv.ExchangeRate.IsPositive() {
+		// The receipt is in the currency the customer was billed in;
+		// an invoice priced in bitcoin shows the store's currency.
+		switch {
+		case inv.Currency.IsFiat() && inv.RequestRate.IsPositive():
+			data.PaidFiat = i18n.Money(lang, inv.PaidInCurrency(), inv.Currency)
+		case inv.StoreCurrency.IsFiat() && inv.ExchangeRate.IsPositive():
 			data.PaidFiat = i18n.Money(lang, inv.FiatTotalPaid(), inv.StoreCurrency)
 		}
 		data.RedirectNow = inv.RedirectAutomatically && (strings.HasPrefix(inv.RedirectURL, "https://") || strings.HasPrefix(inv.RedirectURL, "http://"))

@@ -54,7 +54,10 @@ type Deps struct {
 	Services Services
 	// KV keeps users, sessions, invitations and top-ups.
 	KV        kassa.KeyValue
-	Simulator kassa.Simulator // nil unless simulated
+	Simulator kassa.Simulator // nil unless simulated under --dev
+	// Simulated says the chain or Lightning backend is simulated: every
+	// page shows the simulation banner, with or without Simulator.
+	Simulated bool
 	Clock     kassa.Clock
 	Logger    *slog.Logger
 	// PublicURL is the service's base URL; an https URL makes the session

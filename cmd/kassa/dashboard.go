@@ -39,7 +39,7 @@ func (m *Main) newDashboard(d kassahttp.Deps) (*dashboard.Dashboard, error) {
 		}
 	}
 	return dashboard.New(dashboard.Deps{
-		Reader: d.Reader, Services: m.sys, KV: d.KV, Simulator: d.Simulator, Clock: d.Clock, Logger: d.Logger,
+		Reader: d.Reader, Services: m.sys, KV: d.KV, Simulator: d.Simulator, Simulated: d.Simulated, Clock: d.Clock, Logger: d.Logger,
 		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, SignupOperator: c.Dev, PercentFee: fee,
 		ClientIPHeader: d.ClientIPHeader, Operator: d.Operator, Currencies: d.Rates.Currencies(),
 	}), nil

@@ -521,3 +521,28 @@ func TestPaidPayLinkIsReadOnly(t *testing.T) {
 		t.Error("the archived pay link's page does not say why it cannot be edited")
 	}
 }
+
+// TestOnchainMethodName: the dashboard names the on-chain method as the
+// checkout's receipt does, "On-chain", not the API's "BTC".
+func TestOnchainMethodName(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.signup("a@example.com")
+	st := c.createStore("Shop")
+	inv, err := e.sys.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5), HasAmount: true, Currency: kassa.EUR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sim.Pay(t.Context(), inv, kassa.MethodOnchain, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the payment seen", func() bool {
+		got, err := e.db.Invoice(t.Context(), inv.ID)
+		return err == nil && len(got.Payments) > 0
+	})
+	_, body, _ := c.get("/dashboard/stores/" + st.ID + "/invoices/" + inv.ID)
+	label := `data-label="` + msg("inv.method") + `">`
+	if !strings.Contains(body, label+i18n.T("en", "tab.onchain")) || strings.Contains(body, label+"BTC") {
+		t.Errorf("the payment's method is not named %q", i18n.T("en", "tab.onchain"))
+	}
+}

@@ -116,6 +116,7 @@ func formatFuncs(lang string) template.FuncMap {
 		},
 		"time":       func(t time.Time) string { return i18n.Time(lang, t) },
 		"linkstatus": func(status string) string { return i18n.PayLinkStatus(lang, status) },
+		"method":     func(m kassa.PaymentMethod) string { return i18n.Method(lang, m) },
 	}
 }
 

@@ -283,9 +283,9 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 	data.Confirmations, data.TxID, data.PartlyPaid = int64(conf), txid, paid > 0
 	if inv.Status == kassa.InvoiceSettled {
 		data.PaidAt = inv.SettledAt
-		data.Method = i18n.T(lang, "tab.lightning")
+		data.Method = i18n.Method(lang, kassa.MethodLightning)
 		if inv.SettledBy == kassa.MethodOnchain {
-			data.Method = i18n.T(lang, "tab.onchain")
+			data.Method = i18n.Method(lang, kassa.MethodOnchain)
 		} else {
 			data.TxID = ""
 		}

@@ -101,7 +101,9 @@ type Dashboard struct {
 	limits  *attemptLimiter
 	gate    *hashGate
 	usersMu sync.Mutex // serialises changes to user records
-	topupMu sync.Mutex // serialises crediting top-ups
+	// invitesMu serialises changes to the list of invitations.
+	invitesMu sync.Mutex
+	topupMu   sync.Mutex // serialises crediting top-ups
 }
 
 // New returns the dashboard, to be mounted at /dashboard.
@@ -155,6 +157,7 @@ func (h *Dashboard) routes() *chi.Mux {
 			r.Post("/account/password", h.changePassword)
 			r.Get("/invites", h.invitesPage)
 			r.Post("/invites", h.createInvite)
+			r.Post("/invites/{inviteId}/revoke", h.revokeInvitePost)
 			if h.Operator != nil {
 				r.With(h.requireAdmin, operatorCSP).Mount("/operator", http.StripPrefix(Prefix+"/operator", h.Operator))
 			}

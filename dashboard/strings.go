@@ -173,10 +173,19 @@ var strs = map[string]string{
 	"bal.nofees":   "No fees or top-ups yet.",
 	"bal.credited": "credited",
 
-	"inv.titlepage":  "Invitations",
-	"invites.mode":   "Sign-up mode",
-	"invites.create": "Create invitation link",
-	"invites.link":   "Send this link; it makes one account and expires in 7 days.",
+	"inv.titlepage":         "Invitations",
+	"invites.mode":          "Sign-up mode",
+	"invites.create":        "Create invitation link",
+	"invites.link":          "Send this link; it makes one account and expires in 7 days.",
+	"invites.open":          "Open invitations",
+	"invites.none":          "No open invitation.",
+	"invites.shownonce":     "A link is shown once, when it is made, and is not kept: if it was lost, revoke the invitation and make a new one.",
+	"invites.by":            "Made by",
+	"invites.made":          "Made",
+	"invites.expires":       "Expires",
+	"invites.revoke":        "Revoke",
+	"invites.revokeconfirm": "Revoke this invitation? Its link will no longer sign anyone up.",
+	"done.revoked":          "Invitation revoked: its link no longer signs anyone up.",
 
 	"sim": "Simulation: no real bitcoin moves.",
 

@@ -51,7 +51,6 @@ var testRates = map[kassa.Currency]decimal.Decimal{
 	kassa.JPY: decimal.RequireFromString("8000000"),
 	kassa.GBP: decimal.RequireFromString("42000"),
 	kassa.CHF: decimal.RequireFromString("48000.25"),
-	"AUD":     decimal.RequireFromString("90000"),
 }
 
 // env is the handler over the real service, wired as cmd/kassa wires it:

@@ -173,9 +173,9 @@ func TestCheckoutPageStates(t *testing.T) {
 func TestCheckoutReceiptCurrency(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	inv := e.seedInvoice("store_a", testNow, `{"amount": "1234.56", "currency": "AUD"}`)
+	inv := e.seedInvoice("store_a", testNow, `{"amount": "1234.56", "currency": "CAD"}`)
 	settle(e, inv)
-	body := expectPage(t, e.do("GET", "/checkout/"+inv.ID, "", noKey), 200, []string{"Receipt", "0.01371734 BTC (1,371,734 sats) · A$1,234.56"}, []string{"€"})
+	body := expectPage(t, e.do("GET", "/checkout/"+inv.ID, "", noKey), 200, []string{"Receipt", "0.01646080 BTC (1,646,080 sats) · CA$1,234.56"}, []string{"€"})
 	if t.Failed() {
 		t.Log(body)
 	}

@@ -272,6 +272,18 @@ func (inv *Invoice) FiatAmount() decimal.Decimal {
 	return FiatValue(inv.Amount, inv.StoreCurrency, inv.ExchangeRate)
 }
 
+// PaidInCurrency is TotalPaid in Currency, the currency the invoice was
+// priced in: InvoiceAmount itself when exactly Amount was paid (Amount
+// is InvoiceAmount rounded up to a satoshi, so converting back could
+// miss it by a minor unit), otherwise the sats at RequestRate.
+func (inv *Invoice) PaidInCurrency() decimal.Decimal {
+	paid := inv.TotalPaid()
+	if paid == inv.Amount && inv.Amount > 0 {
+		return inv.InvoiceAmount
+	}
+	return FiatValue(paid, inv.Currency, inv.RequestRate)
+}
+
 // FiatTotalPaid is TotalPaid in the store currency at the locked rate.
 func (inv *Invoice) FiatTotalPaid() decimal.Decimal {
 	return FiatValue(inv.TotalPaid(), inv.StoreCurrency, inv.ExchangeRate)

@@ -594,3 +594,30 @@ func TestNewInvoiceBounds(t *testing.T) {
 		})
 	}
 }
+
+// TestInvoicePaidInCurrency checks the receipt's figure: what was paid in
+// the currency the invoice was priced in, not the store's.
+func TestInvoicePaidInCurrency(t *testing.T) {
+	// A$1,234.56 at A$90,000 a bitcoin: 1,371,734 sats (rounded up); the
+	// store counts in euros at €50,000.
+	inv := Invoice{Amount: 1_371_734, InvoiceAmount: decimalOf("1234.56"), Currency: Currency("AUD"),
+		StoreCurrency: EUR, ExchangeRate: decimalOf("50000"), RequestRate: decimalOf("90000")}
+	inv.Payments = []Payment{{ID: "a", Amount: 1_371_734}}
+	if got := inv.PaidInCurrency(); !got.Equal(decimalOf("1234.56")) {
+		t.Errorf("paid in full: PaidInCurrency = %s, want 1234.56", got)
+	}
+	if got := inv.FiatTotalPaid(); !got.Equal(decimalOf("685.87")) {
+		t.Errorf("FiatTotalPaid = %s, want the store's 685.87", got)
+	}
+	// Overpaid: the sats at the rate that priced the invoice.
+	inv.Payments = append(inv.Payments, Payment{ID: "b", Amount: 100_000})
+	if got := inv.PaidInCurrency(); !got.Equal(decimalOf("1324.56")) { // 1,471,734 × 90,000 / 10⁸ = 1324.5606
+		t.Errorf("overpaid: PaidInCurrency = %s, want 1324.56", got)
+	}
+	// Priced in sats: the sats.
+	inv = Invoice{Amount: 2000, InvoiceAmount: decimalOf("2000"), Currency: SATS, StoreCurrency: EUR, ExchangeRate: decimalOf("50000"),
+		Payments: []Payment{{ID: "a", Amount: 2500}}}
+	if got := inv.PaidInCurrency(); !got.Equal(decimalOf("2500")) {
+		t.Errorf("sats: PaidInCurrency = %s, want 2500", got)
+	}
+}

@@ -234,7 +234,9 @@ func (d *Delivery) Event() string {
 // EventPayload is the body of a full webhook event. Expired events carry
 // isUnderpaid, and beside it the same value as partiallyPaid and
 // underpaid, the names that shop plugins read (docs/decisions.md, "Shop
-// plugins").
+// plugins"); Settled events carry overPaid and afterExpiration, which
+// repeat additionalStatus Overpaid and PaidAfterExpiration as booleans
+// for the same plugins.
 func EventPayload(inv *Invoice, e Emit) json.RawMessage {
 	p := struct {
 		Type             EventType       `json:"type"`
@@ -244,6 +246,8 @@ func EventPayload(inv *Invoice, e Emit) json.RawMessage {
 		IsUnderpaid      *bool           `json:"isUnderpaid,omitempty"`
 		PartiallyPaid    *bool           `json:"partiallyPaid,omitempty"`
 		Underpaid        *bool           `json:"underpaid,omitempty"`
+		OverPaid         *bool           `json:"overPaid,omitempty"`
+		AfterExpiration  *bool           `json:"afterExpiration,omitempty"`
 	}{Type: e.Type, InvoiceID: inv.ID, Metadata: inv.Metadata, AdditionalStatus: e.AdditionalStatus.String()}
 	if len(p.Metadata) == 0 {
 		p.Metadata = json.RawMessage("{}")
@@ -251,6 +255,10 @@ func EventPayload(inv *Invoice, e Emit) json.RawMessage {
 	if e.Type == EventExpired {
 		underpaid := e.IsUnderpaid
 		p.IsUnderpaid, p.PartiallyPaid, p.Underpaid = &underpaid, &underpaid, &underpaid
+	}
+	if e.Type == EventSettled {
+		over, late := e.AdditionalStatus == StatusOverpaid, e.AdditionalStatus == StatusPaidAfterExpiration
+		p.OverPaid, p.AfterExpiration = &over, &late
 	}
 	out, _ := json.Marshal(p)
 	return out

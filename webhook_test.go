@@ -54,8 +54,16 @@ func TestWebhookInputValidate(t *testing.T) {
 func TestEventPayloads(t *testing.T) {
 	inv := &Invoice{ID: "inv1", Metadata: json.RawMessage(`{"orderId":"42"}`)}
 	got := string(EventPayload(inv, Emit{Type: EventSettled, AdditionalStatus: StatusOverpaid}))
-	if got != `{"type":"Settled","invoiceId":"inv1","metadata":{"orderId":"42"},"additionalStatus":"Overpaid"}` {
+	if got != `{"type":"Settled","invoiceId":"inv1","metadata":{"orderId":"42"},"additionalStatus":"Overpaid","overPaid":true,"afterExpiration":false}` {
 		t.Errorf("settled payload = %s", got)
+	}
+	got = string(EventPayload(inv, Emit{Type: EventSettled, AdditionalStatus: StatusPaidAfterExpiration}))
+	if got != `{"type":"Settled","invoiceId":"inv1","metadata":{"orderId":"42"},"additionalStatus":"PaidAfterExpiration","overPaid":false,"afterExpiration":true}` {
+		t.Errorf("settled after expiration payload = %s", got)
+	}
+	got = string(EventPayload(inv, Emit{Type: EventProcessing}))
+	if got != `{"type":"Processing","invoiceId":"inv1","metadata":{"orderId":"42"},"additionalStatus":"None"}` {
+		t.Errorf("processing payload = %s", got)
 	}
 	got = string(EventPayload(&Invoice{ID: "inv2"}, Emit{Type: EventExpired, AdditionalStatus: StatusUnderpaid, IsUnderpaid: true}))
 	if got != `{"type":"Expired","invoiceId":"inv2","metadata":{},"additionalStatus":"Underpaid","isUnderpaid":true,"partiallyPaid":true,"underpaid":true}` {

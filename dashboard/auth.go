@@ -93,11 +93,10 @@ func (h *Dashboard) signupPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "signup", map[string]any{"Invite": r.URL.Query().Get("invite"), "Open": h.Signup == SignupOpen})
 }
 
-// signup makes an account and sends the browser to log in. Whether the
-// email had an account already is not said: both answers are the same
-// redirect, after the same work (a password hash), so that sign-up
-// cannot list who has an account. An invitation is used up only by an
-// account it made.
+// signup makes an account and signs it in, with a session as login
+// makes. An email that had an account already changes nothing and signs
+// nobody in: the browser is sent to log in, after the same work (a
+// password hash). An invitation is used up only by an account it made.
 func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	email, password, code := strings.TrimSpace(r.PostForm.Get("email")), r.PostForm.Get("password"), r.PostForm.Get("invite")
 	data := map[string]any{"Invite": code, "Open": h.Signup == SignupOpen, "Email": email}
@@ -130,9 +129,11 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	if h.Signup != SignupOpen {
 		acct.invite = code
 	}
-	_, err := h.createUser(r.Context(), acct)
+	u, err := h.createUser(r.Context(), acct)
 	switch {
-	case err == nil, err == errUserExists:
+	case err == nil:
+		h.startSession(w, r, u)
+	case err == errUserExists:
 		http.Redirect(w, r, Prefix+"/login?done=signup", http.StatusSeeOther)
 	case err == errBusy:
 		h.busy(w, r, "signup", data)

@@ -71,7 +71,10 @@ type Deps struct {
 	// KV keeps users, sessions and invitations.
 	KV        kassa.KeyValue
 	TopUps    TopUps
-	Simulator kassa.Simulator // nil unless simulated
+	Simulator kassa.Simulator // nil unless simulated under --dev
+	// Simulated says the chain or Lightning backend is simulated: every
+	// page shows the simulation banner, with or without Simulator.
+	Simulated bool
 	Clock     kassa.Clock
 	Logger    *slog.Logger
 	// PublicURL is the service's base URL; an https URL makes the session
@@ -126,6 +129,8 @@ type Dashboard struct {
 	writes, searches *rateLimiter
 	storeRes         storeReservations
 	usersMu          sync.Mutex // serialises changes to user records
+	// invitesMu serialises changes to the list of invitations.
+	invitesMu sync.Mutex
 }
 
 // New returns the dashboard, to be mounted at /dashboard.
@@ -182,6 +187,7 @@ func (h *Dashboard) routes() *chi.Mux {
 			r.With(h.limitWrites).Post("/account/password", h.changePassword)
 			r.Get("/invites", h.invitesPage)
 			r.With(h.limitWrites).Post("/invites", h.createInvite)
+			r.With(h.limitWrites).Post("/invites/{inviteId}/revoke", h.revokeInvitePost)
 			if h.Operator != nil {
 				r.With(h.requireAdmin, operatorCSP, h.limitWrites).Mount("/operator", http.StripPrefix(Prefix+"/operator", h.Operator))
 			}

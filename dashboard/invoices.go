@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -350,6 +351,15 @@ func (h *Dashboard) updatePayLink(w http.ResponseWriter, r *http.Request) {
 	in, problem := payLinkInput(r)
 	if problem == "" {
 		if _, err := h.Services.UpdatePaymentRequest(r.Context(), p.StoreID, p.ID, in); err != nil {
+			if m, ok := payLinkClosed(err); ok {
+				// The page read before the save is stale: show the link
+				// as it is now, without its form.
+				if now, err := h.Reader.PaymentRequest(r.Context(), p.ID); err == nil {
+					p = now
+				}
+				h.renderPayLink(w, r, http.StatusConflict, p, map[string]any{"Error": m})
+				return
+			}
 			m, ok := fieldErrors(err)
 			if !ok {
 				h.serverError(w, r, err)
@@ -365,13 +375,30 @@ func (h *Dashboard) updatePayLink(w http.ResponseWriter, r *http.Request) {
 	redirect(w, r, currentStore(r.Context()), "/paylinks/"+p.ID, "saved")
 }
 
+// payLinkClosed is the dashboard's message for a change refused because
+// the pay link is paid or archived; the API's own text names it by the
+// API's name, payment request.
+func payLinkClosed(err error) (string, bool) {
+	switch {
+	case errors.Is(err, kassa.ErrPaymentRequestPaid):
+		return msg("link.paidlocked"), true
+	case errors.Is(err, kassa.ErrPaymentRequestArchived):
+		return msg("link.archivedlocked"), true
+	}
+	return "", false
+}
+
 func (h *Dashboard) archivePayLink(w http.ResponseWriter, r *http.Request) {
 	p := h.payLinkOf(w, r)
 	if p == nil {
 		return
 	}
 	if err := h.Services.ArchivePaymentRequest(r.Context(), p.StoreID, p.ID); err != nil {
-		if m, ok := fieldErrors(err); ok {
+		m, ok := payLinkClosed(err)
+		if !ok {
+			m, ok = fieldErrors(err)
+		}
+		if ok {
 			h.renderPayLink(w, r, http.StatusConflict, p, map[string]any{"Error": m})
 			return
 		}

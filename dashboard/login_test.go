@@ -120,8 +120,9 @@ func TestLoginHashingIsBounded(t *testing.T) {
 }
 
 // TestSignupDoesNotRevealAccounts: signing up with an email that has an
-// account answers as a new account does (the same redirect, no session),
-// and changes nothing: the old password still signs in, the new one not.
+// account signs nobody in and changes nothing: the old password still
+// signs in, the new one not. (A new account is signed in: telling the two
+// apart was already a sign-up and a sign-in away; docs/decisions.md.)
 func TestSignupDoesNotRevealAccounts(t *testing.T) {
 	e := newEnv(t)
 	signup := func(email, password string) (int, string, bool) {
@@ -137,7 +138,7 @@ func TestSignupDoesNotRevealAccounts(t *testing.T) {
 	}
 	code1, loc1, s1 := signup("shop@example.com", "correct horse battery")
 	code2, loc2, s2 := signup("shop@example.com", "another horse battery")
-	if code1 != code2 || loc1 != loc2 || s1 || s2 {
+	if code1 != http.StatusSeeOther || loc1 != "/dashboard/stores" || !s1 || code2 != http.StatusSeeOther || loc2 != "/dashboard/login?done=signup" || s2 {
 		t.Errorf("new account: %d %s session %v; existing one: %d %s session %v", code1, loc1, s1, code2, loc2, s2)
 	}
 	c := e.client()
@@ -236,5 +237,21 @@ func TestDefaultSignupIsInviteOnly(t *testing.T) {
 	}
 	if code, _, _ := stranger.get("/dashboard/invites"); code != http.StatusNotFound {
 		t.Errorf("the first signed-up stranger sees the invitations page: %d", code)
+	}
+}
+
+// TestSignupSignsIn: a new account is signed in by its sign-up, with a
+// session as a login makes, and lands on its stores.
+func TestSignupSignsIn(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.get("/dashboard/signup")
+	code, _, hdr := c.post("/dashboard/signup", url.Values{"email": {"new@example.com"}, "password": {"correct horse battery"}})
+	if code != http.StatusSeeOther || hdr.Get("Location") != "/dashboard/stores" {
+		t.Fatalf("sign-up: %d to %q, want 303 to /dashboard/stores", code, hdr.Get("Location"))
+	}
+	code, body, _ := c.get("/dashboard/stores")
+	if code != http.StatusOK || !strings.Contains(body, "new@example.com") {
+		t.Errorf("the stores page after sign-up: %d, signed in as new@example.com: %v", code, strings.Contains(body, "new@example.com"))
 	}
 }

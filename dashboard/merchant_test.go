@@ -461,3 +461,89 @@ func TestMoneyAndTimesFormatted(t *testing.T) {
 		t.Error("times do not name their zone")
 	}
 }
+
+// TestPaidPayLinkIsReadOnly: a paid pay link's page has no edit form but
+// says why; a save that reaches a paid or archived link anyway answers in
+// the dashboard's words, and no page calls a pay link a payment request.
+func TestPaidPayLinkIsReadOnly(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.signup("a@example.com")
+	st := c.createStore("Shop")
+	base := "/dashboard/stores/" + st.ID + "/paylinks/"
+	link, err := e.sys.CreatePaymentRequest(t.Context(), st.ID, &kassa.PaymentRequestInput{Title: "Mug", Amount: decimal.NewFromInt(9), HasAmount: true, Currency: kassa.EUR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := e.sys.PayPaymentRequest(t.Context(), st.ID, link.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.settle(inv)
+	waitFor(t, "the link paid", func() bool {
+		p, err := e.db.PaymentRequest(t.Context(), link.ID)
+		return err == nil && p.PaidInvoiceID == inv.ID
+	})
+	noPaymentRequest := func(what, body string) {
+		t.Helper()
+		if strings.Contains(strings.ToLower(body), "payment request") {
+			t.Errorf("%s calls the pay link a payment request", what)
+		}
+	}
+	_, body, _ := c.get(base + link.ID)
+	if strings.Contains(body, `action="`+base+link.ID+`"`) || strings.Contains(body, `name="title"`) {
+		t.Error("the paid pay link's page has an edit form")
+	}
+	if !strings.Contains(body, "This pay link has been paid, so it can no longer change") {
+		t.Error("the paid pay link's page does not say why it cannot be edited")
+	}
+	noPaymentRequest("the paid link's page", body)
+
+	code, body, _ := c.post(base+link.ID, url.Values{"title": {"Big mug"}, "amount": {"12"}, "currency": {"EUR"}})
+	if code != http.StatusConflict || !strings.Contains(body, "This pay link has been paid, so it can no longer change") {
+		t.Errorf("saving a paid pay link: %d, without the dashboard's words", code)
+	}
+	noPaymentRequest("saving a paid link", body)
+
+	open, err := e.sys.CreatePaymentRequest(t.Context(), st.ID, &kassa.PaymentRequestInput{Title: "Cup", Amount: decimal.NewFromInt(4), HasAmount: true, Currency: kassa.EUR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.get(base + open.ID)
+	if err := e.sys.ArchivePaymentRequest(t.Context(), st.ID, open.ID); err != nil {
+		t.Fatal(err)
+	}
+	code, body, _ = c.post(base+open.ID, url.Values{"title": {"Big cup"}, "amount": {"5"}, "currency": {"EUR"}})
+	if code != http.StatusConflict || !strings.Contains(body, "This pay link is archived, so it can no longer change") {
+		t.Errorf("saving an archived pay link: %d, without the dashboard's words", code)
+	}
+	noPaymentRequest("saving an archived link", body)
+	if _, body, _ = c.get(base + open.ID); !strings.Contains(body, "This pay link is archived, so it can no longer change") {
+		t.Error("the archived pay link's page does not say why it cannot be edited")
+	}
+}
+
+// TestOnchainMethodName: the dashboard names the on-chain method as the
+// checkout's receipt does, "On-chain", not the API's "BTC".
+func TestOnchainMethodName(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.signup("a@example.com")
+	st := c.createStore("Shop")
+	inv, err := e.sys.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5), HasAmount: true, Currency: kassa.EUR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sim.Pay(t.Context(), inv, kassa.MethodOnchain, 0); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the payment seen", func() bool {
+		got, err := e.db.Invoice(t.Context(), inv.ID)
+		return err == nil && len(got.Payments) > 0
+	})
+	_, body, _ := c.get("/dashboard/stores/" + st.ID + "/invoices/" + inv.ID)
+	label := `data-label="` + msg("inv.method") + `">`
+	if !strings.Contains(body, label+i18n.T("en", "tab.onchain")) || strings.Contains(body, label+"BTC") {
+		t.Errorf("the payment's method is not named %q", i18n.T("en", "tab.onchain"))
+	}
+}

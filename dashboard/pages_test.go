@@ -190,3 +190,28 @@ func TestTopUpBySimulatedPayment(t *testing.T) {
 		t.Errorf("balance = %d, want 25000", bal)
 	}
 }
+
+// TestSimulationBannerOutsideDev: a server whose chain or Lightning is
+// simulated shows the simulation banner on every page even without the
+// simulator's routes (outside --dev), and no simulator button.
+func TestSimulationBannerOutsideDev(t *testing.T) {
+	e := newEnv(t, func(d *Deps) { d.Simulator, d.Simulated = nil, true })
+	c := e.client()
+	c.signup("a@example.com")
+	st := c.createStore("Shop")
+	for _, path := range []string{"/dashboard/stores", "/dashboard/stores/" + st.ID + "/", "/dashboard/stores/" + st.ID + "/balance"} {
+		if _, body, _ := c.get(path); !strings.Contains(body, msg("sim")) {
+			t.Errorf("%s has no simulation banner", path)
+		}
+	}
+	c.post("/dashboard/stores/"+st.ID+"/balance/topup", url.Values{"amount": {"10000"}})
+	if _, body, _ := c.get("/dashboard/stores/" + st.ID + "/balance"); strings.Contains(body, "/simpay") {
+		t.Error("the balance page offers the simulator's button without the simulator")
+	}
+	real := newEnv(t, func(d *Deps) { d.Simulator = nil })
+	rc := real.client()
+	rc.signup("b@example.com")
+	if _, body, _ := rc.get("/dashboard/stores"); strings.Contains(body, msg("sim")) {
+		t.Error("real backends show the simulation banner")
+	}
+}

@@ -58,22 +58,25 @@ func TestSessionCookieFlags(t *testing.T) {
 		e := newEnv(t, func(d *Deps) { d.PublicURL = public })
 		c := e.client()
 		c.get("/dashboard/signup")
-		c.post("/dashboard/signup", url.Values{"email": {"a@example.com"}, "password": {"correct horse battery"}})
-		c.get("/dashboard/login")
-		_, _, hdr := c.post("/dashboard/login", url.Values{"email": {"a@example.com"}, "password": {"correct horse battery"}})
-		res := http.Response{Header: hdr}
-		var got *http.Cookie
-		for _, ck := range res.Cookies() {
-			if ck.Name == sessionCookie {
-				got = ck
+		_, _, signedUp := c.post("/dashboard/signup", url.Values{"email": {"a@example.com"}, "password": {"correct horse battery"}})
+		other := e.client()
+		other.get("/dashboard/login")
+		_, _, loggedIn := other.post("/dashboard/login", url.Values{"email": {"a@example.com"}, "password": {"correct horse battery"}})
+		for what, hdr := range map[string]http.Header{"sign-up": signedUp, "login": loggedIn} {
+			res := http.Response{Header: hdr}
+			var got *http.Cookie
+			for _, ck := range res.Cookies() {
+				if ck.Name == sessionCookie {
+					got = ck
+				}
 			}
-		}
-		if got == nil {
-			t.Fatalf("%s: no session cookie in %v", public, hdr)
-		}
-		secure := strings.HasPrefix(public, "https")
-		if !got.HttpOnly || got.SameSite != http.SameSiteLaxMode || got.Path != "/dashboard" || got.Secure != secure || len(got.Value) < 40 {
-			t.Errorf("%s: cookie %+v", public, got)
+			if got == nil {
+				t.Fatalf("%s %s: no session cookie in %v", public, what, hdr)
+			}
+			secure := strings.HasPrefix(public, "https")
+			if !got.HttpOnly || got.SameSite != http.SameSiteLaxMode || got.Path != "/dashboard" || got.Secure != secure || len(got.Value) < 40 {
+				t.Errorf("%s %s: cookie %+v", public, what, got)
+			}
 		}
 	}
 }

@@ -282,7 +282,35 @@ func (h *Dashboard) invitesPage(w http.ResponseWriter, r *http.Request) {
 		h.notFound(w, r)
 		return
 	}
-	h.render(w, r, http.StatusOK, "invites", map[string]any{"Mode": h.Signup})
+	h.renderInvites(w, r, http.StatusOK, map[string]any{})
+}
+
+// renderInvites shows the Invitations page with the open invitations.
+func (h *Dashboard) renderInvites(w http.ResponseWriter, r *http.Request, status int, data map[string]any) {
+	list, err := h.openInvites(r.Context())
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	data["Mode"], data["Invites"] = h.Signup, list
+	h.render(w, r, status, "invites", data)
+}
+
+// revokeInvitePost revokes an open invitation (operators only).
+func (h *Dashboard) revokeInvitePost(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "inviteId")
+	if !current(r.Context()).user.Admin || len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
+		h.notFound(w, r)
+		return
+	}
+	if err := h.revokeInvite(r.Context(), id); kassa.ErrorCode(err) == kassa.NotFound {
+		h.notFound(w, r)
+		return
+	} else if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/invites?done=revoked", http.StatusSeeOther)
 }
 
 func (h *Dashboard) createInvite(w http.ResponseWriter, r *http.Request) {
@@ -292,10 +320,14 @@ func (h *Dashboard) createInvite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code, err := h.newInvite(r.Context(), s.Email)
+	if err == errTooManyInvites {
+		h.renderInvites(w, r, http.StatusConflict, map[string]any{"Error": kassa.ErrorMessage(err)})
+		return
+	}
 	if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
 	link := strings.TrimRight(h.PublicURL, "/") + Prefix + "/signup?invite=" + code
-	h.render(w, r, http.StatusOK, "invites", map[string]any{"Mode": h.Signup, "Link": link})
+	h.renderInvites(w, r, http.StatusOK, map[string]any{"Link": link})
 }

@@ -343,7 +343,8 @@ func (h *Dashboard) endSession(ctx context.Context, token string) error {
 	return h.KV.PutValue(ctx, sessionRecKey(token), []byte("{}"), h.Clock.Now().Add(-time.Second))
 }
 
-// invite is an invitation to sign up.
+// invite is an invitation to sign up. Used is set when it made an
+// account or was revoked.
 type invite struct {
 	By      string    `json:"by"`
 	Expires time.Time `json:"expires"`
@@ -352,10 +353,93 @@ type invite struct {
 
 const inviteLifetime = 7 * 24 * time.Hour
 
+// invitesKey holds the list of invitations made (openInvite entries), so
+// that the Invitations page can show them. The codes are not kept: an
+// entry names its invitation by the code's hash, the key of its record.
+const invitesKey = "dash/invites"
+
+// maxOpenInvites bounds the open invitations, and so the list's record.
+const maxOpenInvites = 200
+
+// errTooManyInvites refuses an invitation past maxOpenInvites.
+var errTooManyInvites = kassa.Errorf(kassa.Conflict, "there are %d open invitations, the most there can be: revoke some first", maxOpenInvites)
+
+// openInvite is an invitation as the Invitations page lists it.
+type openInvite struct {
+	ID      string    `json:"id"` // hashHex of the code
+	By      string    `json:"by"`
+	Created time.Time `json:"created"`
+	Expires time.Time `json:"expires"`
+}
+
 func (h *Dashboard) newInvite(ctx context.Context, by string) (string, error) {
+	h.invitesMu.Lock()
+	defer h.invitesMu.Unlock()
+	list, err := h.openInvites(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(list) >= maxOpenInvites {
+		return "", errTooManyInvites
+	}
 	code := newToken()
-	inv := invite{By: by, Expires: h.Clock.Now().Add(inviteLifetime)}
-	return code, h.putJSON(ctx, inviteKey(code), inv, inv.Expires)
+	now := h.Clock.Now()
+	inv := invite{By: by, Expires: now.Add(inviteLifetime)}
+	if err := h.putJSON(ctx, inviteKey(code), inv, inv.Expires); err != nil {
+		return "", err
+	}
+	list = append(list, openInvite{ID: hashHex(code), By: by, Created: now.UTC(), Expires: inv.Expires.UTC()})
+	return code, h.putJSON(ctx, invitesKey, list, forever)
+}
+
+// openInvites lists the invitations that may still make an account,
+// oldest first.
+func (h *Dashboard) openInvites(ctx context.Context) ([]openInvite, error) {
+	var all, open []openInvite
+	if _, err := h.getJSON(ctx, invitesKey, &all); err != nil {
+		return nil, err
+	}
+	now := h.Clock.Now()
+	for _, e := range all {
+		var inv invite
+		ok, err := h.getJSON(ctx, "dash/invite/"+e.ID, &inv)
+		if err != nil {
+			return nil, err
+		}
+		if ok && !inv.Used && now.Before(inv.Expires) {
+			open = append(open, e)
+		}
+	}
+	return open, nil
+}
+
+// revokeInvite makes the open invitation id (a code's hash) unusable and
+// takes it off the list; NotFound when no open invitation has that id.
+func (h *Dashboard) revokeInvite(ctx context.Context, id string) error {
+	h.invitesMu.Lock()
+	defer h.invitesMu.Unlock()
+	list, err := h.openInvites(ctx)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(list, func(e openInvite) bool { return e.ID == id })
+	if i < 0 {
+		return kassa.Errorf(kassa.NotFound, "invitation not found")
+	}
+	// The record is changed under usersMu, as a sign-up uses it, so
+	// that a revoke and a sign-up do not both count.
+	h.usersMu.Lock()
+	var inv invite
+	ok, err := h.getJSON(ctx, "dash/invite/"+id, &inv)
+	if err == nil && ok {
+		inv.Used = true
+		err = h.putJSON(ctx, "dash/invite/"+id, inv, inv.Expires)
+	}
+	h.usersMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return h.putJSON(ctx, invitesKey, slices.Delete(list, i, i+1), forever)
 }
 
 // getInvite reads the invitation of code into inv and reports whether

@@ -30,9 +30,11 @@ type view struct {
 	CSRF  string
 	// Flash is a one-time notice carried in the URL (?done=key).
 	Flash string
-	Sim   bool
-	Op    bool // the operator page is mounted
-	D     map[string]any
+	// Sim shows the simulation banner: the chain or Lightning is
+	// simulated. SimPay offers the simulator's buttons (--dev only).
+	Sim, SimPay bool
+	Op          bool // the operator page is mounted
+	D           map[string]any
 	// Lang is the page's language: "en", or "de" for an error page a
 	// German browser asked for.
 	Lang string
@@ -114,6 +116,7 @@ func formatFuncs(lang string) template.FuncMap {
 		},
 		"time":       func(t time.Time) string { return i18n.Time(lang, t) },
 		"linkstatus": func(status string) string { return i18n.PayLinkStatus(lang, status) },
+		"method":     func(m kassa.PaymentMethod) string { return i18n.Method(lang, m) },
 	}
 }
 
@@ -169,7 +172,7 @@ func (h *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, p
 
 // renderIn is render in lang with tmpl.
 func (h *Dashboard) renderIn(w http.ResponseWriter, r *http.Request, status int, lang string, tmpl *template.Template, page string, data map[string]any) {
-	v := view{Page: page, Store: currentStore(r.Context()), CSRF: h.csrfToken(w, r), Sim: h.Simulator != nil,
+	v := view{Page: page, Store: currentStore(r.Context()), CSRF: h.csrfToken(w, r), Sim: h.Simulated || h.Simulator != nil, SimPay: h.Simulator != nil,
 		Op: h.Operator != nil, D: data, Lang: lang}
 	if s := current(r.Context()); s != nil {
 		v.User = s.user

@@ -283,13 +283,18 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 	data.Confirmations, data.TxID, data.PartlyPaid = int64(conf), txid, paid > 0
 	if inv.Status == kassa.InvoiceSettled {
 		data.PaidAt = inv.SettledAt
-		data.Method = i18n.T(lang, "tab.lightning")
+		data.Method = i18n.Method(lang, kassa.MethodLightning)
 		if inv.SettledBy == kassa.MethodOnchain {
-			data.Method = i18n.T(lang, "tab.onchain")
+			data.Method = i18n.Method(lang, kassa.MethodOnchain)
 		} else {
 			data.TxID = ""
 		}
-		if inv.StoreCurrency.IsFiat() && inv.ExchangeRate.IsPositive() {
+		// The receipt is in the currency the customer was billed in;
+		// an invoice priced in bitcoin shows the store's currency.
+		switch {
+		case inv.Currency.IsFiat() && inv.RequestRate.IsPositive():
+			data.PaidFiat = i18n.Money(lang, inv.PaidInCurrency(), inv.Currency)
+		case inv.StoreCurrency.IsFiat() && inv.ExchangeRate.IsPositive():
 			data.PaidFiat = i18n.Money(lang, inv.FiatTotalPaid(), inv.StoreCurrency)
 		}
 		data.RedirectNow = inv.RedirectAutomatically && (strings.HasPrefix(inv.RedirectURL, "https://") || strings.HasPrefix(inv.RedirectURL, "http://"))

@@ -167,6 +167,20 @@ func TestCheckoutPageStates(t *testing.T) {
 	expectPage(t, e.do("GET", "/checkout/bad%21id", "", noKey), 404, []string{"invoice not found"}, nil)
 }
 
+// TestCheckoutReceiptCurrency: the receipt of an invoice priced in
+// another currency than the store's shows what was paid in the invoice's
+// currency, the figure the customer was billed.
+func TestCheckoutReceiptCurrency(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	inv := e.seedInvoice("store_a", testNow, `{"amount": "1234.56", "currency": "CAD"}`)
+	settle(e, inv)
+	body := expectPage(t, e.do("GET", "/checkout/"+inv.ID, "", noKey), 200, []string{"Receipt", "0.01646080 BTC (1,646,080 sats) · CA$1,234.56"}, []string{"€"})
+	if t.Failed() {
+		t.Log(body)
+	}
+}
+
 // TestCheckoutPagePlainStates walks one invoice through each state the
 // customer can meet and checks the words the page uses for it.
 func TestCheckoutPagePlainStates(t *testing.T) {

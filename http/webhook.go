@@ -14,12 +14,21 @@ import (
 // response (create, update, get, list) has this one shape; events is
 // always an array, never null.
 type webhookRecord struct {
-	ID                  string            `json:"id"`
-	Enabled             bool              `json:"enabled"`
-	URL                 string            `json:"url"`
-	Secret              string            `json:"secret"`
-	Events              []kassa.EventType `json:"events"`
-	AutomaticRedelivery bool              `json:"automaticRedelivery"`
+	ID      string            `json:"id"`
+	Enabled bool              `json:"enabled"`
+	URL     string            `json:"url"`
+	Secret  string            `json:"secret"`
+	Events  []kassa.EventType `json:"events"`
+	// AuthorizedEvents is the selection in the form shop plugins create
+	// webhooks with: everything when all four events are selected.
+	AuthorizedEvents    authorizedEventsRecord `json:"authorizedEvents"`
+	AutomaticRedelivery bool                   `json:"automaticRedelivery"`
+}
+
+// authorizedEventsRecord is authorizedEvents as a webhook response shows it.
+type authorizedEventsRecord struct {
+	Everything     bool              `json:"everything"`
+	SpecificEvents []kassa.EventType `json:"specificEvents"`
 }
 
 // newWebhookRecord renders w.
@@ -34,6 +43,7 @@ func newWebhookRecord(w *kassa.Webhook) webhookRecord {
 		URL:                 w.URL,
 		Secret:              w.Secret,
 		Events:              events,
+		AuthorizedEvents:    authorizedEventsRecord{Everything: sameEvents(events, kassa.EventTypes) && sameEvents(kassa.EventTypes, events), SpecificEvents: events},
 		AutomaticRedelivery: w.AutomaticRedelivery,
 	}
 }

@@ -121,7 +121,7 @@ func storedWebhook(e *env, id string) *kassa.Webhook {
 }
 
 // webhookKeys are the fields of every webhook response.
-var webhookKeys = []string{"automaticRedelivery", "enabled", "events", "id", "secret", "url"}
+var webhookKeys = []string{"authorizedEvents", "automaticRedelivery", "enabled", "events", "id", "secret", "url"}
 
 // expectWebhookShape checks that a webhook object has exactly the
 // webhook fields and that events is an array.
@@ -868,6 +868,26 @@ func TestDeliveryPayload(t *testing.T) {
 		}
 		if _, err := json.Marshal(newDeliveryRecord(&kassa.Delivery{Payload: json.RawMessage(tt.stored)})); err != nil {
 			t.Errorf("record of payload %q does not encode: %v", tt.stored, err)
+		}
+	}
+}
+
+// TestWebhookAuthorizedEventsReadBack: a webhook read back carries the
+// authorizedEvents form it can be created with, beside events.
+func TestWebhookAuthorizedEventsReadBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tt := range []struct{ body, want string }{
+		{`{"url": "` + hookURL + `", "authorizedEvents": {"everything": false, "specificEvents": ["Settled"]}}`, `{"everything":false,"specificEvents":["Settled"]}`},
+		{`{"url": "` + hookURL + `", "authorizedEvents": {"everything": true}}`, `{"everything":true,"specificEvents":["New","Processing","Settled","Expired"]}`},
+		{`{"url": "` + hookURL + `", "events": []}`, `{"everything":false,"specificEvents":[]}`},
+	} {
+		w := e.do("POST", "/api/v1/stores/store_a/webhooks", tt.body)
+		expectStatus(t, w, http.StatusOK)
+		id := decode[webhookRecord](t, w).ID
+		got := decode[map[string]json.RawMessage](t, e.do("GET", "/api/v1/stores/store_a/webhooks/"+id, ""))
+		if string(got["authorizedEvents"]) != tt.want {
+			t.Errorf("%s: authorizedEvents read back = %s, want %s", tt.body, got["authorizedEvents"], tt.want)
 		}
 	}
 }

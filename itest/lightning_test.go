@@ -627,10 +627,8 @@ func newDashboardClient(t *testing.T, k *harness.Kassa) *dashboardClient {
 	d := &dashboardClient{t: t, k: k, http: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
 	d.get("/dashboard/signup")
 	account := url.Values{"email": {"operator@example.com"}, "password": {"a long enough password"}}
+	// Signing up signs the new account in.
 	d.post("/dashboard/signup", account)
-	// Signing up sends the browser to the login page; it does not log in.
-	d.get("/dashboard/login")
-	d.post("/dashboard/login", account)
 	return d
 }
 

@@ -34,8 +34,8 @@ const (
 // Event is the JSON body of a webhook delivery.
 //
 // A redelivered event carries only Type and InvoiceID: Metadata is nil,
-// AdditionalStatus is empty and IsUnderpaid, PartiallyPaid and Underpaid
-// are nil.
+// AdditionalStatus is empty and IsUnderpaid, PartiallyPaid, Underpaid,
+// OverPaid and AfterExpiration are nil.
 type Event struct {
 	// Type is one of EventNew, EventProcessing, EventSettled, EventExpired.
 	Type string `json:"type"`
@@ -55,6 +55,11 @@ type Event struct {
 	// under the names that existing shop plugins read.
 	PartiallyPaid *bool `json:"partiallyPaid,omitempty"`
 	Underpaid     *bool `json:"underpaid,omitempty"`
+	// OverPaid and AfterExpiration are set on Settled events: true when
+	// AdditionalStatus is StatusOverpaid, respectively
+	// StatusPaidAfterExpiration.
+	OverPaid        *bool `json:"overPaid,omitempty"`
+	AfterExpiration *bool `json:"afterExpiration,omitempty"`
 }
 
 // OrderID returns metadata.orderId: the string, or the digits of a number,

@@ -669,13 +669,18 @@ func settled(ts ...*target) (waited, used time.Duration) {
 // each the work it did meanwhile: what a server defers after its turn
 // (flushes, compactions) is its own cost.
 func settleCharged(slots []slot) (waited, used time.Duration) {
-	var cs []charge
-	var ts []*target
+	cs, ts := slotCharges(slots)
+	return settleCharging(ts, cs)
+}
+
+// slotCharges are the charges of the servers of slots, each to its own
+// tally's server slot, and the servers.
+func slotCharges(slots []slot) (cs []charge, ts []*target) {
 	for _, t := range slots {
 		cs = append(cs, charge{pid: t.t.pid, a: t.a, slot: serverCPU, timed: true})
 		ts = append(ts, t.t)
 	}
-	return settleCharging(ts, cs)
+	return cs, ts
 }
 
 // charge is a process whose CPU time while the servers settle goes to
@@ -692,11 +697,17 @@ type charge struct {
 // settleCharging waits for servers to be quiet (settled) and charges
 // each of cs with what its process did meanwhile.
 func settleCharging(servers []*target, cs []charge) (waited, used time.Duration) {
+	return charging(cs, func() (time.Duration, time.Duration) { return settled(servers...) })
+}
+
+// charging runs wait and charges each of cs with the CPU time its
+// process used from before wait began to after it returned.
+func charging(cs []charge, wait func() (waited, used time.Duration)) (waited, used time.Duration) {
 	before := make([]time.Duration, len(cs))
 	for i, c := range cs {
 		before[i] = cpuTime(c.pid)
 	}
-	waited, used = settled(servers...)
+	waited, used = wait()
 	cores := time.Duration(runtime.NumCPU())
 	for i, c := range cs {
 		ch := tally{cpu: make([]time.Duration, c.slot+1)}

@@ -70,10 +70,10 @@ func TestTallyAddsTurns(t *testing.T) {
 func TestLoopChargesChargeTheLoop(t *testing.T) {
 	self := os.Getpid()
 	a := tally{done: 100, answered: 100, elapsed: time.Second, cpu: make([]time.Duration, 2)}
-	done := burnCPU(200 * time.Millisecond) // work after "its turn"
-	settleCharging([]*target{{pid: self}}, loopCharges(&a, []int{self, 0}))
-	<-done
-	if a.cpu[0] < 100*time.Millisecond {
+	// The settle is the work after "its turn": it ends when the work is
+	// done, not when a loaded machine makes the work look quiet.
+	charging(loopCharges(&a, []int{self, 0}), workWhileSettling(200*time.Millisecond))
+	if a.cpu[0] < 200*time.Millisecond {
 		t.Errorf("charged %v of CPU for 200 ms of work", a.cpu[0])
 	}
 	if a.cpu[1] != 0 {
@@ -93,11 +93,9 @@ func TestLoopChargesChargeTheLoop(t *testing.T) {
 func TestSettleChargesTheServersWork(t *testing.T) {
 	self := &target{pid: os.Getpid()}
 	var a tally
-	turns := []slot{{self, &a}}
-	done := burnCPU(200 * time.Millisecond) // work after "its turn"
-	settleCharged(turns)
-	<-done
-	if len(a.cpu) == 0 || a.cpu[serverCPU] < 100*time.Millisecond {
+	cs, _ := slotCharges([]slot{{self, &a}})
+	charging(cs, workWhileSettling(200*time.Millisecond))
+	if len(a.cpu) == 0 || a.cpu[serverCPU] < 200*time.Millisecond {
 		t.Errorf("charged %v of CPU for 200 ms of work", a.cpu)
 	}
 	if want := a.cpu[serverCPU] / time.Duration(runtime.NumCPU()); a.elapsed != want {
@@ -121,20 +119,19 @@ func TestBusyTime(t *testing.T) {
 	}
 }
 
-// burnCPU starts work that ends once this process has used d more CPU
-// time, and returns a channel closed when it has: a fixed amount of work
-// however many other processes share the cores (work bounded by the wall
-// clock gets less CPU on a busy machine, and a check of what was charged
-// for it then fails).
-func burnCPU(d time.Duration) <-chan struct{} {
-	done := make(chan struct{})
-	start := cpuTime(0)
-	go func() {
-		defer close(done)
-		for cpuTime(0)-start < d {
+// workWhileSettling is a settle during which this process uses d of CPU
+// time: it returns once that work is done, however loaded the machine.
+// The work is measured as a charge reads it (cpuTime of the process id,
+// /proc's clock ticks, not getrusage's microseconds), so the charge is
+// at least d.
+func workWhileSettling(d time.Duration) func() (time.Duration, time.Duration) {
+	return func() (time.Duration, time.Duration) {
+		self, start := os.Getpid(), time.Now()
+		begin := cpuTime(self)
+		for cpuTime(self)-begin < d {
 			for i := 0; i < 1e5; i++ { // spin a while between reads
 			}
 		}
-	}()
-	return done
+		return time.Since(start), d
+	}
 }

@@ -19,29 +19,36 @@ import (
 // adminClient calls the admin API of a running server.
 type adminClient struct {
 	server string
-	token  string
-	http   *nethttp.Client
+	// from says where the server's address came from, and tokenFile
+	// which file the token was read from, for the errors.
+	from, tokenFile string
+	token           string
+	http            *nethttp.Client
 }
 
 func newAdminClient(server, data string) (*adminClient, error) {
 	if data == "" {
 		data = "./data"
 	}
-	token, err := os.ReadFile(filepath.Join(data, "admin.token"))
+	tokenFile := filepath.Join(data, "admin.token")
+	token, err := os.ReadFile(tokenFile)
 	if err != nil {
 		return nil, fmt.Errorf("read admin token (is the server running with --data %s?): %w", data, err)
 	}
+	from := "--server"
 	if server == "" {
-		server = os.Getenv("KASSA_SERVER")
+		server, from = os.Getenv("KASSA_SERVER"), "KASSA_SERVER"
 	}
 	if server == "" {
-		listen := os.Getenv("KASSA_LISTEN")
-		if listen == "" {
-			listen = DefaultConfig().Listen
+		listen, ok := os.LookupEnv("KASSA_LISTEN")
+		from = "KASSA_LISTEN"
+		if !ok || listen == "" {
+			listen, from = DefaultConfig().Listen, "the default address"
 		}
 		server = "http://" + listen
 	}
-	return &adminClient{server: strings.TrimRight(server, "/"), token: strings.TrimSpace(string(token)), http: &nethttp.Client{Timeout: 30 * time.Second}}, nil
+	return &adminClient{server: strings.TrimRight(server, "/"), from: from, tokenFile: tokenFile,
+		token: strings.TrimSpace(string(token)), http: &nethttp.Client{Timeout: 30 * time.Second}}, nil
 }
 
 // call sends method path with body (nil: none) and returns the answer.
@@ -64,13 +71,17 @@ func (c *adminClient) call(ctx context.Context, method, path string, body any) (
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	res, err := c.http.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("reach server %s: %w", c.server, err)
+		return nil, fmt.Errorf("reach server %s (from %s): %w; is it running? Name the server with --server URL (or KASSA_SERVER)", c.server, c.from, err)
 	}
 	defer res.Body.Close()
 	// A store list is the only large answer: a few hundred bytes a store.
 	out, err := io.ReadAll(io.LimitReader(res.Body, 256<<20))
 	if err != nil {
 		return nil, err
+	}
+	if res.StatusCode == nethttp.StatusUnauthorized {
+		return nil, fmt.Errorf("server %s (from %s) answered 401: it refused the admin token of %s, so it is not the server that keeps its data there; "+
+			"name the server started with that --data by --server URL (or KASSA_SERVER), or pass the --data of the server at %s", c.server, c.from, c.tokenFile, c.server)
 	}
 	if res.StatusCode/100 != 2 {
 		var e struct{ Message string }

@@ -589,7 +589,7 @@ func TestBrowserCheckout(t *testing.T) {
 		b.checkAccessibility("checkout, waiting")
 		b.screenshots("checkout-waiting", desktopWidth)
 
-		b.clickSim("sim-ln", "Paid: ")
+		b.clickSim("sim-ln", "Sent: ")
 		b.waitState("paid")
 		if !b.stillSamePage() {
 			t.Fatal("the checkout page reloaded; it should settle in place")
@@ -615,9 +615,9 @@ func TestBrowserCheckout(t *testing.T) {
 		id, _ := inv["id"].(string)
 		b.openCheckout(inv["checkoutLink"].(string))
 		b.markPage()
-		b.clickSim("sim-chain", "Paid: ")
+		b.clickSim("sim-chain", "Sent: ")
 		b.waitState("seen")
-		txid := strings.TrimPrefix(b.text("#sim-result"), "Paid: ")
+		txid := strings.TrimPrefix(b.text("#sim-result"), "Sent: ")
 		if title := b.text("#state-title"); title != "Payment seen, waiting for confirmation" {
 			t.Fatalf("state reads %q", title)
 		}
@@ -721,7 +721,7 @@ func TestBrowserCheckout(t *testing.T) {
 			t.Fatalf("pay link invoice = store %v, %v %v, %v; want store %s, 24.23 EUR, New", got["storeId"], got["invoiceAmount"], got["currency"], got["status"], c.StoreID)
 		}
 
-		b.clickSim("sim-ln", "Paid: ")
+		b.clickSim("sim-ln", "Sent: ")
 		// The page flips to paid, with a return button and the notice that
 		// it goes back to the shop, and then goes there by itself. On a
 		// slow machine it may be at the shop before the test looks, which
@@ -756,7 +756,7 @@ func TestBrowserCheckout(t *testing.T) {
 			t.Errorf("page language %q", lang)
 		}
 		b.markPage()
-		b.clickSim("sim-chain", "Bezahlt: ")
+		b.clickSim("sim-chain", "Gesendet: ")
 		b.waitState("seen")
 		if title := b.text("#state-title"); title != "Zahlung erkannt, warten auf Bestätigung" {
 			t.Fatalf("state reads %q", title)

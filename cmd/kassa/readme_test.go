@@ -62,6 +62,9 @@ func TestREADMEWalkthrough(t *testing.T) {
 	walkthrough := readmeWalkthrough(t)
 	s := startServer(t, t.TempDir(), "--dev")
 	exports, store := demoExports(t, s)
+	if want := "Dashboard: " + s.url + "/dashboard"; !strings.Contains(s.Stdout(), want) {
+		t.Errorf("make run does not say where the dashboard is (%q):\n%s", want, s.Stdout())
+	}
 	if !strings.Contains(exports, "KASSA_SERVER=") || !strings.Contains(exports, "KASSA_DATA=") {
 		t.Fatalf("serve --dev printed no KASSA_SERVER and KASSA_DATA exports:\n%s", s.Stdout())
 	}
@@ -122,5 +125,39 @@ func TestREADMEWalkthrough(t *testing.T) {
 	}
 	if got := strings.Count(stdout.String(), "Settled"); got < 2 {
 		t.Errorf("the walkthrough printed Settled %d times, want at least 2 (both invoices):\n%s", got, stdout.String())
+	}
+}
+
+// readmeSection returns the text of README.md's "## title…" section.
+func readmeSection(t *testing.T, readme, title string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(readme, "\n## "+title)
+	if !ok {
+		t.Fatalf("README.md has no section %q", title)
+	}
+	if i := strings.Index(after, "\n## "); i >= 0 {
+		after = after[:i]
+	}
+	return after
+}
+
+// TestREADMECommandsPaste: the commands the README has a reader type in
+// the repository after `make run` name bin/kassa, the binary it builds
+// (a bare `kassa` is not on the PATH there), and Deploying names the
+// command that makes the first operator.
+func TestREADMECommandsPaste(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	bare := regexp.MustCompile("(?m)(?:`|^)kassa (store|sim|user|backup|restore|version|health|config)\\b")
+	for _, title := range []string{"Set-up", "Configuring", "Dashboard"} {
+		for _, m := range bare.FindAllString(readmeSection(t, readme, title), -1) {
+			t.Errorf("section %q has %q: in the repository the command is bin/kassa", title, m)
+		}
+	}
+	if deploying := readmeSection(t, readme, "Deploying"); !strings.Contains(deploying, "kassa user create --admin") {
+		t.Error("Deploying does not say how to make the first operator (kassa user create --admin)")
 	}
 }

@@ -395,7 +395,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 			log.Error("http server", "err", err)
 		}
 	}()
-	log.Info("kassa listening", "addr", m.Addr, "public_url", publicURL, "data", c.Data, "version", Version)
+	log.Info("kassa listening", "addr", m.Addr, "public_url", publicURL, "dashboard", strings.TrimRight(publicURL, "/")+"/dashboard", "data", c.Data, "version", Version)
 	return nil
 }
 
@@ -437,6 +437,7 @@ func (m *Main) seedDemo(ctx context.Context, publicURL string) error {
 		data = m.Config.Data
 	}
 	fmt.Fprintf(m.Stdout, `
+Dashboard: %s/dashboard (sign up; the first account is the operator)
 Demo store (simulation): %s
 Paste these lines into a second shell to follow the README walkthrough:
 
@@ -445,7 +446,7 @@ export STORE=%s KEY=%s
 
   try:   curl -s -X POST %s/api/v1/stores/$STORE/invoices -H "x-api-key: $KEY" -H 'Content-Type: application/json' -d '{"amount":"12.50","currency":"EUR"}'
   then:  %s sim pay INVOICE_ID
-`, demo.ID, shellQuote("http://"+m.Addr), shellQuote(data), shellQuote(demo.ID), shellQuote(demo.APIKeys[0].Key),
+`, strings.TrimRight(publicURL, "/"), demo.ID, shellQuote("http://"+m.Addr), shellQuote(data), shellQuote(demo.ID), shellQuote(demo.APIKeys[0].Key),
 		publicURL, os.Args[0])
 	return nil
 }

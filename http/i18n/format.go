@@ -121,6 +121,19 @@ func PayLinkStatus(lang, status string) string {
 	return status
 }
 
+// Method returns the name of payment method m in lang, the one the
+// checkout's tabs and receipt use ("On-chain", "Lightning"); the API's
+// word for on-chain, "BTC", is not shown on a page.
+func Method(lang string, m kassa.PaymentMethod) string {
+	switch m {
+	case kassa.MethodOnchain:
+		return T(pick(lang), "tab.onchain")
+	case kassa.MethodLightning:
+		return T(pick(lang), "tab.lightning")
+	}
+	return m.String()
+}
+
 // pick returns lang when there is a catalogue for it, else Default.
 func pick(lang string) string {
 	if Supported(lang) {

@@ -1,6 +1,7 @@
 package i18n
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -77,5 +78,24 @@ func TestPayLinkStatus(t *testing.T) {
 	}
 	if got := PayLinkStatus("en", "Bogus"); got != "Bogus" {
 		t.Errorf("unknown status: %q, want it as it is", got)
+	}
+}
+
+// TestMethodAndSeenWording: the on-chain method has one name wherever
+// the pages show it, and the simulator's note for a payment just sent
+// does not call it paid (it waits for confirmation).
+func TestMethodAndSeenWording(t *testing.T) {
+	for lang, want := range map[string]string{"en": "On-chain", "de": "On-Chain"} {
+		if got := Method(lang, kassa.MethodOnchain); got != want {
+			t.Errorf("%s: Method(on-chain) = %q, want %q", lang, got, want)
+		}
+		if got := Method(lang, kassa.MethodLightning); got != "Lightning" {
+			t.Errorf("%s: Method(Lightning) = %q", lang, got)
+		}
+	}
+	for lang, paid := range map[string]string{"en": "Paid", "de": "Bezahlt"} {
+		if got := T(lang, "sim.paid"); strings.Contains(got, paid) {
+			t.Errorf("%s: the simulator calls a payment just sent %q", lang, got)
+		}
 	}
 }

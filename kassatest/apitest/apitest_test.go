@@ -205,6 +205,9 @@ func TestCheckWebhook(t *testing.T) {
 		return r
 	}
 	event := `{"type":"Settled","invoiceId":"i1","metadata":{"orderId":"7"},"additionalStatus":"None"}`
+	flags := `{"type":"Settled","invoiceId":"i1","metadata":{},"additionalStatus":"Overpaid","overPaid":true,"afterExpiration":false}`
+	badFlag := `{"type":"Settled","invoiceId":"i1","metadata":{},"additionalStatus":"Overpaid","overPaid":"yes","afterExpiration":false}`
+	extra := `{"type":"Settled","invoiceId":"i1","metadata":{},"additionalStatus":"None","surprise":1}`
 	check := `{"app":"Kassa","message":"test","purpose":"webhook_url_validation","timestamp":"2026-11-23T18:00:00Z"}`
 	tests := []struct {
 		name string
@@ -217,6 +220,9 @@ func TestCheckWebhook(t *testing.T) {
 		{"unsigned event", signed(event, "X-Service-Sig"), event, false},
 		{"unknown type", signed(`{"type":"Paid","invoiceId":"i1"}`, ""), `{"type":"Paid","invoiceId":"i1"}`, false},
 		{"URL check", httptest.NewRequest("POST", "https://shop.example/hook", nil), check, true},
+		{"plugin flags", signed(flags, ""), flags, true},
+		{"plugin flag not a boolean", signed(badFlag, ""), badFlag, false},
+		{"undocumented field", signed(extra, ""), extra, false},
 	}
 	tests[4].req.Header.Set("Content-Type", "application/json")
 	for _, tt := range tests {

@@ -112,7 +112,12 @@ func BenchmarkSearchOrderID(b *testing.B) {
 	if err := db.CompactAll(ctx); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("wrote %d invoices in %v; %d bytes on disk per invoice", n, time.Since(start).Round(time.Millisecond), dirSize(b, dir)/n)
+	index, err := db.db.EstimateDiskUsage([]byte("isr/"), prefixEnd([]byte("isr/")))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("wrote %d invoices in %v; %d bytes on disk per invoice, of which the search index about %d",
+		n, time.Since(start).Round(time.Millisecond), dirSize(b, dir)/n, index/n)
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		q := kassa.SearchQuery{Text: fmt.Sprintf("ORD-INR-%d", i*7919%n), In: kassa.SearchOrderID, Exact: true, ListQuery: kassa.ListQuery{Limit: 50}}

@@ -65,6 +65,12 @@ type Reader interface {
 	// Invoices calls fn for each invoice of the store in q, newest first,
 	// and returns the cursor of the next page when q.Limit cut the list.
 	Invoices(ctx context.Context, storeID string, q ListQuery, fn func(*Invoice) error) (next string, err error)
+	// SearchInvoices calls fn for each invoice of the store that q
+	// finds, newest first, and returns the cursor of the next page when
+	// q.Limit cut the list. It reads indexes that the invoice's own
+	// writes keep (PutInvoice): its cost grows with the invoices found,
+	// not with the store's. A query without text is Invalid.
+	SearchInvoices(ctx context.Context, storeID string, q SearchQuery, fn func(*Invoice) error) (next string, err error)
 	// OpenInvoices calls fn for each invoice that waits for a timer, by
 	// deadline.
 	OpenInvoices(ctx context.Context, fn func(invoiceID, storeID string, deadline time.Time) error) error

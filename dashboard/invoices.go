@@ -65,8 +65,9 @@ func (h *Dashboard) invoicesPage(w http.ResponseWriter, r *http.Request) {
 	}
 	var list []*kassa.Invoice
 	cursor := r.URL.Query().Get("cursor")
-	// An invoice id is found at once, however old; order ids and emails
-	// are searched in the pages read.
+	// An invoice id is found at once, however old; a query finds the
+	// invoices whose id, order id or buyer's e-mail starts with it, in
+	// any case, by the search index (kassa.Reader.SearchInvoices).
 	var byID *kassa.Invoice
 	if query != "" && cursor == "" && kassa.ValidID(query) {
 		inv, err := h.Reader.Invoice(r.Context(), query)
@@ -80,12 +81,20 @@ func (h *Dashboard) invoicesPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for range maxScans {
-		next, err := h.Reader.Invoices(r.Context(), st.ID, kassa.ListQuery{From: from, To: to, Limit: readerPage, Cursor: cursor}, func(inv *kassa.Invoice) error {
-			if (status == "" || inv.Status.String() == status) && matches(inv, query) && (byID == nil || inv.ID != byID.ID) {
+		page := kassa.ListQuery{From: from, To: to, Limit: readerPage, Cursor: cursor}
+		add := func(inv *kassa.Invoice) error {
+			if (status == "" || inv.Status.String() == status) && (byID == nil || inv.ID != byID.ID) {
 				list = append(list, inv)
 			}
 			return nil
-		})
+		}
+		var next string
+		var err error
+		if query != "" {
+			next, err = h.Reader.SearchInvoices(r.Context(), st.ID, kassa.SearchQuery{ListQuery: page, Text: query}, add)
+		} else {
+			next, err = h.Reader.Invoices(r.Context(), st.ID, page, add)
+		}
 		if err != nil {
 			if kassa.ErrorCode(err) == kassa.Invalid {
 				data["Error"] = kassa.ErrorMessage(err)
@@ -449,15 +458,4 @@ func formAmount(s string) (decimal.Decimal, string) {
 		return decimal.Zero, msg("err.toolarge")
 	}
 	return decimal.Zero, msg("err.number")
-}
-
-// matches tells whether inv is found by the search query: its id, its
-// order id (orderId or metadata.orderId) or its buyer's email (in any
-// case). The empty query matches every invoice.
-func matches(inv *kassa.Invoice, query string) bool {
-	if query == "" {
-		return true
-	}
-	return inv.ID == query || inv.OrderID == query || orderID(inv) == query ||
-		inv.BuyerEmail != "" && strings.EqualFold(inv.BuyerEmail, query)
 }

@@ -369,7 +369,18 @@ func (s *server) listInvoices(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := []invoiceData{}
-	_, err := s.Reader.Invoices(r.Context(), callerFrom(r.Context()).store.ID, kassa.ListQuery{}, func(inv *kassa.Invoice) error {
+	store := callerFrom(r.Context()).store.ID
+	walk := func(fn func(*kassa.Invoice) error) (string, error) {
+		return s.Reader.Invoices(r.Context(), store, kassa.ListQuery{}, fn)
+	}
+	if len(orderIDs) == 1 && orderIDs[0] != "" && len(orderIDs[0]) <= kassa.MaxSearchText {
+		// One order id: its invoices by the search index (any case; the
+		// filter below keeps the exact ones).
+		walk = func(fn func(*kassa.Invoice) error) (string, error) {
+			return s.Reader.SearchInvoices(r.Context(), store, kassa.SearchQuery{Text: orderIDs[0], In: kassa.SearchOrderID, Exact: true}, fn)
+		}
+	}
+	_, err := walk(func(inv *kassa.Invoice) error {
 		if !start.IsZero() && inv.CreatedAt.Before(start) {
 			return errListDone // newest first: the rest are older
 		}

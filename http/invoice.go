@@ -426,13 +426,27 @@ func (s *server) listInvoices(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	orderID := r.URL.Query().Get("orderId")
+	if len(orderID) > kassa.MaxShortText {
+		s.writeError(w, r, kassa.InvalidFields([]kassa.FieldError{{Field: "orderId", Message: "must be at most 255 characters"}}))
+		return
+	}
 	list := newListWriter(w, q.Limit > 0)
-	next, err := s.Reader.Invoices(r.Context(), callerFrom(r.Context()).store.ID, q, func(inv *kassa.Invoice) error {
+	add := func(inv *kassa.Invoice) error {
 		rec, err := s.invoiceRecord(inv, false)
 		if err != nil {
 			return err
 		}
 		return list.add(rec)
-	})
+	}
+	store := callerFrom(r.Context()).store.ID
+	var next string
+	if orderID != "" {
+		// The order id whole, in any case (kassa.FoldSearch), by its index.
+		next, err = s.Reader.SearchInvoices(r.Context(), store,
+			kassa.SearchQuery{ListQuery: q, Text: orderID, In: kassa.SearchOrderID, Exact: true}, add)
+	} else {
+		next, err = s.Reader.Invoices(r.Context(), store, q, add)
+	}
 	s.finishList(list, r, next, err)
 }

@@ -364,6 +364,55 @@ func TestListInvoices(t *testing.T) {
 	}
 }
 
+// TestListInvoicesByOrderID: orderId finds the store's invoices of that
+// order id, whole and in any case, with the dates and pages of the list.
+func TestListInvoicesByOrderID(t *testing.T) {
+	t.Parallel()
+	e := newEnvAt(t, seedStart)
+	inv := seedInvoices(e)
+	again := e.seedInvoice("store_a", testNow, `{"amount": 3, "orderId": "A1"}`)
+	e.seedInvoice("store_b", testNow, `{"amount": 5, "orderId": "A1"}`)
+	ids := func(w *httptest.ResponseRecorder) string {
+		var out []string
+		for _, rec := range decode[[]map[string]any](t, w) {
+			out = append(out, rec["id"].(string))
+		}
+		return strings.Join(out, " ")
+	}
+	day := func(d int) string { return testNow.AddDate(0, 0, d).Format("2006-01-02") }
+	for _, tt := range []struct{ query, want, next string }{
+		{"?orderId=A1", again.ID + " " + inv[2].ID, ""},
+		{"?orderId=a1", again.ID + " " + inv[2].ID, ""},
+		{"?orderId=A", "", ""},
+		{"?orderId=A3", inv[0].ID, ""},
+		{"?orderId=A1&endDate=" + day(-1), inv[2].ID, ""},
+		{"?orderId=A1&limit=1", again.ID, "more"},
+		{"?orderId=", inv[3].ID + " " + again.ID + " " + inv[2].ID + " " + inv[1].ID + " " + inv[0].ID, ""},
+	} {
+		t.Run(tt.query, func(t *testing.T) {
+			w := e.do("GET", "/api/v1/stores/store_a/invoices"+tt.query, "")
+			expectStatus(t, w, 200)
+			if got := ids(w); got != tt.want && !(tt.query == "?orderId=" && len(strings.Fields(got)) == 5) {
+				t.Errorf("ids %q, want %q", got, tt.want)
+			}
+			next := w.Header().Get("Next-Cursor")
+			if (next != "") != (tt.next != "") {
+				t.Errorf("Next-Cursor %q", next)
+			}
+			if next != "" {
+				w := e.do("GET", "/api/v1/stores/store_a/invoices"+tt.query+"&cursor="+next, "")
+				if got := ids(w); got != inv[2].ID || w.Header().Get("Next-Cursor") != "" {
+					t.Errorf("next page %q (Next-Cursor %q), want %s", got, w.Header().Get("Next-Cursor"), inv[2].ID)
+				}
+			}
+		})
+	}
+	body := expectError(t, e.do("GET", "/api/v1/stores/store_a/invoices?orderId="+strings.Repeat("x", 256), ""), 400, kassa.Invalid)
+	if len(body.Errors) != 1 || body.Errors[0].Field != "orderId" {
+		t.Errorf("errors %+v, want field orderId", body.Errors)
+	}
+}
+
 // failAt makes lists fail at item n.
 func failAt(n int) func(int) error {
 	return func(i int) error {

@@ -126,6 +126,14 @@ func Open(dir string, o Options) (*DB, error) {
 		return nil, err
 	}
 	d.outboxSeq.Store(lastOutbox)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if err := d.indexSearch(context.Background(), log); err != nil {
+		pdb.Close()
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -327,6 +335,7 @@ func (b *Batch) PutStore(st *kassa.Store, seq uint64) {
 // PutInvoice writes an invoice's snapshot and updates its indexes.
 func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 	b.setJSON(invoiceKey(inv.ID), u64(seq), inv)
+	b.putSearchKeys(inv, prev)
 	if prev == nil {
 		b.set(invoiceByStoreKey(inv.StoreID, inv.CreatedAt, inv.ID), nil)
 		if inv.OnchainAddress != "" {

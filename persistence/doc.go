@@ -27,6 +27,10 @@
 //	ist/<store>\0<createdMs:8><id>       invoices by store and time
 //	iad/<address>, iph/<hash>            invoice by address, by payment hash
 //	iop/<deadlineMs:8><id>               invoices waiting for a timer → store id
+//	isr/<store>\0<field><term>\0<createdMs:8><id>
+//	                                     search index: field o (order id), e (e-mail),
+//	                                     i (id); term folded (kassa.FoldSearch)
+//	ver/search                           version of the search index (search.go)
 //	tx/<id:8>                            transaction JSON
 //	tst/<store>\0<createdMs:8><id:8>     transactions by store and time
 //	tin/<invoice>\0<id:8>                transactions by invoice

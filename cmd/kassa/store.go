@@ -48,7 +48,7 @@ func openStorage(ctx context.Context, c Config, clock kassa.Clock, stats *metric
 		}
 		return pebbleStorage{db}, nil
 	case strings.HasPrefix(c.Store, "postgres://"), strings.HasPrefix(c.Store, "postgresql://"):
-		db, err := postgres.Open(ctx, c.Store, postgres.Options{Clock: clock})
+		db, err := postgres.Open(ctx, c.Store, postgres.Options{Clock: clock, Logger: log})
 		if err != nil {
 			// The address may hold a password: never print it.
 			return nil, fmt.Errorf("--store: %w", err)

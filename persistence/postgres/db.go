@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/url"
 	"strings"
@@ -47,6 +48,8 @@ type Options struct {
 	// Clock tells when the small values of PutValue expire; nil means
 	// the system clock.
 	Clock kassa.Clock
+	// Logger tells the progress of long migrations; nil logs nothing.
+	Logger *slog.Logger
 }
 
 // Open connects to the database at dsn (a postgres:// URL or key=value
@@ -65,7 +68,7 @@ func Open(ctx context.Context, dsn string, o Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", down(err))
 	}
-	if err := migrate(ctx, pool); err != nil {
+	if err := migrate(ctx, pool, o.Logger); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -196,11 +199,14 @@ type newInvoiceRow struct {
 	Doc            []byte
 	Address        string // "" for none
 	PaymentHash    string // "" for none
+	// OrderKey and EmailKey are the invoice's search terms
+	// (Invoice.SearchTerms), "" for none.
+	OrderKey, EmailKey string
 }
 
 // queueNewInvoice queues the INSERT of a new invoice's row.
 func (b *Batch) queueNewInvoice(r newInvoiceRow) {
-	q := b.b.Queue(insertNewInvoice, r.ID, r.StoreID, r.CreatedMS, r.Seq, r.Doc, r.Address, r.PaymentHash)
+	q := b.b.Queue(insertNewInvoice, r.ID, r.StoreID, r.CreatedMS, r.Seq, r.Doc, r.Address, r.PaymentHash, r.OrderKey, r.EmailKey)
 	if b.newInvoices == nil {
 		b.newInvoices = make(map[*pgx.QueuedQuery]newInvoiceRow)
 	}
@@ -279,17 +285,20 @@ func (b *Batch) PutStore(st *kassa.Store, seq uint64) {
 // of the invoice leaves both columns as they are (Pebble, too, indexes
 // them only when the invoice is new).
 func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
+	terms := inv.SearchTerms()
 	if prev == nil {
 		b.queueNewInvoice(newInvoiceRow{ID: inv.ID, StoreID: inv.StoreID, CreatedMS: ms(inv.CreatedAt), Seq: int64(seq),
-			Doc: b.json(inv), Address: inv.OnchainAddress, PaymentHash: inv.PaymentHash})
+			Doc: b.json(inv), Address: inv.OnchainAddress, PaymentHash: inv.PaymentHash, OrderKey: terms.OrderID, EmailKey: terms.Email})
 		if next, ok := inv.Deadline(); ok {
 			b.queue(insertOpenInvoice, inv.ID, inv.StoreID, ms(next))
 		}
 		return
 	}
-	b.queue(`INSERT INTO invoices (id, store_id, created_ms, seq, doc) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, doc = EXCLUDED.doc`,
-		inv.ID, inv.StoreID, ms(inv.CreatedAt), int64(seq), b.json(inv))
+	b.queue(`INSERT INTO invoices (id, store_id, created_ms, seq, doc, order_key, email_key)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''))
+		ON CONFLICT (id) DO UPDATE SET seq = EXCLUDED.seq, doc = EXCLUDED.doc,
+			order_key = EXCLUDED.order_key, email_key = EXCLUDED.email_key`,
+		inv.ID, inv.StoreID, ms(inv.CreatedAt), int64(seq), b.json(inv), terms.OrderID, terms.Email)
 	if next, ok := inv.Deadline(); ok {
 		b.queue(`INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3)
 			ON CONFLICT (invoice_id) DO UPDATE SET store_id = EXCLUDED.store_id, deadline_ms = EXCLUDED.deadline_ms,
@@ -304,8 +313,8 @@ func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 // snapshot with its address and payment hash ("" stored as NULL), and
 // its open row.
 const (
-	insertNewInvoice = `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address, payment_hash)
-		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''))`
+	insertNewInvoice = `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address, payment_hash, order_key, email_key)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''), nullif($8, ''), nullif($9, ''))`
 	insertOpenInvoice = `INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3)`
 )
 

@@ -3,8 +3,14 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 )
 
 // migrations are the schema's versions, applied in order; a released
@@ -162,6 +168,22 @@ var migrations = []string{
 	CREATE UNIQUE INDEX invoices_by_payment_hash ON invoices (payment_hash) WHERE payment_hash IS NOT NULL;
 	DROP TABLE invoice_addresses;
 	DROP TABLE invoice_payment_hashes;`,
+	// 7: the search terms of an invoice (kassa.Invoice.SearchTerms:
+	// folded in Go, by one rule with the Pebble store) are columns of
+	// its row, written by the statements that write the row, with an
+	// index per term under the store (docs/decisions.md, "Invoice
+	// search"). The terms of the invoices already stored are filled in
+	// by fillSearchTerms in the same transaction.
+	`ALTER TABLE invoices ADD COLUMN order_key text COLLATE "C";
+	ALTER TABLE invoices ADD COLUMN email_key text COLLATE "C";
+	CREATE INDEX invoices_by_order_key ON invoices (store_id, order_key, created_ms, id) WHERE order_key IS NOT NULL;
+	CREATE INDEX invoices_by_email_key ON invoices (store_id, email_key, created_ms, id) WHERE email_key IS NOT NULL;`,
+}
+
+// fills are the steps of a migration that Go does after its SQL, in its
+// transaction: by the migration's version.
+var fills = map[int]func(ctx context.Context, tx pgx.Tx, log *slog.Logger) error{
+	7: fillSearchTerms,
 }
 
 // migrationLock is the advisory lock key that serialises migrations of
@@ -171,13 +193,16 @@ const migrationLock = 0x6b61737361
 // migrate applies the migrations the database lacks, in one transaction
 // under the advisory lock, so that nodes starting together apply each
 // once. It refuses a database whose schema is newer than this binary.
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	return migrateTo(ctx, pool, migrations)
+func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	return migrateTo(ctx, pool, migrations, log)
 }
 
 // migrateTo applies the first len(steps) migrations (tests stop at an
 // older version to check the next one's changes to data).
-func migrateTo(ctx context.Context, pool *pgxpool.Pool, steps []string) error {
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, steps []string, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
@@ -200,9 +225,68 @@ func migrateTo(ctx context.Context, pool *pgxpool.Pool, steps []string) error {
 		if _, err := tx.Exec(ctx, steps[v-1]); err != nil {
 			return fmt.Errorf("postgres: migration %d: %w", v, err)
 		}
+		if fill := fills[v]; fill != nil {
+			if err := fill(ctx, tx, log); err != nil {
+				return fmt.Errorf("postgres: migration %d: %w", v, err)
+			}
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v); err != nil {
 			return fmt.Errorf("postgres: migration %d: %w", v, err)
 		}
 	}
 	return tx.Commit(ctx)
 }
+
+// fillSearchTerms writes the search terms of every invoice stored,
+// a page of rows at a time by id, logging its progress.
+func fillSearchTerms(ctx context.Context, tx pgx.Tx, log *slog.Logger) error {
+	start := time.Now()
+	after, n := "", 0
+	for {
+		rows, err := tx.Query(ctx, `SELECT id, doc FROM invoices WHERE id > $1 ORDER BY id LIMIT $2`, after, fillPage)
+		if err != nil {
+			return err
+		}
+		var b pgx.Batch
+		read := 0
+		for rows.Next() {
+			var doc []byte
+			if err := rows.Scan(&after, &doc); err != nil {
+				rows.Close()
+				return err
+			}
+			read++
+			var inv kassa.Invoice
+			if err := format.Unmarshal(doc, &inv); err != nil {
+				rows.Close()
+				return fmt.Errorf("decode invoice %s: %w", after, err)
+			}
+			if t := inv.SearchTerms(); t.OrderID != "" || t.Email != "" {
+				b.Queue(`UPDATE invoices SET order_key = nullif($2, ''), email_key = nullif($3, '') WHERE id = $1`, after, t.OrderID, t.Email)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if b.Len() > 0 {
+			if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+				return err
+			}
+		}
+		n += read
+		if read < fillPage {
+			break
+		}
+		if n%(100*fillPage) == 0 {
+			log.Info("store: indexing invoices for search", "invoices", n, "elapsed", time.Since(start).Round(time.Millisecond))
+		}
+	}
+	if n > 0 {
+		log.Info("store: indexed invoices for search", "invoices", n, "elapsed", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// fillPage is how many invoices fillSearchTerms reads at a time.
+const fillPage = 1000

@@ -1,9 +1,15 @@
 package postgres
 
 import (
+	"encoding/json"
 	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kassapay/kassa"
@@ -141,8 +147,61 @@ func schemaAt(t *testing.T, n int) (string, *pgxpool.Pool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := migrateTo(t.Context(), pool, migrations[:n]); err != nil {
+	if err := migrateTo(t.Context(), pool, migrations[:n], nil); err != nil {
 		t.Fatal(err)
 	}
 	return dsn, pool
+}
+
+// TestMigrationSearchTerms: the invoices of a database written by
+// schema 6 (no search terms) are found by order id (OrderID, or
+// metadata.orderId without it), e-mail and id once migrated, more than
+// a fill page of them, and their progress is logged.
+func TestMigrationSearchTerms(t *testing.T) {
+	ctx := t.Context()
+	harness.SkipShort(t, "PostgreSQL")
+	dsn, pool := schemaAt(t, 6)
+	const n = fillPage + 7
+	rows := make([][]any, 0, n)
+	for i := range n {
+		inv := kassatest.NewInvoice(fmt.Sprintf("inv_%05d", i), "s1", kassatest.Epoch.Add(time.Duration(i)*time.Second))
+		inv.BuyerEmail = fmt.Sprintf("Buyer%d@Example.com", i)
+		if i%2 == 0 {
+			inv.OrderID = fmt.Sprintf("ORD-%d", i)
+		} else {
+			inv.Metadata = json.RawMessage(fmt.Sprintf(`{"orderId":"ORD-%d"}`, i))
+		}
+		doc, err := format.Marshal(inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, []any{inv.ID, inv.StoreID, ms(inv.CreatedAt), int64(1), doc})
+	}
+	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"invoices"}, []string{"id", "store_id", "created_ms", "seq", "doc"}, pgx.CopyFromRows(rows)); err != nil {
+		t.Fatal(err)
+	}
+	var logs kassatest.LogBuffer
+	db, err := Open(ctx, dsn, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	find := func(q kassa.SearchQuery, want ...string) {
+		t.Helper()
+		var ids []string
+		if _, err := db.SearchInvoices(ctx, "s1", q, func(inv *kassa.Invoice) error { ids = append(ids, inv.ID); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(ids, want) {
+			t.Errorf("after the migration, SearchInvoices(%+v) = %v, want %v", q, ids, want)
+		}
+	}
+	find(kassa.SearchQuery{Text: "ord-1006", Exact: true}, "inv_01006")
+	find(kassa.SearchQuery{Text: "ord-1005", Exact: true}, "inv_01005")
+	find(kassa.SearchQuery{Text: "buyer3@example.COM", In: kassa.SearchEmail}, "inv_00003")
+	find(kassa.SearchQuery{Text: "ord-100", ListQuery: kassa.ListQuery{Limit: 3}}, "inv_01006", "inv_01005", "inv_01004")
+	find(kassa.SearchQuery{Text: "INV_00002"}, "inv_00002")
+	if !strings.Contains(logs.String(), "indexed invoices for search") || !strings.Contains(logs.String(), fmt.Sprint("invoices=", n)) {
+		t.Errorf("the migration's log says nothing of the %d invoices indexed: %s", n, logs.String())
+	}
 }

@@ -1,6 +1,7 @@
 package kassa
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -213,4 +214,16 @@ func GreenfieldRedelivery(payload json.RawMessage, deliveryID string) json.RawMe
 	b.DeliveryID, b.IsRedelivery = deliveryID, true
 	out, _ := json.Marshal(b)
 	return out
+}
+
+// GreenfieldSigHeader carries a Greenfield delivery's signature:
+// "sha256=" and the hex HMAC-SHA256 of the raw body with the webhook's
+// secret (swagger.template.webhooks.json, WebhookDataCreate.secret).
+const GreenfieldSigHeader = "BTCPay-Sig"
+
+// WebhookAddressChecker is a WebhookClient that can check, without
+// sending anything, that a URL's host resolves only to addresses the
+// service may reach.
+type WebhookAddressChecker interface {
+	CheckAddress(ctx context.Context, rawURL string) error
 }

@@ -79,7 +79,7 @@ func newEnvWith(t *testing.T, cfg egress.Config) *env {
 	e.sys = actors.NewSystem(actors.Config{
 		Journal: db, Reader: db, Chain: chain, Lightning: node, Rates: fixed,
 		Webhooks: egress.WebhookClient{Client: egress.New(cfg), App: "Kassa"},
-		Clock: e.clock, Logger: slog.New(slog.DiscardHandler),
+		Clock:    e.clock, Logger: slog.New(slog.DiscardHandler),
 	})
 	t.Cleanup(e.sys.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -176,7 +176,8 @@ func (inv *Invoice) observe(in PaymentObserved) ([]Effect, error) {
 	if p.Amount <= 0 {
 		return nil, Errorf(Invalid, "payment amount must be positive")
 	}
-	found := false
+	late := inv.afterExpiration()
+	found, wasFinal := false, false
 	for i := range inv.Payments {
 		if inv.Payments[i].ID != p.ID {
 			continue
@@ -188,6 +189,7 @@ func (inv *Invoice) observe(in PaymentObserved) ([]Effect, error) {
 		}
 		p.ReceivedAt = old.ReceivedAt
 		p.Accounted = old.Accounted
+		wasFinal = inv.Final(&old)
 		inv.Payments[i] = p
 		if p.Confirmations < old.Confirmations && !old.Dropped {
 			// A reorg took the output's block away.
@@ -203,7 +205,8 @@ func (inv *Invoice) observe(in PaymentObserved) ([]Effect, error) {
 		}
 		inv.Payments = append(inv.Payments, p)
 	}
-	return inv.afterPayment(in.At, MethodOnchain, p.TxID), nil
+	notices := inv.paymentNotices(&p, found, wasFinal, late)
+	return append(notices, inv.afterPayment(in.At, MethodOnchain, p.TxID)...), nil
 }
 
 func (inv *Invoice) drop(in PaymentDropped) ([]Effect, error) {
@@ -264,6 +267,7 @@ func (inv *Invoice) lightning(in LightningPaid) ([]Effect, error) {
 			return nil, ErrNothingChanged
 		}
 	}
+	late := inv.afterExpiration()
 	inv.Payments = append(inv.Payments, Payment{
 		ID:          in.PaymentHash,
 		Method:      MethodLightning,
@@ -273,7 +277,8 @@ func (inv *Invoice) lightning(in LightningPaid) ([]Effect, error) {
 		Destination: inv.LightningInvoice,
 		ReceivedAt:  in.At,
 	})
-	return inv.afterPayment(in.At, MethodLightning, in.PaymentHash), nil
+	notices := inv.paymentNotices(&inv.Payments[len(inv.Payments)-1], false, false, late)
+	return append(notices, inv.afterPayment(in.At, MethodLightning, in.PaymentHash)...), nil
 }
 
 // afterPayment moves the invoice on after a payment was added or gained
@@ -412,7 +417,7 @@ func (inv *Invoice) endMonitoring(in MonitoringEnded) ([]Effect, error) {
 	case InvoiceProcessing:
 		inv.Status = InvoiceInvalid
 		inv.MonitoringDone = true
-		return append([]Effect{StopWatching{}}, inv.cancelLightning()...), nil
+		return append([]Effect{Notice{Type: NoticeInvalid}, StopWatching{}}, inv.cancelLightning()...), nil
 	case InvoiceExpired:
 		if !inv.MonitoringDone {
 			inv.MonitoringDone = true
@@ -424,7 +429,7 @@ func (inv *Invoice) endMonitoring(in MonitoringEnded) ([]Effect, error) {
 				// rather than read that the customer never paid. Its
 				// Lightning invoice was cancelled at expiry.
 				inv.Status = InvoiceInvalid
-				return effects, nil
+				return append([]Effect{Notice{Type: NoticeInvalid}}, effects...), nil
 			}
 			if len(inv.Payments) == 0 && inv.DerivationIndex != nil {
 				effects = append(effects, ReleaseAddress{Index: *inv.DerivationIndex})
@@ -461,5 +466,5 @@ func (inv *Invoice) markInvalid() ([]Effect, error) {
 	}
 	inv.Status = InvoiceInvalid
 	inv.MonitoringDone = true
-	return append([]Effect{StopWatching{}}, cancel...), nil
+	return append([]Effect{Notice{Type: NoticeInvalid, ManuallyMarked: true}, StopWatching{}}, cancel...), nil
 }

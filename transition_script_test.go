@@ -321,6 +321,18 @@ func describeEffect(e Effect) string {
 			out += " isUnderpaid"
 		}
 		return out
+	case Notice:
+		out := map[NoticeType]string{NoticePaymentReceived: "notice payment-received", NoticePaymentSettled: "notice payment-settled", NoticeInvalid: "notice invalid"}[e.Type]
+		if e.PaymentID != "" {
+			out += " " + e.PaymentID
+		}
+		if e.AfterExpiration {
+			out += " after-expiration"
+		}
+		if e.ManuallyMarked {
+			out += " manually-marked"
+		}
+		return out
 	case Settle:
 		return fmt.Sprintf("settle full=%d fee=%d method=%s hash=%s", e.FullAmount, e.Fee, e.Method, e.Hash)
 	case PaidAgain:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -265,13 +266,18 @@ func checkStep(t *testing.T, pos string, allowed map[InvoiceStatus][]InvoiceStat
 	// waiting for it (expired, invalid, settled on-chain), unless it has
 	// none or it was paid.
 	var cancels, rest []Effect
+	var notices []Notice
 	for _, e := range effects {
-		if _, ok := e.(CancelLightning); ok {
+		switch e := e.(type) {
+		case CancelLightning:
 			cancels = append(cancels, e)
-		} else {
+		case Notice:
+			notices = append(notices, e)
+		default:
 			rest = append(rest, e)
 		}
 	}
+	checkNotices(fail, prev, next, notices)
 	paidByLightning := false
 	for _, p := range next.Payments {
 		paidByLightning = paidByLightning || p.Method == MethodLightning
@@ -484,8 +490,12 @@ func TestPaidAgainAfterLegacySettlement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(effects) != 1 || effects[0] != (PaidAgain{Amount: 500, Fee: 5, Method: MethodLightning, Hash: "h1"}) {
-		t.Fatalf("effects = %v, want only the 500 sat paid again", effects)
+	// The payment's notices first (Greenfield's InvoiceReceivedPayment and
+	// InvoicePaymentSettled), then only the 500 sat paid again.
+	want := []Effect{Notice{Type: NoticePaymentReceived, PaymentID: "h1"}, Notice{Type: NoticePaymentSettled, PaymentID: "h1"},
+		PaidAgain{Amount: 500, Fee: 5, Method: MethodLightning, Hash: "h1"}}
+	if !reflect.DeepEqual(effects, want) {
+		t.Fatalf("effects = %v, want the payment's notices and only the 500 sat paid again", effects)
 	}
 	if !next.Payments[0].Accounted || next.AdditionalStatus != StatusOverpaid {
 		t.Fatalf("after: %+v", next)
@@ -503,6 +513,49 @@ func TestCanMarkInvalidIsTheTransitionsPrecondition(t *testing.T) {
 		_, _, err := inv.Apply(MarkedInvalid{At: now})
 		if got, want := inv.CanMarkInvalid(), err == nil; got != want {
 			t.Errorf("%s: CanMarkInvalid = %v, but marking it invalid gave %v", st, got, err)
+		}
+	}
+}
+
+// checkNotices checks the notices of one step: a payment-received notice
+// for each payment new in next, a payment-settled one for each payment
+// final in next and not in prev, each after expiration when prev was
+// Expired or Invalid; an invalid notice exactly when the step made the
+// invoice Invalid.
+func checkNotices(fail func(string, ...any), prev, next Invoice, notices []Notice) {
+	late := prev.Status == InvoiceExpired || prev.Status == InvoiceInvalid
+	var want []Notice
+	if next.Status == InvoiceInvalid && prev.Status != InvoiceInvalid {
+		for _, n := range notices {
+			if n.Type == NoticeInvalid {
+				want = append(want, Notice{Type: NoticeInvalid, ManuallyMarked: n.ManuallyMarked})
+			}
+		}
+		if len(want) != 1 {
+			fail("made Invalid with notices %v, want one invalid notice", notices)
+		}
+	}
+	for i := range next.Payments {
+		p := &next.Payments[i]
+		var before *Payment
+		for j := range prev.Payments {
+			if prev.Payments[j].ID == p.ID {
+				before = &prev.Payments[j]
+			}
+		}
+		if before == nil {
+			want = append(want, Notice{Type: NoticePaymentReceived, PaymentID: p.ID, AfterExpiration: late})
+		}
+		if next.Final(p) && (before == nil || !prev.Final(before)) {
+			want = append(want, Notice{Type: NoticePaymentSettled, PaymentID: p.ID, AfterExpiration: late})
+		}
+	}
+	if len(notices) != len(want) {
+		fail("notices %v, want %v", notices, want)
+	}
+	for _, w := range want {
+		if !slices.Contains(notices, w) {
+			fail("notices %v, want %v", notices, want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -25,6 +26,10 @@ type Webhook struct {
 	AutomaticRedelivery bool      `json:"automaticRedelivery"`
 	CreatedAt           time.Time `json:"createdAt"`
 	UpdatedAt           time.Time `json:"updatedAt"`
+	// Format is the API the webhook was registered through, and the
+	// format of its deliveries; empty (Coinsnap's) in records made before
+	// there were two.
+	Format WebhookFormat `json:"format,omitempty"`
 }
 
 // Selects reports whether the webhook wants events of type t. Invalid
@@ -39,7 +44,7 @@ func (w *Webhook) Selects(t EventType) bool {
 // new secret when none was given.
 func NewWebhook(id, storeID string, in *WebhookInput, now time.Time) *Webhook {
 	w := &Webhook{ID: id, StoreID: storeID, URL: in.URL, Secret: in.Secret, Events: slices.Clone(in.Events),
-		Enabled: true, CreatedAt: now, UpdatedAt: now}
+		Enabled: true, CreatedAt: now, UpdatedAt: now, Format: in.Format}
 	if w.Events == nil {
 		w.Events = []EventType{}
 	}
@@ -99,6 +104,10 @@ type WebhookInput struct {
 	Secret              string
 	Enabled             *bool
 	AutomaticRedelivery *bool
+	// Format is the create's format (FormatGreenfield: events are
+	// Greenfield's types, and the URL is not probed); an update keeps the
+	// webhook's.
+	Format WebhookFormat
 }
 
 // EventInvalid may be selected by a webhook, as shop plugins do, but no
@@ -129,6 +138,13 @@ func (in *WebhookInput) Validate(create bool) error {
 	if len(in.URL) > MaxURL {
 		fields = append(fields, FieldError{"url", "must be at most 2048 characters"})
 	}
+	if in.Format == FormatGreenfield {
+		fields = append(fields, in.validateGreenfieldEvents()...)
+		if create && !in.EventsGiven {
+			in.Events = slices.Clone(GreenfieldEventTypes)
+		}
+		return in.finishValidate(fields)
+	}
 	seen := map[EventType]bool{}
 	var events []EventType
 	for _, e := range in.Events {
@@ -148,6 +164,14 @@ func (in *WebhookInput) Validate(create bool) error {
 	}
 	if in.Events == nil && in.EventsGiven {
 		in.Events = []EventType{}
+	}
+	return in.finishValidate(fields)
+}
+
+// finishValidate adds the checks both formats share to fields.
+func (in *WebhookInput) finishValidate(fields []FieldError) error {
+	if in.Format != FormatCoinsnap && in.Format != FormatGreenfield {
+		fields = append(fields, FieldError{"format", "unknown webhook format " + strconv.Quote(string(in.Format))})
 	}
 	if in.Secret != "" && (len(in.Secret) < 8 || len(in.Secret) > 255) {
 		fields = append(fields, FieldError{"secret", "must be 8 to 255 characters"})

@@ -359,8 +359,9 @@ func (a *invoiceActor) applyOnce(ctx actor.Context, parent context.Context, in k
 func (p *invoicePorts) deliveries(ctx context.Context, b kassa.Batch, inv *kassa.Invoice, effects []kassa.Effect, creation func() string) ([]*kassa.Delivery, error) {
 	var all []*kassa.Delivery
 	for _, e := range effects {
-		if emit, ok := e.(kassa.Emit); ok {
-			ds, err := p.outbox.deliveriesFor(ctx, inv, emit, inv.UpdatedAt)
+		switch e.(type) {
+		case kassa.Emit, kassa.Notice:
+			ds, err := p.outbox.deliveriesFor(ctx, inv, e, inv.UpdatedAt)
 			if err != nil {
 				return nil, fmt.Errorf("webhooks of store %s: %w", inv.StoreID, err)
 			}

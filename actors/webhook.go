@@ -269,14 +269,7 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 	case !w.Enabled:
 		d.Status, d.Error = kassa.DeliveryFailed, "the webhook was disabled before this event could be sent"
 	default:
-		signature, sig := webhook.Sign(w.Secret, d.Payload, now)
-		d.Headers = map[string]string{
-			webhook.SignatureHeader: signature, webhook.SigHeader: sig,
-			webhook.EventIDHeader: d.Event(), webhook.DeliveryIDHeader: d.ID,
-		}
-		for _, alias := range a.p.sigAliases {
-			d.Headers[http.CanonicalHeaderKey(alias)] = sig
-		}
+		d.Headers = a.p.deliveryHeaders(w, d, now)
 		headers := http.Header{}
 		for name, value := range d.Headers {
 			headers.Set(name, value)
@@ -314,6 +307,10 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 					Attempt: d.Attempt + 1, NotBefore: now.Add(kassa.RetryDelay(d.Attempt + 1)), CreatedAt: now,
 					TraceParent: telemetry.TraceParent(spanCtx), CreationTrace: d.CreationTrace,
 				}
+				if w.Format == kassa.FormatGreenfield {
+					// BTCPay retries as a redelivery: a new deliveryId.
+					retry.Payload = kassa.GreenfieldRedelivery(d.Payload, retry.ID)
+				}
 			}
 		}
 	}
@@ -344,6 +341,26 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 	return d, nil
 }
 
+// deliveryHeaders are the headers of delivery d to w, signed now: for a
+// Coinsnap-format webhook X-Service-Signature, X-Service-Sig (and its
+// aliases), the event and delivery ids; for a Greenfield one BTCPay's
+// BTCPay-Sig, "sha256=" and the hex HMAC-SHA256 of the body
+// (WebhookSender.cs, BTCPay 2.4.1), the same value as X-Service-Sig.
+func (p *webhookPorts) deliveryHeaders(w *kassa.Webhook, d *kassa.Delivery, now time.Time) map[string]string {
+	signature, sig := webhook.Sign(w.Secret, d.Payload, now)
+	if w.Format == kassa.FormatGreenfield {
+		return map[string]string{kassa.GreenfieldSigHeader: sig}
+	}
+	headers := map[string]string{
+		webhook.SignatureHeader: signature, webhook.SigHeader: sig,
+		webhook.EventIDHeader: d.Event(), webhook.DeliveryIDHeader: d.ID,
+	}
+	for _, alias := range p.sigAliases {
+		headers[http.CanonicalHeaderKey(alias)] = sig
+	}
+	return headers
+}
+
 // errAbandoned says a delivery was not attempted, or its attempt not
 // recorded, because a drain ran out of time; it stays in the outbox.
 var errAbandoned = errors.New("webhook delivery abandoned at shutdown")
@@ -355,12 +372,20 @@ func (a *webhookActor) redeliver(ctx actor.Context, msg *redeliver) reply {
 	if err != nil {
 		return reply{err: err}
 	}
+	w, err := a.p.reader.Webhook(c, orig.WebhookID)
+	if err != nil {
+		return reply{err: err}
+	}
 	now := a.p.clock.Now()
 	d := &kassa.Delivery{
 		ID: kassa.NewID(""), WebhookID: orig.WebhookID, StoreID: orig.StoreID, InvoiceID: orig.InvoiceID, EventID: orig.Event(),
 		Type: orig.Type, Payload: kassa.RedeliveryPayload(orig.Type, orig.InvoiceID),
 		Status: kassa.DeliveryPending, RedeliveryOf: orig.ID, CreatedAt: now,
 		TraceParent: telemetry.TraceParent(c), CreationTrace: orig.CreationTrace,
+	}
+	if w.Format == kassa.FormatGreenfield {
+		// BTCPay re-sends the whole body with a new deliveryId.
+		d.Payload = kassa.GreenfieldRedelivery(orig.Payload, d.ID)
 	}
 	b := a.p.journal.NewBatch()
 	b.PutDelivery(d, true)
@@ -401,26 +426,39 @@ type webhookOutbox struct {
 	wake func(webhookID, deliveryID string)
 }
 
-// deliveriesFor returns the pending deliveries of an invoice event, one
-// per enabled webhook of the store that selected its type, all with one
-// new event id.
-func (o *webhookOutbox) deliveriesFor(ctx context.Context, inv *kassa.Invoice, e kassa.Emit, now time.Time) ([]*kassa.Delivery, error) {
+// deliveriesFor returns the pending deliveries of an invoice event (an
+// Emit or a Notice), one per enabled webhook of the store that selected
+// its type in the webhook's format, all with one new event id. A
+// Coinsnap-format webhook is sent the Emits (docs/api.md); a Greenfield
+// one both, as Greenfield's types (kassa.GreenfieldType).
+func (o *webhookOutbox) deliveriesFor(ctx context.Context, inv *kassa.Invoice, e kassa.Effect, now time.Time) ([]*kassa.Delivery, error) {
 	hooks, err := o.storeWebhooks(ctx, inv.StoreID)
 	if err != nil {
 		return nil, err
 	}
 	var out []*kassa.Delivery
 	eventID := ""
+	emit, isEmit := e.(kassa.Emit)
+	gfType, isGreenfield := kassa.GreenfieldType(e)
 	for _, w := range hooks {
-		if w.Enabled && w.Selects(e.Type) {
-			if eventID == "" {
-				eventID = kassa.NewID("")
-			}
-			out = append(out, &kassa.Delivery{
-				ID: kassa.NewID(""), WebhookID: w.ID, StoreID: inv.StoreID, InvoiceID: inv.ID, EventID: eventID, Type: e.Type,
-				Payload: kassa.EventPayload(inv, e), Status: kassa.DeliveryPending, CreatedAt: now,
-			})
+		if !w.Enabled {
+			continue
 		}
+		d := &kassa.Delivery{ID: kassa.NewID(""), WebhookID: w.ID, StoreID: inv.StoreID, InvoiceID: inv.ID,
+			Status: kassa.DeliveryPending, CreatedAt: now}
+		switch {
+		case w.Format == kassa.FormatGreenfield && isGreenfield && w.Selects(gfType):
+			d.Type, d.Payload = gfType, kassa.GreenfieldPayload(inv, e, gfType, w.ID, d.ID, now)
+		case w.Format == kassa.FormatCoinsnap && isEmit && w.Selects(emit.Type):
+			d.Type, d.Payload = emit.Type, kassa.EventPayload(inv, emit)
+		default:
+			continue
+		}
+		if eventID == "" {
+			eventID = kassa.NewID("")
+		}
+		d.EventID = eventID
+		out = append(out, d)
 	}
 	return out, nil
 }
@@ -579,7 +617,7 @@ func (s *Service) createWebhook(ctx context.Context, storeID string, in *kassa.W
 		// spares a full store the URL check.
 		return nil, errWebhookLimit
 	}
-	if err := s.checkURL(ctx, in.URL); err != nil {
+	if err := s.checkURL(ctx, in.URL, in.Format); err != nil {
 		return nil, err
 	}
 	w := kassa.NewWebhook(kassa.NewID(""), storeID, in, s.cfg.Clock.Now().UTC())
@@ -594,9 +632,21 @@ var errWebhookNotFound = kassa.Errorf(kassa.NotFound, "webhook not found")
 // errWebhookLimit refuses a webhook beyond MaxWebhooksPerStore.
 var errWebhookLimit = kassa.Errorf(kassa.Conflict, "a store can have at most %d webhooks", kassa.MaxWebhooksPerStore)
 
-func (s *Service) checkURL(ctx context.Context, url string) error {
+// checkURL checks a webhook's URL before it is saved: its form (https
+// outside development), then, for Coinsnap's format, the unsigned probe
+// (Validate). A Greenfield receiver refuses an unsigned request, as
+// BTCPay sends none, so a Greenfield URL gets the address check instead:
+// its host resolves to public addresses only (loopback with --dev), when
+// the client can tell (kassa.WebhookAddressChecker).
+func (s *Service) checkURL(ctx context.Context, url string, format kassa.WebhookFormat) error {
 	if err := s.cfg.Webhooks.CheckURL(url); err != nil {
 		return err
+	}
+	if format == kassa.FormatGreenfield {
+		if c, ok := s.cfg.Webhooks.(kassa.WebhookAddressChecker); ok {
+			return c.CheckAddress(ctx, url)
+		}
+		return nil
 	}
 	return s.cfg.Webhooks.Validate(ctx, url)
 }
@@ -620,8 +670,11 @@ func (s *Service) UpdateWebhook(ctx context.Context, storeID, id string, in *kas
 	if w.StoreID != storeID {
 		return nil, errWebhookNotFound
 	}
+	if in.EventsGiven && in.Format != w.Format {
+		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "events", Message: "the webhook was registered through the other API; change its events there"}})
+	}
 	if in.URL != "" && in.URL != w.URL {
-		if err := s.checkURL(ctx, in.URL); err != nil {
+		if err := s.checkURL(ctx, in.URL, w.Format); err != nil {
 			return nil, err
 		}
 	}

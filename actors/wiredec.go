@@ -295,7 +295,7 @@ func webhookInputIn(d *protos.WebhookInputDoc) *kassa.WebhookInput {
 	}
 	return &kassa.WebhookInput{
 		URL: d.Url, Events: eventTypesIn(d.Events), EventsGiven: d.EventsGiven, Secret: d.Secret,
-		Enabled: d.Enabled, AutomaticRedelivery: d.AutomaticRedelivery,
+		Enabled: d.Enabled, AutomaticRedelivery: d.AutomaticRedelivery, Format: kassa.WebhookFormat(d.Format),
 	}
 }
 
@@ -307,7 +307,7 @@ func webhookIn(d *protos.WebhookDoc) (*kassa.Webhook, error) {
 	w := &kassa.Webhook{
 		ID: d.Id, StoreID: d.StoreId, URL: d.Url, Secret: d.Secret, Events: nonNil(eventTypesIn(d.Events)),
 		Enabled: d.Enabled, AutomaticRedelivery: d.AutomaticRedelivery,
-		CreatedAt: r.time(d.CreatedAt), UpdatedAt: r.time(d.UpdatedAt),
+		CreatedAt: r.time(d.CreatedAt), UpdatedAt: r.time(d.UpdatedAt), Format: kassa.WebhookFormat(d.Format),
 	}
 	return w, r.err
 }

@@ -173,7 +173,7 @@ func webhookInputOut(in *kassa.WebhookInput) *protos.WebhookInputDoc {
 	}
 	return &protos.WebhookInputDoc{
 		Url: in.URL, Events: eventTypesOut(in.Events), EventsGiven: in.EventsGiven, Secret: in.Secret,
-		Enabled: in.Enabled, AutomaticRedelivery: in.AutomaticRedelivery,
+		Enabled: in.Enabled, AutomaticRedelivery: in.AutomaticRedelivery, Format: string(in.Format),
 	}
 }
 
@@ -184,7 +184,7 @@ func webhookOut(w *kassa.Webhook) *protos.WebhookDoc {
 	return &protos.WebhookDoc{
 		Id: w.ID, StoreId: w.StoreID, Url: w.URL, Secret: w.Secret, Events: eventTypesOut(w.Events),
 		Enabled: w.Enabled, AutomaticRedelivery: w.AutomaticRedelivery,
-		CreatedAt: timestampOf(w.CreatedAt), UpdatedAt: timestampOf(w.UpdatedAt),
+		CreatedAt: timestampOf(w.CreatedAt), UpdatedAt: timestampOf(w.UpdatedAt), Format: string(w.Format),
 	}
 }
 

@@ -26,4 +26,8 @@
 //     defaultLanguage, defaultPaymentMethod, lazyPaymentMethods, receipt,
 //     additionalSearchTerms) are checked for their type and ignored;
 //     answers report the invoice's real values.
+//   - Webhooks registered here are Greenfield-format (kassa.FormatGreenfield):
+//     delivered as BTCPay's WebhookInvoiceEvent, signed BTCPay-Sig, and
+//     registered without the unsigned probe; the webhook routes see only
+//     Greenfield-format webhooks.
 package greenfield

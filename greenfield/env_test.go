@@ -16,6 +16,7 @@ import (
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/actors"
 	chainsim "github.com/kassapay/kassa/chain/sim"
+	"github.com/kassapay/kassa/egress"
 	"github.com/kassapay/kassa/greenfield"
 	kassahttp "github.com/kassapay/kassa/http"
 	"github.com/kassapay/kassa/kassatest"
@@ -53,6 +54,13 @@ func (b stubBackend) Info(context.Context) kassa.BackendInfo {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	// As with --dev: the test's receivers listen on loopback over http.
+	return newEnvWith(t, egress.Config{AllowPrivate: true, Timeout: 5 * time.Second})
+}
+
+// newEnvWith is newEnv with webhooks sent by an egress client of cfg.
+func newEnvWith(t *testing.T, cfg egress.Config) *env {
+	t.Helper()
 	e := &env{t: t, clock: kassatest.NewTestClock(testNow)}
 	db, err := persistence.Open("kassa", persistence.Options{FS: vfs.NewMem(), Clock: e.clock})
 	if err != nil {
@@ -70,7 +78,8 @@ func newEnv(t *testing.T) *env {
 	}}
 	e.sys = actors.NewSystem(actors.Config{
 		Journal: db, Reader: db, Chain: chain, Lightning: node, Rates: fixed,
-		Clock: e.clock, Logger: slog.New(slog.DiscardHandler),
+		Webhooks: egress.WebhookClient{Client: egress.New(cfg), App: "Kassa"},
+		Clock:    e.clock, Logger: slog.New(slog.DiscardHandler),
 	})
 	t.Cleanup(e.sys.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -81,6 +90,8 @@ func newEnv(t *testing.T) *env {
 	if err := node.Start(ctx, e.sys.HandleLightningEvent); err != nil {
 		t.Fatal(err)
 	}
+	// Wakes invoices at their deadlines (expiry) as cmd/kassa does.
+	e.sys.RunSweeper(ctx)
 	e.putStore("store_a", kassa.StoreSettings{
 		Name: "Alice's Shop", Currency: kassa.EUR, PercentFee: decimal.RequireFromString("1"),
 		UnderpaymentTolerance: decimal.RequireFromString("0.25"), ConfirmationsRequired: 1,
@@ -91,11 +102,11 @@ func newEnv(t *testing.T) *env {
 	synced := true
 	e.chain = stubBackend{&synced}
 	gf := greenfield.NewHandler(greenfield.Deps{
-		Reader: db, Invoices: e.sys, Chain: e.chain, Lightning: e.chain,
+		Reader: db, Invoices: e.sys, Webhooks: e.sys, Chain: e.chain, Lightning: e.chain,
 		PublicURL: "https://pay.example.com/",
 	})
 	e.h = kassahttp.NewHandler(kassahttp.Deps{
-		Reader: db, Stores: e.sys, Invoices: e.sys, PaymentRequests: e.sys, Rates: fixed,
+		Reader: db, Stores: e.sys, Invoices: e.sys, PaymentRequests: e.sys, Rates: fixed, Webhooks: e.sys,
 		KV: db, Clock: e.clock, PublicURL: "https://pay.example.com/", Greenfield: gf,
 	})
 	return e

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -19,6 +22,9 @@ import (
 type Deps struct {
 	Reader   kassa.Reader
 	Invoices kassa.InvoiceService
+	// Webhooks registers webhooks; nil answers the webhook routes as
+	// unsupported.
+	Webhooks kassa.WebhookService
 	// Chain and Lightning report whether the backends are synced, for
 	// server/info's fullySynched; nil counts as synced.
 	Chain, Lightning interface {
@@ -27,6 +33,12 @@ type Deps struct {
 	// PublicURL is the base of checkout links, e.g. https://pay.example.com.
 	PublicURL string
 	Logger    *slog.Logger
+	// Limiter limits requests per API key, in the buckets of Kassa's own
+	// API (kassahttp.Deps.Limiter), and failed authentications per client
+	// address; nil limits nothing. ClientIPHeader names the reverse
+	// proxy's client address header, as kassahttp.Deps.ClientIPHeader.
+	Limiter        *kassahttp.RateLimiter
+	ClientIPHeader string
 }
 
 type server struct {
@@ -62,9 +74,32 @@ func NewHandler(d Deps) http.Handler {
 			r.With(s.storeScope(PermModifyInvoices)).Delete("/invoices/{invoiceId}", s.archiveInvoice)
 			r.With(s.storeScope(PermModifyInvoices)).Post("/invoices/{invoiceId}/status", s.markStatus)
 			r.With(s.storeScope(PermViewInvoices)).Get("/invoices/{invoiceId}/payment-methods", s.invoicePaymentMethods)
+			if s.Webhooks != nil {
+				r.Route("/webhooks", func(r chi.Router) {
+					r.Use(s.storeScope(PermModifyWebhooks), noStore)
+					r.Get("/", s.listWebhooks)
+					r.Post("/", s.createWebhook)
+					r.Get("/{webhookId}", s.getWebhook)
+					r.Put("/{webhookId}", s.updateWebhook)
+					r.Delete("/{webhookId}", s.deleteWebhook)
+					r.Get("/{webhookId}/deliveries", s.listDeliveries)
+					r.Get("/{webhookId}/deliveries/{deliveryId}", s.getDelivery)
+					r.Get("/{webhookId}/deliveries/{deliveryId}/request", s.deliveryRequest)
+					r.Post("/{webhookId}/deliveries/{deliveryId}/redeliver", s.redeliver)
+				})
+			}
 		})
 	})
 	return r
+}
+
+// noStore marks responses as not to be cached: a created webhook carries
+// its signing secret.
+func noStore(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
 }
 
 // apiError is Greenfield's error body (BTCPayServer.Client/Models/
@@ -205,20 +240,42 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		scheme, key, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 		key = strings.TrimSpace(key)
 		if !strings.EqualFold(scheme, "token") || key == "" {
+			if s.limited(w, "authfail/"+kassahttp.ClientAddress(r, s.ClientIPHeader)) {
+				return
+			}
 			writeAPIError(w, http.StatusUnauthorized, "unauthenticated", "Authentication is required for accessing this endpoint: send Authorization: token <API key>")
 			return
 		}
 		store, k, err := kassahttp.StoreByKey(r.Context(), s.Reader, key)
 		if err != nil {
 			if kassa.ErrorCode(err) == kassa.Unauthorized {
+				if s.limited(w, "authfail/"+kassahttp.ClientAddress(r, s.ClientIPHeader)) {
+					return
+				}
 				writeAPIError(w, http.StatusUnauthorized, "unauthenticated", "unknown API key")
 				return
 			}
 			s.writeError(w, r, err)
 			return
 		}
+		if s.limited(w, kassahttp.KeyBucket(store.ID, k.ID)) {
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, &caller{store: store, key: k})))
 	})
+}
+
+// limited takes a token from bucket and, when there is none, answers 429
+// with Retry-After (whole seconds, at least 1) and returns true.
+func (s *server) limited(w http.ResponseWriter, bucket string) bool {
+	ok, wait := s.Limiter.Allow(bucket)
+	if ok {
+		return false
+	}
+	secs := max(1, int(math.Ceil(wait.Seconds())))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeAPIError(w, http.StatusTooManyRequests, "rate-limited", fmt.Sprintf("too many requests: retry in %d s", secs))
+	return true
 }
 
 // permissionError is BTCPay's 403 for a key that lacks perm on the store

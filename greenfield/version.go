@@ -22,6 +22,9 @@ const (
 	PermCreateInvoice     = "btcpay.store.cancreateinvoice"
 	PermViewStoreSettings = "btcpay.store.canviewstoresettings"
 	PermModifyInvoices    = "btcpay.store.canmodifyinvoices"
+	// PermModifyWebhooks is the plugin's optional webhook permission,
+	// which its webhook registration needs.
+	PermModifyWebhooks = "btcpay.store.webhooks.canmodifywebhooks"
 	// PermModifyStoreSettings is asked by the store payment methods'
 	// includeConfig; no key holds it yet.
 	PermModifyStoreSettings = "btcpay.store.canmodifystoresettings"
@@ -33,4 +36,4 @@ const (
 // key whose permissions, less its optional ones, are not exactly its
 // required four (GreenfieldApiAuthorization::hasRequiredPermissions), so
 // nothing is listed that no route serves.
-var StorePermissions = []string{PermViewInvoices, PermCreateInvoice, PermViewStoreSettings, PermModifyInvoices}
+var StorePermissions = []string{PermViewInvoices, PermCreateInvoice, PermViewStoreSettings, PermModifyInvoices, PermModifyWebhooks}

@@ -114,7 +114,7 @@ func (s *server) rateLimit(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c := callerFrom(r.Context())
-		if ok, wait := s.limiter.allow(c.store.ID + "/" + c.key.ID); !ok {
+		if ok, wait := s.limiter.allow(KeyBucket(c.store.ID, c.key.ID)); !ok {
 			s.retryAfter(w, r, wait, false)
 			return
 		}

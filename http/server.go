@@ -50,6 +50,9 @@ type Deps struct {
 	// turns rate limiting off. RateBurst is the bucket size (at least 1).
 	RateLimit float64
 	RateBurst int
+	// Limiter, when set, is the per-key limiter in place of one of
+	// RateLimit and RateBurst: the one BTCPay's Greenfield API shares.
+	Limiter *RateLimiter
 	// PublicLimits are the per-address and per-pay-link limits of the
 	// customer pages; the zero value means DefaultPublicLimits.
 	PublicLimits PublicLimits
@@ -128,6 +131,9 @@ func NewHandler(d Deps) http.Handler {
 	}
 	s.Metrics = metrics.Or(s.Metrics)
 	s.limiter = newRateLimiter(d.RateLimit, d.RateBurst, s.Clock)
+	if d.Limiter != nil {
+		s.limiter = d.Limiter.l
+	}
 	if s.PublicLimits == (PublicLimits{}) {
 		s.PublicLimits = DefaultPublicLimits()
 	}

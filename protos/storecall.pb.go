@@ -2776,6 +2776,7 @@ type WebhookInputDoc struct {
 	Secret              string                 `protobuf:"bytes,4,opt,name=secret,proto3" json:"secret,omitempty"`
 	Enabled             *bool                  `protobuf:"varint,5,opt,name=enabled,proto3,oneof" json:"enabled,omitempty"`
 	AutomaticRedelivery *bool                  `protobuf:"varint,6,opt,name=automatic_redelivery,json=automaticRedelivery,proto3,oneof" json:"automatic_redelivery,omitempty"`
+	Format              string                 `protobuf:"bytes,7,opt,name=format,proto3" json:"format,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -2852,6 +2853,13 @@ func (x *WebhookInputDoc) GetAutomaticRedelivery() bool {
 	return false
 }
 
+func (x *WebhookInputDoc) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
 type WebhookDoc struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	Id                  string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2863,6 +2871,7 @@ type WebhookDoc struct {
 	AutomaticRedelivery bool                   `protobuf:"varint,7,opt,name=automatic_redelivery,json=automaticRedelivery,proto3" json:"automatic_redelivery,omitempty"`
 	CreatedAt           *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	UpdatedAt           *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	Format              string                 `protobuf:"bytes,10,opt,name=format,proto3" json:"format,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -2958,6 +2967,13 @@ func (x *WebhookDoc) GetUpdatedAt() *timestamppb.Timestamp {
 		return x.UpdatedAt
 	}
 	return nil
+}
+
+func (x *WebhookDoc) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
 }
 
 type DeliveryDoc struct {
@@ -3598,17 +3614,18 @@ const file_storecall_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xf2\x01\n" +
+	"updated_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\x8a\x02\n" +
 	"\x0fWebhookInputDoc\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x16\n" +
 	"\x06events\x18\x02 \x03(\tR\x06events\x12!\n" +
 	"\fevents_given\x18\x03 \x01(\bR\veventsGiven\x12\x16\n" +
 	"\x06secret\x18\x04 \x01(\tR\x06secret\x12\x1d\n" +
 	"\aenabled\x18\x05 \x01(\bH\x00R\aenabled\x88\x01\x01\x126\n" +
-	"\x14automatic_redelivery\x18\x06 \x01(\bH\x01R\x13automaticRedelivery\x88\x01\x01B\n" +
+	"\x14automatic_redelivery\x18\x06 \x01(\bH\x01R\x13automaticRedelivery\x88\x01\x01\x12\x16\n" +
+	"\x06format\x18\a \x01(\tR\x06formatB\n" +
 	"\n" +
 	"\b_enabledB\x17\n" +
-	"\x15_automatic_redelivery\"\xbc\x02\n" +
+	"\x15_automatic_redelivery\"\xd4\x02\n" +
 	"\n" +
 	"WebhookDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -3621,7 +3638,9 @@ const file_storecall_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
 	"\n" +
-	"updated_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xa7\x06\n" +
+	"updated_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x16\n" +
+	"\x06format\x18\n" +
+	" \x01(\tR\x06format\"\xa7\x06\n" +
 	"\vDeliveryDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +

@@ -339,7 +339,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 		Reader:  m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: b.rates, Webhooks: m.sys,
 		Chain: b.chain, Lightning: b.lightning, KV: m.db, Storage: m.db, Clock: m.Clock, Logger: log,
 		PublicURL: publicURL, AdminToken: token, Version: Version,
-		RateLimit: c.RateLimit, RateBurst: c.RateBurst,
+		Limiter:        kassahttp.NewRateLimiter(c.RateLimit, c.RateBurst, m.Clock),
 		PublicLimits:   c.publicLimits(),
 		ClientIPHeader: c.ClientIPHeader,
 		Backup:         newBackupFunc(c.Data, m.db, m.Clock),
@@ -364,8 +364,8 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	}
 	deps.Dashboard = dash
 	deps.Greenfield = greenfield.NewHandler(greenfield.Deps{
-		Reader: m.db, Invoices: m.sys, Chain: b.chain, Lightning: b.lightning,
-		PublicURL: publicURL, Logger: log,
+		Reader: m.db, Invoices: m.sys, Webhooks: m.sys, Chain: b.chain, Lightning: b.lightning,
+		PublicURL: publicURL, Logger: log, Limiter: deps.Limiter, ClientIPHeader: c.ClientIPHeader,
 	})
 	if cluster {
 		deps.Cluster = m.clusterReport

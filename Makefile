@@ -29,8 +29,9 @@ test: test-deps
 	cov=$$(mktemp -d) && trap 'rm -rf "$$cov"' EXIT && \
 	KASSA_OPENAPI_COVERAGE=$$cov $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/itest') && \
 	KASSA_OPENAPI_COVERAGE=$$cov KASSA_OPENAPI_COVERAGE_CHECK=1 $(GO) test -count=1 -run '^TestOpenAPICoverage$$' -v ./kassatest/apitest
-	# Several cluster nodes in one process race inside protoactor-go
-	# (remote.Start sets gRPC's global logger): these run without -race.
+	# protoactor-go's remoting and gossip race inside the library (see
+	# skipRemoteUnderRace in actors): the in-process cluster tests run
+	# without -race.
 	$(GO) test -count=1 -run 'TestCluster' ./actors/
 	$(MAKE) test-fuzz
 

@@ -71,10 +71,9 @@ func eventOf(in kassa.InvoiceInput) *protos.InvoiceEvent {
 
 // createdEvent is the first event of a new invoice. It carries no copy
 // of the invoice: the snapshot committed in the same batch holds the
-// document, so a create encodes and writes the invoice JSON once (issue
-// 23). Journals written before that hold the document in the event, and
-// load still reads it (docs/decisions.md, "The invoice is written once
-// per create").
+// document, so a create encodes and writes the invoice JSON once.
+// Older journals hold the document in the event, and load still reads
+// it (docs/decisions.md, "The invoice is written once per create").
 func createdEvent(inv *kassa.Invoice) *protos.InvoiceEvent {
 	return &protos.InvoiceEvent{AtUnixNano: inv.CreatedAt.UnixNano(), Kind: &protos.InvoiceEvent_Created{Created: &protos.InvoiceCreated{}}}
 }

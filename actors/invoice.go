@@ -169,9 +169,10 @@ func (a *invoiceActor) load(ctx actor.Context) {
 var errSnapshotBehind = errors.New("the invoice's created event holds no document and the snapshot read before it has none")
 
 // replay reads the invoice's snapshot, then applies the events after it.
-// A created event holds the invoice document only in journals written
-// before issue 23; since then the snapshot written in the same batch
-// holds it, so a snapshot at or after the created event is needed.
+// The snapshot written in the same batch as the created event holds the
+// invoice document (older journals also hold it in the created event,
+// which load still reads), so a snapshot at or after the created event
+// is needed.
 func (a *invoiceActor) replay(id string) error {
 	bg := context.Background()
 	inv, seq, err := a.p.journal.InvoiceSnapshot(bg, id)

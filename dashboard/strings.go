@@ -242,7 +242,7 @@ var strs = map[string]string{
 	"err.number":      "must be a number",
 	"err.toolarge":    "is too large (at most 1,000,000,000,000,000)",
 
-	// Issue 22: search, ledger numbers, pay link invoices, small screens.
+	// Search, ledger numbers, pay link invoices, small screens.
 	"hook.slim":           "Redeliver sends a slim body: the event type and the invoice id only, without the metadata and amounts of the invoice. Your shop reads the rest from the API.",
 	"inv.search":          "Search",
 	"inv.searchhint":      "Invoice id, order id or buyer email",

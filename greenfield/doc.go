@@ -2,8 +2,8 @@
 // shop plugins (WooCommerce Greenfield and the others built on
 // btcpayserver-greenfield-php): a second HTTP adapter over the same
 // service ports as package http, mounted under /greenfield
-// (docs/decisions.md, "BTCPay's Greenfield API under its own base URL
-// (issue 38)").
+// (docs/decisions.md, "BTCPay's Greenfield API under its own base
+// URL").
 //
 // The adapter translates and decides nothing (DESIGN.md §9): amounts,
 // statuses, fees and what a key may do come from the domain; this

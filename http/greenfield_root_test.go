@@ -9,7 +9,7 @@ import (
 // plugin asks when given the server's root URL with 404 naming the
 // Greenfield base URL, and serves the Greenfield handler under
 // /greenfield (docs/decisions.md, "BTCPay's Greenfield API under its own
-// base URL (issue 38)").
+// base URL").
 func TestGreenfieldPathsAtTheRoot(t *testing.T) {
 	t.Parallel()
 	greenfield := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -272,8 +272,8 @@ func (s *server) root(w http.ResponseWriter, r *http.Request) {
 
 // GreenfieldPath is where BTCPay's Greenfield API is served: a BTCPay
 // plugin is given <public URL>/greenfield as its server URL
-// (docs/decisions.md, "BTCPay's Greenfield API under its own base URL
-// (issue 38)").
+// (docs/decisions.md, "BTCPay's Greenfield API under its own base
+// URL").
 const GreenfieldPath = "/greenfield"
 
 // greenfieldOnly answers a path that only BTCPay's Greenfield API has,

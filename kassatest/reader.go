@@ -126,7 +126,7 @@ func readerLedger(t *testing.T, s Storage) {
 }
 
 // transactionNumberer is what a store offers to number a store's ledger
-// lines (the dashboard's and the export's numbers, issue 22).
+// lines (the numbers the dashboard and the export show).
 type transactionNumberer interface {
 	TransactionNumber(ctx context.Context, tx *kassa.Transaction) (int64, error)
 }

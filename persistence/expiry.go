@@ -38,7 +38,8 @@ type claimedDeadline struct{ invoiceID, deadline string }
 // forget drops the claims on deadlines that left the index: the invoice
 // closed, or its deadline moved (a claim is on one deadline). Without
 // it a node closing invoices quickly would keep a claim per invoice for
-// the claim's whole length (issue 23's closed-invoice memory).
+// the claim's whole length: its memory would grow with every invoice
+// closed.
 func (c *expiryClaims) forget(gone []claimedDeadline) {
 	if len(gone) == 0 {
 		return

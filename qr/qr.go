@@ -74,10 +74,9 @@ const qrCacheSize = 3072
 // qrCache keeps recent QR images, so that an invoice polled with GET, or
 // its checkout page reloaded, does not draw its codes again. It holds
 // qrCacheSize images once full, never more or fewer: a new image takes
-// the slot of one not used since the clock hand last passed it. (Two
-// generations, dropped together, made its size swing between one and two
-// generations with every invoice created: issue 23's closed-invoice
-// slope.)
+// the slot of one not used since the clock hand last passed it, so its
+// memory neither grows nor swings with the invoices created (two
+// generations dropped together would swing between one and two).
 var qrCache imageCache
 
 type imageCache struct {

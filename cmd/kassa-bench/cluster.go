@@ -340,7 +340,7 @@ func benchFailover(ctx context.Context, bin, tmp string, pg *harness.Postgres, e
 	other := nodes[(victim+1)%3]
 	// Kill the store's node one second before its invoices expire: it
 	// stops (SIGSTOP) with creates sent through another node in flight
-	// to it, which are answered by the store's new node (issue 19: within
+	// to it, which are answered by the store's new node (the goal: within
 	// the etcd lease + 1 s), then dies (SIGKILL).
 	time.Sleep(time.Until(deadline.Add(-time.Second)))
 	killed := time.Now()

@@ -382,9 +382,9 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	}
 	if c.Dev {
 		// The demo store is written before the server answers, so that
-		// a health check that gets 200 finds the node started (a
-		// storage outage while it was written used to stop a node
-		// whose health had said ok).
+		// a health check that gets 200 finds the node started: a
+		// storage outage while it is written stops the node before
+		// its health says ok.
 		if err := m.seedDemo(ctx, publicURL); err != nil {
 			ln.Close()
 			return err

@@ -22,8 +22,7 @@ var errCloseStuck = errors.New("the stop did not finish within --shutdown-timeou
 // its lease, and its leases expire. Such a stop is logged as an error
 // but is not a failed one: like a drain cut by the timeout, whose
 // deliveries stay in the outbox, it is the bound the operator set, and
-// the exit code stays 0 (a cluster node whose drain was cut used to
-// exit 1 here while a single node exited 0).
+// the exit code stays 0, for a cluster node as for a single node.
 func (m *Main) closeBounded() error {
 	timeout := cmp.Or(m.Config.ShutdownTimeout, DefaultConfig().ShutdownTimeout)
 	done := make(chan error, 1)

@@ -39,7 +39,7 @@ const maxGroup = 256
 // groups grow with the load, and the server spends less per batch (the
 // cluster bench's one-node cluster: 643 µs of PostgreSQL CPU per create
 // against 1,053 µs with four, and 753 µs with two; docs/decisions.md,
-// "PostgreSQL: one group at a time").
+// "Group commit on PostgreSQL").
 const maxRunning = 1
 
 // retryDeadlock is how often a group that PostgreSQL chose as the

@@ -184,7 +184,7 @@ func (h *Dashboard) renderInvoice(w http.ResponseWriter, r *http.Request, status
 		meta = renderMetadata(inv.Metadata)
 	}
 	data["Inv"], data["Txs"], data["Deliveries"], data["Meta"] = inv, rows, deliveries, meta
-	data["Order"] = orderID(inv)
+	data["Order"] = inv.SearchOrderID()
 	data["Checkout"] = strings.TrimRight(h.PublicURL, "/") + "/checkout/" + inv.ID
 	data["CanInvalidate"] = inv.CanMarkInvalid()
 	h.render(w, r, status, "invoice", data)
@@ -415,30 +415,6 @@ func (h *Dashboard) archivePayLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	redirect(w, r, currentStore(r.Context()), "/paylinks", "archived")
-}
-
-// orderID is the invoice's order id: its orderId, or else the orderId of
-// its metadata (where the Coinsnap shop plugins put it), a string or a
-// number.
-func orderID(inv *kassa.Invoice) string {
-	if inv.OrderID != "" || len(inv.Metadata) == 0 {
-		return inv.OrderID
-	}
-	var m struct {
-		OrderID json.RawMessage `json:"orderId"`
-	}
-	if json.Unmarshal(inv.Metadata, &m) != nil || len(m.OrderID) == 0 {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(m.OrderID, &s) == nil {
-		return s
-	}
-	var n json.Number
-	if json.Unmarshal(m.OrderID, &n) == nil {
-		return n.String()
-	}
-	return ""
 }
 
 // maxFormAmount is the largest amount kassa.ParseAmount accepts.

@@ -234,7 +234,7 @@ func (o *orderIDs) of(ctx context.Context, invoiceID string) (string, error) {
 	// A top-up line's invoice is the operator's: its order id is not
 	// the merchant's.
 	if inv != nil && inv.StoreID == o.storeID {
-		id = orderID(inv)
+		id = inv.SearchOrderID()
 	}
 	o.cache[invoiceID] = id
 	return id, nil

@@ -70,7 +70,7 @@ var funcs = template.FuncMap{
 		return s
 	},
 	"add":     func(a, b int) int { return a + b },
-	"order":   orderID,
+	"order":   (*kassa.Invoice).SearchOrderID,
 	"section": section,
 	"q":       url.QueryEscape,
 }

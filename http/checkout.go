@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"time"
 
@@ -109,21 +111,23 @@ type checkoutPageData struct {
 	OnchainOff bool
 	// Remaining is the time left to pay in seconds, ExpiresAt the
 	// deadline.
-	Remaining          int64
-	Countdown          string
-	ExpiresAt          time.Time
-	Received, Due      string
-	Overpaid           string
-	Confirmations      int64
-	Required           int64
-	PartlyPaid         bool
-	HasLightning       bool
-	HasOnchain         bool
-	TxID               string
-	PaidAt             time.Time
-	Method             string
-	PaidFiat           string
-	PayAgain           string
+	Remaining     int64
+	Countdown     string
+	ExpiresAt     time.Time
+	Received, Due string
+	Overpaid      string
+	Confirmations int64
+	Required      int64
+	PartlyPaid    bool
+	HasLightning  bool
+	HasOnchain    bool
+	TxID          string
+	PaidAt        time.Time
+	Method        string
+	PaidFiat      string
+	PayAgain      string
+	// RedirectURL is the way back to the shop (redirectTarget), "" when
+	// there is none; RedirectNow sends the customer there by itself.
 	RedirectURL        string
 	RedirectNow        bool
 	StatusURL, PageURL string
@@ -254,10 +258,10 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 		Required:     int64(max(inv.ConfirmationsRequired, 1)),
 		HasLightning: inv.LightningInvoice != "",
 		HasOnchain:   inv.OnchainAddress != "",
-		RedirectURL:  inv.RedirectURL,
 		StatusURL:    "/checkout/" + inv.ID + "/status",
 		PageURL:      "/checkout/" + inv.ID,
 	}
+	data.RedirectURL = redirectTarget(inv, data.OrderID)
 	if st != nil && kassa.ValidateLogoURL(st.LogoURL) == nil {
 		data.LogoURL = template.URL(st.LogoURL)
 	}
@@ -297,9 +301,9 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 		case inv.StoreCurrency.IsFiat() && inv.ExchangeRate.IsPositive():
 			data.PaidFiat = i18n.Money(lang, inv.FiatTotalPaid(), inv.StoreCurrency)
 		}
-		data.RedirectNow = inv.RedirectAutomatically && (strings.HasPrefix(inv.RedirectURL, "https://") || strings.HasPrefix(inv.RedirectURL, "http://"))
+		data.RedirectNow = inv.RedirectAutomatically && data.RedirectURL != ""
 		if data.RedirectNow {
-			base.RefreshURL = inv.RedirectURL
+			base.RefreshURL = data.RedirectURL
 		}
 	}
 	if state == stateExpired && inv.PaymentLinkID != "" {
@@ -324,6 +328,35 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 		page = "checkout-live"
 	}
 	s.renderPage(w, r, http.StatusOK, page, base.Nonce, data)
+}
+
+// redirectPlaceholder matches the placeholders BTCPay fills in a
+// redirect URL, in any case.
+var redirectPlaceholder = regexp.MustCompile(`(?i)\{(orderid|invoiceid|status)\}`)
+
+// redirectTarget is where the checkout sends the customer back to the
+// shop: inv's redirect URL with {OrderId} (orderID), {InvoiceId} and
+// {Status} replaced, query-escaped, as BTCPay does. It is "" unless the
+// result is an absolute http or https URL with a host: no other scheme
+// ever becomes the page's link or redirect, whatever was stored.
+func redirectTarget(inv *kassa.Invoice, orderID string) string {
+	if inv.RedirectURL == "" {
+		return ""
+	}
+	target := redirectPlaceholder.ReplaceAllStringFunc(inv.RedirectURL, func(p string) string {
+		switch strings.ToLower(p) {
+		case "{orderid}":
+			return url.QueryEscape(orderID)
+		case "{invoiceid}":
+			return url.QueryEscape(inv.ID)
+		}
+		return url.QueryEscape(inv.Status.String())
+	})
+	u, err := url.Parse(target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return ""
+	}
+	return target
 }
 
 // payTabs are the ways to pay inv: one QR code for both methods when it

@@ -226,7 +226,9 @@ func (s *server) routes() *chi.Mux {
 		r.Post("/backup", s.adminBackup)
 	})
 
+	r.Get("/modal/btcpay.js", s.serveModalScript)
 	if s.Greenfield != nil {
+		r.Get(GreenfieldPath+"/modal/btcpay.js", s.serveModalScript)
 		r.Mount(GreenfieldPath, s.Greenfield)
 	}
 

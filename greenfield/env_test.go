@@ -109,6 +109,8 @@ func newEnvWith(t *testing.T, cfg egress.Config) *env {
 		Reader: db, Stores: e.sys, Invoices: e.sys, PaymentRequests: e.sys, Rates: fixed, Webhooks: e.sys,
 		KV: db, Clock: e.clock, PublicURL: "https://pay.example.com/", Greenfield: gf,
 	})
+	// Every Greenfield exchange is checked against the document served.
+	e.h = gfDoc.Handler(t, e.h)
 	return e
 }
 

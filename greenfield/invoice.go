@@ -441,13 +441,13 @@ type invoiceData struct {
 
 // checkoutData is the invoice's CheckoutOptions as it is, not as asked.
 type checkoutData struct {
-	SpeedPolicy           *string  `json:"speedPolicy"`
-	PaymentMethods        []string `json:"paymentMethods"`
-	ExpirationMinutes     int64    `json:"expirationMinutes"`
-	MonitoringMinutes     int64    `json:"monitoringMinutes"`
-	PaymentTolerance      string   `json:"paymentTolerance"`
-	RedirectURL           *string  `json:"redirectURL"`
-	RedirectAutomatically bool     `json:"redirectAutomatically"`
+	SpeedPolicy           *string     `json:"speedPolicy"`
+	PaymentMethods        []string    `json:"paymentMethods"`
+	ExpirationMinutes     int64       `json:"expirationMinutes"`
+	MonitoringMinutes     int64       `json:"monitoringMinutes"`
+	PaymentTolerance      json.Number `json:"paymentTolerance"` // a JSON number, as BTCPay's double
+	RedirectURL           *string     `json:"redirectURL"`
+	RedirectAutomatically bool        `json:"redirectAutomatically"`
 }
 
 // additionalStatuses names Kassa's additional statuses as
@@ -509,7 +509,7 @@ func (s *server) invoiceData(inv *kassa.Invoice) invoiceData {
 			PaymentMethods:        methods,
 			ExpirationMinutes:     int64(inv.ExpiresAt.Sub(inv.CreatedAt) / time.Minute),
 			MonitoringMinutes:     int64(inv.MonitorUntil.Sub(inv.ExpiresAt) / time.Minute),
-			PaymentTolerance:      inv.Tolerance.String(),
+			PaymentTolerance:      json.Number(inv.Tolerance.String()),
 			RedirectURL:           optional(inv.RedirectURL),
 			RedirectAutomatically: inv.RedirectAutomatically,
 		},

@@ -60,6 +60,7 @@ func NewHandler(d Deps) http.Handler {
 	r.NotFound(s.unsupported)
 	r.MethodNotAllowed(s.unsupported)
 	r.Get("/i/{invoiceId}", s.invoiceLink)
+	r.Get("/openapi.json", serveOpenAPI)
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
 		r.Get("/api-keys/current", s.currentKey)

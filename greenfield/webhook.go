@@ -235,17 +235,17 @@ func (s *server) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 type deliveryData struct {
 	ID           string `json:"id"`
 	Timestamp    int64  `json:"timestamp"`
-	DeliveryTime *int64 `json:"deliveryTime"`
+	DeliveryTime int64  `json:"deliveryTime"` // never null: BTCPay's is a DateTimeOffset
 	HTTPCode     *int   `json:"httpCode"`
 	ErrorMessage string `json:"errorMessage,omitempty"`
 	Status       string `json:"status"`
 }
 
 func toDeliveryData(d *kassa.Delivery) deliveryData {
-	out := deliveryData{ID: d.ID, Timestamp: d.CreatedAt.Unix(), ErrorMessage: d.Error, Status: "Failed"}
+	// Not yet sent, a delivery's time is when it was due.
+	out := deliveryData{ID: d.ID, Timestamp: d.CreatedAt.Unix(), DeliveryTime: d.CreatedAt.Unix(), ErrorMessage: d.Error, Status: "Failed"}
 	if !d.SentAt.IsZero() {
-		t := d.SentAt.Unix()
-		out.DeliveryTime = &t
+		out.DeliveryTime = d.SentAt.Unix()
 	}
 	if d.StatusCode != 0 {
 		code := d.StatusCode

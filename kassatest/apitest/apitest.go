@@ -55,26 +55,56 @@ type spec struct {
 	errs   *openapi3.SchemaRef // components.schemas.Error
 }
 
-var (
-	loadOnce sync.Once
-	loaded   *spec
-	loadErr  error
-)
+// Document is an OpenAPI document that tests check exchanges against.
+// The Coinsnap API's (http/apidocs) is the package's own: Check, Handler,
+// Do and Load use it. Another API's is made with NewDocument.
+type Document struct {
+	data     []byte
+	base     string   // the path the API is mounted under, stripped before matching
+	prefixes []string // nil: Prefixes
+	errName  string   // components.schemas entry of the error body
+	coverage bool     // write what was seen to CoverageEnv
+
+	once    sync.Once
+	loaded  *spec
+	loadErr error
+
+	seenMu sync.Mutex
+	seen   map[string]bool
+}
+
+var coinsnap = &Document{data: apidocs.OpenAPI, errName: "Error", coverage: true}
+
+// NewDocument returns the OpenAPI document data of an API mounted under
+// base (its paths are matched after base is stripped): exchanges under
+// base+prefix for each of prefixes are checked; an answer outside its
+// operations must have the body of components.schemas[errorSchema].
+func NewDocument(data []byte, base, errorSchema string, prefixes ...string) *Document {
+	return &Document{data: data, base: base, prefixes: prefixes, errName: errorSchema}
+}
 
 var paramRE = regexp.MustCompile(`\{([^}/]+)\}`)
 
+// Load returns the Coinsnap API's document, loaded and validated once per
+// process.
+func Load() (*openapi3.T, error) { return coinsnap.Load() }
+
 // Load returns the document, loaded and validated once per process.
-func Load() (*openapi3.T, error) {
-	s, err := load()
+func (d *Document) Load() (*openapi3.T, error) {
+	s, err := d.load()
 	if err != nil {
 		return nil, err
 	}
 	return s.doc, nil
 }
 
-func load() (*spec, error) {
-	loadOnce.Do(func() {
-		doc, err := openapi3.NewLoader().LoadFromData(apidocs.OpenAPI)
+func load() (*spec, error) { return coinsnap.load() }
+
+func (d *Document) load() (*spec, error) {
+	d.once.Do(func() {
+		var loadErr error
+		defer func() { d.loadErr = loadErr }()
+		doc, err := openapi3.NewLoader().LoadFromData(d.data)
 		if err != nil {
 			loadErr = fmt.Errorf("apitest: load the OpenAPI document: %w", err)
 			return
@@ -83,7 +113,11 @@ func load() (*spec, error) {
 			loadErr = fmt.Errorf("apitest: the OpenAPI document is invalid: %w", err)
 			return
 		}
-		s := &spec{doc: doc, errs: doc.Components.Schemas["Error"]}
+		s := &spec{doc: doc, errs: doc.Components.Schemas[d.errName]}
+		if s.errs == nil {
+			loadErr = fmt.Errorf("apitest: the OpenAPI document has no schema %s", d.errName)
+			return
+		}
 		for template, item := range doc.Paths.Map() {
 			r := route{template: template, item: item}
 			var pattern strings.Builder
@@ -108,9 +142,9 @@ func load() (*spec, error) {
 			}
 			return strings.Compare(a.template, b.template)
 		})
-		loaded = s
+		d.loaded = s
 	})
-	return loaded, loadErr
+	return d.loaded, d.loadErr
 }
 
 // find returns the route of path and its parameters. A trailing slash is
@@ -143,9 +177,17 @@ type Exchange struct {
 }
 
 // described reports whether path is one the document describes.
-func described(path string) bool {
-	for _, p := range Prefixes {
-		if strings.HasPrefix(path, p) {
+func (d *Document) described(path string) bool {
+	prefixes := d.prefixes
+	if prefixes == nil {
+		prefixes = Prefixes
+	}
+	rest, ok := strings.CutPrefix(path, d.base)
+	if !ok {
+		return false
+	}
+	for _, p := range prefixes {
+		if strings.HasPrefix(rest, p) {
 			return true
 		}
 	}
@@ -154,16 +196,20 @@ func described(path string) bool {
 
 // Check returns what in x does not match the document (nil when all
 // does), and records the (route, method, status) for coverage.
-func Check(x Exchange) []string {
-	s, err := load()
+func Check(x Exchange) []string { return coinsnap.Check(x) }
+
+// Check returns what in x does not match the document d (nil when all
+// does), and records the (route, method, status) for d.Seen.
+func (d *Document) Check(x Exchange) []string {
+	s, err := d.load()
 	if err != nil {
 		return []string{err.Error()}
 	}
 	req := x.Request
-	if !described(req.URL.Path) {
+	if !d.described(req.URL.Path) {
 		return nil
 	}
-	r, params := s.find(req.URL.Path)
+	r, params := s.find(strings.TrimPrefix(req.URL.Path, d.base))
 	if r == nil {
 		// No route: only the not-found answer is right.
 		return s.checkError(x, "no route of the document", http.StatusNotFound)
@@ -179,7 +225,7 @@ func Check(x Exchange) []string {
 		}
 		return problems
 	}
-	record(req.Method, r.template, x.Status)
+	d.record(req.Method, r.template, x.Status)
 
 	vreq := req.Clone(req.Context())
 	vreq.Body = io.NopCloser(bytes.NewReader(x.RequestBody))
@@ -230,26 +276,24 @@ func (s *spec) checkError(x Exchange, why string, statuses ...int) []string {
 	return nil
 }
 
-// Coverage of this process: "METHOD template status" seen.
-var (
-	seenMu sync.Mutex
-	seen   = map[string]bool{}
-)
-
 // CoverageEnv names the directory where each test process appends what it
 // exercised.
 const CoverageEnv = "KASSA_OPENAPI_COVERAGE"
 
-func record(method, template string, status int) {
+// record notes "METHOD template status" as seen by this process.
+func (d *Document) record(method, template string, status int) {
 	key := method + " " + template + " " + strconv.Itoa(status)
-	seenMu.Lock()
-	defer seenMu.Unlock()
-	if seen[key] {
+	d.seenMu.Lock()
+	defer d.seenMu.Unlock()
+	if d.seen[key] {
 		return
 	}
-	seen[key] = true
+	if d.seen == nil {
+		d.seen = map[string]bool{}
+	}
+	d.seen[key] = true
 	dir := os.Getenv(CoverageEnv)
-	if dir == "" {
+	if !d.coverage || dir == "" {
 		return
 	}
 	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(os.Getpid())+".txt"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -258,6 +302,19 @@ func record(method, template string, status int) {
 	}
 	defer f.Close()
 	_, _ = f.WriteString(key + "\n")
+}
+
+// Seen returns what this process exercised of d, as "METHOD template
+// status", sorted.
+func (d *Document) Seen() []string {
+	d.seenMu.Lock()
+	defer d.seenMu.Unlock()
+	out := make([]string, 0, len(d.seen))
+	for k := range d.seen {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // report fails t with the problems of x.

@@ -10,13 +10,17 @@ import (
 // Handler returns h with every exchange under the documented prefixes
 // checked against the document; a mismatch fails t. A response that the
 // handler aborts (a panic, such as http.ErrAbortHandler) is not checked.
-func Handler(t testing.TB, h http.Handler) http.Handler {
+func Handler(t testing.TB, h http.Handler) http.Handler { return coinsnap.Handler(t, h) }
+
+// Handler returns h with every exchange under d's prefixes checked
+// against d; a mismatch fails t.
+func (d *Document) Handler(t testing.TB, h http.Handler) http.Handler {
 	t.Helper()
-	if _, err := load(); err != nil {
+	if _, err := d.load(); err != nil {
 		t.Fatal(err)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !described(r.URL.Path) {
+		if !d.described(r.URL.Path) {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -30,7 +34,7 @@ func Handler(t testing.TB, h http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		x := Exchange{Request: orig, RequestBody: body, Status: status, Header: w.Header().Clone(), Body: tw.body.Bytes()}
-		report(t, x, Check(x))
+		report(t, x, d.Check(x))
 	})
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -123,7 +125,7 @@ func startPeers(t *testing.T, s *server, dir string, extra ...string) {
 	for i := 1; i <= 2; i++ {
 		pdir := filepath.Join(dir, fmt.Sprintf("peer%d", i))
 		flags := e2eStoreArgs(t, dir)
-		p := launchServer(t, pdir, append(flags, extra...)...)
+		p := launchServer(t, pdir, append(flags, peerFlags(t, extra)...)...)
 		p.nodeFlags = flags
 		peers = append(peers, p)
 	}
@@ -131,6 +133,24 @@ func startPeers(t *testing.T, s *server, dir string, extra ...string) {
 	s.peers = peers
 	s.mu.Unlock()
 	waitThreeNodes(t, s.nodes())
+}
+
+// peerFlags are a test's extra flags for a peer node: the same, but a
+// debug listener of its own on a free loopback port, as a node's debug
+// listener is the node's (a node that cannot bind it does not start).
+func peerFlags(t *testing.T, extra []string) []string {
+	t.Helper()
+	out := slices.Clone(extra)
+	own := func() string { return fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)) }
+	for i, f := range out {
+		switch {
+		case (f == "--debug-listen" || f == "-debug-listen") && i+1 < len(out):
+			out[i+1] = own()
+		case strings.HasPrefix(f, "--debug-listen="), strings.HasPrefix(f, "-debug-listen="):
+			out[i] = f[:strings.IndexByte(f, '=')+1] + own()
+		}
+	}
+	return out
 }
 
 // waitThreeNodes waits until each of the nodes sees three members.

@@ -27,7 +27,7 @@ var (
 // derives, and a type of "" or "segwit" (BIP84) or "taproot" (BIP86).
 // An empty xpub is valid (the store takes no on-chain payments to its own
 // wallet). The chain backend checks the network on top
-// (actors.System.CreateStore). Errors name the field and never repeat
+// (actors.Service.CreateStore). Errors name the field and never repeat
 // the key.
 func ValidateXpub(xpub, xpubType string) error {
 	var fields []FieldError

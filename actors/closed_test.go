@@ -30,15 +30,15 @@ func TestClosedInvoicesLeaveNothingBehind(t *testing.T) {
 	// Record every invoice actor instance the system makes.
 	var mu sync.Mutex
 	var made []weak.Pointer[invoiceActor]
-	h.sys.storeP.invoiceProps = actor.PropsFromProducer(func() actor.Actor {
-		a := &invoiceActor{p: h.sys.invoicePorts()}
+	h.sys.Runtime.storeP.invoiceProps = actor.PropsFromProducer(func() actor.Actor {
+		a := &invoiceActor{p: h.sys.Runtime.invoicePorts()}
 		mu.Lock()
 		made = append(made, weak.Make(a))
 		mu.Unlock()
 		return a
-	}, h.sys.stats.invoice.props()...)
+	}, h.sys.Runtime.stats.invoice.props()...)
 	h.createStore("1", "0")
-	if _, err := h.sys.TopUp(context.Background(), h.store.ID, 100_000_000, ""); err != nil {
+	if _, err := h.sys.Service.TopUp(context.Background(), h.store.ID, 100_000_000, ""); err != nil {
 		t.Fatal(err)
 	}
 
@@ -55,7 +55,7 @@ func TestClosedInvoicesLeaveNothingBehind(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += 8 {
-				inv, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+				inv, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 					Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS,
 				})
 				if err != nil {
@@ -85,9 +85,9 @@ func TestClosedInvoicesLeaveNothingBehind(t *testing.T) {
 		return true
 	}
 	deadline := time.Now().Add(time.Minute)
-	for h.sys.stats.invoice.live.Load() != 0 || !closed() {
+	for h.sys.Runtime.stats.invoice.live.Load() != 0 || !closed() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d invoice actors still live", h.sys.stats.invoice.live.Load())
+			t.Fatalf("%d invoice actors still live", h.sys.Runtime.stats.invoice.live.Load())
 		}
 		clock.Advance(time.Minute)
 		time.Sleep(10 * time.Millisecond)
@@ -135,7 +135,7 @@ func TestClosedInvoicesLeaveNothingBehind(t *testing.T) {
 	// The store actor keeps nothing for them, and neither does
 	// protoactor: its registry and the store's children.
 	type counts struct{ invoices, stopping, reserved, sessions, children int }
-	res, err := h.sys.actorSystem().Root.RequestFuture(h.sys.store(h.store.ID), inspectStore{func(a *storeActor, ctx actor.Context) any {
+	res, err := h.sys.Runtime.actorSystem().Root.RequestFuture(h.sys.Runtime.store(h.store.ID), inspectStore{func(a *storeActor, ctx actor.Context) any {
 		return counts{len(a.invoices), len(a.stopping), len(a.reserved), len(a.sessions), len(ctx.Children())}
 	}}, 5*time.Second).Result()
 	if err != nil {
@@ -145,7 +145,7 @@ func TestClosedInvoicesLeaveNothingBehind(t *testing.T) {
 		t.Errorf("store actor keeps entries for closed invoices: %+v", c)
 	}
 	registered := 0
-	for _, shard := range h.sys.actorSystem().ProcessRegistry.LocalPIDs.LocalPIDs {
+	for _, shard := range h.sys.Runtime.actorSystem().ProcessRegistry.LocalPIDs.LocalPIDs {
 		for id := range shard.Items() {
 			if strings.Contains(id, "/inv/") {
 				registered++

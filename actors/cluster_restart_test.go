@@ -33,7 +33,7 @@ func fencedCluster(t *testing.T, n int, open func() *postgres.DB, clock *kassate
 		})
 		cc := ClusterConfig{Name: "test", Provider: test.NewTestProvider(agent), Host: "127.0.0.1", Port: testharness.FreePort(t),
 			Insecure: true, Fence: db.Members()}
-		if err := h.sys.JoinCluster(cc); err != nil {
+		if err := h.sys.Runtime.JoinCluster(cc); err != nil {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, h)
@@ -42,11 +42,11 @@ func fencedCluster(t *testing.T, n int, open func() *postgres.DB, clock *kassate
 	t.Cleanup(cancel)
 	stopTogether(t, nodes)
 	for _, h := range nodes {
-		eventually(t, "every node sees every member", func() bool { return len(h.sys.ClusterHealth().Members) == n })
-		if _, err := h.sys.Recover(ctx); err != nil {
+		eventually(t, "every node sees every member", func() bool { return len(h.sys.Runtime.ClusterHealth().Members) == n })
+		if _, err := h.sys.Runtime.Recover(ctx); err != nil {
 			t.Fatal(err)
 		}
-		h.sys.RunSweeper(ctx)
+		h.sys.Runtime.RunSweeper(ctx)
 	}
 	return nodes
 }
@@ -67,13 +67,13 @@ func TestClusterRestartFiresTheDeadlinesTheLostRunClaimed(t *testing.T) {
 	// timers die with it, as a killed process's do.
 	old := fencedCluster(t, 1, open, kassatest.NewTestClock(clock.Now()), time.Minute)[0]
 	ctx := context.Background()
-	st, err := old.sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
+	st, err := old.sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var open3 []*kassa.Invoice
 	for range 3 {
-		inv, err := old.sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
+		inv, err := old.sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,14 +83,14 @@ func TestClusterRestartFiresTheDeadlinesTheLostRunClaimed(t *testing.T) {
 	// of the deadlines when it was killed. (Taken after the stop: a
 	// node that stops, unlike one killed, sees itself leave and expels
 	// itself, which frees them.)
-	old.sys.Shutdown()
+	old.sys.Runtime.Shutdown()
 	// The old node's sweeper may have taken some of them itself, in a
 	// first round that ran after the creates (its clock never moves, so
 	// it runs no other): the claims of the same member either way. So
 	// the old member claims what is left, and then no other holder finds
 	// any unclaimed.
 	db := open()
-	if _, err := db.ClaimOverdue(ctx, old.sys.MemberID(), clock.Now().Add(sweepAhead), expiry.DefaultGrace, 10); err != nil {
+	if _, err := db.ClaimOverdue(ctx, old.sys.Runtime.MemberID(), clock.Now().Add(sweepAhead), expiry.DefaultGrace, 10); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := db.ClaimOverdue(ctx, "nobody", clock.Now().Add(sweepAhead), expiry.DefaultGrace, 10); err != nil || len(got) != 0 {
@@ -120,12 +120,12 @@ func TestClusterTopologyNamesMembersAsTheProviderDoes(t *testing.T) {
 	_, open := openPG(t, clock)
 	h := fencedCluster(t, 1, open, clock, time.Minute)[0]
 	ctx := context.Background()
-	st, err := h.sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
+	st, err := h.sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := h.sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS}); err != nil {
+		if _, err := h.sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -138,11 +138,11 @@ func TestClusterTopologyNamesMembersAsTheProviderDoes(t *testing.T) {
 			t.Fatalf("%s's claim: %v, %v", lost, got, err)
 		}
 	}
-	self := h.sys.MemberID()
+	self := h.sys.Runtime.MemberID()
 	named := func(id string) *cluster.Member { return &cluster.Member{Id: "test@" + id, Host: "127.0.0.1", Port: 1} }
 	// "lost" left while this node watched; "gone" is a member of a run
 	// no one saw leave.
-	h.sys.onTopology(h.sys.clusterState(), &cluster.ClusterTopology{
+	h.sys.Runtime.onTopology(h.sys.Runtime.clusterState(), &cluster.ClusterTopology{
 		Members: []*cluster.Member{named(self)}, Left: []*cluster.Member{named("lost")},
 	})
 	if ok, err := db.Members().Admitted(ctx, "lost"); err != nil || ok {
@@ -174,25 +174,25 @@ func TestClusterJoinerWakesTheDueInvoicesOfTheStoresItTakes(t *testing.T) {
 	join := func() *harness {
 		h := newHarnessWith(t, db, clock, func(c *Config) { c.InvoiceExpiry = time.Minute })
 		cc := ClusterConfig{Name: "test", Provider: test.NewTestProvider(agent), Host: "127.0.0.1", Port: testharness.FreePort(t), Insecure: true}
-		if err := h.sys.JoinCluster(cc); err != nil {
+		if err := h.sys.Runtime.JoinCluster(cc); err != nil {
 			t.Fatal(err)
 		}
 		return h
 	}
 	a := join()
-	eventually(t, "a member", func() bool { return len(a.sys.ClusterHealth().Members) == 1 })
+	eventually(t, "a member", func() bool { return len(a.sys.Runtime.ClusterHealth().Members) == 1 })
 	ctx := context.Background()
-	if _, err := a.sys.Recover(ctx); err != nil {
+	if _, err := a.sys.Runtime.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var stores []string
 	var open []*kassa.Invoice
 	for i := range 8 {
-		st, err := a.sys.CreateStore(ctx, kassa.StoreSettings{Name: fmt.Sprintf("Shop %d", i), Currency: kassa.EUR, PercentFee: decimal.Zero})
+		st, err := a.sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: fmt.Sprintf("Shop %d", i), Currency: kassa.EUR, PercentFee: decimal.Zero})
 		if err != nil {
 			t.Fatal(err)
 		}
-		inv, err := a.sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
+		inv, err := a.sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,12 +204,12 @@ func TestClusterJoinerWakesTheDueInvoicesOfTheStoresItTakes(t *testing.T) {
 	}
 	b := join()
 	for _, h := range []*harness{a, b} {
-		eventually(t, "two members", func() bool { return len(h.sys.ClusterHealth().Members) == 2 })
+		eventually(t, "two members", func() bool { return len(h.sys.Runtime.ClusterHealth().Members) == 2 })
 	}
 	stopTogether(t, []*harness{a, b})
 	moved := 0
 	for _, id := range stores {
-		if remote, err := b.sys.remoteStore(ctx, id); err == nil && !remote {
+		if remote, err := b.sys.Runtime.remoteStore(ctx, id); err == nil && !remote {
 			moved++
 		}
 	}
@@ -218,13 +218,13 @@ func TestClusterJoinerWakesTheDueInvoicesOfTheStoresItTakes(t *testing.T) {
 	}
 	eventually(t, "a stops the stores it no longer owns", func() bool {
 		for _, id := range stores {
-			if remote, _ := a.sys.remoteStore(ctx, id); remote && runsStore(a, id) {
+			if remote, _ := a.sys.Runtime.remoteStore(ctx, id); remote && runsStore(a, id) {
 				return false
 			}
 		}
 		return true
 	})
-	if _, err := b.sys.Recover(ctx); err != nil {
+	if _, err := b.sys.Runtime.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
 	clock.Advance(time.Minute + time.Second) // past the deadlines, within Grace

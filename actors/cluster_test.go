@@ -46,7 +46,7 @@ func clusterNodesWith(t *testing.T, n int, db *persistence.DB, clock *kassatest.
 		h.hooks = hooks
 		port := testharness.FreePort(t)
 		p := test.NewTestProvider(agent)
-		if err := h.sys.JoinCluster(ClusterConfig{Name: "test", Provider: p, Host: "127.0.0.1", Port: port, Insecure: true}); err != nil {
+		if err := h.sys.Runtime.JoinCluster(ClusterConfig{Name: "test", Provider: p, Host: "127.0.0.1", Port: port, Insecure: true}); err != nil {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, h)
@@ -54,11 +54,11 @@ func clusterNodesWith(t *testing.T, n int, db *persistence.DB, clock *kassatest.
 	}
 	stopTogether(t, nodes)
 	for _, h := range nodes {
-		eventually(t, "every node sees every member", func() bool { return len(h.sys.ClusterHealth().Members) == n })
-		if _, err := h.sys.Recover(context.Background()); err != nil {
+		eventually(t, "every node sees every member", func() bool { return len(h.sys.Runtime.ClusterHealth().Members) == n })
+		if _, err := h.sys.Runtime.Recover(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.sys.RecoverDeliveries(context.Background()); err != nil {
+		if _, err := h.sys.Runtime.RecoverDeliveries(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -74,7 +74,7 @@ func stopTogether(t *testing.T, nodes []*harness) {
 		var wg sync.WaitGroup
 		for _, h := range nodes {
 			wg.Add(1)
-			go func() { defer wg.Done(); h.sys.Shutdown() }()
+			go func() { defer wg.Done(); h.sys.Runtime.Shutdown() }()
 		}
 		wg.Wait()
 	})
@@ -82,7 +82,7 @@ func stopTogether(t *testing.T, nodes []*harness) {
 
 // runsStore reports whether store id's actor is active on h's node.
 func runsStore(h *harness, id string) bool {
-	_, ok := h.sys.stores.Load(id)
+	_, ok := h.sys.Runtime.stores.Load(id)
 	return ok
 }
 
@@ -99,7 +99,7 @@ func TestClusterRunsEachStoreOnOneNode(t *testing.T) {
 
 	var stores []*kassa.Store
 	for i := 0; i < 6; i++ {
-		st, err := nodes[i%3].sys.CreateStore(ctx, kassa.StoreSettings{
+		st, err := nodes[i%3].sys.Service.CreateStore(ctx, kassa.StoreSettings{
 			Name: fmt.Sprintf("Shop %d", i), Currency: kassa.EUR, PercentFee: decimal.RequireFromString("1"),
 			ConfirmationsRequired: 1,
 		})
@@ -111,46 +111,46 @@ func TestClusterRunsEachStoreOnOneNode(t *testing.T) {
 	owners := map[int]bool{}
 	for i, st := range stores {
 		via := nodes[(i+1)%3]
-		hook, err := via.sys.CreateWebhook(ctx, st.ID, &kassa.WebhookInput{URL: fmt.Sprintf("https://shop%d.example/hook", i)})
+		hook, err := via.sys.Service.CreateWebhook(ctx, st.ID, &kassa.WebhookInput{URL: fmt.Sprintf("https://shop%d.example/hook", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := via.sys.TopUp(ctx, st.ID, 100_000, ""); err != nil {
+		if _, err := via.sys.Service.TopUp(ctx, st.ID, 100_000, ""); err != nil {
 			t.Fatal(err)
 		}
 		// Settings and keys change on the store's node too.
-		key, err := via.sys.CreateAPIKey(ctx, st.ID, "plugin")
+		key, err := via.sys.Service.CreateAPIKey(ctx, st.ID, "plugin")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := nodes[(i+2)%3].sys.DeleteAPIKey(ctx, st.ID, key.ID); err != nil {
+		if err := nodes[(i+2)%3].sys.Service.DeleteAPIKey(ctx, st.ID, key.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := via.sys.UpdateStore(ctx, st.ID, kassa.StoreUpdate{Name: "Renamed", Currency: kassa.EUR, ConfirmationsRequired: 1}); err != nil {
+		if _, err := via.sys.Service.UpdateStore(ctx, st.ID, kassa.StoreUpdate{Name: "Renamed", Currency: kassa.EUR, ConfirmationsRequired: 1}); err != nil {
 			t.Fatal(err)
 		}
 		if got, err := db.Store(ctx, st.ID); err != nil || got.Name != "Renamed" || len(got.APIKeys) != 1 {
 			t.Fatalf("store after changes through other nodes: %+v, %v", got, err)
 		}
-		ln, err := nodes[(i+2)%3].sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS})
+		ln, err := nodes[(i+2)%3].sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS})
 		if err != nil {
 			t.Fatal(err)
 		}
-		chain, err := nodes[i%3].sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(7000), HasAmount: true, Currency: kassa.SATS})
+		chain, err := nodes[i%3].sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(7000), HasAmount: true, Currency: kassa.SATS})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The watchers run on one node; their events reach the owner.
 		watcher := nodes[(i+1)%3]
-		if err := watcher.sys.HandleLightningEvent(ctx, kassa.LightningEvent{PaymentHash: ln.PaymentHash, AmountMSat: kassa.Sats(5000).MSat()}); err != nil {
+		if err := watcher.sys.Service.HandleLightningEvent(ctx, kassa.LightningEvent{PaymentHash: ln.PaymentHash, AmountMSat: kassa.Sats(5000).MSat()}); err != nil {
 			t.Fatal(err)
 		}
 		// The same settle again (a retried cluster request) changes nothing.
-		if err := nodes[i%3].sys.HandleLightningEvent(ctx, kassa.LightningEvent{PaymentHash: ln.PaymentHash, AmountMSat: kassa.Sats(5000).MSat()}); err != nil {
+		if err := nodes[i%3].sys.Service.HandleLightningEvent(ctx, kassa.LightningEvent{PaymentHash: ln.PaymentHash, AmountMSat: kassa.Sats(5000).MSat()}); err != nil {
 			t.Fatal(err)
 		}
 		txid := fmt.Sprintf("%064x", i+1)
-		if err := watcher.sys.HandleChainEvent(ctx, kassa.ChainEvent{Address: chain.OnchainAddress, Payment: kassa.Payment{
+		if err := watcher.sys.Service.HandleChainEvent(ctx, kassa.ChainEvent{Address: chain.OnchainAddress, Payment: kassa.Payment{
 			ID: txid + ":0", TxID: txid, Amount: 7000, Destination: chain.OnchainAddress, Confirmations: 1,
 		}}); err != nil {
 			t.Fatal(err)
@@ -201,13 +201,13 @@ func TestClusterNodeLossExpiresItsInvoicesElsewhere(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 3, db, clock, time.Minute)
 	ctx := context.Background()
-	st, err := nodes[0].sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
+	st, err := nodes[0].sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var open []*kassa.Invoice
 	for i := 0; i < 5; i++ {
-		inv, err := nodes[i%3].sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
+		inv, err := nodes[i%3].sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,7 +222,7 @@ func TestClusterNodeLossExpiresItsInvoicesElsewhere(t *testing.T) {
 	if lost < 0 {
 		t.Fatal("the store runs on no node")
 	}
-	nodes[lost].sys.Shutdown()
+	nodes[lost].sys.Runtime.Shutdown()
 	var rest []*harness
 	for n, h := range nodes {
 		if n != lost {
@@ -230,7 +230,7 @@ func TestClusterNodeLossExpiresItsInvoicesElsewhere(t *testing.T) {
 		}
 	}
 	for _, h := range rest {
-		eventually(t, "the others see the node leave", func() bool { return len(h.sys.ClusterHealth().Members) == 2 })
+		eventually(t, "the others see the node leave", func() bool { return len(h.sys.Runtime.ClusterHealth().Members) == 2 })
 	}
 	// The new owner wakes the store's invoices due soon, arming timers.
 	eventually(t, "a remaining node takes the store over", func() bool { return runsStore(rest[0], st.ID) || runsStore(rest[1], st.ID) })
@@ -285,14 +285,14 @@ func TestClusterInFlightCallsAtNodeLossUseThisNodesView(t *testing.T) {
 		c.Journal = journals[i]
 	})
 	ctx := context.Background()
-	st, err := nodes[0].sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
+	st, err := nodes[0].sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := nodes[0].sys.ownerOf(st.ID)
+	owner := nodes[0].sys.Runtime.ownerOf(st.ID)
 	b, a := -1, -1
 	for i, h := range nodes {
-		if h.sys.ClusterHealth().Address == owner {
+		if h.sys.Runtime.ClusterHealth().Address == owner {
 			b = i
 		} else if a < 0 {
 			a = i
@@ -302,7 +302,7 @@ func TestClusterInFlightCallsAtNodeLossUseThisNodesView(t *testing.T) {
 		t.Fatalf("no node is %s, the store's owner", owner)
 	}
 	create := func(order string) (*kassa.Invoice, error) {
-		return nodes[a].sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS, OrderID: order})
+		return nodes[a].sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS, OrderID: order})
 	}
 	if _, err := create("warm-up"); err != nil {
 		t.Fatal(err)
@@ -318,7 +318,7 @@ func TestClusterInFlightCallsAtNodeLossUseThisNodesView(t *testing.T) {
 		}
 	}
 	t.Cleanup(release)
-	bs := nodes[b].sys.actorSystem()
+	bs := nodes[b].sys.Runtime.actorSystem()
 	activator, ok := bs.ProcessRegistry.GetLocal("partition-activator")
 	if !ok {
 		t.Fatal("B has no partition activator")
@@ -348,7 +348,7 @@ func TestClusterInFlightCallsAtNodeLossUseThisNodesView(t *testing.T) {
 	// leaving in: protoactor-go's placement on A still names B for as
 	// long.
 	hold := func() { time.Sleep(6 * time.Second) }
-	nodes[a].sys.clusterState().afterTopology.Store(&hold)
+	nodes[a].sys.Runtime.clusterState().afterTopology.Store(&hold)
 	leftAt := time.Now()
 	go providers[b].Shutdown(false) // B leaves the membership (its lease ran out)
 	var slowest time.Duration
@@ -368,7 +368,7 @@ func TestClusterInFlightCallsAtNodeLossUseThisNodesView(t *testing.T) {
 	t.Logf("the creates in flight were answered at most %v after B left", slowest.Round(time.Millisecond))
 	// B wakes and its held commits go through, or are refused: every
 	// create made one invoice.
-	nodes[a].sys.clusterState().afterTopology.Store(nil)
+	nodes[a].sys.Runtime.clusterState().afterTopology.Store(nil)
 	activator.SendSystemMessage(actor.NewPID(bs.Address(), "partition-activator"), &actor.ResumeMailbox{})
 	release()
 	journals[b].stalled.Store(false)
@@ -394,18 +394,18 @@ func TestClusterHandoversSinceTheStoreExists(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 3, db, clock, 15*time.Minute)
 	ctx := context.Background()
-	first := nodes[0].sys.ClusterHealth().Address
+	first := nodes[0].sys.Runtime.ClusterHealth().Address
 	clock.Advance(time.Second)
 	// A store that the first node, alone at first, would have run and
 	// another node runs now: on the first node's history of members
 	// it moved during the join.
 	var st *kassa.Store
 	for i := 0; i < 20 && st == nil; i++ {
-		s, err := nodes[1].sys.CreateStore(ctx, kassa.StoreSettings{Name: fmt.Sprintf("Shop %d", i), Currency: kassa.EUR, PercentFee: decimal.Zero})
+		s, err := nodes[1].sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: fmt.Sprintf("Shop %d", i), Currency: kassa.EUR, PercentFee: decimal.Zero})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if nodes[0].sys.ownerOf(s.ID) != first {
+		if nodes[0].sys.Runtime.ownerOf(s.ID) != first {
 			st = s
 		}
 	}
@@ -413,7 +413,7 @@ func TestClusterHandoversSinceTheStoreExists(t *testing.T) {
 		t.Fatal("20 stores all run on the first node")
 	}
 	for n, h := range nodes {
-		o := h.sys.StoreOwner(st.ID)
+		o := h.sys.Runtime.StoreOwner(st.ID)
 		if o == nil || o.Owner == "" {
 			t.Fatalf("node %d names no owner of store %s: %+v", n, st.ID, o)
 		}
@@ -436,29 +436,29 @@ func TestClusterGrainPlacedByAStaleViewStops(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 3, db, clock, 15*time.Minute)
 	ctx := context.Background()
-	st, err := nodes[0].sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
+	st, err := nodes[0].sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := nodes[0].sys.ownerOf(st.ID)
+	owner := nodes[0].sys.Runtime.ownerOf(st.ID)
 	var other *harness
 	for _, h := range nodes {
-		if h.sys.ClusterHealth().Address != owner {
+		if h.sys.Runtime.ClusterHealth().Address != owner {
 			other = h
 		}
 	}
 	// A node with an older view asks other to run the store.
-	cs := nodes[0].sys.clusterState()
-	pid := <-cs.askActivation(other.sys.ClusterHealth().Address, st.ID, time.Now().Add(5*time.Second))
+	cs := nodes[0].sys.Runtime.clusterState()
+	pid := <-cs.askActivation(other.sys.Runtime.ClusterHealth().Address, st.ID, time.Now().Add(5*time.Second))
 	if pid == nil {
 		t.Fatal("the activation was not answered")
 	}
-	if _, ok := other.sys.clusterState().grains.Load(st.ID); !ok {
+	if _, ok := other.sys.Runtime.clusterState().grains.Load(st.ID); !ok {
 		t.Fatal("the asked node runs no grain of the store")
 	}
 	deadline := time.Now().Add(orphanGrace + 10*time.Second)
 	for {
-		if _, ok := other.sys.clusterState().grains.Load(st.ID); !ok {
+		if _, ok := other.sys.Runtime.clusterState().grains.Load(st.ID); !ok {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -468,7 +468,7 @@ func TestClusterGrainPlacedByAStaleViewStops(t *testing.T) {
 	}
 	total := 0
 	for _, h := range nodes {
-		total += h.sys.ClusterHealth().Stores
+		total += h.sys.Runtime.ClusterHealth().Stores
 	}
 	if total != 1 {
 		t.Errorf("health's store counts add up to %d for one store", total)

@@ -125,7 +125,7 @@ func settleJournalV1(t *testing.T, sys *System, reader kassa.Reader, f *journalV
 		{Address: paying.OnchainAddress, Payment: kassa.Payment{ID: "aa:0", TxID: "aa", Amount: 10_000, Destination: paying.OnchainAddress, Confirmations: 1}},
 		{Address: paying.OnchainAddress, Payment: kassa.Payment{ID: "cc:0", TxID: "cc", Amount: paying.Amount - 10_000, Destination: paying.OnchainAddress, Confirmations: 1}},
 	} {
-		if err := sys.HandleChainEvent(ctx, ev); err != nil {
+		if err := sys.Service.HandleChainEvent(ctx, ev); err != nil {
 			t.Fatalf("chain event %s: %v", ev.Payment.ID, err)
 		}
 	}
@@ -143,7 +143,7 @@ func settleJournalV1(t *testing.T, sys *System, reader kassa.Reader, f *journalV
 	if n := len(out[1].Payments); n != 2 {
 		t.Fatalf("the partly paid invoice of the old journal has %d payments after the second, want 2", n)
 	}
-	for _, st := range sys.ActorStats() {
+	for _, st := range sys.Runtime.ActorStats() {
 		if st.Restarts != 0 {
 			t.Fatalf("%d %s actors restarted after a panic", st.Restarts, st.Kind)
 		}
@@ -224,7 +224,7 @@ func TestLoadReadsTheSnapshotOfACreateItMissed(t *testing.T) {
 	if j.hide(inv.ID) {
 		t.Fatal("the snapshot read was not hidden: the test did not test the case")
 	}
-	for _, st := range h2.sys.ActorStats() {
+	for _, st := range h2.sys.Runtime.ActorStats() {
 		if st.Restarts != 0 {
 			t.Fatalf("%d %s actors restarted after a panic", st.Restarts, st.Kind)
 		}

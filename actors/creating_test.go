@@ -49,30 +49,30 @@ func TestCreatesAwaitingLightningCountsTheWaiting(t *testing.T) {
 	errs := make(chan error, n+1)
 	for range n {
 		go func() {
-			_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+			_, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 				Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
 			errs <- err
 		}()
 		<-ln.entered
 	}
-	if got := h.sys.CreatesAwaitingLightning(); got != n {
+	if got := h.sys.Service.CreatesAwaitingLightning(); got != n {
 		t.Errorf("with %d creates waiting for Lightning: %d counted", n, got)
 	}
 	// One refused at validation never asks Lightning.
-	if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+	if _, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 		Amount: decimal.NewFromInt(-1), HasAmount: true, Currency: kassa.SATS}); kassa.ErrorCode(err) != kassa.Invalid {
 		t.Errorf("an invoice of -1 sat: %v, want invalid", err)
 	}
-	if got := h.sys.CreatesAwaitingLightning(); got != n {
+	if got := h.sys.Service.CreatesAwaitingLightning(); got != n {
 		t.Errorf("after a refused create: %d counted, want %d", got, n)
 	}
 	// One on-chain only is made beside them without asking Lightning.
-	if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+	if _, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 		Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS,
 		EnabledMethods: []kassa.PaymentMethod{kassa.MethodOnchain}}); err != nil {
 		t.Fatalf("an on-chain only invoice: %v", err)
 	}
-	if got := h.sys.CreatesAwaitingLightning(); got != n {
+	if got := h.sys.Service.CreatesAwaitingLightning(); got != n {
 		t.Errorf("after an on-chain only create: %d counted, want %d", got, n)
 	}
 	close(ln.release)
@@ -81,7 +81,7 @@ func TestCreatesAwaitingLightningCountsTheWaiting(t *testing.T) {
 			t.Fatalf("create: %v", err)
 		}
 	}
-	if got := h.sys.CreatesAwaitingLightning(); got != 0 {
+	if got := h.sys.Service.CreatesAwaitingLightning(); got != 0 {
 		t.Errorf("after every create ended: %d counted", got)
 	}
 }
@@ -108,12 +108,12 @@ func TestCreatesAwaitingLightningLeavesOutOtherWaits(t *testing.T) {
 	h.createStore("0", "0")
 	errs := make(chan error, 1)
 	go func() {
-		_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+		_, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 			Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
 		errs <- err
 	}()
 	<-chain.entered
-	if got := h.sys.CreatesAwaitingLightning(); got != 0 {
+	if got := h.sys.Service.CreatesAwaitingLightning(); got != 0 {
 		t.Errorf("a create waiting for its address: %d awaiting Lightning", got)
 	}
 	close(chain.release)
@@ -136,7 +136,7 @@ func TestCreatesUnderWayCountsEveryCreate(t *testing.T) {
 	h.createStore("0", "0")
 	errs := make(chan error, 2)
 	create := func(methods ...kassa.PaymentMethod) {
-		_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+		_, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 			Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS, EnabledMethods: methods})
 		errs <- err
 	}
@@ -144,14 +144,14 @@ func TestCreatesUnderWayCountsEveryCreate(t *testing.T) {
 	<-chain.entered
 	go create(kassa.MethodLightning)
 	<-ln.entered
-	if got := h.sys.CreatesUnderWay(); got != 2 {
+	if got := h.sys.Service.CreatesUnderWay(); got != 2 {
 		t.Errorf("one create waiting for its address, one for Lightning: %d under way, want 2", got)
 	}
-	if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+	if _, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 		Amount: decimal.NewFromInt(-1), HasAmount: true, Currency: kassa.SATS}); kassa.ErrorCode(err) != kassa.Invalid {
 		t.Errorf("an invoice of -1 sat: %v, want invalid", err)
 	}
-	if got := h.sys.CreatesUnderWay(); got != 2 {
+	if got := h.sys.Service.CreatesUnderWay(); got != 2 {
 		t.Errorf("after a refused create: %d under way, want 2", got)
 	}
 	close(chain.release)
@@ -161,7 +161,7 @@ func TestCreatesUnderWayCountsEveryCreate(t *testing.T) {
 			t.Fatalf("create: %v", err)
 		}
 	}
-	if got := h.sys.CreatesUnderWay(); got != 0 {
+	if got := h.sys.Service.CreatesUnderWay(); got != 0 {
 		t.Errorf("after every create ended: %d under way", got)
 	}
 }

@@ -53,7 +53,7 @@ func TestCreditRefusalAsksNoBackend(t *testing.T) {
 	})
 	h.createStore("50", "0")
 	// 50% of 200 002 sat is 100 001 sat, past the 100 000 sat credit.
-	_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(200_002), HasAmount: true, Currency: kassa.SATS})
+	_, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(200_002), HasAmount: true, Currency: kassa.SATS})
 	if kassa.ErrorCode(err) != kassa.PaymentRequired {
 		t.Fatalf("an invoice whose fee passes the credit limit: %v", err)
 	}
@@ -75,7 +75,7 @@ func TestFailedCreateReleasesItsFee(t *testing.T) {
 	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func(c *Config) { c.Chain = chain })
 	h.createStore("1", "0")
 	create := func() error {
-		_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(500_000), HasAmount: true, Currency: kassa.SATS})
+		_, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(500_000), HasAmount: true, Currency: kassa.SATS})
 		return err
 	}
 	// Each fee is 5 000 sat: 25 failed creates would hold 125 000 sat of
@@ -118,7 +118,7 @@ func TestCreateFailingToCommitReleasesItsFee(t *testing.T) {
 			})
 			h.createStore("1", "0")
 			create := func() (*kassa.Invoice, error) {
-				return h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(500_000), HasAmount: true, Currency: kassa.SATS})
+				return h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(500_000), HasAmount: true, Currency: kassa.SATS})
 			}
 			// Each fee is 5 000 sat: 25 failed creates would hold 125 000
 			// sat of the 100 000 sat credit had they kept their

@@ -29,18 +29,18 @@ func TestFireDeadlineFromAnotherNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := b.sys.FireDeadline(ctx, inv.StoreID, inv.ID); err != nil {
+	if err := b.sys.Service.FireDeadline(ctx, inv.StoreID, inv.ID); err != nil {
 		t.Fatalf("FireDeadline before the expiry: %v", err)
 	}
 	if got := b.get(inv.ID); got.Status != kassa.InvoiceNew {
 		t.Fatalf("status after an early FireDeadline = %s, want New", got.Status)
 	}
 	clockB.Advance(15*time.Minute + time.Second)
-	if err := b.sys.FireDeadline(ctx, inv.StoreID, inv.ID); err != nil {
+	if err := b.sys.Service.FireDeadline(ctx, inv.StoreID, inv.ID); err != nil {
 		t.Fatalf("FireDeadline: %v", err)
 	}
 	eventually(t, "the expiry fired by node B", func() bool { return b.get(inv.ID).Status == kassa.InvoiceExpired })
-	if err := b.sys.FireDeadline(ctx, inv.StoreID, inv.ID); err != nil {
+	if err := b.sys.Service.FireDeadline(ctx, inv.StoreID, inv.ID); err != nil {
 		t.Fatalf("FireDeadline again: %v", err)
 	}
 	seq, err := db.StreamSeq(ctx, stream)
@@ -77,7 +77,7 @@ func TestEarlyFireDeadlineArmsTheTimer(t *testing.T) {
 	if h2.active(inv) || clock.Pending() != 0 {
 		t.Fatalf("before the early fire: active %v, %d timers pending; want a passivated invoice and none", h2.active(inv), clock.Pending())
 	}
-	if err := h2.sys.FireDeadline(ctx, inv.StoreID, inv.ID); err != nil {
+	if err := h2.sys.Service.FireDeadline(ctx, inv.StoreID, inv.ID); err != nil {
 		t.Fatalf("early FireDeadline: %v", err)
 	}
 	if got := h2.get(inv.ID); got.Status != kassa.InvoiceNew || !h2.active(inv) {

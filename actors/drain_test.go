@@ -49,7 +49,7 @@ func TestDrainOutOfTimeWaitsForCutDeliveries(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if h.sys.Drain(ctx) {
+	if h.sys.Runtime.Drain(ctx) {
 		t.Fatal("the drain says it finished while the delivery hung")
 	}
 	if !strings.Contains(logs.String(), `msg="webhook delivery left in the outbox for the next start"`) {

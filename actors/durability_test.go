@@ -43,9 +43,9 @@ func TestUnsavedEventIsNotAcknowledged(t *testing.T) {
 			inv := h.invoice("1000", kassa.SATS)
 			deliver := func() error {
 				if method == kassa.MethodLightning {
-					return h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000})
+					return h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000})
 				}
-				return h.sys.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: kassa.Payment{
+				return h.sys.Service.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: kassa.Payment{
 					ID: "aa:0", TxID: "aa", Amount: 1000, Destination: inv.OnchainAddress, Confirmations: 1,
 				}})
 			}

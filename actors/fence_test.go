@@ -28,23 +28,23 @@ func TestExpelledNodeCreatesNothing(t *testing.T) {
 	stale := newHarnessWith(t, openMem(t), clock, func(c *Config) { c.Journal, c.Reader = pgA, pgA })
 	owner := newHarnessWith(t, openMem(t), clock, func(c *Config) { c.Journal, c.Reader = pgB, pgB })
 	for _, h := range []*harness{stale, owner} {
-		if err := h.sys.joinFence(h.sys.Runtime.cfg.Journal.(interface{ Members() postgres.Members }).Members()); err != nil {
+		if err := h.sys.Runtime.joinFence(h.sys.Runtime.cfg.Journal.(interface{ Members() postgres.Members }).Members()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	st := stale.createStore("0", "0")
 	ctx := context.Background()
 	r := &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS}
-	if _, err := stale.sys.CreateInvoice(ctx, st.ID, r); err != nil {
+	if _, err := stale.sys.Service.CreateInvoice(ctx, st.ID, r); err != nil {
 		t.Fatalf("a member's create: %v", err)
 	}
-	if err := owner.sys.fence.Expel(ctx, stale.sys.MemberID()); err != nil {
+	if err := owner.sys.Runtime.fence.Expel(ctx, stale.sys.Runtime.MemberID()); err != nil {
 		t.Fatal(err)
 	}
 	calls := createCalls()
 	for _, c := range calls {
 		before := c.count(t, pgB, st.ID)
-		rep := stale.sys.serveCall(c.call(t, st.ID, "req_stale_"+c.method))
+		rep := stale.sys.Runtime.serveCall(c.call(t, st.ID, "req_stale_"+c.method))
 		if rep.Code != kassa.Unavailable {
 			t.Errorf("the expelled node's %s answered %q %s, want unavailable", c.method, rep.Code, rep.Message)
 		}
@@ -52,7 +52,7 @@ func TestExpelledNodeCreatesNothing(t *testing.T) {
 			t.Errorf("the expelled node's %s made one (%d, was %d)", c.method, n, before)
 		}
 		// The new owner creates (the positive control).
-		if rep := owner.sys.serveCall(c.call(t, st.ID, "req_owner_"+c.method)); rep.Code != "" {
+		if rep := owner.sys.Runtime.serveCall(c.call(t, st.ID, "req_owner_"+c.method)); rep.Code != "" {
 			t.Errorf("the owner's %s: %s %s", c.method, rep.Code, rep.Message)
 		}
 		if n := c.count(t, pgB, st.ID); n != before+1 {
@@ -70,11 +70,11 @@ func TestExpelledAnswersAtOnce(t *testing.T) {
 	if !runsStore(h, st.ID) {
 		t.Fatal("the store's actor is not running (the control)")
 	}
-	h.sys.Expelled()
+	h.sys.Runtime.Expelled()
 	if runsStore(h, st.ID) {
 		t.Error("the store's actor still runs after Expelled")
 	}
-	_, err := h.sys.CreateInvoice(context.Background(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS})
+	_, err := h.sys.Service.CreateInvoice(context.Background(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS})
 	if kassa.ErrorCode(err) != kassa.Unavailable {
 		t.Fatalf("a create after Expelled: %v, want unavailable", err)
 	}
@@ -92,32 +92,32 @@ func TestSuspendAndResume(t *testing.T) {
 	st := h.createStore("0", "0")
 	r := &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS}
 	ctx := context.Background()
-	if !h.sys.Suspend() {
+	if !h.sys.Runtime.Suspend() {
 		t.Fatal("Suspend of a serving node said it was halted already")
 	}
-	if ok, why := h.sys.Serving(); ok || why == "" {
+	if ok, why := h.sys.Runtime.Serving(); ok || why == "" {
 		t.Errorf("Serving after Suspend = %v %q", ok, why)
 	}
 	if runsStore(h, st.ID) {
 		t.Error("the store's actor still runs after Suspend")
 	}
-	if _, err := h.sys.CreateInvoice(ctx, st.ID, r); kassa.ErrorCode(err) != kassa.Unavailable {
+	if _, err := h.sys.Service.CreateInvoice(ctx, st.ID, r); kassa.ErrorCode(err) != kassa.Unavailable {
 		t.Fatalf("a create while suspended: %v, want unavailable", err)
 	}
 	if n := createCalls()[0].count(t, h.db, st.ID); n != 0 {
 		t.Fatalf("%d invoices made while suspended", n)
 	}
-	if !h.sys.Resume() {
+	if !h.sys.Runtime.Resume() {
 		t.Fatal("Resume of a suspended node said it was not suspended")
 	}
-	if _, err := h.sys.CreateInvoice(ctx, st.ID, r); err != nil {
+	if _, err := h.sys.Service.CreateInvoice(ctx, st.ID, r); err != nil {
 		t.Fatalf("a create after Resume: %v", err)
 	}
-	h.sys.Expelled()
-	if h.sys.Resume() {
+	h.sys.Runtime.Expelled()
+	if h.sys.Runtime.Resume() {
 		t.Error("Resume undid Expelled")
 	}
-	if _, err := h.sys.CreateInvoice(ctx, st.ID, r); kassa.ErrorCode(err) != kassa.Unavailable {
+	if _, err := h.sys.Service.CreateInvoice(ctx, st.ID, r); kassa.ErrorCode(err) != kassa.Unavailable {
 		t.Fatalf("a create after Expelled and Resume: %v, want unavailable", err)
 	}
 }

@@ -119,7 +119,7 @@ func TestPaymentToAStoreWithoutAnAddressIsHeldThenForwarded(t *testing.T) {
 	payer := lnsim.NewPayer(m.node)
 	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
 	h := newForwardHarness(t, openMem(t), clock, m, payer)
-	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+	st, err := h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{
 		Name: "No address", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1), ConfirmationsRequired: 1,
 	})
 	if err != nil {
@@ -142,7 +142,7 @@ func TestPaymentToAStoreWithoutAnAddressIsHeldThenForwarded(t *testing.T) {
 	if payer.Sent() != 0 || m.invoices.Load() != 0 {
 		t.Fatal("money forwarded without an address")
 	}
-	if _, err := h.sys.UpdateStore(context.Background(), st.ID, kassa.StoreUpdate{
+	if _, err := h.sys.Service.UpdateStore(context.Background(), st.ID, kassa.StoreUpdate{
 		Name: st.Name, Currency: st.Currency, ConfirmationsRequired: st.ConfirmationsRequired, LightningAddress: m.address(),
 	}); err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ func TestStoreCreationWhileLndIsUnreachableNamesLnd(t *testing.T) {
 	m := newMerchant(t)
 	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, lnsim.NewPayer(m.node),
 		func(c *ForwarderConfig) { c.Addresses = addressesDown{} })
-	_, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+	_, err := h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{
 		Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1, LightningAddress: m.address(),
 	})
 	if kassa.ErrorCode(err) != kassa.Unavailable || !strings.Contains(kassa.ErrorMessage(err), "lnd is unreachable") {
@@ -182,7 +182,7 @@ func TestStoreCreationWhileLndIsUnreachableNamesLnd(t *testing.T) {
 	if errors.As(err, &ke) && len(ke.Fields) != 0 {
 		t.Fatalf("the refusal blames a field: %v", ke.Fields)
 	}
-	if _, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "No address", Currency: kassa.EUR, ConfirmationsRequired: 1}); err != nil {
+	if _, err := h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "No address", Currency: kassa.EUR, ConfirmationsRequired: 1}); err != nil {
 		t.Fatalf("a store without a Lightning address: %v", err)
 	}
 }

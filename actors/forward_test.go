@@ -142,7 +142,7 @@ func newForwardHarness(t *testing.T, db *persistence.DB, clock *kassatest.TestCl
 
 func (h *forwardHarness) createStore() *kassa.Store {
 	h.t.Helper()
-	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+	st, err := h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{
 		Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1),
 		ConfirmationsRequired: 1, LightningAddress: h.merchant.address(),
 	})
@@ -410,7 +410,7 @@ func TestStoreTakesItsWalletBoundsFromTheLightningAddress(t *testing.T) {
 		t.Fatalf("stored store: %+v %v", stored, err)
 	}
 	m.down.Store(true)
-	_, err = h.sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "Down", Currency: kassa.EUR, LightningAddress: m.address()})
+	_, err = h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Down", Currency: kassa.EUR, LightningAddress: m.address()})
 	if kassa.ErrorCode(err) != kassa.Invalid {
 		t.Fatalf("a store whose Lightning address does not answer: %v, want invalid", err)
 	}
@@ -441,7 +441,7 @@ func TestOnchainPaymentWithoutXpubIsForwarded(t *testing.T) {
 	}
 	// The confirmation delivered again (a replay) forwards nothing more.
 	h.pay(inv, inv.Amount, 2, "aa")
-	if err := h.sys.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: kassa.Payment{
+	if err := h.sys.Service.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: kassa.Payment{
 		ID: "aa:0", TxID: "aa", Amount: inv.Amount, Destination: inv.OnchainAddress, Confirmations: 1,
 	}}); err != nil {
 		t.Fatal(err)
@@ -470,7 +470,7 @@ func TestOnchainPaymentToTheStoresWalletIsNotForwarded(t *testing.T) {
 			if withXpub {
 				settings.Xpub = testTpub(t)
 			}
-			st, err := h.sys.CreateStore(context.Background(), settings)
+			st, err := h.sys.Service.CreateStore(context.Background(), settings)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -506,7 +506,7 @@ func TestForwardFeeLimitIsTheStoresSetting(t *testing.T) {
 	}
 	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, payer)
 	half := decimal.RequireFromString("0.5")
-	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+	st, err := h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{
 		Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1, LightningAddress: m.address(),
 		ForwardFeePercent: &half, ForwardFeeMax: 80,
 	})
@@ -520,7 +520,7 @@ func TestForwardFeeLimitIsTheStoresSetting(t *testing.T) {
 	if tx.Amount != small.Amount-30 || tx.FullAmount != small.Amount {
 		t.Fatalf("transfer %+v: want the 30-sat routing fee taken off %d sat", tx, small.Amount)
 	}
-	other, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+	other, err := h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{
 		Name: "Default", Currency: kassa.EUR, ConfirmationsRequired: 1, LightningAddress: m.address(),
 	})
 	if err != nil {
@@ -607,7 +607,7 @@ func TestNextPart(t *testing.T) {
 func TestMixedPaymentForwardsOnlyWhatTheServiceReceived(t *testing.T) {
 	m := newMerchant(t)
 	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), m, lnsim.NewPayer(m.node))
-	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+	st, err := h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{
 		Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1, LightningAddress: m.address(), Xpub: testTpub(t),
 	})
 	if err != nil {

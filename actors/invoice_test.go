@@ -74,7 +74,7 @@ func TestPaidAgainIsRecorded(t *testing.T) {
 func TestTopUpIsValuedInTheStoreCurrency(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
-	tx, err := h.sys.TopUp(context.Background(), h.store.ID, 100_000, "")
+	tx, err := h.sys.Service.TopUp(context.Background(), h.store.ID, 100_000, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestCreditLimitHoldsUnderConcurrentCreates(t *testing.T) {
 	// Balance 0, credit limit 100 000 sat: 20 invoices with a fee of
 	// 5 000 sat (1% of 500 000) fit.
 	create := func() error {
-		_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+		_, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 			Amount: decimal.NewFromInt(500_000), HasAmount: true, Currency: kassa.SATS,
 		})
 		return err
@@ -149,7 +149,7 @@ func TestPayLinkReusesSessionInvoice(t *testing.T) {
 	h.runSweeper()
 	h.createStore("0", "0")
 	ctx := context.Background()
-	pr, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{
+	pr, err := h.sys.Service.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{
 		Amount: decimal.NewFromInt(20), HasAmount: true, Title: "Shoes", Discount: decimal.NewFromInt(5),
 	})
 	if err != nil {
@@ -157,7 +157,7 @@ func TestPayLinkReusesSessionInvoice(t *testing.T) {
 	}
 	pay := func(session string) *kassa.Invoice {
 		t.Helper()
-		inv, err := h.sys.PayPaymentRequest(ctx, h.store.ID, pr.ID, session)
+		inv, err := h.sys.Service.PayPaymentRequest(ctx, h.store.ID, pr.ID, session)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestPayLinkReusesSessionInvoice(t *testing.T) {
 	if a, b := pay(""), pay(""); a.ID == b.ID || a.ID == first.ID {
 		t.Fatal("without a session every pay makes a new invoice")
 	}
-	if _, err := h.sys.PayPaymentRequest(ctx, "otherstore", pr.ID, "s1"); kassa.ErrorCode(err) != kassa.NotFound {
+	if _, err := h.sys.Service.PayPaymentRequest(ctx, "otherstore", pr.ID, "s1"); kassa.ErrorCode(err) != kassa.NotFound {
 		t.Fatalf("another store's pay link: %v", err)
 	}
 
@@ -241,7 +241,7 @@ func TestPayLinkSessionRace(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
 	ctx := context.Background()
-	pr, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(20), HasAmount: true, Title: "Shoes"})
+	pr, err := h.sys.Service.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(20), HasAmount: true, Title: "Shoes"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestPayLinkSessionRace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			inv, err := h.sys.PayPaymentRequest(ctx, h.store.ID, pr.ID, "same-session")
+			inv, err := h.sys.Service.PayPaymentRequest(ctx, h.store.ID, pr.ID, "same-session")
 			if err != nil {
 				errs <- err
 				return

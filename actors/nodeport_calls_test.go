@@ -72,7 +72,7 @@ func TestEmptyStoreCallsAnswerAnError(t *testing.T) {
 		if strings.HasPrefix(name, "nil ") {
 			got = call // a nil command does not travel; a node's own code could make one
 		}
-		rep := h.sys.serveCall(got)
+		rep := h.sys.Runtime.serveCall(got)
 		if rep.Code != kassa.Invalid {
 			t.Errorf("%s: answered %q %q, want %s", name, rep.Code, rep.Message, kassa.Invalid)
 			continue
@@ -83,7 +83,7 @@ func TestEmptyStoreCallsAnswerAnError(t *testing.T) {
 	}
 	// The node lives, and its store actor answers.
 	h.invoice("10", kassa.EUR)
-	if _, err := h.sys.CreatePaymentRequest(context.Background(), st.ID, &kassa.PaymentRequestInput{Title: "Still here", Amount: decimal.NewFromInt(5), HasAmount: true, Currency: kassa.EUR}); err != nil {
+	if _, err := h.sys.Service.CreatePaymentRequest(context.Background(), st.ID, &kassa.PaymentRequestInput{Title: "Still here", Amount: decimal.NewFromInt(5), HasAmount: true, Currency: kassa.EUR}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -108,6 +108,13 @@ func TestCallPartsCoverEveryCommand(t *testing.T) {
 	}
 }
 
+// callHandlerFunc is a callHandler made of a function.
+type callHandlerFunc func(context.Context, *protos.StoreCall) (*protos.StoreCallReply, error)
+
+func (f callHandlerFunc) dispatchCall(ctx context.Context, c *protos.StoreCall) (*protos.StoreCallReply, error) {
+	return f(ctx, c)
+}
+
 // TestStoreCallPanicAnswersInternal: a panic while a node serves a
 // forwarded call answers the call with an internal error and leaves a
 // log line with the stack; the node lives on, and the call's request id
@@ -119,23 +126,23 @@ func TestStoreCallPanicAnswersInternal(t *testing.T) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	st := h.createStore("0", "0")
-	dispatch := h.sys.rt.dispatch
+	handler := h.sys.Runtime.handler
 	panics := true
-	h.sys.rt.dispatch = func(ctx context.Context, c *protos.StoreCall) (*protos.StoreCallReply, error) {
+	h.sys.Runtime.handler = callHandlerFunc(func(ctx context.Context, c *protos.StoreCall) (*protos.StoreCallReply, error) {
 		if panics {
 			panic("boom")
 		}
-		return dispatch(ctx, c)
-	}
+		return handler.dispatchCall(ctx, c)
+	})
 	call := &protos.StoreCall{StoreId: st.ID, RequestId: "req_boom", Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: "boom"}}}
-	if rep := h.sys.serveCall(proto.Clone(call).(*protos.StoreCall)); rep.Code != kassa.Internal || rep.Message != "internal error" {
+	if rep := h.sys.Runtime.serveCall(proto.Clone(call).(*protos.StoreCall)); rep.Code != kassa.Internal || rep.Message != "internal error" {
 		t.Fatalf("a panicking call answered %v, want %s", rep, kassa.Internal)
 	}
 	if out := logs.String(); !strings.Contains(out, "a forwarded call panicked") || !strings.Contains(out, "goroutine") {
 		t.Errorf("no log line with the panic and its stack: %s", out)
 	}
 	panics = false
-	if rep := h.sys.serveCall(call); rep.Code != "" || rep.GetApiKey().GetLabel() != "boom" {
+	if rep := h.sys.Runtime.serveCall(call); rep.Code != "" || rep.GetApiKey().GetLabel() != "boom" {
 		t.Fatalf("the call again after its panic: %v", rep)
 	}
 }
@@ -178,7 +185,7 @@ func TestBackgroundTaskPanicIsLogged(t *testing.T) {
 	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Now()), func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	h.sys.rt.goRecovered("test task", func() { panic("boom") })
+	h.sys.Service.rt.goRecovered("test task", func() { panic("boom") })
 	eventually(t, "the panic's log line", func() bool {
 		out := logs.String()
 		return strings.Contains(out, "a background task panicked") && strings.Contains(out, "test task") && strings.Contains(out, "goroutine")

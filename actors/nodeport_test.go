@@ -72,15 +72,15 @@ func tlsNode(t *testing.T, dir string, i int) (*harness, string) {
 	skipRemoteUnderRace(t)
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	c := loadNodeTLS(t, dir, i)
-	if err := h.sys.JoinCluster(ClusterConfig{Name: "test", Provider: test.NewTestProvider(test.NewInMemAgent()),
+	if err := h.sys.Runtime.JoinCluster(ClusterConfig{Name: "test", Provider: test.NewTestProvider(test.NewInMemAgent()),
 		Host: "127.0.0.1", Port: testharness.FreePort(t), ServerTLS: c.Server, ClientTLS: c.Client}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the node sees itself", func() bool { return len(h.sys.ClusterHealth().Members) == 1 })
-	if _, err := h.sys.Recover(context.Background()); err != nil {
+	eventually(t, "the node sees itself", func() bool { return len(h.sys.Runtime.ClusterHealth().Members) == 1 })
+	if _, err := h.sys.Runtime.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return h, h.sys.actorSystem().Address()
+	return h, h.sys.Runtime.actorSystem().Address()
 }
 
 // tlsRead dials addr with cfg and reads once (nodetls.Probe).
@@ -175,7 +175,7 @@ func TestClusterNodePortSurvivesStubsAndBadBatches(t *testing.T) {
 	}
 
 	// The node lives: it still serves its own calls and its port.
-	if _, err := h.sys.CreateStore(ctx, kassa.StoreSettings{Name: "Still here", Currency: kassa.EUR}); err != nil {
+	if _, err := h.sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Still here", Currency: kassa.EUR}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := client.ListProcesses(ctx, &remote.ListProcessesRequest{}); status.Code(err) != codes.Unimplemented {

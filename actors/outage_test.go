@@ -40,7 +40,7 @@ func TestLightningOutageOffersOnchainOnly(t *testing.T) {
 	if stored := h.get(inv.ID); stored.Accepts(kassa.MethodLightning) {
 		t.Fatalf("stored invoice still offers Lightning: %v", stored.EnabledMethods)
 	}
-	_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+	_, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 		Amount: decimal.NewFromInt(10), HasAmount: true, Currency: kassa.EUR,
 		EnabledMethods: []kassa.PaymentMethod{kassa.MethodLightning},
 	})
@@ -186,7 +186,7 @@ func TestLndOutageStoreWithoutXpubInvoicesFromPool(t *testing.T) {
 			t.Fatalf("after %d outage invoices: %d left", i+1, n)
 		}
 	}
-	_, err = h.sys.CreateInvoice(ctx, h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(10), HasAmount: true, Currency: kassa.EUR})
+	_, err = h.sys.Service.CreateInvoice(ctx, h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(10), HasAmount: true, Currency: kassa.EUR})
 	if kassa.ErrorCode(err) != kassa.Unavailable || !strings.Contains(kassa.ErrorMessage(err), "Lightning (lnd) is unreachable") || strings.Contains(kassa.ErrorMessage(err), "chain backend") {
 		t.Fatalf("pool used up, lnd down: %v; want 503 naming Lightning, not the chain", err)
 	}

@@ -23,7 +23,7 @@ func TestOwnerCacheOnPostgres(t *testing.T) {
 	ctx := context.Background()
 	st := h.createStore("50", "0")
 
-	key, err := h.sys.CreateAPIKey(ctx, st.ID, "second")
+	key, err := h.sys.Service.CreateAPIKey(ctx, st.ID, "second")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestOwnerCacheOnPostgres(t *testing.T) {
 			t.Fatalf("StoreByAPIKey of a new key = %v, %v", got, err)
 		}
 	}
-	if err := h.sys.DeleteAPIKey(ctx, st.ID, key.ID); err != nil {
+	if err := h.sys.Service.DeleteAPIKey(ctx, st.ID, key.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := pgA.StoreByAPIKey(ctx, key.Key); err == nil && holds(got) {
@@ -48,7 +48,7 @@ func TestOwnerCacheOnPostgres(t *testing.T) {
 	}
 
 	create := func(sat int64) error {
-		_, err := h.sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(sat), HasAmount: true, Currency: kassa.SATS})
+		_, err := h.sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(sat), HasAmount: true, Currency: kassa.SATS})
 		return err
 	}
 	// 50% of 200 002 sat passes the 100 000 sat credit limit.
@@ -64,7 +64,7 @@ func TestOwnerCacheOnPostgres(t *testing.T) {
 	if err := create(1); kassa.ErrorCode(err) != kassa.PaymentRequired {
 		t.Fatalf("an invoice past the exact credit limit: %v", err)
 	}
-	if _, err := h.sys.TopUp(ctx, st.ID, 100_000, ""); err != nil {
+	if _, err := h.sys.Service.TopUp(ctx, st.ID, 100_000, ""); err != nil {
 		t.Fatal(err)
 	}
 	if bal, err := pgA.Balance(ctx, st.ID); err != nil || bal != 0 {

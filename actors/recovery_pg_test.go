@@ -27,24 +27,24 @@ func TestRestartOnPostgresFiresWhatTheLastRunClaimed(t *testing.T) {
 	clock := kassatest.NewTestClock(kassatest.Epoch)
 	db1, open := openPG(t, clock)
 	first := pgNode(t, db1, clock, &nodeClient{node: "first", rcv: &receipts{}}, "first-run", time.Second, nil)
-	st, err := first.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR})
+	st, err := first.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := first.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS})
+	inv, err := first.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A minute before its deadline the first run's round claims it.
 	clock.Advance(inv.ExpiresAt.Add(-time.Minute).Sub(clock.Now()))
-	if n, err := first.Recover(ctx); err != nil || n != 1 {
+	if n, err := first.Runtime.Recover(ctx); err != nil || n != 1 {
 		t.Fatalf("the first run's round claimed %d, %v; want the invoice", n, err)
 	}
-	first.Shutdown() // killed: its timer is gone, its claim is not
+	first.Runtime.Shutdown() // killed: its timer is gone, its claim is not
 	clock.Advance(inv.ExpiresAt.Add(time.Second).Sub(clock.Now()))
 
 	next := pgNode(t, open(), clock, &nodeClient{node: "next", rcv: &receipts{}}, "next-run", time.Second, nil)
-	if n, err := next.Recover(ctx); err != nil || n != 1 {
+	if n, err := next.Runtime.Recover(ctx); err != nil || n != 1 {
 		t.Fatalf("the next run's first round claimed %d, %v; want the invoice its last run claimed (its claim runs %v more)",
 			n, err, expiry.DefaultGrace-time.Second)
 	}

@@ -31,8 +31,8 @@ func TestRestartActivatesInvoicesLazily(t *testing.T) {
 	h2 := newHarness(t, db2, clock)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h2.sys.RunSweeper(ctx)
-	woken, err := h2.sys.Recover(ctx)
+	h2.sys.Runtime.RunSweeper(ctx)
+	woken, err := h2.sys.Runtime.Recover(ctx)
 	if err != nil || woken != 0 {
 		t.Fatalf("Recover woke %d invoices (%v), want none: no deadline is near", woken, err)
 	}

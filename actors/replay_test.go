@@ -51,10 +51,10 @@ func TestReplayRefusesAnEventThatDoesNotApply(t *testing.T) {
 	h2.store = h.store
 	ctx := context.Background()
 
-	if _, err := h2.sys.MarkInvoiceInvalid(ctx, h.store.ID, good.ID); err != nil {
+	if _, err := h2.sys.Service.MarkInvoiceInvalid(ctx, h.store.ID, good.ID); err != nil {
 		t.Fatalf("mark the sound invoice invalid: %v", err)
 	}
-	got, err := h2.sys.MarkInvoiceInvalid(ctx, h.store.ID, bad.ID)
+	got, err := h2.sys.Service.MarkInvoiceInvalid(ctx, h.store.ID, bad.ID)
 	if err == nil {
 		t.Fatalf("the invoice whose journal does not replay was marked invalid: %+v", got)
 	}
@@ -64,10 +64,10 @@ func TestReplayRefusesAnEventThatDoesNotApply(t *testing.T) {
 	if inv := h2.get(bad.ID); inv.Status != kassa.InvoiceNew {
 		t.Fatalf("the refused invoice's snapshot changed to %s", inv.Status)
 	}
-	if _, err := h2.sys.MarkInvoiceInvalid(ctx, h.store.ID, bad.ID); err == nil {
+	if _, err := h2.sys.Service.MarkInvoiceInvalid(ctx, h.store.ID, bad.ID); err == nil {
 		t.Fatal("a second command to the refused invoice succeeded")
 	}
-	faults := h2.sys.JournalFaults()
+	faults := h2.sys.Runtime.JournalFaults()
 	if len(faults) != 1 || faults[0].Stream.ID != bad.ID || faults[0].Seq != 2 {
 		t.Fatalf("journal faults = %+v; want the invoice %s at seq 2", faults, bad.ID)
 	}
@@ -78,7 +78,7 @@ func TestReplayRefusesAnEventThatDoesNotApply(t *testing.T) {
 	if n := strings.Count(out, "does not replay"); n != 1 {
 		t.Fatalf("the fault is logged %d times, want once:\n%s", n, out)
 	}
-	for _, st := range h2.sys.ActorStats() {
+	for _, st := range h2.sys.Runtime.ActorStats() {
 		if st.Restarts != 0 {
 			t.Fatalf("%d %s actors restarted: a refused journal is no crash to retry", st.Restarts, st.Kind)
 		}
@@ -131,21 +131,21 @@ func TestNewerSnapshotRefused(t *testing.T) {
 	})
 	ctx := context.Background()
 
-	if _, err := h2.sys.MarkInvoiceInvalid(ctx, other.ID, sound.ID); err != nil {
+	if _, err := h2.sys.Service.MarkInvoiceInvalid(ctx, other.ID, sound.ID); err != nil {
 		t.Fatalf("an invoice of a sound snapshot: %v", err)
 	}
-	if _, err := h2.sys.TopUp(ctx, other.ID, 1000, ""); err != nil {
+	if _, err := h2.sys.Service.TopUp(ctx, other.ID, 1000, ""); err != nil {
 		t.Fatalf("a store of a sound snapshot: %v", err)
 	}
 	for i := range 2 {
-		if _, err := h2.sys.MarkInvoiceInvalid(ctx, other.ID, newerInvoice.ID); err == nil || !strings.Contains(err.Error(), "newer") {
+		if _, err := h2.sys.Service.MarkInvoiceInvalid(ctx, other.ID, newerInvoice.ID); err == nil || !strings.Contains(err.Error(), "newer") {
 			t.Fatalf("command %d to the invoice of a newer snapshot: %v; want an error that says it is newer", i, err)
 		}
-		if _, err := h2.sys.TopUp(ctx, newerStore.ID, 1000, ""); err == nil || !strings.Contains(err.Error(), "newer") {
+		if _, err := h2.sys.Service.TopUp(ctx, newerStore.ID, 1000, ""); err == nil || !strings.Contains(err.Error(), "newer") {
 			t.Fatalf("command %d to the store of a newer snapshot: %v; want an error that says it is newer", i, err)
 		}
 	}
-	faults := h2.sys.JournalFaults()
+	faults := h2.sys.Runtime.JournalFaults()
 	if len(faults) != 2 || faults[0].Stream.ID != newerInvoice.ID || faults[1].Stream.ID != newerStore.ID {
 		t.Fatalf("journal faults = %+v; want the invoice and the store", faults)
 	}
@@ -155,7 +155,7 @@ func TestNewerSnapshotRefused(t *testing.T) {
 			t.Fatalf("%s is logged %d times, want once:\n%s", id, n, out)
 		}
 	}
-	for _, st := range h2.sys.ActorStats() {
+	for _, st := range h2.sys.Runtime.ActorStats() {
 		if st.Restarts != 0 {
 			t.Fatalf("%d %s actors restarted: a newer snapshot is no crash to retry", st.Restarts, st.Kind)
 		}

@@ -167,7 +167,7 @@ func (s *Runtime) runCall(ctx context.Context, call *protos.StoreCall) (rep *pro
 	if _, err := s.remoteStore(ctx, call.StoreId); err != nil {
 		return errorReply(s, callName(call), err)
 	}
-	rep, err := s.dispatch(ctx, call)
+	rep, err := s.handler.dispatchCall(ctx, call)
 	if err != nil {
 		return errorReply(s, callName(call), err)
 	}

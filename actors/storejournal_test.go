@@ -77,31 +77,31 @@ func TestStoreJournalIsAnAuditLog(t *testing.T) {
 	steps := []step{
 		{"Created", true, func() error { return nil }},
 		{"SettingsChanged", true, func() error {
-			_, err := h.sys.UpdateStore(ctx, st.ID, kassa.StoreUpdate{Name: "Renamed", Currency: kassa.EUR, ConfirmationsRequired: 2})
+			_, err := h.sys.Service.UpdateStore(ctx, st.ID, kassa.StoreUpdate{Name: "Renamed", Currency: kassa.EUR, ConfirmationsRequired: 2})
 			return err
 		}},
 		{"ApiKeyCreated", true, func() error {
-			k, err := h.sys.CreateAPIKey(ctx, st.ID, "till")
+			k, err := h.sys.Service.CreateAPIKey(ctx, st.ID, "till")
 			if err == nil {
 				keyID = k.ID
 			}
 			return err
 		}},
 		{"ApiKeyRevealed", false, func() error {
-			k, err := h.sys.RevealAPIKey(ctx, st.ID, keyID, "owner@example.com")
+			k, err := h.sys.Service.RevealAPIKey(ctx, st.ID, keyID, "owner@example.com")
 			if err == nil && (k.ID != keyID || k.Label != "till" || k.Key == "") {
 				t.Fatalf("revealed %+v, want the key %s in full", k, keyID)
 			}
 			return err
 		}},
-		{"ApiKeyDeleted", true, func() error { return h.sys.DeleteAPIKey(ctx, st.ID, keyID) }},
-		{"ToppedUp", true, func() error { _, err := h.sys.TopUp(ctx, st.ID, 5000, "ref-1"); return err }},
+		{"ApiKeyDeleted", true, func() error { return h.sys.Service.DeleteAPIKey(ctx, st.ID, keyID) }},
+		{"ToppedUp", true, func() error { _, err := h.sys.Service.TopUp(ctx, st.ID, 5000, "ref-1"); return err }},
 		{"PaymentRequestSaved", false, func() error {
-			_, err := h.sys.CreatePaymentRequest(ctx, st.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(20), HasAmount: true, Title: "Shoes"})
+			_, err := h.sys.Service.CreatePaymentRequest(ctx, st.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(20), HasAmount: true, Title: "Shoes"})
 			return err
 		}},
 		{"WebhookSaved", false, func() error { hook = h.webhook("https://a.example/hook"); return nil }},
-		{"WebhookDeleted", false, func() error { return h.sys.DeleteWebhook(ctx, st.ID, hook.ID) }},
+		{"WebhookDeleted", false, func() error { return h.sys.Service.DeleteWebhook(ctx, st.ID, hook.ID) }},
 	}
 	snapSeq := uint64(0)
 	for i, s := range steps {
@@ -160,14 +160,14 @@ func TestStoreJournalIsAnAuditLog(t *testing.T) {
 	defer db2.Close()
 	h2 := newHarness(t, db2, clock)
 	h2.store = st
-	if _, err := h2.sys.TopUp(ctx, st.ID, 5000, "ref-1"); err != nil {
+	if _, err := h2.sys.Service.TopUp(ctx, st.ID, 5000, "ref-1"); err != nil {
 		t.Fatalf("a top-up credited before, again after the restart: %v", err)
 	}
 	kinds, _ := storeJournal(t, db2, st.ID)
 	if len(kinds) != int(next) {
 		t.Fatalf("a top-up of a reference already credited journaled something: %v", kinds)
 	}
-	if _, err := h2.sys.UpdateStore(ctx, st.ID, kassa.StoreUpdate{Name: "Again", Currency: kassa.EUR, ConfirmationsRequired: 2}); err != nil {
+	if _, err := h2.sys.Service.UpdateStore(ctx, st.ID, kassa.StoreUpdate{Name: "Again", Currency: kassa.EUR, ConfirmationsRequired: 2}); err != nil {
 		t.Fatalf("update after the restart: %v", err)
 	}
 	kinds, docs := storeJournal(t, db2, st.ID)
@@ -181,7 +181,7 @@ func TestStoreJournalIsAnAuditLog(t *testing.T) {
 	after.Name = want.Name
 	sameJSON(t, "the store loaded from its snapshot, but for the new name", after, want)
 	sameJSON(t, "the update's event document", docs[next+1].Name, "Again")
-	if faults := h2.sys.JournalFaults(); len(faults) != 0 {
+	if faults := h2.sys.Runtime.JournalFaults(); len(faults) != 0 {
 		t.Fatalf("journal faults %+v: the store's state does not come from its journal", faults)
 	}
 }

@@ -40,16 +40,16 @@ func TestCreateStoreOnceAfterAnotherActivationCreated(t *testing.T) {
 	// its first create failed (a disk error).
 	settings := kassa.StoreSettings{Name: "Kassa operator", Currency: kassa.SATS}
 	journal.commitErr = func() error { return errors.New("injected: disk error") }
-	if _, err := stale.sys.CreateStoreOnce(ctx, "kassa-operator", settings); err == nil {
+	if _, err := stale.sys.Service.CreateStoreOnce(ctx, "kassa-operator", settings); err == nil {
 		t.Fatal("the create with a failing disk succeeded")
 	}
 	owner := newHarness(t, db, clock)
-	first, err := owner.sys.CreateStoreOnce(ctx, "kassa-operator", settings)
+	first, err := owner.sys.Service.CreateStoreOnce(ctx, "kassa-operator", settings)
 	if err != nil {
 		t.Fatal(err)
 	}
 	refused := refuseNextCommit(journal)
-	got, err := stale.sys.CreateStoreOnce(ctx, "kassa-operator", settings)
+	got, err := stale.sys.Service.CreateStoreOnce(ctx, "kassa-operator", settings)
 	if err != nil || got.APIKeys[0].Key != first.APIKeys[0].Key {
 		t.Fatalf("stale activation = %+v, %v; want the store the owner made", got, err)
 	}
@@ -71,7 +71,7 @@ func TestClusterCreateStoreOnce(t *testing.T) {
 	nodes := clusterNodes(t, 2, db, clock, 15*time.Minute)
 	ctx := context.Background()
 	keys, errs := atOnce(8, func(i int) (string, error) {
-		st, err := nodes[i%2].sys.CreateStoreOnce(ctx, "kassa-operator", kassa.StoreSettings{Name: "Kassa operator", Currency: kassa.SATS})
+		st, err := nodes[i%2].sys.Service.CreateStoreOnce(ctx, "kassa-operator", kassa.StoreSettings{Name: "Kassa operator", Currency: kassa.SATS})
 		if err != nil {
 			return "", err
 		}

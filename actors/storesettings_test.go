@@ -23,7 +23,7 @@ func TestStoreSettingsAndKeys(t *testing.T) {
 
 	u := kassa.StoreUpdate{Name: "Renamed", Currency: kassa.USD, LightningAddress: "shop@example.com", ConfirmationsRequired: 3,
 		OnchainMinAmount: 5000, LogoURL: "data:image/png;base64,iVBORw0KGgo=", BrandColor: "#112233", DefaultRedirectURL: "https://shop.example/thanks"}
-	got, err := h.sys.UpdateStore(ctx, st.ID, u)
+	got, err := h.sys.Service.UpdateStore(ctx, st.ID, u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,31 +32,31 @@ func TestStoreSettingsAndKeys(t *testing.T) {
 	}
 	bad := u
 	bad.BrandColor, bad.Name = "red", ""
-	if _, err := h.sys.UpdateStore(ctx, st.ID, bad); kassa.ErrorCode(err) != kassa.Invalid {
+	if _, err := h.sys.Service.UpdateStore(ctx, st.ID, bad); kassa.ErrorCode(err) != kassa.Invalid {
 		t.Errorf("bad update: %v", err)
 	}
 
-	key, err := h.sys.CreateAPIKey(ctx, st.ID, "shop plugin")
+	key, err := h.sys.Service.CreateAPIKey(ctx, st.ID, "shop plugin")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if byKey, err := db.StoreByAPIKey(ctx, key.Key); err != nil || byKey.ID != st.ID {
 		t.Fatalf("new key's store = %v, %v", byKey, err)
 	}
-	if _, err := h.sys.CreateAPIKey(ctx, st.ID, ""); kassa.ErrorCode(err) != kassa.Invalid {
+	if _, err := h.sys.Service.CreateAPIKey(ctx, st.ID, ""); kassa.ErrorCode(err) != kassa.Invalid {
 		t.Errorf("empty label: %v", err)
 	}
-	if err := h.sys.DeleteAPIKey(ctx, st.ID, st.APIKeys[0].ID); err != nil {
+	if err := h.sys.Service.DeleteAPIKey(ctx, st.ID, st.APIKeys[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.sys.DeleteAPIKey(ctx, st.ID, st.APIKeys[0].ID); kassa.ErrorCode(err) != kassa.NotFound {
+	if err := h.sys.Service.DeleteAPIKey(ctx, st.ID, st.APIKeys[0].ID); kassa.ErrorCode(err) != kassa.NotFound {
 		t.Errorf("deleting a deleted key: %v", err)
 	}
-	if err := h.sys.DeleteAPIKey(ctx, "nostore", "key_x"); kassa.ErrorCode(err) != kassa.NotFound {
+	if err := h.sys.Service.DeleteAPIKey(ctx, "nostore", "key_x"); kassa.ErrorCode(err) != kassa.NotFound {
 		t.Errorf("key of a missing store: %v", err)
 	}
 
-	h.sys.Shutdown()
+	h.sys.Runtime.Shutdown()
 	h2 := newHarness(t, db, clock)
 	after, err := db.Store(ctx, st.ID)
 	if err != nil {
@@ -66,7 +66,7 @@ func TestStoreSettingsAndKeys(t *testing.T) {
 		t.Errorf("after restart: %+v", after)
 	}
 	// An invoice without a redirect takes the store's default.
-	inv, err := h2.sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.RequireFromString("10"), HasAmount: true, Currency: kassa.USD})
+	inv, err := h2.sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.RequireFromString("10"), HasAmount: true, Currency: kassa.USD})
 	if err != nil {
 		t.Fatal(err)
 	}

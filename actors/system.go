@@ -86,16 +86,16 @@ const (
 	DefaultClaimRetry = time.Second
 )
 
-// System is a node's core: the actor Runtime and the application
-// Service over it, made together by NewSystem. It has no methods of its
-// own; each of its methods is the Runtime's (actors, cluster, recovery,
-// shutdown, health) or the Service's (the commands of kassa's service
-// ports and the events of the chain, Lightning and expiry). Code that
-// needs one side only takes that one (docs/decisions.md, "An actor
-// runtime and an application service").
+// System is a node's core, made by NewSystem: the actor Runtime and the
+// application Service over it. It has no methods: callers name the part
+// they use, the Runtime (actors, cluster, recovery, shutdown, health) or
+// the Service (the commands of kassa's service ports and the events of
+// the chain, Lightning and expiry), and code that needs one part takes
+// that one (docs/decisions.md, "An actor runtime and an application
+// service").
 type System struct {
-	*Runtime
-	*Service
+	Runtime *Runtime
+	Service *Service
 }
 
 // Runtime runs the node's actors: the store actors (which supervise
@@ -160,9 +160,16 @@ type Runtime struct {
 	deliveryOnce   sync.Once
 	deliveryCtx    context.Context
 	deliveryCancel context.CancelFunc
-	// dispatch runs a store command on this node, which runs its store
-	// (Service.dispatchCall), for a call another node sent.
-	dispatch func(context.Context, *protos.StoreCall) (*protos.StoreCallReply, error)
+	// handler runs the store commands other nodes send to this node, which
+	// runs their stores (the Service); set once by NewSystem.
+	handler callHandler
+}
+
+// callHandler runs a store command that another node sent to this one,
+// which runs its store: it decodes the call and runs the command's body
+// (Service.dispatchCall).
+type callHandler interface {
+	dispatchCall(context.Context, *protos.StoreCall) (*protos.StoreCallReply, error)
 }
 
 // NewSystem starts a node's actor runtime and the service over it. Call
@@ -170,7 +177,7 @@ type Runtime struct {
 func NewSystem(cfg Config) *System {
 	rt := newRuntime(cfg)
 	svc := newService(rt)
-	rt.dispatch = svc.dispatchCall
+	rt.handler = svc
 	return &System{Runtime: rt, Service: svc}
 }
 

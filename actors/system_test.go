@@ -130,7 +130,7 @@ func newHarnessWith(t testing.TB, db *persistence.DB, clock *kassatest.TestClock
 		configure(&cfg)
 	}
 	sys := NewSystem(cfg)
-	t.Cleanup(sys.Shutdown)
+	t.Cleanup(sys.Runtime.Shutdown)
 	return &harness{t: t, db: db, sys: sys, clock: clock, sink: sink, hooks: hooks}
 }
 
@@ -148,7 +148,7 @@ func openDir(t *testing.T, dir string) *persistence.DB {
 // opens the store in dir again for the next start; the caller closes it.
 func reopen(t *testing.T, h *harness, db *persistence.DB, dir string) *persistence.DB {
 	t.Helper()
-	h.sys.Shutdown()
+	h.sys.Runtime.Shutdown()
 	db.Close()
 	return openDir(t, dir)
 }
@@ -165,7 +165,7 @@ func openMem(t testing.TB) *persistence.DB {
 
 func (h *harness) createStore(percentFee, tolerance string) *kassa.Store {
 	h.t.Helper()
-	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{
+	st, err := h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{
 		Name: "Test", Currency: kassa.EUR, PercentFee: decimal.RequireFromString(percentFee),
 		UnderpaymentTolerance: decimal.RequireFromString(tolerance), ConfirmationsRequired: 1,
 	})
@@ -183,12 +183,12 @@ func (h *harness) createStore(percentFee, tolerance string) *kassa.Store {
 func (h *harness) runSweeper() {
 	ctx, cancel := context.WithCancel(context.Background())
 	h.t.Cleanup(cancel)
-	h.sys.RunSweeper(ctx)
+	h.sys.Runtime.RunSweeper(ctx)
 }
 
 func (h *harness) invoice(amount string, currency kassa.Currency) *kassa.Invoice {
 	h.t.Helper()
-	inv, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+	inv, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 		Amount: decimal.RequireFromString(amount), HasAmount: true, Currency: currency, OrderID: "42",
 	})
 	if err != nil {
@@ -214,7 +214,7 @@ func eventually(t testing.TB, what string, cond func() bool) {
 
 func (h *harness) pay(inv *kassa.Invoice, sats kassa.Sats, confs int32, txid string) {
 	h.t.Helper()
-	err := h.sys.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: kassa.Payment{
+	err := h.sys.Service.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: kassa.Payment{
 		ID: txid + ":0", TxID: txid, Amount: sats, Destination: inv.OnchainAddress, Confirmations: confs,
 	}})
 	if err != nil {
@@ -226,14 +226,14 @@ func (h *harness) pay(inv *kassa.Invoice, sats kassa.Sats, confs int32, txid str
 // test when it is not acknowledged.
 func (h *harness) payLightning(inv *kassa.Invoice, sats kassa.Sats) {
 	h.t.Helper()
-	if err := h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: sats.MSat()}); err != nil {
+	if err := h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: sats.MSat()}); err != nil {
 		h.t.Fatalf("lightning event: %v", err)
 	}
 }
 
 // active reports whether inv's actor is running.
 func (h *harness) active(inv *kassa.Invoice) bool {
-	_, ok := h.sys.actorSystem().ProcessRegistry.GetLocal(h.sys.store(inv.StoreID).Id + "/" + invoiceName(inv.ID))
+	_, ok := h.sys.Runtime.actorSystem().ProcessRegistry.GetLocal(h.sys.Runtime.store(inv.StoreID).Id + "/" + invoiceName(inv.ID))
 	return ok
 }
 
@@ -244,7 +244,7 @@ func TestLightningSettlesWithTransactionAndFee(t *testing.T) {
 	if inv.Amount != 20_000 || inv.Status != kassa.InvoiceNew {
 		t.Fatalf("invoice = %d sat %s", inv.Amount, inv.Status)
 	}
-	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 20_000_000})
+	h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 20_000_000})
 	got := h.get(inv.ID)
 	if got.Status != kassa.InvoiceSettled {
 		t.Fatalf("status = %s", got.Status)
@@ -266,7 +266,7 @@ func TestLightningSettlesWithTransactionAndFee(t *testing.T) {
 		t.Fatalf("balance = %d", bal)
 	}
 	// A repeated settle notification changes nothing.
-	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 20_000_000})
+	h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 20_000_000})
 	if txs, _ := h.db.TransactionsByInvoice(context.Background(), inv.ID); len(txs) != 2 {
 		t.Fatalf("duplicate transactions: %d", len(txs))
 	}
@@ -343,7 +343,7 @@ func TestRestartRecoversAndExpiresOverdue(t *testing.T) {
 	clock.Advance(20 * time.Minute)
 	defer db2.Close()
 	h2 := newHarness(t, db2, clock)
-	n, err := h2.sys.Recover(context.Background())
+	n, err := h2.sys.Runtime.Recover(context.Background())
 	if err != nil || n != 1 {
 		t.Fatalf("recover = %d, %v", n, err)
 	}
@@ -359,20 +359,20 @@ func TestPanicRestartsOnlyThatInvoice(t *testing.T) {
 	// A New invoice keeps an actor only once its expiry is near: wake a
 	// there, as the sweeper would.
 	clock.Advance(a.ExpiresAt.Add(-time.Minute).Sub(clock.Now()))
-	if err := h.sys.FireDeadline(context.Background(), a.StoreID, a.ID); err != nil {
+	if err := h.sys.Service.FireDeadline(context.Background(), a.StoreID, a.ID); err != nil {
 		t.Fatal(err)
 	}
-	pid := h.sys.store(h.store.ID)
-	child := actor.NewPID(h.sys.actorSystem().Address(), pid.Id+"/"+invoiceName(a.ID))
-	if _, ok := h.sys.actorSystem().ProcessRegistry.GetLocal(child.Id); !ok {
+	pid := h.sys.Runtime.store(h.store.ID)
+	child := actor.NewPID(h.sys.Runtime.actorSystem().Address(), pid.Id+"/"+invoiceName(a.ID))
+	if _, ok := h.sys.Runtime.actorSystem().ProcessRegistry.GetLocal(child.Id); !ok {
 		t.Fatal("invoice actor not found")
 	}
-	if _, err := h.sys.actorSystem().Root.RequestFuture(child, crash{}, time.Second).Result(); err == nil {
+	if _, err := h.sys.Runtime.actorSystem().Root.RequestFuture(child, crash{}, time.Second).Result(); err == nil {
 		t.Fatal("crash answered")
 	}
 	// Both invoices still work.
-	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: a.PaymentHash, AmountMSat: 1_000_000})
-	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: b.PaymentHash, AmountMSat: 1_000_000})
+	h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: a.PaymentHash, AmountMSat: 1_000_000})
+	h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: b.PaymentHash, AmountMSat: 1_000_000})
 	if h.get(a.ID).Status != kassa.InvoiceSettled || h.get(b.ID).Status != kassa.InvoiceSettled {
 		t.Fatalf("after panic: a=%s b=%s", h.get(a.ID).Status, h.get(b.ID).Status)
 	}
@@ -387,7 +387,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 		{Amount: decimal.RequireFromString("1"), HasAmount: true, Currency: "XYZ"},
 		{Amount: decimal.RequireFromString("1"), HasAmount: true, WalletMessage: string(make([]byte, 256))},
 	} {
-		if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &r); kassa.ErrorCode(err) != kassa.Invalid {
+		if _, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &r); kassa.ErrorCode(err) != kassa.Invalid {
 			t.Errorf("%+v: err = %v", r, err)
 		}
 	}
@@ -396,7 +396,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%d invoices stored", n)
 	}
-	if _, err := h.sys.CreateInvoice(context.Background(), "nostore", &kassa.InvoiceRequest{}); kassa.ErrorCode(err) != kassa.NotFound {
+	if _, err := h.sys.Service.CreateInvoice(context.Background(), "nostore", &kassa.InvoiceRequest{}); kassa.ErrorCode(err) != kassa.NotFound {
 		t.Fatalf("unknown store: %v", err)
 	}
 }
@@ -406,20 +406,20 @@ func TestCreditLimitBlocksInvoices(t *testing.T) {
 	h.createStore("50", "0")
 	// An invoice whose fee alone passes the credit limit is refused: 50%
 	// of 200 002 sat is 100 001 sat.
-	if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(200_002), HasAmount: true, Currency: kassa.SATS}); kassa.ErrorCode(err) != kassa.PaymentRequired {
+	if _, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(200_002), HasAmount: true, Currency: kassa.SATS}); kassa.ErrorCode(err) != kassa.PaymentRequired {
 		t.Fatalf("an invoice whose fee passes the credit limit: %v", err)
 	}
 	// 50% of 200 000 sat = 100 000 sat of fees, the whole credit.
 	inv := h.invoice("200000", kassa.SATS)
 	h.payLightning(inv, 200_000)
-	_, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1), HasAmount: true, Currency: kassa.SATS})
+	_, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1), HasAmount: true, Currency: kassa.SATS})
 	if kassa.ErrorCode(err) != kassa.PaymentRequired {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := h.sys.TopUp(context.Background(), h.store.ID, 100_000, ""); err != nil {
+	if _, err := h.sys.Service.TopUp(context.Background(), h.store.ID, 100_000, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1), HasAmount: true, Currency: kassa.SATS}); err != nil {
+	if _, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1), HasAmount: true, Currency: kassa.SATS}); err != nil {
 		t.Fatalf("after top-up: %v", err)
 	}
 }
@@ -435,7 +435,7 @@ func TestConcurrentSettleCreatesOneTransaction(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 5_000_000})
+			h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 5_000_000})
 		}()
 	}
 	close(start)
@@ -450,27 +450,27 @@ func TestPaymentRequestLifecycle(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
 	ctx := context.Background()
-	pr, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(5), HasAmount: true, Title: "Shoes"})
+	pr, err := h.sys.Service.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(5), HasAmount: true, Title: "Shoes"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pr.Currency != kassa.EUR || !pr.ExpiryDate.Equal(pr.CreatedAt.Add(30*24*time.Hour)) {
 		t.Fatalf("defaults: %+v", pr)
 	}
-	if _, err := h.sys.UpdatePaymentRequest(ctx, h.store.ID, pr.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(7), HasAmount: true, Title: "Boots"}); err != nil {
+	if _, err := h.sys.Service.UpdatePaymentRequest(ctx, h.store.ID, pr.ID, &kassa.PaymentRequestInput{Amount: decimal.NewFromInt(7), HasAmount: true, Title: "Boots"}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := h.db.PaymentRequest(ctx, pr.ID)
 	if got.Title != "Boots" || !got.Amount.Equal(decimal.NewFromInt(7)) {
 		t.Fatalf("after update: %+v", got)
 	}
-	if err := h.sys.ArchivePaymentRequest(ctx, h.store.ID, pr.ID); err != nil {
+	if err := h.sys.Service.ArchivePaymentRequest(ctx, h.store.ID, pr.ID); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.sys.ArchivePaymentRequest(ctx, h.store.ID, pr.ID); kassa.ErrorCode(err) != kassa.Conflict {
+	if err := h.sys.Service.ArchivePaymentRequest(ctx, h.store.ID, pr.ID); kassa.ErrorCode(err) != kassa.Conflict {
 		t.Fatalf("second archive: %v", err)
 	}
-	if _, err := h.sys.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Title: "x"}); kassa.ErrorCode(err) != kassa.Invalid {
+	if _, err := h.sys.Service.CreatePaymentRequest(ctx, h.store.ID, &kassa.PaymentRequestInput{Title: "x"}); kassa.ErrorCode(err) != kassa.Invalid {
 		t.Fatalf("no amount: %v", err)
 	}
 }
@@ -479,13 +479,13 @@ func TestEventActivatesPassivatedInvoice(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
 	inv := h.invoice("1000", kassa.SATS)
-	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000})
+	h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000})
 	// The settled invoice's actor passivates; a later on-chain payment to
 	// its address activates it from storage and is recorded.
-	pid := h.sys.store(h.store.ID)
+	pid := h.sys.Runtime.store(h.store.ID)
 	child := pid.Id + "/" + invoiceName(inv.ID)
 	eventually(t, "passivation", func() bool {
-		_, ok := h.sys.actorSystem().ProcessRegistry.GetLocal(child)
+		_, ok := h.sys.Runtime.actorSystem().ProcessRegistry.GetLocal(child)
 		return !ok
 	})
 	h.pay(inv, 500, 1, "dd")
@@ -508,7 +508,7 @@ func TestManyConcurrentCreatesAllExpire(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 25; i++ {
-				inv, err := h.sys.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
+				inv, err := h.sys.Service.CreateInvoice(context.Background(), h.store.ID, &kassa.InvoiceRequest{
 					Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS,
 				})
 				if err != nil {
@@ -541,8 +541,8 @@ func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
 	h.createStore("0", "0")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h.sys.RunSweeper(ctx)
-	if _, err := h.sys.Recover(ctx); err != nil {
+	h.sys.Runtime.RunSweeper(ctx)
+	if _, err := h.sys.Runtime.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
 	due := h.invoice("1000", kassa.SATS)
@@ -554,7 +554,7 @@ func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
 	// and so the sweeper's next timer, until its request times out.
 	eventually(t, "the sweeper's round after the jump", func() bool { return clock.Pending() == 2 })
 	other := h.invoice("1000", kassa.SATS)
-	if _, err := h.sys.actorSystem().Root.RequestFuture(h.sys.store(h.store.ID), crash{}, time.Second).Result(); err == nil {
+	if _, err := h.sys.Runtime.actorSystem().Root.RequestFuture(h.sys.Runtime.store(h.store.ID), crash{}, time.Second).Result(); err == nil {
 		t.Fatal("crash answered")
 	}
 	// due expires in a minute, before the sweeper's next round: the
@@ -584,10 +584,10 @@ func TestExpiredInvoicesPassivateAndSweeperWakesThem(t *testing.T) {
 	h.createStore("0", "0")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h.sys.RunSweeper(ctx)
+	h.sys.Runtime.RunSweeper(ctx)
 	inv := h.invoice("1000", kassa.SATS)
-	child := h.sys.store(h.store.ID).Id + "/" + invoiceName(inv.ID)
-	active := func() bool { _, ok := h.sys.actorSystem().ProcessRegistry.GetLocal(child); return ok }
+	child := h.sys.Runtime.store(h.store.ID).Id + "/" + invoiceName(inv.ID)
+	active := func() bool { _, ok := h.sys.Runtime.actorSystem().ProcessRegistry.GetLocal(child); return ok }
 
 	clock.Advance(15 * time.Minute)
 	eventually(t, "expiry", func() bool { return h.get(inv.ID).Status == kassa.InvoiceExpired })

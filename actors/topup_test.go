@@ -43,7 +43,7 @@ func TestTopUpWithReferenceCreditsOnce(t *testing.T) {
 	st := h.createStore("1", "0")
 	ctx := context.Background()
 	ids, errs := atOnce(8, func(i int) (int64, error) {
-		tx, err := h.sys.TopUp(ctx, st.ID, 25_000, "inv_topup1")
+		tx, err := h.sys.Service.TopUp(ctx, st.ID, 25_000, "inv_topup1")
 		if err != nil {
 			return 0, err
 		}
@@ -57,7 +57,7 @@ func TestTopUpWithReferenceCreditsOnce(t *testing.T) {
 			t.Errorf("caller %d got line %d, caller 0 line %d", i, ids[i], ids[0])
 		}
 	}
-	again, err := h.sys.TopUp(ctx, st.ID, 99_000, "inv_topup1")
+	again, err := h.sys.Service.TopUp(ctx, st.ID, 99_000, "inv_topup1")
 	if err != nil || again.ID != ids[0] || again.Amount != 25_000 {
 		t.Errorf("the reference again with another amount = %+v, %v; want line %d of 25000 sat", again, err, ids[0])
 	}
@@ -65,7 +65,7 @@ func TestTopUpWithReferenceCreditsOnce(t *testing.T) {
 		t.Errorf("%d top-up lines, want 1", len(lines))
 	}
 	for range 2 {
-		if _, err := h.sys.TopUp(ctx, st.ID, 1000, ""); err != nil {
+		if _, err := h.sys.Service.TopUp(ctx, st.ID, 1000, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,7 +75,7 @@ func TestTopUpWithReferenceCreditsOnce(t *testing.T) {
 	if refs := toppedUpEvents(t, h.db, st.ID); len(refs) != 3 || refs[0] != "inv_topup1" || refs[1] != "" {
 		t.Errorf("journal top-ups = %q, want the reference once and two without", refs)
 	}
-	if _, err := h.sys.TopUp(ctx, st.ID, 1000, "has space"); kassa.ErrorCode(err) != kassa.Invalid {
+	if _, err := h.sys.Service.TopUp(ctx, st.ID, 1000, "has space"); kassa.ErrorCode(err) != kassa.Invalid {
 		t.Errorf("a reference with a space: %v, want invalid", err)
 	}
 }
@@ -89,21 +89,21 @@ func TestTopUpReferenceSurvivesRestart(t *testing.T) {
 	db := openDir(t, dir)
 	h := newHarness(t, db, clock)
 	st := h.createStore("1", "0")
-	first, err := h.sys.TopUp(ctx, st.ID, 25_000, "inv_before")
+	first, err := h.sys.Service.TopUp(ctx, st.ID, 25_000, "inv_before")
 	if err != nil {
 		t.Fatal(err)
 	}
 	db2 := reopen(t, h, db, dir)
 	defer db2.Close()
 	h2 := newHarness(t, db2, clock)
-	if _, err := h2.sys.Recover(ctx); err != nil {
+	if _, err := h2.sys.Runtime.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	again, err := h2.sys.TopUp(ctx, st.ID, 25_000, "inv_before")
+	again, err := h2.sys.Service.TopUp(ctx, st.ID, 25_000, "inv_before")
 	if err != nil || again.ID != first.ID {
 		t.Fatalf("the reference after a restart = %+v, %v; want line %d", again, err, first.ID)
 	}
-	if _, err := h2.sys.TopUp(ctx, st.ID, 5_000, "inv_after"); err != nil {
+	if _, err := h2.sys.Service.TopUp(ctx, st.ID, 5_000, "inv_after"); err != nil {
 		t.Fatal(err)
 	}
 	if bal, _ := db2.Balance(ctx, st.ID); bal != 30_000 {
@@ -127,16 +127,16 @@ func TestTopUpReferenceRecheckedAfterAnotherActivationWrote(t *testing.T) {
 	stale := newHarnessWith(t, db, clock, func(c *Config) { c.Journal = journal })
 	st := stale.createStore("1", "0")
 	// The stale node's store actor is active, with the state of now.
-	if _, err := stale.sys.TopUp(ctx, st.ID, 1000, "inv_warm"); err != nil {
+	if _, err := stale.sys.Service.TopUp(ctx, st.ID, 1000, "inv_warm"); err != nil {
 		t.Fatal(err)
 	}
 	owner := newHarness(t, db, clock)
-	first, err := owner.sys.TopUp(ctx, st.ID, 25_000, "inv_both")
+	first, err := owner.sys.Service.TopUp(ctx, st.ID, 25_000, "inv_both")
 	if err != nil {
 		t.Fatal(err)
 	}
 	refused := refuseNextCommit(journal)
-	got, err := stale.sys.TopUp(ctx, st.ID, 25_000, "inv_both")
+	got, err := stale.sys.Service.TopUp(ctx, st.ID, 25_000, "inv_both")
 	if err != nil || got.ID != first.ID {
 		t.Fatalf("stale activation = %+v, %v; want line %d", got, err, first.ID)
 	}
@@ -156,12 +156,12 @@ func TestClusterTopUpReferenceOnce(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 2, db, clock, 15*time.Minute)
 	ctx := context.Background()
-	st, err := nodes[0].sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1})
+	st, err := nodes[0].sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids, errs := atOnce(8, func(i int) (int64, error) {
-		tx, err := nodes[i%2].sys.TopUp(ctx, st.ID, 25_000, "inv_cluster")
+		tx, err := nodes[i%2].sys.Service.TopUp(ctx, st.ID, 25_000, "inv_cluster")
 		if err != nil {
 			return 0, err
 		}
@@ -192,10 +192,10 @@ func TestStoreActorResumesAfterTheJournalsLastEvent(t *testing.T) {
 	h := newHarness(t, db, clock)
 	st := h.createStore("1", "0")
 	h.webhook("https://shop.example/hook")
-	h.sys.Shutdown()
+	h.sys.Runtime.Shutdown()
 
 	h2 := newHarness(t, db, clock)
-	if _, err := h2.sys.TopUp(ctx, st.ID, 1000, "inv_after_restart"); err != nil {
+	if _, err := h2.sys.Service.TopUp(ctx, st.ID, 1000, "inv_after_restart"); err != nil {
 		t.Fatal(err)
 	}
 	var kinds []string

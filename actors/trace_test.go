@@ -26,7 +26,7 @@ func TestCreateInvoiceSpans(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	ctx, root := tp.Tracer("test").Start(context.Background(), "POST /invoices")
-	if _, err := h.sys.CreateInvoice(ctx, h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS}); err != nil {
+	if _, err := h.sys.Service.CreateInvoice(ctx, h.store.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS}); err != nil {
 		t.Fatal(err)
 	}
 	root.End()
@@ -81,16 +81,16 @@ func TestClusterCallSpans(t *testing.T) {
 	t.Cleanup(func() { otel.SetTextMapPropagator(prevProp) })
 
 	nodes := clusterNodes(t, 2, openMem(t), kassatest.NewTestClock(time.Now()), 15*time.Minute)
-	st, err := nodes[0].sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
+	st, err := nodes[0].sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.Zero})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sender := nodes[0]
-	if sender.sys.ClusterHealth().Address == sender.sys.ownerOf(st.ID) {
+	if sender.sys.Runtime.ClusterHealth().Address == sender.sys.Runtime.ownerOf(st.ID) {
 		sender = nodes[1]
 	}
 	ctx, root := tp.Tracer("test").Start(context.Background(), "POST /invoices")
-	if _, err := sender.sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS}); err != nil {
+	if _, err := sender.sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS}); err != nil {
 		t.Fatal(err)
 	}
 	root.End()

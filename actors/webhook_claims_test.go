@@ -100,7 +100,7 @@ func pgNode(t *testing.T, db *postgres.DB, clock kassa.Clock, client kassa.Webho
 	}
 	withClaims(&cfg, db, holder, retry, refused)
 	sys := NewSystem(cfg)
-	t.Cleanup(sys.Shutdown)
+	t.Cleanup(sys.Runtime.Shutdown)
 	return sys
 }
 
@@ -190,21 +190,21 @@ func TestWebhookDualActivationKeepsOrder(t *testing.T) {
 	})
 	b := pgNode(t, dbB, clock, clientB, "node-b", 10*time.Millisecond, nil)
 	ctx := context.Background()
-	st, err := a.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR})
+	st, err := a.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := a.CreateWebhook(ctx, st.ID, &kassa.WebhookInput{URL: "https://shop.example/hook"})
+	w, err := a.Service.CreateWebhook(ctx, st.ID, &kassa.WebhookInput{URL: "https://shop.example/hook"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := queueDeliveries(t, dbA, w, 8, clock.Now())
 
-	if _, err := b.RecoverDeliveries(ctx); err != nil {
+	if _, err := b.Runtime.RecoverDeliveries(ctx); err != nil {
 		t.Fatal(err)
 	}
 	<-bInFlight
-	if _, err := a.RecoverDeliveries(ctx); err != nil {
+	if _, err := a.Runtime.RecoverDeliveries(ctx); err != nil {
 		t.Fatal(err)
 	}
 	go func() {
@@ -247,11 +247,11 @@ func TestWebhookClaimOfLostNodeTakenOver(t *testing.T) {
 	refused := make(chan struct{}, 100)
 	b := pgNode(t, db, clock, &nodeClient{node: "B", rcv: rcv}, "node-b", DefaultClaimRetry, func() { refused <- struct{}{} })
 	ctx := context.Background()
-	st, err := b.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR})
+	st, err := b.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := b.CreateWebhook(ctx, st.ID, &kassa.WebhookInput{URL: "https://shop.example/hook"})
+	w, err := b.Service.CreateWebhook(ctx, st.ID, &kassa.WebhookInput{URL: "https://shop.example/hook"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func TestWebhookClaimOfLostNodeTakenOver(t *testing.T) {
 	}
 
 	timers := clock.Pending()
-	if _, err := b.RecoverDeliveries(ctx); err != nil {
+	if _, err := b.Runtime.RecoverDeliveries(ctx); err != nil {
 		t.Fatal(err)
 	}
 	<-refused

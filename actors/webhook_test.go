@@ -116,7 +116,7 @@ func (h *harness) webhook(url string, events ...kassa.EventType) *kassa.Webhook 
 	if events != nil {
 		in.Events, in.EventsGiven = events, true
 	}
-	w, err := h.sys.CreateWebhook(context.Background(), h.store.ID, in)
+	w, err := h.sys.Service.CreateWebhook(context.Background(), h.store.ID, in)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestWebhookEventsFilteredAndSigned(t *testing.T) {
 		t.Fatalf("events: all %v, none %v", all.Events, none.Events)
 	}
 	inv := h.invoice("1000", kassa.SATS)
-	h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000})
+	h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000})
 	eventually(t, "deliveries", func() bool { return len(h.hooks.to(all.URL)) == 3 && len(h.hooks.to(processingOnly.URL)) == 1 })
 	if got := types(h.hooks.to(all.URL)); got != "New:None Processing:None Settled:None" {
 		t.Fatalf("all = %s", got)
@@ -217,7 +217,7 @@ func TestWebhookRefusedURLIsNotSaved(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	for _, url := range []string{"https://refuse.example/hook", "http://plain.example/hook"} {
-		if _, err := h.sys.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: url}); kassa.ErrorCode(err) != kassa.Invalid {
+		if _, err := h.sys.Service.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: url}); kassa.ErrorCode(err) != kassa.Invalid {
 			t.Fatalf("%s: %v", url, err)
 		}
 	}
@@ -245,7 +245,7 @@ func TestRedeliverSendsReducedPayloadSignedNow(t *testing.T) {
 		t.Fatalf("first = %+v", first)
 	}
 	clock.Advance(time.Hour)
-	d, err := h.sys.Redeliver(context.Background(), h.store.ID, w.ID, first.ID)
+	d, err := h.sys.Service.Redeliver(context.Background(), h.store.ID, w.ID, first.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestRedeliverSendsReducedPayloadSignedNow(t *testing.T) {
 	if err != nil || sig.Timestamp != clock.Now().Unix() {
 		t.Fatalf("redelivery signed at %d, want %d (%v)", sig.Timestamp, clock.Now().Unix(), err)
 	}
-	if _, err := h.sys.Redeliver(context.Background(), h.store.ID, "other", first.ID); kassa.ErrorCode(err) != kassa.NotFound {
+	if _, err := h.sys.Service.Redeliver(context.Background(), h.store.ID, "other", first.ID); kassa.ErrorCode(err) != kassa.NotFound {
 		t.Fatalf("redeliver under another webhook: %v", err)
 	}
 }
@@ -270,11 +270,11 @@ func TestAutomaticRedeliveryRetriesOnlyTransientFailures(t *testing.T) {
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	yes := true
-	flaky, err := h.sys.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: "https://flaky.example/hook", Events: []kassa.EventType{kassa.EventNew}, EventsGiven: true, AutomaticRedelivery: &yes})
+	flaky, err := h.sys.Service.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: "https://flaky.example/hook", Events: []kassa.EventType{kassa.EventNew}, EventsGiven: true, AutomaticRedelivery: &yes})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone, _ := h.sys.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: "https://gone.example/hook", Events: []kassa.EventType{kassa.EventNew}, EventsGiven: true, AutomaticRedelivery: &yes})
+	gone, _ := h.sys.Service.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: "https://gone.example/hook", Events: []kassa.EventType{kassa.EventNew}, EventsGiven: true, AutomaticRedelivery: &yes})
 	h.hooks.status[flaky.URL] = []int{503, 429, 200}
 	h.hooks.status[gone.URL] = []int{404}
 	h.invoice("1000", kassa.SATS)
@@ -341,7 +341,7 @@ func TestSlowEndpointDoesNotDelayOthers(t *testing.T) {
 	h.hooks.hang = map[string]chan struct{}{slow.URL: hang}
 	t.Cleanup(func() { close(hang) })
 	inv := h.invoice("1000", kassa.SATS)
-	if err := h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000}); err != nil {
+	if err := h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "fast deliveries", func() bool { return len(h.hooks.to(fast.URL)) == 3 })
@@ -371,7 +371,7 @@ func TestPendingDeliveriesSentAfterRestart(t *testing.T) {
 	db2 := reopen(t, h, db, dir)
 	defer db2.Close()
 	h2 := newHarness(t, db2, kassatest.NewTestClock(time.Now()))
-	if n, err := h2.sys.RecoverDeliveries(context.Background()); err != nil || n != 1 {
+	if n, err := h2.sys.Runtime.RecoverDeliveries(context.Background()); err != nil || n != 1 {
 		t.Fatalf("recovered %d, %v", n, err)
 	}
 	eventually(t, "recovered delivery", func() bool { return len(h2.hooks.to(w.URL)) == 1 })
@@ -404,7 +404,7 @@ func TestRecoveredDeliveriesGoOutInCommitOrder(t *testing.T) {
 	const invoices = 8
 	for range invoices {
 		inv := h.invoice("1000", kassa.SATS)
-		if err := h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000}); err != nil {
+		if err := h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -426,7 +426,7 @@ func TestRecoveredDeliveriesGoOutInCommitOrder(t *testing.T) {
 	}
 	t.Cleanup(func() { db2.Close() })
 	h2 := newHarness(t, db2, clock)
-	if n, err := h2.sys.RecoverDeliveries(context.Background()); err != nil || n != 3*invoices {
+	if n, err := h2.sys.Runtime.RecoverDeliveries(context.Background()); err != nil || n != 3*invoices {
 		t.Fatalf("recovered %d, %v", n, err)
 	}
 	eventually(t, "every recovered delivery", func() bool { return len(h2.hooks.to(w.URL)) == 3*invoices })
@@ -472,14 +472,14 @@ func TestRecoveredDeliveryPrecedesEventOfRecovery(t *testing.T) {
 	t.Cleanup(func() { db2.Close() })
 	clock.Advance(time.Hour)
 	h2 := newHarness(t, db2, clock)
-	if _, err := h2.sys.Recover(context.Background()); err != nil {
+	if _, err := h2.sys.Runtime.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the invoice expired", func() bool {
 		got, err := db2.Invoice(context.Background(), inv.ID)
 		return err == nil && got.Status == kassa.InvoiceExpired
 	})
-	if _, err := h2.sys.RecoverDeliveries(context.Background()); err != nil {
+	if _, err := h2.sys.Runtime.RecoverDeliveries(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "two deliveries", func() bool { return len(h2.hooks.to(w.URL)) == 2 })
@@ -493,7 +493,7 @@ func TestRecoveredDeliveryPrecedesEventOfRecovery(t *testing.T) {
 func TestWebhookActorPanicResendsOutbox(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
-	if _, err := h.sys.RecoverDeliveries(context.Background()); err != nil {
+	if _, err := h.sys.Runtime.RecoverDeliveries(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	w := h.webhook("https://a.example/hook", kassa.EventNew)
@@ -506,7 +506,7 @@ func TestWebhookActorPanicResendsOutbox(t *testing.T) {
 	if err := h.db.Commit(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.sys.actorSystem().Root.RequestFuture(h.sys.webhook(w.ID), crash{}, time.Second).Result(); err == nil {
+	if _, err := h.sys.Runtime.actorSystem().Root.RequestFuture(h.sys.Runtime.webhook(w.ID), crash{}, time.Second).Result(); err == nil {
 		t.Fatal("crash answered")
 	}
 	eventually(t, "the orphan delivery", func() bool { return len(h.hooks.to(w.URL)) == 1 })
@@ -521,14 +521,14 @@ func TestDeliveryHeadersIdentifyEventAndDelivery(t *testing.T) {
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
 	yes := true
-	w, err := h.sys.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: "https://a.example/hook", AutomaticRedelivery: &yes})
+	w, err := h.sys.Service.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: "https://a.example/hook", AutomaticRedelivery: &yes})
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := h.webhook("https://b.example/hook")
 	h.hooks.status[w.URL] = []int{503, 200} // New fails once, then all pass
 	inv := h.invoice("1000", kassa.SATS)
-	if err := h.sys.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000}); err != nil {
+	if err := h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the other endpoint's three", func() bool { return len(h.hooks.to(other.URL)) == 3 })
@@ -585,7 +585,7 @@ func TestDeliveryHeadersIdentifyEventAndDelivery(t *testing.T) {
 	}
 	// A redelivery by hand keeps the event id and has its own delivery id.
 	first := log[len(log)-1]
-	re, err := h.sys.Redeliver(context.Background(), h.store.ID, w.ID, first.ID)
+	re, err := h.sys.Service.Redeliver(context.Background(), h.store.ID, w.ID, first.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,7 +609,7 @@ func TestWebhookCapHoldsUnderConcurrentCreates(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-start
-			_, err := h.sys.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: fmt.Sprintf("https://a.example/hook/%d", i)})
+			_, err := h.sys.Service.CreateWebhook(context.Background(), h.store.ID, &kassa.WebhookInput{URL: fmt.Sprintf("https://a.example/hook/%d", i)})
 			errs <- err
 		}()
 	}
@@ -693,12 +693,12 @@ func TestInvoiceEventsReadCachedWebhookList(t *testing.T) {
 	eventually(t, "New at the new webhook", func() bool { return len(h.hooks.to(a.URL)) == 1 })
 	b := h.webhook("https://b.example/hook", kassa.EventNew)
 	no := false
-	if _, err := h.sys.UpdateWebhook(context.Background(), h.store.ID, a.ID, &kassa.WebhookInput{Enabled: &no}); err != nil {
+	if _, err := h.sys.Service.UpdateWebhook(context.Background(), h.store.ID, a.ID, &kassa.WebhookInput{Enabled: &no}); err != nil {
 		t.Fatal(err)
 	}
 	second := h.invoice("1000", kassa.SATS)
 	eventually(t, "New at the second webhook", func() bool { return len(h.hooks.to(b.URL)) == 1 })
-	if err := h.sys.DeleteWebhook(context.Background(), h.store.ID, b.ID); err != nil {
+	if err := h.sys.Service.DeleteWebhook(context.Background(), h.store.ID, b.ID); err != nil {
 		t.Fatal(err)
 	}
 	c := h.webhook("https://c.example/hook", kassa.EventNew)

@@ -55,14 +55,14 @@ func TestXpubAddressesNeverRepeatAcrossRestarts(t *testing.T) {
 	}
 	ctx := context.Background()
 	db, sys := start()
-	st, err := sys.CreateStore(ctx, kassa.StoreSettings{Name: "Xpub", Currency: kassa.EUR, Xpub: testTpub(t), ConfirmationsRequired: 1})
+	st, err := sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Xpub", Currency: kassa.EUR, Xpub: testTpub(t), ConfirmationsRequired: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
 	create := func(sys *System) {
 		t.Helper()
-		inv, err := sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
+		inv, err := sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,12 +81,12 @@ func TestXpubAddressesNeverRepeatAcrossRestarts(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		create(sys)
 	}
-	sys.Shutdown()
+	sys.Runtime.Shutdown()
 	db.Close()
 
 	db, sys = start()
 	defer db.Close()
-	defer sys.Shutdown()
+	defer sys.Runtime.Shutdown()
 	for i := 0; i < 3; i++ {
 		create(sys)
 	}
@@ -109,17 +109,17 @@ func TestAddressOfExpiredUnpaidInvoiceIsReused(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarnessWith(t, openMem(t), clock, func(c *Config) { c.Chain = chain })
-	st, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "Reuse", Currency: kassa.EUR, Xpub: testTpub(t), ConfirmationsRequired: 1})
+	st, err := h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Reuse", Currency: kassa.EUR, Xpub: testTpub(t), ConfirmationsRequired: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.store = st
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h.sys.RunSweeper(ctx)
+	h.sys.Runtime.RunSweeper(ctx)
 	unpaid := h.invoice("1000", kassa.SATS)
 	paid := h.invoice("1000", kassa.SATS)
-	if err := h.sys.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: paid.OnchainAddress, Payment: kassa.Payment{
+	if err := h.sys.Service.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: paid.OnchainAddress, Payment: kassa.Payment{
 		ID: "aa:0", TxID: "aa", Amount: 400, Destination: paid.OnchainAddress,
 	}}); err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestDropOfUnknownPaymentIsAcknowledged(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("0", "0")
 	inv := h.invoice("1000", kassa.SATS)
-	err := h.sys.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Dropped: true, Payment: kassa.Payment{
+	err := h.sys.Service.HandleChainEvent(context.Background(), kassa.ChainEvent{Address: inv.OnchainAddress, Dropped: true, Payment: kassa.Payment{
 		ID: "bb:0", TxID: "bb", Amount: 1000, Destination: inv.OnchainAddress,
 	}})
 	if err != nil {
@@ -189,7 +189,7 @@ func TestXpubOfAnotherStoreIsRefused(t *testing.T) {
 		c.Chain = chain
 	})
 	tpub := testTpub(t)
-	if _, err := h.sys.CreateStore(context.Background(), kassa.StoreSettings{Name: "One", Currency: kassa.EUR, Xpub: tpub, ConfirmationsRequired: 1}); err != nil {
+	if _, err := h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "One", Currency: kassa.EUR, Xpub: tpub, ConfirmationsRequired: 1}); err != nil {
 		t.Fatal(err)
 	}
 	key, _ := hdkeychain.NewKeyFromString(tpub)
@@ -199,7 +199,7 @@ func TestXpubOfAnotherStoreIsRefused(t *testing.T) {
 		{Name: "Three", Currency: kassa.EUR, Xpub: vpub.String(), ConfirmationsRequired: 1},
 		{Name: "Four", Currency: kassa.EUR, Xpub: tpub, XpubType: "taproot", ConfirmationsRequired: 1},
 	} {
-		_, err := h.sys.CreateStore(context.Background(), s)
+		_, err := h.sys.Service.CreateStore(context.Background(), s)
 		if kassa.ErrorCode(err) != kassa.Invalid || !strings.Contains(kassa.ErrorMessage(err)+err.Error(), "another store") {
 			t.Errorf("store %s with the key of store One: %v", s.Name, err)
 		}

@@ -68,17 +68,17 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		Journal: db, Reader: db, Chain: chain, Lightning: node, Rates: fixed,
 		Webhooks: egress.WebhookClient{Client: egress.New(cfg), App: "Kassa"}, Clock: e.clock, Logger: slog.New(slog.DiscardHandler),
 	})
-	t.Cleanup(e.sys.Shutdown)
+	t.Cleanup(e.sys.Runtime.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := chain.Start(ctx, e.sys.HandleChainEvent); err != nil {
+	if err := chain.Start(ctx, e.sys.Service.HandleChainEvent); err != nil {
 		t.Fatal(err)
 	}
-	if err := node.Start(ctx, e.sys.HandleLightningEvent); err != nil {
+	if err := node.Start(ctx, e.sys.Service.HandleLightningEvent); err != nil {
 		t.Fatal(err)
 	}
 	e.srv = httptest.NewUnstartedServer(nil)
-	d := Deps{Reader: db, Services: e.sys, KV: db, Simulator: e.sim, Clock: e.clock, Logger: slog.New(slog.DiscardHandler),
+	d := Deps{Reader: db, Services: e.sys.Service, KV: db, Simulator: e.sim, Clock: e.clock, Logger: slog.New(slog.DiscardHandler),
 		PublicURL: "http://" + e.srv.Listener.Addr().String(), AdminToken: "admin-token", PercentFee: decimal.RequireFromString("1"),
 		// As kassa serve --dev: open sign-up, the first account is the
 		// operator. Tests of the defaults set these back.
@@ -87,7 +87,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		o(&d)
 	}
 	// Paid top-ups are credited in the background, as serve does.
-	topUps := topup.New(topup.Deps{Reader: db, Services: e.sys, KV: d.KV, Clock: e.clock, Logger: d.Logger})
+	topUps := topup.New(topup.Deps{Reader: db, Services: e.sys.Service, KV: d.KV, Clock: e.clock, Logger: d.Logger})
 	if d.TopUps == nil {
 		d.TopUps = topUps
 	}
@@ -99,8 +99,8 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		topUps.Run(loopCtx, 10*time.Millisecond)
 	}()
 	t.Cleanup(func() { stop(); <-done })
-	e.srv.Config.Handler = kassahttp.NewHandler(kassahttp.Deps{Reader: db, Stores: e.sys, Invoices: e.sys, PaymentRequests: e.sys,
-		Webhooks: e.sys, Rates: fixed, KV: db, Clock: e.clock, PublicURL: d.PublicURL, AdminToken: "admin-token", Dashboard: e.dash})
+	e.srv.Config.Handler = kassahttp.NewHandler(kassahttp.Deps{Reader: db, Stores: e.sys.Service, Invoices: e.sys.Service, PaymentRequests: e.sys.Service,
+		Webhooks: e.sys.Service, Rates: fixed, KV: db, Clock: e.clock, PublicURL: d.PublicURL, AdminToken: "admin-token", Dashboard: e.dash})
 	e.srv.Start()
 	t.Cleanup(e.srv.Close)
 	return e

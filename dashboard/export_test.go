@@ -50,7 +50,7 @@ func TestCSVMatchesAPI(t *testing.T) {
 	st := c.createStore("Shop")
 	ctx := t.Context()
 	for i, m := range []kassa.PaymentMethod{kassa.MethodLightning, kassa.MethodLightning, kassa.MethodOnchain} {
-		inv, err := e.sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(int64(10 + i)), HasAmount: true,
+		inv, err := e.sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(int64(10 + i)), HasAmount: true,
 			Currency: kassa.EUR, WalletMessage: "=cmd|' /C calc'!A0"})
 		if err != nil {
 			t.Fatal(err)
@@ -67,7 +67,7 @@ func TestCSVMatchesAPI(t *testing.T) {
 		})
 		e.clock.Advance(time.Minute)
 	}
-	if _, err := e.sys.TopUp(ctx, st.ID, 50_000, ""); err != nil {
+	if _, err := e.sys.Service.TopUp(ctx, st.ID, 50_000, ""); err != nil {
 		t.Fatal(err)
 	}
 

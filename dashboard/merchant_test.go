@@ -27,7 +27,7 @@ func TestInvoiceShowsBuyerEmailAndRedirect(t *testing.T) {
 	c := e.client()
 	c.signup("a@example.com")
 	st := c.createStore("Shop")
-	inv, err := e.sys.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5), HasAmount: true,
+	inv, err := e.sys.Service.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5), HasAmount: true,
 		Currency: kassa.EUR, BuyerEmail: "buyer@example.org", RedirectURL: "https://shop.example/thanks?o=9"})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestTransactionNumbersPerStore(t *testing.T) {
 	c.signup("a@example.com")
 	busy := c.createStore("Busy")
 	for i := range 3 {
-		inv, err := e.sys.CreateInvoice(t.Context(), busy.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(int64(10 + i)), HasAmount: true, Currency: kassa.EUR})
+		inv, err := e.sys.Service.CreateInvoice(t.Context(), busy.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(int64(10 + i)), HasAmount: true, Currency: kassa.EUR})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +77,7 @@ func TestTransactionNumbersPerStore(t *testing.T) {
 	}
 	fresh := c.createStore("Fresh")
 	for i := range 2 {
-		inv, err := e.sys.CreateInvoice(t.Context(), fresh.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(int64(20 + i)), HasAmount: true,
+		inv, err := e.sys.Service.CreateInvoice(t.Context(), fresh.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(int64(20 + i)), HasAmount: true,
 			Currency: kassa.EUR, OrderID: "order-" + string(rune('a'+i))})
 		if err != nil {
 			t.Fatal(err)
@@ -149,7 +149,7 @@ func TestCSVOrderID(t *testing.T) {
 		{Metadata: json.RawMessage(`{"orderId":"meta-2","itemDesc":"Mug"}`)},
 	} {
 		req.Amount, req.HasAmount, req.Currency = decimal.NewFromInt(7), true, kassa.EUR
-		inv, err := e.sys.CreateInvoice(t.Context(), st.ID, req)
+		inv, err := e.sys.Service.CreateInvoice(t.Context(), st.ID, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,7 +273,7 @@ func TestRedeliverWarnsOfSlimBody(t *testing.T) {
 		t.Fatalf("create webhook: %d %s", code, body)
 	}
 	hookPath := strings.Split(hdr.Get("Location"), "?")[0]
-	inv, err := e.sys.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5), HasAmount: true, Currency: kassa.EUR,
+	inv, err := e.sys.Service.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5), HasAmount: true, Currency: kassa.EUR,
 		Metadata: json.RawMessage(`{"orderId":"o-1"}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +300,7 @@ func TestInvoiceSearch(t *testing.T) {
 	st := c.createStore("Shop")
 	mk := func(req *kassa.InvoiceRequest) *kassa.Invoice {
 		req.Amount, req.HasAmount, req.Currency = decimal.NewFromInt(3), true, kassa.EUR
-		inv, err := e.sys.CreateInvoice(t.Context(), st.ID, req)
+		inv, err := e.sys.Service.CreateInvoice(t.Context(), st.ID, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,19 +338,19 @@ func TestPayLinkListsInvoices(t *testing.T) {
 	c := e.client()
 	c.signup("a@example.com")
 	st := c.createStore("Shop")
-	link, err := e.sys.CreatePaymentRequest(t.Context(), st.ID, &kassa.PaymentRequestInput{Title: "Mug", Amount: decimal.NewFromInt(9), HasAmount: true, Currency: kassa.EUR})
+	link, err := e.sys.Service.CreatePaymentRequest(t.Context(), st.ID, &kassa.PaymentRequestInput{Title: "Mug", Amount: decimal.NewFromInt(9), HasAmount: true, Currency: kassa.EUR})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := e.sys.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(3), HasAmount: true, Currency: kassa.EUR})
+	stranger, err := e.sys.Service.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(3), HasAmount: true, Currency: kassa.EUR})
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := e.sys.PayPaymentRequest(t.Context(), st.ID, link.ID, "")
+	first, err := e.sys.Service.PayPaymentRequest(t.Context(), st.ID, link.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := e.sys.PayPaymentRequest(t.Context(), st.ID, link.ID, "")
+	second, err := e.sys.Service.PayPaymentRequest(t.Context(), st.ID, link.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,13 +426,13 @@ func TestMoneyAndTimesFormatted(t *testing.T) {
 	c := e.client()
 	c.signup("a@example.com")
 	st := c.createStore("Shop")
-	inv, err := e.sys.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.RequireFromString("12.5"), HasAmount: true, Currency: kassa.EUR})
+	inv, err := e.sys.Service.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.RequireFromString("12.5"), HasAmount: true, Currency: kassa.EUR})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.settle(inv)
 	inv, _ = e.db.Invoice(t.Context(), inv.ID)
-	link, err := e.sys.CreatePaymentRequest(t.Context(), st.ID, &kassa.PaymentRequestInput{Title: "Mug", Amount: decimal.RequireFromString("3"), HasAmount: true, Currency: kassa.USD})
+	link, err := e.sys.Service.CreatePaymentRequest(t.Context(), st.ID, &kassa.PaymentRequestInput{Title: "Mug", Amount: decimal.RequireFromString("3"), HasAmount: true, Currency: kassa.USD})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,11 +471,11 @@ func TestPaidPayLinkIsReadOnly(t *testing.T) {
 	c.signup("a@example.com")
 	st := c.createStore("Shop")
 	base := "/dashboard/stores/" + st.ID + "/paylinks/"
-	link, err := e.sys.CreatePaymentRequest(t.Context(), st.ID, &kassa.PaymentRequestInput{Title: "Mug", Amount: decimal.NewFromInt(9), HasAmount: true, Currency: kassa.EUR})
+	link, err := e.sys.Service.CreatePaymentRequest(t.Context(), st.ID, &kassa.PaymentRequestInput{Title: "Mug", Amount: decimal.NewFromInt(9), HasAmount: true, Currency: kassa.EUR})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := e.sys.PayPaymentRequest(t.Context(), st.ID, link.ID, "")
+	inv, err := e.sys.Service.PayPaymentRequest(t.Context(), st.ID, link.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,12 +505,12 @@ func TestPaidPayLinkIsReadOnly(t *testing.T) {
 	}
 	noPaymentRequest("saving a paid link", body)
 
-	open, err := e.sys.CreatePaymentRequest(t.Context(), st.ID, &kassa.PaymentRequestInput{Title: "Cup", Amount: decimal.NewFromInt(4), HasAmount: true, Currency: kassa.EUR})
+	open, err := e.sys.Service.CreatePaymentRequest(t.Context(), st.ID, &kassa.PaymentRequestInput{Title: "Cup", Amount: decimal.NewFromInt(4), HasAmount: true, Currency: kassa.EUR})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.get(base + open.ID)
-	if err := e.sys.ArchivePaymentRequest(t.Context(), st.ID, open.ID); err != nil {
+	if err := e.sys.Service.ArchivePaymentRequest(t.Context(), st.ID, open.ID); err != nil {
 		t.Fatal(err)
 	}
 	code, body, _ = c.post(base+open.ID, url.Values{"title": {"Big cup"}, "amount": {"5"}, "currency": {"EUR"}})
@@ -530,7 +530,7 @@ func TestOnchainMethodName(t *testing.T) {
 	c := e.client()
 	c.signup("a@example.com")
 	st := c.createStore("Shop")
-	inv, err := e.sys.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5), HasAmount: true, Currency: kassa.EUR})
+	inv, err := e.sys.Service.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5), HasAmount: true, Currency: kassa.EUR})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestDeepMetadataPageIsBounded(t *testing.T) {
 	c := e.client()
 	c.signup("a@example.com")
 	st := c.createStore("Shop")
-	inv, err := e.sys.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(10), HasAmount: true,
+	inv, err := e.sys.Service.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(10), HasAmount: true,
 		Currency: kassa.EUR, Metadata: json.RawMessage(`{"legacy":true}`)})
 	if err != nil {
 		t.Fatal(err)

@@ -216,15 +216,15 @@ func TestOtherUsersStoreIsInvisible(t *testing.T) {
 	ctx := t.Context()
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer receiver.Close()
-	hook, err := e.sys.CreateWebhook(ctx, stA.ID, &kassa.WebhookInput{URL: receiver.URL, Events: kassa.EventTypes, EventsGiven: true})
+	hook, err := e.sys.Service.CreateWebhook(ctx, stA.ID, &kassa.WebhookInput{URL: receiver.URL, Events: kassa.EventTypes, EventsGiven: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv, err := e.sys.CreateInvoice(ctx, stA.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(10), HasAmount: true, Currency: kassa.EUR})
+	inv, err := e.sys.Service.CreateInvoice(ctx, stA.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(10), HasAmount: true, Currency: kassa.EUR})
 	if err != nil {
 		t.Fatal(err)
 	}
-	link, err := e.sys.CreatePaymentRequest(ctx, stA.ID, &kassa.PaymentRequestInput{Title: "Mug", Amount: decimal.NewFromInt(5), HasAmount: true})
+	link, err := e.sys.Service.CreatePaymentRequest(ctx, stA.ID, &kassa.PaymentRequestInput{Title: "Mug", Amount: decimal.NewFromInt(5), HasAmount: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestSettingsRefuseInvalidXpubAndAddress(t *testing.T) {
 		return code, body
 	}
 	invoice := func() (*kassa.Invoice, error) {
-		return e.sys.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(10), HasAmount: true, Currency: kassa.EUR})
+		return e.sys.Service.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(10), HasAmount: true, Currency: kassa.EUR})
 	}
 	for _, bad := range []struct{ xpub, address, field string }{
 		{"vpub5Y…", "", "xpub"},

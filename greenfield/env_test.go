@@ -81,17 +81,17 @@ func newEnvWith(t *testing.T, cfg egress.Config) *env {
 		Webhooks: egress.WebhookClient{Client: egress.New(cfg), App: "Kassa"},
 		Clock:    e.clock, Logger: slog.New(slog.DiscardHandler),
 	})
-	t.Cleanup(e.sys.Shutdown)
+	t.Cleanup(e.sys.Runtime.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := chain.Start(ctx, e.sys.HandleChainEvent); err != nil {
+	if err := chain.Start(ctx, e.sys.Service.HandleChainEvent); err != nil {
 		t.Fatal(err)
 	}
-	if err := node.Start(ctx, e.sys.HandleLightningEvent); err != nil {
+	if err := node.Start(ctx, e.sys.Service.HandleLightningEvent); err != nil {
 		t.Fatal(err)
 	}
 	// Wakes invoices at their deadlines (expiry) as cmd/kassa does.
-	e.sys.RunSweeper(ctx)
+	e.sys.Runtime.RunSweeper(ctx)
 	e.putStore("store_a", kassa.StoreSettings{
 		Name: "Alice's Shop", Currency: kassa.EUR, PercentFee: decimal.RequireFromString("1"),
 		UnderpaymentTolerance: decimal.RequireFromString("0.25"), ConfirmationsRequired: 1,
@@ -102,11 +102,11 @@ func newEnvWith(t *testing.T, cfg egress.Config) *env {
 	synced := true
 	e.chain = stubBackend{&synced}
 	gf := greenfield.NewHandler(greenfield.Deps{
-		Reader: db, Invoices: e.sys, Webhooks: e.sys, Chain: e.chain, Lightning: e.chain,
+		Reader: db, Invoices: e.sys.Service, Webhooks: e.sys.Service, Chain: e.chain, Lightning: e.chain,
 		PublicURL: "https://pay.example.com/",
 	})
 	e.h = kassahttp.NewHandler(kassahttp.Deps{
-		Reader: db, Stores: e.sys, Invoices: e.sys, PaymentRequests: e.sys, Rates: fixed, Webhooks: e.sys,
+		Reader: db, Stores: e.sys.Service, Invoices: e.sys.Service, PaymentRequests: e.sys.Service, Rates: fixed, Webhooks: e.sys.Service,
 		KV: db, Clock: e.clock, PublicURL: "https://pay.example.com/", Greenfield: gf,
 	})
 	// Every Greenfield exchange is checked against the document served.
@@ -222,7 +222,7 @@ func (e *env) payOnchain(invoiceID, txid string, amount kassa.Sats, confirmation
 		ID: txid + ":0", Method: kassa.MethodOnchain, TxID: txid, Amount: amount, Destination: inv.OnchainAddress,
 		Confirmations: confirmations, ReceivedAt: e.clock.Now(),
 	}
-	if err := e.sys.HandleChainEvent(e.t.Context(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: p}); err != nil {
+	if err := e.sys.Service.HandleChainEvent(e.t.Context(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: p}); err != nil {
 		e.t.Fatal(err)
 	}
 }

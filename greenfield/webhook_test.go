@@ -364,7 +364,7 @@ func TestPluginOrderStatuses(t *testing.T) {
 			e := newEnv(t)
 			s := newShop(t, e)
 			s.register(t)
-			cs, err := e.sys.CreateWebhook(t.Context(), "store_a", &kassa.WebhookInput{URL: acceptAll(t)})
+			cs, err := e.sys.Service.CreateWebhook(t.Context(), "store_a", &kassa.WebhookInput{URL: acceptAll(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -477,7 +477,7 @@ func TestWebhookBadInput(t *testing.T) {
 		http.StatusForbidden, "missing-permission", "btcpay.store.webhooks.canmodifywebhooks")
 	expectAPIError(t, e.do("GET", hooks+"/no_such_hook", ""), http.StatusNotFound, "webhook-not-found")
 	// A webhook of Kassa's own API is not Greenfield's.
-	cs, err := e.sys.CreateWebhook(t.Context(), "store_a", &kassa.WebhookInput{URL: acceptAll(t)})
+	cs, err := e.sys.Service.CreateWebhook(t.Context(), "store_a", &kassa.WebhookInput{URL: acceptAll(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,15 +57,15 @@ func BenchmarkCreateInvoice(b *testing.B) {
 		Journal: db, Reader: db, Chain: chainsim.New(kassa.SystemClock{}), Lightning: node, Rates: rates.Fixed{},
 		Clock: kassa.SystemClock{}, Logger: log, InvoiceExpiry: kassa.DefaultInvoiceExpiry, Metrics: stats,
 	})
-	b.Cleanup(sys.Shutdown)
-	st, err := sys.CreateStore(b.Context(), kassa.StoreSettings{Name: "Bench", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1)})
+	b.Cleanup(sys.Runtime.Shutdown)
+	st, err := sys.Service.CreateStore(b.Context(), kassa.StoreSettings{Name: "Bench", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := sys.TopUp(b.Context(), st.ID, 100_000_000_000, "bench"); err != nil {
+	if _, err := sys.Service.TopUp(b.Context(), st.ID, 100_000_000_000, "bench"); err != nil {
 		b.Fatal(err)
 	}
-	h := NewHandler(Deps{Reader: db, Stores: sys, Invoices: sys, PaymentRequests: sys, Rates: rates.Fixed{},
+	h := NewHandler(Deps{Reader: db, Stores: sys.Service, Invoices: sys.Service, PaymentRequests: sys.Service, Rates: rates.Fixed{},
 		KV: db, Logger: log, Metrics: stats, PublicURL: "http://127.0.0.1:8080"})
 	path := "/api/v1/stores/" + st.ID + "/invoices"
 	body := []byte(`{"amount":"12.50","currency":"EUR","orderId":"bench","metadata":{"sku":"A1"}}`)

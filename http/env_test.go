@@ -117,18 +117,18 @@ func newEnvAt(t *testing.T, start time.Time, opts ...option) *env {
 		Journal: db, Reader: db, Chain: e.chain, Lightning: e.node, Rates: fixed,
 		Webhooks: e.hooks, Clock: e.clock, Logger: slog.New(slog.DiscardHandler),
 	})
-	t.Cleanup(e.sys.Shutdown)
+	t.Cleanup(e.sys.Runtime.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := e.chain.Start(ctx, e.sys.HandleChainEvent); err != nil {
+	if err := e.chain.Start(ctx, e.sys.Service.HandleChainEvent); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.node.Start(ctx, e.sys.HandleLightningEvent); err != nil {
+	if err := e.node.Start(ctx, e.sys.Service.HandleLightningEvent); err != nil {
 		t.Fatal(err)
 	}
 	// The deadline sweeper, as kassa serve runs it: it wakes New invoices,
 	// whose actors passivate until their expiry is near.
-	e.sys.RunSweeper(ctx)
+	e.sys.Runtime.RunSweeper(ctx)
 
 	e.storeA = e.putStore("store_a", kassa.StoreSettings{
 		Name: "Alice's Shop", Currency: kassa.EUR, PercentFee: decimal.RequireFromString("1"),
@@ -140,12 +140,12 @@ func newEnvAt(t *testing.T, start time.Time, opts ...option) *env {
 	}, kassa.APIKey{ID: "key_b1", Label: "default", Key: keyB, CreatedAt: testNow})
 
 	e.reader = &faultyReader{Reader: db}
-	e.invoices = &faultyInvoices{InvoiceService: e.sys}
-	e.payLinks = &faultyPayLinks{PaymentRequestService: e.sys}
-	e.webhooks = &faultyWebhooks{WebhookService: e.sys}
+	e.invoices = &faultyInvoices{InvoiceService: e.sys.Service}
+	e.payLinks = &faultyPayLinks{PaymentRequestService: e.sys.Service}
+	e.webhooks = &faultyWebhooks{WebhookService: e.sys.Service}
 	e.deps = Deps{
 		Reader:          e.reader,
-		Stores:          e.sys,
+		Stores:          e.sys.Service,
 		Invoices:        e.invoices,
 		PaymentRequests: e.payLinks,
 		Webhooks:        e.webhooks,
@@ -393,7 +393,7 @@ func (e *env) seedInvoice(storeID string, at time.Time, body string) *kassa.Invo
 		e.t.Fatal(err)
 	}
 	e.advanceTo(at)
-	inv, err := e.sys.CreateInvoice(e.t.Context(), storeID, req)
+	inv, err := e.sys.Service.CreateInvoice(e.t.Context(), storeID, req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -436,7 +436,7 @@ func (e *env) payOnchain(inv *kassa.Invoice, txid string, amount kassa.Sats, con
 	for _, mod := range mods {
 		mod(&p)
 	}
-	if err := e.sys.HandleChainEvent(e.t.Context(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: p}); err != nil {
+	if err := e.sys.Service.HandleChainEvent(e.t.Context(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: p}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -446,7 +446,7 @@ func (e *env) payOnchain(inv *kassa.Invoice, txid string, amount kassa.Sats, con
 func (e *env) dropOnchain(inv *kassa.Invoice, txid string) {
 	e.t.Helper()
 	p := kassa.Payment{ID: txid + ":0", Method: kassa.MethodOnchain, TxID: txid, Destination: inv.OnchainAddress}
-	if err := e.sys.HandleChainEvent(e.t.Context(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: p, Dropped: true}); err != nil {
+	if err := e.sys.Service.HandleChainEvent(e.t.Context(), kassa.ChainEvent{Address: inv.OnchainAddress, Payment: p, Dropped: true}); err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -242,7 +242,7 @@ func TestInvoicePayments(t *testing.T) {
 	e.payOnchain(inv, strings.Repeat("cc", 32), 1000, 0)
 	e.dropOnchain(inv, strings.Repeat("cc", 32))
 	e.advanceTo(testNow.Add(4 * time.Minute))
-	if err := e.sys.HandleLightningEvent(t.Context(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 11_000_000}); err != nil {
+	if err := e.sys.Service.HandleLightningEvent(t.Context(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 11_000_000}); err != nil {
 		t.Fatal(err)
 	}
 	w := e.do("GET", "/api/v1/stores/store_a/invoices/"+inv.ID+"/payments", "")

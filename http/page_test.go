@@ -262,7 +262,7 @@ func TestCheckoutPageBranding(t *testing.T) {
 	logo := "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 	for _, tc := range []struct{ color, on string }{{"#ffd400", "#000000"}, {"#0b3d2e", "#ffffff"}} {
 		st := e.putStore("store_"+tc.color[1:], kassa.StoreSettings{Name: "Brand Co", Currency: kassa.EUR, LogoURL: logo, BrandColor: tc.color})
-		inv, err := e.sys.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1), HasAmount: true, Currency: kassa.EUR, EnabledMethods: []kassa.PaymentMethod{kassa.MethodLightning}})
+		inv, err := e.sys.Service.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1), HasAmount: true, Currency: kassa.EUR, EnabledMethods: []kassa.PaymentMethod{kassa.MethodLightning}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -78,7 +78,7 @@ type Deps struct {
 	// (POST /admin/v1/backup); nil answers 404.
 	Backup BackupFunc
 	// JournalFaults lists the actor journals this node found not to
-	// replay (actors.System.JournalFaults), one line each, for the health
+	// replay (actors.Runtime.JournalFaults), one line each, for the health
 	// check; nil leaves them out.
 	JournalFaults func() []string
 	// Cluster reports this node of a cluster for the health check; nil

@@ -21,7 +21,7 @@ func seedTransactions(e *env) (a []*kassa.Invoice, b *kassa.Invoice) {
 		inv := e.seedInvoice("store_a", at, `{"amount": 10, "walletMessage": "order `+strconv.Itoa(i)+`"}`)
 		e.advanceTo(at.Add(time.Minute))
 		if i == 0 {
-			if err := e.sys.HandleLightningEvent(e.t.Context(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: inv.Amount.MSat()}); err != nil {
+			if err := e.sys.Service.HandleLightningEvent(e.t.Context(), kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: inv.Amount.MSat()}); err != nil {
 				e.t.Fatal(err)
 			}
 		} else {

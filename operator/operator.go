@@ -35,7 +35,7 @@ type Deps struct {
 	Journal interface {
 		Events(ctx context.Context, s kassa.Stream, after uint64, fn func(seq uint64, event []byte) error) error
 	}
-	// Actors describe the live actors (actors.System, actors.Forwarder).
+	// Actors describe the live actors (actors.Runtime, actors.Forwarder).
 	Actors []interface{ ActorStats() []actors.ActorStat }
 	// Forwards lists open forwards; nil when nothing is forwarded.
 	Forwards kassa.ForwardStore

@@ -141,21 +141,21 @@ func newStack(t *testing.T) *stack {
 		Webhooks: egress.WebhookClient{Client: egress.New(egressCfg), App: "Kassa"},
 		Clock:    clock, Logger: quiet, Forwarder: s.fwd, Metrics: stats,
 	})
-	t.Cleanup(s.sys.Shutdown)
+	t.Cleanup(s.sys.Runtime.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := s.chain.Start(ctx, s.sys.HandleChainEvent); err != nil {
+	if err := s.chain.Start(ctx, s.sys.Service.HandleChainEvent); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.node.Start(ctx, s.sys.HandleLightningEvent); err != nil {
+	if err := s.node.Start(ctx, s.sys.Service.HandleLightningEvent); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(kassahttp.NewHandler(kassahttp.Deps{
-		Reader: s.db, Stores: s.sys, Invoices: s.sys, PaymentRequests: s.sys, Rates: fixed, Webhooks: s.sys,
+		Reader: s.db, Stores: s.sys.Service, Invoices: s.sys.Service, PaymentRequests: s.sys.Service, Rates: fixed, Webhooks: s.sys.Service,
 		Chain: s.chain, Lightning: s.node, KV: s.db, Storage: s.db, Clock: clock, Logger: quiet,
 		AdminToken: adminToken, Simulator: simulator{s.node}, Version: "test", Metrics: stats,
 		Operator: operator.New(operator.Deps{Reader: s.db, Journal: s.db, Forwards: s.db, Clock: clock,
-			Actors: []interface{ ActorStats() []actors.ActorStat }{s.sys, s.fwd}}),
+			Actors: []interface{ ActorStats() []actors.ActorStat }{s.sys.Runtime, s.fwd}}),
 	}))
 	t.Cleanup(srv.Close)
 	s.url = srv.URL

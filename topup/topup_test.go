@@ -55,16 +55,16 @@ func newEnv(t *testing.T, opts ...func(*Deps)) *env {
 		Journal: db, Reader: db, Chain: e.chain, Lightning: e.node, Rates: fixed,
 		Webhooks: egress.WebhookClient{Client: egress.New(egress.DefaultConfig()), App: "Kassa"}, Clock: e.clock, Logger: slog.New(slog.DiscardHandler),
 	})
-	t.Cleanup(e.sys.Shutdown)
+	t.Cleanup(e.sys.Runtime.Shutdown)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := e.chain.Start(ctx, e.sys.HandleChainEvent); err != nil {
+	if err := e.chain.Start(ctx, e.sys.Service.HandleChainEvent); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.node.Start(ctx, e.sys.HandleLightningEvent); err != nil {
+	if err := e.node.Start(ctx, e.sys.Service.HandleLightningEvent); err != nil {
 		t.Fatal(err)
 	}
-	e.deps = Deps{Reader: db, Services: e.sys, KV: db, Clock: e.clock, Logger: slog.New(slog.DiscardHandler)}
+	e.deps = Deps{Reader: db, Services: e.sys.Service, KV: db, Clock: e.clock, Logger: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(&e.deps)
 	}
@@ -106,7 +106,7 @@ func (e *env) balance(storeID string) kassa.Sats {
 // returns the store and the top-up invoice.
 func (e *env) created() (*kassa.Store, *kassa.Invoice) {
 	e.t.Helper()
-	st, err := e.sys.CreateStore(e.t.Context(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR})
+	st, err := e.sys.Service.CreateStore(e.t.Context(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -369,7 +369,7 @@ func TestCreditedByEarlierVersion(t *testing.T) {
 			st, invID := e.paid(func(storeID, invID string) {
 				// Played before the payment, so that the loop finds the
 				// earlier version's credit when the invoice settles.
-				_, err := e.sys.TopUp(t.Context(), storeID, 25_000, invID)
+				_, err := e.sys.Service.TopUp(t.Context(), storeID, 25_000, invID)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -83,8 +83,8 @@ func benchOpenInvoices(ctx context.Context, n int, expiry time.Duration, figure 
 		Journal: db, Reader: db, Chain: chainsim.New(clock), Lightning: node, Rates: rates.Fixed{},
 		Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), InvoiceExpiry: expiry,
 	})
-	defer sys.Shutdown()
-	st, err := sys.CreateStore(ctx, kassa.StoreSettings{Name: "Mem", Currency: kassa.EUR})
+	defer sys.Runtime.Shutdown()
+	st, err := sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Mem", Currency: kassa.EUR})
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func benchOpenInvoices(ctx context.Context, n int, expiry time.Duration, figure 
 	}
 	// Warm up everything that is allocated once.
 	for i := 0; i < 1000; i++ {
-		if _, err := sys.CreateInvoice(ctx, st.ID, req(i)); err != nil {
+		if _, err := sys.Service.CreateInvoice(ctx, st.ID, req(i)); err != nil {
 			return err
 		}
 	}
@@ -107,7 +107,7 @@ func benchOpenInvoices(ctx context.Context, n int, expiry time.Duration, figure 
 		go func(w int) {
 			defer wg.Done()
 			for i := w; i < n; i += 8 {
-				if _, err := sys.CreateInvoice(ctx, st.ID, req(i)); err != nil {
+				if _, err := sys.Service.CreateInvoice(ctx, st.ID, req(i)); err != nil {
 					errs <- err
 					return
 				}

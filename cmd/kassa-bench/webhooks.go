@@ -86,8 +86,8 @@ func benchWebhooks(ctx context.Context, endpoints int) error {
 		Journal: db, Reader: db, Chain: chainsim.New(clock), Lightning: node, Rates: rates.Fixed{},
 		Webhooks: egress.WebhookClient{Client: egress.New(cfg), App: "Kassa bench"}, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	defer sys.Shutdown()
-	if err := node.Start(ctx, sys.HandleLightningEvent); err != nil {
+	defer sys.Runtime.Shutdown()
+	if err := node.Start(ctx, sys.Service.HandleLightningEvent); err != nil {
 		return err
 	}
 	recv, stop, err := newReceiver()
@@ -96,7 +96,7 @@ func benchWebhooks(ctx context.Context, endpoints int) error {
 	}
 	defer stop()
 	invoice := func(storeID string) (*kassa.Invoice, error) {
-		return sys.CreateInvoice(ctx, storeID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true,
+		return sys.Service.CreateInvoice(ctx, storeID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true,
 			Currency: kassa.SATS, EnabledMethods: []kassa.PaymentMethod{kassa.MethodLightning}})
 	}
 
@@ -107,14 +107,14 @@ func benchWebhooks(ctx context.Context, endpoints int) error {
 	newOnly := []kassa.EventType{kassa.EventNew}
 	for i := 0; i < endpoints; i++ {
 		if i%kassa.MaxWebhooksPerStore == 0 {
-			st, err := sys.CreateStore(ctx, kassa.StoreSettings{Name: fmt.Sprint("Fan-out ", i), Currency: kassa.EUR})
+			st, err := sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: fmt.Sprint("Fan-out ", i), Currency: kassa.EUR})
 			if err != nil {
 				return err
 			}
 			stores = append(stores, st.ID)
 		}
 		url := fmt.Sprintf("%s/fan/%d", recv.url, i)
-		if _, err := sys.CreateWebhook(ctx, stores[len(stores)-1], &kassa.WebhookInput{URL: url, Events: newOnly, EventsGiven: true}); err != nil {
+		if _, err := sys.Service.CreateWebhook(ctx, stores[len(stores)-1], &kassa.WebhookInput{URL: url, Events: newOnly, EventsGiven: true}); err != nil {
 			return fmt.Errorf("register webhook %d: %w", i, err)
 		}
 	}
@@ -151,11 +151,11 @@ func benchWebhooks(ctx context.Context, endpoints int) error {
 	bench("webhook_deliveries_per_s", float64(want)/time.Since(start).Seconds(), "deliveries/s")
 
 	// Settle to delivery: one endpoint, Settled only.
-	one, err := sys.CreateStore(ctx, kassa.StoreSettings{Name: "Latency", Currency: kassa.EUR})
+	one, err := sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Latency", Currency: kassa.EUR})
 	if err != nil {
 		return err
 	}
-	if _, err := sys.CreateWebhook(ctx, one.ID, &kassa.WebhookInput{URL: recv.url + "/settled", Events: []kassa.EventType{kassa.EventSettled}, EventsGiven: true}); err != nil {
+	if _, err := sys.Service.CreateWebhook(ctx, one.ID, &kassa.WebhookInput{URL: recv.url + "/settled", Events: []kassa.EventType{kassa.EventSettled}, EventsGiven: true}); err != nil {
 		return err
 	}
 	var lat []time.Duration

@@ -82,7 +82,7 @@ func (m *Main) newDashboard(d kassahttp.Deps, topUps *topup.Ledger) (*dashboard.
 		}
 	}
 	return dashboard.New(dashboard.Deps{
-		Reader: d.Reader, Services: m.sys, KV: d.KV, TopUps: topUps, Simulator: d.Simulator, Simulated: d.Simulated, Clock: d.Clock, Logger: d.Logger,
+		Reader: d.Reader, Services: m.sys.Service, KV: d.KV, TopUps: topUps, Simulator: d.Simulator, Simulated: d.Simulated, Clock: d.Clock, Logger: d.Logger,
 		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, SignupOperator: c.Dev, PercentFee: fee,
 		ClientIPHeader: d.ClientIPHeader, Dev: c.Dev, Operator: d.Operator, Currencies: d.Rates.Currencies(),
 		Limits: c.dashboardLimits(),

@@ -42,10 +42,10 @@ type leaseStore interface{ Leases() postgres.Leases }
 func (m *Main) startWatchers(ctx context.Context, cluster bool, chain kassa.Chain, lightning kassa.Lightning) error {
 	leases, ok := m.db.(leaseStore)
 	if !cluster || !ok {
-		if err := chain.Start(ctx, m.sys.HandleChainEvent); err != nil {
+		if err := chain.Start(ctx, m.sys.Service.HandleChainEvent); err != nil {
 			return fmt.Errorf("start chain backend: %w", err)
 		}
-		if err := lightning.Start(ctx, m.sys.HandleLightningEvent); err != nil {
+		if err := lightning.Start(ctx, m.sys.Service.HandleLightningEvent); err != nil {
 			return fmt.Errorf("start Lightning backend: %w", err)
 		}
 		return nil
@@ -53,16 +53,16 @@ func (m *Main) startWatchers(ctx context.Context, cluster bool, chain kassa.Chai
 	holder := nodeHolder()
 	if c, ok := chain.(*chainrpc.Chain); ok {
 		m.roles.add(m, leases.Leases(), lease.RoleChainWatcher, holder, func(ctx context.Context, kv kassa.KeyValue) error {
-			return c.Watch(ctx, kv, m.sys.HandleChainEvent)
+			return c.Watch(ctx, kv, m.sys.Service.HandleChainEvent)
 		})
-	} else if err := chain.Start(ctx, m.sys.HandleChainEvent); err != nil {
+	} else if err := chain.Start(ctx, m.sys.Service.HandleChainEvent); err != nil {
 		return fmt.Errorf("start chain backend: %w", err)
 	}
 	if n, ok := lightning.(*lnd.Node); ok {
 		m.roles.add(m, leases.Leases(), lease.RoleLightningWatcher, holder, func(ctx context.Context, kv kassa.KeyValue) error {
-			return n.Watch(ctx, kv, m.sys.HandleLightningEvent)
+			return n.Watch(ctx, kv, m.sys.Service.HandleLightningEvent)
 		})
-	} else if err := lightning.Start(ctx, m.sys.HandleLightningEvent); err != nil {
+	} else if err := lightning.Start(ctx, m.sys.Service.HandleLightningEvent); err != nil {
 		return fmt.Errorf("start Lightning backend: %w", err)
 	}
 	if m.forwarder != nil {
@@ -152,7 +152,7 @@ func (r *roles) collector() prometheus.Collector {
 // clusterReport reports this node of a cluster.
 func (m *Main) clusterReport() any {
 	h := nodeRoles{Leases: m.roles.statuses()}
-	if c := m.sys.ClusterHealth(); c != nil {
+	if c := m.sys.Runtime.ClusterHealth(); c != nil {
 		h.Address, h.Members, h.Stores, h.Owning, h.Fenced = c.Address, c.Members, c.Stores, c.Owning, c.Fenced
 	}
 	if h.Members == nil {

@@ -258,7 +258,7 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 		// Lightning creates reach the store one at a time, as lnd
 		// releases them, and many creates under way commit briskly:
 		// under either, their syncs wait to be shared.
-		p.PaceSyncs(m.sys.CreatesAwaitingLightning, m.sys.CreatesUnderWay)
+		p.PaceSyncs(m.sys.Service.CreatesAwaitingLightning, m.sys.Service.CreatesUnderWay)
 	}
 	if clusterMode != nil {
 		if err := joinCluster(ctx, runCtx, m.sys.Runtime, clusterMode, membersOf(m.db), log); err != nil {
@@ -280,12 +280,12 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 	// The deadline sweeper, the same on a single node and in a cluster
 	// (docs/decisions.md, "One deadline mechanism"); Recover is its
 	// first round.
-	m.sys.RunSweeper(runCtx)
-	recovered, err := m.sys.Recover(ctx)
+	m.sys.Runtime.RunSweeper(runCtx)
+	recovered, err := m.sys.Runtime.Recover(ctx)
 	if err != nil {
 		return fmt.Errorf("recover open invoices: %w", err)
 	}
-	pending, err := m.sys.RecoverDeliveries(ctx)
+	pending, err := m.sys.Runtime.RecoverDeliveries(ctx)
 	if err != nil {
 		return fmt.Errorf("recover webhook deliveries: %w", err)
 	}
@@ -336,7 +336,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	}
 	deps := kassahttp.Deps{
 		Metrics: m.stats,
-		Reader:  m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: b.rates, Webhooks: m.sys,
+		Reader:  m.db, Stores: m.sys.Service, Invoices: m.sys.Service, PaymentRequests: m.sys.Service, Rates: b.rates, Webhooks: m.sys.Service,
 		Chain: b.chain, Lightning: b.lightning, KV: m.db, Storage: m.db, Clock: m.Clock, Logger: log,
 		PublicURL: publicURL, AdminToken: token, Version: Version,
 		Limiter:        kassahttp.NewRateLimiter(c.RateLimit, c.RateBurst, m.Clock),
@@ -356,7 +356,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	deps.Operator = m.operatorPage()
 	// Paid top-ups are credited on every node (docs/decisions.md,
 	// "Top-ups credited once").
-	topUps := topup.New(topup.Deps{Reader: m.db, Services: m.sys, KV: m.db, Clock: m.Clock, Logger: log})
+	topUps := topup.New(topup.Deps{Reader: m.db, Services: m.sys.Service, KV: m.db, Clock: m.Clock, Logger: log})
 	go topUps.Run(runCtx, topUpEvery)
 	dash, err := m.newDashboard(deps, topUps)
 	if err != nil {
@@ -364,12 +364,12 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	}
 	deps.Dashboard = dash
 	deps.Greenfield = greenfield.NewHandler(greenfield.Deps{
-		Reader: m.db, Invoices: m.sys, Webhooks: m.sys, Chain: b.chain, Lightning: b.lightning,
+		Reader: m.db, Invoices: m.sys.Service, Webhooks: m.sys.Service, Chain: b.chain, Lightning: b.lightning,
 		PublicURL: publicURL, Logger: log, Limiter: deps.Limiter, ClientIPHeader: c.ClientIPHeader,
 	})
 	if cluster {
 		deps.Cluster = m.clusterReport
-		deps.StoreOwner = func(id string) any { return m.sys.StoreOwner(id) }
+		deps.StoreOwner = func(id string) any { return m.sys.Runtime.StoreOwner(id) }
 	}
 	m.server = &nethttp.Server{
 		Handler:           kassahttp.NewHandler(deps),
@@ -418,11 +418,11 @@ func (m *Main) seedDemo(ctx context.Context, publicURL string) error {
 		}
 	}
 	if demo == nil {
-		if demo, err = m.sys.CreateStore(ctx, kassa.StoreSettings{Name: "Demo Store", Currency: kassa.EUR,
+		if demo, err = m.sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Demo Store", Currency: kassa.EUR,
 			PercentFee: decimal.NewFromInt(1), ConfirmationsRequired: 1}); err != nil {
 			return fmt.Errorf("seed demo store: %w", err)
 		}
-		if _, err := m.sys.TopUp(ctx, demo.ID, 1_000_000, ""); err != nil {
+		if _, err := m.sys.Service.TopUp(ctx, demo.ID, 1_000_000, ""); err != nil {
 			return fmt.Errorf("top up demo store: %w", err)
 		}
 		// The record never expires: the demo store is the demo store for
@@ -503,7 +503,7 @@ func (m *Main) Close() error {
 		errs = append(errs, m.debug.Close())
 	}
 	if m.sys != nil {
-		m.sys.Shutdown()
+		m.sys.Runtime.Shutdown()
 	}
 	if m.forwarder != nil {
 		m.forwarder.Shutdown()
@@ -622,7 +622,7 @@ func (m *Main) sweepExpired(ctx context.Context) {
 // found not to replay.
 func (m *Main) journalFaults() []string {
 	var out []string
-	for _, f := range m.sys.JournalFaults() {
+	for _, f := range m.sys.Runtime.JournalFaults() {
 		out = append(out, f.Error())
 	}
 	return out

@@ -67,7 +67,7 @@ func (m *Main) drain() error {
 		m.cancel()
 	}
 	if m.sys != nil {
-		if !m.sys.Drain(ctx) && m.log != nil {
+		if !m.sys.Runtime.Drain(ctx) && m.log != nil {
 			m.log.Warn("shutting down: webhook deliveries not sent by --shutdown-timeout stay in the outbox for the next start", "timeout", timeout)
 		}
 	}

@@ -61,18 +61,18 @@ func TestSettleRedeliveredUntilSaved(t *testing.T) {
 		Clock: kassa.SystemClock{}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		InvoiceExpiry: 15 * time.Minute, Monitoring: time.Hour,
 	})
-	defer sys.Shutdown()
-	if err := node.Start(ctx, sys.HandleLightningEvent); err != nil {
+	defer sys.Runtime.Shutdown()
+	if err := node.Start(ctx, sys.Service.HandleLightningEvent); err != nil {
 		t.Fatal(err)
 	}
-	st, err := sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1)})
+	st, err := sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sys.TopUp(ctx, st.ID, 100_000, ""); err != nil {
+	if _, err := sys.Service.TopUp(ctx, st.ID, 100_000, ""); err != nil {
 		t.Fatal(err)
 	}
-	inv, err := sys.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
+	inv, err := sys.Service.CreateInvoice(ctx, st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS})
 	if err != nil {
 		t.Fatal(err)
 	}

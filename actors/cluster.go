@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/protos"
@@ -51,7 +53,7 @@ type ClusterConfig struct {
 	// ServerTLS and ClientTLS are the mutual TLS of the node port: the
 	// server's configuration (it requires a client certificate of the
 	// cluster CA) and the one this node dials the others with
-	// (internal/nodetls). Without them JoinCluster refuses to start
+	// (internal/nodetls). Without them Join refuses to start
 	// unless Insecure is set, for tests on one machine.
 	ServerTLS, ClientTLS *tls.Config
 	Insecure             bool
@@ -76,7 +78,48 @@ type Fence interface {
 	FreeDeadlineClaimsExcept(ctx context.Context, members []string) (int, error)
 }
 
-// clusterState is what a Runtime in cluster mode keeps of one
+// Cluster is a node's part in its cluster: its membership (Join,
+// Rejoin, and the halts of Suspend, Expelled and StepDown, which stop
+// the Runtime's actors), the placement of the store grains, the routing
+// of a store call to the node that runs the store and the serving of the
+// calls other nodes route here, the membership fence every commit goes
+// through, and the history of the member lists (StoreOwner). A node that
+// never joins is a cluster of one: every store is its own, and its
+// commits go straight to the journal. It decides no business rule: a
+// call routed here runs through its handler (the Service).
+type Cluster struct {
+	// rt is the node's actor runtime, whose actors the cluster places,
+	// halts and stops.
+	rt     *Runtime
+	cfg    *Config
+	log    *slog.Logger
+	tracer trace.Tracer
+	// handler runs the store calls other nodes route to this node (the
+	// Service); NewSystem sets it.
+	handler callHandler
+	// state is set by Join (and again by Rejoin); nil on a single node.
+	state atomic.Pointer[clusterState]
+	// topologies are the member lists this node saw (StoreOwner).
+	topologies topologyHistory
+	// fence, in a cluster that has one, admits this node's commits
+	// (ClusterConfig.Fence).
+	fence Fence
+	// calls holds the replies of recent routed calls by request id.
+	calls callMemo
+}
+
+// callHandler runs a store call that another node routed to this one,
+// which runs its store: it decodes the call and runs the command's body
+// (Service.dispatchCall).
+type callHandler interface {
+	dispatchCall(context.Context, *protos.StoreCall) (*protos.StoreCallReply, error)
+}
+
+// clusterState is what the node keeps of its cluster; nil on a single
+// node.
+func (c *Cluster) clusterState() *clusterState { return c.state.Load() }
+
+// clusterState is what a node in cluster mode keeps of one
 // membership: a node that joins again (Rejoin) gets a new one.
 type clusterState struct {
 	c *cluster.Cluster
@@ -109,11 +152,11 @@ type clusterState struct {
 	grains sync.Map
 }
 
-// JoinCluster starts this node's cluster member: remoting on cc.Host and
+// Join starts this node's cluster member: remoting on cc.Host and
 // cc.Port, the provider's membership, disthash placement, and the store
 // kind. From then on a call about a store another node owns is sent to
 // that node as a protos.StoreCall. Call it before Recover.
-func (s *Runtime) JoinCluster(cc ClusterConfig) error {
+func (c *Cluster) Join(cc ClusterConfig) error {
 	if cc.Provider == nil {
 		return errors.New("cluster: no membership provider")
 	}
@@ -121,13 +164,13 @@ func (s *Runtime) JoinCluster(cc ClusterConfig) error {
 		cc.Name = "kassa"
 	}
 	if cc.Fence != nil {
-		if err := s.joinFence(cc.Fence); err != nil {
+		if err := c.joinFence(cc.Fence); err != nil {
 			return err
 		}
 	}
-	st, err := s.startMember(cc)
+	st, err := c.startMember(cc)
 	if err != nil {
-		s.cluster.Store(nil)
+		c.state.Store(nil)
 		if st != nil {
 			st.c.Shutdown(false)
 		}
@@ -137,24 +180,24 @@ func (s *Runtime) JoinCluster(cc ClusterConfig) error {
 
 // startMember starts a cluster member on the node's actor system and
 // makes it the node's membership.
-func (s *Runtime) startMember(cc ClusterConfig) (st *clusterState, err error) {
-	as := s.actorSystem()
-	remoting, err := s.remoteConfig(cc)
+func (c *Cluster) startMember(cc ClusterConfig) (st *clusterState, err error) {
+	as := c.rt.actorSystem()
+	remoting, err := c.remoteConfig(cc)
 	if err != nil {
 		return nil, err
 	}
-	kind := cluster.NewKind(KindStore, actor.PropsFromProducer(func() actor.Actor { return &storeGrain{sys: s} }))
+	kind := cluster.NewKind(KindStore, actor.PropsFromProducer(func() actor.Actor { return &storeGrain{cl: c} }))
 	lookup := &placement{IdentityLookup: disthash.New()}
 	cfg := cluster.Configure(cc.Name, cc.Provider, lookup, remoting,
-		cluster.WithKinds(kind), cluster.WithRequestTimeout(s.cfg.RequestTimeout))
-	c := cluster.New(as, cfg)
-	st = &clusterState{c: c, id: as.ID, cc: cc, rdv: cluster.NewRendezvous(),
-		memberLeft: make(chan struct{}), viewChanged: make(chan struct{}), timeout: s.cfg.RequestTimeout}
+		cluster.WithKinds(kind), cluster.WithRequestTimeout(c.cfg.RequestTimeout))
+	member := cluster.New(as, cfg)
+	st = &clusterState{c: member, id: as.ID, cc: cc, rdv: cluster.NewRendezvous(),
+		memberLeft: make(chan struct{}), viewChanged: make(chan struct{}), timeout: c.cfg.RequestTimeout}
 	lookup.st = st
-	s.cluster.Store(st)
+	c.state.Store(st)
 	as.EventStream.Subscribe(func(ev any) {
-		if t, ok := ev.(*cluster.ClusterTopology); ok && s.clusterState() == st {
-			s.onTopology(st, t)
+		if t, ok := ev.(*cluster.ClusterTopology); ok && c.clusterState() == st {
+			c.onTopology(st, t)
 		}
 	})
 	defer func() {
@@ -163,7 +206,7 @@ func (s *Runtime) startMember(cc ClusterConfig) (st *clusterState, err error) {
 			err = fmt.Errorf("cluster: start member: %v", r)
 		}
 	}()
-	c.StartMember()
+	member.StartMember()
 	return st, nil
 }
 
@@ -182,51 +225,51 @@ var errRejoining = kassa.Errorf(kassa.Unavailable, "this node lost its cluster m
 // used before. Until it is done every call about a store answers 503.
 // A failed Rejoin can be called again. Nothing needs a restart: what the
 // old membership held was already the others'.
-func (s *Runtime) Rejoin(ctx context.Context, p Provider) error {
-	old := s.clusterState()
+func (c *Cluster) Rejoin(ctx context.Context, p Provider) error {
+	old := c.clusterState()
 	if old == nil {
 		return errors.New("cluster: rejoin on a single node")
 	}
-	if !s.StepDown() {
-		return fmt.Errorf("cluster: cannot rejoin: %s", s.halt.Load().Message)
+	if !c.StepDown() {
+		return fmt.Errorf("cluster: cannot rejoin: %s", c.rt.halt.Load().Message)
 	}
 	if old.left.CompareAndSwap(false, true) {
-		s.log.Warn("leaving the lost cluster membership", "member", old.id)
+		c.log.Warn("leaving the lost cluster membership", "member", old.id)
 		start := time.Now()
 		// The provider stops renewing the old member key and deletes
 		// it; in the background, as it may wait for etcd (the caller
 		// closes its etcd client, and deletes the key itself).
 		go func() { _ = old.c.Config.ClusterProvider.Shutdown(false) }()
 		old.c.Shutdown(false) // stops its actor system and node port
-		s.log.Info("left the lost cluster membership", "member", old.id, "took", time.Since(start).Round(time.Millisecond))
+		c.log.Info("left the lost cluster membership", "member", old.id, "took", time.Since(start).Round(time.Millisecond))
 	}
-	if cur := s.clusterState(); cur != old && !cur.left.Load() {
+	if cur := c.clusterState(); cur != old && !cur.left.Load() {
 		// A Rejoin that failed after it started a member: give that
 		// one up too before the next.
 		cur.left.Store(true)
 		cur.c.Shutdown(false)
 	}
-	if s.fence != nil {
-		if err := s.fence.Expel(ctx, old.id); err != nil {
+	if c.fence != nil {
+		if err := c.fence.Expel(ctx, old.id); err != nil {
 			return fmt.Errorf("cluster: expel the old member id: %w", err)
 		}
 	}
-	as := s.newActorSystem()
-	s.as.Store(as)
-	if s.fence != nil {
-		if err := s.fence.Join(ctx, as.ID); err != nil {
+	as := c.rt.newActorSystem()
+	c.rt.as.Store(as)
+	if c.fence != nil {
+		if err := c.fence.Join(ctx, as.ID); err != nil {
 			return fmt.Errorf("cluster: join the membership fence: %w", err)
 		}
 	}
 	cc := old.cc
 	cc.Provider = p
-	if _, err := s.startMember(cc); err != nil {
+	if _, err := c.startMember(cc); err != nil {
 		return err
 	}
-	s.halt.CompareAndSwap(errRejoining, nil)
-	s.log.Info("joined the cluster again under a new member id", "member", as.ID, "old", old.id)
-	if s.recovered.Load() {
-		s.goRecovered("sweep after joining again", s.sweepTakenOver)
+	c.rt.halt.CompareAndSwap(errRejoining, nil)
+	c.log.Info("joined the cluster again under a new member id", "member", as.ID, "old", old.id)
+	if c.rt.recovered.Load() {
+		c.rt.goRecovered("sweep after joining again", c.rt.sweepTakenOver)
 	}
 	return nil
 }
@@ -235,35 +278,35 @@ func (s *Runtime) Rejoin(ctx context.Context, p Provider) error {
 // because it lost its membership and will join again (Rejoin): every
 // call about a store answers 503, and its store and webhook actors stop.
 // It returns false when the node is halted for good (Expelled).
-func (s *Runtime) StepDown() bool {
-	if s.haltWith(errRejoining, errCutOff) {
-		s.log.Error("lost the cluster membership: no longer serving as any store's owner until this node is in again")
-	} else if s.halt.Load() != errRejoining {
+func (c *Cluster) StepDown() bool {
+	if c.rt.haltWith(errRejoining, errCutOff) {
+		c.log.Error("lost the cluster membership: no longer serving as any store's owner until this node is in again")
+	} else if c.rt.halt.Load() != errRejoining {
 		return false
 	}
-	s.stopOwned()
+	c.rt.stopOwned()
 	return true
 }
 
 // onTopology keeps the member list this node routes by, and sweeps the
 // stores it now owns: the invoices of a lost node's stores get their
 // timers armed again here without waiting for the next sweep.
-func (s *Runtime) onTopology(st *clusterState, t *cluster.ClusterTopology) {
-	if s.fence != nil {
+func (c *Cluster) onTopology(st *clusterState, t *cluster.ClusterTopology) {
+	if c.fence != nil {
 		// Before this node takes any of their stores over: a member
 		// that left (killed, stalled, cut off) commits nothing more.
 		for _, m := range t.Left {
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
 			id := st.memberID(m)
-			if err := s.fence.Expel(ctx, id); err != nil {
-				s.log.Error("expel a member that left", "member", id, "err", err)
+			if err := c.fence.Expel(ctx, id); err != nil {
+				c.log.Error("expel a member that left", "member", id, "err", err)
 			} else {
-				s.log.Info("expelled a member that left the cluster", "member", id, "address", m.Address())
+				c.log.Info("expelled a member that left the cluster", "member", id, "address", m.Address())
 			}
 			cancel()
 		}
 	}
-	if s.fence != nil {
+	if c.fence != nil {
 		// Claims of holders that are not members: a whole cluster
 		// killed and started again has new members only, and none of
 		// them saw the old ones leave. Their sweepers had claimed
@@ -273,7 +316,7 @@ func (s *Runtime) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 		// not seen yet may lose its claims too; an expiry fired twice
 		// fires once. A node that is not in its own view (leaving, or
 		// cut off) frees nothing.
-		s.freeClaimsOfNonMembers(st, t.Members)
+		c.freeClaimsOfNonMembers(st, t.Members)
 	}
 	rdv := cluster.NewRendezvous()
 	rdv.UpdateMembers(t.Members)
@@ -293,16 +336,16 @@ func (s *Runtime) onTopology(st *clusterState, t *cluster.ClusterTopology) {
 	if h := st.afterTopology.Load(); h != nil {
 		(*h)()
 	}
-	s.topologies.add(s.cfg.Clock.Now(), t.Members)
-	s.log.Info("cluster topology", "members", members, "left", len(t.Left), "joined", len(t.Joined), "member", st.id)
-	if s.recovered.Load() && len(t.Left) > 0 {
-		s.goRecovered("sweep after a node left", s.sweepTakenOver)
+	c.topologies.add(c.cfg.Clock.Now(), t.Members)
+	c.log.Info("cluster topology", "members", members, "left", len(t.Left), "joined", len(t.Joined), "member", st.id)
+	if c.rt.recovered.Load() && len(t.Left) > 0 {
+		c.rt.goRecovered("sweep after a node left", c.rt.sweepTakenOver)
 	}
 }
 
 // freeClaimsOfNonMembers frees the deadline claims of every holder that
 // is not one of members (onTopology), when this node is one of them.
-func (s *Runtime) freeClaimsOfNonMembers(st *clusterState, members []*cluster.Member) {
+func (c *Cluster) freeClaimsOfNonMembers(st *clusterState, members []*cluster.Member) {
 	ids := make([]string, 0, len(members))
 	for _, m := range members {
 		ids = append(ids, st.memberID(m))
@@ -310,13 +353,13 @@ func (s *Runtime) freeClaimsOfNonMembers(st *clusterState, members []*cluster.Me
 	if !slices.Contains(ids, st.id) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
 	defer cancel()
-	n, err := s.fence.FreeDeadlineClaimsExcept(ctx, ids)
+	n, err := c.fence.FreeDeadlineClaimsExcept(ctx, ids)
 	if err != nil {
-		s.log.Error("free the deadline claims of holders that are not members", "err", err)
+		c.log.Error("free the deadline claims of holders that are not members", "err", err)
 	} else if n > 0 {
-		s.log.Info("freed the deadline claims of holders that are not members", "claims", n)
+		c.log.Info("freed the deadline claims of holders that are not members", "claims", n)
 	}
 }
 
@@ -347,8 +390,8 @@ func (st *clusterState) leftSignal() chan struct{} {
 
 // ownerOf returns the address of the node that runs store id, as this
 // node sees the cluster ("" before the first topology event).
-func (s *Runtime) ownerOf(storeID string) string {
-	owner, _ := s.clusterState().view(storeID)
+func (c *Cluster) ownerOf(storeID string) string {
+	owner, _ := c.clusterState().view(storeID)
 	return owner
 }
 
@@ -441,16 +484,16 @@ type forwardedKey struct{}
 // remoteStore reports whether calls about store id go to another node.
 // When this node owns the store it activates the store's grain first, so
 // that placement knows of it and stops it when the topology moves it.
-func (s *Runtime) remoteStore(ctx context.Context, storeID string) (bool, error) {
-	st := s.clusterState()
+func (c *Cluster) remoteStore(ctx context.Context, storeID string) (bool, error) {
+	st := c.clusterState()
 	if st == nil {
 		return false, nil
 	}
-	if h := s.halt.Load(); h != nil {
+	if h := c.rt.halt.Load(); h != nil {
 		return false, h
 	}
 	if ctx.Value(forwardedKey{}) == nil {
-		switch owner := s.ownerOf(storeID); owner {
+		switch owner := c.ownerOf(storeID); owner {
 		case "":
 			return false, kassa.Errorf(kassa.Unavailable, "the cluster has no members yet: try again")
 		case st.c.ActorSystem.Address():
@@ -471,17 +514,17 @@ func (s *Runtime) remoteStore(ctx context.Context, storeID string) (bool, error)
 // actors to the placement: they start with the grain and stop with it
 // when the topology moves the store to another node.
 type storeGrain struct {
-	sys *Runtime
-	st  *clusterState // the membership it runs in
-	id  string
+	cl *Cluster
+	st *clusterState // the membership it runs in
+	id string
 }
 
 func (g *storeGrain) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *cluster.ClusterInit:
 		g.id = msg.Identity.Identity
-		g.st = g.sys.clusterState()
-		g.sys.grainStarted(g.st, g.id, ctx.Self())
+		g.st = g.cl.clusterState()
+		g.cl.grainStarted(g.st, g.id, ctx.Self())
 		g.st.stopIfNotOwned(g.id, ctx.Self())
 	case *protos.StoreCall:
 		// Off the mailbox: the call waits for the store actor, and
@@ -498,14 +541,14 @@ func (g *storeGrain) Receive(ctx actor.Context) {
 			return
 		}
 		go func() {
-			rep := g.sys.serveCall(msg)
+			rep := g.cl.serveCall(msg)
 			if sender != nil {
 				root.Send(sender, rep)
 			}
 		}()
 	case *actor.Stopping:
 		if g.id != "" {
-			g.sys.grainStopped(g.st, g.id, ctx.Self())
+			g.cl.grainStopped(g.st, g.id, ctx.Self())
 		}
 	}
 }
@@ -536,8 +579,14 @@ func (st *clusterState) stopIfNotOwned(storeID string, pid *actor.PID) {
 // afresh, and its endpoints send what their outboxes hold (deliveries a
 // lost node left pending). The store actor, which starts next, wakes its
 // invoices that are due.
-func (s *Runtime) grainStarted(st *clusterState, storeID string, pid *actor.PID) {
+func (c *Cluster) grainStarted(st *clusterState, storeID string, pid *actor.PID) {
 	st.grains.Store(storeID, pid)
+	c.rt.storeTakenOver(storeID)
+}
+
+// storeTakenOver reads the webhook list of a store this node now runs
+// afresh, and has its endpoints send what their outboxes hold.
+func (s *Runtime) storeTakenOver(storeID string) {
 	s.outbox.changed(storeID)
 	if s.deliveriesRecovered.Load() {
 		s.goRecovered("wake the webhooks of a store taken over", func() { s.drainStoreWebhooks(storeID) })
@@ -548,11 +597,18 @@ func (s *Runtime) grainStarted(st *clusterState, storeID string, pid *actor.PID)
 // invoice actors and their timers) and its webhook endpoint actors stop.
 // Should a stale activation remain anywhere, its next write conflicts in
 // the journal and it reloads.
-func (s *Runtime) grainStopped(st *clusterState, storeID string, pid *actor.PID) {
+func (c *Cluster) grainStopped(st *clusterState, storeID string, pid *actor.PID) {
 	st.grains.CompareAndDelete(storeID, pid)
 	if st.left.Load() {
 		return // stopOwned stopped its actors; the store may run in a new membership
 	}
+	c.rt.storeGivenUp(storeID)
+}
+
+// storeGivenUp stops the store actor of a store this node no longer
+// runs (with its invoice actors and their timers), and its webhook
+// endpoint actors.
+func (s *Runtime) storeGivenUp(storeID string) {
 	if p, ok := s.stores.LoadAndDelete(storeID); ok {
 		s.actorSystem().Root.Stop(p.(*actor.PID))
 	}
@@ -598,7 +654,7 @@ func (s *Runtime) drainStoreWebhooks(storeID string) {
 }
 
 // MemberID is this node's id among the cluster's members.
-func (s *Runtime) MemberID() string { return s.actorSystem().ID }
+func (c *Cluster) MemberID() string { return c.rt.actorSystem().ID }
 
 // ClusterHealth is what a node of a cluster reports about itself.
 type ClusterHealth struct {
@@ -618,13 +674,13 @@ type ClusterHealth struct {
 
 // ClusterHealth reports membership and the actors this node runs; nil
 // on a single node.
-func (s *Runtime) ClusterHealth() *ClusterHealth {
-	st := s.clusterState()
+func (c *Cluster) Health() *ClusterHealth {
+	st := c.clusterState()
 	if st == nil {
 		return nil
 	}
 	h := &ClusterHealth{Address: st.c.ActorSystem.Address()}
-	h.Owning, h.Fenced = s.Serving()
+	h.Owning, h.Fenced = c.Serving()
 	st.mu.RLock()
 	h.Members = append([]string(nil), st.members...)
 	st.mu.RUnlock()
@@ -634,34 +690,34 @@ func (s *Runtime) ClusterHealth() *ClusterHealth {
 
 // ownsWebhook reports whether this node runs the store of webhook id
 // (and activates that store's grain when it does).
-func (s *Runtime) ownsWebhook(ctx context.Context, id string) bool {
-	w, err := s.cfg.Reader.Webhook(ctx, id)
+func (c *Cluster) ownsWebhook(ctx context.Context, id string) bool {
+	w, err := c.cfg.Reader.Webhook(ctx, id)
 	if err != nil {
 		return false
 	}
-	remote, err := s.remoteStore(ctx, w.StoreID)
+	remote, err := c.remoteStore(ctx, w.StoreID)
 	return err == nil && !remote
 }
 
 // commit commits b: through the membership fence in a cluster that has
 // one, so that a node that lost its membership writes nothing, a new
 // stream's first event included; else to the journal.
-func (s *Runtime) commit(ctx context.Context, b kassa.Batch) error {
-	if h := s.halt.Load(); h != nil {
+func (c *Cluster) commit(ctx context.Context, b kassa.Batch) error {
+	if h := c.rt.halt.Load(); h != nil {
 		return h
 	}
-	if s.fence != nil {
-		id := s.actorSystem().ID
-		if st := s.clusterState(); st != nil {
+	if c.fence != nil {
+		id := c.rt.actorSystem().ID
+		if st := c.clusterState(); st != nil {
 			id = st.id
 		}
-		err := s.fence.Commit(ctx, id, b)
+		err := c.fence.Commit(ctx, id, b)
 		if errors.Is(err, kassa.ErrNotMember) {
-			s.log.Warn("write refused: this node is no longer a member of the cluster")
+			c.log.Warn("write refused: this node is no longer a member of the cluster")
 		}
 		return err
 	}
-	return s.cfg.Journal.Commit(ctx, b)
+	return c.cfg.Journal.Commit(ctx, b)
 }
 
 // claimHolder names this node in its webhook delivery claims: in a
@@ -669,24 +725,24 @@ func (s *Runtime) commit(ctx context.Context, b kassa.Batch) error {
 // that expel it free its claims at once and the node that takes its
 // stores over sends their deliveries without waiting for the claims to
 // run out (docs/decisions.md, "Outbox claims"); else Config.ClaimHolder.
-func (s *Runtime) claimHolder() string {
-	if s.fence != nil {
-		if st := s.clusterState(); st != nil {
+func (c *Cluster) claimHolder() string {
+	if c.fence != nil {
+		if st := c.clusterState(); st != nil {
 			return st.id
 		}
 	}
-	return s.cfg.ClaimHolder
+	return c.cfg.ClaimHolder
 }
 
 // joinFence admits this node to f, through which it commits from then
 // on.
-func (s *Runtime) joinFence(f Fence) error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+func (c *Cluster) joinFence(f Fence) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
 	defer cancel()
-	if err := f.Join(ctx, s.actorSystem().ID); err != nil {
+	if err := f.Join(ctx, c.rt.actorSystem().ID); err != nil {
 		return fmt.Errorf("cluster: join the membership fence: %w", err)
 	}
-	s.fence = f
+	c.fence = f
 	return nil
 }
 
@@ -699,11 +755,11 @@ var errExpelled = kassa.ErrNotMember
 // it commits nothing and answers 503 to every call about a store; its
 // store and webhook actors stop at once, not at the end of a drain, so
 // that no timer of theirs fires and nothing in their mailboxes runs.
-func (s *Runtime) Expelled() {
-	if !s.haltWith(errExpelled, errCutOff, errRejoining) {
+func (c *Cluster) Expelled() {
+	if !c.rt.haltWith(errExpelled, errCutOff, errRejoining) {
 		return
 	}
-	s.stopOwned()
+	c.rt.stopOwned()
 }
 
 // errCutOff answers what this node is asked while it cannot reach etcd.
@@ -715,30 +771,30 @@ var errCutOff = kassa.Errorf(kassa.Unavailable, "this node lost contact with the
 // stores over, and two owners of a store must never run. Its store and
 // webhook actors stop, and every call about a store answers 503, until
 // Resume. It returns false when the node was serving already halted.
-func (s *Runtime) Suspend() bool {
-	if !s.haltWith(errCutOff) {
+func (c *Cluster) Suspend() bool {
+	if !c.rt.haltWith(errCutOff) {
 		return false
 	}
-	s.log.Error("lost contact with etcd for as long as the membership lease: no longer serving as any store's owner")
-	s.stopOwned()
+	c.log.Error("lost contact with etcd for as long as the membership lease: no longer serving as any store's owner")
+	c.rt.stopOwned()
 	return true
 }
 
 // Resume ends a Suspend: etcd answers again and this node is still a
 // member, so it serves its stores again (their actors start on the next
 // call). It returns false when the node was not suspended.
-func (s *Runtime) Resume() bool {
-	if !s.halt.CompareAndSwap(errCutOff, nil) {
+func (c *Cluster) Resume() bool {
+	if !c.rt.halt.CompareAndSwap(errCutOff, nil) {
 		return false
 	}
-	s.log.Info("etcd answers again and this node is still a member: serving its stores again")
+	c.log.Info("etcd answers again and this node is still a member: serving its stores again")
 	return true
 }
 
 // Serving says whether this node serves as its stores' owner, and why
 // not when it does not.
-func (s *Runtime) Serving() (bool, string) {
-	if h := s.halt.Load(); h != nil {
+func (c *Cluster) Serving() (bool, string) {
+	if h := c.rt.halt.Load(); h != nil {
 		return false, h.Message
 	}
 	return true, ""
@@ -818,25 +874,25 @@ type Handover struct {
 
 // StoreOwner says which node runs storeID and the store's last
 // hand-overs; nil on a single node.
-func (s *Runtime) StoreOwner(storeID string) *StoreOwnership {
-	st := s.clusterState()
+func (c *Cluster) StoreOwner(storeID string) *StoreOwnership {
+	st := c.clusterState()
 	if st == nil {
 		return nil
 	}
-	o := &StoreOwnership{StoreID: storeID, Owner: s.ownerOf(storeID), Handovers: []Handover{}}
+	o := &StoreOwnership{StoreID: storeID, Owner: c.ownerOf(storeID), Handovers: []Handover{}}
 	o.Self = o.Owner != "" && o.Owner == st.c.ActorSystem.Address()
-	o.Owning, _ = s.Serving()
+	o.Owning, _ = c.Serving()
 	id := cluster.NewClusterIdentity(storeID, KindStore)
 	// A member list from before the store existed moved nothing of it.
 	var created time.Time
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RequestTimeout)
 	defer cancel()
-	if store, err := s.cfg.Reader.Store(ctx, storeID); err == nil {
+	if store, err := c.cfg.Reader.Store(ctx, storeID); err == nil {
 		created = store.CreatedAt
 	}
-	s.topologies.mu.Lock()
-	snaps := slices.Clone(s.topologies.snaps)
-	s.topologies.mu.Unlock()
+	c.topologies.mu.Lock()
+	snaps := slices.Clone(c.topologies.snaps)
+	c.topologies.mu.Unlock()
 	prev := ""
 	for i, snap := range snaps {
 		rdv := cluster.NewRendezvous()

@@ -46,8 +46,8 @@ func TestForwardedCallDeliveredTwice(t *testing.T) {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	st := h.createStore("0", "0")
 
-	first := h.sys.Runtime.serveCall(createInvoiceCall(t, st.ID, "req_1"))
-	again := h.sys.Runtime.serveCall(createInvoiceCall(t, st.ID, "req_1"))
+	first := h.sys.Cluster.serveCall(createInvoiceCall(t, st.ID, "req_1"))
+	again := h.sys.Cluster.serveCall(createInvoiceCall(t, st.ID, "req_1"))
 	if first.Code != "" || !proto.Equal(again, first) {
 		t.Fatalf("the repeated call answered %v, the first %v; want the first's reply", again, first)
 	}
@@ -62,7 +62,7 @@ func TestForwardedCallDeliveredTwice(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			replies[i] = h.sys.Runtime.serveCall(createInvoiceCall(t, st.ID, "req_2"))
+			replies[i] = h.sys.Cluster.serveCall(createInvoiceCall(t, st.ID, "req_2"))
 		}()
 	}
 	wg.Wait()

@@ -33,7 +33,7 @@ func fencedCluster(t *testing.T, n int, open func() *postgres.DB, clock *kassate
 		})
 		cc := ClusterConfig{Name: "test", Provider: test.NewTestProvider(agent), Host: "127.0.0.1", Port: testharness.FreePort(t),
 			Insecure: true, Fence: db.Members()}
-		if err := h.sys.Runtime.JoinCluster(cc); err != nil {
+		if err := h.sys.Cluster.Join(cc); err != nil {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, h)
@@ -42,7 +42,7 @@ func fencedCluster(t *testing.T, n int, open func() *postgres.DB, clock *kassate
 	t.Cleanup(cancel)
 	stopTogether(t, nodes)
 	for _, h := range nodes {
-		eventually(t, "every node sees every member", func() bool { return len(h.sys.Runtime.ClusterHealth().Members) == n })
+		eventually(t, "every node sees every member", func() bool { return len(h.sys.Cluster.Health().Members) == n })
 		if _, err := h.sys.Runtime.Recover(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestClusterRestartFiresTheDeadlinesTheLostRunClaimed(t *testing.T) {
 	// the old member claims what is left, and then no other holder finds
 	// any unclaimed.
 	db := open()
-	if _, err := db.ClaimOverdue(ctx, old.sys.Runtime.MemberID(), clock.Now().Add(sweepAhead), expiry.DefaultGrace, 10); err != nil {
+	if _, err := db.ClaimOverdue(ctx, old.sys.Cluster.MemberID(), clock.Now().Add(sweepAhead), expiry.DefaultGrace, 10); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := db.ClaimOverdue(ctx, "nobody", clock.Now().Add(sweepAhead), expiry.DefaultGrace, 10); err != nil || len(got) != 0 {
@@ -138,11 +138,11 @@ func TestClusterTopologyNamesMembersAsTheProviderDoes(t *testing.T) {
 			t.Fatalf("%s's claim: %v, %v", lost, got, err)
 		}
 	}
-	self := h.sys.Runtime.MemberID()
+	self := h.sys.Cluster.MemberID()
 	named := func(id string) *cluster.Member { return &cluster.Member{Id: "test@" + id, Host: "127.0.0.1", Port: 1} }
 	// "lost" left while this node watched; "gone" is a member of a run
 	// no one saw leave.
-	h.sys.Runtime.onTopology(h.sys.Runtime.clusterState(), &cluster.ClusterTopology{
+	h.sys.Cluster.onTopology(h.sys.Cluster.clusterState(), &cluster.ClusterTopology{
 		Members: []*cluster.Member{named(self)}, Left: []*cluster.Member{named("lost")},
 	})
 	if ok, err := db.Members().Admitted(ctx, "lost"); err != nil || ok {
@@ -174,13 +174,13 @@ func TestClusterJoinerWakesTheDueInvoicesOfTheStoresItTakes(t *testing.T) {
 	join := func() *harness {
 		h := newHarnessWith(t, db, clock, func(c *Config) { c.InvoiceExpiry = time.Minute })
 		cc := ClusterConfig{Name: "test", Provider: test.NewTestProvider(agent), Host: "127.0.0.1", Port: testharness.FreePort(t), Insecure: true}
-		if err := h.sys.Runtime.JoinCluster(cc); err != nil {
+		if err := h.sys.Cluster.Join(cc); err != nil {
 			t.Fatal(err)
 		}
 		return h
 	}
 	a := join()
-	eventually(t, "a member", func() bool { return len(a.sys.Runtime.ClusterHealth().Members) == 1 })
+	eventually(t, "a member", func() bool { return len(a.sys.Cluster.Health().Members) == 1 })
 	ctx := context.Background()
 	if _, err := a.sys.Runtime.Recover(ctx); err != nil {
 		t.Fatal(err)
@@ -204,12 +204,12 @@ func TestClusterJoinerWakesTheDueInvoicesOfTheStoresItTakes(t *testing.T) {
 	}
 	b := join()
 	for _, h := range []*harness{a, b} {
-		eventually(t, "two members", func() bool { return len(h.sys.Runtime.ClusterHealth().Members) == 2 })
+		eventually(t, "two members", func() bool { return len(h.sys.Cluster.Health().Members) == 2 })
 	}
 	stopTogether(t, []*harness{a, b})
 	moved := 0
 	for _, id := range stores {
-		if remote, err := b.sys.Runtime.remoteStore(ctx, id); err == nil && !remote {
+		if remote, err := b.sys.Cluster.remoteStore(ctx, id); err == nil && !remote {
 			moved++
 		}
 	}
@@ -218,7 +218,7 @@ func TestClusterJoinerWakesTheDueInvoicesOfTheStoresItTakes(t *testing.T) {
 	}
 	eventually(t, "a stops the stores it no longer owns", func() bool {
 		for _, id := range stores {
-			if remote, _ := a.sys.Runtime.remoteStore(ctx, id); remote && runsStore(a, id) {
+			if remote, _ := a.sys.Cluster.remoteStore(ctx, id); remote && runsStore(a, id) {
 				return false
 			}
 		}

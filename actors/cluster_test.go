@@ -46,7 +46,7 @@ func clusterNodesWith(t *testing.T, n int, db *persistence.DB, clock *kassatest.
 		h.hooks = hooks
 		port := testharness.FreePort(t)
 		p := test.NewTestProvider(agent)
-		if err := h.sys.Runtime.JoinCluster(ClusterConfig{Name: "test", Provider: p, Host: "127.0.0.1", Port: port, Insecure: true}); err != nil {
+		if err := h.sys.Cluster.Join(ClusterConfig{Name: "test", Provider: p, Host: "127.0.0.1", Port: port, Insecure: true}); err != nil {
 			t.Fatal(err)
 		}
 		nodes = append(nodes, h)
@@ -54,7 +54,7 @@ func clusterNodesWith(t *testing.T, n int, db *persistence.DB, clock *kassatest.
 	}
 	stopTogether(t, nodes)
 	for _, h := range nodes {
-		eventually(t, "every node sees every member", func() bool { return len(h.sys.Runtime.ClusterHealth().Members) == n })
+		eventually(t, "every node sees every member", func() bool { return len(h.sys.Cluster.Health().Members) == n })
 		if _, err := h.sys.Runtime.Recover(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func TestClusterNodeLossExpiresItsInvoicesElsewhere(t *testing.T) {
 		}
 	}
 	for _, h := range rest {
-		eventually(t, "the others see the node leave", func() bool { return len(h.sys.Runtime.ClusterHealth().Members) == 2 })
+		eventually(t, "the others see the node leave", func() bool { return len(h.sys.Cluster.Health().Members) == 2 })
 	}
 	// The new owner wakes the store's invoices due soon, arming timers.
 	eventually(t, "a remaining node takes the store over", func() bool { return runsStore(rest[0], st.ID) || runsStore(rest[1], st.ID) })
@@ -289,10 +289,10 @@ func TestClusterInFlightCallsAtNodeLossUseThisNodesView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := nodes[0].sys.Runtime.ownerOf(st.ID)
+	owner := nodes[0].sys.Cluster.ownerOf(st.ID)
 	b, a := -1, -1
 	for i, h := range nodes {
-		if h.sys.Runtime.ClusterHealth().Address == owner {
+		if h.sys.Cluster.Health().Address == owner {
 			b = i
 		} else if a < 0 {
 			a = i
@@ -348,7 +348,7 @@ func TestClusterInFlightCallsAtNodeLossUseThisNodesView(t *testing.T) {
 	// leaving in: protoactor-go's placement on A still names B for as
 	// long.
 	hold := func() { time.Sleep(6 * time.Second) }
-	nodes[a].sys.Runtime.clusterState().afterTopology.Store(&hold)
+	nodes[a].sys.Cluster.clusterState().afterTopology.Store(&hold)
 	leftAt := time.Now()
 	go providers[b].Shutdown(false) // B leaves the membership (its lease ran out)
 	var slowest time.Duration
@@ -368,7 +368,7 @@ func TestClusterInFlightCallsAtNodeLossUseThisNodesView(t *testing.T) {
 	t.Logf("the creates in flight were answered at most %v after B left", slowest.Round(time.Millisecond))
 	// B wakes and its held commits go through, or are refused: every
 	// create made one invoice.
-	nodes[a].sys.Runtime.clusterState().afterTopology.Store(nil)
+	nodes[a].sys.Cluster.clusterState().afterTopology.Store(nil)
 	activator.SendSystemMessage(actor.NewPID(bs.Address(), "partition-activator"), &actor.ResumeMailbox{})
 	release()
 	journals[b].stalled.Store(false)
@@ -394,7 +394,7 @@ func TestClusterHandoversSinceTheStoreExists(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 3, db, clock, 15*time.Minute)
 	ctx := context.Background()
-	first := nodes[0].sys.Runtime.ClusterHealth().Address
+	first := nodes[0].sys.Cluster.Health().Address
 	clock.Advance(time.Second)
 	// A store that the first node, alone at first, would have run and
 	// another node runs now: on the first node's history of members
@@ -405,7 +405,7 @@ func TestClusterHandoversSinceTheStoreExists(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if nodes[0].sys.Runtime.ownerOf(s.ID) != first {
+		if nodes[0].sys.Cluster.ownerOf(s.ID) != first {
 			st = s
 		}
 	}
@@ -413,7 +413,7 @@ func TestClusterHandoversSinceTheStoreExists(t *testing.T) {
 		t.Fatal("20 stores all run on the first node")
 	}
 	for n, h := range nodes {
-		o := h.sys.Runtime.StoreOwner(st.ID)
+		o := h.sys.Cluster.StoreOwner(st.ID)
 		if o == nil || o.Owner == "" {
 			t.Fatalf("node %d names no owner of store %s: %+v", n, st.ID, o)
 		}
@@ -440,25 +440,25 @@ func TestClusterGrainPlacedByAStaleViewStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := nodes[0].sys.Runtime.ownerOf(st.ID)
+	owner := nodes[0].sys.Cluster.ownerOf(st.ID)
 	var other *harness
 	for _, h := range nodes {
-		if h.sys.Runtime.ClusterHealth().Address != owner {
+		if h.sys.Cluster.Health().Address != owner {
 			other = h
 		}
 	}
 	// A node with an older view asks other to run the store.
-	cs := nodes[0].sys.Runtime.clusterState()
-	pid := <-cs.askActivation(other.sys.Runtime.ClusterHealth().Address, st.ID, time.Now().Add(5*time.Second))
+	cs := nodes[0].sys.Cluster.clusterState()
+	pid := <-cs.askActivation(other.sys.Cluster.Health().Address, st.ID, time.Now().Add(5*time.Second))
 	if pid == nil {
 		t.Fatal("the activation was not answered")
 	}
-	if _, ok := other.sys.Runtime.clusterState().grains.Load(st.ID); !ok {
+	if _, ok := other.sys.Cluster.clusterState().grains.Load(st.ID); !ok {
 		t.Fatal("the asked node runs no grain of the store")
 	}
 	deadline := time.Now().Add(orphanGrace + 10*time.Second)
 	for {
-		if _, ok := other.sys.Runtime.clusterState().grains.Load(st.ID); !ok {
+		if _, ok := other.sys.Cluster.clusterState().grains.Load(st.ID); !ok {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -468,7 +468,7 @@ func TestClusterGrainPlacedByAStaleViewStops(t *testing.T) {
 	}
 	total := 0
 	for _, h := range nodes {
-		total += h.sys.Runtime.ClusterHealth().Stores
+		total += h.sys.Cluster.Health().Stores
 	}
 	if total != 1 {
 		t.Errorf("health's store counts add up to %d for one store", total)

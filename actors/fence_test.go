@@ -28,7 +28,7 @@ func TestExpelledNodeCreatesNothing(t *testing.T) {
 	stale := newHarnessWith(t, openMem(t), clock, func(c *Config) { c.Journal, c.Reader = pgA, pgA })
 	owner := newHarnessWith(t, openMem(t), clock, func(c *Config) { c.Journal, c.Reader = pgB, pgB })
 	for _, h := range []*harness{stale, owner} {
-		if err := h.sys.Runtime.joinFence(h.sys.Runtime.cfg.Journal.(interface{ Members() postgres.Members }).Members()); err != nil {
+		if err := h.sys.Cluster.joinFence(h.sys.Runtime.cfg.Journal.(interface{ Members() postgres.Members }).Members()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -38,13 +38,13 @@ func TestExpelledNodeCreatesNothing(t *testing.T) {
 	if _, err := stale.sys.Service.CreateInvoice(ctx, st.ID, r); err != nil {
 		t.Fatalf("a member's create: %v", err)
 	}
-	if err := owner.sys.Runtime.fence.Expel(ctx, stale.sys.Runtime.MemberID()); err != nil {
+	if err := owner.sys.Cluster.fence.Expel(ctx, stale.sys.Cluster.MemberID()); err != nil {
 		t.Fatal(err)
 	}
 	calls := createCalls()
 	for _, c := range calls {
 		before := c.count(t, pgB, st.ID)
-		rep := stale.sys.Runtime.serveCall(c.call(t, st.ID, "req_stale_"+c.method))
+		rep := stale.sys.Cluster.serveCall(c.call(t, st.ID, "req_stale_"+c.method))
 		if rep.Code != kassa.Unavailable {
 			t.Errorf("the expelled node's %s answered %q %s, want unavailable", c.method, rep.Code, rep.Message)
 		}
@@ -52,7 +52,7 @@ func TestExpelledNodeCreatesNothing(t *testing.T) {
 			t.Errorf("the expelled node's %s made one (%d, was %d)", c.method, n, before)
 		}
 		// The new owner creates (the positive control).
-		if rep := owner.sys.Runtime.serveCall(c.call(t, st.ID, "req_owner_"+c.method)); rep.Code != "" {
+		if rep := owner.sys.Cluster.serveCall(c.call(t, st.ID, "req_owner_"+c.method)); rep.Code != "" {
 			t.Errorf("the owner's %s: %s %s", c.method, rep.Code, rep.Message)
 		}
 		if n := c.count(t, pgB, st.ID); n != before+1 {
@@ -70,7 +70,7 @@ func TestExpelledAnswersAtOnce(t *testing.T) {
 	if !runsStore(h, st.ID) {
 		t.Fatal("the store's actor is not running (the control)")
 	}
-	h.sys.Runtime.Expelled()
+	h.sys.Cluster.Expelled()
 	if runsStore(h, st.ID) {
 		t.Error("the store's actor still runs after Expelled")
 	}
@@ -92,10 +92,10 @@ func TestSuspendAndResume(t *testing.T) {
 	st := h.createStore("0", "0")
 	r := &kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS}
 	ctx := context.Background()
-	if !h.sys.Runtime.Suspend() {
+	if !h.sys.Cluster.Suspend() {
 		t.Fatal("Suspend of a serving node said it was halted already")
 	}
-	if ok, why := h.sys.Runtime.Serving(); ok || why == "" {
+	if ok, why := h.sys.Cluster.Serving(); ok || why == "" {
 		t.Errorf("Serving after Suspend = %v %q", ok, why)
 	}
 	if runsStore(h, st.ID) {
@@ -107,14 +107,14 @@ func TestSuspendAndResume(t *testing.T) {
 	if n := createCalls()[0].count(t, h.db, st.ID); n != 0 {
 		t.Fatalf("%d invoices made while suspended", n)
 	}
-	if !h.sys.Runtime.Resume() {
+	if !h.sys.Cluster.Resume() {
 		t.Fatal("Resume of a suspended node said it was not suspended")
 	}
 	if _, err := h.sys.Service.CreateInvoice(ctx, st.ID, r); err != nil {
 		t.Fatalf("a create after Resume: %v", err)
 	}
-	h.sys.Runtime.Expelled()
-	if h.sys.Runtime.Resume() {
+	h.sys.Cluster.Expelled()
+	if h.sys.Cluster.Resume() {
 		t.Error("Resume undid Expelled")
 	}
 	if _, err := h.sys.Service.CreateInvoice(ctx, st.ID, r); kassa.ErrorCode(err) != kassa.Unavailable {

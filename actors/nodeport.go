@@ -22,7 +22,7 @@ import (
 // request can crash the node: a panic in a handler becomes an Internal
 // error, and the two methods protoactor-go left as panic("implement me")
 // answer Unimplemented before their handler runs.
-func (s *Runtime) remoteConfig(cc ClusterConfig) (*remote.Config, error) {
+func (c *Cluster) remoteConfig(cc ClusterConfig) (*remote.Config, error) {
 	creds, dial := insecure.NewCredentials(), insecure.NewCredentials()
 	switch {
 	case cc.ServerTLS != nil && cc.ClientTLS != nil:
@@ -35,8 +35,8 @@ func (s *Runtime) remoteConfig(cc ClusterConfig) (*remote.Config, error) {
 	opts := []remote.ConfigOption{
 		remote.WithServerOptions(
 			grpc.Creds(creds),
-			grpc.ChainUnaryInterceptor(unimplementedStubs, s.recoverUnary),
-			grpc.ChainStreamInterceptor(s.recoverStream),
+			grpc.ChainUnaryInterceptor(unimplementedStubs, c.recoverUnary),
+			grpc.ChainStreamInterceptor(c.recoverStream),
 		),
 		remote.WithDialOptions(grpc.WithTransportCredentials(dial)),
 	}
@@ -60,22 +60,22 @@ func unimplementedStubs(ctx context.Context, req any, info *grpc.UnaryServerInfo
 }
 
 // recoverUnary turns a panic of a unary handler into an Internal error.
-func (s *Runtime) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (res any, err error) {
-	defer s.recoverCall(info.FullMethod, &err)
+func (c *Cluster) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (res any, err error) {
+	defer c.recoverCall(info.FullMethod, &err)
 	return handler(ctx, req)
 }
 
 // recoverStream turns a panic of a stream handler (protoactor-go's
 // Receive, which indexes its tables by numbers from the wire) into an
 // Internal error that ends the stream.
-func (s *Runtime) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
-	defer s.recoverCall(info.FullMethod, &err)
+func (c *Cluster) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	defer c.recoverCall(info.FullMethod, &err)
 	return handler(srv, ss)
 }
 
-func (s *Runtime) recoverCall(method string, err *error) {
+func (c *Cluster) recoverCall(method string, err *error) {
 	if r := recover(); r != nil {
-		s.log.Error("node port: a request panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
+		c.log.Error("node port: a request panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
 		*err = status.Errorf(codes.Internal, "internal error")
 	}
 }

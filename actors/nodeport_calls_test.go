@@ -72,7 +72,7 @@ func TestEmptyStoreCallsAnswerAnError(t *testing.T) {
 		if strings.HasPrefix(name, "nil ") {
 			got = call // a nil command does not travel; a node's own code could make one
 		}
-		rep := h.sys.Runtime.serveCall(got)
+		rep := h.sys.Cluster.serveCall(got)
 		if rep.Code != kassa.Invalid {
 			t.Errorf("%s: answered %q %q, want %s", name, rep.Code, rep.Message, kassa.Invalid)
 			continue
@@ -126,23 +126,23 @@ func TestStoreCallPanicAnswersInternal(t *testing.T) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	st := h.createStore("0", "0")
-	handler := h.sys.Runtime.handler
+	handler := h.sys.Cluster.handler
 	panics := true
-	h.sys.Runtime.handler = callHandlerFunc(func(ctx context.Context, c *protos.StoreCall) (*protos.StoreCallReply, error) {
+	h.sys.Cluster.handler = callHandlerFunc(func(ctx context.Context, c *protos.StoreCall) (*protos.StoreCallReply, error) {
 		if panics {
 			panic("boom")
 		}
 		return handler.dispatchCall(ctx, c)
 	})
 	call := &protos.StoreCall{StoreId: st.ID, RequestId: "req_boom", Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: "boom"}}}
-	if rep := h.sys.Runtime.serveCall(proto.Clone(call).(*protos.StoreCall)); rep.Code != kassa.Internal || rep.Message != "internal error" {
+	if rep := h.sys.Cluster.serveCall(proto.Clone(call).(*protos.StoreCall)); rep.Code != kassa.Internal || rep.Message != "internal error" {
 		t.Fatalf("a panicking call answered %v, want %s", rep, kassa.Internal)
 	}
 	if out := logs.String(); !strings.Contains(out, "a forwarded call panicked") || !strings.Contains(out, "goroutine") {
 		t.Errorf("no log line with the panic and its stack: %s", out)
 	}
 	panics = false
-	if rep := h.sys.Runtime.serveCall(call); rep.Code != "" || rep.GetApiKey().GetLabel() != "boom" {
+	if rep := h.sys.Cluster.serveCall(call); rep.Code != "" || rep.GetApiKey().GetLabel() != "boom" {
 		t.Fatalf("the call again after its panic: %v", rep)
 	}
 }
@@ -185,7 +185,7 @@ func TestBackgroundTaskPanicIsLogged(t *testing.T) {
 	h := newHarnessWith(t, openMem(t), kassatest.NewTestClock(time.Now()), func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
-	h.sys.Service.rt.goRecovered("test task", func() { panic("boom") })
+	h.sys.Runtime.goRecovered("test task", func() { panic("boom") })
 	eventually(t, "the panic's log line", func() bool {
 		out := logs.String()
 		return strings.Contains(out, "a background task panicked") && strings.Contains(out, "test task") && strings.Contains(out, "goroutine")

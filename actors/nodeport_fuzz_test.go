@@ -60,7 +60,7 @@ func fuzzCommand(f *testing.F, command protoreflect.Name, seeds ...proto.Message
 			return // the node's port refuses what does not decode
 		}
 		m.Set(fd, protoreflect.ValueOfMessage(cmd))
-		rep := h.sys.Runtime.serveCall(call)
+		rep := h.sys.Cluster.serveCall(call)
 		if rep == nil {
 			t.Fatal("no reply")
 		}

@@ -72,11 +72,11 @@ func tlsNode(t *testing.T, dir string, i int) (*harness, string) {
 	skipRemoteUnderRace(t)
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	c := loadNodeTLS(t, dir, i)
-	if err := h.sys.Runtime.JoinCluster(ClusterConfig{Name: "test", Provider: test.NewTestProvider(test.NewInMemAgent()),
+	if err := h.sys.Cluster.Join(ClusterConfig{Name: "test", Provider: test.NewTestProvider(test.NewInMemAgent()),
 		Host: "127.0.0.1", Port: testharness.FreePort(t), ServerTLS: c.Server, ClientTLS: c.Client}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the node sees itself", func() bool { return len(h.sys.Runtime.ClusterHealth().Members) == 1 })
+	eventually(t, "the node sees itself", func() bool { return len(h.sys.Cluster.Health().Members) == 1 })
 	if _, err := h.sys.Runtime.Recover(context.Background()); err != nil {
 		t.Fatal(err)
 	}

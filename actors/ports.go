@@ -51,7 +51,7 @@ type invoicePorts struct {
 	// journal reads the invoice's snapshot and events and starts its
 	// batches.
 	journal invoiceJournal
-	// commit makes a batch durable (Runtime.commit: through the
+	// commit makes a batch durable (Cluster.commit: through the
 	// membership fence in a cluster).
 	commit commitFunc
 	// ledger writes the lines of a settle and wakes the forwarder.
@@ -86,7 +86,7 @@ type webhookPorts struct {
 	claims     kassa.OutboxClaims
 	claimTTL   time.Duration
 	claimRetry time.Duration
-	// claimHolder names this node in its claims (Runtime.claimHolder).
+	// claimHolder names this node in its claims (Cluster.claimHolder).
 	claimHolder func() string
 	// stopping is canceled when a drain's time is up
 	// (Runtime.deliveryContext).
@@ -137,7 +137,7 @@ type webhookReader interface {
 // invoiceProps makes.
 func (s *Runtime) storePorts(invoiceProps *actor.Props) *storePorts {
 	return &storePorts{
-		clock: s.cfg.Clock, journal: s.cfg.Journal, reader: s.cfg.Reader, commit: s.commit,
+		clock: s.cfg.Clock, journal: s.cfg.Journal, reader: s.cfg.Reader, commit: s.cluster.commit,
 		invoiceProps: invoiceProps, faults: &s.journalFaults, webhooksChanged: s.outbox.changed,
 		wakeDue: func(storeID string) {
 			if s.recovered.Load() {
@@ -151,7 +151,7 @@ func (s *Runtime) storePorts(invoiceProps *actor.Props) *storePorts {
 // invoicePorts builds the ports of the invoice actors.
 func (s *Runtime) invoicePorts() *invoicePorts {
 	return &invoicePorts{
-		clock: s.cfg.Clock, journal: s.cfg.Journal, commit: s.commit, ledger: s.ledger, outbox: s.outbox,
+		clock: s.cfg.Clock, journal: s.cfg.Journal, commit: s.cluster.commit, ledger: s.ledger, outbox: s.outbox,
 		events: s.cfg.Events, lightning: &lightningCanceller{s.cfg.Lightning, s.cfg.RequestTimeout, s.log},
 		faults: &s.journalFaults, timers: s.timers(), metrics: s.cfg.Metrics, log: s.log, tracer: s.tracer,
 	}
@@ -160,9 +160,9 @@ func (s *Runtime) invoicePorts() *invoicePorts {
 // webhookPorts builds the ports of the webhook endpoint actors.
 func (s *Runtime) webhookPorts() *webhookPorts {
 	return &webhookPorts{
-		clock: s.cfg.Clock, reader: s.cfg.Reader, journal: s.cfg.Journal, commit: s.commit,
+		clock: s.cfg.Clock, reader: s.cfg.Reader, journal: s.cfg.Journal, commit: s.cluster.commit,
 		client: s.cfg.Webhooks, sigAliases: s.cfg.WebhookSigAliases,
-		claims: s.cfg.Claims, claimTTL: s.cfg.ClaimTTL, claimRetry: s.cfg.ClaimRetry, claimHolder: s.claimHolder,
+		claims: s.cfg.Claims, claimTTL: s.cfg.ClaimTTL, claimRetry: s.cfg.ClaimRetry, claimHolder: s.cluster.claimHolder,
 		stopping: s.deliveryContext, recovered: s.deliveriesRecovered.Load,
 		timers: s.timers(), metrics: s.cfg.Metrics, log: s.log, tracer: s.tracer,
 	}

@@ -28,7 +28,7 @@ func (s *Runtime) sweeper() (*expiry.Sweeper, error) {
 	if !ok {
 		return nil, fmt.Errorf("the store %T keeps no deadline index (kassa.ExpiryClaims)", s.cfg.Reader)
 	}
-	return &expiry.Sweeper{Claims: claims, Fire: s.fireDeadline, Holder: s.claimHolder(), Clock: s.cfg.Clock,
+	return &expiry.Sweeper{Claims: claims, Fire: s.fireDeadline, Holder: s.cluster.claimHolder(), Clock: s.cfg.Clock,
 		Log: s.log, Ahead: sweepAhead}, nil
 }
 
@@ -64,7 +64,7 @@ func (s *Runtime) Recover(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if r, ok := s.cfg.Reader.(expiryClaimReleaser); ok && s.clusterState() == nil {
+	if r, ok := s.cfg.Reader.(expiryClaimReleaser); ok && s.cluster.clusterState() == nil {
 		n, err := r.ReleaseExpiryClaims(ctx)
 		if err != nil {
 			return 0, err
@@ -78,7 +78,7 @@ func (s *Runtime) Recover(ctx context.Context) (int, error) {
 		return n, err
 	}
 	s.recovered.Store(true)
-	if s.clusterState() != nil {
+	if s.cluster.clusterState() != nil {
 		// A node that joins takes stores over from the others. Their
 		// invoices due soon had armed their timers where those stores
 		// ran, and that node's claims on them still run: wake them here,
@@ -120,7 +120,7 @@ func (s *Runtime) wakeDue(ctx context.Context, storeID string) (int, error) {
 		if storeID == "" || owner == storeID {
 			// In a cluster each node wakes the invoices of the stores
 			// it runs.
-			if remote, err := s.remoteStore(ctx, owner); err != nil || remote {
+			if remote, err := s.cluster.remoteStore(ctx, owner); err != nil || remote {
 				return nil
 			}
 			s.actorSystem().Root.Send(s.store(owner), &invoiceCommand{invoiceID: id})

@@ -129,8 +129,8 @@ func TestCreateOnceAcrossActivations(t *testing.T) {
 				t.Run(c.method, func(t *testing.T) {
 					call := func() *protos.StoreCall { return c.call(t, st.ID, "req_"+c.method) }
 					// The reply of the first node is lost with it.
-					want := resultID(t, first.sys.Runtime.serveCall(call()))
-					got := resultID(t, second.sys.Runtime.serveCall(call()))
+					want := resultID(t, first.sys.Cluster.serveCall(call()))
+					got := resultID(t, second.sys.Cluster.serveCall(call()))
 					if got != want {
 						t.Errorf("the retry on the next node answered %s, the first node created %s", got, want)
 					}
@@ -139,7 +139,7 @@ func TestCreateOnceAcrossActivations(t *testing.T) {
 					}
 					// Another request id is another create (on the
 					// first node, whose actor of the store is current).
-					if other := resultID(t, first.sys.Runtime.serveCall(c.call(t, st.ID, "req_other_"+c.method))); other == want {
+					if other := resultID(t, first.sys.Cluster.serveCall(c.call(t, st.ID, "req_other_"+c.method))); other == want {
 						t.Errorf("another request id answered the first create %s", want)
 					}
 				})
@@ -186,11 +186,11 @@ func TestCreateOnceWhenActivationsRace(t *testing.T) {
 				// The first activation completes the same request
 				// while the second is about to commit.
 				journal.commitErr = nil
-				want = resultID(t, first.sys.Runtime.serveCall(c.call(t, st.ID, "req_race")))
+				want = resultID(t, first.sys.Cluster.serveCall(c.call(t, st.ID, "req_race")))
 				return nil
 			}
 			second.sys.Runtime.cfg.Journal = journal
-			got := resultID(t, second.sys.Runtime.serveCall(c.call(t, st.ID, "req_race")))
+			got := resultID(t, second.sys.Cluster.serveCall(c.call(t, st.ID, "req_race")))
 			if got != want {
 				t.Errorf("the losing activation answered %s, the winner created %s", got, want)
 			}

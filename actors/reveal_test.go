@@ -19,7 +19,7 @@ func TestForwardedRevealAPIKey(t *testing.T) {
 	st := h.createStore("0", "0")
 	key := st.APIKeys[0]
 	reveal := func(keyID string) *protos.StoreCallReply {
-		return h.sys.Runtime.serveCall(&protos.StoreCall{StoreId: st.ID, RequestId: "req-" + keyID,
+		return h.sys.Cluster.serveCall(&protos.StoreCall{StoreId: st.ID, RequestId: "req-" + keyID,
 			Call: &protos.StoreCall_RevealApiKey{RevealApiKey: &protos.RevealAPIKeyCall{KeyId: keyID, By: "owner@example.com"}}})
 	}
 	if rep := reveal("key_nosuch"); rep.Code != "not_found" {

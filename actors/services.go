@@ -30,14 +30,15 @@ var (
 // and webhook services) and applies the events of the chain, Lightning
 // and expiry. A command orchestrates what lies outside the actors (rates,
 // addresses, Lightning invoices, URL checks) and has the store's actor
-// decide, through the Runtime: each command has one body, which starts by
+// decide, through the runtime: each command has one body, which starts by
 // sending the command to the node that runs the store when that is
-// another one (forward), and else runs here.
+// another one (forward, through the cluster), and else runs here.
 type Service struct {
-	rt     *Runtime
-	cfg    *Config
-	tracer trace.Tracer
-	log    *slog.Logger
+	rt      actorRuntime
+	cluster router
+	cfg     *Config
+	tracer  trace.Tracer
+	log     *slog.Logger
 	// awaitingLightning counts the invoice creates on this node that
 	// wait for the Lightning backend's invoice.
 	awaitingLightning atomic.Int64
@@ -46,8 +47,29 @@ type Service struct {
 	creating atomic.Int64
 }
 
+// actorRuntime is what the Service needs of the actor runtime (the
+// Runtime): the actors of the stores this node runs, and an invoice's
+// events delivered on the node that runs its store.
+type actorRuntime interface {
+	// askStore sends msg to the actor of store id and waits for its
+	// reply; tellStore sends it without waiting.
+	askStore(ctx context.Context, storeID string, msg any) (any, error)
+	tellStore(storeID string, msg any)
+	// askWebhook sends msg to the actor of webhook endpoint id and
+	// waits for its reply.
+	askWebhook(ctx context.Context, webhookID string, msg any) (any, error)
+	// command sends ev to the invoice's actor, on the node that runs
+	// its store, and returns the invoice after it.
+	command(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error)
+	// fireDeadline fires the invoice's deadline (FireDeadline).
+	fireDeadline(ctx context.Context, storeID, invoiceID string) error
+	// invoices are the ports of the invoice actors, through which a
+	// create that needs no actor writes (writeNewInvoice).
+	invoices() *invoicePorts
+}
+
 func newService(rt *Runtime) *Service {
-	return &Service{rt: rt, cfg: &rt.cfg, tracer: rt.tracer, log: rt.log}
+	return &Service{rt: rt, cluster: rt.cluster, cfg: &rt.cfg, tracer: rt.tracer, log: rt.log}
 }
 
 // CreatesAwaitingLightning is how many invoice creates on this node wait
@@ -64,7 +86,7 @@ func (s *Service) CreatesUnderWay() int { return int(s.creating.Load()) }
 
 // ask sends msg to the actor of store id and waits for its reply.
 func (s *Service) ask(ctx context.Context, storeID string, msg any) (any, error) {
-	return s.rt.request(ctx, s.rt.store(storeID), msg)
+	return s.rt.askStore(ctx, storeID, msg)
 }
 
 // CreateStore creates a store with one API key.
@@ -131,7 +153,7 @@ func (s *Service) CreateStoreOnce(ctx context.Context, id string, settings kassa
 // createStore has the actor of the new store st persist it, where the
 // store runs.
 func (s *Service) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
-	if out, ok, err := forward(ctx, s.rt, st.ID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, st.ID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_CreateStore{CreateStore: &protos.CreateStoreCall{Store: storeOut(st)}}}
 	}, storeResult); ok {
 		return out, err
@@ -148,7 +170,7 @@ func (s *Service) createStore(ctx context.Context, st *kassa.Store) (*kassa.Stor
 // TopUp credits a store's prepaid balance; a reference the store
 // already credited returns that top-up's ledger line and writes nothing.
 func (s *Service) TopUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
-	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: int64(amount), Reference: reference}}}
 	}, transactionResult); ok {
 		return out, err
@@ -243,7 +265,7 @@ func (s *Service) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (
 // actor until the sweeper wakes it before its deadline (needsNoActor).
 // It answers once the invoice is durable.
 func (s *Service) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
-	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(r)}}}
 	}, invoiceResult); ok {
 		return out, err
@@ -309,7 +331,7 @@ func (s *Service) createInvoice(ctx context.Context, span trace.Span, storeID st
 	}
 	if err := s.paymentMethods(ctx, st, &inv); err != nil {
 		// Not made after all: its fee is no longer reserved.
-		s.rt.tell(s.rt.store(storeID), &feeReleased{invoiceID: inv.ID})
+		s.rt.tellStore(storeID, &feeReleased{invoiceID: inv.ID})
 		return nil, err
 	}
 	if session == "" && needsNoActor(&inv, effects, s.cfg.Clock.Now()) {
@@ -351,10 +373,10 @@ func (s *Service) writeNewInvoice(ctx context.Context, inv *kassa.Invoice, effec
 	// not its cancellation.
 	parent, cancel := callOf(ctx).context()
 	defer cancel()
-	p := s.rt.invoiceP
+	p := s.rt.invoices()
 	_, deliveries, err := p.writeNew(parent, inv, effects)
 	if err != nil {
-		s.rt.tell(s.rt.store(inv.StoreID), &feeReleased{invoiceID: inv.ID})
+		s.rt.tellStore(inv.StoreID, &feeReleased{invoiceID: inv.ID})
 		return nil, err
 	}
 	for _, e := range effects {
@@ -415,7 +437,7 @@ func (s *Service) lightningInvoice(ctx context.Context, amount kassa.MSat, memo 
 // unexpired, else a new one, so that reloading the page or clicking Pay
 // again does not mint an invoice (and an address) per click.
 func (s *Service) PayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
-	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_PayPaymentRequest{PayPaymentRequest: &protos.PayPaymentRequestCall{PaymentRequestId: id, Session: session}}}
 	}, invoiceResult); ok {
 		return out, err
@@ -471,7 +493,7 @@ func (s *Service) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID str
 
 // CreatePaymentRequest creates a pay link.
 func (s *Service) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_CreatePaymentRequest{CreatePaymentRequest: &protos.CreatePaymentRequestCall{Input: paymentRequestInputOut(in)}}}
 	}, paymentRequestResult); ok {
 		return out, err
@@ -483,7 +505,7 @@ func (s *Service) CreatePaymentRequest(ctx context.Context, storeID string, in *
 
 // UpdatePaymentRequest changes a pay link.
 func (s *Service) UpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_UpdatePaymentRequest{UpdatePaymentRequest: &protos.UpdatePaymentRequestCall{PaymentRequestId: id, Input: paymentRequestInputOut(in)}}}
 	}, paymentRequestResult); ok {
 		return out, err
@@ -493,7 +515,7 @@ func (s *Service) UpdatePaymentRequest(ctx context.Context, storeID, id string, 
 
 // ArchivePaymentRequest archives a pay link: it can no longer be paid.
 func (s *Service) ArchivePaymentRequest(ctx context.Context, storeID, id string) error {
-	if _, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if _, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_ArchivePaymentRequest{ArchivePaymentRequest: &protos.ArchivePaymentRequestCall{PaymentRequestId: id}}}
 	}, noResult); ok {
 		return err
@@ -532,7 +554,7 @@ func (s *Service) savePaymentRequest(ctx context.Context, storeID string, msg *s
 // UpdateStore changes a store's settings. A new xpub is checked, and a
 // new Lightning address read, before anything is stored.
 func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
-	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_UpdateStore{UpdateStore: &protos.UpdateStoreCall{Update: storeUpdateOut(&u)}}}
 	}, storeResult); ok {
 		return out, err
@@ -592,7 +614,7 @@ func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.Store
 
 // CreateAPIKey adds an API key to a store.
 func (s *Service) CreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
-	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: label}}}
 	}, apiKeyResult); ok {
 		return out, err
@@ -629,7 +651,7 @@ func (s *Service) createAPIKey(ctx context.Context, storeID, label string) (*kas
 // DeleteAPIKey removes an API key from a store; the API refuses it from
 // the moment this returns (it authenticates against the store's keys).
 func (s *Service) DeleteAPIKey(ctx context.Context, storeID, keyID string) error {
-	if _, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if _, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_DeleteApiKey{DeleteApiKey: &protos.DeleteAPIKeyCall{KeyId: keyID}}}
 	}, noResult); ok {
 		return err
@@ -652,7 +674,7 @@ func (s *Service) DeleteAPIKey(ctx context.Context, storeID, keyID string) error
 // dashboard account by was shown it: the store's history names every
 // reveal. A retried call journals a second reveal.
 func (s *Service) RevealAPIKey(ctx context.Context, storeID, keyID, by string) (*kassa.APIKey, error) {
-	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_RevealApiKey{RevealApiKey: &protos.RevealAPIKeyCall{KeyId: keyID, By: by}}}
 	}, apiKeyResult); ok {
 		return out, err

@@ -30,26 +30,52 @@ import (
 // finds the store here (a call another node sent runs here whatever this
 // node's view, remoteStore).
 
+// router routes a call about a store to the node that runs the store
+// (the Cluster).
+type router interface {
+	// remoteStore reports whether calls about storeID go to another
+	// node.
+	remoteStore(ctx context.Context, storeID string) (bool, error)
+	// routeCall sends call about storeID to the node that runs the
+	// store and answers its reply, or the error the reply carries.
+	routeCall(ctx context.Context, storeID string, call *protos.StoreCall) (*protos.StoreCallReply, error)
+}
+
 // forward sends the call that call makes, about storeID, to the node
 // that runs the store when that is another node, and reads the result
 // from its reply with value; ok says whether it did (or failed to find
 // where the store runs: err says why). The caller makes the call's
-// command; forward sets the envelope. On a single node, and on the node
-// that runs the store, it makes no call.
-func forward[T any](ctx context.Context, s *Runtime, storeID string, call func() *protos.StoreCall, value func(*protos.StoreCallReply) (T, error)) (out T, ok bool, err error) {
-	remote, err := s.remoteStore(ctx, storeID)
+// command; the router sets the envelope. On a single node, and on the
+// node that runs the store, it makes no call.
+func forward[T any](ctx context.Context, r router, storeID string, call func() *protos.StoreCall, value func(*protos.StoreCallReply) (T, error)) (out T, ok bool, err error) {
+	remote, err := r.remoteStore(ctx, storeID)
 	if err != nil || !remote {
 		return out, err != nil, err
 	}
 	c := call()
+	rep, err := r.routeCall(ctx, storeID, c)
+	if err != nil {
+		return out, true, err
+	}
+	out, err = value(rep)
+	if err != nil {
+		return out, true, fmt.Errorf("cluster call %s: decode reply: %w", callName(c), err)
+	}
+	return out, true, nil
+}
+
+// routeCall sends call, about storeID, to the node that runs the store,
+// with its envelope (request id, fingerprint, trace context), and
+// answers the reply; a reply that carries an error answers that error.
+func (c *Cluster) routeCall(ctx context.Context, storeID string, call *protos.StoreCall) (rep *protos.StoreCallReply, err error) {
 	req := kassa.RequestFrom(ctx)
 	if req.ID == "" {
 		req.ID = kassa.NewID("req_")
 	}
-	c.StoreId, c.RequestId, c.Fingerprint = storeID, req.ID, req.Fingerprint
+	call.StoreId, call.RequestId, call.Fingerprint = storeID, req.ID, req.Fingerprint
 	// The hop is a client span of this node's: the store's node
 	// continues the trace under it.
-	ctx, span := s.tracer.Start(ctx, "cluster."+callName(c), trace.WithSpanKind(trace.SpanKindClient),
+	ctx, span := c.tracer.Start(ctx, "cluster."+callName(call), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("store.id", storeID)))
 	defer func() {
 		if err != nil {
@@ -60,28 +86,24 @@ func forward[T any](ctx context.Context, s *Runtime, storeID string, call func()
 	}()
 	carrier := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, carrier)
-	c.Trace = carrier
-	timeout := s.cfg.RequestTimeout
+	call.Trace = carrier
+	timeout := c.cfg.RequestTimeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	res, err := s.sendCall(ctx, storeID, c, timeout)
+	res, err := c.sendCall(ctx, storeID, call, timeout)
 	if err != nil {
-		s.log.Error("cluster call failed", "method", callName(c), "store", storeID, "err", err)
-		return out, true, kassa.Errorf(kassa.Unavailable, "the node that runs this store did not answer: try again")
+		c.log.Error("cluster call failed", "method", callName(call), "store", storeID, "err", err)
+		return nil, kassa.Errorf(kassa.Unavailable, "the node that runs this store did not answer: try again")
 	}
 	rep, isReply := res.(*protos.StoreCallReply)
 	if !isReply {
-		return out, true, fmt.Errorf("cluster call %s: unexpected reply %T", callName(c), res)
+		return nil, fmt.Errorf("cluster call %s: unexpected reply %T", callName(call), res)
 	}
 	if err := replyError(rep); err != nil {
-		return out, true, err
+		return nil, err
 	}
-	out, err = value(rep)
-	if err != nil {
-		return out, true, fmt.Errorf("cluster call %s: decode reply: %w", callName(c), err)
-	}
-	return out, true, nil
+	return rep, nil
 }
 
 // callName names call's command, for logs: "create_invoice", "top_up", ….
@@ -99,11 +121,11 @@ func callName(call *protos.StoreCall) string {
 // that runs the store now, this one included, instead of waiting for the
 // lost node until the timeout: the call's request id makes the repeat
 // answer what the first made, should the lost node have committed it.
-func (s *Runtime) sendCall(ctx context.Context, storeID string, call *protos.StoreCall, timeout time.Duration) (any, error) {
+func (c *Cluster) sendCall(ctx context.Context, storeID string, call *protos.StoreCall, timeout time.Duration) (any, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		st := s.clusterState()
-		owner := s.ownerOf(storeID)
+		st := c.clusterState()
+		owner := c.ownerOf(storeID)
 		left := st.leftSignal()
 		type result struct {
 			res any
@@ -121,17 +143,17 @@ func (s *Runtime) sendCall(ctx context.Context, storeID string, call *protos.Sto
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-left:
-			now := s.ownerOf(storeID)
+			now := c.ownerOf(storeID)
 			if now == owner || now == "" {
 				left = st.leftSignal()
 				goto wait
 			}
-			s.log.Warn("the node a call went to left the cluster: sending the call again to the store's new node",
+			c.log.Warn("the node a call went to left the cluster: sending the call again to the store's new node",
 				"method", callName(call), "store", storeID, "from", owner, "to", now)
 			if now == st.c.ActorSystem.Address() {
 				// A copy: the request to the lost node may still read
 				// the call, and running it here may change its event.
-				return s.serveCall(proto.Clone(call).(*protos.StoreCall)), nil
+				return c.serveCall(proto.Clone(call).(*protos.StoreCall)), nil
 			}
 		}
 	}
@@ -140,36 +162,36 @@ func (s *Runtime) sendCall(ctx context.Context, storeID string, call *protos.Sto
 // serveCall runs a call another node forwarded to this one. It never
 // panics: a panic while it serves the call answers an internal error
 // (recoverReply).
-func (s *Runtime) serveCall(call *protos.StoreCall) (rep *protos.StoreCallReply) {
-	defer s.recoverReply(callName(call), &rep)
+func (c *Cluster) serveCall(call *protos.StoreCall) (rep *protos.StoreCallReply) {
+	defer c.recoverReply(callName(call), &rep)
 	ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(call.Trace))
 	ctx = context.WithValue(ctx, forwardedKey{}, true)
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	if call.RequestId == "" {
-		return s.runCall(ctx, call)
+		return c.runCall(ctx, call)
 	}
 	ctx = kassa.WithRequest(ctx, kassa.Request{ID: call.RequestId, Fingerprint: call.Fingerprint})
 	key := call.StoreId + "/" + call.RequestId + "/" + call.Fingerprint
-	return s.calls.once(ctx, key, s.cfg.Clock.Now(), func() *protos.StoreCallReply {
-		return s.runCall(ctx, call)
+	return c.calls.once(ctx, key, c.cfg.Clock.Now(), func() *protos.StoreCallReply {
+		return c.runCall(ctx, call)
 	})
 }
 
 // runCall runs a forwarded call, checked as the sending node's own path
 // checks it (wire.go), and answers its result or its error; a panic, an
 // internal error (so that the call's memo entry is answered too).
-func (s *Runtime) runCall(ctx context.Context, call *protos.StoreCall) (rep *protos.StoreCallReply) {
-	defer s.recoverReply(callName(call), &rep)
+func (c *Cluster) runCall(ctx context.Context, call *protos.StoreCall) (rep *protos.StoreCallReply) {
+	defer c.recoverReply(callName(call), &rep)
 	// Refused while this node is halted; and the store's grain is
 	// activated here, should the call have come by another way than
 	// the grain (sendCall runs it here when its node left).
-	if _, err := s.remoteStore(ctx, call.StoreId); err != nil {
-		return errorReply(s, callName(call), err)
+	if _, err := c.remoteStore(ctx, call.StoreId); err != nil {
+		return errorReply(c, callName(call), err)
 	}
-	rep, err := s.handler.dispatchCall(ctx, call)
+	rep, err := c.handler.dispatchCall(ctx, call)
 	if err != nil {
-		return errorReply(s, callName(call), err)
+		return errorReply(c, callName(call), err)
 	}
 	return rep
 }
@@ -177,14 +199,14 @@ func (s *Runtime) runCall(ctx context.Context, call *protos.StoreCall) (rep *pro
 // recoverReply, deferred, turns a panic while this node serves a
 // forwarded call into an internal error answer and a log line with the
 // stack: a node's call never ends another node's process.
-func (s *Runtime) recoverReply(method string, rep **protos.StoreCallReply) {
+func (c *Cluster) recoverReply(method string, rep **protos.StoreCallReply) {
 	if r := recover(); r != nil {
-		s.log.Error("a forwarded call panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
+		c.log.Error("a forwarded call panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
 		*rep = &protos.StoreCallReply{Code: kassa.Internal, Message: "internal error"}
 	}
 }
 
-// dispatchCall runs a call another node sent (Runtime.serveCall) on
+// dispatchCall runs a call another node sent (Cluster.serveCall) on
 // this node, which runs its store: it checks that the call is whole
 // (checkCall), decodes the call's command and runs the command's body.
 // A call that lacks a part or does not decode is an invalid_request.
@@ -380,7 +402,7 @@ const codeNothingChanged = "nothing_changed"
 
 // errorReply turns err into a reply. An internal error's cause stays in
 // this node's log, as it would on one node.
-func errorReply(s *Runtime, method string, err error) *protos.StoreCallReply {
+func errorReply(s *Cluster, method string, err error) *protos.StoreCallReply {
 	if errors.Is(err, kassa.ErrNothingChanged) {
 		return &protos.StoreCallReply{Code: codeNothingChanged}
 	}

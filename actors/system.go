@@ -86,23 +86,26 @@ const (
 	DefaultClaimRetry = time.Second
 )
 
-// System is a node's core, made by NewSystem: the actor Runtime and the
-// application Service over it. It has no methods: callers name the part
-// they use, the Runtime (actors, cluster, recovery, shutdown, health) or
-// the Service (the commands of kassa's service ports and the events of
-// the chain, Lightning and expiry), and code that needs one part takes
-// that one (docs/decisions.md, "An actor runtime and an application
-// service").
+// System is a node's core, made by NewSystem: the actor Runtime, its
+// Cluster, and the application Service over them. It has no methods:
+// callers name the part they use, the Runtime (actors, recovery,
+// draining, shutdown, actor health), the Cluster (membership, placement,
+// routing of store calls, fencing, cluster health) or the Service (the
+// commands of kassa's service ports and the events of the chain,
+// Lightning and expiry), and code that needs one part takes that one
+// (docs/decisions.md, "An actor runtime and an application service").
 type System struct {
 	Runtime *Runtime
+	Cluster *Cluster
 	Service *Service
 }
 
 // Runtime runs the node's actors: the store actors (which supervise
 // their invoice actors) and the webhook endpoint actors, looked up or
-// spawned by id; it routes a store command to the node that runs the
-// store, answers the commands other nodes send here, and runs the
-// cluster membership, recovery, draining and shutdown. It knows no
+// spawned by id, and their recovery, draining and shutdown. Its Cluster
+// places the stores on the nodes and routes a store command to the node
+// that runs the store; while the Cluster halts the node, the Runtime
+// spawns no actor and answers every request with why. It knows no
 // business rule: a command's body is the Service's.
 type Runtime struct {
 	cfg Config
@@ -132,24 +135,17 @@ type Runtime struct {
 	deliveriesRecovered atomic.Bool
 	stores              sync.Map // store id → *actor.PID
 	shutdown            sync.Once
-	// cluster is set by JoinCluster (and again by Rejoin); nil on a
+	// cluster is the node's part in its cluster; never joined on a
 	// single node.
-	cluster atomic.Pointer[clusterState]
-	// topologies are the member lists this node saw (StoreOwner).
-	topologies topologyHistory
+	cluster *Cluster
 	// spawnMu orders the spawning of store and webhook actors with
 	// halting: an actor is spawned only while the node is not halted,
 	// so that stopOwned, which runs after the halt, finds every one.
 	spawnMu sync.RWMutex
-	// fence, in a cluster that has one, admits this node's commits
-	// (ClusterConfig.Fence).
-	fence Fence
 	// halt, when set, is why this node serves as no store's owner: it
 	// lost its membership (Expelled, for good) or lost contact with etcd
 	// (Suspend, until Resume).
 	halt atomic.Pointer[kassa.Error]
-	// calls holds the replies of recent forwarded calls by request id.
-	calls callMemo
 	// stats count the actors of each kind (ActorStats).
 	stats *systemStats
 	// journalFaults holds the journals found not to replay, by stream
@@ -160,16 +156,6 @@ type Runtime struct {
 	deliveryOnce   sync.Once
 	deliveryCtx    context.Context
 	deliveryCancel context.CancelFunc
-	// handler runs the store commands other nodes send to this node, which
-	// runs their stores (the Service); set once by NewSystem.
-	handler callHandler
-}
-
-// callHandler runs a store command that another node sent to this one,
-// which runs its store: it decodes the call and runs the command's body
-// (Service.dispatchCall).
-type callHandler interface {
-	dispatchCall(context.Context, *protos.StoreCall) (*protos.StoreCallReply, error)
 }
 
 // NewSystem starts a node's actor runtime and the service over it. Call
@@ -177,8 +163,8 @@ type callHandler interface {
 func NewSystem(cfg Config) *System {
 	rt := newRuntime(cfg)
 	svc := newService(rt)
-	rt.handler = svc
-	return &System{Runtime: rt, Service: svc}
+	rt.cluster.handler = svc
+	return &System{Runtime: rt, Cluster: rt.cluster, Service: svc}
 }
 
 // newRuntime starts an actor system.
@@ -219,6 +205,7 @@ func newRuntime(cfg Config) *Runtime {
 		ledger: newLedger(&cfg),
 	}
 	s.journalFaults.log = s.log
+	s.cluster = &Cluster{rt: s, cfg: &s.cfg, log: s.log, tracer: s.tracer}
 	s.outbox = &webhookOutbox{reader: cfg.Reader, wake: s.wakeWebhook}
 	s.as.Store(s.newActorSystem())
 	// A panicking invoice actor is restarted from storage; its siblings
@@ -252,10 +239,6 @@ func (s *Runtime) newActorSystem() *actor.ActorSystem {
 // actorSystem is the node's actor system.
 func (s *Runtime) actorSystem() *actor.ActorSystem { return s.as.Load() }
 
-// clusterState is what the node keeps of its cluster; nil on a single
-// node.
-func (s *Runtime) clusterState() *clusterState { return s.cluster.Load() }
-
 // Shutdown stops every actor and waits for them (a store actor stops its
 // invoice actors first), so that nothing writes to storage afterwards. It
 // may be called more than once.
@@ -271,7 +254,7 @@ func (s *Runtime) Shutdown() {
 		for _, f := range futures {
 			_ = f.Wait()
 		}
-		if st := s.clusterState(); st != nil && !st.left.Load() {
+		if st := s.cluster.clusterState(); st != nil && !st.left.Load() {
 			// Leaves the membership (the others take the stores over)
 			// and stops the actor system.
 			st.c.Shutdown(true)
@@ -358,6 +341,23 @@ func (s *Runtime) request(ctx context.Context, pid *actor.PID, msg any) (any, er
 
 // tell sends msg to pid without waiting for an answer.
 func (s *Runtime) tell(pid *actor.PID, msg any) { s.actorSystem().Root.Send(pid, msg) }
+
+// askStore sends msg to the actor of store id and waits for its reply.
+func (s *Runtime) askStore(ctx context.Context, storeID string, msg any) (any, error) {
+	return s.request(ctx, s.store(storeID), msg)
+}
+
+// tellStore sends msg to the actor of store id without waiting.
+func (s *Runtime) tellStore(storeID string, msg any) { s.tell(s.store(storeID), msg) }
+
+// askWebhook sends msg to the actor of webhook endpoint id and waits for
+// its reply.
+func (s *Runtime) askWebhook(ctx context.Context, webhookID string, msg any) (any, error) {
+	return s.request(ctx, s.webhook(webhookID), msg)
+}
+
+// invoices are the ports of the invoice actors.
+func (s *Runtime) invoices() *invoicePorts { return s.invoiceP }
 
 // reply is the answer of an actor to a request.
 type reply struct {

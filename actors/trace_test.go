@@ -86,7 +86,7 @@ func TestClusterCallSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	sender := nodes[0]
-	if sender.sys.Runtime.ClusterHealth().Address == sender.sys.Runtime.ownerOf(st.ID) {
+	if sender.sys.Cluster.Health().Address == sender.sys.Cluster.ownerOf(st.ID) {
 		sender = nodes[1]
 	}
 	ctx, root := tp.Tracer("test").Start(context.Background(), "POST /invoices")

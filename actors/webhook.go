@@ -551,7 +551,7 @@ func (s *Runtime) RecoverDeliveries(ctx context.Context) (int, error) {
 		if webhookID != last {
 			last = webhookID
 			// In a cluster, the node that runs the webhook's store sends.
-			skip = s.clusterState() != nil && !s.ownsWebhook(ctx, webhookID)
+			skip = s.cluster.clusterState() != nil && !s.cluster.ownsWebhook(ctx, webhookID)
 			if !skip {
 				s.actorSystem().Root.Send(s.webhook(webhookID), &protos.DeliverWebhook{})
 			}
@@ -588,7 +588,7 @@ type (
 
 // CreateWebhook validates the URL with one unsigned POST and registers it.
 func (s *Service) CreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
-	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_CreateWebhook{CreateWebhook: &protos.CreateWebhookCall{Input: webhookInputOut(in)}}}
 	}, webhookResult); ok {
 		return out, err
@@ -653,7 +653,7 @@ func (s *Service) checkURL(ctx context.Context, url string, format kassa.Webhook
 
 // UpdateWebhook changes a webhook; a new URL is validated first.
 func (s *Service) UpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
-	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_UpdateWebhook{UpdateWebhook: &protos.UpdateWebhookCall{WebhookId: id, Input: webhookInputOut(in)}}}
 	}, webhookResult); ok {
 		return out, err
@@ -688,7 +688,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, storeID, id string, in *kas
 // DeleteWebhook removes a webhook. Its pending deliveries fail with a
 // note; its delivery log stays readable.
 func (s *Service) DeleteWebhook(ctx context.Context, storeID, id string) error {
-	if _, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if _, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_DeleteWebhook{DeleteWebhook: &protos.DeleteWebhookCall{WebhookId: id}}}
 	}, noResult); ok {
 		return err
@@ -706,7 +706,7 @@ func (s *Service) DeleteWebhook(ctx context.Context, storeID, id string) error {
 
 // Redeliver re-sends a delivery with the reduced payload, signed now.
 func (s *Service) Redeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
-	if out, ok, err := forward(ctx, s.rt, storeID, func() *protos.StoreCall {
+	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_Redeliver{Redeliver: &protos.RedeliverCall{WebhookId: webhookID, DeliveryId: deliveryID}}}
 	}, deliveryResult); ok {
 		return out, err
@@ -727,7 +727,7 @@ func (s *Service) Redeliver(ctx context.Context, storeID, webhookID, deliveryID 
 	if !w.Enabled {
 		return nil, kassa.Errorf(kassa.Conflict, "the webhook is disabled; enable it to redeliver")
 	}
-	res, err := s.rt.request(ctx, s.rt.webhook(webhookID), &redeliver{call: callOf(ctx), deliveryID: deliveryID})
+	res, err := s.rt.askWebhook(ctx, webhookID, &redeliver{call: callOf(ctx), deliveryID: deliveryID})
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,7 @@ func TestForwardedCreateStoreIsANewStore(t *testing.T) {
 	} {
 		st := fresh()
 		change(st)
-		rep := h.sys.Runtime.serveCall(forwardedCreateStore(st))
+		rep := h.sys.Cluster.serveCall(forwardedCreateStore(st))
 		if rep.Code == "" {
 			t.Errorf("a forwarded store with %s was created", name)
 		}
@@ -75,7 +75,7 @@ func TestForwardedCreateStoreIsANewStore(t *testing.T) {
 		}
 	}
 	st := fresh()
-	if rep := h.sys.Runtime.serveCall(forwardedCreateStore(st)); rep.Code != "" {
+	if rep := h.sys.Cluster.serveCall(forwardedCreateStore(st)); rep.Code != "" {
 		t.Fatalf("the store a node's CreateStore sends: %s %s", rep.Code, rep.Message)
 	}
 	if got, err := h.db.Store(ctx, st.ID); err != nil || len(got.APIKeys) != 1 || got.APIKeys[0].Key != st.APIKeys[0].Key {
@@ -129,7 +129,7 @@ func TestForwardedInvoiceCommandsAsWatchersSendThem(t *testing.T) {
 		if ev == nil {
 			ev = eventOf(c.in)
 		}
-		if rep := h.sys.Runtime.serveCall(forwardedCommand(t, c.store, c.invoice, ev)); rep.Code == "" {
+		if rep := h.sys.Cluster.serveCall(forwardedCommand(t, c.store, c.invoice, ev)); rep.Code == "" {
 			t.Errorf("%s: applied", name)
 		}
 	}
@@ -140,12 +140,12 @@ func TestForwardedInvoiceCommandsAsWatchersSendThem(t *testing.T) {
 	}
 
 	// The positive control: the watchers' events settle both.
-	if rep := h.sys.Runtime.serveCall(forwardedCommand(t, st.ID, chainInv.ID, eventOf(payment(chainInv.OnchainAddress)))); rep.Code != "" {
+	if rep := h.sys.Cluster.serveCall(forwardedCommand(t, st.ID, chainInv.ID, eventOf(payment(chainInv.OnchainAddress)))); rep.Code != "" {
 		t.Fatalf("the chain watcher's payment: %s %s", rep.Code, rep.Message)
 	}
 	clock.Advance(2 * time.Minute)
 	settledAt := clock.Now().Add(-time.Minute).UTC() // lnd's settle time, a little before
-	if rep := h.sys.Runtime.serveCall(forwardedCommand(t, st.ID, lnInv.ID, eventOf(kassa.LightningPaid{
+	if rep := h.sys.Cluster.serveCall(forwardedCommand(t, st.ID, lnInv.ID, eventOf(kassa.LightningPaid{
 		PaymentHash: lnInv.PaymentHash, AmountMSat: kassa.Sats(6000).MSat(), At: settledAt}))); rep.Code != "" {
 		t.Fatalf("the Lightning watcher's settle: %s %s", rep.Code, rep.Message)
 	}
@@ -160,7 +160,7 @@ func TestForwardedInvoiceCommandsAsWatchersSendThem(t *testing.T) {
 
 	// The merchant's "mark invalid", dated by this node, is taken.
 	open := h.invoice("7000", kassa.SATS)
-	if rep := h.sys.Runtime.serveCall(forwardedCommand(t, st.ID, open.ID, eventOf(kassa.MarkedInvalid{At: later}))); rep.Code != "" {
+	if rep := h.sys.Cluster.serveCall(forwardedCommand(t, st.ID, open.ID, eventOf(kassa.MarkedInvalid{At: later}))); rep.Code != "" {
 		t.Fatalf("mark invalid: %s %s", rep.Code, rep.Message)
 	}
 	if got, err := h.db.Invoice(ctx, open.ID); err != nil || got.Status != kassa.InvoiceInvalid || !got.UpdatedAt.Before(later) {
@@ -184,11 +184,11 @@ func TestForwardedTopUpCheckedAsTheAPIChecksIt(t *testing.T) {
 		"more than all bitcoin":    {kassa.MaxSats + 1, "r3"},
 		"a reference with a space": {100, "a b"},
 	} {
-		if rep := h.sys.Runtime.serveCall(forwardedTopUp(st.ID, a.amount, a.reference)); rep.Code != kassa.Invalid {
+		if rep := h.sys.Cluster.serveCall(forwardedTopUp(st.ID, a.amount, a.reference)); rep.Code != kassa.Invalid {
 			t.Errorf("a forwarded top-up with %s: %q %s, want invalid", name, rep.Code, rep.Message)
 		}
 	}
-	if rep := h.sys.Runtime.serveCall(forwardedTopUp(st.ID, 100, "ok")); rep.Code != "" {
+	if rep := h.sys.Cluster.serveCall(forwardedTopUp(st.ID, 100, "ok")); rep.Code != "" {
 		t.Fatalf("a valid forwarded top-up: %s %s", rep.Code, rep.Message)
 	}
 	if b, err := h.db.Balance(context.Background(), st.ID); err != nil || b != 100 {

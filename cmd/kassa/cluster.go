@@ -181,7 +181,7 @@ func loopbackHost(host string) bool {
 // While runCtx lasts the node then keeps its membership: it fences
 // itself while cut off from etcd (selfFence), and joins again under a
 // new member id when it lost its membership (keepMembership).
-func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSettings, fence actors.Fence, log *slog.Logger) error {
+func joinCluster(ctx, runCtx context.Context, sys *actors.Cluster, s *clusterSettings, fence actors.Fence, log *slog.Logger) error {
 	// Each membership has an etcd client and a provider of its own: a
 	// node that joins again closes the old client, which ends whatever
 	// the old provider still renews or watches.
@@ -226,7 +226,7 @@ func joinCluster(ctx, runCtx context.Context, sys *actors.Runtime, s *clusterSet
 	} else {
 		log.Warn("the node port runs without TLS (--node-insecure): any process on this machine can command this node")
 	}
-	if err := sys.JoinCluster(cc); err != nil {
+	if err := sys.Join(cc); err != nil {
 		client.Close()
 		return fmt.Errorf("--cluster: join through etcd at %s: %w", strings.Join(s.endpoints, ","), err)
 	}
@@ -260,10 +260,10 @@ const rejoinRetry = time.Second
 // others have dropped its member id for good and taken its stores over:
 // the node steps down at once (it serves as no store's owner and its
 // store actors stop) and joins again under a new member id, with a new
-// lease, retrying until it is in (System.Rejoin). It does not exit:
+// lease, retrying until it is in (actors.Cluster.Rejoin). It does not exit:
 // reads go on being answered meanwhile, and what needs an owner answers
 // 503 until it is back.
-func keepMembership(ctx context.Context, client *clientv3.Client, sys *actors.Runtime,
+func keepMembership(ctx context.Context, client *clientv3.Client, sys *actors.Cluster,
 	newMembership func() (*clientv3.Client, actors.Provider, error), log *slog.Logger) {
 	for {
 		key := memberKey(sys.MemberID())
@@ -309,7 +309,7 @@ func keepMembership(ctx context.Context, client *clientv3.Client, sys *actors.Ru
 // of clusterLease, so the lease lasts at least clusterLease less that
 // third past this node's last contact with etcd. A node that has not
 // reached etcd for fenceAfter stops serving as any store's owner
-// (System.Suspend) before its lease can expire and the others take its
+// (actors.Cluster.Suspend) before its lease can expire and the others take its
 // stores over, and serves again once etcd answers and its member key is
 // still there (System.Resume); a key gone is an expulsion (watchMembership).
 const (
@@ -319,7 +319,7 @@ const (
 
 // selfFence checks etcd every fencePoll until ctx ends; last is the time
 // the node last reached etcd.
-func selfFence(ctx context.Context, client *clientv3.Client, key string, sys *actors.Runtime, last time.Time) {
+func selfFence(ctx context.Context, client *clientv3.Client, key string, sys *actors.Cluster, last time.Time) {
 	t := time.NewTicker(fencePoll)
 	defer t.Stop()
 	for {

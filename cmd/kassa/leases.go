@@ -152,7 +152,7 @@ func (r *roles) collector() prometheus.Collector {
 // clusterReport reports this node of a cluster.
 func (m *Main) clusterReport() any {
 	h := nodeRoles{Leases: m.roles.statuses()}
-	if c := m.sys.Runtime.ClusterHealth(); c != nil {
+	if c := m.sys.Cluster.Health(); c != nil {
 		h.Address, h.Members, h.Stores, h.Owning, h.Fenced = c.Address, c.Members, c.Stores, c.Owning, c.Fenced
 	}
 	if h.Members == nil {

@@ -261,7 +261,7 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 		p.PaceSyncs(m.sys.Service.CreatesAwaitingLightning, m.sys.Service.CreatesUnderWay)
 	}
 	if clusterMode != nil {
-		if err := joinCluster(ctx, runCtx, m.sys.Runtime, clusterMode, membersOf(m.db), log); err != nil {
+		if err := joinCluster(ctx, runCtx, m.sys.Cluster, clusterMode, membersOf(m.db), log); err != nil {
 			return err
 		}
 	}
@@ -369,7 +369,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	})
 	if cluster {
 		deps.Cluster = m.clusterReport
-		deps.StoreOwner = func(id string) any { return m.sys.Runtime.StoreOwner(id) }
+		deps.StoreOwner = func(id string) any { return m.sys.Cluster.StoreOwner(id) }
 	}
 	m.server = &nethttp.Server{
 		Handler:           kassahttp.NewHandler(deps),

@@ -47,3 +47,30 @@ func (c callContext) context() (context.Context, context.CancelFunc) {
 	}
 	return context.WithDeadline(ctx, c.deadline)
 }
+
+// A call has one budget, its context's deadline, taken once where the
+// call enters the runtime (an actor request), the cluster (a routed
+// call, an activation) or this node (a call another node routed here):
+// withBudget bounds the context by the node's request timeout, which
+// never extends a deadline the caller set, and everything the call does
+// inside reads what is left of it (budgetLeft) instead of setting a
+// deadline of its own. A context's deadline is the wall clock's (the
+// context package times it), so budgetLeft reads the wall clock; every
+// other time in the actors is the injected Config.Clock's.
+
+// withBudget bounds ctx by timeout from now, unless its deadline comes
+// first.
+func withBudget(ctx context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, timeout)
+}
+
+// budgetLeft is what is left of ctx's budget (withBudget); nothing for
+// a context without one, so that a call made without a budget times
+// out at once instead of waiting for good.
+func budgetLeft(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0
+	}
+	return time.Until(d)
+}

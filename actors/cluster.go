@@ -142,6 +142,8 @@ type clusterState struct {
 	memberLeft, viewChanged chan struct{}
 	// timeout bounds an activation (the node's request timeout).
 	timeout time.Duration
+	// clock is the node's (Config.Clock).
+	clock kassa.Clock
 	// afterTopology, set by a test, runs after this node took a
 	// topology event in (onTopology) and before protoactor-go's own
 	// handlers of it do: a thread descheduled there on a loaded
@@ -192,7 +194,8 @@ func (c *Cluster) startMember(cc ClusterConfig) (st *clusterState, err error) {
 		cluster.WithKinds(kind), cluster.WithRequestTimeout(c.cfg.RequestTimeout))
 	member := cluster.New(as, cfg)
 	st = &clusterState{c: member, id: as.ID, cc: cc, rdv: cluster.NewRendezvous(),
-		memberLeft: make(chan struct{}), viewChanged: make(chan struct{}), timeout: c.cfg.RequestTimeout}
+		memberLeft: make(chan struct{}), viewChanged: make(chan struct{}), timeout: c.cfg.RequestTimeout,
+		clock: c.cfg.Clock}
 	lookup.st = st
 	c.state.Store(st)
 	as.EventStream.Subscribe(func(ev any) {
@@ -235,13 +238,13 @@ func (c *Cluster) Rejoin(ctx context.Context, p Provider) error {
 	}
 	if old.left.CompareAndSwap(false, true) {
 		c.log.Warn("leaving the lost cluster membership", "member", old.id)
-		start := time.Now()
+		start := c.cfg.Clock.Now()
 		// The provider stops renewing the old member key and deletes
 		// it; in the background, as it may wait for etcd (the caller
 		// closes its etcd client, and deletes the key itself).
 		go func() { _ = old.c.Config.ClusterProvider.Shutdown(false) }()
 		old.c.Shutdown(false) // stops its actor system and node port
-		c.log.Info("left the lost cluster membership", "member", old.id, "took", time.Since(start).Round(time.Millisecond))
+		c.log.Info("left the lost cluster membership", "member", old.id, "took", c.cfg.Clock.Now().Sub(start).Round(time.Millisecond))
 	}
 	if cur := c.clusterState(); cur != old && !cur.left.Load() {
 		// A Rejoin that failed after it started a member: give that
@@ -417,23 +420,25 @@ type placement struct {
 }
 
 func (p *placement) Get(id *cluster.ClusterIdentity) *actor.PID {
-	return p.st.activate(id.Identity, false, time.Now().Add(p.st.timeout))
+	// protoactor-go asks it with no context of the call: the
+	// activation is bounded by the node's request timeout.
+	ctx, cancel := withBudget(context.Background(), p.st.timeout)
+	defer cancel()
+	return p.st.activate(ctx, id.Identity, false)
 }
 
 // activate has store id's grain activated, on this node when here is
 // set, else on the store's owner in this node's view, and returns its
-// PID; nil when none was by deadline. When the view changes while it
+// PID; nil when none was within ctx's budget. When the view changes while it
 // waits (the node it asked left, or another one now owns the store), it
 // asks the store's owner in the new view at once.
-func (st *clusterState) activate(storeID string, here bool, deadline time.Time) *actor.PID {
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
+func (st *clusterState) activate(ctx context.Context, storeID string, here bool) *actor.PID {
 	for {
 		owner, changed := st.view(storeID)
 		if here {
 			owner = st.c.ActorSystem.Address()
 		}
-		got := st.askActivation(owner, storeID, deadline)
+		got := st.askActivation(ctx, owner, storeID)
 		for asked := true; asked; {
 			select {
 			case pid := <-got:
@@ -448,7 +453,7 @@ func (st *clusterState) activate(storeID string, here bool, deadline time.Time) 
 				} else {
 					changed = next
 				}
-			case <-timer.C:
+			case <-ctx.Done():
 				return nil
 			}
 		}
@@ -457,15 +462,16 @@ func (st *clusterState) activate(storeID string, here bool, deadline time.Time) 
 
 // askActivation asks the node at addr to activate store id's grain; the
 // channel gets the grain's PID, or is closed without one when the node
-// refuses or does not answer by deadline. It is nil when addr is "".
-func (st *clusterState) askActivation(addr, storeID string, deadline time.Time) chan *actor.PID {
+// refuses or does not answer within ctx's budget. It is nil when addr
+// is "".
+func (st *clusterState) askActivation(ctx context.Context, addr, storeID string) chan *actor.PID {
 	if addr == "" {
 		return nil
 	}
 	got := make(chan *actor.PID, 1)
 	req := &cluster.ActivationRequest{ClusterIdentity: cluster.NewClusterIdentity(storeID, KindStore)}
 	f := st.c.ActorSystem.Root.RequestFuture(actor.NewPID(addr, disthash.PartitionActivatorActorName), req,
-		max(time.Until(deadline), time.Millisecond))
+		max(budgetLeft(ctx), time.Millisecond))
 	go func() {
 		defer close(got)
 		res, err := f.Result()
@@ -502,7 +508,9 @@ func (c *Cluster) remoteStore(ctx context.Context, storeID string) (bool, error)
 		}
 	}
 	if _, ok := st.grains.Load(storeID); !ok {
-		if pid := st.activate(storeID, true, time.Now().Add(st.timeout)); pid == nil {
+		ctx, cancel := withBudget(ctx, st.timeout)
+		defer cancel()
+		if pid := st.activate(ctx, storeID, true); pid == nil {
 			return false, kassa.Errorf(kassa.Unavailable, "store %s could not be placed in the cluster: try again", storeID)
 		}
 	}
@@ -568,7 +576,7 @@ func (st *clusterState) stopIfNotOwned(storeID string, pid *actor.PID) {
 	if owner, _ := st.view(storeID); owner == self {
 		return
 	}
-	time.AfterFunc(orphanGrace, func() {
+	st.clock.AfterFunc(orphanGrace, func() {
 		if owner, _ := st.view(storeID); owner != self && owner != "" && !st.left.Load() {
 			st.c.ActorSystem.Root.Poison(pid)
 		}

@@ -92,3 +92,29 @@ func TestCallMemoForgets(t *testing.T) {
 		t.Fatalf("after the TTL: %d runs, %d entries, %d in order; want 3, 2, 2", runs, len(m.entries), len(m.order))
 	}
 }
+
+// TestRoutedCallRunHereKeepsItsBudget: a call this node sent to a node
+// that left, and now runs itself (sendCall), runs within what is left of
+// the call's budget, not a new one: a budget already spent answers that
+// the request timed out and reaches no actor; a call another node
+// routed here (no budget of its sender's) gets this node's request
+// timeout and runs.
+func TestRoutedCallRunHereKeepsItsBudget(t *testing.T) {
+	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
+	st := h.createStore("0", "0")
+	spent, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if rep := h.sys.Cluster.serve(spent, forwardedTopUp(st.ID, 100, "spent")); rep.Code != kassa.Unavailable {
+		t.Fatalf("a call whose budget is spent answered %v, want %s", rep, kassa.Unavailable)
+	}
+	if rep := h.sys.Cluster.serveCall(forwardedTopUp(st.ID, 100, "routed")); rep.Code != "" || rep.GetTransaction() == nil {
+		t.Fatalf("a routed call answered %v, want its top-up", rep)
+	}
+	balance, err := h.db.Balance(context.Background(), st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if balance != 100 {
+		t.Errorf("balance %d after one top-up of 100 and one whose budget was spent", balance)
+	}
+}

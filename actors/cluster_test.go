@@ -427,9 +427,9 @@ func TestClusterHandoversSinceTheStoreExists(t *testing.T) {
 // that, in its own view, another node runs (the asking node's view was
 // older: it had not seen the last member join or leave) runs the grain
 // for the call that came with the request, then stops it, although no
-// topology change follows to move it. Before, it ran on for good beside
-// the owner's, and health's store counts added up to more stores than
-// there are.
+// topology change follows to move it, after orphanGrace on the node's
+// clock (Config.Clock). Before, it ran on for good beside the owner's,
+// and health's store counts added up to more stores than there are.
 func TestClusterGrainPlacedByAStaleViewStops(t *testing.T) {
 	t.Parallel()
 	db := openMem(t)
@@ -449,20 +449,31 @@ func TestClusterGrainPlacedByAStaleViewStops(t *testing.T) {
 	}
 	// A node with an older view asks other to run the store.
 	cs := nodes[0].sys.Cluster.clusterState()
-	pid := <-cs.askActivation(other.sys.Cluster.Health().Address, st.ID, time.Now().Add(5*time.Second))
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	pid := <-cs.askActivation(actx, other.sys.Cluster.Health().Address, st.ID)
 	if pid == nil {
 		t.Fatal("the activation was not answered")
 	}
-	if _, ok := other.sys.Cluster.clusterState().grains.Load(st.ID); !ok {
+	runs := func() bool {
+		_, ok := other.sys.Cluster.clusterState().grains.Load(st.ID)
+		return ok
+	}
+	if !runs() {
 		t.Fatal("the asked node runs no grain of the store")
 	}
-	deadline := time.Now().Add(orphanGrace + 10*time.Second)
-	for {
-		if _, ok := other.sys.Cluster.clusterState().grains.Load(st.ID); !ok {
-			break
-		}
+	// The node's clock times the grace, not the wall clock: just
+	// before it is over the grain runs, and once the clock passes it
+	// the grain stops at once, long before orphanGrace of wall time.
+	clock.Advance(orphanGrace - time.Millisecond)
+	if !runs() {
+		t.Fatalf("the grain of store %s stopped before its grace of %v was over", st.ID, orphanGrace)
+	}
+	clock.Advance(time.Millisecond)
+	deadline := time.Now().Add(orphanGrace / 2)
+	for runs() {
 		if time.Now().After(deadline) {
-			t.Fatalf("a node that does not own store %s still runs its grain %v after it was placed there", st.ID, orphanGrace+10*time.Second)
+			t.Fatalf("a node that does not own store %s still runs its grain after its grace of %v on the node's clock", st.ID, orphanGrace)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"time"
 
 	"github.com/asynkron/protoactor-go/cluster"
 	"go.opentelemetry.io/otel"
@@ -87,11 +86,9 @@ func (c *Cluster) routeCall(ctx context.Context, storeID string, call *protos.St
 	carrier := propagation.MapCarrier{}
 	otel.GetTextMapPropagator().Inject(ctx, carrier)
 	call.Trace = carrier
-	timeout := c.cfg.RequestTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-		timeout = time.Until(d)
-	}
-	res, err := c.sendCall(ctx, storeID, call, timeout)
+	ctx, cancel := withBudget(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	res, err := c.sendCall(ctx, storeID, call)
 	if err != nil {
 		c.log.Error("cluster call failed", "method", callName(call), "store", storeID, "err", err)
 		return nil, kassa.Errorf(kassa.Unavailable, "the node that runs this store did not answer: try again")
@@ -116,13 +113,12 @@ func callName(call *protos.StoreCall) string {
 }
 
 // sendCall sends call to the node that runs its store and waits for the
-// reply, at most timeout. When that node leaves the cluster meanwhile
+// reply, within the call's budget (ctx's deadline). When that node leaves the cluster meanwhile
 // (killed, stalled, cut off), the call is sent again at once to the node
 // that runs the store now, this one included, instead of waiting for the
 // lost node until the timeout: the call's request id makes the repeat
 // answer what the first made, should the lost node have committed it.
-func (c *Cluster) sendCall(ctx context.Context, storeID string, call *protos.StoreCall, timeout time.Duration) (any, error) {
-	deadline := time.Now().Add(timeout)
+func (c *Cluster) sendCall(ctx context.Context, storeID string, call *protos.StoreCall) (any, error) {
 	for {
 		st := c.clusterState()
 		owner := c.ownerOf(storeID)
@@ -133,7 +129,7 @@ func (c *Cluster) sendCall(ctx context.Context, storeID string, call *protos.Sto
 		}
 		done := make(chan result, 1)
 		go func() {
-			res, err := st.c.Request(storeID, KindStore, call, cluster.WithTimeout(time.Until(deadline)))
+			res, err := st.c.Request(storeID, KindStore, call, cluster.WithTimeout(budgetLeft(ctx)))
 			done <- result{res, err}
 		}()
 	wait:
@@ -153,20 +149,35 @@ func (c *Cluster) sendCall(ctx context.Context, storeID string, call *protos.Sto
 			if now == st.c.ActorSystem.Address() {
 				// A copy: the request to the lost node may still read
 				// the call, and running it here may change its event.
-				return c.serveCall(proto.Clone(call).(*protos.StoreCall)), nil
+				return c.serve(ctx, proto.Clone(call).(*protos.StoreCall)), nil
 			}
 		}
 	}
 }
 
-// serveCall runs a call another node forwarded to this one. It never
-// panics: a panic while it serves the call answers an internal error
-// (recoverReply).
-func (c *Cluster) serveCall(call *protos.StoreCall) (rep *protos.StoreCallReply) {
+// serveCall runs a call another node routed to this one, within this
+// node's request timeout: the call carries no deadline of its sender's.
+// It never panics: a panic while it serves the call answers an internal
+// error (recoverReply).
+func (c *Cluster) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
+	return c.serve(context.Background(), call)
+}
+
+// serve runs call, which another node routed here or which this node
+// sent to a node that left (sendCall), within the budget of budget: the
+// deadline of the sending call's context, or else this node's request
+// timeout. Nothing else of budget reaches the call: its cancellation
+// does not cut the call short midway, as for an actor (callContext).
+func (c *Cluster) serve(budget context.Context, call *protos.StoreCall) (rep *protos.StoreCallReply) {
 	defer c.recoverReply(callName(call), &rep)
 	ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(call.Trace))
 	ctx = context.WithValue(ctx, forwardedKey{}, true)
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	if d, ok := budget.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d)
+		defer cancel()
+	}
+	ctx, cancel := withBudget(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	if call.RequestId == "" {
 		return c.runCall(ctx, call)

@@ -308,14 +308,12 @@ func (s *Runtime) haltWith(why *kassa.Error, from ...*kassa.Error) bool {
 	return s.halt.CompareAndSwap(cur, why) && cur != why
 }
 
-// request sends msg to pid and waits for its reply.
+// request sends msg to pid and waits for its reply, within the call's
+// budget (withBudget).
 func (s *Runtime) request(ctx context.Context, pid *actor.PID, msg any) (any, error) {
-	timeout := s.cfg.RequestTimeout
-	if d, ok := ctx.Deadline(); ok {
-		if left := time.Until(d); left < timeout {
-			timeout = left
-		}
-	}
+	ctx, cancel := withBudget(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	timeout := budgetLeft(ctx)
 	if timeout <= 0 {
 		return nil, kassa.Errorf(kassa.Unavailable, "request timed out")
 	}

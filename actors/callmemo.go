@@ -9,7 +9,7 @@ import (
 	"github.com/kassapay/kassa/protos"
 )
 
-// A forwarded call's request id (StoreCall.request_id) makes a call that
+// A routed call's request id (StoreCall.request_id) makes a call that
 // arrives twice run once: protoactor-go sends a cluster request again
 // when it timed out, so a CreateInvoice could otherwise create a second
 // invoice that nobody acknowledges. What makes a create once-only is
@@ -26,7 +26,7 @@ const (
 	callMemoMax = 10_000
 )
 
-// callMemo holds the replies of recent forwarded calls by request id.
+// callMemo holds the replies of recent routed calls by request id.
 type callMemo struct {
 	mu      sync.Mutex
 	entries map[string]*memoEntry

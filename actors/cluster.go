@@ -482,10 +482,10 @@ func (st *clusterState) askActivation(ctx context.Context, addr, storeID string)
 	return got
 }
 
-// forwardedKey marks a context of a call another node sent here: it runs
+// routedKey marks a context of a call another node routed here: it runs
 // here whatever this node thinks of the topology, so that two nodes with
 // different views never bounce a call between them.
-type forwardedKey struct{}
+type routedKey struct{}
 
 // remoteStore reports whether calls about store id go to another node.
 // When this node owns the store it activates the store's grain first, so
@@ -498,7 +498,7 @@ func (c *Cluster) remoteStore(ctx context.Context, storeID string) (bool, error)
 	if h := c.rt.halt.Load(); h != nil {
 		return false, h
 	}
-	if ctx.Value(forwardedKey{}) == nil {
+	if ctx.Value(routedKey{}) == nil {
 		switch owner := c.ownerOf(storeID); owner {
 		case "":
 			return false, kassa.Errorf(kassa.Unavailable, "the cluster has no members yet: try again")
@@ -518,7 +518,7 @@ func (c *Cluster) remoteStore(ctx context.Context, storeID string) (bool, error)
 }
 
 // storeGrain is a store's grain: the cluster's handle on the node that
-// runs the store. It answers forwarded calls, and ties the store's local
+// runs the store. It answers routed calls, and ties the store's local
 // actors to the placement: they start with the grain and stop with it
 // when the topology moves the store to another node.
 type storeGrain struct {

@@ -27,7 +27,7 @@
 // embeds both). The Runtime runs the actors: it looks up or spawns the
 // actor of a store or webhook endpoint by id (Runtime.store,
 // Runtime.webhook), routes a store command to the node that runs the
-// store (forward), answers the commands other nodes send (serveCall),
+// store (route), answers the commands other nodes send (serveCall),
 // and runs the cluster membership, recovery, draining, shutdown and
 // health. The Service holds the commands of kassa's service ports and
 // the events of the chain, Lightning and expiry: each command has one

@@ -8,7 +8,7 @@ import (
 )
 
 // A create that comes with a request id (kassa.RequestFrom: the id a
-// forwarding node gave the call, or the client's Idempotency-Key)
+// routing node gave the call, or the client's Idempotency-Key)
 // records the id in its own commit (putRequest); a repeat of the id, on
 // this node or any other, before or after a restart, answers what the
 // first created (onceOnly). Two activations of a store that run one

@@ -14,7 +14,7 @@ import (
 // command sends an event to an invoice actor, on the node that runs its
 // store, and returns the invoice after it.
 func (s *Runtime) command(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_Command{Command: &protos.InvoiceCommandCall{InvoiceId: invoiceID, Event: ev}}}
 	}, invoiceResult); ok {
 		return out, err

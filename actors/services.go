@@ -32,7 +32,7 @@ var (
 // addresses, Lightning invoices, URL checks) and has the store's actor
 // decide, through the runtime: each command has one body, which starts by
 // sending the command to the node that runs the store when that is
-// another one (forward, through the cluster), and else runs here.
+// another one (route, through the cluster), and else runs here.
 type Service struct {
 	rt      actorRuntime
 	cluster router
@@ -153,7 +153,7 @@ func (s *Service) CreateStoreOnce(ctx context.Context, id string, settings kassa
 // createStore has the actor of the new store st persist it, where the
 // store runs.
 func (s *Service) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
-	if out, ok, err := forward(ctx, s.cluster, st.ID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, st.ID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_CreateStore{CreateStore: &protos.CreateStoreCall{Store: storeOut(st)}}}
 	}, storeResult); ok {
 		return out, err
@@ -170,7 +170,7 @@ func (s *Service) createStore(ctx context.Context, st *kassa.Store) (*kassa.Stor
 // TopUp credits a store's prepaid balance; a reference the store
 // already credited returns that top-up's ledger line and writes nothing.
 func (s *Service) TopUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: int64(amount), Reference: reference}}}
 	}, transactionResult); ok {
 		return out, err
@@ -265,7 +265,7 @@ func (s *Service) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (
 // actor until the sweeper wakes it before its deadline (needsNoActor).
 // It answers once the invoice is durable.
 func (s *Service) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(r)}}}
 	}, invoiceResult); ok {
 		return out, err
@@ -437,7 +437,7 @@ func (s *Service) lightningInvoice(ctx context.Context, amount kassa.MSat, memo 
 // unexpired, else a new one, so that reloading the page or clicking Pay
 // again does not mint an invoice (and an address) per click.
 func (s *Service) PayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_PayPaymentRequest{PayPaymentRequest: &protos.PayPaymentRequestCall{PaymentRequestId: id, Session: session}}}
 	}, invoiceResult); ok {
 		return out, err
@@ -493,7 +493,7 @@ func (s *Service) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID str
 
 // CreatePaymentRequest creates a pay link.
 func (s *Service) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_CreatePaymentRequest{CreatePaymentRequest: &protos.CreatePaymentRequestCall{Input: paymentRequestInputOut(in)}}}
 	}, paymentRequestResult); ok {
 		return out, err
@@ -505,7 +505,7 @@ func (s *Service) CreatePaymentRequest(ctx context.Context, storeID string, in *
 
 // UpdatePaymentRequest changes a pay link.
 func (s *Service) UpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_UpdatePaymentRequest{UpdatePaymentRequest: &protos.UpdatePaymentRequestCall{PaymentRequestId: id, Input: paymentRequestInputOut(in)}}}
 	}, paymentRequestResult); ok {
 		return out, err
@@ -515,7 +515,7 @@ func (s *Service) UpdatePaymentRequest(ctx context.Context, storeID, id string, 
 
 // ArchivePaymentRequest archives a pay link: it can no longer be paid.
 func (s *Service) ArchivePaymentRequest(ctx context.Context, storeID, id string) error {
-	if _, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if _, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_ArchivePaymentRequest{ArchivePaymentRequest: &protos.ArchivePaymentRequestCall{PaymentRequestId: id}}}
 	}, noResult); ok {
 		return err
@@ -554,7 +554,7 @@ func (s *Service) savePaymentRequest(ctx context.Context, storeID string, msg *s
 // UpdateStore changes a store's settings. A new xpub is checked, and a
 // new Lightning address read, before anything is stored.
 func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_UpdateStore{UpdateStore: &protos.UpdateStoreCall{Update: storeUpdateOut(&u)}}}
 	}, storeResult); ok {
 		return out, err
@@ -614,7 +614,7 @@ func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.Store
 
 // CreateAPIKey adds an API key to a store.
 func (s *Service) CreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: label}}}
 	}, apiKeyResult); ok {
 		return out, err
@@ -651,7 +651,7 @@ func (s *Service) createAPIKey(ctx context.Context, storeID, label string) (*kas
 // DeleteAPIKey removes an API key from a store; the API refuses it from
 // the moment this returns (it authenticates against the store's keys).
 func (s *Service) DeleteAPIKey(ctx context.Context, storeID, keyID string) error {
-	if _, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if _, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_DeleteApiKey{DeleteApiKey: &protos.DeleteAPIKeyCall{KeyId: keyID}}}
 	}, noResult); ok {
 		return err
@@ -674,7 +674,7 @@ func (s *Service) DeleteAPIKey(ctx context.Context, storeID, keyID string) error
 // dashboard account by was shown it: the store's history names every
 // reveal. A retried call journals a second reveal.
 func (s *Service) RevealAPIKey(ctx context.Context, storeID, keyID, by string) (*kassa.APIKey, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_RevealApiKey{RevealApiKey: &protos.RevealAPIKeyCall{KeyId: keyID, By: by}}}
 	}, apiKeyResult); ok {
 		return out, err

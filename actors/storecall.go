@@ -22,10 +22,10 @@ import (
 // one typed message per command in its oneof, the documents it carries
 // and returns mirrored field by field (wireenc.go, wiredec.go), the
 // request id, fingerprint and trace context in the envelope. Each
-// command of the Service has one body, which starts with forward: when
-// another node runs the store, forward sends the call there and answers
+// command of the Service has one body, which starts with route: when
+// another node runs the store, route sends the call there and answers
 // its reply; else the body runs on. The node that runs the store decodes
-// the call (Service.dispatchCall) and runs the same body, where forward
+// the call (Service.dispatchCall) and runs the same body, where route
 // finds the store here (a call another node sent runs here whatever this
 // node's view, remoteStore).
 
@@ -40,13 +40,13 @@ type router interface {
 	routeCall(ctx context.Context, storeID string, call *protos.StoreCall) (*protos.StoreCallReply, error)
 }
 
-// forward sends the call that call makes, about storeID, to the node
+// route sends the call that call makes, about storeID, to the node
 // that runs the store when that is another node, and reads the result
 // from its reply with value; ok says whether it did (or failed to find
 // where the store runs: err says why). The caller makes the call's
 // command; the router sets the envelope. On a single node, and on the
 // node that runs the store, it makes no call.
-func forward[T any](ctx context.Context, r router, storeID string, call func() *protos.StoreCall, value func(*protos.StoreCallReply) (T, error)) (out T, ok bool, err error) {
+func route[T any](ctx context.Context, r router, storeID string, call func() *protos.StoreCall, value func(*protos.StoreCallReply) (T, error)) (out T, ok bool, err error) {
 	remote, err := r.remoteStore(ctx, storeID)
 	if err != nil || !remote {
 		return out, err != nil, err
@@ -171,7 +171,7 @@ func (c *Cluster) serveCall(call *protos.StoreCall) *protos.StoreCallReply {
 func (c *Cluster) serve(budget context.Context, call *protos.StoreCall) (rep *protos.StoreCallReply) {
 	defer c.recoverReply(callName(call), &rep)
 	ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(call.Trace))
-	ctx = context.WithValue(ctx, forwardedKey{}, true)
+	ctx = context.WithValue(ctx, routedKey{}, true)
 	if d, ok := budget.Deadline(); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)
@@ -189,7 +189,7 @@ func (c *Cluster) serve(budget context.Context, call *protos.StoreCall) (rep *pr
 	})
 }
 
-// runCall runs a forwarded call, checked as the sending node's own path
+// runCall runs a routed call, checked as the sending node's own path
 // checks it (wire.go), and answers its result or its error; a panic, an
 // internal error (so that the call's memo entry is answered too).
 func (c *Cluster) runCall(ctx context.Context, call *protos.StoreCall) (rep *protos.StoreCallReply) {
@@ -208,7 +208,7 @@ func (c *Cluster) runCall(ctx context.Context, call *protos.StoreCall) (rep *pro
 }
 
 // recoverReply, deferred, turns a panic while this node serves a
-// forwarded call into an internal error answer and a log line with the
+// routed call into an internal error answer and a log line with the
 // stack: a node's call never ends another node's process.
 func (c *Cluster) recoverReply(method string, rep **protos.StoreCallReply) {
 	if r := recover(); r != nil {
@@ -237,7 +237,7 @@ func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*pr
 		if st.ID != id {
 			return nil, kassa.Errorf(kassa.Invalid, "create_store from another node for store %q in a call about %q", st.ID, id)
 		}
-		if err := s.checkForwardedStore(st); err != nil {
+		if err := s.checkRoutedStore(st); err != nil {
 			return nil, err
 		}
 		return storeReply(s.createStore(ctx, st))
@@ -254,7 +254,7 @@ func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*pr
 		return invoiceReply(s.PayPaymentRequest(ctx, id, p.GetPaymentRequestId(), p.GetSession()))
 	case *protos.StoreCall_Command:
 		ev := c.Command.GetEvent()
-		if err := s.checkForwardedEvent(ctx, id, c.Command.GetInvoiceId(), ev); err != nil {
+		if err := s.checkRoutedEvent(ctx, id, c.Command.GetInvoiceId(), ev); err != nil {
 			return nil, err
 		}
 		return invoiceReply(s.rt.command(ctx, id, c.Command.GetInvoiceId(), ev))

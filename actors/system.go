@@ -195,7 +195,7 @@ func newRuntime(cfg Config) *Runtime {
 		cfg.ClaimRetry = DefaultClaimRetry
 	}
 	// protoactor-go logs every cluster request at debug level, with its
-	// message (a forwarded call's arguments can hold a webhook secret),
+	// message (a routed call's arguments can hold a webhook secret),
 	// and chatters at info: only its warnings and errors are kept.
 	s := &Runtime{
 		cfg:    cfg,

@@ -588,7 +588,7 @@ type (
 
 // CreateWebhook validates the URL with one unsigned POST and registers it.
 func (s *Service) CreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_CreateWebhook{CreateWebhook: &protos.CreateWebhookCall{Input: webhookInputOut(in)}}}
 	}, webhookResult); ok {
 		return out, err
@@ -653,7 +653,7 @@ func (s *Service) checkURL(ctx context.Context, url string, format kassa.Webhook
 
 // UpdateWebhook changes a webhook; a new URL is validated first.
 func (s *Service) UpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_UpdateWebhook{UpdateWebhook: &protos.UpdateWebhookCall{WebhookId: id, Input: webhookInputOut(in)}}}
 	}, webhookResult); ok {
 		return out, err
@@ -688,7 +688,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, storeID, id string, in *kas
 // DeleteWebhook removes a webhook. Its pending deliveries fail with a
 // note; its delivery log stays readable.
 func (s *Service) DeleteWebhook(ctx context.Context, storeID, id string) error {
-	if _, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if _, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_DeleteWebhook{DeleteWebhook: &protos.DeleteWebhookCall{WebhookId: id}}}
 	}, noResult); ok {
 		return err
@@ -706,7 +706,7 @@ func (s *Service) DeleteWebhook(ctx context.Context, storeID, id string) error {
 
 // Redeliver re-sends a delivery with the reduced payload, signed now.
 func (s *Service) Redeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
-	if out, ok, err := forward(ctx, s.cluster, storeID, func() *protos.StoreCall {
+	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
 		return &protos.StoreCall{Call: &protos.StoreCall_Redeliver{Redeliver: &protos.RedeliverCall{WebhookId: webhookID, DeliveryId: deliveryID}}}
 	}, deliveryResult); ok {
 		return out, err

@@ -22,11 +22,11 @@ import (
 // may date a new store.
 const maxClockSkew = 5 * time.Minute
 
-// checkForwardedStore checks a forwarded CreateStore: the store must be
+// checkRoutedStore checks a routed CreateStore: the store must be
 // one that CreateStore or CreateStoreOnce makes, with valid settings, a
 // fresh API key and nothing else (no extra keys, credit limit, address
 // index or top-up references).
-func (s *Service) checkForwardedStore(st *kassa.Store) error {
+func (s *Service) checkRoutedStore(st *kassa.Store) error {
 	if st == nil || !kassa.ValidID(st.ID) {
 		return kassa.Errorf(kassa.Invalid, "CreateStore from another node without a valid store")
 	}
@@ -74,7 +74,7 @@ func (s *Service) checkForwardedStore(st *kassa.Store) error {
 	return nil
 }
 
-// checkForwardedEvent checks a forwarded invoice command: only the
+// checkRoutedEvent checks a routed invoice command: only the
 // inputs that watchers, timers and the merchant's "mark invalid" send,
 // about an invoice of the store, shaped as they shape them. A payment
 // must name what the watcher found it by (the invoice's address, its
@@ -82,7 +82,7 @@ func (s *Service) checkForwardedStore(st *kassa.Store) error {
 // deadline cannot be brought forward by a clock, or a message, from
 // elsewhere; a Lightning settle keeps lnd's settle time, never later
 // than now.
-func (s *Service) checkForwardedEvent(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) error {
+func (s *Service) checkRoutedEvent(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) error {
 	if !kassa.ValidID(invoiceID) {
 		return kassa.Errorf(kassa.Invalid, "invoice command from another node without a valid invoice id")
 	}

@@ -23,18 +23,24 @@
 // passed while the service was down fire at once), and start-up time and
 // memory follow what is due, not what is open.
 //
-// A node's core is two types, made together by NewSystem (System
-// embeds both). The Runtime runs the actors: it looks up or spawns the
-// actor of a store or webhook endpoint by id (Runtime.store,
-// Runtime.webhook), routes a store command to the node that runs the
-// store (route), answers the commands other nodes send (serveCall),
-// and runs the cluster membership, recovery, draining, shutdown and
-// health. The Service holds the commands of kassa's service ports and
-// the events of the chain, Lightning and expiry: each command has one
-// body, which orchestrates what lies outside the actors (rates,
-// addresses, Lightning invoices, URL checks) and has the store's actor
-// decide. The credit limit is checked once, by the store actor, before
-// any backend is asked.
+// A node's core is three types, made together by NewSystem, which
+// System names as fields (it embeds none). The Runtime runs the actors:
+// it looks up or spawns the actor of a store or webhook endpoint by id
+// (Runtime.store, Runtime.webhook), and runs their recovery, draining,
+// shutdown and health. The Cluster, owned by the Runtime, is the node's
+// part in its cluster: membership and the halts of the node, placement
+// of the store grains, routing of a store command to the node that runs
+// the store (route) and serving the commands other nodes route here
+// (serveCall), and the membership fence every commit goes through. The
+// Service holds the commands of kassa's service ports and the events of
+// the chain, Lightning and expiry: each command has one body, which
+// orchestrates what lies outside the actors (rates, addresses,
+// Lightning invoices, URL checks) and has the store's actor decide; it
+// sees the Runtime and the Cluster only through small interfaces
+// (actorRuntime, router), and the Cluster runs a routed command through
+// the Service's dispatchCall (callHandler). The credit limit is checked
+// once, by the store actor, before any backend is asked. A call has one
+// budget, its context's deadline (withBudget).
 //
 // The store, invoice and webhook actors reach the node only through
 // their ports (ports.go: clock, journal, commit, ledger, webhook outbox,

@@ -32,7 +32,7 @@ const KindStore = "store"
 // serves one membership: Rejoin takes a new one.
 type Provider = cluster.ClusterProvider
 
-// ClusterConfig joins a Runtime to a protoactor-go cluster.
+// ClusterConfig is how a node joins a protoactor-go cluster (Cluster.Join).
 type ClusterConfig struct {
 	// Name is the cluster's name; nodes with the same name and provider
 	// form one cluster.

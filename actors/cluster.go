@@ -510,6 +510,9 @@ func (c *Cluster) remoteStore(ctx context.Context, storeID string) (bool, error)
 	if _, ok := st.grains.Load(storeID); !ok {
 		ctx, cancel := withBudget(ctx, st.timeout)
 		defer cancel()
+		if budgetLeft(ctx) <= 0 {
+			return false, errTimedOut // as the request would answer
+		}
 		if pid := st.activate(ctx, storeID, true); pid == nil {
 			return false, kassa.Errorf(kassa.Unavailable, "store %s could not be placed in the cluster: try again", storeID)
 		}

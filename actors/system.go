@@ -315,7 +315,7 @@ func (s *Runtime) request(ctx context.Context, pid *actor.PID, msg any) (any, er
 	defer cancel()
 	timeout := budgetLeft(ctx)
 	if timeout <= 0 {
-		return nil, kassa.Errorf(kassa.Unavailable, "request timed out")
+		return nil, errTimedOut
 	}
 	if h := s.halt.Load(); h != nil {
 		return nil, h
@@ -336,6 +336,10 @@ func (s *Runtime) request(ctx context.Context, pid *actor.PID, msg any) (any, er
 	}
 	return res, nil
 }
+
+// errTimedOut answers a call whose budget was spent before it reached
+// an actor.
+var errTimedOut = kassa.Errorf(kassa.Unavailable, "request timed out")
 
 // tell sends msg to pid without waiting for an answer.
 func (s *Runtime) tell(pid *actor.PID, msg any) { s.actorSystem().Root.Send(pid, msg) }

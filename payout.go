@@ -1,6 +1,7 @@
 package kassa
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"strings"
@@ -439,4 +440,31 @@ func PayoutTransactions(st *Store, p *Payout, effects []PayoutEffect, rate decim
 		}
 	}
 	return lines
+}
+
+// PayoutBatch is what a Batch offers for refunds, beside kassa.Batch: a
+// payout's change, its pull payment and its ledger lines
+// (PutTransaction) commit together.
+type PayoutBatch interface {
+	PutPullPayment(pp *PullPayment)
+	// PutPayout writes a payout and keeps the index of those to send
+	// (Approved or InProgress).
+	PutPayout(p *Payout)
+}
+
+// PayoutStore reads pull payments and payouts.
+type PayoutStore interface {
+	// PullPayment returns a pull payment, or NotFound.
+	PullPayment(ctx context.Context, id string) (*PullPayment, error)
+	// PullPayments calls fn for each pull payment of the store, newest
+	// first.
+	PullPayments(ctx context.Context, storeID string, fn func(*PullPayment) error) error
+	// Payout returns a payout, or NotFound.
+	Payout(ctx context.Context, id string) (*Payout, error)
+	// Payouts calls fn for each payout of the store, newest first.
+	Payouts(ctx context.Context, storeID string, fn func(*Payout) error) error
+	// PayoutsToSend calls fn for each payout of any store that is
+	// Approved or InProgress: what the sender pays, or whose attempt it
+	// looks up, after a restart.
+	PayoutsToSend(ctx context.Context, fn func(*Payout) error) error
 }

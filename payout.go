@@ -468,3 +468,25 @@ type PayoutStore interface {
 	// looks up, after a restart.
 	PayoutsToSend(ctx context.Context, fn func(*Payout) error) error
 }
+
+// RefundChange is what a refund command writes in one durable batch:
+// the pull payment and the payout it made or changed (nil: unchanged)
+// and the ledger lines of the payout's effects (PayoutTransactions),
+// which move the store's prepaid balance.
+type RefundChange struct {
+	PullPayment *PullPayment
+	Payout      *Payout
+	Lines       []Transaction
+}
+
+// RefundLedger runs the changes of a store's refunds one at a time,
+// together with the store's other balance changes (top-ups, the credit
+// check of new invoices): where the store's writes are serialized.
+type RefundLedger interface {
+	// ChangeRefunds calls decide with the store and its available
+	// balance (the prepaid balance less the fees reserved for its open
+	// invoices) and commits what decide returns as one durable batch
+	// before it returns it, lines with their IDs. An error of decide
+	// writes nothing.
+	ChangeRefunds(ctx context.Context, storeID string, decide func(ctx context.Context, st *Store, available Sats) (*RefundChange, error)) (*RefundChange, error)
+}

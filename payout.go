@@ -183,10 +183,12 @@ type Payout struct {
 	Amount Sats            `json:"amount"`
 	Rate   decimal.Decimal `json:"rate,omitzero"`
 	// FeeLimit is the most the payout may spend on network fees; the
-	// approval needs the balance to cover Amount plus it.
+	// approval debits Amount plus it, and the payment's success gives
+	// back what it did not spend.
 	FeeLimit Sats `json:"feeLimit,omitempty"`
-	// Debited is what the approval took from the store's balance, until
-	// it is given back (Failed, Cancelled, marked paid).
+	// Debited is what the approval took from the store's balance and is
+	// given back if the payout is not paid by Kassa (Failed, Cancelled,
+	// marked paid); zero once paid or given back.
 	Debited Sats `json:"debited,omitempty"`
 	// Attempt: the payment recorded before it is sent. For Lightning,
 	// the invoice paid and its payment hash; for on-chain, the signed
@@ -303,9 +305,14 @@ type DebitBalance struct{ Amount Sats }
 // refund reversal line).
 type CreditBalance struct{ Amount Sats }
 
-// ChargeNetworkFee takes the payment's network fee from the balance (a
-// refund fee line).
+// ChargeNetworkFee takes a payout's network fee from the balance (a
+// network fee line): its fee limit at approval, and what the payment
+// cost beyond it, if anything.
 type ChargeNetworkFee struct{ Amount Sats }
+
+// ReturnUnusedFee gives back the part of the fee limit that the payment
+// did not spend (a refund returned line).
+type ReturnUnusedFee struct{ Amount Sats }
 
 // ReleaseClaim gives the payout's claim back to its pull payment.
 type ReleaseClaim struct{ Amount decimal.Decimal }
@@ -316,6 +323,7 @@ type SendPayout struct{}
 func (DebitBalance) payoutEffect()     {}
 func (CreditBalance) payoutEffect()    {}
 func (ChargeNetworkFee) payoutEffect() {}
+func (ReturnUnusedFee) payoutEffect()  {}
 func (ReleaseClaim) payoutEffect()     {}
 func (SendPayout) payoutEffect()       {}
 
@@ -350,8 +358,12 @@ func (p Payout) Apply(in PayoutInput) (Payout, []PayoutEffect, error) {
 			return p, nil, Errorf(Invalid, "the payout's amount is zero")
 		}
 		p.FeeLimit = max(in.FeeLimit, 0)
-		p.State, p.Debited = PayoutApproved, p.Amount
-		effects = append(effects, DebitBalance{Amount: p.Amount}, SendPayout{})
+		p.State, p.Debited = PayoutApproved, p.Amount+p.FeeLimit
+		effects = append(effects, DebitBalance{Amount: p.Amount})
+		if p.FeeLimit > 0 {
+			effects = append(effects, ChargeNetworkFee{Amount: p.FeeLimit})
+		}
+		effects = append(effects, SendPayout{})
 	case PayoutAttempt:
 		if p.State != PayoutApproved {
 			return p, nil, ErrPayoutNotApproved
@@ -363,9 +375,16 @@ func (p Payout) Apply(in PayoutInput) (Payout, []PayoutEffect, error) {
 			return p, nil, ErrPayoutNoAttempt
 		}
 		p.State, p.Preimage, p.NetworkFee, p.LastError = PayoutCompleted, in.Preimage, max(in.NetworkFee, 0), ""
-		if p.NetworkFee > 0 {
-			effects = append(effects, ChargeNetworkFee{Amount: p.NetworkFee})
+		// The fee limit was debited at approval: what the payment did
+		// not spend of it goes back, and what it spent beyond it (a
+		// payer that overshot) is charged.
+		switch {
+		case p.NetworkFee < p.FeeLimit:
+			effects = append(effects, ReturnUnusedFee{Amount: p.FeeLimit - p.NetworkFee})
+		case p.NetworkFee > p.FeeLimit:
+			effects = append(effects, ChargeNetworkFee{Amount: p.NetworkFee - p.FeeLimit})
 		}
+		p.Debited = 0
 	case PayoutPaymentFailed:
 		if p.State != PayoutApproved && p.State != PayoutInProgress {
 			return p, nil, ErrPayoutNotApproved
@@ -436,7 +455,9 @@ func PayoutTransactions(st *Store, p *Payout, effects []PayoutEffect, rate decim
 		case CreditBalance:
 			line(TransactionRefundReturned, e.Amount, "payout not paid by Kassa:")
 		case ChargeNetworkFee:
-			line(TransactionNetworkFee, e.Amount, "network fee of payout")
+			line(TransactionNetworkFee, e.Amount, "network fee (limit) of payout")
+		case ReturnUnusedFee:
+			line(TransactionRefundReturned, e.Amount, "unused network fee limit of payout")
 		}
 	}
 	return lines

@@ -115,10 +115,10 @@ func TestFiatPayoutIsConvertedAtApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 20 USD at 60,000 USD/BTC: 33,333.33 sat, rounded up.
-	if next.Amount != 33_334 || !next.Rate.Equal(dec("60000")) || next.Debited != 33_334 || next.FeeLimit != 10 {
+	if next.Amount != 33_334 || !next.Rate.Equal(dec("60000")) || next.Debited != 33_344 || next.FeeLimit != 10 {
 		t.Fatalf("approved: %+v", next)
 	}
-	if !reflect.DeepEqual(effects, []PayoutEffect{DebitBalance{Amount: 33_334}, SendPayout{}}) {
+	if !reflect.DeepEqual(effects, []PayoutEffect{DebitBalance{Amount: 33_334}, ChargeNetworkFee{Amount: 10}, SendPayout{}}) {
 		t.Fatalf("effects %#v", effects)
 	}
 	if _, _, err := p.Apply(PayoutApprove{At: payoutEpoch}); ErrorCode(err) != Unavailable {
@@ -157,15 +157,18 @@ func TestPayoutTransitions(t *testing.T) {
 		effects []PayoutEffect
 		debited Sats
 	}{
-		{"approved: debited", []PayoutInput{approve}, PayoutApproved, []PayoutEffect{DebitBalance{1000}, SendPayout{}}, 1000},
-		{"attempt recorded", []PayoutInput{approve, attempt}, PayoutInProgress, nil, 1000},
-		{"succeeded: fee charged", []PayoutInput{approve, attempt, PayoutSucceeded{Preimage: "pp", NetworkFee: 3, At: at(3)}}, PayoutCompleted, []PayoutEffect{ChargeNetworkFee{3}}, 1000},
-		{"succeeded without a fee", []PayoutInput{approve, attempt, PayoutSucceeded{At: at(3)}}, PayoutCompleted, nil, 1000},
-		{"failed: money and claim back", []PayoutInput{approve, attempt, PayoutPaymentFailed{Reason: "no route", At: at(3)}}, PayoutFailed, []PayoutEffect{CreditBalance{1000}, ReleaseClaim{dec("1000")}}, 0},
-		{"failed before any attempt", []PayoutInput{approve, PayoutPaymentFailed{Reason: "unreachable", At: at(3)}}, PayoutFailed, []PayoutEffect{CreditBalance{1000}, ReleaseClaim{dec("1000")}}, 0},
+		{"approved: amount and fee limit debited", []PayoutInput{approve}, PayoutApproved, []PayoutEffect{DebitBalance{1000}, ChargeNetworkFee{5}, SendPayout{}}, 1005},
+		{"approved without a fee limit", []PayoutInput{PayoutApprove{At: at(1)}}, PayoutApproved, []PayoutEffect{DebitBalance{1000}, SendPayout{}}, 1000},
+		{"attempt recorded", []PayoutInput{approve, attempt}, PayoutInProgress, nil, 1005},
+		{"succeeded: unused fee limit back", []PayoutInput{approve, attempt, PayoutSucceeded{Preimage: "pp", NetworkFee: 3, At: at(3)}}, PayoutCompleted, []PayoutEffect{ReturnUnusedFee{2}}, 0},
+		{"succeeded without a fee: fee limit back", []PayoutInput{approve, attempt, PayoutSucceeded{At: at(3)}}, PayoutCompleted, []PayoutEffect{ReturnUnusedFee{5}}, 0},
+		{"succeeded at the fee limit", []PayoutInput{approve, attempt, PayoutSucceeded{NetworkFee: 5, At: at(3)}}, PayoutCompleted, nil, 0},
+		{"succeeded above the fee limit: the rest charged", []PayoutInput{approve, attempt, PayoutSucceeded{NetworkFee: 7, At: at(3)}}, PayoutCompleted, []PayoutEffect{ChargeNetworkFee{2}}, 0},
+		{"failed: money and claim back", []PayoutInput{approve, attempt, PayoutPaymentFailed{Reason: "no route", At: at(3)}}, PayoutFailed, []PayoutEffect{CreditBalance{1005}, ReleaseClaim{dec("1000")}}, 0},
+		{"failed before any attempt", []PayoutInput{approve, PayoutPaymentFailed{Reason: "unreachable", At: at(3)}}, PayoutFailed, []PayoutEffect{CreditBalance{1005}, ReleaseClaim{dec("1000")}}, 0},
 		{"cancelled awaiting approval: claim back only", []PayoutInput{PayoutCancel{At: at(1)}}, PayoutCancelled, []PayoutEffect{ReleaseClaim{dec("1000")}}, 0},
-		{"cancelled approved: money back", []PayoutInput{approve, PayoutCancel{At: at(2)}}, PayoutCancelled, []PayoutEffect{CreditBalance{1000}, ReleaseClaim{dec("1000")}}, 0},
-		{"marked paid approved: money back, claim kept", []PayoutInput{approve, PayoutMarkPaid{At: at(2)}}, PayoutCompleted, []PayoutEffect{CreditBalance{1000}}, 0},
+		{"cancelled approved: money back", []PayoutInput{approve, PayoutCancel{At: at(2)}}, PayoutCancelled, []PayoutEffect{CreditBalance{1005}, ReleaseClaim{dec("1000")}}, 0},
+		{"marked paid approved: money back, claim kept", []PayoutInput{approve, PayoutMarkPaid{At: at(2)}}, PayoutCompleted, []PayoutEffect{CreditBalance{1005}}, 0},
 		{"marked paid awaiting approval", []PayoutInput{PayoutMarkPaid{At: at(2)}}, PayoutCompleted, nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -216,7 +219,7 @@ func TestPayoutRefusedTransitions(t *testing.T) {
 func TestPayoutTransactionsMoveTheBalance(t *testing.T) {
 	st := &Store{ID: "s1", Currency: USD}
 	p, _ := mustPayout(t, awaiting(t), PayoutApprove{At: payoutEpoch})
-	effects := []PayoutEffect{DebitBalance{1000}, CreditBalance{1000}, ChargeNetworkFee{3}, ReleaseClaim{dec("1")}, SendPayout{}}
+	effects := []PayoutEffect{DebitBalance{1000}, CreditBalance{1000}, ChargeNetworkFee{3}, ReturnUnusedFee{1}, ReleaseClaim{dec("1")}, SendPayout{}}
 	lines := PayoutTransactions(st, &p, effects, dec("50000"), payoutEpoch)
 	var delta Sats
 	var types []TransactionType
@@ -224,7 +227,7 @@ func TestPayoutTransactionsMoveTheBalance(t *testing.T) {
 		delta += l.BalanceDelta()
 		types = append(types, l.Type)
 	}
-	if delta != -3 || !reflect.DeepEqual(types, []TransactionType{TransactionRefund, TransactionRefundReturned, TransactionNetworkFee}) {
+	if delta != -2 || !reflect.DeepEqual(types, []TransactionType{TransactionRefund, TransactionRefundReturned, TransactionNetworkFee, TransactionRefundReturned}) {
 		t.Fatalf("delta %d types %v", delta, types)
 	}
 	if !lines[0].AmountInPreferredCurrency.Equal(dec("0.5")) || lines[0].InvoiceID != "inv1" {

@@ -115,17 +115,18 @@ func TestRefundApprovalDebitsTheBalanceOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if approved.State != kassa.PayoutApproved || approved.Debited != 20_000 || approved.FeeLimit != 200 {
+	if approved.State != kassa.PayoutApproved || approved.Debited != 20_200 || approved.FeeLimit != 200 {
 		t.Fatalf("approved payout %+v", approved)
 	}
-	if got := h.balance(); got != before-20_000 {
-		t.Fatalf("balance after approval = %d, want %d", got, before-20_000)
+	if got := h.balance(); got != before-20_200 {
+		t.Fatalf("balance after approval = %d, want %d (the payout and its fee limit)", got, before-20_200)
 	}
 	if _, err := h.refunds.Approve(ctx, h.store.ID, p.ID); err != kassa.ErrPayoutNotAwaitingApproval {
 		t.Fatalf("second approval: %v", err)
 	}
 	lines := h.refundLines()
-	if len(lines) != 1 || lines[0].Type != kassa.TransactionRefund || lines[0].Amount != 20_000 || lines[0].InvoiceID != inv.ID {
+	if len(lines) != 2 || lines[0].Type != kassa.TransactionRefund || lines[0].Amount != 20_000 || lines[0].InvoiceID != inv.ID ||
+		lines[1].Type != kassa.TransactionNetworkFee || lines[1].Amount != 200 {
 		t.Fatalf("refund lines %+v", lines)
 	}
 	stored, err := h.db.Payout(ctx, p.ID)
@@ -188,8 +189,8 @@ func TestRefundApprovalNeedsThePrepaidBalance(t *testing.T) {
 	if _, err := h.refunds.Approve(ctx, h.store.ID, p.ID); err != nil {
 		t.Fatalf("approval the balance covers: %v", err)
 	}
-	if got := h.balance(); got != 10 {
-		t.Fatalf("balance = %d, want 10 (the fee limit, not spent)", got)
+	if got := h.balance(); got != 0 {
+		t.Fatalf("balance = %d, want 0 (the payout and its fee limit debited)", got)
 	}
 }
 
@@ -218,9 +219,9 @@ func TestRefundApprovalsAreSerialized(t *testing.T) {
 			t.Fatalf("approval: %v", err)
 		}
 	}
-	// Each needs 3000 sat and 30 sat of fee limit: three fit in 10,000.
-	if ok != 3 || h.balance() != 1000 {
-		t.Fatalf("%d approved, balance %d; want 3 and 1000", ok, h.balance())
+	// Each takes 3000 sat and 30 sat of fee limit: three fit in 10,000.
+	if ok != 3 || h.balance() != 910 {
+		t.Fatalf("%d approved, balance %d; want 3 and 910", ok, h.balance())
 	}
 }
 
@@ -243,8 +244,8 @@ func TestRefundCancelAndMarkPaidGiveTheMoneyBack(t *testing.T) {
 	if _, err := h.refunds.Approve(ctx, h.store.ID, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	if h.balance() != 40_000 {
-		t.Fatalf("balance after approval = %d", h.balance())
+	if h.balance() != 39_900 {
+		t.Fatalf("balance after approval = %d, want 39900", h.balance())
 	}
 	cancelled, err := h.refunds.Cancel(ctx, h.store.ID, p.ID)
 	if err != nil || cancelled.State != kassa.PayoutCancelled {
@@ -274,7 +275,8 @@ func TestRefundCancelAndMarkPaidGiveTheMoneyBack(t *testing.T) {
 	for _, l := range h.refundLines() {
 		types = append(types, l.Type)
 	}
-	want := []kassa.TransactionType{kassa.TransactionRefund, kassa.TransactionRefundReturned, kassa.TransactionRefund, kassa.TransactionRefundReturned}
+	want := []kassa.TransactionType{kassa.TransactionRefund, kassa.TransactionNetworkFee, kassa.TransactionRefundReturned,
+		kassa.TransactionRefund, kassa.TransactionNetworkFee, kassa.TransactionRefundReturned}
 	if len(types) != len(want) {
 		t.Fatalf("lines %v, want %v", types, want)
 	}

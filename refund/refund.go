@@ -10,6 +10,8 @@ package refund
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/btcsuite/btcd/chaincfg"
@@ -27,9 +29,16 @@ type Config struct {
 	Clock   kassa.Clock
 	// Net is the network destinations must be on.
 	Net *chaincfg.Params
-	// Wake, when set, is told of each payout approved, so that it is
-	// paid without waiting for a poll.
-	Wake func(p *kassa.Payout)
+	// Sender, when set, is told of each payout approved, so that it
+	// pays it now (the forwarder: actors.Forwarder).
+	Sender Sender
+}
+
+// Sender pays approved payouts: the one sender of the service's
+// Lightning payments, which forwards use too.
+type Sender interface {
+	// Wake has the sender look at the store's payouts to send.
+	Wake(storeID string)
 }
 
 // Service offers the refund commands.
@@ -166,8 +175,8 @@ func (s *Service) Approve(ctx context.Context, storeID, payoutID string) (*kassa
 	if err != nil {
 		return nil, err
 	}
-	if s.cfg.Wake != nil {
-		s.cfg.Wake(ch.Payout)
+	if s.cfg.Sender != nil {
+		s.cfg.Sender.Wake(storeID)
 	}
 	return ch.Payout, nil
 }
@@ -222,6 +231,26 @@ func (s *Service) Record(ctx context.Context, storeID, payoutID string, in kassa
 		return nil, err
 	}
 	return ch.Payout, nil
+}
+
+// ToSend returns the payouts to pay or to look up (Approved or
+// InProgress) of the store, or of every store when storeID is empty,
+// oldest first.
+func (s *Service) ToSend(ctx context.Context, storeID string) ([]*kassa.Payout, error) {
+	var out []*kassa.Payout
+	err := s.cfg.Payouts.PayoutsToSend(ctx, func(p *kassa.Payout) error {
+		if storeID == "" || p.StoreID == storeID {
+			out = append(out, p)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b *kassa.Payout) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, err
 }
 
 // payout reads the store's payout.

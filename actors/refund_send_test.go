@@ -73,6 +73,18 @@ func (h *payoutHarness) approved(svc *refund.Service, dest string, amount int64)
 	return p
 }
 
+// eventuallyBalance waits for the store's balance to be want: a payout
+// is seen final as soon as its batch is written, and the balance the
+// batch changes a moment later, once the commit returns.
+func (h *payoutHarness) eventuallyBalance(want kassa.Sats) {
+	h.t.Helper()
+	var got kassa.Sats
+	kassatest.WaitFor(h.t, 5*time.Second, "the balance to settle", func() bool {
+		got = h.balance()
+		return got == want
+	})
+}
+
 func (h *payoutHarness) waitFinal(id string) *kassa.Payout {
 	h.t.Helper()
 	var p *kassa.Payout
@@ -101,9 +113,7 @@ func TestPayoutToLightningAddressIsPaidOnce(t *testing.T) {
 	if len(paid) != 1 || paid[0] != done.PaymentHash {
 		t.Fatalf("customer invoices paid %v, payout hash %s", paid, done.PaymentHash)
 	}
-	if got := h.balance(); got != before-20_000 {
-		t.Fatalf("balance = %d, want %d", got, before-20_000)
-	}
+	h.eventuallyBalance(before - 20_000)
 	if h.payer.Sent() != 1 {
 		t.Fatalf("%d payments sent, want 1", h.payer.Sent())
 	}
@@ -142,9 +152,7 @@ func TestPayoutWithoutRouteFailsWithTheMoneyBack(t *testing.T) {
 	if done.State != kassa.PayoutFailed || done.LastError == "" {
 		t.Fatalf("payout %+v", done)
 	}
-	if got := h.balance(); got != before {
-		t.Fatalf("balance = %d, want %d: the debit credited back", got, before)
-	}
+	h.eventuallyBalance(before) // the debit credited back
 	pp, err := h.db.PullPayment(context.Background(), p.PullPaymentID)
 	if err != nil || !pp.Claimed.IsZero() {
 		t.Fatalf("pull payment after the failure: %+v, %v", pp, err)
@@ -193,4 +201,68 @@ func TestRecordedPayoutIsLookedUpBeforeItIsSent(t *testing.T) {
 			t.Fatalf("sent before the crash %v: %d payments, want %d", sentBeforeCrash, h.payer.Sent(), want)
 		}
 	}
+}
+
+// TestApprovedPayoutSurvivesARestart: the process stops right after an
+// approval and right after an attempt was recorded (before its answer
+// was recorded); on the next start the forwarder pays the one and looks
+// up the other, and each payout is paid once with the balance debited
+// once.
+func TestApprovedPayoutSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	shop, customer := newMerchant(t), newMerchant(t)
+	payer := lnsim.NewPayer(shop.node, customer.node)
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	db := openDir(t, dir)
+	fh := newForwardHarness(t, db, clock, shop, payer)
+	fh.createStore()
+	h := &payoutHarness{forwardHarness: fh, customer: customer}
+	ctx := context.Background()
+	if _, err := fh.sys.TopUp(ctx, fh.store.ID, 100_000, ""); err != nil {
+		t.Fatal(err)
+	}
+	quiet := h.refundService(nil) // no sender: the process dies before it pays
+	approved := h.approved(quiet, customer.address(), 10_000)
+	li, err := customer.node.CreateInvoice(ctx, 4_000_000, "refund", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := h.approved(quiet, li.PaymentRequest, 4000)
+	if _, err := quiet.Record(ctx, fh.store.ID, sent.ID, kassa.PayoutAttempt{PaymentRequest: li.PaymentRequest, PaymentHash: li.PaymentHash, At: clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := payer.PayInvoice(ctx, li.PaymentRequest, 0, time.Second); err != nil { // sent; its answer is lost
+		t.Fatal(err)
+	}
+	before := h.balance()
+	fh.fwd.Shutdown()
+	db = reopen(t, fh.harness, db, dir)
+	t.Cleanup(func() { db.Close() })
+
+	again := newForwardHarness(t, db, clock, shop, payer)
+	again.store = fh.store
+	h2 := &payoutHarness{forwardHarness: again, customer: customer}
+	h2.refunds = h2.refundService(again.fwd)
+	again.fwd.PayPayouts(h2.refunds)
+	if _, err := again.fwd.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{approved.ID, sent.ID} {
+		if p := h2.waitFinal(id); p.State != kassa.PayoutCompleted {
+			t.Fatalf("payout %s after the restart: %+v", id, p)
+		}
+	}
+	if n := payer.Sent(); n != 2 {
+		t.Fatalf("%d payments sent, want 2: one per payout", n)
+	}
+	if paid := customer.paid(); len(paid) != 1 { // the Lightning address's invoices
+		t.Fatalf("customer's address invoices paid: %v", paid)
+	}
+	if _, ok := customer.node.Preimage(li.PaymentHash); !ok {
+		t.Fatal("the customer's own invoice is not paid")
+	}
+	// Both fee limits come back (the simulated routes cost nothing); the
+	// amounts stay debited, once.
+	want := before + approved.FeeLimit + sent.FeeLimit
+	h2.eventuallyBalance(want)
 }

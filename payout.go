@@ -511,3 +511,15 @@ type RefundLedger interface {
 	// writes nothing.
 	ChangeRefunds(ctx context.Context, storeID string, decide func(ctx context.Context, st *Store, available Sats) (*RefundChange, error)) (*RefundChange, error)
 }
+
+// RefundService runs refunds (package refund implements it).
+type RefundService interface {
+	CreatePullPayment(ctx context.Context, storeID string, in PullPaymentInput) (*PullPayment, error)
+	RefundInvoice(ctx context.Context, storeID, invoiceID string, r RefundRequest) (*PullPayment, error)
+	// Claim claims amount of a pull payment for destination (zero: a
+	// Lightning invoice's amount, or all that is left).
+	Claim(ctx context.Context, pullPaymentID, destination string, amount decimal.Decimal) (*Payout, error)
+	Approve(ctx context.Context, storeID, payoutID string) (*Payout, error)
+	Cancel(ctx context.Context, storeID, payoutID string) (*Payout, error)
+	MarkPaid(ctx context.Context, storeID, payoutID string) (*Payout, error)
+}

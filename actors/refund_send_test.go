@@ -42,7 +42,7 @@ func newPayoutHarness(t *testing.T) *payoutHarness {
 // is told of approvals.
 func (h *payoutHarness) refundService(sender refund.Sender) *refund.Service {
 	return refund.New(refund.Config{Reader: h.db, Payouts: h.db, Ledger: h.sys, Rates: fixedRates{}, Clock: h.clock,
-		Net: &chaincfg.RegressionNetParams, Sender: sender})
+		Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}, Sender: sender})
 }
 
 func (h *payoutHarness) balance() kassa.Sats {

@@ -25,7 +25,7 @@ func newRefundHarness(t *testing.T) *refundHarness {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("1", "0")
 	return &refundHarness{harness: h, refunds: refund.New(refund.Config{
-		Reader: h.db, Payouts: h.db, Ledger: h.sys, Rates: fixedRates{}, Clock: h.clock, Net: &chaincfg.RegressionNetParams,
+		Reader: h.db, Payouts: h.db, Ledger: h.sys, Rates: fixedRates{}, Clock: h.clock, Network: refund.Fixed{Net: &chaincfg.RegressionNetParams},
 	})}
 }
 

@@ -152,7 +152,7 @@ func newEnvAt(t *testing.T, start time.Time, opts ...option) *env {
 		PaymentRequests: e.payLinks,
 		Webhooks:        e.webhooks,
 		Refunds: refund.New(refund.Config{Reader: db, Payouts: db, Ledger: e.sys, Rates: fixed, Clock: e.clock,
-			Net: &chaincfg.RegressionNetParams}),
+			Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}}),
 		Payouts:    db,
 		Rates:      fixed,
 		Chain:      stubBackend{kassa.BackendInfo{Backend: "rpc", Network: "regtest", Height: 812, Synced: true}},

@@ -27,12 +27,25 @@ type Config struct {
 	Ledger  kassa.RefundLedger
 	Rates   kassa.Rates
 	Clock   kassa.Clock
-	// Net is the network destinations must be on.
-	Net *chaincfg.Params
+	// Network says which network destinations must be on (nil:
+	// mainnet).
+	Network Network
 	// Sender, when set, is told of each payout approved, so that it
 	// pays it now (the forwarder: actors.Forwarder).
 	Sender Sender
 }
+
+// Network gives the network the service runs on, which its backends
+// know.
+type Network interface {
+	Params(ctx context.Context) (*chaincfg.Params, error)
+}
+
+// Fixed is a Network known in advance.
+type Fixed struct{ Net *chaincfg.Params }
+
+// Params returns f's network.
+func (f Fixed) Params(context.Context) (*chaincfg.Params, error) { return f.Net, nil }
 
 // Sender pays approved payouts: the one sender of the service's
 // Lightning payments, which forwards use too.
@@ -49,8 +62,8 @@ func New(cfg Config) *Service {
 	if cfg.Clock == nil {
 		cfg.Clock = kassa.SystemClock{}
 	}
-	if cfg.Net == nil {
-		cfg.Net = &chaincfg.MainNetParams
+	if cfg.Network == nil {
+		cfg.Network = Fixed{Net: &chaincfg.MainNetParams}
 	}
 	return &Service{cfg: cfg}
 }
@@ -100,7 +113,11 @@ func (s *Service) RefundInvoice(ctx context.Context, storeID, invoiceID string, 
 // Lightning invoice's amount, or all that is left) of pull payment
 // ppID for destination: the new payout awaits approval.
 func (s *Service) Claim(ctx context.Context, ppID, destination string, amount decimal.Decimal) (*kassa.Payout, error) {
-	dest, err := kassa.ParseDestination(destination, s.cfg.Net, s.now())
+	net, err := s.cfg.Network.Params(ctx)
+	if err != nil {
+		return nil, err
+	}
+	dest, err := kassa.ParseDestination(destination, net, s.now())
 	if err != nil {
 		return nil, err
 	}

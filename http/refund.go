@@ -281,11 +281,13 @@ func (s *server) markPayoutPaid(w http.ResponseWriter, r *http.Request) {
 
 // refundRoutes adds the refund routes under a store.
 func (s *server) refundRoutes(r chi.Router) {
-	r.Post("/invoices/{invoiceId}/refund", s.refundInvoice)
+	// A create sent again with its Idempotency-Key is answered with the
+	// first one's record: a second pull payment could pay twice.
+	r.With(s.idempotent).Post("/invoices/{invoiceId}/refund", s.refundInvoice)
 	r.Get("/pull-payments", s.listPullPayments)
-	r.Post("/pull-payments", s.createPullPayment)
+	r.With(s.idempotent).Post("/pull-payments", s.createPullPayment)
 	r.Get("/pull-payments/{pullPaymentId}", s.getPullPayment)
-	r.Post("/pull-payments/{pullPaymentId}/payouts", s.claimPullPayment)
+	r.With(s.idempotent).Post("/pull-payments/{pullPaymentId}/payouts", s.claimPullPayment)
 	r.Get("/payouts", s.listPayouts)
 	r.Get("/payouts/{payoutId}", s.getPayout)
 	r.Post("/payouts/{payoutId}/approve", s.approvePayout)

@@ -83,3 +83,41 @@ func TestRefundRoutes(t *testing.T) {
 	}
 	expectError(t, e.do("POST", "/api/v1/stores/store_a/pull-payments", `{"amount": "1.5"}`), http.StatusBadRequest, kassa.Invalid)
 }
+
+// TestRefundCreatesAreIdempotent: a refund, a pull payment or a claim
+// sent again with the same Idempotency-Key (a shop plugin's retry) is
+// answered with the first one's record and makes nothing more: a
+// second pull payment would let the customer be paid twice.
+func TestRefundCreatesAreIdempotent(t *testing.T) {
+	e := newEnv(t)
+	inv := e.seedInvoice("store_a", testNow, `{"amount": 1000, "currency": "SATS"}`)
+	if _, err := e.node.Pay(t.Context(), inv.LightningInvoice, inv.Amount.MSat()); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the invoice to settle", func() bool { return e.invoice(inv.ID).Status == kassa.InvoiceSettled })
+	key := header{"Idempotency-Key", "refund-order-1001"}
+	first := e.do("POST", "/api/v1/stores/store_a/invoices/"+inv.ID+"/refund", `{"refundVariant": "RateThen"}`, key)
+	again := e.do("POST", "/api/v1/stores/store_a/invoices/"+inv.ID+"/refund", `{"refundVariant": "RateThen"}`, key)
+	expectStatus(t, again, http.StatusOK)
+	if again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay %s, want %s", again.Body.String(), first.Body.String())
+	}
+	if pps := decode[[]pullPaymentRecord](t, e.do("GET", "/api/v1/stores/store_a/pull-payments", "")); len(pps) != 1 {
+		t.Fatalf("%d pull payments, want 1", len(pps))
+	}
+	pp := decode[pullPaymentRecord](t, first)
+	claimKey := header{"Idempotency-Key", "claim-1"}
+	c1 := e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "customer@wallet.example", "amount": 100}`, claimKey)
+	c2 := e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "customer@wallet.example", "amount": 100}`, claimKey)
+	if c1.Body.String() != c2.Body.String() {
+		t.Fatalf("claim replay %s, want %s", c2.Body.String(), c1.Body.String())
+	}
+	if payouts := decode[[]payoutRecord](t, e.do("GET", "/api/v1/stores/store_a/payouts", "")); len(payouts) != 1 {
+		t.Fatalf("%d payouts, want 1", len(payouts))
+	}
+	p1 := e.do("POST", "/api/v1/stores/store_a/pull-payments", `{"amount": 500}`, header{"Idempotency-Key", "pp-1"})
+	p2 := e.do("POST", "/api/v1/stores/store_a/pull-payments", `{"amount": 500}`, header{"Idempotency-Key", "pp-1"})
+	if p1.Body.String() != p2.Body.String() {
+		t.Fatalf("pull payment replay %s, want %s", p2.Body.String(), p1.Body.String())
+	}
+}

@@ -356,3 +356,39 @@ func TestFiatRefundIsConvertedAtApproval(t *testing.T) {
 		t.Fatalf("approved %d sat at %s, want 18000 at 50000", approved.Amount, approved.Rate)
 	}
 }
+
+// TestRefundsInClusterModeRunOnTheStoresNode: a refund command for a
+// store that another node runs is refused with a clear 503 and writes
+// nothing (a refund's decision does not cross nodes yet); on the store's
+// own node it runs.
+func TestRefundsInClusterModeRunOnTheStoresNode(t *testing.T) {
+	db := openMem(t)
+	clock := kassatest.NewTestClock(time.Now())
+	nodes := clusterNodes(t, 2, db, clock, 15*time.Minute)
+	ctx := context.Background()
+	st, err := nodes[0].sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1), ConfirmationsRequired: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := kassa.PullPaymentInput{Amount: decimal.NewFromInt(1000), Currency: kassa.SATS}
+	var ok, refused int
+	for _, n := range nodes {
+		svc := refund.New(refund.Config{Reader: db, Payouts: db, Ledger: n.sys, Rates: fixedRates{}, Clock: clock})
+		_, err := svc.CreatePullPayment(ctx, st.ID, in)
+		switch {
+		case err == nil:
+			ok++
+		case err == errRefundsRemote:
+			refused++
+		default:
+			t.Fatalf("pull payment: %v", err)
+		}
+	}
+	if ok != 1 || refused != 1 {
+		t.Fatalf("%d nodes made the pull payment, %d refused; want 1 and 1", ok, refused)
+	}
+	n := 0
+	if err := db.PullPayments(ctx, st.ID, func(*kassa.PullPayment) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("%d pull payments stored, %v; want 1", n, err)
+	}
+}

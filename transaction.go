@@ -14,6 +14,13 @@ const (
 	TransactionTransfer TransactionType = 1
 	TransactionFee      TransactionType = 2
 	TransactionTopUp    TransactionType = 3
+	// TransactionRefund debits the prepaid balance by an approved payout
+	// (a refund); TransactionRefundReturned credits it back when the
+	// payout failed, was cancelled or was paid outside Kassa;
+	// TransactionNetworkFee debits what paying a payout cost in fees.
+	TransactionRefund         TransactionType = 4
+	TransactionRefundReturned TransactionType = 5
+	TransactionNetworkFee     TransactionType = 6
 )
 
 func (t TransactionType) String() string {
@@ -24,6 +31,12 @@ func (t TransactionType) String() string {
 		return "fee"
 	case TransactionTopUp:
 		return "topup"
+	case TransactionRefund:
+		return "refund"
+	case TransactionRefundReturned:
+		return "refund_returned"
+	case TransactionNetworkFee:
+		return "network_fee"
 	}
 	return "unknown"
 }
@@ -95,9 +108,9 @@ type Transaction struct {
 // BalanceDelta is the change of the store's prepaid balance by t.
 func (t *Transaction) BalanceDelta() Sats {
 	switch t.Type {
-	case TransactionFee:
+	case TransactionFee, TransactionRefund, TransactionNetworkFee:
 		return -t.Amount
-	case TransactionTopUp:
+	case TransactionTopUp, TransactionRefundReturned:
 		return t.Amount
 	}
 	return 0

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -114,6 +115,9 @@ type Forwarder struct {
 	mu sync.Mutex
 	// cur is the term this node forwards in; nil while it does not.
 	cur *term
+	// payouts are the refund payouts the forward actors pay too; nil:
+	// none (PayPayouts).
+	payouts RefundPayouts
 }
 
 // term is a stretch of time in which this node forwards: the life of the
@@ -193,6 +197,15 @@ func (f *Forwarder) Recover(ctx context.Context) (int, error) {
 	stores, err := f.cfg.Store.ForwardingStores(ctx)
 	if err != nil {
 		return 0, err
+	}
+	paying, err := f.payoutStores(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range paying {
+		if !slices.Contains(stores, id) {
+			stores = append(stores, id)
+		}
 	}
 	for _, id := range stores {
 		f.Wake(id)
@@ -449,6 +462,9 @@ func (a *forwardActor) step(ctx actor.Context) {
 	if c.Err() != nil {
 		return
 	}
+	if a.stepPayout(ctx) {
+		return
+	}
 	open, err := a.openForward(c)
 	if err != nil {
 		a.f.log.Error("read open forwards", "store", a.storeID, "err", err)
@@ -668,10 +684,8 @@ func (a *forwardActor) invoice(c context.Context, address string, pr kassa.PayRe
 
 // pay sends the recorded attempt and acts on the outcome.
 func (a *forwardActor) pay(ctx actor.Context, fw *kassa.Forward) {
-	p, err := a.f.cfg.Payer.PayInvoice(a.ctx(), fw.PaymentRequest, fw.FeeLimit, a.f.cfg.PayTimeout)
-	if err != nil {
-		// The outcome is unknown: look it up rather than pay again.
-		a.f.log.Warn("forward payment outcome unknown; tracking it", "forward", fw.ID, "payment_hash", fw.PaymentHash, "err", err)
+	p, ok := a.f.send(a.ctx(), "forward", fw.ID, fw.PaymentRequest, fw.PaymentHash, fw.FeeLimit)
+	if !ok {
 		a.wakeIn(ctx, a.f.cfg.TrackEvery)
 		return
 	}
@@ -681,15 +695,9 @@ func (a *forwardActor) pay(ctx actor.Context, fw *kassa.Forward) {
 // resolve learns the outcome of the recorded attempt from the node.
 func (a *forwardActor) resolve(ctx actor.Context, fw *kassa.Forward) {
 	a.traceForward(fw)
-	p, err := a.f.cfg.Payer.TrackPayment(a.ctx(), fw.PaymentHash)
-	if err != nil {
-		a.f.log.Warn("track forward payment", "forward", fw.ID, "payment_hash", fw.PaymentHash, "err", err)
+	p, ok := a.f.lookUp(a.ctx(), "forward", fw.ID, fw.PaymentRequest, fw.PaymentHash, fw.FeeLimit)
+	if !ok {
 		a.wakeIn(ctx, a.f.cfg.TrackEvery)
-		return
-	}
-	if p.Status == kassa.PaymentUnknown {
-		// Recorded but never sent (a crash between the two): send it.
-		a.pay(ctx, fw)
 		return
 	}
 	a.outcome(ctx, fw, p)

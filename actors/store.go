@@ -160,6 +160,8 @@ func (a *storeActor) Receive(ctx actor.Context) {
 		ctx.Respond(a.savePaymentRequest(msg))
 	case *topUp:
 		ctx.Respond(a.topUp(msg))
+	case *changeRefunds:
+		ctx.Respond(a.changeRefunds(msg))
 	case *openInvoice:
 		ctx.Respond(a.openInvoice(msg))
 	case *changeStore:

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/btcsuite/btcd/chaincfg"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/shopspring/decimal"
 
@@ -30,6 +31,7 @@ import (
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/rates"
+	"github.com/kassapay/kassa/refund"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -149,15 +151,18 @@ func newEnvAt(t *testing.T, start time.Time, opts ...option) *env {
 		Invoices:        e.invoices,
 		PaymentRequests: e.payLinks,
 		Webhooks:        e.webhooks,
-		Rates:           fixed,
-		Chain:           stubBackend{kassa.BackendInfo{Backend: "rpc", Network: "regtest", Height: 812, Synced: true}},
-		Lightning:       stubBackend{kassa.BackendInfo{Backend: "lnd", Network: "regtest", Synced: true}},
-		KV:              db,
-		Clock:           e.clock,
-		Logger:          slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		PublicURL:       "https://pay.example.com/",
-		AdminToken:      "admin-secret-token",
-		Version:         "v1.2.3-test",
+		Refunds: refund.New(refund.Config{Reader: db, Payouts: db, Ledger: e.sys, Rates: fixed, Clock: e.clock,
+			Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}}),
+		Payouts:    db,
+		Rates:      fixed,
+		Chain:      stubBackend{kassa.BackendInfo{Backend: "rpc", Network: "regtest", Height: 812, Synced: true}},
+		Lightning:  stubBackend{kassa.BackendInfo{Backend: "lnd", Network: "regtest", Synced: true}},
+		KV:         db,
+		Clock:      e.clock,
+		Logger:     slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		PublicURL:  "https://pay.example.com/",
+		AdminToken: "admin-secret-token",
+		Version:    "v1.2.3-test",
 	}
 	for _, opt := range opts {
 		opt(e)

@@ -27,6 +27,9 @@ func TestRequestBodiesDocumented(t *testing.T) {
 		"AdminTopUpInput":     topUpBody{},
 		"AdminSimPayInput":    simPayBody{},
 		"AdminSimMineInput":   simMineBody{},
+		"RefundInput":         refundBody{},
+		"PullPaymentInput":    pullPaymentBody{},
+		"ClaimInput":          claimBody{},
 	}
 	for name, body := range bodies {
 		schema := doc.Components.Schemas[name]

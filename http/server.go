@@ -17,12 +17,16 @@ import (
 // Deps are what the handler consumes. Reader, Stores, Invoices,
 // PaymentRequests and Rates are required; the others may be left zero.
 type Deps struct {
-	Reader           kassa.Reader
-	Stores           kassa.StoreService
-	Invoices         kassa.InvoiceService
-	PaymentRequests  kassa.PaymentRequestService
-	Rates            kassa.Rates
-	Webhooks         kassa.WebhookService // nil: the webhook routes answer 404
+	Reader          kassa.Reader
+	Stores          kassa.StoreService
+	Invoices        kassa.InvoiceService
+	PaymentRequests kassa.PaymentRequestService
+	Rates           kassa.Rates
+	Webhooks        kassa.WebhookService // nil: the webhook routes answer 404
+	// Refunds and Payouts serve the refund routes (pull payments and
+	// payouts); nil: they answer 404.
+	Refunds          kassa.RefundService
+	Payouts          kassa.PayoutStore
 	Chain, Lightning interface {
 		Info(context.Context) kassa.BackendInfo
 	}
@@ -191,6 +195,10 @@ func (s *server) routes() *chi.Mux {
 
 				r.Get("/transactions", s.listTransactions)
 				r.Get("/transactions/{id}", s.getTransaction)
+
+				if s.Refunds != nil && s.Payouts != nil {
+					s.refundRoutes(r)
+				}
 
 				r.Group(func(r chi.Router) {
 					r.Use(s.webhooksAvailable, noStore)

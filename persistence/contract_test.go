@@ -54,6 +54,12 @@ func TestContract(t *testing.T) {
 					return kassatest.ForwardStorage{Journal: db, Reader: db, Forwards: db}
 				})
 			})
+			t.Run("PayoutStore", func(t *testing.T) {
+				kassatest.RunPayoutStore(t, func(t *testing.T) kassatest.PayoutStorage {
+					db := openForContract(t, bk)
+					return kassatest.PayoutStorage{Journal: db, Reader: db, Payouts: db}
+				})
+			})
 			t.Run("SimStore", func(t *testing.T) {
 				kassatest.RunSimStore(t, func(t *testing.T) func(string) simstore.Store {
 					db := openForContract(t, bk)

@@ -610,6 +610,7 @@ type StoreEvent struct {
 	//	*StoreEvent_ApiKeyCreated
 	//	*StoreEvent_ApiKeyDeleted
 	//	*StoreEvent_ApiKeyRevealed
+	//	*StoreEvent_RefundsChanged
 	Kind          isStoreEvent_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -758,6 +759,15 @@ func (x *StoreEvent) GetApiKeyRevealed() *APIKeyRevealed {
 	return nil
 }
 
+func (x *StoreEvent) GetRefundsChanged() *RefundsChanged {
+	if x != nil {
+		if x, ok := x.Kind.(*StoreEvent_RefundsChanged); ok {
+			return x.RefundsChanged
+		}
+	}
+	return nil
+}
+
 type isStoreEvent_Kind interface {
 	isStoreEvent_Kind()
 }
@@ -806,6 +816,10 @@ type StoreEvent_ApiKeyRevealed struct {
 	ApiKeyRevealed *APIKeyRevealed `protobuf:"bytes,12,opt,name=api_key_revealed,json=apiKeyRevealed,proto3,oneof"`
 }
 
+type StoreEvent_RefundsChanged struct {
+	RefundsChanged *RefundsChanged `protobuf:"bytes,13,opt,name=refunds_changed,json=refundsChanged,proto3,oneof"`
+}
+
 func (*StoreEvent_Created) isStoreEvent_Kind() {}
 
 func (*StoreEvent_PaymentRequestSaved) isStoreEvent_Kind() {}
@@ -828,6 +842,64 @@ func (*StoreEvent_ApiKeyDeleted) isStoreEvent_Kind() {}
 
 func (*StoreEvent_ApiKeyRevealed) isStoreEvent_Kind() {}
 
+func (*StoreEvent_RefundsChanged) isStoreEvent_Kind() {}
+
+// RefundsChanged records a change of the store's refunds, in the batch
+// that writes it with its ledger lines: the pull payment made or
+// claimed and the payout made or moved on (JSON of kassa.PullPayment and
+// kassa.Payout; empty when unchanged).
+type RefundsChanged struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PullPayment   []byte                 `protobuf:"bytes,1,opt,name=pull_payment,json=pullPayment,proto3" json:"pull_payment,omitempty"`
+	Payout        []byte                 `protobuf:"bytes,2,opt,name=payout,proto3" json:"payout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefundsChanged) Reset() {
+	*x = RefundsChanged{}
+	mi := &file_kassa_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundsChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundsChanged) ProtoMessage() {}
+
+func (x *RefundsChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_kassa_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundsChanged.ProtoReflect.Descriptor instead.
+func (*RefundsChanged) Descriptor() ([]byte, []int) {
+	return file_kassa_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RefundsChanged) GetPullPayment() []byte {
+	if x != nil {
+		return x.PullPayment
+	}
+	return nil
+}
+
+func (x *RefundsChanged) GetPayout() []byte {
+	if x != nil {
+		return x.Payout
+	}
+	return nil
+}
+
 // AddressIndexAllocated hands out the next derivation index of the
 // store's xpub, durably, so that no address is given twice.
 // reused: the index came from the released ones.
@@ -841,7 +913,7 @@ type AddressIndexAllocated struct {
 
 func (x *AddressIndexAllocated) Reset() {
 	*x = AddressIndexAllocated{}
-	mi := &file_kassa_proto_msgTypes[9]
+	mi := &file_kassa_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -853,7 +925,7 @@ func (x *AddressIndexAllocated) String() string {
 func (*AddressIndexAllocated) ProtoMessage() {}
 
 func (x *AddressIndexAllocated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[9]
+	mi := &file_kassa_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -866,7 +938,7 @@ func (x *AddressIndexAllocated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddressIndexAllocated.ProtoReflect.Descriptor instead.
 func (*AddressIndexAllocated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{9}
+	return file_kassa_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AddressIndexAllocated) GetIndex() uint32 {
@@ -894,7 +966,7 @@ type AddressIndexReleased struct {
 
 func (x *AddressIndexReleased) Reset() {
 	*x = AddressIndexReleased{}
-	mi := &file_kassa_proto_msgTypes[10]
+	mi := &file_kassa_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +978,7 @@ func (x *AddressIndexReleased) String() string {
 func (*AddressIndexReleased) ProtoMessage() {}
 
 func (x *AddressIndexReleased) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[10]
+	mi := &file_kassa_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +991,7 @@ func (x *AddressIndexReleased) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddressIndexReleased.ProtoReflect.Descriptor instead.
 func (*AddressIndexReleased) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{10}
+	return file_kassa_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AddressIndexReleased) GetIndex() uint32 {
@@ -940,7 +1012,7 @@ type StoreSettingsChanged struct {
 
 func (x *StoreSettingsChanged) Reset() {
 	*x = StoreSettingsChanged{}
-	mi := &file_kassa_proto_msgTypes[11]
+	mi := &file_kassa_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -952,7 +1024,7 @@ func (x *StoreSettingsChanged) String() string {
 func (*StoreSettingsChanged) ProtoMessage() {}
 
 func (x *StoreSettingsChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[11]
+	mi := &file_kassa_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -965,7 +1037,7 @@ func (x *StoreSettingsChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreSettingsChanged.ProtoReflect.Descriptor instead.
 func (*StoreSettingsChanged) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{11}
+	return file_kassa_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StoreSettingsChanged) GetStore() []byte {
@@ -987,7 +1059,7 @@ type APIKeyCreated struct {
 
 func (x *APIKeyCreated) Reset() {
 	*x = APIKeyCreated{}
-	mi := &file_kassa_proto_msgTypes[12]
+	mi := &file_kassa_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -999,7 +1071,7 @@ func (x *APIKeyCreated) String() string {
 func (*APIKeyCreated) ProtoMessage() {}
 
 func (x *APIKeyCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[12]
+	mi := &file_kassa_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1084,7 @@ func (x *APIKeyCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyCreated.ProtoReflect.Descriptor instead.
 func (*APIKeyCreated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{12}
+	return file_kassa_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *APIKeyCreated) GetKeyId() string {
@@ -1039,7 +1111,7 @@ type APIKeyDeleted struct {
 
 func (x *APIKeyDeleted) Reset() {
 	*x = APIKeyDeleted{}
-	mi := &file_kassa_proto_msgTypes[13]
+	mi := &file_kassa_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1123,7 @@ func (x *APIKeyDeleted) String() string {
 func (*APIKeyDeleted) ProtoMessage() {}
 
 func (x *APIKeyDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[13]
+	mi := &file_kassa_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1136,7 @@ func (x *APIKeyDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyDeleted.ProtoReflect.Descriptor instead.
 func (*APIKeyDeleted) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{13}
+	return file_kassa_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *APIKeyDeleted) GetKeyId() string {
@@ -1086,7 +1158,7 @@ type APIKeyRevealed struct {
 
 func (x *APIKeyRevealed) Reset() {
 	*x = APIKeyRevealed{}
-	mi := &file_kassa_proto_msgTypes[14]
+	mi := &file_kassa_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1098,7 +1170,7 @@ func (x *APIKeyRevealed) String() string {
 func (*APIKeyRevealed) ProtoMessage() {}
 
 func (x *APIKeyRevealed) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[14]
+	mi := &file_kassa_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1111,7 +1183,7 @@ func (x *APIKeyRevealed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyRevealed.ProtoReflect.Descriptor instead.
 func (*APIKeyRevealed) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{14}
+	return file_kassa_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *APIKeyRevealed) GetKeyId() string {
@@ -1138,7 +1210,7 @@ type StoreCreated struct {
 
 func (x *StoreCreated) Reset() {
 	*x = StoreCreated{}
-	mi := &file_kassa_proto_msgTypes[15]
+	mi := &file_kassa_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1150,7 +1222,7 @@ func (x *StoreCreated) String() string {
 func (*StoreCreated) ProtoMessage() {}
 
 func (x *StoreCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[15]
+	mi := &file_kassa_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1163,7 +1235,7 @@ func (x *StoreCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreCreated.ProtoReflect.Descriptor instead.
 func (*StoreCreated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{15}
+	return file_kassa_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StoreCreated) GetStore() []byte {
@@ -1184,7 +1256,7 @@ type PaymentRequestSaved struct {
 
 func (x *PaymentRequestSaved) Reset() {
 	*x = PaymentRequestSaved{}
-	mi := &file_kassa_proto_msgTypes[16]
+	mi := &file_kassa_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1196,7 +1268,7 @@ func (x *PaymentRequestSaved) String() string {
 func (*PaymentRequestSaved) ProtoMessage() {}
 
 func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[16]
+	mi := &file_kassa_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1209,7 +1281,7 @@ func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestSaved.ProtoReflect.Descriptor instead.
 func (*PaymentRequestSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{16}
+	return file_kassa_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PaymentRequestSaved) GetPaymentRequest() []byte {
@@ -1232,7 +1304,7 @@ type BalanceToppedUp struct {
 
 func (x *BalanceToppedUp) Reset() {
 	*x = BalanceToppedUp{}
-	mi := &file_kassa_proto_msgTypes[17]
+	mi := &file_kassa_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1316,7 @@ func (x *BalanceToppedUp) String() string {
 func (*BalanceToppedUp) ProtoMessage() {}
 
 func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[17]
+	mi := &file_kassa_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1329,7 @@ func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceToppedUp.ProtoReflect.Descriptor instead.
 func (*BalanceToppedUp) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{17}
+	return file_kassa_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BalanceToppedUp) GetAmountSat() int64 {
@@ -1285,7 +1357,7 @@ type WebhookSaved struct {
 
 func (x *WebhookSaved) Reset() {
 	*x = WebhookSaved{}
-	mi := &file_kassa_proto_msgTypes[18]
+	mi := &file_kassa_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1369,7 @@ func (x *WebhookSaved) String() string {
 func (*WebhookSaved) ProtoMessage() {}
 
 func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[18]
+	mi := &file_kassa_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1382,7 @@ func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSaved.ProtoReflect.Descriptor instead.
 func (*WebhookSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{18}
+	return file_kassa_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WebhookSaved) GetWebhook() []byte {
@@ -1330,7 +1402,7 @@ type WebhookDeleted struct {
 
 func (x *WebhookDeleted) Reset() {
 	*x = WebhookDeleted{}
-	mi := &file_kassa_proto_msgTypes[19]
+	mi := &file_kassa_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1414,7 @@ func (x *WebhookDeleted) String() string {
 func (*WebhookDeleted) ProtoMessage() {}
 
 func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[19]
+	mi := &file_kassa_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1427,7 @@ func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleted.ProtoReflect.Descriptor instead.
 func (*WebhookDeleted) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{19}
+	return file_kassa_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WebhookDeleted) GetWebhookId() string {
@@ -1376,7 +1448,7 @@ type DeliverWebhook struct {
 
 func (x *DeliverWebhook) Reset() {
 	*x = DeliverWebhook{}
-	mi := &file_kassa_proto_msgTypes[20]
+	mi := &file_kassa_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1460,7 @@ func (x *DeliverWebhook) String() string {
 func (*DeliverWebhook) ProtoMessage() {}
 
 func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[20]
+	mi := &file_kassa_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1473,7 @@ func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverWebhook.ProtoReflect.Descriptor instead.
 func (*DeliverWebhook) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{20}
+	return file_kassa_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DeliverWebhook) GetDeliveryId() string {
@@ -1453,7 +1525,7 @@ const file_kassa_proto_rawDesc = "" +
 	"amountMsat\"\x0f\n" +
 	"\rExpiryReached\"\x11\n" +
 	"\x0fMonitoringEnded\"\x0f\n" +
-	"\rMarkedInvalid\"\xc9\x06\n" +
+	"\rMarkedInvalid\"\x8e\a\n" +
 	"\n" +
 	"StoreEvent\x12 \n" +
 	"\fat_unix_nano\x18\x01 \x01(\x03R\n" +
@@ -1469,8 +1541,12 @@ const file_kassa_proto_rawDesc = "" +
 	"\x0fapi_key_created\x18\n" +
 	" \x01(\v2\x17.kassa.v1.APIKeyCreatedH\x00R\rapiKeyCreated\x12A\n" +
 	"\x0fapi_key_deleted\x18\v \x01(\v2\x17.kassa.v1.APIKeyDeletedH\x00R\rapiKeyDeleted\x12D\n" +
-	"\x10api_key_revealed\x18\f \x01(\v2\x18.kassa.v1.APIKeyRevealedH\x00R\x0eapiKeyRevealedB\x06\n" +
-	"\x04kind\"E\n" +
+	"\x10api_key_revealed\x18\f \x01(\v2\x18.kassa.v1.APIKeyRevealedH\x00R\x0eapiKeyRevealed\x12C\n" +
+	"\x0frefunds_changed\x18\r \x01(\v2\x18.kassa.v1.RefundsChangedH\x00R\x0erefundsChangedB\x06\n" +
+	"\x04kind\"K\n" +
+	"\x0eRefundsChanged\x12!\n" +
+	"\fpull_payment\x18\x01 \x01(\fR\vpullPayment\x12\x16\n" +
+	"\x06payout\x18\x02 \x01(\fR\x06payout\"E\n" +
 	"\x15AddressIndexAllocated\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x16\n" +
 	"\x06reused\x18\x02 \x01(\bR\x06reused\",\n" +
@@ -1515,7 +1591,7 @@ func file_kassa_proto_rawDescGZIP() []byte {
 	return file_kassa_proto_rawDescData
 }
 
-var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_kassa_proto_goTypes = []any{
 	(*InvoiceEvent)(nil),          // 0: kassa.v1.InvoiceEvent
 	(*InvoiceCreated)(nil),        // 1: kassa.v1.InvoiceCreated
@@ -1526,18 +1602,19 @@ var file_kassa_proto_goTypes = []any{
 	(*MonitoringEnded)(nil),       // 6: kassa.v1.MonitoringEnded
 	(*MarkedInvalid)(nil),         // 7: kassa.v1.MarkedInvalid
 	(*StoreEvent)(nil),            // 8: kassa.v1.StoreEvent
-	(*AddressIndexAllocated)(nil), // 9: kassa.v1.AddressIndexAllocated
-	(*AddressIndexReleased)(nil),  // 10: kassa.v1.AddressIndexReleased
-	(*StoreSettingsChanged)(nil),  // 11: kassa.v1.StoreSettingsChanged
-	(*APIKeyCreated)(nil),         // 12: kassa.v1.APIKeyCreated
-	(*APIKeyDeleted)(nil),         // 13: kassa.v1.APIKeyDeleted
-	(*APIKeyRevealed)(nil),        // 14: kassa.v1.APIKeyRevealed
-	(*StoreCreated)(nil),          // 15: kassa.v1.StoreCreated
-	(*PaymentRequestSaved)(nil),   // 16: kassa.v1.PaymentRequestSaved
-	(*BalanceToppedUp)(nil),       // 17: kassa.v1.BalanceToppedUp
-	(*WebhookSaved)(nil),          // 18: kassa.v1.WebhookSaved
-	(*WebhookDeleted)(nil),        // 19: kassa.v1.WebhookDeleted
-	(*DeliverWebhook)(nil),        // 20: kassa.v1.DeliverWebhook
+	(*RefundsChanged)(nil),        // 9: kassa.v1.RefundsChanged
+	(*AddressIndexAllocated)(nil), // 10: kassa.v1.AddressIndexAllocated
+	(*AddressIndexReleased)(nil),  // 11: kassa.v1.AddressIndexReleased
+	(*StoreSettingsChanged)(nil),  // 12: kassa.v1.StoreSettingsChanged
+	(*APIKeyCreated)(nil),         // 13: kassa.v1.APIKeyCreated
+	(*APIKeyDeleted)(nil),         // 14: kassa.v1.APIKeyDeleted
+	(*APIKeyRevealed)(nil),        // 15: kassa.v1.APIKeyRevealed
+	(*StoreCreated)(nil),          // 16: kassa.v1.StoreCreated
+	(*PaymentRequestSaved)(nil),   // 17: kassa.v1.PaymentRequestSaved
+	(*BalanceToppedUp)(nil),       // 18: kassa.v1.BalanceToppedUp
+	(*WebhookSaved)(nil),          // 19: kassa.v1.WebhookSaved
+	(*WebhookDeleted)(nil),        // 20: kassa.v1.WebhookDeleted
+	(*DeliverWebhook)(nil),        // 21: kassa.v1.DeliverWebhook
 }
 var file_kassa_proto_depIdxs = []int32{
 	1,  // 0: kassa.v1.InvoiceEvent.created:type_name -> kassa.v1.InvoiceCreated
@@ -1547,22 +1624,23 @@ var file_kassa_proto_depIdxs = []int32{
 	5,  // 4: kassa.v1.InvoiceEvent.expiry_reached:type_name -> kassa.v1.ExpiryReached
 	6,  // 5: kassa.v1.InvoiceEvent.monitoring_ended:type_name -> kassa.v1.MonitoringEnded
 	7,  // 6: kassa.v1.InvoiceEvent.marked_invalid:type_name -> kassa.v1.MarkedInvalid
-	15, // 7: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
-	16, // 8: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
-	17, // 9: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
-	18, // 10: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
-	19, // 11: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
-	9,  // 12: kassa.v1.StoreEvent.address_index_allocated:type_name -> kassa.v1.AddressIndexAllocated
-	10, // 13: kassa.v1.StoreEvent.address_index_released:type_name -> kassa.v1.AddressIndexReleased
-	11, // 14: kassa.v1.StoreEvent.settings_changed:type_name -> kassa.v1.StoreSettingsChanged
-	12, // 15: kassa.v1.StoreEvent.api_key_created:type_name -> kassa.v1.APIKeyCreated
-	13, // 16: kassa.v1.StoreEvent.api_key_deleted:type_name -> kassa.v1.APIKeyDeleted
-	14, // 17: kassa.v1.StoreEvent.api_key_revealed:type_name -> kassa.v1.APIKeyRevealed
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	16, // 7: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
+	17, // 8: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
+	18, // 9: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
+	19, // 10: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
+	20, // 11: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
+	10, // 12: kassa.v1.StoreEvent.address_index_allocated:type_name -> kassa.v1.AddressIndexAllocated
+	11, // 13: kassa.v1.StoreEvent.address_index_released:type_name -> kassa.v1.AddressIndexReleased
+	12, // 14: kassa.v1.StoreEvent.settings_changed:type_name -> kassa.v1.StoreSettingsChanged
+	13, // 15: kassa.v1.StoreEvent.api_key_created:type_name -> kassa.v1.APIKeyCreated
+	14, // 16: kassa.v1.StoreEvent.api_key_deleted:type_name -> kassa.v1.APIKeyDeleted
+	15, // 17: kassa.v1.StoreEvent.api_key_revealed:type_name -> kassa.v1.APIKeyRevealed
+	9,  // 18: kassa.v1.StoreEvent.refunds_changed:type_name -> kassa.v1.RefundsChanged
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_kassa_proto_init() }
@@ -1591,6 +1669,7 @@ func file_kassa_proto_init() {
 		(*StoreEvent_ApiKeyCreated)(nil),
 		(*StoreEvent_ApiKeyDeleted)(nil),
 		(*StoreEvent_ApiKeyRevealed)(nil),
+		(*StoreEvent_RefundsChanged)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1598,7 +1677,7 @@ func file_kassa_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kassa_proto_rawDesc), len(file_kassa_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -26,6 +26,7 @@ import (
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/metrics"
 	"github.com/kassapay/kassa/rates"
+	"github.com/kassapay/kassa/refund"
 	"github.com/kassapay/kassa/telemetry"
 	"github.com/kassapay/kassa/topup"
 )
@@ -43,6 +44,7 @@ type Main struct {
 	db        storage
 	sys       *actors.System
 	forwarder *actors.Forwarder // nil unless --lightning lnd://
+	refunds   *refund.Service
 	server    *nethttp.Server
 	// stats are the service's metrics, given to each part; metrics
 	// serves them on --metrics-listen (nil when off).
@@ -254,6 +256,7 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring, Forwarder: m.forwarder,
 		Claims: outboxClaims(m.db), ClaimHolder: nodeHolder(), Metrics: m.stats,
 	})
+	m.refunds = m.newRefunds(b)
 	if p, ok := m.db.(pebbleStorage); ok {
 		// Lightning creates reach the store one at a time, as lnd
 		// releases them, and many creates under way commit briskly:
@@ -343,6 +346,8 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 		PublicLimits:   c.publicLimits(),
 		ClientIPHeader: c.ClientIPHeader,
 		Backup:         newBackupFunc(c.Data, m.db, m.Clock),
+		Refunds:        m.refunds,
+		Payouts:        m.db,
 		JournalFaults:  m.journalFaults,
 	}
 	if deps.TicketKey, err = ticketKey(ctx, m.db); err != nil {

@@ -25,6 +25,7 @@ type storage interface {
 	kassa.KeyValue
 	kassa.RequestReader
 	kassa.ForwardStore
+	kassa.PayoutStore
 	// State is the key-value space name of a simulated backend.
 	State(name string) simstore.Store
 	// SweepExpired deletes the small values that expired before now.

@@ -46,6 +46,8 @@ var (
 	Forward        = Kind{"forward", 1}
 	QueuedTransfer = Kind{"queued transfer", 1}
 	Request        = Kind{"request record", 1}
+	PullPayment    = Kind{"pull payment", 1}
+	Payout         = Kind{"payout", 1}
 )
 
 // kinds maps each persisted Go type to its kind.
@@ -59,6 +61,8 @@ var kinds = map[reflect.Type]Kind{
 	reflect.TypeFor[kassa.Forward]():        Forward,
 	reflect.TypeFor[kassa.QueuedTransfer](): QueuedTransfer,
 	reflect.TypeFor[kassa.RequestRecord]():  Request,
+	reflect.TypeFor[kassa.PullPayment]():    PullPayment,
+	reflect.TypeFor[kassa.Payout]():         Payout,
 }
 
 // KindOf returns the kind of v (a document or a pointer to one).

@@ -129,11 +129,18 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// bornVersioned are the kinds first written with a format version: no
+// unversioned document of theirs exists.
+var bornVersioned = map[Kind]bool{PullPayment: true, Payout: true}
+
 // TestUnversionedDocumentsLoad: the documents as Kassa wrote them before
 // format versions (testdata/v0/, written once from that code and never
 // updated) still read, with every member they hold read as it was.
 func TestUnversionedDocumentsLoad(t *testing.T) {
 	for typ, k := range kinds {
+		if bornVersioned[k] {
+			continue
+		}
 		name := fileName(k)
 		old, err := os.ReadFile(filepath.Join("testdata", "v0", name+".json"))
 		if err != nil {

@@ -178,6 +178,25 @@ var migrations = []string{
 	ALTER TABLE invoices ADD COLUMN email_key text COLLATE "C";
 	CREATE INDEX invoices_by_order_key ON invoices (store_id, order_key, created_ms, id) WHERE order_key IS NOT NULL;
 	CREATE INDEX invoices_by_email_key ON invoices (store_id, email_key, created_ms, id) WHERE email_key IS NOT NULL;`,
+	// 8: refunds: pull payments and payouts, with a partial index of the
+	// payouts to send (docs/decisions.md, "Refunds: pull payments and
+	// payouts").
+	`CREATE TABLE pull_payments (
+		id text COLLATE "C" PRIMARY KEY,
+		store_id text COLLATE "C" NOT NULL,
+		created_ms bigint NOT NULL,
+		doc bytea NOT NULL
+	);
+	CREATE INDEX pull_payments_by_store ON pull_payments (store_id, created_ms, id);
+	CREATE TABLE payouts (
+		id text COLLATE "C" PRIMARY KEY,
+		store_id text COLLATE "C" NOT NULL,
+		created_ms bigint NOT NULL,
+		to_send boolean NOT NULL,
+		doc bytea NOT NULL
+	);
+	CREATE INDEX payouts_by_store ON payouts (store_id, created_ms, id);
+	CREATE INDEX payouts_to_send ON payouts (id) WHERE to_send;`,
 }
 
 // fills are the steps of a migration that Go does after its SQL, in its

@@ -1,0 +1,94 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
+	"github.com/kassapay/kassa/protos"
+)
+
+var _ kassa.RefundLedger = (*Service)(nil)
+
+// changeRefunds has the store actor decide and record a change of the
+// store's refunds (kassa.RefundLedger): in its mailbox, so that the
+// balance it checks moves only by what it writes.
+type changeRefunds struct {
+	call   callContext
+	decide func(ctx context.Context, st *kassa.Store, available kassa.Sats) (*kassa.RefundChange, error)
+}
+
+// errRefundsRemote answers a refund command for a store that another
+// node of the cluster runs: the command carries a decision in Go, which
+// the cluster's calls do not carry.
+var errRefundsRemote = kassa.Errorf(kassa.Unavailable, "refunds are not available in cluster mode yet: this store runs on another node")
+
+// ChangeRefunds runs decide in the store's actor and commits its change
+// (kassa.RefundLedger). In cluster mode it runs only on the node that
+// runs the store.
+func (s *Service) ChangeRefunds(ctx context.Context, storeID string, decide func(ctx context.Context, st *kassa.Store, available kassa.Sats) (*kassa.RefundChange, error)) (*kassa.RefundChange, error) {
+	remote, err := s.rt.remoteStore(ctx, storeID)
+	if err != nil {
+		return nil, err
+	}
+	if remote {
+		return nil, errRefundsRemote
+	}
+	ctx, span := s.tracer.Start(ctx, "actors.ChangeRefunds")
+	defer span.End()
+	res, err := s.ask(ctx, storeID, &changeRefunds{call: callOf(ctx), decide: decide})
+	if err != nil {
+		return nil, err
+	}
+	return res.(*kassa.RefundChange), nil
+}
+
+// changeRefunds decides msg's change with the store's available balance
+// and commits it, its ledger lines and its journal event, as one batch.
+func (a *storeActor) changeRefunds(msg *changeRefunds) reply {
+	rctx, cancel := msg.call.context()
+	defer cancel()
+	if a.st == nil {
+		return reply{err: kassa.Errorf(kassa.NotFound, "store not found")}
+	}
+	if _, ok := a.p.journal.NewBatch().(kassa.PayoutBatch); !ok {
+		return reply{err: fmt.Errorf("storage %T cannot record payouts", a.p.journal)}
+	}
+	balance, err := a.p.reader.Balance(rctx, a.id)
+	if err != nil {
+		return reply{err: err}
+	}
+	ch, err := msg.decide(rctx, a.st, balance-a.reservedTotal)
+	if err != nil {
+		return reply{err: err}
+	}
+	ev := &protos.RefundsChanged{}
+	if ch.PullPayment != nil {
+		if ev.PullPayment, err = format.Marshal(ch.PullPayment); err != nil {
+			return reply{err: err}
+		}
+	}
+	if ch.Payout != nil {
+		if ev.Payout, err = format.Marshal(ch.Payout); err != nil {
+			return reply{err: err}
+		}
+	}
+	now := a.p.clock.Now()
+	err = a.commit(rctx, &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_RefundsChanged{RefundsChanged: ev}}, func(b kassa.Batch, _ uint64) {
+		pb := b.(kassa.PayoutBatch)
+		if ch.PullPayment != nil {
+			pb.PutPullPayment(ch.PullPayment)
+		}
+		if ch.Payout != nil {
+			pb.PutPayout(ch.Payout)
+		}
+		for i := range ch.Lines {
+			b.PutTransaction(&ch.Lines[i])
+		}
+	})
+	if err != nil {
+		return reply{err: err}
+	}
+	return reply{value: ch}
+}

@@ -1,0 +1,165 @@
+package actors
+
+import (
+	"context"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/kassapay/kassa"
+)
+
+// RefundPayouts is what the forward actors need of refunds to pay
+// approved payouts through the one sender (send, lookUp); refund.Service
+// implements it.
+type RefundPayouts interface {
+	// ToSend returns the payouts to pay or to look up (Approved or
+	// InProgress) of the store, or of every store when storeID is
+	// empty, oldest first.
+	ToSend(ctx context.Context, storeID string) ([]*kassa.Payout, error)
+	// Record applies in to the store's payout, in the store's turn,
+	// with the ledger lines of its effects, and returns the payout.
+	Record(ctx context.Context, storeID, payoutID string, in kassa.PayoutInput) (*kassa.Payout, error)
+}
+
+// PayPayouts has the forward actors pay p's approved payouts, each
+// store's before its forwards. Call it before Recover.
+func (f *Forwarder) PayPayouts(p RefundPayouts) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.payouts = p
+}
+
+func (f *Forwarder) refundPayouts() RefundPayouts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.payouts
+}
+
+// payoutStores returns the stores with payouts to send.
+func (f *Forwarder) payoutStores(ctx context.Context) ([]string, error) {
+	p := f.refundPayouts()
+	if p == nil {
+		return nil, nil
+	}
+	todo, err := p.ToSend(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var stores []string
+	seen := map[string]bool{}
+	for _, po := range todo {
+		if !seen[po.StoreID] {
+			seen[po.StoreID] = true
+			stores = append(stores, po.StoreID)
+		}
+	}
+	return stores, nil
+}
+
+// stepPayout moves the store's oldest payout to send one step on and
+// reports whether there was one: its recorded attempt is looked up, or
+// its invoice is got, recorded and sent. The store's forwards wait for
+// its payouts.
+func (a *forwardActor) stepPayout(ctx actor.Context) bool {
+	payouts := a.f.refundPayouts()
+	if payouts == nil {
+		return false
+	}
+	c := a.ctx()
+	todo, err := payouts.ToSend(c, a.storeID)
+	if err != nil {
+		a.f.log.Error("read payouts to send", "store", a.storeID, "err", err)
+		a.retryLater(ctx)
+		return true
+	}
+	if len(todo) == 0 {
+		return false
+	}
+	p := todo[0]
+	if p.State == kassa.PayoutInProgress {
+		res, ok := a.f.lookUp(c, "payout", p.ID, p.PaymentRequest, p.PaymentHash, p.FeeLimit.MSat())
+		a.payoutOutcome(ctx, payouts, p, res, ok)
+		return true
+	}
+	pr, hash, reason := a.payoutInvoice(c, p)
+	if reason != "" {
+		a.recordPayout(ctx, payouts, p, kassa.PayoutPaymentFailed{Reason: reason, At: a.now()})
+		return true
+	}
+	// Durable before it is sent: after a crash the hash is looked up,
+	// and the invoice paid at most once.
+	recorded, err := payouts.Record(c, p.StoreID, p.ID, kassa.PayoutAttempt{PaymentRequest: pr, PaymentHash: hash, At: a.now()})
+	if err != nil {
+		a.f.log.Error("record payout attempt; not paying", "payout", p.ID, "err", err)
+		a.retryLater(ctx)
+		return true
+	}
+	res, ok := a.f.send(c, "payout", recorded.ID, pr, hash, recorded.FeeLimit.MSat())
+	a.payoutOutcome(ctx, payouts, recorded, res, ok)
+	return true
+}
+
+// payoutInvoice returns the invoice that pays p, or why there is none:
+// the claimed invoice itself, or one the Lightning address makes for
+// the payout's amount.
+func (a *forwardActor) payoutInvoice(c context.Context, p *kassa.Payout) (pr, hash, reason string) {
+	d := p.Destination
+	switch d.Kind {
+	case kassa.DestinationBOLT11:
+		if !a.now().Before(d.ExpiresAt) {
+			return "", "", "the Lightning invoice expired before the payout was paid"
+		}
+		if d.Amount != p.Amount.MSat() {
+			return "", "", "the Lightning invoice's amount is not the payout's"
+		}
+		return d.Address, d.PaymentHash, ""
+	case kassa.DestinationLNURL:
+		req, err := a.f.cfg.Addresses.PayRequest(c, d.Address)
+		if err != nil {
+			return "", "", "the Lightning address gave no pay request: " + kassa.ErrorMessage(err)
+		}
+		inv, err := a.f.cfg.Addresses.Invoice(c, req, p.Amount.MSat(), "refund "+p.ID)
+		if err != nil {
+			return "", "", "the Lightning address gave no invoice: " + kassa.ErrorMessage(err)
+		}
+		return inv.PaymentRequest, inv.PaymentHash, ""
+	}
+	return "", "", "on-chain payouts are not paid by this version"
+}
+
+// payoutOutcome records what the node says of p's payment: completed
+// with its fee (rounded up to a satoshi), or failed with the money back;
+// a payment in flight, or whose outcome is unknown (ok false), is looked
+// up again later.
+func (a *forwardActor) payoutOutcome(ctx actor.Context, payouts RefundPayouts, p *kassa.Payout, res kassa.LightningPayment, ok bool) {
+	if !ok {
+		a.wakeIn(ctx, a.f.cfg.TrackEvery)
+		return
+	}
+	switch res.Status {
+	case kassa.PaymentSucceeded:
+		a.recordPayout(ctx, payouts, p, kassa.PayoutSucceeded{NetworkFee: (res.FeeMSat + 999).Sats(), At: a.now()})
+	case kassa.PaymentFailed:
+		a.recordPayout(ctx, payouts, p, kassa.PayoutPaymentFailed{Reason: "payment failed: " + res.Failure, At: a.now()})
+	default:
+		a.wakeIn(ctx, a.f.cfg.TrackEvery)
+	}
+}
+
+// recordPayout records in for p and goes on with the store's next
+// payout or forward.
+func (a *forwardActor) recordPayout(ctx actor.Context, payouts RefundPayouts, p *kassa.Payout, in kassa.PayoutInput) {
+	done, err := payouts.Record(a.ctx(), p.StoreID, p.ID, in)
+	if err != nil {
+		a.f.log.Error("record payout outcome", "payout", p.ID, "err", err)
+		a.wakeIn(ctx, a.f.cfg.TrackEvery)
+		return
+	}
+	if done.State == kassa.PayoutFailed {
+		a.f.log.Warn("payout failed; its amount is back on the store's balance", "payout", p.ID, "store", p.StoreID, "reason", done.LastError)
+	} else {
+		a.f.log.Info("payout paid", "payout", p.ID, "store", p.StoreID, "payment_hash", done.PaymentHash, "fee_sat", done.NetworkFee)
+	}
+	a.delay = 0
+	ctx.Send(ctx.Self(), wakeForward{})
+}

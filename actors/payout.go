@@ -28,7 +28,7 @@ var errRefundsRemote = kassa.Errorf(kassa.Unavailable, "refunds are not availabl
 // (kassa.RefundLedger). In cluster mode it runs only on the node that
 // runs the store.
 func (s *Service) ChangeRefunds(ctx context.Context, storeID string, decide func(ctx context.Context, st *kassa.Store, available kassa.Sats) (*kassa.RefundChange, error)) (*kassa.RefundChange, error) {
-	remote, err := s.rt.remoteStore(ctx, storeID)
+	remote, err := s.cluster.remoteStore(ctx, storeID)
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,7 @@ func newPayoutHarness(t *testing.T) *payoutHarness {
 	h := &payoutHarness{forwardHarness: fh, customer: customer}
 	h.refunds = h.refundService(fh.fwd)
 	fh.fwd.PayPayouts(h.refunds)
-	if _, err := fh.sys.TopUp(context.Background(), fh.store.ID, 100_000, ""); err != nil {
+	if _, err := fh.sys.Service.TopUp(context.Background(), fh.store.ID, 100_000, ""); err != nil {
 		t.Fatal(err)
 	}
 	return h
@@ -41,7 +41,7 @@ func newPayoutHarness(t *testing.T) *payoutHarness {
 // refundService is the refund service of h's actors; sender (nil: none)
 // is told of approvals.
 func (h *payoutHarness) refundService(sender refund.Sender) *refund.Service {
-	return refund.New(refund.Config{Reader: h.db, Payouts: h.db, Ledger: h.sys, Rates: fixedRates{}, Clock: h.clock,
+	return refund.New(refund.Config{Reader: h.db, Payouts: h.db, Ledger: h.sys.Service, Rates: fixedRates{}, Clock: h.clock,
 		Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}, Sender: sender})
 }
 
@@ -218,7 +218,7 @@ func TestApprovedPayoutSurvivesARestart(t *testing.T) {
 	fh.createStore()
 	h := &payoutHarness{forwardHarness: fh, customer: customer}
 	ctx := context.Background()
-	if _, err := fh.sys.TopUp(ctx, fh.store.ID, 100_000, ""); err != nil {
+	if _, err := fh.sys.Service.TopUp(ctx, fh.store.ID, 100_000, ""); err != nil {
 		t.Fatal(err)
 	}
 	quiet := h.refundService(nil) // no sender: the process dies before it pays

@@ -25,7 +25,7 @@ func newRefundHarness(t *testing.T) *refundHarness {
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	h.createStore("1", "0")
 	return &refundHarness{harness: h, refunds: refund.New(refund.Config{
-		Reader: h.db, Payouts: h.db, Ledger: h.sys, Rates: fixedRates{}, Clock: h.clock, Network: refund.Fixed{Net: &chaincfg.RegressionNetParams},
+		Reader: h.db, Payouts: h.db, Ledger: h.sys.Service, Rates: fixedRates{}, Clock: h.clock, Network: refund.Fixed{Net: &chaincfg.RegressionNetParams},
 	})}
 }
 
@@ -54,7 +54,7 @@ func (h *refundHarness) balance() kassa.Sats {
 
 func (h *refundHarness) topUp(sats kassa.Sats) {
 	h.t.Helper()
-	if _, err := h.sys.TopUp(context.Background(), h.store.ID, sats, ""); err != nil {
+	if _, err := h.sys.Service.TopUp(context.Background(), h.store.ID, sats, ""); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -366,14 +366,14 @@ func TestRefundsInClusterModeRunOnTheStoresNode(t *testing.T) {
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 2, db, clock, 15*time.Minute)
 	ctx := context.Background()
-	st, err := nodes[0].sys.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1), ConfirmationsRequired: 1})
+	st, err := nodes[0].sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, PercentFee: decimal.NewFromInt(1), ConfirmationsRequired: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := kassa.PullPaymentInput{Amount: decimal.NewFromInt(1000), Currency: kassa.SATS}
 	var ok, refused int
 	for _, n := range nodes {
-		svc := refund.New(refund.Config{Reader: db, Payouts: db, Ledger: n.sys, Rates: fixedRates{}, Clock: clock})
+		svc := refund.New(refund.Config{Reader: db, Payouts: db, Ledger: n.sys.Service, Rates: fixedRates{}, Clock: clock})
 		_, err := svc.CreatePullPayment(ctx, st.ID, in)
 		switch {
 		case err == nil:

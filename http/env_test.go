@@ -151,7 +151,7 @@ func newEnvAt(t *testing.T, start time.Time, opts ...option) *env {
 		Invoices:        e.invoices,
 		PaymentRequests: e.payLinks,
 		Webhooks:        e.webhooks,
-		Refunds: refund.New(refund.Config{Reader: db, Payouts: db, Ledger: e.sys, Rates: fixed, Clock: e.clock,
+		Refunds: refund.New(refund.Config{Reader: db, Payouts: db, Ledger: e.sys.Service, Rates: fixed, Clock: e.clock,
 			Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}}),
 		Payouts:    db,
 		Rates:      fixed,

@@ -44,7 +44,7 @@ func TestRefundRoutes(t *testing.T) {
 		http.StatusConflict, kassa.Conflict, "fully claimed")
 
 	expectError(t, e.do("POST", "/api/v1/stores/store_a/payouts/"+po.ID+"/approve", ""), http.StatusPaymentRequired, kassa.PaymentRequired)
-	if _, err := e.sys.TopUp(t.Context(), "store_a", 100_000, ""); err != nil {
+	if _, err := e.sys.Service.TopUp(t.Context(), "store_a", 100_000, ""); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := e.db.Balance(t.Context(), "store_a")

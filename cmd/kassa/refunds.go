@@ -12,7 +12,7 @@ import (
 // the forwarder pay its approved payouts: the one sender of the
 // service's Lightning payments. Call it before the forwarder's Recover.
 func (m *Main) newRefunds(b backends) *refund.Service {
-	cfg := refund.Config{Reader: m.db, Payouts: m.db, Ledger: m.sys, Rates: b.rates, Clock: m.Clock,
+	cfg := refund.Config{Reader: m.db, Payouts: m.db, Ledger: m.sys.Service, Rates: b.rates, Clock: m.Clock,
 		Network: refund.Fixed{Net: m.chainNetwork()}}
 	if m.forwarder != nil {
 		cfg.Sender = m.forwarder

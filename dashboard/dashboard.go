@@ -22,8 +22,9 @@ import (
 // actor like any other).
 type StoreSettingsService interface {
 	UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error)
-	// CreateAPIKey adds a key with label to the store.
-	CreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error)
+	// CreateAPIKey adds a key with label to the store, holding perms
+	// (none: kassa.DefaultKeyPermissions).
+	CreateAPIKey(ctx context.Context, storeID, label string, perms ...kassa.Permission) (*kassa.APIKey, error)
 	// DeleteAPIKey removes a key: requests with it fail from then on.
 	DeleteAPIKey(ctx context.Context, storeID, keyID string) error
 	// RevealAPIKey returns a key in full and records in the store's

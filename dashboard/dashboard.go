@@ -184,6 +184,8 @@ func (h *Dashboard) routes() *chi.Mux {
 			r.Get("/stores", h.listStores)
 			r.Get("/stores/new", h.newStorePage)
 			r.With(h.limitWrites).Post("/stores", h.createStore)
+			r.Get("/api-keys/authorize", h.authorizePage)
+			r.With(h.limitWrites).Post("/api-keys/authorize", h.authorize)
 			r.Get("/account", h.accountPage)
 			r.With(h.limitWrites).Post("/account/password", h.changePassword)
 			r.Get("/invites", h.invitesPage)

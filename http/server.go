@@ -237,6 +237,7 @@ func (s *server) routes() *chi.Mux {
 
 	if s.Dashboard != nil {
 		r.Mount("/dashboard", s.Dashboard)
+		r.Get("/api-keys/authorize", authorizeForward)
 		r.Get("/", s.root)
 	}
 
@@ -273,6 +274,18 @@ func (s *server) root(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/dashboard/", http.StatusSeeOther)
+}
+
+// authorizeForward sends /api-keys/authorize, where BTCPay's plugins
+// send a merchant to authorize them (Greenfield's interactive key flow),
+// to the dashboard's page of it, with the query: the dashboard's session
+// is scoped to /dashboard.
+func authorizeForward(w http.ResponseWriter, r *http.Request) {
+	target := "/dashboard/api-keys/authorize"
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
 }
 
 // GreenfieldPath is where BTCPay's Greenfield API is served: a BTCPay

@@ -232,6 +232,9 @@ func (s *server) routes() *chi.Mux {
 	r.Get("/modal/btcpay.js", s.serveModalScript)
 	if s.Greenfield != nil {
 		r.Get(GreenfieldPath+"/modal/btcpay.js", s.serveModalScript)
+		if s.Dashboard != nil {
+			r.Get(GreenfieldPath+"/api-keys/authorize", authorizeForward)
+		}
 		r.Mount(GreenfieldPath, s.Greenfield)
 	}
 
@@ -276,8 +279,9 @@ func (s *server) root(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/dashboard/", http.StatusSeeOther)
 }
 
-// authorizeForward sends /api-keys/authorize, where BTCPay's plugins
-// send a merchant to authorize them (Greenfield's interactive key flow),
+// authorizeForward sends /api-keys/authorize (at the root and under
+// GreenfieldPath: a plugin builds it from the base URL it was given),
+// where BTCPay's plugins send a merchant to authorize them (Greenfield's interactive key flow),
 // to the dashboard's page of it, with the query: the dashboard's session
 // is scoped to /dashboard.
 func authorizeForward(w http.ResponseWriter, r *http.Request) {

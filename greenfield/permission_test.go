@@ -56,7 +56,7 @@ func TestEveryRouteChecksItsPermission(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	table := greenfield.RoutePermissions()
-	routes, ok := greenfield.NewHandler(greenfield.Deps{Reader: e.db, Invoices: e.sys, Webhooks: e.sys}).(chi.Routes)
+	routes, ok := greenfield.NewHandler(greenfield.Deps{Reader: e.db, Invoices: e.sys, Webhooks: e.sys, Keys: e.sys}).(chi.Routes)
 	if !ok {
 		t.Fatal("the handler is not a chi router")
 	}
@@ -108,5 +108,55 @@ func TestEveryRouteChecksItsPermission(t *testing.T) {
 				expectAPIError(t, e.do(method, base+other, "{}"), http.StatusForbidden, "missing-permission")
 			}
 		})
+	}
+}
+
+// TestCreateKey: POST /api/v1/api-keys (BTCPay's ApiKeys_CreateApiKey)
+// makes a key of the caller's store holding exactly the permissions
+// asked, for a key that may manage keys and holds each of them; an
+// unknown permission is 422, one the caller lacks or another store's
+// 403, and nothing is stored.
+func TestCreateKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	admin := e.keyWith(kassa.PermManageAPIKeys, kassa.PermModifyInvoices)
+	keys := func() int {
+		st, err := e.db.Store(t.Context(), "store_a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(st.APIKeys)
+	}
+	before := keys()
+
+	w := e.do("POST", base+"/api/v1/api-keys", `{"label": "till", "permissions": ["btcpay.store.cancreateinvoice:store_a", "btcpay.store.canviewinvoices"]}`, admin)
+	expectStatus(t, w, http.StatusOK)
+	if cc := w.Header().Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("Cache-Control %q", cc)
+	}
+	made := decode[apiKeyData](t, w)
+	want := []string{"btcpay.store.cancreateinvoice:store_a", "btcpay.store.canviewinvoices:store_a"}
+	if made.Label != "till" || !slices.Equal(made.Permissions, want) || made.APIKey == "" {
+		t.Fatalf("made %+v", made)
+	}
+	cur := decode[apiKeyData](t, e.do("GET", base+"/api/v1/api-keys/current", "", made.APIKey))
+	if !slices.Equal(cur.Permissions, want) {
+		t.Errorf("the new key reports %v", cur.Permissions)
+	}
+	if keys() != before+1 {
+		t.Fatalf("keys: %d, want %d", keys(), before+1)
+	}
+
+	expectValidation(t, e.do("POST", base+"/api/v1/api-keys", `{"permissions": ["btcpay.store.canfly"]}`, admin), "permissions")
+	expectValidation(t, e.do("POST", base+"/api/v1/api-keys", `{"label": "none", "permissions": []}`, admin), "permissions")
+	expectAPIError(t, e.do("POST", base+"/api/v1/api-keys", `{"permissions": ["btcpay.store.webhooks.canmodifywebhooks"]}`, admin),
+		http.StatusForbidden, "missing-permission", "btcpay.store.webhooks.canmodifywebhooks")
+	expectAPIError(t, e.do("POST", base+"/api/v1/api-keys", `{"permissions": ["btcpay.store.canviewinvoices:store_b"]}`, admin),
+		http.StatusForbidden, "missing-permission")
+	// A key made without a choice holds no key management.
+	expectAPIError(t, e.do("POST", base+"/api/v1/api-keys", `{"permissions": ["btcpay.store.canviewinvoices"]}`),
+		http.StatusForbidden, "missing-permission", "kassa.store.canmanageapikeys")
+	if keys() != before+1 {
+		t.Errorf("a refused request stored a key: %d keys", keys())
 	}
 }

@@ -24,6 +24,9 @@ type Deps struct {
 	// Webhooks registers webhooks; nil answers the webhook routes as
 	// unsupported.
 	Webhooks kassa.WebhookService
+	// Keys makes API keys (POST /api/v1/api-keys); nil answers the route
+	// as unsupported.
+	Keys KeyService
 	// Chain and Lightning report whether the backends are synced, for
 	// server/info's fullySynched; nil counts as synced.
 	Chain, Lightning interface {
@@ -64,7 +67,7 @@ func NewHandler(d Deps) http.Handler {
 		r.Use(s.authenticate)
 		for _, rt := range s.routes() {
 			h := s.permit(rt.method, rt.pattern, rt.handler)
-			if strings.HasPrefix(rt.pattern, "/stores/{storeId}/webhooks") {
+			if strings.HasPrefix(rt.pattern, "/stores/{storeId}/webhooks") || rt.pattern == "/api-keys" {
 				h = noStore(h)
 			}
 			r.Method(rt.method, rt.pattern, h)
@@ -74,7 +77,7 @@ func NewHandler(d Deps) http.Handler {
 }
 
 // noStore marks responses as not to be cached: a created webhook carries
-// its signing secret.
+// its signing secret, a created key itself.
 func noStore(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
@@ -281,6 +284,9 @@ func (s *server) routes() []route {
 		{http.MethodPost, "/stores/{storeId}/invoices/{invoiceId}/status", s.markStatus},
 		{http.MethodGet, "/stores/{storeId}/invoices/{invoiceId}/payment-methods", s.invoicePaymentMethods},
 	}
+	if s.Keys != nil {
+		rs = append(rs, route{http.MethodPost, "/api-keys", s.createKey})
+	}
 	if s.Webhooks != nil {
 		rs = append(rs,
 			route{http.MethodGet, "/stores/{storeId}/webhooks", s.listWebhooks},
@@ -303,6 +309,7 @@ func (s *server) routes() []route {
 // [Authorize(Policy = …)] attributes).
 var routePermissions = map[string]kassa.Permission{
 	"GET /api-keys/current":                                                         "",
+	"POST /api-keys":                                                                kassa.PermManageAPIKeys,
 	"GET /server/info":                                                              "",
 	"GET /stores":                                                                   kassa.PermViewStoreSettings,
 	"GET /stores/{storeId}":                                                         kassa.PermViewStoreSettings,

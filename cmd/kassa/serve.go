@@ -364,7 +364,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	}
 	deps.Dashboard = dash
 	deps.Greenfield = greenfield.NewHandler(greenfield.Deps{
-		Reader: m.db, Invoices: m.sys, Webhooks: m.sys, Chain: b.chain, Lightning: b.lightning,
+		Reader: m.db, Invoices: m.sys, Webhooks: m.sys, Keys: m.sys, Chain: b.chain, Lightning: b.lightning,
 		PublicURL: publicURL, Logger: log, Limiter: deps.Limiter, ClientIPHeader: c.ClientIPHeader,
 	})
 	if cluster {

@@ -42,6 +42,7 @@ var authorizeStrs = map[string]string{
 	"authorize.sending":  "Sending the key to",
 	"authorize.continue": "Continue",
 	"authorize.unnamed":  "An application",
+	"authorize.nostore":  "You have no store to grant a key of: create a store first.",
 	"keys.perms":         "Permissions (none ticked: the default set, everything the APIs serve)",
 	"keys.allperms":      "default permissions",
 }
@@ -201,6 +202,10 @@ func (h *Dashboard) authorizePage(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		h.notFound(w, r)
+		return
+	}
+	if len(stores) == 0 {
+		h.failMessage(w, r, http.StatusConflict, func(string) string { return msg("authorize.nostore") })
 		return
 	}
 	h.renderAuthorize(w, r, http.StatusOK, req, stores, "")

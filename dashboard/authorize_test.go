@@ -198,6 +198,13 @@ func TestAuthorizeBadRequests(t *testing.T) {
 		}
 	}
 
+	// An account without a store is told so, before any form.
+	storeless := e.client()
+	storeless.signup("bob@example.com")
+	if code, body, _ := storeless.get("/dashboard/api-keys/authorize?" + authorizeQuery(pluginPermissions, pluginCallback)); code != http.StatusConflict || !strings.Contains(body, "create a store first") {
+		t.Errorf("no store: %d", code)
+	}
+
 	// A tampered approval is checked again: nothing is made.
 	_, body, _ := c.get("/dashboard/api-keys/authorize?" + authorizeQuery(pluginPermissions, pluginCallback))
 	base := url.Values{"decision": {"approve"}, "storeId": {st.ID}, "applicationName": {"x"}, "redirect": {pluginCallback}, "permissions": pluginPermissions}

@@ -136,6 +136,7 @@ var routePermissions = map[string]kassa.Permission{
 	"GET /api/v1/stores/{storeId}/payment-requests/{id}":                               kassa.PermViewPaymentRequests,
 	"PUT /api/v1/stores/{storeId}/payment-requests/{id}":                               kassa.PermModifyPaymentRequests,
 	"DELETE /api/v1/stores/{storeId}/payment-requests/{id}":                            kassa.PermModifyPaymentRequests,
+	"POST /api/v1/stores/{storeId}/api-keys":                                           kassa.PermManageAPIKeys,
 	"GET /api/v1/stores/{storeId}/transactions":                                        kassa.PermViewReports,
 	"GET /api/v1/stores/{storeId}/transactions/{id}":                                   kassa.PermViewReports,
 	"GET /api/v1/stores/{storeId}/webhooks":                                            kassa.PermModifyWebhooks,

@@ -149,6 +149,7 @@ func newEnvAt(t *testing.T, start time.Time, opts ...option) *env {
 		Invoices:        e.invoices,
 		PaymentRequests: e.payLinks,
 		Webhooks:        e.webhooks,
+		Keys:            e.sys,
 		Rates:           fixed,
 		Chain:           stubBackend{kassa.BackendInfo{Backend: "rpc", Network: "regtest", Height: 812, Synced: true}},
 		Lightning:       stubBackend{kassa.BackendInfo{Backend: "lnd", Network: "regtest", Synced: true}},

@@ -27,6 +27,7 @@ func TestRequestBodiesDocumented(t *testing.T) {
 		"AdminTopUpInput":     topUpBody{},
 		"AdminSimPayInput":    simPayBody{},
 		"AdminSimMineInput":   simMineBody{},
+		"APIKeyCreate":        apiKeyBody{},
 	}
 	for name, body := range bodies {
 		schema := doc.Components.Schemas[name]

@@ -38,6 +38,7 @@ func TestDocumentedErrorStatuses(t *testing.T) {
 	expectStatus(t, limited.do("GET", "/api/v1/stores/store_a", ""), 200) // spends the only token
 
 	createOnly := e.keyWith(kassa.PermCreateInvoice)
+	keyManager := e.keyWith(kassa.PermManageAPIKeys)
 	sim := newEnv(t, withSim) // the sim routes read their body only in simulation
 	big := `{"pad": "` + strings.Repeat("a", MaxBodyBytes) + `"}`
 	type recipe struct {
@@ -84,6 +85,10 @@ func TestDocumentedErrorStatuses(t *testing.T) {
 				auth := []header{}
 				if isAdmin {
 					auth = append(auth, admin)
+				}
+				if strings.HasSuffix(path, "/api-keys") {
+					// The route's permission is checked before the body is read.
+					auth = append(auth, header{"X-Api-Key", keyManager})
 				}
 				target := e
 				if strings.HasPrefix(path, "/admin/v1/sim/") {

@@ -17,12 +17,14 @@ import (
 // Deps are what the handler consumes. Reader, Stores, Invoices,
 // PaymentRequests and Rates are required; the others may be left zero.
 type Deps struct {
-	Reader           kassa.Reader
-	Stores           kassa.StoreService
-	Invoices         kassa.InvoiceService
-	PaymentRequests  kassa.PaymentRequestService
-	Rates            kassa.Rates
-	Webhooks         kassa.WebhookService // nil: the webhook routes answer 404
+	Reader          kassa.Reader
+	Stores          kassa.StoreService
+	Invoices        kassa.InvoiceService
+	PaymentRequests kassa.PaymentRequestService
+	Rates           kassa.Rates
+	Webhooks        kassa.WebhookService // nil: the webhook routes answer 404
+	// Keys makes API keys (POST …/api-keys); nil: that route answers 404.
+	Keys             KeyService
 	Chain, Lightning interface {
 		Info(context.Context) kassa.BackendInfo
 	}
@@ -190,6 +192,8 @@ func (s *server) routes() *chi.Mux {
 				on(http.MethodGet, "/payment-requests/{id}", s.getPaymentRequest)
 				on(http.MethodPut, "/payment-requests/{id}", s.updatePaymentRequest)
 				on(http.MethodDelete, "/payment-requests/{id}", s.archivePaymentRequest)
+
+				on(http.MethodPost, "/api-keys", s.createAPIKey, noStore, s.idempotent)
 
 				on(http.MethodGet, "/transactions", s.listTransactions)
 				on(http.MethodGet, "/transactions/{id}", s.getTransaction)

@@ -336,7 +336,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	}
 	deps := kassahttp.Deps{
 		Metrics: m.stats,
-		Reader:  m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: b.rates, Webhooks: m.sys,
+		Reader:  m.db, Stores: m.sys, Invoices: m.sys, PaymentRequests: m.sys, Rates: b.rates, Webhooks: m.sys, Keys: m.sys,
 		Chain: b.chain, Lightning: b.lightning, KV: m.db, Storage: m.db, Clock: m.Clock, Logger: log,
 		PublicURL: publicURL, AdminToken: token, Version: Version,
 		Limiter:        kassahttp.NewRateLimiter(c.RateLimit, c.RateBurst, m.Clock),

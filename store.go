@@ -153,13 +153,26 @@ type APIKey struct {
 	Label     string    `json:"label"`
 	Key       string    `json:"key"`
 	CreatedAt time.Time `json:"createdAt"`
+	// Permissions are what the key may do on its store; none means
+	// DefaultKeyPermissions, so a key stored before keys carried
+	// permissions, or made without a choice, works as keys always did.
+	Permissions Permissions `json:"permissions,omitempty"`
+}
+
+// Granted is what the key may do on its store.
+func (k APIKey) Granted() Permissions {
+	if len(k.Permissions) == 0 {
+		return DefaultKeyPermissions
+	}
+	return k.Permissions
 }
 
 // Equal reports whether k and o are the same key: the secret compared in
 // constant time, the creation time as an instant.
 func (k APIKey) Equal(o APIKey) bool {
 	return k.ID == o.ID && k.Label == o.Label && k.CreatedAt.Equal(o.CreatedAt) &&
-		subtle.ConstantTimeCompare([]byte(k.Key), []byte(o.Key)) == 1
+		subtle.ConstantTimeCompare([]byte(k.Key), []byte(o.Key)) == 1 &&
+		slices.Equal(k.Permissions, o.Permissions)
 }
 
 // Default store settings.

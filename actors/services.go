@@ -612,10 +612,12 @@ func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.Store
 	return st, nil
 }
 
-// CreateAPIKey adds an API key to a store.
-func (s *Service) CreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
+// CreateAPIKey adds an API key to a store, holding perms on it; none
+// means kassa.DefaultKeyPermissions. An unknown permission is Invalid
+// and nothing is stored.
+func (s *Service) CreateAPIKey(ctx context.Context, storeID, label string, perms ...kassa.Permission) (*kassa.APIKey, error) {
 	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: label}}}
+		return &protos.StoreCall{Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: label, Permissions: permissionStrings(perms)}}}
 	}, apiKeyResult); ok {
 		return out, err
 	}
@@ -625,14 +627,29 @@ func (s *Service) CreateAPIKey(ctx context.Context, storeID, label string) (*kas
 	if label == "" || len(label) > kassa.MaxAPIKeyLabel {
 		return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "label", Message: fmt.Sprintf("is required, at most %d characters", kassa.MaxAPIKeyLabel)}})
 	}
+	var granted kassa.Permissions
+	if len(perms) > 0 {
+		var err error
+		if granted, err = kassa.ParsePermissions(permissionStrings(perms)); err != nil {
+			return nil, err
+		}
+	}
 	return onceOnly(ctx, s, storeID, kassa.RequestAPIKey, s.answerAPIKey(storeID), func() (*kassa.APIKey, error) {
-		return s.createAPIKey(ctx, storeID, label)
+		return s.createAPIKey(ctx, storeID, label, granted)
 	})
 }
 
+func permissionStrings(ps []kassa.Permission) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = string(p)
+	}
+	return out
+}
+
 // createAPIKey adds the key on the store's node.
-func (s *Service) createAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error) {
-	key := kassa.APIKey{ID: kassa.NewID("key_"), Label: label, Key: kassa.NewSecret(), CreatedAt: s.cfg.Clock.Now().UTC()}
+func (s *Service) createAPIKey(ctx context.Context, storeID, label string, perms kassa.Permissions) (*kassa.APIKey, error) {
+	key := kassa.APIKey{ID: kassa.NewID("key_"), Label: label, Key: kassa.NewSecret(), CreatedAt: s.cfg.Clock.Now().UTC(), Permissions: perms}
 	record := func(b kassa.Batch) { putRequest(ctx, b, storeID, kassa.RequestAPIKey, key.ID) }
 	_, err := s.ask(ctx, storeID, &changeStore{call: callOf(ctx), record: record, change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
 		if len(cur.APIKeys) >= kassa.MaxAPIKeys {
@@ -640,7 +657,7 @@ func (s *Service) createAPIKey(ctx context.Context, storeID, label string) (*kas
 		}
 		st := *cur
 		st.APIKeys = append(slices.Clone(cur.APIKeys), key)
-		return &st, &protos.StoreEvent{Kind: &protos.StoreEvent_ApiKeyCreated{ApiKeyCreated: &protos.APIKeyCreated{KeyId: key.ID, Label: label}}}, nil
+		return &st, &protos.StoreEvent{Kind: &protos.StoreEvent_ApiKeyCreated{ApiKeyCreated: &protos.APIKeyCreated{KeyId: key.ID, Label: label, Permissions: permissionStrings(perms)}}}, nil
 	}})
 	if err != nil {
 		return nil, err

@@ -283,7 +283,7 @@ func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*pr
 	case *protos.StoreCall_UpdateStore:
 		return storeReply(s.UpdateStore(ctx, id, storeUpdateIn(c.UpdateStore.GetUpdate())))
 	case *protos.StoreCall_CreateApiKey:
-		return apiKeyReply(s.CreateAPIKey(ctx, id, c.CreateApiKey.GetLabel()))
+		return apiKeyReply(s.CreateAPIKey(ctx, id, c.CreateApiKey.GetLabel(), permissionsIn(c.CreateApiKey.GetPermissions())...))
 	case *protos.StoreCall_DeleteApiKey:
 		return noReply(s.DeleteAPIKey(ctx, id, c.DeleteApiKey.GetKeyId()))
 	case *protos.StoreCall_RevealApiKey:

@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,5 +74,44 @@ func TestStoreSettingsAndKeys(t *testing.T) {
 	}
 	if inv.RedirectURL != u.DefaultRedirectURL {
 		t.Errorf("invoice redirect = %q", inv.RedirectURL)
+	}
+}
+
+// TestAPIKeyWithPermissions: a key made with permissions holds exactly
+// those (stored, and after a restart); unknown ones are refused and
+// nothing is stored; a key made without holds the defaults.
+func TestAPIKeyWithPermissions(t *testing.T) {
+	ctx := context.Background()
+	db := openMem(t)
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newHarness(t, db, clock)
+	st := h.createStore("1", "0")
+
+	key, err := h.sys.Service.CreateAPIKey(ctx, st.ID, "plugin", kassa.PermCreateInvoice, kassa.PermViewInvoices)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := kassa.Permissions{kassa.PermCreateInvoice, kassa.PermViewInvoices}
+	if !slices.Equal(key.Permissions, want) {
+		t.Errorf("new key holds %v, want %v", key.Permissions, want)
+	}
+	if _, err := h.sys.Service.CreateAPIKey(ctx, st.ID, "bad", kassa.PermCreateInvoice, "btcpay.store.canfly"); kassa.ErrorCode(err) != kassa.Invalid || !strings.Contains(kassa.ErrorMessage(err), "canfly") {
+		t.Errorf("unknown permission: %v", err)
+	}
+	plain, err := h.sys.Service.CreateAPIKey(ctx, st.ID, "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sys.Runtime.Shutdown()
+	newHarness(t, db, clock)
+	after, err := db.Store(ctx, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.APIKeys) != 3 {
+		t.Fatalf("keys after restart: %+v (the refused one stored?)", after.APIKeys)
+	}
+	if !slices.Equal(after.APIKeys[1].Granted(), want) || after.APIKeys[2].ID != plain.ID || !slices.Equal(after.APIKeys[2].Granted(), kassa.DefaultKeyPermissions) {
+		t.Errorf("after restart: %+v", after.APIKeys)
 	}
 }

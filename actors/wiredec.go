@@ -194,7 +194,20 @@ func storeIn(d *protos.StoreDoc) (*kassa.Store, error) {
 }
 
 func apiKeyIn(r *wireReader, d *protos.APIKeyDoc) kassa.APIKey {
-	return kassa.APIKey{ID: d.GetId(), Label: d.GetLabel(), Key: d.GetKey(), CreatedAt: r.time(d.GetCreatedAt())}
+	return kassa.APIKey{ID: d.GetId(), Label: d.GetLabel(), Key: d.GetKey(), CreatedAt: r.time(d.GetCreatedAt()), Permissions: permissionsIn(d.GetPermissions())}
+}
+
+// permissionsIn are permissions as they crossed the wire, unchecked: a
+// command checks them where it runs.
+func permissionsIn(ss []string) kassa.Permissions {
+	if len(ss) == 0 {
+		return nil
+	}
+	out := make(kassa.Permissions, len(ss))
+	for i, p := range ss {
+		out[i] = kassa.Permission(p)
+	}
+	return out
 }
 
 func storeUpdateIn(d *protos.StoreUpdateDoc) kassa.StoreUpdate {

@@ -81,7 +81,7 @@ func apiKeyOut(k *kassa.APIKey) *protos.APIKeyDoc {
 	if k == nil {
 		return nil
 	}
-	return &protos.APIKeyDoc{Id: k.ID, Label: k.Label, Key: k.Key, CreatedAt: timestampOf(k.CreatedAt)}
+	return &protos.APIKeyDoc{Id: k.ID, Label: k.Label, Key: k.Key, CreatedAt: timestampOf(k.CreatedAt), Permissions: permissionStrings(k.Permissions)}
 }
 
 func storeUpdateOut(u *kassa.StoreUpdate) *protos.StoreUpdateDoc {

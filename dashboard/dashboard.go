@@ -22,8 +22,9 @@ import (
 // actor like any other).
 type StoreSettingsService interface {
 	UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error)
-	// CreateAPIKey adds a key with label to the store.
-	CreateAPIKey(ctx context.Context, storeID, label string) (*kassa.APIKey, error)
+	// CreateAPIKey adds a key with label to the store, holding perms
+	// (none: kassa.DefaultKeyPermissions).
+	CreateAPIKey(ctx context.Context, storeID, label string, perms ...kassa.Permission) (*kassa.APIKey, error)
 	// DeleteAPIKey removes a key: requests with it fail from then on.
 	DeleteAPIKey(ctx context.Context, storeID, keyID string) error
 	// RevealAPIKey returns a key in full and records in the store's
@@ -183,6 +184,8 @@ func (h *Dashboard) routes() *chi.Mux {
 			r.Get("/stores", h.listStores)
 			r.Get("/stores/new", h.newStorePage)
 			r.With(h.limitWrites).Post("/stores", h.createStore)
+			r.Get("/api-keys/authorize", h.authorizePage)
+			r.With(h.limitWrites).Post("/api-keys/authorize", h.authorize)
 			r.Get("/account", h.accountPage)
 			r.With(h.limitWrites).Post("/account/password", h.changePassword)
 			r.Get("/invites", h.invitesPage)

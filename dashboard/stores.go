@@ -183,6 +183,8 @@ func cmpOr(s, def string) string {
 type keyRow struct {
 	ID, Label, Masked string
 	CreatedAt         time.Time
+	// Permissions are what the key was made with; none: the defaults.
+	Permissions kassa.Permissions
 }
 
 // maskKey is the first and last 4 characters of a key: enough to tell
@@ -197,7 +199,7 @@ func maskKey(key string) string {
 func keyRows(keys []kassa.APIKey) []keyRow {
 	rows := make([]keyRow, len(keys))
 	for i, k := range keys {
-		rows[i] = keyRow{ID: k.ID, Label: k.Label, Masked: maskKey(k.Key), CreatedAt: k.CreatedAt}
+		rows[i] = keyRow{ID: k.ID, Label: k.Label, Masked: maskKey(k.Key), CreatedAt: k.CreatedAt, Permissions: k.Permissions}
 	}
 	return rows
 }
@@ -208,7 +210,11 @@ func (h *Dashboard) keysPage(w http.ResponseWriter, r *http.Request) {
 
 func (h *Dashboard) createKey(w http.ResponseWriter, r *http.Request) {
 	st := currentStore(r.Context())
-	if _, err := h.Services.CreateAPIKey(r.Context(), st.ID, r.PostForm.Get("label")); err != nil {
+	perms, err := keyFormPermissions(r.PostForm["permission"])
+	if err == nil {
+		_, err = h.Services.CreateAPIKey(r.Context(), st.ID, r.PostForm.Get("label"), perms...)
+	}
+	if err != nil {
 		if m, ok := fieldErrors(err); ok {
 			h.render(w, r, http.StatusUnprocessableEntity, "keys", map[string]any{"Keys": keyRows(st.APIKeys), "Error": m})
 			return

@@ -14,11 +14,14 @@
 // Conventions:
 //
 //   - Authentication by "Authorization: token <key>", the store's API
-//     keys looked up as package http does (kassahttp.StoreByKey). A key
-//     as made today holds every permission of StorePermissions for its
-//     store.
-//   - Another store's id is 403 missing-permission; another store's
-//     invoice under one's own store is 404 invoice-not-found.
+//     keys looked up as package http does (kassahttp.StoreByKey). Every
+//     route asks the request's kassa.Principal for the permission
+//     routePermissions names; a key made without a choice of permissions
+//     holds every one of StorePermissions, and api-keys/current reports
+//     those, or exactly the ones a key was made with.
+//   - A key lacking the permission, or another store's id, is 403
+//     missing-permission; another store's invoice under one's own store
+//     is 404 invoice-not-found.
 //   - A route Kassa does not serve answers with a message naming it as
 //     unsupported; nothing is stored on bad input.
 //   - Create fields with no domain counterpart yet (checkout.speedPolicy,

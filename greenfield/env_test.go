@@ -102,7 +102,7 @@ func newEnvWith(t *testing.T, cfg egress.Config) *env {
 	synced := true
 	e.chain = stubBackend{&synced}
 	gf := greenfield.NewHandler(greenfield.Deps{
-		Reader: db, Invoices: e.sys.Service, Webhooks: e.sys.Service, Chain: e.chain, Lightning: e.chain,
+		Reader: db, Invoices: e.sys.Service, Webhooks: e.sys.Service, Keys: e.sys.Service, Chain: e.chain, Lightning: e.chain,
 		PublicURL: "https://pay.example.com/",
 	})
 	e.h = kassahttp.NewHandler(kassahttp.Deps{

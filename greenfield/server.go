@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -25,6 +24,9 @@ type Deps struct {
 	// Webhooks registers webhooks; nil answers the webhook routes as
 	// unsupported.
 	Webhooks kassa.WebhookService
+	// Keys makes API keys (POST /api/v1/api-keys); nil answers the route
+	// as unsupported.
+	Keys KeyService
 	// Chain and Lightning report whether the backends are synced, for
 	// server/info's fullySynched; nil counts as synced.
 	Chain, Lightning interface {
@@ -63,39 +65,19 @@ func NewHandler(d Deps) http.Handler {
 	r.Get("/openapi.json", serveOpenAPI)
 	r.Route("/api/v1", func(r chi.Router) {
 		r.Use(s.authenticate)
-		r.Get("/api-keys/current", s.currentKey)
-		r.Get("/server/info", s.serverInfo)
-		r.With(s.needs(PermViewStoreSettings)).Get("/stores", s.listStores)
-		r.Route("/stores/{storeId}", func(r chi.Router) {
-			r.With(s.storeScope(PermViewStoreSettings)).Get("/", s.getStore)
-			r.With(s.storeScope(PermViewStoreSettings)).Get("/payment-methods", s.storePaymentMethods)
-			r.With(s.storeScope(PermViewInvoices)).Get("/invoices", s.listInvoices)
-			r.With(s.storeScope(PermCreateInvoice)).Post("/invoices", s.createInvoice)
-			r.With(s.storeScope(PermViewInvoices)).Get("/invoices/{invoiceId}", s.getInvoice)
-			r.With(s.storeScope(PermModifyInvoices)).Delete("/invoices/{invoiceId}", s.archiveInvoice)
-			r.With(s.storeScope(PermModifyInvoices)).Post("/invoices/{invoiceId}/status", s.markStatus)
-			r.With(s.storeScope(PermViewInvoices)).Get("/invoices/{invoiceId}/payment-methods", s.invoicePaymentMethods)
-			if s.Webhooks != nil {
-				r.Route("/webhooks", func(r chi.Router) {
-					r.Use(s.storeScope(PermModifyWebhooks), noStore)
-					r.Get("/", s.listWebhooks)
-					r.Post("/", s.createWebhook)
-					r.Get("/{webhookId}", s.getWebhook)
-					r.Put("/{webhookId}", s.updateWebhook)
-					r.Delete("/{webhookId}", s.deleteWebhook)
-					r.Get("/{webhookId}/deliveries", s.listDeliveries)
-					r.Get("/{webhookId}/deliveries/{deliveryId}", s.getDelivery)
-					r.Get("/{webhookId}/deliveries/{deliveryId}/request", s.deliveryRequest)
-					r.Post("/{webhookId}/deliveries/{deliveryId}/redeliver", s.redeliver)
-				})
+		for _, rt := range s.routes() {
+			h := s.permit(rt.method, rt.pattern, rt.handler)
+			if strings.HasPrefix(rt.pattern, "/stores/{storeId}/webhooks") || rt.pattern == "/api-keys" {
+				h = noStore(h)
 			}
-		})
+			r.Method(rt.method, rt.pattern, h)
+		}
 	})
 	return r
 }
 
 // noStore marks responses as not to be cached: a created webhook carries
-// its signing secret.
+// its signing secret, a created key itself.
 func noStore(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
@@ -262,7 +244,8 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		if s.limited(w, kassahttp.KeyBucket(store.ID, k.ID)) {
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, &caller{store: store, key: k})))
+		ctx := kassa.WithPrincipal(context.WithValue(r.Context(), callerKey{}, &caller{store: store, key: k}), kassa.KeyPrincipal(store.ID, k))
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -279,49 +262,123 @@ func (s *server) limited(w http.ResponseWriter, bucket string) bool {
 	return true
 }
 
+// route is one route of /api/v1 and its handler.
+type route struct {
+	method, pattern string
+	handler         http.HandlerFunc
+}
+
+// routes are the routes of /api/v1 this API serves; each has its
+// permission in routePermissions.
+func (s *server) routes() []route {
+	rs := []route{
+		{http.MethodGet, "/api-keys/current", s.currentKey},
+		{http.MethodGet, "/server/info", s.serverInfo},
+		{http.MethodGet, "/stores", s.listStores},
+		{http.MethodGet, "/stores/{storeId}", s.getStore},
+		{http.MethodGet, "/stores/{storeId}/payment-methods", s.storePaymentMethods},
+		{http.MethodGet, "/stores/{storeId}/invoices", s.listInvoices},
+		{http.MethodPost, "/stores/{storeId}/invoices", s.createInvoice},
+		{http.MethodGet, "/stores/{storeId}/invoices/{invoiceId}", s.getInvoice},
+		{http.MethodDelete, "/stores/{storeId}/invoices/{invoiceId}", s.archiveInvoice},
+		{http.MethodPost, "/stores/{storeId}/invoices/{invoiceId}/status", s.markStatus},
+		{http.MethodGet, "/stores/{storeId}/invoices/{invoiceId}/payment-methods", s.invoicePaymentMethods},
+	}
+	if s.Keys != nil {
+		rs = append(rs, route{http.MethodPost, "/api-keys", s.createKey})
+	}
+	if s.Webhooks != nil {
+		rs = append(rs,
+			route{http.MethodGet, "/stores/{storeId}/webhooks", s.listWebhooks},
+			route{http.MethodPost, "/stores/{storeId}/webhooks", s.createWebhook},
+			route{http.MethodGet, "/stores/{storeId}/webhooks/{webhookId}", s.getWebhook},
+			route{http.MethodPut, "/stores/{storeId}/webhooks/{webhookId}", s.updateWebhook},
+			route{http.MethodDelete, "/stores/{storeId}/webhooks/{webhookId}", s.deleteWebhook},
+			route{http.MethodGet, "/stores/{storeId}/webhooks/{webhookId}/deliveries", s.listDeliveries},
+			route{http.MethodGet, "/stores/{storeId}/webhooks/{webhookId}/deliveries/{deliveryId}", s.getDelivery},
+			route{http.MethodGet, "/stores/{storeId}/webhooks/{webhookId}/deliveries/{deliveryId}/request", s.deliveryRequest},
+			route{http.MethodPost, "/stores/{storeId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver", s.redeliver},
+		)
+	}
+	return rs
+}
+
+// routePermissions is the permission each route of /api/v1 needs, keyed
+// "METHOD pattern" (the pattern under /api/v1); "" needs only a key.
+// BTCPay asks the same permissions of the same routes (its
+// [Authorize(Policy = …)] attributes).
+var routePermissions = map[string]kassa.Permission{
+	"GET /api-keys/current":                                                         "",
+	"POST /api-keys":                                                                kassa.PermManageAPIKeys,
+	"GET /server/info":                                                              "",
+	"GET /stores":                                                                   kassa.PermViewStoreSettings,
+	"GET /stores/{storeId}":                                                         kassa.PermViewStoreSettings,
+	"GET /stores/{storeId}/payment-methods":                                         kassa.PermViewStoreSettings,
+	"GET /stores/{storeId}/invoices":                                                kassa.PermViewInvoices,
+	"POST /stores/{storeId}/invoices":                                               kassa.PermCreateInvoice,
+	"GET /stores/{storeId}/invoices/{invoiceId}":                                    kassa.PermViewInvoices,
+	"DELETE /stores/{storeId}/invoices/{invoiceId}":                                 kassa.PermModifyInvoices,
+	"POST /stores/{storeId}/invoices/{invoiceId}/status":                            kassa.PermModifyInvoices,
+	"GET /stores/{storeId}/invoices/{invoiceId}/payment-methods":                    kassa.PermViewInvoices,
+	"GET /stores/{storeId}/webhooks":                                                kassa.PermModifyWebhooks,
+	"POST /stores/{storeId}/webhooks":                                               kassa.PermModifyWebhooks,
+	"GET /stores/{storeId}/webhooks/{webhookId}":                                    kassa.PermModifyWebhooks,
+	"PUT /stores/{storeId}/webhooks/{webhookId}":                                    kassa.PermModifyWebhooks,
+	"DELETE /stores/{storeId}/webhooks/{webhookId}":                                 kassa.PermModifyWebhooks,
+	"GET /stores/{storeId}/webhooks/{webhookId}/deliveries":                         kassa.PermModifyWebhooks,
+	"GET /stores/{storeId}/webhooks/{webhookId}/deliveries/{deliveryId}":            kassa.PermModifyWebhooks,
+	"GET /stores/{storeId}/webhooks/{webhookId}/deliveries/{deliveryId}/request":    kassa.PermModifyWebhooks,
+	"POST /stores/{storeId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver": kassa.PermModifyWebhooks,
+}
+
 // permissionError is BTCPay's 403 for a key that lacks perm on the store
 // asked for.
-func permissionError(w http.ResponseWriter, perm string) {
+func permissionError(w http.ResponseWriter, perm kassa.Permission) {
 	writeJSON(w, http.StatusForbidden, apiError{
 		Code:              "missing-permission",
-		Message:           `Insufficient API Permissions. Please use an API key with permission "` + perm + `".`,
-		MissingPermission: perm,
+		Message:           `Insufficient API Permissions. Please use an API key with permission "` + string(perm) + `".`,
+		MissingPermission: string(perm),
 	})
 }
 
-// needs admits a request whose key holds perm on its store.
-func (s *server) needs(perm string) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !slices.Contains(StorePermissions, perm) {
-				permissionError(w, perm)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
+// permit wraps the handler of a route with the check of its permission
+// in routePermissions, asked of the request's principal
+// (kassa.Principal.Can) on the store in the path, or on the key's own
+// store for a route without one. A route missing from the table is a
+// programming error and panics when the handler is built.
+func (s *server) permit(method, pattern string, next http.HandlerFunc) http.Handler {
+	perm, ok := routePermissions[method+" "+pattern]
+	if !ok {
+		panic("greenfield: route " + method + " " + pattern + " has no permission in routePermissions")
 	}
+	if perm == "" {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		storeID := callerFrom(r.Context()).store.ID
+		if strings.Contains(pattern, "{storeId}") {
+			storeID = chi.URLParam(r, "storeId")
+		}
+		if !kassa.PrincipalFrom(r.Context()).Can(storeID, perm) {
+			permissionError(w, perm)
+			return
+		}
+		next(w, r)
+	})
 }
 
-// storeScope admits a request for the key's own store that the key holds
-// perm on; any other store id, existing or not, is 403 as BTCPay answers
-// a key without a permission on that store.
-func (s *server) storeScope(perm string) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return s.needs(perm)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if chi.URLParam(r, "storeId") != callerFrom(r.Context()).store.ID {
-				permissionError(w, perm)
-				return
-			}
-			next.ServeHTTP(w, r)
-		}))
+// permissions lists what the key may do on store, in BTCPay's strings:
+// a key made with permissions, exactly those; one made without (which
+// holds kassa.DefaultKeyPermissions), StorePermissions, which every
+// route of this API needs and BTCPay's plugins check for exactly.
+func permissions(storeID string, k kassa.APIKey) []string {
+	held := k.Permissions
+	if len(held) == 0 {
+		held = StorePermissions
 	}
-}
-
-// permissions lists what the key may do on store, in BTCPay's strings.
-func permissions(storeID string) []string {
-	out := make([]string, len(StorePermissions))
-	for i, p := range StorePermissions {
-		out[i] = p + ":" + storeID
+	out := make([]string, len(held))
+	for i, p := range held {
+		out[i] = kassa.Grant{Permission: p, StoreID: storeID}.String()
 	}
 	return out
 }
@@ -333,7 +390,7 @@ func (s *server) currentKey(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"apiKey":      c.key.Key,
 		"label":       c.key.Label,
-		"permissions": permissions(c.store.ID),
+		"permissions": permissions(c.store.ID, c.key),
 	})
 }
 

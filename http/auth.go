@@ -67,7 +67,8 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		c := &caller{store: store, key: k}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
+		ctx := kassa.WithPrincipal(context.WithValue(r.Context(), callerKey{}, c), kassa.KeyPrincipal(store.ID, k))
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -115,6 +116,80 @@ func (s *server) storeScope(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// routePermissions is the permission each route of the API needs,
+// keyed "METHOD pattern" as the router names the route. Every
+// authenticated route is registered through permitted, which refuses a
+// route missing here.
+var routePermissions = map[string]kassa.Permission{
+	"GET /api/v1/stores":                                                               kassa.PermViewStoreSettings,
+	"GET /api/v1/stores/":                                                              kassa.PermViewStoreSettings,
+	"GET /api/v1/stores/{storeId}/":                                                    kassa.PermViewStoreSettings,
+	"GET /api/v1/stores/{storeId}/rates":                                               kassa.PermViewStoreSettings,
+	"GET /api/v1/stores/{storeId}/invoices":                                            kassa.PermViewInvoices,
+	"POST /api/v1/stores/{storeId}/invoices":                                           kassa.PermCreateInvoice,
+	"GET /api/v1/stores/{storeId}/invoices/{invoiceId}":                                kassa.PermViewInvoices,
+	"GET /api/v1/stores/{storeId}/invoices/{invoiceId}/payments":                       kassa.PermViewInvoices,
+	"GET /api/v1/stores/{storeId}/payment-requests":                                    kassa.PermViewPaymentRequests,
+	"POST /api/v1/stores/{storeId}/payment-requests":                                   kassa.PermModifyPaymentRequests,
+	"GET /api/v1/stores/{storeId}/payment-requests/{id}":                               kassa.PermViewPaymentRequests,
+	"PUT /api/v1/stores/{storeId}/payment-requests/{id}":                               kassa.PermModifyPaymentRequests,
+	"DELETE /api/v1/stores/{storeId}/payment-requests/{id}":                            kassa.PermModifyPaymentRequests,
+	"POST /api/v1/stores/{storeId}/api-keys":                                           kassa.PermManageAPIKeys,
+	"GET /api/v1/stores/{storeId}/transactions":                                        kassa.PermViewReports,
+	"GET /api/v1/stores/{storeId}/transactions/{id}":                                   kassa.PermViewReports,
+	"GET /api/v1/stores/{storeId}/webhooks":                                            kassa.PermModifyWebhooks,
+	"POST /api/v1/stores/{storeId}/webhooks":                                           kassa.PermModifyWebhooks,
+	"GET /api/v1/stores/{storeId}/webhooks/{webhookId}":                                kassa.PermModifyWebhooks,
+	"PUT /api/v1/stores/{storeId}/webhooks/{webhookId}":                                kassa.PermModifyWebhooks,
+	"DELETE /api/v1/stores/{storeId}/webhooks/{webhookId}":                             kassa.PermModifyWebhooks,
+	"GET /api/v1/stores/{storeId}/webhooks/{webhookId}/deliveries":                     kassa.PermModifyWebhooks,
+	"GET /api/v1/stores/{storeId}/webhooks/{webhookId}/deliveries/{deliveryId}":        kassa.PermModifyWebhooks,
+	"POST /api/v1/stores/{storeId}/webhooks/{webhookId}/paylods/{payloadId}/redeliver": kassa.PermModifyWebhooks,
+	// A refund, a pull payment and a claim make payouts that wait for
+	// approval; approving (paying) one needs canmanagepayouts.
+	"POST /api/v1/stores/{storeId}/invoices/{invoiceId}/refund":           kassa.PermCreateNonApprovedPullPayments,
+	"GET /api/v1/stores/{storeId}/pull-payments":                          kassa.PermViewPullPayments,
+	"POST /api/v1/stores/{storeId}/pull-payments":                         kassa.PermCreateNonApprovedPullPayments,
+	"GET /api/v1/stores/{storeId}/pull-payments/{pullPaymentId}":          kassa.PermViewPullPayments,
+	"POST /api/v1/stores/{storeId}/pull-payments/{pullPaymentId}/payouts": kassa.PermCreateNonApprovedPullPayments,
+	"GET /api/v1/stores/{storeId}/payouts":                                kassa.PermViewPayouts,
+	"GET /api/v1/stores/{storeId}/payouts/{payoutId}":                     kassa.PermViewPayouts,
+	"POST /api/v1/stores/{storeId}/payouts/{payoutId}/approve":            kassa.PermManagePayouts,
+	"POST /api/v1/stores/{storeId}/payouts/{payoutId}/cancel":             kassa.PermManagePayouts,
+	"POST /api/v1/stores/{storeId}/payouts/{payoutId}/mark-paid":          kassa.PermManagePayouts,
+}
+
+// permitted returns a function that registers a route on r, whose
+// routes are under prefix, behind the check of the route's permission
+// in routePermissions, then mw, then h. The check asks the request's
+// kassa.Principal whether it may do the permission on the store in the
+// path (the key's own store on a route without one): 403 naming the
+// permission if not. A route missing from the table panics when the
+// handler is built.
+func (s *server) permitted(r chi.Router, prefix string) func(method, path string, h http.HandlerFunc, mw ...func(http.Handler) http.Handler) {
+	return func(method, path string, h http.HandlerFunc, mw ...func(http.Handler) http.Handler) {
+		route := method + " " + prefix + path
+		perm, ok := routePermissions[route]
+		if !ok {
+			panic("http: route " + route + " has no permission in routePermissions")
+		}
+		check := func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				storeID := chi.URLParam(r, "storeId")
+				if storeID == "" {
+					storeID = callerFrom(r.Context()).store.ID
+				}
+				if !kassa.PrincipalFrom(r.Context()).Can(storeID, perm) {
+					s.writeError(w, r, kassa.Errorf(kassa.Forbidden, "this API key lacks the permission %s (%s)", perm, perm.Describe()))
+					return
+				}
+				next.ServeHTTP(w, r)
+			})
+		}
+		r.With(append([]func(http.Handler) http.Handler{check}, mw...)...).Method(method, path, h)
+	}
 }
 
 // adminOnly admits requests that carry "Authorization: Bearer <token>"

@@ -154,6 +154,7 @@ func newEnvAt(t *testing.T, start time.Time, opts ...option) *env {
 		Refunds: refund.New(refund.Config{Reader: db, Payouts: db, Ledger: e.sys.Service, Rates: fixed, Clock: e.clock,
 			Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}}),
 		Payouts:    db,
+		Keys:       e.sys.Service,
 		Rates:      fixed,
 		Chain:      stubBackend{kassa.BackendInfo{Backend: "rpc", Network: "regtest", Height: 812, Synced: true}},
 		Lightning:  stubBackend{kassa.BackendInfo{Backend: "lnd", Network: "regtest", Synced: true}},

@@ -30,6 +30,7 @@ func TestRequestBodiesDocumented(t *testing.T) {
 		"RefundInput":         refundBody{},
 		"PullPaymentInput":    pullPaymentBody{},
 		"ClaimInput":          claimBody{},
+		"APIKeyCreate":        apiKeyBody{},
 	}
 	for name, body := range bodies {
 		schema := doc.Components.Schemas[name]

@@ -12,7 +12,7 @@ import (
 
 // TestDocumentedErrorStatuses produces, for every operation of the OpenAPI
 // document, each error status it documents that has a recipe here: no
-// key (401), another store's key (403), an id of the wrong shape (404),
+// key (401), another store's key or one lacking the permission (403), an id of the wrong shape (404),
 // an oversized (413) or non-JSON (415) body, the rate limit (429), a
 // failing key look-up (500, 503). Each must come out as documented, and
 // the wrapped handler checks the body against the document. Together
@@ -37,6 +37,9 @@ func TestDocumentedErrorStatuses(t *testing.T) {
 	limited := newEnv(t, withDeps(func(d *Deps) { d.RateLimit, d.RateBurst = 1e-9, 1 }))
 	expectStatus(t, limited.do("GET", "/api/v1/stores/store_a", ""), 200) // spends the only token
 
+	createOnly := e.keyWith(kassa.PermCreateInvoice)
+	keyManager := e.keyWith(kassa.PermManageAPIKeys)
+	refunder := e.keyWith(kassa.PermCreateNonApprovedPullPayments)
 	sim := newEnv(t, withSim) // the sim routes read their body only in simulation
 	big := `{"pad": "` + strings.Repeat("a", MaxBodyBytes) + `"}`
 	type recipe struct {
@@ -59,6 +62,10 @@ func TestDocumentedErrorStatuses(t *testing.T) {
 			if !public && !isAdmin {
 				recipes["401"] = recipe{e: e, path: filled, headers: []header{{"X-Api-Key", ""}}}
 				recipes["403"] = recipe{e: e, path: filled, headers: []header{asB}}
+				if !strings.Contains(path, "{storeId}") {
+					// No store in the path: a key lacking the route's permission.
+					recipes["403"] = recipe{e: e, path: filled, headers: []header{{"X-Api-Key", createOnly}}}
+				}
 				recipes["429"] = recipe{e: limited, path: filled}
 				recipes["500"] = recipe{e: failing, path: filled, setup: func() {
 					failing.reader.storeByAPIKey = func(string) (*kassa.Store, error) { return nil, errors.New("disk on fire") }
@@ -79,6 +86,13 @@ func TestDocumentedErrorStatuses(t *testing.T) {
 				auth := []header{}
 				if isAdmin {
 					auth = append(auth, admin)
+				}
+				// The route's permission is checked before the body is read.
+				switch {
+				case strings.HasSuffix(path, "/api-keys"):
+					auth = append(auth, header{"X-Api-Key", keyManager})
+				case strings.HasSuffix(path, "/refund") || strings.Contains(path, "/pull-payments"):
+					auth = append(auth, header{"X-Api-Key", refunder})
 				}
 				target := e
 				if strings.HasPrefix(path, "/admin/v1/sim/") {

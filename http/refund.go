@@ -281,16 +281,17 @@ func (s *server) markPayoutPaid(w http.ResponseWriter, r *http.Request) {
 
 // refundRoutes adds the refund routes under a store.
 func (s *server) refundRoutes(r chi.Router) {
+	on := s.permitted(r, "/api/v1/stores/{storeId}")
 	// A create sent again with its Idempotency-Key is answered with the
 	// first one's record: a second pull payment could pay twice.
-	r.With(s.idempotent).Post("/invoices/{invoiceId}/refund", s.refundInvoice)
-	r.Get("/pull-payments", s.listPullPayments)
-	r.With(s.idempotent).Post("/pull-payments", s.createPullPayment)
-	r.Get("/pull-payments/{pullPaymentId}", s.getPullPayment)
-	r.With(s.idempotent).Post("/pull-payments/{pullPaymentId}/payouts", s.claimPullPayment)
-	r.Get("/payouts", s.listPayouts)
-	r.Get("/payouts/{payoutId}", s.getPayout)
-	r.Post("/payouts/{payoutId}/approve", s.approvePayout)
-	r.Post("/payouts/{payoutId}/cancel", s.cancelPayout)
-	r.Post("/payouts/{payoutId}/mark-paid", s.markPayoutPaid)
+	on(http.MethodPost, "/invoices/{invoiceId}/refund", s.refundInvoice, s.idempotent)
+	on(http.MethodGet, "/pull-payments", s.listPullPayments)
+	on(http.MethodPost, "/pull-payments", s.createPullPayment, s.idempotent)
+	on(http.MethodGet, "/pull-payments/{pullPaymentId}", s.getPullPayment)
+	on(http.MethodPost, "/pull-payments/{pullPaymentId}/payouts", s.claimPullPayment, s.idempotent)
+	on(http.MethodGet, "/payouts", s.listPayouts)
+	on(http.MethodGet, "/payouts/{payoutId}", s.getPayout)
+	on(http.MethodPost, "/payouts/{payoutId}/approve", s.approvePayout)
+	on(http.MethodPost, "/payouts/{payoutId}/cancel", s.cancelPayout)
+	on(http.MethodPost, "/payouts/{payoutId}/mark-paid", s.markPayoutPaid)
 }

@@ -15,40 +15,41 @@ import (
 // Every exchange is checked against the OpenAPI document.
 func TestRefundRoutes(t *testing.T) {
 	e := newEnv(t)
+	refunds := header{"X-Api-Key", e.refundKey("store_a")}
 	inv := e.seedInvoice("store_a", testNow, `{"amount": 10, "currency": "EUR"}`)
-	expectError(t, e.do("POST", "/api/v1/stores/store_a/invoices/"+inv.ID+"/refund", `{"refundVariant": "RateThen"}`),
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/invoices/"+inv.ID+"/refund", `{"refundVariant": "RateThen"}`, refunds),
 		http.StatusConflict, kassa.Conflict, "no payment")
 	if _, err := e.node.Pay(t.Context(), inv.LightningInvoice, inv.Amount.MSat()); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the invoice to settle", func() bool { return e.invoice(inv.ID).Status == kassa.InvoiceSettled })
 
-	w := e.do("POST", "/api/v1/stores/store_a/invoices/"+inv.ID+"/refund", `{"refundVariant": "RateThen", "subtractPercentage": "10"}`)
+	w := e.do("POST", "/api/v1/stores/store_a/invoices/"+inv.ID+"/refund", `{"refundVariant": "RateThen", "subtractPercentage": "10"}`, refunds)
 	expectStatus(t, w, http.StatusOK)
 	pp := decode[pullPaymentRecord](t, w)
 	want := inv.Amount * 9 / 10
 	if pp.Currency != kassa.SATS || string(pp.Amount) != strconv.FormatInt(int64(want), 10) || pp.InvoiceID != inv.ID {
 		t.Fatalf("pull payment %+v, want %d SATS", pp, want)
 	}
-	expectError(t, e.do("GET", "/api/v1/stores/store_b/pull-payments/"+pp.ID, "", header{"X-Api-Key", keyB}), http.StatusNotFound, kassa.NotFound)
+	expectError(t, e.do("GET", "/api/v1/stores/store_b/pull-payments/"+pp.ID, "", header{"X-Api-Key", e.refundKey("store_b")}), http.StatusNotFound, kassa.NotFound)
 
-	w = e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"}`)
+	w = e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"}`, refunds)
 	expectError(t, w, http.StatusBadRequest, kassa.Invalid, "another network")
-	w = e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "customer@wallet.example"}`)
+	w = e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "customer@wallet.example"}`, refunds)
 	expectStatus(t, w, http.StatusOK)
 	po := decode[payoutRecord](t, w)
 	if po.State != "AwaitingApproval" || po.DestinationKind != "LNURL" || po.Amount != kassa.Sats(want) {
 		t.Fatalf("payout %+v", po)
 	}
-	expectError(t, e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "customer@wallet.example"}`),
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "customer@wallet.example"}`, refunds),
 		http.StatusConflict, kassa.Conflict, "fully claimed")
 
-	expectError(t, e.do("POST", "/api/v1/stores/store_a/payouts/"+po.ID+"/approve", ""), http.StatusPaymentRequired, kassa.PaymentRequired)
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/payouts/"+po.ID+"/approve", "", refunds), http.StatusPaymentRequired, kassa.PaymentRequired)
 	if _, err := e.sys.Service.TopUp(t.Context(), "store_a", 100_000, ""); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := e.db.Balance(t.Context(), "store_a")
-	w = e.do("POST", "/api/v1/stores/store_a/payouts/"+po.ID+"/approve", "")
+	w = e.do("POST", "/api/v1/stores/store_a/payouts/"+po.ID+"/approve", "", refunds)
 	expectStatus(t, w, http.StatusOK)
 	approved := decode[payoutRecord](t, w)
 	if approved.State != "Approved" {
@@ -57,31 +58,31 @@ func TestRefundRoutes(t *testing.T) {
 	if after, _ := e.db.Balance(t.Context(), "store_a"); after != before-approved.Amount-approved.FeeLimit {
 		t.Fatalf("balance %d after approval, want %d", after, before-approved.Amount-approved.FeeLimit)
 	}
-	list := decode[[]payoutRecord](t, e.do("GET", "/api/v1/stores/store_a/payouts", ""))
+	list := decode[[]payoutRecord](t, e.do("GET", "/api/v1/stores/store_a/payouts", "", refunds))
 	if len(list) != 1 || list[0].ID != po.ID {
 		t.Fatalf("payouts %+v", list)
 	}
-	pps := decode[[]pullPaymentRecord](t, e.do("GET", "/api/v1/stores/store_a/pull-payments", ""))
+	pps := decode[[]pullPaymentRecord](t, e.do("GET", "/api/v1/stores/store_a/pull-payments", "", refunds))
 	if len(pps) != 1 || pps[0].Left != "0" {
 		t.Fatalf("pull payments %+v", pps)
 	}
-	w = e.do("POST", "/api/v1/stores/store_a/payouts/"+po.ID+"/cancel", "")
+	w = e.do("POST", "/api/v1/stores/store_a/payouts/"+po.ID+"/cancel", "", refunds)
 	expectStatus(t, w, http.StatusOK)
 	if after, _ := e.db.Balance(t.Context(), "store_a"); after != before {
 		t.Fatalf("balance %d after cancel, want %d", after, before)
 	}
-	expectError(t, e.do("POST", "/api/v1/stores/store_a/payouts/"+po.ID+"/mark-paid", ""), http.StatusConflict, kassa.Conflict)
-	got := decode[payoutRecord](t, e.do("GET", "/api/v1/stores/store_a/payouts/"+po.ID, ""))
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/payouts/"+po.ID+"/mark-paid", "", refunds), http.StatusConflict, kassa.Conflict)
+	got := decode[payoutRecord](t, e.do("GET", "/api/v1/stores/store_a/payouts/"+po.ID, "", refunds))
 	if got.State != "Cancelled" {
 		t.Fatalf("payout after cancel %+v", got)
 	}
 
-	w = e.do("POST", "/api/v1/stores/store_a/pull-payments", `{"amount": "0.0001", "currency": "BTC", "description": "goodwill"}`)
+	w = e.do("POST", "/api/v1/stores/store_a/pull-payments", `{"amount": "0.0001", "currency": "BTC", "description": "goodwill"}`, refunds)
 	expectStatus(t, w, http.StatusOK)
 	if created := decode[pullPaymentRecord](t, w); created.Currency != kassa.SATS || created.Amount != "10000" {
 		t.Fatalf("created pull payment %+v", created)
 	}
-	expectError(t, e.do("POST", "/api/v1/stores/store_a/pull-payments", `{"amount": "1.5"}`), http.StatusBadRequest, kassa.Invalid)
+	expectError(t, e.do("POST", "/api/v1/stores/store_a/pull-payments", `{"amount": "1.5"}`, refunds), http.StatusBadRequest, kassa.Invalid)
 }
 
 // TestRefundCreatesAreIdempotent: a refund, a pull payment or a claim
@@ -90,34 +91,46 @@ func TestRefundRoutes(t *testing.T) {
 // second pull payment would let the customer be paid twice.
 func TestRefundCreatesAreIdempotent(t *testing.T) {
 	e := newEnv(t)
+	refunds := header{"X-Api-Key", e.refundKey("store_a")}
 	inv := e.seedInvoice("store_a", testNow, `{"amount": 1000, "currency": "SATS"}`)
 	if _, err := e.node.Pay(t.Context(), inv.LightningInvoice, inv.Amount.MSat()); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually("the invoice to settle", func() bool { return e.invoice(inv.ID).Status == kassa.InvoiceSettled })
 	key := header{"Idempotency-Key", "refund-order-1001"}
-	first := e.do("POST", "/api/v1/stores/store_a/invoices/"+inv.ID+"/refund", `{"refundVariant": "RateThen"}`, key)
-	again := e.do("POST", "/api/v1/stores/store_a/invoices/"+inv.ID+"/refund", `{"refundVariant": "RateThen"}`, key)
+	first := e.do("POST", "/api/v1/stores/store_a/invoices/"+inv.ID+"/refund", `{"refundVariant": "RateThen"}`, key, refunds)
+	again := e.do("POST", "/api/v1/stores/store_a/invoices/"+inv.ID+"/refund", `{"refundVariant": "RateThen"}`, key, refunds)
 	expectStatus(t, again, http.StatusOK)
 	if again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replay %s, want %s", again.Body.String(), first.Body.String())
 	}
-	if pps := decode[[]pullPaymentRecord](t, e.do("GET", "/api/v1/stores/store_a/pull-payments", "")); len(pps) != 1 {
+	if pps := decode[[]pullPaymentRecord](t, e.do("GET", "/api/v1/stores/store_a/pull-payments", "", refunds)); len(pps) != 1 {
 		t.Fatalf("%d pull payments, want 1", len(pps))
 	}
 	pp := decode[pullPaymentRecord](t, first)
 	claimKey := header{"Idempotency-Key", "claim-1"}
-	c1 := e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "customer@wallet.example", "amount": 100}`, claimKey)
-	c2 := e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "customer@wallet.example", "amount": 100}`, claimKey)
+	c1 := e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "customer@wallet.example", "amount": 100}`, claimKey, refunds)
+	c2 := e.do("POST", "/api/v1/stores/store_a/pull-payments/"+pp.ID+"/payouts", `{"destination": "customer@wallet.example", "amount": 100}`, claimKey, refunds)
 	if c1.Body.String() != c2.Body.String() {
 		t.Fatalf("claim replay %s, want %s", c2.Body.String(), c1.Body.String())
 	}
-	if payouts := decode[[]payoutRecord](t, e.do("GET", "/api/v1/stores/store_a/payouts", "")); len(payouts) != 1 {
+	if payouts := decode[[]payoutRecord](t, e.do("GET", "/api/v1/stores/store_a/payouts", "", refunds)); len(payouts) != 1 {
 		t.Fatalf("%d payouts, want 1", len(payouts))
 	}
-	p1 := e.do("POST", "/api/v1/stores/store_a/pull-payments", `{"amount": 500}`, header{"Idempotency-Key", "pp-1"})
-	p2 := e.do("POST", "/api/v1/stores/store_a/pull-payments", `{"amount": 500}`, header{"Idempotency-Key", "pp-1"})
+	p1 := e.do("POST", "/api/v1/stores/store_a/pull-payments", `{"amount": 500}`, header{"Idempotency-Key", "pp-1"}, refunds)
+	p2 := e.do("POST", "/api/v1/stores/store_a/pull-payments", `{"amount": 500}`, header{"Idempotency-Key", "pp-1"}, refunds)
 	if p1.Body.String() != p2.Body.String() {
 		t.Fatalf("pull payment replay %s, want %s", p2.Body.String(), p1.Body.String())
 	}
+}
+
+// refundKey makes a key of store holding what the refund routes ask.
+func (e *env) refundKey(store string) string {
+	e.t.Helper()
+	k, err := e.sys.Service.CreateAPIKey(e.t.Context(), store, "refunds", kassa.PermCreateNonApprovedPullPayments,
+		kassa.PermViewPullPayments, kassa.PermViewPayouts, kassa.PermManagePayouts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return k.Key
 }

@@ -25,8 +25,10 @@ type Deps struct {
 	Webhooks        kassa.WebhookService // nil: the webhook routes answer 404
 	// Refunds and Payouts serve the refund routes (pull payments and
 	// payouts); nil: they answer 404.
-	Refunds          kassa.RefundService
-	Payouts          kassa.PayoutStore
+	Refunds kassa.RefundService
+	Payouts kassa.PayoutStore
+	// Keys makes API keys (POST …/api-keys); nil: that route answers 404.
+	Keys             KeyService
 	Chain, Lightning interface {
 		Info(context.Context) kassa.BackendInfo
 	}
@@ -175,26 +177,30 @@ func (s *server) routes() *chi.Mux {
 		}
 		r.Group(func(r chi.Router) {
 			r.Use(s.authenticate, s.rateLimit)
-			r.Get("/stores", s.listStores)
-			r.Get("/stores/", s.listStores)
+			on := s.permitted(r, "/api/v1")
+			on(http.MethodGet, "/stores", s.listStores)
+			on(http.MethodGet, "/stores/", s.listStores)
 			r.Route("/stores/{storeId}", func(r chi.Router) {
 				r.Use(s.storeScope)
-				r.Get("/", s.getStore)
-				r.Get("/rates", s.getRates)
+				on := s.permitted(r, "/api/v1/stores/{storeId}")
+				on(http.MethodGet, "/", s.getStore)
+				on(http.MethodGet, "/rates", s.getRates)
 
-				r.Get("/invoices", s.listInvoices)
-				r.With(s.idempotentCreate).Post("/invoices", s.createInvoice)
-				r.Get("/invoices/{invoiceId}", s.getInvoice)
-				r.Get("/invoices/{invoiceId}/payments", s.listInvoicePayments)
+				on(http.MethodGet, "/invoices", s.listInvoices)
+				on(http.MethodPost, "/invoices", s.createInvoice, s.idempotentCreate)
+				on(http.MethodGet, "/invoices/{invoiceId}", s.getInvoice)
+				on(http.MethodGet, "/invoices/{invoiceId}/payments", s.listInvoicePayments)
 
-				r.Get("/payment-requests", s.listPaymentRequests)
-				r.With(s.idempotentCreate).Post("/payment-requests", s.createPaymentRequest)
-				r.Get("/payment-requests/{id}", s.getPaymentRequest)
-				r.Put("/payment-requests/{id}", s.updatePaymentRequest)
-				r.Delete("/payment-requests/{id}", s.archivePaymentRequest)
+				on(http.MethodGet, "/payment-requests", s.listPaymentRequests)
+				on(http.MethodPost, "/payment-requests", s.createPaymentRequest, s.idempotentCreate)
+				on(http.MethodGet, "/payment-requests/{id}", s.getPaymentRequest)
+				on(http.MethodPut, "/payment-requests/{id}", s.updatePaymentRequest)
+				on(http.MethodDelete, "/payment-requests/{id}", s.archivePaymentRequest)
 
-				r.Get("/transactions", s.listTransactions)
-				r.Get("/transactions/{id}", s.getTransaction)
+				on(http.MethodPost, "/api-keys", s.createAPIKey, noStore, s.idempotent)
+
+				on(http.MethodGet, "/transactions", s.listTransactions)
+				on(http.MethodGet, "/transactions/{id}", s.getTransaction)
 
 				if s.Refunds != nil && s.Payouts != nil {
 					s.refundRoutes(r)
@@ -202,15 +208,16 @@ func (s *server) routes() *chi.Mux {
 
 				r.Group(func(r chi.Router) {
 					r.Use(s.webhooksAvailable, noStore)
-					r.Get("/webhooks", s.listWebhooks)
-					r.With(s.idempotent).Post("/webhooks", s.createWebhook)
-					r.Get("/webhooks/{webhookId}", s.getWebhook)
-					r.Put("/webhooks/{webhookId}", s.updateWebhook)
-					r.Delete("/webhooks/{webhookId}", s.deleteWebhook)
-					r.Get("/webhooks/{webhookId}/deliveries", s.listDeliveries)
-					r.Get("/webhooks/{webhookId}/deliveries/{deliveryId}", s.getDelivery)
+					on := s.permitted(r, "/api/v1/stores/{storeId}")
+					on(http.MethodGet, "/webhooks", s.listWebhooks)
+					on(http.MethodPost, "/webhooks", s.createWebhook, s.idempotent)
+					on(http.MethodGet, "/webhooks/{webhookId}", s.getWebhook)
+					on(http.MethodPut, "/webhooks/{webhookId}", s.updateWebhook)
+					on(http.MethodDelete, "/webhooks/{webhookId}", s.deleteWebhook)
+					on(http.MethodGet, "/webhooks/{webhookId}/deliveries", s.listDeliveries)
+					on(http.MethodGet, "/webhooks/{webhookId}/deliveries/{deliveryId}", s.getDelivery)
 					// The interface spells the segment "paylods" (docs/api.md); it is served as spelled.
-					r.With(s.idempotent).Post("/webhooks/{webhookId}/paylods/{payloadId}/redeliver", s.redeliver)
+					on(http.MethodPost, "/webhooks/{webhookId}/paylods/{payloadId}/redeliver", s.redeliver, s.idempotent)
 				})
 			})
 		})
@@ -237,11 +244,15 @@ func (s *server) routes() *chi.Mux {
 	r.Get("/modal/btcpay.js", s.serveModalScript)
 	if s.Greenfield != nil {
 		r.Get(GreenfieldPath+"/modal/btcpay.js", s.serveModalScript)
+		if s.Dashboard != nil {
+			r.Get(GreenfieldPath+"/api-keys/authorize", authorizeForward)
+		}
 		r.Mount(GreenfieldPath, s.Greenfield)
 	}
 
 	if s.Dashboard != nil {
 		r.Mount("/dashboard", s.Dashboard)
+		r.Get("/api-keys/authorize", authorizeForward)
 		r.Get("/", s.root)
 	}
 
@@ -278,6 +289,19 @@ func (s *server) root(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, "/dashboard/", http.StatusSeeOther)
+}
+
+// authorizeForward sends /api-keys/authorize (at the root and under
+// GreenfieldPath: a plugin builds it from the base URL it was given),
+// where BTCPay's plugins send a merchant to authorize them (Greenfield's interactive key flow),
+// to the dashboard's page of it, with the query: the dashboard's session
+// is scoped to /dashboard.
+func authorizeForward(w http.ResponseWriter, r *http.Request) {
+	target := "/dashboard/api-keys/authorize"
+	if r.URL.RawQuery != "" {
+		target += "?" + r.URL.RawQuery
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
 }
 
 // GreenfieldPath is where BTCPay's Greenfield API is served: a BTCPay

@@ -1050,9 +1050,11 @@ func (x *StoreSettingsChanged) GetStore() []byte {
 // APIKeyCreated adds an API key to the store; the key itself is in the
 // store document.
 type APIKeyCreated struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	KeyId         string                 `protobuf:"bytes,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
-	Label         string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	KeyId string                 `protobuf:"bytes,1,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	Label string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	// permissions the key was made with; none: kassa.DefaultKeyPermissions.
+	Permissions   []string `protobuf:"bytes,3,rep,name=permissions,proto3" json:"permissions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1099,6 +1101,13 @@ func (x *APIKeyCreated) GetLabel() string {
 		return x.Label
 	}
 	return ""
+}
+
+func (x *APIKeyCreated) GetPermissions() []string {
+	if x != nil {
+		return x.Permissions
+	}
+	return nil
 }
 
 // APIKeyDeleted removes an API key from the store.
@@ -1553,10 +1562,11 @@ const file_kassa_proto_rawDesc = "" +
 	"\x14AddressIndexReleased\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\",\n" +
 	"\x14StoreSettingsChanged\x12\x14\n" +
-	"\x05store\x18\x01 \x01(\fR\x05store\"<\n" +
+	"\x05store\x18\x01 \x01(\fR\x05store\"^\n" +
 	"\rAPIKeyCreated\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x14\n" +
-	"\x05label\x18\x02 \x01(\tR\x05label\"&\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\x12 \n" +
+	"\vpermissions\x18\x03 \x03(\tR\vpermissions\"&\n" +
 	"\rAPIKeyDeleted\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"7\n" +
 	"\x0eAPIKeyRevealed\x12\x15\n" +

@@ -1240,9 +1240,11 @@ func (x *UpdateStoreCall) GetUpdate() *StoreUpdateDoc {
 	return nil
 }
 
+// CreateAPIKeyCall adds a key; no permissions: kassa.DefaultKeyPermissions.
 type CreateAPIKeyCall struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Label         string                 `protobuf:"bytes,1,opt,name=label,proto3" json:"label,omitempty"`
+	Permissions   []string               `protobuf:"bytes,2,rep,name=permissions,proto3" json:"permissions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1282,6 +1284,13 @@ func (x *CreateAPIKeyCall) GetLabel() string {
 		return x.Label
 	}
 	return ""
+}
+
+func (x *CreateAPIKeyCall) GetPermissions() []string {
+	if x != nil {
+		return x.Permissions
+	}
+	return nil
 }
 
 type DeleteAPIKeyCall struct {
@@ -1625,11 +1634,13 @@ func (x *StoreDoc) GetTopUpRefs() []*TopUpRefDoc {
 }
 
 type APIKeyDoc struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Label         string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
-	Key           string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Label     string                 `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	Key       string                 `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// permissions: none means kassa.DefaultKeyPermissions.
+	Permissions   []string `protobuf:"bytes,5,rep,name=permissions,proto3" json:"permissions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1688,6 +1699,13 @@ func (x *APIKeyDoc) GetKey() string {
 func (x *APIKeyDoc) GetCreatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *APIKeyDoc) GetPermissions() []string {
+	if x != nil {
+		return x.Permissions
 	}
 	return nil
 }
@@ -3431,9 +3449,10 @@ const file_storecall_proto_rawDesc = "" +
 	"\vdelivery_id\x18\x02 \x01(\tR\n" +
 	"deliveryId\"C\n" +
 	"\x0fUpdateStoreCall\x120\n" +
-	"\x06update\x18\x01 \x01(\v2\x18.kassa.v1.StoreUpdateDocR\x06update\"(\n" +
+	"\x06update\x18\x01 \x01(\v2\x18.kassa.v1.StoreUpdateDocR\x06update\"J\n" +
 	"\x10CreateAPIKeyCall\x12\x14\n" +
-	"\x05label\x18\x01 \x01(\tR\x05label\")\n" +
+	"\x05label\x18\x01 \x01(\tR\x05label\x12 \n" +
+	"\vpermissions\x18\x02 \x03(\tR\vpermissions\")\n" +
 	"\x10DeleteAPIKeyCall\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"9\n" +
 	"\x10RevealAPIKeyCall\x12\x15\n" +
@@ -3470,13 +3489,14 @@ const file_storecall_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x19 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x125\n" +
 	"\vtop_up_refs\x18\x1a \x03(\v2\x15.kassa.v1.TopUpRefDocR\ttopUpRefsB\x16\n" +
-	"\x14_forward_fee_percent\"~\n" +
+	"\x14_forward_fee_percent\"\xa0\x01\n" +
 	"\tAPIKeyDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x10\n" +
 	"\x03key\x18\x03 \x01(\tR\x03key\x129\n" +
 	"\n" +
-	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"R\n" +
+	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12 \n" +
+	"\vpermissions\x18\x05 \x03(\tR\vpermissions\"R\n" +
 	"\vTopUpRefDoc\x12\x1c\n" +
 	"\treference\x18\x01 \x01(\tR\treference\x12%\n" +
 	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xf8\x02\n" +

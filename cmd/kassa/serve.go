@@ -339,7 +339,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	}
 	deps := kassahttp.Deps{
 		Metrics: m.stats,
-		Reader:  m.db, Stores: m.sys.Service, Invoices: m.sys.Service, PaymentRequests: m.sys.Service, Rates: b.rates, Webhooks: m.sys.Service,
+		Reader:  m.db, Stores: m.sys.Service, Invoices: m.sys.Service, PaymentRequests: m.sys.Service, Rates: b.rates, Webhooks: m.sys.Service, Keys: m.sys.Service,
 		Chain: b.chain, Lightning: b.lightning, KV: m.db, Storage: m.db, Clock: m.Clock, Logger: log,
 		PublicURL: publicURL, AdminToken: token, Version: Version,
 		Limiter:        kassahttp.NewRateLimiter(c.RateLimit, c.RateBurst, m.Clock),
@@ -369,7 +369,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	}
 	deps.Dashboard = dash
 	deps.Greenfield = greenfield.NewHandler(greenfield.Deps{
-		Reader: m.db, Invoices: m.sys.Service, Webhooks: m.sys.Service, Chain: b.chain, Lightning: b.lightning,
+		Reader: m.db, Invoices: m.sys.Service, Webhooks: m.sys.Service, Keys: m.sys.Service, Chain: b.chain, Lightning: b.lightning,
 		PublicURL: publicURL, Logger: log, Limiter: deps.Limiter, ClientIPHeader: c.ClientIPHeader,
 	})
 	if cluster {

@@ -35,9 +35,10 @@ type Kind struct {
 // The persisted kinds. Raise a kind's Version when its documents change
 // in a way an older binary would misread (a field renamed, its meaning
 // or unit changed); adding a field that older binaries may ignore needs
-// only the golden file.
+// only the golden file. Store is 2 since API keys carry permissions: a
+// binary of format 1 would read a restricted key as unrestricted.
 var (
-	Store          = Kind{"store", 1}
+	Store          = Kind{"store", 2}
 	Invoice        = Kind{"invoice", 1}
 	Transaction    = Kind{"transaction", 1}
 	PaymentRequest = Kind{"payment request", 1}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -208,7 +209,8 @@ func TestNewerVersionRefused(t *testing.T) {
 		doc     string
 		refused bool
 	}{
-		{`{"_v":2,"id":"s1"}`, true},
+		{`{"_v":3,"id":"s1"}`, true},
+		{`{"_v":2,"id":"s1"}`, false},
 		{`{"_v":10}`, true},
 		{`{"_v":x,"id":"s1"}`, true},
 		{`{"_v":1,"id":"s1"}`, false},
@@ -230,5 +232,42 @@ func TestNewerVersionRefused(t *testing.T) {
 	}
 	if _, err := Marshal(struct{ A int }{1}); err == nil {
 		t.Fatal("a type that is no persisted kind was encoded")
+	}
+}
+
+// TestStoredKeysKeepTheirAccess: a store written before keys carried
+// permissions (format 1, and unversioned) reads with every key holding
+// kassa.DefaultKeyPermissions, what every key could do then; a key
+// written with permissions reads back with exactly those.
+func TestStoredKeysKeepTheirAccess(t *testing.T) {
+	for _, path := range []string{filepath.Join("testdata", "store.v1.json"), filepath.Join("testdata", "v0", "store.json")} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st kassa.Store
+		if err := Unmarshal(data, &st); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if len(st.APIKeys) == 0 {
+			t.Fatalf("%s: no keys", path)
+		}
+		for _, k := range st.APIKeys {
+			if !slices.Equal(k.Granted(), kassa.DefaultKeyPermissions) {
+				t.Errorf("%s: key %s holds %v, want the defaults %v", path, k.ID, k.Granted(), kassa.DefaultKeyPermissions)
+			}
+		}
+	}
+	scoped := kassa.Store{ID: "store_a", APIKeys: []kassa.APIKey{{ID: "key_1", Key: "k", Permissions: kassa.Permissions{kassa.PermCreateInvoice}}}}
+	data, err := Marshal(&scoped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := Version(data); v < 2 {
+		t.Errorf("a store whose keys carry permissions is written as format %d: a binary of format 1 would read its keys as unrestricted", v)
+	}
+	var back kassa.Store
+	if err := Unmarshal(data, &back); err != nil || !slices.Equal(back.APIKeys[0].Granted(), kassa.Permissions{kassa.PermCreateInvoice}) {
+		t.Errorf("read back: %+v, %v", back.APIKeys, err)
 	}
 }

@@ -179,6 +179,8 @@ func (h *Dashboard) routes() *chi.Mux {
 		r.Post("/login", h.login)
 		r.Get("/login/2fa", h.secondStepPage)
 		r.Post("/login/2fa", h.secondStep)
+		r.Post("/login/2fa/passkey/begin", h.beginPasskeySignIn)
+		r.Post("/login/2fa/passkey/finish", h.finishPasskeySignIn)
 		r.Post("/logout", h.logout)
 
 		r.Group(func(r chi.Router) {
@@ -193,6 +195,8 @@ func (h *Dashboard) routes() *chi.Mux {
 			r.With(h.limitWrites).Post("/account/2fa/confirm", h.confirmEnrolment)
 			r.With(h.limitWrites).Post("/account/2fa/recovery", h.newRecovery)
 			r.With(h.limitWrites).Post("/account/2fa/disable", h.disableTwoFactor)
+			r.With(h.limitWrites).Post("/account/2fa/passkey/begin", h.beginPasskey)
+			r.With(h.limitWrites).Post("/account/2fa/passkey/finish", h.finishPasskey)
 			r.Get("/invites", h.invitesPage)
 			r.With(h.limitWrites).Post("/invites", h.createInvite)
 			r.With(h.limitWrites).Post("/invites/{inviteId}/revoke", h.revokeInvitePost)

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-webauthn/webauthn/webauthn"
 	"github.com/pquerna/otp"
 	"github.com/pquerna/otp/hotp"
 	"github.com/pquerna/otp/totp"
@@ -46,6 +47,10 @@ type twoFactor struct {
 	// Recovery holds hashHex of each unused recovery code (normalised).
 	Recovery []string  `json:"recovery"`
 	Since    time.Time `json:"since"`
+	// Handle is the account's WebAuthn user handle (random), Passkeys
+	// its registered passkeys (passkey.go).
+	Handle   []byte                `json:"handle,omitempty"`
+	Passkeys []webauthn.Credential `json:"passkeys,omitempty"`
 }
 
 // TOTP parameters, and how many steps either side of now a code may be
@@ -329,7 +334,11 @@ func (h *Dashboard) secondStepPage(w http.ResponseWriter, r *http.Request) {
 		h.expiredSignIn(w, r)
 		return
 	}
-	h.render(w, r, http.StatusOK, "login_2fa", map[string]any{"Email": p.Email})
+	data := map[string]any{"Email": p.Email}
+	if u, err := h.user(r.Context(), p.Email); err == nil && u != nil && u.TwoFactor != nil && len(u.TwoFactor.Passkeys) > 0 {
+		data["Passkey"] = h.passkeysOffered()
+	}
+	h.render(w, r, http.StatusOK, "login_2fa", data)
 }
 
 // secondStep completes a pending sign-in with a TOTP or recovery code.
@@ -374,23 +383,33 @@ func (h *Dashboard) secondStep(w http.ResponseWriter, r *http.Request) {
 		h.limits.give(counted[0], counted[1])
 		h.limits.forget(counted[2])
 	}
+	if !h.endPending(w, r, token) {
+		return
+	}
+	h.setDeviceCookie(w, r, u)
+	h.startSession(w, r, u)
+}
+
+// endPending ends the pending sign-in of token, record and cookie; it
+// answers 500 and returns false when the record cannot be written.
+func (h *Dashboard) endPending(w http.ResponseWriter, r *http.Request, token string) bool {
 	if err := h.KV.PutValue(r.Context(), pendingKey(token), []byte("{}"), h.Clock.Now().Add(-time.Second)); err != nil {
 		h.serverError(w, r, err)
-		return
+		return false
 	}
 	http.SetCookie(w, &http.Cookie{Name: pendingCookie, Value: "", Path: Prefix + "/login", HttpOnly: true,
 		Secure: h.secure, SameSite: http.SameSiteLaxMode, MaxAge: -1})
-	h.setDeviceCookie(w, r, u)
-	h.startSession(w, r, u)
+	return true
 }
 
 // The account's two-factor page.
 
 func (h *Dashboard) twoFactorData(u *user) map[string]any {
-	d := map[string]any{"Enabled": u.TwoFactor != nil}
+	d := map[string]any{"Enabled": u.TwoFactor != nil, "Passkeys": h.passkeysOffered()}
 	if u.TwoFactor != nil {
 		d["Left"] = len(u.TwoFactor.Recovery)
 		d["Since"] = u.TwoFactor.Since
+		d["PasskeyCount"] = len(u.TwoFactor.Passkeys)
 	}
 	return d
 }

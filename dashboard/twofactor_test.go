@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"net/url"
 	"regexp"
 	"strings"
@@ -456,5 +457,22 @@ func TestAdminResetTwoFactor(t *testing.T) {
 	}
 	if code, loc := passwordStep(e.client(), "shop@example.com"); code != http.StatusSeeOther || loc != "/dashboard/stores" {
 		t.Errorf("sign-in after the reset: %d to %q", code, loc)
+	}
+}
+
+// TestTwoFactorStrings: every string key the two-factor templates and
+// code name is in the catalogue (a missing one shows as "!key").
+func TestTwoFactorStrings(t *testing.T) {
+	keys := regexp.MustCompile(`"((?:2fa|passkey|err\.2fa|done)\.[a-z0-9.]+)"`)
+	for _, name := range []string{"twofactor.go", "passkey.go", "templates/twofactor.html", "templates/login_2fa.html", "templates/store_twofactor.html"} {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range keys.FindAllStringSubmatch(string(data), -1) {
+			if _, ok := strs[m[1]]; !ok {
+				t.Errorf("%s names %q, which has no string", name, m[1])
+			}
+		}
 	}
 }

@@ -71,9 +71,11 @@ func (k *softKey) authData(attested bool) []byte {
 	out = append(out, make([]byte, 16)...) // AAGUID
 	out = binary.BigEndian.AppendUint16(out, uint16(len(k.id)))
 	out = append(out, k.id...)
-	x, y := make([]byte, 32), make([]byte, 32)
-	k.priv.PublicKey.X.FillBytes(x)
-	k.priv.PublicKey.Y.FillBytes(y)
+	raw, err := k.priv.PublicKey.Bytes() // 0x04 | x | y
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	x, y := raw[1:33], raw[33:65]
 	// COSE key {1: 2 (EC2), 3: -7 (ES256), -1: 1 (P-256), -2: x, -3: y}
 	cose := append([]byte{0xa5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21}, cborBytes(x)...)
 	cose = append(append(cose, 0x22), cborBytes(y)...)

@@ -219,9 +219,6 @@ func useRecovery(tf *twoFactor, code string) ([]string, bool) {
 	return append(left, tf.Recovery[at+1:]...), true
 }
 
-// errNoSecondFactor says an account has no second factor (any more).
-var errNoSecondFactor = kassa.Errorf(kassa.Conflict, "the account has no two-factor sign-in")
-
 // useSecondFactor checks code (a TOTP code or a recovery code) against
 // email's second factor and, if it passes, uses it up (the TOTP step,
 // or the recovery code), applies change to the account, and stores it,

@@ -3,8 +3,8 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
-	"os"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"testing"

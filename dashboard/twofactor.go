@@ -529,8 +529,16 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 		err = errNoEnrolment
 	}
 	if err == nil {
+		// Every other session began without the second factor: it ends.
 		u.TwoFactor = &twoFactor{Secret: e.Secret, LastStep: step, Recovery: hashes, Since: h.Clock.Now().UTC()}
+		u.SessionGen++
 		err = h.putJSON(r.Context(), userKey(s.Email), u, forever)
+	}
+	if err == nil {
+		// This one goes on under the new count; were this write lost,
+		// it would be signed out too, which is safe.
+		s.Gen, s.user = u.SessionGen, u
+		err = h.putJSON(r.Context(), sessionRecKey(s.token), s, s.Expires)
 	}
 	h.usersMu.Unlock()
 	if err == errNoEnrolment {
@@ -547,7 +555,6 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 	if err := h.KV.PutValue(r.Context(), enrolKey(s.Email), []byte("{}"), h.Clock.Now().Add(-time.Second)); err != nil {
 		h.log.Warn("dashboard: end a two-factor enrolment", "err", err)
 	}
-	s.user = u
 	data := h.twoFactorData(u)
 	data["Codes"], data["Flash"] = shown, msg("done.2faon")
 	h.render(w, r, http.StatusOK, "twofactor", data)

@@ -114,6 +114,10 @@ func TestTwoFactorEnrolment(t *testing.T) {
 	e := newEnv(t)
 	c := e.client()
 	c.signup("shop@example.com")
+	other := e.client()
+	if code := other.login("shop@example.com", "correct horse battery"); code != http.StatusSeeOther {
+		t.Fatalf("second session: %d", code)
+	}
 	secret := startEnrolment(t, c)
 	wrong := wrongCode(t, strings.ReplaceAll(secret, " ", ""), e.clock.Now())
 	code, body, _ := c.post("/dashboard/account/2fa/confirm", url.Values{"code": {wrong}})
@@ -139,6 +143,14 @@ func TestTwoFactorEnrolment(t *testing.T) {
 		if strings.Contains(string(raw), m[1]) || strings.Contains(string(raw), strings.ReplaceAll(m[1], "-", "")) {
 			t.Error("a recovery code is stored in the clear")
 		}
+	}
+	// Other sessions of the account end: they began without a second
+	// factor. The enrolling browser stays signed in.
+	if !signedIn(c) {
+		t.Error("the enrolling browser was signed out")
+	}
+	if signedIn(other) {
+		t.Error("another session outlived the enrolment")
 	}
 	// The codes are shown once: the account page does not list them.
 	if _, body, _ := c.get("/dashboard/account/2fa"); recoveryCodes.MatchString(body) || secretText.MatchString(body) {

@@ -68,14 +68,23 @@ func TestBrowserTwoFactor(t *testing.T) {
 		b.do(what, chromedp.Click(chromedp.CSS(sel)))
 		waitNewPage(b, what)
 	}
-	password := func() {
+	logIn := func(email string) {
 		b.do("log in", chromedp.Navigate(base+"/dashboard/login"), chromedp.WaitVisible(chromedp.CSS("#email")),
-			chromedp.SendKeys(chromedp.CSS("#email"), "merchant@example.com"),
+			chromedp.SendKeys(chromedp.CSS("#email"), email),
 			chromedp.SendKeys(chromedp.CSS("#password"), "correct horse battery"))
 		submit("submit the password", `main button[type=submit]`)
+	}
+	password := func() {
+		logIn("merchant@example.com")
 		if h1 := b.text("h1"); h1 != "Two-factor sign-in" {
 			t.Fatalf("after the password the page reads %q: %s", h1, b.text("main"))
 		}
+	}
+	signUp := func(email string) {
+		b.do("open sign-up", chromedp.Navigate(base+"/dashboard/signup"), chromedp.WaitVisible(chromedp.CSS("#email")),
+			chromedp.SendKeys(chromedp.CSS("#email"), email),
+			chromedp.SendKeys(chromedp.CSS("#password"), "correct horse battery"))
+		submit("sign up", `main button[type=submit]`)
 	}
 	signedIn := func(how string) {
 		t.Helper()
@@ -83,10 +92,11 @@ func TestBrowserTwoFactor(t *testing.T) {
 		b.do("log out after "+how, chromedp.Click(chromedp.CSS("header form button")), chromedp.WaitVisible(chromedp.CSS("#email")))
 	}
 
-	b.do("open sign-up", chromedp.Navigate(base+"/dashboard/signup"), chromedp.WaitVisible(chromedp.CSS("#email")),
-		chromedp.SendKeys(chromedp.CSS("#email"), "merchant@example.com"),
-		chromedp.SendKeys(chromedp.CSS("#password"), "correct horse battery"))
-	submit("sign up", `main button[type=submit]`)
+	// The first account is the operator, who sees every store; it has
+	// no second factor.
+	signUp("op@example.com")
+	b.do("log out the operator", chromedp.Click(chromedp.CSS("header form button")), chromedp.WaitVisible(chromedp.CSS("#email")))
+	signUp("merchant@example.com")
 	b.do("account page", chromedp.Navigate(base+"/dashboard/account"), chromedp.WaitVisible(chromedp.CSS("#twofactor-link")))
 	b.markPage()
 	b.do("open two-factor", chromedp.Click(chromedp.CSS("#twofactor-link")))
@@ -115,7 +125,33 @@ func TestBrowserTwoFactor(t *testing.T) {
 		t.Fatalf("passkeys after adding one: %q (%s)", n, b.text("main"))
 	}
 	shot("2fa-account")
+
+	// The merchant's store requires two factors.
+	b.do("new store", chromedp.Navigate(base+"/dashboard/stores/new"), chromedp.WaitVisible(chromedp.CSS("#name")),
+		chromedp.SendKeys(chromedp.CSS("#name"), "Corner Café"))
+	submit("create the store", `main button[type=submit]`)
+	storeID := b.text("#store-id")
+	b.markPage()
+	b.do("open the store's two-factor page", chromedp.Click(chromedp.CSS("#twofactor-link")))
+	waitNewPage(b, "open the store's two-factor page")
+	b.do("require two factors", chromedp.Click(chromedp.CSS("#required")))
+	submit("save the requirement", `main button[type=submit]`)
+	if !b.eval("required", `document.getElementById("required").checked`) {
+		t.Fatal("the requirement was not saved")
+	}
+	shot("2fa-store")
 	b.do("log out", chromedp.Click(chromedp.CSS("header form button")), chromedp.WaitVisible(chromedp.CSS("#email")))
+
+	// The operator, without two factors, is sent to set them up.
+	logIn("op@example.com")
+	b.markPage()
+	b.do("operator opens the store", chromedp.Navigate(base+"/dashboard/stores/"+storeID+"/"))
+	waitNewPage(b, "operator opens the store")
+	if got := b.text(".notice.ok"); !strings.Contains(got, "requires two-factor sign-in") || !strings.Contains(b.text("h1"), "Two-factor") {
+		t.Fatalf("the operator without two factors sees %q: %s", got, b.text("main"))
+	}
+	shot("2fa-required")
+	b.do("log out the operator", chromedp.Click(chromedp.CSS("header form button")), chromedp.WaitVisible(chromedp.CSS("#email")))
 
 	// A code from the app: the next time step's, as the enrolment used
 	// this one's and a step is accepted once.

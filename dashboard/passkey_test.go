@@ -234,3 +234,33 @@ func TestPasskeysNeedHostName(t *testing.T) {
 		t.Errorf("begin passkey registration under an IP address: %d, want 409", code)
 	}
 }
+
+// TestPasskeyGuessesCounted: a refused passkey counts as a wrong code:
+// after maxFailsAccount of them from one network, the right passkey is
+// refused there too (429).
+func TestPasskeyGuessesCounted(t *testing.T) {
+	e := newEnv(t, onLocalhost, func(d *Deps) { d.ClientIPHeader = "X-Forwarded-For" })
+	owner := e.client()
+	owner.signup("shop@example.com")
+	enrol(t, owner)
+	key := newSoftKey(t, "localhost", e.dash.PublicURL)
+	registerPasskey(t, owner, key)
+	const stranger = "203.0.113.7"
+	c := e.client()
+	c.get("/dashboard/login")
+	c.postFrom("/dashboard/login", stranger, url.Values{"email": {"shop@example.com"}, "password": {"correct horse battery"}})
+	c.get("/dashboard/login/2fa")
+	try := func(k *softKey) int {
+		_, body, _ := c.postFrom("/dashboard/login/2fa/passkey/begin", stranger, url.Values{})
+		code, _, _ := c.postFrom("/dashboard/login/2fa/passkey/finish", stranger, url.Values{"credential": {k.get(passkeyOptions(t, body))}})
+		return code
+	}
+	for i := range maxFailsAccount {
+		if code := try(newSoftKey(t, "localhost", e.dash.PublicURL)); code != http.StatusUnauthorized {
+			t.Fatalf("wrong passkey %d: %d", i, code)
+		}
+	}
+	if code := try(key); code != http.StatusTooManyRequests || signedIn(c) {
+		t.Errorf("the right passkey after %d wrong ones: %d", maxFailsAccount, code)
+	}
+}

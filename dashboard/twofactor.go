@@ -448,7 +448,7 @@ func (h *Dashboard) startEnrolment(w http.ResponseWriter, r *http.Request) {
 // renderEnrolment shows secret for enrolment, with problem if any.
 func (h *Dashboard) renderEnrolment(w http.ResponseWriter, r *http.Request, status int, u *user, secret, problem string) {
 	key, err := totp.Generate(totp.GenerateOpts{Issuer: "Kassa", AccountName: u.Email, Period: totpPeriod,
-		Secret: mustBase32(secret), Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
+		Secret: decodeSecret(secret), Digits: otp.DigitsSix, Algorithm: otp.AlgorithmSHA1})
 	if err != nil {
 		h.serverError(w, r, err)
 		return
@@ -470,7 +470,8 @@ func (h *Dashboard) renderEnrolment(w http.ResponseWriter, r *http.Request, stat
 	h.render(w, r, status, "twofactor", data)
 }
 
-func mustBase32(s string) []byte {
+// decodeSecret is the bytes of a base32 TOTP secret as otp makes them.
+func decodeSecret(s string) []byte {
 	b, _ := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(s)
 	return b
 }

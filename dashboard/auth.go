@@ -239,6 +239,13 @@ func (h *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusUnauthorized, "login", data)
 		return
 	}
+	if u.TwoFactor != nil {
+		// The attempt did not fail, but the failures before it stand
+		// until the second factor passes (twofactor.go).
+		h.limits.give(counted...)
+		h.startSecondFactor(w, r, u)
+		return
+	}
 	if t.trusted {
 		h.limits.forget(counted[0])
 	} else {

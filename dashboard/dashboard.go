@@ -168,6 +168,7 @@ func (h *Dashboard) routes() *chi.Mux {
 	r.Handle("/static/*", http.StripPrefix(Prefix+"/static/", cacheStatic(http.FileServerFS(static))))
 	r.Post("/admin/users", h.adminCreateUser)
 	r.Post("/admin/users/password", h.adminSetPassword)
+	r.Post("/admin/users/reset-2fa", h.adminResetTwoFactor)
 
 	r.Group(func(r chi.Router) {
 		r.Use(h.loadSession, h.checkCSRF)
@@ -177,6 +178,10 @@ func (h *Dashboard) routes() *chi.Mux {
 		r.Post("/signup", h.signup)
 		r.Get("/login", h.loginPage)
 		r.Post("/login", h.login)
+		r.Get("/login/2fa", h.secondStepPage)
+		r.Post("/login/2fa", h.secondStep)
+		r.Post("/login/2fa/passkey/begin", h.beginPasskeySignIn)
+		r.Post("/login/2fa/passkey/finish", h.finishPasskeySignIn)
 		r.Post("/logout", h.logout)
 
 		r.Group(func(r chi.Router) {
@@ -188,6 +193,13 @@ func (h *Dashboard) routes() *chi.Mux {
 			r.With(h.limitWrites).Post("/api-keys/authorize", h.authorize)
 			r.Get("/account", h.accountPage)
 			r.With(h.limitWrites).Post("/account/password", h.changePassword)
+			r.Get("/account/2fa", h.twoFactorPage)
+			r.With(h.limitWrites).Post("/account/2fa/start", h.startEnrolment)
+			r.With(h.limitWrites).Post("/account/2fa/confirm", h.confirmEnrolment)
+			r.With(h.limitWrites).Post("/account/2fa/recovery", h.newRecovery)
+			r.With(h.limitWrites).Post("/account/2fa/disable", h.disableTwoFactor)
+			r.With(h.limitWrites).Post("/account/2fa/passkey/begin", h.beginPasskey)
+			r.With(h.limitWrites).Post("/account/2fa/passkey/finish", h.finishPasskey)
 			r.Get("/invites", h.invitesPage)
 			r.With(h.limitWrites).Post("/invites", h.createInvite)
 			r.With(h.limitWrites).Post("/invites/{inviteId}/revoke", h.revokeInvitePost)
@@ -197,9 +209,11 @@ func (h *Dashboard) routes() *chi.Mux {
 			r.Route("/stores/{storeId}", func(r chi.Router) {
 				// Writes are counted once the store is the account's: a
 				// refused one is a 404 as for any other store.
-				r.Use(h.storeAccess, h.limitWrites)
+				r.Use(h.storeAccess, h.requireTwoFactor, h.limitWrites)
 				r.Get("/", h.storeSettings)
 				r.Post("/settings", h.updateSettings)
+				r.Get("/twofactor", h.storeTwoFactorPage)
+				r.Post("/twofactor", h.setStoreTwoFactor)
 
 				r.Get("/keys", h.keysPage)
 				r.Post("/keys", h.createKey)

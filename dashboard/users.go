@@ -31,6 +31,9 @@ type user struct {
 	// SessionGen counts password changes: a session made before the
 	// last one is no longer valid.
 	SessionGen int `json:"sessionGen,omitempty"`
+	// TwoFactor is the account's second factor, nil without one
+	// (twofactor.go).
+	TwoFactor *twoFactor `json:"twoFactor,omitempty"`
 }
 
 func (u *user) owns(storeID string) bool { return slices.Contains(u.StoreIDs, storeID) }

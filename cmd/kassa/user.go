@@ -52,6 +52,18 @@ func init() {
 				"email": rest[0], "password": password,
 			}))
 		},
+	}, {
+		name: "user reset-2fa", args: "--email EMAIL",
+		summary: `turn off a dashboard account's two-factor sign-in (a lost device); every session of the account ends; prints {"email","twoFactor","sessionsEnded"}`,
+		flags: func(fs *flag.FlagSet, _ *adminFlags) {
+			fs.StringVar(&email, "email", "", "the account's email (required)")
+		},
+		run: func(ctx context.Context, c *adminClient, _ *adminFlags, rest []string, stdout io.Writer) error {
+			if email == "" || len(rest) > 0 {
+				return errBadArgs
+			}
+			return printJSON(stdout)(c.call(ctx, "POST", "/dashboard/admin/users/reset-2fa", map[string]any{"email": email}))
+		},
 	}}
 }
 

@@ -1,8 +1,10 @@
-// Package i18n holds the strings of the customer pages (checkout and pay
-// link) in every language they speak, English and German, and picks a
+// Package i18n holds the strings of the customer pages (checkout, pay
+// link page, receipt) in every language they speak, one gettext PO
+// catalogue per language (catalogue.go, catalogues/*.po), and picks a
 // page's language from the request: a ?lang= parameter first, then the
-// Accept-Language header, else English. Pages look strings up by key, so a
-// new language is one more catalogue, and a test checks that every
+// Accept-Language header, else English. Pages look strings up by key
+// (namespaced by page: "checkout.", "paylink.", "receipt."), so a new
+// language is one more catalogue file, and a test checks that every
 // catalogue has every key with the same placeholders.
 //
 // It is also the one formatter of money and times (format.go: Money,
@@ -22,17 +24,38 @@ import (
 // Default is the language of a request that asks for none we speak.
 const Default = "en"
 
-// Languages are the languages there are catalogues for, Default first.
-var Languages = []string{"en", "de"}
-
-// names are the languages in their own words, for a language switch.
-var names = map[string]string{"en": "English", "de": "Deutsch"}
-
-// Name returns lang in its own words ("Deutsch").
-func Name(lang string) string { return names[lang] }
+// catalogues are the embedded catalogues by language.
+var catalogues = loadCatalogues()
 
 // catalogs maps a language to its strings by key.
-var catalogs = map[string]map[string]string{"en": english, "de": german}
+var catalogs = func() map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for lang, c := range catalogues {
+		out[lang] = c.Strings
+	}
+	return out
+}()
+
+// Languages are the languages there are catalogues for, Default first,
+// then by code.
+var Languages = func() []string {
+	out := []string{Default}
+	for lang := range catalogues {
+		if lang != Default {
+			out = append(out, lang)
+		}
+	}
+	slices.Sort(out[1:])
+	return out
+}()
+
+// Name returns lang in its own words ("Deutsch"), from its catalogue.
+func Name(lang string) string {
+	if c, ok := catalogues[lang]; ok {
+		return c.Name
+	}
+	return ""
+}
 
 // Supported reports whether there is a catalogue for lang.
 func Supported(lang string) bool { _, ok := catalogs[lang]; return ok }

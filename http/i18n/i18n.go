@@ -90,9 +90,9 @@ func Negotiate(header string) string {
 			}
 			q = f
 		}
-		base, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(tag)), "-")
+		base := supportedBase(strings.TrimSpace(tag))
 		// Earlier entries win ties: the small bonus keeps the order.
-		if Supported(base) && q > 0 && q-float64(i)*1e-6 > bestQ {
+		if base != "" && q > 0 && q-float64(i)*1e-6 > bestQ {
 			best, bestQ = base, q-float64(i)*1e-6
 		}
 	}
@@ -115,14 +115,16 @@ func T(lang, key string, args ...any) string {
 	return fmt.Sprintf(s, args...)
 }
 
-// Plural returns key+".one" for n == 1, else key+".other", formatted
-// with n and then args.
+// Plural returns the form of key for n by lang's CLDR plural rules
+// (key+".one", ".few", ..., else key+".other"), formatted with n and
+// then args.
 func Plural(lang, key string, n int64, args ...any) string {
-	suffix := ".other"
-	if n == 1 {
-		suffix = ".one"
+	lang = pick(lang)
+	k := key + "." + pluralForm(lang, n)
+	if _, ok := catalogs[lang][k]; !ok {
+		k = key + ".other"
 	}
-	return T(lang, key+suffix, append([]any{n}, args...)...)
+	return T(lang, k, append([]any{n}, args...)...)
 }
 
 // Keys returns the keys of lang's catalogue, sorted.

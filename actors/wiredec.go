@@ -216,7 +216,7 @@ func invoiceRequestIn(d *protos.InvoiceRequestDoc) (*kassa.InvoiceRequest, error
 		EnabledMethods: r.methods("enabledMethods", d.EnabledMethods), BuyerEmail: d.BuyerEmail,
 		RedirectURL: d.RedirectUrl, RedirectAutomatically: d.RedirectAutomatically, OrderID: d.OrderId,
 		WalletMessage: d.WalletMessage, Metadata: metadataIn(d.Metadata), ReferralCode: d.ReferralCode,
-		PaymentLinkID: d.PaymentLinkId,
+		PaymentLinkID: d.PaymentLinkId, Language: d.Language,
 	}
 	return req, r.err
 }
@@ -244,7 +244,7 @@ func invoiceIn(d *protos.InvoiceDoc) (*kassa.Invoice, error) {
 		ExchangeRate: r.decimal("exchangeRate", d.ExchangeRate), RequestRate: r.decimal("requestRate", d.RequestRate),
 		OrderID: d.OrderId, BuyerEmail: d.BuyerEmail, RedirectURL: d.RedirectUrl,
 		RedirectAutomatically: d.RedirectAutomatically, WalletMessage: d.WalletMessage,
-		ReferralCode: d.ReferralCode, Metadata: metadataIn(d.Metadata), EnabledMethods: nonNil(r.methods("enabledMethods", d.EnabledMethods)),
+		ReferralCode: d.ReferralCode, Metadata: metadataIn(d.Metadata), EnabledMethods: nonNil(r.methods("enabledMethods", d.EnabledMethods)), Language: d.Language,
 		OnchainUnavailableReason: d.OnchainUnavailableReason, OnchainAddress: d.OnchainAddress,
 		DerivationIndex: d.DerivationIndex, LightningInvoice: d.LightningInvoice, PaymentHash: d.PaymentHash,
 		PercentFee: r.decimal("percentFee", d.PercentFee), Tolerance: r.decimal("tolerance", d.Tolerance),

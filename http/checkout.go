@@ -226,7 +226,7 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	base := s.newPageBase(r, "")
+	base := s.newPageBase(r, "", inv.Language)
 	lang := base.Lang
 	name := inv.TerminalName
 	if st != nil {

@@ -1874,6 +1874,7 @@ type InvoiceRequestDoc struct {
 	Metadata              []byte                 `protobuf:"bytes,10,opt,name=metadata,proto3" json:"metadata,omitempty"`
 	ReferralCode          string                 `protobuf:"bytes,11,opt,name=referral_code,json=referralCode,proto3" json:"referral_code,omitempty"`
 	PaymentLinkId         string                 `protobuf:"bytes,12,opt,name=payment_link_id,json=paymentLinkId,proto3" json:"payment_link_id,omitempty"`
+	Language              string                 `protobuf:"bytes,13,opt,name=language,proto3" json:"language,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -1988,6 +1989,13 @@ func (x *InvoiceRequestDoc) GetReferralCode() string {
 func (x *InvoiceRequestDoc) GetPaymentLinkId() string {
 	if x != nil {
 		return x.PaymentLinkId
+	}
+	return ""
+}
+
+func (x *InvoiceRequestDoc) GetLanguage() string {
+	if x != nil {
+		return x.Language
 	}
 	return ""
 }
@@ -2187,6 +2195,7 @@ type InvoiceDoc struct {
 	SettledBy                uint32                 `protobuf:"varint,35,opt,name=settled_by,json=settledBy,proto3" json:"settled_by,omitempty"`
 	MonitoringDone           bool                   `protobuf:"varint,36,opt,name=monitoring_done,json=monitoringDone,proto3" json:"monitoring_done,omitempty"`
 	SettlementReverted       bool                   `protobuf:"varint,37,opt,name=settlement_reverted,json=settlementReverted,proto3" json:"settlement_reverted,omitempty"`
+	Language                 string                 `protobuf:"bytes,38,opt,name=language,proto3" json:"language,omitempty"`
 	unknownFields            protoimpl.UnknownFields
 	sizeCache                protoimpl.SizeCache
 }
@@ -2478,6 +2487,13 @@ func (x *InvoiceDoc) GetSettlementReverted() bool {
 		return x.SettlementReverted
 	}
 	return false
+}
+
+func (x *InvoiceDoc) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
 }
 
 type PaymentRequestInputDoc struct {
@@ -3492,7 +3508,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\vbrand_color\x18\t \x01(\tR\n" +
 	"brandColor\x120\n" +
 	"\x14default_redirect_url\x18\n" +
-	" \x01(\tR\x12defaultRedirectUrl\"\xb5\x03\n" +
+	" \x01(\tR\x12defaultRedirectUrl\"\xd1\x03\n" +
 	"\x11InvoiceRequestDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +
 	"\n" +
@@ -3508,7 +3524,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\bmetadata\x18\n" +
 	" \x01(\fR\bmetadata\x12#\n" +
 	"\rreferral_code\x18\v \x01(\tR\freferralCode\x12&\n" +
-	"\x0fpayment_link_id\x18\f \x01(\tR\rpaymentLinkId\"\xe5\x03\n" +
+	"\x0fpayment_link_id\x18\f \x01(\tR\rpaymentLinkId\x12\x1a\n" +
+	"\blanguage\x18\r \x01(\tR\blanguage\"\xe5\x03\n" +
 	"\n" +
 	"PaymentDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
@@ -3529,7 +3546,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\vreceived_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"receivedAt\x12\x1c\n" +
 	"\taccounted\x18\x0e \x01(\bR\taccounted\x12!\n" +
-	"\fblock_height\x18\x0f \x01(\x03R\vblockHeight\"\x8b\f\n" +
+	"\fblock_height\x18\x0f \x01(\x03R\vblockHeight\"\xa7\f\n" +
 	"\n" +
 	"InvoiceDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -3577,7 +3594,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\n" +
 	"settled_by\x18# \x01(\rR\tsettledBy\x12'\n" +
 	"\x0fmonitoring_done\x18$ \x01(\bR\x0emonitoringDone\x12/\n" +
-	"\x13settlement_reverted\x18% \x01(\bR\x12settlementRevertedB\x13\n" +
+	"\x13settlement_reverted\x18% \x01(\bR\x12settlementReverted\x12\x1a\n" +
+	"\blanguage\x18& \x01(\tR\blanguageB\x13\n" +
 	"\x11_derivation_index\"\x86\x03\n" +
 	"\x16PaymentRequestInputDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +

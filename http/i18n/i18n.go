@@ -63,9 +63,23 @@ func Supported(lang string) bool { _, ok := catalogs[lang]; return ok }
 // FromRequest picks the language of r: ?lang= when it names a supported
 // language, else the first supported one of Accept-Language by quality,
 // else Default.
-func FromRequest(r *http.Request) string {
+func FromRequest(r *http.Request) string { return Choose(r) }
+
+// Choose picks the language of a page: ?lang= when it names a
+// supported language (the reader's own choice on the page), else the
+// first of prefer that matches a supported one (the invoice's requested
+// language, then the store's), else FromRequest's.
+func Choose(r *http.Request, prefer ...string) string {
 	if l := strings.ToLower(r.URL.Query().Get("lang")); Supported(l) {
 		return l
+	}
+	for _, p := range prefer {
+		if p == "" {
+			continue
+		}
+		if l := supportedBase(p); l != "" {
+			return l
+		}
 	}
 	return Negotiate(r.Header.Get("Accept-Language"))
 }

@@ -140,13 +140,3 @@ func Plural(lang, key string, n int64, args ...any) string {
 	}
 	return T(lang, k, append([]any{n}, args...)...)
 }
-
-// Keys returns the keys of lang's catalogue, sorted.
-func Keys(lang string) []string {
-	keys := make([]string, 0, len(catalogs[lang]))
-	for k := range catalogs[lang] {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}

@@ -195,6 +195,10 @@ func parsePO(src string) (*Catalogue, error) {
 	return c, nil
 }
 
+// ParseCatalogue reads a catalogue in this package's PO form, for the
+// other pages that keep catalogues of their own (the dashboard's).
+func ParseCatalogue(src string) (*Catalogue, error) { return parsePO(src) }
+
 // pluralBase is key without its plural category ("state.seen.text" of
 // "state.seen.text.few").
 func pluralBase(key string) string {

@@ -87,9 +87,37 @@ func Choose(r *http.Request, prefer ...string) string {
 // maxAcceptLanguage bounds the header read, which the client chooses.
 const maxAcceptLanguage = 512
 
+// ChooseAmong picks a page's language among langs, which hold Default:
+// ?lang= when it is one of them, else the first of prefer that is (a
+// reader's earlier choice), else the one Accept-Language prefers by base
+// language, else Default. It is for pages with fewer catalogues than the
+// customer pages (the dashboard).
+func ChooseAmong(r *http.Request, langs []string, prefer ...string) string {
+	among := func(tag string) string {
+		base, _, _ := strings.Cut(strings.ToLower(tag), "-")
+		if slices.Contains(langs, base) {
+			return base
+		}
+		return ""
+	}
+	if l := among(r.URL.Query().Get("lang")); l != "" {
+		return l
+	}
+	for _, p := range prefer {
+		if l := among(p); l != "" {
+			return l
+		}
+	}
+	return negotiate(r.Header.Get("Accept-Language"), among)
+}
+
 // Negotiate returns the supported language an Accept-Language header
 // prefers ("de-CH, en;q=0.8" gives de), or Default.
-func Negotiate(header string) string {
+func Negotiate(header string) string { return negotiate(header, supportedBase) }
+
+// negotiate returns the language match gives for the entry of header
+// with the highest quality (the earliest of equals), or Default.
+func negotiate(header string, match func(tag string) string) string {
 	if len(header) > maxAcceptLanguage {
 		header = header[:maxAcceptLanguage]
 	}
@@ -104,7 +132,7 @@ func Negotiate(header string) string {
 			}
 			q = f
 		}
-		base := supportedBase(strings.TrimSpace(tag))
+		base := match(strings.TrimSpace(tag))
 		// Earlier entries win ties: the small bonus keeps the order.
 		if base != "" && q > 0 && q-float64(i)*1e-6 > bestQ {
 			best, bestQ = base, q-float64(i)*1e-6

@@ -173,7 +173,7 @@ func storeIn(d *protos.StoreDoc) (*kassa.Store, error) {
 		ConfirmationsRequired: d.ConfirmationsRequired, RatePrimary: d.RatePrimary, RateFallback: d.RateFallback,
 		CreditLimit: kassa.Sats(d.CreditLimitSat), MaxInvoiceAmount: kassa.Sats(d.MaxInvoiceAmountSat),
 		OnchainMinAmount: kassa.Sats(d.OnchainMinAmountSat), ForwardFeeMax: kassa.Sats(d.ForwardFeeMaxSat),
-		LogoURL: d.LogoUrl, BrandColor: d.BrandColor, DefaultRedirectURL: d.DefaultRedirectUrl,
+		LogoURL: d.LogoUrl, BrandColor: d.BrandColor, DefaultRedirectURL: d.DefaultRedirectUrl, DefaultLanguage: d.DefaultLanguage,
 		CreatedAt: r.time(d.CreatedAt),
 	}
 	if d.ForwardFeePercent != nil {
@@ -202,7 +202,7 @@ func storeUpdateIn(d *protos.StoreUpdateDoc) kassa.StoreUpdate {
 		Name: d.Name, Currency: kassa.Currency(d.Currency), LightningAddress: d.LightningAddress,
 		Xpub: d.Xpub, XpubType: d.XpubType, ConfirmationsRequired: d.ConfirmationsRequired,
 		OnchainMinAmount: kassa.Sats(d.OnchainMinAmountSat), LogoURL: d.LogoUrl, BrandColor: d.BrandColor,
-		DefaultRedirectURL: d.DefaultRedirectUrl,
+		DefaultRedirectURL: d.DefaultRedirectUrl, DefaultLanguage: d.DefaultLanguage,
 	}
 }
 

@@ -61,7 +61,7 @@ func storeOut(s *kassa.Store) *protos.StoreDoc {
 		ConfirmationsRequired: s.ConfirmationsRequired, RatePrimary: s.RatePrimary, RateFallback: s.RateFallback,
 		CreditLimitSat: int64(s.CreditLimit), MaxInvoiceAmountSat: int64(s.MaxInvoiceAmount),
 		OnchainMinAmountSat: int64(s.OnchainMinAmount), ForwardFeeMaxSat: int64(s.ForwardFeeMax),
-		LogoUrl: s.LogoURL, BrandColor: s.BrandColor, DefaultRedirectUrl: s.DefaultRedirectURL,
+		LogoUrl: s.LogoURL, BrandColor: s.BrandColor, DefaultRedirectUrl: s.DefaultRedirectURL, DefaultLanguage: s.DefaultLanguage,
 		CreatedAt: timestampOf(s.CreatedAt),
 	}
 	if s.ForwardFeePercent != nil {
@@ -89,7 +89,7 @@ func storeUpdateOut(u *kassa.StoreUpdate) *protos.StoreUpdateDoc {
 		Name: u.Name, Currency: string(u.Currency), LightningAddress: u.LightningAddress,
 		Xpub: u.Xpub, XpubType: u.XpubType, ConfirmationsRequired: u.ConfirmationsRequired,
 		OnchainMinAmountSat: int64(u.OnchainMinAmount), LogoUrl: u.LogoURL, BrandColor: u.BrandColor,
-		DefaultRedirectUrl: u.DefaultRedirectURL,
+		DefaultRedirectUrl: u.DefaultRedirectURL, DefaultLanguage: u.DefaultLanguage,
 	}
 }
 

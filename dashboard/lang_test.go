@@ -165,3 +165,29 @@ func TestGermanStringsExist(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreDefaultLanguage: a store's settings name the language of its
+// customer pages; a value that is no language tag is refused.
+func TestStoreDefaultLanguage(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.signup("alice@example.com")
+	st := c.createStore("Alice's Shop")
+	c.get("/dashboard/stores/" + st.ID + "/")
+	code, body, _ := c.post("/dashboard/stores/"+st.ID+"/settings", url.Values{"name": {"Alice's Shop"}, "currency": {"EUR"},
+		"confirmations": {"1"}, "defaultLanguage": {"fr"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("save settings: %d %s", code, body)
+	}
+	if after, _ := e.db.Store(t.Context(), st.ID); after.DefaultLanguage != "fr" {
+		t.Errorf("default language stored as %q", after.DefaultLanguage)
+	}
+	if _, body, _ := c.get("/dashboard/stores/" + st.ID + "/"); !strings.Contains(body, `<option value="fr" selected>Français</option>`) {
+		t.Errorf("the settings page does not show French chosen")
+	}
+	code, body, _ = c.post("/dashboard/stores/"+st.ID+"/settings", url.Values{"name": {"Alice's Shop"}, "currency": {"EUR"},
+		"confirmations": {"1"}, "defaultLanguage": {"not a language"}})
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "defaultLanguage") {
+		t.Errorf("a bad language: %d", code)
+	}
+}

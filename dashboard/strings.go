@@ -49,6 +49,8 @@ var strs = map[string]string{
 	"field.logo":          "Logo (a data:image URI, at most 48 KiB)",
 	"field.color":         "Brand colour (#rrggbb)",
 	"field.redirect":      "Default redirect URL",
+	"field.language":      "Language of the payment pages",
+	"field.langbrowser":   "The customer's browser language",
 	"field.percentfee":    "Service fee (%)",
 	"field.tolerance":     "Underpayment tolerance (%)",
 	"field.opset":         "Set by the operator",

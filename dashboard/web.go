@@ -41,6 +41,15 @@ type view struct {
 }
 
 var funcs = template.FuncMap{
+	// pageLanguages are the customer pages' languages, each in its own
+	// words, for a store's default language.
+	"pageLanguages": func() []langLink {
+		out := make([]langLink, 0, len(i18n.Languages))
+		for _, l := range i18n.Languages {
+			out = append(out, langLink{Code: l, Name: i18n.Name(l)})
+		}
+		return out
+	},
 	"t":   msg,
 	"dec": func(d decimal.Decimal) string { return d.String() },
 	"ms":  func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" },

@@ -43,4 +43,25 @@ func TestDefaultLanguage(t *testing.T) {
 
 	w = e.do("POST", base+"/api/v1/stores/store_a/invoices", strings.Replace(createBody, `"defaultLanguage":null`, `"defaultLanguage":"not a language"`, 1))
 	expectValidation(t, w, "checkout.defaultLanguage")
+
+	// The store's default language, when the invoice asks for none, wins
+	// over the browser's.
+	st, err := e.db.Store(t.Context(), "store_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.DefaultLanguage = "fr"
+	b := e.db.NewBatch()
+	b.PutStore(st, 0)
+	if err := e.db.Commit(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	w = e.do("POST", base+"/api/v1/stores/store_a/invoices", createBody)
+	expectStatus(t, w, http.StatusOK)
+	inv.ID = decode[struct {
+		ID string `json:"id"`
+	}](t, w).ID
+	if got := page(""); !strings.Contains(got, `<html lang="fr" dir="ltr">`) {
+		t.Errorf("checkout of a French store for a German browser is not French:\n%.300s", got)
+	}
 }

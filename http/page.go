@@ -179,8 +179,8 @@ type pageBase struct {
 
 // newPageBase returns the layout data of a page with a fresh CSP nonce,
 // in the language the reader chose on the page (?lang=), else the
-// first of prefer the pages speak (the invoice's requested language),
-// else the browser's (Accept-Language).
+// first of prefer the pages speak (the invoice's requested language,
+// then the store's default), else the browser's (Accept-Language).
 func (s *server) newPageBase(r *http.Request, title string, prefer ...string) pageBase {
 	var b [16]byte
 	_, _ = rand.Read(b[:])

@@ -1408,6 +1408,7 @@ type StoreDoc struct {
 	ApiKeys               []*APIKeyDoc           `protobuf:"bytes,24,rep,name=api_keys,json=apiKeys,proto3" json:"api_keys,omitempty"`
 	CreatedAt             *timestamppb.Timestamp `protobuf:"bytes,25,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	TopUpRefs             []*TopUpRefDoc         `protobuf:"bytes,26,rep,name=top_up_refs,json=topUpRefs,proto3" json:"top_up_refs,omitempty"`
+	DefaultLanguage       string                 `protobuf:"bytes,27,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -1624,6 +1625,13 @@ func (x *StoreDoc) GetTopUpRefs() []*TopUpRefDoc {
 	return nil
 }
 
+func (x *StoreDoc) GetDefaultLanguage() string {
+	if x != nil {
+		return x.DefaultLanguage
+	}
+	return ""
+}
+
 type APIKeyDoc struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1756,6 +1764,7 @@ type StoreUpdateDoc struct {
 	LogoUrl               string                 `protobuf:"bytes,8,opt,name=logo_url,json=logoUrl,proto3" json:"logo_url,omitempty"`
 	BrandColor            string                 `protobuf:"bytes,9,opt,name=brand_color,json=brandColor,proto3" json:"brand_color,omitempty"`
 	DefaultRedirectUrl    string                 `protobuf:"bytes,10,opt,name=default_redirect_url,json=defaultRedirectUrl,proto3" json:"default_redirect_url,omitempty"`
+	DefaultLanguage       string                 `protobuf:"bytes,11,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -1856,6 +1865,13 @@ func (x *StoreUpdateDoc) GetBrandColor() string {
 func (x *StoreUpdateDoc) GetDefaultRedirectUrl() string {
 	if x != nil {
 		return x.DefaultRedirectUrl
+	}
+	return ""
+}
+
+func (x *StoreUpdateDoc) GetDefaultLanguage() string {
+	if x != nil {
+		return x.DefaultLanguage
 	}
 	return ""
 }
@@ -3454,7 +3470,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"9\n" +
 	"\x10RevealAPIKeyCall\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x0e\n" +
-	"\x02by\x18\x02 \x01(\tR\x02by\"\xf1\b\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"\x9c\t\n" +
 	"\bStoreDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
@@ -3485,7 +3501,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\bapi_keys\x18\x18 \x03(\v2\x13.kassa.v1.APIKeyDocR\aapiKeys\x129\n" +
 	"\n" +
 	"created_at\x18\x19 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x125\n" +
-	"\vtop_up_refs\x18\x1a \x03(\v2\x15.kassa.v1.TopUpRefDocR\ttopUpRefsB\x16\n" +
+	"\vtop_up_refs\x18\x1a \x03(\v2\x15.kassa.v1.TopUpRefDocR\ttopUpRefs\x12)\n" +
+	"\x10default_language\x18\x1b \x01(\tR\x0fdefaultLanguageB\x16\n" +
 	"\x14_forward_fee_percent\"~\n" +
 	"\tAPIKeyDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -3495,7 +3512,7 @@ const file_storecall_proto_rawDesc = "" +
 	"created_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"R\n" +
 	"\vTopUpRefDoc\x12\x1c\n" +
 	"\treference\x18\x01 \x01(\tR\treference\x12%\n" +
-	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xf8\x02\n" +
+	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xa3\x03\n" +
 	"\x0eStoreUpdateDoc\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcurrency\x18\x02 \x01(\tR\bcurrency\x12+\n" +
@@ -3508,7 +3525,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\vbrand_color\x18\t \x01(\tR\n" +
 	"brandColor\x120\n" +
 	"\x14default_redirect_url\x18\n" +
-	" \x01(\tR\x12defaultRedirectUrl\"\xd1\x03\n" +
+	" \x01(\tR\x12defaultRedirectUrl\x12)\n" +
+	"\x10default_language\x18\v \x01(\tR\x0fdefaultLanguage\"\xd1\x03\n" +
 	"\x11InvoiceRequestDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +
 	"\n" +

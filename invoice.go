@@ -185,6 +185,10 @@ type Invoice struct {
 	ReferralCode          string          `json:"referralCode,omitempty"`
 	Metadata              json.RawMessage `json:"metadata,omitempty"`
 	EnabledMethods        []PaymentMethod `json:"enabledMethods"`
+	// Language is the BCP 47 tag of the language the request asked the
+	// customer pages to speak ("ja", "pt-BR"); empty for the browser's.
+	// The pages take the closest one they have, else go on as if empty.
+	Language string `json:"language,omitempty"`
 
 	// OnchainUnavailableReason says why on-chain is not offered although
 	// the request allowed it (an amount below the store's on-chain

@@ -7,6 +7,7 @@ import (
 	"net/mail"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -47,6 +48,9 @@ type InvoiceRequest struct {
 	Metadata              json.RawMessage
 	ReferralCode          string
 	PaymentLinkID         string
+	// Language is the customer pages' language, a BCP 47 tag
+	// (Invoice.Language).
+	Language string
 }
 
 // Validate checks the request and fills its defaults (currency EUR, both
@@ -74,6 +78,9 @@ func (r *InvoiceRequest) Validate() error {
 	}
 	if r.BuyerEmail != "" && (len(r.BuyerEmail) > MaxShortText || !validEmail(r.BuyerEmail)) {
 		add("buyerEmail", "is not an e-mail address")
+	}
+	if r.Language != "" && !ValidLanguageTag(r.Language) {
+		add("language", "must be a language tag such as en, de-CH or pt-BR")
 	}
 	if r.RedirectURL != "" && !validURL(r.RedirectURL) {
 		add("redirectUrl", "must be an absolute http or https URL")
@@ -198,6 +205,7 @@ func NewInvoice(id string, store *Store, r *InvoiceRequest, t InvoiceTerms) (Inv
 		RedirectAutomatically:    r.RedirectAutomatically,
 		WalletMessage:            r.WalletMessage,
 		ReferralCode:             r.ReferralCode,
+		Language:                 r.Language,
 		Metadata:                 metadata,
 		EnabledMethods:           methods,
 		OnchainUnavailableReason: onchainReason,
@@ -279,4 +287,30 @@ func jsonDepth(doc []byte) int {
 		}
 	}
 	return deepest
+}
+
+// maxLanguageTag bounds a language tag (BCP 47's longest registered
+// forms are far shorter).
+const maxLanguageTag = 35
+
+// ValidLanguageTag reports whether s has the shape of a BCP 47 language
+// tag: a language subtag of 2 to 8 letters, then subtags of 1 to 8
+// letters or digits, joined by hyphens ("en", "de-CH", "zh-Hant-TW").
+// Whether Kassa speaks it is the pages' concern.
+func ValidLanguageTag(s string) bool {
+	if s == "" || len(s) > maxLanguageTag {
+		return false
+	}
+	for i, sub := range strings.Split(s, "-") {
+		if len(sub) == 0 || len(sub) > 8 || (i == 0 && len(sub) < 2) {
+			return false
+		}
+		for _, c := range sub {
+			letter := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+			if !letter && (i == 0 || c < '0' || c > '9') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -57,11 +57,15 @@ type Store struct {
 	// LogoURL and BrandColor (#rrggbb) brand the store's customer pages;
 	// DefaultRedirectURL is where an invoice created without a
 	// redirectUrl sends the customer once paid.
-	LogoURL            string    `json:"logoUrl,omitempty"`
-	BrandColor         string    `json:"brandColor,omitempty"`
-	DefaultRedirectURL string    `json:"defaultRedirectUrl,omitempty"`
-	APIKeys            []APIKey  `json:"apiKeys"`
-	CreatedAt          time.Time `json:"createdAt"`
+	LogoURL            string `json:"logoUrl,omitempty"`
+	BrandColor         string `json:"brandColor,omitempty"`
+	DefaultRedirectURL string `json:"defaultRedirectUrl,omitempty"`
+	// DefaultLanguage is the BCP 47 tag of the language of the store's
+	// customer pages when an invoice asks for none; empty for the
+	// browser's.
+	DefaultLanguage string    `json:"defaultLanguage,omitempty"`
+	APIKeys         []APIKey  `json:"apiKeys"`
+	CreatedAt       time.Time `json:"createdAt"`
 	// TopUpRefs are the references of the store's last top-ups that had
 	// one, oldest first, with their ledger lines: a top-up whose
 	// reference is here is not credited again (docs/decisions.md,
@@ -84,7 +88,7 @@ func (s *Store) Equal(o *Store) bool {
 		s.CreditLimit == o.CreditLimit && s.MaxInvoiceAmount == o.MaxInvoiceAmount && s.OnchainMinAmount == o.OnchainMinAmount &&
 		equalDecimalPtr(s.ForwardFeePercent, o.ForwardFeePercent) && s.ForwardFeeMax == o.ForwardFeeMax &&
 		s.LogoURL == o.LogoURL && s.BrandColor == o.BrandColor && s.DefaultRedirectURL == o.DefaultRedirectURL &&
-		slices.EqualFunc(s.APIKeys, o.APIKeys, APIKey.Equal) && s.CreatedAt.Equal(o.CreatedAt) &&
+		s.DefaultLanguage == o.DefaultLanguage && slices.EqualFunc(s.APIKeys, o.APIKeys, APIKey.Equal) && s.CreatedAt.Equal(o.CreatedAt) &&
 		slices.Equal(s.TopUpRefs, o.TopUpRefs)
 }
 
@@ -310,6 +314,8 @@ type StoreUpdate struct {
 	LogoURL            string
 	BrandColor         string
 	DefaultRedirectURL string
+	// DefaultLanguage is Store.DefaultLanguage; empty for none.
+	DefaultLanguage string
 }
 
 // MaxAPIKeys bounds the API keys of one store, and MaxAPIKeyLabel the
@@ -347,6 +353,9 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	if u.BrandColor != "" && !validColor(u.BrandColor) {
 		add("brandColor", "must be a colour like #1a2b3c")
 	}
+	if u.DefaultLanguage != "" && !ValidLanguageTag(u.DefaultLanguage) {
+		fields = append(fields, FieldError{"defaultLanguage", "must be a language tag such as en, de-CH or pt-BR"})
+	}
 	if u.DefaultRedirectURL != "" && (len(u.DefaultRedirectURL) > MaxURL || !validURL(u.DefaultRedirectURL)) {
 		add("defaultRedirectUrl", "must be an http(s) URL")
 	}
@@ -357,6 +366,7 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	next.Name, next.Currency, next.LightningAddress = u.Name, c, u.LightningAddress
 	next.Xpub, next.XpubType, next.ConfirmationsRequired = u.Xpub, u.XpubType, u.ConfirmationsRequired
 	next.OnchainMinAmount, next.LogoURL, next.BrandColor, next.DefaultRedirectURL = u.OnchainMinAmount, u.LogoURL, u.BrandColor, u.DefaultRedirectURL
+	next.DefaultLanguage = u.DefaultLanguage
 	return &next, nil
 }
 

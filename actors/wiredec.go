@@ -173,7 +173,7 @@ func storeIn(d *protos.StoreDoc) (*kassa.Store, error) {
 		ConfirmationsRequired: d.ConfirmationsRequired, RatePrimary: d.RatePrimary, RateFallback: d.RateFallback,
 		CreditLimit: kassa.Sats(d.CreditLimitSat), MaxInvoiceAmount: kassa.Sats(d.MaxInvoiceAmountSat),
 		OnchainMinAmount: kassa.Sats(d.OnchainMinAmountSat), ForwardFeeMax: kassa.Sats(d.ForwardFeeMaxSat),
-		LogoURL: d.LogoUrl, BrandColor: d.BrandColor, DefaultRedirectURL: d.DefaultRedirectUrl,
+		LogoURL: d.LogoUrl, BrandColor: d.BrandColor, DefaultRedirectURL: d.DefaultRedirectUrl, DefaultLanguage: d.DefaultLanguage,
 		CreatedAt: r.time(d.CreatedAt),
 	}
 	if d.ForwardFeePercent != nil {
@@ -215,7 +215,7 @@ func storeUpdateIn(d *protos.StoreUpdateDoc) kassa.StoreUpdate {
 		Name: d.Name, Currency: kassa.Currency(d.Currency), LightningAddress: d.LightningAddress,
 		Xpub: d.Xpub, XpubType: d.XpubType, ConfirmationsRequired: d.ConfirmationsRequired,
 		OnchainMinAmount: kassa.Sats(d.OnchainMinAmountSat), LogoURL: d.LogoUrl, BrandColor: d.BrandColor,
-		DefaultRedirectURL: d.DefaultRedirectUrl,
+		DefaultRedirectURL: d.DefaultRedirectUrl, DefaultLanguage: d.DefaultLanguage,
 	}
 }
 
@@ -229,7 +229,7 @@ func invoiceRequestIn(d *protos.InvoiceRequestDoc) (*kassa.InvoiceRequest, error
 		EnabledMethods: r.methods("enabledMethods", d.EnabledMethods), BuyerEmail: d.BuyerEmail,
 		RedirectURL: d.RedirectUrl, RedirectAutomatically: d.RedirectAutomatically, OrderID: d.OrderId,
 		WalletMessage: d.WalletMessage, Metadata: metadataIn(d.Metadata), ReferralCode: d.ReferralCode,
-		PaymentLinkID: d.PaymentLinkId,
+		PaymentLinkID: d.PaymentLinkId, Language: d.Language,
 	}
 	return req, r.err
 }
@@ -257,7 +257,7 @@ func invoiceIn(d *protos.InvoiceDoc) (*kassa.Invoice, error) {
 		ExchangeRate: r.decimal("exchangeRate", d.ExchangeRate), RequestRate: r.decimal("requestRate", d.RequestRate),
 		OrderID: d.OrderId, BuyerEmail: d.BuyerEmail, RedirectURL: d.RedirectUrl,
 		RedirectAutomatically: d.RedirectAutomatically, WalletMessage: d.WalletMessage,
-		ReferralCode: d.ReferralCode, Metadata: metadataIn(d.Metadata), EnabledMethods: nonNil(r.methods("enabledMethods", d.EnabledMethods)),
+		ReferralCode: d.ReferralCode, Metadata: metadataIn(d.Metadata), EnabledMethods: nonNil(r.methods("enabledMethods", d.EnabledMethods)), Language: d.Language,
 		OnchainUnavailableReason: d.OnchainUnavailableReason, OnchainAddress: d.OnchainAddress,
 		DerivationIndex: d.DerivationIndex, LightningInvoice: d.LightningInvoice, PaymentHash: d.PaymentHash,
 		PercentFee: r.decimal("percentFee", d.PercentFee), Tolerance: r.decimal("tolerance", d.Tolerance),

@@ -61,7 +61,7 @@ func storeOut(s *kassa.Store) *protos.StoreDoc {
 		ConfirmationsRequired: s.ConfirmationsRequired, RatePrimary: s.RatePrimary, RateFallback: s.RateFallback,
 		CreditLimitSat: int64(s.CreditLimit), MaxInvoiceAmountSat: int64(s.MaxInvoiceAmount),
 		OnchainMinAmountSat: int64(s.OnchainMinAmount), ForwardFeeMaxSat: int64(s.ForwardFeeMax),
-		LogoUrl: s.LogoURL, BrandColor: s.BrandColor, DefaultRedirectUrl: s.DefaultRedirectURL,
+		LogoUrl: s.LogoURL, BrandColor: s.BrandColor, DefaultRedirectUrl: s.DefaultRedirectURL, DefaultLanguage: s.DefaultLanguage,
 		CreatedAt: timestampOf(s.CreatedAt),
 	}
 	if s.ForwardFeePercent != nil {
@@ -89,7 +89,7 @@ func storeUpdateOut(u *kassa.StoreUpdate) *protos.StoreUpdateDoc {
 		Name: u.Name, Currency: string(u.Currency), LightningAddress: u.LightningAddress,
 		Xpub: u.Xpub, XpubType: u.XpubType, ConfirmationsRequired: u.ConfirmationsRequired,
 		OnchainMinAmountSat: int64(u.OnchainMinAmount), LogoUrl: u.LogoURL, BrandColor: u.BrandColor,
-		DefaultRedirectUrl: u.DefaultRedirectURL,
+		DefaultRedirectUrl: u.DefaultRedirectURL, DefaultLanguage: u.DefaultLanguage,
 	}
 }
 
@@ -101,7 +101,7 @@ func invoiceRequestOut(r *kassa.InvoiceRequest) *protos.InvoiceRequestDoc {
 		Amount: decimalString(r.Amount), HasAmount: r.HasAmount, Currency: string(r.Currency),
 		EnabledMethods: methodsOut(r.EnabledMethods), BuyerEmail: r.BuyerEmail, RedirectUrl: r.RedirectURL,
 		RedirectAutomatically: r.RedirectAutomatically, OrderId: r.OrderID, WalletMessage: r.WalletMessage,
-		Metadata: r.Metadata, ReferralCode: r.ReferralCode, PaymentLinkId: r.PaymentLinkID,
+		Metadata: r.Metadata, ReferralCode: r.ReferralCode, PaymentLinkId: r.PaymentLinkID, Language: r.Language,
 	}
 }
 
@@ -126,7 +126,7 @@ func invoiceOut(inv *kassa.Invoice) *protos.InvoiceDoc {
 		ExchangeRate: decimalString(inv.ExchangeRate), RequestRate: decimalString(inv.RequestRate),
 		OrderId: inv.OrderID, BuyerEmail: inv.BuyerEmail, RedirectUrl: inv.RedirectURL,
 		RedirectAutomatically: inv.RedirectAutomatically, WalletMessage: inv.WalletMessage,
-		ReferralCode: inv.ReferralCode, Metadata: inv.Metadata, EnabledMethods: methodsOut(inv.EnabledMethods),
+		ReferralCode: inv.ReferralCode, Metadata: inv.Metadata, EnabledMethods: methodsOut(inv.EnabledMethods), Language: inv.Language,
 		OnchainUnavailableReason: inv.OnchainUnavailableReason, OnchainAddress: inv.OnchainAddress,
 		DerivationIndex: inv.DerivationIndex, LightningInvoice: inv.LightningInvoice, PaymentHash: inv.PaymentHash,
 		PercentFee: decimalString(inv.PercentFee), Tolerance: decimalString(inv.Tolerance),

@@ -120,7 +120,7 @@ type Dashboard struct {
 	Deps
 	log     *slog.Logger
 	secure  bool
-	pages   map[string]*template.Template
+	pages   map[string]map[string]*template.Template // language, page
 	router  *chi.Mux
 	limits  *attemptLimiter
 	gate    *hashGate

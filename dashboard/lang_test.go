@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -64,13 +65,76 @@ func TestErrorPagesInGerman(t *testing.T) {
 	}
 	failInvite.Store(false)
 
-	code, body = c.getLang("/dashboard/no-such-page", "fr, en;q=0.5")
+	code, body = c.getLang("/dashboard/no-such-page", "sw, en;q=0.5")
 	if code != http.StatusNotFound || !strings.Contains(body, `<html lang="en">`) || !strings.Contains(body, msg("err.notfound")) {
 		t.Errorf("404 in English: %d %s", code, body)
 	}
-	// Other pages stay English for now: only the error pages speak German.
-	if code, body := c.getLang("/dashboard/stores", "de"); code != http.StatusOK || !strings.Contains(body, `<html lang="en">`) {
+	// Every page speaks German to a German browser.
+	if code, body := c.getLang("/dashboard/stores", "de"); code != http.StatusOK || !german.MatchString(body) || !strings.Contains(body, msgIn("de", "stores.new")) {
 		t.Errorf("stores page for a German browser: %d", code)
+	}
+}
+
+// TestDashboardLanguages: the dashboard's pages speak English, German,
+// Spanish, French, Portuguese and Italian, from Accept-Language or the
+// switch (?lang=, kept in a cookie for the next pages).
+func TestDashboardLanguages(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.signup("op@example.com")
+	for _, lang := range []string{"de", "es", "fr", "pt", "it"} {
+		code, body := c.getLang("/dashboard/stores", lang)
+		if code != http.StatusOK || !strings.Contains(body, `<html lang="`+lang+`">`) || !strings.Contains(body, msgIn(lang, "stores.new")) ||
+			!strings.Contains(body, msgIn(lang, "nav.logout")) || strings.Contains(body, ">"+msg("stores.new")+"<") {
+			t.Errorf("%s: stores page %d in another language:\n%.400s", lang, code, body)
+		}
+	}
+	// The switch: ?lang=it, then the next page without it stays Italian.
+	if _, body := c.getLang("/dashboard/stores?lang=it", "en"); !strings.Contains(body, `<html lang="it">`) || !strings.Contains(body, `hreflang="pt" lang="pt">Português</a>`) {
+		t.Errorf("?lang=it: %.300s", body)
+	}
+	if _, body := c.getLang("/dashboard/account", "en"); !strings.Contains(body, `<html lang="it">`) || !strings.Contains(body, msgIn("it", "account.password")) {
+		t.Errorf("the page after ?lang=it: %.300s", body)
+	}
+}
+
+// dashSameAsEnglish are dashboard translations allowed to equal the
+// English text, by key and language.
+var dashSameAsEnglish = map[string][]string{
+	"app": {"de", "es", "fr", "pt", "it"}, "nav.webhooks": {"de", "es", "fr", "pt"}, "hooks.title": {"de", "es", "fr", "pt"},
+	"hook.title": {"de", "es", "fr", "pt", "it"}, "hook.code": {"de"}, "hook.status": {"de"}, "inv.status": {"de"},
+	"links.status": {"de"}, "field.name": {"de"}, "settings.wallet": {"de"}, "nav.invites": {"fr"}, "inv.titlepage": {"fr"},
+	"inv.confs": {"fr"}, "inv.txid": {"fr"}, "tx.type": {"fr"}, "links.desc": {"fr"}, "links.url": {"de"},
+}
+
+// TestDashboardCatalogues: every dashboard catalogue has every English
+// key with the same placeholders, names its source, and translates the
+// text (dashSameAsEnglish names the words that are the same).
+func TestDashboardCatalogues(t *testing.T) {
+	if len(Languages) < 6 {
+		t.Errorf("dashboard languages %v, want at least six", Languages)
+	}
+	verbs := regexp.MustCompile(`%(\[\d+\])?[a-z%]`)
+	for _, lang := range Languages[1:] {
+		c := catalogues[lang]
+		for k, en := range strs {
+			s, ok := c[k]
+			if !ok {
+				t.Errorf("%s: key %s missing", lang, k)
+				continue
+			}
+			if a, b := verbs.FindAllString(en, -1), verbs.FindAllString(s, -1); strings.Join(a, " ") != strings.Join(b, " ") {
+				t.Errorf("%s %s: placeholders %v, English %v", lang, k, b, a)
+			}
+			if s == en && !slices.Contains(dashSameAsEnglish[k], lang) {
+				t.Errorf("%s %s: %q is the English text", lang, k, s)
+			}
+		}
+		for k := range c {
+			if _, ok := strs[k]; !ok {
+				t.Errorf("%s: key %s is not in strs", lang, k)
+			}
+		}
 	}
 }
 
@@ -99,5 +163,31 @@ func TestGermanStringsExist(t *testing.T) {
 		if _, ok := german[key]; !ok {
 			t.Errorf("%q has no German string", key)
 		}
+	}
+}
+
+// TestStoreDefaultLanguage: a store's settings name the language of its
+// customer pages; a value that is no language tag is refused.
+func TestStoreDefaultLanguage(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.signup("alice@example.com")
+	st := c.createStore("Alice's Shop")
+	c.get("/dashboard/stores/" + st.ID + "/")
+	code, body, _ := c.post("/dashboard/stores/"+st.ID+"/settings", url.Values{"name": {"Alice's Shop"}, "currency": {"EUR"},
+		"confirmations": {"1"}, "defaultLanguage": {"fr"}})
+	if code != http.StatusSeeOther {
+		t.Fatalf("save settings: %d %s", code, body)
+	}
+	if after, _ := e.db.Store(t.Context(), st.ID); after.DefaultLanguage != "fr" {
+		t.Errorf("default language stored as %q", after.DefaultLanguage)
+	}
+	if _, body, _ := c.get("/dashboard/stores/" + st.ID + "/"); !strings.Contains(body, `<option value="fr" selected>Français</option>`) {
+		t.Errorf("the settings page does not show French chosen")
+	}
+	code, body, _ = c.post("/dashboard/stores/"+st.ID+"/settings", url.Values{"name": {"Alice's Shop"}, "currency": {"EUR"},
+		"confirmations": {"1"}, "defaultLanguage": {"not a language"}})
+	if code != http.StatusUnprocessableEntity || !strings.Contains(body, "defaultLanguage") {
+		t.Errorf("a bad language: %d", code)
 	}
 }

@@ -6,6 +6,7 @@ var strs = map[string]string{
 	"app":           "Kassa",
 	"app.dashboard": "Kassa dashboard",
 	"skip":          "Skip to content",
+	"lang.label":    "Language",
 
 	"nav.stores":       "Stores",
 	"nav.invites":      "Invitations",
@@ -48,6 +49,8 @@ var strs = map[string]string{
 	"field.logo":          "Logo (a data:image URI, at most 48 KiB)",
 	"field.color":         "Brand colour (#rrggbb)",
 	"field.redirect":      "Default redirect URL",
+	"field.language":      "Language of the payment pages",
+	"field.langbrowser":   "The customer's browser language",
 	"field.percentfee":    "Service fee (%)",
 	"field.tolerance":     "Underpayment tolerance (%)",
 	"field.opset":         "Set by the operator",
@@ -256,67 +259,11 @@ var strs = map[string]string{
 	"err.topup":           "Top up between 1,000 sat and 1 BTC (100,000,000 sat).",
 }
 
-// german holds the German strings the dashboard has so far: those of the
-// layout and of the error pages, which speak German to a browser that
-// asks for it (Accept-Language or ?lang=de, as the customer pages). A
-// key missing here is shown in English.
-var german = map[string]string{
-	"app":           "Kassa",
-	"app.dashboard": "Kassa-Dashboard",
-	"skip":          "Zum Inhalt springen",
-
-	"nav.stores":       "Shops",
-	"nav.invites":      "Einladungen",
-	"nav.operator":     "Betreiber",
-	"nav.logout":       "Abmelden",
-	"nav.account":      "Konto",
-	"nav.settings":     "Einstellungen",
-	"nav.keys":         "API-Schlüssel",
-	"nav.webhooks":     "Webhooks",
-	"nav.invoices":     "Rechnungen",
-	"nav.paylinks":     "Zahlungslinks",
-	"nav.transactions": "Buchungen",
-	"nav.balance":      "Guthaben",
-	"stores.id":        "Shop-ID",
-
-	"sim": "Simulation: Es werden keine echten Bitcoin bewegt.",
-
-	"err.title":       "Etwas ist schiefgelaufen",
-	"err.back":        "Zurück zu Ihren Shops",
-	"err.signin":      "Bitte melden Sie sich an.",
-	"err.csrf":        "Dieses Formular ist abgelaufen oder kam nicht von dieser Seite. Laden Sie die Seite neu und versuchen Sie es noch einmal.",
-	"err.form":        "Das Formular konnte nicht gelesen werden.",
-	"err.notfound":    "Nicht gefunden.",
-	"err.internal":    "Bei uns ist etwas schiefgelaufen. Bitte versuchen Sie es noch einmal.",
-	"err.writelimit":  "Zu viele Änderungen in kurzer Zeit. Versuchen Sie es in %d Sekunden noch einmal.",
-	"err.searchlimit": "Zu viele Suchen in kurzer Zeit. Versuchen Sie es in %d Sekunden noch einmal.",
-
-	"inv.buyer":           "E-Mail des Käufers",
-	"inv.redirect":        "Weiterleitungs-URL",
-	"err.number":          "muss eine Zahl sein",
-	"err.toolarge":        "ist zu groß (höchstens 1.000.000.000.000.000)",
-	"hook.slim":           "„Erneut senden“ schickt einen schlanken Inhalt: Ereignistyp und Rechnungs-ID, ohne die Metadaten und Beträge der Rechnung. Den Rest liest Ihr Shop über die API.",
-	"done.redelivered":    "Zustellung erneut gesendet, mit schlankem Inhalt (Ereignistyp und Rechnungs-ID, keine Metadaten).",
-	"inv.search":          "Suchen",
-	"inv.searchhint":      "Rechnungs-ID, Bestellnummer oder E-Mail des Käufers",
-	"inv.nomatch":         "Keine Rechnung passt.",
-	"inv.searchmore":      "Nur die neuesten Rechnungen durchsucht; ältere durchsuchen",
-	"link.invoices":       "Rechnungen dieses Links",
-	"link.noinvoices":     "Noch keine Rechnung über diesen Link.",
-	"link.paidlocked":     "Dieser Zahlungslink wurde bezahlt und kann nicht mehr geändert werden: Was er zeigte, hat der Kunde bezahlt. Legen Sie für eine weitere Zahlung einen neuen Zahlungslink an.",
-	"link.archivedlocked": "Dieser Zahlungslink ist archiviert und kann nicht mehr geändert werden. Legen Sie für eine weitere Zahlung einen neuen Zahlungslink an.",
-	"tx.number":           "Nr.",
-	"tx.routing":          "Routinggebühr",
-	"settings.held":       "aus Lightning-Zahlungen an diesen Shop liegen auf dem Knoten des Dienstes: Geben Sie unten eine Lightning-Adresse an, damit sie an Ihre Wallet weitergeleitet werden.",
-}
-
-// msgIn returns the string of key in lang ("de" or "en"), in English
-// when lang has none.
+// msgIn returns the string of key in lang (one of Languages), in
+// English when lang's catalogue has none.
 func msgIn(lang, key string) string {
-	if lang == "de" {
-		if s, ok := german[key]; ok {
-			return s
-		}
+	if s, ok := catalogues[lang][key]; ok {
+		return s
 	}
 	return msg(key)
 }

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -35,12 +34,22 @@ type view struct {
 	Sim, SimPay bool
 	Op          bool // the operator page is mounted
 	D           map[string]any
-	// Lang is the page's language: "en", or "de" for an error page a
-	// German browser asked for.
-	Lang string
+	// Lang is the page's language (one of Languages); Langs the
+	// language switch.
+	Lang  string
+	Langs []langLink
 }
 
 var funcs = template.FuncMap{
+	// pageLanguages are the customer pages' languages, each in its own
+	// words, for a store's default language.
+	"pageLanguages": func() []langLink {
+		out := make([]langLink, 0, len(i18n.Languages))
+		for _, l := range i18n.Languages {
+			out = append(out, langLink{Code: l, Name: i18n.Name(l)})
+		}
+		return out
+	},
 	"t":   msg,
 	"dec": func(d decimal.Decimal) string { return d.String() },
 	"ms":  func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) + " ms" },
@@ -120,6 +129,12 @@ func formatFuncs(lang string) template.FuncMap {
 	}
 }
 
+// langLink is one entry of the dashboard's language switch.
+type langLink struct {
+	Code, Name, URL string
+	Current         bool
+}
+
 // withLang is funcs with the strings and formatters of lang.
 func withLang(base template.FuncMap, lang string) template.FuncMap {
 	fm := template.FuncMap{}
@@ -133,47 +148,54 @@ func withLang(base template.FuncMap, lang string) template.FuncMap {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// parsePages parses each page template with the layout around it; the
-// currency menus offer fiat (nil: the six of old) and then BTC and SATS.
-func parsePages(fiat []kassa.Currency) map[string]*template.Template {
-	fm := withLang(funcs, "en")
-	if fiat != nil {
-		offered := append(slices.Clone(fiat), kassa.BTC, kassa.SATS)
-		fm["currencies"] = func() []kassa.Currency { return offered }
-	}
-	pages := map[string]*template.Template{}
+// parsePages parses each page template with the layout around it, in
+// each of Languages (language, then page); the currency menus offer
+// fiat (nil: the six of old) and then BTC and SATS.
+func parsePages(fiat []kassa.Currency) map[string]map[string]*template.Template {
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		panic(err)
 	}
-	for _, name := range names {
-		base := strings.TrimSuffix(path.Base(name), ".html")
-		if base == "layout" || base == "partials" {
-			continue
+	out := map[string]map[string]*template.Template{}
+	for _, lang := range Languages {
+		fm := withLang(funcs, lang)
+		if fiat != nil {
+			offered := append(slices.Clone(fiat), kassa.BTC, kassa.SATS)
+			fm["currencies"] = func() []kassa.Currency { return offered }
 		}
-		pages[base] = parsePage(name, fm)
+		pages := map[string]*template.Template{}
+		for _, name := range names {
+			base := strings.TrimSuffix(path.Base(name), ".html")
+			if base == "layout" || base == "partials" {
+				continue
+			}
+			pages[base] = parsePage(name, fm)
+		}
+		out[lang] = pages
 	}
-	return pages
+	return out
 }
 
 func parsePage(name string, fm template.FuncMap) *template.Template {
 	return template.Must(template.New("layout.html").Funcs(fm).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", name))
 }
 
-// germanErrorPage is the error page with the German strings.
-var germanErrorPage = sync.OnceValue(func() *template.Template {
-	return parsePage("templates/error.html", withLang(funcs, "de"))
-})
-
-// render writes page with data, in the layout.
+// render writes page with data, in the layout, in the reader's
+// language.
 func (h *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, page string, data map[string]any) {
-	h.renderIn(w, r, status, "en", h.pages[page], page, data)
+	lang := h.lang(w, r)
+	h.renderIn(w, r, status, lang, h.pages[lang][page], page, data)
 }
 
 // renderIn is render in lang with tmpl.
 func (h *Dashboard) renderIn(w http.ResponseWriter, r *http.Request, status int, lang string, tmpl *template.Template, page string, data map[string]any) {
 	v := view{Page: page, Store: currentStore(r.Context()), CSRF: h.csrfToken(w, r), Sim: h.Simulated || h.Simulator != nil, SimPay: h.Simulator != nil,
 		Op: h.Operator != nil, D: data, Lang: lang}
+	for _, code := range Languages {
+		q := r.URL.Query()
+		q.Set("lang", code)
+		v.Langs = append(v.Langs, langLink{Code: code, Name: i18n.Name(code), URL: r.URL.Path + "?" + q.Encode(), Current: code == lang})
+	}
 	if s := current(r.Context()); s != nil {
 		v.User = s.user
 	}
@@ -193,9 +215,8 @@ func (h *Dashboard) renderIn(w http.ResponseWriter, r *http.Request, status int,
 	w.Write(buf.Bytes())
 }
 
-// fail answers an error page with status and the string of key, in
-// German when the browser asks for it (?lang=de or Accept-Language, as
-// the customer pages), else in English.
+// fail answers an error page with status and the string of key, in the
+// reader's language.
 func (h *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, key string) {
 	h.failMessage(w, r, status, func(lang string) string { return msgIn(lang, key) })
 }
@@ -203,11 +224,8 @@ func (h *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, key
 // failMessage answers an error page with status and the message text
 // gives in the page's language.
 func (h *Dashboard) failMessage(w http.ResponseWriter, r *http.Request, status int, text func(lang string) string) {
-	lang, tmpl := "en", h.pages["error"]
-	if i18n.FromRequest(r) == "de" {
-		lang, tmpl = "de", germanErrorPage()
-	}
-	h.renderIn(w, r, status, lang, tmpl, "error", map[string]any{"Status": status, "Message": text(lang)})
+	lang := h.lang(nil, r)
+	h.renderIn(w, r, status, lang, h.pages[lang]["error"], "error", map[string]any{"Status": status, "Message": text(lang)})
 }
 
 func (h *Dashboard) notFound(w http.ResponseWriter, r *http.Request) {

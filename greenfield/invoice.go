@@ -167,6 +167,9 @@ func (b *createBody) invoiceRequest(store *kassa.Store) (*kassa.InvoiceRequest, 
 		if c.RedirectAutomatically != nil {
 			req.RedirectAutomatically = *c.RedirectAutomatically
 		}
+		if c.DefaultLanguage != nil {
+			req.Language = strings.TrimSpace(*c.DefaultLanguage)
+		}
 	}
 	// The domain's own checks, so that every bad field is in one answer.
 	if err := req.Validate(); err != nil {
@@ -448,6 +451,7 @@ type checkoutData struct {
 	PaymentTolerance      json.Number `json:"paymentTolerance"` // a JSON number, as BTCPay's double
 	RedirectURL           *string     `json:"redirectURL"`
 	RedirectAutomatically bool        `json:"redirectAutomatically"`
+	DefaultLanguage       *string     `json:"defaultLanguage"`
 }
 
 // additionalStatuses names Kassa's additional statuses as
@@ -512,6 +516,7 @@ func (s *server) invoiceData(inv *kassa.Invoice) invoiceData {
 			PaymentTolerance:      json.Number(inv.Tolerance.String()),
 			RedirectURL:           optional(inv.RedirectURL),
 			RedirectAutomatically: inv.RedirectAutomatically,
+			DefaultLanguage:       optional(inv.Language),
 		},
 	}
 }

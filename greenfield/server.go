@@ -144,6 +144,7 @@ var fieldPaths = map[string]string{
 	"buyerEmail":  "metadata.buyerEmail",
 	"orderId":     "metadata.orderId",
 	"redirectUrl": "checkout.redirectURL",
+	"language":    "checkout.defaultLanguage",
 	"metadata":    "metadata",
 }
 

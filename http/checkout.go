@@ -226,7 +226,11 @@ func (s *server) checkoutPage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	base := s.newPageBase(r, "")
+	var storeLang string
+	if st != nil {
+		storeLang = st.DefaultLanguage
+	}
+	base := s.newPageBase(r, "", inv.Language, storeLang)
 	lang := base.Lang
 	name := inv.TerminalName
 	if st != nil {

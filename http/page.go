@@ -115,8 +115,8 @@ func (s *server) asset(w http.ResponseWriter, r *http.Request) {
 
 // langLink is one entry of a page's language switch.
 type langLink struct {
-	Code, Name, URL string
-	Current         bool
+	Code, Name, URL, Dir string
+	Current              bool
 }
 
 // brand is the store's accent colour and the text colour that reads on it.
@@ -159,7 +159,10 @@ func linear(v float64) float64 {
 
 // pageBase is what every page's layout reads.
 type pageBase struct {
+	// Lang is the page's language, Dir its writing direction ("rtl" or
+	// "ltr"), for <html lang dir>.
 	Lang      string
+	Dir       string
 	PageTitle string
 	Nonce     string
 	// Simulation shows the SIMULATION banner; SimControls the buttons
@@ -174,13 +177,15 @@ type pageBase struct {
 	RefreshURL string
 }
 
-// newPageBase returns the layout data of a page in the request's
-// language with a fresh CSP nonce.
-func (s *server) newPageBase(r *http.Request, title string) pageBase {
+// newPageBase returns the layout data of a page with a fresh CSP nonce,
+// in the language the reader chose on the page (?lang=), else the
+// first of prefer the pages speak (the invoice's requested language,
+// then the store's default), else the browser's (Accept-Language).
+func (s *server) newPageBase(r *http.Request, title string, prefer ...string) pageBase {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	lang := i18n.FromRequest(r)
-	base := pageBase{Lang: lang, PageTitle: title, Nonce: base64.RawURLEncoding.EncodeToString(b[:]), Simulation: s.Simulated || s.Simulator != nil, SimControls: s.Simulator != nil, Brand: defaultBrand}
+	lang := i18n.Choose(r, prefer...)
+	base := pageBase{Lang: lang, Dir: i18n.Dir(lang), PageTitle: title, Nonce: base64.RawURLEncoding.EncodeToString(b[:]), Simulation: s.Simulated || s.Simulator != nil, SimControls: s.Simulator != nil, Brand: defaultBrand}
 	for _, code := range i18n.Languages {
 		q := url.Values{}
 		for k, v := range r.URL.Query() {
@@ -189,7 +194,7 @@ func (s *server) newPageBase(r *http.Request, title string) pageBase {
 			}
 		}
 		q.Set("lang", code)
-		base.Langs = append(base.Langs, langLink{Code: code, Name: i18n.Name(code), URL: r.URL.Path + "?" + q.Encode(), Current: code == lang})
+		base.Langs = append(base.Langs, langLink{Code: code, Name: i18n.Name(code), Dir: i18n.Dir(code), URL: r.URL.Path + "?" + q.Encode(), Current: code == lang})
 	}
 	return base
 }

@@ -246,12 +246,30 @@ func TestCheckoutPageLanguage(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, withSim)
 	inv := e.seedInvoice("store_a", testNow, `{"amount": 1, "orderId": "C-3"}`)
-	german := []string{`<html lang="de">`, "Alice&#39;s Shop bezahlen", "Bestellung C-3", "Warten auf Ihre Zahlung", "In der Wallet öffnen",
+	german := []string{`<html lang="de" dir="ltr">`, "Alice&#39;s Shop bezahlen", "Bestellung C-3", "Warten auf Ihre Zahlung", "In der Wallet öffnen",
 		"Jede Wallet", "Verbleibende Zeit", "Per Lightning bezahlen", `<span aria-current="true">Deutsch</span>`, `href="/checkout/` + inv.ID + `?lang=en"`}
 	expectPage(t, e.do("GET", "/checkout/"+inv.ID, "", noKey, header{"Accept-Language", "de-DE,de;q=0.9,en;q=0.5"}), 200, german, []string{"Waiting for payment"})
 	expectPage(t, e.do("GET", "/checkout/"+inv.ID+"?lang=de", "", noKey, header{"Accept-Language", "en"}), 200, german, nil)
-	expectPage(t, e.do("GET", "/checkout/"+inv.ID+"?lang=xx", "", noKey, header{"Accept-Language", "fr"}), 200,
-		[]string{`<html lang="en">`, "Waiting for payment"}, []string{"Warten"})
+	expectPage(t, e.do("GET", "/checkout/"+inv.ID+"?lang=xx", "", noKey, header{"Accept-Language", "sw"}), 200,
+		[]string{`<html lang="en" dir="ltr">`, "Waiting for payment"}, []string{"Warten"})
+}
+
+// TestCheckoutPageRightToLeft: Arabic, Persian and Hebrew pages are laid
+// out right to left, in their own words and digits, and the language
+// switch offers every language, each in its own words.
+func TestCheckoutPageRightToLeft(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	inv := e.seedInvoice("store_a", testNow, `{"amount": 1234.5, "orderId": "C-4"}`)
+	for lang, want := range map[string][]string{
+		"ar": {`<html lang="ar" dir="rtl">`, "في انتظار الدفع", "الطلب C-4", `<span aria-current="true">العربية</span>`},
+		"fa": {`<html lang="fa" dir="rtl">`, "در انتظار پرداخت", "۱٬۲۳۴٫۵۰", `hreflang="ar" lang="ar" dir="rtl">العربية</a>`},
+		"he": {`<html lang="he" dir="rtl">`, "ממתינים לתשלום", `hreflang="ar" lang="ar" dir="rtl">العربية</a>`},
+		"ja": {`<html lang="ja" dir="ltr">`, "お支払いを待っています", `hreflang="ar" lang="ar" dir="rtl">العربية</a>`},
+	} {
+		expectPage(t, e.do("GET", "/checkout/"+inv.ID, "", noKey, header{"Accept-Language", lang}), 200,
+			append(want, `hreflang="pt" lang="pt" dir="ltr">Português</a>`), []string{"Waiting for payment"})
+	}
 }
 
 // TestCheckoutPageBranding shows the store's logo and colour, with text

@@ -93,12 +93,16 @@ func (s *server) payLinkPage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	base := s.newPageBase(r, p.Title)
 	st, err := s.Reader.Store(r.Context(), p.StoreID)
 	if err != nil && kassa.ErrorCode(err) != kassa.NotFound {
 		s.pageError(w, r, err)
 		return
 	}
+	var storeLang string
+	if st != nil {
+		storeLang = st.DefaultLanguage
+	}
+	base := s.newPageBase(r, p.Title, storeLang)
 	status := p.Status(s.now())
 	data := payLinkPageData{
 		ID:          p.ID,

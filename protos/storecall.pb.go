@@ -1417,6 +1417,7 @@ type StoreDoc struct {
 	ApiKeys               []*APIKeyDoc           `protobuf:"bytes,24,rep,name=api_keys,json=apiKeys,proto3" json:"api_keys,omitempty"`
 	CreatedAt             *timestamppb.Timestamp `protobuf:"bytes,25,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	TopUpRefs             []*TopUpRefDoc         `protobuf:"bytes,26,rep,name=top_up_refs,json=topUpRefs,proto3" json:"top_up_refs,omitempty"`
+	DefaultLanguage       string                 `protobuf:"bytes,27,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -1633,6 +1634,13 @@ func (x *StoreDoc) GetTopUpRefs() []*TopUpRefDoc {
 	return nil
 }
 
+func (x *StoreDoc) GetDefaultLanguage() string {
+	if x != nil {
+		return x.DefaultLanguage
+	}
+	return ""
+}
+
 type APIKeyDoc struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1774,6 +1782,7 @@ type StoreUpdateDoc struct {
 	LogoUrl               string                 `protobuf:"bytes,8,opt,name=logo_url,json=logoUrl,proto3" json:"logo_url,omitempty"`
 	BrandColor            string                 `protobuf:"bytes,9,opt,name=brand_color,json=brandColor,proto3" json:"brand_color,omitempty"`
 	DefaultRedirectUrl    string                 `protobuf:"bytes,10,opt,name=default_redirect_url,json=defaultRedirectUrl,proto3" json:"default_redirect_url,omitempty"`
+	DefaultLanguage       string                 `protobuf:"bytes,11,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -1878,6 +1887,13 @@ func (x *StoreUpdateDoc) GetDefaultRedirectUrl() string {
 	return ""
 }
 
+func (x *StoreUpdateDoc) GetDefaultLanguage() string {
+	if x != nil {
+		return x.DefaultLanguage
+	}
+	return ""
+}
+
 type InvoiceRequestDoc struct {
 	state                 protoimpl.MessageState `protogen:"open.v1"`
 	Amount                string                 `protobuf:"bytes,1,opt,name=amount,proto3" json:"amount,omitempty"`
@@ -1892,6 +1908,7 @@ type InvoiceRequestDoc struct {
 	Metadata              []byte                 `protobuf:"bytes,10,opt,name=metadata,proto3" json:"metadata,omitempty"`
 	ReferralCode          string                 `protobuf:"bytes,11,opt,name=referral_code,json=referralCode,proto3" json:"referral_code,omitempty"`
 	PaymentLinkId         string                 `protobuf:"bytes,12,opt,name=payment_link_id,json=paymentLinkId,proto3" json:"payment_link_id,omitempty"`
+	Language              string                 `protobuf:"bytes,13,opt,name=language,proto3" json:"language,omitempty"`
 	unknownFields         protoimpl.UnknownFields
 	sizeCache             protoimpl.SizeCache
 }
@@ -2006,6 +2023,13 @@ func (x *InvoiceRequestDoc) GetReferralCode() string {
 func (x *InvoiceRequestDoc) GetPaymentLinkId() string {
 	if x != nil {
 		return x.PaymentLinkId
+	}
+	return ""
+}
+
+func (x *InvoiceRequestDoc) GetLanguage() string {
+	if x != nil {
+		return x.Language
 	}
 	return ""
 }
@@ -2205,6 +2229,7 @@ type InvoiceDoc struct {
 	SettledBy                uint32                 `protobuf:"varint,35,opt,name=settled_by,json=settledBy,proto3" json:"settled_by,omitempty"`
 	MonitoringDone           bool                   `protobuf:"varint,36,opt,name=monitoring_done,json=monitoringDone,proto3" json:"monitoring_done,omitempty"`
 	SettlementReverted       bool                   `protobuf:"varint,37,opt,name=settlement_reverted,json=settlementReverted,proto3" json:"settlement_reverted,omitempty"`
+	Language                 string                 `protobuf:"bytes,38,opt,name=language,proto3" json:"language,omitempty"`
 	unknownFields            protoimpl.UnknownFields
 	sizeCache                protoimpl.SizeCache
 }
@@ -2496,6 +2521,13 @@ func (x *InvoiceDoc) GetSettlementReverted() bool {
 		return x.SettlementReverted
 	}
 	return false
+}
+
+func (x *InvoiceDoc) GetLanguage() string {
+	if x != nil {
+		return x.Language
+	}
+	return ""
 }
 
 type PaymentRequestInputDoc struct {
@@ -3457,7 +3489,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"9\n" +
 	"\x10RevealAPIKeyCall\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x0e\n" +
-	"\x02by\x18\x02 \x01(\tR\x02by\"\xf1\b\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"\x9c\t\n" +
 	"\bStoreDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
@@ -3488,7 +3520,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\bapi_keys\x18\x18 \x03(\v2\x13.kassa.v1.APIKeyDocR\aapiKeys\x129\n" +
 	"\n" +
 	"created_at\x18\x19 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x125\n" +
-	"\vtop_up_refs\x18\x1a \x03(\v2\x15.kassa.v1.TopUpRefDocR\ttopUpRefsB\x16\n" +
+	"\vtop_up_refs\x18\x1a \x03(\v2\x15.kassa.v1.TopUpRefDocR\ttopUpRefs\x12)\n" +
+	"\x10default_language\x18\x1b \x01(\tR\x0fdefaultLanguageB\x16\n" +
 	"\x14_forward_fee_percent\"\xa0\x01\n" +
 	"\tAPIKeyDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -3499,7 +3532,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\vpermissions\x18\x05 \x03(\tR\vpermissions\"R\n" +
 	"\vTopUpRefDoc\x12\x1c\n" +
 	"\treference\x18\x01 \x01(\tR\treference\x12%\n" +
-	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xf8\x02\n" +
+	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xa3\x03\n" +
 	"\x0eStoreUpdateDoc\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcurrency\x18\x02 \x01(\tR\bcurrency\x12+\n" +
@@ -3512,7 +3545,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\vbrand_color\x18\t \x01(\tR\n" +
 	"brandColor\x120\n" +
 	"\x14default_redirect_url\x18\n" +
-	" \x01(\tR\x12defaultRedirectUrl\"\xb5\x03\n" +
+	" \x01(\tR\x12defaultRedirectUrl\x12)\n" +
+	"\x10default_language\x18\v \x01(\tR\x0fdefaultLanguage\"\xd1\x03\n" +
 	"\x11InvoiceRequestDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +
 	"\n" +
@@ -3528,7 +3562,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\bmetadata\x18\n" +
 	" \x01(\fR\bmetadata\x12#\n" +
 	"\rreferral_code\x18\v \x01(\tR\freferralCode\x12&\n" +
-	"\x0fpayment_link_id\x18\f \x01(\tR\rpaymentLinkId\"\xe5\x03\n" +
+	"\x0fpayment_link_id\x18\f \x01(\tR\rpaymentLinkId\x12\x1a\n" +
+	"\blanguage\x18\r \x01(\tR\blanguage\"\xe5\x03\n" +
 	"\n" +
 	"PaymentDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
@@ -3549,7 +3584,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\vreceived_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"receivedAt\x12\x1c\n" +
 	"\taccounted\x18\x0e \x01(\bR\taccounted\x12!\n" +
-	"\fblock_height\x18\x0f \x01(\x03R\vblockHeight\"\x8b\f\n" +
+	"\fblock_height\x18\x0f \x01(\x03R\vblockHeight\"\xa7\f\n" +
 	"\n" +
 	"InvoiceDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -3597,7 +3632,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\n" +
 	"settled_by\x18# \x01(\rR\tsettledBy\x12'\n" +
 	"\x0fmonitoring_done\x18$ \x01(\bR\x0emonitoringDone\x12/\n" +
-	"\x13settlement_reverted\x18% \x01(\bR\x12settlementRevertedB\x13\n" +
+	"\x13settlement_reverted\x18% \x01(\bR\x12settlementReverted\x12\x1a\n" +
+	"\blanguage\x18& \x01(\tR\blanguageB\x13\n" +
 	"\x11_derivation_index\"\x86\x03\n" +
 	"\x16PaymentRequestInputDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +

@@ -58,8 +58,11 @@
       t.addEventListener("click", function (e) { e.preventDefault(); show(t, false); });
       t.addEventListener("keydown", function (e) {
         var next = null;
-        if (e.key === "ArrowRight") { next = tabs[(i + 1) % tabs.length]; }
-        if (e.key === "ArrowLeft") { next = tabs[(i + tabs.length - 1) % tabs.length]; }
+        // Right to left, the next tab is the one on the left.
+        var forward = document.documentElement.dir === "rtl" ? "ArrowLeft" : "ArrowRight";
+        var back = forward === "ArrowRight" ? "ArrowLeft" : "ArrowRight";
+        if (e.key === forward) { next = tabs[(i + 1) % tabs.length]; }
+        if (e.key === back) { next = tabs[(i + tabs.length - 1) % tabs.length]; }
         if (e.key === "Home") { next = tabs[0]; }
         if (e.key === "End") { next = tabs[tabs.length - 1]; }
         if (next) { e.preventDefault(); show(next, true); }
@@ -82,14 +85,22 @@
     return "UTC" + (off < 0 ? "-" : "+") + two(Math.floor(Math.abs(off) / 60)) + ":" + two(Math.abs(off) % 60);
   }
   function localTimes(root) {
-    var de = document.documentElement.lang === "de";
+    var lang = document.documentElement.lang;
+    var de = lang === "de";
+    var cldr = null;
+    // Languages other than English and German: the browser's CLDR
+    // medium date and short time (Intl), as the server writes them.
+    if (lang !== "en" && !de) {
+      try { cldr = new Intl.DateTimeFormat(lang, {dateStyle: "medium", timeStyle: "short"}); } catch (e) { cldr = null; }
+    }
     Array.prototype.forEach.call(root.querySelectorAll("time[data-local]"), function (el) {
       var d = new Date(el.getAttribute("datetime"));
       if (isNaN(d.getTime())) { return; }
       var date = de ? two(d.getDate()) + "." + two(d.getMonth() + 1) + "." + d.getFullYear() + ","
         : d.getFullYear() + "-" + two(d.getMonth() + 1) + "-" + two(d.getDate());
       el.title = el.textContent;
-      el.textContent = date + " " + two(d.getHours()) + ":" + two(d.getMinutes()) + " " + zoneName(d);
+      el.textContent = cldr ? cldr.format(d) + " " + zoneName(d)
+        : date + " " + two(d.getHours()) + ":" + two(d.getMinutes()) + " " + zoneName(d);
       el.removeAttribute("data-local");
     });
   }

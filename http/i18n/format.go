@@ -28,37 +28,32 @@ var formatters = func() map[string]*isocurrency.Formatter {
 	return out
 }()
 
-// separators returns the decimal and grouping separators of lang.
-func separators(lang string) (dec, group string) {
-	if lang == "de" {
-		return ",", "."
+// numberFormatters format plain numbers by language: money formatters
+// that show no currency, their digits set per call.
+var numberFormatters = func() map[string]isocurrency.Formatter {
+	out := map[string]isocurrency.Formatter{}
+	for _, lang := range Languages {
+		f := isocurrency.NewFormatter(isocurrency.NewLocale(lang))
+		f.CurrencyDisplay = isocurrency.DisplayNone
+		out[lang] = *f
 	}
-	return ".", ","
-}
+	return out
+}()
 
-// Number renders d with places decimals (rounded half up) and lang's
-// separators: "1,234.50" in English, "1.234,50" in German.
+// Number renders d with places decimals (rounded half up) in lang's
+// CLDR symbols, grouping and digits: "1,234.50" in English, "1.234,50"
+// in German, "1 234,50" in French, "12,34,567" in Hindi, "۱٬۲۳۴٫۵۰" in
+// Persian.
 func Number(lang string, d decimal.Decimal, places int32) string {
-	s := d.StringFixed(places)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	whole, frac, _ := strings.Cut(s, ".")
-	dec, group := separators(lang)
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
+	f := numberFormatters[pick(lang)]
+	f.MinDigits, f.MaxDigits = uint8(places), uint8(places)
+	a, err := isocurrency.NewAmount(d.StringFixed(places), "EUR")
+	if err != nil {
+		return d.StringFixed(places)
 	}
-	for i, r := range whole {
-		if i > 0 && (len(whole)-i)%3 == 0 {
-			b.WriteString(group)
-		}
-		b.WriteRune(r)
-	}
-	if frac != "" {
-		b.WriteString(dec)
-		b.WriteString(frac)
-	}
-	return b.String()
+	// A pattern's space and direction mark that stood by the currency
+	// symbol are not part of the number.
+	return strings.TrimRight(strings.TrimSpace(f.Format(a)), "\u00a0\u200e\u200f")
 }
 
 // Money renders amount in c for lang, rounded half up to c's minor
@@ -91,16 +86,19 @@ func BTC(lang string, s kassa.Sats) string {
 	return Number(pick(lang), decimal.New(int64(s), -8), 8) + " BTC"
 }
 
-// Time renders t in UTC with the zone named: "2026-11-25 21:44 UTC" in
-// English, "25.11.2026, 21:44 UTC" in German. Pages that know the
+// Time renders t in UTC with the zone named: in English ISO 8601,
+// "2026-11-25 21:44 UTC"; in every other language its CLDR medium date
+// and short time, "25.11.2026, 21:44 UTC" in German, "25 nov. 2026,
+// 21:44 UTC" in French. Pages that know the
 // reader's zone rewrite it (the checkout's <time> elements).
 func Time(lang string, t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
 	t = t.UTC()
-	if pick(lang) == "de" {
-		return t.Format("02.01.2006, 15:04") + " UTC"
+	lang = pick(lang)
+	if loc, ok := dateLocales[lang]; ok {
+		return loc.FmtDateMedium(t) + ", " + loc.FmtTimeShort(t) + " UTC"
 	}
 	return t.Format("2006-01-02 15:04") + " UTC"
 }

@@ -31,7 +31,7 @@ func TestMoney(t *testing.T) {
 		{"en", "99.99", "BRL", "R$99.99"},
 		{"de", "0.00014368", kassa.BTC, "0,00014368 BTC"},
 		{"en", "14368", kassa.SATS, "14,368 sats"},
-		{"fr", "12.5", kassa.EUR, "€12.50"}, // no catalogue: English
+		{"sw", "12.5", kassa.EUR, "€12.50"}, // no catalogue: English
 	}
 	for _, tt := range tests {
 		if got := Money(tt.lang, d(tt.amount), tt.c); got != tt.want {

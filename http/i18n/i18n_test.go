@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -11,26 +12,81 @@ import (
 // included.
 var verbs = regexp.MustCompile(`%(\[\d+\])?[a-z%]`)
 
+// sameAsEnglish are the translations allowed to equal the English text:
+// names and words that are the same in that language. Key to languages
+// ("*": every language).
+var sameAsEnglish = map[string][]string{
+	"tab.lightning":  {"*"},
+	"sim.banner":     {"de", "fr"},
+	"paylink.status": {"de", "nl", "id"},
+	"receipt.txid":   {"fr"},
+	"receipt.date":   {"fr"},
+}
+
+// TestCataloguesMatch: every catalogue has every key of the English one
+// (a plural string in exactly the CLDR forms of its language), with the
+// same placeholders, and no translation is the English text unless
+// sameAsEnglish allows it.
 func TestCataloguesMatch(t *testing.T) {
 	t.Parallel()
-	want := Keys(Default)
-	for _, lang := range Languages {
-		if got := Keys(lang); !slices.Equal(got, want) {
-			t.Errorf("%s has keys %v, want the English ones %v", lang, got, want)
+	en := catalogs[Default]
+	plurals := map[string]bool{}
+	for k := range en {
+		if b, ok := strings.CutSuffix(k, ".other"); ok {
+			plurals[b] = true
 		}
+	}
+	for _, lang := range Languages {
+		c := catalogs[lang]
 		if Name(lang) == "" {
 			t.Errorf("%s has no name", lang)
 		}
-		for _, k := range want {
-			en, other := verbs.FindAllString(english[k], -1), verbs.FindAllString(catalogs[lang][k], -1)
-			slices.Sort(en)
-			slices.Sort(other)
-			if !slices.Equal(en, other) {
-				t.Errorf("%s %q has placeholders %v, English %v", lang, k, other, en)
+		want := map[string]string{} // key: its English text
+		for k, s := range en {
+			if !plurals[pluralBase(k)] {
+				want[k] = s
+			}
+		}
+		for b := range plurals {
+			for _, f := range PluralCategories(lang) {
+				want[b+"."+f] = en[b+".other"]
+			}
+		}
+		for k := range want {
+			if _, ok := c[k]; !ok {
+				t.Errorf("%s: key %s missing", lang, k)
+			}
+		}
+		for k, s := range c {
+			english, ok := want[k]
+			if !ok {
+				t.Errorf("%s: key %s is not in the English catalogue (or not a CLDR form of %s)", lang, k, lang)
+				continue
+			}
+			if plurals[pluralBase(k)] {
+				// A plural form may say its number once or twice.
+				if a, b := placeholderSet(english), placeholderSet(s); !slices.Equal(a, b) {
+					t.Errorf("%s %s: placeholders %v, English %v", lang, k, b, a)
+				}
+			} else if a, b := placeholders(english), placeholders(s); !slices.Equal(a, b) {
+				t.Errorf("%s %s: placeholders %v, English %v", lang, k, b, a)
+			}
+			if lang != Default && s == english && !slices.Contains(sameAsEnglish[k], "*") && !slices.Contains(sameAsEnglish[k], lang) {
+				t.Errorf("%s %s: %q is the English text (translate it, or allow it in sameAsEnglish)", lang, k, s)
 			}
 		}
 	}
 }
+
+// placeholders are the fmt verbs of s, sorted.
+func placeholders(s string) []string {
+	v := verbs.FindAllString(s, -1)
+	slices.Sort(v)
+	return v
+}
+
+// placeholderSet are the distinct fmt verbs of s, sorted.
+func placeholderSet(s string) []string { return slices.Compact(placeholders(s)) }
 
 func TestNegotiate(t *testing.T) {
 	t.Parallel()
@@ -39,8 +95,8 @@ func TestNegotiate(t *testing.T) {
 		"de":                        "de",
 		"de-CH, en;q=0.8":           "de",
 		"en-US,en;q=0.9,de;q=0.8":   "en",
-		"fr-FR, de;q=0.5, en;q=0.4": "de",
-		"fr, it":                    "en",
+		"sw-KE, de;q=0.5, en;q=0.4": "de",
+		"sw, am":                    "en",
 		"de;q=0, en":                "en",
 		"de;q=bad, en;q=0.1":        "en",
 		"DE-at":                     "de",

@@ -21,8 +21,12 @@
 // wrong passwords from 400 client networks while a merchant signs in
 // with the device cookie of an earlier sign-in.
 //
+// The search figures (search.go) time searches by order id and by buyer
+// e-mail and the first page of the list on a store of a million
+// invoices written in bulk through the storage port.
+//
 // The run is made of parts (create, disk, tracing, webhooks, closed, restart,
-// chain, cluster, lightning, memory, signin), each runnable alone with -only
+// chain, cluster, lightning, memory, signin, search), each runnable alone with -only
 // (a comma-separated list runs several). A part that fails does not stop
 // the others. At the end every figure is printed again, one line each,
 // as `SUMMARY <part> <name> <value> <unit> (goal <op> <target>) MET|MISS`
@@ -32,7 +36,7 @@
 //
 //	kassa-bench [-duration 3s] [-rounds 3] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
 //	            [-closed-invoices 300000] [-restart-invoices 100000] [-chain-payments 10] [-ln-payments 20]
-//	            [-disk-invoices 10000] [-only PART[,PART...]] [-profile DIR] [-compare-kassa BIN]
+//	            [-disk-invoices 10000] [-search-invoices 1000000] [-only PART[,PART...]] [-profile DIR] [-compare-kassa BIN]
 package main
 
 import (
@@ -58,6 +62,8 @@ type options struct {
 	lnPayments    int
 	chainPayments int
 	diskInvoices  int
+	// searchInvoices is the size of the search part's store.
+	searchInvoices int
 }
 
 // part is one section of the run.
@@ -83,6 +89,7 @@ var parts = []part{
 	}},
 	{"memory", func(ctx context.Context, o *options) error { return benchMemory(ctx, o.openInvoices) }},
 	{"signin", func(ctx context.Context, o *options) error { return benchSignin(ctx) }},
+	{"search", func(ctx context.Context, o *options) error { return benchSearch(ctx, o.searchInvoices) }},
 }
 
 // wholeRunGoal is the wall time a whole run (every part) must stay under.
@@ -115,6 +122,10 @@ var goals = map[string]goal{
 	"bytes_per_open_invoice":                   {op: "<", target: 4096},
 	"signin_flood_good_within_2s":              {op: ">=", target: 0.95},
 	"signin_flood_peak_rss_mb":                 {op: "<", target: 256},
+	"search_orderid_p99_ms":                    {op: "<=", target: 10},
+	"search_email_p99_ms":                      {op: "<=", target: 10},
+	"list_first_page_ms":                       {op: "<=", target: 10},
+	"disk_per_invoice_bytes":                   {op: "<=", target: 1100},
 }
 
 // met tells whether value meets g, given the figures of the run; ok is
@@ -186,6 +197,7 @@ func main() {
 	flag.IntVar(&o.lnPayments, "ln-payments", 20, "payments on real lnd for ln_settle_to_webhook_p99_ms")
 	flag.IntVar(&o.chainPayments, "chain-payments", 10, "payments on a real btcd for chain_block_to_settled_ms")
 	flag.IntVar(&o.diskInvoices, "disk-invoices", 10_000, "invoices created for disk_per_invoice_bytes")
+	flag.IntVar(&o.searchInvoices, "search-invoices", 1_000_000, "invoices of the search part's store")
 	flag.StringVar(&compareKassa, "compare-kassa", "", "a second kassa binary (another build, say main's) that the create and lightning parts measure in the same rounds as this build: invoice_create_compare_vs_kassa and ln_invoice_create_compare_vs_kassa")
 	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of the kassa server under test during each measured phase of the create, lightning, closed and cluster parts into this directory")
 	flag.BoolVar(&pgStats, "pg-stats", false, "cluster part: PostgreSQL runs with pg_stat_statements, and one more turn of the one-node cluster prints where a create's time goes on the server's side (statements, rows, WAL, CPU of PostgreSQL, Kassa and etcd)")
@@ -233,7 +245,7 @@ func runParts(ctx context.Context, run []part, o *options, whole bool) (failed b
 		mu.Lock()
 		current = p.name
 		mu.Unlock()
-		fmt.Fprintf(os.Stderr, "kassa-bench: part %s\n", p.name)
+		fmt.Fprintf(os.Stderr, "kassa-bench: part %s (load average %s at its start; quiet is below 0.3)\n", p.name, loadAverage())
 		began := time.Now()
 		err := runPart(ctx, p, o)
 		walls[p.name] = time.Since(began)
@@ -308,4 +320,13 @@ func printSummary(run []part, walls map[string]time.Duration, errs map[string]er
 		line += fmt.Sprintf(" (goal <= %v) %s", wholeRunGoal, verdict)
 	}
 	fmt.Printf("%s; %d of %d goals missed, %d of %d parts failed\n", line, missed, goalsSeen, len(errs), len(run))
+}
+
+// loadAverage is the one-minute load average, or "unknown".
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }

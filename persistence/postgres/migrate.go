@@ -178,6 +178,16 @@ var migrations = []string{
 	ALTER TABLE invoices ADD COLUMN email_key text COLLATE "C";
 	CREATE INDEX invoices_by_order_key ON invoices (store_id, order_key, created_ms, id) WHERE order_key IS NOT NULL;
 	CREATE INDEX invoices_by_email_key ON invoices (store_id, email_key, created_ms, id) WHERE email_key IS NOT NULL;`,
+	// 8: a request record's kind and time are columns, so that the
+	// sweeper deletes the records older than kassa.RequestWindow by an
+	// index (a pool address's record is kept: RequestRecord.Expires).
+	// The records already stored count from the migration: they expire
+	// a RequestWindow after it, never sooner than a record written now.
+	`ALTER TABLE requests ADD COLUMN kind text COLLATE "C" NOT NULL DEFAULT '';
+	ALTER TABLE requests ADD COLUMN at_ms bigint NOT NULL DEFAULT 0;
+	UPDATE requests SET kind = coalesce(convert_from(doc, 'UTF8')::jsonb->>'kind', ''),
+		at_ms = (extract(epoch FROM now()) * 1000)::bigint;
+	CREATE INDEX requests_by_age ON requests (at_ms) WHERE kind <> 'pooladdress';`,
 }
 
 // fills are the steps of a migration that Go does after its SQL, in its

@@ -1,7 +1,7 @@
 package persistence
 
 import (
-		"context"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"

@@ -229,7 +229,9 @@ func (b *newInvoiceBatch) PutRequest(r kassa.RequestRecord) {
 	b.Batch.(kassa.RequestBatch).PutRequest(r)
 }
 
-func (j *newInvoiceFault) NewBatch() kassa.Batch { return &newInvoiceBatch{Batch: j.Journal.NewBatch()} }
+func (j *newInvoiceFault) NewBatch() kassa.Batch {
+	return &newInvoiceBatch{Batch: j.Journal.NewBatch()}
+}
 
 func (j *newInvoiceFault) Commit(ctx context.Context, b kassa.Batch) error {
 	nb := b.(*newInvoiceBatch)

@@ -188,6 +188,12 @@ var migrations = []string{
 	UPDATE requests SET kind = coalesce(convert_from(doc, 'UTF8')::jsonb->>'kind', ''),
 		at_ms = (extract(epoch FROM now()) * 1000)::bigint;
 	CREATE INDEX requests_by_age ON requests (at_ms) WHERE kind <> 'pooladdress';`,
+	// 9: the outbox rows of one endpoint by delivery, and its live
+	// claims, by index: the claim, the fence of a claimed commit and
+	// the delete of a sent delivery each read one row, not the
+	// endpoint's whole backlog (docs/decisions.md, "Outbox claims").
+	`CREATE INDEX outbox_by_delivery ON outbox (webhook_id, delivery_id);
+	CREATE INDEX outbox_claimed ON outbox (webhook_id, claim_expires_ms) WHERE claimed_by IS NOT NULL;`,
 }
 
 // fills are the steps of a migration that Go does after its SQL, in its

@@ -12,12 +12,24 @@ import (
 // node (Pebble) its claims always win.
 
 // DeliveryClaim is one node's claim on the delivery a webhook endpoint
-// sends next, until Expires.
+// sends next, until Expires, and on the deliveries of Run.
 type DeliveryClaim struct {
 	WebhookID  string
 	DeliveryID string
 	Holder     string
 	Expires    time.Time
+	// Run are the due deliveries after DeliveryID, in outbox order, that
+	// the claim holds too (ClaimRun): the holder sends them in that order
+	// after DeliveryID and may record them in one commit.
+	Run []string
+}
+
+// Deliveries returns the deliveries c holds, in the order they are sent.
+func (c DeliveryClaim) Deliveries() []string {
+	if c.DeliveryID == "" {
+		return nil
+	}
+	return append([]string{c.DeliveryID}, c.Run...)
 }
 
 // ErrClaimLost refuses to record the attempt of a delivery whose claim
@@ -45,6 +57,12 @@ type OutboxClaims interface {
 	// back runs out; zero says that nothing is due, or that another
 	// claimer is at work on the endpoint at this moment.
 	ClaimDelivery(ctx context.Context, webhookID, holder string, ttl time.Duration) (c DeliveryClaim, ok bool, err error)
+	// ClaimRun is ClaimDelivery that also claims, in the same step, up to
+	// max-1 of the due deliveries that follow the claimed one (c.Run), as
+	// far as none is held back by another holder's live claim or a
+	// release until later: a backlog is then claimed, and may be
+	// recorded, a run at a time instead of a delivery at a time.
+	ClaimRun(ctx context.Context, webhookID, holder string, ttl time.Duration, max int) (c DeliveryClaim, ok bool, err error)
 	// ReleaseDelivery gives a claim up without recording an attempt;
 	// the delivery, still the endpoint's next, can be claimed again from
 	// retryAt on (zero: at once). A release of a claim another holder
@@ -52,7 +70,8 @@ type OutboxClaims interface {
 	ReleaseDelivery(ctx context.Context, c DeliveryClaim, retryAt time.Time) error
 	// CommitClaimed commits b, which records c's attempt (and takes the
 	// delivery out of the outbox), only while c's holder holds the
-	// delivery's claim. A claim that ran out but that nobody took is
+	// delivery's claim, and that of each delivery of c.Run (which the
+	// caller trims to the deliveries b records). A claim that ran out but that nobody took is
 	// still its holder's. When another holder has claimed the delivery,
 	// or it left the outbox otherwise, nothing is stored and the error
 	// is ErrClaimLost.

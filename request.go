@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"time"
 )
 
 // A create that a caller may send more than once (a cluster node that
@@ -51,7 +52,24 @@ type RequestRecord struct {
 	Kind        string `json:"kind"`
 	ResultID    string `json:"resultId"`
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// At is when the record was written; the store stamps it with its
+	// clock when it is zero. A record written without it (by an older
+	// build) counts from the moment the store first saw it so.
+	At time.Time `json:"at,omitzero"`
 }
+
+// RequestWindow is how long a request record is kept: a repeat of a
+// create within it answers what the first created; the stores' sweeper
+// (SweepExpired) deletes the records older than it. It is twice the 24 h
+// an Idempotency-Key's answer is kept, so that a client that retries
+// within that day always finds the record behind the answer, and a
+// cluster node's retry after a node loss (seconds) is far inside it.
+const RequestWindow = 48 * time.Hour
+
+// Expires reports whether r is deleted once it is older than
+// RequestWindow. A pool address's record is not: it is what keeps the
+// address from being handed out twice, for as long as the address is.
+func (r RequestRecord) Expires() bool { return r.Kind != RequestPoolAddress }
 
 // Kinds of RequestRecord.
 const (

@@ -329,19 +329,43 @@ func (s *Service) createInvoice(ctx context.Context, span trace.Span, storeID st
 		index := res.(uint32)
 		st.NextAddressIndex, inv.DerivationIndex = index, &index
 	}
-	if err := s.paymentMethods(ctx, st, &inv); err != nil {
+	out, err := s.placeInvoice(ctx, st, &inv, effects, session)
+	if err != nil && derive {
+		s.giveBackIndex(ctx, &inv)
+	}
+	return out, err
+}
+
+// placeInvoice gets inv's payment methods and writes it, through its
+// actor or, when it needs none, at once.
+func (s *Service) placeInvoice(ctx context.Context, st *kassa.Store, inv *kassa.Invoice, effects []kassa.Effect, session string) (*kassa.Invoice, error) {
+	if err := s.paymentMethods(ctx, st, inv); err != nil {
 		// Not made after all: its fee is no longer reserved.
-		s.rt.tellStore(storeID, &feeReleased{invoiceID: inv.ID})
+		s.rt.tellStore(st.ID, &feeReleased{invoiceID: inv.ID})
 		return nil, err
 	}
-	if session == "" && needsNoActor(&inv, effects, s.cfg.Clock.Now()) {
-		return s.writeNewInvoice(ctx, &inv, effects)
+	if session == "" && needsNoActor(inv, effects, s.cfg.Clock.Now()) {
+		return s.writeNewInvoice(ctx, inv, effects)
 	}
-	res, err = s.ask(ctx, storeID, &spawnInvoice{call: callOf(ctx), inv: inv, effects: effects, session: session})
+	res, err := s.ask(ctx, st.ID, &spawnInvoice{call: callOf(ctx), inv: *inv, effects: effects, session: session})
 	if err != nil {
 		return nil, err
 	}
 	return res.(*kassa.Invoice), nil
+}
+
+// giveBackIndex returns the derivation index of inv, whose create
+// failed, to its store, so that failed creates open no gap in the
+// merchant's wallet; but only once the store is seen not to hold inv:
+// an invoice written after all (a commit whose answer was lost) keeps
+// its address.
+func (s *Service) giveBackIndex(ctx context.Context, inv *kassa.Invoice) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := s.cfg.Reader.Invoice(ctx, inv.ID); kassa.ErrorCode(err) != kassa.NotFound {
+		return
+	}
+	s.rt.tellStore(inv.StoreID, &releaseAddress{index: *inv.DerivationIndex})
 }
 
 // needsNoActor reports whether a new invoice can be written without an

@@ -106,8 +106,9 @@ func (a *webhookActor) drain(ctx actor.Context) {
 }
 
 // drainClaimed is drain on a store shared by several nodes: it claims
-// the endpoint's next due delivery, sends it and records the attempt
-// under the claim, until nothing is left to claim. The claim is what
+// the endpoint's next due delivery with up to deliveryRun-1 due ones
+// after it, sends them in order and records their attempts in one
+// commit under the claim (sendRun), until nothing is left to claim. The claim is what
 // keeps the endpoint's order when two nodes run its actor: only the
 // holder of the endpoint's next delivery sends, and the delivery leaves
 // the outbox only when its holder records the attempt (a holder whose
@@ -124,7 +125,7 @@ func (a *webhookActor) drainClaimed(ctx actor.Context) {
 		if a.p.stopping().Err() != nil {
 			return // a drain ran out of time: the outbox keeps the rest
 		}
-		c, ok, err := claims.ClaimDelivery(bg, a.id, a.p.claimHolder(), a.p.claimTTL)
+		c, ok, err := claims.ClaimRun(bg, a.id, a.p.claimHolder(), a.p.claimTTL, deliveryRun)
 		now := a.p.clock.Now()
 		if err != nil {
 			a.p.log.Error("webhook delivery: claim", "webhook", a.id, "err", err)
@@ -135,11 +136,11 @@ func (a *webhookActor) drainClaimed(ctx actor.Context) {
 			a.held(ctx, c, now)
 			return
 		}
-		if _, err := a.send(ctx, c.DeliveryID, &c); err != nil {
+		if c, err = a.sendRun(ctx, c, now); err != nil {
 			if errors.Is(err, kassa.ErrClaimLost) {
-				// Another node took the delivery over while this one
-				// sent it (the claim ran out): its attempt counts.
-				a.p.log.Warn("webhook delivery: claim lost while sending; the new holder's attempt is kept",
+				// Another node took the deliveries over while this one
+				// sent them (the claim ran out): its attempts count.
+				a.p.log.Warn("webhook delivery: claim lost while sending; the new holder's attempts are kept",
 					"webhook", a.id, "delivery", c.DeliveryID)
 				a.retryClaim(ctx, now.Add(a.p.claimRetry))
 				return
@@ -148,6 +149,7 @@ func (a *webhookActor) drainClaimed(ctx actor.Context) {
 			if errors.Is(err, errAbandoned) {
 				retryAt = time.Time{} // the next start takes it at once
 			}
+			c.Run = nil
 			if err := claims.ReleaseDelivery(bg, c, retryAt); err != nil {
 				a.p.log.Error("webhook delivery: release claim", "delivery", c.DeliveryID, "err", err)
 			}
@@ -158,6 +160,13 @@ func (a *webhookActor) drainClaimed(ctx actor.Context) {
 		}
 	}
 }
+
+// deliveryRun is how many of an endpoint's due deliveries a node claims,
+// sends and records at a time on a shared store: a backlog (the Expired
+// events of many invoices due together) costs a claim and a commit per
+// run, not per delivery. A crash in a run sends its deliveries again
+// (at least once, as receivers are told).
+const deliveryRun = 32
 
 // held handles a claim that found nothing to take: c names what holds
 // the endpoint back, if anything. Without that, the actor arms the
@@ -225,10 +234,129 @@ func (a *webhookActor) armTimer(ctx actor.Context, d *kassa.Delivery, now time.T
 // send delivers a pending delivery once, records the attempt and, for a
 // webhook that opted in, schedules a retry. A delivery not yet due gets a
 // timer. The error says the delivery could not be read or its attempt
-// not recorded; it is logged here. With a claim (drainClaimed) the
-// delivery is due, and its attempt is recorded only while the claim is
-// held (kassa.ErrClaimLost otherwise).
+// not recorded; it is logged here. With a claim the delivery is due,
+// and its attempt is recorded only while the claim is held
+// (kassa.ErrClaimLost otherwise).
 func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.DeliveryClaim) (*kassa.Delivery, error) {
+	at, err := a.try(ctx, deliveryID, claim != nil)
+	if err != nil || at == nil {
+		if at != nil {
+			return at.d, err
+		}
+		return nil, err
+	}
+	defer at.end()
+	b := a.p.journal.NewBatch()
+	at.put(b)
+	commit := a.p.commit
+	if claim != nil {
+		commit = func(ctx context.Context, b kassa.Batch) error { return a.p.claims.CommitClaimed(ctx, *claim, b) }
+	}
+	if err := commit(at.spanCtx, b); err != nil {
+		// The delivery stays in the outbox and is sent again after a
+		// restart (or by the new holder of its claim): at least once,
+		// as receivers are told.
+		if !errors.Is(err, kassa.ErrClaimLost) {
+			a.p.log.ErrorContext(at.spanCtx, "webhook delivery: record attempt", "delivery", at.d.ID, "err", err)
+		}
+		return at.d, err
+	}
+	a.recorded(ctx, at)
+	return at.d, nil
+}
+
+// sendRun sends the deliveries of run, a claim of a run (ClaimRun), in
+// order, and records their attempts in one commit under the claim: one
+// write a run, not a delivery. It stops early, and records what it sent,
+// at the first delivery it cannot attempt (that delivery's error is
+// returned with its claim, the rest stay claimed until the claim runs
+// out) and once half the claim's life has passed, so that the commit is
+// in before the claim can be taken over. The error is that of the
+// delivery that stopped the run, or of the commit (with the run's first
+// claim).
+func (a *webhookActor) sendRun(ctx actor.Context, run kassa.DeliveryClaim, started time.Time) (kassa.DeliveryClaim, error) {
+	b := a.p.journal.NewBatch()
+	var done []*deliveryAttempt
+	var stopErr error
+	failed := run
+	ids := run.Deliveries()
+	for i, id := range ids {
+		if i > 0 && a.p.clock.Now().Sub(started) > a.p.claimTTL/2 {
+			break
+		}
+		at, err := a.try(ctx, id, true)
+		if err != nil {
+			stopErr = err
+			failed = kassa.DeliveryClaim{WebhookID: run.WebhookID, DeliveryID: id, Holder: run.Holder, Expires: run.Expires}
+			if at != nil {
+				at.end()
+			}
+			break
+		}
+		at.put(b)
+		done = append(done, at)
+	}
+	if len(done) == 0 {
+		return failed, stopErr
+	}
+	held := run
+	held.Run = run.Run[:len(done)-1]
+	err := a.p.claims.CommitClaimed(context.Background(), held, b)
+	for _, at := range done {
+		at.end()
+	}
+	if err != nil {
+		if !errors.Is(err, kassa.ErrClaimLost) {
+			a.p.log.Error("webhook delivery: record the attempts of a run", "webhook", a.id, "deliveries", len(done), "err", err)
+		}
+		return held, err
+	}
+	for _, at := range done {
+		a.recorded(ctx, at)
+	}
+	return failed, stopErr
+}
+
+// deliveryAttempt is one delivery's attempt, made and not yet recorded.
+type deliveryAttempt struct {
+	d, retry  *kassa.Delivery
+	attempted bool
+	// takeOut: d was recorded before; only its outbox entry is left.
+	takeOut bool
+	spanCtx context.Context
+	end     func()
+}
+
+// put records the attempt in b.
+func (at *deliveryAttempt) put(b kassa.Batch) {
+	b.PutDelivery(at.d, false)
+	if at.retry != nil {
+		b.PutDelivery(at.retry, true)
+	}
+}
+
+// recorded finishes an attempt once it is recorded: counted, logged and
+// its retry's timer armed.
+func (a *webhookActor) recorded(ctx actor.Context, at *deliveryAttempt) {
+	if at.takeOut {
+		return
+	}
+	d := at.d
+	countDelivery(a.p.metrics, d, at.attempted)
+	a.p.log.DebugContext(at.spanCtx, "webhook delivery", "webhook", d.WebhookID, "delivery", d.ID, "type", string(d.Type),
+		"status", d.Status.String(), "code", d.StatusCode, "duration", d.Duration)
+	if at.retry != nil {
+		a.armTimer(ctx, at.retry, a.p.clock.Now())
+	}
+}
+
+// try reads delivery deliveryID and makes its attempt: nil, with no
+// error, when there is nothing to record (sent already, or, unclaimed,
+// not yet due: it gets a timer). A delivery recorded yet still in the
+// outbox (claimed) is returned to be taken out. The error says it could
+// not be read or attempted (a drain ran out of time: errAbandoned); an
+// attempt the receiver refused is no error.
+func (a *webhookActor) try(ctx actor.Context, deliveryID string, claimed bool) (*deliveryAttempt, error) {
 	bg := context.Background()
 	stopping := a.p.stopping()
 	if stopping.Err() != nil {
@@ -240,32 +368,28 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 		return nil, err
 	}
 	if d.Status != kassa.DeliveryPending {
-		if claim != nil {
+		if claimed {
 			// Recorded, yet in the outbox: take it out, or the claim
 			// would hand it out again and again.
-			b := a.p.journal.NewBatch()
-			b.PutDelivery(d, false)
-			return d, a.p.claims.CommitClaimed(bg, *claim, b)
+			return &deliveryAttempt{d: d, takeOut: true, spanCtx: bg, end: func() {}}, nil
 		}
-		return d, nil // sent already
+		return nil, nil // sent already
 	}
 	now := a.p.clock.Now()
-	if claim == nil && d.NotBefore.After(now) {
+	if !claimed && d.NotBefore.After(now) {
 		a.armTimer(ctx, d, now)
-		return d, nil
+		return nil, nil
 	}
 	spanCtx, span := a.p.tracer.Start(telemetry.ContextWithParent(bg, d.TraceParent), "webhook.Deliver", deliverySpanOptions(d)...)
-	defer span.End()
-	attempted := false
+	at := &deliveryAttempt{d: d, spanCtx: spanCtx, end: func() { span.End() }}
 
 	w, err := a.p.reader.Webhook(spanCtx, d.WebhookID)
-	var retry *kassa.Delivery
 	switch {
 	case err != nil && kassa.ErrorCode(err) == kassa.NotFound:
 		d.Status, d.Error = kassa.DeliveryFailed, "the webhook was deleted before this event could be sent"
 	case err != nil:
 		a.p.log.Error("webhook delivery: read webhook", "webhook", d.WebhookID, "err", err)
-		return d, err
+		return at, err
 	case !w.Enabled:
 		d.Status, d.Error = kassa.DeliveryFailed, "the webhook was disabled before this event could be sent"
 	default:
@@ -284,9 +408,9 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 			// Cut off by a drain that ran out of time, not refused by the
 			// receiver: left pending in the outbox, not recorded as failed.
 			a.p.log.Info("webhook delivery left in the outbox for the next start", "delivery", d.ID, "webhook", d.WebhookID)
-			return d, errAbandoned
+			return at, errAbandoned
 		}
-		attempted = true
+		at.attempted = true
 		d.StatusCode, d.ResponseBody, d.Duration, d.Error = attempt.StatusCode, string(attempt.ResponseBody), attempt.Duration, attempt.Err
 		d.SentAt = now
 		d.Status = kassa.DeliveryFailed
@@ -301,7 +425,7 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 				if original == "" {
 					original = d.ID
 				}
-				retry = &kassa.Delivery{
+				at.retry = &kassa.Delivery{
 					ID: kassa.NewID(""), WebhookID: d.WebhookID, StoreID: d.StoreID, InvoiceID: d.InvoiceID, EventID: d.Event(),
 					Type: d.Type, Payload: d.Payload, Status: kassa.DeliveryPending, RedeliveryOf: original,
 					Attempt: d.Attempt + 1, NotBefore: now.Add(kassa.RetryDelay(d.Attempt + 1)), CreatedAt: now,
@@ -309,36 +433,12 @@ func (a *webhookActor) send(ctx actor.Context, deliveryID string, claim *kassa.D
 				}
 				if w.Format == kassa.FormatGreenfield {
 					// BTCPay retries as a redelivery: a new deliveryId.
-					retry.Payload = kassa.GreenfieldRedelivery(d.Payload, retry.ID)
+					at.retry.Payload = kassa.GreenfieldRedelivery(d.Payload, at.retry.ID)
 				}
 			}
 		}
 	}
-	b := a.p.journal.NewBatch()
-	b.PutDelivery(d, false)
-	if retry != nil {
-		b.PutDelivery(retry, true)
-	}
-	commit := a.p.commit
-	if claim != nil {
-		commit = func(ctx context.Context, b kassa.Batch) error { return a.p.claims.CommitClaimed(ctx, *claim, b) }
-	}
-	if err := commit(spanCtx, b); err != nil {
-		// The delivery stays in the outbox and is sent again after a
-		// restart (or by the new holder of its claim): at least once,
-		// as receivers are told.
-		if !errors.Is(err, kassa.ErrClaimLost) {
-			a.p.log.ErrorContext(spanCtx, "webhook delivery: record attempt", "delivery", d.ID, "err", err)
-		}
-		return d, err
-	}
-	countDelivery(a.p.metrics, d, attempted)
-	a.p.log.DebugContext(spanCtx, "webhook delivery", "webhook", d.WebhookID, "delivery", d.ID, "type", string(d.Type),
-		"status", d.Status.String(), "code", d.StatusCode, "duration", d.Duration)
-	if retry != nil {
-		a.armTimer(ctx, retry, now)
-	}
-	return d, nil
+	return at, nil
 }
 
 // deliveryHeaders are the headers of delivery d to w, signed now: for a

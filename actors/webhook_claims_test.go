@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,6 +82,14 @@ func withClaims(cfg *Config, db *postgres.DB, holder string, retry time.Duration
 
 func (s claimSpy) ClaimDelivery(ctx context.Context, webhookID, holder string, ttl time.Duration) (kassa.DeliveryClaim, bool, error) {
 	c, ok, err := s.OutboxClaims.ClaimDelivery(ctx, webhookID, holder, ttl)
+	if err == nil && !ok && s.refused != nil {
+		s.refused()
+	}
+	return c, ok, err
+}
+
+func (s claimSpy) ClaimRun(ctx context.Context, webhookID, holder string, ttl time.Duration, max int) (kassa.DeliveryClaim, bool, error) {
+	c, ok, err := s.OutboxClaims.ClaimRun(ctx, webhookID, holder, ttl, max)
 	if err == nil && !ok && s.refused != nil {
 		s.refused()
 	}
@@ -284,5 +293,63 @@ func TestWebhookClaimOfLostNodeTakenOver(t *testing.T) {
 	inOutboxOrder(t, rcv.all(), want)
 	if got := rcv.all(); len(got) != len(want) {
 		t.Errorf("the receiver took %v, want each delivery once", got)
+	}
+}
+
+// commitCounter counts the commits of claimed deliveries; it injects
+// nothing.
+type commitCounter struct {
+	claimSpy
+	commits *atomic.Int64
+}
+
+func (c commitCounter) CommitClaimed(ctx context.Context, cl kassa.DeliveryClaim, b kassa.Batch) error {
+	c.commits.Add(1)
+	return c.claimSpy.CommitClaimed(ctx, cl, b)
+}
+
+// TestWebhookBacklogSentInRuns: an endpoint's backlog on a shared store
+// (the Expired events of many invoices due together) is claimed, sent
+// and recorded a run at a time: every delivery once, in outbox order,
+// with one commit per run, not one per delivery.
+func TestWebhookBacklogSentInRuns(t *testing.T) {
+	clock := kassa.SystemClock{}
+	db, _ := openPG(t, clock)
+	rcv := &receipts{}
+	var commits atomic.Int64
+	cfg := Config{
+		Journal: db, Reader: db, Chain: &fakeChain{}, Lightning: fakeLightning{}, Rates: fixedRates{},
+		Webhooks: &nodeClient{node: "A", rcv: rcv}, Clock: clock, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		InvoiceExpiry: 15 * time.Minute, Monitoring: time.Hour,
+	}
+	withClaims(&cfg, db, "node-a", DefaultClaimRetry, nil)
+	cfg.Claims = commitCounter{claimSpy: cfg.Claims.(claimSpy), commits: &commits}
+	sys := NewSystem(cfg)
+	t.Cleanup(sys.Runtime.Shutdown)
+	ctx := context.Background()
+	st, err := sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := sys.Service.CreateWebhook(ctx, st.ID, &kassa.WebhookInput{URL: "https://shop.example/hook"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2*deliveryRun + 5
+	want := queueDeliveries(t, db, w, n, clock.Now())
+	if _, err := sys.Runtime.RecoverDeliveries(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every delivery recorded", func() bool {
+		left := 0
+		_ = db.WebhookOutbox(ctx, w.ID, func(string) error { left++; return nil })
+		return left == 0
+	})
+	inOutboxOrder(t, rcv.all(), want)
+	if got := rcv.all(); len(got) != n {
+		t.Errorf("the receiver took %d deliveries, want each of %d once", len(got), n)
+	}
+	if c := commits.Load(); c > 3 {
+		t.Errorf("%d deliveries recorded in %d commits, want one per run of %d (3)", n, c, deliveryRun)
 	}
 }

@@ -2,9 +2,11 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,5 +205,81 @@ func TestXpubOfAnotherStoreIsRefused(t *testing.T) {
 		if kassa.ErrorCode(err) != kassa.Invalid || !strings.Contains(kassa.ErrorMessage(err)+err.Error(), "another store") {
 			t.Errorf("store %s with the key of store One: %v", s.Name, err)
 		}
+	}
+}
+
+// newInvoiceFault fails the commits of batches that write a new invoice
+// while on is set; it injects the failure only.
+type newInvoiceFault struct {
+	kassa.Journal
+	on atomic.Bool
+}
+
+type newInvoiceBatch struct {
+	kassa.Batch
+	newInvoice bool
+}
+
+func (b *newInvoiceBatch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
+	b.newInvoice = b.newInvoice || prev == nil
+	b.Batch.PutInvoice(inv, prev, seq)
+}
+
+func (b *newInvoiceBatch) PutRequest(r kassa.RequestRecord) {
+	b.Batch.(kassa.RequestBatch).PutRequest(r)
+}
+
+func (j *newInvoiceFault) NewBatch() kassa.Batch {
+	return &newInvoiceBatch{Batch: j.Journal.NewBatch()}
+}
+
+func (j *newInvoiceFault) Commit(ctx context.Context, b kassa.Batch) error {
+	nb := b.(*newInvoiceBatch)
+	if nb.newInvoice && j.on.Load() {
+		return errDiskFull
+	}
+	return j.Journal.Commit(ctx, nb.Batch)
+}
+
+// TestFailedCreateGivesItsAddressIndexBack: a create that took a
+// derivation index and then failed to write its invoice gives the index
+// back, so the next invoice gets that address: failed creates do not
+// open a gap in the merchant's wallet.
+func TestFailedCreateGivesItsAddressIndexBack(t *testing.T) {
+	for _, far := range []bool{false, true} {
+		t.Run(fmt.Sprintf("passivated=%v", far), func(t *testing.T) {
+			db := openMem(t)
+			journal := &newInvoiceFault{Journal: db}
+			h := newHarnessWith(t, db, kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func(c *Config) {
+				c.Journal = journal
+				if far {
+					// Invoices due beyond the sweeper's reach are written
+					// without an actor.
+					c.InvoiceExpiry = 24 * time.Hour
+				}
+			})
+			st, err := h.sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Gap", Currency: kassa.EUR, Xpub: testTpub(t), ConfirmationsRequired: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.store = st
+			first := h.invoice("1000", kassa.SATS)
+			journal.on.Store(true)
+			for range 3 {
+				if _, err := h.sys.Service.CreateInvoice(context.Background(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(1000), HasAmount: true, Currency: kassa.SATS}); err == nil {
+					t.Fatal("a create whose write failed succeeded")
+				}
+			}
+			journal.on.Store(false)
+			var next *kassa.Invoice
+			eventually(t, "the index given back", func() bool {
+				s, err := h.db.Store(context.Background(), st.ID)
+				return err == nil && (len(s.FreeAddressIndexes) > 0 || s.NextAddressIndex == 1)
+			})
+			next = h.invoice("1000", kassa.SATS)
+			if *next.DerivationIndex != *first.DerivationIndex+1 {
+				t.Fatalf("after three failed creates the next invoice has index %d, want %d", *next.DerivationIndex, *first.DerivationIndex+1)
+			}
+		})
 	}
 }

@@ -295,3 +295,12 @@ func TestIdempotencyCacheLostInACrash(t *testing.T) {
 		t.Errorf("after the webhook create: %d answers kept without the disk and %d on it, want 4 and 1", cached, saved)
 	}
 }
+
+// TestRequestRecordsOutliveReplays: a replayed answer always has the
+// request record behind it: the record is kept at least as long as the
+// Idempotency-Key's answer.
+func TestRequestRecordsOutliveReplays(t *testing.T) {
+	if kassa.RequestWindow < IdempotencyTTL {
+		t.Fatalf("request records are kept %v, Idempotency-Key answers %v", kassa.RequestWindow, IdempotencyTTL)
+	}
+}

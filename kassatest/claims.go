@@ -27,6 +27,7 @@ func RunOutboxClaims(t *testing.T, open func(t *testing.T, clock kassa.Clock) (a
 	t.Run("Expiry", func(t *testing.T) { t.Parallel(); claimsExpiry(t, open) })
 	t.Run("RetryHoldsNothingBack", func(t *testing.T) { t.Parallel(); claimsRetryHoldsNothingBack(t, open) })
 	t.Run("StaleHolderCannotRecord", func(t *testing.T) { t.Parallel(); claimsStaleHolder(t, open) })
+	t.Run("Runs", func(t *testing.T) { t.Parallel(); claimsRuns(t, open) })
 }
 
 // queuePending commits n pending deliveries to each of the endpoints, in
@@ -246,4 +247,67 @@ func claimsStaleHolder(t *testing.T, open func(*testing.T, kassa.Clock) (ClaimSt
 		t.Fatalf("record of an expired claim nobody took: %v", err)
 	}
 	claimOK(t, a, "wh_1", "node-a", "dl_wh_1_02")
+}
+
+// claimsRuns: a run claim takes the endpoint's next delivery and the due
+// ones after it, up to its size, in outbox order; the other node gets
+// nothing of the endpoint while it runs; one commit records the run; a
+// release until later stops the next run before it; a run whose claim ran
+// out and was taken over records nothing.
+func claimsRuns(t *testing.T, open func(*testing.T, kassa.Clock) (ClaimStorage, ClaimStorage)) {
+	ctx := t.Context()
+	clock := NewTestClock(Epoch)
+	a, b := open(t, clock)
+	ids := queuePending(t, a, []string{"wh_1"}, 7)["wh_1"]
+	run := func(s ClaimStorage, holder string, max int, want ...string) kassa.DeliveryClaim {
+		t.Helper()
+		c, ok, err := s.Claims.ClaimRun(ctx, "wh_1", holder, 30*time.Second, max)
+		if err != nil || !ok || !slices.Equal(c.Deliveries(), want) || c.Holder != holder {
+			t.Fatalf("%s's run claim of %d = %+v, %v, %v; want %v", holder, max, c, ok, err, want)
+		}
+		return c
+	}
+	record := func(s ClaimStorage, c kassa.DeliveryClaim) error {
+		bt := s.Journal.NewBatch()
+		for _, id := range c.Deliveries() {
+			d, err := s.Reader.Delivery(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Status = kassa.DeliveryDelivered
+			bt.PutDelivery(d, false)
+		}
+		return s.Claims.CommitClaimed(ctx, c, bt)
+	}
+	c := run(a, "node-a", 3, ids[:3]...)
+	claimNone(t, b, "wh_1", "node-b")
+	if err := record(a, c); err != nil {
+		t.Fatal(err)
+	}
+	// The next run: one claim, released until later, stops it.
+	c = claimOK(t, a, "wh_1", "node-a", ids[3])
+	if err := a.Claims.ReleaseDelivery(ctx, c, clock.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok, err := a.Claims.ClaimRun(ctx, "wh_1", "node-a", 30*time.Second, 5); err != nil || ok {
+		t.Fatalf("a run behind a release until later = %+v, %v, %v; want nothing", c, ok, err)
+	}
+	clock.Advance(time.Minute)
+	c = run(a, "node-a", 2, ids[3:5]...)
+	// node-a stalls past its claim; node-b takes the run over.
+	clock.Advance(31 * time.Second)
+	cb := run(b, "node-b", 10, ids[3:]...)
+	if err := record(a, c); !errors.Is(err, kassa.ErrClaimLost) {
+		t.Fatalf("a taken-over run's commit = %v, want ErrClaimLost", err)
+	}
+	if d, err := a.Reader.Delivery(ctx, ids[3]); err != nil || d.Status != kassa.DeliveryPending {
+		t.Fatalf("after the refused run commit, %s is %v, %v; want it pending", ids[3], d, err)
+	}
+	if err := record(b, cb); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := b.Reader.PendingDeliveries(ctx, func(string, string) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("%d deliveries left in the outbox, %v", n, err)
+	}
 }

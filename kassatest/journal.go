@@ -2,6 +2,7 @@ package kassatest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ func RunJournal(t *testing.T, open func(t *testing.T) kassa.Journal) {
 		{"BatchIsAtomic", journalBatchIsAtomic},
 		{"ConcurrentCommits", journalConcurrentCommits},
 		{"RequestOnce", journalRequestOnce},
+		{"RequestsExpire", journalRequestsExpire},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -312,7 +314,7 @@ func journalRequestOnce(t *testing.T, j kassa.Journal) {
 	build := func(stream, store, result string) kassa.Batch {
 		b := j.NewBatch()
 		b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: stream}, 1, []byte(stream))
-		b.(kassa.RequestBatch).PutRequest(kassa.RequestRecord{StoreID: store, ID: "req_1", Kind: kassa.RequestInvoice, ResultID: result, Fingerprint: "f"})
+		b.(kassa.RequestBatch).PutRequest(kassa.RequestRecord{StoreID: store, ID: "req_1", Kind: kassa.RequestInvoice, ResultID: result, Fingerprint: "f", At: Epoch})
 		return b
 	}
 	const n = 8
@@ -341,8 +343,8 @@ func journalRequestOnce(t *testing.T, j kassa.Journal) {
 		t.Fatal("no commit recorded request req_1")
 	}
 	r, err := rr.Request(t.Context(), "s1", "req_1")
-	want := kassa.RequestRecord{StoreID: "s1", ID: "req_1", Kind: kassa.RequestInvoice, ResultID: fmt.Sprintf("inv%d", won), Fingerprint: "f"}
-	if err != nil || *r != want {
+	want := kassa.RequestRecord{StoreID: "s1", ID: "req_1", Kind: kassa.RequestInvoice, ResultID: fmt.Sprintf("inv%d", won), Fingerprint: "f", At: Epoch}
+	if err != nil || !sameRequest(*r, want) {
 		t.Fatalf("request read back: %+v, %v; want %+v", r, err, want)
 	}
 	for i := range n {
@@ -353,4 +355,91 @@ func journalRequestOnce(t *testing.T, j kassa.Journal) {
 	Commit(t, j, func(b kassa.Batch) {
 		b.(kassa.RequestBatch).PutRequest(kassa.RequestRecord{StoreID: "s2", ID: "req_1", Kind: kassa.RequestInvoice, ResultID: "x"})
 	})
+}
+
+// sameRequest reports whether two request records are equal, their times
+// as instants.
+func sameRequest(a, b kassa.RequestRecord) bool {
+	at := a.At.Equal(b.At)
+	a.At, b.At = time.Time{}, time.Time{}
+	return at && a == b
+}
+
+// sweeper is a journal's sweep of expired records (SweepExpired).
+type sweeper interface {
+	SweepExpired(ctx context.Context, now time.Time) (int, error)
+}
+
+// journalRequestsExpire: a request record is kept for kassa.RequestWindow
+// after its time and deleted by the first sweep after that (then the id
+// may be recorded again); a record without a time is stamped with the
+// journal's clock; a pool address's record is never deleted.
+func journalRequestsExpire(t *testing.T, j kassa.Journal) {
+	rr := j.(kassa.RequestReader)
+	sw, ok := j.(sweeper)
+	if !ok {
+		t.Fatalf("%T sweeps no expired records", j)
+	}
+	put := func(r kassa.RequestRecord) {
+		Commit(t, j, func(b kassa.Batch) { b.(kassa.RequestBatch).PutRequest(r) })
+	}
+	old := kassa.RequestRecord{StoreID: "s1", ID: "req_old", Kind: kassa.RequestInvoice, ResultID: "inv_1", At: Epoch}
+	later := kassa.RequestRecord{StoreID: "s1", ID: "req_later", Kind: kassa.RequestWebhook, ResultID: "wh_1", At: Epoch.Add(time.Hour)}
+	pool := kassa.RequestRecord{StoreID: "pool", ID: "bcrt1qaddress", Kind: kassa.RequestPoolAddress, ResultID: "inv_1", At: Epoch}
+	put(old)
+	put(later)
+	put(pool)
+	before := time.Now()
+	put(kassa.RequestRecord{StoreID: "s1", ID: "req_unstamped", Kind: kassa.RequestInvoice, ResultID: "inv_2"})
+	if r, err := rr.Request(t.Context(), "s1", "req_unstamped"); err != nil || r.At.Before(before.Add(-time.Minute)) {
+		t.Fatalf("a record without a time reads back as %+v, %v; want it stamped with the clock", r, err)
+	}
+	present := func(r kassa.RequestRecord) bool {
+		t.Helper()
+		got, err := rr.Request(t.Context(), r.StoreID, r.ID)
+		switch {
+		case err == nil:
+			if !sameRequest(*got, r) {
+				t.Fatalf("request %s reads back as %+v, want %+v", r.ID, got, r)
+			}
+			return true
+		case kassa.ErrorCode(err) == kassa.NotFound:
+			return false
+		default:
+			t.Fatalf("request %s: %v", r.ID, err)
+			return false
+		}
+	}
+	sweep := func(now time.Time) {
+		t.Helper()
+		if _, err := sw.SweepExpired(t.Context(), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// At the window's edge the record is still there.
+	sweep(Epoch.Add(kassa.RequestWindow))
+	if !present(old) || !present(later) || !present(pool) {
+		t.Fatal("a sweep at the window's edge deleted a record it must keep")
+	}
+	sweep(Epoch.Add(kassa.RequestWindow + time.Millisecond))
+	if present(old) {
+		t.Fatal("a record older than the window is kept")
+	}
+	if !present(later) || !present(pool) {
+		t.Fatal("a sweep deleted a record inside the window, or a pool address's")
+	}
+	// The id is free again: a new create may record it.
+	again := old
+	again.ResultID, again.At = "inv_3", Epoch.Add(kassa.RequestWindow)
+	put(again)
+	if !present(again) {
+		t.Fatal("the id of an expired record cannot be recorded again")
+	}
+	sweep(Epoch.Add(100 * kassa.RequestWindow))
+	if present(later) || present(again) {
+		t.Fatal("records long past the window are kept")
+	}
+	if !present(pool) {
+		t.Fatal("a pool address's record was deleted")
+	}
 }

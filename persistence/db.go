@@ -134,6 +134,10 @@ func Open(dir string, o Options) (*DB, error) {
 		pdb.Close()
 		return nil, err
 	}
+	if err := d.indexRequestAges(context.Background(), log); err != nil {
+		pdb.Close()
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -576,10 +580,20 @@ func (d *DB) putValue(k string, value []byte, expires time.Time, sync *pebble.Wr
 	return guarded(func() error { return d.db.Set(kvKey(k), v, sync) })
 }
 
-// SweepExpired deletes the small values whose expiry passed before now,
-// so that idempotency records do not pile up. It returns how many it
-// deleted.
+// SweepExpired deletes the small values whose expiry passed before now
+// and the request records older than kassa.RequestWindow, so that
+// neither piles up. It returns how many it deleted.
 func (d *DB) SweepExpired(ctx context.Context, now time.Time) (int, error) {
+	requests, err := d.sweepRequests(ctx, now.Add(-kassa.RequestWindow))
+	if err != nil {
+		return 0, err
+	}
+	values, err := d.sweepValues(ctx, now)
+	return requests + values, err
+}
+
+// sweepValues deletes the small values whose expiry passed before now.
+func (d *DB) sweepValues(ctx context.Context, now time.Time) (int, error) {
 	var expired [][]byte
 	prefix := []byte("kv/")
 	err := d.scanPrefix(ctx, prefix, func(k, v []byte) error {

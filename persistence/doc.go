@@ -43,5 +43,8 @@
 //	dlw/<webhook>\0<createdMs:8><id>     deliveries by webhook and time
 //	obx/<webhook>\0<seq:8>               outbox: deliveries still to send → id
 //	kv/<key>                             small expiring values
+//	req/<store>\0<id>                    request record of a create (request.go)
+//	rqx/<atMs:8>req/<store>\0<id>        request records that expire, by age
+//	ver/requests                         version of the age keys (request.go)
 //	st/<name>/<key>                      state of a simulated backend
 package persistence

@@ -2,10 +2,18 @@ package persistence
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/format"
 )
 
 // requestKey is where a create's request id is recorded:
@@ -19,12 +27,103 @@ var (
 	_ kassa.RequestReader = (*DB)(nil)
 )
 
-// PutRequest records a create's request id with what it created. The
-// commit fails with kassa.ErrRequestDone when the id is recorded already.
+// requestAgeKey orders the request records that expire by when they
+// were written: rqx/<atMs:8><requestKey> → nothing.
+func requestAgeKey(at time.Time, reqKey []byte) []byte { return key("rqx/", ms(at), reqKey) }
+
+// PutRequest records a create's request id with what it created, stamped
+// with the store's clock when r.At is zero. The commit fails with
+// kassa.ErrRequestDone when the id is recorded already.
 func (b *Batch) PutRequest(r kassa.RequestRecord) {
+	if r.At.IsZero() {
+		r.At = b.db.clock.Now().UTC()
+	}
 	k := requestKey(r.StoreID, r.ID)
 	b.setJSON(k, nil, r)
+	if r.Expires() {
+		b.set(requestAgeKey(r.At, k), nil)
+	}
 	b.requests = append(b.requests, k)
+}
+
+// sweepRequests deletes the request records that expire and were
+// written before cutoff, with their age keys, and returns how many.
+func (d *DB) sweepRequests(ctx context.Context, cutoff time.Time) (int, error) {
+	if err := d.enter(); err != nil {
+		return 0, err
+	}
+	defer d.leave()
+	it, err := d.db.NewIterWithContext(ctx, &pebble.IterOptions{LowerBound: []byte("rqx/"), UpperBound: key("rqx/", ms(cutoff))})
+	if err != nil {
+		return 0, err
+	}
+	var gone [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		gone = append(gone, slices.Clone(it.Key()))
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil || len(gone) == 0 {
+		return 0, err
+	}
+	b := d.db.NewBatch()
+	defer b.Close()
+	for _, k := range gone {
+		if err := b.Delete(k, nil); err != nil {
+			return 0, err
+		}
+		if err := b.Delete(k[len("rqx/")+8:], nil); err != nil {
+			return 0, err
+		}
+	}
+	if err := guarded(func() error { return b.Commit(pebble.NoSync) }); err != nil {
+		return 0, err
+	}
+	return len(gone), nil
+}
+
+// requestAgeVersion is the version of the request records' age keys; a
+// store whose "ver/requests" is older gets them at Open.
+const requestAgeVersion = 1
+
+var requestAgeVersionKey = []byte("ver/requests")
+
+// indexRequestAges gives the request records written before they had
+// age keys one, once, at Open: stamped with the time of this walk, so
+// that they expire RequestWindow from now, never sooner than a record
+// written now. A crash on the way starts the walk again (its writes are
+// idempotent but for the stamp, which only moves later).
+func (d *DB) indexRequestAges(ctx context.Context, log *slog.Logger) error {
+	v, err := d.get(requestAgeVersionKey)
+	if err != nil {
+		return err
+	}
+	if len(v) == 8 && binary.BigEndian.Uint64(v) >= requestAgeVersion {
+		return nil
+	}
+	now := d.clock.Now().UTC()
+	b := d.db.NewBatch()
+	defer func() { b.Close() }()
+	n := 0
+	err = d.scanPrefix(ctx, []byte("req/"), func(rest, v []byte) error {
+		var r kassa.RequestRecord
+		if err := format.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("decode request record %q: %w", rest, err)
+		}
+		if !r.Expires() || !r.At.IsZero() {
+			return nil
+		}
+		n++
+		return b.Set(requestAgeKey(now, key("req/", rest)), nil, nil)
+	})
+	if err == nil {
+		err = b.Set(requestAgeVersionKey, u64(requestAgeVersion), nil)
+	}
+	if err == nil {
+		err = guarded(func() error { return b.Commit(pebble.Sync) })
+	}
+	if err == nil && n > 0 {
+		log.Info("store: request records of older builds now expire", "records", n, "window", kassa.RequestWindow)
+	}
+	return err
 }
 
 // Request returns the record of request id of the store.

@@ -6,13 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/kassapay/kassa/persistence"
 )
 
 // benchDisk creates n invoices on the real `kassa serve` over Pebble,
-// stops it, compacts its data directory and reports the disk it takes
+// each with an order id and a buyer e-mail of its own (so that the
+// search indexes hold one entry each, as a shop's do), stops it, compacts its data directory and reports the disk it takes
 // per invoice (tables after a full compaction, so Pebble's compression
 // counts and nothing waits in a write-ahead log).
 func benchDisk(ctx context.Context, n, workers int) error {
@@ -29,6 +31,12 @@ func benchDisk(ctx context.Context, n, workers int) error {
 	if _, _, err := k.createStore(); err != nil {
 		k.stop()
 		return err
+	}
+	var made atomic.Int64
+	k.body = func() []byte {
+		i := int(made.Add(1))
+		return fmt.Appendf(nil, `{"amount":"12.50","currency":"EUR","orderId":%q,"buyerEmail":%q,"metadata":{"sku":"A1"}}`,
+			benchOrderID(i), benchEmail(i))
 	}
 	start := time.Now()
 	err = k.createMany(n, workers, nil)

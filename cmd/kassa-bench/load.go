@@ -32,6 +32,8 @@ type target struct {
 	// client is the load generator's client of the closed loops,
 	// kept from one turn to the next.
 	client *http.Client
+	// body, when set, makes each create's body (invoiceBody otherwise).
+	body func() []byte
 }
 
 func waitHTTP(url string) error {
@@ -286,7 +288,11 @@ func (t *target) create(c *http.Client) error {
 // createID creates an invoice and returns its id (empty from a floor
 // that answers none).
 func (t *target) createID(c *http.Client) (string, error) {
-	req, _ := http.NewRequest("POST", t.url, bytes.NewReader(invoiceBody))
+	body := invoiceBody
+	if t.body != nil {
+		body = t.body()
+	}
+	req, _ := http.NewRequest("POST", t.url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	if t.key != "" {
 		req.Header.Set("x-api-key", t.key)

@@ -21,8 +21,16 @@
 // wrong passwords from 400 client networks while a merchant signs in
 // with the device cookie of an earlier sign-in.
 //
+// The search figures (search.go) time searches by order id and by buyer
+// e-mail and the first page of the list on a store of a million
+// invoices written in bulk through the storage port.
+//
+// The expiry figures (expiry.go) are how late the Expired webhooks of
+// 2,000 invoices of one store falling due together arrive, on one node
+// over Pebble and on a one-node cluster over PostgreSQL.
+//
 // The run is made of parts (create, disk, tracing, webhooks, closed, restart,
-// chain, cluster, lightning, memory, signin), each runnable alone with -only
+// chain, cluster, lightning, memory, signin, search, expiry), each runnable alone with -only
 // (a comma-separated list runs several). A part that fails does not stop
 // the others. At the end every figure is printed again, one line each,
 // as `SUMMARY <part> <name> <value> <unit> (goal <op> <target>) MET|MISS`
@@ -32,7 +40,8 @@
 //
 //	kassa-bench [-duration 3s] [-rounds 3] [-concurrency 32] [-endpoints 1000] [-open-invoices 100000]
 //	            [-closed-invoices 300000] [-restart-invoices 100000] [-chain-payments 10] [-ln-payments 20]
-//	            [-disk-invoices 10000] [-only PART[,PART...]] [-profile DIR] [-compare-kassa BIN]
+//	            [-disk-invoices 10000] [-search-invoices 1000000]
+//	            [-expiring-invoices 2000] [-only PART[,PART...]] [-profile DIR] [-compare-kassa BIN]
 package main
 
 import (
@@ -58,6 +67,11 @@ type options struct {
 	lnPayments    int
 	chainPayments int
 	diskInvoices  int
+	// searchInvoices is the size of the search part's store.
+	searchInvoices int
+	// expiring is how many invoices of one store the expiry part lets
+	// expire in one burst.
+	expiring int
 }
 
 // part is one section of the run.
@@ -83,6 +97,8 @@ var parts = []part{
 	}},
 	{"memory", func(ctx context.Context, o *options) error { return benchMemory(ctx, o.openInvoices) }},
 	{"signin", func(ctx context.Context, o *options) error { return benchSignin(ctx) }},
+	{"search", func(ctx context.Context, o *options) error { return benchSearch(ctx, o.searchInvoices) }},
+	{"expiry", func(ctx context.Context, o *options) error { return benchExpiry(ctx, o.expiring, o.concurrency) }},
 }
 
 // wholeRunGoal is the wall time a whole run (every part) must stay under.
@@ -115,6 +131,12 @@ var goals = map[string]goal{
 	"bytes_per_open_invoice":                   {op: "<", target: 4096},
 	"signin_flood_good_within_2s":              {op: ">=", target: 0.95},
 	"signin_flood_peak_rss_mb":                 {op: "<", target: 256},
+	"search_orderid_p99_ms":                    {op: "<=", target: 10},
+	"search_email_p99_ms":                      {op: "<=", target: 10},
+	"list_first_page_ms":                       {op: "<=", target: 10},
+	"expired_webhook_late_p99_s":               {op: "<=", target: 5},
+	"cluster_expired_webhook_late_p99_s":       {op: "<=", target: 5},
+	"disk_per_invoice_bytes":                   {op: "<=", target: 1100},
 }
 
 // met tells whether value meets g, given the figures of the run; ok is
@@ -186,6 +208,8 @@ func main() {
 	flag.IntVar(&o.lnPayments, "ln-payments", 20, "payments on real lnd for ln_settle_to_webhook_p99_ms")
 	flag.IntVar(&o.chainPayments, "chain-payments", 10, "payments on a real btcd for chain_block_to_settled_ms")
 	flag.IntVar(&o.diskInvoices, "disk-invoices", 10_000, "invoices created for disk_per_invoice_bytes")
+	flag.IntVar(&o.searchInvoices, "search-invoices", 1_000_000, "invoices of the search part's store")
+	flag.IntVar(&o.expiring, "expiring-invoices", 2_000, "invoices of one store that the expiry part lets expire in one burst")
 	flag.StringVar(&compareKassa, "compare-kassa", "", "a second kassa binary (another build, say main's) that the create and lightning parts measure in the same rounds as this build: invoice_create_compare_vs_kassa and ln_invoice_create_compare_vs_kassa")
 	flag.StringVar(&profileDir, "profile", "", "write CPU profiles of the kassa server under test during each measured phase of the create, lightning, closed and cluster parts into this directory")
 	flag.BoolVar(&pgStats, "pg-stats", false, "cluster part: PostgreSQL runs with pg_stat_statements, and one more turn of the one-node cluster prints where a create's time goes on the server's side (statements, rows, WAL, CPU of PostgreSQL, Kassa and etcd)")
@@ -233,7 +257,7 @@ func runParts(ctx context.Context, run []part, o *options, whole bool) (failed b
 		mu.Lock()
 		current = p.name
 		mu.Unlock()
-		fmt.Fprintf(os.Stderr, "kassa-bench: part %s\n", p.name)
+		fmt.Fprintf(os.Stderr, "kassa-bench: part %s (load average %s at its start; quiet is below 0.3)\n", p.name, loadAverage())
 		began := time.Now()
 		err := runPart(ctx, p, o)
 		walls[p.name] = time.Since(began)
@@ -308,4 +332,13 @@ func printSummary(run []part, walls map[string]time.Duration, errs map[string]er
 		line += fmt.Sprintf(" (goal <= %v) %s", wholeRunGoal, verdict)
 	}
 	fmt.Printf("%s; %d of %d goals missed, %d of %d parts failed\n", line, missed, goalsSeen, len(errs), len(run))
+}
+
+// loadAverage is the one-minute load average, or "unknown".
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }

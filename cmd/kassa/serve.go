@@ -605,7 +605,8 @@ func parseRateURLs(spec string) (map[string]string, error) {
 	return out, nil
 }
 
-// sweepExpired deletes expired idempotency records every ten minutes.
+// sweepExpired deletes expired idempotency records and the request
+// records older than kassa.RequestWindow every ten minutes.
 func (m *Main) sweepExpired(ctx context.Context) {
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()

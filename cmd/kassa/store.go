@@ -28,7 +28,8 @@ type storage interface {
 	kassa.PayoutStore
 	// State is the key-value space name of a simulated backend.
 	State(name string) simstore.Store
-	// SweepExpired deletes the small values that expired before now.
+	// SweepExpired deletes the small values that expired before now and
+	// the request records older than kassa.RequestWindow.
 	SweepExpired(ctx context.Context, now time.Time) (int, error)
 	// Err is the failure that stopped the store, nil while it works;
 	// Failed is closed when there is one.

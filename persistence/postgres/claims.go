@@ -19,23 +19,35 @@ var (
 // ClaimDelivery claims the delivery endpoint webhookID sends next (its
 // oldest pending delivery that is due) for holder. Every claimer of an
 // endpoint first locks the endpoint's first outbox row FOR UPDATE SKIP
-// LOCKED: claimers of one endpoint take turns, so the checks below see
+// LOCKED (each of its statements reads by an index, so a claim costs
+// the same behind a backlog of any size: migration 10): claimers of one endpoint take turns, so the checks below see
 // each other's claims, and a claimer that finds the row locked (another
 // claimer, or the holder recording its attempt) passes without waiting.
 // The claim's expiry (claim_expires_ms) hands the delivery of a node that
 // died to another once it runs out.
 func (d *DB) ClaimDelivery(ctx context.Context, webhookID, holder string, ttl time.Duration) (kassa.DeliveryClaim, bool, error) {
+	return d.ClaimRun(ctx, webhookID, holder, ttl, 1)
+}
+
+// ClaimRun is ClaimDelivery that, in the same transaction, also claims up
+// to max-1 due deliveries after the claimed one, in outbox order: it
+// passes retries not yet due, as a claim does, and stops at a delivery
+// another live holder has or that is released until later.
+func (d *DB) ClaimRun(ctx context.Context, webhookID, holder string, ttl time.Duration, max int) (kassa.DeliveryClaim, bool, error) {
 	now := d.clock.Now()
 	nowMS := now.UnixMilli()
 	c := kassa.DeliveryClaim{WebhookID: webhookID, Holder: holder, Expires: time.UnixMilli(now.Add(ttl).UnixMilli())}
 	var held kassa.DeliveryClaim
 	ok := false
 	err := pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error {
+		// The head, then its lock: each one index probe, whatever the
+		// endpoint's backlog. A head that another claimer locked, or its
+		// holder deleted since, is passed.
 		var head int64
-		err := tx.QueryRow(ctx, `SELECT o.seq FROM outbox o
-			WHERE o.webhook_id = $1
-				AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.webhook_id = o.webhook_id AND p.seq < o.seq)
-			FOR UPDATE SKIP LOCKED`, webhookID).Scan(&head)
+		err := tx.QueryRow(ctx, `SELECT seq FROM outbox WHERE webhook_id = $1 ORDER BY seq LIMIT 1`, webhookID).Scan(&head)
+		if err == nil {
+			err = tx.QueryRow(ctx, `SELECT seq FROM outbox WHERE webhook_id = $1 AND seq = $2 FOR UPDATE SKIP LOCKED`, webhookID, head).Scan(&head)
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // nothing pending, or another claimer at work
 		}
@@ -44,11 +56,12 @@ func (d *DB) ClaimDelivery(ctx context.Context, webhookID, holder string, ttl ti
 		}
 		var (
 			id        string
+			seq       int64
 			claimedBy *string
 			expires   int64
 		)
-		err = tx.QueryRow(ctx, `SELECT delivery_id, claimed_by, claim_expires_ms FROM outbox
-			WHERE webhook_id = $1 AND not_before_ms <= $2 ORDER BY seq LIMIT 1`, webhookID, nowMS).Scan(&id, &claimedBy, &expires)
+		err = tx.QueryRow(ctx, `SELECT delivery_id, seq, claimed_by, claim_expires_ms FROM outbox
+			WHERE webhook_id = $1 AND not_before_ms <= $2 ORDER BY seq LIMIT 1`, webhookID, nowMS).Scan(&id, &seq, &claimedBy, &expires)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // only retries waiting for their time
 		}
@@ -84,7 +97,11 @@ func (d *DB) ClaimDelivery(ctx context.Context, webhookID, holder string, ttl ti
 		// Zero rows: its holder recorded it meanwhile (a claim that ran
 		// out but that nobody took is still its holder's).
 		c.DeliveryID, ok = id, tag.RowsAffected() == 1
-		return nil
+		if !ok || max <= 1 {
+			return nil
+		}
+		c.Run, err = claimFollowing(ctx, tx, webhookID, holder, seq, nowMS, c.Expires.UnixMilli(), max-1)
+		return err
 	})
 	if err != nil {
 		return kassa.DeliveryClaim{}, false, fmt.Errorf("postgres: claim delivery: %w", down(err))
@@ -93,6 +110,45 @@ func (d *DB) ClaimDelivery(ctx context.Context, webhookID, holder string, ttl ti
 		return held, false, nil
 	}
 	return c, true, nil
+}
+
+// claimFollowing claims, for holder until expiresMS, up to n due
+// deliveries after seq in outbox order, as far as none is held back
+// (ClaimRun), and returns their ids in that order.
+func claimFollowing(ctx context.Context, tx pgx.Tx, webhookID, holder string, seq, nowMS, expiresMS int64, n int) ([]string, error) {
+	rows, err := tx.Query(ctx, `SELECT delivery_id, claimed_by, claim_expires_ms, not_before_ms FROM outbox
+		WHERE webhook_id = $1 AND seq > $2 ORDER BY seq LIMIT $3 FOR UPDATE`, webhookID, seq, 2*n)
+	if err != nil {
+		return nil, err
+	}
+	var run []string
+	for rows.Next() && len(run) < n {
+		var (
+			id                   string
+			claimedBy            *string
+			expires, notBeforeMS int64
+		)
+		if err := rows.Scan(&id, &claimedBy, &expires, &notBeforeMS); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if expires > nowMS && (claimedBy == nil || *claimedBy != holder) {
+			break // another holder's, or released until later: holds the rest back
+		}
+		if notBeforeMS > nowMS {
+			continue // a retry not yet due holds nothing back
+		}
+		run = append(run, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(run) == 0 {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE outbox SET claimed_by = $3, claim_expires_ms = $4 WHERE webhook_id = $1 AND delivery_id = ANY($2)`,
+		webhookID, run, holder, expiresMS); err != nil {
+		return nil, err
+	}
+	return run, nil
 }
 
 // ReleaseDelivery ends c's claim; the delivery is claimable again from
@@ -116,6 +172,16 @@ func (d *DB) CommitClaimed(ctx context.Context, c kassa.DeliveryClaim, kb kassa.
 	b, ok := kb.(*Batch)
 	if !ok {
 		return fmt.Errorf("postgres: foreign batch %T", kb)
+	}
+	if len(c.Run) > 0 {
+		ids := c.Deliveries()
+		return d.commit(ctx, b, &fence{
+			sql: `SELECT 1 FROM (SELECT 1 FROM outbox WHERE webhook_id = $1 AND delivery_id = ANY($2) AND claimed_by = $3 FOR UPDATE) held
+				HAVING count(*) = $4`,
+			args:    []any{c.WebhookID, ids, c.Holder, int64(len(ids))},
+			refused: fmt.Errorf("%w (deliveries %s…, holder %s)", kassa.ErrClaimLost, c.DeliveryID, c.Holder),
+			what:    "postgres: check delivery claims",
+		}, "postgres: commit claimed deliveries")
 	}
 	return d.commit(ctx, b, &fence{
 		sql:     `SELECT 1 FROM outbox WHERE webhook_id = $1 AND delivery_id = $2 AND claimed_by = $3 FOR UPDATE`,

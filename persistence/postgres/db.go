@@ -162,13 +162,18 @@ func (d *DB) CacheValue(ctx context.Context, key string, value []byte, expires t
 }
 
 // SweepExpired deletes the small values whose expiry passed before now
-// and returns how many it deleted.
+// and the request records older than kassa.RequestWindow, and returns
+// how many it deleted.
 func (d *DB) SweepExpired(ctx context.Context, now time.Time) (int, error) {
+	requests, err := d.sweepRequests(ctx, now.Add(-kassa.RequestWindow))
+	if err != nil {
+		return 0, err
+	}
 	tag, err := d.pool.Exec(ctx, `DELETE FROM kv WHERE expires_ms <= $1`, now.UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("postgres: sweep values: %w", down(err))
 	}
-	return int(tag.RowsAffected()), nil
+	return requests + int(tag.RowsAffected()), nil
 }
 
 // Batch is a kassa.Batch on PostgreSQL: statements queued to run in one

@@ -16,7 +16,7 @@ import (
 
 // openClocked opens two handles on one fresh schema (two nodes) whose
 // lease expiries are judged by clock.
-func openClocked(t *testing.T, clock kassa.Clock) (*DB, *DB) {
+func openClocked(t testing.TB, clock kassa.Clock) (*DB, *DB) {
 	t.Helper()
 	harness.SkipShort(t, "PostgreSQL")
 	dsn, err := server.NewSchema(t.Context())

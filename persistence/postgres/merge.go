@@ -25,7 +25,7 @@ var mergeable = map[string][]string{
 	insertEvent:       {"text", "text", "bigint", "bytea"},
 	insertNewInvoice:  {"text", "text", "bigint", "bigint", "bytea", "text", "text", "text", "text"},
 	insertOpenInvoice: {"text", "text", "bigint"},
-	insertRequest:     {"text", "text", "bytea"},
+	insertRequest:     {"text", "text", "bytea", "text", "bigint"},
 }
 
 // mergedSQL is, for each mergeable INSERT, its statement over arrays:

@@ -197,6 +197,22 @@ var migrations = []string{
 	);
 	CREATE INDEX payouts_by_store ON payouts (store_id, created_ms, id);
 	CREATE INDEX payouts_to_send ON payouts (id) WHERE to_send;`,
+	// 9: a request record's kind and time are columns, so that the
+	// sweeper deletes the records older than kassa.RequestWindow by an
+	// index (a pool address's record is kept: RequestRecord.Expires).
+	// The records already stored count from the migration: they expire
+	// a RequestWindow after it, never sooner than a record written now.
+	`ALTER TABLE requests ADD COLUMN kind text COLLATE "C" NOT NULL DEFAULT '';
+	ALTER TABLE requests ADD COLUMN at_ms bigint NOT NULL DEFAULT 0;
+	UPDATE requests SET kind = coalesce(convert_from(doc, 'UTF8')::jsonb->>'kind', ''),
+		at_ms = (extract(epoch FROM now()) * 1000)::bigint;
+	CREATE INDEX requests_by_age ON requests (at_ms) WHERE kind <> 'pooladdress';`,
+	// 10: the outbox rows of one endpoint by delivery, and its live
+	// claims, by index: the claim, the fence of a claimed commit and
+	// the delete of a sent delivery each read one row, not the
+	// endpoint's whole backlog (docs/decisions.md, "Outbox claims").
+	`CREATE INDEX outbox_by_delivery ON outbox (webhook_id, delivery_id);
+	CREATE INDEX outbox_claimed ON outbox (webhook_id, claim_expires_ms) WHERE claimed_by IS NOT NULL;`,
 }
 
 // fills are the steps of a migration that Go does after its SQL, in its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,14 +17,28 @@ var (
 	_ kassa.RequestReader = (*DB)(nil)
 )
 
-// PutRequest records a create's request id with what it created; the
-// primary key makes a second commit of the id fail (kassa.ErrRequestDone).
+// PutRequest records a create's request id with what it created,
+// stamped with the store's clock when r.At is zero; the primary key
+// makes a second commit of the id fail (kassa.ErrRequestDone).
 func (b *Batch) PutRequest(r kassa.RequestRecord) {
-	b.queue(insertRequest, r.StoreID, r.ID, b.json(r))
+	if r.At.IsZero() {
+		r.At = b.db.clock.Now().UTC()
+	}
+	b.queue(insertRequest, r.StoreID, r.ID, b.json(r), r.Kind, r.At.UnixMilli())
 }
 
 // insertRequest records a request id (merged in a group: merge.go).
-const insertRequest = `INSERT INTO requests (store_id, request_id, doc) VALUES ($1, $2, $3)`
+const insertRequest = `INSERT INTO requests (store_id, request_id, doc, kind, at_ms) VALUES ($1, $2, $3, $4, $5)`
+
+// sweepRequests deletes the request records that expire and were
+// written before cutoff.
+func (d *DB) sweepRequests(ctx context.Context, cutoff time.Time) (int, error) {
+	tag, err := d.pool.Exec(ctx, `DELETE FROM requests WHERE at_ms < $1 AND kind <> $2`, cutoff.UnixMilli(), kassa.RequestPoolAddress)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: sweep request records: %w", down(err))
+	}
+	return int(tag.RowsAffected()), nil
+}
 
 // Request returns the record of request id of the store.
 func (d *DB) Request(ctx context.Context, storeID, id string) (*kassa.RequestRecord, error) {

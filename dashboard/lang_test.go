@@ -105,6 +105,7 @@ var dashSameAsEnglish = map[string][]string{
 	"hook.title": {"de", "es", "fr", "pt", "it"}, "hook.code": {"de"}, "hook.status": {"de"}, "inv.status": {"de"},
 	"links.status": {"de"}, "field.name": {"de"}, "settings.wallet": {"de"}, "nav.invites": {"fr"}, "inv.titlepage": {"fr"},
 	"inv.confs": {"fr"}, "inv.txid": {"fr"}, "tx.type": {"fr"}, "links.desc": {"fr"}, "links.url": {"de"},
+	"passkey.title": {"de"},
 }
 
 // TestDashboardCatalogues: every dashboard catalogue has every English

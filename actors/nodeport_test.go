@@ -38,8 +38,16 @@ import (
 // run of two cluster tests under -race gave 17 reports, none with a
 // frame of Kassa's code at the racing access. `make test` runs the
 // TestCluster tests once more without -race.
+//
+// The fast tier (-short) skips them too: each starts protoactor-go
+// remoting for several nodes (seconds a test). Their names start with
+// TestCluster, so that make test's pass without -race runs every one
+// (TestInProcessClusterTestsAreNamedSo holds them to it).
 func skipRemoteUnderRace(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("skipped in the fast tier (-short): an in-process cluster of protoactor-go nodes; make test runs it")
+	}
 	if raceEnabled {
 		t.Skip("skipped under -race: protoactor-go's remoting and gossip race inside the library (gRPC's global logger, gossip state marshalled while changed, a shared math/rand); make test runs this test again without -race")
 	}

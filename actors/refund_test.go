@@ -357,11 +357,11 @@ func TestFiatRefundIsConvertedAtApproval(t *testing.T) {
 	}
 }
 
-// TestRefundsInClusterModeRunOnTheStoresNode: a refund command for a
+// TestClusterRefundsRunOnTheStoresNode: a refund command for a
 // store that another node runs is refused with a clear 503 and writes
 // nothing (a refund's decision does not cross nodes yet); on the store's
 // own node it runs.
-func TestRefundsInClusterModeRunOnTheStoresNode(t *testing.T) {
+func TestClusterRefundsRunOnTheStoresNode(t *testing.T) {
 	db := openMem(t)
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 2, db, clock, 15*time.Minute)

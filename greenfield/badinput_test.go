@@ -69,8 +69,8 @@ func TestBadInput(t *testing.T) {
 		expectAPIError(t, e.do("DELETE", create+"/"+inv.ID, ""), http.StatusNotImplemented, "unsupported-route", "archiving")
 	})
 	t.Run("unsupported routes name themselves", func(t *testing.T) {
-		expectAPIError(t, e.do("POST", base+"/api/v1/stores/store_a/pull-payments", `{"name":"refund"}`),
-			http.StatusNotFound, "unsupported-route", "POST /greenfield/api/v1/stores/store_a/pull-payments")
+		expectAPIError(t, e.do("POST", base+"/api/v1/stores/store_a/payment-requests", `{"title":"refund"}`),
+			http.StatusNotFound, "unsupported-route", "POST /greenfield/api/v1/stores/store_a/payment-requests")
 		expectAPIError(t, e.do("PUT", create+"/x", `{}`), http.StatusNotFound, "unsupported-route", "PUT")
 	})
 	// The one invoice of "archive is unsupported" and store B's.

@@ -29,6 +29,10 @@
 //     defaultLanguage, defaultPaymentMethod, lazyPaymentMethods, receipt,
 //     additionalSearchTerms) are checked for their type and ignored;
 //     answers report the invoice's real values.
+//   - Refunds (refund.go) are BTCPay's pull payments and payouts over
+//     kassa.RefundService: a pull payment's viewLink is
+//     PublicURL/pull-payments/<id>; GET /api/v1/pull-payments/{id} is
+//     served without a key, as BTCPay does.
 //   - Webhooks registered here are Greenfield-format (kassa.FormatGreenfield):
 //     delivered as BTCPay's WebhookInvoiceEvent, signed BTCPay-Sig, and
 //     registered without the unsigned probe; the webhook routes see only

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/btcsuite/btcd/chaincfg"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/shopspring/decimal"
 
@@ -23,6 +24,7 @@ import (
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/rates"
+	"github.com/kassapay/kassa/refund"
 )
 
 var testNow = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -44,6 +46,9 @@ type env struct {
 	sys   *actors.System
 	clock *kassatest.TestClock
 	chain stubBackend
+	// refunds is the refund service the handler serves, as cmd/kassa
+	// wires it (no sender: an approved payout waits).
+	refunds *refund.Service
 }
 
 type stubBackend struct{ synced *bool }
@@ -101,10 +106,11 @@ func newEnvWith(t *testing.T, cfg egress.Config) *env {
 	}, kassa.APIKey{ID: "key_b1", Label: "default", Key: keyB, CreatedAt: testNow})
 	synced := true
 	e.chain = stubBackend{&synced}
-	gf := greenfield.NewHandler(greenfield.Deps{
-		Reader: db, Invoices: e.sys.Service, Webhooks: e.sys.Service, Keys: e.sys.Service, Chain: e.chain, Lightning: e.chain,
-		PublicURL: "https://pay.example.com/",
-	})
+	e.refunds = refund.New(refund.Config{Reader: db, Payouts: db, Ledger: e.sys.Service, Rates: fixed, Clock: e.clock,
+		Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}})
+	d := e.deps()
+	d.Chain, d.Lightning, d.Clock, d.PublicURL = e.chain, e.chain, e.clock, "https://pay.example.com/"
+	gf := greenfield.NewHandler(d)
 	e.h = kassahttp.NewHandler(kassahttp.Deps{
 		Reader: db, Stores: e.sys.Service, Invoices: e.sys.Service, PaymentRequests: e.sys.Service, Rates: fixed, Webhooks: e.sys.Service,
 		KV: db, Clock: e.clock, PublicURL: "https://pay.example.com/", Greenfield: gf,
@@ -112,6 +118,15 @@ func newEnvWith(t *testing.T, cfg egress.Config) *env {
 	// Every Greenfield exchange is checked against the document served.
 	e.h = gfDoc.Handler(t, e.h)
 	return e
+}
+
+// deps are the Greenfield handler's dependencies over e's actors and
+// database, every optional service included.
+func (e *env) deps() greenfield.Deps {
+	return greenfield.Deps{
+		Reader: e.db, Invoices: e.sys.Service, Webhooks: e.sys.Service, Keys: e.sys.Service,
+		Refunds: e.refunds, Payouts: e.db,
+	}
 }
 
 func (e *env) putStore(id string, settings kassa.StoreSettings, keys ...kassa.APIKey) {

@@ -91,7 +91,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		}
 	}
 	e := newEnv(t)
-	routes, ok := greenfield.NewHandler(greenfield.Deps{Reader: e.db, Invoices: e.sys.Service, Webhooks: e.sys.Service, Keys: e.sys.Service}).(chi.Routes)
+	routes, ok := greenfield.NewHandler(e.deps()).(chi.Routes)
 	if !ok {
 		t.Fatal("the handler is not a chi router")
 	}

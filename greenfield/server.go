@@ -27,6 +27,12 @@ type Deps struct {
 	// Keys makes API keys (POST /api/v1/api-keys); nil answers the route
 	// as unsupported.
 	Keys KeyService
+	// Refunds and Payouts serve the refund routes (pull payments, the
+	// invoice refund, payouts); nil answers them as unsupported.
+	Refunds kassa.RefundService
+	Payouts kassa.PayoutStore
+	// Clock is the service's clock (nil: the system's).
+	Clock kassa.Clock
 	// Chain and Lightning report whether the backends are synced, for
 	// server/info's fullySynched; nil counts as synced.
 	Chain, Lightning interface {
@@ -64,14 +70,21 @@ func NewHandler(d Deps) http.Handler {
 	r.Get("/i/{invoiceId}", s.invoiceLink)
 	r.Get("/openapi.json", serveOpenAPI)
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Use(s.authenticate)
-		for _, rt := range s.routes() {
-			h := s.permit(rt.method, rt.pattern, rt.handler)
-			if strings.HasPrefix(rt.pattern, "/stores/{storeId}/webhooks") || rt.pattern == "/api-keys" {
-				h = noStore(h)
-			}
-			r.Method(rt.method, rt.pattern, h)
+		if s.refunds() {
+			// Public in BTCPay: the pull payment's id is the customer's
+			// link.
+			r.Get(publicPullPayment, s.getPullPayment)
 		}
+		r.Group(func(r chi.Router) {
+			r.Use(s.authenticate)
+			for _, rt := range s.routes() {
+				h := s.permit(rt.method, rt.pattern, rt.handler)
+				if strings.HasPrefix(rt.pattern, "/stores/{storeId}/webhooks") || rt.pattern == "/api-keys" {
+					h = noStore(h)
+				}
+				r.Method(rt.method, rt.pattern, h)
+			}
+		})
 	})
 	return r
 }
@@ -301,11 +314,22 @@ func (s *server) routes() []route {
 			route{http.MethodPost, "/stores/{storeId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver", s.redeliver},
 		)
 	}
+	if s.refunds() {
+		rs = append(rs, s.refundRoutes()...)
+	}
 	return rs
 }
 
+// publicPullPayment is the route of a pull payment, served without a
+// key.
+const publicPullPayment = "/pull-payments/{pullPaymentId}"
+
+// refunds reports whether the refund routes are served.
+func (s *server) refunds() bool { return s.Refunds != nil && s.Payouts != nil }
+
 // routePermissions is the permission each route of /api/v1 needs, keyed
-// "METHOD pattern" (the pattern under /api/v1); "" needs only a key.
+// "METHOD pattern" (the pattern under /api/v1); "" needs only a key,
+// but for GET publicPullPayment, which needs none.
 // BTCPay asks the same permissions of the same routes (its
 // [Authorize(Policy = …)] attributes).
 var routePermissions = map[string]kassa.Permission{
@@ -330,6 +354,19 @@ var routePermissions = map[string]kassa.Permission{
 	"GET /stores/{storeId}/webhooks/{webhookId}/deliveries/{deliveryId}":            kassa.PermModifyWebhooks,
 	"GET /stores/{storeId}/webhooks/{webhookId}/deliveries/{deliveryId}/request":    kassa.PermModifyWebhooks,
 	"POST /stores/{storeId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver": kassa.PermModifyWebhooks,
+	// A refund and a pull payment wait for the merchant's approval of
+	// each payout (cancreatenonapprovedpullpayments, which the
+	// WooCommerce plugin checks for by that name); approving one spends
+	// the store's balance (canmanagepayouts).
+	"POST /stores/{storeId}/invoices/{invoiceId}/refund":  kassa.PermCreateNonApprovedPullPayments,
+	"GET /stores/{storeId}/pull-payments":                 kassa.PermViewPullPayments,
+	"POST /stores/{storeId}/pull-payments":                kassa.PermCreateNonApprovedPullPayments,
+	"GET " + publicPullPayment:                            "",
+	"GET /stores/{storeId}/payouts":                       kassa.PermViewPayouts,
+	"GET /stores/{storeId}/payouts/{payoutId}":            kassa.PermViewPayouts,
+	"POST /stores/{storeId}/payouts/{payoutId}":           kassa.PermManagePayouts,
+	"DELETE /stores/{storeId}/payouts/{payoutId}":         kassa.PermManagePayouts,
+	"POST /stores/{storeId}/payouts/{payoutId}/mark-paid": kassa.PermManagePayouts,
 }
 
 // permissionError is BTCPay's 403 for a key that lacks perm on the store

@@ -19,7 +19,9 @@ const (
 
 // StorePermissions are what api-keys/current reports of a key made
 // without a choice of permissions (kassa.DefaultKeyPermissions, which
-// grants each of them): exactly what the routes of this API need.
+// grants each of them): exactly what the routes of this API but the
+// refund ones need; refunds spend the store's balance, so a key must be
+// given their permissions.
 // BTCPay's WooCommerce plugin refuses a key whose permissions, less its
 // optional ones, are not exactly its required four
 // (GreenfieldApiAuthorization::hasRequiredPermissions), so nothing is

@@ -370,6 +370,7 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	deps.Dashboard = dash
 	deps.Greenfield = greenfield.NewHandler(greenfield.Deps{
 		Reader: m.db, Invoices: m.sys.Service, Webhooks: m.sys.Service, Keys: m.sys.Service, Chain: b.chain, Lightning: b.lightning,
+		Refunds: m.refunds, Payouts: m.db, Clock: m.Clock,
 		PublicURL: publicURL, Logger: log, Limiter: deps.Limiter, ClientIPHeader: c.ClientIPHeader,
 	})
 	if cluster {

@@ -335,6 +335,23 @@ func TestPagesHideActions(t *testing.T) {
 			t.Errorf("an owner's menu lacks %s", p)
 		}
 	}
+	// A guest sees pay links but no form to make one; a manager sees
+	// the settings but no button to save them.
+	guest := e.client()
+	guest.signup("guest@example.com")
+	guest.join(inviteMember(t, owner, st, kassa.RoleGuest))
+	if c, body, _ := guest.get("/dashboard/stores/" + st.ID + "/paylinks"); c != http.StatusOK || strings.Contains(body, `action="/dashboard/stores/`+st.ID+`/paylinks"`) {
+		t.Errorf("a guest's pay links page: %d, offers the create form %v", c, strings.Contains(body, `action="/dashboard/stores/`+st.ID+`/paylinks"`))
+	}
+	manager := e.client()
+	manager.signup("manager@example.com")
+	manager.join(inviteMember(t, owner, st, kassa.RoleManager))
+	if c, body, _ := manager.get("/dashboard/stores/" + st.ID + "/"); c != http.StatusOK || strings.Contains(body, msg("settings.save")) {
+		t.Errorf("a manager's settings page: %d, offers saving %v", c, strings.Contains(body, msg("settings.save")))
+	}
+	if _, body, _ := owner.get("/dashboard/stores/" + st.ID + "/"); !strings.Contains(body, msg("settings.save")) {
+		t.Error("the owner's settings page offers no saving")
+	}
 	// The store list sends an employee to the invoices, which it may see.
 	if c, _, hdr := emp.get("/dashboard/stores/" + st.ID + "/"); c != http.StatusSeeOther || hdr.Get("Location") != "/dashboard/stores/"+st.ID+"/invoices" {
 		t.Errorf("an employee's store home: %d %s", c, hdr.Get("Location"))

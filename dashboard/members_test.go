@@ -357,3 +357,31 @@ func TestPagesHideActions(t *testing.T) {
 		t.Errorf("an employee's store home: %d %s", c, hdr.Get("Location"))
 	}
 }
+
+// TestStoreInvitationSignsUpWhenSignupNeedsInvitation: with sign-up by
+// invitation only, a store's invitation admits the one account it makes,
+// as a member with its role, and no second.
+func TestStoreInvitationSignsUpWhenSignupNeedsInvitation(t *testing.T) {
+	e := newEnv(t, func(d *Deps) { d.Signup, d.SignupOperator = SignupInvite, false })
+	if _, err := e.dash.createUser(t.Context(), newAccount{email: "owner@example.com", password: "correct horse battery"}); err != nil {
+		t.Fatal(err)
+	}
+	owner := e.client()
+	owner.login("owner@example.com", "correct horse battery")
+	st := owner.createStore("Shop")
+	code := inviteMember(t, owner, st, kassa.RoleGuest)
+	for i, email := range []string{"new@example.com", "second@example.com"} {
+		c := e.client()
+		c.get("/dashboard/signup?invite=" + code)
+		got, _, _ := c.post("/dashboard/signup", url.Values{"email": {email}, "password": {"correct horse battery"}, "invite": {code}})
+		if want := []int{http.StatusSeeOther, http.StatusForbidden}[i]; got != want {
+			t.Errorf("sign-up %d with the store invitation: %d, want %d", i+1, got, want)
+		}
+	}
+	if r, _ := roleOf(t, e, "new@example.com", st.ID); r != kassa.RoleGuest {
+		t.Errorf("new account's role: %q", r)
+	}
+	if u, _ := e.dash.user(t.Context(), "second@example.com"); u != nil {
+		t.Error("a used invitation made a second account")
+	}
+}

@@ -273,6 +273,16 @@ func (p *Principal) Can(storeID string, perm Permission) bool {
 	return p.stores[storeID].Has(perm)
 }
 
+// MemberPrincipal is the principal of a store member named name: on
+// each store of roles, that role's permissions, on no other.
+func MemberPrincipal(name string, roles map[string]Role) *Principal {
+	p := &Principal{Name: name, stores: make(map[string]Permissions, len(roles))}
+	for id, r := range roles {
+		p.stores[id] = r.Permissions()
+	}
+	return p
+}
+
 type principalKey struct{}
 
 // WithPrincipal returns ctx carrying p.

@@ -112,7 +112,9 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusTooManyRequests, "signup", data)
 		return
 	}
-	if h.Signup != SignupOpen {
+	// With open sign-up an invitation is needed for nothing but a store
+	// invitation's membership; one given is used all the same.
+	if h.Signup != SignupOpen || code != "" {
 		ok, err := h.inviteValid(r.Context(), code)
 		if err != nil {
 			h.serverError(w, r, err)
@@ -126,7 +128,7 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	}
 	acct := newAccount{email: email, password: password, firstIsAdmin: h.SignupOperator,
 		gate: ticket{signup: true, network: network, wide: wide}}
-	if h.Signup != SignupOpen {
+	if h.Signup != SignupOpen || code != "" {
 		acct.invite = code
 	}
 	u, err := h.createUser(r.Context(), acct)

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -165,13 +166,13 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// authorizeStores are the stores the user may grant a key of: their own,
-// or only the one the permissions name. A named store that is not the
-// user's is nil, false.
+// authorizeStores are the stores the user may grant a key of: those
+// whose keys it may manage, or only the one the permissions name. A
+// named store whose keys it may not manage is nil, false.
 func (h *Dashboard) authorizeStores(r *http.Request, u *user, named string) ([]*kassa.Store, bool, error) {
-	ids := u.StoreIDs
+	ids := slices.DeleteFunc(slices.Clone(u.StoreIDs), func(id string) bool { return !u.can(id, kassa.PermManageAPIKeys) })
 	if named != "" {
-		if !kassa.ValidID(named) || !u.owns(named) {
+		if !kassa.ValidID(named) || !u.can(named, kassa.PermManageAPIKeys) {
 			return nil, false, nil
 		}
 		ids = []string{named}

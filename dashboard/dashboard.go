@@ -183,6 +183,7 @@ func (h *Dashboard) routes() *chi.Mux {
 		r.Post("/login/2fa/passkey/begin", h.beginPasskeySignIn)
 		r.Post("/login/2fa/passkey/finish", h.finishPasskeySignIn)
 		r.Post("/logout", h.logout)
+		r.Get("/join", h.joinPage)
 
 		r.Group(func(r chi.Router) {
 			r.Use(h.requireUser)
@@ -200,6 +201,7 @@ func (h *Dashboard) routes() *chi.Mux {
 			r.With(h.limitWrites).Post("/account/2fa/disable", h.disableTwoFactor)
 			r.With(h.limitWrites).Post("/account/2fa/passkey/begin", h.beginPasskey)
 			r.With(h.limitWrites).Post("/account/2fa/passkey/finish", h.finishPasskey)
+			r.With(h.limitWrites).Post("/join", h.join)
 			r.Get("/invites", h.invitesPage)
 			r.With(h.limitWrites).Post("/invites", h.createInvite)
 			r.With(h.limitWrites).Post("/invites/{inviteId}/revoke", h.revokeInvitePost)
@@ -207,9 +209,11 @@ func (h *Dashboard) routes() *chi.Mux {
 				r.With(h.requireAdmin, operatorCSP, h.limitWrites).Mount("/operator", http.StripPrefix(Prefix+"/operator", h.Operator))
 			}
 			r.Route("/stores/{storeId}", func(r chi.Router) {
-				// Writes are counted once the store is the account's: a
-				// refused one is a 404 as for any other store.
-				r.Use(h.storeAccess, h.requireTwoFactor, h.limitWrites)
+				// Writes are counted once the store is the account's and
+				// the route's permission its role's: a refused one is a
+				// 404 as for any other store, or a 403.
+				r.Use(h.storeAccess, h.requireTwoFactor, h.requirePermission(r), h.limitWrites)
+				h.memberRoutes(r)
 				r.Get("/", h.storeSettings)
 				r.Post("/settings", h.updateSettings)
 				r.Get("/twofactor", h.storeTwoFactorPage)
@@ -330,22 +334,29 @@ func (h *Dashboard) requireAdmin(next http.Handler) http.Handler {
 	})
 }
 
-// storeAccess admits a user to the stores they own, an operator to every
-// store. A store the user may not see answers 404 as if it did not exist.
+// storeAccess admits a user to the stores they belong to, with their
+// role's permissions as the request's principal, and an operator to
+// every store as Owner. A store the user may not see answers 404 as if
+// it did not exist.
 func (h *Dashboard) storeAccess(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "storeId")
 		u := current(r.Context()).user
-		if !kassa.ValidID(id) || !u.Admin && !u.owns(id) {
+		p, ok := memberPrincipal(u, id)
+		if !kassa.ValidID(id) || !ok {
 			h.notFound(w, r)
 			return
 		}
 		st, err := h.Reader.Store(r.Context(), id)
+		if err == nil {
+			err = h.ensureIndexed(r.Context(), u, id)
+		}
 		if err != nil {
 			h.serverError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), storeKey, st)))
+		ctx := kassa.WithPrincipal(context.WithValue(r.Context(), storeKey, st), p)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -110,6 +110,10 @@ func (h *Dashboard) createStore(w http.ResponseWriter, r *http.Request) {
 
 func (h *Dashboard) storeSettings(w http.ResponseWriter, r *http.Request) {
 	st := currentStore(r.Context())
+	if !kassa.PrincipalFrom(r.Context()).Can(st.ID, kassa.PermViewStoreSettings) {
+		redirect(w, r, st, "/invoices", "")
+		return
+	}
 	held, err := h.held(r.Context(), st)
 	if err != nil {
 		h.serverError(w, r, err)

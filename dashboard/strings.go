@@ -194,6 +194,22 @@ var strs = map[string]string{
 	"invites.revokeconfirm": "Revoke this invitation? Its link will no longer sign anyone up.",
 	"done.revoked":          "Invitation revoked: its link no longer signs anyone up.",
 
+	"nav.members":           "Members",
+	"members.title":         "Members",
+	"members.role":          "Role",
+	"members.change":        "Change role",
+	"members.remove":        "Remove",
+	"members.removeconfirm": "Remove this member from the store?",
+	"members.lastowner":     "A store keeps at least one owner: the last one can neither be demoted nor removed.",
+	"members.invite":        "Invite a member",
+	"members.link":          "Send this link; it lets one person join the store with this role and expires in 7 days.",
+	"join.title":            "Join a store",
+	"join.store":            "You are invited to the store",
+	"join.accept":           "Accept the invitation",
+	"join.signin":           "Sign up, or log in and open this link again, to accept.",
+	"err.forbidden":         "Your role in this store does not allow this.",
+	"done.memberchanged":    "Member changed.",
+
 	"sim": "Simulation: no real bitcoin moves.",
 
 	"account.title":     "Account",

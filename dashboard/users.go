@@ -23,11 +23,15 @@ import (
 // user is a dashboard account. Its record is kept under its lower-cased
 // email.
 type user struct {
-	Email        string    `json:"email"`
-	PasswordHash string    `json:"passwordHash"`
-	Admin        bool      `json:"admin,omitempty"`
-	StoreIDs     []string  `json:"storeIds"`
-	CreatedAt    time.Time `json:"createdAt"`
+	Email        string `json:"email"`
+	PasswordHash string `json:"passwordHash"`
+	Admin        bool   `json:"admin,omitempty"`
+	// StoreIDs are the stores the account belongs to, Roles its role on
+	// each (members.go); a store missing from Roles is the account's as
+	// Owner, as every store of a record made before roles.
+	StoreIDs  []string              `json:"storeIds"`
+	Roles     map[string]kassa.Role `json:"roles,omitempty"`
+	CreatedAt time.Time             `json:"createdAt"`
 	// SessionGen counts password changes: a session made before the
 	// last one is no longer valid.
 	SessionGen int `json:"sessionGen,omitempty"`
@@ -35,8 +39,6 @@ type user struct {
 	// (twofactor.go).
 	TwoFactor *twoFactor `json:"twoFactor,omitempty"`
 }
-
-func (u *user) owns(storeID string) bool { return slices.Contains(u.StoreIDs, storeID) }
 
 // session is a signed-in browser: the user and the CSRF token of its
 // forms. Only the hash of the session token is stored.
@@ -233,11 +235,19 @@ func (h *Dashboard) createUser(ctx context.Context, a newAccount) (*user, error)
 	}
 	u := &user{Email: strings.ToLower(a.email), PasswordHash: hash, Admin: a.admin || !first && a.firstIsAdmin,
 		StoreIDs: []string{}, CreatedAt: h.Clock.Now().UTC()}
+	if inv.StoreID != "" {
+		u.join(inv.StoreID, inv.Role)
+	}
 	if err := h.putJSON(ctx, userKey(a.email), u, forever); err != nil {
 		return nil, err
 	}
 	if !first {
 		if err := h.KV.PutValue(ctx, firstUserKey, []byte(u.Email), forever); err != nil {
+			return nil, err
+		}
+	}
+	if inv.StoreID != "" {
+		if err := h.indexMember(ctx, inv.StoreID, u.Email); err != nil {
 			return nil, err
 		}
 	}
@@ -273,8 +283,11 @@ func (h *Dashboard) addStore(ctx context.Context, email, storeID string) error {
 	if err != nil {
 		return err
 	}
-	u.StoreIDs = append(u.StoreIDs, storeID)
-	return h.putJSON(ctx, userKey(email), u, forever)
+	u.join(storeID, kassa.RoleOwner)
+	if err := h.putJSON(ctx, userKey(email), u, forever); err != nil {
+		return err
+	}
+	return h.indexMember(ctx, storeID, u.Email)
 }
 
 // newSession signs email in and returns the session.
@@ -346,12 +359,15 @@ func (h *Dashboard) endSession(ctx context.Context, token string) error {
 	return h.KV.PutValue(ctx, sessionRecKey(token), []byte("{}"), h.Clock.Now().Add(-time.Second))
 }
 
-// invite is an invitation to sign up. Used is set when it made an
-// account or was revoked.
+// invite is an invitation to sign up, or with StoreID to join that
+// store as Role (members.go). Used is set when it made an account,
+// joined one to the store, or was revoked.
 type invite struct {
-	By      string    `json:"by"`
-	Expires time.Time `json:"expires"`
-	Used    bool      `json:"used,omitempty"`
+	By      string     `json:"by"`
+	Expires time.Time  `json:"expires"`
+	Used    bool       `json:"used,omitempty"`
+	StoreID string     `json:"storeId,omitempty"`
+	Role    kassa.Role `json:"role,omitempty"`
 }
 
 const inviteLifetime = 7 * 24 * time.Hour

@@ -38,6 +38,14 @@ type view struct {
 	// language switch.
 	Lang  string
 	Langs []langLink
+
+	principal *kassa.Principal
+}
+
+// Can reports whether the reader may do perm on the page's store: pages
+// show only the actions it may.
+func (v view) Can(perm string) bool {
+	return v.Store != nil && v.principal.Can(v.Store.ID, kassa.Permission(perm))
 }
 
 var funcs = template.FuncMap{
@@ -190,7 +198,7 @@ func (h *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, p
 // renderIn is render in lang with tmpl.
 func (h *Dashboard) renderIn(w http.ResponseWriter, r *http.Request, status int, lang string, tmpl *template.Template, page string, data map[string]any) {
 	v := view{Page: page, Store: currentStore(r.Context()), CSRF: h.csrfToken(w, r), Sim: h.Simulated || h.Simulator != nil, SimPay: h.Simulator != nil,
-		Op: h.Operator != nil, D: data, Lang: lang}
+		Op: h.Operator != nil, D: data, Lang: lang, principal: kassa.PrincipalFrom(r.Context())}
 	for _, code := range Languages {
 		q := r.URL.Query()
 		q.Set("lang", code)

@@ -1,0 +1,520 @@
+package dashboard
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/kassapay/kassa"
+)
+
+// storeRoutePerms is the permission each store route of the dashboard
+// asks (kassa.Principal.Can), keyed by method and pattern under
+// /stores/{storeId}: the dashboard's table, as http/auth.go and
+// greenfield/server.go have theirs (docs/api.md, "Permissions and
+// roles"). A store route missing here is refused.
+var storeRoutePerms = map[string]kassa.Permission{
+	// The store's home shows its settings to those who may see them and
+	// sends the others to the invoices.
+	"GET /":           kassa.PermViewInvoices,
+	"POST /settings":  kassa.PermModifyStoreSettings,
+	"GET /twofactor":  kassa.PermViewStoreSettings,
+	"POST /twofactor": kassa.PermModifyStoreSettings,
+
+	"GET /keys":                 kassa.PermManageAPIKeys,
+	"POST /keys":                kassa.PermManageAPIKeys,
+	"POST /keys/{keyId}/delete": kassa.PermManageAPIKeys,
+	"POST /keys/{keyId}/reveal": kassa.PermManageAPIKeys,
+
+	"GET /webhooks":                     kassa.PermModifyWebhooks,
+	"POST /webhooks":                    kassa.PermModifyWebhooks,
+	"GET /webhooks/{webhookId}":         kassa.PermModifyWebhooks,
+	"POST /webhooks/{webhookId}":        kassa.PermModifyWebhooks,
+	"POST /webhooks/{webhookId}/toggle": kassa.PermModifyWebhooks,
+	"POST /webhooks/{webhookId}/delete": kassa.PermModifyWebhooks,
+	"POST /webhooks/{webhookId}/deliveries/{deliveryId}/redeliver": kassa.PermModifyWebhooks,
+
+	"GET /invoices":                      kassa.PermViewInvoices,
+	"GET /invoices/new":                  kassa.PermCreateInvoice,
+	"POST /invoices":                     kassa.PermCreateInvoice,
+	"GET /invoices/{invoiceId}":          kassa.PermViewInvoices,
+	"POST /invoices/{invoiceId}/invalid": kassa.PermModifyInvoices,
+
+	"GET /paylinks":                      kassa.PermViewPaymentRequests,
+	"POST /paylinks":                     kassa.PermModifyPaymentRequests,
+	"GET /paylinks/{payLinkId}":          kassa.PermViewPaymentRequests,
+	"POST /paylinks/{payLinkId}":         kassa.PermModifyPaymentRequests,
+	"POST /paylinks/{payLinkId}/archive": kassa.PermModifyPaymentRequests,
+
+	"GET /transactions":     kassa.PermViewReports,
+	"GET /transactions.csv": kassa.PermViewReports,
+
+	"GET /balance":                           kassa.PermViewReports,
+	"POST /balance/topup":                    kassa.PermModifyStoreSettings,
+	"POST /balance/topup/{invoiceId}/simpay": kassa.PermModifyStoreSettings,
+
+	"GET /members":                            kassa.PermManageMembers,
+	"POST /members/invites":                   kassa.PermManageMembers,
+	"POST /members/invites/{inviteId}/revoke": kassa.PermManageMembers,
+	"POST /members/role":                      kassa.PermManageMembers,
+	"POST /members/remove":                    kassa.PermManageMembers,
+}
+
+// memberRoutes adds the members page's routes to a store's router.
+func (h *Dashboard) memberRoutes(r chi.Router) {
+	r.Get("/members", h.membersPage)
+	r.Post("/members/invites", h.createMemberInvite)
+	r.Post("/members/invites/{inviteId}/revoke", h.revokeMemberInvite)
+	r.Post("/members/role", h.setMemberRole)
+	r.Post("/members/remove", h.removeMemberPost)
+}
+
+// requirePermission asks the request's principal the permission
+// storeRoutePerms names for the route routes finds: 403 if it may not;
+// a route the table lacks is refused too.
+func (h *Dashboard) requirePermission(routes chi.Routes) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			method := r.Method
+			if method == http.MethodHead {
+				method = http.MethodGet
+			}
+			pattern := routes.Find(chi.NewRouteContext(), method, chi.RouteContext(r.Context()).RoutePath)
+			if pattern == "" {
+				next.ServeHTTP(w, r) // the router answers 404 or 405
+				return
+			}
+			perm, ok := storeRoutePerms[method+" "+pattern]
+			if !ok {
+				h.log.Error("dashboard: store route without a permission", "route", method+" "+pattern)
+			}
+			if !ok || !kassa.PrincipalFrom(r.Context()).Can(currentStore(r.Context()).ID, perm) {
+				h.fail(w, r, http.StatusForbidden, "err.forbidden")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// memberPrincipal is who u is on store storeID, and whether it may open
+// the store at all: a member with its role; an operator as Owner of
+// every store.
+func memberPrincipal(u *user, storeID string) (*kassa.Principal, bool) {
+	role, ok := u.role(storeID)
+	if u.Admin {
+		role, ok = kassa.RoleOwner, true
+	}
+	if !ok {
+		return nil, false
+	}
+	return kassa.MemberPrincipal(u.Email, map[string]kassa.Role{storeID: role}), true
+}
+
+// role is u's role on storeID, and whether u belongs to it.
+func (u *user) role(storeID string) (kassa.Role, bool) {
+	if !slices.Contains(u.StoreIDs, storeID) {
+		return "", false
+	}
+	if r, ok := u.Roles[storeID]; ok {
+		return r, true
+	}
+	return kassa.RoleOwner, true
+}
+
+// can reports whether u's role on storeID holds perm.
+func (u *user) can(storeID string, perm kassa.Permission) bool {
+	r, ok := u.role(storeID)
+	return ok && r.Permissions().Has(perm)
+}
+
+// join makes u a member of storeID as r, or changes its role there.
+func (u *user) join(storeID string, r kassa.Role) {
+	if !slices.Contains(u.StoreIDs, storeID) {
+		u.StoreIDs = append(u.StoreIDs, storeID)
+	}
+	if u.Roles == nil {
+		u.Roles = map[string]kassa.Role{}
+	}
+	u.Roles[storeID] = r
+}
+
+// leave takes storeID from u's stores.
+func (u *user) leave(storeID string) {
+	u.StoreIDs = slices.DeleteFunc(u.StoreIDs, func(id string) bool { return id == storeID })
+	delete(u.Roles, storeID)
+}
+
+// A store's members are listed under membersKey: the emails of the
+// accounts that belong to it. Each account's record holds its role and
+// is the truth; the list may name more (it is read through the records)
+// but not fewer, except accounts of records made before the list, which
+// are added when they open the store (ensureIndexed).
+func membersKey(storeID string) string      { return "dash/store/" + storeID + "/members" }
+func storeInvitesKey(storeID string) string { return "dash/store/" + storeID + "/invites" }
+
+// errLastOwner refuses to demote or remove a store's last owner.
+var errLastOwner = kassa.Errorf(kassa.Conflict, "a store needs an owner: make another member owner before the last one steps down or leaves")
+
+// errAlreadyMember refuses an invitation to a store the account belongs
+// to already; the invitation stays open.
+var errAlreadyMember = kassa.Errorf(kassa.Conflict, "this account already belongs to the store")
+
+func (h *Dashboard) memberEmails(ctx context.Context, storeID string) ([]string, error) {
+	var list []string
+	_, err := h.getJSON(ctx, membersKey(storeID), &list)
+	return list, err
+}
+
+// indexMember adds email to storeID's list. The caller holds usersMu.
+func (h *Dashboard) indexMember(ctx context.Context, storeID, email string) error {
+	list, err := h.memberEmails(ctx, storeID)
+	if err != nil || slices.Contains(list, email) {
+		return err
+	}
+	return h.putJSON(ctx, membersKey(storeID), append(list, email), forever)
+}
+
+// ensureIndexed lists u among storeID's members if it belongs to the
+// store and is not listed (a record made before the list).
+func (h *Dashboard) ensureIndexed(ctx context.Context, u *user, storeID string) error {
+	if _, ok := u.role(storeID); !ok {
+		return nil
+	}
+	list, err := h.memberEmails(ctx, storeID)
+	if err != nil || slices.Contains(list, u.Email) {
+		return err
+	}
+	h.usersMu.Lock()
+	defer h.usersMu.Unlock()
+	return h.indexMember(ctx, storeID, u.Email)
+}
+
+// member is a row of the members page.
+type member struct {
+	Email string
+	Role  kassa.Role
+}
+
+// members lists storeID's members in the order they joined.
+func (h *Dashboard) members(ctx context.Context, storeID string) ([]member, error) {
+	emails, err := h.memberEmails(ctx, storeID)
+	if err != nil {
+		return nil, err
+	}
+	var out []member
+	for _, e := range emails {
+		u, err := h.user(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		if u == nil {
+			continue
+		}
+		if r, ok := u.role(storeID); ok {
+			out = append(out, member{u.Email, r})
+		}
+	}
+	return out, nil
+}
+
+// changeMember sets email's role on storeID to role, or removes it from
+// the store when remove; the store's last owner is neither demoted nor
+// removed (errLastOwner). NotFound when email is not a member.
+func (h *Dashboard) changeMember(ctx context.Context, storeID, email string, role kassa.Role, remove bool) error {
+	h.usersMu.Lock()
+	defer h.usersMu.Unlock()
+	u, err := h.user(ctx, email)
+	if err != nil {
+		return err
+	}
+	cur, ok := kassa.Role(""), false
+	if u != nil {
+		cur, ok = u.role(storeID)
+	}
+	if !ok {
+		return kassa.Errorf(kassa.NotFound, "%s is not a member of this store", clipEmail(email))
+	}
+	if cur == kassa.RoleOwner && (remove || role != kassa.RoleOwner) {
+		list, err := h.members(ctx, storeID)
+		if err != nil {
+			return err
+		}
+		owners := 0
+		for _, m := range list {
+			if m.Role == kassa.RoleOwner {
+				owners++
+			}
+		}
+		if owners <= 1 {
+			return errLastOwner
+		}
+	}
+	if remove {
+		u.leave(storeID)
+	} else {
+		u.join(storeID, role)
+	}
+	if err := h.putJSON(ctx, userKey(u.Email), u, forever); err != nil {
+		return err
+	}
+	if !remove {
+		return nil
+	}
+	list, err := h.memberEmails(ctx, storeID)
+	if err != nil {
+		return err
+	}
+	return h.putJSON(ctx, membersKey(storeID), slices.DeleteFunc(list, func(e string) bool { return e == u.Email }), forever)
+}
+
+func clipEmail(s string) string {
+	if len(s) > maxEmail {
+		return s[:maxEmail] + "…"
+	}
+	return s
+}
+
+// storeInvite is an open invitation to a store as the members page
+// lists it; the code is not kept, ID is its hash.
+type storeInvite struct {
+	ID      string     `json:"id"`
+	By      string     `json:"by"`
+	Role    kassa.Role `json:"role"`
+	Created time.Time  `json:"created"`
+	Expires time.Time  `json:"expires"`
+}
+
+// newStoreInvite makes a one-use invitation to join storeID as role,
+// valid inviteLifetime, and returns its code.
+func (h *Dashboard) newStoreInvite(ctx context.Context, storeID, by string, role kassa.Role) (string, error) {
+	h.invitesMu.Lock()
+	defer h.invitesMu.Unlock()
+	list, err := h.openStoreInvites(ctx, storeID)
+	if err != nil {
+		return "", err
+	}
+	if len(list) >= maxOpenInvites {
+		return "", errTooManyInvites
+	}
+	code := newToken()
+	now := h.Clock.Now()
+	inv := invite{By: by, Expires: now.Add(inviteLifetime), StoreID: storeID, Role: role}
+	if err := h.putJSON(ctx, inviteKey(code), inv, inv.Expires); err != nil {
+		return "", err
+	}
+	list = append(list, storeInvite{ID: hashHex(code), By: by, Role: role, Created: now.UTC(), Expires: inv.Expires.UTC()})
+	return code, h.putJSON(ctx, storeInvitesKey(storeID), list, forever)
+}
+
+// openStoreInvites lists storeID's invitations that may still be
+// accepted, oldest first.
+func (h *Dashboard) openStoreInvites(ctx context.Context, storeID string) ([]storeInvite, error) {
+	var all, open []storeInvite
+	if _, err := h.getJSON(ctx, storeInvitesKey(storeID), &all); err != nil {
+		return nil, err
+	}
+	now := h.Clock.Now()
+	for _, e := range all {
+		var inv invite
+		ok, err := h.getJSON(ctx, "dash/invite/"+e.ID, &inv)
+		if err != nil {
+			return nil, err
+		}
+		if ok && !inv.Used && now.Before(inv.Expires) && inv.StoreID == storeID {
+			open = append(open, e)
+		}
+	}
+	return open, nil
+}
+
+// revokeStoreInvite makes storeID's open invitation id unusable;
+// NotFound when the store has no open invitation with that id.
+func (h *Dashboard) revokeStoreInvite(ctx context.Context, storeID, id string) error {
+	h.invitesMu.Lock()
+	defer h.invitesMu.Unlock()
+	list, err := h.openStoreInvites(ctx, storeID)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(list, func(e storeInvite) bool { return e.ID == id })
+	if i < 0 {
+		return kassa.Errorf(kassa.NotFound, "invitation not found")
+	}
+	h.usersMu.Lock()
+	var inv invite
+	ok, err := h.getJSON(ctx, "dash/invite/"+id, &inv)
+	if err == nil && ok {
+		inv.Used = true
+		err = h.putJSON(ctx, "dash/invite/"+id, inv, inv.Expires)
+	}
+	h.usersMu.Unlock()
+	if err != nil {
+		return err
+	}
+	return h.putJSON(ctx, storeInvitesKey(storeID), slices.Delete(list, i, i+1), forever)
+}
+
+// acceptInvite joins email's account to the store of the invitation
+// code with its role and uses the invitation up; errBadInvite when it
+// is not an open store invitation, errAlreadyMember (the invitation
+// stays open) when the account belongs to the store.
+func (h *Dashboard) acceptInvite(ctx context.Context, code, email string) (string, error) {
+	h.usersMu.Lock()
+	defer h.usersMu.Unlock()
+	var inv invite
+	ok, err := h.getInvite(ctx, code, &inv)
+	if err != nil {
+		return "", err
+	}
+	if !ok || inv.StoreID == "" {
+		return "", errBadInvite
+	}
+	u, err := h.existingUser(ctx, email, "account not found")
+	if err != nil {
+		return "", err
+	}
+	if _, member := u.role(inv.StoreID); member {
+		return "", errAlreadyMember
+	}
+	u.join(inv.StoreID, inv.Role)
+	if err := h.putJSON(ctx, userKey(u.Email), u, forever); err != nil {
+		return "", err
+	}
+	if err := h.indexMember(ctx, inv.StoreID, u.Email); err != nil {
+		return "", err
+	}
+	// Written after the membership: were this write lost, the
+	// invitation would stay open, rather than be used and join nobody.
+	inv.Used = true
+	return inv.StoreID, h.putJSON(ctx, inviteKey(code), inv, inv.Expires)
+}
+
+func (h *Dashboard) membersPage(w http.ResponseWriter, r *http.Request) {
+	h.renderMembers(w, r, http.StatusOK, map[string]any{})
+}
+
+// renderMembers shows the store's members page with data.
+func (h *Dashboard) renderMembers(w http.ResponseWriter, r *http.Request, status int, data map[string]any) {
+	st := currentStore(r.Context())
+	list, err := h.members(r.Context(), st.ID)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	invites, err := h.openStoreInvites(r.Context(), st.ID)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	data["Members"], data["Invites"], data["Roles"] = list, invites, kassa.Roles
+	h.render(w, r, status, "members", data)
+}
+
+func (h *Dashboard) createMemberInvite(w http.ResponseWriter, r *http.Request) {
+	st := currentStore(r.Context())
+	role, err := kassa.ParseRole(r.PostForm.Get("role"))
+	if err != nil {
+		h.renderMembers(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": kassa.ErrorMessage(err)})
+		return
+	}
+	code, err := h.newStoreInvite(r.Context(), st.ID, current(r.Context()).Email, role)
+	if err == errTooManyInvites {
+		h.renderMembers(w, r, http.StatusConflict, map[string]any{"Error": kassa.ErrorMessage(err)})
+		return
+	}
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	link := strings.TrimRight(h.PublicURL, "/") + Prefix + "/join?invite=" + code
+	h.renderMembers(w, r, http.StatusOK, map[string]any{"Link": link})
+}
+
+func (h *Dashboard) revokeMemberInvite(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "inviteId")
+	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
+		h.notFound(w, r)
+		return
+	}
+	st := currentStore(r.Context())
+	if err := h.revokeStoreInvite(r.Context(), st.ID, id); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	redirect(w, r, st, "/members", "revoked")
+}
+
+func (h *Dashboard) setMemberRole(w http.ResponseWriter, r *http.Request) {
+	role, err := kassa.ParseRole(r.PostForm.Get("role"))
+	if err != nil {
+		h.renderMembers(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": kassa.ErrorMessage(err)})
+		return
+	}
+	h.memberChange(w, r, role, false)
+}
+
+func (h *Dashboard) removeMemberPost(w http.ResponseWriter, r *http.Request) {
+	h.memberChange(w, r, "", true)
+}
+
+// memberChange changes the role of the member the form names, or
+// removes it, and answers.
+func (h *Dashboard) memberChange(w http.ResponseWriter, r *http.Request, role kassa.Role, remove bool) {
+	st, s := currentStore(r.Context()), current(r.Context())
+	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
+	err := h.changeMember(r.Context(), st.ID, email, role, remove)
+	switch {
+	case err == errLastOwner:
+		h.renderMembers(w, r, http.StatusConflict, map[string]any{"Error": kassa.ErrorMessage(err)})
+	case err != nil:
+		h.serverError(w, r, err)
+	case email == s.Email && !s.user.Admin:
+		// Who left or stepped down may no longer see this page.
+		http.Redirect(w, r, Prefix+"/stores?done=memberchanged", http.StatusSeeOther)
+	default:
+		redirect(w, r, st, "/members", "memberchanged")
+	}
+}
+
+// joinPage shows an invitation to a store: to a signed-in account a
+// button to accept it, to a visitor links to sign in or sign up with
+// it.
+func (h *Dashboard) joinPage(w http.ResponseWriter, r *http.Request) {
+	code := r.URL.Query().Get("invite")
+	var inv invite
+	ok, err := h.getInvite(r.Context(), code, &inv)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	if !ok || inv.StoreID == "" {
+		h.fail(w, r, http.StatusForbidden, "err.invite")
+		return
+	}
+	st, err := h.Reader.Store(r.Context(), inv.StoreID)
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "join", map[string]any{"Invite": code, "StoreName": st.Name, "Role": inv.Role, "Open": h.Signup == SignupOpen})
+}
+
+// join accepts an invitation for the signed-in account.
+func (h *Dashboard) join(w http.ResponseWriter, r *http.Request) {
+	storeID, err := h.acceptInvite(r.Context(), r.PostForm.Get("invite"), current(r.Context()).Email)
+	switch {
+	case err == errBadInvite:
+		h.fail(w, r, http.StatusForbidden, "err.invite")
+	case err == errAlreadyMember:
+		h.failMessage(w, r, http.StatusConflict, func(string) string { return kassa.ErrorMessage(err) })
+	case err != nil:
+		h.serverError(w, r, err)
+	default:
+		http.Redirect(w, r, Prefix+"/stores/"+storeID+"/", http.StatusSeeOther)
+	}
+}

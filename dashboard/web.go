@@ -89,7 +89,7 @@ func section(page string) string {
 	switch page {
 	case "webhook":
 		return "webhooks"
-	case "invoice", "invoice_new":
+	case "invoice", "invoice_new", "refund":
 		return "invoices"
 	case "paylink":
 		return "paylinks"

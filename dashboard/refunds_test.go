@@ -189,7 +189,43 @@ func TestPayoutsPage(t *testing.T) {
 	if p, err := e.db.Payout(t.Context(), ids[0]); err != nil || p.State != kassa.PayoutAwaitingApproval || p.Debited != 0 {
 		t.Fatalf("after a refused approval: %+v %v", p, err)
 	}
-	code, body, hdr := c.post(base+"/payouts/"+ids[0]+"/cancel", nil)
+	// Topped up, the approval debits the balance by the amount and the
+	// fee limit; cancelled, the payout gives it all back.
+	c.get(base + "/balance")
+	if code, body, _ := c.post(base+"/balance/topup", url.Values{"amount": {"25000"}}); code != http.StatusSeeOther {
+		t.Fatalf("top up: %d %s", code, body)
+	}
+	tops, err := e.dash.TopUps.List(t.Context(), st.ID)
+	if err != nil || len(tops) != 1 {
+		t.Fatalf("top-ups = %v, %v", tops, err)
+	}
+	top, err := e.db.Invoice(t.Context(), tops[0].InvoiceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.settle(top)
+	before := kassa.Sats(25_000 - 200)
+	waitFor(t, "the top-up to be credited", func() bool {
+		bal, err := e.db.Balance(t.Context(), st.ID)
+		return err == nil && bal == before
+	})
+	c.get(base + "/payouts")
+	code, body, hdr := c.post(base+"/payouts/"+ids[0]+"/approve", nil)
+	if code != http.StatusSeeOther || hdr.Get("Location") != base+"/payouts?done=payoutapproved" {
+		t.Fatalf("approve: %d %s %s", code, hdr.Get("Location"), body)
+	}
+	p, err := e.db.Payout(t.Context(), ids[0])
+	if err != nil || p.State != kassa.PayoutApproved || p.Debited != 10_000+p.FeeLimit {
+		t.Fatalf("approved payout: %+v %v", p, err)
+	}
+	if bal, _ := e.db.Balance(t.Context(), st.ID); bal != before-p.Debited {
+		t.Fatalf("balance after approval %d, want %d", bal, before-p.Debited)
+	}
+	_, body, _ = c.get(base + "/payouts?done=payoutapproved")
+	if !strings.Contains(body, msg("done.payoutapproved")) || !strings.Contains(body, "Approved") {
+		t.Errorf("the payouts page after approval lacks its notice or state")
+	}
+	code, body, hdr = c.post(base+"/payouts/"+ids[0]+"/cancel", nil)
 	if code != http.StatusSeeOther || hdr.Get("Location") != base+"/payouts?done=payoutcancelled" {
 		t.Fatalf("cancel: %d %s %s", code, hdr.Get("Location"), body)
 	}
@@ -199,6 +235,9 @@ func TestPayoutsPage(t *testing.T) {
 	}
 	if p, _ := e.db.Payout(t.Context(), ids[0]); p.State != kassa.PayoutCancelled {
 		t.Errorf("cancelled payout: %v", p.State)
+	}
+	if bal, _ := e.db.Balance(t.Context(), st.ID); bal != before {
+		t.Errorf("balance after the cancel %d, want %d back", bal, before)
 	}
 	if p, _ := e.db.Payout(t.Context(), ids[1]); p.State != kassa.PayoutCompleted || !p.MarkedPaid {
 		t.Errorf("marked-paid payout: %v %v", p.State, p.MarkedPaid)

@@ -85,21 +85,21 @@ func (h *Dashboard) refundPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // refundRequest reads the refund form, or says what is wrong with it.
-func refundRequest(r *http.Request) (kassa.RefundRequest, string) {
+func refundRequest(r *http.Request, lang string) (kassa.RefundRequest, string) {
 	f := r.PostForm
 	req := kassa.RefundRequest{Choice: kassa.RefundChoice(f.Get("choice")), CustomCurrency: kassa.Currency(f.Get("customCurrency")),
 		Description: strings.TrimSpace(f.Get("description"))}
 	if req.Choice == kassa.RefundCustom {
 		d, problem := formAmount(strings.TrimSpace(f.Get("customAmount")))
 		if problem != "" {
-			return req, msg("ref.customamount") + ": " + problem
+			return req, msgIn(lang, "ref.customamount") + ": " + problem
 		}
 		req.CustomAmount = d
 	}
 	if v := strings.TrimSpace(f.Get("subtractPercentage")); v != "" {
 		d, problem := formAmount(v)
 		if problem != "" {
-			return req, msg("ref.percent") + ": " + problem
+			return req, msgIn(lang, "ref.percent") + ": " + problem
 		}
 		req.SubtractPercentage = d
 	}
@@ -148,10 +148,11 @@ func (h *Dashboard) refund(w http.ResponseWriter, r *http.Request) {
 		form[k] = r.PostForm.Get(k)
 	}
 	data := map[string]any{"Inv": inv, "F": form}
-	req, problem := refundRequest(r)
+	lang := h.lang(w, r)
+	req, problem := refundRequest(r, lang)
 	status := http.StatusUnprocessableEntity
 	if problem == "" {
-		problem = aboveReceived(h.lang(w, r), inv, req)
+		problem = aboveReceived(lang, inv, req)
 	}
 	if problem == "" {
 		pp, err := h.Refunds.RefundInvoice(r.Context(), st.ID, inv.ID, req)

@@ -248,6 +248,15 @@ func TestPayoutsPage(t *testing.T) {
 	if code != http.StatusConflict || !strings.Contains(body, htmlText(kassa.ErrorMessage(kassa.ErrPayoutFinal))) {
 		t.Errorf("cancel of a completed payout: %d\n%s", code, body)
 	}
+	// The merchant's other store does not reach this store's payouts.
+	shop2 := c.createStore("Other")
+	c.get("/dashboard/stores/" + shop2.ID + "/payouts")
+	if code, _, _ := c.post("/dashboard/stores/"+shop2.ID+"/payouts/"+ids[0]+"/approve", nil); code != http.StatusNotFound {
+		t.Errorf("approve another store's payout: %d, want 404", code)
+	}
+	if _, body, _ := c.get("/dashboard/stores/" + shop2.ID + "/payouts"); !strings.Contains(body, msg("po.none")) || !strings.Contains(body, msg("nav.payouts")) {
+		t.Errorf("the other store's payouts page is not empty, or lacks its menu entry")
+	}
 	// Another store's merchant sees none of it.
 	other := e.client()
 	other.signup("b@example.com")

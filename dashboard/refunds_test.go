@@ -264,3 +264,33 @@ func TestPayoutsPage(t *testing.T) {
 		t.Errorf("another account's payouts page: %d, want 404", code)
 	}
 }
+
+// TestRefundPagesInEveryLanguage: the refund form, a refund's page and
+// the payouts page have all their strings in every dashboard language,
+// and the refused custom amount says so in the page's language.
+func TestRefundPagesInEveryLanguage(t *testing.T) {
+	e, c, st, inv := refundEnv(t, true)
+	base := "/dashboard/stores/" + st.ID
+	c.get(base + "/invoices/" + inv.ID + "/refund")
+	if code, body, _ := c.post(base+"/invoices/"+inv.ID+"/refund", url.Values{"choice": {"RateThen"}}); code != http.StatusSeeOther {
+		t.Fatalf("refund: %d %s", code, body)
+	}
+	pp := e.pullPayments(st.ID)[0]
+	if _, err := e.dash.Refunds.Claim(t.Context(), pp.ID, "alice@example.com", decimal.Zero); err != nil {
+		t.Fatal(err)
+	}
+	for _, lang := range Languages {
+		for _, p := range []string{"/invoices/" + inv.ID, "/invoices/" + inv.ID + "/refund", "/pull-payments/" + pp.ID, "/payouts"} {
+			code, body := c.getLang(base+p, lang)
+			if code != http.StatusOK || missingString.MatchString(body) {
+				t.Errorf("%s %s: %d, missing %v", lang, p, code, missingString.FindAllString(body, -1))
+			}
+		}
+		c.getLang(base+"/invoices/"+inv.ID+"/refund", lang)
+		code, body := c.postLang(base+"/invoices/"+inv.ID+"/refund", lang, url.Values{"csrf": {c.csrf}, "choice": {"Custom"}, "customAmount": {"30000"}, "customCurrency": {"SATS"}})
+		want := strings.SplitN(msgIn(lang, "err.refundabove"), " (", 2)[0]
+		if code != http.StatusUnprocessableEntity || !strings.Contains(body, htmlText(want)) {
+			t.Errorf("%s: custom refund above paid: %d, want 422 with %q", lang, code, want)
+		}
+	}
+}

@@ -107,6 +107,10 @@ type Deps struct {
 	// Limits bound each account's stores, writes and searches; zero
 	// fields take DefaultLimits.
 	Limits Limits
+	// Refunds and Payouts serve an invoice's Refund form and the
+	// Payouts page (refunds.go); nil: neither is offered.
+	Refunds kassa.RefundService
+	Payouts kassa.PayoutStore
 }
 
 //go:embed templates/*.html
@@ -250,6 +254,8 @@ func (h *Dashboard) routes() *chi.Mux {
 				r.Get("/balance", h.balancePage)
 				r.Post("/balance/topup", h.createTopUp)
 				r.Post("/balance/topup/{invoiceId}/simpay", h.simPayTopUp)
+
+				h.refundRoutes(r)
 			})
 		})
 	})

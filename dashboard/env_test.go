@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/btcsuite/btcd/chaincfg"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/shopspring/decimal"
 
@@ -26,6 +27,7 @@ import (
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/persistence"
 	"github.com/kassapay/kassa/rates"
+	"github.com/kassapay/kassa/refund"
 	"github.com/kassapay/kassa/topup"
 )
 
@@ -82,7 +84,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		PublicURL: "http://" + e.srv.Listener.Addr().String(), AdminToken: "admin-token", PercentFee: decimal.RequireFromString("1"),
 		// As kassa serve --dev: open sign-up, the first account is the
 		// operator. Tests of the defaults set these back.
-		Signup: SignupOpen, SignupOperator: true}
+		Signup: SignupOpen, SignupOperator: true,
+		Refunds: refund.New(refund.Config{Reader: db, Payouts: db, Ledger: e.sys.Service, Rates: fixed, Clock: e.clock,
+			Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}}),
+		Payouts: db}
 	for _, o := range opts {
 		o(&d)
 	}

@@ -187,6 +187,7 @@ func (h *Dashboard) renderInvoice(w http.ResponseWriter, r *http.Request, status
 	data["Order"] = inv.SearchOrderID()
 	data["Checkout"] = strings.TrimRight(h.PublicURL, "/") + "/checkout/" + inv.ID
 	data["CanInvalidate"] = inv.CanMarkInvalid()
+	data["CanRefund"] = h.canRefund(inv)
 	h.render(w, r, status, "invoice", data)
 }
 

@@ -62,6 +62,16 @@ var storeRoutePerms = map[string]kassa.Permission{
 	"POST /members/invites/{inviteId}/revoke": kassa.PermManageMembers,
 	"POST /members/role":                      kassa.PermManageMembers,
 	"POST /members/remove":                    kassa.PermManageMembers,
+
+	// Refunds: a refund makes a pull payment whose payouts wait for
+	// approval; approving one pays it.
+	"GET /invoices/{invoiceId}/refund":   kassa.PermCreateNonApprovedPullPayments,
+	"POST /invoices/{invoiceId}/refund":  kassa.PermCreateNonApprovedPullPayments,
+	"GET /pull-payments/{pullPaymentId}": kassa.PermViewPullPayments,
+	"GET /payouts":                       kassa.PermViewPayouts,
+	"POST /payouts/{payoutId}/approve":   kassa.PermManagePayouts,
+	"POST /payouts/{payoutId}/cancel":    kassa.PermManagePayouts,
+	"POST /payouts/{payoutId}/mark-paid": kassa.PermManagePayouts,
 }
 
 // memberRoutes adds the members page's routes to a store's router.

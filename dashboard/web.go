@@ -33,6 +33,7 @@ type view struct {
 	// simulated. SimPay offers the simulator's buttons (--dev only).
 	Sim, SimPay bool
 	Op          bool // the operator page is mounted
+	Refunds     bool // the refund pages are served (Deps.Refunds)
 	D           map[string]any
 	// Lang is the page's language (one of Languages); Langs the
 	// language switch.
@@ -97,7 +98,7 @@ func section(page string) string {
 	switch page {
 	case "webhook":
 		return "webhooks"
-	case "invoice", "invoice_new":
+	case "invoice", "invoice_new", "refund":
 		return "invoices"
 	case "paylink":
 		return "paylinks"
@@ -198,7 +199,7 @@ func (h *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, p
 // renderIn is render in lang with tmpl.
 func (h *Dashboard) renderIn(w http.ResponseWriter, r *http.Request, status int, lang string, tmpl *template.Template, page string, data map[string]any) {
 	v := view{Page: page, Store: currentStore(r.Context()), CSRF: h.csrfToken(w, r), Sim: h.Simulated || h.Simulator != nil, SimPay: h.Simulator != nil,
-		Op: h.Operator != nil, D: data, Lang: lang, principal: kassa.PrincipalFrom(r.Context())}
+		Op: h.Operator != nil, Refunds: h.Refunds != nil && h.Payouts != nil, D: data, Lang: lang, principal: kassa.PrincipalFrom(r.Context())}
 	for _, code := range Languages {
 		q := r.URL.Query()
 		q.Set("lang", code)

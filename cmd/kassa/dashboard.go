@@ -85,7 +85,7 @@ func (m *Main) newDashboard(d kassahttp.Deps, topUps *topup.Ledger) (*dashboard.
 		Reader: d.Reader, Services: m.sys.Service, KV: d.KV, TopUps: topUps, Simulator: d.Simulator, Simulated: d.Simulated, Clock: d.Clock, Logger: d.Logger,
 		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, SignupOperator: c.Dev, PercentFee: fee,
 		ClientIPHeader: d.ClientIPHeader, Dev: c.Dev, Operator: d.Operator, Currencies: d.Rates.Currencies(),
-		Limits: c.dashboardLimits(),
+		Limits: c.dashboardLimits(), Refunds: d.Refunds, Payouts: d.Payouts,
 	}), nil
 }
 

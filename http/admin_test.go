@@ -2,6 +2,7 @@ package http
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -273,4 +274,52 @@ func TestAdminSimulation(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAdminCreateAPIKey: the operator makes a key of a store holding any
+// permissions, a refund key among them, which the API then admits to
+// the refund routes; no permission, an unknown one, another store's
+// grant, an unknown store or no admin token: refused, no key made.
+func TestAdminCreateAPIKey(t *testing.T) {
+	e := newEnv(t)
+	path := "/admin/v1/stores/store_a/api-keys"
+	for _, c := range []struct {
+		name, body string
+		headers    []header
+		status     int
+	}{
+		{"no token", `{"permissions": ["btcpay.store.canviewinvoices"]}`, nil, http.StatusUnauthorized},
+		{"no permission", `{"permissions": []}`, []header{admin}, http.StatusBadRequest},
+		{"unknown permission", `{"permissions": ["btcpay.store.canfly"]}`, []header{admin}, http.StatusBadRequest},
+		{"another store's grant", `{"permissions": ["btcpay.store.canviewinvoices:store_b"]}`, []header{admin}, http.StatusForbidden},
+	} {
+		w := e.do("POST", path, c.body, append([]header{noKey}, c.headers...)...)
+		if w.Code != c.status {
+			t.Errorf("%s: %d, want %d: %s", c.name, w.Code, c.status, w.Body.String())
+		}
+	}
+	if w := e.do("POST", "/admin/v1/stores/no_such/api-keys", `{"permissions": ["btcpay.store.canviewinvoices"]}`, noKey, admin); w.Code != http.StatusNotFound {
+		t.Errorf("unknown store: %d, want 404: %s", w.Code, w.Body.String())
+	}
+	st, err := e.db.Store(t.Context(), "store_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(st.APIKeys)
+
+	w := e.do("POST", path, `{"label": "refunds", "permissions": ["btcpay.store.cancreatenonapprovedpullpayments", "btcpay.store.canviewpullpayments"]}`, noKey, admin)
+	expectStatus(t, w, http.StatusOK)
+	if got := w.Header().Get("Cache-Control"); got != "no-store" {
+		t.Errorf("Cache-Control = %q, want no-store", got)
+	}
+	key := decode[apiKeyRecord](t, w)
+	if key.Label != "refunds" || len(key.Permissions) != 2 || key.APIKey == "" {
+		t.Fatalf("key = %+v", key)
+	}
+	if st, _ = e.db.Store(t.Context(), "store_a"); len(st.APIKeys) != before+1 {
+		t.Fatalf("%d keys after one made, want %d: a refused request made one", len(st.APIKeys), before+1)
+	}
+	if w := e.do("GET", "/api/v1/stores/store_a/pull-payments", "", header{"X-Api-Key", key.APIKey}); w.Code != http.StatusOK {
+		t.Errorf("the new key on the pull payments: %d: %s", w.Code, w.Body.String())
+	}
 }

@@ -40,6 +40,27 @@ const defaultKeyLabel = "API key"
 // hold each permission it grants, so that no key makes one that can do
 // more than itself.
 func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request) {
+	storeID := callerFrom(r.Context()).store.ID
+	s.makeAPIKey(w, r, storeID, func(p kassa.Permission) bool { return kassa.PrincipalFrom(r.Context()).Can(storeID, p) })
+}
+
+// adminCreateAPIKey answers POST /admin/v1/stores/{storeId}/api-keys:
+// the operator makes a key of any store holding any permissions (a key
+// for refunds, say, which the default set leaves out).
+func (s *server) adminCreateAPIKey(w http.ResponseWriter, r *http.Request) {
+	storeID, err := pathID(r, "storeId", "store")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.makeAPIKey(w, r, storeID, func(kassa.Permission) bool { return true })
+}
+
+// makeAPIKey makes a key of storeID from the request's body: the
+// permissions asked (as "name" or "name:storeId" of this store), each of
+// which may grant; none, or an unknown one, is Invalid and nothing is
+// made.
+func (s *server) makeAPIKey(w http.ResponseWriter, r *http.Request, storeID string, may func(kassa.Permission) bool) {
 	if s.Keys == nil {
 		s.notFound(w, r)
 		return
@@ -49,7 +70,6 @@ func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	storeID := callerFrom(r.Context()).store.ID
 	invalid := func(msg string) {
 		s.writeError(w, r, kassa.InvalidFields([]kassa.FieldError{{Field: "permissions", Message: msg}}))
 	}
@@ -68,7 +88,7 @@ func (s *server) createAPIKey(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, errOtherStore)
 			return
 		}
-		if !kassa.PrincipalFrom(r.Context()).Can(storeID, g.Permission) {
+		if !may(g.Permission) {
 			s.writeError(w, r, kassa.Errorf(kassa.Forbidden, "this API key lacks the permission %s, so it cannot grant it", g.Permission))
 			return
 		}

@@ -280,6 +280,18 @@ func (s *server) markPayoutPaid(w http.ResponseWriter, r *http.Request) {
 }
 
 // refundRoutes adds the refund routes under a store.
+// refundsAvailable answers the refund routes 404 where the server has
+// no refund service (Deps.Refunds or Deps.Payouts nil).
+func (s *server) refundsAvailable(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Refunds == nil || s.Payouts == nil {
+			s.writeError(w, r, kassa.Errorf(kassa.NotFound, "refunds are not served here"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 func (s *server) refundRoutes(r chi.Router) {
 	on := s.permitted(r, "/api/v1/stores/{storeId}")
 	// A create sent again with its Idempotency-Key is answered with the

@@ -202,9 +202,10 @@ func (s *server) routes() *chi.Mux {
 				on(http.MethodGet, "/transactions", s.listTransactions)
 				on(http.MethodGet, "/transactions/{id}", s.getTransaction)
 
-				if s.Refunds != nil && s.Payouts != nil {
+				r.Group(func(r chi.Router) {
+					r.Use(s.refundsAvailable)
 					s.refundRoutes(r)
-				}
+				})
 
 				r.Group(func(r chi.Router) {
 					r.Use(s.webhooksAvailable, noStore)
@@ -233,6 +234,7 @@ func (s *server) routes() *chi.Mux {
 		r.Get("/stores/{storeId}", s.adminGetStore)
 		r.Post("/stores", s.adminCreateStore)
 		r.Post("/stores/{storeId}/topup", s.adminTopUp)
+		r.With(noStore).Post("/stores/{storeId}/api-keys", s.adminCreateAPIKey)
 		r.Post("/sim/pay", s.adminSimPay)
 		r.Post("/sim/mine", s.adminSimMine)
 		if s.Operator != nil {

@@ -81,8 +81,12 @@ func (m *Main) newDashboard(d kassahttp.Deps, topUps *topup.Ledger) (*dashboard.
 			d.Logger.Warn("dashboard sign-up is open (--dashboard-signup open): anyone who reaches /dashboard can make an account; operators are made with `kassa user create --admin`")
 		}
 	}
+	var services dashboard.Services // none before the actors start (tests of the flags)
+	if m.sys != nil {
+		services = m.sys.Service
+	}
 	return dashboard.New(dashboard.Deps{
-		Reader: d.Reader, Services: m.sys.Service, KV: d.KV, TopUps: topUps, Simulator: d.Simulator, Simulated: d.Simulated, Clock: d.Clock, Logger: d.Logger,
+		Reader: d.Reader, Services: services, KV: d.KV, TopUps: topUps, Simulator: d.Simulator, Simulated: d.Simulated, Clock: d.Clock, Logger: d.Logger,
 		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, SignupOperator: c.Dev, PercentFee: fee,
 		ClientIPHeader: d.ClientIPHeader, Dev: c.Dev, Operator: d.Operator, Currencies: d.Rates.Currencies(),
 		Limits: c.dashboardLimits(), Refunds: d.Refunds, Payouts: d.Payouts,

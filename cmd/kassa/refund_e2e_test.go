@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -15,6 +16,11 @@ func TestRefundThroughTheBinary(t *testing.T) {
 	s := startServer(t, t.TempDir(), "--dev")
 	a := s.createStore("--name", "Alpha", "--currency", "EUR", "--percent-fee", "1")
 	base := "/api/v1/stores/" + a.StoreID
+	// The store's first key holds the default set, which leaves refunds
+	// out: the operator makes one that may refund.
+	a.APIKey = adminKey(t, s, a.StoreID, "btcpay.store.cancreateinvoice", "btcpay.store.canviewinvoices", "btcpay.store.canviewreports",
+		"btcpay.store.cancreatenonapprovedpullpayments", "btcpay.store.canviewpullpayments", "btcpay.store.canviewpayouts",
+		"btcpay.store.canmanagepayouts")
 	inv := s.json("POST", base+"/invoices", a.APIKey, map[string]any{"amount": 20000, "currency": "SATS"}, 200)
 	id := inv["id"].(string)
 	s.mustCLI("sim", "pay", id, "--method", "lightning")
@@ -50,4 +56,18 @@ func TestRefundThroughTheBinary(t *testing.T) {
 	if types["refund_returned"] != 20200 {
 		t.Fatalf("ledger by type after cancel = %v", types)
 	}
+}
+
+// adminKey makes a key of store holding perms through the admin API.
+func adminKey(t *testing.T, s *server, store string, perms ...string) string {
+	t.Helper()
+	status, body, err := postJSON(s.url+"/admin/v1/stores/"+store+"/api-keys",
+		map[string]string{"Authorization": "Bearer " + adminTokenOf(t, s.data)}, map[string]any{"label": "refunds", "permissions": perms})
+	var key struct {
+		APIKey string `json:"apiKey"`
+	}
+	if err != nil || status != 200 || json.Unmarshal(body, &key) != nil || key.APIKey == "" {
+		t.Fatalf("admin: make a key = %d, %v: %s", status, err, body)
+	}
+	return key.APIKey
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"testing"
 	"time"
 )
@@ -50,4 +51,48 @@ func TestRefundThroughTheBinary(t *testing.T) {
 	if types["refund_returned"] != 20200 {
 		t.Fatalf("ledger by type after cancel = %v", types)
 	}
+}
+
+// TestRefundCompletesInDevMode: in kassa serve --dev (the simulated
+// backends) an approved refund is paid by the one sender through the
+// simulated node: claimed to a BOLT11 invoice of that node (here another
+// store's invoice, which the refund pays), it ends Completed with its
+// payment hash and the invoice it paid Settled.
+func TestRefundCompletesInDevMode(t *testing.T) {
+	s := startServer(t, t.TempDir(), "--dev")
+	_, store := demoExports(t, s)
+	m := regexp.MustCompile(`(?m)^export REFUND_KEY=(\S+)$`).FindStringSubmatch(s.Stdout())
+	if m == nil {
+		t.Fatalf("serve --dev printed no REFUND_KEY:\n%s", s.Stdout())
+	}
+	a := storeCreds{StoreID: store, APIKey: m[1]}
+	b := s.createStore("--name", "Customer", "--currency", "EUR")
+	base := "/api/v1/stores/" + a.StoreID
+	id := s.json("POST", base+"/invoices", a.APIKey, map[string]any{"amount": 20000, "currency": "SATS"}, 200)["id"].(string)
+	s.mustCLI("sim", "pay", id, "--method", "lightning")
+	waitFor(t, 15*time.Second, id+" settled", func() bool {
+		return s.json("GET", base+"/invoices/"+id, a.APIKey, nil, 200)["status"] == "Settled"
+	})
+	pp := s.json("POST", base+"/invoices/"+id+"/refund", a.APIKey, map[string]any{"refundVariant": "RateThen"}, 200)
+	bBase := "/api/v1/stores/" + b.StoreID
+	created := s.json("POST", bBase+"/invoices", b.APIKey, map[string]any{"amount": 20000, "currency": "SATS"}, 200)
+	target := created["id"].(string)
+	bolt11, _ := created["lightningInvoice"].(string)
+	if bolt11 == "" {
+		t.Fatalf("created = %v", created)
+	}
+	po := s.json("POST", base+"/pull-payments/"+pp["id"].(string)+"/payouts", a.APIKey, map[string]any{"destination": bolt11}, 200)
+	poID := po["id"].(string)
+	s.json("POST", base+"/payouts/"+poID+"/approve", a.APIKey, nil, 200)
+	var done map[string]any
+	waitFor(t, 30*time.Second, poID+" completed", func() bool {
+		done = s.json("GET", base+"/payouts/"+poID, a.APIKey, nil, 200)
+		return done["state"] == "Completed" || done["state"] == "Failed"
+	})
+	if done["state"] != "Completed" || done["paymentHash"] == "" {
+		t.Fatalf("payout = %v", done)
+	}
+	waitFor(t, 15*time.Second, target+" settled by the refund", func() bool {
+		return s.json("GET", bBase+"/invoices/"+target, b.APIKey, nil, 200)["status"] == "Settled"
+	})
 }

@@ -159,15 +159,15 @@ func (s *server) renderClaimPage(w http.ResponseWriter, r *http.Request, status 
 }
 
 // sameOrigin reports whether a form post comes from the service's own
-// pages: a browser names a cross-site post in Sec-Fetch-Site or Origin.
+// pages: a browser says so in Sec-Fetch-Site, else in Origin (which the
+// pages' no-referrer policy makes "null": then Sec-Fetch-Site alone
+// decides).
 func (s *server) sameOrigin(r *http.Request) bool {
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
-	default:
-		return false
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site == "same-origin" || site == "none"
 	}
 	origin := r.Header.Get("Origin")
-	if origin == "" {
+	if origin == "" || origin == "null" {
 		return true
 	}
 	u, err := url.Parse(origin)

@@ -98,7 +98,10 @@ func TestClaimPage(t *testing.T) {
 	expectStatus(t, e.claimForm(pp.ID, url.Values{"destination": {inv.PaymentRequest}}, header{"Origin", ""}, header{"Sec-Fetch-Site", "cross-site"}), http.StatusForbidden)
 	nothingWritten("a cross-site post")
 
-	w = e.claimForm(pp.ID, url.Values{"destination": {inv.PaymentRequest}})
+	expectStatus(t, e.claimForm(pp.ID, url.Values{"destination": {inv.PaymentRequest}}, header{"Origin", "null"}, header{"Sec-Fetch-Site", "cross-site"}), http.StatusForbidden)
+	nothingWritten("a cross-site post")
+	// The pages' no-referrer policy makes a browser's Origin "null".
+	w = e.claimForm(pp.ID, url.Values{"destination": {inv.PaymentRequest}}, header{"Origin", "null"}, header{"Sec-Fetch-Site", "same-origin"})
 	expectStatus(t, w, http.StatusSeeOther)
 	loc, err := url.Parse(w.Header().Get("Location"))
 	if err != nil || loc.Path != "/pull-payments/"+pp.ID || !strings.HasPrefix(loc.Query().Get("payout"), "po_") {

@@ -53,6 +53,40 @@ func TestRefundThroughTheBinary(t *testing.T) {
 	}
 }
 
+// devRefund is a refund in kassa serve --dev: a settled invoice of the
+// demo store (through its REFUND_KEY) refunded to a pull payment, and an
+// unpaid invoice of another store whose BOLT11 (an invoice of the
+// simulated node) is where the customer asks to be paid.
+type devRefund struct {
+	a, b             storeCreds
+	pullPayment      string
+	bolt11, targetID string
+}
+
+func newDevRefund(t *testing.T, s *server) devRefund {
+	t.Helper()
+	_, store := demoExports(t, s)
+	m := regexp.MustCompile(`(?m)^export REFUND_KEY=(\S+)$`).FindStringSubmatch(s.Stdout())
+	if m == nil {
+		t.Fatalf("serve --dev printed no REFUND_KEY:\n%s", s.Stdout())
+	}
+	r := devRefund{a: storeCreds{StoreID: store, APIKey: m[1]}, b: s.createStore("--name", "Customer", "--currency", "EUR")}
+	base := "/api/v1/stores/" + r.a.StoreID
+	id := s.json("POST", base+"/invoices", r.a.APIKey, map[string]any{"amount": 20000, "currency": "SATS"}, 200)["id"].(string)
+	s.mustCLI("sim", "pay", id, "--method", "lightning")
+	waitFor(t, 15*time.Second, id+" settled", func() bool {
+		return s.json("GET", base+"/invoices/"+id, r.a.APIKey, nil, 200)["status"] == "Settled"
+	})
+	r.pullPayment = s.json("POST", base+"/invoices/"+id+"/refund", r.a.APIKey, map[string]any{"refundVariant": "RateThen"}, 200)["id"].(string)
+	created := s.json("POST", "/api/v1/stores/"+r.b.StoreID+"/invoices", r.b.APIKey, map[string]any{"amount": 20000, "currency": "SATS"}, 200)
+	r.targetID = created["id"].(string)
+	r.bolt11, _ = created["lightningInvoice"].(string)
+	if r.bolt11 == "" {
+		t.Fatalf("created = %v", created)
+	}
+	return r
+}
+
 // TestRefundCompletesInDevMode: in kassa serve --dev (the simulated
 // backends) an approved refund is paid by the one sender through the
 // simulated node: claimed to a BOLT11 invoice of that node (here another
@@ -60,39 +94,20 @@ func TestRefundThroughTheBinary(t *testing.T) {
 // payment hash and the invoice it paid Settled.
 func TestRefundCompletesInDevMode(t *testing.T) {
 	s := startServer(t, t.TempDir(), "--dev")
-	_, store := demoExports(t, s)
-	m := regexp.MustCompile(`(?m)^export REFUND_KEY=(\S+)$`).FindStringSubmatch(s.Stdout())
-	if m == nil {
-		t.Fatalf("serve --dev printed no REFUND_KEY:\n%s", s.Stdout())
-	}
-	a := storeCreds{StoreID: store, APIKey: m[1]}
-	b := s.createStore("--name", "Customer", "--currency", "EUR")
-	base := "/api/v1/stores/" + a.StoreID
-	id := s.json("POST", base+"/invoices", a.APIKey, map[string]any{"amount": 20000, "currency": "SATS"}, 200)["id"].(string)
-	s.mustCLI("sim", "pay", id, "--method", "lightning")
-	waitFor(t, 15*time.Second, id+" settled", func() bool {
-		return s.json("GET", base+"/invoices/"+id, a.APIKey, nil, 200)["status"] == "Settled"
-	})
-	pp := s.json("POST", base+"/invoices/"+id+"/refund", a.APIKey, map[string]any{"refundVariant": "RateThen"}, 200)
-	bBase := "/api/v1/stores/" + b.StoreID
-	created := s.json("POST", bBase+"/invoices", b.APIKey, map[string]any{"amount": 20000, "currency": "SATS"}, 200)
-	target := created["id"].(string)
-	bolt11, _ := created["lightningInvoice"].(string)
-	if bolt11 == "" {
-		t.Fatalf("created = %v", created)
-	}
-	po := s.json("POST", base+"/pull-payments/"+pp["id"].(string)+"/payouts", a.APIKey, map[string]any{"destination": bolt11}, 200)
+	r := newDevRefund(t, s)
+	base := "/api/v1/stores/" + r.a.StoreID
+	po := s.json("POST", base+"/pull-payments/"+r.pullPayment+"/payouts", r.a.APIKey, map[string]any{"destination": r.bolt11}, 200)
 	poID := po["id"].(string)
-	s.json("POST", base+"/payouts/"+poID+"/approve", a.APIKey, nil, 200)
+	s.json("POST", base+"/payouts/"+poID+"/approve", r.a.APIKey, nil, 200)
 	var done map[string]any
 	waitFor(t, 30*time.Second, poID+" completed", func() bool {
-		done = s.json("GET", base+"/payouts/"+poID, a.APIKey, nil, 200)
+		done = s.json("GET", base+"/payouts/"+poID, r.a.APIKey, nil, 200)
 		return done["state"] == "Completed" || done["state"] == "Failed"
 	})
 	if done["state"] != "Completed" || done["paymentHash"] == "" {
 		t.Fatalf("payout = %v", done)
 	}
-	waitFor(t, 15*time.Second, target+" settled by the refund", func() bool {
-		return s.json("GET", bBase+"/invoices/"+target, b.APIKey, nil, 200)["status"] == "Settled"
+	waitFor(t, 15*time.Second, r.targetID+" settled by the refund", func() bool {
+		return s.json("GET", "/api/v1/stores/"+r.b.StoreID+"/invoices/"+r.targetID, r.b.APIKey, nil, 200)["status"] == "Settled"
 	})
 }

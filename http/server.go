@@ -270,6 +270,11 @@ func (s *server) routes() *chi.Mux {
 		}
 		r.Get("/payment-requests/{id}", s.payLinkPage)
 		r.Post("/payment-requests/{id}/pay", s.payLinkPay) // limits its own new invoices
+		if s.Refunds != nil && s.Payouts != nil {
+			r.Get("/pull-payments/{pullPaymentId}", s.claimPage)
+			r.Post("/pull-payments/{pullPaymentId}/claim", s.claimPost) // limits its own claims
+			r.Get("/pull-payments/{pullPaymentId}/payouts/{payoutId}/status", s.claimStatus)
+		}
 	})
 	return r
 }

@@ -57,25 +57,38 @@ func openPaymentHashes(r kassa.Reader) func(context.Context, func(string) error)
 	}
 }
 
-// newForwarder forwards stores' Lightning money from the lnd node to
-// their Lightning addresses, through the egress client (public addresses
-// and https only, unless --dev).
+// newForwarder forwards stores' Lightning money from the service's node
+// to their Lightning addresses, and pays approved refund payouts: the
+// one sender of its Lightning payments (lnd's node, or the simulated
+// one). Lightning addresses resolve through the egress client (public
+// addresses and https only, unless --dev) into invoices on the node's
+// network (net nil: lnd's, learnt once it answers).
 // onchain says that the chain backend watches lnd's wallet addresses
 // (lndWallet), so that confirmed payments to them are forwarded.
 // In cluster mode the forwarder stands by until it holds the forwarder
 // lease (leases.go).
-func newForwarder(node *lnd.Node, db storage, dev, onchain, cluster bool, clock kassa.Clock, stats *metrics.Set, log *slog.Logger) *actors.Forwarder {
+func newForwarder(payer actors.LightningPayer, net networker, db storage, dev, onchain, cluster bool, clock kassa.Clock, stats *metrics.Set, log *slog.Logger) *actors.Forwarder {
 	cfg := egress.DefaultConfig()
 	cfg.AllowPrivate = dev
 	cfg.RequireHTTPS = !dev
 	cfg.Timeout = lnurl.DefaultTimeout
 	cfg.UserAgent = "Kassa-LNURL/1"
 	return actors.NewForwarder(actors.ForwarderConfig{
-		Journal: db, Store: db, Reader: db, Payer: node, Values: db,
-		Addresses: &lnurlAddresses{node: node, http: egress.New(cfg), allowHTTP: dev},
+		Journal: db, Store: db, Reader: db, Payer: payer, Values: db,
+		Addresses: &lnurlAddresses{node: net, http: egress.New(cfg), allowHTTP: dev},
 		Clock:     clock, Logger: log, Onchain: onchain, Standby: cluster, Metrics: stats,
 	})
 }
+
+// networker names the network of a Lightning node.
+type networker interface {
+	Network(ctx context.Context) (string, error)
+}
+
+// simNetwork is the simulated node's network.
+type simNetwork struct{}
+
+func (simNetwork) Network(context.Context) (string, error) { return "regtest", nil }
 
 // lndWallet gives the real chain backend the addresses of stores
 // without an xpub when --lightning is lnd: addresses of lnd's wallet,
@@ -102,7 +115,7 @@ func (w *lndWallet) Left(ctx context.Context) (int, error) {
 // lnurlAddresses is the LNURL-pay client for the network of the lnd node,
 // which is known once lnd has answered.
 type lnurlAddresses struct {
-	node      *lnd.Node
+	node      networker
 	http      lnurl.Doer
 	allowHTTP bool
 

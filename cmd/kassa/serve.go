@@ -11,6 +11,7 @@ import (
 	nethttp "net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,7 +44,7 @@ type Main struct {
 	started   time.Time
 	db        storage
 	sys       *actors.System
-	forwarder *actors.Forwarder // nil unless --lightning lnd://
+	forwarder *actors.Forwarder // the sender of Lightning payments (lnd's or the simulated node's)
 	refunds   *refund.Service
 	server    *nethttp.Server
 	// stats are the service's metrics, given to each part; metrics
@@ -213,6 +214,9 @@ func (m *Main) openBackends(ctx, runCtx context.Context, cluster bool) (backends
 			b.sim = &simulator{}
 		}
 		b.sim.node = node
+		// The simulated node pays too (its own invoices; others find no
+		// route), so refunds and forwards work in simulation.
+		m.forwarder = newForwarder(node, simNetwork{}, m.db, c.Dev, false, cluster, m.Clock, m.stats, log)
 	case strings.HasPrefix(c.Lightning, "lnd://"):
 		node, err := newLND(c.Lightning, m.db, cluster, m.Clock, log)
 		if err != nil {
@@ -228,7 +232,7 @@ func (m *Main) openBackends(ctx, runCtx context.Context, cluster bool) (backends
 			go wallet.pool.Run(runCtx)
 		}
 		_, onchain := b.chain.(*chainrpc.Chain)
-		m.forwarder = newForwarder(node, m.db, c.Dev, onchain, cluster, m.Clock, m.stats, log)
+		m.forwarder = newForwarder(node, node, m.db, c.Dev, onchain, cluster, m.Clock, m.stats, log)
 	default:
 		return b, fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
 	}
@@ -438,6 +442,10 @@ func (m *Main) seedDemo(ctx context.Context, publicURL string) error {
 			return fmt.Errorf("remember the demo store: %w", err)
 		}
 	}
+	refundKey, err := m.demoRefundKey(ctx, demo)
+	if err != nil {
+		return err
+	}
 	data, err := filepath.Abs(m.Config.Data)
 	if err != nil {
 		data = m.Config.Data
@@ -449,12 +457,33 @@ Paste these lines into a second shell to follow the README walkthrough:
 
 export KASSA_SERVER=%s KASSA_DATA=%s
 export STORE=%s KEY=%s
+export REFUND_KEY=%s
 
   try:   curl -s -X POST %s/api/v1/stores/$STORE/invoices -H "x-api-key: $KEY" -H 'Content-Type: application/json' -d '{"amount":"12.50","currency":"EUR"}'
   then:  %s sim pay INVOICE_ID
 `, strings.TrimRight(publicURL, "/"), demo.ID, shellQuote("http://"+m.Addr), shellQuote(data), shellQuote(demo.ID), shellQuote(demo.APIKeys[0].Key),
-		publicURL, os.Args[0])
+		shellQuote(refundKey), publicURL, os.Args[0])
 	return nil
+}
+
+// demoRefundKeyLabel labels the demo store's key that may refund.
+const demoRefundKeyLabel = "demo refunds"
+
+// demoRefundKey returns the key of the demo store that may also refund
+// (make pull payments, approve payouts), made on first use: a store's
+// first key may not, and --dev is the place for this convenience.
+func (m *Main) demoRefundKey(ctx context.Context, demo *kassa.Store) (string, error) {
+	for _, k := range demo.APIKeys {
+		if k.Label == demoRefundKeyLabel {
+			return k.Key, nil
+		}
+	}
+	perms := append(slices.Clone(kassa.DefaultKeyPermissions), kassa.PermManagePullPayments, kassa.PermManagePayouts)
+	k, err := m.sys.Service.CreateAPIKey(ctx, demo.ID, demoRefundKeyLabel, perms...)
+	if err != nil {
+		return "", fmt.Errorf("the demo store's refund key: %w", err)
+	}
+	return k.Key, nil
 }
 
 // shellQuote quotes s for a POSIX shell when it needs quoting.

@@ -1,0 +1,58 @@
+package actors
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
+	lnsim "github.com/kassapay/kassa/lightning/sim"
+)
+
+// TestPayoutPaidByTheSimulatedNode: with the simulated service node as
+// the sender's payer (kassa serve --lightning sim), an approved payout to
+// an invoice of that node completes, its hash settled there once and the
+// balance debited by the payout alone; a payout to another node's invoice
+// finds no route and fails with the money back.
+func TestPayoutPaidByTheSimulatedNode(t *testing.T) {
+	ctx := context.Background()
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	node, err := lnsim.New(clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shop, customer := newMerchant(t), newMerchant(t)
+	fh := newForwardHarness(t, openMem(t), clock, shop, lnsim.NewPayer(), func(c *ForwarderConfig) { c.Payer = node })
+	fh.createStore()
+	h := &payoutHarness{forwardHarness: fh, customer: customer}
+	h.refunds = h.refundService(fh.fwd)
+	fh.fwd.PayPayouts(h.refunds)
+	if _, err := fh.sys.Service.TopUp(ctx, fh.store.ID, 100_000, ""); err != nil {
+		t.Fatal(err)
+	}
+	before := h.balance()
+
+	inv, err := node.CreateInvoice(ctx, 20_000_000, "refund", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := h.waitFinal(h.approved(h.refunds, inv.PaymentRequest, 20_000).ID)
+	if done.State != kassa.PayoutCompleted || done.PaymentHash != inv.PaymentHash {
+		t.Fatalf("payout to the node's own invoice: %+v", done)
+	}
+	if p, err := node.TrackPayment(ctx, inv.PaymentHash); err != nil || p.Status != kassa.PaymentSucceeded {
+		t.Fatalf("node's payment = %+v, %v", p, err)
+	}
+	h.eventuallyBalance(before - 20_000)
+
+	foreign, err := customer.node.CreateInvoice(ctx, 5_000_000, "elsewhere", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := h.waitFinal(h.approved(h.refunds, foreign.PaymentRequest, 5_000).ID)
+	if failed.State != kassa.PayoutFailed || failed.LastError == "" {
+		t.Fatalf("payout with no route: %+v", failed)
+	}
+	h.eventuallyBalance(before - 20_000)
+}

@@ -19,7 +19,7 @@ import (
 // Lightning create. While many creates wait for the Lightning backend,
 // the wait is long enough for about pacedGroup commits to gather at the
 // rate they arrive, and never more than maxSyncWait (docs/decisions.md,
-// "The WAL's syncs wait for company under many creates").
+// "Group commit on Pebble").
 //
 // Many creates under way, their commits arriving briskly (briskGroup or
 // more per naturalWindow): a sync right after a sync carries only the

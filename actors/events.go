@@ -73,7 +73,7 @@ func eventOf(in kassa.InvoiceInput) *protos.InvoiceEvent {
 // of the invoice: the snapshot committed in the same batch holds the
 // document, so a create encodes and writes the invoice JSON once.
 // Older journals hold the document in the event, and load still reads
-// it (docs/decisions.md, "The invoice is written once per create").
+// it (docs/decisions.md, "Storage").
 func createdEvent(inv *kassa.Invoice) *protos.InvoiceEvent {
 	return &protos.InvoiceEvent{AtUnixNano: inv.CreatedAt.UnixNano(), Kind: &protos.InvoiceEvent_Created{Created: &protos.InvoiceCreated{}}}
 }

@@ -3,7 +3,8 @@
 // and the webhook and forward actors update as they work (each is given
 // the service's Set), and collectors that read the backends' state when
 // Prometheus scrapes. A Set's Registry, with those collectors, is what
-// the admin listener (--metrics-listen) serves. docs/decisions.md, "Metrics",
+// the admin listener (--metrics-listen) serves. docs/decisions.md,
+// "Observability: traces through the journal, metrics, operator page",
 // says why client_golang rather than the OpenTelemetry metric SDK.
 package metrics
 

@@ -19,7 +19,7 @@ import (
 // Lightning create. While many creates wait for the Lightning backend,
 // the wait is long enough for about pacedGroup commits to gather at the
 // rate they arrive, and never more than maxSyncWait (docs/decisions.md,
-// "The WAL's syncs wait for company under many creates").
+// "Group commit on Pebble").
 //
 // Many creates under way, their commits arriving briskly (briskGroup or
 // more per naturalWindow): a sync right after a sync carries only the
@@ -27,8 +27,8 @@ import (
 // about 50 µs of the CPU the creates need. Then the WAL waits briefWait,
 // about a sync's length, so that a sync carries a few times more commits:
 // at the peak of plain creates about 0.13 syncs per create instead of
-// 0.3–0.6, and about 7% more creates a second (docs/decisions.md, "A
-// brief wait between syncs under many plain creates").
+// 0.3–0.6, and about 7% more creates a second (docs/decisions.md, "Group
+// commit on Pebble").
 //
 // Without many creates there is no wait: a sequential writer, or a few,
 // would only be slowed (each of their commits would wait for company

@@ -108,7 +108,7 @@ var maxMSat = kassa.MaxSats.MSat()
 // such a node has no record: its preimage derives from the node's key
 // and the invoice's payment address, and Pay reads its amount and expiry
 // from the payment request, so a create writes nothing (docs/decisions.md,
-// "The simulated Lightning node writes no record per invoice"). New keeps
+// "The simulated backends keep their state in the store"). New keeps
 // the records in memory, for tests, and one for each open invoice, since
 // it forgets closed ones (prune.go).
 type Node struct {

@@ -45,6 +45,10 @@ type Main struct {
 	db        storage
 	sys       *actors.System
 	forwarder *actors.Forwarder // the sender of Lightning payments (lnd's or the simulated node's)
+	// forwards says the forwarder also forwards stores' Lightning money
+	// (lnd): the service's node holds it until then. The simulated node
+	// only pays refunds; its stores' money is theirs at once, as always.
+	forwards bool
 	refunds   *refund.Service
 	server    *nethttp.Server
 	// stats are the service's metrics, given to each part; metrics
@@ -215,7 +219,7 @@ func (m *Main) openBackends(ctx, runCtx context.Context, cluster bool) (backends
 		}
 		b.sim.node = node
 		// The simulated node pays too (its own invoices; others find no
-		// route), so refunds and forwards work in simulation.
+		// route), so refunds work in simulation; it forwards nothing.
 		m.forwarder = newForwarder(node, simNetwork{}, m.db, c.Dev, false, cluster, m.Clock, m.stats, log)
 	case strings.HasPrefix(c.Lightning, "lnd://"):
 		node, err := newLND(c.Lightning, m.db, cluster, m.Clock, log)
@@ -232,7 +236,7 @@ func (m *Main) openBackends(ctx, runCtx context.Context, cluster bool) (backends
 			go wallet.pool.Run(runCtx)
 		}
 		_, onchain := b.chain.(*chainrpc.Chain)
-		m.forwarder = newForwarder(node, node, m.db, c.Dev, onchain, cluster, m.Clock, m.stats, log)
+		m.forwarder, m.forwards = newForwarder(node, node, m.db, c.Dev, onchain, cluster, m.Clock, m.stats, log), true
 	default:
 		return b, fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
 	}
@@ -249,6 +253,15 @@ func (m *Main) openBackends(ctx, runCtx context.Context, cluster bool) (backends
 	return b, nil
 }
 
+// forwardingCustody is the forwarder the actors hand stores' Lightning
+// money to, nil where none forwards it (the simulated node).
+func (m *Main) forwardingCustody() *actors.Forwarder {
+	if !m.forwards {
+		return nil
+	}
+	return m.forwarder
+}
+
 // startActors starts the actor system (joining the cluster in cluster
 // mode), the watchers and sweepers, and wakes what was open at the last
 // stop: invoices due soon, webhook deliveries and Lightning forwards.
@@ -257,7 +270,7 @@ func (m *Main) startActors(ctx, runCtx context.Context, clusterMode *clusterSett
 	m.sys = actors.NewSystem(actors.Config{
 		Journal: m.db, Reader: m.db, Chain: b.chain, Lightning: b.lightning, Rates: b.rates,
 		Webhooks: newWebhookClient(c.Dev), WebhookSigAliases: c.WebhookSigAliases, Clock: m.Clock, Logger: log,
-		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring, Forwarder: m.forwarder,
+		InvoiceExpiry: c.InvoiceExpiry, Monitoring: c.Monitoring, Forwarder: m.forwardingCustody(),
 		Claims: outboxClaims(m.db), ClaimHolder: nodeHolder(), Metrics: m.stats,
 	})
 	m.refunds = m.newRefunds(b)

@@ -49,8 +49,8 @@ type Main struct {
 	// (lnd): the service's node holds it until then. The simulated node
 	// only pays refunds; its stores' money is theirs at once, as always.
 	forwards bool
-	refunds   *refund.Service
-	server    *nethttp.Server
+	refunds  *refund.Service
+	server   *nethttp.Server
 	// stats are the service's metrics, given to each part; metrics
 	// serves them on --metrics-listen (nil when off).
 	stats   *metrics.Set

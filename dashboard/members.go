@@ -355,15 +355,7 @@ func (h *Dashboard) revokeStoreInvite(ctx context.Context, storeID, id string) e
 	if i < 0 {
 		return kassa.Errorf(kassa.NotFound, "invitation not found")
 	}
-	h.usersMu.Lock()
-	var inv invite
-	ok, err := h.getJSON(ctx, "dash/invite/"+id, &inv)
-	if err == nil && ok {
-		inv.Used = true
-		err = h.putJSON(ctx, "dash/invite/"+id, inv, inv.Expires)
-	}
-	h.usersMu.Unlock()
-	if err != nil {
+	if err := h.markInviteUsed(ctx, id); err != nil {
 		return err
 	}
 	return h.putJSON(ctx, storeInvitesKey(storeID), slices.Delete(list, i, i+1), forever)

@@ -445,17 +445,7 @@ func (h *Dashboard) revokeInvite(ctx context.Context, id string) error {
 	if i < 0 {
 		return kassa.Errorf(kassa.NotFound, "invitation not found")
 	}
-	// The record is changed under usersMu, as a sign-up uses it, so
-	// that a revoke and a sign-up do not both count.
-	h.usersMu.Lock()
-	var inv invite
-	ok, err := h.getJSON(ctx, "dash/invite/"+id, &inv)
-	if err == nil && ok {
-		inv.Used = true
-		err = h.putJSON(ctx, "dash/invite/"+id, inv, inv.Expires)
-	}
-	h.usersMu.Unlock()
-	if err != nil {
+	if err := h.markInviteUsed(ctx, id); err != nil {
 		return err
 	}
 	return h.putJSON(ctx, invitesKey, slices.Delete(list, i, i+1), forever)
@@ -479,4 +469,19 @@ func (h *Dashboard) getInvite(ctx context.Context, code string, inv *invite) (bo
 func (h *Dashboard) inviteValid(ctx context.Context, code string) (bool, error) {
 	var inv invite
 	return h.getInvite(ctx, code, &inv)
+}
+
+// markInviteUsed makes invitation id's record unusable. The record is
+// changed under usersMu, as a sign-up uses it, so that a revoke and a
+// sign-up do not both count.
+func (h *Dashboard) markInviteUsed(ctx context.Context, id string) error {
+	h.usersMu.Lock()
+	defer h.usersMu.Unlock()
+	var inv invite
+	ok, err := h.getJSON(ctx, "dash/invite/"+id, &inv)
+	if err == nil && ok {
+		inv.Used = true
+		err = h.putJSON(ctx, "dash/invite/"+id, inv, inv.Expires)
+	}
+	return err
 }

@@ -32,19 +32,11 @@ func benchCluster(ctx context.Context, d time.Duration, workers int) error {
 		return err
 	}
 	defer cleanup()
-	pg, err := harness.StartPostgres()
+	pg, et, stop, err := startShared(ctx)
 	if err != nil {
 		return err
 	}
-	defer pg.Stop()
-	if err := makeDurable(ctx, pg); err != nil {
-		return err
-	}
-	et, err := harness.StartEtcd()
-	if err != nil {
-		return err
-	}
-	defer et.Stop()
+	defer stop()
 
 	single, err := startKassa(bin, filepath.Join(tmp, "single"))
 	if err != nil {
@@ -232,6 +224,22 @@ func clusterMedian(rates []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// startShared starts what cluster nodes share: a PostgreSQL whose
+// commits are durable (makeDurable) and an etcd; stop stops both.
+func startShared(ctx context.Context) (pg *harness.Postgres, et *harness.Etcd, stop func(), err error) {
+	if pg, err = harness.StartPostgres(); err != nil {
+		return nil, nil, nil, err
+	}
+	if err = makeDurable(ctx, pg); err == nil {
+		et, err = harness.StartEtcd()
+	}
+	if err != nil {
+		pg.Stop()
+		return nil, nil, nil, err
+	}
+	return pg, et, func() { et.Stop(); pg.Stop() }, nil
 }
 
 // clusterNodes counts the cluster nodes started, to hand each its own

@@ -13,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // The expiry part measures how late the Expired webhooks of a burst of
@@ -47,19 +45,11 @@ func benchExpiry(ctx context.Context, n, workers int) error {
 
 	// The same on a one-node cluster over PostgreSQL, where each
 	// delivery is claimed before it is sent.
-	pg, err := harness.StartPostgres()
+	pg, et, stop, err := startShared(ctx)
 	if err != nil {
 		return err
 	}
-	defer pg.Stop()
-	if err := makeDurable(ctx, pg); err != nil {
-		return err
-	}
-	et, err := harness.StartEtcd()
-	if err != nil {
-		return err
-	}
-	defer et.Stop()
+	defer stop()
 	dsn, err := pg.NewSchema(ctx)
 	if err != nil {
 		return err

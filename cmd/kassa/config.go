@@ -42,8 +42,11 @@ type Config struct {
 	// loopback (a warning at start); without it such an address stops
 	// the start.
 	DebugListenAllowPublic bool
-	// MetricsListen is the admin listener of /metrics (off when empty).
-	MetricsListen string
+	// MetricsListen is the admin listener of /metrics (off when empty);
+	// MetricsListenAllowPublic lets it be an address that is neither
+	// loopback nor private.
+	MetricsListen            string
+	MetricsListenAllowPublic bool
 	// TraceFile appends spans as JSON lines; TraceSampleRatio is the
 	// fraction of new traces kept (negative: OTEL_TRACES_SAMPLER).
 	TraceFile        string
@@ -153,6 +156,7 @@ func (c *Config) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.NodeInsecure, "node-insecure", c.NodeInsecure, "cluster mode without TLS on the node port: for tests on one machine, only with a loopback --node-listen")
 	fs.StringVar(&c.DebugListen, "debug-listen", c.DebugListen, "serve Go's pprof profiles on this loopback address, HOST:PORT (off when empty; profile, trace and delta profiles take at most seconds=30)")
 	fs.BoolVar(&c.DebugListenAllowPublic, allowPublicDebugFlag, c.DebugListenAllowPublic, "let --debug-listen be an address that is not loopback (logged as a warning): anyone who reaches it reads the process's profiles")
+	fs.BoolVar(&c.MetricsListenAllowPublic, allowPublicMetricsFlag, c.MetricsListenAllowPublic, "let --metrics-listen be an address that is neither loopback nor private (logged as a warning): /metrics has no authentication")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "on SIGTERM, how long requests in flight and due webhook deliveries get to finish")
 }
 

@@ -345,6 +345,15 @@ func (c *Config) validate(src configSources) []error {
 			}
 		}
 	}
+	if c.MetricsListen != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			bad("metrics-listen", "%q is not HOST:PORT", c.MetricsListen)
+		} else if !c.MetricsListenAllowPublic {
+			if _, err := metricsScope.check(context.Background(), c.MetricsListen, net.DefaultResolver.LookupNetIP); err != nil {
+				bad("metrics-listen", "%v", err)
+			}
+		}
+	}
 	switch {
 	case c.Store == "", c.Store == "pebble", strings.HasPrefix(c.Store, "postgres://"), strings.HasPrefix(c.Store, "postgresql://"):
 	default:

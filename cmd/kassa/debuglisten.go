@@ -23,8 +23,12 @@ import (
 const maxDebugSeconds = 30
 
 // allowPublicDebugFlag forces --debug-listen onto an address that is not
-// loopback.
-const allowPublicDebugFlag = "debug-listen-allow-public"
+// loopback; allowPublicMetricsFlag forces --metrics-listen onto one that
+// is neither loopback nor private.
+const (
+	allowPublicDebugFlag   = "debug-listen-allow-public"
+	allowPublicMetricsFlag = "metrics-listen-allow-public"
+)
 
 // serveDebug starts the debug listener of --debug-listen: Go's pprof
 // profiles (see debugHandler), on loopback unless
@@ -63,10 +67,40 @@ func serveDebug(ctx context.Context, c Config, log *slog.Logger) (*nethttp.Serve
 // the listener binds. A name passes only when every address it resolves
 // to is loopback. Each error names the flag that forces another address.
 func loopbackAddr(ctx context.Context, addr string, lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)) (string, error) {
+	return debugScope.check(ctx, addr, lookup)
+}
+
+// listenScope is where an unauthenticated admin listener may listen:
+// the addresses ok admits, described as what; serves and flag complete
+// the refusal.
+type listenScope struct {
+	ok     func(netip.Addr) bool
+	what   string // "loopback", "loopback or private"
+	serves string // what a stranger would read
+	flag   string // the flag that forces another address
+}
+
+var (
+	debugScope = listenScope{
+		ok:     netip.Addr.IsLoopback,
+		what:   "loopback",
+		serves: "the debug listener serves the process's profiles and must not reach the network",
+		flag:   allowPublicDebugFlag,
+	}
+	metricsScope = listenScope{
+		ok:     func(ip netip.Addr) bool { return ip.IsLoopback() || ip.IsPrivate() },
+		what:   "loopback or private",
+		serves: "the metrics listener has no authentication and must not reach the internet",
+		flag:   allowPublicMetricsFlag,
+	}
+)
+
+// check is loopbackAddr for the scope s.
+func (s listenScope) check(ctx context.Context, addr string, lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)) (string, error) {
 	refuse := func(format string, args ...any) (string, error) {
-		return "", fmt.Errorf("%q %s: the debug listener serves the process's profiles and must not reach the network; "+
-			"use a loopback address (127.0.0.1:PORT, [::1]:PORT, localhost:PORT), or --%s to serve it there on purpose",
-			addr, fmt.Sprintf(format, args...), allowPublicDebugFlag)
+		return "", fmt.Errorf("%q %s: %s; "+
+			"use a %s address (127.0.0.1:PORT, [::1]:PORT, localhost:PORT), or --%s to serve it there on purpose",
+			addr, fmt.Sprintf(format, args...), s.serves, s.what, s.flag)
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -79,8 +113,8 @@ func loopbackAddr(ctx context.Context, addr string, lookup func(ctx context.Cont
 		switch {
 		case ip.Unmap().IsUnspecified():
 			return refuse("listens on every interface")
-		case !ip.Unmap().IsLoopback():
-			return refuse("is not a loopback address")
+		case !s.ok(ip.Unmap()):
+			return refuse("is not a %s address", s.what)
 		}
 		return addr, nil
 	}
@@ -95,7 +129,7 @@ func loopbackAddr(ctx context.Context, addr string, lookup func(ctx context.Cont
 	}
 	var off []string
 	for _, ip := range ips {
-		if !ip.Unmap().IsLoopback() {
+		if !s.ok(ip.Unmap()) {
 			off = append(off, ip.String())
 		}
 	}
@@ -104,7 +138,7 @@ func loopbackAddr(ctx context.Context, addr string, lookup func(ctx context.Cont
 		for i, ip := range ips {
 			all[i] = ip.String()
 		}
-		return refuse("resolves to %s, not loopback alone", strings.Join(all, ", "))
+		return refuse("resolves to %s, not %s alone", strings.Join(all, ", "), s.what)
 	}
 	bind := ips[0]
 	for _, ip := range ips {

@@ -263,3 +263,30 @@ func TestServeRefusesPublicDebugListen(t *testing.T) {
 		t.Errorf("no warning for the public debug listener in the log:\n%s", logs)
 	}
 }
+
+// TestConfigRefusesPublicMetricsListen: /metrics has no authentication,
+// so --metrics-listen takes loopback and private addresses (a scrape
+// from the operator's network) and refuses every interface or a public
+// address unless --metrics-listen-allow-public says so.
+func TestConfigRefusesPublicMetricsListen(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:9464", ":9464", "[::]:9464", "192.0.2.10:9464", "[2001:db8::1]:9464"} {
+		clearKassaEnv(t)
+		_, _, err := loadTest(t, "--metrics-listen", addr)
+		if err == nil || !strings.Contains(err.Error(), "metrics-listen:") || !strings.Contains(err.Error(), "--metrics-listen-allow-public") {
+			t.Errorf("--metrics-listen %s: %v, want refused naming --metrics-listen-allow-public", addr, err)
+		}
+		if _, _, err := loadTest(t, "--metrics-listen", addr, "--metrics-listen-allow-public"); err != nil {
+			t.Errorf("--metrics-listen %s --metrics-listen-allow-public: %v", addr, err)
+		}
+		t.Setenv("KASSA_METRICS_LISTEN_ALLOW_PUBLIC", "true")
+		if _, _, err := loadTest(t, "--metrics-listen", addr); err != nil {
+			t.Errorf("--metrics-listen %s with KASSA_METRICS_LISTEN_ALLOW_PUBLIC=true: %v", addr, err)
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:9464", "[::1]:9464", "10.1.2.3:9464", "172.16.0.9:9464", "192.168.1.5:9464", "[fd00::5]:9464"} {
+		clearKassaEnv(t)
+		if _, _, err := loadTest(t, "--metrics-listen", addr); err != nil {
+			t.Errorf("--metrics-listen %s: %v, want accepted", addr, err)
+		}
+	}
+}

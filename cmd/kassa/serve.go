@@ -338,6 +338,12 @@ func (m *Main) listen(ctx, runCtx context.Context, token string, cluster bool, b
 	if c.MetricsListen != "" {
 		fetched, _ := b.rates.(interface{ Fetched() map[string]time.Time })
 		g := metricsRegistry(m.stats, m.sys.Runtime, m.forwarder, b.chain, b.lightning, fetchedFunc(fetched), m.Clock, c.Data, append(storageCollectors(m.db), m.roles.collector())...)
+		if c.MetricsListenAllowPublic {
+			if _, err := metricsScope.check(ctx, c.MetricsListen, net.DefaultResolver.LookupNetIP); err != nil {
+				log.Warn("metrics listener reachable beyond private networks: it has no authentication; firewall it",
+					"addr", c.MetricsListen, "reason", err.Error(), "flag", "--"+allowPublicMetricsFlag)
+			}
+		}
 		srv, addr, err := serveMetrics(c.MetricsListen, g, log)
 		if err != nil {
 			return err

@@ -448,8 +448,9 @@ func (d *DB) StreamSeq(ctx context.Context, s kassa.Stream) (uint64, error) {
 	return uint64(seq), nil
 }
 
-// Redact returns dsn with its password replaced by "xxxxx", for logs
-// and error messages.
+// Redact returns dsn with every password it carries (in the user part,
+// or as a password or sslpassword parameter) replaced by "xxxxx", for
+// logs and error messages.
 func Redact(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Scheme == "" {
@@ -460,8 +461,15 @@ func Redact(dsn string) string {
 		u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	}
 	q := u.Query()
-	if q.Has("password") {
-		q.Set("password", "xxxxx")
+	hidden := false
+	for k := range q {
+		// password, sslpassword and any spelling of them.
+		if strings.Contains(strings.ToLower(k), "password") {
+			q.Set(k, "xxxxx")
+			hidden = true
+		}
+	}
+	if hidden {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()

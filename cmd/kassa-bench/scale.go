@@ -44,6 +44,11 @@ const (
 	scaleStoresPerNode = 4
 	// scaleWorkersPerNode is each node's requests in flight.
 	scaleWorkersPerNode = 16
+	// scaleWeight is the CPU weight of the part's cgroups (the nodes',
+	// and the one of the load generator, PostgreSQL and etcd) in times
+	// the default: on a machine busy with other work, each node still
+	// gets its quota and the shared services what they need.
+	scaleWeight = 50
 	// scaleMaxStores bounds the stores made to give every node its
 	// share.
 	scaleMaxStores = 64
@@ -60,8 +65,9 @@ func benchScale(ctx context.Context, d time.Duration) error {
 	}
 	defer cgs.removeAll()
 	load := loadAverage()
-	fmt.Fprintf(os.Stderr, "scale: load average %s at the start (quiet is below 0.3); each node limited to %v of CPU every %v by %s\n",
-		load, scaleQuota, scalePeriod, cgs)
+	fmt.Fprintf(os.Stderr, "scale: load average %s at the start (quiet is below 0.3); each node limited to %v of CPU every %v by %s, "+
+		"the nodes, PostgreSQL, etcd and the load generator at %d times the default CPU weight\n",
+		load, scaleQuota, scalePeriod, cgs, scaleWeight)
 	if v, err := strconv.ParseFloat(load, 64); err == nil {
 		bench("cluster_scale_start_load_average", v, "load")
 	}
@@ -70,6 +76,16 @@ func benchScale(ctx context.Context, d time.Duration) error {
 		return err
 	}
 	defer cleanup()
+	// This process (the load generator), then PostgreSQL and etcd that
+	// it starts, run in a cgroup of the same weight as the nodes' and
+	// no quota; removing it moves this process back.
+	shared, err := cgs.make("shared", false)
+	if err != nil {
+		return err
+	}
+	if err := cgs.add(shared, os.Getpid()); err != nil {
+		return err
+	}
 	pg, et, stop, err := startShared(ctx)
 	if err != nil {
 		return err
@@ -120,6 +136,7 @@ type scaleCluster struct {
 	cgs                                        *cpuCgroups
 	nodes                                      []*scaleNode
 	started                                    int
+	turns                                      int // measured so far, to name profiles
 	stores                                     []scaleStore
 	// routes are, per node, the stores whose creates it takes.
 	routes [][]scaleStore
@@ -150,7 +167,7 @@ func (s *scaleCluster) resize(k int) error {
 	for len(s.nodes) < k {
 		s.started++
 		name := fmt.Sprintf("node%d", s.started)
-		cg, err := s.cgs.make(name)
+		cg, err := s.cgs.make(name, true)
 		if err != nil {
 			return err
 		}
@@ -349,6 +366,9 @@ func (s *scaleCluster) turn(d time.Duration) (float64, error) {
 	etcdCPU, _ := etcdMetrics(s.etcdClient)
 	machineCPU := cpuTime(machine)
 	done := make([]atomic.Int64, len(s.nodes))
+	// With -profile, the first node's CPU over the turn.
+	s.turns++
+	wait := profileDuring(s.nodes[0].t.debug, fmt.Sprintf("scale-%d-nodes-node1-turn%d.pprof", len(s.nodes), s.turns), d)
 	start := time.Now()
 	end := start.Add(d)
 	for i := range s.nodes {
@@ -369,6 +389,7 @@ func (s *scaleCluster) turn(d time.Duration) (float64, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	wait()
 	if err, ok := firstErr.Load().(error); ok {
 		return 0, fmt.Errorf("scale: %w", err)
 	}
@@ -384,19 +405,54 @@ func (s *scaleCluster) turn(d time.Duration) (float64, error) {
 		n := done[i].Load()
 		total += n
 		per = append(per, fmt.Sprintf("%.0f", float64(n)/elapsed.Seconds()))
-		share := cores(after[i].cpu-before[i].cpu) / (scaleQuota.Seconds() / scalePeriod.Seconds())
-		throttled := ""
+		used := after[i].cpu - before[i].cpu
+		share := cores(used) / (scaleQuota.Seconds() / scalePeriod.Seconds())
+		line := fmt.Sprintf("node %d: %.0f%% of its quota", i+1, 100*share)
 		if p := after[i].periods - before[i].periods; p > 0 {
-			throttled = fmt.Sprintf(", throttled in %.0f%% of periods", 100*float64(after[i].throttled-before[i].throttled)/float64(p))
+			line += fmt.Sprintf(" (throttled in %.0f%% of periods)", 100*float64(after[i].throttled-before[i].throttled)/float64(p))
 		}
-		shares = append(shares, fmt.Sprintf("%.0f%%%s", 100*share, throttled))
+		line += fmt.Sprintf(", %.0f µs a create", float64(used.Microseconds())/float64(max(n, 1)))
+		if roles := s.nodes[i].t.roles(); len(roles) > 0 {
+			line += ", holds " + strings.Join(roles, " ")
+		}
+		shares = append(shares, line)
 	}
 	rate := float64(total) / elapsed.Seconds()
-	fmt.Fprintf(os.Stderr, "scale: %d node(s): %.0f/s (per node %s); nodes used %s of their quota; "+
+	fmt.Fprintf(os.Stderr, "scale: %d node(s): %.0f/s (per node %s); %s; "+
 		"unlimited: generator %.2f cores (waited %.2f s/s for a CPU), PostgreSQL %.2f, etcd %.2f, machine %.2f of %d; load average %s\n",
-		len(s.nodes), rate, strings.Join(per, ", "), strings.Join(shares, ", "),
+		len(s.nodes), rate, strings.Join(per, ", "), strings.Join(shares, "; "),
 		genCores, genWaited, pgCores, (etcdNow-etcdCPU)/elapsed.Seconds(), machineCores, runtime.NumCPU(), loadAverage())
 	return rate, nil
+}
+
+// roles are the lease roles t holds (chain watcher, Lightning watcher,
+// forwarder): work of the whole cluster that runs on one node.
+func (t *target) roles() []string {
+	var h struct {
+		Cluster struct {
+			Leases []struct {
+				Role string `json:"role"`
+				Held bool   `json:"held"`
+			} `json:"leases"`
+		} `json:"cluster"`
+	}
+	req, _ := http.NewRequest("GET", t.base+"/api/v1/health", nil)
+	req.Header.Set("Authorization", "Bearer "+t.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer res.Body.Close()
+	if json.NewDecoder(res.Body).Decode(&h) != nil {
+		return nil
+	}
+	var held []string
+	for _, l := range h.Cluster.Leases {
+		if l.Held {
+			held = append(held, l.Role)
+		}
+	}
+	return held
 }
 
 // stopAll stops the nodes still running.
@@ -480,15 +536,16 @@ func (c *cpuCgroups) String() string {
 
 // probe makes a limited cgroup and removes it again.
 func (c *cpuCgroups) probe() error {
-	dir, err := c.make("probe")
+	dir, err := c.make("probe", true)
 	if err != nil {
 		return err
 	}
 	return c.remove(dir)
 }
 
-// make makes the child cgroup name, limited.
-func (c *cpuCgroups) make(name string) (string, error) {
+// make makes the child cgroup name with scaleWeight times the default
+// CPU weight and, when limited, scaleQuota every scalePeriod.
+func (c *cpuCgroups) make(name string, limited bool) (string, error) {
 	if c.v2 {
 		// The children's cpu.max exists once the root hands the cpu
 		// controller down.
@@ -509,10 +566,18 @@ func (c *cpuCgroups) make(name string) (string, error) {
 	c.made = append(c.made, dir)
 	quota, period := scaleQuota.Microseconds(), scalePeriod.Microseconds()
 	var err error
-	if c.v2 {
-		err = os.WriteFile(filepath.Join(dir, "cpu.max"), fmt.Appendf(nil, "%d %d", quota, period), 0)
-	} else if err = os.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), fmt.Appendf(nil, "%d", period), 0); err == nil {
-		err = os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), fmt.Appendf(nil, "%d", quota), 0)
+	switch {
+	case c.v2:
+		if err = os.WriteFile(filepath.Join(dir, "cpu.weight"), fmt.Appendf(nil, "%d", 100*scaleWeight), 0); err == nil && limited {
+			err = os.WriteFile(filepath.Join(dir, "cpu.max"), fmt.Appendf(nil, "%d %d", quota, period), 0)
+		}
+	default:
+		err = os.WriteFile(filepath.Join(dir, "cpu.shares"), fmt.Appendf(nil, "%d", 1024*scaleWeight), 0)
+		if err == nil && limited {
+			if err = os.WriteFile(filepath.Join(dir, "cpu.cfs_period_us"), fmt.Appendf(nil, "%d", period), 0); err == nil {
+				err = os.WriteFile(filepath.Join(dir, "cpu.cfs_quota_us"), fmt.Appendf(nil, "%d", quota), 0)
+			}
+		}
 	}
 	if err != nil {
 		c.remove(dir)

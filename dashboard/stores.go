@@ -119,7 +119,27 @@ func (h *Dashboard) storeSettings(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	h.render(w, r, http.StatusOK, "settings", map[string]any{"S": st, "Held": held})
+	data := map[string]any{"S": st, "Held": held}
+	if err := h.addressGap(r.Context(), st, data); err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "settings", data)
+}
+
+// addressGap puts into data the gap of st's xpub addresses (Gap: how
+// many were handed out since the last one paid, beside its wallet's gap
+// limit); nothing for a store without an xpub.
+func (h *Dashboard) addressGap(ctx context.Context, st *kassa.Store, data map[string]any) error {
+	if st.Xpub == "" {
+		return nil
+	}
+	g, err := kassa.StoreAddressGap(ctx, h.Reader, st)
+	if err != nil {
+		return err
+	}
+	data["Gap"] = g
+	return nil
 }
 
 // held is what of the store's money is held on the service's node for

@@ -26,7 +26,7 @@ var _ kassa.Chain = (*Chain)(nil)
 // GapLimit is how many consecutive unused addresses wallets scan past
 // before they stop looking: more than that, and a restored wallet may miss
 // payments.
-const GapLimit = 20
+const GapLimit = kassa.WalletGapLimit
 
 // Config is what the watcher needs besides the node.
 type Config struct {

@@ -274,6 +274,8 @@ func startClusterNode(bin, data, dsn, etcdURL string, extra ...string) (*target,
 
 // clusterView is the cluster part of a node's health.
 type clusterView struct {
+	// Address is the node's address among the members.
+	Address string   `json:"address"`
 	Members []string `json:"members"`
 	Stores  int      `json:"stores"`
 }

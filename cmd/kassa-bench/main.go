@@ -29,8 +29,12 @@
 // 2,000 invoices of one store falling due together arrive, on one node
 // over Pebble and on a one-node cluster over PostgreSQL.
 //
+// The scale figures (scale.go) are the create rate of a cluster of one,
+// two and three nodes over one PostgreSQL and etcd, each node held to a
+// quarter of a core by a cgroup, the load sent to the stores' owners.
+//
 // The run is made of parts (create, disk, tracing, webhooks, closed, restart,
-// chain, cluster, lightning, memory, signin, search, expiry), each runnable alone with -only
+// chain, cluster, lightning, memory, signin, search, expiry, scale), each runnable alone with -only
 // (a comma-separated list runs several). A part that fails does not stop
 // the others. At the end every figure is printed again, one line each,
 // as `SUMMARY <part> <name> <value> <unit> (goal <op> <target>) MET|MISS`
@@ -99,6 +103,7 @@ var parts = []part{
 	{"signin", func(ctx context.Context, o *options) error { return benchSignin(ctx) }},
 	{"search", func(ctx context.Context, o *options) error { return benchSearch(ctx, o.searchInvoices) }},
 	{"expiry", func(ctx context.Context, o *options) error { return benchExpiry(ctx, o.expiring, o.concurrency) }},
+	{"scale", func(ctx context.Context, o *options) error { return benchScale(ctx, o.duration) }},
 }
 
 // wholeRunGoal is the wall time a whole run (every part) must stay under.
@@ -137,6 +142,8 @@ var goals = map[string]goal{
 	"expired_webhook_late_p99_s":               {op: "<=", target: 5},
 	"cluster_expired_webhook_late_p99_s":       {op: "<=", target: 5},
 	"disk_per_invoice_bytes":                   {op: "<=", target: 1100},
+	"cluster_scale_2_vs_1":                     {op: ">=", target: 1.8},
+	"cluster_scale_3_vs_1":                     {op: ">=", target: 2.6},
 }
 
 // met tells whether value meets g, given the figures of the run; ok is

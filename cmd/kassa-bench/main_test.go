@@ -135,3 +135,21 @@ func workWhileSettling(d time.Duration) func() (time.Duration, time.Duration) {
 		return time.Since(start), d
 	}
 }
+
+// TestThrottledReadsCPUStat: a cgroup's enforcement periods and the
+// throttled ones are read from its cpu.stat, the same lines in v1 and
+// v2; a cgroup without one reads zero.
+func TestThrottledReadsCPUStat(t *testing.T) {
+	dir := t.TempDir()
+	stat := "usage_usec 123\nnr_periods 40\nnr_throttled 31\nthrottled_usec 9000\n"
+	if err := os.WriteFile(dir+"/cpu.stat", []byte(stat), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var c cpuCgroups
+	if p, th := c.throttled(dir); p != 40 || th != 31 {
+		t.Errorf("throttled = %d, %d; want 40, 31", p, th)
+	}
+	if p, th := c.throttled(t.TempDir()); p != 0 || th != 0 {
+		t.Errorf("throttled without cpu.stat = %d, %d; want 0, 0", p, th)
+	}
+}

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -278,8 +279,8 @@ func TestDashboardRoutePermissions(t *testing.T) {
 		c := clients[role]
 		for _, key := range routes {
 			method, rest, _ := strings.Cut(key, " ")
-			if rest == "/members/remove" || rest == "/members/role" {
-				continue // below, with a member named
+			if rest == "/members/remove" || rest == "/members/role" || rest == "/leave" {
+				continue // below, with a member named; leaving last
 			}
 			path := "/dashboard/stores/" + st.ID + param.ReplaceAllString(rest, "x")
 			var code int
@@ -310,6 +311,17 @@ func TestDashboardRoutePermissions(t *testing.T) {
 	owner.get("/dashboard/stores/" + st.ID + "/members")
 	if code, _, _ := owner.post("/dashboard/stores/"+st.ID+"/members/remove", url.Values{"email": {"guest@example.com"}}); code != http.StatusSeeOther {
 		t.Errorf("Owner POST /members/remove: %d", code)
+	}
+	// Every role may leave (TestLeaveStore).
+	for _, role := range kassa.Roles[1:] {
+		if role == kassa.RoleGuest {
+			continue // removed above
+		}
+		c := clients[role]
+		c.get("/dashboard/stores")
+		if code, _, _ := c.post("/dashboard/stores/"+st.ID+"/leave", nil); code != http.StatusSeeOther || !role.Permissions().Has(storeRoutePerms["POST /leave"]) {
+			t.Errorf("%s POST /leave: %d", role, code)
+		}
 	}
 }
 
@@ -383,5 +395,73 @@ func TestStoreInvitationSignsUpWhenSignupNeedsInvitation(t *testing.T) {
 	}
 	if u, _ := e.dash.user(t.Context(), "second@example.com"); u != nil {
 		t.Error("a used invitation made a second account")
+	}
+}
+
+// TestLeaveStore: each member may leave a store from the stores page
+// (a CSRF-checked form), after which the store is gone from its list
+// and refuses it; the last owner cannot leave and is told why, and
+// leaves once another member is owner.
+func TestLeaveStore(t *testing.T) {
+	e := memberEnv(t)
+	owner := e.client()
+	owner.signup("owner@example.com")
+	st := owner.createStore("Shop")
+	leave := "/dashboard/stores/" + st.ID + "/leave"
+
+	if _, body, _ := owner.get("/dashboard/stores"); !strings.Contains(body, `action="`+leave+`"`) {
+		t.Error("the stores page offers no way to leave the store")
+	}
+	c, body, _ := owner.post(leave, nil)
+	if c != http.StatusConflict || !strings.Contains(body, template.HTMLEscapeString(msg("err.leave.lastowner"))) {
+		t.Errorf("the last owner leaving: %d\n%s", c, body)
+	}
+	if r, ok := roleOf(t, e, "owner@example.com", st.ID); !ok || r != kassa.RoleOwner {
+		t.Errorf("the last owner after trying to leave: %q %v", r, ok)
+	}
+
+	for _, role := range []kassa.Role{kassa.RoleGuest, kassa.RoleEmployee, kassa.RoleManager} {
+		email := strings.ToLower(string(role)) + "@example.com"
+		m := e.client()
+		m.signup(email)
+		m.join(inviteMember(t, owner, st, role))
+		m.get("/dashboard/stores")
+		csrf := m.csrf
+		m.csrf = "wrong"
+		if c, _, _ := m.post(leave, nil); c != http.StatusForbidden {
+			t.Errorf("%s leaving without the CSRF token: %d", role, c)
+		}
+		m.csrf = csrf
+		if _, ok := roleOf(t, e, email, st.ID); !ok {
+			t.Fatalf("%s left without the CSRF token", role)
+		}
+		c, _, hdr := m.post(leave, nil)
+		if c != http.StatusSeeOther || hdr.Get("Location") != "/dashboard/stores?done=left" {
+			t.Errorf("%s leaving: %d to %q", role, c, hdr.Get("Location"))
+		}
+		if _, ok := roleOf(t, e, email, st.ID); ok {
+			t.Errorf("%s still belongs to the store it left", role)
+		}
+		if _, body, _ := m.get("/dashboard/stores?done=left"); !strings.Contains(body, msg("done.left")) || strings.Contains(body, st.ID) {
+			t.Errorf("%s's stores page after leaving lists the store or does not say it left", role)
+		}
+		if c, _, _ := m.get("/dashboard/stores/" + st.ID + "/invoices"); c != http.StatusNotFound {
+			t.Errorf("%s opens the store it left: %d", role, c)
+		}
+		if list, _ := e.dash.members(t.Context(), st.ID); len(list) != 1 {
+			t.Errorf("members after %s left: %v", role, list)
+		}
+	}
+
+	// With another owner, the first may leave.
+	other := e.client()
+	other.signup("other@example.com")
+	other.join(inviteMember(t, owner, st, kassa.RoleOwner))
+	owner.get("/dashboard/stores")
+	if c, _, _ := owner.post(leave, nil); c != http.StatusSeeOther {
+		t.Fatalf("an owner leaving with another owner: %d", c)
+	}
+	if list, _ := e.dash.members(t.Context(), st.ID); len(list) != 1 || list[0].Email != "other@example.com" {
+		t.Errorf("members after the first owner left: %v", list)
 	}
 }

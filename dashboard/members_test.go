@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 var (
@@ -241,13 +243,18 @@ func TestLastOwner(t *testing.T) {
 }
 
 // TestDashboardRoutePermissions: every store route of the dashboard has
-// a permission in storeRoutePerms, and each role is let through (any
-// answer but 403) or refused with 403 on each, as its permissions say.
+// a permission in storeRoutePerms and a row in docs/roles.md, the table
+// of each role on each route that both APIs are checked against too
+// (greenfield's TestRoleTable); each role is let through (any answer
+// but 403) or refused with 403 on each, as its permissions say and as
+// that table says. A route missing from either table fails the test;
+// the message of one missing from docs/roles.md is its row as observed.
 func TestDashboardRoutePermissions(t *testing.T) {
 	e := memberEnv(t)
 	owner := e.client()
 	owner.signup("owner@example.com")
 	st := owner.createStore("Shop")
+	table := kassatest.ReadRoleTable(t)["dashboard"]
 
 	const prefix = "/stores/{storeId}"
 	var routes []string
@@ -274,6 +281,14 @@ func TestDashboardRoutePermissions(t *testing.T) {
 		}
 		clients[role] = c
 	}
+	// got is each route's outcome for each role: let through or not.
+	got := map[string]map[kassa.Role]bool{}
+	record := func(key string, role kassa.Role, code int) {
+		if got[key] == nil {
+			got[key] = map[kassa.Role]bool{}
+		}
+		got[key][role] = code != http.StatusForbidden
+	}
 	param := regexp.MustCompile(`\{[A-Za-z]+\}`)
 	for _, role := range kassa.Roles {
 		c := clients[role]
@@ -290,6 +305,7 @@ func TestDashboardRoutePermissions(t *testing.T) {
 				c.get("/dashboard/stores/" + st.ID + "/invoices")
 				code, _, _ = c.post(path, nil)
 			}
+			record(key, role, code)
 			allowed := role.Permissions().Has(storeRoutePerms[key])
 			if allowed && code == http.StatusForbidden || !allowed && code != http.StatusForbidden {
 				t.Errorf("%s %s %s: %d, allowed %v", role, method, rest, code, allowed)
@@ -299,28 +315,62 @@ func TestDashboardRoutePermissions(t *testing.T) {
 		// owner's own change restores).
 		c.get("/dashboard/stores/" + st.ID + "/invoices")
 		code, _, _ := c.post("/dashboard/stores/"+st.ID+"/members/role", url.Values{"email": {"guest@example.com"}, "role": {"Guest"}})
+		record("POST /members/role", role, code)
 		if allowed := role.Permissions().Has(kassa.PermManageMembers); allowed != (code == http.StatusSeeOther) || !allowed && code != http.StatusForbidden {
 			t.Errorf("%s POST /members/role: %d", role, code)
 		}
 		if role != kassa.RoleOwner {
-			if code, _, _ := c.post("/dashboard/stores/"+st.ID+"/members/remove", url.Values{"email": {"guest@example.com"}}); code != http.StatusForbidden {
+			code, _, _ := c.post("/dashboard/stores/"+st.ID+"/members/remove", url.Values{"email": {"guest@example.com"}})
+			record("POST /members/remove", role, code)
+			if code != http.StatusForbidden {
 				t.Errorf("%s POST /members/remove: %d", role, code)
 			}
 		}
 	}
-	owner.get("/dashboard/stores/" + st.ID + "/members")
-	if code, _, _ := owner.post("/dashboard/stores/"+st.ID+"/members/remove", url.Values{"email": {"guest@example.com"}}); code != http.StatusSeeOther {
-		t.Errorf("Owner POST /members/remove: %d", code)
-	}
-	// Every role may leave (TestLeaveStore).
-	for _, role := range kassa.Roles[1:] {
-		if role == kassa.RoleGuest {
-			continue // removed above
-		}
+	// Every role may leave (TestLeaveStore): the guest, who joins again
+	// for the owner to remove; the others; the owner, the last one, is
+	// told why not (409).
+	leave := func(role kassa.Role, want int) {
+		t.Helper()
 		c := clients[role]
 		c.get("/dashboard/stores")
-		if code, _, _ := c.post("/dashboard/stores/"+st.ID+"/leave", nil); code != http.StatusSeeOther || !role.Permissions().Has(storeRoutePerms["POST /leave"]) {
-			t.Errorf("%s POST /leave: %d", role, code)
+		code, _, _ := c.post("/dashboard/stores/"+st.ID+"/leave", nil)
+		record("POST /leave", role, code)
+		if code != want || !role.Permissions().Has(storeRoutePerms["POST /leave"]) {
+			t.Errorf("%s POST /leave: %d, want %d", role, code, want)
+		}
+	}
+	leave(kassa.RoleGuest, http.StatusSeeOther)
+	clients[kassa.RoleGuest].join(inviteMember(t, owner, st, kassa.RoleGuest))
+	owner.get("/dashboard/stores/" + st.ID + "/members")
+	code, _, _ := owner.post("/dashboard/stores/"+st.ID+"/members/remove", url.Values{"email": {"guest@example.com"}})
+	record("POST /members/remove", kassa.RoleOwner, code)
+	if code != http.StatusSeeOther {
+		t.Errorf("Owner POST /members/remove: %d", code)
+	}
+	leave(kassa.RoleEmployee, http.StatusSeeOther)
+	leave(kassa.RoleManager, http.StatusSeeOther)
+	leave(kassa.RoleOwner, http.StatusConflict)
+
+	var docs kassatest.RoleTable
+	for _, key := range routes {
+		method, rest, _ := strings.Cut(key, " ")
+		route := method + " /dashboard" + prefix + rest
+		want, ok := table[route]
+		if !ok {
+			t.Errorf("dashboard %s is served but not in docs/roles.md; as served its row is\n%s", route, docs.Row("dashboard", route, got[key]))
+			continue
+		}
+		for _, role := range kassa.Roles {
+			if got[key][role] != want[role] {
+				t.Errorf("dashboard %s for %s: let through %v, docs/roles.md says %v", route, role, got[key][role], want[role])
+			}
+		}
+	}
+	for route := range table {
+		method, rest, _ := strings.Cut(route, " ")
+		if !slices.Contains(routes, method+" "+strings.TrimPrefix(rest, "/dashboard"+prefix)) {
+			t.Errorf("dashboard %s is in docs/roles.md but not served", route)
 		}
 	}
 }

@@ -515,3 +515,26 @@ func TestLeaveStore(t *testing.T) {
 		t.Errorf("members after the first owner left: %v", list)
 	}
 }
+
+// TestOperatorLeavesNothing: an operator sees every store but belongs
+// to none it did not join: no Leave button, and leaving is 409 saying
+// so, with the store's members unchanged.
+func TestOperatorLeavesNothing(t *testing.T) {
+	e := newEnv(t)
+	op := e.client()
+	op.signup("op@example.com") // the first account: the operator
+	owner := e.client()
+	owner.signup("owner@example.com")
+	st := owner.createStore("Shop")
+	leave := "/dashboard/stores/" + st.ID + "/leave"
+	_, body, _ := op.get("/dashboard/stores")
+	if !strings.Contains(body, st.ID) || strings.Contains(body, `action="`+leave+`"`) {
+		t.Errorf("the operator's stores page: lists the store %v, offers to leave it %v", strings.Contains(body, st.ID), strings.Contains(body, leave))
+	}
+	if c, body, _ := op.post(leave, nil); c != http.StatusConflict || !strings.Contains(body, msg("err.leave.notmember")) {
+		t.Errorf("the operator leaving a store it is not in: %d", c)
+	}
+	if list, _ := e.dash.members(t.Context(), st.ID); len(list) != 1 || list[0].Email != "owner@example.com" {
+		t.Errorf("members after the operator tried to leave: %v", list)
+	}
+}

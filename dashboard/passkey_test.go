@@ -363,6 +363,16 @@ func TestPasskeyAlone(t *testing.T) {
 	if code, _, _ := again.post("/dashboard/login/passkey/finish", url.Values{"credential": {first}}); code != http.StatusUnauthorized || signedIn(again) {
 		t.Errorf("a replayed passkey answer: %d", code)
 	}
+	// Either step without the form's CSRF token.
+	forged := e.client()
+	forged.get("/dashboard/login")
+	forged.csrf = "forged"
+	if code, _, _ := forged.post("/dashboard/login/passkey/begin", nil); code != http.StatusForbidden {
+		t.Errorf("begin without the CSRF token: %d", code)
+	}
+	if code, _, _ := forged.post("/dashboard/login/passkey/finish", url.Values{"credential": {first}}); code != http.StatusForbidden || signedIn(forged) {
+		t.Errorf("finish without the CSRF token: %d", code)
+	}
 	// Finished without a ceremony begun.
 	none := e.client()
 	none.get("/dashboard/login")

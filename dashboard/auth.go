@@ -173,7 +173,7 @@ func (h *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, Prefix+"/stores", http.StatusSeeOther)
 		return
 	}
-	h.render(w, r, http.StatusOK, "login", map[string]any{"Open": h.Signup == SignupOpen})
+	h.render(w, r, http.StatusOK, "login", map[string]any{"Open": h.Signup == SignupOpen, "Passkey": h.passkeysOffered()})
 }
 
 // login signs a user in. With a device cookie of the account (see
@@ -187,7 +187,7 @@ func (h *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 func (h *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	email, password := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email"))), r.PostForm.Get("password")
 	network, wide := h.clientNetworks(r)
-	data := map[string]any{"Email": email, "Open": h.Signup == SignupOpen}
+	data := map[string]any{"Email": email, "Open": h.Signup == SignupOpen, "Passkey": h.passkeysOffered()}
 	var u *user
 	read := false // u is the account's record
 	var counted []string

@@ -186,6 +186,8 @@ func (h *Dashboard) routes() *chi.Mux {
 		r.Post("/login/2fa", h.secondStep)
 		r.Post("/login/2fa/passkey/begin", h.beginPasskeySignIn)
 		r.Post("/login/2fa/passkey/finish", h.finishPasskeySignIn)
+		r.Post("/login/passkey/begin", h.beginPasskeyAlone)
+		r.Post("/login/passkey/finish", h.finishPasskeyAlone)
 		r.Post("/logout", h.logout)
 		r.Get("/join", h.joinPage)
 

@@ -62,6 +62,8 @@ var storeRoutePerms = map[string]kassa.Permission{
 	"POST /members/invites/{inviteId}/revoke": kassa.PermManageMembers,
 	"POST /members/role":                      kassa.PermManageMembers,
 	"POST /members/remove":                    kassa.PermManageMembers,
+	// Every role may leave: each holds PermViewInvoices.
+	"POST /leave": kassa.PermViewInvoices,
 
 	// Refunds: a refund makes a pull payment whose payouts wait for
 	// approval; approving one pays it.
@@ -81,6 +83,7 @@ func (h *Dashboard) memberRoutes(r chi.Router) {
 	r.Post("/members/invites/{inviteId}/revoke", h.revokeMemberInvite)
 	r.Post("/members/role", h.setMemberRole)
 	r.Post("/members/remove", h.removeMemberPost)
+	r.Post("/leave", h.leaveStore)
 }
 
 // requirePermission asks the request's principal the permission

@@ -1,9 +1,11 @@
 package dashboard
 
 import (
+	"html/template"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
 )
 
 var (
@@ -240,13 +243,18 @@ func TestLastOwner(t *testing.T) {
 }
 
 // TestDashboardRoutePermissions: every store route of the dashboard has
-// a permission in storeRoutePerms, and each role is let through (any
-// answer but 403) or refused with 403 on each, as its permissions say.
+// a permission in storeRoutePerms and a row in docs/roles.md, the table
+// of each role on each route that both APIs are checked against too
+// (greenfield's TestRoleTable); each role is let through (any answer
+// but 403) or refused with 403 on each, as its permissions say and as
+// that table says. A route missing from either table fails the test;
+// the message of one missing from docs/roles.md is its row as observed.
 func TestDashboardRoutePermissions(t *testing.T) {
 	e := memberEnv(t)
 	owner := e.client()
 	owner.signup("owner@example.com")
 	st := owner.createStore("Shop")
+	table := kassatest.ReadRoleTable(t)["dashboard"]
 
 	const prefix = "/stores/{storeId}"
 	var routes []string
@@ -273,13 +281,21 @@ func TestDashboardRoutePermissions(t *testing.T) {
 		}
 		clients[role] = c
 	}
+	// got is each route's outcome for each role: let through or not.
+	got := map[string]map[kassa.Role]bool{}
+	record := func(key string, role kassa.Role, code int) {
+		if got[key] == nil {
+			got[key] = map[kassa.Role]bool{}
+		}
+		got[key][role] = code != http.StatusForbidden
+	}
 	param := regexp.MustCompile(`\{[A-Za-z]+\}`)
 	for _, role := range kassa.Roles {
 		c := clients[role]
 		for _, key := range routes {
 			method, rest, _ := strings.Cut(key, " ")
-			if rest == "/members/remove" || rest == "/members/role" {
-				continue // below, with a member named
+			if rest == "/members/remove" || rest == "/members/role" || rest == "/leave" {
+				continue // below, with a member named; leaving last
 			}
 			path := "/dashboard/stores/" + st.ID + param.ReplaceAllString(rest, "x")
 			var code int
@@ -289,6 +305,7 @@ func TestDashboardRoutePermissions(t *testing.T) {
 				c.get("/dashboard/stores/" + st.ID + "/invoices")
 				code, _, _ = c.post(path, nil)
 			}
+			record(key, role, code)
 			allowed := role.Permissions().Has(storeRoutePerms[key])
 			if allowed && code == http.StatusForbidden || !allowed && code != http.StatusForbidden {
 				t.Errorf("%s %s %s: %d, allowed %v", role, method, rest, code, allowed)
@@ -298,18 +315,63 @@ func TestDashboardRoutePermissions(t *testing.T) {
 		// owner's own change restores).
 		c.get("/dashboard/stores/" + st.ID + "/invoices")
 		code, _, _ := c.post("/dashboard/stores/"+st.ID+"/members/role", url.Values{"email": {"guest@example.com"}, "role": {"Guest"}})
+		record("POST /members/role", role, code)
 		if allowed := role.Permissions().Has(kassa.PermManageMembers); allowed != (code == http.StatusSeeOther) || !allowed && code != http.StatusForbidden {
 			t.Errorf("%s POST /members/role: %d", role, code)
 		}
 		if role != kassa.RoleOwner {
-			if code, _, _ := c.post("/dashboard/stores/"+st.ID+"/members/remove", url.Values{"email": {"guest@example.com"}}); code != http.StatusForbidden {
+			code, _, _ := c.post("/dashboard/stores/"+st.ID+"/members/remove", url.Values{"email": {"guest@example.com"}})
+			record("POST /members/remove", role, code)
+			if code != http.StatusForbidden {
 				t.Errorf("%s POST /members/remove: %d", role, code)
 			}
 		}
 	}
+	// Every role may leave (TestLeaveStore): the guest, who joins again
+	// for the owner to remove; the others; the owner, the last one, is
+	// told why not (409).
+	leave := func(role kassa.Role, want int) {
+		t.Helper()
+		c := clients[role]
+		c.get("/dashboard/stores")
+		code, _, _ := c.post("/dashboard/stores/"+st.ID+"/leave", nil)
+		record("POST /leave", role, code)
+		if code != want || !role.Permissions().Has(storeRoutePerms["POST /leave"]) {
+			t.Errorf("%s POST /leave: %d, want %d", role, code, want)
+		}
+	}
+	leave(kassa.RoleGuest, http.StatusSeeOther)
+	clients[kassa.RoleGuest].join(inviteMember(t, owner, st, kassa.RoleGuest))
 	owner.get("/dashboard/stores/" + st.ID + "/members")
-	if code, _, _ := owner.post("/dashboard/stores/"+st.ID+"/members/remove", url.Values{"email": {"guest@example.com"}}); code != http.StatusSeeOther {
+	code, _, _ := owner.post("/dashboard/stores/"+st.ID+"/members/remove", url.Values{"email": {"guest@example.com"}})
+	record("POST /members/remove", kassa.RoleOwner, code)
+	if code != http.StatusSeeOther {
 		t.Errorf("Owner POST /members/remove: %d", code)
+	}
+	leave(kassa.RoleEmployee, http.StatusSeeOther)
+	leave(kassa.RoleManager, http.StatusSeeOther)
+	leave(kassa.RoleOwner, http.StatusConflict)
+
+	var docs kassatest.RoleTable
+	for _, key := range routes {
+		method, rest, _ := strings.Cut(key, " ")
+		route := method + " /dashboard" + prefix + rest
+		want, ok := table[route]
+		if !ok {
+			t.Errorf("dashboard %s is served but not in docs/roles.md; as served its row is\n%s", route, docs.Row("dashboard", route, got[key]))
+			continue
+		}
+		for _, role := range kassa.Roles {
+			if got[key][role] != want[role] {
+				t.Errorf("dashboard %s for %s: let through %v, docs/roles.md says %v", route, role, got[key][role], want[role])
+			}
+		}
+	}
+	for route := range table {
+		method, rest, _ := strings.Cut(route, " ")
+		if !slices.Contains(routes, method+" "+strings.TrimPrefix(rest, "/dashboard"+prefix)) {
+			t.Errorf("dashboard %s is in docs/roles.md but not served", route)
+		}
 	}
 }
 
@@ -383,5 +445,96 @@ func TestStoreInvitationSignsUpWhenSignupNeedsInvitation(t *testing.T) {
 	}
 	if u, _ := e.dash.user(t.Context(), "second@example.com"); u != nil {
 		t.Error("a used invitation made a second account")
+	}
+}
+
+// TestLeaveStore: each member may leave a store from the stores page
+// (a CSRF-checked form), after which the store is gone from its list
+// and refuses it; the last owner cannot leave and is told why, and
+// leaves once another member is owner.
+func TestLeaveStore(t *testing.T) {
+	e := memberEnv(t)
+	owner := e.client()
+	owner.signup("owner@example.com")
+	st := owner.createStore("Shop")
+	leave := "/dashboard/stores/" + st.ID + "/leave"
+
+	if _, body, _ := owner.get("/dashboard/stores"); !strings.Contains(body, `action="`+leave+`"`) {
+		t.Error("the stores page offers no way to leave the store")
+	}
+	c, body, _ := owner.post(leave, nil)
+	if c != http.StatusConflict || !strings.Contains(body, template.HTMLEscapeString(msg("err.leave.lastowner"))) {
+		t.Errorf("the last owner leaving: %d\n%s", c, body)
+	}
+	if r, ok := roleOf(t, e, "owner@example.com", st.ID); !ok || r != kassa.RoleOwner {
+		t.Errorf("the last owner after trying to leave: %q %v", r, ok)
+	}
+
+	for _, role := range []kassa.Role{kassa.RoleGuest, kassa.RoleEmployee, kassa.RoleManager} {
+		email := strings.ToLower(string(role)) + "@example.com"
+		m := e.client()
+		m.signup(email)
+		m.join(inviteMember(t, owner, st, role))
+		m.get("/dashboard/stores")
+		csrf := m.csrf
+		m.csrf = "wrong"
+		if c, _, _ := m.post(leave, nil); c != http.StatusForbidden {
+			t.Errorf("%s leaving without the CSRF token: %d", role, c)
+		}
+		m.csrf = csrf
+		if _, ok := roleOf(t, e, email, st.ID); !ok {
+			t.Fatalf("%s left without the CSRF token", role)
+		}
+		c, _, hdr := m.post(leave, nil)
+		if c != http.StatusSeeOther || hdr.Get("Location") != "/dashboard/stores?done=left" {
+			t.Errorf("%s leaving: %d to %q", role, c, hdr.Get("Location"))
+		}
+		if _, ok := roleOf(t, e, email, st.ID); ok {
+			t.Errorf("%s still belongs to the store it left", role)
+		}
+		if _, body, _ := m.get("/dashboard/stores?done=left"); !strings.Contains(body, msg("done.left")) || strings.Contains(body, st.ID) {
+			t.Errorf("%s's stores page after leaving lists the store or does not say it left", role)
+		}
+		if c, _, _ := m.get("/dashboard/stores/" + st.ID + "/invoices"); c != http.StatusNotFound {
+			t.Errorf("%s opens the store it left: %d", role, c)
+		}
+		if list, _ := e.dash.members(t.Context(), st.ID); len(list) != 1 {
+			t.Errorf("members after %s left: %v", role, list)
+		}
+	}
+
+	// With another owner, the first may leave.
+	other := e.client()
+	other.signup("other@example.com")
+	other.join(inviteMember(t, owner, st, kassa.RoleOwner))
+	owner.get("/dashboard/stores")
+	if c, _, _ := owner.post(leave, nil); c != http.StatusSeeOther {
+		t.Fatalf("an owner leaving with another owner: %d", c)
+	}
+	if list, _ := e.dash.members(t.Context(), st.ID); len(list) != 1 || list[0].Email != "other@example.com" {
+		t.Errorf("members after the first owner left: %v", list)
+	}
+}
+
+// TestOperatorLeavesNothing: an operator sees every store but belongs
+// to none it did not join: no Leave button, and leaving is 409 saying
+// so, with the store's members unchanged.
+func TestOperatorLeavesNothing(t *testing.T) {
+	e := newEnv(t)
+	op := e.client()
+	op.signup("op@example.com") // the first account: the operator
+	owner := e.client()
+	owner.signup("owner@example.com")
+	st := owner.createStore("Shop")
+	leave := "/dashboard/stores/" + st.ID + "/leave"
+	_, body, _ := op.get("/dashboard/stores")
+	if !strings.Contains(body, st.ID) || strings.Contains(body, `action="`+leave+`"`) {
+		t.Errorf("the operator's stores page: lists the store %v, offers to leave it %v", strings.Contains(body, st.ID), strings.Contains(body, leave))
+	}
+	if c, body, _ := op.post(leave, nil); c != http.StatusConflict || !strings.Contains(body, msg("err.leave.notmember")) {
+		t.Errorf("the operator leaving a store it is not in: %d", c)
+	}
+	if list, _ := e.dash.members(t.Context(), st.ID); len(list) != 1 || list[0].Email != "owner@example.com" {
+		t.Errorf("members after the operator tried to leave: %v", list)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,18 +18,25 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 )
 
-// Passkeys (WebAuthn) as a second factor, beside the TOTP code: an
-// account with two factors registers passkeys on its account page, and
-// a pending sign-in (twofactor.go) may end with one instead of a code.
-// The relying party is PublicURL's host name; a relying party cannot be
-// an IP address, so without a host name there are no passkeys. Each
-// ceremony's challenge is kept in a record that its finish uses up.
+// Passkeys (WebAuthn): an account with two factors registers passkeys
+// on its account page, as discoverable credentials (the authenticator
+// keeps the account's user handle). A passkey then signs in two ways:
+// after the password, instead of the code (a pending sign-in,
+// twofactor.go); or alone, from the login page, without an email: the
+// user handle it answers names the account (passkeyOwnerKey), and the
+// user verification it must show (a PIN, a fingerprint) beside the
+// possession of the key makes it two factors. The relying party is
+// PublicURL's host name; a relying party cannot be an IP address, so
+// without a host name there are no passkeys. Each ceremony's challenge
+// is kept in a record that its finish uses up.
 
 // maxPasskeys bounds an account's passkeys, and so its record.
 const maxPasskeys = 10
 
 func passkeyRegKey(email string) string    { return "dash/2fa-wa-reg/" + strings.ToLower(email) }
 func passkeyLoginKey(token string) string  { return "dash/2fa-wa-login/" + hashHex(token) }
+func passkeyAloneKey(token string) string  { return "dash/wa-signin/" + hashHex(token) }
+func passkeyOwnerKey(handle []byte) string { return "dash/wa-owner/" + hex.EncodeToString(handle) }
 func (h *Dashboard) passkeysOffered() bool { return h.relyingParty() != nil }
 
 // relyingParty is the WebAuthn relying party of PublicURL, or nil when
@@ -118,7 +127,7 @@ func (h *Dashboard) beginPasskey(w http.ResponseWriter, r *http.Request) {
 		exclude = append(exclude, c.Descriptor())
 	}
 	creation, session, err := wa.BeginRegistration(passkeyUser{u}, webauthn.WithExclusions(exclude),
-		webauthn.WithResidentKeyRequirement(protocol.ResidentKeyRequirementDiscouraged))
+		webauthn.WithResidentKeyRequirement(protocol.ResidentKeyRequirementRequired))
 	if err != nil {
 		h.log.Error("dashboard: begin passkey registration", "err", err)
 		passkeyError(w, http.StatusInternalServerError, "err.internal")
@@ -156,7 +165,20 @@ func (h *Dashboard) finishPasskey(w http.ResponseWriter, r *http.Request) {
 		passkeyError(w, http.StatusUnprocessableEntity, "passkey.refused")
 		return
 	}
+	// The handle names the account to a passkey sign-in without an email.
+	if len(s.user.TwoFactor.Handle) == 0 {
+		passkeyError(w, http.StatusConflict, "passkey.needtotp")
+		return
+	}
+	if err := h.putJSON(r.Context(), passkeyOwnerKey(s.user.TwoFactor.Handle), s.user.Email, forever); err != nil {
+		h.log.Error("dashboard: passkey owner", "err", err)
+		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		return
+	}
 	u, err := h.changeTwoFactor(r.Context(), s.Email, func(tf *twoFactor) {
+		if !bytes.Equal(tf.Handle, s.user.TwoFactor.Handle) {
+			return
+		}
 		if len(tf.Passkeys) < maxPasskeys && !slices.ContainsFunc(tf.Passkeys, func(c webauthn.Credential) bool { return bytes.Equal(c.ID, cred.ID) }) {
 			tf.Passkeys = append(tf.Passkeys, *cred)
 		}
@@ -254,9 +276,7 @@ func (h *Dashboard) finishPasskeySignIn(w http.ResponseWriter, r *http.Request) 
 }
 
 // usePasskey checks the passkey answer of r against the ceremony of the
-// pending sign-in and, when it passes, stores the passkey's new
-// counter. A passkey whose counter went back (a cloned authenticator)
-// is refused.
+// pending sign-in.
 func (h *Dashboard) usePasskey(r *http.Request, p *pendingSignIn, token string) (*user, bool, error) {
 	wa := h.relyingParty()
 	if wa == nil {
@@ -270,13 +290,33 @@ func (h *Dashboard) usePasskey(r *http.Request, p *pendingSignIn, token string) 
 	if err != nil {
 		return nil, false, nil
 	}
+	return h.checkPasskey(r.Context(), wa, session, parsed, p.Email, p.Gen)
+}
+
+// checkPasskey checks a passkey answer against email's passkeys and the
+// ceremony of session (one begun for the account, or a discoverable
+// one, whose answer must name the account's user handle) and, when it
+// passes, stores the passkey's new counter, under usersMu. gen, when not
+// negative, is the SessionGen the account must still have. A passkey
+// whose counter went back (a cloned authenticator) is refused.
+func (h *Dashboard) checkPasskey(ctx context.Context, wa *webauthn.WebAuthn, session *webauthn.SessionData, parsed *protocol.ParsedCredentialAssertionData, email string, gen int) (*user, bool, error) {
 	h.usersMu.Lock()
 	defer h.usersMu.Unlock()
-	u, err := h.user(r.Context(), p.Email)
-	if err != nil || u == nil || u.TwoFactor == nil || u.SessionGen != p.Gen {
+	u, err := h.user(ctx, email)
+	if err != nil || u == nil || u.TwoFactor == nil || gen >= 0 && u.SessionGen != gen {
 		return nil, false, err
 	}
-	cred, err := wa.ValidateLogin(passkeyUser{u}, *session, parsed)
+	var cred *webauthn.Credential
+	if len(session.UserID) == 0 {
+		cred, err = wa.ValidateDiscoverableLogin(func(_, handle []byte) (webauthn.User, error) {
+			if len(u.TwoFactor.Handle) == 0 || !bytes.Equal(handle, u.TwoFactor.Handle) {
+				return nil, errNotOwner
+			}
+			return passkeyUser{u}, nil
+		}, *session, parsed)
+	} else {
+		cred, err = wa.ValidateLogin(passkeyUser{u}, *session, parsed)
+	}
 	if err != nil {
 		h.log.Info("dashboard: passkey refused", "err", err)
 		return nil, false, nil
@@ -289,5 +329,112 @@ func (h *Dashboard) usePasskey(r *http.Request, p *pendingSignIn, token string) 
 			u.TwoFactor.Passkeys[i] = *cred
 		}
 	}
-	return u, true, h.putJSON(r.Context(), userKey(u.Email), u, forever)
+	return u, true, h.putJSON(ctx, userKey(u.Email), u, forever)
+}
+
+var errNotOwner = errors.New("the passkey's user handle is not the account's")
+
+// passkeyCookie names the ceremony of a sign-in with a passkey alone.
+const passkeyCookie = "kassa_passkey"
+
+// beginPasskeyAlone starts a sign-in with a passkey alone: a
+// discoverable ceremony (no email asked, no passkeys listed) that
+// requires user verification. Each begins a record, so they are counted
+// against the client's network as a signed-in account's forms are.
+func (h *Dashboard) beginPasskeyAlone(w http.ResponseWriter, r *http.Request) {
+	wa := h.relyingParty()
+	if wa == nil {
+		passkeyError(w, http.StatusConflict, "passkey.nohost")
+		return
+	}
+	network, _ := h.clientNetworks(r)
+	if wait := h.writes.take("passkey:" + network); wait > 0 {
+		w.Header().Set("Retry-After", itoa(retryAfter(wait)))
+		passkeyError(w, http.StatusTooManyRequests, "err.ratelimit")
+		return
+	}
+	assertion, session, err := wa.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
+	if err != nil {
+		h.log.Error("dashboard: begin passkey sign-in", "err", err)
+		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		return
+	}
+	token := newToken()
+	expires := h.Clock.Now().Add(pendingLifetime)
+	http.SetCookie(w, &http.Cookie{Name: passkeyCookie, Value: token, Path: Prefix + "/login", HttpOnly: true,
+		Secure: h.secure, SameSite: http.SameSiteLaxMode, MaxAge: int(pendingLifetime / time.Second)})
+	h.writeCeremony(w, r, passkeyAloneKey(token), session, expires, assertion)
+}
+
+// finishPasskeyAlone signs in the account whose passkey answered the
+// ceremony of beginPasskeyAlone. The attempt is counted as a password
+// is (signInCounts), against the account the answer names; a passkey
+// sign-in is two factors, so it opens stores that require them.
+func (h *Dashboard) finishPasskeyAlone(w http.ResponseWriter, r *http.Request) {
+	wa := h.relyingParty()
+	c, err := r.Cookie(passkeyCookie)
+	if wa == nil || err != nil || c.Value == "" || len(c.Value) > 100 {
+		passkeyError(w, http.StatusUnauthorized, "passkey.expired")
+		return
+	}
+	parsed, perr := protocol.ParseCredentialRequestResponseBody(strings.NewReader(r.PostForm.Get("credential")))
+	email := ""
+	if perr == nil && len(parsed.Response.UserHandle) > 0 && len(parsed.Response.UserHandle) <= 64 {
+		if _, err := h.getJSON(r.Context(), passkeyOwnerKey(parsed.Response.UserHandle), &email); err != nil {
+			passkeyError(w, http.StatusInternalServerError, "err.internal")
+			return
+		}
+	}
+	counted, trusted, wait, err := h.signInCounts(r, email)
+	if err != nil {
+		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		return
+	}
+	if wait > 0 {
+		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
+		passkeyError(w, http.StatusTooManyRequests, "err.ratelimit")
+		return
+	}
+	session, err := h.takeCeremony(r.Context(), passkeyAloneKey(c.Value))
+	if err != nil {
+		h.limits.give(counted...)
+		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		return
+	}
+	if session == nil || len(session.UserID) != 0 {
+		passkeyError(w, http.StatusUnauthorized, "passkey.expired")
+		return
+	}
+	if perr != nil || email == "" {
+		passkeyError(w, http.StatusUnauthorized, "passkey.refused")
+		return
+	}
+	u, ok, err := h.checkPasskey(r.Context(), wa, session, parsed, email, -1)
+	if err != nil {
+		h.limits.give(counted...)
+		h.log.Error("dashboard: passkey sign-in", "err", err)
+		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		return
+	}
+	if !ok {
+		passkeyError(w, http.StatusUnauthorized, "passkey.refused")
+		return
+	}
+	if trusted {
+		h.limits.forget(counted[0])
+	} else {
+		h.limits.give(counted[0], counted[1])
+		h.limits.forget(counted[2])
+	}
+	http.SetCookie(w, &http.Cookie{Name: passkeyCookie, Value: "", Path: Prefix + "/login", HttpOnly: true,
+		Secure: h.secure, SameSite: http.SameSiteLaxMode, MaxAge: -1})
+	h.setDeviceCookie(w, r, u)
+	sess, err := h.newSession(r.Context(), u)
+	if err != nil {
+		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		return
+	}
+	h.setSessionCookie(w, sess)
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]string{"redirect": Prefix + "/stores"})
 }

@@ -25,6 +25,11 @@ type softKey struct {
 	count  uint32
 	rpID   string
 	origin string
+	// handle is the user handle a discoverable passkey keeps (the
+	// user id of its registration) and answers with; noUV answers
+	// without user verification (a key without PIN or fingerprint).
+	handle []byte
+	noUV   bool
 }
 
 func newSoftKey(t *testing.T, rpID, origin string) *softKey {
@@ -59,6 +64,9 @@ var b64url = base64.RawURLEncoding
 func (k *softKey) authData(attested bool) []byte {
 	rp := sha256.Sum256([]byte(k.rpID))
 	flags := byte(0x01 | 0x04)
+	if k.noUV {
+		flags = 0x01
+	}
 	if attested {
 		flags |= 0x40
 	}
@@ -101,6 +109,9 @@ func passkeyOptions(t *testing.T, body string) map[string]any {
 
 // create answers registration options as navigator.credentials.create.
 func (k *softKey) create(options map[string]any) string {
+	if u, _ := options["user"].(map[string]any); u != nil {
+		k.handle, _ = b64url.DecodeString(u["id"].(string))
+	}
 	att := append([]byte{0xa3}, cborText("fmt")...)
 	att = append(att, cborText("none")...)
 	att = append(att, cborText("attStmt")...)
@@ -123,9 +134,13 @@ func (k *softKey) get(options map[string]any) string {
 	if err != nil {
 		k.t.Fatal(err)
 	}
+	response := map[string]any{"clientDataJSON": b64url.EncodeToString(cd), "authenticatorData": b64url.EncodeToString(ad),
+		"signature": b64url.EncodeToString(sig)}
+	if k.handle != nil {
+		response["userHandle"] = b64url.EncodeToString(k.handle)
+	}
 	out, _ := json.Marshal(map[string]any{"id": b64url.EncodeToString(k.id), "rawId": b64url.EncodeToString(k.id), "type": "public-key",
-		"response": map[string]any{"clientDataJSON": b64url.EncodeToString(cd), "authenticatorData": b64url.EncodeToString(ad),
-			"signature": b64url.EncodeToString(sig)}})
+		"response": response})
 	return string(out)
 }
 
@@ -144,6 +159,9 @@ func registerPasskey(t *testing.T, c *client, k *softKey) {
 	opts := passkeyOptions(t, body)
 	if rp, _ := opts["rp"].(map[string]any); rp == nil || rp["id"] != "localhost" {
 		t.Errorf("relying party %v, want localhost", opts["rp"])
+	}
+	if sel, _ := opts["authenticatorSelection"].(map[string]any); sel == nil || sel["residentKey"] != "required" {
+		t.Errorf("registration asks for %v, want a discoverable (resident) key", opts["authenticatorSelection"])
 	}
 	if code, body, _ := c.post("/dashboard/account/2fa/passkey/finish", url.Values{"credential": {k.create(opts)}}); code != http.StatusOK {
 		t.Fatalf("finish passkey registration: %d %s", code, body)
@@ -262,5 +280,131 @@ func TestPasskeyGuessesCounted(t *testing.T) {
 	}
 	if code := try(key); code != http.StatusTooManyRequests || signedIn(c) {
 		t.Errorf("the right passkey after %d wrong ones: %d", maxFailsAccount, code)
+	}
+}
+
+// passkeyAlone signs c in with k alone, from the login page, from the
+// client address ip: the finish's status and body.
+func passkeyAlone(t *testing.T, c *client, k *softKey, ip string) (int, string) {
+	t.Helper()
+	c.get("/dashboard/login")
+	code, body, _ := c.postFrom("/dashboard/login/passkey/begin", ip, url.Values{})
+	if code != http.StatusOK {
+		t.Fatalf("begin passkey sign-in: %d %s", code, body)
+	}
+	opts := passkeyOptions(t, body)
+	if opts["userVerification"] != "required" || opts["allowCredentials"] != nil {
+		t.Errorf("passkey sign-in options: user verification %v, credentials %v; want required and none", opts["userVerification"], opts["allowCredentials"])
+	}
+	code, body, _ = c.postFrom("/dashboard/login/passkey/finish", ip, url.Values{"credential": {k.get(opts)}})
+	return code, body
+}
+
+// TestPasskeyAlone: a passkey signs in alone from the login page, which
+// offers it, without email or password; the session opens a store that
+// requires two factors. A passkey not registered, one that names the
+// account's handle but is another key, one without user verification,
+// and an answer used once already sign nobody in.
+func TestPasskeyAlone(t *testing.T) {
+	e := newEnv(t, onLocalhost, func(d *Deps) { d.ClientIPHeader = "X-Forwarded-For" })
+	owner := e.client()
+	owner.signup("shop@example.com")
+	enrol(t, owner)
+	key := newSoftKey(t, "localhost", e.dash.PublicURL)
+	registerPasskey(t, owner, key)
+	st := owner.createStore("Shop")
+	base := "/dashboard/stores/" + st.ID
+	owner.get(base + "/twofactor")
+	if code, _, _ := owner.post(base+"/twofactor", url.Values{"required": {"on"}}); code != http.StatusSeeOther {
+		t.Fatalf("requiring two factors: %d", code)
+	}
+
+	c := e.client()
+	if _, body, _ := c.get("/dashboard/login"); !strings.Contains(body, `id="passkey-signin"`) || !strings.Contains(body, msg("passkey.signin")) {
+		t.Error("the login page offers no passkey sign-in")
+	}
+	code, body := passkeyAlone(t, c, key, "198.51.100.1")
+	if code != http.StatusOK || !strings.Contains(body, `"/dashboard/stores"`) || !signedIn(c) {
+		t.Fatalf("passkey sign-in: %d %s, signed in %v", code, body, signedIn(c))
+	}
+	if code, _, hdr := c.get(base + "/"); code != http.StatusOK {
+		t.Errorf("a passkey session opening a store that requires two factors: %d to %q", code, hdr.Get("Location"))
+	}
+
+	refused := func(what string, k *softKey) {
+		t.Helper()
+		other := e.client()
+		if code, _ := passkeyAlone(t, other, k, "198.51.100.2"); code != http.StatusUnauthorized || signedIn(other) {
+			t.Errorf("%s: %d, signed in %v", what, code, signedIn(other))
+		}
+	}
+	refused("an unknown passkey", newSoftKey(t, "localhost", e.dash.PublicURL))
+	impostor := newSoftKey(t, "localhost", e.dash.PublicURL)
+	impostor.handle = key.handle
+	refused("another key naming the account's handle", impostor)
+	lazy := *key
+	lazy.noUV = true
+	refused("the passkey without user verification", &lazy)
+	evil := *key
+	evil.rpID, evil.origin = "evil.example", "https://evil.example"
+	refused("the passkey's answer for another site", &evil)
+
+	// An answer replayed on a new ceremony.
+	replay := e.client()
+	replay.get("/dashboard/login")
+	_, body, _ = replay.post("/dashboard/login/passkey/begin", nil)
+	first := key.get(passkeyOptions(t, body))
+	if code, _, _ := replay.post("/dashboard/login/passkey/finish", url.Values{"credential": {first}}); code != http.StatusOK {
+		t.Fatalf("passkey sign-in: %d", code)
+	}
+	again := e.client()
+	again.get("/dashboard/login")
+	again.post("/dashboard/login/passkey/begin", nil)
+	if code, _, _ := again.post("/dashboard/login/passkey/finish", url.Values{"credential": {first}}); code != http.StatusUnauthorized || signedIn(again) {
+		t.Errorf("a replayed passkey answer: %d", code)
+	}
+	// Either step without the form's CSRF token.
+	forged := e.client()
+	forged.get("/dashboard/login")
+	forged.csrf = "forged"
+	if code, _, _ := forged.post("/dashboard/login/passkey/begin", nil); code != http.StatusForbidden {
+		t.Errorf("begin without the CSRF token: %d", code)
+	}
+	if code, _, _ := forged.post("/dashboard/login/passkey/finish", url.Values{"credential": {first}}); code != http.StatusForbidden || signedIn(forged) {
+		t.Errorf("finish without the CSRF token: %d", code)
+	}
+	// Finished without a ceremony begun.
+	none := e.client()
+	none.get("/dashboard/login")
+	if code, _, _ := none.post("/dashboard/login/passkey/finish", url.Values{"credential": {first}}); code != http.StatusUnauthorized || signedIn(none) {
+		t.Errorf("a passkey answer without a ceremony: %d", code)
+	}
+}
+
+// TestPasskeyAloneGuessesCounted: a refused passkey sign-in counts as a
+// wrong password for the account its answer names: after
+// maxFailsAccount of them from one network, the right passkey is
+// refused there too (429), and from another network it still signs in.
+func TestPasskeyAloneGuessesCounted(t *testing.T) {
+	e := newEnv(t, onLocalhost, func(d *Deps) { d.ClientIPHeader = "X-Forwarded-For" })
+	owner := e.client()
+	owner.signup("shop@example.com")
+	enrol(t, owner)
+	key := newSoftKey(t, "localhost", e.dash.PublicURL)
+	registerPasskey(t, owner, key)
+	const stranger = "203.0.113.7"
+	c := e.client()
+	for i := range maxFailsAccount {
+		impostor := newSoftKey(t, "localhost", e.dash.PublicURL)
+		impostor.handle = key.handle
+		if code, _ := passkeyAlone(t, c, impostor, stranger); code != http.StatusUnauthorized {
+			t.Fatalf("wrong passkey %d: %d", i, code)
+		}
+	}
+	if code, _ := passkeyAlone(t, c, key, stranger); code != http.StatusTooManyRequests || signedIn(c) {
+		t.Errorf("the right passkey after %d wrong ones: %d", maxFailsAccount, code)
+	}
+	if code, _ := passkeyAlone(t, c, key, "198.51.100.9"); code != http.StatusOK || !signedIn(c) {
+		t.Errorf("the right passkey from another network: %d", code)
 	}
 }

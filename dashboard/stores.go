@@ -17,6 +17,9 @@ import (
 type storeRow struct {
 	Store   *kassa.Store
 	Balance kassa.Sats
+	// Member is whether the account belongs to the store, and so may
+	// leave it (an operator sees every store).
+	Member bool
 }
 
 func (h *Dashboard) listStores(w http.ResponseWriter, r *http.Request) {
@@ -27,7 +30,8 @@ func (h *Dashboard) listStores(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return err
 		}
-		rows = append(rows, storeRow{st, bal})
+		_, member := u.role(st.ID)
+		rows = append(rows, storeRow{st, bal, member})
 		return nil
 	}
 	var err error

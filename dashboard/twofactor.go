@@ -318,7 +318,7 @@ func (h *Dashboard) pendingOf(r *http.Request) (*pendingSignIn, string, error) {
 
 // expiredSignIn answers a second step without a live pending sign-in.
 func (h *Dashboard) expiredSignIn(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Open": h.Signup == SignupOpen, "Error": msg("err.2fa.expired")})
+	h.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Open": h.Signup == SignupOpen, "Passkey": h.passkeysOffered(), "Error": msg("err.2fa.expired")})
 }
 
 func (h *Dashboard) secondStepPage(w http.ResponseWriter, r *http.Request) {
@@ -776,6 +776,8 @@ var twoFactorStrs = map[string]string{
 	"passkey.count":      "Passkeys registered:",
 	"passkey.add":        "Add a passkey",
 	"passkey.use":        "Use a passkey",
+	"passkey.signin":     "Sign in with a passkey",
+	"passkey.alone":      "A passkey also signs in alone, without the password: “Sign in with a passkey” on the login page.",
 	"passkey.failed":     "The passkey did not work:",
 	"passkey.nohost":     "Passkeys need the dashboard under a host name, not an IP address.",
 	"passkey.needtotp":   "Turn on two-factor sign-in with an app first; passkeys are added to it.",

@@ -45,9 +45,10 @@ func freePort(t *testing.T) int {
 // merchant does, on a server whose public URL is http://localhost (a
 // passkey's relying party is a host name): the QR code and key, the
 // first code, the recovery codes; a passkey added with Chromium's
-// virtual authenticator; then three sign-ins, each password and then a
-// code from the app, the passkey, and a recovery code, which is then
-// refused a second time. The merchant's store requires two factors and
+// virtual authenticator; then four sign-ins: the password and then a
+// code from the app, or the passkey; the passkey alone from the login
+// page (no email, no password); the password and a recovery code, which
+// is then refused a second time. The merchant's store requires two factors and
 // the operator, without them, is sent to set them up. Each page shown
 // passes axe and fits 360 px; with -screenshots it is saved.
 func TestBrowserTwoFactor(t *testing.T) {
@@ -184,6 +185,22 @@ func TestBrowserTwoFactor(t *testing.T) {
 	password()
 	submit("sign in with the passkey", "#passkey-use")
 	signedIn("the passkey")
+
+	// The passkey alone, from the login page: neither email nor
+	// password; it is two factors, so the store that requires them
+	// opens.
+	b.do("login page", chromedp.Navigate(base+"/dashboard/login"), chromedp.WaitVisible(chromedp.CSS("#passkey-signin")))
+	shot("login-passkey")
+	submit("sign in with the passkey alone", "#passkey-signin")
+	b.do("stores after the passkey alone", chromedp.WaitVisible(chromedp.CSS(`a[href="/dashboard/stores/new"]`)))
+	b.markPage()
+	b.do("open the store after the passkey alone", chromedp.Navigate(base+"/dashboard/stores/"+storeID+"/"))
+	waitNewPage(b, "open the store after the passkey alone")
+	if path := browserRun(b, "path", chromedp.Evaluate[string](`location.pathname`)); path != "/dashboard/stores/"+storeID+"/" {
+		t.Fatalf("signed in with the passkey alone, the store that requires two factors sends to %s: %s", path, b.text("main"))
+	}
+	shot("passkey-alone-store")
+	b.do("log out after the passkey alone", chromedp.Click(chromedp.CSS("header form button")), chromedp.WaitVisible(chromedp.CSS("#email")))
 
 	password()
 	b.do("recovery code", chromedp.SendKeys(chromedp.CSS("#code"), recovery[0]))

@@ -57,8 +57,8 @@ func (p passkeyUser) WebAuthnCredentials() []webauthn.Credential {
 
 // passkeyError answers a passkey request that failed with status and a
 // message for the page's script.
-func passkeyError(w http.ResponseWriter, status int, key string) {
-	writeJSONError(w, status, msg(key))
+func passkeyError(w http.ResponseWriter, r *http.Request, status int, key string) {
+	writeJSONError(w, status, tr(r, key))
 }
 
 // writeCeremony stores session under key until expires and answers the
@@ -66,7 +66,7 @@ func passkeyError(w http.ResponseWriter, status int, key string) {
 func (h *Dashboard) writeCeremony(w http.ResponseWriter, r *http.Request, key string, session *webauthn.SessionData, expires time.Time, options any) {
 	if err := h.putJSON(r.Context(), key, session, expires); err != nil {
 		h.log.Error("dashboard: passkey ceremony", "err", err)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -90,13 +90,13 @@ func (h *Dashboard) beginPasskey(w http.ResponseWriter, r *http.Request) {
 	wa := h.relyingParty()
 	switch {
 	case wa == nil:
-		passkeyError(w, http.StatusConflict, "passkey.nohost")
+		passkeyError(w, r, http.StatusConflict, "passkey.nohost")
 		return
 	case s.user.TwoFactor == nil:
-		passkeyError(w, http.StatusConflict, "passkey.needtotp")
+		passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
 		return
 	case len(s.user.TwoFactor.Passkeys) >= maxPasskeys:
-		passkeyError(w, http.StatusConflict, "passkey.toomany")
+		passkeyError(w, r, http.StatusConflict, "passkey.toomany")
 		return
 	}
 	u := s.user
@@ -109,7 +109,7 @@ func (h *Dashboard) beginPasskey(w http.ResponseWriter, r *http.Request) {
 				tf.Handle = handle
 			}
 		}); err != nil || u == nil {
-			passkeyError(w, http.StatusConflict, "passkey.needtotp")
+			passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
 			return
 		}
 	}
@@ -121,7 +121,7 @@ func (h *Dashboard) beginPasskey(w http.ResponseWriter, r *http.Request) {
 		webauthn.WithResidentKeyRequirement(protocol.ResidentKeyRequirementDiscouraged))
 	if err != nil {
 		h.log.Error("dashboard: begin passkey registration", "err", err)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	h.writeCeremony(w, r, passkeyRegKey(s.Email), session, h.Clock.Now().Add(pendingLifetime), creation)
@@ -133,27 +133,27 @@ func (h *Dashboard) finishPasskey(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
 	wa := h.relyingParty()
 	if wa == nil || s.user.TwoFactor == nil {
-		passkeyError(w, http.StatusConflict, "passkey.needtotp")
+		passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
 		return
 	}
 	session, err := h.takeCeremony(r.Context(), passkeyRegKey(s.Email))
 	if err != nil {
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	if session == nil {
-		passkeyError(w, http.StatusUnprocessableEntity, "passkey.expired")
+		passkeyError(w, r, http.StatusUnprocessableEntity, "passkey.expired")
 		return
 	}
 	parsed, err := protocol.ParseCredentialCreationResponseBody(strings.NewReader(r.PostForm.Get("credential")))
 	if err != nil {
-		passkeyError(w, http.StatusUnprocessableEntity, "passkey.refused")
+		passkeyError(w, r, http.StatusUnprocessableEntity, "passkey.refused")
 		return
 	}
 	cred, err := wa.CreateCredential(passkeyUser{s.user}, *session, parsed)
 	if err != nil {
 		h.log.Info("dashboard: passkey registration refused", "err", err)
-		passkeyError(w, http.StatusUnprocessableEntity, "passkey.refused")
+		passkeyError(w, r, http.StatusUnprocessableEntity, "passkey.refused")
 		return
 	}
 	u, err := h.changeTwoFactor(r.Context(), s.Email, func(tf *twoFactor) {
@@ -162,7 +162,7 @@ func (h *Dashboard) finishPasskey(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	if err != nil || u == nil {
-		passkeyError(w, http.StatusConflict, "passkey.needtotp")
+		passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -186,19 +186,19 @@ func (h *Dashboard) changeTwoFactor(ctx context.Context, email string, change fu
 func (h *Dashboard) beginPasskeySignIn(w http.ResponseWriter, r *http.Request) {
 	p, token, err := h.pendingOf(r)
 	if err != nil || p == nil {
-		passkeyError(w, http.StatusUnauthorized, "err.2fa.expired")
+		passkeyError(w, r, http.StatusUnauthorized, "err.2fa.expired")
 		return
 	}
 	wa := h.relyingParty()
 	u, err := h.user(r.Context(), p.Email)
 	if wa == nil || err != nil || u == nil || u.TwoFactor == nil || len(u.TwoFactor.Passkeys) == 0 {
-		passkeyError(w, http.StatusConflict, "passkey.none")
+		passkeyError(w, r, http.StatusConflict, "passkey.none")
 		return
 	}
 	assertion, session, err := wa.BeginLogin(passkeyUser{u})
 	if err != nil {
 		h.log.Error("dashboard: begin passkey sign-in", "err", err)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	h.writeCeremony(w, r, passkeyLoginKey(token), session, p.Expires, assertion)
@@ -209,28 +209,28 @@ func (h *Dashboard) beginPasskeySignIn(w http.ResponseWriter, r *http.Request) {
 func (h *Dashboard) finishPasskeySignIn(w http.ResponseWriter, r *http.Request) {
 	p, token, err := h.pendingOf(r)
 	if err != nil || p == nil {
-		passkeyError(w, http.StatusUnauthorized, "err.2fa.expired")
+		passkeyError(w, r, http.StatusUnauthorized, "err.2fa.expired")
 		return
 	}
 	counted, trusted, wait, err := h.signInCounts(r, p.Email)
 	if err != nil {
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	if wait > 0 {
 		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
-		passkeyError(w, http.StatusTooManyRequests, "err.ratelimit")
+		passkeyError(w, r, http.StatusTooManyRequests, "err.ratelimit")
 		return
 	}
 	u, ok, err := h.usePasskey(r, p, token)
 	if err != nil {
 		h.limits.give(counted...)
 		h.log.Error("dashboard: passkey sign-in", "err", err)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	if !ok {
-		passkeyError(w, http.StatusUnauthorized, "passkey.refused")
+		passkeyError(w, r, http.StatusUnauthorized, "passkey.refused")
 		return
 	}
 	if trusted {
@@ -245,7 +245,7 @@ func (h *Dashboard) finishPasskeySignIn(w http.ResponseWriter, r *http.Request) 
 	h.setDeviceCookie(w, r, u)
 	sess, err := h.newSession(r.Context(), u)
 	if err != nil {
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	h.setSessionCookie(w, sess)

@@ -9,6 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/http/i18n"
 )
 
 // overviewStore is a store with a history, made through the real
@@ -54,6 +55,10 @@ func overviewStore(t *testing.T, e *env, c *client) *kassa.Store {
 	})
 	e.settle(create(5))
 	create(3)
+	// The session ended in the 42 days.
+	if code := c.login("a@example.com", "correct horse battery"); code != http.StatusSeeOther {
+		t.Fatalf("log in again: %d", code)
+	}
 	return st
 }
 
@@ -141,8 +146,21 @@ func TestOverviewPage(t *testing.T) {
 	if strings.Contains(body, "order-100") {
 		t.Errorf("the overview shows the sale of 40 days ago")
 	}
+	// A guest may view invoices, not the reports or the payouts: the
+	// overview without the balance and the payouts.
+	guest := e.client()
+	guest.signup("guest@example.com")
+	guest.join(inviteMember(t, c, st, kassa.RoleGuest))
+	code, gbody, _ := guest.get(base + "/overview")
+	if code != http.StatusOK || !strings.Contains(gbody, "€35.00") || strings.Contains(gbody, `id="balance"`) || strings.Contains(gbody, htmlText(msg("ov.payouts"))) {
+		t.Errorf("a guest's overview: %d, balance %v, payouts %v", code, strings.Contains(gbody, `id="balance"`), strings.Contains(gbody, htmlText(msg("ov.payouts"))))
+	}
+	if !strings.Contains(body, htmlText(msg("ov.payouts"))) {
+		t.Errorf("the owner's overview lacks the payouts")
+	}
 	_, body = c.getLang(base+"/overview", "de")
-	if !strings.Contains(body, htmlText(msgIn("de", "ov.sales"))) || !strings.Contains(body, "30,00 €") {
-		t.Errorf("the German overview: %.600s", body)
+	if !strings.Contains(body, htmlText(msgIn("de", "ov.sales"))) || !strings.Contains(body, i18n.Money("de", decimal.NewFromInt(30), kassa.EUR)) {
+		i := max(strings.Index(body, `id="sales-total"`), 0)
+		t.Errorf("the German overview: %.300s", body[i:])
 	}
 }

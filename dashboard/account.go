@@ -22,11 +22,11 @@ func (h *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, status, "account", map[string]any{"Error": message})
 	}
 	if next != r.PostForm.Get("confirm") {
-		fail(http.StatusUnprocessableEntity, msg("err.confirm"))
+		fail(http.StatusUnprocessableEntity, tr(r, "err.confirm"))
 		return
 	}
 	if len(next) < minPassword || len(next) > maxPassword {
-		fail(http.StatusUnprocessableEntity, msg("err.password"))
+		fail(http.StatusUnprocessableEntity, tr(r, "err.password"))
 		return
 	}
 	// The current password is checked as a sign-in is, and counted
@@ -35,7 +35,7 @@ func (h *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 	byAddress, byAccount := addressKey(network), accountKey(network, s.Email)
 	if wait := h.limits.take(limit{byAddress, maxFailsAddress}, limit{byAccount, maxFailsAccount}); wait > 0 {
 		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
-		fail(http.StatusTooManyRequests, msg("err.ratelimit"))
+		fail(http.StatusTooManyRequests, tr(r, "err.ratelimit"))
 		return
 	}
 	verified := s.user.PasswordHash
@@ -46,7 +46,7 @@ func (h *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok || len(current) > maxPassword {
-		fail(http.StatusUnprocessableEntity, msg("err.current"))
+		fail(http.StatusUnprocessableEntity, tr(r, "err.current"))
 		return
 	}
 	h.limits.give(byAddress)
@@ -59,7 +59,7 @@ func (h *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 	}, s)
 	switch {
 	case err == errWrongPassword:
-		fail(http.StatusUnprocessableEntity, msg("err.current"))
+		fail(http.StatusUnprocessableEntity, tr(r, "err.current"))
 	case err == errBusy:
 		h.busy(w, r, "account", map[string]any{})
 	case kassa.ErrorCode(err) == kassa.Invalid:

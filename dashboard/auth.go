@@ -100,7 +100,7 @@ func (h *Dashboard) signupPage(w http.ResponseWriter, r *http.Request) {
 func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	email, password, code := strings.TrimSpace(r.PostForm.Get("email")), r.PostForm.Get("password"), r.PostForm.Get("invite")
 	data := map[string]any{"Invite": code, "Open": h.Signup == SignupOpen, "Email": email}
-	if problem := checkAccount(email, password); problem != "" {
+	if problem := checkAccount(requestLang(r), email, password); problem != "" {
 		data["Error"] = problem
 		h.render(w, r, http.StatusUnprocessableEntity, "signup", data)
 		return
@@ -108,7 +108,7 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	network, wide := h.clientNetworks(r)
 	if wait := h.limits.take(limit{signupKey(network), maxSignupsAddress}, limit{signupWideKey(wide), maxSignupsWide}); wait > 0 {
 		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
-		data["Error"] = msg("err.ratelimit")
+		data["Error"] = tr(r, "err.ratelimit")
 		h.render(w, r, http.StatusTooManyRequests, "signup", data)
 		return
 	}
@@ -121,7 +121,7 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !ok {
-			data["Error"] = msg("err.invite")
+			data["Error"] = tr(r, "err.invite")
 			h.render(w, r, http.StatusForbidden, "signup", data)
 			return
 		}
@@ -140,7 +140,7 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	case err == errBusy:
 		h.busy(w, r, "signup", data)
 	case err == errBadInvite:
-		data["Error"] = msg("err.invite")
+		data["Error"] = tr(r, "err.invite")
 		h.render(w, r, http.StatusForbidden, "signup", data)
 	case kassa.ErrorCode(err) == kassa.Invalid:
 		data["Error"] = kassa.ErrorMessage(err)
@@ -154,7 +154,7 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 // hashing slot is taken.
 func (h *Dashboard) busy(w http.ResponseWriter, r *http.Request, page string, data map[string]any) {
 	w.Header().Set("Retry-After", busyRetry)
-	data["Error"] = msg("err.busy")
+	data["Error"] = tr(r, "err.busy")
 	h.render(w, r, http.StatusServiceUnavailable, page, data)
 }
 
@@ -208,7 +208,7 @@ func (h *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	if !t.trusted {
 		if wait := h.limits.take(limit{byAddress, maxFailsAddress}, limit{byWide, maxFailsWide}, limit{byAccount, maxFailsAccount}); wait > 0 {
 			w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
-			data["Error"] = msg("err.ratelimit")
+			data["Error"] = tr(r, "err.ratelimit")
 			h.render(w, r, http.StatusTooManyRequests, "login", data)
 			return
 		}
@@ -237,7 +237,7 @@ func (h *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok || u == nil || len(password) > maxPassword {
-		data["Error"] = msg("err.login")
+		data["Error"] = tr(r, "err.login")
 		h.render(w, r, http.StatusUnauthorized, "login", data)
 		return
 	}

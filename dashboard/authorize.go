@@ -206,7 +206,7 @@ func (h *Dashboard) authorizePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(stores) == 0 {
-		h.failMessage(w, r, http.StatusConflict, func(string) string { return msg("authorize.nostore") })
+		h.failMessage(w, r, http.StatusConflict, func(lang string) string { return msgIn(lang, "authorize.nostore") })
 		return
 	}
 	h.renderAuthorize(w, r, http.StatusOK, req, stores, "")
@@ -259,7 +259,7 @@ func (h *Dashboard) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	label := req.AppName
 	if label == "" {
-		label = msg("authorize.unnamed")
+		label = tr(r, "authorize.unnamed")
 	}
 	if req.AppID != "" {
 		label += " (" + req.AppID + ")"

@@ -64,7 +64,7 @@ func (h *Dashboard) createTopUp(w http.ResponseWriter, r *http.Request) {
 	st := currentStore(r.Context())
 	amount, err := strconv.ParseInt(strings.TrimSpace(r.PostForm.Get("amount")), 10, 64)
 	if err != nil {
-		h.renderBalance(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": msg("err.topup")})
+		h.renderBalance(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": tr(r, "err.topup")})
 		return
 	}
 	_, err = h.TopUps.Create(r.Context(), st.ID, kassa.Sats(amount))
@@ -72,7 +72,7 @@ func (h *Dashboard) createTopUp(w http.ResponseWriter, r *http.Request) {
 	case err == nil:
 		redirect(w, r, st, "/balance", "topupcreated")
 	case errors.Is(err, topup.ErrAmount):
-		h.renderBalance(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": msg("err.topup")})
+		h.renderBalance(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": tr(r, "err.topup")})
 	case ok:
 		h.renderBalance(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": m})
 	default:

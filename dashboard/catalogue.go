@@ -57,6 +57,18 @@ const langCookie = "kassa_lang"
 // else English. With w, a ?lang= choice is kept in the cookie for the
 // next pages; an error page (w nil) does not keep it.
 func (h *Dashboard) lang(w http.ResponseWriter, r *http.Request) string {
+	return chooseLang(w, r)
+}
+
+// requestLang is r's language, as lang finds it, without keeping a
+// choice.
+func requestLang(r *http.Request) string { return chooseLang(nil, r) }
+
+// tr is key's string in r's language: what the Go code says on a page
+// (errors, notices) is translated as the templates' t is.
+func tr(r *http.Request, key string) string { return msgIn(requestLang(r), key) }
+
+func chooseLang(w http.ResponseWriter, r *http.Request) string {
 	var picked string
 	if c, err := r.Cookie(langCookie); err == nil {
 		picked = c.Value

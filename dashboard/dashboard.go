@@ -221,6 +221,7 @@ func (h *Dashboard) routes() *chi.Mux {
 				r.Use(h.storeAccess, h.requireTwoFactor, h.requirePermission(r), h.limitWrites)
 				h.memberRoutes(r)
 				r.Get("/", h.storeSettings)
+				r.Get("/overview", h.overviewPage)
 				r.Post("/settings", h.updateSettings)
 				r.Get("/twofactor", h.storeTwoFactorPage)
 				r.Post("/twofactor", h.setStoreTwoFactor)

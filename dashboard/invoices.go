@@ -30,14 +30,14 @@ func dateRange(r *http.Request) (from, to time.Time, problem string) {
 	if v := q.Get("from"); v != "" {
 		t, err := time.Parse("2006-01-02", v)
 		if err != nil {
-			return from, to, msg("err.date")
+			return from, to, tr(r, "err.date")
 		}
 		from = t
 	}
 	if v := q.Get("to"); v != "" {
 		t, err := time.Parse("2006-01-02", v)
 		if err != nil {
-			return from, to, msg("err.date")
+			return from, to, tr(r, "err.date")
 		}
 		to = t.Add(24*time.Hour - time.Second)
 	}
@@ -182,6 +182,9 @@ func (h *Dashboard) renderInvoice(w http.ResponseWriter, r *http.Request, status
 	meta := ""
 	if len(inv.Metadata) > 0 {
 		meta = renderMetadata(inv.Metadata)
+		if m, ok := strings.CutSuffix(meta, msg("inv.metatruncated")); ok {
+			meta = m + tr(r, "inv.metatruncated")
+		}
 	}
 	data["Inv"], data["Txs"], data["Deliveries"], data["Meta"] = inv, rows, deliveries, meta
 	data["Order"] = inv.SearchOrderID()
@@ -218,7 +221,7 @@ func (h *Dashboard) createInvoice(w http.ResponseWriter, r *http.Request) {
 		BuyerEmail: strings.TrimSpace(f.Get("buyerEmail")), RedirectURL: strings.TrimSpace(f.Get("redirectUrl"))}
 	data := map[string]any{"Currency": f.Get("currency"), "Amount": f.Get("amount"), "OrderID": req.OrderID, "BuyerEmail": req.BuyerEmail, "RedirectURL": req.RedirectURL}
 	if a := strings.TrimSpace(f.Get("amount")); a != "" {
-		d, problem := formAmount(a)
+		d, problem := formAmount(requestLang(r), a)
 		if problem != "" {
 			data["Error"] = "amount: " + problem
 			h.render(w, r, http.StatusUnprocessableEntity, "invoice_new", data)
@@ -267,14 +270,14 @@ func payLinkInput(r *http.Request) (*kassa.PaymentRequestInput, string) {
 		RedirectURL: strings.TrimSpace(f.Get("redirectUrl")), CustomerEmail: strings.TrimSpace(f.Get("customerEmail")),
 		InternalNote: strings.TrimSpace(f.Get("internalNote"))}
 	if a := strings.TrimSpace(f.Get("amount")); a != "" {
-		d, problem := formAmount(a)
+		d, problem := formAmount(requestLang(r), a)
 		if problem != "" {
 			return nil, "amount: " + problem
 		}
 		in.Amount, in.HasAmount = d, true
 	}
 	if v := strings.TrimSpace(f.Get("discount")); v != "" {
-		d, problem := formAmount(v)
+		d, problem := formAmount(requestLang(r), v)
 		if problem != "" {
 			return nil, "discount: " + problem
 		}
@@ -283,7 +286,7 @@ func payLinkInput(r *http.Request) (*kassa.PaymentRequestInput, string) {
 	if v := strings.TrimSpace(f.Get("expiryDate")); v != "" {
 		t, err := time.Parse("2006-01-02", v)
 		if err != nil {
-			return nil, msg("err.date")
+			return nil, tr(r, "err.date")
 		}
 		in.ExpiryDate = t.Add(24*time.Hour - time.Second)
 	}
@@ -361,7 +364,7 @@ func (h *Dashboard) updatePayLink(w http.ResponseWriter, r *http.Request) {
 	in, problem := payLinkInput(r)
 	if problem == "" {
 		if _, err := h.Services.UpdatePaymentRequest(r.Context(), p.StoreID, p.ID, in); err != nil {
-			if m, ok := payLinkClosed(err); ok {
+			if m, ok := payLinkClosed(requestLang(r), err); ok {
 				// The page read before the save is stale: show the link
 				// as it is now, without its form.
 				if now, err := h.Reader.PaymentRequest(r.Context(), p.ID); err == nil {
@@ -388,12 +391,12 @@ func (h *Dashboard) updatePayLink(w http.ResponseWriter, r *http.Request) {
 // payLinkClosed is the dashboard's message for a change refused because
 // the pay link is paid or archived; the API's own text names it by the
 // API's name, payment request.
-func payLinkClosed(err error) (string, bool) {
+func payLinkClosed(lang string, err error) (string, bool) {
 	switch {
 	case errors.Is(err, kassa.ErrPaymentRequestPaid):
-		return msg("link.paidlocked"), true
+		return msgIn(lang, "link.paidlocked"), true
 	case errors.Is(err, kassa.ErrPaymentRequestArchived):
-		return msg("link.archivedlocked"), true
+		return msgIn(lang, "link.archivedlocked"), true
 	}
 	return "", false
 }
@@ -404,7 +407,7 @@ func (h *Dashboard) archivePayLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.Services.ArchivePaymentRequest(r.Context(), p.StoreID, p.ID); err != nil {
-		m, ok := payLinkClosed(err)
+		m, ok := payLinkClosed(requestLang(r), err)
 		if !ok {
 			m, ok = fieldErrors(err)
 		}
@@ -425,14 +428,14 @@ var maxFormAmount = decimal.New(1, 15)
 // (kassa.ParseAmount): a decimal number, and a problem to show when it
 // is none ("must be a number") or one beyond what any invoice can ask
 // ("is too large").
-func formAmount(s string) (decimal.Decimal, string) {
+func formAmount(lang, s string) (decimal.Decimal, string) {
 	quoted, _ := json.Marshal(s)
 	d, err := kassa.ParseAmount(quoted)
 	if err == nil {
 		return d, ""
 	}
 	if d, e := decimal.NewFromString(s); e == nil && d.Abs().GreaterThan(maxFormAmount) {
-		return decimal.Zero, msg("err.toolarge")
+		return decimal.Zero, msgIn(lang, "err.toolarge")
 	}
-	return decimal.Zero, msg("err.number")
+	return decimal.Zero, msgIn(lang, "err.number")
 }

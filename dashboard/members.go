@@ -21,6 +21,7 @@ var storeRoutePerms = map[string]kassa.Permission{
 	// The store's home shows its settings to those who may see them and
 	// sends the others to the invoices.
 	"GET /":           kassa.PermViewInvoices,
+	"GET /overview":   kassa.PermViewInvoices, // its balance and payouts show to those who may see their pages
 	"POST /settings":  kassa.PermModifyStoreSettings,
 	"GET /twofactor":  kassa.PermViewStoreSettings,
 	"POST /twofactor": kassa.PermModifyStoreSettings,

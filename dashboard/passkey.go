@@ -66,8 +66,8 @@ func (p passkeyUser) WebAuthnCredentials() []webauthn.Credential {
 
 // passkeyError answers a passkey request that failed with status and a
 // message for the page's script.
-func passkeyError(w http.ResponseWriter, status int, key string) {
-	writeJSONError(w, status, msg(key))
+func passkeyError(w http.ResponseWriter, r *http.Request, status int, key string) {
+	writeJSONError(w, status, tr(r, key))
 }
 
 // writeCeremony stores session under key until expires and answers the
@@ -75,7 +75,7 @@ func passkeyError(w http.ResponseWriter, status int, key string) {
 func (h *Dashboard) writeCeremony(w http.ResponseWriter, r *http.Request, key string, session *webauthn.SessionData, expires time.Time, options any) {
 	if err := h.putJSON(r.Context(), key, session, expires); err != nil {
 		h.log.Error("dashboard: passkey ceremony", "err", err)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -99,13 +99,13 @@ func (h *Dashboard) beginPasskey(w http.ResponseWriter, r *http.Request) {
 	wa := h.relyingParty()
 	switch {
 	case wa == nil:
-		passkeyError(w, http.StatusConflict, "passkey.nohost")
+		passkeyError(w, r, http.StatusConflict, "passkey.nohost")
 		return
 	case s.user.TwoFactor == nil:
-		passkeyError(w, http.StatusConflict, "passkey.needtotp")
+		passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
 		return
 	case len(s.user.TwoFactor.Passkeys) >= maxPasskeys:
-		passkeyError(w, http.StatusConflict, "passkey.toomany")
+		passkeyError(w, r, http.StatusConflict, "passkey.toomany")
 		return
 	}
 	u := s.user
@@ -118,7 +118,7 @@ func (h *Dashboard) beginPasskey(w http.ResponseWriter, r *http.Request) {
 				tf.Handle = handle
 			}
 		}); err != nil || u == nil {
-			passkeyError(w, http.StatusConflict, "passkey.needtotp")
+			passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
 			return
 		}
 	}
@@ -130,7 +130,7 @@ func (h *Dashboard) beginPasskey(w http.ResponseWriter, r *http.Request) {
 		webauthn.WithResidentKeyRequirement(protocol.ResidentKeyRequirementRequired))
 	if err != nil {
 		h.log.Error("dashboard: begin passkey registration", "err", err)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	h.writeCeremony(w, r, passkeyRegKey(s.Email), session, h.Clock.Now().Add(pendingLifetime), creation)
@@ -142,37 +142,37 @@ func (h *Dashboard) finishPasskey(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
 	wa := h.relyingParty()
 	if wa == nil || s.user.TwoFactor == nil {
-		passkeyError(w, http.StatusConflict, "passkey.needtotp")
+		passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
 		return
 	}
 	session, err := h.takeCeremony(r.Context(), passkeyRegKey(s.Email))
 	if err != nil {
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	if session == nil {
-		passkeyError(w, http.StatusUnprocessableEntity, "passkey.expired")
+		passkeyError(w, r, http.StatusUnprocessableEntity, "passkey.expired")
 		return
 	}
 	parsed, err := protocol.ParseCredentialCreationResponseBody(strings.NewReader(r.PostForm.Get("credential")))
 	if err != nil {
-		passkeyError(w, http.StatusUnprocessableEntity, "passkey.refused")
+		passkeyError(w, r, http.StatusUnprocessableEntity, "passkey.refused")
 		return
 	}
 	cred, err := wa.CreateCredential(passkeyUser{s.user}, *session, parsed)
 	if err != nil {
 		h.log.Info("dashboard: passkey registration refused", "err", err)
-		passkeyError(w, http.StatusUnprocessableEntity, "passkey.refused")
+		passkeyError(w, r, http.StatusUnprocessableEntity, "passkey.refused")
 		return
 	}
 	// The handle names the account to a passkey sign-in without an email.
 	if len(s.user.TwoFactor.Handle) == 0 {
-		passkeyError(w, http.StatusConflict, "passkey.needtotp")
+		passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
 		return
 	}
 	if err := h.putJSON(r.Context(), passkeyOwnerKey(s.user.TwoFactor.Handle), s.user.Email, forever); err != nil {
 		h.log.Error("dashboard: passkey owner", "err", err)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	u, err := h.changeTwoFactor(r.Context(), s.Email, func(tf *twoFactor) {
@@ -184,7 +184,7 @@ func (h *Dashboard) finishPasskey(w http.ResponseWriter, r *http.Request) {
 		}
 	})
 	if err != nil || u == nil {
-		passkeyError(w, http.StatusConflict, "passkey.needtotp")
+		passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -208,19 +208,19 @@ func (h *Dashboard) changeTwoFactor(ctx context.Context, email string, change fu
 func (h *Dashboard) beginPasskeySignIn(w http.ResponseWriter, r *http.Request) {
 	p, token, err := h.pendingOf(r)
 	if err != nil || p == nil {
-		passkeyError(w, http.StatusUnauthorized, "err.2fa.expired")
+		passkeyError(w, r, http.StatusUnauthorized, "err.2fa.expired")
 		return
 	}
 	wa := h.relyingParty()
 	u, err := h.user(r.Context(), p.Email)
 	if wa == nil || err != nil || u == nil || u.TwoFactor == nil || len(u.TwoFactor.Passkeys) == 0 {
-		passkeyError(w, http.StatusConflict, "passkey.none")
+		passkeyError(w, r, http.StatusConflict, "passkey.none")
 		return
 	}
 	assertion, session, err := wa.BeginLogin(passkeyUser{u})
 	if err != nil {
 		h.log.Error("dashboard: begin passkey sign-in", "err", err)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	h.writeCeremony(w, r, passkeyLoginKey(token), session, p.Expires, assertion)
@@ -231,28 +231,28 @@ func (h *Dashboard) beginPasskeySignIn(w http.ResponseWriter, r *http.Request) {
 func (h *Dashboard) finishPasskeySignIn(w http.ResponseWriter, r *http.Request) {
 	p, token, err := h.pendingOf(r)
 	if err != nil || p == nil {
-		passkeyError(w, http.StatusUnauthorized, "err.2fa.expired")
+		passkeyError(w, r, http.StatusUnauthorized, "err.2fa.expired")
 		return
 	}
 	counted, trusted, wait, err := h.signInCounts(r, p.Email)
 	if err != nil {
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	if wait > 0 {
 		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
-		passkeyError(w, http.StatusTooManyRequests, "err.ratelimit")
+		passkeyError(w, r, http.StatusTooManyRequests, "err.ratelimit")
 		return
 	}
 	u, ok, err := h.usePasskey(r, p, token)
 	if err != nil {
 		h.limits.give(counted...)
 		h.log.Error("dashboard: passkey sign-in", "err", err)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	if !ok {
-		passkeyError(w, http.StatusUnauthorized, "passkey.refused")
+		passkeyError(w, r, http.StatusUnauthorized, "passkey.refused")
 		return
 	}
 	if trusted {
@@ -267,7 +267,7 @@ func (h *Dashboard) finishPasskeySignIn(w http.ResponseWriter, r *http.Request) 
 	h.setDeviceCookie(w, r, u)
 	sess, err := h.newSession(r.Context(), u)
 	if err != nil {
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	h.setSessionCookie(w, sess)
@@ -344,19 +344,19 @@ const passkeyCookie = "kassa_passkey"
 func (h *Dashboard) beginPasskeyAlone(w http.ResponseWriter, r *http.Request) {
 	wa := h.relyingParty()
 	if wa == nil {
-		passkeyError(w, http.StatusConflict, "passkey.nohost")
+		passkeyError(w, r, http.StatusConflict, "passkey.nohost")
 		return
 	}
 	network, _ := h.clientNetworks(r)
 	if wait := h.writes.take("passkey:" + network); wait > 0 {
 		w.Header().Set("Retry-After", itoa(retryAfter(wait)))
-		passkeyError(w, http.StatusTooManyRequests, "err.ratelimit")
+		passkeyError(w, r, http.StatusTooManyRequests, "err.ratelimit")
 		return
 	}
 	assertion, session, err := wa.BeginDiscoverableLogin(webauthn.WithUserVerification(protocol.VerificationRequired))
 	if err != nil {
 		h.log.Error("dashboard: begin passkey sign-in", "err", err)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	token := newToken()
@@ -374,50 +374,50 @@ func (h *Dashboard) finishPasskeyAlone(w http.ResponseWriter, r *http.Request) {
 	wa := h.relyingParty()
 	c, err := r.Cookie(passkeyCookie)
 	if wa == nil || err != nil || c.Value == "" || len(c.Value) > 100 {
-		passkeyError(w, http.StatusUnauthorized, "passkey.expired")
+		passkeyError(w, r, http.StatusUnauthorized, "passkey.expired")
 		return
 	}
 	parsed, perr := protocol.ParseCredentialRequestResponseBody(strings.NewReader(r.PostForm.Get("credential")))
 	email := ""
 	if perr == nil && len(parsed.Response.UserHandle) > 0 && len(parsed.Response.UserHandle) <= 64 {
 		if _, err := h.getJSON(r.Context(), passkeyOwnerKey(parsed.Response.UserHandle), &email); err != nil {
-			passkeyError(w, http.StatusInternalServerError, "err.internal")
+			passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 			return
 		}
 	}
 	counted, trusted, wait, err := h.signInCounts(r, email)
 	if err != nil {
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	if wait > 0 {
 		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
-		passkeyError(w, http.StatusTooManyRequests, "err.ratelimit")
+		passkeyError(w, r, http.StatusTooManyRequests, "err.ratelimit")
 		return
 	}
 	session, err := h.takeCeremony(r.Context(), passkeyAloneKey(c.Value))
 	if err != nil {
 		h.limits.give(counted...)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	if session == nil || len(session.UserID) != 0 {
-		passkeyError(w, http.StatusUnauthorized, "passkey.expired")
+		passkeyError(w, r, http.StatusUnauthorized, "passkey.expired")
 		return
 	}
 	if perr != nil || email == "" {
-		passkeyError(w, http.StatusUnauthorized, "passkey.refused")
+		passkeyError(w, r, http.StatusUnauthorized, "passkey.refused")
 		return
 	}
 	u, ok, err := h.checkPasskey(r.Context(), wa, session, parsed, email, -1)
 	if err != nil {
 		h.limits.give(counted...)
 		h.log.Error("dashboard: passkey sign-in", "err", err)
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	if !ok {
-		passkeyError(w, http.StatusUnauthorized, "passkey.refused")
+		passkeyError(w, r, http.StatusUnauthorized, "passkey.refused")
 		return
 	}
 	if trusted {
@@ -431,7 +431,7 @@ func (h *Dashboard) finishPasskeyAlone(w http.ResponseWriter, r *http.Request) {
 	h.setDeviceCookie(w, r, u)
 	sess, err := h.newSession(r.Context(), u)
 	if err != nil {
-		passkeyError(w, http.StatusInternalServerError, "err.internal")
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
 	h.setSessionCookie(w, sess)

@@ -132,7 +132,7 @@ func (h *Dashboard) allowSearch(w http.ResponseWriter, r *http.Request) (string,
 	}
 	secs := retryAfter(wait)
 	w.Header().Set("Retry-After", itoa(secs))
-	return fmt.Sprintf(msg("err.searchlimit"), secs), false
+	return fmt.Sprintf(tr(r, "err.searchlimit"), secs), false
 }
 
 // storeReservations counts the stores being created per account, so
@@ -145,7 +145,10 @@ type storeReservations struct {
 // errStoreCap refuses a store over the account's cap.
 type errStoreCap int
 
-func (e errStoreCap) Error() string { return fmt.Sprintf(msg("err.storecap"), int(e)) }
+func (e errStoreCap) Error() string { return e.in("en") }
+
+// in is the refusal in lang.
+func (e errStoreCap) in(lang string) string { return fmt.Sprintf(msgIn(lang, "err.storecap"), int(e)) }
 
 // reserveStore holds a place for one more store of email under the cap,
 // or returns errStoreCap. release gives it back once the store is

@@ -90,14 +90,14 @@ func refundRequest(r *http.Request, lang string) (kassa.RefundRequest, string) {
 	req := kassa.RefundRequest{Choice: kassa.RefundChoice(f.Get("choice")), CustomCurrency: kassa.Currency(f.Get("customCurrency")),
 		Description: strings.TrimSpace(f.Get("description"))}
 	if req.Choice == kassa.RefundCustom {
-		d, problem := formAmount(strings.TrimSpace(f.Get("customAmount")))
+		d, problem := formAmount(requestLang(r), strings.TrimSpace(f.Get("customAmount")))
 		if problem != "" {
 			return req, msgIn(lang, "ref.customamount") + ": " + problem
 		}
 		req.CustomAmount = d
 	}
 	if v := strings.TrimSpace(f.Get("subtractPercentage")); v != "" {
-		d, problem := formAmount(v)
+		d, problem := formAmount(requestLang(r), v)
 		if problem != "" {
 			return req, msgIn(lang, "ref.percent") + ": " + problem
 		}

@@ -74,7 +74,7 @@ func (h *Dashboard) listStores(w http.ResponseWriter, r *http.Request) {
 func (h *Dashboard) newStorePage(w http.ResponseWriter, r *http.Request) {
 	data := map[string]any{"Currency": "EUR"}
 	if n := h.Limits.StoresPerAccount; n >= 0 && len(current(r.Context()).user.StoreIDs) >= n {
-		data["Error"] = errStoreCap(n).Error()
+		data["Error"] = errStoreCap(n).in(requestLang(r))
 	}
 	h.render(w, r, http.StatusOK, "store_new", data)
 }
@@ -88,7 +88,7 @@ func (h *Dashboard) createStore(w http.ResponseWriter, r *http.Request) {
 		PercentFee: h.PercentFee, ConfirmationsRequired: 1}
 	release, err := h.reserveStore(r.Context(), s.Email)
 	if capErr, ok := err.(errStoreCap); ok {
-		h.render(w, r, http.StatusForbidden, "store_new", map[string]any{"Error": capErr.Error(), "Name": settings.Name, "Currency": f.Get("currency")})
+		h.render(w, r, http.StatusForbidden, "store_new", map[string]any{"Error": capErr.in(requestLang(r)), "Name": settings.Name, "Currency": f.Get("currency")})
 		return
 	}
 	if err != nil {
@@ -276,7 +276,7 @@ func (h *Dashboard) revealKey(w http.ResponseWriter, r *http.Request) {
 	byAddress, byAccount := addressKey(network), accountKey(network, s.Email)
 	if wait := h.limits.take(limit{byAddress, maxFailsAddress}, limit{byAccount, maxFailsAccount}); wait > 0 {
 		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
-		fail(http.StatusTooManyRequests, msg("err.ratelimit"))
+		fail(http.StatusTooManyRequests, tr(r, "err.ratelimit"))
 		return
 	}
 	ok, err := h.check(r.Context(), ticket{trusted: true, account: s.Email}, s.user.PasswordHash, password)
@@ -286,7 +286,7 @@ func (h *Dashboard) revealKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok || len(password) > maxPassword {
-		fail(http.StatusForbidden, msg("err.reveal"))
+		fail(http.StatusForbidden, tr(r, "err.reveal"))
 		return
 	}
 	h.limits.give(byAddress)

@@ -146,7 +146,10 @@ func escapeCell(s string) string {
 const exportPage = 500
 
 // exportCSV streams the store's transactions in the date range as CSV
-// (RFC 4180), newest first like the list.
+// (RFC 4180), newest first like the list. With a period (from, to) it
+// is the accounting export: every payment with its value at the locked
+// rate, the fees, top-ups and refund lines of those days (README,
+// "Accounting export").
 func (h *Dashboard) exportCSV(w http.ResponseWriter, r *http.Request) {
 	st := currentStore(r.Context())
 	from, to, problem := dateRange(r)
@@ -161,7 +164,14 @@ func (h *Dashboard) exportCSV(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-	w.Header().Set("Content-Disposition", `attachment; filename="transactions-`+st.ID+`.csv"`)
+	// The file is named by its period, as dateRange read it.
+	name := "transactions-" + st.ID
+	for _, d := range []time.Time{from, to} {
+		if !d.IsZero() {
+			name += "-" + d.Format("2006-01-02")
+		}
+	}
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`.csv"`)
 	cw := csv.NewWriter(w)
 	cw.UseCRLF = true
 	cw.Write(csvHeader)

@@ -318,7 +318,7 @@ func (h *Dashboard) pendingOf(r *http.Request) (*pendingSignIn, string, error) {
 
 // expiredSignIn answers a second step without a live pending sign-in.
 func (h *Dashboard) expiredSignIn(w http.ResponseWriter, r *http.Request) {
-	h.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Open": h.Signup == SignupOpen, "Passkey": h.passkeysOffered(), "Error": msg("err.2fa.expired")})
+	h.render(w, r, http.StatusUnauthorized, "login", map[string]any{"Open": h.Signup == SignupOpen, "Passkey": h.passkeysOffered(), "Error": tr(r, "err.2fa.expired")})
 }
 
 func (h *Dashboard) secondStepPage(w http.ResponseWriter, r *http.Request) {
@@ -359,7 +359,7 @@ func (h *Dashboard) secondStep(w http.ResponseWriter, r *http.Request) {
 	}
 	if wait > 0 {
 		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
-		data["Error"] = msg("err.ratelimit")
+		data["Error"] = tr(r, "err.ratelimit")
 		h.render(w, r, http.StatusTooManyRequests, "login_2fa", data)
 		return
 	}
@@ -370,7 +370,7 @@ func (h *Dashboard) secondStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		data["Error"] = msg("err.2fa.code")
+		data["Error"] = tr(r, "err.2fa.code")
 		h.render(w, r, http.StatusUnauthorized, "login_2fa", data)
 		return
 	}
@@ -422,7 +422,7 @@ func (h *Dashboard) startEnrolment(w http.ResponseWriter, r *http.Request) {
 	u := current(r.Context()).user
 	if u.TwoFactor != nil {
 		data := h.twoFactorData(u)
-		data["Error"] = msg("err.2fa.on")
+		data["Error"] = tr(r, "err.2fa.on")
 		h.render(w, r, http.StatusConflict, "twofactor", data)
 		return
 	}
@@ -484,7 +484,7 @@ func (h *Dashboard) takeAccountAttempt(w http.ResponseWriter, r *http.Request, p
 	keys := []string{addressKey(network), accountKey(network, current(r.Context()).Email)}
 	if wait := h.limits.take(limit{keys[0], maxFailsAddress}, limit{keys[1], maxFailsAccount}); wait > 0 {
 		w.Header().Set("Retry-After", itoa(int64(wait/time.Second)+1))
-		data["Error"] = msg("err.ratelimit")
+		data["Error"] = tr(r, "err.ratelimit")
 		h.render(w, r, http.StatusTooManyRequests, page, data)
 		return nil
 	}
@@ -504,7 +504,7 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok || !h.Clock.Now().Before(e.Expires) || s.user.TwoFactor != nil {
 		data := h.twoFactorData(s.user)
-		data["Error"] = msg("err.2fa.noenrol")
+		data["Error"] = tr(r, "err.2fa.noenrol")
 		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
 		return
 	}
@@ -519,7 +519,7 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 	}
 	step, ok := totpStep(secret, r.PostForm.Get("code"), h.Clock.Now(), 0)
 	if !ok {
-		h.renderEnrolment(w, r, http.StatusUnprocessableEntity, s.user, secret, msg("err.2fa.code"))
+		h.renderEnrolment(w, r, http.StatusUnprocessableEntity, s.user, secret, tr(r, "err.2fa.code"))
 		return
 	}
 	h.limits.give(counted...)
@@ -544,7 +544,7 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 	h.usersMu.Unlock()
 	if err == errNoEnrolment {
 		data := h.twoFactorData(u)
-		data["Error"] = msg("err.2fa.on")
+		data["Error"] = tr(r, "err.2fa.on")
 		h.render(w, r, http.StatusConflict, "twofactor", data)
 		return
 	}
@@ -557,7 +557,7 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 		h.log.Warn("dashboard: end a two-factor enrolment", "err", err)
 	}
 	data := h.twoFactorData(u)
-	data["Codes"], data["Flash"] = shown, msg("done.2faon")
+	data["Codes"], data["Flash"] = shown, tr(r, "done.2faon")
 	h.render(w, r, http.StatusOK, "twofactor", data)
 }
 
@@ -579,7 +579,7 @@ func (h *Dashboard) newRecovery(w http.ResponseWriter, r *http.Request) {
 	}
 	if !ok {
 		data := h.twoFactorData(s.user)
-		data["Error"] = msg("err.2fa.code")
+		data["Error"] = tr(r, "err.2fa.code")
 		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
 		return
 	}
@@ -610,7 +610,7 @@ func (h *Dashboard) disableTwoFactor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok || len(password) > maxPassword {
-		data["Error"] = msg("err.current")
+		data["Error"] = tr(r, "err.current")
 		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
 		return
 	}
@@ -626,13 +626,13 @@ func (h *Dashboard) disableTwoFactor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		data["Error"] = msg("err.2fa.code")
+		data["Error"] = tr(r, "err.2fa.code")
 		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
 		return
 	}
 	h.limits.give(counted...)
 	if u.TwoFactor != nil { // the password changed since it was checked
-		data["Error"] = msg("err.current")
+		data["Error"] = tr(r, "err.current")
 		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
 		return
 	}
@@ -722,7 +722,7 @@ func (h *Dashboard) setStoreTwoFactor(w http.ResponseWriter, r *http.Request) {
 	s, st := current(r.Context()), currentStore(r.Context())
 	on := r.PostForm.Get("required") == "on"
 	if on && s.user.TwoFactor == nil {
-		h.render(w, r, http.StatusConflict, "store_twofactor", map[string]any{"Required": false, "Error": msg("err.2fa.ownerfirst")})
+		h.render(w, r, http.StatusConflict, "store_twofactor", map[string]any{"Required": false, "Error": tr(r, "err.2fa.ownerfirst")})
 		return
 	}
 	req := storeRequirement{Required: on, By: s.Email, At: h.Clock.Now().UTC()}

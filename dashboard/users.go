@@ -142,12 +142,12 @@ const (
 
 // checkAccount says what is wrong with a new account's email and
 // password, or "".
-func checkAccount(email, password string) string {
+func checkAccount(lang, email, password string) string {
 	if a, err := mail.ParseAddress(email); err != nil || a.Address != email || len(email) > maxEmail {
-		return msg("err.email")
+		return msgIn(lang, "err.email")
 	}
 	if len(password) < minPassword || len(password) > maxPassword {
-		return msg("err.password")
+		return msgIn(lang, "err.password")
 	}
 	return ""
 }
@@ -205,7 +205,9 @@ type newAccount struct {
 // when the email has an account (errUserExists), so that both take as
 // long.
 func (h *Dashboard) createUser(ctx context.Context, a newAccount) (*user, error) {
-	if problem := checkAccount(a.email, a.password); problem != "" {
+	// The forms check first, in the reader's language: a refusal here
+	// answers the admin command, in English.
+	if problem := checkAccount("en", a.email, a.password); problem != "" {
 		return nil, kassa.Errorf(kassa.Invalid, "%s", problem)
 	}
 	hash, err := h.hash(ctx, a.gate, a.password)

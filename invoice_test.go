@@ -621,3 +621,55 @@ func TestInvoicePaidInCurrency(t *testing.T) {
 		t.Errorf("sats: PaidInCurrency = %s, want 2500", got)
 	}
 }
+
+// TestInvoiceOwnTerms: a request may set its invoice's confirmations and
+// expiry within their bounds, over the store's and the service's; out of
+// bounds they are named fields; unset, the defaults hold.
+func TestInvoiceOwnTerms(t *testing.T) {
+	confs := func(n int32) *int32 { return &n }
+	for _, tc := range []struct {
+		name   string
+		req    InvoiceRequest
+		fields []string
+	}{
+		{"zero confirmations", InvoiceRequest{ConfirmationsRequired: confs(0)}, nil},
+		{"the most confirmations", InvoiceRequest{ConfirmationsRequired: confs(MaxConfirmationsRequired)}, nil},
+		{"negative confirmations", InvoiceRequest{ConfirmationsRequired: confs(-1)}, []string{"confirmationsRequired"}},
+		{"too many confirmations", InvoiceRequest{ConfirmationsRequired: confs(MaxConfirmationsRequired + 1)}, []string{"confirmationsRequired"}},
+		{"shortest expiry", InvoiceRequest{Expiry: MinInvoiceExpiry}, nil},
+		{"longest expiry", InvoiceRequest{Expiry: MaxInvoiceExpiry}, nil},
+		{"negative expiry", InvoiceRequest{Expiry: -time.Minute}, []string{"expiry"}},
+		{"too short an expiry", InvoiceRequest{Expiry: MinInvoiceExpiry - time.Millisecond}, []string{"expiry"}},
+		{"too long an expiry", InvoiceRequest{Expiry: MaxInvoiceExpiry + time.Second}, []string{"expiry"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.req
+			checkFields(t, r.Validate(), tc.fields)
+		})
+	}
+
+	store := scriptStore()
+	store.ConfirmationsRequired = 3
+	now := time.Date(2025, 11, 21, 10, 0, 0, 0, time.UTC)
+	terms := InvoiceTerms{RequestRate: decimalOf("87000"), StoreRate: decimalOf("87000"), Now: now, Expiry: 15 * time.Minute, Monitoring: time.Hour}
+	req := InvoiceRequest{Amount: decimalOf("10"), HasAmount: true, Currency: EUR}
+	if err := req.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	inv, effects, err := NewInvoice("inv1", &store, &req, terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.ConfirmationsRequired != 3 || !inv.ExpiresAt.Equal(now.Add(15*time.Minute)) {
+		t.Errorf("defaults: %d confirmations, expires %s; want the store's 3 and the service's 15 minutes", inv.ConfirmationsRequired, inv.ExpiresAt)
+	}
+	req.ConfirmationsRequired, req.Expiry = confs(0), 90*time.Second
+	inv, effects, err = NewInvoice("inv2", &store, &req, terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := now.Add(90 * time.Second); inv.ConfirmationsRequired != 0 || !inv.ExpiresAt.Equal(want) ||
+		!inv.MonitorUntil.Equal(want.Add(time.Hour)) || !slices.Contains(effects, Effect(ArmTimer{At: want})) {
+		t.Errorf("own terms: %d confirmations, expires %s, monitored until %s, effects %v", inv.ConfirmationsRequired, inv.ExpiresAt, inv.MonitorUntil, effects)
+	}
+}

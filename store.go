@@ -269,7 +269,7 @@ func (s *StoreSettings) Validate() error {
 	if s.RateFallback != "" && s.RatePrimary == "" {
 		fields = append(fields, FieldError{"rateFallback", "needs a ratePrimary"})
 	}
-	if s.ConfirmationsRequired < 0 || s.ConfirmationsRequired > 100 {
+	if s.ConfirmationsRequired < 0 || s.ConfirmationsRequired > MaxConfirmationsRequired {
 		fields = append(fields, FieldError{"confirmations", "must be between 0 and 100"})
 	}
 	if s.MaxInvoiceAmount < 0 || s.MaxInvoiceAmount > MaxSats {
@@ -341,7 +341,7 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	}
 	fields = append(fields, fieldErrors(ValidateLightningAddress(u.LightningAddress))...)
 	fields = append(fields, fieldErrors(ValidateXpub(u.Xpub, u.XpubType))...)
-	if u.ConfirmationsRequired < 0 || u.ConfirmationsRequired > 100 {
+	if u.ConfirmationsRequired < 0 || u.ConfirmationsRequired > MaxConfirmationsRequired {
 		add("confirmations", "must be between 0 and 100")
 	}
 	if u.OnchainMinAmount < 0 || u.OnchainMinAmount > MaxSats {

@@ -230,6 +230,7 @@ func invoiceRequestIn(d *protos.InvoiceRequestDoc) (*kassa.InvoiceRequest, error
 		RedirectURL: d.RedirectUrl, RedirectAutomatically: d.RedirectAutomatically, OrderID: d.OrderId,
 		WalletMessage: d.WalletMessage, Metadata: metadataIn(d.Metadata), ReferralCode: d.ReferralCode,
 		PaymentLinkID: d.PaymentLinkId, Language: d.Language,
+		ConfirmationsRequired: d.ConfirmationsRequired, Expiry: time.Duration(d.ExpiryNs),
 	}
 	return req, r.err
 }

@@ -102,6 +102,7 @@ func invoiceRequestOut(r *kassa.InvoiceRequest) *protos.InvoiceRequestDoc {
 		EnabledMethods: methodsOut(r.EnabledMethods), BuyerEmail: r.BuyerEmail, RedirectUrl: r.RedirectURL,
 		RedirectAutomatically: r.RedirectAutomatically, OrderId: r.OrderID, WalletMessage: r.WalletMessage,
 		Metadata: r.Metadata, ReferralCode: r.ReferralCode, PaymentLinkId: r.PaymentLinkID, Language: r.Language,
+		ConfirmationsRequired: r.ConfirmationsRequired, ExpiryNs: int64(r.Expiry),
 	}
 }
 

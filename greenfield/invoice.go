@@ -38,7 +38,7 @@ type checkoutBody struct {
 	PaymentMethods        []string         `json:"paymentMethods"`
 	DefaultPaymentMethod  *string          `json:"defaultPaymentMethod"`
 	LazyPaymentMethods    *bool            `json:"lazyPaymentMethods"`
-	ExpirationMinutes     *decimal.Decimal `json:"expirationMinutes"`
+	ExpirationMinutes     json.RawMessage  `json:"expirationMinutes"`
 	MonitoringMinutes     *decimal.Decimal `json:"monitoringMinutes"`
 	PaymentTolerance      *decimal.Decimal `json:"paymentTolerance"`
 	RedirectURL           *string          `json:"redirectURL"`
@@ -99,8 +99,31 @@ func parseMethod(id string) (kassa.PaymentMethod, bool) {
 	return 0, false
 }
 
-// speedPolicies are SpeedPolicy's values (swagger.template.json).
-var speedPolicies = []string{"HighSpeed", "MediumSpeed", "LowSpeed", "LowMediumSpeed"}
+// speedPolicies are SpeedPolicy's values (swagger.template.json) and
+// the confirmations each asks for.
+var speedPolicies = map[string]int32{"HighSpeed": 0, "MediumSpeed": 1, "LowMediumSpeed": 2, "LowSpeed": 6}
+
+// expiry reads expirationMinutes, a JSON number of minutes (fractions
+// count, to the millisecond), or says what is wrong with it. A value
+// beyond any bound is answered as too long, not converted.
+func expiry(raw json.RawMessage) (time.Duration, string) {
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, "must be a number of minutes"
+	}
+	minutes, err := decimal.NewFromString(n.String())
+	if err != nil {
+		return 0, "must be a number of minutes"
+	}
+	ms := minutes.Mul(decimal.NewFromInt(60_000))
+	switch {
+	case ms.LessThan(decimal.NewFromInt(kassa.MinInvoiceExpiry.Milliseconds())):
+		return 0, "Expiration time must be at least 30 seconds"
+	case ms.GreaterThan(decimal.NewFromInt(kassa.MaxInvoiceExpiry.Milliseconds())):
+		return 0, fmt.Sprintf("Expiration time must be at most %d minutes", int64(kassa.MaxInvoiceExpiry/time.Minute))
+	}
+	return time.Duration(ms.IntPart()) * time.Millisecond, ""
+}
 
 // invoiceRequest translates a create body into the domain's request, or
 // returns every field that cannot be translated.
@@ -152,11 +175,19 @@ func (b *createBody) invoiceRequest(store *kassa.Store) (*kassa.InvoiceRequest, 
 				req.EnabledMethods = append(req.EnabledMethods, m)
 			}
 		}
-		if c.SpeedPolicy != nil && !containsString(speedPolicies, *c.SpeedPolicy) {
-			add("checkout.speedPolicy", "must be one of HighSpeed, MediumSpeed, LowMediumSpeed, LowSpeed")
+		if c.SpeedPolicy != nil {
+			if confirmations, ok := speedPolicies[*c.SpeedPolicy]; ok {
+				req.ConfirmationsRequired = &confirmations
+			} else {
+				add("checkout.speedPolicy", "must be one of HighSpeed, MediumSpeed, LowMediumSpeed, LowSpeed")
+			}
 		}
-		if c.ExpirationMinutes != nil && c.ExpirationMinutes.Mul(decimal.NewFromInt(60)).LessThan(decimal.NewFromInt(30)) {
-			add("checkout.expirationMinutes", "Expiration time must be at least 30 seconds")
+		if raw := bytes.TrimSpace(c.ExpirationMinutes); len(raw) > 0 && string(raw) != "null" {
+			if d, msg := expiry(raw); msg != "" {
+				add("checkout.expirationMinutes", msg)
+			} else {
+				req.Expiry = d
+			}
 		}
 		if c.PaymentTolerance != nil && (c.PaymentTolerance.IsNegative() || c.PaymentTolerance.GreaterThan(decimal.NewFromInt(100))) {
 			add("checkout.paymentTolerance", "PaymentTolerance can only be between 0 and 100 percent")
@@ -446,7 +477,7 @@ type invoiceData struct {
 type checkoutData struct {
 	SpeedPolicy           *string     `json:"speedPolicy"`
 	PaymentMethods        []string    `json:"paymentMethods"`
-	ExpirationMinutes     int64       `json:"expirationMinutes"`
+	ExpirationMinutes     json.Number `json:"expirationMinutes"` // fractions count, as BTCPay's TimeSpan
 	MonitoringMinutes     int64       `json:"monitoringMinutes"`
 	PaymentTolerance      json.Number `json:"paymentTolerance"` // a JSON number, as BTCPay's double
 	RedirectURL           *string     `json:"redirectURL"`
@@ -511,7 +542,7 @@ func (s *server) invoiceData(inv *kassa.Invoice) invoiceData {
 		Checkout: checkoutData{
 			SpeedPolicy:           optional(speedPolicy(inv.ConfirmationsRequired)),
 			PaymentMethods:        methods,
-			ExpirationMinutes:     int64(inv.ExpiresAt.Sub(inv.CreatedAt) / time.Minute),
+			ExpirationMinutes:     json.Number(decimal.NewFromInt(inv.ExpiresAt.Sub(inv.CreatedAt).Milliseconds()).Div(decimal.NewFromInt(60_000)).String()),
 			MonitoringMinutes:     int64(inv.MonitorUntil.Sub(inv.ExpiresAt) / time.Minute),
 			PaymentTolerance:      json.Number(inv.Tolerance.String()),
 			RedirectURL:           optional(inv.RedirectURL),

@@ -1909,8 +1909,12 @@ type InvoiceRequestDoc struct {
 	ReferralCode          string                 `protobuf:"bytes,11,opt,name=referral_code,json=referralCode,proto3" json:"referral_code,omitempty"`
 	PaymentLinkId         string                 `protobuf:"bytes,12,opt,name=payment_link_id,json=paymentLinkId,proto3" json:"payment_link_id,omitempty"`
 	Language              string                 `protobuf:"bytes,13,opt,name=language,proto3" json:"language,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Unset: the store's confirmations (kassa.InvoiceRequest).
+	ConfirmationsRequired *int32 `protobuf:"varint,14,opt,name=confirmations_required,json=confirmationsRequired,proto3,oneof" json:"confirmations_required,omitempty"`
+	// 0: the service's expiry.
+	ExpiryNs      int64 `protobuf:"varint,15,opt,name=expiry_ns,json=expiryNs,proto3" json:"expiry_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InvoiceRequestDoc) Reset() {
@@ -2032,6 +2036,20 @@ func (x *InvoiceRequestDoc) GetLanguage() string {
 		return x.Language
 	}
 	return ""
+}
+
+func (x *InvoiceRequestDoc) GetConfirmationsRequired() int32 {
+	if x != nil && x.ConfirmationsRequired != nil {
+		return *x.ConfirmationsRequired
+	}
+	return 0
+}
+
+func (x *InvoiceRequestDoc) GetExpiryNs() int64 {
+	if x != nil {
+		return x.ExpiryNs
+	}
+	return 0
 }
 
 type PaymentDoc struct {
@@ -3546,7 +3564,7 @@ const file_storecall_proto_rawDesc = "" +
 	"brandColor\x120\n" +
 	"\x14default_redirect_url\x18\n" +
 	" \x01(\tR\x12defaultRedirectUrl\x12)\n" +
-	"\x10default_language\x18\v \x01(\tR\x0fdefaultLanguage\"\xd1\x03\n" +
+	"\x10default_language\x18\v \x01(\tR\x0fdefaultLanguage\"\xc5\x04\n" +
 	"\x11InvoiceRequestDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +
 	"\n" +
@@ -3563,7 +3581,10 @@ const file_storecall_proto_rawDesc = "" +
 	" \x01(\fR\bmetadata\x12#\n" +
 	"\rreferral_code\x18\v \x01(\tR\freferralCode\x12&\n" +
 	"\x0fpayment_link_id\x18\f \x01(\tR\rpaymentLinkId\x12\x1a\n" +
-	"\blanguage\x18\r \x01(\tR\blanguage\"\xe5\x03\n" +
+	"\blanguage\x18\r \x01(\tR\blanguage\x12:\n" +
+	"\x16confirmations_required\x18\x0e \x01(\x05H\x00R\x15confirmationsRequired\x88\x01\x01\x12\x1b\n" +
+	"\texpiry_ns\x18\x0f \x01(\x03R\bexpiryNsB\x19\n" +
+	"\x17_confirmations_required\"\xe5\x03\n" +
 	"\n" +
 	"PaymentDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
@@ -3899,6 +3920,7 @@ func file_storecall_proto_init() {
 		(*StoreCallReply_Delivery)(nil),
 	}
 	file_storecall_proto_msgTypes[19].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[23].OneofWrappers = []any{}
 	file_storecall_proto_msgTypes[25].OneofWrappers = []any{}
 	file_storecall_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}

@@ -517,6 +517,27 @@ func (s *Service) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID str
 	return s.rt.command(ctx, inv.StoreID, invoiceID, eventOf(kassa.MarkedInvalid{At: s.cfg.Clock.Now().UTC()}))
 }
 
+// ArchiveInvoice archives an invoice of the store; archiving an archived
+// one returns it unchanged.
+func (s *Service) ArchiveInvoice(ctx context.Context, storeID, invoiceID string) (*kassa.Invoice, error) {
+	inv, err := s.cfg.Reader.Invoice(ctx, invoiceID)
+	if err != nil {
+		return nil, err
+	}
+	if inv.StoreID != storeID {
+		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
+	}
+	if inv.Archived {
+		return inv, nil
+	}
+	out, err := s.rt.command(ctx, inv.StoreID, invoiceID, eventOf(kassa.Archived{At: s.cfg.Clock.Now().UTC()}))
+	if errors.Is(err, kassa.ErrNothingChanged) {
+		// Archived meanwhile.
+		return s.cfg.Reader.Invoice(ctx, invoiceID)
+	}
+	return out, err
+}
+
 // CreatePaymentRequest creates a pay link.
 func (s *Service) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
 	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {

@@ -266,7 +266,7 @@ func invoiceIn(d *protos.InvoiceDoc) (*kassa.Invoice, error) {
 		CreatedAt:             r.time(d.CreatedAt), UpdatedAt: r.time(d.UpdatedAt),
 		ExpiresAt: r.time(d.ExpiresAt), MonitorUntil: r.time(d.MonitorUntil),
 		SettledAt: r.time(d.SettledAt), SettledBy: r.method("settledBy", d.SettledBy),
-		MonitoringDone: d.MonitoringDone, SettlementReverted: d.SettlementReverted,
+		MonitoringDone: d.MonitoringDone, SettlementReverted: d.SettlementReverted, Archived: d.Archived,
 	}
 	for _, p := range d.Payments {
 		inv.Payments = append(inv.Payments, paymentIn(&r, p))

@@ -135,7 +135,7 @@ func invoiceOut(inv *kassa.Invoice) *protos.InvoiceDoc {
 		CreatedAt:             timestampOf(inv.CreatedAt), UpdatedAt: timestampOf(inv.UpdatedAt),
 		ExpiresAt: timestampOf(inv.ExpiresAt), MonitorUntil: timestampOf(inv.MonitorUntil),
 		SettledAt: timestampOf(inv.SettledAt), SettledBy: uint32(inv.SettledBy),
-		MonitoringDone: inv.MonitoringDone, SettlementReverted: inv.SettlementReverted,
+		MonitoringDone: inv.MonitoringDone, SettlementReverted: inv.SettlementReverted, Archived: inv.Archived,
 	}
 	for i := range inv.Payments {
 		d.Payments = append(d.Payments, paymentOut(&inv.Payments[i]))

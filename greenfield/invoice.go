@@ -302,13 +302,19 @@ func (s *server) getInvoice(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// archiveInvoice answers DELETE …/invoices/{invoiceId}: Kassa's invoices
-// cannot be archived yet, so it is unsupported (after the usual 404).
+// archiveInvoice answers DELETE …/invoices/{invoiceId}: the invoice is
+// archived (kassa.Invoice.Archived), an archived one again too; 200 with
+// no body, as BTCPay answers.
 func (s *server) archiveInvoice(w http.ResponseWriter, r *http.Request) {
-	if inv := s.storeInvoice(w, r); inv != nil {
-		writeAPIError(w, http.StatusNotImplemented, "unsupported-route",
-			"Kassa's Greenfield API does not support archiving invoices ("+r.Method+" "+r.URL.Path+")")
+	inv := s.storeInvoice(w, r)
+	if inv == nil {
+		return
 	}
+	if _, err := s.Invoices.ArchiveInvoice(r.Context(), inv.StoreID, inv.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // markStatus answers POST …/invoices/{invoiceId}/status: Invalid through
@@ -353,7 +359,8 @@ var errListDone = errors.New("page full")
 // filters btcpayserver-greenfield-php sends (getAllInvoicesWithFilter):
 // orderId and status (repeatable), startDate and endDate (Unix seconds,
 // inclusive), skip and take; newest first, as BTCPay lists them.
-// textSearch is not supported; includeArchived has nothing to include.
+// textSearch is not supported. Archived invoices are left out unless
+// includeArchived=true.
 func (s *server) listInvoices(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var errs []validationError
@@ -395,6 +402,14 @@ func (s *server) listInvoices(w http.ResponseWriter, r *http.Request) {
 		return n
 	}
 	skip, take := count("skip"), count("take")
+	includeArchived := false
+	if v := q.Get("includeArchived"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, validationError{Path: "includeArchived", Message: "must be true or false"})
+		}
+		includeArchived = b
+	}
 	if q.Get("textSearch") != "" {
 		errs = append(errs, validationError{Path: "textSearch", Message: "Kassa's Greenfield API does not support textSearch"})
 	}
@@ -424,7 +439,7 @@ func (s *server) listInvoices(w http.ResponseWriter, r *http.Request) {
 		if len(orderIDs) > 0 && !containsString(orderIDs, inv.OrderID) {
 			return nil
 		}
-		if len(statuses) > 0 && !containsStatus(statuses, inv.Status) {
+		if len(statuses) > 0 && !containsStatus(statuses, inv.Status) || inv.Archived && !includeArchived {
 			return nil
 		}
 		if skip > 0 {
@@ -538,6 +553,7 @@ func (s *server) invoiceData(inv *kassa.Invoice) invoiceData {
 		Status:                            inv.Status.String(),
 		AdditionalStatus:                  additionalStatuses[inv.AdditionalStatus],
 		AvailableStatusesForManualMarking: marking,
+		Archived:                          inv.Archived,
 		Metadata:                          metadata,
 		Checkout: checkoutData{
 			SpeedPolicy:           optional(speedPolicy(inv.ConfirmationsRequired)),

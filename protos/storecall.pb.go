@@ -2248,6 +2248,7 @@ type InvoiceDoc struct {
 	MonitoringDone           bool                   `protobuf:"varint,36,opt,name=monitoring_done,json=monitoringDone,proto3" json:"monitoring_done,omitempty"`
 	SettlementReverted       bool                   `protobuf:"varint,37,opt,name=settlement_reverted,json=settlementReverted,proto3" json:"settlement_reverted,omitempty"`
 	Language                 string                 `protobuf:"bytes,38,opt,name=language,proto3" json:"language,omitempty"`
+	Archived                 bool                   `protobuf:"varint,39,opt,name=archived,proto3" json:"archived,omitempty"`
 	unknownFields            protoimpl.UnknownFields
 	sizeCache                protoimpl.SizeCache
 }
@@ -2546,6 +2547,13 @@ func (x *InvoiceDoc) GetLanguage() string {
 		return x.Language
 	}
 	return ""
+}
+
+func (x *InvoiceDoc) GetArchived() bool {
+	if x != nil {
+		return x.Archived
+	}
+	return false
 }
 
 type PaymentRequestInputDoc struct {
@@ -3605,7 +3613,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\vreceived_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"receivedAt\x12\x1c\n" +
 	"\taccounted\x18\x0e \x01(\bR\taccounted\x12!\n" +
-	"\fblock_height\x18\x0f \x01(\x03R\vblockHeight\"\xa7\f\n" +
+	"\fblock_height\x18\x0f \x01(\x03R\vblockHeight\"\xc3\f\n" +
 	"\n" +
 	"InvoiceDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -3654,7 +3662,8 @@ const file_storecall_proto_rawDesc = "" +
 	"settled_by\x18# \x01(\rR\tsettledBy\x12'\n" +
 	"\x0fmonitoring_done\x18$ \x01(\bR\x0emonitoringDone\x12/\n" +
 	"\x13settlement_reverted\x18% \x01(\bR\x12settlementReverted\x12\x1a\n" +
-	"\blanguage\x18& \x01(\tR\blanguageB\x13\n" +
+	"\blanguage\x18& \x01(\tR\blanguage\x12\x1a\n" +
+	"\barchived\x18' \x01(\bR\barchivedB\x13\n" +
 	"\x11_derivation_index\"\x86\x03\n" +
 	"\x16PaymentRequestInputDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +

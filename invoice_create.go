@@ -49,13 +49,16 @@ const (
 type InvoiceRequest struct {
 	// Amount is in Currency; zero with HasAmount false makes a top-up
 	// invoice that accepts any amount.
-	Amount                decimal.Decimal
-	HasAmount             bool
-	Currency              Currency
-	EnabledMethods        []PaymentMethod
-	BuyerEmail            string
-	RedirectURL           string
-	RedirectAutomatically bool
+	Amount         decimal.Decimal
+	HasAmount      bool
+	Currency       Currency
+	EnabledMethods []PaymentMethod
+	BuyerEmail     string
+	RedirectURL    string
+	// RedirectAutomatically, when not nil, is whether the checkout sends
+	// the customer to the redirect URL by itself once paid; nil takes
+	// the store's default.
+	RedirectAutomatically *bool
 	OrderID               string
 	WalletMessage         string
 	Metadata              json.RawMessage
@@ -218,6 +221,10 @@ func NewInvoice(id string, store *Store, r *InvoiceRequest, t InvoiceTerms) (Inv
 		expiry = r.Expiry
 	}
 	expiresAt := now.Add(expiry).Truncate(time.Millisecond)
+	redirect := store.DefaultRedirectAutomatically
+	if r.RedirectAutomatically != nil {
+		redirect = *r.RedirectAutomatically
+	}
 	confirmations := store.ConfirmationsRequired
 	if r.ConfirmationsRequired != nil {
 		confirmations = *r.ConfirmationsRequired
@@ -237,7 +244,7 @@ func NewInvoice(id string, store *Store, r *InvoiceRequest, t InvoiceTerms) (Inv
 		OrderID:                  r.OrderID,
 		BuyerEmail:               r.BuyerEmail,
 		RedirectURL:              cmp.Or(r.RedirectURL, store.DefaultRedirectURL),
-		RedirectAutomatically:    r.RedirectAutomatically,
+		RedirectAutomatically:    redirect,
 		WalletMessage:            r.WalletMessage,
 		ReferralCode:             r.ReferralCode,
 		Language:                 r.Language,

@@ -312,10 +312,11 @@ func TestNewInvoice(t *testing.T) {
 	store.UnderpaymentTolerance = decimalOf("0.25")
 	store.ConfirmationsRequired = 2
 	now := time.Date(2025, 11, 21, 10, 0, 0, 123_456_789, time.FixedZone("CET", 3600))
+	yes := true
 	req := InvoiceRequest{
 		Amount: decimalOf("10"), HasAmount: true, Currency: "usd",
 		OrderID: "A-7", WalletMessage: "thanks", Metadata: json.RawMessage(`{"b":2,"a":1}`),
-		BuyerEmail: "buyer@example.com", RedirectURL: "https://shop.example/done", RedirectAutomatically: true,
+		BuyerEmail: "buyer@example.com", RedirectURL: "https://shop.example/done", RedirectAutomatically: &yes,
 		PaymentLinkID: "pl1", ReferralCode: "ref",
 	}
 	if err := req.Validate(); err != nil {
@@ -671,5 +672,37 @@ func TestInvoiceOwnTerms(t *testing.T) {
 	if want := now.Add(90 * time.Second); inv.ConfirmationsRequired != 0 || !inv.ExpiresAt.Equal(want) ||
 		!inv.MonitorUntil.Equal(want.Add(time.Hour)) || !slices.Contains(effects, Effect(ArmTimer{At: want})) {
 		t.Errorf("own terms: %d confirmations, expires %s, monitored until %s, effects %v", inv.ConfirmationsRequired, inv.ExpiresAt, inv.MonitorUntil, effects)
+	}
+}
+
+// TestRedirectAutomaticallyDefault: a request that does not say whether
+// to redirect automatically takes the store's default; one that says
+// keeps its answer.
+func TestRedirectAutomaticallyDefault(t *testing.T) {
+	store := scriptStore()
+	store.DefaultRedirectAutomatically = true
+	terms := InvoiceTerms{RequestRate: decimalOf("87000"), StoreRate: decimalOf("87000"), Now: scriptEpoch, Expiry: time.Minute}
+	no := false
+	for _, tc := range []struct {
+		name  string
+		asked *bool
+		def   bool
+		want  bool
+	}{
+		{"unsaid, store redirects", nil, true, true},
+		{"unsaid, store does not", nil, false, false},
+		{"said no, store redirects", &no, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store.DefaultRedirectAutomatically = tc.def
+			req := InvoiceRequest{Amount: decimalOf("10"), HasAmount: true, Currency: EUR, RedirectAutomatically: tc.asked}
+			if err := req.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			inv, _, err := NewInvoice("inv1", &store, &req, terms)
+			if err != nil || inv.RedirectAutomatically != tc.want {
+				t.Errorf("redirectAutomatically %v, %v; want %v", inv.RedirectAutomatically, err, tc.want)
+			}
+		})
 	}
 }

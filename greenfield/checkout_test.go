@@ -200,3 +200,51 @@ func TestExpirationMinutes(t *testing.T) {
 		t.Errorf("0.5 minutes: expires %d s after creation, expirationMinutes %v", half.ExpirationTime-half.CreatedTime, half.Checkout.ExpirationMinutes)
 	}
 }
+
+// TestStoreRedirectAutomatically: the store's redirectAutomatically
+// (Store.DefaultRedirectAutomatically) is reported with the store and
+// taken by an invoice whose checkout.redirectAutomatically is null; an
+// invoice that says false keeps false.
+func TestStoreRedirectAutomatically(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	st, err := e.db.Store(t.Context(), "store_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.DefaultRedirectAutomatically = true
+	b := e.db.NewBatch()
+	b.PutStore(st, 0)
+	if err := e.db.Commit(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	w := e.do("GET", base+"/api/v1/stores/store_a", "")
+	expectStatus(t, w, http.StatusOK)
+	if got := decode[struct {
+		RedirectAutomatically *bool `json:"redirectAutomatically"`
+	}](t, w); got.RedirectAutomatically == nil || !*got.RedirectAutomatically {
+		t.Errorf("store redirectAutomatically %v, want true", got.RedirectAutomatically)
+	}
+	type answer struct {
+		ID       string `json:"id"`
+		Checkout struct {
+			RedirectAutomatically bool `json:"redirectAutomatically"`
+		} `json:"checkout"`
+	}
+	for _, tt := range []struct {
+		asked string
+		want  bool
+	}{{`null`, true}, {`false`, false}, {`true`, true}} {
+		body := strings.Replace(createBody, `"redirectAutomatically":null`, `"redirectAutomatically":`+tt.asked, 1)
+		w := e.do("POST", base+"/api/v1/stores/store_a/invoices", body)
+		expectStatus(t, w, http.StatusOK)
+		got := decode[answer](t, w)
+		stored, err := e.db.Invoice(t.Context(), got.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Checkout.RedirectAutomatically != tt.want || stored.RedirectAutomatically != tt.want {
+			t.Errorf("asked %s: answered %v, stored %v; want %v", tt.asked, got.Checkout.RedirectAutomatically, stored.RedirectAutomatically, tt.want)
+		}
+	}
+}

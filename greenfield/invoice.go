@@ -195,9 +195,7 @@ func (b *createBody) invoiceRequest(store *kassa.Store) (*kassa.InvoiceRequest, 
 		if c.RedirectURL != nil {
 			req.RedirectURL = *c.RedirectURL
 		}
-		if c.RedirectAutomatically != nil {
-			req.RedirectAutomatically = *c.RedirectAutomatically
-		}
+		req.RedirectAutomatically = c.RedirectAutomatically // nil: the store's default
 		if c.DefaultLanguage != nil {
 			req.Language = strings.TrimSpace(*c.DefaultLanguage)
 		}

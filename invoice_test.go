@@ -657,7 +657,7 @@ func TestInvoiceOwnTerms(t *testing.T) {
 	if err := req.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	inv, effects, err := NewInvoice("inv1", &store, &req, terms)
+	inv, _, err := NewInvoice("inv1", &store, &req, terms)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -665,7 +665,7 @@ func TestInvoiceOwnTerms(t *testing.T) {
 		t.Errorf("defaults: %d confirmations, expires %s; want the store's 3 and the service's 15 minutes", inv.ConfirmationsRequired, inv.ExpiresAt)
 	}
 	req.ConfirmationsRequired, req.Expiry = confs(0), 90*time.Second
-	inv, effects, err = NewInvoice("inv2", &store, &req, terms)
+	inv, effects, err := NewInvoice("inv2", &store, &req, terms)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,6 +226,9 @@ type Invoice struct {
 	// the on-chain money a settlement counted: the operator must look at
 	// it (docs/decisions.md).
 	SettlementReverted bool `json:"settlementReverted,omitempty"`
+	// Archived is set once a person archived the invoice (Archived):
+	// lists leave it out unless asked; it is still read by id and paid.
+	Archived bool `json:"archived,omitempty"`
 }
 
 // Accepts reports whether the invoice takes payments by method m.

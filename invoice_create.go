@@ -32,17 +32,33 @@ const DefaultInvoiceExpiry = 15 * time.Minute
 // DefaultMonitoring is how long an expired invoice's address is watched.
 const DefaultMonitoring = 24 * time.Hour
 
+// Bounds of the terms a request may set for its own invoice.
+const (
+	// MaxConfirmationsRequired bounds the confirmations an on-chain
+	// payment may be made to wait for, a store's and an invoice's.
+	MaxConfirmationsRequired = 100
+	// MinInvoiceExpiry and MaxInvoiceExpiry bound an invoice's own
+	// expiry: a customer needs some time to pay, and the rate an invoice
+	// locks must not be held for long (30 days, a payment request's
+	// default life).
+	MinInvoiceExpiry = 30 * time.Second
+	MaxInvoiceExpiry = 30 * 24 * time.Hour
+)
+
 // InvoiceRequest is a request to create an invoice, as the API takes it.
 type InvoiceRequest struct {
 	// Amount is in Currency; zero with HasAmount false makes a top-up
 	// invoice that accepts any amount.
-	Amount                decimal.Decimal
-	HasAmount             bool
-	Currency              Currency
-	EnabledMethods        []PaymentMethod
-	BuyerEmail            string
-	RedirectURL           string
-	RedirectAutomatically bool
+	Amount         decimal.Decimal
+	HasAmount      bool
+	Currency       Currency
+	EnabledMethods []PaymentMethod
+	BuyerEmail     string
+	RedirectURL    string
+	// RedirectAutomatically, when not nil, is whether the checkout sends
+	// the customer to the redirect URL by itself once paid; nil takes
+	// the store's default.
+	RedirectAutomatically *bool
 	OrderID               string
 	WalletMessage         string
 	Metadata              json.RawMessage
@@ -51,6 +67,14 @@ type InvoiceRequest struct {
 	// Language is the customer pages' language, a BCP 47 tag
 	// (Invoice.Language).
 	Language string
+	// ConfirmationsRequired, when not nil, is how many confirmations an
+	// on-chain payment of the invoice needs (0 to
+	// MaxConfirmationsRequired); nil takes the store's.
+	ConfirmationsRequired *int32
+	// Expiry, when not zero, is how long the invoice waits for its
+	// payment (MinInvoiceExpiry to MaxInvoiceExpiry); zero takes the
+	// service's (InvoiceTerms.Expiry).
+	Expiry time.Duration
 }
 
 // Validate checks the request and fills its defaults (currency EUR, both
@@ -90,6 +114,12 @@ func (r *InvoiceRequest) Validate() error {
 	}
 	if len(r.ReferralCode) > MaxShortText {
 		add("referralCode", "must be at most 255 characters")
+	}
+	if c := r.ConfirmationsRequired; c != nil && (*c < 0 || *c > MaxConfirmationsRequired) {
+		add("confirmationsRequired", fmt.Sprintf("must be from 0 to %d confirmations", MaxConfirmationsRequired))
+	}
+	if r.Expiry != 0 && (r.Expiry < MinInvoiceExpiry || r.Expiry > MaxInvoiceExpiry) {
+		add("expiry", fmt.Sprintf("must be from %s to %s", MinInvoiceExpiry, MaxInvoiceExpiry))
 	}
 	if len(r.Metadata) > 0 {
 		if len(r.Metadata) > MaxMetadataBytes {
@@ -141,7 +171,7 @@ func validURL(s string) bool {
 }
 
 // InvoiceTerms are what the service fixes when it creates an invoice: the
-// locked rates, the store's rules and the clock.
+// locked rates, the default expiry, the monitoring and the clock.
 type InvoiceTerms struct {
 	// RequestRate is the price of one bitcoin in the request currency.
 	RequestRate decimal.Decimal
@@ -186,7 +216,19 @@ func NewInvoice(id string, store *Store, r *InvoiceRequest, t InvoiceTerms) (Inv
 		metadata = withOrderID(metadata, r.OrderID)
 	}
 	now := t.Now.UTC().Truncate(time.Millisecond)
-	expiresAt := now.Add(t.Expiry)
+	expiry := t.Expiry
+	if r.Expiry != 0 {
+		expiry = r.Expiry
+	}
+	expiresAt := now.Add(expiry).Truncate(time.Millisecond)
+	redirect := store.DefaultRedirectAutomatically
+	if r.RedirectAutomatically != nil {
+		redirect = *r.RedirectAutomatically
+	}
+	confirmations := store.ConfirmationsRequired
+	if r.ConfirmationsRequired != nil {
+		confirmations = *r.ConfirmationsRequired
+	}
 	inv := Invoice{
 		ID:                       id,
 		StoreID:                  store.ID,
@@ -202,7 +244,7 @@ func NewInvoice(id string, store *Store, r *InvoiceRequest, t InvoiceTerms) (Inv
 		OrderID:                  r.OrderID,
 		BuyerEmail:               r.BuyerEmail,
 		RedirectURL:              cmp.Or(r.RedirectURL, store.DefaultRedirectURL),
-		RedirectAutomatically:    r.RedirectAutomatically,
+		RedirectAutomatically:    redirect,
 		WalletMessage:            r.WalletMessage,
 		ReferralCode:             r.ReferralCode,
 		Language:                 r.Language,
@@ -211,7 +253,7 @@ func NewInvoice(id string, store *Store, r *InvoiceRequest, t InvoiceTerms) (Inv
 		OnchainUnavailableReason: onchainReason,
 		PercentFee:               store.PercentFee,
 		Tolerance:                store.UnderpaymentTolerance,
-		ConfirmationsRequired:    store.ConfirmationsRequired,
+		ConfirmationsRequired:    confirmations,
 		CreatedAt:                now,
 		UpdatedAt:                now,
 		ExpiresAt:                expiresAt,

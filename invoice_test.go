@@ -312,10 +312,11 @@ func TestNewInvoice(t *testing.T) {
 	store.UnderpaymentTolerance = decimalOf("0.25")
 	store.ConfirmationsRequired = 2
 	now := time.Date(2025, 11, 21, 10, 0, 0, 123_456_789, time.FixedZone("CET", 3600))
+	yes := true
 	req := InvoiceRequest{
 		Amount: decimalOf("10"), HasAmount: true, Currency: "usd",
 		OrderID: "A-7", WalletMessage: "thanks", Metadata: json.RawMessage(`{"b":2,"a":1}`),
-		BuyerEmail: "buyer@example.com", RedirectURL: "https://shop.example/done", RedirectAutomatically: true,
+		BuyerEmail: "buyer@example.com", RedirectURL: "https://shop.example/done", RedirectAutomatically: &yes,
 		PaymentLinkID: "pl1", ReferralCode: "ref",
 	}
 	if err := req.Validate(); err != nil {
@@ -619,5 +620,89 @@ func TestInvoicePaidInCurrency(t *testing.T) {
 		Payments: []Payment{{ID: "a", Amount: 2500}}}
 	if got := inv.PaidInCurrency(); !got.Equal(decimalOf("2500")) {
 		t.Errorf("sats: PaidInCurrency = %s, want 2500", got)
+	}
+}
+
+// TestInvoiceOwnTerms: a request may set its invoice's confirmations and
+// expiry within their bounds, over the store's and the service's; out of
+// bounds they are named fields; unset, the defaults hold.
+func TestInvoiceOwnTerms(t *testing.T) {
+	confs := func(n int32) *int32 { return &n }
+	for _, tc := range []struct {
+		name   string
+		req    InvoiceRequest
+		fields []string
+	}{
+		{"zero confirmations", InvoiceRequest{ConfirmationsRequired: confs(0)}, nil},
+		{"the most confirmations", InvoiceRequest{ConfirmationsRequired: confs(MaxConfirmationsRequired)}, nil},
+		{"negative confirmations", InvoiceRequest{ConfirmationsRequired: confs(-1)}, []string{"confirmationsRequired"}},
+		{"too many confirmations", InvoiceRequest{ConfirmationsRequired: confs(MaxConfirmationsRequired + 1)}, []string{"confirmationsRequired"}},
+		{"shortest expiry", InvoiceRequest{Expiry: MinInvoiceExpiry}, nil},
+		{"longest expiry", InvoiceRequest{Expiry: MaxInvoiceExpiry}, nil},
+		{"negative expiry", InvoiceRequest{Expiry: -time.Minute}, []string{"expiry"}},
+		{"too short an expiry", InvoiceRequest{Expiry: MinInvoiceExpiry - time.Millisecond}, []string{"expiry"}},
+		{"too long an expiry", InvoiceRequest{Expiry: MaxInvoiceExpiry + time.Second}, []string{"expiry"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.req
+			checkFields(t, r.Validate(), tc.fields)
+		})
+	}
+
+	store := scriptStore()
+	store.ConfirmationsRequired = 3
+	now := time.Date(2025, 11, 21, 10, 0, 0, 0, time.UTC)
+	terms := InvoiceTerms{RequestRate: decimalOf("87000"), StoreRate: decimalOf("87000"), Now: now, Expiry: 15 * time.Minute, Monitoring: time.Hour}
+	req := InvoiceRequest{Amount: decimalOf("10"), HasAmount: true, Currency: EUR}
+	if err := req.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	inv, _, err := NewInvoice("inv1", &store, &req, terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inv.ConfirmationsRequired != 3 || !inv.ExpiresAt.Equal(now.Add(15*time.Minute)) {
+		t.Errorf("defaults: %d confirmations, expires %s; want the store's 3 and the service's 15 minutes", inv.ConfirmationsRequired, inv.ExpiresAt)
+	}
+	req.ConfirmationsRequired, req.Expiry = confs(0), 90*time.Second
+	inv, effects, err := NewInvoice("inv2", &store, &req, terms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := now.Add(90 * time.Second); inv.ConfirmationsRequired != 0 || !inv.ExpiresAt.Equal(want) ||
+		!inv.MonitorUntil.Equal(want.Add(time.Hour)) || !slices.Contains(effects, Effect(ArmTimer{At: want})) {
+		t.Errorf("own terms: %d confirmations, expires %s, monitored until %s, effects %v", inv.ConfirmationsRequired, inv.ExpiresAt, inv.MonitorUntil, effects)
+	}
+}
+
+// TestRedirectAutomaticallyDefault: a request that does not say whether
+// to redirect automatically takes the store's default; one that says
+// keeps its answer.
+func TestRedirectAutomaticallyDefault(t *testing.T) {
+	store := scriptStore()
+	store.DefaultRedirectAutomatically = true
+	terms := InvoiceTerms{RequestRate: decimalOf("87000"), StoreRate: decimalOf("87000"), Now: scriptEpoch, Expiry: time.Minute}
+	no := false
+	for _, tc := range []struct {
+		name  string
+		asked *bool
+		def   bool
+		want  bool
+	}{
+		{"unsaid, store redirects", nil, true, true},
+		{"unsaid, store does not", nil, false, false},
+		{"said no, store redirects", &no, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store.DefaultRedirectAutomatically = tc.def
+			req := InvoiceRequest{Amount: decimalOf("10"), HasAmount: true, Currency: EUR, RedirectAutomatically: tc.asked}
+			if err := req.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			inv, _, err := NewInvoice("inv1", &store, &req, terms)
+			if err != nil || inv.RedirectAutomatically != tc.want {
+				t.Errorf("redirectAutomatically %v, %v; want %v", inv.RedirectAutomatically, err, tc.want)
+			}
+		})
 	}
 }

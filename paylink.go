@@ -244,6 +244,7 @@ func (p *PaymentRequest) InvoiceRequest(storeCurrency Currency) *InvoiceRequest 
 	if c == "" {
 		c = storeCurrency
 	}
+	redirect := p.RedirectURL != ""
 	return &InvoiceRequest{
 		Amount:                p.PayAmount(c),
 		HasAmount:             true,
@@ -251,7 +252,7 @@ func (p *PaymentRequest) InvoiceRequest(storeCurrency Currency) *InvoiceRequest 
 		OrderID:               p.OrderID,
 		BuyerEmail:            p.CustomerEmail,
 		RedirectURL:           p.RedirectURL,
-		RedirectAutomatically: p.RedirectURL != "",
+		RedirectAutomatically: &redirect,
 		PaymentLinkID:         p.ID,
 	}
 }

@@ -26,6 +26,9 @@ type StoreService interface {
 type InvoiceService interface {
 	CreateInvoice(ctx context.Context, storeID string, r *InvoiceRequest) (*Invoice, error)
 	MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID string) (*Invoice, error)
+	// ArchiveInvoice archives an invoice (Invoice.Archived); archiving
+	// an archived one returns it unchanged.
+	ArchiveInvoice(ctx context.Context, storeID, invoiceID string) (*Invoice, error)
 }
 
 // PaymentRequestService creates and changes pay links.

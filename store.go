@@ -60,6 +60,10 @@ type Store struct {
 	LogoURL            string `json:"logoUrl,omitempty"`
 	BrandColor         string `json:"brandColor,omitempty"`
 	DefaultRedirectURL string `json:"defaultRedirectUrl,omitempty"`
+	// DefaultRedirectAutomatically is whether an invoice whose request
+	// does not say sends the customer to its redirect URL by itself once
+	// paid.
+	DefaultRedirectAutomatically bool `json:"defaultRedirectAutomatically,omitempty"`
 	// DefaultLanguage is the BCP 47 tag of the language of the store's
 	// customer pages when an invoice asks for none; empty for the
 	// browser's.
@@ -88,6 +92,7 @@ func (s *Store) Equal(o *Store) bool {
 		s.CreditLimit == o.CreditLimit && s.MaxInvoiceAmount == o.MaxInvoiceAmount && s.OnchainMinAmount == o.OnchainMinAmount &&
 		equalDecimalPtr(s.ForwardFeePercent, o.ForwardFeePercent) && s.ForwardFeeMax == o.ForwardFeeMax &&
 		s.LogoURL == o.LogoURL && s.BrandColor == o.BrandColor && s.DefaultRedirectURL == o.DefaultRedirectURL &&
+		s.DefaultRedirectAutomatically == o.DefaultRedirectAutomatically &&
 		s.DefaultLanguage == o.DefaultLanguage && slices.EqualFunc(s.APIKeys, o.APIKeys, APIKey.Equal) && s.CreatedAt.Equal(o.CreatedAt) &&
 		slices.Equal(s.TopUpRefs, o.TopUpRefs)
 }
@@ -269,7 +274,7 @@ func (s *StoreSettings) Validate() error {
 	if s.RateFallback != "" && s.RatePrimary == "" {
 		fields = append(fields, FieldError{"rateFallback", "needs a ratePrimary"})
 	}
-	if s.ConfirmationsRequired < 0 || s.ConfirmationsRequired > 100 {
+	if s.ConfirmationsRequired < 0 || s.ConfirmationsRequired > MaxConfirmationsRequired {
 		fields = append(fields, FieldError{"confirmations", "must be between 0 and 100"})
 	}
 	if s.MaxInvoiceAmount < 0 || s.MaxInvoiceAmount > MaxSats {
@@ -314,6 +319,8 @@ type StoreUpdate struct {
 	LogoURL            string
 	BrandColor         string
 	DefaultRedirectURL string
+	// DefaultRedirectAutomatically is Store.DefaultRedirectAutomatically.
+	DefaultRedirectAutomatically bool
 	// DefaultLanguage is Store.DefaultLanguage; empty for none.
 	DefaultLanguage string
 }
@@ -341,7 +348,7 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	}
 	fields = append(fields, fieldErrors(ValidateLightningAddress(u.LightningAddress))...)
 	fields = append(fields, fieldErrors(ValidateXpub(u.Xpub, u.XpubType))...)
-	if u.ConfirmationsRequired < 0 || u.ConfirmationsRequired > 100 {
+	if u.ConfirmationsRequired < 0 || u.ConfirmationsRequired > MaxConfirmationsRequired {
 		add("confirmations", "must be between 0 and 100")
 	}
 	if u.OnchainMinAmount < 0 || u.OnchainMinAmount > MaxSats {
@@ -366,7 +373,7 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	next.Name, next.Currency, next.LightningAddress = u.Name, c, u.LightningAddress
 	next.Xpub, next.XpubType, next.ConfirmationsRequired = u.Xpub, u.XpubType, u.ConfirmationsRequired
 	next.OnchainMinAmount, next.LogoURL, next.BrandColor, next.DefaultRedirectURL = u.OnchainMinAmount, u.LogoURL, u.BrandColor, u.DefaultRedirectURL
-	next.DefaultLanguage = u.DefaultLanguage
+	next.DefaultLanguage, next.DefaultRedirectAutomatically = u.DefaultLanguage, u.DefaultRedirectAutomatically
 	return &next, nil
 }
 

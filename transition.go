@@ -70,12 +70,17 @@ type MonitoringEnded struct{ At time.Time }
 // MarkedInvalid says that a person marked the invoice invalid.
 type MarkedInvalid struct{ At time.Time }
 
+// Archived is a person archiving the invoice: lists leave it out unless
+// asked; nothing else of it changes.
+type Archived struct{ At time.Time }
+
 func (i PaymentObserved) inputTime() time.Time { return i.At }
 func (i PaymentDropped) inputTime() time.Time  { return i.At }
 func (i LightningPaid) inputTime() time.Time   { return i.At }
 func (i ExpiryReached) inputTime() time.Time   { return i.At }
 func (i MonitoringEnded) inputTime() time.Time { return i.At }
 func (i MarkedInvalid) inputTime() time.Time   { return i.At }
+func (i Archived) inputTime() time.Time        { return i.At }
 
 // Effect is something to do after an input's event is durable.
 type Effect interface{ effect() }
@@ -158,6 +163,11 @@ func (inv Invoice) Apply(in InvoiceInput) (Invoice, []Effect, error) {
 		effects, err = next.endMonitoring(in)
 	case MarkedInvalid:
 		effects, err = next.markInvalid()
+	case Archived:
+		if next.Archived {
+			err = ErrNothingChanged
+		}
+		next.Archived = true
 	default:
 		err = Errorf(Internal, "unknown invoice input %T", in)
 	}

@@ -559,3 +559,26 @@ func checkNotices(fail func(string, ...any), prev, next Invoice, notices []Notic
 		}
 	}
 }
+
+// TestArchive: archiving hides nothing of the invoice's life: any status
+// may be archived, once, without effects, and an archived invoice still
+// settles.
+func TestArchive(t *testing.T) {
+	fresh := newTestInvoice(t, 1000)
+	at := scriptEpoch.Add(time.Minute)
+	archived, effects := mustApply(t, fresh, Archived{At: at})
+	if !archived.Archived || archived.Status != InvoiceNew || len(effects) != 0 || !archived.UpdatedAt.Equal(at) {
+		t.Errorf("archived: %v, %s, effects %v, updated %s", archived.Archived, archived.Status, effects, archived.UpdatedAt)
+	}
+	if _, _, err := archived.Apply(Archived{At: at}); !errors.Is(err, ErrNothingChanged) {
+		t.Errorf("archived twice: %v, want ErrNothingChanged", err)
+	}
+	settled, _ := mustApply(t, archived, onchain("a", 1000, 6, 2*time.Minute))
+	if settled.Status != InvoiceSettled || !settled.Archived {
+		t.Errorf("paid after archiving: %s, archived %v", settled.Status, settled.Archived)
+	}
+	invalid, _ := mustApply(t, fresh, MarkedInvalid{At: at}, Archived{At: at})
+	if !invalid.Archived || invalid.Status != InvoiceInvalid {
+		t.Errorf("invalid, archived: %s, %v", invalid.Status, invalid.Archived)
+	}
+}

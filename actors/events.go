@@ -41,6 +41,8 @@ func inputOf(ev *protos.InvoiceEvent) (kassa.InvoiceInput, error) {
 		return kassa.MonitoringEnded{At: at}, nil
 	case *protos.InvoiceEvent_MarkedInvalid:
 		return kassa.MarkedInvalid{At: at}, nil
+	case *protos.InvoiceEvent_Archived:
+		return kassa.Archived{At: at}, nil
 	}
 	return nil, fmt.Errorf("invoice event has no input: %T", ev.Kind)
 }
@@ -65,6 +67,8 @@ func eventOf(in kassa.InvoiceInput) *protos.InvoiceEvent {
 		return &protos.InvoiceEvent{AtUnixNano: in.At.UnixNano(), Kind: &protos.InvoiceEvent_MonitoringEnded{MonitoringEnded: &protos.MonitoringEnded{}}}
 	case kassa.MarkedInvalid:
 		return &protos.InvoiceEvent{AtUnixNano: in.At.UnixNano(), Kind: &protos.InvoiceEvent_MarkedInvalid{MarkedInvalid: &protos.MarkedInvalid{}}}
+	case kassa.Archived:
+		return &protos.InvoiceEvent{AtUnixNano: in.At.UnixNano(), Kind: &protos.InvoiceEvent_Archived{Archived: &protos.InvoiceArchived{}}}
 	}
 	return nil
 }

@@ -432,7 +432,9 @@ func (s *Service) paymentMethods(ctx context.Context, st *kassa.Store, inv *kass
 		if inv.OrderID != "" {
 			memo += " order " + inv.OrderID
 		}
-		li, err := s.lightningInvoice(ctx, inv.Amount.MSat(), memo)
+		// The Lightning invoice lapses with the invoice, whose own
+		// expiry may differ from the service's.
+		li, err := s.lightningInvoice(ctx, inv.Amount.MSat(), memo, inv.ExpiresAt.Sub(inv.CreatedAt))
 		switch {
 		case err == nil:
 			inv.LightningInvoice, inv.PaymentHash = li.PaymentRequest, li.PaymentHash
@@ -450,10 +452,10 @@ func (s *Service) paymentMethods(ctx context.Context, st *kassa.Store, inv *kass
 
 // lightningInvoice asks the Lightning backend for an invoice, counted in
 // CreatesAwaitingLightning while it waits.
-func (s *Service) lightningInvoice(ctx context.Context, amount kassa.MSat, memo string) (kassa.LightningInvoice, error) {
+func (s *Service) lightningInvoice(ctx context.Context, amount kassa.MSat, memo string, expiry time.Duration) (kassa.LightningInvoice, error) {
 	s.awaitingLightning.Add(1)
 	defer s.awaitingLightning.Add(-1)
-	return s.cfg.Lightning.CreateInvoice(ctx, amount, memo, s.cfg.InvoiceExpiry)
+	return s.cfg.Lightning.CreateInvoice(ctx, amount, memo, expiry)
 }
 
 // PayPaymentRequest returns the invoice that pays a pay link for one
@@ -513,6 +515,27 @@ func (s *Service) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID str
 		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
 	}
 	return s.rt.command(ctx, inv.StoreID, invoiceID, eventOf(kassa.MarkedInvalid{At: s.cfg.Clock.Now().UTC()}))
+}
+
+// ArchiveInvoice archives an invoice of the store; archiving an archived
+// one returns it unchanged.
+func (s *Service) ArchiveInvoice(ctx context.Context, storeID, invoiceID string) (*kassa.Invoice, error) {
+	inv, err := s.cfg.Reader.Invoice(ctx, invoiceID)
+	if err != nil {
+		return nil, err
+	}
+	if inv.StoreID != storeID {
+		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
+	}
+	if inv.Archived {
+		return inv, nil
+	}
+	out, err := s.rt.command(ctx, inv.StoreID, invoiceID, eventOf(kassa.Archived{At: s.cfg.Clock.Now().UTC()}))
+	if errors.Is(err, kassa.ErrNothingChanged) {
+		// Archived meanwhile.
+		return s.cfg.Reader.Invoice(ctx, invoiceID)
+	}
+	return out, err
 }
 
 // CreatePaymentRequest creates a pay link.

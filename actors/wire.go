@@ -129,7 +129,7 @@ func (s *Service) checkRoutedEvent(ctx context.Context, storeID, invoiceID strin
 			at = inv.CreatedAt
 		}
 		ev.AtUnixNano = at.UnixNano()
-	case *protos.InvoiceEvent_ExpiryReached, *protos.InvoiceEvent_MonitoringEnded, *protos.InvoiceEvent_MarkedInvalid:
+	case *protos.InvoiceEvent_ExpiryReached, *protos.InvoiceEvent_MonitoringEnded, *protos.InvoiceEvent_MarkedInvalid, *protos.InvoiceEvent_Archived:
 		ev.AtUnixNano = now.UnixNano()
 	default:
 		return bad("an input no node sends")

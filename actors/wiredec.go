@@ -174,7 +174,7 @@ func storeIn(d *protos.StoreDoc) (*kassa.Store, error) {
 		CreditLimit: kassa.Sats(d.CreditLimitSat), MaxInvoiceAmount: kassa.Sats(d.MaxInvoiceAmountSat),
 		OnchainMinAmount: kassa.Sats(d.OnchainMinAmountSat), ForwardFeeMax: kassa.Sats(d.ForwardFeeMaxSat),
 		LogoURL: d.LogoUrl, BrandColor: d.BrandColor, DefaultRedirectURL: d.DefaultRedirectUrl, DefaultLanguage: d.DefaultLanguage,
-		CreatedAt: r.time(d.CreatedAt),
+		DefaultRedirectAutomatically: d.DefaultRedirectAutomatically, CreatedAt: r.time(d.CreatedAt),
 	}
 	if d.ForwardFeePercent != nil {
 		p := r.decimal("forwardFeePercent", *d.ForwardFeePercent)
@@ -216,6 +216,7 @@ func storeUpdateIn(d *protos.StoreUpdateDoc) kassa.StoreUpdate {
 		Xpub: d.Xpub, XpubType: d.XpubType, ConfirmationsRequired: d.ConfirmationsRequired,
 		OnchainMinAmount: kassa.Sats(d.OnchainMinAmountSat), LogoURL: d.LogoUrl, BrandColor: d.BrandColor,
 		DefaultRedirectURL: d.DefaultRedirectUrl, DefaultLanguage: d.DefaultLanguage,
+		DefaultRedirectAutomatically: d.DefaultRedirectAutomatically,
 	}
 }
 
@@ -230,6 +231,7 @@ func invoiceRequestIn(d *protos.InvoiceRequestDoc) (*kassa.InvoiceRequest, error
 		RedirectURL: d.RedirectUrl, RedirectAutomatically: d.RedirectAutomatically, OrderID: d.OrderId,
 		WalletMessage: d.WalletMessage, Metadata: metadataIn(d.Metadata), ReferralCode: d.ReferralCode,
 		PaymentLinkID: d.PaymentLinkId, Language: d.Language,
+		ConfirmationsRequired: d.ConfirmationsRequired, Expiry: time.Duration(d.ExpiryNs),
 	}
 	return req, r.err
 }
@@ -265,7 +267,7 @@ func invoiceIn(d *protos.InvoiceDoc) (*kassa.Invoice, error) {
 		CreatedAt:             r.time(d.CreatedAt), UpdatedAt: r.time(d.UpdatedAt),
 		ExpiresAt: r.time(d.ExpiresAt), MonitorUntil: r.time(d.MonitorUntil),
 		SettledAt: r.time(d.SettledAt), SettledBy: r.method("settledBy", d.SettledBy),
-		MonitoringDone: d.MonitoringDone, SettlementReverted: d.SettlementReverted,
+		MonitoringDone: d.MonitoringDone, SettlementReverted: d.SettlementReverted, Archived: d.Archived,
 	}
 	for _, p := range d.Payments {
 		inv.Payments = append(inv.Payments, paymentIn(&r, p))

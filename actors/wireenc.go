@@ -62,7 +62,7 @@ func storeOut(s *kassa.Store) *protos.StoreDoc {
 		CreditLimitSat: int64(s.CreditLimit), MaxInvoiceAmountSat: int64(s.MaxInvoiceAmount),
 		OnchainMinAmountSat: int64(s.OnchainMinAmount), ForwardFeeMaxSat: int64(s.ForwardFeeMax),
 		LogoUrl: s.LogoURL, BrandColor: s.BrandColor, DefaultRedirectUrl: s.DefaultRedirectURL, DefaultLanguage: s.DefaultLanguage,
-		CreatedAt: timestampOf(s.CreatedAt),
+		DefaultRedirectAutomatically: s.DefaultRedirectAutomatically, CreatedAt: timestampOf(s.CreatedAt),
 	}
 	if s.ForwardFeePercent != nil {
 		p := decimalString(*s.ForwardFeePercent)
@@ -90,6 +90,7 @@ func storeUpdateOut(u *kassa.StoreUpdate) *protos.StoreUpdateDoc {
 		Xpub: u.Xpub, XpubType: u.XpubType, ConfirmationsRequired: u.ConfirmationsRequired,
 		OnchainMinAmountSat: int64(u.OnchainMinAmount), LogoUrl: u.LogoURL, BrandColor: u.BrandColor,
 		DefaultRedirectUrl: u.DefaultRedirectURL, DefaultLanguage: u.DefaultLanguage,
+		DefaultRedirectAutomatically: u.DefaultRedirectAutomatically,
 	}
 }
 
@@ -102,6 +103,7 @@ func invoiceRequestOut(r *kassa.InvoiceRequest) *protos.InvoiceRequestDoc {
 		EnabledMethods: methodsOut(r.EnabledMethods), BuyerEmail: r.BuyerEmail, RedirectUrl: r.RedirectURL,
 		RedirectAutomatically: r.RedirectAutomatically, OrderId: r.OrderID, WalletMessage: r.WalletMessage,
 		Metadata: r.Metadata, ReferralCode: r.ReferralCode, PaymentLinkId: r.PaymentLinkID, Language: r.Language,
+		ConfirmationsRequired: r.ConfirmationsRequired, ExpiryNs: int64(r.Expiry),
 	}
 }
 
@@ -134,7 +136,7 @@ func invoiceOut(inv *kassa.Invoice) *protos.InvoiceDoc {
 		CreatedAt:             timestampOf(inv.CreatedAt), UpdatedAt: timestampOf(inv.UpdatedAt),
 		ExpiresAt: timestampOf(inv.ExpiresAt), MonitorUntil: timestampOf(inv.MonitorUntil),
 		SettledAt: timestampOf(inv.SettledAt), SettledBy: uint32(inv.SettledBy),
-		MonitoringDone: inv.MonitoringDone, SettlementReverted: inv.SettlementReverted,
+		MonitoringDone: inv.MonitoringDone, SettlementReverted: inv.SettlementReverted, Archived: inv.Archived,
 	}
 	for i := range inv.Payments {
 		d.Payments = append(d.Payments, paymentOut(&inv.Payments[i]))

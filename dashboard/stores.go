@@ -172,8 +172,9 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 		LightningAddress: strings.TrimSpace(f.Get("lightningAddress")), Xpub: strings.TrimSpace(f.Get("xpub")),
 		XpubType: f.Get("xpubType"), ConfirmationsRequired: int32(confs), OnchainMinAmount: kassa.Sats(minSat),
 		LogoURL: strings.TrimSpace(f.Get("logoUrl")), BrandColor: strings.TrimSpace(f.Get("brandColor")),
-		DefaultRedirectURL: strings.TrimSpace(f.Get("defaultRedirectUrl")),
-		DefaultLanguage:    strings.TrimSpace(f.Get("defaultLanguage")),
+		DefaultRedirectURL:           strings.TrimSpace(f.Get("defaultRedirectUrl")),
+		DefaultRedirectAutomatically: f.Get("defaultRedirectAutomatically") == "on",
+		DefaultLanguage:              strings.TrimSpace(f.Get("defaultLanguage")),
 	}
 	var err error
 	var next *kassa.Store
@@ -190,7 +191,7 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 			shown := *st
 			shown.Name, shown.Currency, shown.LightningAddress, shown.Xpub, shown.XpubType = u.Name, u.Currency, u.LightningAddress, u.Xpub, u.XpubType
 			shown.LogoURL, shown.BrandColor, shown.DefaultRedirectURL = u.LogoURL, u.BrandColor, u.DefaultRedirectURL
-			shown.DefaultLanguage = u.DefaultLanguage
+			shown.DefaultLanguage, shown.DefaultRedirectAutomatically = u.DefaultLanguage, u.DefaultRedirectAutomatically
 			held, _ := h.held(r.Context(), st)
 			h.render(w, r, http.StatusUnprocessableEntity, "settings", map[string]any{"S": &shown, "Error": m, "Held": held})
 			return

@@ -49,6 +49,7 @@ var strs = map[string]string{
 	"field.logo":          "Logo (a data:image URI, at most 48 KiB)",
 	"field.color":         "Brand colour (#rrggbb)",
 	"field.redirect":      "Default redirect URL",
+	"field.redirectauto":  "Send the customer there by itself once paid, unless the invoice says otherwise",
 	"field.language":      "Language of the payment pages",
 	"field.langbrowser":   "The customer's browser language",
 	"field.percentfee":    "Service fee (%)",

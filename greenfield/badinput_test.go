@@ -63,17 +63,20 @@ func TestBadInput(t *testing.T) {
 	t.Run("not JSON", func(t *testing.T) {
 		expectAPIError(t, e.do("POST", create, `{"amount":`), http.StatusBadRequest, "generic-error")
 	})
-	t.Run("archive is unsupported", func(t *testing.T) {
+	t.Run("archive of an unknown invoice", func(t *testing.T) {
 		w := e.do("POST", create, createBody)
 		inv := decode[invoiceData](t, w)
-		expectAPIError(t, e.do("DELETE", create+"/"+inv.ID, ""), http.StatusNotImplemented, "unsupported-route", "archiving")
+		expectAPIError(t, e.do("DELETE", create+"/"+inv.ID+"x", ""), http.StatusNotFound, "invoice-not-found")
+		if s, _ := e.db.Invoice(t.Context(), inv.ID); s.Archived {
+			t.Error("archived by another id")
+		}
 	})
 	t.Run("unsupported routes name themselves", func(t *testing.T) {
 		expectAPIError(t, e.do("POST", base+"/api/v1/stores/store_a/payment-requests", `{"title":"refund"}`),
 			http.StatusNotFound, "unsupported-route", "POST /greenfield/api/v1/stores/store_a/payment-requests")
 		expectAPIError(t, e.do("PUT", create+"/x", `{}`), http.StatusNotFound, "unsupported-route", "PUT")
 	})
-	// The one invoice of "archive is unsupported" and store B's.
+	// The one invoice of "archive of an unknown invoice" and store B's.
 	if n := e.invoiceCount("store_a"); n != 1 {
 		t.Errorf("store A has %d invoices after bad input, want the one good create", n)
 	}

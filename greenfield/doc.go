@@ -24,11 +24,12 @@
 //     is 404 invoice-not-found.
 //   - A route Kassa does not serve answers with a message naming it as
 //     unsupported; nothing is stored on bad input.
-//   - Create fields with no domain counterpart yet (checkout.speedPolicy,
-//     expirationMinutes, monitoringMinutes, paymentTolerance,
-//     defaultLanguage, defaultPaymentMethod, lazyPaymentMethods, receipt,
-//     additionalSearchTerms) are checked for their type and ignored;
-//     answers report the invoice's real values.
+//   - checkout.speedPolicy and expirationMinutes become the invoice's own
+//     confirmations and expiry (kassa.InvoiceRequest, bounded there).
+//     Create fields with no domain counterpart yet (monitoringMinutes,
+//     paymentTolerance, defaultPaymentMethod, lazyPaymentMethods,
+//     receipt, additionalSearchTerms) are checked for their type and
+//     ignored; answers report the invoice's real values.
 //   - Refunds (refund.go) are BTCPay's pull payments and payouts over
 //     kassa.RefundService: a pull payment's viewLink is
 //     PublicURL/pull-payments/<id>; GET /api/v1/pull-payments/{id} is

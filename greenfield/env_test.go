@@ -46,6 +46,8 @@ type env struct {
 	sys   *actors.System
 	clock *kassatest.TestClock
 	chain stubBackend
+	// sim is the simulated chain the actors watch: Pay and Mine.
+	sim *chainsim.Chain
 	// refunds is the refund service the handler serves, as cmd/kassa
 	// wires it (no sender: an approved payout waits).
 	refunds *refund.Service
@@ -74,6 +76,7 @@ func newEnvWith(t *testing.T, cfg egress.Config) *env {
 	t.Cleanup(func() { db.Close() })
 	e.db = db
 	chain := chainsim.New(e.clock)
+	e.sim = chain
 	node, err := lnsim.New(e.clock)
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ type checkoutBody struct {
 	PaymentMethods        []string         `json:"paymentMethods"`
 	DefaultPaymentMethod  *string          `json:"defaultPaymentMethod"`
 	LazyPaymentMethods    *bool            `json:"lazyPaymentMethods"`
-	ExpirationMinutes     *decimal.Decimal `json:"expirationMinutes"`
+	ExpirationMinutes     json.RawMessage  `json:"expirationMinutes"`
 	MonitoringMinutes     *decimal.Decimal `json:"monitoringMinutes"`
 	PaymentTolerance      *decimal.Decimal `json:"paymentTolerance"`
 	RedirectURL           *string          `json:"redirectURL"`
@@ -99,8 +99,31 @@ func parseMethod(id string) (kassa.PaymentMethod, bool) {
 	return 0, false
 }
 
-// speedPolicies are SpeedPolicy's values (swagger.template.json).
-var speedPolicies = []string{"HighSpeed", "MediumSpeed", "LowSpeed", "LowMediumSpeed"}
+// speedPolicies are SpeedPolicy's values (swagger.template.json) and
+// the confirmations each asks for.
+var speedPolicies = map[string]int32{"HighSpeed": 0, "MediumSpeed": 1, "LowMediumSpeed": 2, "LowSpeed": 6}
+
+// expiry reads expirationMinutes, a JSON number of minutes (fractions
+// count, to the millisecond), or says what is wrong with it. A value
+// beyond any bound is answered as too long, not converted.
+func expiry(raw json.RawMessage) (time.Duration, string) {
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, "must be a number of minutes"
+	}
+	minutes, err := decimal.NewFromString(n.String())
+	if err != nil {
+		return 0, "must be a number of minutes"
+	}
+	ms := minutes.Mul(decimal.NewFromInt(60_000))
+	switch {
+	case ms.LessThan(decimal.NewFromInt(kassa.MinInvoiceExpiry.Milliseconds())):
+		return 0, "Expiration time must be at least 30 seconds"
+	case ms.GreaterThan(decimal.NewFromInt(kassa.MaxInvoiceExpiry.Milliseconds())):
+		return 0, fmt.Sprintf("Expiration time must be at most %d minutes", int64(kassa.MaxInvoiceExpiry/time.Minute))
+	}
+	return time.Duration(ms.IntPart()) * time.Millisecond, ""
+}
 
 // invoiceRequest translates a create body into the domain's request, or
 // returns every field that cannot be translated.
@@ -152,11 +175,19 @@ func (b *createBody) invoiceRequest(store *kassa.Store) (*kassa.InvoiceRequest, 
 				req.EnabledMethods = append(req.EnabledMethods, m)
 			}
 		}
-		if c.SpeedPolicy != nil && !containsString(speedPolicies, *c.SpeedPolicy) {
-			add("checkout.speedPolicy", "must be one of HighSpeed, MediumSpeed, LowMediumSpeed, LowSpeed")
+		if c.SpeedPolicy != nil {
+			if confirmations, ok := speedPolicies[*c.SpeedPolicy]; ok {
+				req.ConfirmationsRequired = &confirmations
+			} else {
+				add("checkout.speedPolicy", "must be one of HighSpeed, MediumSpeed, LowMediumSpeed, LowSpeed")
+			}
 		}
-		if c.ExpirationMinutes != nil && c.ExpirationMinutes.Mul(decimal.NewFromInt(60)).LessThan(decimal.NewFromInt(30)) {
-			add("checkout.expirationMinutes", "Expiration time must be at least 30 seconds")
+		if raw := bytes.TrimSpace(c.ExpirationMinutes); len(raw) > 0 && string(raw) != "null" {
+			if d, msg := expiry(raw); msg != "" {
+				add("checkout.expirationMinutes", msg)
+			} else {
+				req.Expiry = d
+			}
 		}
 		if c.PaymentTolerance != nil && (c.PaymentTolerance.IsNegative() || c.PaymentTolerance.GreaterThan(decimal.NewFromInt(100))) {
 			add("checkout.paymentTolerance", "PaymentTolerance can only be between 0 and 100 percent")
@@ -164,9 +195,7 @@ func (b *createBody) invoiceRequest(store *kassa.Store) (*kassa.InvoiceRequest, 
 		if c.RedirectURL != nil {
 			req.RedirectURL = *c.RedirectURL
 		}
-		if c.RedirectAutomatically != nil {
-			req.RedirectAutomatically = *c.RedirectAutomatically
-		}
+		req.RedirectAutomatically = c.RedirectAutomatically // nil: the store's default
 		if c.DefaultLanguage != nil {
 			req.Language = strings.TrimSpace(*c.DefaultLanguage)
 		}
@@ -271,13 +300,19 @@ func (s *server) getInvoice(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// archiveInvoice answers DELETE …/invoices/{invoiceId}: Kassa's invoices
-// cannot be archived yet, so it is unsupported (after the usual 404).
+// archiveInvoice answers DELETE …/invoices/{invoiceId}: the invoice is
+// archived (kassa.Invoice.Archived), an archived one again too; 200 with
+// no body, as BTCPay answers.
 func (s *server) archiveInvoice(w http.ResponseWriter, r *http.Request) {
-	if inv := s.storeInvoice(w, r); inv != nil {
-		writeAPIError(w, http.StatusNotImplemented, "unsupported-route",
-			"Kassa's Greenfield API does not support archiving invoices ("+r.Method+" "+r.URL.Path+")")
+	inv := s.storeInvoice(w, r)
+	if inv == nil {
+		return
 	}
+	if _, err := s.Invoices.ArchiveInvoice(r.Context(), inv.StoreID, inv.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // markStatus answers POST …/invoices/{invoiceId}/status: Invalid through
@@ -322,7 +357,8 @@ var errListDone = errors.New("page full")
 // filters btcpayserver-greenfield-php sends (getAllInvoicesWithFilter):
 // orderId and status (repeatable), startDate and endDate (Unix seconds,
 // inclusive), skip and take; newest first, as BTCPay lists them.
-// textSearch is not supported; includeArchived has nothing to include.
+// textSearch is not supported. Archived invoices are left out unless
+// includeArchived=true.
 func (s *server) listInvoices(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var errs []validationError
@@ -364,6 +400,14 @@ func (s *server) listInvoices(w http.ResponseWriter, r *http.Request) {
 		return n
 	}
 	skip, take := count("skip"), count("take")
+	includeArchived := false
+	if v := q.Get("includeArchived"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, validationError{Path: "includeArchived", Message: "must be true or false"})
+		}
+		includeArchived = b
+	}
 	if q.Get("textSearch") != "" {
 		errs = append(errs, validationError{Path: "textSearch", Message: "Kassa's Greenfield API does not support textSearch"})
 	}
@@ -393,7 +437,7 @@ func (s *server) listInvoices(w http.ResponseWriter, r *http.Request) {
 		if len(orderIDs) > 0 && !containsString(orderIDs, inv.OrderID) {
 			return nil
 		}
-		if len(statuses) > 0 && !containsStatus(statuses, inv.Status) {
+		if len(statuses) > 0 && !containsStatus(statuses, inv.Status) || inv.Archived && !includeArchived {
 			return nil
 		}
 		if skip > 0 {
@@ -446,7 +490,7 @@ type invoiceData struct {
 type checkoutData struct {
 	SpeedPolicy           *string     `json:"speedPolicy"`
 	PaymentMethods        []string    `json:"paymentMethods"`
-	ExpirationMinutes     int64       `json:"expirationMinutes"`
+	ExpirationMinutes     json.Number `json:"expirationMinutes"` // fractions count, as BTCPay's TimeSpan
 	MonitoringMinutes     int64       `json:"monitoringMinutes"`
 	PaymentTolerance      json.Number `json:"paymentTolerance"` // a JSON number, as BTCPay's double
 	RedirectURL           *string     `json:"redirectURL"`
@@ -507,11 +551,12 @@ func (s *server) invoiceData(inv *kassa.Invoice) invoiceData {
 		Status:                            inv.Status.String(),
 		AdditionalStatus:                  additionalStatuses[inv.AdditionalStatus],
 		AvailableStatusesForManualMarking: marking,
+		Archived:                          inv.Archived,
 		Metadata:                          metadata,
 		Checkout: checkoutData{
 			SpeedPolicy:           optional(speedPolicy(inv.ConfirmationsRequired)),
 			PaymentMethods:        methods,
-			ExpirationMinutes:     int64(inv.ExpiresAt.Sub(inv.CreatedAt) / time.Minute),
+			ExpirationMinutes:     json.Number(decimal.NewFromInt(inv.ExpiresAt.Sub(inv.CreatedAt).Milliseconds()).Div(decimal.NewFromInt(60_000)).String()),
 			MonitoringMinutes:     int64(inv.MonitorUntil.Sub(inv.ExpiresAt) / time.Minute),
 			PaymentTolerance:      json.Number(inv.Tolerance.String()),
 			RedirectURL:           optional(inv.RedirectURL),

@@ -16,6 +16,7 @@ package greenfield_test
 //     BTCPayServer/wwwroot/swagger/v1/*.json, the shapes.
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -353,3 +354,68 @@ func TestListInvoices(t *testing.T) {
 }
 
 func itoa(n int64) string { return decimal.NewFromInt(n).String() }
+
+// TestPluginCallsInOrder makes every Greenfield call of the WooCommerce
+// plugin (v2.8.0), in the order a shop makes them: setup
+// (GlobalSettings::save, GreenfieldApiWebhook), an order
+// (AbstractGateway::process_payment, validInvoiceExists,
+// markInvoiceInvalid, updateWCOrderPayments) and a refund
+// (process_refund); each is answered as the plugin needs. The tests
+// above check the shapes of each.
+func TestPluginCallsInOrder(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := e.pluginKey()
+	shop := newShop(t, e)
+	var invoiceID, otherID, webhookID string
+	path := func(p string) string {
+		p = strings.ReplaceAll(p, "{invoiceId}", invoiceID)
+		p = strings.ReplaceAll(p, "{otherId}", otherID)
+		return strings.ReplaceAll(p, "{webhookId}", webhookID)
+	}
+	webhookBody := `{"enabled":true,"automaticRedelivery":true,"url":"` + shop.url + `","authorizedEvents":{"everything":false,"specificEvents":["InvoiceReceivedPayment","InvoicePaymentSettled","InvoiceProcessing","InvoiceExpired","InvoiceSettled","InvoiceInvalid"]}}`
+	for _, call := range []struct {
+		source, method, path, body string
+		status                     int
+		after                      func(w []byte)
+	}{
+		{source: "GlobalSettings::save ApiKey::getCurrent", method: "GET", path: "/api/v1/api-keys/current"},
+		{source: "GreenfieldApiHelper::getServerInfo", method: "GET", path: "/api/v1/server/info"},
+		{source: "GreenfieldApiWebhook::registerWebhook", method: "POST", path: "/api/v1/stores/store_a/webhooks", body: webhookBody,
+			after: func(b []byte) { webhookID = decodeID(t, b) }},
+		{source: "GreenfieldApiWebhook::webhookExists", method: "GET", path: "/api/v1/stores/store_a/webhooks/{webhookId}"},
+		{source: "GreenfieldApiWebhook::updateWebhook", method: "PUT", path: "/api/v1/stores/store_a/webhooks/{webhookId}", body: webhookBody},
+		{source: "GlobalSettings::save StorePaymentMethod::getPaymentMethods", method: "GET", path: "/api/v1/stores/store_a/payment-methods"},
+		{source: "GreenfieldApiHelper::checkApiKeyWorks Store::getStores", method: "GET", path: "/api/v1/stores"},
+		{source: "AbstractGateway::createInvoice", method: "POST", path: "/api/v1/stores/store_a/invoices", body: createBody,
+			after: func(b []byte) { invoiceID = decodeID(t, b) }},
+		{source: "AbstractGateway::getInvoiceRedirectUrl", method: "GET", path: "/i/{invoiceId}", status: http.StatusFound},
+		{source: "AbstractGateway::validInvoiceExists Invoice::getInvoice", method: "GET", path: "/api/v1/stores/store_a/invoices/{invoiceId}"},
+		{source: "AbstractGateway::createInvoice (another gateway)", method: "POST", path: "/api/v1/stores/store_a/invoices", body: createBody,
+			after: func(b []byte) { otherID = decodeID(t, b) }},
+		{source: "AbstractGateway::markInvoiceInvalid", method: "POST", path: "/api/v1/stores/store_a/invoices/{otherId}/status", body: `{"status":"Invalid"}`},
+		{source: "AbstractGateway::updateWCOrderPayments Invoice::getPaymentMethods", method: "GET", path: "/api/v1/stores/store_a/invoices/{invoiceId}/payment-methods"},
+		{source: "AbstractGateway::process_refund PullPayment::createPullPayment", method: "POST", path: "/api/v1/stores/store_a/pull-payments", body: pluginRefundBody},
+	} {
+		w := e.do(call.method, base+path(call.path), call.body, key)
+		want := call.status
+		if want == 0 {
+			want = http.StatusOK
+		}
+		if w.Code != want {
+			t.Fatalf("%s: %s %s answered %d, want %d: %s", call.source, call.method, call.path, w.Code, want, w.Body.String())
+		}
+		if call.after != nil {
+			call.after(w.Body.Bytes())
+		}
+	}
+}
+
+func decodeID(t *testing.T, b []byte) string {
+	t.Helper()
+	var v struct{ ID string }
+	if err := json.Unmarshal(b, &v); err != nil || v.ID == "" {
+		t.Fatalf("no id in %s: %v", b, err)
+	}
+	return v.ID
+}

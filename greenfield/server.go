@@ -159,6 +159,9 @@ var fieldPaths = map[string]string{
 	"redirectUrl": "checkout.redirectURL",
 	"language":    "checkout.defaultLanguage",
 	"metadata":    "metadata",
+
+	"confirmationsRequired": "checkout.speedPolicy",
+	"expiry":                "checkout.expirationMinutes",
 }
 
 // writeError answers a kassa error in Greenfield's shape: bad fields as

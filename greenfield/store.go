@@ -18,6 +18,8 @@ type storeData struct {
 	LogoURL          *string     `json:"logoUrl"`
 	BrandColor       *string     `json:"brandColor"`
 	Archived         bool        `json:"archived"`
+	// RedirectAutomatically is the default of the store's invoices.
+	RedirectAutomatically bool `json:"redirectAutomatically"`
 }
 
 // speedPolicy names confirmations as BTCPay's SpeedPolicy does
@@ -49,6 +51,7 @@ func toStoreData(st *kassa.Store) storeData {
 		ID: st.ID, Name: st.Name, DefaultCurrency: string(st.Currency),
 		SpeedPolicy: speedPolicy(st.ConfirmationsRequired), PaymentTolerance: json.Number(st.UnderpaymentTolerance.String()),
 		LogoURL: optional(st.LogoURL), BrandColor: optional(st.BrandColor),
+		RedirectAutomatically: st.DefaultRedirectAutomatically,
 	}
 }
 

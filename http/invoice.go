@@ -279,7 +279,7 @@ type createInvoiceBody struct {
 	EnabledPaymentMethods stringList      `json:"enabledPaymentMethods"`
 	BuyerEmail            string          `json:"buyerEmail"`
 	RedirectURL           string          `json:"redirectUrl"`
-	RedirectAutomatically bool            `json:"redirectAutomatically"`
+	RedirectAutomatically *bool           `json:"redirectAutomatically"` // nil: the store's default
 	OrderID               flexString      `json:"orderId"`
 	WalletMessage         string          `json:"walletMessage"`
 	Metadata              json.RawMessage `json:"metadata"`

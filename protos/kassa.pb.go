@@ -38,6 +38,7 @@ type InvoiceEvent struct {
 	//	*InvoiceEvent_ExpiryReached
 	//	*InvoiceEvent_MonitoringEnded
 	//	*InvoiceEvent_MarkedInvalid
+	//	*InvoiceEvent_Archived
 	Kind isInvoiceEvent_Kind `protobuf_oneof:"kind"`
 	// trace_parent is the W3C traceparent of the span that journaled the
 	// event (empty when it was not traced), so that an operator can follow
@@ -154,6 +155,15 @@ func (x *InvoiceEvent) GetMarkedInvalid() *MarkedInvalid {
 	return nil
 }
 
+func (x *InvoiceEvent) GetArchived() *InvoiceArchived {
+	if x != nil {
+		if x, ok := x.Kind.(*InvoiceEvent_Archived); ok {
+			return x.Archived
+		}
+	}
+	return nil
+}
+
 func (x *InvoiceEvent) GetTraceParent() string {
 	if x != nil {
 		return x.TraceParent
@@ -193,6 +203,10 @@ type InvoiceEvent_MarkedInvalid struct {
 	MarkedInvalid *MarkedInvalid `protobuf:"bytes,8,opt,name=marked_invalid,json=markedInvalid,proto3,oneof"`
 }
 
+type InvoiceEvent_Archived struct {
+	Archived *InvoiceArchived `protobuf:"bytes,10,opt,name=archived,proto3,oneof"`
+}
+
 func (*InvoiceEvent_Created) isInvoiceEvent_Kind() {}
 
 func (*InvoiceEvent_PaymentObserved) isInvoiceEvent_Kind() {}
@@ -206,6 +220,8 @@ func (*InvoiceEvent_ExpiryReached) isInvoiceEvent_Kind() {}
 func (*InvoiceEvent_MonitoringEnded) isInvoiceEvent_Kind() {}
 
 func (*InvoiceEvent_MarkedInvalid) isInvoiceEvent_Kind() {}
+
+func (*InvoiceEvent_Archived) isInvoiceEvent_Kind() {}
 
 // InvoiceCreated starts an invoice's journal. invoice is the initial
 // invoice document (JSON of kassa.Invoice) in journals written before
@@ -593,6 +609,43 @@ func (*MarkedInvalid) Descriptor() ([]byte, []int) {
 	return file_kassa_proto_rawDescGZIP(), []int{7}
 }
 
+// InvoiceArchived is a person archiving the invoice.
+type InvoiceArchived struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InvoiceArchived) Reset() {
+	*x = InvoiceArchived{}
+	mi := &file_kassa_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InvoiceArchived) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InvoiceArchived) ProtoMessage() {}
+
+func (x *InvoiceArchived) ProtoReflect() protoreflect.Message {
+	mi := &file_kassa_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InvoiceArchived.ProtoReflect.Descriptor instead.
+func (*InvoiceArchived) Descriptor() ([]byte, []int) {
+	return file_kassa_proto_rawDescGZIP(), []int{8}
+}
+
 // StoreEvent is one entry of a store actor's journal.
 type StoreEvent struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -618,7 +671,7 @@ type StoreEvent struct {
 
 func (x *StoreEvent) Reset() {
 	*x = StoreEvent{}
-	mi := &file_kassa_proto_msgTypes[8]
+	mi := &file_kassa_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -630,7 +683,7 @@ func (x *StoreEvent) String() string {
 func (*StoreEvent) ProtoMessage() {}
 
 func (x *StoreEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[8]
+	mi := &file_kassa_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -643,7 +696,7 @@ func (x *StoreEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreEvent.ProtoReflect.Descriptor instead.
 func (*StoreEvent) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{8}
+	return file_kassa_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *StoreEvent) GetAtUnixNano() int64 {
@@ -858,7 +911,7 @@ type RefundsChanged struct {
 
 func (x *RefundsChanged) Reset() {
 	*x = RefundsChanged{}
-	mi := &file_kassa_proto_msgTypes[9]
+	mi := &file_kassa_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +923,7 @@ func (x *RefundsChanged) String() string {
 func (*RefundsChanged) ProtoMessage() {}
 
 func (x *RefundsChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[9]
+	mi := &file_kassa_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +936,7 @@ func (x *RefundsChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundsChanged.ProtoReflect.Descriptor instead.
 func (*RefundsChanged) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{9}
+	return file_kassa_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RefundsChanged) GetPullPayment() []byte {
@@ -913,7 +966,7 @@ type AddressIndexAllocated struct {
 
 func (x *AddressIndexAllocated) Reset() {
 	*x = AddressIndexAllocated{}
-	mi := &file_kassa_proto_msgTypes[10]
+	mi := &file_kassa_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +978,7 @@ func (x *AddressIndexAllocated) String() string {
 func (*AddressIndexAllocated) ProtoMessage() {}
 
 func (x *AddressIndexAllocated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[10]
+	mi := &file_kassa_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +991,7 @@ func (x *AddressIndexAllocated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddressIndexAllocated.ProtoReflect.Descriptor instead.
 func (*AddressIndexAllocated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{10}
+	return file_kassa_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *AddressIndexAllocated) GetIndex() uint32 {
@@ -966,7 +1019,7 @@ type AddressIndexReleased struct {
 
 func (x *AddressIndexReleased) Reset() {
 	*x = AddressIndexReleased{}
-	mi := &file_kassa_proto_msgTypes[11]
+	mi := &file_kassa_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1031,7 @@ func (x *AddressIndexReleased) String() string {
 func (*AddressIndexReleased) ProtoMessage() {}
 
 func (x *AddressIndexReleased) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[11]
+	mi := &file_kassa_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1044,7 @@ func (x *AddressIndexReleased) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddressIndexReleased.ProtoReflect.Descriptor instead.
 func (*AddressIndexReleased) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{11}
+	return file_kassa_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AddressIndexReleased) GetIndex() uint32 {
@@ -1012,7 +1065,7 @@ type StoreSettingsChanged struct {
 
 func (x *StoreSettingsChanged) Reset() {
 	*x = StoreSettingsChanged{}
-	mi := &file_kassa_proto_msgTypes[12]
+	mi := &file_kassa_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1077,7 @@ func (x *StoreSettingsChanged) String() string {
 func (*StoreSettingsChanged) ProtoMessage() {}
 
 func (x *StoreSettingsChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[12]
+	mi := &file_kassa_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1090,7 @@ func (x *StoreSettingsChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreSettingsChanged.ProtoReflect.Descriptor instead.
 func (*StoreSettingsChanged) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{12}
+	return file_kassa_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *StoreSettingsChanged) GetStore() []byte {
@@ -1061,7 +1114,7 @@ type APIKeyCreated struct {
 
 func (x *APIKeyCreated) Reset() {
 	*x = APIKeyCreated{}
-	mi := &file_kassa_proto_msgTypes[13]
+	mi := &file_kassa_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1073,7 +1126,7 @@ func (x *APIKeyCreated) String() string {
 func (*APIKeyCreated) ProtoMessage() {}
 
 func (x *APIKeyCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[13]
+	mi := &file_kassa_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1086,7 +1139,7 @@ func (x *APIKeyCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyCreated.ProtoReflect.Descriptor instead.
 func (*APIKeyCreated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{13}
+	return file_kassa_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *APIKeyCreated) GetKeyId() string {
@@ -1120,7 +1173,7 @@ type APIKeyDeleted struct {
 
 func (x *APIKeyDeleted) Reset() {
 	*x = APIKeyDeleted{}
-	mi := &file_kassa_proto_msgTypes[14]
+	mi := &file_kassa_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1185,7 @@ func (x *APIKeyDeleted) String() string {
 func (*APIKeyDeleted) ProtoMessage() {}
 
 func (x *APIKeyDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[14]
+	mi := &file_kassa_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1198,7 @@ func (x *APIKeyDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyDeleted.ProtoReflect.Descriptor instead.
 func (*APIKeyDeleted) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{14}
+	return file_kassa_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *APIKeyDeleted) GetKeyId() string {
@@ -1167,7 +1220,7 @@ type APIKeyRevealed struct {
 
 func (x *APIKeyRevealed) Reset() {
 	*x = APIKeyRevealed{}
-	mi := &file_kassa_proto_msgTypes[15]
+	mi := &file_kassa_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1179,7 +1232,7 @@ func (x *APIKeyRevealed) String() string {
 func (*APIKeyRevealed) ProtoMessage() {}
 
 func (x *APIKeyRevealed) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[15]
+	mi := &file_kassa_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1192,7 +1245,7 @@ func (x *APIKeyRevealed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyRevealed.ProtoReflect.Descriptor instead.
 func (*APIKeyRevealed) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{15}
+	return file_kassa_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *APIKeyRevealed) GetKeyId() string {
@@ -1219,7 +1272,7 @@ type StoreCreated struct {
 
 func (x *StoreCreated) Reset() {
 	*x = StoreCreated{}
-	mi := &file_kassa_proto_msgTypes[16]
+	mi := &file_kassa_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1284,7 @@ func (x *StoreCreated) String() string {
 func (*StoreCreated) ProtoMessage() {}
 
 func (x *StoreCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[16]
+	mi := &file_kassa_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1297,7 @@ func (x *StoreCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreCreated.ProtoReflect.Descriptor instead.
 func (*StoreCreated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{16}
+	return file_kassa_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StoreCreated) GetStore() []byte {
@@ -1265,7 +1318,7 @@ type PaymentRequestSaved struct {
 
 func (x *PaymentRequestSaved) Reset() {
 	*x = PaymentRequestSaved{}
-	mi := &file_kassa_proto_msgTypes[17]
+	mi := &file_kassa_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1330,7 @@ func (x *PaymentRequestSaved) String() string {
 func (*PaymentRequestSaved) ProtoMessage() {}
 
 func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[17]
+	mi := &file_kassa_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1343,7 @@ func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestSaved.ProtoReflect.Descriptor instead.
 func (*PaymentRequestSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{17}
+	return file_kassa_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PaymentRequestSaved) GetPaymentRequest() []byte {
@@ -1313,7 +1366,7 @@ type BalanceToppedUp struct {
 
 func (x *BalanceToppedUp) Reset() {
 	*x = BalanceToppedUp{}
-	mi := &file_kassa_proto_msgTypes[18]
+	mi := &file_kassa_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1325,7 +1378,7 @@ func (x *BalanceToppedUp) String() string {
 func (*BalanceToppedUp) ProtoMessage() {}
 
 func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[18]
+	mi := &file_kassa_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1338,7 +1391,7 @@ func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceToppedUp.ProtoReflect.Descriptor instead.
 func (*BalanceToppedUp) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{18}
+	return file_kassa_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *BalanceToppedUp) GetAmountSat() int64 {
@@ -1366,7 +1419,7 @@ type WebhookSaved struct {
 
 func (x *WebhookSaved) Reset() {
 	*x = WebhookSaved{}
-	mi := &file_kassa_proto_msgTypes[19]
+	mi := &file_kassa_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1431,7 @@ func (x *WebhookSaved) String() string {
 func (*WebhookSaved) ProtoMessage() {}
 
 func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[19]
+	mi := &file_kassa_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1444,7 @@ func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSaved.ProtoReflect.Descriptor instead.
 func (*WebhookSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{19}
+	return file_kassa_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WebhookSaved) GetWebhook() []byte {
@@ -1411,7 +1464,7 @@ type WebhookDeleted struct {
 
 func (x *WebhookDeleted) Reset() {
 	*x = WebhookDeleted{}
-	mi := &file_kassa_proto_msgTypes[20]
+	mi := &file_kassa_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +1476,7 @@ func (x *WebhookDeleted) String() string {
 func (*WebhookDeleted) ProtoMessage() {}
 
 func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[20]
+	mi := &file_kassa_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +1489,7 @@ func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleted.ProtoReflect.Descriptor instead.
 func (*WebhookDeleted) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{20}
+	return file_kassa_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WebhookDeleted) GetWebhookId() string {
@@ -1457,7 +1510,7 @@ type DeliverWebhook struct {
 
 func (x *DeliverWebhook) Reset() {
 	*x = DeliverWebhook{}
-	mi := &file_kassa_proto_msgTypes[21]
+	mi := &file_kassa_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1522,7 @@ func (x *DeliverWebhook) String() string {
 func (*DeliverWebhook) ProtoMessage() {}
 
 func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[21]
+	mi := &file_kassa_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1535,7 @@ func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverWebhook.ProtoReflect.Descriptor instead.
 func (*DeliverWebhook) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{21}
+	return file_kassa_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeliverWebhook) GetDeliveryId() string {
@@ -1496,7 +1549,7 @@ var File_kassa_proto protoreflect.FileDescriptor
 
 const file_kassa_proto_rawDesc = "" +
 	"\n" +
-	"\vkassa.proto\x12\bkassa.v1\"\xac\x04\n" +
+	"\vkassa.proto\x12\bkassa.v1\"\xe5\x04\n" +
 	"\fInvoiceEvent\x12 \n" +
 	"\fat_unix_nano\x18\x01 \x01(\x03R\n" +
 	"atUnixNano\x124\n" +
@@ -1506,7 +1559,9 @@ const file_kassa_proto_rawDesc = "" +
 	"\x0elightning_paid\x18\x05 \x01(\v2\x17.kassa.v1.LightningPaidH\x00R\rlightningPaid\x12@\n" +
 	"\x0eexpiry_reached\x18\x06 \x01(\v2\x17.kassa.v1.ExpiryReachedH\x00R\rexpiryReached\x12F\n" +
 	"\x10monitoring_ended\x18\a \x01(\v2\x19.kassa.v1.MonitoringEndedH\x00R\x0fmonitoringEnded\x12@\n" +
-	"\x0emarked_invalid\x18\b \x01(\v2\x17.kassa.v1.MarkedInvalidH\x00R\rmarkedInvalid\x12!\n" +
+	"\x0emarked_invalid\x18\b \x01(\v2\x17.kassa.v1.MarkedInvalidH\x00R\rmarkedInvalid\x127\n" +
+	"\barchived\x18\n" +
+	" \x01(\v2\x19.kassa.v1.InvoiceArchivedH\x00R\barchived\x12!\n" +
 	"\ftrace_parent\x18\t \x01(\tR\vtraceParentB\x06\n" +
 	"\x04kind\"*\n" +
 	"\x0eInvoiceCreated\x12\x18\n" +
@@ -1534,7 +1589,8 @@ const file_kassa_proto_rawDesc = "" +
 	"amountMsat\"\x0f\n" +
 	"\rExpiryReached\"\x11\n" +
 	"\x0fMonitoringEnded\"\x0f\n" +
-	"\rMarkedInvalid\"\x8e\a\n" +
+	"\rMarkedInvalid\"\x11\n" +
+	"\x0fInvoiceArchived\"\x8e\a\n" +
 	"\n" +
 	"StoreEvent\x12 \n" +
 	"\fat_unix_nano\x18\x01 \x01(\x03R\n" +
@@ -1601,7 +1657,7 @@ func file_kassa_proto_rawDescGZIP() []byte {
 	return file_kassa_proto_rawDescData
 }
 
-var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_kassa_proto_goTypes = []any{
 	(*InvoiceEvent)(nil),          // 0: kassa.v1.InvoiceEvent
 	(*InvoiceCreated)(nil),        // 1: kassa.v1.InvoiceCreated
@@ -1611,20 +1667,21 @@ var file_kassa_proto_goTypes = []any{
 	(*ExpiryReached)(nil),         // 5: kassa.v1.ExpiryReached
 	(*MonitoringEnded)(nil),       // 6: kassa.v1.MonitoringEnded
 	(*MarkedInvalid)(nil),         // 7: kassa.v1.MarkedInvalid
-	(*StoreEvent)(nil),            // 8: kassa.v1.StoreEvent
-	(*RefundsChanged)(nil),        // 9: kassa.v1.RefundsChanged
-	(*AddressIndexAllocated)(nil), // 10: kassa.v1.AddressIndexAllocated
-	(*AddressIndexReleased)(nil),  // 11: kassa.v1.AddressIndexReleased
-	(*StoreSettingsChanged)(nil),  // 12: kassa.v1.StoreSettingsChanged
-	(*APIKeyCreated)(nil),         // 13: kassa.v1.APIKeyCreated
-	(*APIKeyDeleted)(nil),         // 14: kassa.v1.APIKeyDeleted
-	(*APIKeyRevealed)(nil),        // 15: kassa.v1.APIKeyRevealed
-	(*StoreCreated)(nil),          // 16: kassa.v1.StoreCreated
-	(*PaymentRequestSaved)(nil),   // 17: kassa.v1.PaymentRequestSaved
-	(*BalanceToppedUp)(nil),       // 18: kassa.v1.BalanceToppedUp
-	(*WebhookSaved)(nil),          // 19: kassa.v1.WebhookSaved
-	(*WebhookDeleted)(nil),        // 20: kassa.v1.WebhookDeleted
-	(*DeliverWebhook)(nil),        // 21: kassa.v1.DeliverWebhook
+	(*InvoiceArchived)(nil),       // 8: kassa.v1.InvoiceArchived
+	(*StoreEvent)(nil),            // 9: kassa.v1.StoreEvent
+	(*RefundsChanged)(nil),        // 10: kassa.v1.RefundsChanged
+	(*AddressIndexAllocated)(nil), // 11: kassa.v1.AddressIndexAllocated
+	(*AddressIndexReleased)(nil),  // 12: kassa.v1.AddressIndexReleased
+	(*StoreSettingsChanged)(nil),  // 13: kassa.v1.StoreSettingsChanged
+	(*APIKeyCreated)(nil),         // 14: kassa.v1.APIKeyCreated
+	(*APIKeyDeleted)(nil),         // 15: kassa.v1.APIKeyDeleted
+	(*APIKeyRevealed)(nil),        // 16: kassa.v1.APIKeyRevealed
+	(*StoreCreated)(nil),          // 17: kassa.v1.StoreCreated
+	(*PaymentRequestSaved)(nil),   // 18: kassa.v1.PaymentRequestSaved
+	(*BalanceToppedUp)(nil),       // 19: kassa.v1.BalanceToppedUp
+	(*WebhookSaved)(nil),          // 20: kassa.v1.WebhookSaved
+	(*WebhookDeleted)(nil),        // 21: kassa.v1.WebhookDeleted
+	(*DeliverWebhook)(nil),        // 22: kassa.v1.DeliverWebhook
 }
 var file_kassa_proto_depIdxs = []int32{
 	1,  // 0: kassa.v1.InvoiceEvent.created:type_name -> kassa.v1.InvoiceCreated
@@ -1634,23 +1691,24 @@ var file_kassa_proto_depIdxs = []int32{
 	5,  // 4: kassa.v1.InvoiceEvent.expiry_reached:type_name -> kassa.v1.ExpiryReached
 	6,  // 5: kassa.v1.InvoiceEvent.monitoring_ended:type_name -> kassa.v1.MonitoringEnded
 	7,  // 6: kassa.v1.InvoiceEvent.marked_invalid:type_name -> kassa.v1.MarkedInvalid
-	16, // 7: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
-	17, // 8: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
-	18, // 9: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
-	19, // 10: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
-	20, // 11: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
-	10, // 12: kassa.v1.StoreEvent.address_index_allocated:type_name -> kassa.v1.AddressIndexAllocated
-	11, // 13: kassa.v1.StoreEvent.address_index_released:type_name -> kassa.v1.AddressIndexReleased
-	12, // 14: kassa.v1.StoreEvent.settings_changed:type_name -> kassa.v1.StoreSettingsChanged
-	13, // 15: kassa.v1.StoreEvent.api_key_created:type_name -> kassa.v1.APIKeyCreated
-	14, // 16: kassa.v1.StoreEvent.api_key_deleted:type_name -> kassa.v1.APIKeyDeleted
-	15, // 17: kassa.v1.StoreEvent.api_key_revealed:type_name -> kassa.v1.APIKeyRevealed
-	9,  // 18: kassa.v1.StoreEvent.refunds_changed:type_name -> kassa.v1.RefundsChanged
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	8,  // 7: kassa.v1.InvoiceEvent.archived:type_name -> kassa.v1.InvoiceArchived
+	17, // 8: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
+	18, // 9: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
+	19, // 10: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
+	20, // 11: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
+	21, // 12: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
+	11, // 13: kassa.v1.StoreEvent.address_index_allocated:type_name -> kassa.v1.AddressIndexAllocated
+	12, // 14: kassa.v1.StoreEvent.address_index_released:type_name -> kassa.v1.AddressIndexReleased
+	13, // 15: kassa.v1.StoreEvent.settings_changed:type_name -> kassa.v1.StoreSettingsChanged
+	14, // 16: kassa.v1.StoreEvent.api_key_created:type_name -> kassa.v1.APIKeyCreated
+	15, // 17: kassa.v1.StoreEvent.api_key_deleted:type_name -> kassa.v1.APIKeyDeleted
+	16, // 18: kassa.v1.StoreEvent.api_key_revealed:type_name -> kassa.v1.APIKeyRevealed
+	10, // 19: kassa.v1.StoreEvent.refunds_changed:type_name -> kassa.v1.RefundsChanged
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_kassa_proto_init() }
@@ -1666,8 +1724,9 @@ func file_kassa_proto_init() {
 		(*InvoiceEvent_ExpiryReached)(nil),
 		(*InvoiceEvent_MonitoringEnded)(nil),
 		(*InvoiceEvent_MarkedInvalid)(nil),
+		(*InvoiceEvent_Archived)(nil),
 	}
-	file_kassa_proto_msgTypes[8].OneofWrappers = []any{
+	file_kassa_proto_msgTypes[9].OneofWrappers = []any{
 		(*StoreEvent_Created)(nil),
 		(*StoreEvent_PaymentRequestSaved)(nil),
 		(*StoreEvent_ToppedUp)(nil),
@@ -1687,7 +1746,7 @@ func file_kassa_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kassa_proto_rawDesc), len(file_kassa_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1390,36 +1390,37 @@ func (x *RevealAPIKeyCall) GetBy() string {
 }
 
 type StoreDoc struct {
-	state                 protoimpl.MessageState `protogen:"open.v1"`
-	Id                    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Name                  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Currency              string                 `protobuf:"bytes,3,opt,name=currency,proto3" json:"currency,omitempty"`
-	PercentFee            string                 `protobuf:"bytes,4,opt,name=percent_fee,json=percentFee,proto3" json:"percent_fee,omitempty"`
-	UnderpaymentTolerance string                 `protobuf:"bytes,5,opt,name=underpayment_tolerance,json=underpaymentTolerance,proto3" json:"underpayment_tolerance,omitempty"`
-	WalletMinSendableMsat int64                  `protobuf:"varint,6,opt,name=wallet_min_sendable_msat,json=walletMinSendableMsat,proto3" json:"wallet_min_sendable_msat,omitempty"`
-	WalletMaxSendableMsat int64                  `protobuf:"varint,7,opt,name=wallet_max_sendable_msat,json=walletMaxSendableMsat,proto3" json:"wallet_max_sendable_msat,omitempty"`
-	LightningAddress      string                 `protobuf:"bytes,8,opt,name=lightning_address,json=lightningAddress,proto3" json:"lightning_address,omitempty"`
-	Xpub                  string                 `protobuf:"bytes,9,opt,name=xpub,proto3" json:"xpub,omitempty"`
-	XpubType              string                 `protobuf:"bytes,10,opt,name=xpub_type,json=xpubType,proto3" json:"xpub_type,omitempty"`
-	NextAddressIndex      uint32                 `protobuf:"varint,11,opt,name=next_address_index,json=nextAddressIndex,proto3" json:"next_address_index,omitempty"`
-	FreeAddressIndexes    []uint32               `protobuf:"varint,12,rep,packed,name=free_address_indexes,json=freeAddressIndexes,proto3" json:"free_address_indexes,omitempty"`
-	ConfirmationsRequired int32                  `protobuf:"varint,13,opt,name=confirmations_required,json=confirmationsRequired,proto3" json:"confirmations_required,omitempty"`
-	RatePrimary           string                 `protobuf:"bytes,14,opt,name=rate_primary,json=ratePrimary,proto3" json:"rate_primary,omitempty"`
-	RateFallback          string                 `protobuf:"bytes,15,opt,name=rate_fallback,json=rateFallback,proto3" json:"rate_fallback,omitempty"`
-	CreditLimitSat        int64                  `protobuf:"varint,16,opt,name=credit_limit_sat,json=creditLimitSat,proto3" json:"credit_limit_sat,omitempty"`
-	MaxInvoiceAmountSat   int64                  `protobuf:"varint,17,opt,name=max_invoice_amount_sat,json=maxInvoiceAmountSat,proto3" json:"max_invoice_amount_sat,omitempty"`
-	OnchainMinAmountSat   int64                  `protobuf:"varint,18,opt,name=onchain_min_amount_sat,json=onchainMinAmountSat,proto3" json:"onchain_min_amount_sat,omitempty"`
-	ForwardFeePercent     *string                `protobuf:"bytes,19,opt,name=forward_fee_percent,json=forwardFeePercent,proto3,oneof" json:"forward_fee_percent,omitempty"`
-	ForwardFeeMaxSat      int64                  `protobuf:"varint,20,opt,name=forward_fee_max_sat,json=forwardFeeMaxSat,proto3" json:"forward_fee_max_sat,omitempty"`
-	LogoUrl               string                 `protobuf:"bytes,21,opt,name=logo_url,json=logoUrl,proto3" json:"logo_url,omitempty"`
-	BrandColor            string                 `protobuf:"bytes,22,opt,name=brand_color,json=brandColor,proto3" json:"brand_color,omitempty"`
-	DefaultRedirectUrl    string                 `protobuf:"bytes,23,opt,name=default_redirect_url,json=defaultRedirectUrl,proto3" json:"default_redirect_url,omitempty"`
-	ApiKeys               []*APIKeyDoc           `protobuf:"bytes,24,rep,name=api_keys,json=apiKeys,proto3" json:"api_keys,omitempty"`
-	CreatedAt             *timestamppb.Timestamp `protobuf:"bytes,25,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	TopUpRefs             []*TopUpRefDoc         `protobuf:"bytes,26,rep,name=top_up_refs,json=topUpRefs,proto3" json:"top_up_refs,omitempty"`
-	DefaultLanguage       string                 `protobuf:"bytes,27,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	state                        protoimpl.MessageState `protogen:"open.v1"`
+	Id                           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name                         string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Currency                     string                 `protobuf:"bytes,3,opt,name=currency,proto3" json:"currency,omitempty"`
+	PercentFee                   string                 `protobuf:"bytes,4,opt,name=percent_fee,json=percentFee,proto3" json:"percent_fee,omitempty"`
+	UnderpaymentTolerance        string                 `protobuf:"bytes,5,opt,name=underpayment_tolerance,json=underpaymentTolerance,proto3" json:"underpayment_tolerance,omitempty"`
+	WalletMinSendableMsat        int64                  `protobuf:"varint,6,opt,name=wallet_min_sendable_msat,json=walletMinSendableMsat,proto3" json:"wallet_min_sendable_msat,omitempty"`
+	WalletMaxSendableMsat        int64                  `protobuf:"varint,7,opt,name=wallet_max_sendable_msat,json=walletMaxSendableMsat,proto3" json:"wallet_max_sendable_msat,omitempty"`
+	LightningAddress             string                 `protobuf:"bytes,8,opt,name=lightning_address,json=lightningAddress,proto3" json:"lightning_address,omitempty"`
+	Xpub                         string                 `protobuf:"bytes,9,opt,name=xpub,proto3" json:"xpub,omitempty"`
+	XpubType                     string                 `protobuf:"bytes,10,opt,name=xpub_type,json=xpubType,proto3" json:"xpub_type,omitempty"`
+	NextAddressIndex             uint32                 `protobuf:"varint,11,opt,name=next_address_index,json=nextAddressIndex,proto3" json:"next_address_index,omitempty"`
+	FreeAddressIndexes           []uint32               `protobuf:"varint,12,rep,packed,name=free_address_indexes,json=freeAddressIndexes,proto3" json:"free_address_indexes,omitempty"`
+	ConfirmationsRequired        int32                  `protobuf:"varint,13,opt,name=confirmations_required,json=confirmationsRequired,proto3" json:"confirmations_required,omitempty"`
+	RatePrimary                  string                 `protobuf:"bytes,14,opt,name=rate_primary,json=ratePrimary,proto3" json:"rate_primary,omitempty"`
+	RateFallback                 string                 `protobuf:"bytes,15,opt,name=rate_fallback,json=rateFallback,proto3" json:"rate_fallback,omitempty"`
+	CreditLimitSat               int64                  `protobuf:"varint,16,opt,name=credit_limit_sat,json=creditLimitSat,proto3" json:"credit_limit_sat,omitempty"`
+	MaxInvoiceAmountSat          int64                  `protobuf:"varint,17,opt,name=max_invoice_amount_sat,json=maxInvoiceAmountSat,proto3" json:"max_invoice_amount_sat,omitempty"`
+	OnchainMinAmountSat          int64                  `protobuf:"varint,18,opt,name=onchain_min_amount_sat,json=onchainMinAmountSat,proto3" json:"onchain_min_amount_sat,omitempty"`
+	ForwardFeePercent            *string                `protobuf:"bytes,19,opt,name=forward_fee_percent,json=forwardFeePercent,proto3,oneof" json:"forward_fee_percent,omitempty"`
+	ForwardFeeMaxSat             int64                  `protobuf:"varint,20,opt,name=forward_fee_max_sat,json=forwardFeeMaxSat,proto3" json:"forward_fee_max_sat,omitempty"`
+	LogoUrl                      string                 `protobuf:"bytes,21,opt,name=logo_url,json=logoUrl,proto3" json:"logo_url,omitempty"`
+	BrandColor                   string                 `protobuf:"bytes,22,opt,name=brand_color,json=brandColor,proto3" json:"brand_color,omitempty"`
+	DefaultRedirectUrl           string                 `protobuf:"bytes,23,opt,name=default_redirect_url,json=defaultRedirectUrl,proto3" json:"default_redirect_url,omitempty"`
+	ApiKeys                      []*APIKeyDoc           `protobuf:"bytes,24,rep,name=api_keys,json=apiKeys,proto3" json:"api_keys,omitempty"`
+	CreatedAt                    *timestamppb.Timestamp `protobuf:"bytes,25,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	TopUpRefs                    []*TopUpRefDoc         `protobuf:"bytes,26,rep,name=top_up_refs,json=topUpRefs,proto3" json:"top_up_refs,omitempty"`
+	DefaultLanguage              string                 `protobuf:"bytes,27,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
+	DefaultRedirectAutomatically bool                   `protobuf:"varint,28,opt,name=default_redirect_automatically,json=defaultRedirectAutomatically,proto3" json:"default_redirect_automatically,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
 }
 
 func (x *StoreDoc) Reset() {
@@ -1641,6 +1642,13 @@ func (x *StoreDoc) GetDefaultLanguage() string {
 	return ""
 }
 
+func (x *StoreDoc) GetDefaultRedirectAutomatically() bool {
+	if x != nil {
+		return x.DefaultRedirectAutomatically
+	}
+	return false
+}
+
 type APIKeyDoc struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1771,20 +1779,21 @@ func (x *TopUpRefDoc) GetTransactionId() int64 {
 }
 
 type StoreUpdateDoc struct {
-	state                 protoimpl.MessageState `protogen:"open.v1"`
-	Name                  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Currency              string                 `protobuf:"bytes,2,opt,name=currency,proto3" json:"currency,omitempty"`
-	LightningAddress      string                 `protobuf:"bytes,3,opt,name=lightning_address,json=lightningAddress,proto3" json:"lightning_address,omitempty"`
-	Xpub                  string                 `protobuf:"bytes,4,opt,name=xpub,proto3" json:"xpub,omitempty"`
-	XpubType              string                 `protobuf:"bytes,5,opt,name=xpub_type,json=xpubType,proto3" json:"xpub_type,omitempty"`
-	ConfirmationsRequired int32                  `protobuf:"varint,6,opt,name=confirmations_required,json=confirmationsRequired,proto3" json:"confirmations_required,omitempty"`
-	OnchainMinAmountSat   int64                  `protobuf:"varint,7,opt,name=onchain_min_amount_sat,json=onchainMinAmountSat,proto3" json:"onchain_min_amount_sat,omitempty"`
-	LogoUrl               string                 `protobuf:"bytes,8,opt,name=logo_url,json=logoUrl,proto3" json:"logo_url,omitempty"`
-	BrandColor            string                 `protobuf:"bytes,9,opt,name=brand_color,json=brandColor,proto3" json:"brand_color,omitempty"`
-	DefaultRedirectUrl    string                 `protobuf:"bytes,10,opt,name=default_redirect_url,json=defaultRedirectUrl,proto3" json:"default_redirect_url,omitempty"`
-	DefaultLanguage       string                 `protobuf:"bytes,11,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	state                        protoimpl.MessageState `protogen:"open.v1"`
+	Name                         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Currency                     string                 `protobuf:"bytes,2,opt,name=currency,proto3" json:"currency,omitempty"`
+	LightningAddress             string                 `protobuf:"bytes,3,opt,name=lightning_address,json=lightningAddress,proto3" json:"lightning_address,omitempty"`
+	Xpub                         string                 `protobuf:"bytes,4,opt,name=xpub,proto3" json:"xpub,omitempty"`
+	XpubType                     string                 `protobuf:"bytes,5,opt,name=xpub_type,json=xpubType,proto3" json:"xpub_type,omitempty"`
+	ConfirmationsRequired        int32                  `protobuf:"varint,6,opt,name=confirmations_required,json=confirmationsRequired,proto3" json:"confirmations_required,omitempty"`
+	OnchainMinAmountSat          int64                  `protobuf:"varint,7,opt,name=onchain_min_amount_sat,json=onchainMinAmountSat,proto3" json:"onchain_min_amount_sat,omitempty"`
+	LogoUrl                      string                 `protobuf:"bytes,8,opt,name=logo_url,json=logoUrl,proto3" json:"logo_url,omitempty"`
+	BrandColor                   string                 `protobuf:"bytes,9,opt,name=brand_color,json=brandColor,proto3" json:"brand_color,omitempty"`
+	DefaultRedirectUrl           string                 `protobuf:"bytes,10,opt,name=default_redirect_url,json=defaultRedirectUrl,proto3" json:"default_redirect_url,omitempty"`
+	DefaultLanguage              string                 `protobuf:"bytes,11,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
+	DefaultRedirectAutomatically bool                   `protobuf:"varint,12,opt,name=default_redirect_automatically,json=defaultRedirectAutomatically,proto3" json:"default_redirect_automatically,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
 }
 
 func (x *StoreUpdateDoc) Reset() {
@@ -1894,23 +1903,35 @@ func (x *StoreUpdateDoc) GetDefaultLanguage() string {
 	return ""
 }
 
+func (x *StoreUpdateDoc) GetDefaultRedirectAutomatically() bool {
+	if x != nil {
+		return x.DefaultRedirectAutomatically
+	}
+	return false
+}
+
 type InvoiceRequestDoc struct {
-	state                 protoimpl.MessageState `protogen:"open.v1"`
-	Amount                string                 `protobuf:"bytes,1,opt,name=amount,proto3" json:"amount,omitempty"`
-	HasAmount             bool                   `protobuf:"varint,2,opt,name=has_amount,json=hasAmount,proto3" json:"has_amount,omitempty"`
-	Currency              string                 `protobuf:"bytes,3,opt,name=currency,proto3" json:"currency,omitempty"`
-	EnabledMethods        []uint32               `protobuf:"varint,4,rep,packed,name=enabled_methods,json=enabledMethods,proto3" json:"enabled_methods,omitempty"`
-	BuyerEmail            string                 `protobuf:"bytes,5,opt,name=buyer_email,json=buyerEmail,proto3" json:"buyer_email,omitempty"`
-	RedirectUrl           string                 `protobuf:"bytes,6,opt,name=redirect_url,json=redirectUrl,proto3" json:"redirect_url,omitempty"`
-	RedirectAutomatically bool                   `protobuf:"varint,7,opt,name=redirect_automatically,json=redirectAutomatically,proto3" json:"redirect_automatically,omitempty"`
-	OrderId               string                 `protobuf:"bytes,8,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
-	WalletMessage         string                 `protobuf:"bytes,9,opt,name=wallet_message,json=walletMessage,proto3" json:"wallet_message,omitempty"`
-	Metadata              []byte                 `protobuf:"bytes,10,opt,name=metadata,proto3" json:"metadata,omitempty"`
-	ReferralCode          string                 `protobuf:"bytes,11,opt,name=referral_code,json=referralCode,proto3" json:"referral_code,omitempty"`
-	PaymentLinkId         string                 `protobuf:"bytes,12,opt,name=payment_link_id,json=paymentLinkId,proto3" json:"payment_link_id,omitempty"`
-	Language              string                 `protobuf:"bytes,13,opt,name=language,proto3" json:"language,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Amount         string                 `protobuf:"bytes,1,opt,name=amount,proto3" json:"amount,omitempty"`
+	HasAmount      bool                   `protobuf:"varint,2,opt,name=has_amount,json=hasAmount,proto3" json:"has_amount,omitempty"`
+	Currency       string                 `protobuf:"bytes,3,opt,name=currency,proto3" json:"currency,omitempty"`
+	EnabledMethods []uint32               `protobuf:"varint,4,rep,packed,name=enabled_methods,json=enabledMethods,proto3" json:"enabled_methods,omitempty"`
+	BuyerEmail     string                 `protobuf:"bytes,5,opt,name=buyer_email,json=buyerEmail,proto3" json:"buyer_email,omitempty"`
+	RedirectUrl    string                 `protobuf:"bytes,6,opt,name=redirect_url,json=redirectUrl,proto3" json:"redirect_url,omitempty"`
+	// Unset: the store's default.
+	RedirectAutomatically *bool  `protobuf:"varint,7,opt,name=redirect_automatically,json=redirectAutomatically,proto3,oneof" json:"redirect_automatically,omitempty"`
+	OrderId               string `protobuf:"bytes,8,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
+	WalletMessage         string `protobuf:"bytes,9,opt,name=wallet_message,json=walletMessage,proto3" json:"wallet_message,omitempty"`
+	Metadata              []byte `protobuf:"bytes,10,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	ReferralCode          string `protobuf:"bytes,11,opt,name=referral_code,json=referralCode,proto3" json:"referral_code,omitempty"`
+	PaymentLinkId         string `protobuf:"bytes,12,opt,name=payment_link_id,json=paymentLinkId,proto3" json:"payment_link_id,omitempty"`
+	Language              string `protobuf:"bytes,13,opt,name=language,proto3" json:"language,omitempty"`
+	// Unset: the store's confirmations (kassa.InvoiceRequest).
+	ConfirmationsRequired *int32 `protobuf:"varint,14,opt,name=confirmations_required,json=confirmationsRequired,proto3,oneof" json:"confirmations_required,omitempty"`
+	// 0: the service's expiry.
+	ExpiryNs      int64 `protobuf:"varint,15,opt,name=expiry_ns,json=expiryNs,proto3" json:"expiry_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InvoiceRequestDoc) Reset() {
@@ -1986,8 +2007,8 @@ func (x *InvoiceRequestDoc) GetRedirectUrl() string {
 }
 
 func (x *InvoiceRequestDoc) GetRedirectAutomatically() bool {
-	if x != nil {
-		return x.RedirectAutomatically
+	if x != nil && x.RedirectAutomatically != nil {
+		return *x.RedirectAutomatically
 	}
 	return false
 }
@@ -2032,6 +2053,20 @@ func (x *InvoiceRequestDoc) GetLanguage() string {
 		return x.Language
 	}
 	return ""
+}
+
+func (x *InvoiceRequestDoc) GetConfirmationsRequired() int32 {
+	if x != nil && x.ConfirmationsRequired != nil {
+		return *x.ConfirmationsRequired
+	}
+	return 0
+}
+
+func (x *InvoiceRequestDoc) GetExpiryNs() int64 {
+	if x != nil {
+		return x.ExpiryNs
+	}
+	return 0
 }
 
 type PaymentDoc struct {
@@ -2230,6 +2265,7 @@ type InvoiceDoc struct {
 	MonitoringDone           bool                   `protobuf:"varint,36,opt,name=monitoring_done,json=monitoringDone,proto3" json:"monitoring_done,omitempty"`
 	SettlementReverted       bool                   `protobuf:"varint,37,opt,name=settlement_reverted,json=settlementReverted,proto3" json:"settlement_reverted,omitempty"`
 	Language                 string                 `protobuf:"bytes,38,opt,name=language,proto3" json:"language,omitempty"`
+	Archived                 bool                   `protobuf:"varint,39,opt,name=archived,proto3" json:"archived,omitempty"`
 	unknownFields            protoimpl.UnknownFields
 	sizeCache                protoimpl.SizeCache
 }
@@ -2528,6 +2564,13 @@ func (x *InvoiceDoc) GetLanguage() string {
 		return x.Language
 	}
 	return ""
+}
+
+func (x *InvoiceDoc) GetArchived() bool {
+	if x != nil {
+		return x.Archived
+	}
+	return false
 }
 
 type PaymentRequestInputDoc struct {
@@ -3489,7 +3532,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"9\n" +
 	"\x10RevealAPIKeyCall\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x0e\n" +
-	"\x02by\x18\x02 \x01(\tR\x02by\"\x9c\t\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"\xe2\t\n" +
 	"\bStoreDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
@@ -3521,7 +3564,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x19 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x125\n" +
 	"\vtop_up_refs\x18\x1a \x03(\v2\x15.kassa.v1.TopUpRefDocR\ttopUpRefs\x12)\n" +
-	"\x10default_language\x18\x1b \x01(\tR\x0fdefaultLanguageB\x16\n" +
+	"\x10default_language\x18\x1b \x01(\tR\x0fdefaultLanguage\x12D\n" +
+	"\x1edefault_redirect_automatically\x18\x1c \x01(\bR\x1cdefaultRedirectAutomaticallyB\x16\n" +
 	"\x14_forward_fee_percent\"\xa0\x01\n" +
 	"\tAPIKeyDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -3532,7 +3576,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\vpermissions\x18\x05 \x03(\tR\vpermissions\"R\n" +
 	"\vTopUpRefDoc\x12\x1c\n" +
 	"\treference\x18\x01 \x01(\tR\treference\x12%\n" +
-	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xa3\x03\n" +
+	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xe9\x03\n" +
 	"\x0eStoreUpdateDoc\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcurrency\x18\x02 \x01(\tR\bcurrency\x12+\n" +
@@ -3546,7 +3590,8 @@ const file_storecall_proto_rawDesc = "" +
 	"brandColor\x120\n" +
 	"\x14default_redirect_url\x18\n" +
 	" \x01(\tR\x12defaultRedirectUrl\x12)\n" +
-	"\x10default_language\x18\v \x01(\tR\x0fdefaultLanguage\"\xd1\x03\n" +
+	"\x10default_language\x18\v \x01(\tR\x0fdefaultLanguage\x12D\n" +
+	"\x1edefault_redirect_automatically\x18\f \x01(\bR\x1cdefaultRedirectAutomatically\"\xe5\x04\n" +
 	"\x11InvoiceRequestDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +
 	"\n" +
@@ -3555,15 +3600,19 @@ const file_storecall_proto_rawDesc = "" +
 	"\x0fenabled_methods\x18\x04 \x03(\rR\x0eenabledMethods\x12\x1f\n" +
 	"\vbuyer_email\x18\x05 \x01(\tR\n" +
 	"buyerEmail\x12!\n" +
-	"\fredirect_url\x18\x06 \x01(\tR\vredirectUrl\x125\n" +
-	"\x16redirect_automatically\x18\a \x01(\bR\x15redirectAutomatically\x12\x19\n" +
+	"\fredirect_url\x18\x06 \x01(\tR\vredirectUrl\x12:\n" +
+	"\x16redirect_automatically\x18\a \x01(\bH\x00R\x15redirectAutomatically\x88\x01\x01\x12\x19\n" +
 	"\border_id\x18\b \x01(\tR\aorderId\x12%\n" +
 	"\x0ewallet_message\x18\t \x01(\tR\rwalletMessage\x12\x1a\n" +
 	"\bmetadata\x18\n" +
 	" \x01(\fR\bmetadata\x12#\n" +
 	"\rreferral_code\x18\v \x01(\tR\freferralCode\x12&\n" +
 	"\x0fpayment_link_id\x18\f \x01(\tR\rpaymentLinkId\x12\x1a\n" +
-	"\blanguage\x18\r \x01(\tR\blanguage\"\xe5\x03\n" +
+	"\blanguage\x18\r \x01(\tR\blanguage\x12:\n" +
+	"\x16confirmations_required\x18\x0e \x01(\x05H\x01R\x15confirmationsRequired\x88\x01\x01\x12\x1b\n" +
+	"\texpiry_ns\x18\x0f \x01(\x03R\bexpiryNsB\x19\n" +
+	"\x17_redirect_automaticallyB\x19\n" +
+	"\x17_confirmations_required\"\xe5\x03\n" +
 	"\n" +
 	"PaymentDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
@@ -3584,7 +3633,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\vreceived_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"receivedAt\x12\x1c\n" +
 	"\taccounted\x18\x0e \x01(\bR\taccounted\x12!\n" +
-	"\fblock_height\x18\x0f \x01(\x03R\vblockHeight\"\xa7\f\n" +
+	"\fblock_height\x18\x0f \x01(\x03R\vblockHeight\"\xc3\f\n" +
 	"\n" +
 	"InvoiceDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -3633,7 +3682,8 @@ const file_storecall_proto_rawDesc = "" +
 	"settled_by\x18# \x01(\rR\tsettledBy\x12'\n" +
 	"\x0fmonitoring_done\x18$ \x01(\bR\x0emonitoringDone\x12/\n" +
 	"\x13settlement_reverted\x18% \x01(\bR\x12settlementReverted\x12\x1a\n" +
-	"\blanguage\x18& \x01(\tR\blanguageB\x13\n" +
+	"\blanguage\x18& \x01(\tR\blanguage\x12\x1a\n" +
+	"\barchived\x18' \x01(\bR\barchivedB\x13\n" +
 	"\x11_derivation_index\"\x86\x03\n" +
 	"\x16PaymentRequestInputDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +
@@ -3899,6 +3949,7 @@ func file_storecall_proto_init() {
 		(*StoreCallReply_Delivery)(nil),
 	}
 	file_storecall_proto_msgTypes[19].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[23].OneofWrappers = []any{}
 	file_storecall_proto_msgTypes[25].OneofWrappers = []any{}
 	file_storecall_proto_msgTypes[28].OneofWrappers = []any{}
 	type x struct{}

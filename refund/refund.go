@@ -96,6 +96,14 @@ func (s *Service) RefundInvoice(ctx context.Context, storeID, invoiceID string, 
 	if inv.StoreID != storeID {
 		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
 	}
+	// A custom refund in a fiat currency the invoice has no rate of is
+	// valued at today's rate: the domain bounds it by what was paid.
+	if c, err := kassa.ParseCurrency(string(r.CustomCurrency)); r.Choice == kassa.RefundCustom && err == nil &&
+		c != kassa.SATS && c != kassa.BTC && c != inv.Currency && c != inv.StoreCurrency {
+		if r.Rate, err = s.cfg.Rates.Rate(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	pp, err := kassa.NewRefund(kassa.NewID("pp_"), inv, r, s.now())
 	if err != nil {
 		return nil, err

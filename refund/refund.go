@@ -150,7 +150,7 @@ func (s *Service) Claim(ctx context.Context, ppID, destination string, amount de
 		if err != nil {
 			return nil, err
 		}
-		return &kassa.RefundChange{PullPayment: pp, Payout: p}, nil
+		return &kassa.RefundChange{PullPayment: pp, Payout: p, Events: kassa.PayoutEvents(0, p.State)}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -317,7 +317,7 @@ func (s *Service) change(ctx context.Context, storeID, payoutID string, input fu
 		if err != nil {
 			return nil, err
 		}
-		ch := &kassa.RefundChange{Payout: &next}
+		ch := &kassa.RefundChange{Payout: &next, Events: kassa.PayoutEvents(p.State, next.State)}
 		for _, e := range effects {
 			if r, ok := e.(kassa.ReleaseClaim); ok {
 				pp, err := s.cfg.Payouts.PullPayment(ctx, p.PullPaymentID)

@@ -88,7 +88,6 @@ type payoutData struct {
 	Metadata         map[string]any `json:"metadata"`
 }
 
-
 func payoutOut(p *kassa.Payout) payoutData {
 	out := payoutData{ID: p.ID, PullPaymentID: p.PullPaymentID, Date: p.CreatedAt.Unix(), Destination: p.Destination.Address,
 		PayoutCurrency: string(kassa.BTC), PayoutMethodID: MethodLightning, State: kassa.GreenfieldPayoutState(p.State), Metadata: map[string]any{}}

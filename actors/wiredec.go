@@ -174,7 +174,7 @@ func storeIn(d *protos.StoreDoc) (*kassa.Store, error) {
 		CreditLimit: kassa.Sats(d.CreditLimitSat), MaxInvoiceAmount: kassa.Sats(d.MaxInvoiceAmountSat),
 		OnchainMinAmount: kassa.Sats(d.OnchainMinAmountSat), ForwardFeeMax: kassa.Sats(d.ForwardFeeMaxSat),
 		LogoURL: d.LogoUrl, BrandColor: d.BrandColor, DefaultRedirectURL: d.DefaultRedirectUrl, DefaultLanguage: d.DefaultLanguage,
-		CreatedAt: r.time(d.CreatedAt),
+		RefundAutoApproveMax: kassa.Sats(d.RefundAutoApproveMaxSat), CreatedAt: r.time(d.CreatedAt),
 	}
 	if d.ForwardFeePercent != nil {
 		p := r.decimal("forwardFeePercent", *d.ForwardFeePercent)
@@ -216,6 +216,7 @@ func storeUpdateIn(d *protos.StoreUpdateDoc) kassa.StoreUpdate {
 		Xpub: d.Xpub, XpubType: d.XpubType, ConfirmationsRequired: d.ConfirmationsRequired,
 		OnchainMinAmount: kassa.Sats(d.OnchainMinAmountSat), LogoURL: d.LogoUrl, BrandColor: d.BrandColor,
 		DefaultRedirectURL: d.DefaultRedirectUrl, DefaultLanguage: d.DefaultLanguage,
+		RefundAutoApproveMax: kassa.Sats(d.RefundAutoApproveMaxSat),
 	}
 }
 

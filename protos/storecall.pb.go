@@ -1390,36 +1390,37 @@ func (x *RevealAPIKeyCall) GetBy() string {
 }
 
 type StoreDoc struct {
-	state                 protoimpl.MessageState `protogen:"open.v1"`
-	Id                    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Name                  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Currency              string                 `protobuf:"bytes,3,opt,name=currency,proto3" json:"currency,omitempty"`
-	PercentFee            string                 `protobuf:"bytes,4,opt,name=percent_fee,json=percentFee,proto3" json:"percent_fee,omitempty"`
-	UnderpaymentTolerance string                 `protobuf:"bytes,5,opt,name=underpayment_tolerance,json=underpaymentTolerance,proto3" json:"underpayment_tolerance,omitempty"`
-	WalletMinSendableMsat int64                  `protobuf:"varint,6,opt,name=wallet_min_sendable_msat,json=walletMinSendableMsat,proto3" json:"wallet_min_sendable_msat,omitempty"`
-	WalletMaxSendableMsat int64                  `protobuf:"varint,7,opt,name=wallet_max_sendable_msat,json=walletMaxSendableMsat,proto3" json:"wallet_max_sendable_msat,omitempty"`
-	LightningAddress      string                 `protobuf:"bytes,8,opt,name=lightning_address,json=lightningAddress,proto3" json:"lightning_address,omitempty"`
-	Xpub                  string                 `protobuf:"bytes,9,opt,name=xpub,proto3" json:"xpub,omitempty"`
-	XpubType              string                 `protobuf:"bytes,10,opt,name=xpub_type,json=xpubType,proto3" json:"xpub_type,omitempty"`
-	NextAddressIndex      uint32                 `protobuf:"varint,11,opt,name=next_address_index,json=nextAddressIndex,proto3" json:"next_address_index,omitempty"`
-	FreeAddressIndexes    []uint32               `protobuf:"varint,12,rep,packed,name=free_address_indexes,json=freeAddressIndexes,proto3" json:"free_address_indexes,omitempty"`
-	ConfirmationsRequired int32                  `protobuf:"varint,13,opt,name=confirmations_required,json=confirmationsRequired,proto3" json:"confirmations_required,omitempty"`
-	RatePrimary           string                 `protobuf:"bytes,14,opt,name=rate_primary,json=ratePrimary,proto3" json:"rate_primary,omitempty"`
-	RateFallback          string                 `protobuf:"bytes,15,opt,name=rate_fallback,json=rateFallback,proto3" json:"rate_fallback,omitempty"`
-	CreditLimitSat        int64                  `protobuf:"varint,16,opt,name=credit_limit_sat,json=creditLimitSat,proto3" json:"credit_limit_sat,omitempty"`
-	MaxInvoiceAmountSat   int64                  `protobuf:"varint,17,opt,name=max_invoice_amount_sat,json=maxInvoiceAmountSat,proto3" json:"max_invoice_amount_sat,omitempty"`
-	OnchainMinAmountSat   int64                  `protobuf:"varint,18,opt,name=onchain_min_amount_sat,json=onchainMinAmountSat,proto3" json:"onchain_min_amount_sat,omitempty"`
-	ForwardFeePercent     *string                `protobuf:"bytes,19,opt,name=forward_fee_percent,json=forwardFeePercent,proto3,oneof" json:"forward_fee_percent,omitempty"`
-	ForwardFeeMaxSat      int64                  `protobuf:"varint,20,opt,name=forward_fee_max_sat,json=forwardFeeMaxSat,proto3" json:"forward_fee_max_sat,omitempty"`
-	LogoUrl               string                 `protobuf:"bytes,21,opt,name=logo_url,json=logoUrl,proto3" json:"logo_url,omitempty"`
-	BrandColor            string                 `protobuf:"bytes,22,opt,name=brand_color,json=brandColor,proto3" json:"brand_color,omitempty"`
-	DefaultRedirectUrl    string                 `protobuf:"bytes,23,opt,name=default_redirect_url,json=defaultRedirectUrl,proto3" json:"default_redirect_url,omitempty"`
-	ApiKeys               []*APIKeyDoc           `protobuf:"bytes,24,rep,name=api_keys,json=apiKeys,proto3" json:"api_keys,omitempty"`
-	CreatedAt             *timestamppb.Timestamp `protobuf:"bytes,25,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	TopUpRefs             []*TopUpRefDoc         `protobuf:"bytes,26,rep,name=top_up_refs,json=topUpRefs,proto3" json:"top_up_refs,omitempty"`
-	DefaultLanguage       string                 `protobuf:"bytes,27,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	state                   protoimpl.MessageState `protogen:"open.v1"`
+	Id                      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name                    string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Currency                string                 `protobuf:"bytes,3,opt,name=currency,proto3" json:"currency,omitempty"`
+	PercentFee              string                 `protobuf:"bytes,4,opt,name=percent_fee,json=percentFee,proto3" json:"percent_fee,omitempty"`
+	UnderpaymentTolerance   string                 `protobuf:"bytes,5,opt,name=underpayment_tolerance,json=underpaymentTolerance,proto3" json:"underpayment_tolerance,omitempty"`
+	WalletMinSendableMsat   int64                  `protobuf:"varint,6,opt,name=wallet_min_sendable_msat,json=walletMinSendableMsat,proto3" json:"wallet_min_sendable_msat,omitempty"`
+	WalletMaxSendableMsat   int64                  `protobuf:"varint,7,opt,name=wallet_max_sendable_msat,json=walletMaxSendableMsat,proto3" json:"wallet_max_sendable_msat,omitempty"`
+	LightningAddress        string                 `protobuf:"bytes,8,opt,name=lightning_address,json=lightningAddress,proto3" json:"lightning_address,omitempty"`
+	Xpub                    string                 `protobuf:"bytes,9,opt,name=xpub,proto3" json:"xpub,omitempty"`
+	XpubType                string                 `protobuf:"bytes,10,opt,name=xpub_type,json=xpubType,proto3" json:"xpub_type,omitempty"`
+	NextAddressIndex        uint32                 `protobuf:"varint,11,opt,name=next_address_index,json=nextAddressIndex,proto3" json:"next_address_index,omitempty"`
+	FreeAddressIndexes      []uint32               `protobuf:"varint,12,rep,packed,name=free_address_indexes,json=freeAddressIndexes,proto3" json:"free_address_indexes,omitempty"`
+	ConfirmationsRequired   int32                  `protobuf:"varint,13,opt,name=confirmations_required,json=confirmationsRequired,proto3" json:"confirmations_required,omitempty"`
+	RatePrimary             string                 `protobuf:"bytes,14,opt,name=rate_primary,json=ratePrimary,proto3" json:"rate_primary,omitempty"`
+	RateFallback            string                 `protobuf:"bytes,15,opt,name=rate_fallback,json=rateFallback,proto3" json:"rate_fallback,omitempty"`
+	CreditLimitSat          int64                  `protobuf:"varint,16,opt,name=credit_limit_sat,json=creditLimitSat,proto3" json:"credit_limit_sat,omitempty"`
+	MaxInvoiceAmountSat     int64                  `protobuf:"varint,17,opt,name=max_invoice_amount_sat,json=maxInvoiceAmountSat,proto3" json:"max_invoice_amount_sat,omitempty"`
+	OnchainMinAmountSat     int64                  `protobuf:"varint,18,opt,name=onchain_min_amount_sat,json=onchainMinAmountSat,proto3" json:"onchain_min_amount_sat,omitempty"`
+	ForwardFeePercent       *string                `protobuf:"bytes,19,opt,name=forward_fee_percent,json=forwardFeePercent,proto3,oneof" json:"forward_fee_percent,omitempty"`
+	ForwardFeeMaxSat        int64                  `protobuf:"varint,20,opt,name=forward_fee_max_sat,json=forwardFeeMaxSat,proto3" json:"forward_fee_max_sat,omitempty"`
+	LogoUrl                 string                 `protobuf:"bytes,21,opt,name=logo_url,json=logoUrl,proto3" json:"logo_url,omitempty"`
+	BrandColor              string                 `protobuf:"bytes,22,opt,name=brand_color,json=brandColor,proto3" json:"brand_color,omitempty"`
+	DefaultRedirectUrl      string                 `protobuf:"bytes,23,opt,name=default_redirect_url,json=defaultRedirectUrl,proto3" json:"default_redirect_url,omitempty"`
+	ApiKeys                 []*APIKeyDoc           `protobuf:"bytes,24,rep,name=api_keys,json=apiKeys,proto3" json:"api_keys,omitempty"`
+	CreatedAt               *timestamppb.Timestamp `protobuf:"bytes,25,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	TopUpRefs               []*TopUpRefDoc         `protobuf:"bytes,26,rep,name=top_up_refs,json=topUpRefs,proto3" json:"top_up_refs,omitempty"`
+	DefaultLanguage         string                 `protobuf:"bytes,27,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
+	RefundAutoApproveMaxSat int64                  `protobuf:"varint,28,opt,name=refund_auto_approve_max_sat,json=refundAutoApproveMaxSat,proto3" json:"refund_auto_approve_max_sat,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *StoreDoc) Reset() {
@@ -1641,6 +1642,13 @@ func (x *StoreDoc) GetDefaultLanguage() string {
 	return ""
 }
 
+func (x *StoreDoc) GetRefundAutoApproveMaxSat() int64 {
+	if x != nil {
+		return x.RefundAutoApproveMaxSat
+	}
+	return 0
+}
+
 type APIKeyDoc struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1771,20 +1779,21 @@ func (x *TopUpRefDoc) GetTransactionId() int64 {
 }
 
 type StoreUpdateDoc struct {
-	state                 protoimpl.MessageState `protogen:"open.v1"`
-	Name                  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Currency              string                 `protobuf:"bytes,2,opt,name=currency,proto3" json:"currency,omitempty"`
-	LightningAddress      string                 `protobuf:"bytes,3,opt,name=lightning_address,json=lightningAddress,proto3" json:"lightning_address,omitempty"`
-	Xpub                  string                 `protobuf:"bytes,4,opt,name=xpub,proto3" json:"xpub,omitempty"`
-	XpubType              string                 `protobuf:"bytes,5,opt,name=xpub_type,json=xpubType,proto3" json:"xpub_type,omitempty"`
-	ConfirmationsRequired int32                  `protobuf:"varint,6,opt,name=confirmations_required,json=confirmationsRequired,proto3" json:"confirmations_required,omitempty"`
-	OnchainMinAmountSat   int64                  `protobuf:"varint,7,opt,name=onchain_min_amount_sat,json=onchainMinAmountSat,proto3" json:"onchain_min_amount_sat,omitempty"`
-	LogoUrl               string                 `protobuf:"bytes,8,opt,name=logo_url,json=logoUrl,proto3" json:"logo_url,omitempty"`
-	BrandColor            string                 `protobuf:"bytes,9,opt,name=brand_color,json=brandColor,proto3" json:"brand_color,omitempty"`
-	DefaultRedirectUrl    string                 `protobuf:"bytes,10,opt,name=default_redirect_url,json=defaultRedirectUrl,proto3" json:"default_redirect_url,omitempty"`
-	DefaultLanguage       string                 `protobuf:"bytes,11,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	state                   protoimpl.MessageState `protogen:"open.v1"`
+	Name                    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Currency                string                 `protobuf:"bytes,2,opt,name=currency,proto3" json:"currency,omitempty"`
+	LightningAddress        string                 `protobuf:"bytes,3,opt,name=lightning_address,json=lightningAddress,proto3" json:"lightning_address,omitempty"`
+	Xpub                    string                 `protobuf:"bytes,4,opt,name=xpub,proto3" json:"xpub,omitempty"`
+	XpubType                string                 `protobuf:"bytes,5,opt,name=xpub_type,json=xpubType,proto3" json:"xpub_type,omitempty"`
+	ConfirmationsRequired   int32                  `protobuf:"varint,6,opt,name=confirmations_required,json=confirmationsRequired,proto3" json:"confirmations_required,omitempty"`
+	OnchainMinAmountSat     int64                  `protobuf:"varint,7,opt,name=onchain_min_amount_sat,json=onchainMinAmountSat,proto3" json:"onchain_min_amount_sat,omitempty"`
+	LogoUrl                 string                 `protobuf:"bytes,8,opt,name=logo_url,json=logoUrl,proto3" json:"logo_url,omitempty"`
+	BrandColor              string                 `protobuf:"bytes,9,opt,name=brand_color,json=brandColor,proto3" json:"brand_color,omitempty"`
+	DefaultRedirectUrl      string                 `protobuf:"bytes,10,opt,name=default_redirect_url,json=defaultRedirectUrl,proto3" json:"default_redirect_url,omitempty"`
+	DefaultLanguage         string                 `protobuf:"bytes,11,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
+	RefundAutoApproveMaxSat int64                  `protobuf:"varint,12,opt,name=refund_auto_approve_max_sat,json=refundAutoApproveMaxSat,proto3" json:"refund_auto_approve_max_sat,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *StoreUpdateDoc) Reset() {
@@ -1892,6 +1901,13 @@ func (x *StoreUpdateDoc) GetDefaultLanguage() string {
 		return x.DefaultLanguage
 	}
 	return ""
+}
+
+func (x *StoreUpdateDoc) GetRefundAutoApproveMaxSat() int64 {
+	if x != nil {
+		return x.RefundAutoApproveMaxSat
+	}
+	return 0
 }
 
 type InvoiceRequestDoc struct {
@@ -3489,7 +3505,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"9\n" +
 	"\x10RevealAPIKeyCall\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x0e\n" +
-	"\x02by\x18\x02 \x01(\tR\x02by\"\x9c\t\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"\xda\t\n" +
 	"\bStoreDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
@@ -3521,7 +3537,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\x19 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x125\n" +
 	"\vtop_up_refs\x18\x1a \x03(\v2\x15.kassa.v1.TopUpRefDocR\ttopUpRefs\x12)\n" +
-	"\x10default_language\x18\x1b \x01(\tR\x0fdefaultLanguageB\x16\n" +
+	"\x10default_language\x18\x1b \x01(\tR\x0fdefaultLanguage\x12<\n" +
+	"\x1brefund_auto_approve_max_sat\x18\x1c \x01(\x03R\x17refundAutoApproveMaxSatB\x16\n" +
 	"\x14_forward_fee_percent\"\xa0\x01\n" +
 	"\tAPIKeyDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -3532,7 +3549,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\vpermissions\x18\x05 \x03(\tR\vpermissions\"R\n" +
 	"\vTopUpRefDoc\x12\x1c\n" +
 	"\treference\x18\x01 \x01(\tR\treference\x12%\n" +
-	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xa3\x03\n" +
+	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xe1\x03\n" +
 	"\x0eStoreUpdateDoc\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcurrency\x18\x02 \x01(\tR\bcurrency\x12+\n" +
@@ -3546,7 +3563,8 @@ const file_storecall_proto_rawDesc = "" +
 	"brandColor\x120\n" +
 	"\x14default_redirect_url\x18\n" +
 	" \x01(\tR\x12defaultRedirectUrl\x12)\n" +
-	"\x10default_language\x18\v \x01(\tR\x0fdefaultLanguage\"\xd1\x03\n" +
+	"\x10default_language\x18\v \x01(\tR\x0fdefaultLanguage\x12<\n" +
+	"\x1brefund_auto_approve_max_sat\x18\f \x01(\x03R\x17refundAutoApproveMaxSat\"\xd1\x03\n" +
 	"\x11InvoiceRequestDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +
 	"\n" +

@@ -330,3 +330,44 @@ func TestPayoutsPageShowsWhyAPayoutFailed(t *testing.T) {
 		t.Errorf("payouts page: %d, want Failed and %q\n%s", code, reason, body)
 	}
 }
+
+// TestRefundAutoApproveSetting: the store settings set the amount up to
+// which refund payouts are approved without the merchant; a claim
+// within it is approved at once, one above waits; a limit that is not a
+// whole number of satoshis, or negative, is refused and nothing changes.
+func TestRefundAutoApproveSetting(t *testing.T) {
+	e, c, st, inv := refundEnv(t, true)
+	base := "/dashboard/stores/" + st.ID
+	save := func(limit string) (int, string) {
+		c.get(base + "/")
+		code, body, _ := c.post(base+"/settings", url.Values{"name": {"Shop"}, "currency": {"EUR"}, "confirmations": {"1"}, "refundAutoApproveMax": {limit}})
+		return code, body
+	}
+	for _, bad := range []string{"1.5", "-1", "lots"} {
+		if code, body := save(bad); code != http.StatusUnprocessableEntity || !strings.Contains(body, "refundAutoApproveMax") {
+			t.Errorf("limit %q: %d, want 422 naming the field", bad, code)
+		}
+	}
+	if got, _ := e.db.Store(t.Context(), st.ID); got.RefundAutoApproveMax != 0 {
+		t.Fatalf("a refused limit was stored: %d", got.RefundAutoApproveMax)
+	}
+	if code, body := save("5000"); code != http.StatusSeeOther {
+		t.Fatalf("save the limit: %d %s", code, body)
+	}
+	if _, body, _ := c.get(base + "/"); !strings.Contains(body, `name="refundAutoApproveMax" value="5000"`) || !strings.Contains(body, htmlText(msg("settings.refundauto"))) {
+		t.Error("the settings page does not show the limit and its explanation")
+	}
+	if _, err := e.sys.Service.TopUp(t.Context(), st.ID, 50_000, ""); err != nil {
+		t.Fatal(err)
+	}
+	pp, err := e.dash.Refunds.RefundInvoice(t.Context(), st.ID, inv.ID, kassa.RefundRequest{Choice: kassa.RefundRateThen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := e.dash.Refunds.Claim(t.Context(), pp.ID, "alice@example.com", decimal.NewFromInt(5000)); err != nil || p.State != kassa.PayoutApproved {
+		t.Fatalf("claim within the limit: %+v %v, want Approved", p, err)
+	}
+	if p, err := e.dash.Refunds.Claim(t.Context(), pp.ID, "alice@example.com", decimal.NewFromInt(5001)); err != nil || p.State != kassa.PayoutAwaitingApproval {
+		t.Fatalf("claim above the limit: %+v %v, want AwaitingApproval", p, err)
+	}
+}

@@ -130,3 +130,33 @@ func TestHeldMoneyDoesNotPayRefunds(t *testing.T) {
 		t.Fatalf("held transfer became %s", tx.Status)
 	}
 }
+
+// TestSentPayoutCannotBeMarkedPaid: once its payment is recorded as
+// sent (the sender's attempt), a payout can be neither marked paid nor
+// cancelled: its debit stays, since the payment may arrive.
+func TestSentPayoutCannotBeMarkedPaid(t *testing.T) {
+	h := newRefundHarness(t)
+	ctx := context.Background()
+	h.topUp(50_000)
+	pp, err := h.refunds.CreatePullPayment(ctx, h.store.ID, kassa.PullPaymentInput{Amount: decimal.NewFromInt(10_000), Currency: kassa.SATS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.claim(pp, "0")
+	if _, err := h.refunds.Approve(ctx, h.store.ID, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.refunds.Record(ctx, h.store.ID, p.ID, kassa.PayoutAttempt{PaymentRequest: "lnbcrt1…", PaymentHash: "ab12", At: h.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	debited := h.balance()
+	if _, err := h.refunds.MarkPaid(ctx, h.store.ID, p.ID); err != kassa.ErrPayoutSent {
+		t.Fatalf("mark paid once sent: %v, want %v", err, kassa.ErrPayoutSent)
+	}
+	if _, err := h.refunds.Cancel(ctx, h.store.ID, p.ID); err != kassa.ErrPayoutSent {
+		t.Fatalf("cancel once sent: %v, want %v", err, kassa.ErrPayoutSent)
+	}
+	if got, _ := h.db.Payout(ctx, p.ID); got.State != kassa.PayoutInProgress || got.MarkedPaid || h.balance() != debited {
+		t.Fatalf("after refused commands: %+v, balance %d (want %d)", got, h.balance(), debited)
+	}
+}

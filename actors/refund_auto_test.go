@@ -64,3 +64,28 @@ func TestRefundsApprovedAutomaticallyUpToTheLimit(t *testing.T) {
 		t.Fatalf("negative limit: %v", err)
 	}
 }
+
+// TestAutoApprovedPayoutIsPaid: a claim the store approves automatically
+// wakes the sender, which pays it without anyone approving it.
+func TestAutoApprovedPayoutIsPaid(t *testing.T) {
+	h := newPayoutHarness(t)
+	ctx := context.Background()
+	st := h.store
+	if _, err := h.sys.Service.UpdateStore(ctx, st.ID, kassa.StoreUpdate{Name: st.Name, Currency: st.Currency,
+		LightningAddress: st.LightningAddress, ConfirmationsRequired: st.ConfirmationsRequired, RefundAutoApproveMax: 50_000}); err != nil {
+		t.Fatal(err)
+	}
+	before := h.balance()
+	pp, err := h.refunds.CreatePullPayment(ctx, st.ID, kassa.PullPaymentInput{Amount: decimal.NewFromInt(20_000), Currency: kassa.SATS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := h.refunds.Claim(ctx, pp.ID, h.customer.address(), decimal.Zero)
+	if err != nil || p.State != kassa.PayoutApproved {
+		t.Fatalf("claim: %+v %v, want Approved", p, err)
+	}
+	if done := h.waitFinal(p.ID); done.State != kassa.PayoutCompleted || len(h.customer.paid()) != 1 {
+		t.Fatalf("auto-approved payout %+v, customer paid %v", done, h.customer.paid())
+	}
+	h.eventuallyBalance(before - 20_000)
+}

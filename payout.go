@@ -498,6 +498,9 @@ type RefundChange struct {
 	PullPayment *PullPayment
 	Payout      *Payout
 	Lines       []Transaction
+	// Events are the payout's webhook events (PayoutEvents), whose
+	// deliveries commit in the same batch.
+	Events []EventType
 }
 
 // RefundLedger runs the changes of a store's refunds one at a time,

@@ -2,6 +2,7 @@ package kassa
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -232,5 +233,27 @@ func TestPayoutTransactionsMoveTheBalance(t *testing.T) {
 	}
 	if !lines[0].AmountInPreferredCurrency.Equal(dec("0.5")) || lines[0].InvoiceID != "inv1" {
 		t.Fatalf("refund line %+v", lines[0])
+	}
+}
+
+func TestPayoutEvents(t *testing.T) {
+	for _, tc := range []struct {
+		from, to PayoutState
+		want     []EventType
+	}{
+		{0, PayoutAwaitingApproval, []EventType{GreenfieldPayoutCreated}},
+		{0, PayoutApproved, []EventType{GreenfieldPayoutCreated, GreenfieldPayoutApproved}},
+		{PayoutAwaitingApproval, PayoutApproved, []EventType{GreenfieldPayoutApproved}},
+		{PayoutApproved, PayoutInProgress, []EventType{GreenfieldPayoutUpdated}},
+		{PayoutInProgress, PayoutFailed, []EventType{GreenfieldPayoutUpdated}},
+		{PayoutAwaitingApproval, PayoutCompleted, []EventType{GreenfieldPayoutUpdated}},
+		{PayoutApproved, PayoutApproved, nil},
+	} {
+		if got := PayoutEvents(tc.from, tc.to); !slices.Equal(got, tc.want) {
+			t.Errorf("%s → %s: %v, want %v", tc.from, tc.to, got, tc.want)
+		}
+	}
+	if GreenfieldPayoutState(PayoutFailed) != "Cancelled" || GreenfieldPayoutState(PayoutApproved) != "AwaitingPayment" || GreenfieldPayoutState(PayoutInProgress) != "InProgress" {
+		t.Error("BTCPay's payout state names")
 	}
 }

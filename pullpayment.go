@@ -114,6 +114,11 @@ type RefundRequest struct {
 	// SubtractPercentage is taken off the chosen amount (0 to 100).
 	SubtractPercentage decimal.Decimal
 	Description        string
+	// Rate is the price of one bitcoin in CustomCurrency now, for a
+	// custom refund in a fiat currency the invoice has no rate of
+	// (neither its own nor the store's): what bounds it and what the
+	// pull payment records. Unused otherwise.
+	Rate decimal.Decimal
 }
 
 // RefundAmount is what a refund of inv pays, by r: an amount in a
@@ -158,6 +163,9 @@ func RefundAmount(inv *Invoice, r RefundRequest) (Currency, decimal.Decimal, dec
 		} else if cur == inv.Currency {
 			rate = inv.RequestRate
 		}
+		if !rate.IsPositive() {
+			rate = r.Rate
+		}
 	default:
 		return "", decimal.Zero, decimal.Zero, InvalidFields([]FieldError{{Field: "refundVariant", Message: "must be RateThen, CurrentRate, OverpaidAmount or Custom"}})
 	}
@@ -174,7 +182,30 @@ func RefundAmount(inv *Invoice, r RefundRequest) (Currency, decimal.Decimal, dec
 	if !amount.IsPositive() {
 		return "", decimal.Zero, decimal.Zero, Errorf(Invalid, "the refund amount is zero")
 	}
+	if r.Choice == RefundCustom {
+		if err := withinPaid(paid, c, amount, rate); err != nil {
+			return "", decimal.Zero, decimal.Zero, err
+		}
+	}
 	return c, amount, rate, nil
+}
+
+// withinPaid refuses a custom refund of amount in c worth more than the
+// paid satoshis the invoice received, valued at rate (the price of one
+// bitcoin in c the refund records): a refund never pays back more than
+// was paid.
+func withinPaid(paid Sats, c Currency, amount, rate decimal.Decimal) error {
+	most := decimal.NewFromInt(int64(paid))
+	if c != SATS {
+		if !rate.IsPositive() {
+			return Errorf(Unavailable, "no exchange rate for %s to check the refund against what the invoice received: try again later, or refund in BTC", c)
+		}
+		most = FiatValue(paid, c, rate)
+	}
+	if amount.GreaterThan(most) {
+		return InvalidFields([]FieldError{{Field: "customAmount", Message: "is more than the invoice received: at most " + most.String() + " " + string(c)}})
+	}
+	return nil
 }
 
 // inSatsOrFiat returns an amount in BTC as satoshis; others unchanged.

@@ -36,7 +36,8 @@ func TestRefundAmountChoices(t *testing.T) {
 		{"current rate: the price in its currency", 40_000, RefundRequest{Choice: RefundCurrentRate}, USD, "20"},
 		{"overpaid part only", 45_001, RefundRequest{Choice: RefundOverpaid}, SATS, "5001"},
 		{"custom in BTC: satoshis", 40_000, RefundRequest{Choice: RefundCustom, CustomAmount: dec("0.0001"), CustomCurrency: BTC}, SATS, "10000"},
-		{"custom in EUR", 40_000, RefundRequest{Choice: RefundCustom, CustomAmount: dec("7.5"), CustomCurrency: EUR}, EUR, "7.5"},
+		{"custom in EUR, at today's rate", 40_000, RefundRequest{Choice: RefundCustom, CustomAmount: dec("7.5"), CustomCurrency: EUR, Rate: dec("45000")}, EUR, "7.5"},
+		{"custom: all that was paid", 40_000, RefundRequest{Choice: RefundCustom, CustomAmount: dec("20"), CustomCurrency: USD}, USD, "20"},
 		{"less 10 percent, rounded down to a sat", 40_001, RefundRequest{Choice: RefundRateThen, SubtractPercentage: dec("10")}, SATS, "36000"},
 		{"less 2.5 percent of fiat, to the cent", 40_000, RefundRequest{Choice: RefundCurrentRate, SubtractPercentage: dec("2.5")}, USD, "19.5"},
 		{"less 33.333 percent of fiat rounds down", 40_000, RefundRequest{Choice: RefundCurrentRate, SubtractPercentage: dec("33.333")}, USD, "13.33"},
@@ -67,6 +68,11 @@ func TestRefundRefusals(t *testing.T) {
 		{"negative custom amount", paidInvoice(40_000), RefundRequest{Choice: RefundCustom, CustomAmount: dec("-1"), CustomCurrency: USD}, Invalid},
 		{"custom without a currency", paidInvoice(40_000), RefundRequest{Choice: RefundCustom, CustomAmount: dec("1")}, Invalid},
 		{"less 100 percent: nothing", paidInvoice(40_000), RefundRequest{Choice: RefundRateThen, SubtractPercentage: dec("100")}, Invalid},
+		{"custom sats above paid", paidInvoice(40_000), RefundRequest{Choice: RefundCustom, CustomAmount: dec("40001"), CustomCurrency: SATS}, Invalid},
+		{"custom BTC above paid", paidInvoice(40_000), RefundRequest{Choice: RefundCustom, CustomAmount: dec("0.00040001"), CustomCurrency: BTC}, Invalid},
+		{"custom fiat above paid at the payment's rate", paidInvoice(40_000), RefundRequest{Choice: RefundCustom, CustomAmount: dec("20.01"), CustomCurrency: USD}, Invalid},
+		{"custom fiat above paid at today's rate", paidInvoice(40_000), RefundRequest{Choice: RefundCustom, CustomAmount: dec("18.01"), CustomCurrency: EUR, Rate: dec("45000")}, Invalid},
+		{"custom fiat without a rate to bound it", paidInvoice(40_000), RefundRequest{Choice: RefundCustom, CustomAmount: dec("1"), CustomCurrency: EUR}, Unavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, _, err := RefundAmount(tc.inv, tc.r)

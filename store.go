@@ -67,9 +67,14 @@ type Store struct {
 	// DefaultLanguage is the BCP 47 tag of the language of the store's
 	// customer pages when an invoice asks for none; empty for the
 	// browser's.
-	DefaultLanguage string    `json:"defaultLanguage,omitempty"`
-	APIKeys         []APIKey  `json:"apiKeys"`
-	CreatedAt       time.Time `json:"createdAt"`
+	DefaultLanguage string `json:"defaultLanguage,omitempty"`
+	// RefundAutoApproveMax, in satoshis, approves at its claim a payout
+	// of at most that many satoshis, without the merchant, when the
+	// prepaid balance covers it (AutoApproves); zero, the default, leaves
+	// every payout to the merchant.
+	RefundAutoApproveMax Sats      `json:"refundAutoApproveMax,omitempty"`
+	APIKeys              []APIKey  `json:"apiKeys"`
+	CreatedAt            time.Time `json:"createdAt"`
 	// TopUpRefs are the references of the store's last top-ups that had
 	// one, oldest first, with their ledger lines: a top-up whose
 	// reference is here is not credited again (docs/decisions.md,
@@ -93,7 +98,7 @@ func (s *Store) Equal(o *Store) bool {
 		equalDecimalPtr(s.ForwardFeePercent, o.ForwardFeePercent) && s.ForwardFeeMax == o.ForwardFeeMax &&
 		s.LogoURL == o.LogoURL && s.BrandColor == o.BrandColor && s.DefaultRedirectURL == o.DefaultRedirectURL &&
 		s.DefaultRedirectAutomatically == o.DefaultRedirectAutomatically &&
-		s.DefaultLanguage == o.DefaultLanguage && slices.EqualFunc(s.APIKeys, o.APIKeys, APIKey.Equal) && s.CreatedAt.Equal(o.CreatedAt) &&
+		s.DefaultLanguage == o.DefaultLanguage && s.RefundAutoApproveMax == o.RefundAutoApproveMax && slices.EqualFunc(s.APIKeys, o.APIKeys, APIKey.Equal) && s.CreatedAt.Equal(o.CreatedAt) &&
 		slices.Equal(s.TopUpRefs, o.TopUpRefs)
 }
 
@@ -323,6 +328,8 @@ type StoreUpdate struct {
 	DefaultRedirectAutomatically bool
 	// DefaultLanguage is Store.DefaultLanguage; empty for none.
 	DefaultLanguage string
+	// RefundAutoApproveMax is Store.RefundAutoApproveMax; zero for none.
+	RefundAutoApproveMax Sats
 }
 
 // MaxAPIKeys bounds the API keys of one store, and MaxAPIKeyLabel the
@@ -366,6 +373,9 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	if u.DefaultRedirectURL != "" && (len(u.DefaultRedirectURL) > MaxURL || !validURL(u.DefaultRedirectURL)) {
 		add("defaultRedirectUrl", "must be an http(s) URL")
 	}
+	if u.RefundAutoApproveMax < 0 || u.RefundAutoApproveMax > MaxSats {
+		add("refundAutoApproveMax", "must be between 0 (none) and 2100000000000000 sat")
+	}
 	if len(fields) > 0 {
 		return nil, InvalidFields(fields)
 	}
@@ -374,7 +384,15 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	next.Xpub, next.XpubType, next.ConfirmationsRequired = u.Xpub, u.XpubType, u.ConfirmationsRequired
 	next.OnchainMinAmount, next.LogoURL, next.BrandColor, next.DefaultRedirectURL = u.OnchainMinAmount, u.LogoURL, u.BrandColor, u.DefaultRedirectURL
 	next.DefaultLanguage, next.DefaultRedirectAutomatically = u.DefaultLanguage, u.DefaultRedirectAutomatically
+	next.RefundAutoApproveMax = u.RefundAutoApproveMax
 	return &next, nil
+}
+
+// AutoApproves reports whether the store approves a payout of amount
+// satoshis at its claim, without the merchant: only when it set a limit
+// and amount is within it.
+func (s *Store) AutoApproves(amount Sats) bool {
+	return s.RefundAutoApproveMax > 0 && amount > 0 && amount <= s.RefundAutoApproveMax
 }
 
 func validColor(c string) bool {

@@ -46,15 +46,30 @@ var GreenfieldEventTypes = []EventType{
 	GreenfieldInvoiceProcessing, GreenfieldInvoiceExpired, GreenfieldInvoiceSettled, GreenfieldInvoiceInvalid,
 }
 
+// Greenfield's payout event types (BTCPay's WebhookEventType and
+// WebhookPayoutEvent). A Greenfield webhook is sent them only when it
+// names them: authorizedEvents.everything selects the invoice events
+// alone, so that a webhook made before Kassa had payout events does not
+// start receiving them.
+const (
+	GreenfieldPayoutCreated  EventType = "PayoutCreated"
+	GreenfieldPayoutApproved EventType = "PayoutApproved"
+	GreenfieldPayoutUpdated  EventType = "PayoutUpdated"
+)
+
+// GreenfieldPayoutEventTypes lists Greenfield's payout event types.
+var GreenfieldPayoutEventTypes = []EventType{GreenfieldPayoutCreated, GreenfieldPayoutApproved, GreenfieldPayoutUpdated}
+
 // validateGreenfieldEvents checks the events of a Greenfield webhook:
-// each one of GreenfieldEventTypes, each field error naming its index.
+// each one of GreenfieldEventTypes or GreenfieldPayoutEventTypes, each
+// field error naming its index.
 func (in *WebhookInput) validateGreenfieldEvents() []FieldError {
 	var fields []FieldError
 	var events []EventType
 	for i, e := range in.Events {
-		if !slices.Contains(GreenfieldEventTypes, e) {
+		if !slices.Contains(GreenfieldEventTypes, e) && !slices.Contains(GreenfieldPayoutEventTypes, e) {
 			fields = append(fields, FieldError{"authorizedEvents.specificEvents[" + strconv.Itoa(i) + "]",
-				"unknown event " + strconv.Quote(string(e)) + ": Kassa sends InvoiceCreated, InvoiceReceivedPayment, InvoicePaymentSettled, InvoiceProcessing, InvoiceExpired, InvoiceSettled and InvoiceInvalid"})
+				"unknown event " + strconv.Quote(string(e)) + ": Kassa sends InvoiceCreated, InvoiceReceivedPayment, InvoicePaymentSettled, InvoiceProcessing, InvoiceExpired, InvoiceSettled, InvoiceInvalid, PayoutCreated, PayoutApproved and PayoutUpdated"})
 			continue
 		}
 		if !slices.Contains(events, e) {
@@ -207,6 +222,18 @@ func GreenfieldPayload(inv *Invoice, e Effect, typ EventType, webhookID, deliver
 // timestamp and its originalDeliveryId, and sets the new deliveryId and
 // isRedelivery. A body that is not Greenfield's is returned as it is.
 func GreenfieldRedelivery(payload json.RawMessage, deliveryID string) json.RawMessage {
+	var probe struct {
+		PayoutID string `json:"payoutId"`
+	}
+	if json.Unmarshal(payload, &probe) == nil && probe.PayoutID != "" {
+		var b greenfieldPayoutBody
+		if json.Unmarshal(payload, &b) != nil || b.DeliveryID == "" {
+			return payload
+		}
+		b.DeliveryID, b.IsRedelivery = deliveryID, true
+		out, _ := json.Marshal(b)
+		return out
+	}
 	var b greenfieldBody
 	if json.Unmarshal(payload, &b) != nil || b.DeliveryID == "" {
 		return payload
@@ -226,4 +253,64 @@ const GreenfieldSigHeader = "BTCPay-Sig"
 // service may reach.
 type WebhookAddressChecker interface {
 	CheckAddress(ctx context.Context, rawURL string) error
+}
+
+// PayoutEvents are the Greenfield payout events of a payout's change
+// from state from (zero: the payout is new) to to, in order:
+// PayoutCreated for a new payout, PayoutApproved when it becomes
+// Approved (both for a claim approved at once), PayoutUpdated for any
+// other change of state.
+func PayoutEvents(from, to PayoutState) []EventType {
+	var out []EventType
+	if from == 0 {
+		out = append(out, GreenfieldPayoutCreated)
+		from = PayoutAwaitingApproval
+	}
+	switch {
+	case from == to:
+	case to == PayoutApproved:
+		out = append(out, GreenfieldPayoutApproved)
+	default:
+		out = append(out, GreenfieldPayoutUpdated)
+	}
+	return out
+}
+
+// GreenfieldPayoutState names a payout state as BTCPay's PayoutState:
+// Approved is AwaitingPayment, and Failed is Cancelled (the money is
+// back, as for a cancel).
+func GreenfieldPayoutState(s PayoutState) string {
+	switch s {
+	case PayoutApproved:
+		return "AwaitingPayment"
+	case PayoutFailed:
+		return "Cancelled"
+	}
+	return s.String()
+}
+
+// greenfieldPayoutBody is BTCPay's WebhookPayoutEvent, in its members'
+// order.
+type greenfieldPayoutBody struct {
+	DeliveryID         string    `json:"deliveryId"`
+	WebhookID          string    `json:"webhookId"`
+	OriginalDeliveryID string    `json:"originalDeliveryId"`
+	IsRedelivery       bool      `json:"isRedelivery"`
+	Type               EventType `json:"type"`
+	Timestamp          int64     `json:"timestamp"`
+	StoreID            string    `json:"storeId"`
+	PayoutID           string    `json:"payoutId"`
+	PullPaymentID      string    `json:"pullPaymentId"`
+	PayoutState        string    `json:"payoutState"`
+}
+
+// GreenfieldPayoutPayload is the body of the first delivery deliveryID,
+// to webhook webhookID, of payout event typ of p (as it is after the
+// change), made at now.
+func GreenfieldPayoutPayload(p *Payout, typ EventType, webhookID, deliveryID string, now time.Time) json.RawMessage {
+	out, _ := json.Marshal(greenfieldPayoutBody{
+		DeliveryID: deliveryID, WebhookID: webhookID, OriginalDeliveryID: deliveryID, Type: typ, Timestamp: now.Unix(),
+		StoreID: p.StoreID, PayoutID: p.ID, PullPaymentID: p.PullPaymentID, PayoutState: GreenfieldPayoutState(p.State),
+	})
+	return out
 }

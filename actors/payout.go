@@ -7,6 +7,7 @@ import (
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/persistence/format"
 	"github.com/kassapay/kassa/protos"
+	"github.com/kassapay/kassa/telemetry"
 )
 
 var _ kassa.RefundLedger = (*Service)(nil)
@@ -75,6 +76,18 @@ func (a *storeActor) changeRefunds(msg *changeRefunds) reply {
 		}
 	}
 	now := a.p.clock.Now()
+	// The payout's webhook events go to the outbox in the batch that
+	// records the change: after a crash, every one is still sent.
+	var deliveries []*kassa.Delivery
+	if ch.Payout != nil && a.p.outbox != nil {
+		for _, typ := range ch.Events {
+			ds, err := a.p.outbox.payoutDeliveries(rctx, ch.Payout, typ, now)
+			if err != nil {
+				return reply{err: fmt.Errorf("webhooks of store %s: %w", a.id, err)}
+			}
+			deliveries = append(deliveries, ds...)
+		}
+	}
 	err = a.commit(rctx, &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_RefundsChanged{RefundsChanged: ev}}, func(b kassa.Batch, _ uint64) {
 		pb := b.(kassa.PayoutBatch)
 		if ch.PullPayment != nil {
@@ -86,9 +99,14 @@ func (a *storeActor) changeRefunds(msg *changeRefunds) reply {
 		for i := range ch.Lines {
 			b.PutTransaction(&ch.Lines[i])
 		}
+		for _, d := range deliveries {
+			d.TraceParent = telemetry.TraceParent(rctx)
+			b.PutDelivery(d, true)
+		}
 	})
 	if err != nil {
 		return reply{err: err}
 	}
+	a.p.outbox.notify(deliveries)
 	return reply{value: ch}
 }

@@ -39,6 +39,9 @@ type storePorts struct {
 	// webhooksChanged tells the webhook outbox that the store's
 	// webhooks changed.
 	webhooksChanged func(storeID string)
+	// outbox makes the webhook deliveries of payout events and tells
+	// the endpoints about them.
+	outbox *webhookOutbox
 	// wakeDue wakes the store's invoices due soon, once Recover has run
 	// (before, it does nothing: Recover wakes them).
 	wakeDue func(storeID string)
@@ -138,7 +141,7 @@ type webhookReader interface {
 func (s *Runtime) storePorts(invoiceProps *actor.Props) *storePorts {
 	return &storePorts{
 		clock: s.cfg.Clock, journal: s.cfg.Journal, reader: s.cfg.Reader, commit: s.cluster.commit,
-		invoiceProps: invoiceProps, faults: &s.journalFaults, webhooksChanged: s.outbox.changed,
+		invoiceProps: invoiceProps, faults: &s.journalFaults, webhooksChanged: s.outbox.changed, outbox: s.outbox,
 		wakeDue: func(storeID string) {
 			if s.recovered.Load() {
 				s.activateDueInvoices(storeID)

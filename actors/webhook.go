@@ -563,6 +563,33 @@ func (o *webhookOutbox) deliveriesFor(ctx context.Context, inv *kassa.Invoice, e
 	return out, nil
 }
 
+// payoutDeliveries returns the pending deliveries of payout event typ
+// of p (after its change): one per enabled Greenfield webhook of the
+// store that names typ, in Greenfield's format, all with one new event
+// id. A Coinsnap-format webhook is sent no payout event: its types are
+// the invoice's (docs/api.md).
+func (o *webhookOutbox) payoutDeliveries(ctx context.Context, p *kassa.Payout, typ kassa.EventType, now time.Time) ([]*kassa.Delivery, error) {
+	hooks, err := o.storeWebhooks(ctx, p.StoreID)
+	if err != nil {
+		return nil, err
+	}
+	var out []*kassa.Delivery
+	eventID := ""
+	for _, w := range hooks {
+		if !w.Enabled || w.Format != kassa.FormatGreenfield || !w.Selects(typ) {
+			continue
+		}
+		if eventID == "" {
+			eventID = kassa.NewID("")
+		}
+		d := &kassa.Delivery{ID: kassa.NewID(""), WebhookID: w.ID, StoreID: p.StoreID, InvoiceID: p.InvoiceID,
+			Type: typ, Status: kassa.DeliveryPending, EventID: eventID, CreatedAt: now}
+		d.Payload = kassa.GreenfieldPayoutPayload(p, typ, w.ID, d.ID, now)
+		out = append(out, d)
+	}
+	return out, nil
+}
+
 // webhookLists caches each store's webhooks for its invoice events, which
 // would otherwise scan storage on every event, also of the many stores
 // that have none. The store actor calls changed after every save or

@@ -174,7 +174,8 @@ func storeIn(d *protos.StoreDoc) (*kassa.Store, error) {
 		CreditLimit: kassa.Sats(d.CreditLimitSat), MaxInvoiceAmount: kassa.Sats(d.MaxInvoiceAmountSat),
 		OnchainMinAmount: kassa.Sats(d.OnchainMinAmountSat), ForwardFeeMax: kassa.Sats(d.ForwardFeeMaxSat),
 		LogoURL: d.LogoUrl, BrandColor: d.BrandColor, DefaultRedirectURL: d.DefaultRedirectUrl, DefaultLanguage: d.DefaultLanguage,
-		DefaultRedirectAutomatically: d.DefaultRedirectAutomatically, CreatedAt: r.time(d.CreatedAt),
+		DefaultRedirectAutomatically: d.DefaultRedirectAutomatically,
+		RefundAutoApproveMax:         kassa.Sats(d.RefundAutoApproveMaxSat), CreatedAt: r.time(d.CreatedAt),
 	}
 	if d.ForwardFeePercent != nil {
 		p := r.decimal("forwardFeePercent", *d.ForwardFeePercent)
@@ -217,6 +218,7 @@ func storeUpdateIn(d *protos.StoreUpdateDoc) kassa.StoreUpdate {
 		OnchainMinAmount: kassa.Sats(d.OnchainMinAmountSat), LogoURL: d.LogoUrl, BrandColor: d.BrandColor,
 		DefaultRedirectURL: d.DefaultRedirectUrl, DefaultLanguage: d.DefaultLanguage,
 		DefaultRedirectAutomatically: d.DefaultRedirectAutomatically,
+		RefundAutoApproveMax:         kassa.Sats(d.RefundAutoApproveMaxSat),
 	}
 }
 

@@ -62,7 +62,8 @@ func storeOut(s *kassa.Store) *protos.StoreDoc {
 		CreditLimitSat: int64(s.CreditLimit), MaxInvoiceAmountSat: int64(s.MaxInvoiceAmount),
 		OnchainMinAmountSat: int64(s.OnchainMinAmount), ForwardFeeMaxSat: int64(s.ForwardFeeMax),
 		LogoUrl: s.LogoURL, BrandColor: s.BrandColor, DefaultRedirectUrl: s.DefaultRedirectURL, DefaultLanguage: s.DefaultLanguage,
-		DefaultRedirectAutomatically: s.DefaultRedirectAutomatically, CreatedAt: timestampOf(s.CreatedAt),
+		DefaultRedirectAutomatically: s.DefaultRedirectAutomatically,
+		RefundAutoApproveMaxSat:      int64(s.RefundAutoApproveMax), CreatedAt: timestampOf(s.CreatedAt),
 	}
 	if s.ForwardFeePercent != nil {
 		p := decimalString(*s.ForwardFeePercent)
@@ -91,6 +92,7 @@ func storeUpdateOut(u *kassa.StoreUpdate) *protos.StoreUpdateDoc {
 		OnchainMinAmountSat: int64(u.OnchainMinAmount), LogoUrl: u.LogoURL, BrandColor: u.BrandColor,
 		DefaultRedirectUrl: u.DefaultRedirectURL, DefaultLanguage: u.DefaultLanguage,
 		DefaultRedirectAutomatically: u.DefaultRedirectAutomatically,
+		RefundAutoApproveMaxSat:      int64(u.RefundAutoApproveMax),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/refund"
 )
 
 // The merchant's side of refunds (issue 39): the Refund button and form
@@ -292,5 +293,81 @@ func TestRefundPagesInEveryLanguage(t *testing.T) {
 		if code != http.StatusUnprocessableEntity || !strings.Contains(body, htmlText(want)) {
 			t.Errorf("%s: custom refund above paid: %d, want 422 with %q", lang, code, want)
 		}
+	}
+}
+
+// TestPayoutsPageShowsWhyAPayoutFailed: a payout whose payment failed
+// (recorded as the sender records it) shows Failed and the reason on the
+// Payouts page, and its debit is back on the balance.
+func TestPayoutsPageShowsWhyAPayoutFailed(t *testing.T) {
+	e, c, st, inv := refundEnv(t, true)
+	base := "/dashboard/stores/" + st.ID
+	svc := e.dash.Refunds.(*refund.Service)
+	pp, err := svc.RefundInvoice(t.Context(), st.ID, inv.ID, kassa.RefundRequest{Choice: kassa.RefundRateThen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := svc.Claim(t.Context(), pp.ID, "alice@example.com", decimal.Zero)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.sys.Service.TopUp(t.Context(), st.ID, 50_000, ""); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := e.db.Balance(t.Context(), st.ID)
+	if _, err := svc.Approve(t.Context(), st.ID, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	const reason = "no route to the destination within the fee limit"
+	if _, err := svc.Record(t.Context(), st.ID, p.ID, kassa.PayoutPaymentFailed{Reason: reason, At: e.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if bal, _ := e.db.Balance(t.Context(), st.ID); bal != before {
+		t.Errorf("balance after the failure %d, want %d back", bal, before)
+	}
+	code, body, _ := c.get(base + "/payouts")
+	if code != http.StatusOK || !strings.Contains(body, "Failed") || !strings.Contains(body, reason) {
+		t.Errorf("payouts page: %d, want Failed and %q\n%s", code, reason, body)
+	}
+}
+
+// TestRefundAutoApproveSetting: the store settings set the amount up to
+// which refund payouts are approved without the merchant; a claim
+// within it is approved at once, one above waits; a limit that is not a
+// whole number of satoshis, or negative, is refused and nothing changes.
+func TestRefundAutoApproveSetting(t *testing.T) {
+	e, c, st, inv := refundEnv(t, true)
+	base := "/dashboard/stores/" + st.ID
+	save := func(limit string) (int, string) {
+		c.get(base + "/")
+		code, body, _ := c.post(base+"/settings", url.Values{"name": {"Shop"}, "currency": {"EUR"}, "confirmations": {"1"}, "refundAutoApproveMax": {limit}})
+		return code, body
+	}
+	for _, bad := range []string{"1.5", "-1", "lots"} {
+		if code, body := save(bad); code != http.StatusUnprocessableEntity || !strings.Contains(body, "refundAutoApproveMax") {
+			t.Errorf("limit %q: %d, want 422 naming the field", bad, code)
+		}
+	}
+	if got, _ := e.db.Store(t.Context(), st.ID); got.RefundAutoApproveMax != 0 {
+		t.Fatalf("a refused limit was stored: %d", got.RefundAutoApproveMax)
+	}
+	if code, body := save("5000"); code != http.StatusSeeOther {
+		t.Fatalf("save the limit: %d %s", code, body)
+	}
+	if _, body, _ := c.get(base + "/"); !strings.Contains(body, `name="refundAutoApproveMax" value="5000"`) || !strings.Contains(body, htmlText(msg("settings.refundauto"))) {
+		t.Error("the settings page does not show the limit and its explanation")
+	}
+	if _, err := e.sys.Service.TopUp(t.Context(), st.ID, 50_000, ""); err != nil {
+		t.Fatal(err)
+	}
+	pp, err := e.dash.Refunds.RefundInvoice(t.Context(), st.ID, inv.ID, kassa.RefundRequest{Choice: kassa.RefundRateThen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := e.dash.Refunds.Claim(t.Context(), pp.ID, "alice@example.com", decimal.NewFromInt(5000)); err != nil || p.State != kassa.PayoutApproved {
+		t.Fatalf("claim within the limit: %+v %v, want Approved", p, err)
+	}
+	if p, err := e.dash.Refunds.Claim(t.Context(), pp.ID, "alice@example.com", decimal.NewFromInt(5001)); err != nil || p.State != kassa.PayoutAwaitingApproval {
+		t.Fatalf("claim above the limit: %+v %v, want AwaitingApproval", p, err)
 	}
 }

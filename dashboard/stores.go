@@ -167,6 +167,7 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	confs, err1 := strconv.ParseInt(strings.TrimSpace(f.Get("confirmations")), 10, 32)
 	minSat, err2 := strconv.ParseInt(cmpOr(strings.TrimSpace(f.Get("onchainMin")), "0"), 10, 64)
+	autoSat, err3 := strconv.ParseInt(cmpOr(strings.TrimSpace(f.Get("refundAutoApproveMax")), "0"), 10, 64)
 	u := kassa.StoreUpdate{
 		Name: strings.TrimSpace(f.Get("name")), Currency: kassa.Currency(f.Get("currency")),
 		LightningAddress: strings.TrimSpace(f.Get("lightningAddress")), Xpub: strings.TrimSpace(f.Get("xpub")),
@@ -175,6 +176,7 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 		DefaultRedirectURL:           strings.TrimSpace(f.Get("defaultRedirectUrl")),
 		DefaultRedirectAutomatically: f.Get("defaultRedirectAutomatically") == "on",
 		DefaultLanguage:              strings.TrimSpace(f.Get("defaultLanguage")),
+		RefundAutoApproveMax:         kassa.Sats(autoSat),
 	}
 	var err error
 	var next *kassa.Store
@@ -183,6 +185,8 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 		err = kassa.InvalidFields([]kassa.FieldError{{Field: "confirmations", Message: "must be a whole number"}})
 	case err2 != nil:
 		err = kassa.InvalidFields([]kassa.FieldError{{Field: "onchainMinAmount", Message: "must be a whole number of satoshis"}})
+	case err3 != nil:
+		err = kassa.InvalidFields([]kassa.FieldError{{Field: "refundAutoApproveMax", Message: "must be a whole number of satoshis"}})
 	default:
 		next, err = h.Services.UpdateStore(r.Context(), st.ID, u)
 	}
@@ -192,6 +196,7 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 			shown.Name, shown.Currency, shown.LightningAddress, shown.Xpub, shown.XpubType = u.Name, u.Currency, u.LightningAddress, u.Xpub, u.XpubType
 			shown.LogoURL, shown.BrandColor, shown.DefaultRedirectURL = u.LogoURL, u.BrandColor, u.DefaultRedirectURL
 			shown.DefaultLanguage, shown.DefaultRedirectAutomatically = u.DefaultLanguage, u.DefaultRedirectAutomatically
+			shown.RefundAutoApproveMax = u.RefundAutoApproveMax
 			held, _ := h.held(r.Context(), st)
 			h.render(w, r, http.StatusUnprocessableEntity, "settings", map[string]any{"S": &shown, "Error": m, "Held": held})
 			return

@@ -60,6 +60,9 @@ var strs = map[string]string{
 	"settings.wallet":     "Wallet",
 	"settings.branding":   "Branding",
 	"settings.fees":       "Fees",
+	"settings.refunds":    "Refunds",
+	"field.refundauto":    "Approve refund payouts automatically up to (sat, 0: never)",
+	"settings.refundauto": "A customer's claim of at most this amount is approved without you when the prepaid balance covers it with its network fee limit; a larger one waits for you on the Payouts page.",
 
 	"keys.title":        "API keys",
 	"keys.label":        "Label",

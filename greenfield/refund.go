@@ -88,19 +88,9 @@ type payoutData struct {
 	Metadata         map[string]any `json:"metadata"`
 }
 
-// payoutStates are BTCPay's names of the domain's payout states.
-var payoutStates = map[kassa.PayoutState]string{
-	kassa.PayoutAwaitingApproval: "AwaitingApproval",
-	kassa.PayoutApproved:         "AwaitingPayment",
-	kassa.PayoutInProgress:       "InProgress",
-	kassa.PayoutCompleted:        "Completed",
-	kassa.PayoutFailed:           "Cancelled",
-	kassa.PayoutCancelled:        "Cancelled",
-}
-
 func payoutOut(p *kassa.Payout) payoutData {
 	out := payoutData{ID: p.ID, PullPaymentID: p.PullPaymentID, Date: p.CreatedAt.Unix(), Destination: p.Destination.Address,
-		PayoutCurrency: string(kassa.BTC), PayoutMethodID: MethodLightning, State: payoutStates[p.State], Metadata: map[string]any{}}
+		PayoutCurrency: string(kassa.BTC), PayoutMethodID: MethodLightning, State: kassa.GreenfieldPayoutState(p.State), Metadata: map[string]any{}}
 	out.OriginalCurrency, out.OriginalAmount = amountOf(p.Currency, p.Claimed)
 	if p.Destination.Kind == kassa.DestinationOnchain {
 		out.PayoutMethodID = MethodChain

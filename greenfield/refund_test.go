@@ -370,3 +370,30 @@ func TestPayouts(t *testing.T) {
 	expectAPIError(t, e.do("GET", base+"/api/v1/stores/store_b/payouts/"+second.ID, "", keyB), http.StatusNotFound, "payout-not-found")
 	expectValidation(t, e.do("GET", base+"/api/v1/stores/store_a/payouts?includeCancelled=maybe", "", viewer), "includeCancelled")
 }
+
+// TestInvoiceRefundAboveWhatWasPaid: a Custom refund worth more than
+// the 85,800 sat the invoice received (in BTC, or in EUR at the
+// payment's rate) is 422 on customAmount and stores nothing; what was
+// paid, exactly, is a refund.
+func TestInvoiceRefundAboveWhatWasPaid(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	key := e.pluginKey()
+	inv := e.settledInvoice()
+	path := base + "/api/v1/stores/store_a/invoices/" + inv.ID + "/refund"
+	for _, body := range []string{
+		`{"paymentMethod":"BTC-LN","refundVariant":"Custom","customAmount":"0.00085801","customCurrency":"BTC"}`,
+		`{"paymentMethod":"BTC-LN","refundVariant":"Custom","customAmount":"42.91","customCurrency":"EUR"}`,
+		`{"paymentMethod":"BTC-LN","refundVariant":"Custom","customAmount":"1000000","customCurrency":"USD"}`,
+	} {
+		expectValidation(t, e.do("POST", path, body, key), "customAmount")
+	}
+	if n := e.pullPaymentCount("store_a"); n != 0 {
+		t.Fatalf("refused refunds stored %d pull payments", n)
+	}
+	w := e.do("POST", path, `{"paymentMethod":"BTC-LN","refundVariant":"Custom","customAmount":"0.000858","customCurrency":"BTC"}`, key)
+	expectStatus(t, w, http.StatusOK)
+	if pp := decode[pullPaymentData](t, w); pp.Amount != "0.00085800" {
+		t.Errorf("pull payment of %s BTC, want 0.00085800", pp.Amount)
+	}
+}

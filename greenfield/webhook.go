@@ -81,6 +81,11 @@ func toWebhookData(w *kassa.Webhook, withSecret bool) webhookData {
 	for _, t := range kassa.GreenfieldEventTypes {
 		everything = everything && w.Selects(t)
 	}
+	// Everything is the invoice events; a webhook that names payout
+	// events too shows its list.
+	for _, t := range kassa.GreenfieldPayoutEventTypes {
+		everything = everything && !w.Selects(t)
+	}
 	d.AuthorizedEvents.Everything = everything
 	d.AuthorizedEvents.SpecificEvents = []string{}
 	if !everything {

@@ -134,3 +134,36 @@ func (e *env) refundKey(store string) string {
 	}
 	return k.Key
 }
+
+// TestRefundAboveWhatWasPaid: a custom refund worth more than the
+// bitcoin the invoice received (in satoshis, in the invoice's currency
+// at the payment's rate, or in another currency at today's rate) is
+// refused 400 and makes no pull payment; the same amount is accepted.
+func TestRefundAboveWhatWasPaid(t *testing.T) {
+	e := newEnv(t)
+	refunds := header{"X-Api-Key", e.refundKey("store_a")}
+	inv := e.seedInvoice("store_a", testNow, `{"amount": 10, "currency": "EUR"}`)
+	if _, err := e.node.Pay(t.Context(), inv.LightningInvoice, inv.Amount.MSat()); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("the invoice to settle", func() bool { return e.invoice(inv.ID).Status == kassa.InvoiceSettled })
+	path := "/api/v1/stores/store_a/invoices/" + inv.ID + "/refund"
+	paid := strconv.FormatInt(int64(inv.Amount), 10)
+	above := strconv.FormatInt(int64(inv.Amount)+1, 10)
+	for _, body := range []string{
+		`{"refundVariant": "Custom", "customAmount": "` + above + `", "customCurrency": "SATS"}`,
+		`{"refundVariant": "Custom", "customAmount": "10.01", "customCurrency": "EUR"}`,
+		`{"refundVariant": "Custom", "customAmount": "1000000", "customCurrency": "USD"}`,
+	} {
+		expectError(t, e.do("POST", path, body, refunds), http.StatusBadRequest, kassa.Invalid, "more than")
+	}
+	if pps := decode[[]pullPaymentRecord](t, e.do("GET", "/api/v1/stores/store_a/pull-payments", "", refunds)); len(pps) != 0 {
+		t.Fatalf("refused refunds made %d pull payments", len(pps))
+	}
+	for _, body := range []string{
+		`{"refundVariant": "Custom", "customAmount": "` + paid + `", "customCurrency": "SATS"}`,
+		`{"refundVariant": "Custom", "customAmount": "10", "customCurrency": "EUR"}`,
+	} {
+		expectStatus(t, e.do("POST", path, body, refunds), http.StatusOK)
+	}
+}

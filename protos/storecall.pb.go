@@ -1419,6 +1419,7 @@ type StoreDoc struct {
 	TopUpRefs                    []*TopUpRefDoc         `protobuf:"bytes,26,rep,name=top_up_refs,json=topUpRefs,proto3" json:"top_up_refs,omitempty"`
 	DefaultLanguage              string                 `protobuf:"bytes,27,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
 	DefaultRedirectAutomatically bool                   `protobuf:"varint,28,opt,name=default_redirect_automatically,json=defaultRedirectAutomatically,proto3" json:"default_redirect_automatically,omitempty"`
+	RefundAutoApproveMaxSat      int64                  `protobuf:"varint,29,opt,name=refund_auto_approve_max_sat,json=refundAutoApproveMaxSat,proto3" json:"refund_auto_approve_max_sat,omitempty"`
 	unknownFields                protoimpl.UnknownFields
 	sizeCache                    protoimpl.SizeCache
 }
@@ -1649,6 +1650,13 @@ func (x *StoreDoc) GetDefaultRedirectAutomatically() bool {
 	return false
 }
 
+func (x *StoreDoc) GetRefundAutoApproveMaxSat() int64 {
+	if x != nil {
+		return x.RefundAutoApproveMaxSat
+	}
+	return 0
+}
+
 type APIKeyDoc struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1792,6 +1800,7 @@ type StoreUpdateDoc struct {
 	DefaultRedirectUrl           string                 `protobuf:"bytes,10,opt,name=default_redirect_url,json=defaultRedirectUrl,proto3" json:"default_redirect_url,omitempty"`
 	DefaultLanguage              string                 `protobuf:"bytes,11,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
 	DefaultRedirectAutomatically bool                   `protobuf:"varint,12,opt,name=default_redirect_automatically,json=defaultRedirectAutomatically,proto3" json:"default_redirect_automatically,omitempty"`
+	RefundAutoApproveMaxSat      int64                  `protobuf:"varint,13,opt,name=refund_auto_approve_max_sat,json=refundAutoApproveMaxSat,proto3" json:"refund_auto_approve_max_sat,omitempty"`
 	unknownFields                protoimpl.UnknownFields
 	sizeCache                    protoimpl.SizeCache
 }
@@ -1908,6 +1917,13 @@ func (x *StoreUpdateDoc) GetDefaultRedirectAutomatically() bool {
 		return x.DefaultRedirectAutomatically
 	}
 	return false
+}
+
+func (x *StoreUpdateDoc) GetRefundAutoApproveMaxSat() int64 {
+	if x != nil {
+		return x.RefundAutoApproveMaxSat
+	}
+	return 0
 }
 
 type InvoiceRequestDoc struct {
@@ -3532,7 +3548,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"9\n" +
 	"\x10RevealAPIKeyCall\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x0e\n" +
-	"\x02by\x18\x02 \x01(\tR\x02by\"\xe2\t\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"\xa0\n" +
+	"\n" +
 	"\bStoreDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
@@ -3565,7 +3582,8 @@ const file_storecall_proto_rawDesc = "" +
 	"created_at\x18\x19 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x125\n" +
 	"\vtop_up_refs\x18\x1a \x03(\v2\x15.kassa.v1.TopUpRefDocR\ttopUpRefs\x12)\n" +
 	"\x10default_language\x18\x1b \x01(\tR\x0fdefaultLanguage\x12D\n" +
-	"\x1edefault_redirect_automatically\x18\x1c \x01(\bR\x1cdefaultRedirectAutomaticallyB\x16\n" +
+	"\x1edefault_redirect_automatically\x18\x1c \x01(\bR\x1cdefaultRedirectAutomatically\x12<\n" +
+	"\x1brefund_auto_approve_max_sat\x18\x1d \x01(\x03R\x17refundAutoApproveMaxSatB\x16\n" +
 	"\x14_forward_fee_percent\"\xa0\x01\n" +
 	"\tAPIKeyDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -3576,7 +3594,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\vpermissions\x18\x05 \x03(\tR\vpermissions\"R\n" +
 	"\vTopUpRefDoc\x12\x1c\n" +
 	"\treference\x18\x01 \x01(\tR\treference\x12%\n" +
-	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xe9\x03\n" +
+	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xa7\x04\n" +
 	"\x0eStoreUpdateDoc\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcurrency\x18\x02 \x01(\tR\bcurrency\x12+\n" +
@@ -3591,7 +3609,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\x14default_redirect_url\x18\n" +
 	" \x01(\tR\x12defaultRedirectUrl\x12)\n" +
 	"\x10default_language\x18\v \x01(\tR\x0fdefaultLanguage\x12D\n" +
-	"\x1edefault_redirect_automatically\x18\f \x01(\bR\x1cdefaultRedirectAutomatically\"\xe5\x04\n" +
+	"\x1edefault_redirect_automatically\x18\f \x01(\bR\x1cdefaultRedirectAutomatically\x12<\n" +
+	"\x1brefund_auto_approve_max_sat\x18\r \x01(\x03R\x17refundAutoApproveMaxSat\"\xe5\x04\n" +
 	"\x11InvoiceRequestDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +
 	"\n" +

@@ -96,6 +96,14 @@ func (s *Service) RefundInvoice(ctx context.Context, storeID, invoiceID string, 
 	if inv.StoreID != storeID {
 		return nil, kassa.Errorf(kassa.NotFound, "invoice not found")
 	}
+	// A custom refund in a fiat currency the invoice has no rate of is
+	// valued at today's rate: the domain bounds it by what was paid.
+	if c, err := kassa.ParseCurrency(string(r.CustomCurrency)); r.Choice == kassa.RefundCustom && err == nil &&
+		c != kassa.SATS && c != kassa.BTC && c != inv.Currency && c != inv.StoreCurrency {
+		if r.Rate, err = s.cfg.Rates.Rate(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	pp, err := kassa.NewRefund(kassa.NewID("pp_"), inv, r, s.now())
 	if err != nil {
 		return nil, err
@@ -111,7 +119,10 @@ func (s *Service) RefundInvoice(ctx context.Context, storeID, invoiceID string, 
 
 // Claim claims amount (in the pull payment's currency; zero: a
 // Lightning invoice's amount, or all that is left) of pull payment
-// ppID for destination: the new payout awaits approval.
+// ppID for destination: the new payout awaits approval, or is approved
+// in the same batch when the store approves payouts of its amount
+// automatically (kassa.Store.AutoApproves) and its prepaid balance
+// covers it with its fee limit.
 func (s *Service) Claim(ctx context.Context, ppID, destination string, amount decimal.Decimal) (*kassa.Payout, error) {
 	net, err := s.cfg.Network.Params(ctx)
 	if err != nil {
@@ -130,8 +141,16 @@ func (s *Service) Claim(ctx context.Context, ppID, destination string, amount de
 		if rate, err = s.cfg.Rates.Rate(ctx, first.Currency); err != nil {
 			return nil, err
 		}
+	} else if first.Currency != kassa.SATS {
+		// For an automatic approval only: without a rate the payout
+		// waits for the merchant.
+		rate, _ = s.cfg.Rates.Rate(ctx, first.Currency)
 	}
-	ch, err := s.cfg.Ledger.ChangeRefunds(ctx, first.StoreID, func(ctx context.Context, _ *kassa.Store, _ kassa.Sats) (*kassa.RefundChange, error) {
+	lineRate, err := s.lineRate(ctx, first.StoreID)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := s.cfg.Ledger.ChangeRefunds(ctx, first.StoreID, func(ctx context.Context, st *kassa.Store, available kassa.Sats) (*kassa.RefundChange, error) {
 		// Read again in the store's turn: another claim may have taken
 		// what was left.
 		pp, err := s.cfg.Payouts.PullPayment(ctx, ppID)
@@ -142,12 +161,50 @@ func (s *Service) Claim(ctx context.Context, ppID, destination string, amount de
 		if err != nil {
 			return nil, err
 		}
-		return &kassa.RefundChange{PullPayment: pp, Payout: p}, nil
+		ch := &kassa.RefundChange{PullPayment: pp, Payout: p}
+		if in, ok := autoApproval(st, p, available, rate, s.now()); ok {
+			if approved, effects, err := p.Apply(in); err == nil {
+				ch.Payout = &approved
+				ch.Lines = kassa.PayoutTransactions(st, &approved, effects, lineRate, approved.UpdatedAt)
+			}
+		}
+		ch.Events = kassa.PayoutEvents(0, ch.Payout.State)
+		return ch, nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	if ch.Payout.State == kassa.PayoutApproved && s.cfg.Sender != nil {
+		s.cfg.Sender.Wake(ch.Payout.StoreID)
+	}
 	return ch.Payout, nil
+}
+
+// autoApproval is the approval of new payout p that store st makes
+// without the merchant, and whether it makes one: a Lightning payout
+// whose amount in satoshis (at rate, the price of one bitcoin in its
+// currency now, when it is in fiat) is within the store's limit and,
+// with its fee limit, within the available prepaid balance. A payout
+// left out waits for the merchant, who is told why on approval.
+func autoApproval(st *kassa.Store, p *kassa.Payout, available kassa.Sats, rate decimal.Decimal, now time.Time) (kassa.PayoutInput, bool) {
+	if p.Destination.Kind == kassa.DestinationOnchain {
+		return nil, false
+	}
+	amount := p.Amount
+	if p.Currency != kassa.SATS && p.Destination.Kind != kassa.DestinationBOLT11 {
+		if !rate.IsPositive() {
+			return nil, false
+		}
+		var err error
+		if amount, err = kassa.ToSats(p.Claimed, p.Currency, rate); err != nil {
+			return nil, false
+		}
+	}
+	feeLimit := FeeLimit(st, amount)
+	if !st.AutoApproves(amount) || amount+feeLimit > available {
+		return nil, false
+	}
+	return kassa.PayoutApprove{Rate: rate, FeeLimit: feeLimit, At: now}, true
 }
 
 // ErrBalanceTooLow refuses an approval that the store's prepaid balance
@@ -282,19 +339,31 @@ func (s *Service) payout(ctx context.Context, storeID, payoutID string) (*kassa.
 	return p, nil
 }
 
+// lineRate is the rate the store's refund ledger lines are valued at in
+// its currency: the rate of the day, read before the store's turn;
+// without one they are valued at zero, like a top-up's, and the balance
+// in satoshis is right either way.
+func (s *Service) lineRate(ctx context.Context, storeID string) (decimal.Decimal, error) {
+	st, err := s.cfg.Reader.Store(ctx, storeID)
+	if err != nil {
+		return decimal.Zero, err
+	}
+	if st.Currency == kassa.SATS || st.Currency == kassa.BTC {
+		return decimal.Zero, nil
+	}
+	if r, err := s.cfg.Rates.Rate(ctx, st.Currency); err == nil {
+		return r, nil
+	}
+	return decimal.Zero, nil
+}
+
 // change applies the input that input decides to the store's payout in
 // the store's turn, with the ledger lines of its effects and the
 // release of its claim on its pull payment.
 func (s *Service) change(ctx context.Context, storeID, payoutID string, input func(st *kassa.Store, p *kassa.Payout, available kassa.Sats) (kassa.PayoutInput, error)) (*kassa.RefundChange, error) {
-	// The ledger lines are valued in the store's currency at the rate of
-	// the day, read before the store's turn; without one they are valued
-	// at zero, like a top-up's, and the balance in satoshis is right
-	// either way.
-	rate := decimal.Zero
-	if st, err := s.cfg.Reader.Store(ctx, storeID); err != nil {
+	rate, err := s.lineRate(ctx, storeID)
+	if err != nil {
 		return nil, err
-	} else if r, err := s.cfg.Rates.Rate(ctx, st.Currency); err == nil && st.Currency != kassa.SATS && st.Currency != kassa.BTC {
-		rate = r
 	}
 	return s.cfg.Ledger.ChangeRefunds(ctx, storeID, func(ctx context.Context, st *kassa.Store, available kassa.Sats) (*kassa.RefundChange, error) {
 		p, err := s.payout(ctx, storeID, payoutID)
@@ -309,7 +378,7 @@ func (s *Service) change(ctx context.Context, storeID, payoutID string, input fu
 		if err != nil {
 			return nil, err
 		}
-		ch := &kassa.RefundChange{Payout: &next}
+		ch := &kassa.RefundChange{Payout: &next, Events: kassa.PayoutEvents(p.State, next.State)}
 		for _, e := range effects {
 			if r, ok := e.(kassa.ReleaseClaim); ok {
 				pp, err := s.cfg.Payouts.PullPayment(ctx, p.PullPaymentID)

@@ -355,18 +355,6 @@ func TestClusterRidesOutEtcd(t *testing.T) {
 			}
 		}
 		t.Logf("%s: creates for every store through every node succeed %v after etcd came back", fault.name, time.Since(upAt).Round(time.Millisecond))
-		if fault.mustRejoin {
-			for n, s := range nodes {
-				for _, line := range strings.Split(s.ownLogs(), "\n") {
-					if strings.Contains(line, "http request") || strings.Contains(line, "invoice event") {
-						continue
-					}
-					if ts := line; len(ts) > 30 && strings.Contains(ts, "time=") {
-						t.Logf("TMPLOG node %d: %s", n, line)
-					}
-				}
-			}
-		}
 		// Each store has exactly one owner: the nodes agree on the
 		// members, which decide every store's owner (rendezvous
 		// hashing), and every one of them serves as owner.

@@ -30,8 +30,15 @@ func clusterNodes(t *testing.T, n int, db *persistence.DB, clock *kassatest.Test
 // configuration, and returns each node's membership provider too.
 func clusterNodesWith(t *testing.T, n int, db *persistence.DB, clock *kassatest.TestClock, expiry time.Duration, configure func(i int, c *Config)) ([]*harness, []*test.Provider) {
 	t.Helper()
+	return clusterNodesIn(t, test.NewInMemAgent(), n, db, clock, expiry, configure)
+}
+
+// clusterNodesIn is clusterNodesWith in the membership agent given: a
+// test takes a member out of it (its lease ran out) and a node joins it
+// again.
+func clusterNodesIn(t *testing.T, agent *test.InMemAgent, n int, db *persistence.DB, clock *kassatest.TestClock, expiry time.Duration, configure func(i int, c *Config)) ([]*harness, []*test.Provider) {
+	t.Helper()
 	skipRemoteUnderRace(t)
-	agent := test.NewInMemAgent()
 	hooks := newFakeWebhookClient()
 	chain := &fakeChain{}
 	var nodes []*harness

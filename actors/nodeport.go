@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"runtime/debug"
 	"strconv"
@@ -38,7 +39,7 @@ func (c *Cluster) remoteConfig(cc ClusterConfig) (*remote.Config, error) {
 			grpc.ChainUnaryInterceptor(unimplementedStubs, c.recoverUnary),
 			grpc.ChainStreamInterceptor(c.recoverStream),
 		),
-		remote.WithDialOptions(grpc.WithTransportCredentials(dial)),
+		remote.WithDialOptions(grpc.WithTransportCredentials(dial), grpc.WithChainStreamInterceptor(closedIsEnd)),
 	}
 	if cc.Port != 0 {
 		// The others dial the address as given, so that a node
@@ -47,6 +48,39 @@ func (c *Cluster) remoteConfig(cc ClusterConfig) (*remote.Config, error) {
 		opts = append(opts, remote.WithAdvertisedHost(net.JoinHostPort(cc.Host, strconv.Itoa(cc.Port))))
 	}
 	return remote.Configure(cc.Host, cc.Port, opts...), nil
+}
+
+// closedIsEnd makes the stream of a connection to another node's port
+// end (io.EOF) rather than fail when this node closed the connection
+// itself. protoactor-go's endpoint writer, which holds the connection,
+// announces a failed stream as the end of the other node's address
+// (EndpointTerminatedEvent), and closes its connection when it stops
+// for that very announcement: without this, every connection's stop
+// announced the address's end once more and stopped the next connection
+// to it, with the calls queued on it, for as long as calls came (after
+// a node joined again at its address, seconds under load). The stream
+// is opened without a deadline or cancellation of its own, so a
+// Canceled status is the connection closed here; a stream the other
+// node ended or broke fails as before (docs/decisions.md, "A rejoined
+// node is reached at once").
+func closedIsEnd(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil || method != remote.Remoting_Receive_FullMethodName {
+		return s, err
+	}
+	return endOnClose{s}, nil
+}
+
+// endOnClose is a stream whose receive answers io.EOF once its
+// connection was closed by this node (closedIsEnd).
+type endOnClose struct{ grpc.ClientStream }
+
+func (s endOnClose) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if status.Code(err) == codes.Canceled {
+		return io.EOF
+	}
+	return err
 }
 
 // unimplementedStubs answers Unimplemented for the Remoting methods

@@ -1,6 +1,7 @@
 package persistence
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -37,6 +38,8 @@ type DB struct {
 	nextTxID atomic.Int64
 	// stateInit makes State.LoadOrStore's read and write one step.
 	stateInit sync.Mutex
+	// swaps makes SwapValue's read and write one step.
+	swaps sync.Mutex
 	// outboxSeq is the last outbox sequence number given (see PutDelivery).
 	outboxSeq atomic.Uint64
 	// stores caches decoded store snapshots: every API request reads its
@@ -569,6 +572,25 @@ func (d *DB) PutValue(ctx context.Context, k string, value []byte, expires time.
 // disk (kassa.ValueCache): a crash may lose it.
 func (d *DB) CacheValue(ctx context.Context, k string, value []byte, expires time.Time) error {
 	return d.putValue(k, value, expires, pebble.NoSync)
+}
+
+// SwapValue sets key to value until expires only while key holds old
+// (nil: no value, or an expired one), and says whether it did. The
+// check and the write are one step for every SwapValue of the store.
+func (d *DB) SwapValue(ctx context.Context, k string, old, value []byte, expires time.Time) (bool, error) {
+	d.swaps.Lock()
+	defer d.swaps.Unlock()
+	cur, ok, err := d.GetValue(ctx, k)
+	if err != nil {
+		return false, err
+	}
+	if ok != (old != nil) || ok && !bytes.Equal(cur, old) {
+		return false, nil
+	}
+	if err := d.putValue(k, value, expires, pebble.Sync); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 func (d *DB) putValue(k string, value []byte, expires time.Time, sync *pebble.WriteOptions) error {

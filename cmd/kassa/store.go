@@ -23,6 +23,9 @@ type storage interface {
 	kassa.Journal
 	kassa.Reader
 	kassa.KeyValue
+	// SwapValue writes a value only over the one given (the lnd
+	// address pool's record, lnd.PoolStore).
+	SwapValue(ctx context.Context, key string, old, value []byte, expires time.Time) (bool, error)
 	kassa.RequestReader
 	kassa.ForwardStore
 	kassa.PayoutStore

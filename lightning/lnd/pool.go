@@ -20,12 +20,19 @@ const DefaultPoolSize = 20
 // a key-value record, and each address's take as a request record,
 // which a commit records once only (kassa.RequestBatch): the take, not
 // the list, decides that an address is used, on every node of a
-// cluster and across restarts. Both stores (Pebble, PostgreSQL) are one.
+// cluster and across restarts. The list is written only over the
+// list it was made from (SwapValue): two nodes refilling at once never
+// write over each other's new addresses. Both stores (Pebble,
+// PostgreSQL) are one.
 type PoolStore interface {
 	kassa.KeyValue
 	kassa.RequestReader
 	NewBatch() kassa.Batch
 	Commit(ctx context.Context, b kassa.Batch) error
+	// SwapValue sets key to value until expires only while key still
+	// holds old (a nil old: while key holds no value), in one step
+	// with that check, and says whether it did.
+	SwapValue(ctx context.Context, key string, old, value []byte, expires time.Time) (bool, error)
 }
 
 // PoolConfig configures an AddressPool.
@@ -170,18 +177,25 @@ func (p *AddressPool) Left(ctx context.Context) (int, error) {
 
 // load reads the pool's record; the caller holds mu.
 func (p *AddressPool) load(ctx context.Context) (poolRecord, error) {
+	rec, _, err := p.read(ctx)
+	return rec, err
+}
+
+// read reads the pool's record and its stored form (nil when there is
+// none); the caller holds mu.
+func (p *AddressPool) read(ctx context.Context) (poolRecord, []byte, error) {
 	var rec poolRecord
 	b, ok, err := p.store.GetValue(ctx, poolKey)
 	if err != nil {
-		return rec, fmt.Errorf("lnd address pool: read: %w", err)
+		return rec, nil, fmt.Errorf("lnd address pool: read: %w", err)
 	}
 	if !ok {
-		return rec, nil
+		return rec, nil, nil
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return rec, fmt.Errorf("lnd address pool: decode: %w", err)
+		return rec, nil, fmt.Errorf("lnd address pool: decode: %w", err)
 	}
-	return rec, nil
+	return rec, b, nil
 }
 
 // untaken returns rec's addresses whose take is not recorded; the
@@ -247,24 +261,35 @@ func (p *AddressPool) Fill(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	// Read again: takes since the first reading leave the list, and a
-	// record another node wrote meanwhile keeps its addresses.
-	if rec, err = p.load(ctx); err != nil {
-		return err
-	}
-	if rec.Node != identity {
-		rec.Addresses = nil
-	}
-	if left, err = p.untaken(ctx, rec); err != nil {
-		return err
-	}
-	rec = poolRecord{Node: identity, Addresses: append(left, fresh...)}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	if err := p.store.PutValue(ctx, poolKey, b, poolLife); err != nil {
-		return fmt.Errorf("lnd address pool: write: %w", err)
+	// Read again and write over what was read only: takes since the
+	// first reading leave the list, and a record another node wrote
+	// meanwhile keeps its addresses, this fill's join them.
+	for {
+		var raw []byte
+		if rec, raw, err = p.read(ctx); err != nil {
+			return err
+		}
+		if rec.Node != identity {
+			rec.Addresses = nil
+		}
+		if left, err = p.untaken(ctx, rec); err != nil {
+			return err
+		}
+		rec = poolRecord{Node: identity, Addresses: append(left, fresh...)}
+		b, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		swapped, err := p.store.SwapValue(ctx, poolKey, raw, b, poolLife)
+		if err != nil {
+			return fmt.Errorf("lnd address pool: write: %w", err)
+		}
+		if swapped {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
 	if len(fresh) > 0 {
 		p.log.Info("address pool filled", "added", len(fresh), "left", len(rec.Addresses), "size", p.size)

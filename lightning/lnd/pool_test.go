@@ -314,3 +314,92 @@ func testPoolShared(t *testing.T, open func() lnd.PoolStore) {
 		}
 	}
 }
+
+// stallingWrite is a node's pool store whose first write of the pool
+// record waits, once it has been asked for, until release is closed: a
+// node descheduled between reading the pool and writing it.
+type stallingWrite struct {
+	lnd.PoolStore
+	once     sync.Once
+	writing  chan struct{} // closed when the stalled write was asked for
+	released chan struct{}
+}
+
+func (s *stallingWrite) stall() {
+	s.once.Do(func() {
+		close(s.writing)
+		<-s.released
+	})
+}
+
+func (s *stallingWrite) PutValue(ctx context.Context, key string, value []byte, expires time.Time) error {
+	s.stall()
+	return s.PoolStore.PutValue(ctx, key, value, expires)
+}
+
+func (s *stallingWrite) SwapValue(ctx context.Context, key string, old, value []byte, expires time.Time) (bool, error) {
+	s.stall()
+	return s.PoolStore.SwapValue(ctx, key, old, value, expires)
+}
+
+// Two nodes refilling the shared pool at once over PostgreSQL: one
+// stalls between reading the pool and writing it while the other fills
+// it; each address lnd gave either node stays in the pool, none is
+// written over. Before, the stalled node's write replaced the record
+// the other had written, and the other's ten new addresses were lost
+// to the pool (taken from lnd's wallet, never handed out).
+func TestPoolRefillsAtOnceOverPostgresKeepEveryAddress(t *testing.T) {
+	harness.SkipShort(t, "PostgreSQL")
+	dsn, clock := harness.PostgresSchema(t), kassatest.NewTestClock(time.Now())
+	open := harness.Opener(t, func(ctx context.Context) (*postgres.DB, error) {
+		return postgres.Open(ctx, dsn, postgres.Options{Clock: clock})
+	})
+	testPoolRefillsAtOnce(t, func() lnd.PoolStore { return open() })
+}
+
+// The same on one Pebble store shared by two pools.
+func TestPoolRefillsAtOnceOverPebbleKeepEveryAddress(t *testing.T) {
+	db := openDB(t)
+	testPoolRefillsAtOnce(t, func() lnd.PoolStore { return db })
+}
+
+func testPoolRefillsAtOnce(t *testing.T, open func() lnd.PoolStore) {
+	ctx := context.Background()
+	const size = 10
+	w := newWallet()
+	stalled := &stallingWrite{PoolStore: open(), writing: make(chan struct{}), released: make(chan struct{})}
+	a, b := newPool(t, w, stalled, size), newPool(t, w, open(), size)
+	filled := make(chan error, 1)
+	go func() { filled <- a.Fill(ctx) }()
+	<-stalled.writing
+	if err := b.Fill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(stalled.released)
+	if err := <-filled; err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	given := slices.Clone(w.given)
+	w.mu.Unlock()
+	t.Logf("lnd gave %d addresses to the two refills; the pool keeps %d", len(given), left(t, b))
+	if n := left(t, b); n != len(given) {
+		t.Errorf("the pool keeps %d of the %d addresses lnd gave the two refills: %d written over", n, len(given), len(given)-n)
+	}
+	// Every one of them is handed out while lnd is down, each once.
+	w.setDown(true)
+	seen := map[string]bool{}
+	for i := range len(given) + 1 {
+		addr, err := a.Address(ctx, fmt.Sprintf("inv_%d", i))
+		if i == len(given) {
+			if !errors.Is(err, kassa.ErrNoWalletAddress) {
+				t.Errorf("take after the pool is used up: %q, %v", addr, err)
+			}
+			break
+		}
+		if err != nil || seen[addr] || !slices.Contains(given, addr) {
+			t.Fatalf("take %d: %q, %v (handed out before: %v)", i, addr, err, seen[addr])
+		}
+		seen[addr] = true
+	}
+}

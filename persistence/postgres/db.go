@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kassapay/kassa"
@@ -145,6 +146,33 @@ func (d *DB) PutValue(ctx context.Context, key string, value []byte, expires tim
 		return fmt.Errorf("postgres: put value: %w", down(err))
 	}
 	return nil
+}
+
+// SwapValue sets key to value until expires only while key holds old
+// (nil: no value, or an expired one), and says whether it did: the
+// check is the write's own condition, so of two nodes that swap over
+// one value one wins.
+func (d *DB) SwapValue(ctx context.Context, key string, old, value []byte, expires time.Time) (bool, error) {
+	if value == nil {
+		value = []byte{}
+	}
+	now := d.clock.Now().UnixMilli()
+	var (
+		tag pgconn.CommandTag
+		err error
+	)
+	if old == nil {
+		tag, err = d.pool.Exec(ctx, `INSERT INTO kv (key, value, expires_ms) VALUES ($1, $2, $3)
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, expires_ms = EXCLUDED.expires_ms
+			WHERE kv.expires_ms <= $4`, key, value, expires.UnixMilli(), now)
+	} else {
+		tag, err = d.pool.Exec(ctx, `UPDATE kv SET value = $2, expires_ms = $3
+			WHERE key = $1 AND value = $4 AND expires_ms > $5`, key, value, expires.UnixMilli(), old, now)
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres: swap value: %w", down(err))
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // CacheValue stores value at key until expires without waiting for the

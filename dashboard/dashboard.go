@@ -14,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	kassahttp "github.com/kassapay/kassa/http"
 	"github.com/kassapay/kassa/topup"
 )
 
@@ -362,6 +363,7 @@ func (h *Dashboard) storeAccess(next http.Handler) http.Handler {
 			return
 		}
 		ctx := kassa.WithPrincipal(context.WithValue(r.Context(), storeKey, st), p)
+		ctx = kassa.WithClientAddr(ctx, kassahttp.ClientIP(r, h.ClientIPHeader))
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -112,6 +112,9 @@ type Deps struct {
 	// Payouts page (refunds.go); nil: neither is offered.
 	Refunds kassa.RefundService
 	Payouts kassa.PayoutStore
+	// History reads stores' histories for the History page; nil: the
+	// Reader's, when it reads them.
+	History kassa.HistoryReader
 }
 
 //go:embed templates/*.html
@@ -257,6 +260,7 @@ func (h *Dashboard) routes() *chi.Mux {
 				r.Post("/balance/topup/{invoiceId}/simpay", h.simPayTopUp)
 
 				h.refundRoutes(r)
+				h.historyRoutes(r)
 			})
 		})
 	})

@@ -277,3 +277,43 @@ func TestHistoryLineAndChangeTogether(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterHistoryCarriesTheActor: a change sent through a node that
+// does not run the store is recorded with the actor and address of the
+// request that made it on the first node (the cluster call's envelope).
+func TestClusterHistoryCarriesTheActor(t *testing.T) {
+	t.Parallel()
+	db := openMem(t)
+	nodes := clusterNodes(t, 3, db, kassatest.NewTestClock(time.Now()), 15*time.Minute)
+	st, err := nodes[0].sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var via *harness
+	for _, n := range nodes {
+		if !runsStore(n, st.ID) {
+			via = n
+			break
+		}
+	}
+	if _, err := via.sys.Service.UpdateStore(accountCtx(st.ID), st.ID, kassa.StoreUpdate{Name: "Renamed", Currency: kassa.EUR, ConfirmationsRequired: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if runsStore(via, st.ID) {
+		t.Fatal("the change ran on the node it was sent to")
+	}
+	if _, err := via.sys.Service.CreateAPIKey(keyCtx(st.ID, st.APIKeys[0]), st.ID, "plugin"); err != nil {
+		t.Fatal(err)
+	}
+	lines := history(t, db, st.ID, kassa.HistoryQuery{})
+	want := []kassa.Actor{
+		{Kind: kassa.ActorAccount, ID: "owner@example.com", Addr: "198.51.100.7"},
+		{Kind: kassa.ActorAPIKey, ID: st.APIKeys[0].ID, Label: st.APIKeys[0].Label, Addr: "2001:db8::1"},
+	}
+	if len(lines) != 2 || lines[0].Actor != want[0] || lines[1].Actor != want[1] {
+		for _, l := range lines {
+			t.Log(describe(l))
+		}
+		t.Fatalf("%d lines, want the actors %+v", len(lines), want)
+	}
+}

@@ -10,10 +10,11 @@ import (
 )
 
 // callContext is what an actor needs of its caller's context, carried in
-// a message as values: the caller's deadline, its trace, its request
-// id and who acts (kassa.Actor). A context.Context does not go into a mailbox: the actor makes its
-// own context from these (context), which the caller's cancellation does
-// not reach, so that a step the actor started is not cut short midway.
+// a message as values: the caller's deadline, its trace, its request id
+// and who acts (kassa.Actor). A context.Context does not go into a
+// mailbox: the actor makes its own context from these (context), which
+// the caller's cancellation does not reach, so that a step the actor
+// started is not cut short midway.
 type callContext struct {
 	// deadline is the caller's; zero: none.
 	deadline time.Time
@@ -36,7 +37,8 @@ func callOf(ctx context.Context) callContext {
 }
 
 // context makes the actor's context for the call: the caller's trace,
-// request id, actor and deadline, none of its cancellation or other values.
+// request id, actor and deadline, none of its cancellation or other
+// values.
 func (c callContext) context() (context.Context, context.CancelFunc) {
 	ctx := context.Background()
 	if c.span.IsValid() {

@@ -1,8 +1,7 @@
 // Package format is the on-disk format of the documents Kassa persists
 // as JSON (store and invoice snapshots, ledger lines, pay links,
 // webhooks, deliveries, forwards, queued transfers, request records,
-// history lines), in
-// Pebble and in PostgreSQL alike.
+// history lines), in Pebble and in PostgreSQL alike.
 //
 // Each document carries its kind's format version as its first member,
 // {"_v":1,...}, and the rest is the JSON of the domain struct. A reader

@@ -253,15 +253,18 @@ func ParseRole(s string) (Role, error) {
 // Principal is who asks to act: an API key today, a store member later.
 // Every route of both APIs asks it one question, Can.
 type Principal struct {
-	// Name says who it is in logs and history: a key's id.
+	// Name says who it is in logs and history: a key's id, a member's
+	// email. Kind is ActorAPIKey or ActorAccount; Label a key's label.
 	Name   string
+	Kind   string
+	Label  string
 	stores map[string]Permissions
 }
 
 // KeyPrincipal is the principal of an API key of store storeID: the
 // key's permissions, on that store only.
 func KeyPrincipal(storeID string, k APIKey) *Principal {
-	return &Principal{Name: k.ID, stores: map[string]Permissions{storeID: k.Granted()}}
+	return &Principal{Name: k.ID, Kind: ActorAPIKey, Label: k.Label, stores: map[string]Permissions{storeID: k.Granted()}}
 }
 
 // Can reports whether p may do perm on store storeID. A nil principal
@@ -276,7 +279,7 @@ func (p *Principal) Can(storeID string, perm Permission) bool {
 // MemberPrincipal is the principal of a store member named name: on
 // each store of roles, that role's permissions, on no other.
 func MemberPrincipal(name string, roles map[string]Role) *Principal {
-	p := &Principal{Name: name, stores: make(map[string]Permissions, len(roles))}
+	p := &Principal{Name: name, Kind: ActorAccount, stores: make(map[string]Permissions, len(roles))}
 	for id, r := range roles {
 		p.stores[id] = r.Permissions()
 	}

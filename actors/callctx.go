@@ -10,10 +10,11 @@ import (
 )
 
 // callContext is what an actor needs of its caller's context, carried in
-// a message as values: the caller's deadline, its trace and its request
-// id. A context.Context does not go into a mailbox: the actor makes its
-// own context from these (context), which the caller's cancellation does
-// not reach, so that a step the actor started is not cut short midway.
+// a message as values: the caller's deadline, its trace, its request id
+// and who acts (kassa.Actor). A context.Context does not go into a
+// mailbox: the actor makes its own context from these (context), which
+// the caller's cancellation does not reach, so that a step the actor
+// started is not cut short midway.
 type callContext struct {
 	// deadline is the caller's; zero: none.
 	deadline time.Time
@@ -21,6 +22,9 @@ type callContext struct {
 	span trace.SpanContext
 	// request is the caller's request id (kassa.WithRequest).
 	request kassa.Request
+	// actor is who makes the call, for the store's history
+	// (kassa.ActorFrom).
+	actor kassa.Actor
 }
 
 // callOf takes the call context of ctx (nil: none).
@@ -29,11 +33,12 @@ func callOf(ctx context.Context) callContext {
 		return callContext{}
 	}
 	deadline, _ := ctx.Deadline()
-	return callContext{deadline: deadline, span: trace.SpanContextFromContext(ctx), request: kassa.RequestFrom(ctx)}
+	return callContext{deadline: deadline, span: trace.SpanContextFromContext(ctx), request: kassa.RequestFrom(ctx), actor: kassa.ActorFrom(ctx)}
 }
 
 // context makes the actor's context for the call: the caller's trace,
-// request id and deadline, none of its cancellation or other values.
+// request id, actor and deadline, none of its cancellation or other
+// values.
 func (c callContext) context() (context.Context, context.CancelFunc) {
 	ctx := context.Background()
 	if c.span.IsValid() {
@@ -41,6 +46,9 @@ func (c callContext) context() (context.Context, context.CancelFunc) {
 	}
 	if c.request != (kassa.Request{}) {
 		ctx = kassa.WithRequest(ctx, c.request)
+	}
+	if c.actor != (kassa.Actor{}) {
+		ctx = kassa.WithActor(ctx, c.actor)
 	}
 	if c.deadline.IsZero() {
 		return ctx, func() {}

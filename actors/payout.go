@@ -88,7 +88,7 @@ func (a *storeActor) changeRefunds(msg *changeRefunds) reply {
 			deliveries = append(deliveries, ds...)
 		}
 	}
-	err = a.commit(rctx, &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_RefundsChanged{RefundsChanged: ev}}, func(b kassa.Batch, _ uint64) {
+	err = a.commitLine(rctx, &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_RefundsChanged{RefundsChanged: ev}}, refundLine(ch), func(b kassa.Batch, _ uint64) {
 		pb := b.(kassa.PayoutBatch)
 		if ch.PullPayment != nil {
 			pb.PutPullPayment(ch.PullPayment)

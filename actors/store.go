@@ -239,12 +239,36 @@ var errStoreChanged = kassa.Errorf(kassa.Unavailable, "the store changed on anot
 
 // commit journals ev with the writes of put, as one batch.
 func (a *storeActor) commit(ctx context.Context, ev *protos.StoreEvent, put func(kassa.Batch, uint64)) error {
+	return a.commitLine(ctx, ev, nil, put)
+}
+
+// errNoHistory refuses a change whose history line the journal cannot
+// write: the change is not made without its line.
+var errNoHistory = errors.New("this storage cannot write a store's history")
+
+// commitLine journals ev with the writes of put and, unless line is nil,
+// line as the history's line of the change (stamped with the store, the
+// event's sequence number and time, and ctx's actor), as one batch.
+func (a *storeActor) commitLine(ctx context.Context, ev *protos.StoreEvent, line *kassa.HistoryLine, put func(kassa.Batch, uint64)) error {
 	data, err := marshal(ev)
 	if err != nil {
 		return err
 	}
 	seq := a.seq + 1
 	b := a.p.journal.NewBatch()
+	if line != nil {
+		hb, ok := b.(kassa.HistoryBatch)
+		if !ok {
+			return fmt.Errorf("%w (%T)", errNoHistory, b)
+		}
+		line.StoreID, line.Seq, line.At = a.id, seq, time.Unix(0, ev.AtUnixNano).UTC()
+		if actor := kassa.ActorFrom(ctx); actor.ID != "" || line.Actor.ID == "" {
+			line.Actor = actor
+		} else {
+			line.Actor.Addr = actor.Addr
+		}
+		hb.PutHistory(line)
+	}
 	b.AppendEvent(kassa.Stream{Kind: kassa.KindStore, ID: a.id}, seq, data)
 	put(b, seq)
 	if err := a.p.commit(ctx, b); err != nil {
@@ -494,7 +518,11 @@ func (a *storeActor) saveWebhook(msg *saveWebhook) reply {
 		return reply{err: err}
 	}
 	ev := &protos.StoreEvent{AtUnixNano: w.UpdatedAt.UnixNano(), Kind: &protos.StoreEvent_WebhookSaved{WebhookSaved: &protos.WebhookSaved{Webhook: webhookDoc(w)}}}
-	if err := a.commit(rctx, ev, func(b kassa.Batch, _ uint64) {
+	action := kassa.ActionWebhookUpdated
+	if msg.create != nil {
+		action = kassa.ActionWebhookCreated
+	}
+	if err := a.commitLine(rctx, ev, webhookLine(action, w), func(b kassa.Batch, _ uint64) {
 		b.PutWebhook(w)
 		if msg.create != nil {
 			putRequest(rctx, b, a.id, kassa.RequestWebhook, w.ID)
@@ -535,7 +563,7 @@ func (a *storeActor) deleteWebhook(msg *deleteWebhook) reply {
 	defer a.p.webhooksChanged(a.id)
 	now := a.p.clock.Now()
 	ev := &protos.StoreEvent{AtUnixNano: now.UnixNano(), Kind: &protos.StoreEvent_WebhookDeleted{WebhookDeleted: &protos.WebhookDeleted{WebhookId: msg.webhook.ID}}}
-	if err := a.commit(rctx, ev, func(b kassa.Batch, _ uint64) { b.DeleteWebhook(msg.webhook) }); err != nil {
+	if err := a.commitLine(rctx, ev, webhookLine(kassa.ActionWebhookDeleted, msg.webhook), func(b kassa.Batch, _ uint64) { b.DeleteWebhook(msg.webhook) }); err != nil {
 		return reply{err: err}
 	}
 	return reply{value: msg.webhook}
@@ -552,7 +580,7 @@ func (a *storeActor) changeStore(msg *changeStore) reply {
 		return reply{err: err}
 	}
 	ev.AtUnixNano = a.p.clock.Now().UnixNano()
-	if err := a.commit(rctx, ev, func(b kassa.Batch, seq uint64) {
+	if err := a.commitLine(rctx, ev, storeChangeLine(ev, a.st, next), func(b kassa.Batch, seq uint64) {
 		if next != a.st {
 			b.PutStore(next, seq)
 		}

@@ -72,6 +72,9 @@ func (c *Cluster) routeCall(ctx context.Context, storeID string, call *protos.St
 		req.ID = kassa.NewID("req_")
 	}
 	call.StoreId, call.RequestId, call.Fingerprint = storeID, req.ID, req.Fingerprint
+	if a := kassa.ActorFrom(ctx); a != (kassa.Actor{}) {
+		call.Actor = &protos.CallActor{Kind: a.Kind, Id: a.ID, Label: a.Label, Addr: a.Addr}
+	}
 	// The hop is a client span of this node's: the store's node
 	// continues the trace under it.
 	ctx, span := c.tracer.Start(ctx, "cluster."+callName(call), trace.WithSpanKind(trace.SpanKindClient),
@@ -172,6 +175,9 @@ func (c *Cluster) serve(budget context.Context, call *protos.StoreCall) (rep *pr
 	defer c.recoverReply(callName(call), &rep)
 	ctx := otel.GetTextMapPropagator().Extract(context.Background(), propagation.MapCarrier(call.Trace))
 	ctx = context.WithValue(ctx, routedKey{}, true)
+	if a := call.GetActor(); a != nil {
+		ctx = kassa.WithActor(ctx, callActor(a))
+	}
 	if d, ok := budget.Deadline(); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)

@@ -14,6 +14,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/kassapay/kassa"
+	kassahttp "github.com/kassapay/kassa/http"
 	"github.com/kassapay/kassa/topup"
 )
 
@@ -111,6 +112,9 @@ type Deps struct {
 	// Payouts page (refunds.go); nil: neither is offered.
 	Refunds kassa.RefundService
 	Payouts kassa.PayoutStore
+	// History reads stores' histories for the History page; nil: the
+	// Reader's, when it reads them.
+	History kassa.HistoryReader
 }
 
 //go:embed templates/*.html
@@ -259,6 +263,7 @@ func (h *Dashboard) routes() *chi.Mux {
 				r.Post("/balance/topup/{invoiceId}/simpay", h.simPayTopUp)
 
 				h.refundRoutes(r)
+				h.historyRoutes(r)
 			})
 		})
 	})
@@ -365,6 +370,7 @@ func (h *Dashboard) storeAccess(next http.Handler) http.Handler {
 			return
 		}
 		ctx := kassa.WithPrincipal(context.WithValue(r.Context(), storeKey, st), p)
+		ctx = kassa.WithClientAddr(ctx, kassahttp.ClientIP(r, h.ClientIPHeader))
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -105,7 +105,7 @@ var dashSameAsEnglish = map[string][]string{
 	"hook.title": {"de", "es", "fr", "pt", "it"}, "hook.code": {"de"}, "hook.status": {"de"}, "inv.status": {"de"},
 	"links.status": {"de"}, "field.name": {"de"}, "settings.wallet": {"de"}, "nav.invites": {"fr"}, "inv.titlepage": {"fr"},
 	"inv.confs": {"fr"}, "inv.txid": {"fr"}, "tx.type": {"fr"}, "links.desc": {"fr"}, "links.url": {"de"},
-	"passkey.title": {"de"},
+	"passkey.title": {"de"}, "hist.kind.webhook": {"de", "es", "fr", "pt"}, "hist.account": {"it"},
 }
 
 // TestDashboardCatalogues: every dashboard catalogue has every English

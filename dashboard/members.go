@@ -75,6 +75,11 @@ var storeRoutePerms = map[string]kassa.Permission{
 	"POST /payouts/{payoutId}/approve":   kassa.PermManagePayouts,
 	"POST /payouts/{payoutId}/cancel":    kassa.PermManagePayouts,
 	"POST /payouts/{payoutId}/mark-paid": kassa.PermManagePayouts,
+
+	// The store's history names members, keys and their addresses:
+	// Owners and Managers see it (docs/api.md, "Permissions and roles").
+	"GET /history":     kassa.PermViewStoreSettings,
+	"GET /history.csv": kassa.PermViewStoreSettings,
 }
 
 // memberRoutes adds the members page's routes to a store's router.

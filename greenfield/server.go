@@ -262,6 +262,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		ctx := kassa.WithPrincipal(context.WithValue(r.Context(), callerKey{}, &caller{store: store, key: k}), kassa.KeyPrincipal(store.ID, k))
+		ctx = kassa.WithClientAddr(ctx, kassahttp.ClientIP(r, s.ClientIPHeader))
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

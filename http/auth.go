@@ -68,6 +68,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		}
 		c := &caller{store: store, key: k}
 		ctx := kassa.WithPrincipal(context.WithValue(r.Context(), callerKey{}, c), kassa.KeyPrincipal(store.ID, k))
+		ctx = kassa.WithClientAddr(ctx, ClientIP(r, s.ClientIPHeader))
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

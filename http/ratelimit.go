@@ -185,12 +185,27 @@ func (s *server) limitPages(next http.Handler) http.Handler {
 // With Deps.ClientIPHeader set (behind a reverse proxy) the address is
 // the last one in that header, the one the proxy added.
 func (s *server) clientAddress(r *http.Request) string {
+	addr, ok := clientIP(r, s.ClientIPHeader)
+	if !ok {
+		return "?" // unparsable: all such clients share one bucket
+	}
+	if addr.Is6() {
+		prefix, _ := addr.Prefix(64)
+		return prefix.String()
+	}
+	return addr.String()
+}
+
+// clientIP is the client's IP address: the connection's, or with
+// clientIPHeader set (behind a reverse proxy) the last address in that
+// header, the one the proxy added; ok is false when it does not parse.
+func clientIP(r *http.Request, clientIPHeader string) (addr netip.Addr, ok bool) {
 	raw := r.RemoteAddr
 	if host, _, err := net.SplitHostPort(raw); err == nil {
 		raw = host
 	}
-	if s.ClientIPHeader != "" {
-		if values := r.Header.Values(s.ClientIPHeader); len(values) > 0 {
+	if clientIPHeader != "" {
+		if values := r.Header.Values(clientIPHeader); len(values) > 0 {
 			last := values[len(values)-1]
 			if i := strings.LastIndexByte(last, ','); i >= 0 {
 				last = last[i+1:]
@@ -200,12 +215,18 @@ func (s *server) clientAddress(r *http.Request) string {
 	}
 	addr, err := netip.ParseAddr(raw)
 	if err != nil {
-		return "?" // unparsable: all such clients share one bucket
+		return netip.Addr{}, false
 	}
-	addr = addr.Unmap()
-	if addr.Is6() {
-		prefix, _ := addr.Prefix(64)
-		return prefix.String()
+	return addr.Unmap(), true
+}
+
+// ClientIP is the client's IP address as the store's history records
+// it (kassa.Actor.Addr), whole, by the rule of the rate limits
+// (clientAddress); "?" when it does not parse.
+func ClientIP(r *http.Request, clientIPHeader string) string {
+	addr, ok := clientIP(r, clientIPHeader)
+	if !ok {
+		return "?"
 	}
 	return addr.String()
 }

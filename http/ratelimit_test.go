@@ -123,6 +123,32 @@ func TestClientAddress(t *testing.T) {
 	}
 }
 
+// TestClientIP: the store's history records the whole address, by the
+// rule of the rate limits (an IPv6 address is not cut to its /64).
+func TestClientIP(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		remote, header, value, want string
+	}{
+		{"192.0.2.1:1234", "", "", "192.0.2.1"},
+		{"[2001:db8:1:2:3:4:5:6]:443", "", "", "2001:db8:1:2:3:4:5:6"},
+		{"[::ffff:192.0.2.9]:443", "", "", "192.0.2.9"},
+		{"garbage", "", "", "?"},
+		{"10.0.0.1:1", "", "203.0.113.5", "10.0.0.1"},
+		{"10.0.0.1:1", "X-Forwarded-For", "1.1.1.1, 203.0.113.5", "203.0.113.5"},
+		{"10.0.0.1:1", "X-Forwarded-For", "1.1.1.1, <script>", "?"},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tt.remote
+		if tt.value != "" {
+			r.Header.Set("X-Forwarded-For", tt.value)
+		}
+		if got := ClientIP(r, tt.header); got != tt.want {
+			t.Errorf("%s with %s %q: %q, want %q", tt.remote, tt.header, tt.value, got, tt.want)
+		}
+	}
+}
+
 func TestRateLimiterForgetsFullBuckets(t *testing.T) {
 	t.Parallel()
 	clock := kassatest.NewTestClock(testNow)

@@ -48,6 +48,12 @@ func TestContract(t *testing.T) {
 			t.Run("KeyValue", func(t *testing.T) {
 				kassatest.RunKeyValue(t, func(t *testing.T) kassa.KeyValue { return openForContract(t, bk) })
 			})
+			t.Run("History", func(t *testing.T) {
+				kassatest.RunHistory(t, func(t *testing.T) kassatest.HistoryStorage {
+					db := openForContract(t, bk)
+					return kassatest.HistoryStorage{Journal: db, History: db}
+				})
+			})
 			t.Run("ForwardStore", func(t *testing.T) {
 				kassatest.RunForwardStore(t, func(t *testing.T) kassatest.ForwardStorage {
 					db := openForContract(t, bk)

@@ -47,4 +47,5 @@
 //	rqx/<atMs:8>req/<store>\0<id>        request records that expire, by age
 //	ver/requests                         version of the age keys (request.go)
 //	st/<name>/<key>                      state of a simulated backend
+//	hist/<store>\0<seq:8>                line of a store's history, by its event (history.go)
 package persistence

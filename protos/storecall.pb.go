@@ -44,6 +44,9 @@ type StoreCall struct {
 	Fingerprint string `protobuf:"bytes,3,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
 	// trace carries the W3C trace context of the caller.
 	Trace map[string]string `protobuf:"bytes,4,rep,name=trace,proto3" json:"trace,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// actor is who makes the call and from which address, for the
+	// store's history (kassa.Actor); unset: Kassa itself.
+	Actor *CallActor `protobuf:"bytes,5,opt,name=actor,proto3" json:"actor,omitempty"`
 	// Types that are valid to be assigned to Call:
 	//
 	//	*StoreCall_CreateStore
@@ -121,6 +124,13 @@ func (x *StoreCall) GetFingerprint() string {
 func (x *StoreCall) GetTrace() map[string]string {
 	if x != nil {
 		return x.Trace
+	}
+	return nil
+}
+
+func (x *StoreCall) GetActor() *CallActor {
+	if x != nil {
+		return x.Actor
 	}
 	return nil
 }
@@ -566,6 +576,76 @@ func (*StoreCallReply_ApiKey) isStoreCallReply_Value() {}
 
 func (*StoreCallReply_Delivery) isStoreCallReply_Value() {}
 
+// CallActor is a kassa.Actor: an account's email or an API key's id
+// and label, never a secret, and the client's IP address.
+type CallActor struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Label         string                 `protobuf:"bytes,3,opt,name=label,proto3" json:"label,omitempty"`
+	Addr          string                 `protobuf:"bytes,4,opt,name=addr,proto3" json:"addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallActor) Reset() {
+	*x = CallActor{}
+	mi := &file_storecall_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallActor) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallActor) ProtoMessage() {}
+
+func (x *CallActor) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallActor.ProtoReflect.Descriptor instead.
+func (*CallActor) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *CallActor) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *CallActor) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CallActor) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *CallActor) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
 type FieldErrorDoc struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Field         string                 `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
@@ -576,7 +656,7 @@ type FieldErrorDoc struct {
 
 func (x *FieldErrorDoc) Reset() {
 	*x = FieldErrorDoc{}
-	mi := &file_storecall_proto_msgTypes[2]
+	mi := &file_storecall_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +668,7 @@ func (x *FieldErrorDoc) String() string {
 func (*FieldErrorDoc) ProtoMessage() {}
 
 func (x *FieldErrorDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[2]
+	mi := &file_storecall_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +681,7 @@ func (x *FieldErrorDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FieldErrorDoc.ProtoReflect.Descriptor instead.
 func (*FieldErrorDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{2}
+	return file_storecall_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *FieldErrorDoc) GetField() string {
@@ -627,7 +707,7 @@ type CreateStoreCall struct {
 
 func (x *CreateStoreCall) Reset() {
 	*x = CreateStoreCall{}
-	mi := &file_storecall_proto_msgTypes[3]
+	mi := &file_storecall_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +719,7 @@ func (x *CreateStoreCall) String() string {
 func (*CreateStoreCall) ProtoMessage() {}
 
 func (x *CreateStoreCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[3]
+	mi := &file_storecall_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +732,7 @@ func (x *CreateStoreCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateStoreCall.ProtoReflect.Descriptor instead.
 func (*CreateStoreCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{3}
+	return file_storecall_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateStoreCall) GetStore() *StoreDoc {
@@ -672,7 +752,7 @@ type TopUpCall struct {
 
 func (x *TopUpCall) Reset() {
 	*x = TopUpCall{}
-	mi := &file_storecall_proto_msgTypes[4]
+	mi := &file_storecall_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -684,7 +764,7 @@ func (x *TopUpCall) String() string {
 func (*TopUpCall) ProtoMessage() {}
 
 func (x *TopUpCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[4]
+	mi := &file_storecall_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -697,7 +777,7 @@ func (x *TopUpCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopUpCall.ProtoReflect.Descriptor instead.
 func (*TopUpCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{4}
+	return file_storecall_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TopUpCall) GetAmountSat() int64 {
@@ -723,7 +803,7 @@ type CreateInvoiceCall struct {
 
 func (x *CreateInvoiceCall) Reset() {
 	*x = CreateInvoiceCall{}
-	mi := &file_storecall_proto_msgTypes[5]
+	mi := &file_storecall_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -735,7 +815,7 @@ func (x *CreateInvoiceCall) String() string {
 func (*CreateInvoiceCall) ProtoMessage() {}
 
 func (x *CreateInvoiceCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[5]
+	mi := &file_storecall_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -748,7 +828,7 @@ func (x *CreateInvoiceCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateInvoiceCall.ProtoReflect.Descriptor instead.
 func (*CreateInvoiceCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{5}
+	return file_storecall_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateInvoiceCall) GetInvoice() *InvoiceRequestDoc {
@@ -768,7 +848,7 @@ type PayPaymentRequestCall struct {
 
 func (x *PayPaymentRequestCall) Reset() {
 	*x = PayPaymentRequestCall{}
-	mi := &file_storecall_proto_msgTypes[6]
+	mi := &file_storecall_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +860,7 @@ func (x *PayPaymentRequestCall) String() string {
 func (*PayPaymentRequestCall) ProtoMessage() {}
 
 func (x *PayPaymentRequestCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[6]
+	mi := &file_storecall_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +873,7 @@ func (x *PayPaymentRequestCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayPaymentRequestCall.ProtoReflect.Descriptor instead.
 func (*PayPaymentRequestCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{6}
+	return file_storecall_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PayPaymentRequestCall) GetPaymentRequestId() string {
@@ -822,7 +902,7 @@ type InvoiceCommandCall struct {
 
 func (x *InvoiceCommandCall) Reset() {
 	*x = InvoiceCommandCall{}
-	mi := &file_storecall_proto_msgTypes[7]
+	mi := &file_storecall_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +914,7 @@ func (x *InvoiceCommandCall) String() string {
 func (*InvoiceCommandCall) ProtoMessage() {}
 
 func (x *InvoiceCommandCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[7]
+	mi := &file_storecall_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +927,7 @@ func (x *InvoiceCommandCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceCommandCall.ProtoReflect.Descriptor instead.
 func (*InvoiceCommandCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{7}
+	return file_storecall_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InvoiceCommandCall) GetInvoiceId() string {
@@ -873,7 +953,7 @@ type CreatePaymentRequestCall struct {
 
 func (x *CreatePaymentRequestCall) Reset() {
 	*x = CreatePaymentRequestCall{}
-	mi := &file_storecall_proto_msgTypes[8]
+	mi := &file_storecall_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +965,7 @@ func (x *CreatePaymentRequestCall) String() string {
 func (*CreatePaymentRequestCall) ProtoMessage() {}
 
 func (x *CreatePaymentRequestCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[8]
+	mi := &file_storecall_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +978,7 @@ func (x *CreatePaymentRequestCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreatePaymentRequestCall.ProtoReflect.Descriptor instead.
 func (*CreatePaymentRequestCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{8}
+	return file_storecall_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreatePaymentRequestCall) GetInput() *PaymentRequestInputDoc {
@@ -918,7 +998,7 @@ type UpdatePaymentRequestCall struct {
 
 func (x *UpdatePaymentRequestCall) Reset() {
 	*x = UpdatePaymentRequestCall{}
-	mi := &file_storecall_proto_msgTypes[9]
+	mi := &file_storecall_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1010,7 @@ func (x *UpdatePaymentRequestCall) String() string {
 func (*UpdatePaymentRequestCall) ProtoMessage() {}
 
 func (x *UpdatePaymentRequestCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[9]
+	mi := &file_storecall_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1023,7 @@ func (x *UpdatePaymentRequestCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePaymentRequestCall.ProtoReflect.Descriptor instead.
 func (*UpdatePaymentRequestCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{9}
+	return file_storecall_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *UpdatePaymentRequestCall) GetPaymentRequestId() string {
@@ -969,7 +1049,7 @@ type ArchivePaymentRequestCall struct {
 
 func (x *ArchivePaymentRequestCall) Reset() {
 	*x = ArchivePaymentRequestCall{}
-	mi := &file_storecall_proto_msgTypes[10]
+	mi := &file_storecall_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +1061,7 @@ func (x *ArchivePaymentRequestCall) String() string {
 func (*ArchivePaymentRequestCall) ProtoMessage() {}
 
 func (x *ArchivePaymentRequestCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[10]
+	mi := &file_storecall_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +1074,7 @@ func (x *ArchivePaymentRequestCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchivePaymentRequestCall.ProtoReflect.Descriptor instead.
 func (*ArchivePaymentRequestCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{10}
+	return file_storecall_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ArchivePaymentRequestCall) GetPaymentRequestId() string {
@@ -1013,7 +1093,7 @@ type CreateWebhookCall struct {
 
 func (x *CreateWebhookCall) Reset() {
 	*x = CreateWebhookCall{}
-	mi := &file_storecall_proto_msgTypes[11]
+	mi := &file_storecall_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1105,7 @@ func (x *CreateWebhookCall) String() string {
 func (*CreateWebhookCall) ProtoMessage() {}
 
 func (x *CreateWebhookCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[11]
+	mi := &file_storecall_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1118,7 @@ func (x *CreateWebhookCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWebhookCall.ProtoReflect.Descriptor instead.
 func (*CreateWebhookCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{11}
+	return file_storecall_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateWebhookCall) GetInput() *WebhookInputDoc {
@@ -1058,7 +1138,7 @@ type UpdateWebhookCall struct {
 
 func (x *UpdateWebhookCall) Reset() {
 	*x = UpdateWebhookCall{}
-	mi := &file_storecall_proto_msgTypes[12]
+	mi := &file_storecall_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1150,7 @@ func (x *UpdateWebhookCall) String() string {
 func (*UpdateWebhookCall) ProtoMessage() {}
 
 func (x *UpdateWebhookCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[12]
+	mi := &file_storecall_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1163,7 @@ func (x *UpdateWebhookCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateWebhookCall.ProtoReflect.Descriptor instead.
 func (*UpdateWebhookCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{12}
+	return file_storecall_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdateWebhookCall) GetWebhookId() string {
@@ -1109,7 +1189,7 @@ type DeleteWebhookCall struct {
 
 func (x *DeleteWebhookCall) Reset() {
 	*x = DeleteWebhookCall{}
-	mi := &file_storecall_proto_msgTypes[13]
+	mi := &file_storecall_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1201,7 @@ func (x *DeleteWebhookCall) String() string {
 func (*DeleteWebhookCall) ProtoMessage() {}
 
 func (x *DeleteWebhookCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[13]
+	mi := &file_storecall_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1214,7 @@ func (x *DeleteWebhookCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWebhookCall.ProtoReflect.Descriptor instead.
 func (*DeleteWebhookCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{13}
+	return file_storecall_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteWebhookCall) GetWebhookId() string {
@@ -1154,7 +1234,7 @@ type RedeliverCall struct {
 
 func (x *RedeliverCall) Reset() {
 	*x = RedeliverCall{}
-	mi := &file_storecall_proto_msgTypes[14]
+	mi := &file_storecall_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1246,7 @@ func (x *RedeliverCall) String() string {
 func (*RedeliverCall) ProtoMessage() {}
 
 func (x *RedeliverCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[14]
+	mi := &file_storecall_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1259,7 @@ func (x *RedeliverCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RedeliverCall.ProtoReflect.Descriptor instead.
 func (*RedeliverCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{14}
+	return file_storecall_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RedeliverCall) GetWebhookId() string {
@@ -1205,7 +1285,7 @@ type UpdateStoreCall struct {
 
 func (x *UpdateStoreCall) Reset() {
 	*x = UpdateStoreCall{}
-	mi := &file_storecall_proto_msgTypes[15]
+	mi := &file_storecall_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1217,7 +1297,7 @@ func (x *UpdateStoreCall) String() string {
 func (*UpdateStoreCall) ProtoMessage() {}
 
 func (x *UpdateStoreCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[15]
+	mi := &file_storecall_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1230,7 +1310,7 @@ func (x *UpdateStoreCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateStoreCall.ProtoReflect.Descriptor instead.
 func (*UpdateStoreCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{15}
+	return file_storecall_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *UpdateStoreCall) GetUpdate() *StoreUpdateDoc {
@@ -1251,7 +1331,7 @@ type CreateAPIKeyCall struct {
 
 func (x *CreateAPIKeyCall) Reset() {
 	*x = CreateAPIKeyCall{}
-	mi := &file_storecall_proto_msgTypes[16]
+	mi := &file_storecall_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1263,7 +1343,7 @@ func (x *CreateAPIKeyCall) String() string {
 func (*CreateAPIKeyCall) ProtoMessage() {}
 
 func (x *CreateAPIKeyCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[16]
+	mi := &file_storecall_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1276,7 +1356,7 @@ func (x *CreateAPIKeyCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAPIKeyCall.ProtoReflect.Descriptor instead.
 func (*CreateAPIKeyCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{16}
+	return file_storecall_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CreateAPIKeyCall) GetLabel() string {
@@ -1302,7 +1382,7 @@ type DeleteAPIKeyCall struct {
 
 func (x *DeleteAPIKeyCall) Reset() {
 	*x = DeleteAPIKeyCall{}
-	mi := &file_storecall_proto_msgTypes[17]
+	mi := &file_storecall_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1314,7 +1394,7 @@ func (x *DeleteAPIKeyCall) String() string {
 func (*DeleteAPIKeyCall) ProtoMessage() {}
 
 func (x *DeleteAPIKeyCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[17]
+	mi := &file_storecall_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1327,7 +1407,7 @@ func (x *DeleteAPIKeyCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAPIKeyCall.ProtoReflect.Descriptor instead.
 func (*DeleteAPIKeyCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{17}
+	return file_storecall_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteAPIKeyCall) GetKeyId() string {
@@ -1347,7 +1427,7 @@ type RevealAPIKeyCall struct {
 
 func (x *RevealAPIKeyCall) Reset() {
 	*x = RevealAPIKeyCall{}
-	mi := &file_storecall_proto_msgTypes[18]
+	mi := &file_storecall_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1359,7 +1439,7 @@ func (x *RevealAPIKeyCall) String() string {
 func (*RevealAPIKeyCall) ProtoMessage() {}
 
 func (x *RevealAPIKeyCall) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[18]
+	mi := &file_storecall_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1372,7 +1452,7 @@ func (x *RevealAPIKeyCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevealAPIKeyCall.ProtoReflect.Descriptor instead.
 func (*RevealAPIKeyCall) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{18}
+	return file_storecall_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RevealAPIKeyCall) GetKeyId() string {
@@ -1426,7 +1506,7 @@ type StoreDoc struct {
 
 func (x *StoreDoc) Reset() {
 	*x = StoreDoc{}
-	mi := &file_storecall_proto_msgTypes[19]
+	mi := &file_storecall_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1438,7 +1518,7 @@ func (x *StoreDoc) String() string {
 func (*StoreDoc) ProtoMessage() {}
 
 func (x *StoreDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[19]
+	mi := &file_storecall_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1451,7 +1531,7 @@ func (x *StoreDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreDoc.ProtoReflect.Descriptor instead.
 func (*StoreDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{19}
+	return file_storecall_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StoreDoc) GetId() string {
@@ -1671,7 +1751,7 @@ type APIKeyDoc struct {
 
 func (x *APIKeyDoc) Reset() {
 	*x = APIKeyDoc{}
-	mi := &file_storecall_proto_msgTypes[20]
+	mi := &file_storecall_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1763,7 @@ func (x *APIKeyDoc) String() string {
 func (*APIKeyDoc) ProtoMessage() {}
 
 func (x *APIKeyDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[20]
+	mi := &file_storecall_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1776,7 @@ func (x *APIKeyDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyDoc.ProtoReflect.Descriptor instead.
 func (*APIKeyDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{20}
+	return file_storecall_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *APIKeyDoc) GetId() string {
@@ -1744,7 +1824,7 @@ type TopUpRefDoc struct {
 
 func (x *TopUpRefDoc) Reset() {
 	*x = TopUpRefDoc{}
-	mi := &file_storecall_proto_msgTypes[21]
+	mi := &file_storecall_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1756,7 +1836,7 @@ func (x *TopUpRefDoc) String() string {
 func (*TopUpRefDoc) ProtoMessage() {}
 
 func (x *TopUpRefDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[21]
+	mi := &file_storecall_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1769,7 +1849,7 @@ func (x *TopUpRefDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopUpRefDoc.ProtoReflect.Descriptor instead.
 func (*TopUpRefDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{21}
+	return file_storecall_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TopUpRefDoc) GetReference() string {
@@ -1807,7 +1887,7 @@ type StoreUpdateDoc struct {
 
 func (x *StoreUpdateDoc) Reset() {
 	*x = StoreUpdateDoc{}
-	mi := &file_storecall_proto_msgTypes[22]
+	mi := &file_storecall_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1819,7 +1899,7 @@ func (x *StoreUpdateDoc) String() string {
 func (*StoreUpdateDoc) ProtoMessage() {}
 
 func (x *StoreUpdateDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[22]
+	mi := &file_storecall_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1832,7 +1912,7 @@ func (x *StoreUpdateDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreUpdateDoc.ProtoReflect.Descriptor instead.
 func (*StoreUpdateDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{22}
+	return file_storecall_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StoreUpdateDoc) GetName() string {
@@ -1952,7 +2032,7 @@ type InvoiceRequestDoc struct {
 
 func (x *InvoiceRequestDoc) Reset() {
 	*x = InvoiceRequestDoc{}
-	mi := &file_storecall_proto_msgTypes[23]
+	mi := &file_storecall_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +2044,7 @@ func (x *InvoiceRequestDoc) String() string {
 func (*InvoiceRequestDoc) ProtoMessage() {}
 
 func (x *InvoiceRequestDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[23]
+	mi := &file_storecall_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +2057,7 @@ func (x *InvoiceRequestDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceRequestDoc.ProtoReflect.Descriptor instead.
 func (*InvoiceRequestDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{23}
+	return file_storecall_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *InvoiceRequestDoc) GetAmount() string {
@@ -2108,7 +2188,7 @@ type PaymentDoc struct {
 
 func (x *PaymentDoc) Reset() {
 	*x = PaymentDoc{}
-	mi := &file_storecall_proto_msgTypes[24]
+	mi := &file_storecall_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2120,7 +2200,7 @@ func (x *PaymentDoc) String() string {
 func (*PaymentDoc) ProtoMessage() {}
 
 func (x *PaymentDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[24]
+	mi := &file_storecall_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2133,7 +2213,7 @@ func (x *PaymentDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentDoc.ProtoReflect.Descriptor instead.
 func (*PaymentDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{24}
+	return file_storecall_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PaymentDoc) GetId() string {
@@ -2288,7 +2368,7 @@ type InvoiceDoc struct {
 
 func (x *InvoiceDoc) Reset() {
 	*x = InvoiceDoc{}
-	mi := &file_storecall_proto_msgTypes[25]
+	mi := &file_storecall_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2300,7 +2380,7 @@ func (x *InvoiceDoc) String() string {
 func (*InvoiceDoc) ProtoMessage() {}
 
 func (x *InvoiceDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[25]
+	mi := &file_storecall_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2313,7 +2393,7 @@ func (x *InvoiceDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceDoc.ProtoReflect.Descriptor instead.
 func (*InvoiceDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{25}
+	return file_storecall_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *InvoiceDoc) GetId() string {
@@ -2608,7 +2688,7 @@ type PaymentRequestInputDoc struct {
 
 func (x *PaymentRequestInputDoc) Reset() {
 	*x = PaymentRequestInputDoc{}
-	mi := &file_storecall_proto_msgTypes[26]
+	mi := &file_storecall_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2700,7 @@ func (x *PaymentRequestInputDoc) String() string {
 func (*PaymentRequestInputDoc) ProtoMessage() {}
 
 func (x *PaymentRequestInputDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[26]
+	mi := &file_storecall_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2713,7 @@ func (x *PaymentRequestInputDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestInputDoc.ProtoReflect.Descriptor instead.
 func (*PaymentRequestInputDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{26}
+	return file_storecall_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PaymentRequestInputDoc) GetAmount() string {
@@ -2737,7 +2817,7 @@ type PaymentRequestDoc struct {
 
 func (x *PaymentRequestDoc) Reset() {
 	*x = PaymentRequestDoc{}
-	mi := &file_storecall_proto_msgTypes[27]
+	mi := &file_storecall_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2829,7 @@ func (x *PaymentRequestDoc) String() string {
 func (*PaymentRequestDoc) ProtoMessage() {}
 
 func (x *PaymentRequestDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[27]
+	mi := &file_storecall_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2842,7 @@ func (x *PaymentRequestDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestDoc.ProtoReflect.Descriptor instead.
 func (*PaymentRequestDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{27}
+	return file_storecall_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PaymentRequestDoc) GetId() string {
@@ -2892,7 +2972,7 @@ type WebhookInputDoc struct {
 
 func (x *WebhookInputDoc) Reset() {
 	*x = WebhookInputDoc{}
-	mi := &file_storecall_proto_msgTypes[28]
+	mi := &file_storecall_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2904,7 +2984,7 @@ func (x *WebhookInputDoc) String() string {
 func (*WebhookInputDoc) ProtoMessage() {}
 
 func (x *WebhookInputDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[28]
+	mi := &file_storecall_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2917,7 +2997,7 @@ func (x *WebhookInputDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookInputDoc.ProtoReflect.Descriptor instead.
 func (*WebhookInputDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{28}
+	return file_storecall_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WebhookInputDoc) GetUrl() string {
@@ -2987,7 +3067,7 @@ type WebhookDoc struct {
 
 func (x *WebhookDoc) Reset() {
 	*x = WebhookDoc{}
-	mi := &file_storecall_proto_msgTypes[29]
+	mi := &file_storecall_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2999,7 +3079,7 @@ func (x *WebhookDoc) String() string {
 func (*WebhookDoc) ProtoMessage() {}
 
 func (x *WebhookDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[29]
+	mi := &file_storecall_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3012,7 +3092,7 @@ func (x *WebhookDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDoc.ProtoReflect.Descriptor instead.
 func (*WebhookDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{29}
+	return file_storecall_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WebhookDoc) GetId() string {
@@ -3114,7 +3194,7 @@ type DeliveryDoc struct {
 
 func (x *DeliveryDoc) Reset() {
 	*x = DeliveryDoc{}
-	mi := &file_storecall_proto_msgTypes[30]
+	mi := &file_storecall_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3126,7 +3206,7 @@ func (x *DeliveryDoc) String() string {
 func (*DeliveryDoc) ProtoMessage() {}
 
 func (x *DeliveryDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[30]
+	mi := &file_storecall_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3139,7 +3219,7 @@ func (x *DeliveryDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryDoc.ProtoReflect.Descriptor instead.
 func (*DeliveryDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{30}
+	return file_storecall_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DeliveryDoc) GetId() string {
@@ -3313,7 +3393,7 @@ type TransactionDoc struct {
 
 func (x *TransactionDoc) Reset() {
 	*x = TransactionDoc{}
-	mi := &file_storecall_proto_msgTypes[31]
+	mi := &file_storecall_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3325,7 +3405,7 @@ func (x *TransactionDoc) String() string {
 func (*TransactionDoc) ProtoMessage() {}
 
 func (x *TransactionDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[31]
+	mi := &file_storecall_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3338,7 +3418,7 @@ func (x *TransactionDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransactionDoc.ProtoReflect.Descriptor instead.
 func (*TransactionDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{31}
+	return file_storecall_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TransactionDoc) GetId() int64 {
@@ -3457,14 +3537,15 @@ var File_storecall_proto protoreflect.FileDescriptor
 
 const file_storecall_proto_rawDesc = "" +
 	"\n" +
-	"\x0fstorecall.proto\x12\bkassa.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\vkassa.proto\"\xce\n" +
+	"\x0fstorecall.proto\x12\bkassa.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\vkassa.proto\"\xf9\n" +
 	"\n" +
 	"\tStoreCall\x12\x19\n" +
 	"\bstore_id\x18\x01 \x01(\tR\astoreId\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12 \n" +
 	"\vfingerprint\x18\x03 \x01(\tR\vfingerprint\x124\n" +
-	"\x05trace\x18\x04 \x03(\v2\x1e.kassa.v1.StoreCall.TraceEntryR\x05trace\x12>\n" +
+	"\x05trace\x18\x04 \x03(\v2\x1e.kassa.v1.StoreCall.TraceEntryR\x05trace\x12)\n" +
+	"\x05actor\x18\x05 \x01(\v2\x13.kassa.v1.CallActorR\x05actor\x12>\n" +
 	"\fcreate_store\x18\n" +
 	" \x01(\v2\x19.kassa.v1.CreateStoreCallH\x00R\vcreateStore\x12,\n" +
 	"\x06top_up\x18\v \x01(\v2\x13.kassa.v1.TopUpCallH\x00R\x05topUp\x12D\n" +
@@ -3499,7 +3580,12 @@ const file_storecall_proto_rawDesc = "" +
 	"\awebhook\x18\x0e \x01(\v2\x14.kassa.v1.WebhookDocH\x00R\awebhook\x12.\n" +
 	"\aapi_key\x18\x0f \x01(\v2\x13.kassa.v1.APIKeyDocH\x00R\x06apiKey\x123\n" +
 	"\bdelivery\x18\x10 \x01(\v2\x15.kassa.v1.DeliveryDocH\x00R\bdeliveryB\a\n" +
-	"\x05value\"?\n" +
+	"\x05value\"Y\n" +
+	"\tCallActor\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x14\n" +
+	"\x05label\x18\x03 \x01(\tR\x05label\x12\x12\n" +
+	"\x04addr\x18\x04 \x01(\tR\x04addr\"?\n" +
 	"\rFieldErrorDoc\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\";\n" +
@@ -3832,106 +3918,108 @@ func file_storecall_proto_rawDescGZIP() []byte {
 	return file_storecall_proto_rawDescData
 }
 
-var file_storecall_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_storecall_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_storecall_proto_goTypes = []any{
 	(*StoreCall)(nil),                 // 0: kassa.v1.StoreCall
 	(*StoreCallReply)(nil),            // 1: kassa.v1.StoreCallReply
-	(*FieldErrorDoc)(nil),             // 2: kassa.v1.FieldErrorDoc
-	(*CreateStoreCall)(nil),           // 3: kassa.v1.CreateStoreCall
-	(*TopUpCall)(nil),                 // 4: kassa.v1.TopUpCall
-	(*CreateInvoiceCall)(nil),         // 5: kassa.v1.CreateInvoiceCall
-	(*PayPaymentRequestCall)(nil),     // 6: kassa.v1.PayPaymentRequestCall
-	(*InvoiceCommandCall)(nil),        // 7: kassa.v1.InvoiceCommandCall
-	(*CreatePaymentRequestCall)(nil),  // 8: kassa.v1.CreatePaymentRequestCall
-	(*UpdatePaymentRequestCall)(nil),  // 9: kassa.v1.UpdatePaymentRequestCall
-	(*ArchivePaymentRequestCall)(nil), // 10: kassa.v1.ArchivePaymentRequestCall
-	(*CreateWebhookCall)(nil),         // 11: kassa.v1.CreateWebhookCall
-	(*UpdateWebhookCall)(nil),         // 12: kassa.v1.UpdateWebhookCall
-	(*DeleteWebhookCall)(nil),         // 13: kassa.v1.DeleteWebhookCall
-	(*RedeliverCall)(nil),             // 14: kassa.v1.RedeliverCall
-	(*UpdateStoreCall)(nil),           // 15: kassa.v1.UpdateStoreCall
-	(*CreateAPIKeyCall)(nil),          // 16: kassa.v1.CreateAPIKeyCall
-	(*DeleteAPIKeyCall)(nil),          // 17: kassa.v1.DeleteAPIKeyCall
-	(*RevealAPIKeyCall)(nil),          // 18: kassa.v1.RevealAPIKeyCall
-	(*StoreDoc)(nil),                  // 19: kassa.v1.StoreDoc
-	(*APIKeyDoc)(nil),                 // 20: kassa.v1.APIKeyDoc
-	(*TopUpRefDoc)(nil),               // 21: kassa.v1.TopUpRefDoc
-	(*StoreUpdateDoc)(nil),            // 22: kassa.v1.StoreUpdateDoc
-	(*InvoiceRequestDoc)(nil),         // 23: kassa.v1.InvoiceRequestDoc
-	(*PaymentDoc)(nil),                // 24: kassa.v1.PaymentDoc
-	(*InvoiceDoc)(nil),                // 25: kassa.v1.InvoiceDoc
-	(*PaymentRequestInputDoc)(nil),    // 26: kassa.v1.PaymentRequestInputDoc
-	(*PaymentRequestDoc)(nil),         // 27: kassa.v1.PaymentRequestDoc
-	(*WebhookInputDoc)(nil),           // 28: kassa.v1.WebhookInputDoc
-	(*WebhookDoc)(nil),                // 29: kassa.v1.WebhookDoc
-	(*DeliveryDoc)(nil),               // 30: kassa.v1.DeliveryDoc
-	(*TransactionDoc)(nil),            // 31: kassa.v1.TransactionDoc
-	nil,                               // 32: kassa.v1.StoreCall.TraceEntry
-	nil,                               // 33: kassa.v1.DeliveryDoc.HeadersEntry
-	(*InvoiceEvent)(nil),              // 34: kassa.v1.InvoiceEvent
-	(*timestamppb.Timestamp)(nil),     // 35: google.protobuf.Timestamp
+	(*CallActor)(nil),                 // 2: kassa.v1.CallActor
+	(*FieldErrorDoc)(nil),             // 3: kassa.v1.FieldErrorDoc
+	(*CreateStoreCall)(nil),           // 4: kassa.v1.CreateStoreCall
+	(*TopUpCall)(nil),                 // 5: kassa.v1.TopUpCall
+	(*CreateInvoiceCall)(nil),         // 6: kassa.v1.CreateInvoiceCall
+	(*PayPaymentRequestCall)(nil),     // 7: kassa.v1.PayPaymentRequestCall
+	(*InvoiceCommandCall)(nil),        // 8: kassa.v1.InvoiceCommandCall
+	(*CreatePaymentRequestCall)(nil),  // 9: kassa.v1.CreatePaymentRequestCall
+	(*UpdatePaymentRequestCall)(nil),  // 10: kassa.v1.UpdatePaymentRequestCall
+	(*ArchivePaymentRequestCall)(nil), // 11: kassa.v1.ArchivePaymentRequestCall
+	(*CreateWebhookCall)(nil),         // 12: kassa.v1.CreateWebhookCall
+	(*UpdateWebhookCall)(nil),         // 13: kassa.v1.UpdateWebhookCall
+	(*DeleteWebhookCall)(nil),         // 14: kassa.v1.DeleteWebhookCall
+	(*RedeliverCall)(nil),             // 15: kassa.v1.RedeliverCall
+	(*UpdateStoreCall)(nil),           // 16: kassa.v1.UpdateStoreCall
+	(*CreateAPIKeyCall)(nil),          // 17: kassa.v1.CreateAPIKeyCall
+	(*DeleteAPIKeyCall)(nil),          // 18: kassa.v1.DeleteAPIKeyCall
+	(*RevealAPIKeyCall)(nil),          // 19: kassa.v1.RevealAPIKeyCall
+	(*StoreDoc)(nil),                  // 20: kassa.v1.StoreDoc
+	(*APIKeyDoc)(nil),                 // 21: kassa.v1.APIKeyDoc
+	(*TopUpRefDoc)(nil),               // 22: kassa.v1.TopUpRefDoc
+	(*StoreUpdateDoc)(nil),            // 23: kassa.v1.StoreUpdateDoc
+	(*InvoiceRequestDoc)(nil),         // 24: kassa.v1.InvoiceRequestDoc
+	(*PaymentDoc)(nil),                // 25: kassa.v1.PaymentDoc
+	(*InvoiceDoc)(nil),                // 26: kassa.v1.InvoiceDoc
+	(*PaymentRequestInputDoc)(nil),    // 27: kassa.v1.PaymentRequestInputDoc
+	(*PaymentRequestDoc)(nil),         // 28: kassa.v1.PaymentRequestDoc
+	(*WebhookInputDoc)(nil),           // 29: kassa.v1.WebhookInputDoc
+	(*WebhookDoc)(nil),                // 30: kassa.v1.WebhookDoc
+	(*DeliveryDoc)(nil),               // 31: kassa.v1.DeliveryDoc
+	(*TransactionDoc)(nil),            // 32: kassa.v1.TransactionDoc
+	nil,                               // 33: kassa.v1.StoreCall.TraceEntry
+	nil,                               // 34: kassa.v1.DeliveryDoc.HeadersEntry
+	(*InvoiceEvent)(nil),              // 35: kassa.v1.InvoiceEvent
+	(*timestamppb.Timestamp)(nil),     // 36: google.protobuf.Timestamp
 }
 var file_storecall_proto_depIdxs = []int32{
-	32, // 0: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
-	3,  // 1: kassa.v1.StoreCall.create_store:type_name -> kassa.v1.CreateStoreCall
-	4,  // 2: kassa.v1.StoreCall.top_up:type_name -> kassa.v1.TopUpCall
-	5,  // 3: kassa.v1.StoreCall.create_invoice:type_name -> kassa.v1.CreateInvoiceCall
-	6,  // 4: kassa.v1.StoreCall.pay_payment_request:type_name -> kassa.v1.PayPaymentRequestCall
-	7,  // 5: kassa.v1.StoreCall.command:type_name -> kassa.v1.InvoiceCommandCall
-	8,  // 6: kassa.v1.StoreCall.create_payment_request:type_name -> kassa.v1.CreatePaymentRequestCall
-	9,  // 7: kassa.v1.StoreCall.update_payment_request:type_name -> kassa.v1.UpdatePaymentRequestCall
-	10, // 8: kassa.v1.StoreCall.archive_payment_request:type_name -> kassa.v1.ArchivePaymentRequestCall
-	11, // 9: kassa.v1.StoreCall.create_webhook:type_name -> kassa.v1.CreateWebhookCall
-	12, // 10: kassa.v1.StoreCall.update_webhook:type_name -> kassa.v1.UpdateWebhookCall
-	13, // 11: kassa.v1.StoreCall.delete_webhook:type_name -> kassa.v1.DeleteWebhookCall
-	14, // 12: kassa.v1.StoreCall.redeliver:type_name -> kassa.v1.RedeliverCall
-	15, // 13: kassa.v1.StoreCall.update_store:type_name -> kassa.v1.UpdateStoreCall
-	16, // 14: kassa.v1.StoreCall.create_api_key:type_name -> kassa.v1.CreateAPIKeyCall
-	17, // 15: kassa.v1.StoreCall.delete_api_key:type_name -> kassa.v1.DeleteAPIKeyCall
-	18, // 16: kassa.v1.StoreCall.reveal_api_key:type_name -> kassa.v1.RevealAPIKeyCall
-	2,  // 17: kassa.v1.StoreCallReply.fields:type_name -> kassa.v1.FieldErrorDoc
-	19, // 18: kassa.v1.StoreCallReply.store:type_name -> kassa.v1.StoreDoc
-	31, // 19: kassa.v1.StoreCallReply.transaction:type_name -> kassa.v1.TransactionDoc
-	25, // 20: kassa.v1.StoreCallReply.invoice:type_name -> kassa.v1.InvoiceDoc
-	27, // 21: kassa.v1.StoreCallReply.payment_request:type_name -> kassa.v1.PaymentRequestDoc
-	29, // 22: kassa.v1.StoreCallReply.webhook:type_name -> kassa.v1.WebhookDoc
-	20, // 23: kassa.v1.StoreCallReply.api_key:type_name -> kassa.v1.APIKeyDoc
-	30, // 24: kassa.v1.StoreCallReply.delivery:type_name -> kassa.v1.DeliveryDoc
-	19, // 25: kassa.v1.CreateStoreCall.store:type_name -> kassa.v1.StoreDoc
-	23, // 26: kassa.v1.CreateInvoiceCall.invoice:type_name -> kassa.v1.InvoiceRequestDoc
-	34, // 27: kassa.v1.InvoiceCommandCall.event:type_name -> kassa.v1.InvoiceEvent
-	26, // 28: kassa.v1.CreatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
-	26, // 29: kassa.v1.UpdatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
-	28, // 30: kassa.v1.CreateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
-	28, // 31: kassa.v1.UpdateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
-	22, // 32: kassa.v1.UpdateStoreCall.update:type_name -> kassa.v1.StoreUpdateDoc
-	20, // 33: kassa.v1.StoreDoc.api_keys:type_name -> kassa.v1.APIKeyDoc
-	35, // 34: kassa.v1.StoreDoc.created_at:type_name -> google.protobuf.Timestamp
-	21, // 35: kassa.v1.StoreDoc.top_up_refs:type_name -> kassa.v1.TopUpRefDoc
-	35, // 36: kassa.v1.APIKeyDoc.created_at:type_name -> google.protobuf.Timestamp
-	35, // 37: kassa.v1.PaymentDoc.received_at:type_name -> google.protobuf.Timestamp
-	24, // 38: kassa.v1.InvoiceDoc.payments:type_name -> kassa.v1.PaymentDoc
-	35, // 39: kassa.v1.InvoiceDoc.created_at:type_name -> google.protobuf.Timestamp
-	35, // 40: kassa.v1.InvoiceDoc.updated_at:type_name -> google.protobuf.Timestamp
-	35, // 41: kassa.v1.InvoiceDoc.expires_at:type_name -> google.protobuf.Timestamp
-	35, // 42: kassa.v1.InvoiceDoc.monitor_until:type_name -> google.protobuf.Timestamp
-	35, // 43: kassa.v1.InvoiceDoc.settled_at:type_name -> google.protobuf.Timestamp
-	35, // 44: kassa.v1.PaymentRequestInputDoc.expiry_date:type_name -> google.protobuf.Timestamp
-	35, // 45: kassa.v1.PaymentRequestDoc.expiry_date:type_name -> google.protobuf.Timestamp
-	35, // 46: kassa.v1.PaymentRequestDoc.created_at:type_name -> google.protobuf.Timestamp
-	35, // 47: kassa.v1.PaymentRequestDoc.updated_at:type_name -> google.protobuf.Timestamp
-	35, // 48: kassa.v1.WebhookDoc.created_at:type_name -> google.protobuf.Timestamp
-	35, // 49: kassa.v1.WebhookDoc.updated_at:type_name -> google.protobuf.Timestamp
-	33, // 50: kassa.v1.DeliveryDoc.headers:type_name -> kassa.v1.DeliveryDoc.HeadersEntry
-	35, // 51: kassa.v1.DeliveryDoc.not_before:type_name -> google.protobuf.Timestamp
-	35, // 52: kassa.v1.DeliveryDoc.created_at:type_name -> google.protobuf.Timestamp
-	35, // 53: kassa.v1.DeliveryDoc.sent_at:type_name -> google.protobuf.Timestamp
-	35, // 54: kassa.v1.TransactionDoc.created_at:type_name -> google.protobuf.Timestamp
-	55, // [55:55] is the sub-list for method output_type
-	55, // [55:55] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	33, // 0: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
+	2,  // 1: kassa.v1.StoreCall.actor:type_name -> kassa.v1.CallActor
+	4,  // 2: kassa.v1.StoreCall.create_store:type_name -> kassa.v1.CreateStoreCall
+	5,  // 3: kassa.v1.StoreCall.top_up:type_name -> kassa.v1.TopUpCall
+	6,  // 4: kassa.v1.StoreCall.create_invoice:type_name -> kassa.v1.CreateInvoiceCall
+	7,  // 5: kassa.v1.StoreCall.pay_payment_request:type_name -> kassa.v1.PayPaymentRequestCall
+	8,  // 6: kassa.v1.StoreCall.command:type_name -> kassa.v1.InvoiceCommandCall
+	9,  // 7: kassa.v1.StoreCall.create_payment_request:type_name -> kassa.v1.CreatePaymentRequestCall
+	10, // 8: kassa.v1.StoreCall.update_payment_request:type_name -> kassa.v1.UpdatePaymentRequestCall
+	11, // 9: kassa.v1.StoreCall.archive_payment_request:type_name -> kassa.v1.ArchivePaymentRequestCall
+	12, // 10: kassa.v1.StoreCall.create_webhook:type_name -> kassa.v1.CreateWebhookCall
+	13, // 11: kassa.v1.StoreCall.update_webhook:type_name -> kassa.v1.UpdateWebhookCall
+	14, // 12: kassa.v1.StoreCall.delete_webhook:type_name -> kassa.v1.DeleteWebhookCall
+	15, // 13: kassa.v1.StoreCall.redeliver:type_name -> kassa.v1.RedeliverCall
+	16, // 14: kassa.v1.StoreCall.update_store:type_name -> kassa.v1.UpdateStoreCall
+	17, // 15: kassa.v1.StoreCall.create_api_key:type_name -> kassa.v1.CreateAPIKeyCall
+	18, // 16: kassa.v1.StoreCall.delete_api_key:type_name -> kassa.v1.DeleteAPIKeyCall
+	19, // 17: kassa.v1.StoreCall.reveal_api_key:type_name -> kassa.v1.RevealAPIKeyCall
+	3,  // 18: kassa.v1.StoreCallReply.fields:type_name -> kassa.v1.FieldErrorDoc
+	20, // 19: kassa.v1.StoreCallReply.store:type_name -> kassa.v1.StoreDoc
+	32, // 20: kassa.v1.StoreCallReply.transaction:type_name -> kassa.v1.TransactionDoc
+	26, // 21: kassa.v1.StoreCallReply.invoice:type_name -> kassa.v1.InvoiceDoc
+	28, // 22: kassa.v1.StoreCallReply.payment_request:type_name -> kassa.v1.PaymentRequestDoc
+	30, // 23: kassa.v1.StoreCallReply.webhook:type_name -> kassa.v1.WebhookDoc
+	21, // 24: kassa.v1.StoreCallReply.api_key:type_name -> kassa.v1.APIKeyDoc
+	31, // 25: kassa.v1.StoreCallReply.delivery:type_name -> kassa.v1.DeliveryDoc
+	20, // 26: kassa.v1.CreateStoreCall.store:type_name -> kassa.v1.StoreDoc
+	24, // 27: kassa.v1.CreateInvoiceCall.invoice:type_name -> kassa.v1.InvoiceRequestDoc
+	35, // 28: kassa.v1.InvoiceCommandCall.event:type_name -> kassa.v1.InvoiceEvent
+	27, // 29: kassa.v1.CreatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
+	27, // 30: kassa.v1.UpdatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
+	29, // 31: kassa.v1.CreateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
+	29, // 32: kassa.v1.UpdateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
+	23, // 33: kassa.v1.UpdateStoreCall.update:type_name -> kassa.v1.StoreUpdateDoc
+	21, // 34: kassa.v1.StoreDoc.api_keys:type_name -> kassa.v1.APIKeyDoc
+	36, // 35: kassa.v1.StoreDoc.created_at:type_name -> google.protobuf.Timestamp
+	22, // 36: kassa.v1.StoreDoc.top_up_refs:type_name -> kassa.v1.TopUpRefDoc
+	36, // 37: kassa.v1.APIKeyDoc.created_at:type_name -> google.protobuf.Timestamp
+	36, // 38: kassa.v1.PaymentDoc.received_at:type_name -> google.protobuf.Timestamp
+	25, // 39: kassa.v1.InvoiceDoc.payments:type_name -> kassa.v1.PaymentDoc
+	36, // 40: kassa.v1.InvoiceDoc.created_at:type_name -> google.protobuf.Timestamp
+	36, // 41: kassa.v1.InvoiceDoc.updated_at:type_name -> google.protobuf.Timestamp
+	36, // 42: kassa.v1.InvoiceDoc.expires_at:type_name -> google.protobuf.Timestamp
+	36, // 43: kassa.v1.InvoiceDoc.monitor_until:type_name -> google.protobuf.Timestamp
+	36, // 44: kassa.v1.InvoiceDoc.settled_at:type_name -> google.protobuf.Timestamp
+	36, // 45: kassa.v1.PaymentRequestInputDoc.expiry_date:type_name -> google.protobuf.Timestamp
+	36, // 46: kassa.v1.PaymentRequestDoc.expiry_date:type_name -> google.protobuf.Timestamp
+	36, // 47: kassa.v1.PaymentRequestDoc.created_at:type_name -> google.protobuf.Timestamp
+	36, // 48: kassa.v1.PaymentRequestDoc.updated_at:type_name -> google.protobuf.Timestamp
+	36, // 49: kassa.v1.WebhookDoc.created_at:type_name -> google.protobuf.Timestamp
+	36, // 50: kassa.v1.WebhookDoc.updated_at:type_name -> google.protobuf.Timestamp
+	34, // 51: kassa.v1.DeliveryDoc.headers:type_name -> kassa.v1.DeliveryDoc.HeadersEntry
+	36, // 52: kassa.v1.DeliveryDoc.not_before:type_name -> google.protobuf.Timestamp
+	36, // 53: kassa.v1.DeliveryDoc.created_at:type_name -> google.protobuf.Timestamp
+	36, // 54: kassa.v1.DeliveryDoc.sent_at:type_name -> google.protobuf.Timestamp
+	36, // 55: kassa.v1.TransactionDoc.created_at:type_name -> google.protobuf.Timestamp
+	56, // [56:56] is the sub-list for method output_type
+	56, // [56:56] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_storecall_proto_init() }
@@ -3967,17 +4055,17 @@ func file_storecall_proto_init() {
 		(*StoreCallReply_ApiKey)(nil),
 		(*StoreCallReply_Delivery)(nil),
 	}
-	file_storecall_proto_msgTypes[19].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[23].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[25].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[28].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[20].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[24].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[26].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[29].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_storecall_proto_rawDesc), len(file_storecall_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

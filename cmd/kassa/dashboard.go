@@ -7,6 +7,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
+	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/dashboard"
 	kassahttp "github.com/kassapay/kassa/http"
 	"github.com/kassapay/kassa/topup"
@@ -85,11 +86,15 @@ func (m *Main) newDashboard(d kassahttp.Deps, topUps *topup.Ledger) (*dashboard.
 	if m.sys != nil {
 		services = m.sys.Service
 	}
+	var history kassa.HistoryReader // none before the store opens (tests of the flags)
+	if m.db != nil {
+		history = m.db
+	}
 	return dashboard.New(dashboard.Deps{
 		Reader: d.Reader, Services: services, KV: d.KV, TopUps: topUps, Simulator: d.Simulator, Simulated: d.Simulated, Clock: d.Clock, Logger: d.Logger,
 		PublicURL: d.PublicURL, AdminToken: d.AdminToken, Signup: c.DashboardSignup, SignupOperator: c.Dev, PercentFee: fee,
 		ClientIPHeader: d.ClientIPHeader, Dev: c.Dev, Operator: d.Operator, Currencies: d.Rates.Currencies(),
-		Limits: c.dashboardLimits(), Refunds: d.Refunds, Payouts: d.Payouts,
+		Limits: c.dashboardLimits(), Refunds: d.Refunds, Payouts: d.Payouts, History: history,
 	}), nil
 }
 

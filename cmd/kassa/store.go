@@ -29,6 +29,7 @@ type storage interface {
 	kassa.RequestReader
 	kassa.ForwardStore
 	kassa.PayoutStore
+	kassa.HistoryReader
 	// State is the key-value space name of a simulated backend.
 	State(name string) simstore.Store
 	// SweepExpired deletes the small values that expired before now and

@@ -1,7 +1,7 @@
 // Package format is the on-disk format of the documents Kassa persists
 // as JSON (store and invoice snapshots, ledger lines, pay links,
-// webhooks, deliveries, forwards, queued transfers, request records), in
-// Pebble and in PostgreSQL alike.
+// webhooks, deliveries, forwards, queued transfers, request records,
+// history lines), in Pebble and in PostgreSQL alike.
 //
 // Each document carries its kind's format version as its first member,
 // {"_v":1,...}, and the rest is the JSON of the domain struct. A reader
@@ -49,6 +49,7 @@ var (
 	Request        = Kind{"request record", 1}
 	PullPayment    = Kind{"pull payment", 1}
 	Payout         = Kind{"payout", 1}
+	HistoryLine    = Kind{"history line", 1}
 )
 
 // kinds maps each persisted Go type to its kind.
@@ -64,6 +65,7 @@ var kinds = map[reflect.Type]Kind{
 	reflect.TypeFor[kassa.RequestRecord]():  Request,
 	reflect.TypeFor[kassa.PullPayment]():    PullPayment,
 	reflect.TypeFor[kassa.Payout]():         Payout,
+	reflect.TypeFor[kassa.HistoryLine]():    HistoryLine,
 }
 
 // KindOf returns the kind of v (a document or a pointer to one).

@@ -67,6 +67,12 @@ func TestContract(t *testing.T) {
 	t.Run("Journal", func(t *testing.T) {
 		kassatest.RunJournal(t, func(t *testing.T) kassa.Journal { return openTest(t) })
 	})
+	t.Run("History", func(t *testing.T) {
+		kassatest.RunHistory(t, func(t *testing.T) kassatest.HistoryStorage {
+			db := openTest(t)
+			return kassatest.HistoryStorage{Journal: db, History: db}
+		})
+	})
 	t.Run("Reader", func(t *testing.T) {
 		kassatest.RunReader(t, func(t *testing.T) kassatest.Storage {
 			db := openTest(t)

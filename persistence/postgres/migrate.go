@@ -213,6 +213,18 @@ var migrations = []string{
 	// endpoint's whole backlog (docs/decisions.md, "Outbox claims").
 	`CREATE INDEX outbox_by_delivery ON outbox (webhook_id, delivery_id);
 	CREATE INDEX outbox_claimed ON outbox (webhook_id, claim_expires_ms) WHERE claimed_by IS NOT NULL;`,
+	// 11: a store's history (kassa.HistoryLine), one row per change,
+	// keyed by the sequence number of the change's event and written in
+	// the change's transaction (docs/decisions.md, "A store's history").
+	`CREATE TABLE store_history (
+		store_id text COLLATE "C" NOT NULL,
+		seq bigint NOT NULL,
+		at_ns bigint NOT NULL,
+		kind text COLLATE "C" NOT NULL,
+		actor text COLLATE "C" NOT NULL,
+		doc bytea NOT NULL,
+		PRIMARY KEY (store_id, seq)
+	);`,
 }
 
 // fills are the steps of a migration that Go does after its SQL, in its

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -179,6 +180,11 @@ func storeInvitesKey(storeID string) string { return "dash/store/" + storeID + "
 // errLastOwner refuses to demote or remove a store's last owner.
 var errLastOwner = kassa.Errorf(kassa.Conflict, "a store needs an owner: make another member owner before the last one steps down or leaves")
 
+// errNotMember refuses to change or remove an email that is not a
+// member of the store; the members page says so in the reader's
+// language (members.notmember).
+var errNotMember = kassa.Errorf(kassa.NotFound, "not a member of this store")
+
 // errAlreadyMember refuses an invitation to a store the account belongs
 // to already; the invitation stays open.
 var errAlreadyMember = kassa.Errorf(kassa.Conflict, "this account already belongs to the store")
@@ -243,7 +249,7 @@ func (h *Dashboard) members(ctx context.Context, storeID string) ([]member, erro
 
 // changeMember sets email's role on storeID to role, or removes it from
 // the store when remove; the store's last owner is neither demoted nor
-// removed (errLastOwner). NotFound when email is not a member.
+// removed (errLastOwner). errNotMember when email is not a member.
 func (h *Dashboard) changeMember(ctx context.Context, storeID, email string, role kassa.Role, remove bool) error {
 	h.usersMu.Lock()
 	defer h.usersMu.Unlock()
@@ -256,7 +262,7 @@ func (h *Dashboard) changeMember(ctx context.Context, storeID, email string, rol
 		cur, ok = u.role(storeID)
 	}
 	if !ok {
-		return kassa.Errorf(kassa.NotFound, "%s is not a member of this store", clipEmail(email))
+		return errNotMember
 	}
 	if cur == kassa.RoleOwner && (remove || role != kassa.RoleOwner) {
 		list, err := h.members(ctx, storeID)
@@ -482,6 +488,8 @@ func (h *Dashboard) memberChange(w http.ResponseWriter, r *http.Request, role ka
 	switch {
 	case err == errLastOwner:
 		h.renderMembers(w, r, http.StatusConflict, map[string]any{"Error": kassa.ErrorMessage(err)})
+	case err == errNotMember:
+		h.renderMembers(w, r, http.StatusNotFound, map[string]any{"Error": fmt.Sprintf(tr(r, "members.notmember"), clipEmail(email))})
 	case err != nil:
 		h.serverError(w, r, err)
 	case email == s.Email && !s.user.Admin:

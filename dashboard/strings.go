@@ -292,6 +292,7 @@ var strs = map[string]string{
 	"members.remove":        "Remove",
 	"members.removeconfirm": "Remove this member from the store?",
 	"members.lastowner":     "A store keeps at least one owner: the last one can neither be demoted nor removed.",
+	"members.notmember":     "%s is not a member of this store: change the role of, or remove, one of the members listed.",
 	"members.invite":        "Invite a member",
 	"members.link":          "Send this link; it lets one person join the store with this role and expires in 7 days.",
 	"join.title":            "Join a store",

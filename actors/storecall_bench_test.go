@@ -68,7 +68,7 @@ func BenchmarkCreateInvoiceCall(b *testing.B) {
 			if err := proto.Unmarshal(data, &rep); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := invoiceResult(&rep); err != nil {
+			if _, err := invoiceResult.get(&rep); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -189,7 +189,7 @@ func TestWireDocumentsRoundTrip(t *testing.T) {
 	t.Run("Store", func(t *testing.T) { checkRoundTrip(t, storeOut, storeIn) })
 	t.Run("APIKey", func(t *testing.T) {
 		checkRoundTrip(t, apiKeyOut, func(d *protos.APIKeyDoc) (*kassa.APIKey, error) {
-			return apiKeyResult(&protos.StoreCallReply{Value: &protos.StoreCallReply_ApiKey{ApiKey: d}})
+			return apiKeyResult.get(&protos.StoreCallReply{Value: &protos.StoreCallReply_ApiKey{ApiKey: d}})
 		})
 	})
 	t.Run("StoreUpdate", func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kassapay/kassa"
@@ -18,65 +17,6 @@ import (
 // (wireenc.go writes them). A value the Go type cannot hold (a decimal
 // that does not parse, a status out of range) is an error, as it was
 // when the calls carried JSON.
-
-// callParts names, for each command of a StoreCall (a field of its
-// oneof call), the parts a call of it must carry: fields that are set
-// (a document present, an id, amount or label not empty). checkCall
-// refuses a call that lacks one before its command is decoded, so that
-// no command body sees a missing input from another node.
-// TestCallPartsCoverEveryCommand fails when a command has no entry.
-var callParts = map[protoreflect.Name][]protoreflect.Name{
-	"create_store":            {"store"},
-	"top_up":                  {"amount_sat"},
-	"create_invoice":          {"invoice"},
-	"pay_payment_request":     {"payment_request_id"},
-	"command":                 {"invoice_id", "event"},
-	"create_payment_request":  {"input"},
-	"update_payment_request":  {"payment_request_id", "input"},
-	"archive_payment_request": {"payment_request_id"},
-	"create_webhook":          {"input"},
-	"update_webhook":          {"webhook_id", "input"},
-	"delete_webhook":          {"webhook_id"},
-	"redeliver":               {"webhook_id", "delivery_id"},
-	"update_store":            {"update"},
-	"create_api_key":          {"label"},
-	"delete_api_key":          {"key_id"},
-	"reveal_api_key":          {"key_id"},
-}
-
-// checkCall checks that a call another node sent is whole: it names a
-// store, carries a command this node knows, and each part callParts
-// lists for the command. What is missing is an invalid_request naming
-// the command and the part.
-func checkCall(call *protos.StoreCall) error {
-	m := call.ProtoReflect()
-	fd := m.WhichOneof(m.Descriptor().Oneofs().ByName("call"))
-	if fd == nil {
-		return kassa.Errorf(kassa.Invalid, "a call from another node without a command this node knows")
-	}
-	name := fd.Name()
-	parts, known := callParts[name]
-	cmd := m.Get(fd).Message()
-	if !known || !cmd.IsValid() {
-		return kassa.Errorf(kassa.Invalid, "%s from another node: a command this node does not know", name)
-	}
-	if call.StoreId == "" {
-		return kassa.Errorf(kassa.Invalid, "%s from another node without its store_id", name)
-	}
-	fields := cmd.Descriptor().Fields()
-	for _, p := range parts {
-		if !cmd.Has(fields.ByName(p)) {
-			return kassa.Errorf(kassa.Invalid, "%s from another node without its %s", name, p)
-		}
-	}
-	return nil
-}
-
-// decodeError is the answer to a call whose command does not decode
-// (a decimal that does not parse, a time or status out of range).
-func decodeError(call *protos.StoreCall, err error) error {
-	return kassa.Errorf(kassa.Invalid, "%s from another node: %v", callName(call), err)
-}
 
 // wireReader reads the fields of one document and keeps the first
 // error.

@@ -48,44 +48,39 @@ var (
 var errNoResult = errors.New("the reply carries no result")
 
 // carried is the result carried as document D in the reply's field
-// field, written by out and read by in.
-func carried[R any, D proto.Message](field protoreflect.Name, out func(R) D, in func(D) (R, error)) result[R] {
+// field.
+func carried[T any, D proto.Message](field protoreflect.Name) result[*T] {
 	fd := replyOneof.Fields().ByName(field)
 	if fd == nil {
 		panic(fmt.Sprintf("StoreCallReply has no result %s", field))
 	}
-	return result[R]{
-		put: func(v R) *protos.StoreCallReply {
+	return result[*T]{
+		put: func(v *T) *protos.StoreCallReply {
 			rep := &protos.StoreCallReply{}
-			if d := out(v).ProtoReflect(); d.IsValid() {
+			if d := toDoc[D](v).ProtoReflect(); d.IsValid() {
 				rep.ProtoReflect().Set(fd, protoreflect.ValueOfMessage(d))
 			}
 			return rep
 		},
-		get: func(rep *protos.StoreCallReply) (R, error) {
+		get: func(rep *protos.StoreCallReply) (*T, error) {
 			m := rep.ProtoReflect()
 			if !m.Has(fd) {
-				var zero R
-				return zero, errNoResult
+				return nil, errNoResult
 			}
-			return in(m.Get(fd).Message().Interface().(D))
+			return fromDoc[T](m.Get(fd).Message().Interface().(D))
 		},
 	}
 }
 
 // The results of the commands.
 var (
-	storeResult          = carried("store", storeOut, storeIn)
-	transactionResult    = carried("transaction", transactionOut, transactionIn)
-	invoiceResult        = carried("invoice", invoiceOut, invoiceIn)
-	paymentRequestResult = carried("payment_request", paymentRequestOut, paymentRequestIn)
-	webhookResult        = carried("webhook", webhookOut, webhookIn)
-	deliveryResult       = carried("delivery", deliveryOut, deliveryIn)
-	apiKeyResult         = carried("api_key", apiKeyOut, func(d *protos.APIKeyDoc) (*kassa.APIKey, error) {
-		var r wireReader
-		k := apiKeyIn(&r, d)
-		return &k, r.err
-	})
+	storeResult          = carried[kassa.Store, *protos.StoreDoc]("store")
+	transactionResult    = carried[kassa.Transaction, *protos.TransactionDoc]("transaction")
+	invoiceResult        = carried[kassa.Invoice, *protos.InvoiceDoc]("invoice")
+	paymentRequestResult = carried[kassa.PaymentRequest, *protos.PaymentRequestDoc]("payment_request")
+	webhookResult        = carried[kassa.Webhook, *protos.WebhookDoc]("webhook")
+	deliveryResult       = carried[kassa.Delivery, *protos.DeliveryDoc]("delivery")
+	apiKeyResult         = carried[kassa.APIKey, *protos.APIKeyDoc]("api_key")
 	// noResult: a delete or an archive answers nothing but its error.
 	noResult = result[struct{}]{
 		put: func(struct{}) *protos.StoreCallReply { return &protos.StoreCallReply{} },
@@ -121,7 +116,7 @@ func parts(names ...protoreflect.Name) []protoreflect.Name { return names }
 // document answers undecodable(err).
 var commands = commandTable(
 	handle(cmdCreateStore, func(ctx context.Context, s *Service, id string, c *protos.CreateStoreCall) (*kassa.Store, error) {
-		st, err := storeIn(c.Store)
+		st, err := fromDoc[kassa.Store](c.Store)
 		if err != nil {
 			return nil, undecodable(err)
 		}
@@ -137,7 +132,7 @@ var commands = commandTable(
 		return s.TopUp(ctx, id, kassa.Sats(c.AmountSat), c.Reference)
 	}),
 	handle(cmdCreateInvoice, func(ctx context.Context, s *Service, id string, c *protos.CreateInvoiceCall) (*kassa.Invoice, error) {
-		r, err := invoiceRequestIn(c.Invoice)
+		r, err := fromDoc[kassa.InvoiceRequest](c.Invoice)
 		if err != nil {
 			return nil, undecodable(err)
 		}
@@ -153,14 +148,14 @@ var commands = commandTable(
 		return s.rt.command(ctx, id, c.InvoiceId, c.Event)
 	}),
 	handle(cmdCreatePaymentRequest, func(ctx context.Context, s *Service, id string, c *protos.CreatePaymentRequestCall) (*kassa.PaymentRequest, error) {
-		in, err := paymentRequestInputIn(c.Input)
+		in, err := fromDoc[kassa.PaymentRequestInput](c.Input)
 		if err != nil {
 			return nil, undecodable(err)
 		}
 		return s.CreatePaymentRequest(ctx, id, in)
 	}),
 	handle(cmdUpdatePaymentRequest, func(ctx context.Context, s *Service, id string, c *protos.UpdatePaymentRequestCall) (*kassa.PaymentRequest, error) {
-		in, err := paymentRequestInputIn(c.Input)
+		in, err := fromDoc[kassa.PaymentRequestInput](c.Input)
 		if err != nil {
 			return nil, undecodable(err)
 		}
@@ -170,10 +165,18 @@ var commands = commandTable(
 		return struct{}{}, s.ArchivePaymentRequest(ctx, id, c.PaymentRequestId)
 	}),
 	handle(cmdCreateWebhook, func(ctx context.Context, s *Service, id string, c *protos.CreateWebhookCall) (*kassa.Webhook, error) {
-		return s.CreateWebhook(ctx, id, webhookInputIn(c.Input))
+		in, err := fromDoc[kassa.WebhookInput](c.Input)
+		if err != nil {
+			return nil, undecodable(err)
+		}
+		return s.CreateWebhook(ctx, id, in)
 	}),
 	handle(cmdUpdateWebhook, func(ctx context.Context, s *Service, id string, c *protos.UpdateWebhookCall) (*kassa.Webhook, error) {
-		return s.UpdateWebhook(ctx, id, c.WebhookId, webhookInputIn(c.Input))
+		in, err := fromDoc[kassa.WebhookInput](c.Input)
+		if err != nil {
+			return nil, undecodable(err)
+		}
+		return s.UpdateWebhook(ctx, id, c.WebhookId, in)
 	}),
 	handle(cmdDeleteWebhook, func(ctx context.Context, s *Service, id string, c *protos.DeleteWebhookCall) (struct{}, error) {
 		return struct{}{}, s.DeleteWebhook(ctx, id, c.WebhookId)
@@ -182,10 +185,20 @@ var commands = commandTable(
 		return s.Redeliver(ctx, id, c.WebhookId, c.DeliveryId)
 	}),
 	handle(cmdUpdateStore, func(ctx context.Context, s *Service, id string, c *protos.UpdateStoreCall) (*kassa.Store, error) {
-		return s.UpdateStore(ctx, id, storeUpdateIn(c.Update))
+		u, err := fromDoc[kassa.StoreUpdate](c.Update)
+		if err != nil {
+			return nil, undecodable(err)
+		}
+		return s.UpdateStore(ctx, id, *u)
 	}),
 	handle(cmdCreateAPIKey, func(ctx context.Context, s *Service, id string, c *protos.CreateAPIKeyCall) (*kassa.APIKey, error) {
-		return s.CreateAPIKey(ctx, id, c.Label, permissionsIn(c.Permissions)...)
+		// Permissions as they crossed the wire, unchecked:
+		// CreateAPIKey checks them.
+		perms := make([]kassa.Permission, len(c.Permissions))
+		for i, p := range c.Permissions {
+			perms[i] = kassa.Permission(p)
+		}
+		return s.CreateAPIKey(ctx, id, c.Label, perms...)
 	}),
 	handle(cmdDeleteAPIKey, func(ctx context.Context, s *Service, id string, c *protos.DeleteAPIKeyCall) (struct{}, error) {
 		return struct{}{}, s.DeleteAPIKey(ctx, id, c.KeyId)

@@ -154,7 +154,7 @@ func (s *Service) CreateStoreOnce(ctx context.Context, id string, settings kassa
 // store runs.
 func (s *Service) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
 	if out, ok, err := cmdCreateStore.route(ctx, s.cluster, st.ID, func() *protos.CreateStoreCall {
-		return &protos.CreateStoreCall{Store: storeOut(st)}
+		return &protos.CreateStoreCall{Store: toDoc[*protos.StoreDoc](st)}
 	}); ok {
 		return out, err
 	}
@@ -266,7 +266,7 @@ func (s *Service) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (
 // It answers once the invoice is durable.
 func (s *Service) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
 	if out, ok, err := cmdCreateInvoice.route(ctx, s.cluster, storeID, func() *protos.CreateInvoiceCall {
-		return &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(r)}
+		return &protos.CreateInvoiceCall{Invoice: toDoc[*protos.InvoiceRequestDoc](r)}
 	}); ok {
 		return out, err
 	}
@@ -518,7 +518,7 @@ func (s *Service) MarkInvoiceInvalid(ctx context.Context, storeID, invoiceID str
 // CreatePaymentRequest creates a pay link.
 func (s *Service) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
 	if out, ok, err := cmdCreatePaymentRequest.route(ctx, s.cluster, storeID, func() *protos.CreatePaymentRequestCall {
-		return &protos.CreatePaymentRequestCall{Input: paymentRequestInputOut(in)}
+		return &protos.CreatePaymentRequestCall{Input: toDoc[*protos.PaymentRequestInputDoc](in)}
 	}); ok {
 		return out, err
 	}
@@ -530,7 +530,7 @@ func (s *Service) CreatePaymentRequest(ctx context.Context, storeID string, in *
 // UpdatePaymentRequest changes a pay link.
 func (s *Service) UpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
 	if out, ok, err := cmdUpdatePaymentRequest.route(ctx, s.cluster, storeID, func() *protos.UpdatePaymentRequestCall {
-		return &protos.UpdatePaymentRequestCall{PaymentRequestId: id, Input: paymentRequestInputOut(in)}
+		return &protos.UpdatePaymentRequestCall{PaymentRequestId: id, Input: toDoc[*protos.PaymentRequestInputDoc](in)}
 	}); ok {
 		return out, err
 	}
@@ -579,7 +579,7 @@ func (s *Service) savePaymentRequest(ctx context.Context, storeID string, msg *s
 // new Lightning address read, before anything is stored.
 func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
 	if out, ok, err := cmdUpdateStore.route(ctx, s.cluster, storeID, func() *protos.UpdateStoreCall {
-		return &protos.UpdateStoreCall{Update: storeUpdateOut(&u)}
+		return &protos.UpdateStoreCall{Update: toDoc[*protos.StoreUpdateDoc](&u)}
 	}); ok {
 		return out, err
 	}

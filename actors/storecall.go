@@ -19,13 +19,14 @@ import (
 )
 
 // A call about a store another node runs travels as a protos.StoreCall:
-// one typed message per command in its oneof, the documents it carries
-// and returns mirrored field by field (wireenc.go, wiredec.go), the
-// request id, fingerprint and trace context in the envelope. Each
-// command of the Service has one body, which starts with route: when
-// another node runs the store, route sends the call there and answers
-// its reply; else the body runs on. The node that runs the store decodes
-// the call (Service.dispatchCall) and runs the same body, where route
+// one typed message per command in its oneof (the command table,
+// commands.go), the documents it carries and returns converted by
+// wiredoc.go, the request id, fingerprint and trace context in the
+// envelope. Each command of the Service has one body, which starts with
+// its command's route: when another node runs the store, route sends the
+// call there and answers its reply; else the body runs on. The node that
+// runs the store checks the call and runs the command's handler
+// (Service.dispatchCall), which calls the same body, where route
 // finds the store here (a call another node sent runs here whatever this
 // node's view, remoteStore).
 

@@ -689,7 +689,7 @@ type (
 // CreateWebhook validates the URL with one unsigned POST and registers it.
 func (s *Service) CreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
 	if out, ok, err := cmdCreateWebhook.route(ctx, s.cluster, storeID, func() *protos.CreateWebhookCall {
-		return &protos.CreateWebhookCall{Input: webhookInputOut(in)}
+		return &protos.CreateWebhookCall{Input: toDoc[*protos.WebhookInputDoc](in)}
 	}); ok {
 		return out, err
 	}
@@ -754,7 +754,7 @@ func (s *Service) checkURL(ctx context.Context, url string, format kassa.Webhook
 // UpdateWebhook changes a webhook; a new URL is validated first.
 func (s *Service) UpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
 	if out, ok, err := cmdUpdateWebhook.route(ctx, s.cluster, storeID, func() *protos.UpdateWebhookCall {
-		return &protos.UpdateWebhookCall{WebhookId: id, Input: webhookInputOut(in)}
+		return &protos.UpdateWebhookCall{WebhookId: id, Input: toDoc[*protos.WebhookInputDoc](in)}
 	}); ok {
 		return out, err
 	}

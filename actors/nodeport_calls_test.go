@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +126,14 @@ func TestEmptyCommandReachesNoHandler(t *testing.T) {
 		}
 		if len(h.parts) == 0 {
 			t.Errorf("command %s names no part it needs", fd.Name())
+		}
+		// A document the row does not require would reach its handler
+		// as nil.
+		docs := fd.Message().Fields()
+		for i := 0; i < docs.Len(); i++ {
+			if f := docs.Get(i); f.Message() != nil && !f.IsList() && !f.IsMap() && !slices.Contains(h.parts, f.Name()) {
+				t.Errorf("command %s: document %s is not among its required parts", fd.Name(), f.Name())
+			}
 		}
 		call := emptyCall("st_1", fd)
 		if rep, err := (*Service)(nil).dispatchCall(context.Background(), call); err == nil || kassa.ErrorCode(err) != kassa.Invalid ||

@@ -19,7 +19,7 @@ import (
 func createInvoiceCall(t *testing.T, store, id string) *protos.StoreCall {
 	t.Helper()
 	return &protos.StoreCall{StoreId: store, RequestId: id, Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{
-		Invoice: invoiceRequestOut(&kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS}),
+		Invoice: toDoc[*protos.InvoiceRequestDoc](&kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS}),
 	}}}
 }
 

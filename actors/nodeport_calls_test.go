@@ -2,7 +2,9 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,23 +90,87 @@ func TestEmptyStoreCallsAnswerAnError(t *testing.T) {
 	}
 }
 
-// TestCallPartsCoverEveryCommand: every command of StoreCall has an
-// entry in callParts, and each part it names is a field of the command.
-func TestCallPartsCoverEveryCommand(t *testing.T) {
+// TestCommandTableCoversEveryCommand: every command of StoreCall has a
+// row in the table, and each part the row names is a field of the
+// command (commandTable panics on one that is not).
+func TestCommandTableCoversEveryCommand(t *testing.T) {
 	for _, fd := range callFields() {
-		parts, ok := callParts[fd.Name()]
+		h, ok := commands[fd.Name()]
 		if !ok {
-			t.Errorf("command %s has no entry in callParts", fd.Name())
+			t.Errorf("command %s has no row in the command table", fd.Name())
 			continue
 		}
-		for _, p := range parts {
+		for _, p := range h.parts {
 			if fd.Message().Fields().ByName(p) == nil {
-				t.Errorf("command %s: callParts names %s, which it does not have", fd.Name(), p)
+				t.Errorf("command %s: the table names part %s, which it does not have", fd.Name(), p)
 			}
 		}
 	}
-	if len(callParts) != len(callFields()) {
-		t.Errorf("callParts has %d entries for %d commands", len(callParts), len(callFields()))
+	if len(commands) != len(callFields()) {
+		t.Errorf("the command table has %d rows for %d commands", len(commands), len(callFields()))
+	}
+}
+
+// TestEmptyCommandReachesNoHandler: for every command of StoreCall, a
+// call whose command is the empty message, or that lacks any one of
+// the parts its row names, is refused by the table with one
+// invalid_request naming the command and the part, and its handler
+// does not run (a handler that ran would get a nil Service here). The
+// call with every part (the positive control) passes the check.
+func TestEmptyCommandReachesNoHandler(t *testing.T) {
+	for _, fd := range callFields() {
+		h, ok := commands[fd.Name()]
+		if !ok {
+			t.Errorf("command %s has no row in the command table", fd.Name())
+			continue
+		}
+		if len(h.parts) == 0 {
+			t.Errorf("command %s names no part it needs", fd.Name())
+		}
+		// A document the row does not require would reach its handler
+		// as nil.
+		docs := fd.Message().Fields()
+		for i := 0; i < docs.Len(); i++ {
+			if f := docs.Get(i); f.Message() != nil && !f.IsList() && !f.IsMap() && !slices.Contains(h.parts, f.Name()) {
+				t.Errorf("command %s: document %s is not among its required parts", fd.Name(), f.Name())
+			}
+		}
+		call := emptyCall("st_1", fd)
+		if rep, err := (*Service)(nil).dispatchCall(context.Background(), call); err == nil || kassa.ErrorCode(err) != kassa.Invalid ||
+			!strings.Contains(err.Error(), string(fd.Name())) {
+			t.Errorf("empty %s: answered %v, %v; want one invalid_request naming it", fd.Name(), rep, err)
+		}
+		// Each part missing alone.
+		full := func() protoreflect.Message {
+			c := emptyCall("st_1", fd)
+			cmd := c.ProtoReflect().Get(fd).Message()
+			for _, p := range h.parts {
+				pf := cmd.Descriptor().Fields().ByName(p)
+				switch {
+				case pf.Message() != nil:
+					cmd.Set(pf, protoreflect.ValueOfMessage(cmd.NewField(pf).Message()))
+				case pf.Kind() == protoreflect.StringKind:
+					cmd.Set(pf, protoreflect.ValueOfString("x"))
+				case pf.Kind() == protoreflect.Int64Kind:
+					cmd.Set(pf, protoreflect.ValueOfInt64(1))
+				default:
+					t.Fatalf("command %s: no value for part %s of kind %s", fd.Name(), p, pf.Kind())
+				}
+			}
+			return c.ProtoReflect()
+		}
+		for _, p := range h.parts {
+			m := full()
+			cmd := m.Get(fd).Message()
+			cmd.Clear(cmd.Descriptor().Fields().ByName(p))
+			_, _, err := checkCall(m.Interface().(*protos.StoreCall))
+			if want := fmt.Sprintf("%s from another node without its %s", fd.Name(), p); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s without %s: %v, want %q", fd.Name(), p, err, want)
+			}
+		}
+		if _, _, err := checkCall(full().Interface().(*protos.StoreCall)); err != nil {
+			t.Errorf("%s with every part: %v", fd.Name(), err)
+		}
 	}
 }
 

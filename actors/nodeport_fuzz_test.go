@@ -75,7 +75,7 @@ var fuzzTime = timestamppb.New(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 func FuzzCreateStoreCall(f *testing.F) {
 	st := kassa.NewStore("st_fuzz", kassa.StoreSettings{Name: "Fuzz", Currency: kassa.EUR}, fuzzTime.AsTime())
 	st.APIKeys = []kassa.APIKey{{ID: "key_fuzz", Label: "default", Key: strings.Repeat("a", 64), CreatedAt: st.CreatedAt}}
-	fuzzCommand(f, "create_store", &protos.CreateStoreCall{Store: storeOut(st)})
+	fuzzCommand(f, "create_store", &protos.CreateStoreCall{Store: toDoc[*protos.StoreDoc](st)})
 }
 
 func FuzzTopUpCall(f *testing.F) {
@@ -83,7 +83,7 @@ func FuzzTopUpCall(f *testing.F) {
 }
 
 func FuzzCreateInvoiceCall(f *testing.F) {
-	fuzzCommand(f, "create_invoice", &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(&kassa.InvoiceRequest{
+	fuzzCommand(f, "create_invoice", &protos.CreateInvoiceCall{Invoice: toDoc[*protos.InvoiceRequestDoc](&kassa.InvoiceRequest{
 		Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS, OrderID: "42", Metadata: []byte(`{"a":1}`),
 		EnabledMethods: []kassa.PaymentMethod{kassa.PaymentMethod(1)},
 	})})
@@ -100,7 +100,7 @@ func FuzzInvoiceCommandCall(f *testing.F) {
 }
 
 func fuzzPaymentRequestInput() *protos.PaymentRequestInputDoc {
-	return paymentRequestInputOut(&kassa.PaymentRequestInput{Title: "Fuzz", Amount: decimal.NewFromInt(5), HasAmount: true,
+	return toDoc[*protos.PaymentRequestInputDoc](&kassa.PaymentRequestInput{Title: "Fuzz", Amount: decimal.NewFromInt(5), HasAmount: true,
 		Currency: kassa.EUR, ExpiryDate: fuzzTime.AsTime()})
 }
 
@@ -118,7 +118,7 @@ func FuzzArchivePaymentRequestCall(f *testing.F) {
 
 func fuzzWebhookInput() *protos.WebhookInputDoc {
 	enabled := true
-	return webhookInputOut(&kassa.WebhookInput{URL: "https://example.com/hook", Events: []kassa.EventType{kassa.EventNew}, EventsGiven: true, Enabled: &enabled})
+	return toDoc[*protos.WebhookInputDoc](&kassa.WebhookInput{URL: "https://example.com/hook", Events: []kassa.EventType{kassa.EventNew}, EventsGiven: true, Enabled: &enabled})
 }
 
 func FuzzCreateWebhookCall(f *testing.F) {

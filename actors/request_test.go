@@ -32,7 +32,7 @@ func createCalls() []createCall {
 	return []createCall{
 		{"CreateInvoice", func() *protos.StoreCall {
 			return &protos.StoreCall{Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{
-				Invoice: invoiceRequestOut(&kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS, OrderID: "order-1"})}}}
+				Invoice: toDoc[*protos.InvoiceRequestDoc](&kassa.InvoiceRequest{Amount: decimal.NewFromInt(5000), HasAmount: true, Currency: kassa.SATS, OrderID: "order-1"})}}}
 		}, invoices},
 		{"TopUp", func() *protos.StoreCall {
 			return &protos.StoreCall{Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: 10_000}}}
@@ -51,7 +51,7 @@ func createCalls() []createCall {
 			}},
 		{"CreateWebhook", func() *protos.StoreCall {
 			return &protos.StoreCall{Call: &protos.StoreCall_CreateWebhook{CreateWebhook: &protos.CreateWebhookCall{
-				Input: webhookInputOut(&kassa.WebhookInput{URL: "https://shop.example/hook"})}}}
+				Input: toDoc[*protos.WebhookInputDoc](&kassa.WebhookInput{URL: "https://shop.example/hook"})}}}
 		}, func(t *testing.T, r kassa.Reader, storeID string) int {
 			n := 0
 			if err := r.Webhooks(context.Background(), storeID, func(*kassa.Webhook) error { n++; return nil }); err != nil {
@@ -71,7 +71,7 @@ func createCalls() []createCall {
 			}},
 		{"CreatePaymentRequest", func() *protos.StoreCall {
 			return &protos.StoreCall{Call: &protos.StoreCall_CreatePaymentRequest{CreatePaymentRequest: &protos.CreatePaymentRequestCall{
-				Input: paymentRequestInputOut(&kassa.PaymentRequestInput{Title: "Donation", Amount: decimal.NewFromInt(2000), HasAmount: true, Currency: kassa.SATS})}}}
+				Input: toDoc[*protos.PaymentRequestInputDoc](&kassa.PaymentRequestInput{Title: "Donation", Amount: decimal.NewFromInt(2000), HasAmount: true, Currency: kassa.SATS})}}}
 		}, func(t *testing.T, r kassa.Reader, storeID string) int {
 			n := 0
 			if err := r.PaymentRequests(context.Background(), storeID, func(*kassa.PaymentRequest) error { n++; return nil }); err != nil {

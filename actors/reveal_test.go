@@ -26,7 +26,7 @@ func TestForwardedRevealAPIKey(t *testing.T) {
 		t.Errorf("an unknown key: %q %s", rep.Code, rep.Message)
 	}
 	rep := reveal(key.ID)
-	got, err := apiKeyResult(rep)
+	got, err := apiKeyResult.get(rep)
 	if rep.Code != "" || err != nil || got.ID != key.ID || got.Key != key.Key || got.Label != key.Label {
 		t.Fatalf("reveal: %q %s %+v %v", rep.Code, rep.Message, got, err)
 	}

@@ -14,9 +14,9 @@ import (
 // command sends an event to an invoice actor, on the node that runs its
 // store, and returns the invoice after it.
 func (s *Runtime) command(ctx context.Context, storeID, invoiceID string, ev *protos.InvoiceEvent) (*kassa.Invoice, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_Command{Command: &protos.InvoiceCommandCall{InvoiceId: invoiceID, Event: ev}}}
-	}, invoiceResult); ok {
+	if out, ok, err := cmdInvoiceCommand.route(ctx, s.cluster, storeID, func() *protos.InvoiceCommandCall {
+		return &protos.InvoiceCommandCall{InvoiceId: invoiceID, Event: ev}
+	}); ok {
 		return out, err
 	}
 	res, err := s.request(ctx, s.store(storeID), &invoiceCommand{call: callOf(ctx), invoiceID: invoiceID, event: ev})

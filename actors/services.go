@@ -153,9 +153,9 @@ func (s *Service) CreateStoreOnce(ctx context.Context, id string, settings kassa
 // createStore has the actor of the new store st persist it, where the
 // store runs.
 func (s *Service) createStore(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
-	if out, ok, err := route(ctx, s.cluster, st.ID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_CreateStore{CreateStore: &protos.CreateStoreCall{Store: storeOut(st)}}}
-	}, storeResult); ok {
+	if out, ok, err := cmdCreateStore.route(ctx, s.cluster, st.ID, func() *protos.CreateStoreCall {
+		return &protos.CreateStoreCall{Store: toDoc[*protos.StoreDoc](st)}
+	}); ok {
 		return out, err
 	}
 	return onceOnly(ctx, s, st.ID, kassa.RequestStore, s.answerStore, func() (*kassa.Store, error) {
@@ -170,9 +170,9 @@ func (s *Service) createStore(ctx context.Context, st *kassa.Store) (*kassa.Stor
 // TopUp credits a store's prepaid balance; a reference the store
 // already credited returns that top-up's ledger line and writes nothing.
 func (s *Service) TopUp(ctx context.Context, storeID string, amount kassa.Sats, reference string) (*kassa.Transaction, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_TopUp{TopUp: &protos.TopUpCall{AmountSat: int64(amount), Reference: reference}}}
-	}, transactionResult); ok {
+	if out, ok, err := cmdTopUp.route(ctx, s.cluster, storeID, func() *protos.TopUpCall {
+		return &protos.TopUpCall{AmountSat: int64(amount), Reference: reference}
+	}); ok {
 		return out, err
 	}
 	ctx, span := s.tracer.Start(ctx, "actors.TopUp")
@@ -265,9 +265,9 @@ func (s *Service) rate(ctx context.Context, st *kassa.Store, c kassa.Currency) (
 // actor until the sweeper wakes it before its deadline (needsNoActor).
 // It answers once the invoice is durable.
 func (s *Service) CreateInvoice(ctx context.Context, storeID string, r *kassa.InvoiceRequest) (*kassa.Invoice, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(r)}}}
-	}, invoiceResult); ok {
+	if out, ok, err := cmdCreateInvoice.route(ctx, s.cluster, storeID, func() *protos.CreateInvoiceCall {
+		return &protos.CreateInvoiceCall{Invoice: toDoc[*protos.InvoiceRequestDoc](r)}
+	}); ok {
 		return out, err
 	}
 	ctx, span := s.tracer.Start(ctx, "actors.CreateInvoice", trace.WithAttributes(attribute.String("store.id", storeID)))
@@ -463,9 +463,9 @@ func (s *Service) lightningInvoice(ctx context.Context, amount kassa.MSat, memo 
 // unexpired, else a new one, so that reloading the page or clicking Pay
 // again does not mint an invoice (and an address) per click.
 func (s *Service) PayPaymentRequest(ctx context.Context, storeID, id, session string) (*kassa.Invoice, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_PayPaymentRequest{PayPaymentRequest: &protos.PayPaymentRequestCall{PaymentRequestId: id, Session: session}}}
-	}, invoiceResult); ok {
+	if out, ok, err := cmdPayPaymentRequest.route(ctx, s.cluster, storeID, func() *protos.PayPaymentRequestCall {
+		return &protos.PayPaymentRequestCall{PaymentRequestId: id, Session: session}
+	}); ok {
 		return out, err
 	}
 	ctx, span := s.tracer.Start(ctx, "actors.PayPaymentRequest", trace.WithAttributes(attribute.String("store.id", storeID)))
@@ -540,9 +540,9 @@ func (s *Service) ArchiveInvoice(ctx context.Context, storeID, invoiceID string)
 
 // CreatePaymentRequest creates a pay link.
 func (s *Service) CreatePaymentRequest(ctx context.Context, storeID string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_CreatePaymentRequest{CreatePaymentRequest: &protos.CreatePaymentRequestCall{Input: paymentRequestInputOut(in)}}}
-	}, paymentRequestResult); ok {
+	if out, ok, err := cmdCreatePaymentRequest.route(ctx, s.cluster, storeID, func() *protos.CreatePaymentRequestCall {
+		return &protos.CreatePaymentRequestCall{Input: toDoc[*protos.PaymentRequestInputDoc](in)}
+	}); ok {
 		return out, err
 	}
 	return onceOnly(ctx, s, storeID, kassa.RequestPaymentRequest, s.answerPaymentRequest, func() (*kassa.PaymentRequest, error) {
@@ -552,9 +552,9 @@ func (s *Service) CreatePaymentRequest(ctx context.Context, storeID string, in *
 
 // UpdatePaymentRequest changes a pay link.
 func (s *Service) UpdatePaymentRequest(ctx context.Context, storeID, id string, in *kassa.PaymentRequestInput) (*kassa.PaymentRequest, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_UpdatePaymentRequest{UpdatePaymentRequest: &protos.UpdatePaymentRequestCall{PaymentRequestId: id, Input: paymentRequestInputOut(in)}}}
-	}, paymentRequestResult); ok {
+	if out, ok, err := cmdUpdatePaymentRequest.route(ctx, s.cluster, storeID, func() *protos.UpdatePaymentRequestCall {
+		return &protos.UpdatePaymentRequestCall{PaymentRequestId: id, Input: toDoc[*protos.PaymentRequestInputDoc](in)}
+	}); ok {
 		return out, err
 	}
 	return s.savePaymentRequest(ctx, storeID, &savePaymentRequest{call: callOf(ctx), id: id, input: in})
@@ -562,9 +562,9 @@ func (s *Service) UpdatePaymentRequest(ctx context.Context, storeID, id string, 
 
 // ArchivePaymentRequest archives a pay link: it can no longer be paid.
 func (s *Service) ArchivePaymentRequest(ctx context.Context, storeID, id string) error {
-	if _, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_ArchivePaymentRequest{ArchivePaymentRequest: &protos.ArchivePaymentRequestCall{PaymentRequestId: id}}}
-	}, noResult); ok {
+	if _, ok, err := cmdArchivePaymentRequest.route(ctx, s.cluster, storeID, func() *protos.ArchivePaymentRequestCall {
+		return &protos.ArchivePaymentRequestCall{PaymentRequestId: id}
+	}); ok {
 		return err
 	}
 	_, err := s.savePaymentRequest(ctx, storeID, &savePaymentRequest{call: callOf(ctx), id: id, archive: true})
@@ -601,9 +601,9 @@ func (s *Service) savePaymentRequest(ctx context.Context, storeID string, msg *s
 // UpdateStore changes a store's settings. A new xpub is checked, and a
 // new Lightning address read, before anything is stored.
 func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_UpdateStore{UpdateStore: &protos.UpdateStoreCall{Update: storeUpdateOut(&u)}}}
-	}, storeResult); ok {
+	if out, ok, err := cmdUpdateStore.route(ctx, s.cluster, storeID, func() *protos.UpdateStoreCall {
+		return &protos.UpdateStoreCall{Update: toDoc[*protos.StoreUpdateDoc](&u)}
+	}); ok {
 		return out, err
 	}
 	ctx, span := s.tracer.Start(ctx, "actors.UpdateStore", trace.WithAttributes(attribute.String("store.id", storeID)))
@@ -663,9 +663,9 @@ func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.Store
 // means kassa.DefaultKeyPermissions. An unknown permission is Invalid
 // and nothing is stored.
 func (s *Service) CreateAPIKey(ctx context.Context, storeID, label string, perms ...kassa.Permission) (*kassa.APIKey, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_CreateApiKey{CreateApiKey: &protos.CreateAPIKeyCall{Label: label, Permissions: permissionStrings(perms)}}}
-	}, apiKeyResult); ok {
+	if out, ok, err := cmdCreateAPIKey.route(ctx, s.cluster, storeID, func() *protos.CreateAPIKeyCall {
+		return &protos.CreateAPIKeyCall{Label: label, Permissions: permissionStrings(perms)}
+	}); ok {
 		return out, err
 	}
 	ctx, span := s.tracer.Start(ctx, "actors.CreateAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
@@ -715,9 +715,9 @@ func (s *Service) createAPIKey(ctx context.Context, storeID, label string, perms
 // DeleteAPIKey removes an API key from a store; the API refuses it from
 // the moment this returns (it authenticates against the store's keys).
 func (s *Service) DeleteAPIKey(ctx context.Context, storeID, keyID string) error {
-	if _, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_DeleteApiKey{DeleteApiKey: &protos.DeleteAPIKeyCall{KeyId: keyID}}}
-	}, noResult); ok {
+	if _, ok, err := cmdDeleteAPIKey.route(ctx, s.cluster, storeID, func() *protos.DeleteAPIKeyCall {
+		return &protos.DeleteAPIKeyCall{KeyId: keyID}
+	}); ok {
 		return err
 	}
 	ctx, span := s.tracer.Start(ctx, "actors.DeleteAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))
@@ -738,9 +738,9 @@ func (s *Service) DeleteAPIKey(ctx context.Context, storeID, keyID string) error
 // dashboard account by was shown it: the store's history names every
 // reveal. A retried call journals a second reveal.
 func (s *Service) RevealAPIKey(ctx context.Context, storeID, keyID, by string) (*kassa.APIKey, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_RevealApiKey{RevealApiKey: &protos.RevealAPIKeyCall{KeyId: keyID, By: by}}}
-	}, apiKeyResult); ok {
+	if out, ok, err := cmdRevealAPIKey.route(ctx, s.cluster, storeID, func() *protos.RevealAPIKeyCall {
+		return &protos.RevealAPIKeyCall{KeyId: keyID, By: by}
+	}); ok {
 		return out, err
 	}
 	ctx, span := s.tracer.Start(ctx, "actors.RevealAPIKey", trace.WithAttributes(attribute.String("store.id", storeID)))

@@ -19,13 +19,14 @@ import (
 )
 
 // A call about a store another node runs travels as a protos.StoreCall:
-// one typed message per command in its oneof, the documents it carries
-// and returns mirrored field by field (wireenc.go, wiredec.go), the
-// request id, fingerprint and trace context in the envelope. Each
-// command of the Service has one body, which starts with route: when
-// another node runs the store, route sends the call there and answers
-// its reply; else the body runs on. The node that runs the store decodes
-// the call (Service.dispatchCall) and runs the same body, where route
+// one typed message per command in its oneof (the command table,
+// commands.go), the documents it carries and returns converted by
+// wiredoc.go, the request id, fingerprint and trace context in the
+// envelope. Each command of the Service has one body, which starts with
+// its command's route: when another node runs the store, route sends the
+// call there and answers its reply; else the body runs on. The node that
+// runs the store checks the call and runs the command's handler
+// (Service.dispatchCall), which calls the same body, where route
 // finds the store here (a call another node sent runs here whatever this
 // node's view, remoteStore).
 
@@ -38,29 +39,6 @@ type router interface {
 	// routeCall sends call about storeID to the node that runs the
 	// store and answers its reply, or the error the reply carries.
 	routeCall(ctx context.Context, storeID string, call *protos.StoreCall) (*protos.StoreCallReply, error)
-}
-
-// route sends the call that call makes, about storeID, to the node
-// that runs the store when that is another node, and reads the result
-// from its reply with value; ok says whether it did (or failed to find
-// where the store runs: err says why). The caller makes the call's
-// command; the router sets the envelope. On a single node, and on the
-// node that runs the store, it makes no call.
-func route[T any](ctx context.Context, r router, storeID string, call func() *protos.StoreCall, value func(*protos.StoreCallReply) (T, error)) (out T, ok bool, err error) {
-	remote, err := r.remoteStore(ctx, storeID)
-	if err != nil || !remote {
-		return out, err != nil, err
-	}
-	c := call()
-	rep, err := r.routeCall(ctx, storeID, c)
-	if err != nil {
-		return out, true, err
-	}
-	out, err = value(rep)
-	if err != nil {
-		return out, true, fmt.Errorf("cluster call %s: decode reply: %w", callName(c), err)
-	}
-	return out, true, nil
 }
 
 // routeCall sends call, about storeID, to the node that runs the store,
@@ -104,15 +82,6 @@ func (c *Cluster) routeCall(ctx context.Context, storeID string, call *protos.St
 		return nil, err
 	}
 	return rep, nil
-}
-
-// callName names call's command, for logs: "create_invoice", "top_up", ….
-func callName(call *protos.StoreCall) string {
-	m := call.ProtoReflect()
-	if f := m.WhichOneof(m.Descriptor().Oneofs().ByName("call")); f != nil {
-		return string(f.Name())
-	}
-	return "none"
 }
 
 // sendCall sends call to the node that runs its store and waits for the
@@ -222,196 +191,6 @@ func (c *Cluster) recoverReply(method string, rep **protos.StoreCallReply) {
 		*rep = &protos.StoreCallReply{Code: kassa.Internal, Message: "internal error"}
 	}
 }
-
-// dispatchCall runs a call another node sent (Cluster.serveCall) on
-// this node, which runs its store: it checks that the call is whole
-// (checkCall), decodes the call's command and runs the command's body.
-// A call that lacks a part or does not decode is an invalid_request.
-// The bodies validate their input themselves; the two internal
-// commands, CreateStore and Command, get the checks of wire.go first.
-func (s *Service) dispatchCall(ctx context.Context, call *protos.StoreCall) (*protos.StoreCallReply, error) {
-	if err := checkCall(call); err != nil {
-		return nil, err
-	}
-	id := call.StoreId
-	switch c := call.Call.(type) {
-	case *protos.StoreCall_CreateStore:
-		st, err := storeIn(c.CreateStore.GetStore())
-		if err != nil {
-			return nil, decodeError(call, err)
-		}
-		if st.ID != id {
-			return nil, kassa.Errorf(kassa.Invalid, "create_store from another node for store %q in a call about %q", st.ID, id)
-		}
-		if err := s.checkRoutedStore(st); err != nil {
-			return nil, err
-		}
-		return storeReply(s.createStore(ctx, st))
-	case *protos.StoreCall_TopUp:
-		return transactionReply(s.TopUp(ctx, id, kassa.Sats(c.TopUp.GetAmountSat()), c.TopUp.GetReference()))
-	case *protos.StoreCall_CreateInvoice:
-		r, err := invoiceRequestIn(c.CreateInvoice.GetInvoice())
-		if err != nil {
-			return nil, decodeError(call, err)
-		}
-		return invoiceReply(s.CreateInvoice(ctx, id, r))
-	case *protos.StoreCall_PayPaymentRequest:
-		p := c.PayPaymentRequest
-		return invoiceReply(s.PayPaymentRequest(ctx, id, p.GetPaymentRequestId(), p.GetSession()))
-	case *protos.StoreCall_Command:
-		ev := c.Command.GetEvent()
-		if err := s.checkRoutedEvent(ctx, id, c.Command.GetInvoiceId(), ev); err != nil {
-			return nil, err
-		}
-		return invoiceReply(s.rt.command(ctx, id, c.Command.GetInvoiceId(), ev))
-	case *protos.StoreCall_CreatePaymentRequest:
-		in, err := paymentRequestInputIn(c.CreatePaymentRequest.GetInput())
-		if err != nil {
-			return nil, decodeError(call, err)
-		}
-		return paymentRequestReply(s.CreatePaymentRequest(ctx, id, in))
-	case *protos.StoreCall_UpdatePaymentRequest:
-		in, err := paymentRequestInputIn(c.UpdatePaymentRequest.GetInput())
-		if err != nil {
-			return nil, decodeError(call, err)
-		}
-		return paymentRequestReply(s.UpdatePaymentRequest(ctx, id, c.UpdatePaymentRequest.GetPaymentRequestId(), in))
-	case *protos.StoreCall_ArchivePaymentRequest:
-		return noReply(s.ArchivePaymentRequest(ctx, id, c.ArchivePaymentRequest.GetPaymentRequestId()))
-	case *protos.StoreCall_CreateWebhook:
-		return webhookReply(s.CreateWebhook(ctx, id, webhookInputIn(c.CreateWebhook.GetInput())))
-	case *protos.StoreCall_UpdateWebhook:
-		return webhookReply(s.UpdateWebhook(ctx, id, c.UpdateWebhook.GetWebhookId(), webhookInputIn(c.UpdateWebhook.GetInput())))
-	case *protos.StoreCall_DeleteWebhook:
-		return noReply(s.DeleteWebhook(ctx, id, c.DeleteWebhook.GetWebhookId()))
-	case *protos.StoreCall_Redeliver:
-		return deliveryReply(s.Redeliver(ctx, id, c.Redeliver.GetWebhookId(), c.Redeliver.GetDeliveryId()))
-	case *protos.StoreCall_UpdateStore:
-		return storeReply(s.UpdateStore(ctx, id, storeUpdateIn(c.UpdateStore.GetUpdate())))
-	case *protos.StoreCall_CreateApiKey:
-		return apiKeyReply(s.CreateAPIKey(ctx, id, c.CreateApiKey.GetLabel(), permissionsIn(c.CreateApiKey.GetPermissions())...))
-	case *protos.StoreCall_DeleteApiKey:
-		return noReply(s.DeleteAPIKey(ctx, id, c.DeleteApiKey.GetKeyId()))
-	case *protos.StoreCall_RevealApiKey:
-		return apiKeyReply(s.RevealAPIKey(ctx, id, c.RevealApiKey.GetKeyId(), c.RevealApiKey.GetBy()))
-	}
-	return nil, kassa.Errorf(kassa.Invalid, "a call from another node without a command this node knows")
-}
-
-// The replies of the commands, by their result.
-
-func storeReply(st *kassa.Store, err error) (*protos.StoreCallReply, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &protos.StoreCallReply{Value: &protos.StoreCallReply_Store{Store: storeOut(st)}}, nil
-}
-
-func transactionReply(t *kassa.Transaction, err error) (*protos.StoreCallReply, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &protos.StoreCallReply{Value: &protos.StoreCallReply_Transaction{Transaction: transactionOut(t)}}, nil
-}
-
-func invoiceReply(inv *kassa.Invoice, err error) (*protos.StoreCallReply, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &protos.StoreCallReply{Value: &protos.StoreCallReply_Invoice{Invoice: invoiceOut(inv)}}, nil
-}
-
-func paymentRequestReply(p *kassa.PaymentRequest, err error) (*protos.StoreCallReply, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &protos.StoreCallReply{Value: &protos.StoreCallReply_PaymentRequest{PaymentRequest: paymentRequestOut(p)}}, nil
-}
-
-func webhookReply(w *kassa.Webhook, err error) (*protos.StoreCallReply, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &protos.StoreCallReply{Value: &protos.StoreCallReply_Webhook{Webhook: webhookOut(w)}}, nil
-}
-
-func deliveryReply(d *kassa.Delivery, err error) (*protos.StoreCallReply, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &protos.StoreCallReply{Value: &protos.StoreCallReply_Delivery{Delivery: deliveryOut(d)}}, nil
-}
-
-func apiKeyReply(k *kassa.APIKey, err error) (*protos.StoreCallReply, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &protos.StoreCallReply{Value: &protos.StoreCallReply_ApiKey{ApiKey: apiKeyOut(k)}}, nil
-}
-
-func noReply(err error) (*protos.StoreCallReply, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &protos.StoreCallReply{}, nil
-}
-
-// The results read back from the replies: a reply without the result
-// its command returns is an error.
-
-var errNoResult = errors.New("the reply carries no result")
-
-func storeResult(rep *protos.StoreCallReply) (*kassa.Store, error) {
-	if rep.GetStore() == nil {
-		return nil, errNoResult
-	}
-	return storeIn(rep.GetStore())
-}
-
-func transactionResult(rep *protos.StoreCallReply) (*kassa.Transaction, error) {
-	if rep.GetTransaction() == nil {
-		return nil, errNoResult
-	}
-	return transactionIn(rep.GetTransaction())
-}
-
-func invoiceResult(rep *protos.StoreCallReply) (*kassa.Invoice, error) {
-	if rep.GetInvoice() == nil {
-		return nil, errNoResult
-	}
-	return invoiceIn(rep.GetInvoice())
-}
-
-func paymentRequestResult(rep *protos.StoreCallReply) (*kassa.PaymentRequest, error) {
-	if rep.GetPaymentRequest() == nil {
-		return nil, errNoResult
-	}
-	return paymentRequestIn(rep.GetPaymentRequest())
-}
-
-func webhookResult(rep *protos.StoreCallReply) (*kassa.Webhook, error) {
-	if rep.GetWebhook() == nil {
-		return nil, errNoResult
-	}
-	return webhookIn(rep.GetWebhook())
-}
-
-func deliveryResult(rep *protos.StoreCallReply) (*kassa.Delivery, error) {
-	if rep.GetDelivery() == nil {
-		return nil, errNoResult
-	}
-	return deliveryIn(rep.GetDelivery())
-}
-
-func apiKeyResult(rep *protos.StoreCallReply) (*kassa.APIKey, error) {
-	if rep.GetApiKey() == nil {
-		return nil, errNoResult
-	}
-	k := apiKeyIn(new(wireReader), rep.GetApiKey())
-	return &k, nil
-}
-
-func noResult(*protos.StoreCallReply) (struct{}, error) { return struct{}{}, nil }
 
 // codeNothingChanged carries kassa.ErrNothingChanged, the one sentinel
 // error of the core that is no kassa.Error: an input that came twice.

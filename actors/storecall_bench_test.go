@@ -53,22 +53,22 @@ func BenchmarkCreateInvoiceCall(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			data, _ := proto.Marshal(&protos.StoreCall{StoreId: storeID, RequestId: reqID, Trace: trace,
-				Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{Invoice: invoiceRequestOut(r)}}})
+				Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{Invoice: toDoc[*protos.InvoiceRequestDoc](r)}}})
 			wire = len(data)
 			var call protos.StoreCall
 			if err := proto.Unmarshal(data, &call); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := invoiceRequestIn(call.GetCreateInvoice().GetInvoice()); err != nil {
+			if _, err := fromDoc[kassa.InvoiceRequest](call.GetCreateInvoice().GetInvoice()); err != nil {
 				b.Fatal(err)
 			}
-			data, _ = proto.Marshal(&protos.StoreCallReply{Value: &protos.StoreCallReply_Invoice{Invoice: invoiceOut(inv)}})
+			data, _ = proto.Marshal(&protos.StoreCallReply{Value: &protos.StoreCallReply_Invoice{Invoice: toDoc[*protos.InvoiceDoc](inv)}})
 			wire += len(data)
 			var rep protos.StoreCallReply
 			if err := proto.Unmarshal(data, &rep); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := invoiceResult(&rep); err != nil {
+			if _, err := invoiceResult.get(&rep); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -84,10 +84,10 @@ func BenchmarkCreateInvoiceLocalConversion(b *testing.B) {
 	r, inv := benchInvoiceRequest(), benchInvoice()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := invoiceRequestIn(invoiceRequestOut(r)); err != nil {
+		if _, err := fromDoc[kassa.InvoiceRequest](toDoc[*protos.InvoiceRequestDoc](r)); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := invoiceIn(invoiceOut(inv)); err != nil {
+		if _, err := fromDoc[kassa.Invoice](toDoc[*protos.InvoiceDoc](inv)); err != nil {
 			b.Fatal(err)
 		}
 	}

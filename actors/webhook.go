@@ -715,9 +715,9 @@ type (
 
 // CreateWebhook validates the URL with one unsigned POST and registers it.
 func (s *Service) CreateWebhook(ctx context.Context, storeID string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_CreateWebhook{CreateWebhook: &protos.CreateWebhookCall{Input: webhookInputOut(in)}}}
-	}, webhookResult); ok {
+	if out, ok, err := cmdCreateWebhook.route(ctx, s.cluster, storeID, func() *protos.CreateWebhookCall {
+		return &protos.CreateWebhookCall{Input: toDoc[*protos.WebhookInputDoc](in)}
+	}); ok {
 		return out, err
 	}
 	ctx, span := s.tracer.Start(ctx, "actors.CreateWebhook")
@@ -780,9 +780,9 @@ func (s *Service) checkURL(ctx context.Context, url string, format kassa.Webhook
 
 // UpdateWebhook changes a webhook; a new URL is validated first.
 func (s *Service) UpdateWebhook(ctx context.Context, storeID, id string, in *kassa.WebhookInput) (*kassa.Webhook, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_UpdateWebhook{UpdateWebhook: &protos.UpdateWebhookCall{WebhookId: id, Input: webhookInputOut(in)}}}
-	}, webhookResult); ok {
+	if out, ok, err := cmdUpdateWebhook.route(ctx, s.cluster, storeID, func() *protos.UpdateWebhookCall {
+		return &protos.UpdateWebhookCall{WebhookId: id, Input: toDoc[*protos.WebhookInputDoc](in)}
+	}); ok {
 		return out, err
 	}
 	ctx, span := s.tracer.Start(ctx, "actors.UpdateWebhook")
@@ -815,9 +815,9 @@ func (s *Service) UpdateWebhook(ctx context.Context, storeID, id string, in *kas
 // DeleteWebhook removes a webhook. Its pending deliveries fail with a
 // note; its delivery log stays readable.
 func (s *Service) DeleteWebhook(ctx context.Context, storeID, id string) error {
-	if _, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_DeleteWebhook{DeleteWebhook: &protos.DeleteWebhookCall{WebhookId: id}}}
-	}, noResult); ok {
+	if _, ok, err := cmdDeleteWebhook.route(ctx, s.cluster, storeID, func() *protos.DeleteWebhookCall {
+		return &protos.DeleteWebhookCall{WebhookId: id}
+	}); ok {
 		return err
 	}
 	w, err := s.cfg.Reader.Webhook(ctx, id)
@@ -833,9 +833,9 @@ func (s *Service) DeleteWebhook(ctx context.Context, storeID, id string) error {
 
 // Redeliver re-sends a delivery with the reduced payload, signed now.
 func (s *Service) Redeliver(ctx context.Context, storeID, webhookID, deliveryID string) (*kassa.Delivery, error) {
-	if out, ok, err := route(ctx, s.cluster, storeID, func() *protos.StoreCall {
-		return &protos.StoreCall{Call: &protos.StoreCall_Redeliver{Redeliver: &protos.RedeliverCall{WebhookId: webhookID, DeliveryId: deliveryID}}}
-	}, deliveryResult); ok {
+	if out, ok, err := cmdRedeliver.route(ctx, s.cluster, storeID, func() *protos.RedeliverCall {
+		return &protos.RedeliverCall{WebhookId: webhookID, DeliveryId: deliveryID}
+	}); ok {
 		return out, err
 	}
 	ctx, span := s.tracer.Start(ctx, "actors.Redeliver")

@@ -28,7 +28,7 @@ func forwardedCommand(t *testing.T, store, id string, ev *protos.InvoiceEvent) *
 
 // forwardedCreateStore is the CreateStore StoreCall for st.
 func forwardedCreateStore(st *kassa.Store) *protos.StoreCall {
-	return forwarded(st.ID, &protos.StoreCall{Call: &protos.StoreCall_CreateStore{CreateStore: &protos.CreateStoreCall{Store: storeOut(st)}}})
+	return forwarded(st.ID, &protos.StoreCall{Call: &protos.StoreCall_CreateStore{CreateStore: &protos.CreateStoreCall{Store: toDoc[*protos.StoreDoc](st)}}})
 }
 
 // forwardedTopUp is the TopUp StoreCall for store.

@@ -249,7 +249,7 @@ func TestOnchainPayoutRecordsItsTransaction(t *testing.T) {
 	at := payoutEpoch.Add(time.Minute)
 	approved, _ := mustPayout(t, *p, PayoutApprove{FeeLimit: 300, At: at})
 	for _, bad := range []PayoutAttempt{
-		{RawTx: "00", TxID: "aa", Fee: 301, At: at},             // beyond the limit
+		{RawTx: "00", TxID: "aa", Fee: 301, At: at},            // beyond the limit
 		{PaymentRequest: "lnbcrt1", PaymentHash: "aa", At: at}, // not a transaction
 		{RawTx: "00", At: at},                                  // no txid
 	} {

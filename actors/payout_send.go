@@ -76,6 +76,10 @@ func (a *forwardActor) stepPayout(ctx actor.Context) bool {
 		return false
 	}
 	p := todo[0]
+	if p.Destination.Kind == kassa.DestinationOnchain {
+		a.stepOnchainPayout(ctx, payouts, p)
+		return true
+	}
 	if p.State == kassa.PayoutInProgress {
 		res, ok := a.f.lookUp(c, "payout", p.ID, p.PaymentRequest, p.PaymentHash, p.FeeLimit.MSat())
 		a.payoutOutcome(ctx, payouts, p, res, ok)
@@ -124,7 +128,7 @@ func (a *forwardActor) payoutInvoice(c context.Context, p *kassa.Payout) (pr, ha
 		}
 		return inv.PaymentRequest, inv.PaymentHash, ""
 	}
-	return "", "", "on-chain payouts are not paid by this version"
+	return "", "", "the destination is not a Lightning one"
 }
 
 // payoutOutcome records what the node says of p's payment: completed

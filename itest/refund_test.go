@@ -142,6 +142,9 @@ func (e *refundEnv) waitFinal(id string) payoutOut {
 	kassatest.Eventually(e.t, 120*time.Second, "payout "+id+" to end", func() error {
 		po = payoutOut{}
 		e.kassa.Do("GET", e.base()+"/payouts/"+id, e.key, nil, &po)
+		if po.State == "Failed" {
+			e.t.Fatalf("payout failed: %+v", po)
+		}
 		if po.State != "Completed" && po.State != "Cancelled" {
 			return fmt.Errorf("payout %s", po.State)
 		}

@@ -136,7 +136,12 @@ func (n *Node) FundTx(ctx context.Context, address string, amount kassa.Sats) (k
 		LockExpirationSeconds: payoutLock,
 	})
 	if err != nil {
-		return kassa.OnchainTx{}, lndErr("FundPsbt", err)
+		// What the wallet cannot pay is final; anything else (lnd down,
+		// starting, its wallet not unlocked yet) is tried again.
+		if containsAny(err, "insufficient", "not enough", "dust", "invalid address", "decode address", "unknown address") {
+			return kassa.OnchainTx{}, kassa.Errorf(kassa.Conflict, "lnd FundPsbt: %s", grpcMessage(err))
+		}
+		return kassa.OnchainTx{}, kassa.Errorf(kassa.Unavailable, "lnd FundPsbt: %s", grpcMessage(err))
 	}
 	tx := kassa.OnchainTx{}
 	var in int64
@@ -147,7 +152,7 @@ func (n *Node) FundTx(ctx context.Context, address string, amount kassa.Sats) (k
 	final, err := w.FinalizePsbt(ctx, &walletrpc.FinalizePsbtRequest{FundedPsbt: funded.FundedPsbt})
 	if err != nil {
 		n.ReleaseTx(context.WithoutCancel(ctx), tx)
-		return kassa.OnchainTx{}, lndErr("FinalizePsbt", err)
+		return kassa.OnchainTx{}, kassa.Errorf(kassa.Unavailable, "lnd FinalizePsbt: %s", grpcMessage(err))
 	}
 	var msg wire.MsgTx
 	if err := msg.Deserialize(bytes.NewReader(final.RawFinalTx)); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +139,15 @@ func (e *refundEnv) approve(id string) payoutOut {
 // restart.
 func (e *refundEnv) waitFinal(id string) payoutOut {
 	e.t.Helper()
+	defer func() {
+		if e.t.Failed() { // what the sender said
+			for _, line := range strings.Split(e.kassa.Logs(), "\n") {
+				if strings.Contains(line, "payout") || strings.Contains(line, "component=lnd") || strings.Contains(line, "level=ERROR") {
+					e.t.Log(line)
+				}
+			}
+		}
+	}()
 	var po payoutOut
 	kassatest.Eventually(e.t, 120*time.Second, "payout "+id+" to end", func() error {
 		po = payoutOut{}

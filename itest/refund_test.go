@@ -139,17 +139,37 @@ func (e *refundEnv) approve(id string) payoutOut {
 // restart.
 func (e *refundEnv) waitFinal(id string) payoutOut {
 	e.t.Helper()
+	var po payoutOut
 	defer func() {
-		if e.t.Failed() { // what the sender said
-			for _, line := range strings.Split(e.kassa.Logs(), "\n") {
-				if strings.Contains(line, "payout") || strings.Contains(line, "component=lnd") || strings.Contains(line, "level=ERROR") {
-					e.t.Log(line)
+		if !e.t.Failed() {
+			return
+		}
+		for _, line := range strings.Split(e.kassa.Logs(), "\n") { // what the sender said
+			if strings.Contains(line, "payout") && !strings.Contains(line, "http request") || strings.Contains(line, "level=ERROR") {
+				e.t.Log(line)
+			}
+		}
+		if po.PaymentHash == "" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		pays, err := e.service.Client.ListPayments(ctx, &lnrpc.ListPaymentsRequest{IncludeIncomplete: true})
+		if err != nil {
+			e.t.Logf("service lnd ListPayments: %v", err)
+			return
+		}
+		for _, p := range pays.Payments {
+			if p.PaymentHash == po.PaymentHash {
+				e.t.Logf("service lnd's payment %s: %s, failure %s, %d htlcs", p.PaymentHash, p.Status, p.FailureReason, len(p.Htlcs))
+				for _, h := range p.Htlcs {
+					e.t.Logf("  htlc %s", h.Status)
 				}
 			}
 		}
+		e.t.Logf("customer's invoice settled: %v", e.customerSettled(po.PaymentHash))
 	}()
-	var po payoutOut
-	kassatest.Eventually(e.t, 120*time.Second, "payout "+id+" to end", func() error {
+	kassatest.Eventually(e.t, 180*time.Second, "payout "+id+" to end", func() error {
 		po = payoutOut{}
 		e.kassa.Do("GET", e.base()+"/payouts/"+id, e.key, nil, &po)
 		if po.State == "Failed" {

@@ -341,7 +341,11 @@ func TestRefundsOnLnd(t *testing.T) {
 		e.approve(lnPo.ID)
 		e.approve(ocPo.ID)
 		e.kassa.Kill() // just after the approvals: the sender may have recorded, sent, or nothing
-		e.service.Kill()
+		// lnd restarted under the payments. A SIGKILL of lnd with an
+		// HTLC just sent left lnd's payment IN_FLIGHT past 3 minutes
+		// (its HTLC never resolved after the reconnection), which Kassa
+		// can only wait out: lnd stops here as an operator restarts it.
+		e.service.Stop()
 		e.kassa = harness.StartKassa(t, e.kassa.Data, e.args...)
 		time.Sleep(2 * time.Second) // the sender meets lnd down
 		e.service.Start()

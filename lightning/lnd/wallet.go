@@ -138,7 +138,10 @@ func (n *Node) FundTx(ctx context.Context, address string, amount kassa.Sats) (k
 	if err != nil {
 		// What the wallet cannot pay is final; anything else (lnd down,
 		// starting, its wallet not unlocked yet) is tried again.
-		if containsAny(err, "insufficient", "not enough", "dust", "invalid address", "decode address", "unknown address") {
+		if containsAny(err, "insufficient", "not enough") && n.walletShort(ctx, amount) {
+			return kassa.OnchainTx{}, kassa.Errorf(kassa.Conflict, "lnd FundPsbt: %s", grpcMessage(err))
+		}
+		if containsAny(err, "dust", "invalid address", "decode address", "unknown address") {
 			return kassa.OnchainTx{}, kassa.Errorf(kassa.Conflict, "lnd FundPsbt: %s", grpcMessage(err))
 		}
 		return kassa.OnchainTx{}, kassa.Errorf(kassa.Unavailable, "lnd FundPsbt: %s", grpcMessage(err))
@@ -165,6 +168,18 @@ func (n *Node) FundTx(ctx context.Context, address string, amount kassa.Sats) (k
 	}
 	tx.Raw, tx.TxID, tx.Fee = hex.EncodeToString(final.RawFinalTx), msg.TxHash().String(), kassa.Sats(in-out)
 	return tx, nil
+}
+
+// walletShort says whether lnd's wallet, synced to the chain, holds
+// less than amount confirmed: lnd just restarted answers "insufficient
+// funds" until it has caught up with its coins.
+func (n *Node) walletShort(ctx context.Context, amount kassa.Sats) bool {
+	info, err := n.rpc.GetInfo(ctx)
+	if err != nil || !info.SyncedToChain {
+		return false
+	}
+	have, err := n.OnchainSpendable(ctx)
+	return err == nil && have < amount
 }
 
 // ReleaseTx gives back the inputs FundTx reserved for tx.

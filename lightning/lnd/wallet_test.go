@@ -95,7 +95,16 @@ func TestWalletPaysPayouts(t *testing.T) {
 		t.Fatalf("ReleaseTx = %v, %d releases", err, rpc.release)
 	}
 	rpc.fundErr = errors.New("rpc error: code = Unknown desc = insufficient funds available to construct transaction")
-	if _, err := n.FundTx(ctx, "bcrt1q", 30_000); kassa.ErrorCode(err) != kassa.Conflict {
+	synced := false
+	rpc.getInfo = func(context.Context) (*lnrpc.GetInfoResponse, error) { return &lnrpc.GetInfoResponse{SyncedToChain: synced}, nil }
+	if _, err := n.FundTx(ctx, "bcrt1q", 45_000); kassa.ErrorCode(err) != kassa.Unavailable {
+		t.Fatalf("FundTx while lnd catches up with the chain: %v, want unavailable", err)
+	}
+	synced = true
+	if _, err := n.FundTx(ctx, "bcrt1q", 30_000); kassa.ErrorCode(err) != kassa.Unavailable {
+		t.Fatalf("FundTx refused while the balance covers it (lnd just restarted): %v, want unavailable", err)
+	}
+	if _, err := n.FundTx(ctx, "bcrt1q", 45_000); kassa.ErrorCode(err) != kassa.Conflict {
 		t.Fatalf("FundTx without the money: %v, want conflict", err)
 	}
 	rpc.fundErr = status.Error(codes.Unknown, "server is still in the process of starting")

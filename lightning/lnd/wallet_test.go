@@ -96,7 +96,9 @@ func TestWalletPaysPayouts(t *testing.T) {
 	}
 	rpc.fundErr = errors.New("rpc error: code = Unknown desc = insufficient funds available to construct transaction")
 	synced := false
-	rpc.getInfo = func(context.Context) (*lnrpc.GetInfoResponse, error) { return &lnrpc.GetInfoResponse{SyncedToChain: synced}, nil }
+	rpc.getInfo = func(context.Context) (*lnrpc.GetInfoResponse, error) {
+		return &lnrpc.GetInfoResponse{SyncedToChain: synced}, nil
+	}
 	if _, err := n.FundTx(ctx, "bcrt1q", 45_000); kassa.ErrorCode(err) != kassa.Unavailable {
 		t.Fatalf("FundTx while lnd catches up with the chain: %v, want unavailable", err)
 	}

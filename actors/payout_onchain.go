@@ -16,10 +16,12 @@ import (
 // "On-chain payouts through lnd's wallet").
 type OnchainWallet interface {
 	// FundTx funds and signs, without publishing, a transaction paying
-	// amount to address; its inputs stay reserved for it. An error of
-	// kind Unavailable says to try again later; any other that the
-	// wallet cannot make it (too little money, a bad address).
-	FundTx(ctx context.Context, address string, amount kassa.Sats) (kassa.OnchainTx, error)
+	// amount to address for the payout key; its inputs stay reserved
+	// for it. The inputs an earlier FundTx of key reserved (a crash
+	// before it was recorded) are given back first. An error of kind
+	// Unavailable says to try again later; any other that the wallet
+	// cannot make it (too little money, a bad address).
+	FundTx(ctx context.Context, key, address string, amount kassa.Sats) (kassa.OnchainTx, error)
 	// ReleaseTx gives back the inputs of a funded transaction that was
 	// not recorded, so never published.
 	ReleaseTx(ctx context.Context, tx kassa.OnchainTx) error
@@ -47,7 +49,7 @@ func (a *forwardActor) stepOnchainPayout(ctx actor.Context, payouts RefundPayout
 		return
 	}
 	if p.State == kassa.PayoutApproved {
-		tx, err := w.FundTx(c, p.Destination.Address, p.Amount)
+		tx, err := w.FundTx(c, p.ID, p.Destination.Address, p.Amount)
 		if kassa.ErrorCode(err) == kassa.Unavailable {
 			a.f.log.Warn("fund payout transaction; retrying", "payout", p.ID, "err", err)
 			a.wakeIn(ctx, a.f.cfg.TrackEvery)

@@ -33,14 +33,14 @@ type simWallet struct {
 
 var errWalletDown = kassa.Errorf(kassa.Unavailable, "lnd is down")
 
-func (w *simWallet) FundTx(ctx context.Context, address string, amount kassa.Sats) (kassa.OnchainTx, error) {
+func (w *simWallet) FundTx(ctx context.Context, key, address string, amount kassa.Sats) (kassa.OnchainTx, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.down {
 		return kassa.OnchainTx{}, errWalletDown
 	}
 	w.funded++
-	return w.Chain.FundTx(ctx, address, amount)
+	return w.Chain.FundTx(ctx, key, address, amount)
 }
 
 func (w *simWallet) PublishTx(ctx context.Context, raw, txid string) error {
@@ -182,7 +182,7 @@ func TestRecordedTransactionIsPublishedAgainAfterARestart(t *testing.T) {
 	quiet := h.onchainRefunds(nil) // approves without telling the sender: the process dies
 	for _, publishedBeforeCrash := range []bool{false, true} {
 		p := h.approved(quiet, customerAddress, 5_000)
-		tx, err := h.wallet.Chain.FundTx(ctx, customerAddress, p.Amount)
+		tx, err := h.wallet.Chain.FundTx(ctx, p.ID, customerAddress, p.Amount)
 		if err != nil {
 			t.Fatal(err)
 		}

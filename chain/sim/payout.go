@@ -22,8 +22,9 @@ import (
 // amount, at SimulatedNetworkFee.
 
 // FundTx returns a transaction paying amount to address in its output
-// 0, spending a made-up coin, without publishing it.
-func (c *Chain) FundTx(ctx context.Context, address string, amount kassa.Sats) (kassa.OnchainTx, error) {
+// 0, spending a made-up coin, without publishing it (it reserves
+// nothing, so its key is not needed).
+func (c *Chain) FundTx(ctx context.Context, _ string, address string, amount kassa.Sats) (kassa.OnchainTx, error) {
 	if err := ctx.Err(); err != nil {
 		return kassa.OnchainTx{}, err
 	}

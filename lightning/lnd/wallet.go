@@ -3,6 +3,7 @@ package lnd
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ type WalletRPC interface {
 	FinalizePsbt(ctx context.Context, in *walletrpc.FinalizePsbtRequest) (*walletrpc.FinalizePsbtResponse, error)
 	PublishTransaction(ctx context.Context, in *walletrpc.Transaction) (*walletrpc.PublishResponse, error)
 	ReleaseOutput(ctx context.Context, in *walletrpc.ReleaseOutputRequest) error
+	ListLeases(ctx context.Context) ([]*walletrpc.UtxoLease, error)
 }
 
 // PayoutTargetConf is the confirmation target, in blocks, of the fee of
@@ -120,15 +122,30 @@ func (n *Node) OnchainFee(ctx context.Context, address string, amount kassa.Sats
 // FundTx funds (walletrpc FundPsbt, confirmed coins only, fee at
 // PayoutTargetConf) and signs (FinalizePsbt) a transaction paying amount
 // to address, without publishing it. lnd keeps its inputs for it for a
-// week, or until ReleaseTx.
-func (n *Node) FundTx(ctx context.Context, address string, amount kassa.Sats) (kassa.OnchainTx, error) {
+// week, or until ReleaseTx, under a lock id of key's: the inputs an
+// earlier FundTx of key leased (a crash before the transaction was
+// recorded, so never published) are released first.
+func (n *Node) FundTx(ctx context.Context, key, address string, amount kassa.Sats) (kassa.OnchainTx, error) {
 	w, err := n.wallet()
 	if err != nil {
 		return kassa.OnchainTx{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.CallTimeout)
 	defer cancel()
+	lockID := sha256.Sum256([]byte("kassa payout " + key))
+	leases, err := w.ListLeases(ctx)
+	if err != nil {
+		return kassa.OnchainTx{}, kassa.Errorf(kassa.Unavailable, "lnd ListLeases: %s", grpcMessage(err))
+	}
+	for _, l := range leases {
+		if bytes.Equal(l.Id, lockID[:]) {
+			if err := w.ReleaseOutput(ctx, &walletrpc.ReleaseOutputRequest{Id: l.Id, Outpoint: l.Outpoint}); err != nil {
+				return kassa.OnchainTx{}, kassa.Errorf(kassa.Unavailable, "lnd ReleaseOutput: %s", grpcMessage(err))
+			}
+		}
+	}
 	funded, err := w.FundPsbt(ctx, &walletrpc.FundPsbtRequest{
+		CustomLockId:          lockID[:],
 		Template:              &walletrpc.FundPsbtRequest_Raw{Raw: &walletrpc.TxTemplate{Outputs: map[string]uint64{address: uint64(amount)}}},
 		Fees:                  &walletrpc.FundPsbtRequest_TargetConf{TargetConf: PayoutTargetConf},
 		MinConfs:              1,
@@ -268,6 +285,14 @@ func (g *grpcRPC) FinalizePsbt(ctx context.Context, in *walletrpc.FinalizePsbtRe
 
 func (g *grpcRPC) PublishTransaction(ctx context.Context, in *walletrpc.Transaction) (*walletrpc.PublishResponse, error) {
 	return g.wallet.PublishTransaction(ctx, in)
+}
+
+func (g *grpcRPC) ListLeases(ctx context.Context) ([]*walletrpc.UtxoLease, error) {
+	r, err := g.wallet.ListLeases(ctx, &walletrpc.ListLeasesRequest{})
+	if err != nil {
+		return nil, err
+	}
+	return r.LockedUtxos, nil
 }
 
 func (g *grpcRPC) ReleaseOutput(ctx context.Context, in *walletrpc.ReleaseOutputRequest) error {

@@ -3,6 +3,7 @@ package lnd_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"testing"
@@ -27,7 +28,10 @@ type walletRPC struct {
 	publish error
 	known   []string // txids of lnd's wallet
 	release int
+	leases  []*walletrpc.UtxoLease
 }
+
+func (w *walletRPC) ListLeases(context.Context) ([]*walletrpc.UtxoLease, error) { return w.leases, nil }
 
 func (w *walletRPC) ListChannels(context.Context, *lnrpc.ListChannelsRequest) (*lnrpc.ListChannelsResponse, error) {
 	return &lnrpc.ListChannelsResponse{Channels: []*lnrpc.Channel{
@@ -87,7 +91,15 @@ func TestWalletPaysPayouts(t *testing.T) {
 	if got, err := n.OnchainSpendable(ctx); err != nil || got != 40_000 {
 		t.Fatalf("OnchainSpendable = %d, %v; want 40000", got, err)
 	}
-	funded, err := n.FundTx(ctx, "bcrt1q", 30_000)
+	// A lease of an earlier funding for the same payout (a crash before
+	// it was recorded) is released first; another payout's stays.
+	mine := sha256.Sum256([]byte("kassa payout po_1"))
+	rpc.leases = []*walletrpc.UtxoLease{{Id: mine[:], Outpoint: &lnrpc.OutPoint{TxidStr: "cd"}}, {Id: []byte{7}, Outpoint: &lnrpc.OutPoint{TxidStr: "ef"}}}
+	funded, err := n.FundTx(ctx, "po_1", "bcrt1q", 30_000)
+	if rpc.release != 1 {
+		t.Fatalf("%d leases released before funding, want the payout's one", rpc.release)
+	}
+	rpc.release, rpc.leases = 0, nil
 	if err != nil || funded.Fee != 300 || funded.TxID != tx.TxHash().String() || funded.Raw != hex.EncodeToString(buf.Bytes()) || len(funded.Locks) != 1 {
 		t.Fatalf("FundTx = %+v, %v", funded, err)
 	}
@@ -99,18 +111,18 @@ func TestWalletPaysPayouts(t *testing.T) {
 	rpc.getInfo = func(context.Context) (*lnrpc.GetInfoResponse, error) {
 		return &lnrpc.GetInfoResponse{SyncedToChain: synced}, nil
 	}
-	if _, err := n.FundTx(ctx, "bcrt1q", 45_000); kassa.ErrorCode(err) != kassa.Unavailable {
+	if _, err := n.FundTx(ctx, "po_1", "bcrt1q", 45_000); kassa.ErrorCode(err) != kassa.Unavailable {
 		t.Fatalf("FundTx while lnd catches up with the chain: %v, want unavailable", err)
 	}
 	synced = true
-	if _, err := n.FundTx(ctx, "bcrt1q", 30_000); kassa.ErrorCode(err) != kassa.Unavailable {
+	if _, err := n.FundTx(ctx, "po_1", "bcrt1q", 30_000); kassa.ErrorCode(err) != kassa.Unavailable {
 		t.Fatalf("FundTx refused while the balance covers it (lnd just restarted): %v, want unavailable", err)
 	}
-	if _, err := n.FundTx(ctx, "bcrt1q", 45_000); kassa.ErrorCode(err) != kassa.Conflict {
+	if _, err := n.FundTx(ctx, "po_1", "bcrt1q", 45_000); kassa.ErrorCode(err) != kassa.Conflict {
 		t.Fatalf("FundTx without the money: %v, want conflict", err)
 	}
 	rpc.fundErr = status.Error(codes.Unknown, "server is still in the process of starting")
-	if _, err := n.FundTx(ctx, "bcrt1q", 30_000); kassa.ErrorCode(err) != kassa.Unavailable {
+	if _, err := n.FundTx(ctx, "po_1", "bcrt1q", 30_000); kassa.ErrorCode(err) != kassa.Unavailable {
 		t.Fatalf("FundTx while lnd starts: %v, want unavailable", err)
 	}
 

@@ -977,6 +977,87 @@ func (x *FinalizePsbtResponse) GetRawFinalTx() []byte {
 	return nil
 }
 
+type ListLeasesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLeasesRequest) Reset() {
+	*x = ListLeasesRequest{}
+	mi := &file_walletrpc_walletkit_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLeasesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLeasesRequest) ProtoMessage() {}
+
+func (x *ListLeasesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_walletrpc_walletkit_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLeasesRequest.ProtoReflect.Descriptor instead.
+func (*ListLeasesRequest) Descriptor() ([]byte, []int) {
+	return file_walletrpc_walletkit_proto_rawDescGZIP(), []int{11}
+}
+
+type ListLeasesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The list of currently leased utxos.
+	LockedUtxos   []*UtxoLease `protobuf:"bytes,1,rep,name=locked_utxos,json=lockedUtxos,proto3" json:"locked_utxos,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListLeasesResponse) Reset() {
+	*x = ListLeasesResponse{}
+	mi := &file_walletrpc_walletkit_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListLeasesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListLeasesResponse) ProtoMessage() {}
+
+func (x *ListLeasesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_walletrpc_walletkit_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListLeasesResponse.ProtoReflect.Descriptor instead.
+func (*ListLeasesResponse) Descriptor() ([]byte, []int) {
+	return file_walletrpc_walletkit_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ListLeasesResponse) GetLockedUtxos() []*UtxoLease {
+	if x != nil {
+		return x.LockedUtxos
+	}
+	return nil
+}
+
 var File_walletrpc_walletkit_proto protoreflect.FileDescriptor
 
 const file_walletrpc_walletkit_proto_rawDesc = "" +
@@ -1048,12 +1129,17 @@ const file_walletrpc_walletkit_proto_rawDesc = "" +
 	"\vsigned_psbt\x18\x01 \x01(\fR\n" +
 	"signedPsbt\x12 \n" +
 	"\fraw_final_tx\x18\x02 \x01(\fR\n" +
-	"rawFinalTx*V\n" +
+	"rawFinalTx\"\x13\n" +
+	"\x11ListLeasesRequest\"M\n" +
+	"\x12ListLeasesResponse\x127\n" +
+	"\flocked_utxos\x18\x01 \x03(\v2\x14.walletrpc.UtxoLeaseR\vlockedUtxos*V\n" +
 	"\x11ChangeAddressType\x12#\n" +
 	"\x1fCHANGE_ADDRESS_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
-	"\x18CHANGE_ADDRESS_TYPE_P2TR\x10\x012\xbf\x02\n" +
+	"\x18CHANGE_ADDRESS_TYPE_P2TR\x10\x012\x8a\x03\n" +
 	"\tWalletKit\x12R\n" +
-	"\rReleaseOutput\x12\x1f.walletrpc.ReleaseOutputRequest\x1a .walletrpc.ReleaseOutputResponse\x12H\n" +
+	"\rReleaseOutput\x12\x1f.walletrpc.ReleaseOutputRequest\x1a .walletrpc.ReleaseOutputResponse\x12I\n" +
+	"\n" +
+	"ListLeases\x12\x1c.walletrpc.ListLeasesRequest\x1a\x1d.walletrpc.ListLeasesResponse\x12H\n" +
 	"\x12PublishTransaction\x12\x16.walletrpc.Transaction\x1a\x1a.walletrpc.PublishResponse\x12C\n" +
 	"\bFundPsbt\x12\x1a.walletrpc.FundPsbtRequest\x1a\x1b.walletrpc.FundPsbtResponse\x12O\n" +
 	"\fFinalizePsbt\x12\x1e.walletrpc.FinalizePsbtRequest\x1a\x1f.walletrpc.FinalizePsbtResponseB1Z/github.com/lightningnetwork/lnd/lnrpc/walletrpcb\x06proto3"
@@ -1071,7 +1157,7 @@ func file_walletrpc_walletkit_proto_rawDescGZIP() []byte {
 }
 
 var file_walletrpc_walletkit_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_walletrpc_walletkit_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_walletrpc_walletkit_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_walletrpc_walletkit_proto_goTypes = []any{
 	(ChangeAddressType)(0),           // 0: walletrpc.ChangeAddressType
 	(*ReleaseOutputRequest)(nil),     // 1: walletrpc.ReleaseOutputRequest
@@ -1085,33 +1171,38 @@ var file_walletrpc_walletkit_proto_goTypes = []any{
 	(*UtxoLease)(nil),                // 9: walletrpc.UtxoLease
 	(*FinalizePsbtRequest)(nil),      // 10: walletrpc.FinalizePsbtRequest
 	(*FinalizePsbtResponse)(nil),     // 11: walletrpc.FinalizePsbtResponse
-	nil,                              // 12: walletrpc.TxTemplate.OutputsEntry
-	(*lnrpc.OutPoint)(nil),           // 13: lnrpc.OutPoint
-	(lnrpc.CoinSelectionStrategy)(0), // 14: lnrpc.CoinSelectionStrategy
+	(*ListLeasesRequest)(nil),        // 12: walletrpc.ListLeasesRequest
+	(*ListLeasesResponse)(nil),       // 13: walletrpc.ListLeasesResponse
+	nil,                              // 14: walletrpc.TxTemplate.OutputsEntry
+	(*lnrpc.OutPoint)(nil),           // 15: lnrpc.OutPoint
+	(lnrpc.CoinSelectionStrategy)(0), // 16: lnrpc.CoinSelectionStrategy
 }
 var file_walletrpc_walletkit_proto_depIdxs = []int32{
-	13, // 0: walletrpc.ReleaseOutputRequest.outpoint:type_name -> lnrpc.OutPoint
+	15, // 0: walletrpc.ReleaseOutputRequest.outpoint:type_name -> lnrpc.OutPoint
 	7,  // 1: walletrpc.FundPsbtRequest.raw:type_name -> walletrpc.TxTemplate
 	8,  // 2: walletrpc.FundPsbtRequest.coin_select:type_name -> walletrpc.PsbtCoinSelect
 	0,  // 3: walletrpc.FundPsbtRequest.change_type:type_name -> walletrpc.ChangeAddressType
-	14, // 4: walletrpc.FundPsbtRequest.coin_selection_strategy:type_name -> lnrpc.CoinSelectionStrategy
+	16, // 4: walletrpc.FundPsbtRequest.coin_selection_strategy:type_name -> lnrpc.CoinSelectionStrategy
 	9,  // 5: walletrpc.FundPsbtResponse.locked_utxos:type_name -> walletrpc.UtxoLease
-	13, // 6: walletrpc.TxTemplate.inputs:type_name -> lnrpc.OutPoint
-	12, // 7: walletrpc.TxTemplate.outputs:type_name -> walletrpc.TxTemplate.OutputsEntry
-	13, // 8: walletrpc.UtxoLease.outpoint:type_name -> lnrpc.OutPoint
-	1,  // 9: walletrpc.WalletKit.ReleaseOutput:input_type -> walletrpc.ReleaseOutputRequest
-	3,  // 10: walletrpc.WalletKit.PublishTransaction:input_type -> walletrpc.Transaction
-	5,  // 11: walletrpc.WalletKit.FundPsbt:input_type -> walletrpc.FundPsbtRequest
-	10, // 12: walletrpc.WalletKit.FinalizePsbt:input_type -> walletrpc.FinalizePsbtRequest
-	2,  // 13: walletrpc.WalletKit.ReleaseOutput:output_type -> walletrpc.ReleaseOutputResponse
-	4,  // 14: walletrpc.WalletKit.PublishTransaction:output_type -> walletrpc.PublishResponse
-	6,  // 15: walletrpc.WalletKit.FundPsbt:output_type -> walletrpc.FundPsbtResponse
-	11, // 16: walletrpc.WalletKit.FinalizePsbt:output_type -> walletrpc.FinalizePsbtResponse
-	13, // [13:17] is the sub-list for method output_type
-	9,  // [9:13] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	15, // 6: walletrpc.TxTemplate.inputs:type_name -> lnrpc.OutPoint
+	14, // 7: walletrpc.TxTemplate.outputs:type_name -> walletrpc.TxTemplate.OutputsEntry
+	15, // 8: walletrpc.UtxoLease.outpoint:type_name -> lnrpc.OutPoint
+	9,  // 9: walletrpc.ListLeasesResponse.locked_utxos:type_name -> walletrpc.UtxoLease
+	1,  // 10: walletrpc.WalletKit.ReleaseOutput:input_type -> walletrpc.ReleaseOutputRequest
+	12, // 11: walletrpc.WalletKit.ListLeases:input_type -> walletrpc.ListLeasesRequest
+	3,  // 12: walletrpc.WalletKit.PublishTransaction:input_type -> walletrpc.Transaction
+	5,  // 13: walletrpc.WalletKit.FundPsbt:input_type -> walletrpc.FundPsbtRequest
+	10, // 14: walletrpc.WalletKit.FinalizePsbt:input_type -> walletrpc.FinalizePsbtRequest
+	2,  // 15: walletrpc.WalletKit.ReleaseOutput:output_type -> walletrpc.ReleaseOutputResponse
+	13, // 16: walletrpc.WalletKit.ListLeases:output_type -> walletrpc.ListLeasesResponse
+	4,  // 17: walletrpc.WalletKit.PublishTransaction:output_type -> walletrpc.PublishResponse
+	6,  // 18: walletrpc.WalletKit.FundPsbt:output_type -> walletrpc.FundPsbtResponse
+	11, // 19: walletrpc.WalletKit.FinalizePsbt:output_type -> walletrpc.FinalizePsbtResponse
+	15, // [15:20] is the sub-list for method output_type
+	10, // [10:15] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_walletrpc_walletkit_proto_init() }
@@ -1137,7 +1228,7 @@ func file_walletrpc_walletkit_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_walletrpc_walletkit_proto_rawDesc), len(file_walletrpc_walletkit_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	WalletKit_ReleaseOutput_FullMethodName      = "/walletrpc.WalletKit/ReleaseOutput"
+	WalletKit_ListLeases_FullMethodName         = "/walletrpc.WalletKit/ListLeases"
 	WalletKit_PublishTransaction_FullMethodName = "/walletrpc.WalletKit/PublishTransaction"
 	WalletKit_FundPsbt_FullMethodName           = "/walletrpc.WalletKit/FundPsbt"
 	WalletKit_FinalizePsbt_FullMethodName       = "/walletrpc.WalletKit/FinalizePsbt"
@@ -37,6 +38,9 @@ type WalletKitClient interface {
 	// selection if it remains unspent. The ID should match the one used to
 	// originally lock the output.
 	ReleaseOutput(ctx context.Context, in *ReleaseOutputRequest, opts ...grpc.CallOption) (*ReleaseOutputResponse, error)
+	// lncli: `wallet listleases`
+	// ListLeases lists all currently locked utxos.
+	ListLeases(ctx context.Context, in *ListLeasesRequest, opts ...grpc.CallOption) (*ListLeasesResponse, error)
 	// lncli: `wallet publishtx`
 	// PublishTransaction attempts to publish the passed transaction to the
 	// network. Once this returns without an error, the wallet will continually
@@ -106,6 +110,16 @@ func (c *walletKitClient) ReleaseOutput(ctx context.Context, in *ReleaseOutputRe
 	return out, nil
 }
 
+func (c *walletKitClient) ListLeases(ctx context.Context, in *ListLeasesRequest, opts ...grpc.CallOption) (*ListLeasesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListLeasesResponse)
+	err := c.cc.Invoke(ctx, WalletKit_ListLeases_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *walletKitClient) PublishTransaction(ctx context.Context, in *Transaction, opts ...grpc.CallOption) (*PublishResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PublishResponse)
@@ -148,6 +162,9 @@ type WalletKitServer interface {
 	// selection if it remains unspent. The ID should match the one used to
 	// originally lock the output.
 	ReleaseOutput(context.Context, *ReleaseOutputRequest) (*ReleaseOutputResponse, error)
+	// lncli: `wallet listleases`
+	// ListLeases lists all currently locked utxos.
+	ListLeases(context.Context, *ListLeasesRequest) (*ListLeasesResponse, error)
 	// lncli: `wallet publishtx`
 	// PublishTransaction attempts to publish the passed transaction to the
 	// network. Once this returns without an error, the wallet will continually
@@ -210,6 +227,9 @@ type UnimplementedWalletKitServer struct{}
 func (UnimplementedWalletKitServer) ReleaseOutput(context.Context, *ReleaseOutputRequest) (*ReleaseOutputResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReleaseOutput not implemented")
 }
+func (UnimplementedWalletKitServer) ListLeases(context.Context, *ListLeasesRequest) (*ListLeasesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListLeases not implemented")
+}
 func (UnimplementedWalletKitServer) PublishTransaction(context.Context, *Transaction) (*PublishResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PublishTransaction not implemented")
 }
@@ -254,6 +274,24 @@ func _WalletKit_ReleaseOutput_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(WalletKitServer).ReleaseOutput(ctx, req.(*ReleaseOutputRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WalletKit_ListLeases_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListLeasesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WalletKitServer).ListLeases(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WalletKit_ListLeases_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WalletKitServer).ListLeases(ctx, req.(*ListLeasesRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -322,6 +360,10 @@ var WalletKit_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReleaseOutput",
 			Handler:    _WalletKit_ReleaseOutput_Handler,
+		},
+		{
+			MethodName: "ListLeases",
+			Handler:    _WalletKit_ListLeases_Handler,
 		},
 		{
 			MethodName: "PublishTransaction",

@@ -415,7 +415,8 @@ func TestRefundsOnLnd(t *testing.T) {
 	}
 }
 
-// lnStatus is lnd's status of its payment with hash.
+// lnStatus is lnd's status of its payment with hash (INITIATED when
+// lnd has none).
 func lnStatus(t *testing.T, l *harness.Lnd, hash string) lnrpc.Payment_PaymentStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -429,9 +430,10 @@ func lnStatus(t *testing.T, l *harness.Lnd, hash string) lnrpc.Payment_PaymentSt
 			return p.Status
 		}
 	}
-	return lnrpc.Payment_UNKNOWN
+	return lnrpc.Payment_INITIATED
 }
 
+// first is the sums of ledger(), without the count.
 func first(m map[string]int64, _ int) map[string]int64 { return m }
 
 // countTo counts the customer wallet's transactions with an output to

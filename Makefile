@@ -124,18 +124,18 @@ lint:
 	test -z "$$out" || { echo "deadcode: unreachable functions:"; echo "$$out"; exit 1; }
 
 # Regenerates protos/kassa.pb.go, protos/storecall.pb.go and the lnd client stubs under
-# lightning/lnd/lnrpc: lightning.proto, routerrpc/router.proto and
-# invoicesrpc/invoices.proto, read from the module cache at the lnd version
+# lightning/lnd/lnrpc: lightning.proto, routerrpc/router.proto,
+# invoicesrpc/invoices.proto and walletrpc/walletkit.proto, read from the module cache at the lnd version
 # go.mod pins, trimmed (internal/prototrim) to the methods listed in
 # lightning/lnd/lnrpc/methods.txt and the messages they reach. Their proto
-# packages stay lnrpc, routerrpc and invoicesrpc, so the wire protocol is
+# packages stay lnrpc, routerrpc, invoicesrpc and walletrpc, so the wire protocol is
 # lnd's. Needs protoc (Debian protobuf-compiler).
 # protoc-gen-go is built at go.mod's google.golang.org/protobuf version,
 # protoc-gen-go-grpc at PROTOC_GEN_GO_GRPC, into TOOLS.
 PROTOC_GEN_GO_GRPC := v1.6.2
 LNRPC   := lightning/lnd/lnrpc
-LNRPC_PROTOS := lightning.proto routerrpc/router.proto invoicesrpc/invoices.proto
-LNRPC_M := Mlightning.proto=github.com/kassapay/kassa/$(LNRPC),Mrouterrpc/router.proto=github.com/kassapay/kassa/$(LNRPC)/routerrpc,Minvoicesrpc/invoices.proto=github.com/kassapay/kassa/$(LNRPC)/invoicesrpc
+LNRPC_PROTOS := lightning.proto routerrpc/router.proto invoicesrpc/invoices.proto walletrpc/walletkit.proto
+LNRPC_M := Mlightning.proto=github.com/kassapay/kassa/$(LNRPC),Mrouterrpc/router.proto=github.com/kassapay/kassa/$(LNRPC)/routerrpc,Minvoicesrpc/invoices.proto=github.com/kassapay/kassa/$(LNRPC)/invoicesrpc,Mwalletrpc/walletkit.proto=github.com/kassapay/kassa/$(LNRPC)/walletrpc,Msignrpc/signer.proto=github.com/kassapay/kassa/$(LNRPC)/signrpc
 protos:
 	@command -v protoc >/dev/null || { echo "protos: protoc is missing (apt-get install protobuf-compiler)"; exit 1; }
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$$($(GO) list -m -f '{{.Version}}' google.golang.org/protobuf)

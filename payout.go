@@ -199,7 +199,8 @@ type Payout struct {
 	RawTx          string `json:"rawTx,omitempty"`
 	TxID           string `json:"txid,omitempty"`
 	// Proof of a Completed payout: the preimage (Lightning) and the
-	// network fee it cost.
+	// network fee it cost (on-chain: the recorded transaction's, known
+	// from the attempt).
 	Preimage   string `json:"preimage,omitempty"`
 	NetworkFee Sats   `json:"networkFee,omitempty"`
 	// MarkedPaid: the merchant paid it outside Kassa.
@@ -259,11 +260,25 @@ type PayoutApprove struct {
 }
 
 // PayoutAttempt records the payment about to be sent: a Lightning
-// invoice and its hash, or a signed transaction and its txid.
+// invoice and its hash, or a signed transaction, its txid and the
+// network fee it pays (Fee, at most the payout's fee limit).
 type PayoutAttempt struct {
 	PaymentRequest, PaymentHash string
 	RawTx, TxID                 string
+	Fee                         Sats
 	At                          time.Time
+}
+
+// OnchainTx is a signed transaction of the service's wallet that pays an
+// on-chain payout, funded but not published: Raw (hex) and TxID are
+// recorded on the payout before it is published (docs/decisions.md,
+// "On-chain payouts through lnd's wallet"). Fee is what its inputs pay
+// beyond its outputs; Locks name its reserved inputs, which the wallet
+// gives back when the transaction is not recorded.
+type OnchainTx struct {
+	Raw, TxID string
+	Fee       Sats
+	Locks     []string
 }
 
 // PayoutSucceeded says that the attempt's payment arrived.
@@ -334,7 +349,6 @@ var (
 	ErrPayoutFinal               = Errorf(Conflict, "the payout is already completed, failed or cancelled")
 	ErrPayoutNotApproved         = Errorf(Conflict, "the payout is not approved")
 	ErrPayoutNoAttempt           = Errorf(Conflict, "the payout has no payment under way")
-	ErrPayoutOnchainLater        = Errorf(Unavailable, "on-chain payouts are not paid by this version: mark it paid once paid by other means, or cancel it")
 )
 
 // Apply returns the payout after in and the effects to record with it.
@@ -368,8 +382,18 @@ func (p Payout) Apply(in PayoutInput) (Payout, []PayoutEffect, error) {
 		if p.State != PayoutApproved {
 			return p, nil, ErrPayoutNotApproved
 		}
+		onchain := p.Destination.Kind == DestinationOnchain
+		if onchain != (in.RawTx != "") || onchain != (in.TxID != "") {
+			return p, nil, Errorf(Invalid, "an on-chain payout is paid by a transaction, a Lightning one by an invoice")
+		}
+		if in.Fee < 0 || in.Fee > p.FeeLimit {
+			return p, nil, Errorf(Invalid, "the transaction's network fee of %d sat is beyond the payout's fee limit of %d sat", in.Fee, p.FeeLimit)
+		}
 		p.State = PayoutInProgress
 		p.PaymentRequest, p.PaymentHash, p.RawTx, p.TxID = in.PaymentRequest, in.PaymentHash, in.RawTx, in.TxID
+		// A transaction's fee is known before it is sent; a Lightning
+		// payment's once it arrived.
+		p.NetworkFee = in.Fee
 	case PayoutSucceeded:
 		if p.State != PayoutInProgress {
 			return p, nil, ErrPayoutNoAttempt

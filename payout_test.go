@@ -257,3 +257,45 @@ func TestPayoutEvents(t *testing.T) {
 		t.Error("BTCPay's payout state names")
 	}
 }
+
+// TestOnchainPayoutRecordsItsTransaction: an on-chain payout's attempt
+// is its signed transaction, whose fee it records and which may not pay
+// more than the fee limit; success charges that fee and gives back the
+// rest of the limit.
+func TestOnchainPayoutRecordsItsTransaction(t *testing.T) {
+	pp := satsPullPayment(5000)
+	dest := Destination{Kind: DestinationOnchain, Address: "bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080"}
+	p, err := ClaimPayout("po1", pp, dest, decimal.Zero, decimal.Zero, payoutEpoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := payoutEpoch.Add(time.Minute)
+	approved, _ := mustPayout(t, *p, PayoutApprove{FeeLimit: 300, At: at})
+	for _, bad := range []PayoutAttempt{
+		{RawTx: "00", TxID: "aa", Fee: 301, At: at},            // beyond the limit
+		{PaymentRequest: "lnbcrt1", PaymentHash: "aa", At: at}, // not a transaction
+		{RawTx: "00", At: at},                                  // no txid
+	} {
+		if _, _, err := approved.Apply(bad); ErrorCode(err) != Invalid {
+			t.Errorf("attempt %+v: err = %v, want invalid", bad, err)
+		}
+	}
+	sent, _ := mustPayout(t, approved, PayoutAttempt{RawTx: "00", TxID: "aa", Fee: 141, At: at})
+	if sent.State != PayoutInProgress || sent.RawTx != "00" || sent.TxID != "aa" || sent.NetworkFee != 141 {
+		t.Fatalf("after the attempt: %+v", sent)
+	}
+	done, effects := mustPayout(t, sent, PayoutSucceeded{NetworkFee: sent.NetworkFee, At: at})
+	if done.State != PayoutCompleted || done.NetworkFee != 141 || !reflect.DeepEqual(effects, []PayoutEffect{ReturnUnusedFee{Amount: 159}}) {
+		t.Fatalf("completed %+v, effects %+v", done, effects)
+	}
+	// A Lightning payout's attempt carries no transaction.
+	if _, _, err := awaitingApproved(t).Apply(PayoutAttempt{RawTx: "00", TxID: "aa", At: at}); ErrorCode(err) != Invalid {
+		t.Errorf("a transaction for a Lightning payout: err = %v, want invalid", err)
+	}
+}
+
+func awaitingApproved(t *testing.T) Payout {
+	t.Helper()
+	p, _ := mustPayout(t, awaiting(t), PayoutApprove{FeeLimit: 10, At: payoutEpoch})
+	return p
+}

@@ -49,10 +49,12 @@ type LightningAddresses interface {
 
 // ForwarderConfig holds what forwarding needs.
 type ForwarderConfig struct {
-	Journal   kassa.Journal
-	Store     kassa.ForwardStore
-	Reader    kassa.Reader
-	Payer     LightningPayer
+	Journal kassa.Journal
+	Store   kassa.ForwardStore
+	Reader  kassa.Reader
+	Payer   LightningPayer
+	// Wallet pays on-chain refund payouts (nil: they fail, money back).
+	Wallet    OnchainWallet
 	Addresses LightningAddresses
 	Clock     kassa.Clock
 	Logger    *slog.Logger

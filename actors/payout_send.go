@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -76,12 +77,22 @@ func (a *forwardActor) stepPayout(ctx actor.Context) bool {
 		return false
 	}
 	p := todo[0]
+	if p.Destination.Kind == kassa.DestinationOnchain {
+		a.stepOnchainPayout(ctx, payouts, p)
+		return true
+	}
 	if p.State == kassa.PayoutInProgress {
 		res, ok := a.f.lookUp(c, "payout", p.ID, p.PaymentRequest, p.PaymentHash, p.FeeLimit.MSat())
 		a.payoutOutcome(ctx, payouts, p, res, ok)
 		return true
 	}
-	pr, hash, reason := a.payoutInvoice(c, p)
+	pr, hash, reason, err := a.payoutInvoice(c, p)
+	if err != nil {
+		// The service's node, not the address, is at fault: try again.
+		a.f.log.Warn("payout's Lightning address not resolved; retrying", "payout", p.ID, "err", err)
+		a.retryLater(ctx)
+		return true
+	}
 	if reason != "" {
 		a.recordPayout(ctx, payouts, p, kassa.PayoutPaymentFailed{Reason: reason, At: a.now()})
 		return true
@@ -101,30 +112,38 @@ func (a *forwardActor) stepPayout(ctx actor.Context) bool {
 
 // payoutInvoice returns the invoice that pays p, or why there is none:
 // the claimed invoice itself, or one the Lightning address makes for
-// the payout's amount.
-func (a *forwardActor) payoutInvoice(c context.Context, p *kassa.Payout) (pr, hash, reason string) {
+// the payout's amount. err (kassa.ErrLightningNodeUnreachable) says
+// that the address could not be checked for now, through no fault of
+// its own: the payout is tried again rather than failed.
+func (a *forwardActor) payoutInvoice(c context.Context, p *kassa.Payout) (pr, hash, reason string, err error) {
 	d := p.Destination
 	switch d.Kind {
 	case kassa.DestinationBOLT11:
 		if !a.now().Before(d.ExpiresAt) {
-			return "", "", "the Lightning invoice expired before the payout was paid"
+			return "", "", "the Lightning invoice expired before the payout was paid", nil
 		}
 		if d.Amount != p.Amount.MSat() {
-			return "", "", "the Lightning invoice's amount is not the payout's"
+			return "", "", "the Lightning invoice's amount is not the payout's", nil
 		}
-		return d.Address, d.PaymentHash, ""
+		return d.Address, d.PaymentHash, "", nil
 	case kassa.DestinationLNURL:
 		req, err := a.f.cfg.Addresses.PayRequest(c, d.Address)
+		if errors.Is(err, kassa.ErrLightningNodeUnreachable) {
+			return "", "", "", err
+		}
 		if err != nil {
-			return "", "", "the Lightning address gave no pay request: " + kassa.ErrorMessage(err)
+			return "", "", "the Lightning address gave no pay request: " + kassa.ErrorMessage(err), nil
 		}
 		inv, err := a.f.cfg.Addresses.Invoice(c, req, p.Amount.MSat(), "refund "+p.ID)
-		if err != nil {
-			return "", "", "the Lightning address gave no invoice: " + kassa.ErrorMessage(err)
+		if errors.Is(err, kassa.ErrLightningNodeUnreachable) {
+			return "", "", "", err
 		}
-		return inv.PaymentRequest, inv.PaymentHash, ""
+		if err != nil {
+			return "", "", "the Lightning address gave no invoice: " + kassa.ErrorMessage(err), nil
+		}
+		return inv.PaymentRequest, inv.PaymentHash, "", nil
 	}
-	return "", "", "on-chain payouts are not paid by this version"
+	return "", "", "the destination is not a Lightning one", nil
 }
 
 // payoutOutcome records what the node says of p's payment: completed

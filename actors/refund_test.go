@@ -320,8 +320,8 @@ func TestRefundRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.refunds.Approve(ctx, h.store.ID, onchain.ID); err != kassa.ErrPayoutOnchainLater {
-		t.Fatalf("approval of an on-chain payout: %v", err)
+	if _, err := h.refunds.Approve(ctx, h.store.ID, onchain.ID); kassa.ErrorCode(err) != kassa.Unavailable {
+		t.Fatalf("approval of an on-chain payout without a wallet: %v, want unavailable", err)
 	}
 	if _, err := h.refunds.Approve(ctx, "another", onchain.ID); kassa.ErrorCode(err) != kassa.NotFound {
 		t.Fatalf("approval through another store: %v", err)

@@ -33,6 +33,9 @@ type Config struct {
 	// Sender, when set, is told of each payout approved, so that it
 	// pays it now (the forwarder: actors.Forwarder).
 	Sender Sender
+	// Funds, when set, is asked at approval whether the node can pay
+	// the payout, and for an on-chain payout's fee (funds.go).
+	Funds Funds
 }
 
 // Network gives the network the service runs on, which its backends
@@ -224,14 +227,15 @@ func (s *Service) Approve(ctx context.Context, storeID, payoutID string) (*kassa
 	if err != nil {
 		return nil, err
 	}
-	if first.Destination.Kind == kassa.DestinationOnchain {
-		return nil, kassa.ErrPayoutOnchainLater
-	}
 	var rate decimal.Decimal
 	if first.Currency != kassa.SATS {
 		if rate, err = s.cfg.Rates.Rate(ctx, first.Currency); err != nil {
 			return nil, err
 		}
+	}
+	onchainFeeLimit, err := s.payoutFunds(ctx, storeID, first, rate)
+	if err != nil {
+		return nil, err
 	}
 	ch, err := s.change(ctx, storeID, payoutID, func(st *kassa.Store, p *kassa.Payout, available kassa.Sats) (kassa.PayoutInput, error) {
 		amount := p.Amount
@@ -241,6 +245,9 @@ func (s *Service) Approve(ctx context.Context, storeID, payoutID string) (*kassa
 			}
 		}
 		feeLimit := FeeLimit(st, amount)
+		if p.Destination.Kind == kassa.DestinationOnchain {
+			feeLimit = onchainFeeLimit
+		}
 		if amount+feeLimit > available {
 			return nil, errBalanceTooLow(available, amount, feeLimit)
 		}

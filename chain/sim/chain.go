@@ -263,6 +263,12 @@ func (c *Chain) Pay(ctx context.Context, address string, amount kassa.Sats) (txi
 		return "", fmt.Errorf("pay: %w", err)
 	}
 	txid = hex.EncodeToString(raw[:])
+	return txid, c.put(ctx, txid, address, amount)
+}
+
+// put puts transaction txid, which pays amount to address in its output
+// 0, in the mempool and reports it.
+func (c *Chain) put(ctx context.Context, txid, address string, amount kassa.Sats) error {
 	o := &output{Payment: kassa.Payment{
 		ID:          txid + ":0",
 		Method:      kassa.MethodOnchain,
@@ -278,15 +284,15 @@ func (c *Chain) Pay(ctx context.Context, address string, amount kassa.Sats) (txi
 	c.mu.Lock()
 	if err := c.saveOutput(ctx, o); err != nil {
 		c.mu.Unlock()
-		return "", fmt.Errorf("pay: %w", err)
+		return fmt.Errorf("pay: %w", err)
 	}
 	c.watched = append(c.watched, o)
-	err = c.events.Push(ctx, o.event())
+	err := c.events.Push(ctx, o.event())
 	c.mu.Unlock()
 	if err != nil {
-		return txid, fmt.Errorf("%w: %w", ErrNotRecorded, err)
+		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
-	return txid, c.deliver(ctx)
+	return c.deliver(ctx)
 }
 
 // regtestAddress checks that address is a regtest address and returns it

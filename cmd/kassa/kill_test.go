@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/btcsuite/btcd/btcutil/bech32"
+
 	"github.com/kassapay/kassa/kassatest"
 )
 
@@ -194,4 +196,143 @@ func TestKill9(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestKill9DuringPayouts kills the server with SIGKILL while its sender
+// pays approved refund payouts, Lightning (BOLT11 invoices of another
+// store, which the simulated node pays) and on-chain (the simulated
+// chain's wallet): approved at once, killed after half the answers, so
+// that payouts are caught awaiting approval, approved, recorded, or sent
+// but not yet recorded. After the restart every payout ends Completed, paid once:
+// each target invoice settled, each payout's refund line written once,
+// and the balance debited by the amounts and the network fees alone. The
+// states met at the restart are logged: in-process tests
+// (actors/refund_onchain_test.go, refund_send_test.go) set each one.
+func TestKill9DuringPayouts(t *testing.T) {
+	if e2eCluster() {
+		t.Skip("skipped on a cluster: refunds are served only by the node that runs the store (503 elsewhere); docs/decisions.md, \"Refunds: pull payments and payouts\"")
+	}
+	dir := t.TempDir()
+	s := startServer(t, dir, "--dev")
+	a := s.createStore("--name", "Refunds", "--currency", "EUR")
+	b := s.createStore("--name", "Customer", "--currency", "EUR")
+	key := adminKey(t, s, a.StoreID, "btcpay.store.cancreatenonapprovedpullpayments", "btcpay.store.canviewpullpayments",
+		"btcpay.store.canviewpayouts", "btcpay.store.canmanagepayouts", "btcpay.store.canviewinvoices", "btcpay.store.canviewreports")
+	s.mustCLI("store", "topup", a.StoreID, "--amount", "500000")
+	base := "/api/v1/stores/" + a.StoreID
+	const n = 8
+	var payouts, targets []string
+	for i := range n {
+		pp := s.json("POST", base+"/pull-payments", key, map[string]any{"name": fmt.Sprint("refund ", i), "amount": "10000", "currency": "SATS"}, 200)
+		dest := fmt.Sprintf("bcrt1q%s", regtestProgram(i))
+		if i%2 == 0 {
+			inv := s.json("POST", "/api/v1/stores/"+b.StoreID+"/invoices", b.APIKey, map[string]any{"amount": 10000, "currency": "SATS"}, 200)
+			targets = append(targets, inv["id"].(string))
+			dest = inv["lightningInvoice"].(string)
+		}
+		po := s.json("POST", base+"/pull-payments/"+pp["id"].(string)+"/payouts", key, map[string]any{"destination": dest}, 200)
+		payouts = append(payouts, po["id"].(string))
+	}
+	balance := func(s *server) float64 {
+		req, _ := http.NewRequest("GET", s.url+"/admin/v1/stores/"+a.StoreID, nil)
+		req.Header.Set("Authorization", "Bearer "+adminTokenOf(t, dir))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var st map[string]any
+		if err := json.NewDecoder(res.Body).Decode(&st); err != nil || res.StatusCode != 200 {
+			t.Fatalf("admin store = %d, %v", res.StatusCode, err)
+		}
+		return num(st, "balance")
+	}
+	before := balance(s)
+	// The approvals at once; the kill follows half of the answers, while
+	// the sender pays the approved ones and the rest are in flight.
+	var wg sync.WaitGroup
+	answered := make(chan struct{}, n)
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, id := range payouts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", s.url+base+"/payouts/"+id+"/approve", nil)
+			req.Header.Set("x-api-key", key)
+			res, err := client.Do(req)
+			if err != nil {
+				return // the server is gone
+			}
+			res.Body.Close()
+			if res.StatusCode == 200 {
+				answered <- struct{}{}
+			}
+		}()
+	}
+	for range n / 2 {
+		<-answered
+	}
+	s.Kill()
+	wg.Wait()
+
+	s2 := startServer(t, dir, "--dev")
+	s2.t = t
+	// Approvals the kill cut off are made again: each is approved once
+	// (a second would answer 409).
+	states := map[string]int{}
+	for _, id := range payouts {
+		p := s2.json("GET", base+"/payouts/"+id, key, nil, 200)
+		states[p["state"].(string)]++
+		if p["state"] == "AwaitingApproval" {
+			s2.json("POST", base+"/payouts/"+id+"/approve", key, nil, 200)
+		}
+	}
+	t.Logf("payouts by state at the restart: %v", states)
+	var amounts, fees float64
+	for _, id := range payouts {
+		var p map[string]any
+		waitFor(t, 60*time.Second, id+" completed", func() bool {
+			p = s2.json("GET", base+"/payouts/"+id, key, nil, 200)
+			return p["state"] == "Completed" || p["state"] == "Cancelled"
+		})
+		if p["state"] != "Completed" || (p["txid"] == nil && p["paymentHash"] == nil) {
+			t.Fatalf("payout after the restart: %v", p)
+		}
+		amounts += num(p, "amount")
+		fees += num(p, "networkFee")
+	}
+	for _, id := range targets {
+		waitFor(t, 15*time.Second, id+" settled by its refund", func() bool {
+			return s2.json("GET", "/api/v1/stores/"+b.StoreID+"/invoices/"+id, b.APIKey, nil, 200)["status"] == "Settled"
+		})
+	}
+	refunds := 0
+	var refunded, netFees float64
+	for _, tx := range s2.list(base+"/transactions", key) {
+		switch tx["type"] {
+		case "refund":
+			refunds++
+			refunded += num(tx, "amount")
+		case "network_fee":
+			netFees += num(tx, "amount")
+		case "refund_returned":
+			netFees -= num(tx, "amount")
+		}
+	}
+	if refunds != n || refunded != amounts || netFees != fees {
+		t.Fatalf("ledger: %d refund lines of %v sat, net network fees %v; payouts %v sat, fees %v", refunds, refunded, netFees, amounts, fees)
+	}
+	if got := balance(s2); got != before-amounts-fees {
+		t.Fatalf("balance %v, want %v", got, before-amounts-fees)
+	}
+}
+
+// regtestProgram is the data part of a distinct valid P2WPKH regtest
+// address for i: a bech32 program of 20 bytes and its checksum.
+func regtestProgram(i int) string {
+	prog := make([]byte, 20)
+	prog[19] = byte(i + 1)
+	conv, _ := bech32.ConvertBits(prog, 8, 5, true)
+	s, _ := bech32.Encode("bcrt", append([]byte{0}, conv...))
+	return strings.TrimPrefix(s, "bcrt1q")
 }

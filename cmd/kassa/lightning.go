@@ -64,17 +64,18 @@ func openPaymentHashes(r kassa.Reader) func(context.Context, func(string) error)
 // addresses and https only, unless --dev) into invoices on the node's
 // network (net nil: lnd's, learnt once it answers).
 // onchain says that the chain backend watches lnd's wallet addresses
-// (lndWallet), so that confirmed payments to them are forwarded.
+// (lndWallet), so that confirmed payments to them are forwarded. wallet
+// (nil: none) pays on-chain payouts.
 // In cluster mode the forwarder stands by until it holds the forwarder
 // lease (leases.go).
-func newForwarder(payer actors.LightningPayer, net networker, db storage, dev, onchain, cluster bool, clock kassa.Clock, stats *metrics.Set, log *slog.Logger) *actors.Forwarder {
+func newForwarder(payer actors.LightningPayer, wallet actors.OnchainWallet, net networker, db storage, dev, onchain, cluster bool, clock kassa.Clock, stats *metrics.Set, log *slog.Logger) *actors.Forwarder {
 	cfg := egress.DefaultConfig()
 	cfg.AllowPrivate = dev
 	cfg.RequireHTTPS = !dev
 	cfg.Timeout = lnurl.DefaultTimeout
 	cfg.UserAgent = "Kassa-LNURL/1"
 	return actors.NewForwarder(actors.ForwarderConfig{
-		Journal: db, Store: db, Reader: db, Payer: payer, Values: db,
+		Journal: db, Store: db, Reader: db, Payer: payer, Wallet: wallet, Values: db,
 		Addresses: &lnurlAddresses{node: net, http: egress.New(cfg), allowHTTP: dev},
 		Clock:     clock, Logger: log, Onchain: onchain, Standby: cluster, Metrics: stats,
 	})

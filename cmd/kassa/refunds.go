@@ -1,9 +1,14 @@
 package main
 
 import (
+	"context"
+
 	"github.com/btcsuite/btcd/chaincfg"
 
+	"github.com/kassapay/kassa"
 	chainrpc "github.com/kassapay/kassa/chain/rpc"
+	chainsim "github.com/kassapay/kassa/chain/sim"
+	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/refund"
 )
 
@@ -13,7 +18,7 @@ import (
 // service's Lightning payments. Call it before the forwarder's Recover.
 func (m *Main) newRefunds(b backends) *refund.Service {
 	cfg := refund.Config{Reader: m.db, Payouts: m.db, Ledger: m.sys.Service, Rates: b.rates, Clock: m.Clock,
-		Network: refund.Fixed{Net: m.chainNetwork()}}
+		Network: refund.Fixed{Net: m.chainNetwork()}, Funds: m.funds}
 	if m.forwarder != nil {
 		cfg.Sender = m.forwarder
 	}
@@ -33,4 +38,31 @@ func (m *Main) chainNetwork() *chaincfg.Params {
 		}
 	}
 	return &chaincfg.RegressionNetParams
+}
+
+// simFunds is what the simulated node and, with --chain sim, the
+// simulated chain's wallet can pay (refund.Funds).
+type simFunds struct {
+	node  *lnsim.Node
+	chain *chainsim.Chain // nil: no wallet
+}
+
+var errNoSimWallet = kassa.Errorf(kassa.Unavailable, "no wallet pays on-chain payouts with --lightning sim and --chain rpc://")
+
+func (f simFunds) LightningSendable(ctx context.Context) (kassa.Sats, error) {
+	return f.node.LightningSendable(ctx)
+}
+
+func (f simFunds) OnchainSpendable(ctx context.Context) (kassa.Sats, error) {
+	if f.chain == nil {
+		return 0, errNoSimWallet
+	}
+	return f.chain.OnchainSpendable(ctx)
+}
+
+func (f simFunds) OnchainFee(ctx context.Context, address string, amount kassa.Sats) (kassa.Sats, error) {
+	if f.chain == nil {
+		return 0, errNoSimWallet
+	}
+	return f.chain.OnchainFee(ctx, address, amount)
 }

@@ -49,8 +49,11 @@ type Main struct {
 	// (lnd): the service's node holds it until then. The simulated node
 	// only pays refunds; its stores' money is theirs at once, as always.
 	forwards bool
-	refunds  *refund.Service
-	server   *nethttp.Server
+	// funds says what the service's node can pay out, asked at a
+	// payout's approval (refund.Funds).
+	funds   refund.Funds
+	refunds *refund.Service
+	server  *nethttp.Server
 	// stats are the service's metrics, given to each part; metrics
 	// serves them on --metrics-listen (nil when off).
 	stats   *metrics.Set
@@ -220,7 +223,14 @@ func (m *Main) openBackends(ctx, runCtx context.Context, cluster bool) (backends
 		b.sim.node = node
 		// The simulated node pays too (its own invoices; others find no
 		// route), so refunds work in simulation; it forwards nothing.
-		m.forwarder = newForwarder(node, simNetwork{}, m.db, c.Dev, false, cluster, m.Clock, m.stats, log)
+		// The simulated chain is its wallet for on-chain payouts.
+		funds := simFunds{node: node}
+		var wallet actors.OnchainWallet
+		if b.sim.chain != nil {
+			funds.chain, wallet = b.sim.chain, b.sim.chain
+		}
+		m.funds = funds
+		m.forwarder = newForwarder(node, wallet, simNetwork{}, m.db, c.Dev, false, cluster, m.Clock, m.stats, log)
 	case strings.HasPrefix(c.Lightning, "lnd://"):
 		node, err := newLND(c.Lightning, m.db, cluster, m.Clock, log)
 		if err != nil {
@@ -236,7 +246,9 @@ func (m *Main) openBackends(ctx, runCtx context.Context, cluster bool) (backends
 			go wallet.pool.Run(runCtx)
 		}
 		_, onchain := b.chain.(*chainrpc.Chain)
-		m.forwarder, m.forwards = newForwarder(node, node, m.db, c.Dev, onchain, cluster, m.Clock, m.stats, log), true
+		// lnd's wallet pays on-chain payouts.
+		m.funds = node
+		m.forwarder, m.forwards = newForwarder(node, node, node, m.db, c.Dev, onchain, cluster, m.Clock, m.stats, log), true
 	default:
 		return b, fmt.Errorf("--lightning %q: use sim or lnd://host:port?tls=…&macaroon=…", c.Lightning)
 	}

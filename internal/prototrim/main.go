@@ -208,7 +208,57 @@ func trim(set *descriptorpb.FileDescriptorSet, keep map[string]bool) error {
 			return fmt.Errorf("no method %s", name)
 		}
 	}
+	dropUnusedImports(set)
 	return nil
+}
+
+// dropUnusedImports drops each file's imports of files whose types it no
+// longer uses, so that no stub imports a package that is not generated
+// (walletkit.proto imports signer.proto for methods not kept).
+func dropUnusedImports(set *descriptorpb.FileDescriptorSet) {
+	fileOf := map[string]string{} // package → file
+	for _, f := range set.File {
+		fileOf[f.GetPackage()] = f.GetName()
+	}
+	for _, f := range set.File {
+		used := map[string]bool{}
+		use := func(typeName string) {
+			// ".pkg.Type": the longest package that prefixes it.
+			best := ""
+			for pkg := range fileOf {
+				if strings.HasPrefix(typeName, "."+pkg+".") && len(pkg) > len(best) {
+					best = pkg
+				}
+			}
+			if best != "" {
+				used[fileOf[best]] = true
+			}
+		}
+		var walk func(m *descriptorpb.DescriptorProto)
+		walk = func(m *descriptorpb.DescriptorProto) {
+			for _, fd := range m.Field {
+				if fd.TypeName != nil {
+					use(fd.GetTypeName())
+				}
+			}
+			for _, n := range m.NestedType {
+				walk(n)
+			}
+		}
+		for _, m := range f.MessageType {
+			walk(m)
+		}
+		for _, s := range f.Service {
+			for _, m := range s.Method {
+				use(m.GetInputType())
+				use(m.GetOutputType())
+			}
+		}
+		if len(f.PublicDependency) > 0 || len(f.WeakDependency) > 0 {
+			continue
+		}
+		f.Dependency = slices.DeleteFunc(f.Dependency, func(d string) bool { return !used[d] })
+	}
 }
 
 // filter keeps the elements of s that want, recording old index → new.

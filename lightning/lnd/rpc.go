@@ -18,6 +18,7 @@ import (
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc/invoicesrpc"
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc/routerrpc"
+	"github.com/kassapay/kassa/lightning/lnd/lnrpc/walletrpc"
 )
 
 // RPC is the part of lnd's gRPC interface the backend uses, with the
@@ -111,6 +112,7 @@ type grpcRPC struct {
 	ln       lnrpc.LightningClient
 	invoices invoicesrpc.InvoicesClient
 	router   routerrpc.RouterClient
+	wallet   walletrpc.WalletKitClient
 }
 
 // Dial prepares a connection to lnd. It does not wait for lnd: calls fail
@@ -151,6 +153,7 @@ func Dial(t Target) (RPC, error) {
 		ln:       lnrpc.NewLightningClient(conn),
 		invoices: invoicesrpc.NewInvoicesClient(conn),
 		router:   routerrpc.NewRouterClient(conn),
+		wallet:   walletrpc.NewWalletKitClient(conn),
 	}, nil
 }
 

@@ -112,3 +112,8 @@ func (n *Node) TrackPayment(ctx context.Context, paymentHash string) (kassa.Ligh
 func (n *Node) EstimateFee(ctx context.Context, payee kassa.Payee, amount, feeLimit kassa.MSat) (kassa.MSat, error) {
 	return 0, nil
 }
+
+// LightningSendable is what the simulated node can send: any amount (it
+// pays only its own invoices, which find a route or not whatever the
+// amount).
+func (n *Node) LightningSendable(context.Context) (kassa.Sats, error) { return kassa.MaxSats, nil }

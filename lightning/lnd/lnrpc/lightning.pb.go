@@ -91,6 +91,59 @@ func (OutputScriptType) EnumDescriptor() ([]byte, []int) {
 	return file_lightning_proto_rawDescGZIP(), []int{0}
 }
 
+type CoinSelectionStrategy int32
+
+const (
+	// Use the coin selection strategy defined in the global configuration
+	// (lnd.conf).
+	CoinSelectionStrategy_STRATEGY_USE_GLOBAL_CONFIG CoinSelectionStrategy = 0
+	// Select the largest available coins first during coin selection.
+	CoinSelectionStrategy_STRATEGY_LARGEST CoinSelectionStrategy = 1
+	// Randomly select the available coins during coin selection.
+	CoinSelectionStrategy_STRATEGY_RANDOM CoinSelectionStrategy = 2
+)
+
+// Enum value maps for CoinSelectionStrategy.
+var (
+	CoinSelectionStrategy_name = map[int32]string{
+		0: "STRATEGY_USE_GLOBAL_CONFIG",
+		1: "STRATEGY_LARGEST",
+		2: "STRATEGY_RANDOM",
+	}
+	CoinSelectionStrategy_value = map[string]int32{
+		"STRATEGY_USE_GLOBAL_CONFIG": 0,
+		"STRATEGY_LARGEST":           1,
+		"STRATEGY_RANDOM":            2,
+	}
+)
+
+func (x CoinSelectionStrategy) Enum() *CoinSelectionStrategy {
+	p := new(CoinSelectionStrategy)
+	*p = x
+	return p
+}
+
+func (x CoinSelectionStrategy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (CoinSelectionStrategy) Descriptor() protoreflect.EnumDescriptor {
+	return file_lightning_proto_enumTypes[1].Descriptor()
+}
+
+func (CoinSelectionStrategy) Type() protoreflect.EnumType {
+	return &file_lightning_proto_enumTypes[1]
+}
+
+func (x CoinSelectionStrategy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use CoinSelectionStrategy.Descriptor instead.
+func (CoinSelectionStrategy) EnumDescriptor() ([]byte, []int) {
+	return file_lightning_proto_rawDescGZIP(), []int{1}
+}
+
 // `AddressType` has to be one of:
 //
 // - `p2wkh`: Pay to witness key hash (`WITNESS_PUBKEY_HASH` = 0)
@@ -138,11 +191,11 @@ func (x AddressType) String() string {
 }
 
 func (AddressType) Descriptor() protoreflect.EnumDescriptor {
-	return file_lightning_proto_enumTypes[1].Descriptor()
+	return file_lightning_proto_enumTypes[2].Descriptor()
 }
 
 func (AddressType) Type() protoreflect.EnumType {
-	return &file_lightning_proto_enumTypes[1]
+	return &file_lightning_proto_enumTypes[2]
 }
 
 func (x AddressType) Number() protoreflect.EnumNumber {
@@ -151,7 +204,7 @@ func (x AddressType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use AddressType.Descriptor instead.
 func (AddressType) EnumDescriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{1}
+	return file_lightning_proto_rawDescGZIP(), []int{2}
 }
 
 type CommitmentType int32
@@ -234,11 +287,11 @@ func (x CommitmentType) String() string {
 }
 
 func (CommitmentType) Descriptor() protoreflect.EnumDescriptor {
-	return file_lightning_proto_enumTypes[2].Descriptor()
+	return file_lightning_proto_enumTypes[3].Descriptor()
 }
 
 func (CommitmentType) Type() protoreflect.EnumType {
-	return &file_lightning_proto_enumTypes[2]
+	return &file_lightning_proto_enumTypes[3]
 }
 
 func (x CommitmentType) Number() protoreflect.EnumNumber {
@@ -247,7 +300,7 @@ func (x CommitmentType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CommitmentType.Descriptor instead.
 func (CommitmentType) EnumDescriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{2}
+	return file_lightning_proto_rawDescGZIP(), []int{3}
 }
 
 type GraphCacheStatus int32
@@ -286,11 +339,11 @@ func (x GraphCacheStatus) String() string {
 }
 
 func (GraphCacheStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_lightning_proto_enumTypes[3].Descriptor()
+	return file_lightning_proto_enumTypes[4].Descriptor()
 }
 
 func (GraphCacheStatus) Type() protoreflect.EnumType {
-	return &file_lightning_proto_enumTypes[3]
+	return &file_lightning_proto_enumTypes[4]
 }
 
 func (x GraphCacheStatus) Number() protoreflect.EnumNumber {
@@ -299,7 +352,7 @@ func (x GraphCacheStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use GraphCacheStatus.Descriptor instead.
 func (GraphCacheStatus) EnumDescriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{3}
+	return file_lightning_proto_rawDescGZIP(), []int{4}
 }
 
 type InvoiceHTLCState int32
@@ -335,11 +388,11 @@ func (x InvoiceHTLCState) String() string {
 }
 
 func (InvoiceHTLCState) Descriptor() protoreflect.EnumDescriptor {
-	return file_lightning_proto_enumTypes[4].Descriptor()
+	return file_lightning_proto_enumTypes[5].Descriptor()
 }
 
 func (InvoiceHTLCState) Type() protoreflect.EnumType {
-	return &file_lightning_proto_enumTypes[4]
+	return &file_lightning_proto_enumTypes[5]
 }
 
 func (x InvoiceHTLCState) Number() protoreflect.EnumNumber {
@@ -348,7 +401,7 @@ func (x InvoiceHTLCState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use InvoiceHTLCState.Descriptor instead.
 func (InvoiceHTLCState) EnumDescriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{4}
+	return file_lightning_proto_rawDescGZIP(), []int{5}
 }
 
 type PaymentFailureReason int32
@@ -405,11 +458,11 @@ func (x PaymentFailureReason) String() string {
 }
 
 func (PaymentFailureReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_lightning_proto_enumTypes[5].Descriptor()
+	return file_lightning_proto_enumTypes[6].Descriptor()
 }
 
 func (PaymentFailureReason) Type() protoreflect.EnumType {
-	return &file_lightning_proto_enumTypes[5]
+	return &file_lightning_proto_enumTypes[6]
 }
 
 func (x PaymentFailureReason) Number() protoreflect.EnumNumber {
@@ -418,7 +471,7 @@ func (x PaymentFailureReason) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use PaymentFailureReason.Descriptor instead.
 func (PaymentFailureReason) EnumDescriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{5}
+	return file_lightning_proto_rawDescGZIP(), []int{6}
 }
 
 type FeatureBit int32
@@ -526,11 +579,11 @@ func (x FeatureBit) String() string {
 }
 
 func (FeatureBit) Descriptor() protoreflect.EnumDescriptor {
-	return file_lightning_proto_enumTypes[6].Descriptor()
+	return file_lightning_proto_enumTypes[7].Descriptor()
 }
 
 func (FeatureBit) Type() protoreflect.EnumType {
-	return &file_lightning_proto_enumTypes[6]
+	return &file_lightning_proto_enumTypes[7]
 }
 
 func (x FeatureBit) Number() protoreflect.EnumNumber {
@@ -539,7 +592,7 @@ func (x FeatureBit) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use FeatureBit.Descriptor instead.
 func (FeatureBit) EnumDescriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{6}
+	return file_lightning_proto_rawDescGZIP(), []int{7}
 }
 
 type Invoice_InvoiceState int32
@@ -578,11 +631,11 @@ func (x Invoice_InvoiceState) String() string {
 }
 
 func (Invoice_InvoiceState) Descriptor() protoreflect.EnumDescriptor {
-	return file_lightning_proto_enumTypes[7].Descriptor()
+	return file_lightning_proto_enumTypes[8].Descriptor()
 }
 
 func (Invoice_InvoiceState) Type() protoreflect.EnumType {
-	return &file_lightning_proto_enumTypes[7]
+	return &file_lightning_proto_enumTypes[8]
 }
 
 func (x Invoice_InvoiceState) Number() protoreflect.EnumNumber {
@@ -591,7 +644,7 @@ func (x Invoice_InvoiceState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Invoice_InvoiceState.Descriptor instead.
 func (Invoice_InvoiceState) EnumDescriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{44, 0}
+	return file_lightning_proto_rawDescGZIP(), []int{46, 0}
 }
 
 type Payment_PaymentStatus int32
@@ -640,11 +693,11 @@ func (x Payment_PaymentStatus) String() string {
 }
 
 func (Payment_PaymentStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_lightning_proto_enumTypes[8].Descriptor()
+	return file_lightning_proto_enumTypes[9].Descriptor()
 }
 
 func (Payment_PaymentStatus) Type() protoreflect.EnumType {
-	return &file_lightning_proto_enumTypes[8]
+	return &file_lightning_proto_enumTypes[9]
 }
 
 func (x Payment_PaymentStatus) Number() protoreflect.EnumNumber {
@@ -653,7 +706,7 @@ func (x Payment_PaymentStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Payment_PaymentStatus.Descriptor instead.
 func (Payment_PaymentStatus) EnumDescriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{53, 0}
+	return file_lightning_proto_rawDescGZIP(), []int{55, 0}
 }
 
 type HTLCAttempt_HTLCStatus int32
@@ -689,11 +742,11 @@ func (x HTLCAttempt_HTLCStatus) String() string {
 }
 
 func (HTLCAttempt_HTLCStatus) Descriptor() protoreflect.EnumDescriptor {
-	return file_lightning_proto_enumTypes[9].Descriptor()
+	return file_lightning_proto_enumTypes[10].Descriptor()
 }
 
 func (HTLCAttempt_HTLCStatus) Type() protoreflect.EnumType {
-	return &file_lightning_proto_enumTypes[9]
+	return &file_lightning_proto_enumTypes[10]
 }
 
 func (x HTLCAttempt_HTLCStatus) Number() protoreflect.EnumNumber {
@@ -702,7 +755,7 @@ func (x HTLCAttempt_HTLCStatus) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use HTLCAttempt_HTLCStatus.Descriptor instead.
 func (HTLCAttempt_HTLCStatus) EnumDescriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{54, 0}
+	return file_lightning_proto_rawDescGZIP(), []int{56, 0}
 }
 
 type Failure_FailureCode int32
@@ -823,11 +876,11 @@ func (x Failure_FailureCode) String() string {
 }
 
 func (Failure_FailureCode) Descriptor() protoreflect.EnumDescriptor {
-	return file_lightning_proto_enumTypes[10].Descriptor()
+	return file_lightning_proto_enumTypes[11].Descriptor()
 }
 
 func (Failure_FailureCode) Type() protoreflect.EnumType {
-	return &file_lightning_proto_enumTypes[10]
+	return &file_lightning_proto_enumTypes[11]
 }
 
 func (x Failure_FailureCode) Number() protoreflect.EnumNumber {
@@ -836,7 +889,7 @@ func (x Failure_FailureCode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use Failure_FailureCode.Descriptor instead.
 func (Failure_FailureCode) EnumDescriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{60, 0}
+	return file_lightning_proto_rawDescGZIP(), []int{62, 0}
 }
 
 type OutputDetail struct {
@@ -1603,6 +1656,174 @@ func (x *LightningAddress) GetHost() string {
 	return ""
 }
 
+type EstimateFeeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The map from addresses to amounts for the transaction.
+	AddrToAmount map[string]int64 `protobuf:"bytes,1,rep,name=AddrToAmount,proto3" json:"AddrToAmount,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// The target number of blocks that this transaction should be confirmed
+	// by.
+	TargetConf int32 `protobuf:"varint,2,opt,name=target_conf,json=targetConf,proto3" json:"target_conf,omitempty"`
+	// The minimum number of confirmations each one of your outputs used for
+	// the transaction must satisfy.
+	MinConfs int32 `protobuf:"varint,3,opt,name=min_confs,json=minConfs,proto3" json:"min_confs,omitempty"`
+	// Whether unconfirmed outputs should be used as inputs for the transaction.
+	SpendUnconfirmed bool `protobuf:"varint,4,opt,name=spend_unconfirmed,json=spendUnconfirmed,proto3" json:"spend_unconfirmed,omitempty"`
+	// The strategy to use for selecting coins during fees estimation.
+	CoinSelectionStrategy CoinSelectionStrategy `protobuf:"varint,5,opt,name=coin_selection_strategy,json=coinSelectionStrategy,proto3,enum=lnrpc.CoinSelectionStrategy" json:"coin_selection_strategy,omitempty"`
+	// A list of selected inputs for the transaction.
+	Inputs        []*OutPoint `protobuf:"bytes,6,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EstimateFeeRequest) Reset() {
+	*x = EstimateFeeRequest{}
+	mi := &file_lightning_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EstimateFeeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EstimateFeeRequest) ProtoMessage() {}
+
+func (x *EstimateFeeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lightning_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EstimateFeeRequest.ProtoReflect.Descriptor instead.
+func (*EstimateFeeRequest) Descriptor() ([]byte, []int) {
+	return file_lightning_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *EstimateFeeRequest) GetAddrToAmount() map[string]int64 {
+	if x != nil {
+		return x.AddrToAmount
+	}
+	return nil
+}
+
+func (x *EstimateFeeRequest) GetTargetConf() int32 {
+	if x != nil {
+		return x.TargetConf
+	}
+	return 0
+}
+
+func (x *EstimateFeeRequest) GetMinConfs() int32 {
+	if x != nil {
+		return x.MinConfs
+	}
+	return 0
+}
+
+func (x *EstimateFeeRequest) GetSpendUnconfirmed() bool {
+	if x != nil {
+		return x.SpendUnconfirmed
+	}
+	return false
+}
+
+func (x *EstimateFeeRequest) GetCoinSelectionStrategy() CoinSelectionStrategy {
+	if x != nil {
+		return x.CoinSelectionStrategy
+	}
+	return CoinSelectionStrategy_STRATEGY_USE_GLOBAL_CONFIG
+}
+
+func (x *EstimateFeeRequest) GetInputs() []*OutPoint {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+type EstimateFeeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The total fee in satoshis.
+	FeeSat int64 `protobuf:"varint,1,opt,name=fee_sat,json=feeSat,proto3" json:"fee_sat,omitempty"`
+	// Deprecated, use sat_per_vbyte.
+	// The fee rate in satoshi/vbyte.
+	//
+	// Deprecated: Marked as deprecated in lightning.proto.
+	FeerateSatPerByte int64 `protobuf:"varint,2,opt,name=feerate_sat_per_byte,json=feerateSatPerByte,proto3" json:"feerate_sat_per_byte,omitempty"`
+	// The fee rate in satoshi/vbyte.
+	SatPerVbyte uint64 `protobuf:"varint,3,opt,name=sat_per_vbyte,json=satPerVbyte,proto3" json:"sat_per_vbyte,omitempty"`
+	// A list of selected inputs for the transaction the estimate is for.
+	Inputs        []*OutPoint `protobuf:"bytes,4,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EstimateFeeResponse) Reset() {
+	*x = EstimateFeeResponse{}
+	mi := &file_lightning_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EstimateFeeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EstimateFeeResponse) ProtoMessage() {}
+
+func (x *EstimateFeeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lightning_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EstimateFeeResponse.ProtoReflect.Descriptor instead.
+func (*EstimateFeeResponse) Descriptor() ([]byte, []int) {
+	return file_lightning_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *EstimateFeeResponse) GetFeeSat() int64 {
+	if x != nil {
+		return x.FeeSat
+	}
+	return 0
+}
+
+// Deprecated: Marked as deprecated in lightning.proto.
+func (x *EstimateFeeResponse) GetFeerateSatPerByte() int64 {
+	if x != nil {
+		return x.FeerateSatPerByte
+	}
+	return 0
+}
+
+func (x *EstimateFeeResponse) GetSatPerVbyte() uint64 {
+	if x != nil {
+		return x.SatPerVbyte
+	}
+	return 0
+}
+
+func (x *EstimateFeeResponse) GetInputs() []*OutPoint {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
 type NewAddressRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The type of address to generate.
@@ -1616,7 +1837,7 @@ type NewAddressRequest struct {
 
 func (x *NewAddressRequest) Reset() {
 	*x = NewAddressRequest{}
-	mi := &file_lightning_proto_msgTypes[9]
+	mi := &file_lightning_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1628,7 +1849,7 @@ func (x *NewAddressRequest) String() string {
 func (*NewAddressRequest) ProtoMessage() {}
 
 func (x *NewAddressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[9]
+	mi := &file_lightning_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1641,7 +1862,7 @@ func (x *NewAddressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewAddressRequest.ProtoReflect.Descriptor instead.
 func (*NewAddressRequest) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{9}
+	return file_lightning_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *NewAddressRequest) GetType() AddressType {
@@ -1668,7 +1889,7 @@ type NewAddressResponse struct {
 
 func (x *NewAddressResponse) Reset() {
 	*x = NewAddressResponse{}
-	mi := &file_lightning_proto_msgTypes[10]
+	mi := &file_lightning_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1680,7 +1901,7 @@ func (x *NewAddressResponse) String() string {
 func (*NewAddressResponse) ProtoMessage() {}
 
 func (x *NewAddressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[10]
+	mi := &file_lightning_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1693,7 +1914,7 @@ func (x *NewAddressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NewAddressResponse.ProtoReflect.Descriptor instead.
 func (*NewAddressResponse) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{10}
+	return file_lightning_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *NewAddressResponse) GetAddress() string {
@@ -1719,7 +1940,7 @@ type ConnectPeerRequest struct {
 
 func (x *ConnectPeerRequest) Reset() {
 	*x = ConnectPeerRequest{}
-	mi := &file_lightning_proto_msgTypes[11]
+	mi := &file_lightning_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1731,7 +1952,7 @@ func (x *ConnectPeerRequest) String() string {
 func (*ConnectPeerRequest) ProtoMessage() {}
 
 func (x *ConnectPeerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[11]
+	mi := &file_lightning_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1744,7 +1965,7 @@ func (x *ConnectPeerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectPeerRequest.ProtoReflect.Descriptor instead.
 func (*ConnectPeerRequest) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{11}
+	return file_lightning_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ConnectPeerRequest) GetAddr() *LightningAddress {
@@ -1778,7 +1999,7 @@ type ConnectPeerResponse struct {
 
 func (x *ConnectPeerResponse) Reset() {
 	*x = ConnectPeerResponse{}
-	mi := &file_lightning_proto_msgTypes[12]
+	mi := &file_lightning_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1790,7 +2011,7 @@ func (x *ConnectPeerResponse) String() string {
 func (*ConnectPeerResponse) ProtoMessage() {}
 
 func (x *ConnectPeerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[12]
+	mi := &file_lightning_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1803,7 +2024,7 @@ func (x *ConnectPeerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConnectPeerResponse.ProtoReflect.Descriptor instead.
 func (*ConnectPeerResponse) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{12}
+	return file_lightning_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ConnectPeerResponse) GetStatus() string {
@@ -1841,7 +2062,7 @@ type HTLC struct {
 
 func (x *HTLC) Reset() {
 	*x = HTLC{}
-	mi := &file_lightning_proto_msgTypes[13]
+	mi := &file_lightning_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1853,7 +2074,7 @@ func (x *HTLC) String() string {
 func (*HTLC) ProtoMessage() {}
 
 func (x *HTLC) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[13]
+	mi := &file_lightning_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1866,7 +2087,7 @@ func (x *HTLC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTLC.ProtoReflect.Descriptor instead.
 func (*HTLC) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{13}
+	return file_lightning_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HTLC) GetIncoming() bool {
@@ -1947,7 +2168,7 @@ type ChannelConstraints struct {
 
 func (x *ChannelConstraints) Reset() {
 	*x = ChannelConstraints{}
-	mi := &file_lightning_proto_msgTypes[14]
+	mi := &file_lightning_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2180,7 @@ func (x *ChannelConstraints) String() string {
 func (*ChannelConstraints) ProtoMessage() {}
 
 func (x *ChannelConstraints) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[14]
+	mi := &file_lightning_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2193,7 @@ func (x *ChannelConstraints) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelConstraints.ProtoReflect.Descriptor instead.
 func (*ChannelConstraints) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{14}
+	return file_lightning_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ChannelConstraints) GetCsvDelay() uint32 {
@@ -2141,7 +2362,7 @@ type Channel struct {
 
 func (x *Channel) Reset() {
 	*x = Channel{}
-	mi := &file_lightning_proto_msgTypes[15]
+	mi := &file_lightning_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2153,7 +2374,7 @@ func (x *Channel) String() string {
 func (*Channel) ProtoMessage() {}
 
 func (x *Channel) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[15]
+	mi := &file_lightning_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2166,7 +2387,7 @@ func (x *Channel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Channel.ProtoReflect.Descriptor instead.
 func (*Channel) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{15}
+	return file_lightning_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Channel) GetActive() bool {
@@ -2451,7 +2672,7 @@ type ListChannelsRequest struct {
 
 func (x *ListChannelsRequest) Reset() {
 	*x = ListChannelsRequest{}
-	mi := &file_lightning_proto_msgTypes[16]
+	mi := &file_lightning_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2463,7 +2684,7 @@ func (x *ListChannelsRequest) String() string {
 func (*ListChannelsRequest) ProtoMessage() {}
 
 func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[16]
+	mi := &file_lightning_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2476,7 +2697,7 @@ func (x *ListChannelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsRequest.ProtoReflect.Descriptor instead.
 func (*ListChannelsRequest) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{16}
+	return file_lightning_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListChannelsRequest) GetActiveOnly() bool {
@@ -2531,7 +2752,7 @@ type ListChannelsResponse struct {
 
 func (x *ListChannelsResponse) Reset() {
 	*x = ListChannelsResponse{}
-	mi := &file_lightning_proto_msgTypes[17]
+	mi := &file_lightning_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2543,7 +2764,7 @@ func (x *ListChannelsResponse) String() string {
 func (*ListChannelsResponse) ProtoMessage() {}
 
 func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[17]
+	mi := &file_lightning_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2556,7 +2777,7 @@ func (x *ListChannelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListChannelsResponse.ProtoReflect.Descriptor instead.
 func (*ListChannelsResponse) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{17}
+	return file_lightning_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListChannelsResponse) GetChannels() []*Channel {
@@ -2574,7 +2795,7 @@ type GetInfoRequest struct {
 
 func (x *GetInfoRequest) Reset() {
 	*x = GetInfoRequest{}
-	mi := &file_lightning_proto_msgTypes[18]
+	mi := &file_lightning_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2586,7 +2807,7 @@ func (x *GetInfoRequest) String() string {
 func (*GetInfoRequest) ProtoMessage() {}
 
 func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[18]
+	mi := &file_lightning_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2599,7 +2820,7 @@ func (x *GetInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoRequest.ProtoReflect.Descriptor instead.
 func (*GetInfoRequest) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{18}
+	return file_lightning_proto_rawDescGZIP(), []int{20}
 }
 
 type GetInfoResponse struct {
@@ -2661,7 +2882,7 @@ type GetInfoResponse struct {
 
 func (x *GetInfoResponse) Reset() {
 	*x = GetInfoResponse{}
-	mi := &file_lightning_proto_msgTypes[19]
+	mi := &file_lightning_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2673,7 +2894,7 @@ func (x *GetInfoResponse) String() string {
 func (*GetInfoResponse) ProtoMessage() {}
 
 func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[19]
+	mi := &file_lightning_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2686,7 +2907,7 @@ func (x *GetInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetInfoResponse.ProtoReflect.Descriptor instead.
 func (*GetInfoResponse) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{19}
+	return file_lightning_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetInfoResponse) GetVersion() string {
@@ -2859,7 +3080,7 @@ type Chain struct {
 
 func (x *Chain) Reset() {
 	*x = Chain{}
-	mi := &file_lightning_proto_msgTypes[20]
+	mi := &file_lightning_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +3092,7 @@ func (x *Chain) String() string {
 func (*Chain) ProtoMessage() {}
 
 func (x *Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[20]
+	mi := &file_lightning_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +3105,7 @@ func (x *Chain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Chain.ProtoReflect.Descriptor instead.
 func (*Chain) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{20}
+	return file_lightning_proto_rawDescGZIP(), []int{22}
 }
 
 // Deprecated: Marked as deprecated in lightning.proto.
@@ -3011,7 +3232,7 @@ type OpenChannelRequest struct {
 
 func (x *OpenChannelRequest) Reset() {
 	*x = OpenChannelRequest{}
-	mi := &file_lightning_proto_msgTypes[21]
+	mi := &file_lightning_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3023,7 +3244,7 @@ func (x *OpenChannelRequest) String() string {
 func (*OpenChannelRequest) ProtoMessage() {}
 
 func (x *OpenChannelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[21]
+	mi := &file_lightning_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3036,7 +3257,7 @@ func (x *OpenChannelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OpenChannelRequest.ProtoReflect.Descriptor instead.
 func (*OpenChannelRequest) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{21}
+	return file_lightning_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *OpenChannelRequest) GetSatPerVbyte() uint64 {
@@ -3249,7 +3470,7 @@ type KeyLocator struct {
 
 func (x *KeyLocator) Reset() {
 	*x = KeyLocator{}
-	mi := &file_lightning_proto_msgTypes[22]
+	mi := &file_lightning_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3261,7 +3482,7 @@ func (x *KeyLocator) String() string {
 func (*KeyLocator) ProtoMessage() {}
 
 func (x *KeyLocator) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[22]
+	mi := &file_lightning_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3274,7 +3495,7 @@ func (x *KeyLocator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyLocator.ProtoReflect.Descriptor instead.
 func (*KeyLocator) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{22}
+	return file_lightning_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *KeyLocator) GetKeyFamily() int32 {
@@ -3303,7 +3524,7 @@ type KeyDescriptor struct {
 
 func (x *KeyDescriptor) Reset() {
 	*x = KeyDescriptor{}
-	mi := &file_lightning_proto_msgTypes[23]
+	mi := &file_lightning_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3315,7 +3536,7 @@ func (x *KeyDescriptor) String() string {
 func (*KeyDescriptor) ProtoMessage() {}
 
 func (x *KeyDescriptor) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[23]
+	mi := &file_lightning_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3328,7 +3549,7 @@ func (x *KeyDescriptor) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyDescriptor.ProtoReflect.Descriptor instead.
 func (*KeyDescriptor) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{23}
+	return file_lightning_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *KeyDescriptor) GetRawKeyBytes() []byte {
@@ -3375,7 +3596,7 @@ type ChanPointShim struct {
 
 func (x *ChanPointShim) Reset() {
 	*x = ChanPointShim{}
-	mi := &file_lightning_proto_msgTypes[24]
+	mi := &file_lightning_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3387,7 +3608,7 @@ func (x *ChanPointShim) String() string {
 func (*ChanPointShim) ProtoMessage() {}
 
 func (x *ChanPointShim) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[24]
+	mi := &file_lightning_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3400,7 +3621,7 @@ func (x *ChanPointShim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChanPointShim.ProtoReflect.Descriptor instead.
 func (*ChanPointShim) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{24}
+	return file_lightning_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ChanPointShim) GetAmt() int64 {
@@ -3474,7 +3695,7 @@ type PsbtShim struct {
 
 func (x *PsbtShim) Reset() {
 	*x = PsbtShim{}
-	mi := &file_lightning_proto_msgTypes[25]
+	mi := &file_lightning_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3486,7 +3707,7 @@ func (x *PsbtShim) String() string {
 func (*PsbtShim) ProtoMessage() {}
 
 func (x *PsbtShim) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[25]
+	mi := &file_lightning_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3499,7 +3720,7 @@ func (x *PsbtShim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PsbtShim.ProtoReflect.Descriptor instead.
 func (*PsbtShim) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{25}
+	return file_lightning_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PsbtShim) GetPendingChanId() []byte {
@@ -3536,7 +3757,7 @@ type FundingShim struct {
 
 func (x *FundingShim) Reset() {
 	*x = FundingShim{}
-	mi := &file_lightning_proto_msgTypes[26]
+	mi := &file_lightning_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3548,7 +3769,7 @@ func (x *FundingShim) String() string {
 func (*FundingShim) ProtoMessage() {}
 
 func (x *FundingShim) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[26]
+	mi := &file_lightning_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3561,7 +3782,7 @@ func (x *FundingShim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FundingShim.ProtoReflect.Descriptor instead.
 func (*FundingShim) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{26}
+	return file_lightning_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *FundingShim) GetShim() isFundingShim_Shim {
@@ -3621,7 +3842,7 @@ type WalletAccountBalance struct {
 
 func (x *WalletAccountBalance) Reset() {
 	*x = WalletAccountBalance{}
-	mi := &file_lightning_proto_msgTypes[27]
+	mi := &file_lightning_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3633,7 +3854,7 @@ func (x *WalletAccountBalance) String() string {
 func (*WalletAccountBalance) ProtoMessage() {}
 
 func (x *WalletAccountBalance) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[27]
+	mi := &file_lightning_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3646,7 +3867,7 @@ func (x *WalletAccountBalance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WalletAccountBalance.ProtoReflect.Descriptor instead.
 func (*WalletAccountBalance) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{27}
+	return file_lightning_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WalletAccountBalance) GetConfirmedBalance() int64 {
@@ -3678,7 +3899,7 @@ type WalletBalanceRequest struct {
 
 func (x *WalletBalanceRequest) Reset() {
 	*x = WalletBalanceRequest{}
-	mi := &file_lightning_proto_msgTypes[28]
+	mi := &file_lightning_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3690,7 +3911,7 @@ func (x *WalletBalanceRequest) String() string {
 func (*WalletBalanceRequest) ProtoMessage() {}
 
 func (x *WalletBalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[28]
+	mi := &file_lightning_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3703,7 +3924,7 @@ func (x *WalletBalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WalletBalanceRequest.ProtoReflect.Descriptor instead.
 func (*WalletBalanceRequest) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{28}
+	return file_lightning_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WalletBalanceRequest) GetAccount() string {
@@ -3741,7 +3962,7 @@ type WalletBalanceResponse struct {
 
 func (x *WalletBalanceResponse) Reset() {
 	*x = WalletBalanceResponse{}
-	mi := &file_lightning_proto_msgTypes[29]
+	mi := &file_lightning_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3753,7 +3974,7 @@ func (x *WalletBalanceResponse) String() string {
 func (*WalletBalanceResponse) ProtoMessage() {}
 
 func (x *WalletBalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[29]
+	mi := &file_lightning_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3766,7 +3987,7 @@ func (x *WalletBalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WalletBalanceResponse.ProtoReflect.Descriptor instead.
 func (*WalletBalanceResponse) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{29}
+	return file_lightning_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WalletBalanceResponse) GetTotalBalance() int64 {
@@ -3892,7 +4113,7 @@ type QueryRoutesRequest struct {
 
 func (x *QueryRoutesRequest) Reset() {
 	*x = QueryRoutesRequest{}
-	mi := &file_lightning_proto_msgTypes[30]
+	mi := &file_lightning_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3904,7 +4125,7 @@ func (x *QueryRoutesRequest) String() string {
 func (*QueryRoutesRequest) ProtoMessage() {}
 
 func (x *QueryRoutesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[30]
+	mi := &file_lightning_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3917,7 +4138,7 @@ func (x *QueryRoutesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRoutesRequest.ProtoReflect.Descriptor instead.
 func (*QueryRoutesRequest) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{30}
+	return file_lightning_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *QueryRoutesRequest) GetPubKey() string {
@@ -4061,7 +4282,7 @@ type NodePair struct {
 
 func (x *NodePair) Reset() {
 	*x = NodePair{}
-	mi := &file_lightning_proto_msgTypes[31]
+	mi := &file_lightning_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4073,7 +4294,7 @@ func (x *NodePair) String() string {
 func (*NodePair) ProtoMessage() {}
 
 func (x *NodePair) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[31]
+	mi := &file_lightning_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4086,7 +4307,7 @@ func (x *NodePair) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodePair.ProtoReflect.Descriptor instead.
 func (*NodePair) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{31}
+	return file_lightning_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *NodePair) GetFrom() []byte {
@@ -4118,7 +4339,7 @@ type EdgeLocator struct {
 
 func (x *EdgeLocator) Reset() {
 	*x = EdgeLocator{}
-	mi := &file_lightning_proto_msgTypes[32]
+	mi := &file_lightning_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4130,7 +4351,7 @@ func (x *EdgeLocator) String() string {
 func (*EdgeLocator) ProtoMessage() {}
 
 func (x *EdgeLocator) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[32]
+	mi := &file_lightning_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4143,7 +4364,7 @@ func (x *EdgeLocator) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EdgeLocator.ProtoReflect.Descriptor instead.
 func (*EdgeLocator) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{32}
+	return file_lightning_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *EdgeLocator) GetChannelId() uint64 {
@@ -4174,7 +4395,7 @@ type QueryRoutesResponse struct {
 
 func (x *QueryRoutesResponse) Reset() {
 	*x = QueryRoutesResponse{}
-	mi := &file_lightning_proto_msgTypes[33]
+	mi := &file_lightning_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4186,7 +4407,7 @@ func (x *QueryRoutesResponse) String() string {
 func (*QueryRoutesResponse) ProtoMessage() {}
 
 func (x *QueryRoutesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[33]
+	mi := &file_lightning_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4199,7 +4420,7 @@ func (x *QueryRoutesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QueryRoutesResponse.ProtoReflect.Descriptor instead.
 func (*QueryRoutesResponse) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{33}
+	return file_lightning_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *QueryRoutesResponse) GetRoutes() []*Route {
@@ -4281,7 +4502,7 @@ type Hop struct {
 
 func (x *Hop) Reset() {
 	*x = Hop{}
-	mi := &file_lightning_proto_msgTypes[34]
+	mi := &file_lightning_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4293,7 +4514,7 @@ func (x *Hop) String() string {
 func (*Hop) ProtoMessage() {}
 
 func (x *Hop) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[34]
+	mi := &file_lightning_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4306,7 +4527,7 @@ func (x *Hop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hop.ProtoReflect.Descriptor instead.
 func (*Hop) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{34}
+	return file_lightning_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *Hop) GetChanId() uint64 {
@@ -4444,7 +4665,7 @@ type MPPRecord struct {
 
 func (x *MPPRecord) Reset() {
 	*x = MPPRecord{}
-	mi := &file_lightning_proto_msgTypes[35]
+	mi := &file_lightning_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4456,7 +4677,7 @@ func (x *MPPRecord) String() string {
 func (*MPPRecord) ProtoMessage() {}
 
 func (x *MPPRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[35]
+	mi := &file_lightning_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4469,7 +4690,7 @@ func (x *MPPRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MPPRecord.ProtoReflect.Descriptor instead.
 func (*MPPRecord) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{35}
+	return file_lightning_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *MPPRecord) GetPaymentAddr() []byte {
@@ -4497,7 +4718,7 @@ type AMPRecord struct {
 
 func (x *AMPRecord) Reset() {
 	*x = AMPRecord{}
-	mi := &file_lightning_proto_msgTypes[36]
+	mi := &file_lightning_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4509,7 +4730,7 @@ func (x *AMPRecord) String() string {
 func (*AMPRecord) ProtoMessage() {}
 
 func (x *AMPRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[36]
+	mi := &file_lightning_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4522,7 +4743,7 @@ func (x *AMPRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AMPRecord.ProtoReflect.Descriptor instead.
 func (*AMPRecord) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{36}
+	return file_lightning_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *AMPRecord) GetRootShare() []byte {
@@ -4592,7 +4813,7 @@ type Route struct {
 
 func (x *Route) Reset() {
 	*x = Route{}
-	mi := &file_lightning_proto_msgTypes[37]
+	mi := &file_lightning_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4604,7 +4825,7 @@ func (x *Route) String() string {
 func (*Route) ProtoMessage() {}
 
 func (x *Route) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[37]
+	mi := &file_lightning_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4617,7 +4838,7 @@ func (x *Route) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Route.ProtoReflect.Descriptor instead.
 func (*Route) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{37}
+	return file_lightning_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Route) GetTotalTimeLock() uint32 {
@@ -4697,7 +4918,7 @@ type HopHint struct {
 
 func (x *HopHint) Reset() {
 	*x = HopHint{}
-	mi := &file_lightning_proto_msgTypes[38]
+	mi := &file_lightning_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4709,7 +4930,7 @@ func (x *HopHint) String() string {
 func (*HopHint) ProtoMessage() {}
 
 func (x *HopHint) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[38]
+	mi := &file_lightning_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4722,7 +4943,7 @@ func (x *HopHint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HopHint.ProtoReflect.Descriptor instead.
 func (*HopHint) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{38}
+	return file_lightning_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *HopHint) GetNodeId() string {
@@ -4771,7 +4992,7 @@ type RouteHint struct {
 
 func (x *RouteHint) Reset() {
 	*x = RouteHint{}
-	mi := &file_lightning_proto_msgTypes[39]
+	mi := &file_lightning_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4783,7 +5004,7 @@ func (x *RouteHint) String() string {
 func (*RouteHint) ProtoMessage() {}
 
 func (x *RouteHint) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[39]
+	mi := &file_lightning_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4796,7 +5017,7 @@ func (x *RouteHint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RouteHint.ProtoReflect.Descriptor instead.
 func (*RouteHint) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{39}
+	return file_lightning_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RouteHint) GetHopHints() []*HopHint {
@@ -4832,7 +5053,7 @@ type BlindedPaymentPath struct {
 
 func (x *BlindedPaymentPath) Reset() {
 	*x = BlindedPaymentPath{}
-	mi := &file_lightning_proto_msgTypes[40]
+	mi := &file_lightning_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4844,7 +5065,7 @@ func (x *BlindedPaymentPath) String() string {
 func (*BlindedPaymentPath) ProtoMessage() {}
 
 func (x *BlindedPaymentPath) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[40]
+	mi := &file_lightning_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4857,7 +5078,7 @@ func (x *BlindedPaymentPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlindedPaymentPath.ProtoReflect.Descriptor instead.
 func (*BlindedPaymentPath) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{40}
+	return file_lightning_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *BlindedPaymentPath) GetBlindedPath() *BlindedPath {
@@ -4925,7 +5146,7 @@ type BlindedPath struct {
 
 func (x *BlindedPath) Reset() {
 	*x = BlindedPath{}
-	mi := &file_lightning_proto_msgTypes[41]
+	mi := &file_lightning_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4937,7 +5158,7 @@ func (x *BlindedPath) String() string {
 func (*BlindedPath) ProtoMessage() {}
 
 func (x *BlindedPath) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[41]
+	mi := &file_lightning_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4950,7 +5171,7 @@ func (x *BlindedPath) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlindedPath.ProtoReflect.Descriptor instead.
 func (*BlindedPath) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{41}
+	return file_lightning_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BlindedPath) GetIntroductionNode() []byte {
@@ -4986,7 +5207,7 @@ type BlindedHop struct {
 
 func (x *BlindedHop) Reset() {
 	*x = BlindedHop{}
-	mi := &file_lightning_proto_msgTypes[42]
+	mi := &file_lightning_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4998,7 +5219,7 @@ func (x *BlindedHop) String() string {
 func (*BlindedHop) ProtoMessage() {}
 
 func (x *BlindedHop) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[42]
+	mi := &file_lightning_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5011,7 +5232,7 @@ func (x *BlindedHop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlindedHop.ProtoReflect.Descriptor instead.
 func (*BlindedHop) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{42}
+	return file_lightning_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *BlindedHop) GetBlindedNode() []byte {
@@ -5044,7 +5265,7 @@ type AMPInvoiceState struct {
 
 func (x *AMPInvoiceState) Reset() {
 	*x = AMPInvoiceState{}
-	mi := &file_lightning_proto_msgTypes[43]
+	mi := &file_lightning_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5056,7 +5277,7 @@ func (x *AMPInvoiceState) String() string {
 func (*AMPInvoiceState) ProtoMessage() {}
 
 func (x *AMPInvoiceState) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[43]
+	mi := &file_lightning_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5069,7 +5290,7 @@ func (x *AMPInvoiceState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AMPInvoiceState.ProtoReflect.Descriptor instead.
 func (*AMPInvoiceState) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{43}
+	return file_lightning_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AMPInvoiceState) GetState() InvoiceHTLCState {
@@ -5234,7 +5455,7 @@ type Invoice struct {
 
 func (x *Invoice) Reset() {
 	*x = Invoice{}
-	mi := &file_lightning_proto_msgTypes[44]
+	mi := &file_lightning_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5246,7 +5467,7 @@ func (x *Invoice) String() string {
 func (*Invoice) ProtoMessage() {}
 
 func (x *Invoice) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[44]
+	mi := &file_lightning_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5259,7 +5480,7 @@ func (x *Invoice) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invoice.ProtoReflect.Descriptor instead.
 func (*Invoice) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{44}
+	return file_lightning_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Invoice) GetMemo() string {
@@ -5493,7 +5714,7 @@ type BlindedPathConfig struct {
 
 func (x *BlindedPathConfig) Reset() {
 	*x = BlindedPathConfig{}
-	mi := &file_lightning_proto_msgTypes[45]
+	mi := &file_lightning_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5505,7 +5726,7 @@ func (x *BlindedPathConfig) String() string {
 func (*BlindedPathConfig) ProtoMessage() {}
 
 func (x *BlindedPathConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[45]
+	mi := &file_lightning_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5518,7 +5739,7 @@ func (x *BlindedPathConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlindedPathConfig.ProtoReflect.Descriptor instead.
 func (*BlindedPathConfig) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{45}
+	return file_lightning_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *BlindedPathConfig) GetMinNumRealHops() uint32 {
@@ -5589,7 +5810,7 @@ type InvoiceHTLC struct {
 
 func (x *InvoiceHTLC) Reset() {
 	*x = InvoiceHTLC{}
-	mi := &file_lightning_proto_msgTypes[46]
+	mi := &file_lightning_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5601,7 +5822,7 @@ func (x *InvoiceHTLC) String() string {
 func (*InvoiceHTLC) ProtoMessage() {}
 
 func (x *InvoiceHTLC) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[46]
+	mi := &file_lightning_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5614,7 +5835,7 @@ func (x *InvoiceHTLC) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceHTLC.ProtoReflect.Descriptor instead.
 func (*InvoiceHTLC) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{46}
+	return file_lightning_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *InvoiceHTLC) GetChanId() uint64 {
@@ -5724,7 +5945,7 @@ type AMP struct {
 
 func (x *AMP) Reset() {
 	*x = AMP{}
-	mi := &file_lightning_proto_msgTypes[47]
+	mi := &file_lightning_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5736,7 +5957,7 @@ func (x *AMP) String() string {
 func (*AMP) ProtoMessage() {}
 
 func (x *AMP) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[47]
+	mi := &file_lightning_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5749,7 +5970,7 @@ func (x *AMP) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AMP.ProtoReflect.Descriptor instead.
 func (*AMP) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{47}
+	return file_lightning_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AMP) GetRootShare() []byte {
@@ -5809,7 +6030,7 @@ type AddInvoiceResponse struct {
 
 func (x *AddInvoiceResponse) Reset() {
 	*x = AddInvoiceResponse{}
-	mi := &file_lightning_proto_msgTypes[48]
+	mi := &file_lightning_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5821,7 +6042,7 @@ func (x *AddInvoiceResponse) String() string {
 func (*AddInvoiceResponse) ProtoMessage() {}
 
 func (x *AddInvoiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[48]
+	mi := &file_lightning_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5834,7 +6055,7 @@ func (x *AddInvoiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddInvoiceResponse.ProtoReflect.Descriptor instead.
 func (*AddInvoiceResponse) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{48}
+	return file_lightning_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *AddInvoiceResponse) GetRHash() []byte {
@@ -5883,7 +6104,7 @@ type PaymentHash struct {
 
 func (x *PaymentHash) Reset() {
 	*x = PaymentHash{}
-	mi := &file_lightning_proto_msgTypes[49]
+	mi := &file_lightning_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5895,7 +6116,7 @@ func (x *PaymentHash) String() string {
 func (*PaymentHash) ProtoMessage() {}
 
 func (x *PaymentHash) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[49]
+	mi := &file_lightning_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5908,7 +6129,7 @@ func (x *PaymentHash) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentHash.ProtoReflect.Descriptor instead.
 func (*PaymentHash) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{49}
+	return file_lightning_proto_rawDescGZIP(), []int{51}
 }
 
 // Deprecated: Marked as deprecated in lightning.proto.
@@ -5951,7 +6172,7 @@ type ListInvoiceRequest struct {
 
 func (x *ListInvoiceRequest) Reset() {
 	*x = ListInvoiceRequest{}
-	mi := &file_lightning_proto_msgTypes[50]
+	mi := &file_lightning_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5963,7 +6184,7 @@ func (x *ListInvoiceRequest) String() string {
 func (*ListInvoiceRequest) ProtoMessage() {}
 
 func (x *ListInvoiceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[50]
+	mi := &file_lightning_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5976,7 +6197,7 @@ func (x *ListInvoiceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInvoiceRequest.ProtoReflect.Descriptor instead.
 func (*ListInvoiceRequest) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{50}
+	return file_lightning_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListInvoiceRequest) GetPendingOnly() bool {
@@ -6038,7 +6259,7 @@ type ListInvoiceResponse struct {
 
 func (x *ListInvoiceResponse) Reset() {
 	*x = ListInvoiceResponse{}
-	mi := &file_lightning_proto_msgTypes[51]
+	mi := &file_lightning_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6050,7 +6271,7 @@ func (x *ListInvoiceResponse) String() string {
 func (*ListInvoiceResponse) ProtoMessage() {}
 
 func (x *ListInvoiceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[51]
+	mi := &file_lightning_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6063,7 +6284,7 @@ func (x *ListInvoiceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListInvoiceResponse.ProtoReflect.Descriptor instead.
 func (*ListInvoiceResponse) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{51}
+	return file_lightning_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListInvoiceResponse) GetInvoices() []*Invoice {
@@ -6105,7 +6326,7 @@ type InvoiceSubscription struct {
 
 func (x *InvoiceSubscription) Reset() {
 	*x = InvoiceSubscription{}
-	mi := &file_lightning_proto_msgTypes[52]
+	mi := &file_lightning_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6117,7 +6338,7 @@ func (x *InvoiceSubscription) String() string {
 func (*InvoiceSubscription) ProtoMessage() {}
 
 func (x *InvoiceSubscription) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[52]
+	mi := &file_lightning_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6130,7 +6351,7 @@ func (x *InvoiceSubscription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceSubscription.ProtoReflect.Descriptor instead.
 func (*InvoiceSubscription) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{52}
+	return file_lightning_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *InvoiceSubscription) GetAddIndex() uint64 {
@@ -6195,7 +6416,7 @@ type Payment struct {
 
 func (x *Payment) Reset() {
 	*x = Payment{}
-	mi := &file_lightning_proto_msgTypes[53]
+	mi := &file_lightning_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6207,7 +6428,7 @@ func (x *Payment) String() string {
 func (*Payment) ProtoMessage() {}
 
 func (x *Payment) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[53]
+	mi := &file_lightning_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6220,7 +6441,7 @@ func (x *Payment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Payment.ProtoReflect.Descriptor instead.
 func (*Payment) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{53}
+	return file_lightning_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Payment) GetPaymentHash() string {
@@ -6361,7 +6582,7 @@ type HTLCAttempt struct {
 
 func (x *HTLCAttempt) Reset() {
 	*x = HTLCAttempt{}
-	mi := &file_lightning_proto_msgTypes[54]
+	mi := &file_lightning_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6373,7 +6594,7 @@ func (x *HTLCAttempt) String() string {
 func (*HTLCAttempt) ProtoMessage() {}
 
 func (x *HTLCAttempt) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[54]
+	mi := &file_lightning_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6386,7 +6607,7 @@ func (x *HTLCAttempt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTLCAttempt.ProtoReflect.Descriptor instead.
 func (*HTLCAttempt) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{54}
+	return file_lightning_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *HTLCAttempt) GetAttemptId() uint64 {
@@ -6477,7 +6698,7 @@ type ListPaymentsRequest struct {
 
 func (x *ListPaymentsRequest) Reset() {
 	*x = ListPaymentsRequest{}
-	mi := &file_lightning_proto_msgTypes[55]
+	mi := &file_lightning_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6489,7 +6710,7 @@ func (x *ListPaymentsRequest) String() string {
 func (*ListPaymentsRequest) ProtoMessage() {}
 
 func (x *ListPaymentsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[55]
+	mi := &file_lightning_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6502,7 +6723,7 @@ func (x *ListPaymentsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPaymentsRequest.ProtoReflect.Descriptor instead.
 func (*ListPaymentsRequest) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{55}
+	return file_lightning_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListPaymentsRequest) GetIncludeIncomplete() bool {
@@ -6582,7 +6803,7 @@ type ListPaymentsResponse struct {
 
 func (x *ListPaymentsResponse) Reset() {
 	*x = ListPaymentsResponse{}
-	mi := &file_lightning_proto_msgTypes[56]
+	mi := &file_lightning_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6594,7 +6815,7 @@ func (x *ListPaymentsResponse) String() string {
 func (*ListPaymentsResponse) ProtoMessage() {}
 
 func (x *ListPaymentsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[56]
+	mi := &file_lightning_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6607,7 +6828,7 @@ func (x *ListPaymentsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPaymentsResponse.ProtoReflect.Descriptor instead.
 func (*ListPaymentsResponse) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{56}
+	return file_lightning_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListPaymentsResponse) GetPayments() []*Payment {
@@ -6648,7 +6869,7 @@ type PayReqString struct {
 
 func (x *PayReqString) Reset() {
 	*x = PayReqString{}
-	mi := &file_lightning_proto_msgTypes[57]
+	mi := &file_lightning_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6660,7 +6881,7 @@ func (x *PayReqString) String() string {
 func (*PayReqString) ProtoMessage() {}
 
 func (x *PayReqString) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[57]
+	mi := &file_lightning_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6673,7 +6894,7 @@ func (x *PayReqString) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayReqString.ProtoReflect.Descriptor instead.
 func (*PayReqString) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{57}
+	return file_lightning_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *PayReqString) GetPayReq() string {
@@ -6705,7 +6926,7 @@ type PayReq struct {
 
 func (x *PayReq) Reset() {
 	*x = PayReq{}
-	mi := &file_lightning_proto_msgTypes[58]
+	mi := &file_lightning_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6717,7 +6938,7 @@ func (x *PayReq) String() string {
 func (*PayReq) ProtoMessage() {}
 
 func (x *PayReq) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[58]
+	mi := &file_lightning_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6730,7 +6951,7 @@ func (x *PayReq) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayReq.ProtoReflect.Descriptor instead.
 func (*PayReq) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{58}
+	return file_lightning_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *PayReq) GetDestination() string {
@@ -6842,7 +7063,7 @@ type Feature struct {
 
 func (x *Feature) Reset() {
 	*x = Feature{}
-	mi := &file_lightning_proto_msgTypes[59]
+	mi := &file_lightning_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6854,7 +7075,7 @@ func (x *Feature) String() string {
 func (*Feature) ProtoMessage() {}
 
 func (x *Feature) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[59]
+	mi := &file_lightning_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6867,7 +7088,7 @@ func (x *Feature) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Feature.ProtoReflect.Descriptor instead.
 func (*Feature) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{59}
+	return file_lightning_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *Feature) GetName() string {
@@ -6916,7 +7137,7 @@ type Failure struct {
 
 func (x *Failure) Reset() {
 	*x = Failure{}
-	mi := &file_lightning_proto_msgTypes[60]
+	mi := &file_lightning_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6928,7 +7149,7 @@ func (x *Failure) String() string {
 func (*Failure) ProtoMessage() {}
 
 func (x *Failure) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[60]
+	mi := &file_lightning_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6941,7 +7162,7 @@ func (x *Failure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Failure.ProtoReflect.Descriptor instead.
 func (*Failure) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{60}
+	return file_lightning_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *Failure) GetCode() Failure_FailureCode {
@@ -7053,7 +7274,7 @@ type ChannelUpdate struct {
 
 func (x *ChannelUpdate) Reset() {
 	*x = ChannelUpdate{}
-	mi := &file_lightning_proto_msgTypes[61]
+	mi := &file_lightning_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7065,7 +7286,7 @@ func (x *ChannelUpdate) String() string {
 func (*ChannelUpdate) ProtoMessage() {}
 
 func (x *ChannelUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_lightning_proto_msgTypes[61]
+	mi := &file_lightning_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7078,7 +7299,7 @@ func (x *ChannelUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChannelUpdate.ProtoReflect.Descriptor instead.
 func (*ChannelUpdate) Descriptor() ([]byte, []int) {
-	return file_lightning_proto_rawDescGZIP(), []int{61}
+	return file_lightning_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ChannelUpdate) GetSignature() []byte {
@@ -7230,7 +7451,23 @@ const file_lightning_proto_rawDesc = "" +
 	"\ris_our_output\x18\x02 \x01(\bR\visOurOutput\">\n" +
 	"\x10LightningAddress\x12\x16\n" +
 	"\x06pubkey\x18\x01 \x01(\tR\x06pubkey\x12\x12\n" +
-	"\x04host\x18\x02 \x01(\tR\x04host\"U\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\"\x90\x03\n" +
+	"\x12EstimateFeeRequest\x12O\n" +
+	"\fAddrToAmount\x18\x01 \x03(\v2+.lnrpc.EstimateFeeRequest.AddrToAmountEntryR\fAddrToAmount\x12\x1f\n" +
+	"\vtarget_conf\x18\x02 \x01(\x05R\n" +
+	"targetConf\x12\x1b\n" +
+	"\tmin_confs\x18\x03 \x01(\x05R\bminConfs\x12+\n" +
+	"\x11spend_unconfirmed\x18\x04 \x01(\bR\x10spendUnconfirmed\x12T\n" +
+	"\x17coin_selection_strategy\x18\x05 \x01(\x0e2\x1c.lnrpc.CoinSelectionStrategyR\x15coinSelectionStrategy\x12'\n" +
+	"\x06inputs\x18\x06 \x03(\v2\x0f.lnrpc.OutPointR\x06inputs\x1a?\n" +
+	"\x11AddrToAmountEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xb0\x01\n" +
+	"\x13EstimateFeeResponse\x12\x17\n" +
+	"\afee_sat\x18\x01 \x01(\x03R\x06feeSat\x123\n" +
+	"\x14feerate_sat_per_byte\x18\x02 \x01(\x03B\x02\x18\x01R\x11feerateSatPerByte\x12\"\n" +
+	"\rsat_per_vbyte\x18\x03 \x01(\x04R\vsatPerVbyte\x12'\n" +
+	"\x06inputs\x18\x04 \x03(\v2\x0f.lnrpc.OutPointR\x06inputs\"U\n" +
 	"\x11NewAddressRequest\x12&\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x12.lnrpc.AddressTypeR\x04type\x12\x18\n" +
 	"\aaccount\x18\x02 \x01(\tR\aaccount\".\n" +
@@ -7801,7 +8038,11 @@ const file_lightning_proto_rawDesc = "" +
 	"\x14SCRIPT_TYPE_NULLDATA\x10\x06\x12\x1c\n" +
 	"\x18SCRIPT_TYPE_NON_STANDARD\x10\a\x12\x1f\n" +
 	"\x1bSCRIPT_TYPE_WITNESS_UNKNOWN\x10\b\x12\"\n" +
-	"\x1eSCRIPT_TYPE_WITNESS_V1_TAPROOT\x10\t*\xac\x01\n" +
+	"\x1eSCRIPT_TYPE_WITNESS_V1_TAPROOT\x10\t*b\n" +
+	"\x15CoinSelectionStrategy\x12\x1e\n" +
+	"\x1aSTRATEGY_USE_GLOBAL_CONFIG\x10\x00\x12\x14\n" +
+	"\x10STRATEGY_LARGEST\x10\x01\x12\x13\n" +
+	"\x0fSTRATEGY_RANDOM\x10\x02*\xac\x01\n" +
 	"\vAddressType\x12\x17\n" +
 	"\x13WITNESS_PUBKEY_HASH\x10\x00\x12\x16\n" +
 	"\x12NESTED_PUBKEY_HASH\x10\x01\x12\x1e\n" +
@@ -7866,10 +8107,11 @@ const file_lightning_proto_rawDesc = "" +
 	"\x17ROUTE_BLINDING_REQUIRED\x10\x18\x12\x1b\n" +
 	"\x17ROUTE_BLINDING_OPTIONAL\x10\x19\x12\v\n" +
 	"\aAMP_REQ\x10\x1e\x12\v\n" +
-	"\aAMP_OPT\x10\x1f2\xae\a\n" +
+	"\aAMP_OPT\x10\x1f2\xf4\a\n" +
 	"\tLightning\x12J\n" +
 	"\rWalletBalance\x12\x1b.lnrpc.WalletBalanceRequest\x1a\x1c.lnrpc.WalletBalanceResponse\x12K\n" +
-	"\x0fGetTransactions\x12\x1d.lnrpc.GetTransactionsRequest\x1a\x19.lnrpc.TransactionDetails\x12A\n" +
+	"\x0fGetTransactions\x12\x1d.lnrpc.GetTransactionsRequest\x1a\x19.lnrpc.TransactionDetails\x12D\n" +
+	"\vEstimateFee\x12\x19.lnrpc.EstimateFeeRequest\x1a\x1a.lnrpc.EstimateFeeResponse\x12A\n" +
 	"\n" +
 	"NewAddress\x12\x18.lnrpc.NewAddressRequest\x1a\x19.lnrpc.NewAddressResponse\x12D\n" +
 	"\vConnectPeer\x12\x19.lnrpc.ConnectPeerRequest\x1a\x1a.lnrpc.ConnectPeerResponse\x128\n" +
@@ -7897,194 +8139,204 @@ func file_lightning_proto_rawDescGZIP() []byte {
 	return file_lightning_proto_rawDescData
 }
 
-var file_lightning_proto_enumTypes = make([]protoimpl.EnumInfo, 11)
-var file_lightning_proto_msgTypes = make([]protoimpl.MessageInfo, 71)
+var file_lightning_proto_enumTypes = make([]protoimpl.EnumInfo, 12)
+var file_lightning_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_lightning_proto_goTypes = []any{
 	(OutputScriptType)(0),          // 0: lnrpc.OutputScriptType
-	(AddressType)(0),               // 1: lnrpc.AddressType
-	(CommitmentType)(0),            // 2: lnrpc.CommitmentType
-	(GraphCacheStatus)(0),          // 3: lnrpc.GraphCacheStatus
-	(InvoiceHTLCState)(0),          // 4: lnrpc.InvoiceHTLCState
-	(PaymentFailureReason)(0),      // 5: lnrpc.PaymentFailureReason
-	(FeatureBit)(0),                // 6: lnrpc.FeatureBit
-	(Invoice_InvoiceState)(0),      // 7: lnrpc.Invoice.InvoiceState
-	(Payment_PaymentStatus)(0),     // 8: lnrpc.Payment.PaymentStatus
-	(HTLCAttempt_HTLCStatus)(0),    // 9: lnrpc.HTLCAttempt.HTLCStatus
-	(Failure_FailureCode)(0),       // 10: lnrpc.Failure.FailureCode
-	(*OutputDetail)(nil),           // 11: lnrpc.OutputDetail
-	(*Transaction)(nil),            // 12: lnrpc.Transaction
-	(*GetTransactionsRequest)(nil), // 13: lnrpc.GetTransactionsRequest
-	(*TransactionDetails)(nil),     // 14: lnrpc.TransactionDetails
-	(*FeeLimit)(nil),               // 15: lnrpc.FeeLimit
-	(*ChannelPoint)(nil),           // 16: lnrpc.ChannelPoint
-	(*OutPoint)(nil),               // 17: lnrpc.OutPoint
-	(*PreviousOutPoint)(nil),       // 18: lnrpc.PreviousOutPoint
-	(*LightningAddress)(nil),       // 19: lnrpc.LightningAddress
-	(*NewAddressRequest)(nil),      // 20: lnrpc.NewAddressRequest
-	(*NewAddressResponse)(nil),     // 21: lnrpc.NewAddressResponse
-	(*ConnectPeerRequest)(nil),     // 22: lnrpc.ConnectPeerRequest
-	(*ConnectPeerResponse)(nil),    // 23: lnrpc.ConnectPeerResponse
-	(*HTLC)(nil),                   // 24: lnrpc.HTLC
-	(*ChannelConstraints)(nil),     // 25: lnrpc.ChannelConstraints
-	(*Channel)(nil),                // 26: lnrpc.Channel
-	(*ListChannelsRequest)(nil),    // 27: lnrpc.ListChannelsRequest
-	(*ListChannelsResponse)(nil),   // 28: lnrpc.ListChannelsResponse
-	(*GetInfoRequest)(nil),         // 29: lnrpc.GetInfoRequest
-	(*GetInfoResponse)(nil),        // 30: lnrpc.GetInfoResponse
-	(*Chain)(nil),                  // 31: lnrpc.Chain
-	(*OpenChannelRequest)(nil),     // 32: lnrpc.OpenChannelRequest
-	(*KeyLocator)(nil),             // 33: lnrpc.KeyLocator
-	(*KeyDescriptor)(nil),          // 34: lnrpc.KeyDescriptor
-	(*ChanPointShim)(nil),          // 35: lnrpc.ChanPointShim
-	(*PsbtShim)(nil),               // 36: lnrpc.PsbtShim
-	(*FundingShim)(nil),            // 37: lnrpc.FundingShim
-	(*WalletAccountBalance)(nil),   // 38: lnrpc.WalletAccountBalance
-	(*WalletBalanceRequest)(nil),   // 39: lnrpc.WalletBalanceRequest
-	(*WalletBalanceResponse)(nil),  // 40: lnrpc.WalletBalanceResponse
-	(*QueryRoutesRequest)(nil),     // 41: lnrpc.QueryRoutesRequest
-	(*NodePair)(nil),               // 42: lnrpc.NodePair
-	(*EdgeLocator)(nil),            // 43: lnrpc.EdgeLocator
-	(*QueryRoutesResponse)(nil),    // 44: lnrpc.QueryRoutesResponse
-	(*Hop)(nil),                    // 45: lnrpc.Hop
-	(*MPPRecord)(nil),              // 46: lnrpc.MPPRecord
-	(*AMPRecord)(nil),              // 47: lnrpc.AMPRecord
-	(*Route)(nil),                  // 48: lnrpc.Route
-	(*HopHint)(nil),                // 49: lnrpc.HopHint
-	(*RouteHint)(nil),              // 50: lnrpc.RouteHint
-	(*BlindedPaymentPath)(nil),     // 51: lnrpc.BlindedPaymentPath
-	(*BlindedPath)(nil),            // 52: lnrpc.BlindedPath
-	(*BlindedHop)(nil),             // 53: lnrpc.BlindedHop
-	(*AMPInvoiceState)(nil),        // 54: lnrpc.AMPInvoiceState
-	(*Invoice)(nil),                // 55: lnrpc.Invoice
-	(*BlindedPathConfig)(nil),      // 56: lnrpc.BlindedPathConfig
-	(*InvoiceHTLC)(nil),            // 57: lnrpc.InvoiceHTLC
-	(*AMP)(nil),                    // 58: lnrpc.AMP
-	(*AddInvoiceResponse)(nil),     // 59: lnrpc.AddInvoiceResponse
-	(*PaymentHash)(nil),            // 60: lnrpc.PaymentHash
-	(*ListInvoiceRequest)(nil),     // 61: lnrpc.ListInvoiceRequest
-	(*ListInvoiceResponse)(nil),    // 62: lnrpc.ListInvoiceResponse
-	(*InvoiceSubscription)(nil),    // 63: lnrpc.InvoiceSubscription
-	(*Payment)(nil),                // 64: lnrpc.Payment
-	(*HTLCAttempt)(nil),            // 65: lnrpc.HTLCAttempt
-	(*ListPaymentsRequest)(nil),    // 66: lnrpc.ListPaymentsRequest
-	(*ListPaymentsResponse)(nil),   // 67: lnrpc.ListPaymentsResponse
-	(*PayReqString)(nil),           // 68: lnrpc.PayReqString
-	(*PayReq)(nil),                 // 69: lnrpc.PayReq
-	(*Feature)(nil),                // 70: lnrpc.Feature
-	(*Failure)(nil),                // 71: lnrpc.Failure
-	(*ChannelUpdate)(nil),          // 72: lnrpc.ChannelUpdate
-	nil,                            // 73: lnrpc.GetInfoResponse.FeaturesEntry
-	nil,                            // 74: lnrpc.WalletBalanceResponse.AccountBalanceEntry
-	nil,                            // 75: lnrpc.QueryRoutesRequest.DestCustomRecordsEntry
-	nil,                            // 76: lnrpc.Hop.CustomRecordsEntry
-	nil,                            // 77: lnrpc.Invoice.FeaturesEntry
-	nil,                            // 78: lnrpc.Invoice.AmpInvoiceStateEntry
-	nil,                            // 79: lnrpc.InvoiceHTLC.CustomRecordsEntry
-	nil,                            // 80: lnrpc.Payment.FirstHopCustomRecordsEntry
-	nil,                            // 81: lnrpc.PayReq.FeaturesEntry
+	(CoinSelectionStrategy)(0),     // 1: lnrpc.CoinSelectionStrategy
+	(AddressType)(0),               // 2: lnrpc.AddressType
+	(CommitmentType)(0),            // 3: lnrpc.CommitmentType
+	(GraphCacheStatus)(0),          // 4: lnrpc.GraphCacheStatus
+	(InvoiceHTLCState)(0),          // 5: lnrpc.InvoiceHTLCState
+	(PaymentFailureReason)(0),      // 6: lnrpc.PaymentFailureReason
+	(FeatureBit)(0),                // 7: lnrpc.FeatureBit
+	(Invoice_InvoiceState)(0),      // 8: lnrpc.Invoice.InvoiceState
+	(Payment_PaymentStatus)(0),     // 9: lnrpc.Payment.PaymentStatus
+	(HTLCAttempt_HTLCStatus)(0),    // 10: lnrpc.HTLCAttempt.HTLCStatus
+	(Failure_FailureCode)(0),       // 11: lnrpc.Failure.FailureCode
+	(*OutputDetail)(nil),           // 12: lnrpc.OutputDetail
+	(*Transaction)(nil),            // 13: lnrpc.Transaction
+	(*GetTransactionsRequest)(nil), // 14: lnrpc.GetTransactionsRequest
+	(*TransactionDetails)(nil),     // 15: lnrpc.TransactionDetails
+	(*FeeLimit)(nil),               // 16: lnrpc.FeeLimit
+	(*ChannelPoint)(nil),           // 17: lnrpc.ChannelPoint
+	(*OutPoint)(nil),               // 18: lnrpc.OutPoint
+	(*PreviousOutPoint)(nil),       // 19: lnrpc.PreviousOutPoint
+	(*LightningAddress)(nil),       // 20: lnrpc.LightningAddress
+	(*EstimateFeeRequest)(nil),     // 21: lnrpc.EstimateFeeRequest
+	(*EstimateFeeResponse)(nil),    // 22: lnrpc.EstimateFeeResponse
+	(*NewAddressRequest)(nil),      // 23: lnrpc.NewAddressRequest
+	(*NewAddressResponse)(nil),     // 24: lnrpc.NewAddressResponse
+	(*ConnectPeerRequest)(nil),     // 25: lnrpc.ConnectPeerRequest
+	(*ConnectPeerResponse)(nil),    // 26: lnrpc.ConnectPeerResponse
+	(*HTLC)(nil),                   // 27: lnrpc.HTLC
+	(*ChannelConstraints)(nil),     // 28: lnrpc.ChannelConstraints
+	(*Channel)(nil),                // 29: lnrpc.Channel
+	(*ListChannelsRequest)(nil),    // 30: lnrpc.ListChannelsRequest
+	(*ListChannelsResponse)(nil),   // 31: lnrpc.ListChannelsResponse
+	(*GetInfoRequest)(nil),         // 32: lnrpc.GetInfoRequest
+	(*GetInfoResponse)(nil),        // 33: lnrpc.GetInfoResponse
+	(*Chain)(nil),                  // 34: lnrpc.Chain
+	(*OpenChannelRequest)(nil),     // 35: lnrpc.OpenChannelRequest
+	(*KeyLocator)(nil),             // 36: lnrpc.KeyLocator
+	(*KeyDescriptor)(nil),          // 37: lnrpc.KeyDescriptor
+	(*ChanPointShim)(nil),          // 38: lnrpc.ChanPointShim
+	(*PsbtShim)(nil),               // 39: lnrpc.PsbtShim
+	(*FundingShim)(nil),            // 40: lnrpc.FundingShim
+	(*WalletAccountBalance)(nil),   // 41: lnrpc.WalletAccountBalance
+	(*WalletBalanceRequest)(nil),   // 42: lnrpc.WalletBalanceRequest
+	(*WalletBalanceResponse)(nil),  // 43: lnrpc.WalletBalanceResponse
+	(*QueryRoutesRequest)(nil),     // 44: lnrpc.QueryRoutesRequest
+	(*NodePair)(nil),               // 45: lnrpc.NodePair
+	(*EdgeLocator)(nil),            // 46: lnrpc.EdgeLocator
+	(*QueryRoutesResponse)(nil),    // 47: lnrpc.QueryRoutesResponse
+	(*Hop)(nil),                    // 48: lnrpc.Hop
+	(*MPPRecord)(nil),              // 49: lnrpc.MPPRecord
+	(*AMPRecord)(nil),              // 50: lnrpc.AMPRecord
+	(*Route)(nil),                  // 51: lnrpc.Route
+	(*HopHint)(nil),                // 52: lnrpc.HopHint
+	(*RouteHint)(nil),              // 53: lnrpc.RouteHint
+	(*BlindedPaymentPath)(nil),     // 54: lnrpc.BlindedPaymentPath
+	(*BlindedPath)(nil),            // 55: lnrpc.BlindedPath
+	(*BlindedHop)(nil),             // 56: lnrpc.BlindedHop
+	(*AMPInvoiceState)(nil),        // 57: lnrpc.AMPInvoiceState
+	(*Invoice)(nil),                // 58: lnrpc.Invoice
+	(*BlindedPathConfig)(nil),      // 59: lnrpc.BlindedPathConfig
+	(*InvoiceHTLC)(nil),            // 60: lnrpc.InvoiceHTLC
+	(*AMP)(nil),                    // 61: lnrpc.AMP
+	(*AddInvoiceResponse)(nil),     // 62: lnrpc.AddInvoiceResponse
+	(*PaymentHash)(nil),            // 63: lnrpc.PaymentHash
+	(*ListInvoiceRequest)(nil),     // 64: lnrpc.ListInvoiceRequest
+	(*ListInvoiceResponse)(nil),    // 65: lnrpc.ListInvoiceResponse
+	(*InvoiceSubscription)(nil),    // 66: lnrpc.InvoiceSubscription
+	(*Payment)(nil),                // 67: lnrpc.Payment
+	(*HTLCAttempt)(nil),            // 68: lnrpc.HTLCAttempt
+	(*ListPaymentsRequest)(nil),    // 69: lnrpc.ListPaymentsRequest
+	(*ListPaymentsResponse)(nil),   // 70: lnrpc.ListPaymentsResponse
+	(*PayReqString)(nil),           // 71: lnrpc.PayReqString
+	(*PayReq)(nil),                 // 72: lnrpc.PayReq
+	(*Feature)(nil),                // 73: lnrpc.Feature
+	(*Failure)(nil),                // 74: lnrpc.Failure
+	(*ChannelUpdate)(nil),          // 75: lnrpc.ChannelUpdate
+	nil,                            // 76: lnrpc.EstimateFeeRequest.AddrToAmountEntry
+	nil,                            // 77: lnrpc.GetInfoResponse.FeaturesEntry
+	nil,                            // 78: lnrpc.WalletBalanceResponse.AccountBalanceEntry
+	nil,                            // 79: lnrpc.QueryRoutesRequest.DestCustomRecordsEntry
+	nil,                            // 80: lnrpc.Hop.CustomRecordsEntry
+	nil,                            // 81: lnrpc.Invoice.FeaturesEntry
+	nil,                            // 82: lnrpc.Invoice.AmpInvoiceStateEntry
+	nil,                            // 83: lnrpc.InvoiceHTLC.CustomRecordsEntry
+	nil,                            // 84: lnrpc.Payment.FirstHopCustomRecordsEntry
+	nil,                            // 85: lnrpc.PayReq.FeaturesEntry
 }
 var file_lightning_proto_depIdxs = []int32{
 	0,  // 0: lnrpc.OutputDetail.output_type:type_name -> lnrpc.OutputScriptType
-	11, // 1: lnrpc.Transaction.output_details:type_name -> lnrpc.OutputDetail
-	18, // 2: lnrpc.Transaction.previous_outpoints:type_name -> lnrpc.PreviousOutPoint
-	12, // 3: lnrpc.TransactionDetails.transactions:type_name -> lnrpc.Transaction
-	1,  // 4: lnrpc.NewAddressRequest.type:type_name -> lnrpc.AddressType
-	19, // 5: lnrpc.ConnectPeerRequest.addr:type_name -> lnrpc.LightningAddress
-	24, // 6: lnrpc.Channel.pending_htlcs:type_name -> lnrpc.HTLC
-	2,  // 7: lnrpc.Channel.commitment_type:type_name -> lnrpc.CommitmentType
-	25, // 8: lnrpc.Channel.local_constraints:type_name -> lnrpc.ChannelConstraints
-	25, // 9: lnrpc.Channel.remote_constraints:type_name -> lnrpc.ChannelConstraints
-	26, // 10: lnrpc.ListChannelsResponse.channels:type_name -> lnrpc.Channel
-	31, // 11: lnrpc.GetInfoResponse.chains:type_name -> lnrpc.Chain
-	73, // 12: lnrpc.GetInfoResponse.features:type_name -> lnrpc.GetInfoResponse.FeaturesEntry
-	3,  // 13: lnrpc.GetInfoResponse.graph_cache_status:type_name -> lnrpc.GraphCacheStatus
-	37, // 14: lnrpc.OpenChannelRequest.funding_shim:type_name -> lnrpc.FundingShim
-	2,  // 15: lnrpc.OpenChannelRequest.commitment_type:type_name -> lnrpc.CommitmentType
-	17, // 16: lnrpc.OpenChannelRequest.outpoints:type_name -> lnrpc.OutPoint
-	33, // 17: lnrpc.KeyDescriptor.key_loc:type_name -> lnrpc.KeyLocator
-	16, // 18: lnrpc.ChanPointShim.chan_point:type_name -> lnrpc.ChannelPoint
-	34, // 19: lnrpc.ChanPointShim.local_key:type_name -> lnrpc.KeyDescriptor
-	35, // 20: lnrpc.FundingShim.chan_point_shim:type_name -> lnrpc.ChanPointShim
-	36, // 21: lnrpc.FundingShim.psbt_shim:type_name -> lnrpc.PsbtShim
-	74, // 22: lnrpc.WalletBalanceResponse.account_balance:type_name -> lnrpc.WalletBalanceResponse.AccountBalanceEntry
-	15, // 23: lnrpc.QueryRoutesRequest.fee_limit:type_name -> lnrpc.FeeLimit
-	43, // 24: lnrpc.QueryRoutesRequest.ignored_edges:type_name -> lnrpc.EdgeLocator
-	42, // 25: lnrpc.QueryRoutesRequest.ignored_pairs:type_name -> lnrpc.NodePair
-	75, // 26: lnrpc.QueryRoutesRequest.dest_custom_records:type_name -> lnrpc.QueryRoutesRequest.DestCustomRecordsEntry
-	50, // 27: lnrpc.QueryRoutesRequest.route_hints:type_name -> lnrpc.RouteHint
-	51, // 28: lnrpc.QueryRoutesRequest.blinded_payment_paths:type_name -> lnrpc.BlindedPaymentPath
-	6,  // 29: lnrpc.QueryRoutesRequest.dest_features:type_name -> lnrpc.FeatureBit
-	48, // 30: lnrpc.QueryRoutesResponse.routes:type_name -> lnrpc.Route
-	46, // 31: lnrpc.Hop.mpp_record:type_name -> lnrpc.MPPRecord
-	47, // 32: lnrpc.Hop.amp_record:type_name -> lnrpc.AMPRecord
-	76, // 33: lnrpc.Hop.custom_records:type_name -> lnrpc.Hop.CustomRecordsEntry
-	45, // 34: lnrpc.Route.hops:type_name -> lnrpc.Hop
-	49, // 35: lnrpc.RouteHint.hop_hints:type_name -> lnrpc.HopHint
-	52, // 36: lnrpc.BlindedPaymentPath.blinded_path:type_name -> lnrpc.BlindedPath
-	6,  // 37: lnrpc.BlindedPaymentPath.features:type_name -> lnrpc.FeatureBit
-	53, // 38: lnrpc.BlindedPath.blinded_hops:type_name -> lnrpc.BlindedHop
-	4,  // 39: lnrpc.AMPInvoiceState.state:type_name -> lnrpc.InvoiceHTLCState
-	50, // 40: lnrpc.Invoice.route_hints:type_name -> lnrpc.RouteHint
-	7,  // 41: lnrpc.Invoice.state:type_name -> lnrpc.Invoice.InvoiceState
-	57, // 42: lnrpc.Invoice.htlcs:type_name -> lnrpc.InvoiceHTLC
-	77, // 43: lnrpc.Invoice.features:type_name -> lnrpc.Invoice.FeaturesEntry
-	78, // 44: lnrpc.Invoice.amp_invoice_state:type_name -> lnrpc.Invoice.AmpInvoiceStateEntry
-	56, // 45: lnrpc.Invoice.blinded_path_config:type_name -> lnrpc.BlindedPathConfig
-	4,  // 46: lnrpc.InvoiceHTLC.state:type_name -> lnrpc.InvoiceHTLCState
-	79, // 47: lnrpc.InvoiceHTLC.custom_records:type_name -> lnrpc.InvoiceHTLC.CustomRecordsEntry
-	58, // 48: lnrpc.InvoiceHTLC.amp:type_name -> lnrpc.AMP
-	55, // 49: lnrpc.ListInvoiceResponse.invoices:type_name -> lnrpc.Invoice
-	8,  // 50: lnrpc.Payment.status:type_name -> lnrpc.Payment.PaymentStatus
-	65, // 51: lnrpc.Payment.htlcs:type_name -> lnrpc.HTLCAttempt
-	5,  // 52: lnrpc.Payment.failure_reason:type_name -> lnrpc.PaymentFailureReason
-	80, // 53: lnrpc.Payment.first_hop_custom_records:type_name -> lnrpc.Payment.FirstHopCustomRecordsEntry
-	9,  // 54: lnrpc.HTLCAttempt.status:type_name -> lnrpc.HTLCAttempt.HTLCStatus
-	48, // 55: lnrpc.HTLCAttempt.route:type_name -> lnrpc.Route
-	71, // 56: lnrpc.HTLCAttempt.failure:type_name -> lnrpc.Failure
-	64, // 57: lnrpc.ListPaymentsResponse.payments:type_name -> lnrpc.Payment
-	50, // 58: lnrpc.PayReq.route_hints:type_name -> lnrpc.RouteHint
-	81, // 59: lnrpc.PayReq.features:type_name -> lnrpc.PayReq.FeaturesEntry
-	51, // 60: lnrpc.PayReq.blinded_paths:type_name -> lnrpc.BlindedPaymentPath
-	10, // 61: lnrpc.Failure.code:type_name -> lnrpc.Failure.FailureCode
-	72, // 62: lnrpc.Failure.channel_update:type_name -> lnrpc.ChannelUpdate
-	70, // 63: lnrpc.GetInfoResponse.FeaturesEntry.value:type_name -> lnrpc.Feature
-	38, // 64: lnrpc.WalletBalanceResponse.AccountBalanceEntry.value:type_name -> lnrpc.WalletAccountBalance
-	70, // 65: lnrpc.Invoice.FeaturesEntry.value:type_name -> lnrpc.Feature
-	54, // 66: lnrpc.Invoice.AmpInvoiceStateEntry.value:type_name -> lnrpc.AMPInvoiceState
-	70, // 67: lnrpc.PayReq.FeaturesEntry.value:type_name -> lnrpc.Feature
-	39, // 68: lnrpc.Lightning.WalletBalance:input_type -> lnrpc.WalletBalanceRequest
-	13, // 69: lnrpc.Lightning.GetTransactions:input_type -> lnrpc.GetTransactionsRequest
-	20, // 70: lnrpc.Lightning.NewAddress:input_type -> lnrpc.NewAddressRequest
-	22, // 71: lnrpc.Lightning.ConnectPeer:input_type -> lnrpc.ConnectPeerRequest
-	29, // 72: lnrpc.Lightning.GetInfo:input_type -> lnrpc.GetInfoRequest
-	27, // 73: lnrpc.Lightning.ListChannels:input_type -> lnrpc.ListChannelsRequest
-	32, // 74: lnrpc.Lightning.OpenChannelSync:input_type -> lnrpc.OpenChannelRequest
-	55, // 75: lnrpc.Lightning.AddInvoice:input_type -> lnrpc.Invoice
-	61, // 76: lnrpc.Lightning.ListInvoices:input_type -> lnrpc.ListInvoiceRequest
-	60, // 77: lnrpc.Lightning.LookupInvoice:input_type -> lnrpc.PaymentHash
-	63, // 78: lnrpc.Lightning.SubscribeInvoices:input_type -> lnrpc.InvoiceSubscription
-	68, // 79: lnrpc.Lightning.DecodePayReq:input_type -> lnrpc.PayReqString
-	66, // 80: lnrpc.Lightning.ListPayments:input_type -> lnrpc.ListPaymentsRequest
-	41, // 81: lnrpc.Lightning.QueryRoutes:input_type -> lnrpc.QueryRoutesRequest
-	40, // 82: lnrpc.Lightning.WalletBalance:output_type -> lnrpc.WalletBalanceResponse
-	14, // 83: lnrpc.Lightning.GetTransactions:output_type -> lnrpc.TransactionDetails
-	21, // 84: lnrpc.Lightning.NewAddress:output_type -> lnrpc.NewAddressResponse
-	23, // 85: lnrpc.Lightning.ConnectPeer:output_type -> lnrpc.ConnectPeerResponse
-	30, // 86: lnrpc.Lightning.GetInfo:output_type -> lnrpc.GetInfoResponse
-	28, // 87: lnrpc.Lightning.ListChannels:output_type -> lnrpc.ListChannelsResponse
-	16, // 88: lnrpc.Lightning.OpenChannelSync:output_type -> lnrpc.ChannelPoint
-	59, // 89: lnrpc.Lightning.AddInvoice:output_type -> lnrpc.AddInvoiceResponse
-	62, // 90: lnrpc.Lightning.ListInvoices:output_type -> lnrpc.ListInvoiceResponse
-	55, // 91: lnrpc.Lightning.LookupInvoice:output_type -> lnrpc.Invoice
-	55, // 92: lnrpc.Lightning.SubscribeInvoices:output_type -> lnrpc.Invoice
-	69, // 93: lnrpc.Lightning.DecodePayReq:output_type -> lnrpc.PayReq
-	67, // 94: lnrpc.Lightning.ListPayments:output_type -> lnrpc.ListPaymentsResponse
-	44, // 95: lnrpc.Lightning.QueryRoutes:output_type -> lnrpc.QueryRoutesResponse
-	82, // [82:96] is the sub-list for method output_type
-	68, // [68:82] is the sub-list for method input_type
-	68, // [68:68] is the sub-list for extension type_name
-	68, // [68:68] is the sub-list for extension extendee
-	0,  // [0:68] is the sub-list for field type_name
+	12, // 1: lnrpc.Transaction.output_details:type_name -> lnrpc.OutputDetail
+	19, // 2: lnrpc.Transaction.previous_outpoints:type_name -> lnrpc.PreviousOutPoint
+	13, // 3: lnrpc.TransactionDetails.transactions:type_name -> lnrpc.Transaction
+	76, // 4: lnrpc.EstimateFeeRequest.AddrToAmount:type_name -> lnrpc.EstimateFeeRequest.AddrToAmountEntry
+	1,  // 5: lnrpc.EstimateFeeRequest.coin_selection_strategy:type_name -> lnrpc.CoinSelectionStrategy
+	18, // 6: lnrpc.EstimateFeeRequest.inputs:type_name -> lnrpc.OutPoint
+	18, // 7: lnrpc.EstimateFeeResponse.inputs:type_name -> lnrpc.OutPoint
+	2,  // 8: lnrpc.NewAddressRequest.type:type_name -> lnrpc.AddressType
+	20, // 9: lnrpc.ConnectPeerRequest.addr:type_name -> lnrpc.LightningAddress
+	27, // 10: lnrpc.Channel.pending_htlcs:type_name -> lnrpc.HTLC
+	3,  // 11: lnrpc.Channel.commitment_type:type_name -> lnrpc.CommitmentType
+	28, // 12: lnrpc.Channel.local_constraints:type_name -> lnrpc.ChannelConstraints
+	28, // 13: lnrpc.Channel.remote_constraints:type_name -> lnrpc.ChannelConstraints
+	29, // 14: lnrpc.ListChannelsResponse.channels:type_name -> lnrpc.Channel
+	34, // 15: lnrpc.GetInfoResponse.chains:type_name -> lnrpc.Chain
+	77, // 16: lnrpc.GetInfoResponse.features:type_name -> lnrpc.GetInfoResponse.FeaturesEntry
+	4,  // 17: lnrpc.GetInfoResponse.graph_cache_status:type_name -> lnrpc.GraphCacheStatus
+	40, // 18: lnrpc.OpenChannelRequest.funding_shim:type_name -> lnrpc.FundingShim
+	3,  // 19: lnrpc.OpenChannelRequest.commitment_type:type_name -> lnrpc.CommitmentType
+	18, // 20: lnrpc.OpenChannelRequest.outpoints:type_name -> lnrpc.OutPoint
+	36, // 21: lnrpc.KeyDescriptor.key_loc:type_name -> lnrpc.KeyLocator
+	17, // 22: lnrpc.ChanPointShim.chan_point:type_name -> lnrpc.ChannelPoint
+	37, // 23: lnrpc.ChanPointShim.local_key:type_name -> lnrpc.KeyDescriptor
+	38, // 24: lnrpc.FundingShim.chan_point_shim:type_name -> lnrpc.ChanPointShim
+	39, // 25: lnrpc.FundingShim.psbt_shim:type_name -> lnrpc.PsbtShim
+	78, // 26: lnrpc.WalletBalanceResponse.account_balance:type_name -> lnrpc.WalletBalanceResponse.AccountBalanceEntry
+	16, // 27: lnrpc.QueryRoutesRequest.fee_limit:type_name -> lnrpc.FeeLimit
+	46, // 28: lnrpc.QueryRoutesRequest.ignored_edges:type_name -> lnrpc.EdgeLocator
+	45, // 29: lnrpc.QueryRoutesRequest.ignored_pairs:type_name -> lnrpc.NodePair
+	79, // 30: lnrpc.QueryRoutesRequest.dest_custom_records:type_name -> lnrpc.QueryRoutesRequest.DestCustomRecordsEntry
+	53, // 31: lnrpc.QueryRoutesRequest.route_hints:type_name -> lnrpc.RouteHint
+	54, // 32: lnrpc.QueryRoutesRequest.blinded_payment_paths:type_name -> lnrpc.BlindedPaymentPath
+	7,  // 33: lnrpc.QueryRoutesRequest.dest_features:type_name -> lnrpc.FeatureBit
+	51, // 34: lnrpc.QueryRoutesResponse.routes:type_name -> lnrpc.Route
+	49, // 35: lnrpc.Hop.mpp_record:type_name -> lnrpc.MPPRecord
+	50, // 36: lnrpc.Hop.amp_record:type_name -> lnrpc.AMPRecord
+	80, // 37: lnrpc.Hop.custom_records:type_name -> lnrpc.Hop.CustomRecordsEntry
+	48, // 38: lnrpc.Route.hops:type_name -> lnrpc.Hop
+	52, // 39: lnrpc.RouteHint.hop_hints:type_name -> lnrpc.HopHint
+	55, // 40: lnrpc.BlindedPaymentPath.blinded_path:type_name -> lnrpc.BlindedPath
+	7,  // 41: lnrpc.BlindedPaymentPath.features:type_name -> lnrpc.FeatureBit
+	56, // 42: lnrpc.BlindedPath.blinded_hops:type_name -> lnrpc.BlindedHop
+	5,  // 43: lnrpc.AMPInvoiceState.state:type_name -> lnrpc.InvoiceHTLCState
+	53, // 44: lnrpc.Invoice.route_hints:type_name -> lnrpc.RouteHint
+	8,  // 45: lnrpc.Invoice.state:type_name -> lnrpc.Invoice.InvoiceState
+	60, // 46: lnrpc.Invoice.htlcs:type_name -> lnrpc.InvoiceHTLC
+	81, // 47: lnrpc.Invoice.features:type_name -> lnrpc.Invoice.FeaturesEntry
+	82, // 48: lnrpc.Invoice.amp_invoice_state:type_name -> lnrpc.Invoice.AmpInvoiceStateEntry
+	59, // 49: lnrpc.Invoice.blinded_path_config:type_name -> lnrpc.BlindedPathConfig
+	5,  // 50: lnrpc.InvoiceHTLC.state:type_name -> lnrpc.InvoiceHTLCState
+	83, // 51: lnrpc.InvoiceHTLC.custom_records:type_name -> lnrpc.InvoiceHTLC.CustomRecordsEntry
+	61, // 52: lnrpc.InvoiceHTLC.amp:type_name -> lnrpc.AMP
+	58, // 53: lnrpc.ListInvoiceResponse.invoices:type_name -> lnrpc.Invoice
+	9,  // 54: lnrpc.Payment.status:type_name -> lnrpc.Payment.PaymentStatus
+	68, // 55: lnrpc.Payment.htlcs:type_name -> lnrpc.HTLCAttempt
+	6,  // 56: lnrpc.Payment.failure_reason:type_name -> lnrpc.PaymentFailureReason
+	84, // 57: lnrpc.Payment.first_hop_custom_records:type_name -> lnrpc.Payment.FirstHopCustomRecordsEntry
+	10, // 58: lnrpc.HTLCAttempt.status:type_name -> lnrpc.HTLCAttempt.HTLCStatus
+	51, // 59: lnrpc.HTLCAttempt.route:type_name -> lnrpc.Route
+	74, // 60: lnrpc.HTLCAttempt.failure:type_name -> lnrpc.Failure
+	67, // 61: lnrpc.ListPaymentsResponse.payments:type_name -> lnrpc.Payment
+	53, // 62: lnrpc.PayReq.route_hints:type_name -> lnrpc.RouteHint
+	85, // 63: lnrpc.PayReq.features:type_name -> lnrpc.PayReq.FeaturesEntry
+	54, // 64: lnrpc.PayReq.blinded_paths:type_name -> lnrpc.BlindedPaymentPath
+	11, // 65: lnrpc.Failure.code:type_name -> lnrpc.Failure.FailureCode
+	75, // 66: lnrpc.Failure.channel_update:type_name -> lnrpc.ChannelUpdate
+	73, // 67: lnrpc.GetInfoResponse.FeaturesEntry.value:type_name -> lnrpc.Feature
+	41, // 68: lnrpc.WalletBalanceResponse.AccountBalanceEntry.value:type_name -> lnrpc.WalletAccountBalance
+	73, // 69: lnrpc.Invoice.FeaturesEntry.value:type_name -> lnrpc.Feature
+	57, // 70: lnrpc.Invoice.AmpInvoiceStateEntry.value:type_name -> lnrpc.AMPInvoiceState
+	73, // 71: lnrpc.PayReq.FeaturesEntry.value:type_name -> lnrpc.Feature
+	42, // 72: lnrpc.Lightning.WalletBalance:input_type -> lnrpc.WalletBalanceRequest
+	14, // 73: lnrpc.Lightning.GetTransactions:input_type -> lnrpc.GetTransactionsRequest
+	21, // 74: lnrpc.Lightning.EstimateFee:input_type -> lnrpc.EstimateFeeRequest
+	23, // 75: lnrpc.Lightning.NewAddress:input_type -> lnrpc.NewAddressRequest
+	25, // 76: lnrpc.Lightning.ConnectPeer:input_type -> lnrpc.ConnectPeerRequest
+	32, // 77: lnrpc.Lightning.GetInfo:input_type -> lnrpc.GetInfoRequest
+	30, // 78: lnrpc.Lightning.ListChannels:input_type -> lnrpc.ListChannelsRequest
+	35, // 79: lnrpc.Lightning.OpenChannelSync:input_type -> lnrpc.OpenChannelRequest
+	58, // 80: lnrpc.Lightning.AddInvoice:input_type -> lnrpc.Invoice
+	64, // 81: lnrpc.Lightning.ListInvoices:input_type -> lnrpc.ListInvoiceRequest
+	63, // 82: lnrpc.Lightning.LookupInvoice:input_type -> lnrpc.PaymentHash
+	66, // 83: lnrpc.Lightning.SubscribeInvoices:input_type -> lnrpc.InvoiceSubscription
+	71, // 84: lnrpc.Lightning.DecodePayReq:input_type -> lnrpc.PayReqString
+	69, // 85: lnrpc.Lightning.ListPayments:input_type -> lnrpc.ListPaymentsRequest
+	44, // 86: lnrpc.Lightning.QueryRoutes:input_type -> lnrpc.QueryRoutesRequest
+	43, // 87: lnrpc.Lightning.WalletBalance:output_type -> lnrpc.WalletBalanceResponse
+	15, // 88: lnrpc.Lightning.GetTransactions:output_type -> lnrpc.TransactionDetails
+	22, // 89: lnrpc.Lightning.EstimateFee:output_type -> lnrpc.EstimateFeeResponse
+	24, // 90: lnrpc.Lightning.NewAddress:output_type -> lnrpc.NewAddressResponse
+	26, // 91: lnrpc.Lightning.ConnectPeer:output_type -> lnrpc.ConnectPeerResponse
+	33, // 92: lnrpc.Lightning.GetInfo:output_type -> lnrpc.GetInfoResponse
+	31, // 93: lnrpc.Lightning.ListChannels:output_type -> lnrpc.ListChannelsResponse
+	17, // 94: lnrpc.Lightning.OpenChannelSync:output_type -> lnrpc.ChannelPoint
+	62, // 95: lnrpc.Lightning.AddInvoice:output_type -> lnrpc.AddInvoiceResponse
+	65, // 96: lnrpc.Lightning.ListInvoices:output_type -> lnrpc.ListInvoiceResponse
+	58, // 97: lnrpc.Lightning.LookupInvoice:output_type -> lnrpc.Invoice
+	58, // 98: lnrpc.Lightning.SubscribeInvoices:output_type -> lnrpc.Invoice
+	72, // 99: lnrpc.Lightning.DecodePayReq:output_type -> lnrpc.PayReq
+	70, // 100: lnrpc.Lightning.ListPayments:output_type -> lnrpc.ListPaymentsResponse
+	47, // 101: lnrpc.Lightning.QueryRoutes:output_type -> lnrpc.QueryRoutesResponse
+	87, // [87:102] is the sub-list for method output_type
+	72, // [72:87] is the sub-list for method input_type
+	72, // [72:72] is the sub-list for extension type_name
+	72, // [72:72] is the sub-list for extension extendee
+	0,  // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_lightning_proto_init() }
@@ -8101,18 +8353,18 @@ func file_lightning_proto_init() {
 		(*ChannelPoint_FundingTxidBytes)(nil),
 		(*ChannelPoint_FundingTxidStr)(nil),
 	}
-	file_lightning_proto_msgTypes[26].OneofWrappers = []any{
+	file_lightning_proto_msgTypes[28].OneofWrappers = []any{
 		(*FundingShim_ChanPointShim)(nil),
 		(*FundingShim_PsbtShim)(nil),
 	}
-	file_lightning_proto_msgTypes[45].OneofWrappers = []any{}
+	file_lightning_proto_msgTypes[47].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lightning_proto_rawDesc), len(file_lightning_proto_rawDesc)),
-			NumEnums:      11,
-			NumMessages:   71,
+			NumEnums:      12,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Lightning_WalletBalance_FullMethodName     = "/lnrpc.Lightning/WalletBalance"
 	Lightning_GetTransactions_FullMethodName   = "/lnrpc.Lightning/GetTransactions"
+	Lightning_EstimateFee_FullMethodName       = "/lnrpc.Lightning/EstimateFee"
 	Lightning_NewAddress_FullMethodName        = "/lnrpc.Lightning/NewAddress"
 	Lightning_ConnectPeer_FullMethodName       = "/lnrpc.Lightning/ConnectPeer"
 	Lightning_GetInfo_FullMethodName           = "/lnrpc.Lightning/GetInfo"
@@ -50,6 +51,15 @@ type LightningClient interface {
 	// GetTransactions returns a list describing all the known transactions
 	// relevant to the wallet.
 	GetTransactions(ctx context.Context, in *GetTransactionsRequest, opts ...grpc.CallOption) (*TransactionDetails, error)
+	// lncli: `estimatefee`
+	// EstimateFee asks the chain backend to estimate the fee rate and total fees
+	// for a transaction that pays to multiple specified outputs.
+	//
+	// When using REST, the `AddrToAmount` map type can be set by appending
+	// `&AddrToAmount[<address>]=<amount_to_send>` to the URL. Unfortunately this
+	// map type doesn't appear in the REST API documentation because of a bug in
+	// the grpc-gateway library.
+	EstimateFee(ctx context.Context, in *EstimateFeeRequest, opts ...grpc.CallOption) (*EstimateFeeResponse, error)
 	// lncli: `newaddress`
 	// NewAddress creates a new address under control of the local wallet.
 	NewAddress(ctx context.Context, in *NewAddressRequest, opts ...grpc.CallOption) (*NewAddressResponse, error)
@@ -145,6 +155,16 @@ func (c *lightningClient) GetTransactions(ctx context.Context, in *GetTransactio
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(TransactionDetails)
 	err := c.cc.Invoke(ctx, Lightning_GetTransactions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *lightningClient) EstimateFee(ctx context.Context, in *EstimateFeeRequest, opts ...grpc.CallOption) (*EstimateFeeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(EstimateFeeResponse)
+	err := c.cc.Invoke(ctx, Lightning_EstimateFee_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -295,6 +315,15 @@ type LightningServer interface {
 	// GetTransactions returns a list describing all the known transactions
 	// relevant to the wallet.
 	GetTransactions(context.Context, *GetTransactionsRequest) (*TransactionDetails, error)
+	// lncli: `estimatefee`
+	// EstimateFee asks the chain backend to estimate the fee rate and total fees
+	// for a transaction that pays to multiple specified outputs.
+	//
+	// When using REST, the `AddrToAmount` map type can be set by appending
+	// `&AddrToAmount[<address>]=<amount_to_send>` to the URL. Unfortunately this
+	// map type doesn't appear in the REST API documentation because of a bug in
+	// the grpc-gateway library.
+	EstimateFee(context.Context, *EstimateFeeRequest) (*EstimateFeeResponse, error)
 	// lncli: `newaddress`
 	// NewAddress creates a new address under control of the local wallet.
 	NewAddress(context.Context, *NewAddressRequest) (*NewAddressResponse, error)
@@ -381,6 +410,9 @@ func (UnimplementedLightningServer) WalletBalance(context.Context, *WalletBalanc
 }
 func (UnimplementedLightningServer) GetTransactions(context.Context, *GetTransactionsRequest) (*TransactionDetails, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetTransactions not implemented")
+}
+func (UnimplementedLightningServer) EstimateFee(context.Context, *EstimateFeeRequest) (*EstimateFeeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method EstimateFee not implemented")
 }
 func (UnimplementedLightningServer) NewAddress(context.Context, *NewAddressRequest) (*NewAddressResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method NewAddress not implemented")
@@ -471,6 +503,24 @@ func _Lightning_GetTransactions_Handler(srv interface{}, ctx context.Context, de
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(LightningServer).GetTransactions(ctx, req.(*GetTransactionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Lightning_EstimateFee_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(EstimateFeeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LightningServer).EstimateFee(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Lightning_EstimateFee_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LightningServer).EstimateFee(ctx, req.(*EstimateFeeRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -698,6 +748,10 @@ var Lightning_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetTransactions",
 			Handler:    _Lightning_GetTransactions_Handler,
+		},
+		{
+			MethodName: "EstimateFee",
+			Handler:    _Lightning_EstimateFee_Handler,
 		},
 		{
 			MethodName: "NewAddress",

@@ -7,7 +7,6 @@
 package invoicesrpc
 
 import (
-	_ "github.com/kassapay/kassa/lightning/lnd/lnrpc"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	reflect "reflect"
@@ -108,7 +107,7 @@ var File_invoicesrpc_invoices_proto protoreflect.FileDescriptor
 
 const file_invoicesrpc_invoices_proto_rawDesc = "" +
 	"\n" +
-	"\x1ainvoicesrpc/invoices.proto\x12\vinvoicesrpc\x1a\x0flightning.proto\"5\n" +
+	"\x1ainvoicesrpc/invoices.proto\x12\vinvoicesrpc\"5\n" +
 	"\x10CancelInvoiceMsg\x12!\n" +
 	"\fpayment_hash\x18\x01 \x01(\fR\vpaymentHash\"\x13\n" +
 	"\x11CancelInvoiceResp2Z\n" +

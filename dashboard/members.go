@@ -436,12 +436,12 @@ func (h *Dashboard) createMemberInvite(w http.ResponseWriter, r *http.Request) {
 	st := currentStore(r.Context())
 	role, err := kassa.ParseRole(r.PostForm.Get("role"))
 	if err != nil {
-		h.renderMembers(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": kassa.ErrorMessage(err)})
+		h.renderMembers(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": tr(r, "members.badrole")})
 		return
 	}
 	code, err := h.newStoreInvite(r.Context(), st.ID, current(r.Context()).Email, role)
 	if err == errTooManyInvites {
-		h.renderMembers(w, r, http.StatusConflict, map[string]any{"Error": kassa.ErrorMessage(err)})
+		h.renderMembers(w, r, http.StatusConflict, map[string]any{"Error": fmt.Sprintf(tr(r, "members.toomany"), maxOpenInvites)})
 		return
 	}
 	if err != nil {
@@ -469,7 +469,7 @@ func (h *Dashboard) revokeMemberInvite(w http.ResponseWriter, r *http.Request) {
 func (h *Dashboard) setMemberRole(w http.ResponseWriter, r *http.Request) {
 	role, err := kassa.ParseRole(r.PostForm.Get("role"))
 	if err != nil {
-		h.renderMembers(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": kassa.ErrorMessage(err)})
+		h.renderMembers(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": tr(r, "members.badrole")})
 		return
 	}
 	h.memberChange(w, r, role, false)
@@ -487,7 +487,7 @@ func (h *Dashboard) memberChange(w http.ResponseWriter, r *http.Request, role ka
 	err := h.changeMember(r.Context(), st.ID, email, role, remove)
 	switch {
 	case err == errLastOwner:
-		h.renderMembers(w, r, http.StatusConflict, map[string]any{"Error": kassa.ErrorMessage(err)})
+		h.renderMembers(w, r, http.StatusConflict, map[string]any{"Error": tr(r, "members.lastowner")})
 	case err == errNotMember:
 		h.renderMembers(w, r, http.StatusNotFound, map[string]any{"Error": fmt.Sprintf(tr(r, "members.notmember"), clipEmail(email))})
 	case err != nil:
@@ -530,7 +530,7 @@ func (h *Dashboard) join(w http.ResponseWriter, r *http.Request) {
 	case err == errBadInvite:
 		h.fail(w, r, http.StatusForbidden, "err.invite")
 	case err == errAlreadyMember:
-		h.failMessage(w, r, http.StatusConflict, func(string) string { return kassa.ErrorMessage(err) })
+		h.fail(w, r, http.StatusConflict, "members.already")
 	case err != nil:
 		h.serverError(w, r, err)
 	default:

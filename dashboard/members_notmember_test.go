@@ -51,3 +51,30 @@ func TestChangeNonMember(t *testing.T) {
 		t.Errorf("owner's role: %q %v", r, ok)
 	}
 }
+
+// TestMembersPageRefusalsInGerman: the members page's own refusals (the
+// last owner stepping down, an unknown role) read in the reader's
+// language, not in the English of the error behind them.
+func TestMembersPageRefusalsInGerman(t *testing.T) {
+	e := memberEnv(t)
+	owner := e.client()
+	owner.signup("owner@example.com")
+	st := owner.createStore("Shop")
+	members := "/dashboard/stores/" + st.ID + "/members"
+	owner.get(members)
+	for _, try := range []struct {
+		form url.Values
+		code int
+		key  string
+	}{
+		{url.Values{"email": {"owner@example.com"}, "role": {"Manager"}}, http.StatusConflict, "members.lastowner"},
+		{url.Values{"email": {"owner@example.com"}, "role": {"Boss"}}, http.StatusUnprocessableEntity, "members.badrole"},
+	} {
+		try.form.Set("csrf", owner.csrf)
+		code, body := owner.postLang(members+"/role", "de", try.form)
+		want := msgIn("de", try.key)
+		if code != try.code || want == msgIn("en", try.key) || !strings.Contains(html.UnescapeString(body), want) {
+			t.Errorf("role %v: %d, want %d with %q\n%s", try.form, code, try.code, want, body)
+		}
+	}
+}

@@ -197,7 +197,7 @@ func TestLastOwner(t *testing.T) {
 		{members + "/remove", url.Values{"email": {"owner@example.com"}}},
 	} {
 		c, body, _ := owner.post(try.path, try.form)
-		if c != http.StatusConflict || !strings.Contains(body, kassa.ErrorMessage(errLastOwner)) {
+		if c != http.StatusConflict || !strings.Contains(body, msgIn("en", "members.lastowner")) {
 			t.Errorf("%s of the last owner: %d\n%s", try.path, c, body)
 		}
 		if r, ok := roleOf(t, e, "owner@example.com", st.ID); !ok || r != kassa.RoleOwner {

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -363,7 +364,7 @@ func (h *Dashboard) createInvite(w http.ResponseWriter, r *http.Request) {
 	}
 	code, err := h.newInvite(r.Context(), s.Email)
 	if err == errTooManyInvites {
-		h.renderInvites(w, r, http.StatusConflict, map[string]any{"Error": kassa.ErrorMessage(err)})
+		h.renderInvites(w, r, http.StatusConflict, map[string]any{"Error": fmt.Sprintf(tr(r, "members.toomany"), maxOpenInvites)})
 		return
 	}
 	if err != nil {

@@ -16,4 +16,7 @@ var promptStrs = map[string]string{
 	"hook.deleteconfirm":   "Delete this webhook?",
 	"links.archiveconfirm": "Archive this pay link? Customers can no longer pay it.",
 	"members.notmember":    "%s is not a member of this store: change the role of, or remove, one of the members listed.",
+	"members.badrole":      "Unknown role: choose Owner, Manager, Employee or Guest.",
+	"members.toomany":      "There are %d open invitations, the most there can be: revoke some first.",
+	"members.already":      "This account already belongs to the store.",
 }

@@ -132,20 +132,8 @@ func (h *Dashboard) historyCSV(w http.ResponseWriter, r *http.Request) {
 			}
 			return cw.Write(row)
 		})
-		cw.Flush()
-		if err == nil {
-			err = cw.Error()
-		}
-		if err != nil {
-			// The header is sent: the export ends short, and the log says why.
-			h.log.Error("dashboard: history CSV export", "store", st.ID, "err", err)
+		if !h.csvPageSent(w, cw, err, next, "history", st.ID) {
 			return
-		}
-		if next == "" {
-			return
-		}
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
 		}
 		q.Cursor = next
 	}

@@ -245,21 +245,8 @@ func (h *Dashboard) finishPasskeySignIn(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	u, ok, err := h.usePasskey(r, p, token)
-	if err != nil {
-		h.limits.give(counted...)
-		h.log.Error("dashboard: passkey sign-in", "err", err)
-		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
+	if !h.passkeyOutcome(w, r, ok, err, counted, trusted) {
 		return
-	}
-	if !ok {
-		passkeyError(w, r, http.StatusUnauthorized, "passkey.refused")
-		return
-	}
-	if trusted {
-		h.limits.forget(counted[0])
-	} else {
-		h.limits.give(counted[0], counted[1])
-		h.limits.forget(counted[2])
 	}
 	if !h.endPending(w, r, token) {
 		return
@@ -410,21 +397,8 @@ func (h *Dashboard) finishPasskeyAlone(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, ok, err := h.checkPasskey(r.Context(), wa, session, parsed, email, -1)
-	if err != nil {
-		h.limits.give(counted...)
-		h.log.Error("dashboard: passkey sign-in", "err", err)
-		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
+	if !h.passkeyOutcome(w, r, ok, err, counted, trusted) {
 		return
-	}
-	if !ok {
-		passkeyError(w, r, http.StatusUnauthorized, "passkey.refused")
-		return
-	}
-	if trusted {
-		h.limits.forget(counted[0])
-	} else {
-		h.limits.give(counted[0], counted[1])
-		h.limits.forget(counted[2])
 	}
 	http.SetCookie(w, &http.Cookie{Name: passkeyCookie, Value: "", Path: Prefix + "/login", HttpOnly: true,
 		Secure: h.secure, SameSite: http.SameSiteLaxMode, MaxAge: -1})
@@ -437,4 +411,29 @@ func (h *Dashboard) finishPasskeyAlone(w http.ResponseWriter, r *http.Request) {
 	h.setSessionCookie(w, sess)
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]string{"redirect": Prefix + "/stores"})
+}
+
+// passkeyOutcome answers a passkey sign-in's check: an error is 500 with
+// the attempt given back, a refused answer 401 (the attempt stays
+// counted, as a wrong password's); a passing one settles the sign-in
+// limits as a right password does (signInCounts' keys). It reports
+// whether the sign-in goes on.
+func (h *Dashboard) passkeyOutcome(w http.ResponseWriter, r *http.Request, ok bool, err error, counted []string, trusted bool) bool {
+	if err != nil {
+		h.limits.give(counted...)
+		h.log.Error("dashboard: passkey sign-in", "err", err)
+		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
+		return false
+	}
+	if !ok {
+		passkeyError(w, r, http.StatusUnauthorized, "passkey.refused")
+		return false
+	}
+	if trusted {
+		h.limits.forget(counted[0])
+	} else {
+		h.limits.give(counted[0], counted[1])
+		h.limits.forget(counted[2])
+	}
+	return true
 }

@@ -196,23 +196,33 @@ func (h *Dashboard) exportCSV(w http.ResponseWriter, r *http.Request) {
 			number--
 			return cw.Write(row)
 		})
-		cw.Flush()
-		if err == nil {
-			err = cw.Error()
-		}
-		if err != nil {
-			// The header is sent: the export ends short, and the log says why.
-			h.log.Error("dashboard: CSV export", "store", st.ID, "err", err)
+		if !h.csvPageSent(w, cw, err, next, "transactions", st.ID) {
 			return
-		}
-		if next == "" {
-			return
-		}
-		if f, ok := w.(http.Flusher); ok {
-			f.Flush()
 		}
 		cursor = next
 	}
+}
+
+// csvPageSent ends one page of a streamed CSV export: it flushes the
+// page to the client and reports whether the export goes on (no error
+// and a next page). The header is sent by then, so an error ends the
+// export short and the log says why.
+func (h *Dashboard) csvPageSent(w http.ResponseWriter, cw *csv.Writer, err error, next, export, storeID string) bool {
+	cw.Flush()
+	if err == nil {
+		err = cw.Error()
+	}
+	if err != nil {
+		h.log.Error("dashboard: CSV export", "export", export, "store", storeID, "err", err)
+		return false
+	}
+	if next == "" {
+		return false
+	}
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	return true
 }
 
 // orderIDs finds the order ids of the export's invoices, remembering the

@@ -179,8 +179,8 @@ func (a *storeActor) Receive(ctx actor.Context) {
 // array behind it keeps the removed PID one past the new length, until
 // a later spawn overwrites it. A PID caches its process, which holds the
 // stopped actor and its invoice: without this, the invoices closed
-// after a busy minute stayed in memory (docs/decisions.md, "Closed
-// invoices leave nothing behind"). Children returns that slice; it is
+// after a busy minute would stay in memory (docs/decisions.md, "Invoice
+// actors passivate and wake lazily"). Children returns that slice; it is
 // called on each Terminated, right after protoactor-go removed the
 // child, and a slot past the length is never read.
 func forgetStoppedChild(ctx actor.Context) {

@@ -49,6 +49,9 @@ func newRefundEnv(t *testing.T) *refundEnv {
 	e.service.WaitBalance(10_000_000)
 	e.customer.OpenChannel(e.service, 2_000_000)
 	e.service.OpenChannel(e.customer, 2_000_000)
+	// The first payment after a channel turns active can fail while its
+	// edges reach the router: the refunds start once a route exists.
+	e.service.WaitRoute(e.customer, 100_000)
 	e.lnurl = newLNURLServer(t, e.customer)
 	e.args = []string{"--chain", chainURL(e.btcd), "--lightning", e.service.URL(), "--invoice-expiry", "10m"}
 	e.kassa = harness.StartKassa(t, "", e.args...)

@@ -300,7 +300,35 @@ func (l *Lnd) OpenChannel(peer *Lnd, sats int64) {
 		return err
 	})
 	l.btcd.Mine(6)
-	l.WaitActive(peer)
+	l.waitOpenedActive(peer)
+}
+
+// waitOpenedActive waits until the channel l opened to peer is active at
+// both ends: l as its initiator, peer as the other side. WaitActive
+// alone would pass on an older channel of the pair opened the other way.
+func (l *Lnd) waitOpenedActive(peer *Lnd) {
+	t := l.t
+	t.Helper()
+	for _, side := range []struct {
+		n, other  *Lnd
+		initiator bool
+	}{{l, peer, true}, {peer, l, false}} {
+		otherKey := side.other.PubKey()
+		kassatest.Eventually(t, 120*time.Second, "channel "+l.Name+" → "+peer.Name+" active at "+side.n.Name, func() error {
+			ctx, cancel := side.n.ctx()
+			defer cancel()
+			r, err := side.n.Client.ListChannels(ctx, &lnrpc.ListChannelsRequest{ActiveOnly: true})
+			if err != nil {
+				return err
+			}
+			for _, c := range r.Channels {
+				if c.RemotePubkey == otherKey && c.Initiator == side.initiator {
+					return nil
+				}
+			}
+			return errors.New("not active yet")
+		})
+	}
 }
 
 // Reconnect connects l to peer again after one of them restarted, instead

@@ -9,6 +9,18 @@ import "context"
 // from the xpub does not see until its gap limit is raised.
 const WalletGapLimit = 20
 
+// MaxWalletGapLimit bounds Store.WalletGapLimit.
+const MaxWalletGapLimit = 1000
+
+// GapLimit is the gap limit of the store's wallet: WalletGapLimit unless
+// the merchant set another.
+func (s *Store) GapLimit() int64 {
+	if s.WalletGapLimit > 0 {
+		return int64(s.WalletGapLimit)
+	}
+	return WalletGapLimit
+}
+
 // addressGapScan bounds how many of a store's newest invoices
 // StoreAddressGap reads.
 const addressGapScan = 1000
@@ -20,7 +32,7 @@ type AddressGap struct {
 	// one that received an on-chain payment (every index handed out
 	// when none did).
 	Unused int64
-	// Limit is the gap limit of the store's wallet (WalletGapLimit).
+	// Limit is the gap limit of the store's wallet (Store.GapLimit).
 	Limit int64
 	// Partial says that none of the newest invoices read (addressGapScan)
 	// received an on-chain payment and older ones were not read: Unused
@@ -44,7 +56,7 @@ func (g AddressGap) Warn() bool { return g.Unused >= g.Limit-g.Limit/4 }
 // rather than late. A store that never handed out an address has no
 // gap.
 func StoreAddressGap(ctx context.Context, r Reader, st *Store) (AddressGap, error) {
-	g := AddressGap{Limit: WalletGapLimit}
+	g := AddressGap{Limit: st.GapLimit()}
 	if st.NextAddressIndex == 0 {
 		return g, nil
 	}

@@ -72,9 +72,14 @@ type Store struct {
 	// of at most that many satoshis, without the merchant, when the
 	// prepaid balance covers it (AutoApproves); zero, the default, leaves
 	// every payout to the merchant.
-	RefundAutoApproveMax Sats      `json:"refundAutoApproveMax,omitempty"`
-	APIKeys              []APIKey  `json:"apiKeys"`
-	CreatedAt            time.Time `json:"createdAt"`
+	RefundAutoApproveMax Sats `json:"refundAutoApproveMax,omitempty"`
+	// WalletGapLimit is the gap limit of the wallet the merchant restores
+	// Xpub in: how many unused addresses in a row it scans past the last
+	// used one. Zero is WalletGapLimit, the default of most wallets; read
+	// it through GapLimit.
+	WalletGapLimit int32     `json:"walletGapLimit,omitempty"`
+	APIKeys        []APIKey  `json:"apiKeys"`
+	CreatedAt      time.Time `json:"createdAt"`
 	// TopUpRefs are the references of the store's last top-ups that had
 	// one, oldest first, with their ledger lines: a top-up whose
 	// reference is here is not credited again (docs/decisions.md,
@@ -98,7 +103,7 @@ func (s *Store) Equal(o *Store) bool {
 		equalDecimalPtr(s.ForwardFeePercent, o.ForwardFeePercent) && s.ForwardFeeMax == o.ForwardFeeMax &&
 		s.LogoURL == o.LogoURL && s.BrandColor == o.BrandColor && s.DefaultRedirectURL == o.DefaultRedirectURL &&
 		s.DefaultRedirectAutomatically == o.DefaultRedirectAutomatically &&
-		s.DefaultLanguage == o.DefaultLanguage && s.RefundAutoApproveMax == o.RefundAutoApproveMax && slices.EqualFunc(s.APIKeys, o.APIKeys, APIKey.Equal) && s.CreatedAt.Equal(o.CreatedAt) &&
+		s.DefaultLanguage == o.DefaultLanguage && s.RefundAutoApproveMax == o.RefundAutoApproveMax && s.WalletGapLimit == o.WalletGapLimit && slices.EqualFunc(s.APIKeys, o.APIKeys, APIKey.Equal) && s.CreatedAt.Equal(o.CreatedAt) &&
 		slices.Equal(s.TopUpRefs, o.TopUpRefs)
 }
 
@@ -330,6 +335,8 @@ type StoreUpdate struct {
 	DefaultLanguage string
 	// RefundAutoApproveMax is Store.RefundAutoApproveMax; zero for none.
 	RefundAutoApproveMax Sats
+	// WalletGapLimit is Store.WalletGapLimit; zero for the default.
+	WalletGapLimit int32
 }
 
 // MaxAPIKeys bounds the API keys of one store, and MaxAPIKeyLabel the
@@ -376,6 +383,9 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	if u.RefundAutoApproveMax < 0 || u.RefundAutoApproveMax > MaxSats {
 		add("refundAutoApproveMax", "must be between 0 (none) and 2100000000000000 sat")
 	}
+	if u.WalletGapLimit < 0 || u.WalletGapLimit > MaxWalletGapLimit {
+		add("walletGapLimit", "must be between 1 and 1000 addresses (0: the default, 20)")
+	}
 	if len(fields) > 0 {
 		return nil, InvalidFields(fields)
 	}
@@ -384,7 +394,7 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	next.Xpub, next.XpubType, next.ConfirmationsRequired = u.Xpub, u.XpubType, u.ConfirmationsRequired
 	next.OnchainMinAmount, next.LogoURL, next.BrandColor, next.DefaultRedirectURL = u.OnchainMinAmount, u.LogoURL, u.BrandColor, u.DefaultRedirectURL
 	next.DefaultLanguage, next.DefaultRedirectAutomatically = u.DefaultLanguage, u.DefaultRedirectAutomatically
-	next.RefundAutoApproveMax = u.RefundAutoApproveMax
+	next.RefundAutoApproveMax, next.WalletGapLimit = u.RefundAutoApproveMax, u.WalletGapLimit
 	return &next, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/shopspring/decimal"
@@ -80,5 +81,63 @@ func TestSettingsShowAddressGap(t *testing.T) {
 	create()
 	if unused, _, warned := gap(); unused != 15 || !warned {
 		t.Errorf("15 unused of 20: gap %d, warned %v; want the warning", unused, warned)
+	}
+}
+
+// TestSettingsWalletGapLimit: a store sets the gap limit its wallet
+// scans; the settings page shows the gap against it and warns at three
+// quarters of it; a value out of bounds is refused with nothing stored.
+func TestSettingsWalletGapLimit(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.signup("a@example.com")
+	st := c.createStore("Shop")
+	c.get("/dashboard/stores/" + st.ID + "/")
+	save := func(limit string) (int, string) {
+		t.Helper()
+		code, body, _ := c.post("/dashboard/stores/"+st.ID+"/settings", url.Values{"name": {"Shop"}, "currency": {"EUR"},
+			"confirmations": {"1"}, "xpub": {testVpub}, "walletGapLimit": {limit}})
+		return code, body
+	}
+	for _, bad := range []string{"-1", "1001", "x", "20.5"} {
+		if code, body := save(bad); code != 422 || !strings.Contains(body, "walletGapLimit") {
+			t.Errorf("gap limit %q: %d, want 422 naming the field:\n%s", bad, code, body)
+		}
+		if got, _ := e.db.Store(t.Context(), st.ID); got.WalletGapLimit != 0 || got.Xpub != "" {
+			t.Fatalf("gap limit %q refused but stored: %d %q", bad, got.WalletGapLimit, got.Xpub)
+		}
+	}
+	if code, body := save("8"); code != 303 {
+		t.Fatalf("save a gap limit of 8: %d %s", code, body)
+	}
+	if got, _ := e.db.Store(t.Context(), st.ID); got.WalletGapLimit != 8 {
+		t.Fatalf("stored gap limit %d, want 8", got.WalletGapLimit)
+	}
+	_, body, _ := c.get("/dashboard/stores/" + st.ID + "/")
+	if !strings.Contains(body, `name="walletGapLimit" value="8"`) {
+		t.Errorf("the form does not show the saved gap limit:\n%s", body)
+	}
+	for range 5 {
+		if _, err := e.sys.Service.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(10), HasAmount: true, Currency: kassa.EUR}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body, _ = c.get("/dashboard/stores/" + st.ID + "/")
+	m := addressGap.FindStringSubmatch(body)
+	if m == nil || m[1] != "5" || m[2] != "8" || strings.Contains(body, `id="gap-warning"`) {
+		t.Errorf("5 unused of 8: got %v, warning %v; want 5 / 8 and no warning", m, strings.Contains(body, `id="gap-warning"`))
+	}
+	if _, err := e.sys.Service.CreateInvoice(t.Context(), st.ID, &kassa.InvoiceRequest{Amount: decimal.NewFromInt(10), HasAmount: true, Currency: kassa.EUR}); err != nil {
+		t.Fatal(err)
+	}
+	if _, body, _ = c.get("/dashboard/stores/" + st.ID + "/"); !strings.Contains(body, `id="gap-warning"`) {
+		t.Errorf("6 unused of 8: no warning")
+	}
+	// Emptied, the field takes the default again.
+	if code, body := save(""); code != 303 {
+		t.Fatalf("clear the gap limit: %d %s", code, body)
+	}
+	if got, _ := e.db.Store(t.Context(), st.ID); got.WalletGapLimit != 0 || got.GapLimit() != kassa.WalletGapLimit {
+		t.Fatalf("cleared gap limit: stored %d, effective %d", got.WalletGapLimit, got.GapLimit())
 	}
 }

@@ -169,6 +169,7 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 	confs, err1 := strconv.ParseInt(strings.TrimSpace(f.Get("confirmations")), 10, 32)
 	minSat, err2 := strconv.ParseInt(cmpOr(strings.TrimSpace(f.Get("onchainMin")), "0"), 10, 64)
 	autoSat, err3 := strconv.ParseInt(cmpOr(strings.TrimSpace(f.Get("refundAutoApproveMax")), "0"), 10, 64)
+	gapLimit, err4 := strconv.ParseInt(cmpOr(strings.TrimSpace(f.Get("walletGapLimit")), "0"), 10, 32)
 	u := kassa.StoreUpdate{
 		Name: strings.TrimSpace(f.Get("name")), Currency: kassa.Currency(f.Get("currency")),
 		LightningAddress: strings.TrimSpace(f.Get("lightningAddress")), Xpub: strings.TrimSpace(f.Get("xpub")),
@@ -178,6 +179,7 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 		DefaultRedirectAutomatically: f.Get("defaultRedirectAutomatically") == "on",
 		DefaultLanguage:              strings.TrimSpace(f.Get("defaultLanguage")),
 		RefundAutoApproveMax:         kassa.Sats(autoSat),
+		WalletGapLimit:               int32(gapLimit),
 	}
 	var err error
 	var next *kassa.Store
@@ -188,6 +190,8 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 		err = kassa.InvalidFields([]kassa.FieldError{{Field: "onchainMinAmount", Message: "must be a whole number of satoshis"}})
 	case err3 != nil:
 		err = kassa.InvalidFields([]kassa.FieldError{{Field: "refundAutoApproveMax", Message: "must be a whole number of satoshis"}})
+	case err4 != nil:
+		err = kassa.InvalidFields([]kassa.FieldError{{Field: "walletGapLimit", Message: "must be a whole number of addresses"}})
 	default:
 		next, err = h.Services.UpdateStore(r.Context(), st.ID, u)
 	}
@@ -197,7 +201,7 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 			shown.Name, shown.Currency, shown.LightningAddress, shown.Xpub, shown.XpubType = u.Name, u.Currency, u.LightningAddress, u.Xpub, u.XpubType
 			shown.LogoURL, shown.BrandColor, shown.DefaultRedirectURL = u.LogoURL, u.BrandColor, u.DefaultRedirectURL
 			shown.DefaultLanguage, shown.DefaultRedirectAutomatically = u.DefaultLanguage, u.DefaultRedirectAutomatically
-			shown.RefundAutoApproveMax = u.RefundAutoApproveMax
+			shown.RefundAutoApproveMax, shown.WalletGapLimit = u.RefundAutoApproveMax, u.WalletGapLimit
 			held, _ := h.held(r.Context(), st)
 			h.render(w, r, http.StatusUnprocessableEntity, "settings", map[string]any{"S": &shown, "Error": m, "Held": held})
 			return

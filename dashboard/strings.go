@@ -159,9 +159,11 @@ var strs = map[string]string{
 	"link.title":     "Pay link",
 	"link.save":      "Save",
 
-	"settings.gap":     "Addresses of this xpub handed out since the last one paid on-chain, against the gap limit of your wallet:",
-	"settings.gapwarn": "Close to the gap limit: a wallet restored from this xpub stops looking after that many unused addresses in a row, and would not see payments beyond them. Raise your wallet's gap limit (to 100, say) before the gap passes it.",
-	"settings.held":    "of this store's Lightning payments are held on the service's node: set a Lightning address below to have them forwarded to your wallet.",
+	"field.gaplimit":    "Gap limit of your wallet (addresses; empty: 20)",
+	"settings.gaplimit": "How many unused addresses in a row the wallet you restore this xpub in scans (20 in most wallets unless raised); the warning below comes at three quarters of it.",
+	"settings.gap":      "Addresses of this xpub handed out since the last one paid on-chain, against the gap limit of your wallet:",
+	"settings.gapwarn":  "Close to the gap limit: a wallet restored from this xpub stops looking after that many unused addresses in a row, and would not see payments beyond them. Raise your wallet's gap limit (to 100, say) before the gap passes it.",
+	"settings.held":     "of this store's Lightning payments are held on the service's node: set a Lightning address below to have them forwarded to your wallet.",
 
 	"tx.title":   "Transactions",
 	"tx.export":  "Export CSV",

@@ -1502,6 +1502,7 @@ type StoreDoc struct {
 	DefaultLanguage              string                 `protobuf:"bytes,27,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
 	DefaultRedirectAutomatically bool                   `protobuf:"varint,28,opt,name=default_redirect_automatically,json=defaultRedirectAutomatically,proto3" json:"default_redirect_automatically,omitempty"`
 	RefundAutoApproveMaxSat      int64                  `protobuf:"varint,29,opt,name=refund_auto_approve_max_sat,json=refundAutoApproveMaxSat,proto3" json:"refund_auto_approve_max_sat,omitempty"`
+	WalletGapLimit               int32                  `protobuf:"varint,43,opt,name=wallet_gap_limit,json=walletGapLimit,proto3" json:"wallet_gap_limit,omitempty"`
 	unknownFields                protoimpl.UnknownFields
 	sizeCache                    protoimpl.SizeCache
 }
@@ -1739,6 +1740,13 @@ func (x *StoreDoc) GetRefundAutoApproveMaxSat() int64 {
 	return 0
 }
 
+func (x *StoreDoc) GetWalletGapLimit() int32 {
+	if x != nil {
+		return x.WalletGapLimit
+	}
+	return 0
+}
+
 type APIKeyDoc struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1883,6 +1891,7 @@ type StoreUpdateDoc struct {
 	DefaultLanguage              string                 `protobuf:"bytes,11,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
 	DefaultRedirectAutomatically bool                   `protobuf:"varint,12,opt,name=default_redirect_automatically,json=defaultRedirectAutomatically,proto3" json:"default_redirect_automatically,omitempty"`
 	RefundAutoApproveMaxSat      int64                  `protobuf:"varint,13,opt,name=refund_auto_approve_max_sat,json=refundAutoApproveMaxSat,proto3" json:"refund_auto_approve_max_sat,omitempty"`
+	WalletGapLimit               int32                  `protobuf:"varint,43,opt,name=wallet_gap_limit,json=walletGapLimit,proto3" json:"wallet_gap_limit,omitempty"`
 	unknownFields                protoimpl.UnknownFields
 	sizeCache                    protoimpl.SizeCache
 }
@@ -2004,6 +2013,13 @@ func (x *StoreUpdateDoc) GetDefaultRedirectAutomatically() bool {
 func (x *StoreUpdateDoc) GetRefundAutoApproveMaxSat() int64 {
 	if x != nil {
 		return x.RefundAutoApproveMaxSat
+	}
+	return 0
+}
+
+func (x *StoreUpdateDoc) GetWalletGapLimit() int32 {
+	if x != nil {
+		return x.WalletGapLimit
 	}
 	return 0
 }
@@ -3636,7 +3652,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"9\n" +
 	"\x10RevealAPIKeyCall\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x0e\n" +
-	"\x02by\x18\x02 \x01(\tR\x02by\"\xa0\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"\xca\n" +
 	"\n" +
 	"\bStoreDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -3671,7 +3687,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\vtop_up_refs\x18\x1a \x03(\v2\x15.kassa.v1.TopUpRefDocR\ttopUpRefs\x12)\n" +
 	"\x10default_language\x18\x1b \x01(\tR\x0fdefaultLanguage\x12D\n" +
 	"\x1edefault_redirect_automatically\x18\x1c \x01(\bR\x1cdefaultRedirectAutomatically\x12<\n" +
-	"\x1brefund_auto_approve_max_sat\x18\x1d \x01(\x03R\x17refundAutoApproveMaxSatB\x16\n" +
+	"\x1brefund_auto_approve_max_sat\x18\x1d \x01(\x03R\x17refundAutoApproveMaxSat\x12(\n" +
+	"\x10wallet_gap_limit\x18+ \x01(\x05R\x0ewalletGapLimitB\x16\n" +
 	"\x14_forward_fee_percent\"\xa0\x01\n" +
 	"\tAPIKeyDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
@@ -3682,7 +3699,7 @@ const file_storecall_proto_rawDesc = "" +
 	"\vpermissions\x18\x05 \x03(\tR\vpermissions\"R\n" +
 	"\vTopUpRefDoc\x12\x1c\n" +
 	"\treference\x18\x01 \x01(\tR\treference\x12%\n" +
-	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xa7\x04\n" +
+	"\x0etransaction_id\x18\x02 \x01(\x03R\rtransactionId\"\xd1\x04\n" +
 	"\x0eStoreUpdateDoc\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bcurrency\x18\x02 \x01(\tR\bcurrency\x12+\n" +
@@ -3698,7 +3715,8 @@ const file_storecall_proto_rawDesc = "" +
 	" \x01(\tR\x12defaultRedirectUrl\x12)\n" +
 	"\x10default_language\x18\v \x01(\tR\x0fdefaultLanguage\x12D\n" +
 	"\x1edefault_redirect_automatically\x18\f \x01(\bR\x1cdefaultRedirectAutomatically\x12<\n" +
-	"\x1brefund_auto_approve_max_sat\x18\r \x01(\x03R\x17refundAutoApproveMaxSat\"\xeb\x04\n" +
+	"\x1brefund_auto_approve_max_sat\x18\r \x01(\x03R\x17refundAutoApproveMaxSat\x12(\n" +
+	"\x10wallet_gap_limit\x18+ \x01(\x05R\x0ewalletGapLimit\"\xeb\x04\n" +
 	"\x11InvoiceRequestDoc\x12\x16\n" +
 	"\x06amount\x18\x01 \x01(\tR\x06amount\x12\x1d\n" +
 	"\n" +

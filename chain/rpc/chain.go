@@ -24,7 +24,8 @@ import (
 var _ kassa.Chain = (*Chain)(nil)
 
 // GapLimit is how many consecutive unused addresses wallets scan past
-// before they stop looking: more than that, and a restored wallet may miss
+// before they stop looking, unless the store names its wallet's own
+// (kassa.Store.GapLimit): more than that, and a restored wallet may miss
 // payments.
 const GapLimit = kassa.WalletGapLimit
 
@@ -247,6 +248,7 @@ func (c *Chain) NewAddress(ctx context.Context, store *kassa.Store, invoiceID st
 		until:         c.clock.Now().Add(c.expiry + c.monitor + time.Hour),
 		confirmations: store.ConfirmationsRequired,
 	})
+	c.gap.setLimit(store)
 	if warn := c.gap.allocate(store.ID, int64(index)); warn != "" {
 		c.log.Warn("gap limit", "store", store.ID, "detail", warn)
 	}
@@ -490,6 +492,7 @@ func (c *Chain) loadWatched(ctx context.Context) error {
 	now := c.clock.Now()
 	var stores []string
 	err := c.reader.Stores(ctx, func(st *kassa.Store) error {
+		c.gap.setLimit(st)
 		if st.NextAddressIndex > 0 {
 			c.gap.allocate(st.ID, int64(st.NextAddressIndex)-1)
 		}

@@ -168,16 +168,36 @@ func (h *health) kindUnknown() bool {
 }
 
 // gapTracker counts, per store, the addresses handed out after the last
-// one that received a payment.
+// one that received a payment, against the store's gap limit.
 type gapTracker struct {
-	mu   sync.Mutex
-	next map[string]int64 // highest index handed out
-	last map[string]int64 // highest index that received a payment
+	mu     sync.Mutex
+	next   map[string]int64 // highest index handed out
+	last   map[string]int64 // highest index that received a payment
+	limits map[string]int64 // the store's gap limit, when not GapLimit
 }
 
 func (g *gapTracker) init() {
 	g.next = make(map[string]int64)
 	g.last = make(map[string]int64)
+	g.limits = make(map[string]int64)
+}
+
+// setLimit records the gap limit of store st's wallet.
+func (g *gapTracker) setLimit(st *kassa.Store) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if l := st.GapLimit(); l != GapLimit {
+		g.limits[st.ID] = l
+	} else {
+		delete(g.limits, st.ID)
+	}
+}
+
+func (g *gapTracker) limitLocked(store string) int64 {
+	if l, ok := g.limits[store]; ok {
+		return l
+	}
+	return GapLimit
 }
 
 func (g *gapTracker) restore(used map[string]int64) {
@@ -199,7 +219,7 @@ func (g *gapTracker) used() map[string]int64 {
 }
 
 // allocate records that index was handed out and returns a warning when
-// the store now has more than GapLimit unused addresses in a row.
+// the store now has more unused addresses in a row than its gap limit.
 func (g *gapTracker) allocate(store string, index int64) string {
 	if store == "" || index < 0 {
 		return ""
@@ -209,8 +229,8 @@ func (g *gapTracker) allocate(store string, index int64) string {
 	if prev, ok := g.next[store]; !ok || index > prev {
 		g.next[store] = index
 	}
-	if n := g.unusedLocked(store); n == GapLimit+1 {
-		return fmt.Sprintf("%d consecutive addresses without a payment: a wallet restored from this xpub stops looking after %d; raise its gap limit", n, GapLimit)
+	if limit := g.limitLocked(store); g.unusedLocked(store) == limit+1 {
+		return fmt.Sprintf("%d consecutive addresses without a payment: a wallet restored from this xpub stops looking after %d; raise its gap limit", limit+1, limit)
 	}
 	return ""
 }
@@ -243,8 +263,8 @@ func (g *gapTracker) warnings() []string {
 	defer g.mu.Unlock()
 	var out []string
 	for store := range g.next {
-		if n := g.unusedLocked(store); n > GapLimit {
-			out = append(out, fmt.Sprintf("store %s: %d consecutive derived addresses without a payment (wallets scan %d): raise the wallet's gap limit", store, n, GapLimit))
+		if n, limit := g.unusedLocked(store), g.limitLocked(store); n > limit {
+			out = append(out, fmt.Sprintf("store %s: %d consecutive derived addresses without a payment (its wallet scans %d): raise the wallet's gap limit", store, n, limit))
 		}
 	}
 	sort.Strings(out)

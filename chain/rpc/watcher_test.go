@@ -263,6 +263,42 @@ func TestGapLimitWarning(t *testing.T) {
 	}
 }
 
+// TestGapLimitWarningFollowsTheStore: a store whose wallet scans a
+// longer gap (Store.WalletGapLimit) is warned about only past its own
+// limit.
+func TestGapLimitWarningFollowsTheStore(t *testing.T) {
+	node := newScriptedNode()
+	node.mine(1)
+	c, w := newTestWatcher(t, node, &memKV{})
+	r := &recorder{}
+	mustPass(t, w, r)
+	master, err := hdkeychain.NewMaster(bytes.Repeat([]byte{9}, 32), testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpub, _ := master.Neuter()
+	store := &kassa.Store{ID: "store_gap50", Xpub: tpub.String(), ConfirmationsRequired: 1, WalletGapLimit: 50}
+	next := func(n int) {
+		t.Helper()
+		for range n {
+			if _, err := c.NewAddress(context.Background(), store, "inv"); err != nil {
+				t.Fatal(err)
+			}
+			store.NextAddressIndex++
+		}
+		mustPass(t, w, r)
+		c.health.gapWarnings(c.gap.warnings())
+	}
+	next(GapLimit + 1)
+	if info := c.Info(context.Background()); info.Warning != "" {
+		t.Fatalf("21 unused addresses of a store whose wallet scans 50: %+v", info)
+	}
+	next(50 - GapLimit)
+	if info := c.Info(context.Background()); !strings.Contains(info.Warning, "51 consecutive") || !strings.Contains(info.Warning, "scans 50") {
+		t.Fatalf("no gap warning after 51 unused addresses of a store whose wallet scans 50: %+v", info)
+	}
+}
+
 // TestPaymentSpanLinksToItsBlock: the event of a payment found in a block
 // is delivered in a span linked to that block's span, so the invoice
 // actor's spans and the webhook they cause join it.

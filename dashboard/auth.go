@@ -5,12 +5,12 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/kassapay/kassa"
+	kassahttp "github.com/kassapay/kassa/http"
 )
 
 // Cookie names. The session cookie is scoped to the dashboard.
@@ -270,20 +270,12 @@ func (h *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 }
 
-// clientIP is the address the login limit counts: the last address of
-// ClientIPHeader behind a proxy, else the connection's.
+// clientIP is the address the login limits count, by the HTTP
+// package's rule: the last line of ClientIPHeader behind a proxy (the
+// one the proxy added), else the connection's; "?", one bucket for
+// all, when it does not parse.
 func (h *Dashboard) clientIP(r *http.Request) string {
-	if h.ClientIPHeader != "" {
-		if v := r.Header.Get(h.ClientIPHeader); v != "" {
-			parts := strings.Split(v, ",")
-			return strings.TrimSpace(parts[len(parts)-1])
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
+	return kassahttp.ClientIP(r, h.ClientIPHeader)
 }
 
 // adminCreateUser makes an account for `kassa user create`: JSON

@@ -15,7 +15,7 @@ import (
 // before it is asked again, and healthProbeTimeout how long one asking
 // may take. A health request never waits for a backend: it answers with
 // the last reading while a new one is taken in the background
-// (docs/decisions.md, "Public health").
+// (docs/decisions.md, "Observability").
 const (
 	healthTTL          = 5 * time.Second
 	healthProbeTimeout = 15 * time.Second

@@ -82,14 +82,15 @@ func hasPackage(t *testing.T, dir string) bool {
 
 // TestDecisionRecordsAreShort checks that each record of
 // docs/decisions.md (a "## " section: one decision, why, and its
-// consequences) stays under 40 lines, a defect's history belonging in
-// its commit message, and that the index at the top has a line for it.
+// consequences) is at most 25 lines, a defect's history belonging in
+// its commit message and figures in the bench output, and that the
+// index at the top has a line for it.
 func TestDecisionRecordsAreShort(t *testing.T) {
 	data, err := os.ReadFile("docs/decisions.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	const limit = 40
+	const limit = 26 // lines a record stays under
 	index, _, _ := strings.Cut(string(data), "\n# ")
 	title, lines := "", 0
 	check := func() {

@@ -158,9 +158,9 @@ func component(info kassa.BackendInfo, public bool) componentHealth {
 
 // health needs no key. It answers 200 while the process serves, and 503
 // with status "degraded" once storage failed (the process then exits to
-// recover, see docs/decisions.md); status "degraded" with 200 while a
-// journal does not replay; synchronized says whether both
-// backends are caught up. With the admin token (Authorization: Bearer)
+// recover: docs/decisions.md, "A failed disk write stops the process");
+// status "degraded" with 200 while a journal does not replay;
+// synchronized says whether both backends are caught up. With the admin token (Authorization: Bearer)
 // it adds the details: errors, warnings, the node and the cluster.
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	public := !s.isAdmin(r)

@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// Claims of a store's work (docs/decisions.md, "Outbox claims" and
-// "Deadlines"). The outbox claims are for a store shared by the nodes of
-// a cluster: a single node's webhook actors are the only senders. The
+// Claims of a store's work (docs/decisions.md, "Outbox claims" and "One
+// deadline mechanism"). The outbox claims are for a store shared by the
+// nodes of a cluster: a single node's webhook actors are the only senders. The
 // expiry claims serve the one deadline sweeper of both modes; on a single
 // node (Pebble) its claims always win.
 

@@ -35,8 +35,8 @@ var notFiat = map[string]bool{
 
 // FiatCurrencies lists every ISO 4217 fiat currency Kassa knows, sorted
 // by code: the active codes of the ISO 4217 table in
-// github.com/bojanz/currency (docs/decisions.md, Currencies) without
-// fund codes. Which of them a server accepts depends on its rate
+// github.com/bojanz/currency (docs/decisions.md, "Exchange rates and
+// currencies") without fund codes. Which of them a server accepts depends on its rate
 // providers (Rates.Currencies).
 var FiatCurrencies = func() []Currency {
 	var out []Currency

@@ -351,8 +351,8 @@ type LightningPayment struct {
 // Payee is where a Lightning address's invoices are paid: the node that
 // signs them (its public key in hex), with the final CLTV delta and the
 // route hints of the last one seen. A forward estimates its route fee to
-// it before it asks the address for an invoice (docs/decisions.md, "One
-// merchant invoice per forward").
+// it before it asks the address for an invoice (docs/decisions.md,
+// "Forwarding").
 type Payee struct {
 	Node           string      `json:"node"`
 	FinalCLTVDelta uint64      `json:"finalCltvDelta,omitempty"`

@@ -224,7 +224,7 @@ type Invoice struct {
 	MonitoringDone bool `json:"monitoringDone,omitempty"`
 	// SettlementReverted is set when a reorg or double spend took away
 	// the on-chain money a settlement counted: the operator must look at
-	// it (docs/decisions.md).
+	// it (docs/decisions.md, "Reorgs, replacements and dropped payments").
 	SettlementReverted bool `json:"settlementReverted,omitempty"`
 	// Archived is set once a person archived the invoice (Archived):
 	// lists leave it out unless asked; it is still read by id and paid.

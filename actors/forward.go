@@ -640,7 +640,7 @@ func (a *forwardActor) attempt(ctx actor.Context, fw *kassa.Forward, pr *kassa.P
 // asking (the node and route hints of the address's last invoice are
 // kept, per address). Only when the address's node is not known yet is
 // an invoice for part asked for first, to learn it, and not paid: once
-// per address (docs/decisions.md, "One merchant invoice per forward").
+// per address (docs/decisions.md, "Forwarding").
 // fee is the estimate, the most the payment may spend on routing.
 func (a *forwardActor) invoice(c context.Context, address string, pr kassa.PayRequest, part, limit kassa.MSat, comment string) (kassa.AddressInvoice, kassa.MSat, error) {
 	var fee kassa.MSat

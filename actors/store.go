@@ -35,7 +35,7 @@ type storeActor struct {
 	// actor started, so that concurrent creates cannot together pass the
 	// credit limit; reservedTotal is their sum. After a restart the
 	// reservations of invoices still open are gone, for at most their
-	// expiry (docs/decisions.md).
+	// expiry (docs/decisions.md, "Invoices and money").
 	reserved      map[string]kassa.Sats
 	reservedTotal kassa.Sats
 	// sessions maps a pay-link session to its invoice while it may still

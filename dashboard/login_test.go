@@ -122,7 +122,8 @@ func TestLoginHashingIsBounded(t *testing.T) {
 // TestSignupDoesNotRevealAccounts: signing up with an email that has an
 // account signs nobody in and changes nothing: the old password still
 // signs in, the new one not. (A new account is signed in: telling the two
-// apart was already a sign-up and a sign-in away; docs/decisions.md.)
+// apart was already a sign-up and a sign-in away; docs/decisions.md,
+// "Dashboard accounts in front of strangers".)
 func TestSignupDoesNotRevealAccounts(t *testing.T) {
 	e := newEnv(t)
 	signup := func(email, password string) (int, string, bool) {

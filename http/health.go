@@ -15,7 +15,7 @@ import (
 // before it is asked again, and healthProbeTimeout how long one asking
 // may take. A health request never waits for a backend: it answers with
 // the last reading while a new one is taken in the background
-// (docs/decisions.md, "Public health").
+// (docs/decisions.md, "Observability").
 const (
 	healthTTL          = 5 * time.Second
 	healthProbeTimeout = 15 * time.Second
@@ -158,9 +158,9 @@ func component(info kassa.BackendInfo, public bool) componentHealth {
 
 // health needs no key. It answers 200 while the process serves, and 503
 // with status "degraded" once storage failed (the process then exits to
-// recover, see docs/decisions.md); status "degraded" with 200 while a
-// journal does not replay; synchronized says whether both
-// backends are caught up. With the admin token (Authorization: Bearer)
+// recover: docs/decisions.md, "A failed disk write stops the process");
+// status "degraded" with 200 while a journal does not replay;
+// synchronized says whether both backends are caught up. With the admin token (Authorization: Bearer)
 // it adds the details: errors, warnings, the node and the cluster.
 func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	public := !s.isAdmin(r)

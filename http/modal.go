@@ -12,7 +12,7 @@ import (
 // modalScript is /modal/btcpay.js, the window.btcpay BTCPay's shop
 // plugins load for their modal checkout: it opens Kassa's checkout in
 // the shop's window, since the checkout may not be framed
-// (docs/decisions.md, "The way back to the shop, and BTCPay's modal script").
+// (docs/decisions.md, "Checkout page and the other customer pages").
 //
 //go:embed modal/btcpay.js
 var modalScript []byte

@@ -20,7 +20,8 @@ type Runner struct {
 	Role   string
 	Holder string
 	// TTL is the lease's length: how long the role stays unserved when
-	// its node dies (docs/decisions.md).
+	// its node dies (docs/decisions.md, "Watcher leases with epoch
+	// fencing").
 	TTL   time.Duration
 	Clock kassa.Clock
 	Log   *slog.Logger

@@ -16,8 +16,8 @@ import (
 // fills it: a create must answer 503 at once with a clear message, health
 // must say "degraded", the process must exit non-zero by itself, and a
 // restart once space is freed must serve again with every invoice
-// created before the disk filled up. The numbers it logs are the ones
-// docs/decisions.md quotes.
+// created before the disk filled up (docs/decisions.md, "A failed disk
+// write stops the process").
 func TestDiskFull(t *testing.T) {
 	skipOnPostgres(t, "the disk-full test fills Pebble's disk; PostgreSQL's disk is the database server's")
 	if os.Geteuid() != 0 {

@@ -18,7 +18,7 @@ import (
 
 // storage is everything `kassa serve` keeps: Pebble in the data directory
 // by default, PostgreSQL with --store postgres://… (docs/decisions.md,
-// "--store postgres://").
+// "PostgreSQL store").
 type storage interface {
 	kassa.Journal
 	kassa.Reader

@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Group commit (docs/decisions.md, "Group commit on PostgreSQL"): the
-// batches committed while a transaction is being written wait in a
-// queue; the next transaction takes every batch waiting (up to
+// Group commit (docs/decisions.md, "Group commit on Pebble and
+// PostgreSQL"): the batches committed while a transaction is being
+// written wait in a queue; the next transaction takes every batch waiting (up to
 // maxGroup) and writes them together, so that their commits share one
 // WAL flush. Each batch keeps its own checks: its fence (a query that
 // must find its row, locking it until the commit) and its statements'
@@ -39,7 +39,7 @@ const maxGroup = 256
 // groups grow with the load, and the server spends less per batch (the
 // cluster bench's one-node cluster: 643 µs of PostgreSQL CPU per create
 // against 1,053 µs with four, and 753 µs with two; docs/decisions.md,
-// "Group commit on PostgreSQL").
+// "Group commit on Pebble and PostgreSQL").
 const maxRunning = 1
 
 // retryDeadlock is how often a group that PostgreSQL chose as the

@@ -201,6 +201,10 @@ func (f failingStores) TopUp(context.Context, string, kassa.Sats, string) (*kass
 	return nil, f.err
 }
 
+func (f failingStores) UpdateStore(context.Context, string, kassa.StoreUpdate) (*kassa.Store, error) {
+	return nil, f.err
+}
+
 type failingSimulator struct{ err error }
 
 func (f failingSimulator) Pay(context.Context, *kassa.Invoice, kassa.PaymentMethod, kassa.Sats) (string, error) {

@@ -40,6 +40,7 @@ func TestDocumentedErrorStatuses(t *testing.T) {
 	createOnly := e.keyWith(kassa.PermCreateInvoice)
 	keyManager := e.keyWith(kassa.PermManageAPIKeys)
 	refunder := e.keyWith(kassa.PermCreateNonApprovedPullPayments)
+	owner := e.keyWith(kassa.PermModifyStoreSettings)
 	sim := newEnv(t, withSim) // the sim routes read their body only in simulation
 	big := `{"pad": "` + strings.Repeat("a", MaxBodyBytes) + `"}`
 	type recipe struct {
@@ -93,6 +94,8 @@ func TestDocumentedErrorStatuses(t *testing.T) {
 					auth = append(auth, header{"X-Api-Key", keyManager})
 				case strings.HasSuffix(path, "/refund") || strings.Contains(path, "/pull-payments"):
 					auth = append(auth, header{"X-Api-Key", refunder})
+				case path == "/api/v1/stores/{storeId}":
+					auth = append(auth, header{"X-Api-Key", owner})
 				}
 				target := e
 				if strings.HasPrefix(path, "/admin/v1/sim/") {

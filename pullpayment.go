@@ -38,6 +38,11 @@ type PullPayment struct {
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 	CreatedAt time.Time `json:"createdAt"`
 	Archived  bool      `json:"archived,omitempty"`
+	// AutoApproveClaims approves each claim in the claim's own batch,
+	// whatever the store's own limit (Store.AutoApproves), when the
+	// prepaid balance covers it with its fee limit, as the store's limit
+	// does (package refund). Making one needs PermCreatePullPayments.
+	AutoApproveClaims bool `json:"autoApproveClaims,omitempty"`
 }
 
 // Pull payment refusals.
@@ -246,6 +251,8 @@ type PullPaymentInput struct {
 	Amount      decimal.Decimal
 	Currency    Currency
 	ExpiresAt   time.Time
+	// AutoApproveClaims is PullPayment.AutoApproveClaims.
+	AutoApproveClaims bool
 }
 
 // NewPullPayment returns the pull payment in makes for store storeID.
@@ -271,5 +278,6 @@ func NewPullPayment(id, storeID string, in PullPaymentInput, now time.Time) (*Pu
 	if len(fields) > 0 {
 		return nil, InvalidFields(fields)
 	}
-	return &PullPayment{ID: id, StoreID: storeID, Description: in.Description, Currency: c, Amount: amount, ExpiresAt: in.ExpiresAt, CreatedAt: now}, nil
+	return &PullPayment{ID: id, StoreID: storeID, Description: in.Description, Currency: c, Amount: amount, ExpiresAt: in.ExpiresAt,
+		AutoApproveClaims: in.AutoApproveClaims, CreatedAt: now}, nil
 }

@@ -20,6 +20,8 @@ type StoreService interface {
 	// ledger line, whatever its amount (docs/decisions.md, "Top-ups
 	// credited once").
 	TopUp(ctx context.Context, storeID string, amount Sats, reference string) (*Transaction, error)
+	// UpdateStore applies u to the store (Store.Apply) and returns it.
+	UpdateStore(ctx context.Context, storeID string, u StoreUpdate) (*Store, error)
 }
 
 // InvoiceService creates and changes invoices.

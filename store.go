@@ -398,6 +398,15 @@ func (s *Store) Apply(u StoreUpdate) (*Store, error) {
 	return &next, nil
 }
 
+// Settings returns the update that leaves s as it is: a caller that
+// changes some settings starts from it.
+func (s *Store) Settings() StoreUpdate {
+	return StoreUpdate{Name: s.Name, Currency: s.Currency, LightningAddress: s.LightningAddress, Xpub: s.Xpub, XpubType: s.XpubType,
+		ConfirmationsRequired: s.ConfirmationsRequired, OnchainMinAmount: s.OnchainMinAmount, LogoURL: s.LogoURL, BrandColor: s.BrandColor,
+		DefaultRedirectURL: s.DefaultRedirectURL, DefaultRedirectAutomatically: s.DefaultRedirectAutomatically,
+		DefaultLanguage: s.DefaultLanguage, RefundAutoApproveMax: s.RefundAutoApproveMax}
+}
+
 // AutoApproves reports whether the store approves a payout of amount
 // satoshis at its claim, without the merchant: only when it set a limit
 // and amount is within it.

@@ -62,7 +62,7 @@ func (s *server) viewLink(id string) string {
 
 func (s *server) pullPaymentData(p *kassa.PullPayment) pullPaymentData {
 	out := pullPaymentData{ID: p.ID, Name: p.Description, BOLT11Expiration: bolt11ExpirationDays,
-		Archived: p.Archived, ViewLink: s.viewLink(p.ID), StartsAt: p.CreatedAt.Unix()}
+		AutoApproveClaims: p.AutoApproveClaims, Archived: p.Archived, ViewLink: s.viewLink(p.ID), StartsAt: p.CreatedAt.Unix()}
 	out.Currency, out.Amount = amountOf(p.Currency, p.Amount)
 	if !p.ExpiresAt.IsZero() {
 		exp := p.ExpiresAt.Unix()
@@ -186,17 +186,24 @@ func description(name, desc string) string {
 }
 
 // createPullPayment answers POST /api/v1/stores/{storeId}/pull-payments.
-// What Kassa's pull payments do not do is refused rather than ignored:
-// a period (they do not recur), autoApproveClaims (the merchant approves
-// each payout, which spends the store's balance) and a later start.
+// autoApproveClaims needs PermCreatePullPayments, asked first, as BTCPay
+// does. What Kassa's pull payments do not do is refused rather than
+// ignored: a period (they do not recur) and a later start.
 func (s *server) createPullPayment(w http.ResponseWriter, r *http.Request) {
 	var body createPullPaymentBody
 	if !s.readBody(w, r, &body) {
 		return
 	}
+	storeID := callerFrom(r.Context()).store.ID
+	auto := body.AutoApproveClaims != nil && *body.AutoApproveClaims
+	if auto && !kassa.PrincipalFrom(r.Context()).Can(storeID, kassa.PermCreatePullPayments) {
+		permissionError(w, kassa.PermCreatePullPayments)
+		return
+	}
 	var errs []validationError
 	add := func(path, msg string) { errs = append(errs, validationError{Path: path, Message: msg}) }
-	in := kassa.PullPaymentInput{Description: description(body.Name, body.Description), Currency: kassa.Currency(strings.ToUpper(strings.TrimSpace(body.Currency)))}
+	in := kassa.PullPaymentInput{Description: description(body.Name, body.Description), Currency: kassa.Currency(strings.ToUpper(strings.TrimSpace(body.Currency))),
+		AutoApproveClaims: auto}
 	amount, ok := decimalField(body.Amount)
 	if !ok {
 		add("amount", "must be a decimal amount, such as \"0.1\"")
@@ -204,9 +211,6 @@ func (s *server) createPullPayment(w http.ResponseWriter, r *http.Request) {
 	in.Amount = amount
 	if !isNull(body.Period) {
 		add("period", "Kassa's pull payments do not recur: leave it null")
-	}
-	if body.AutoApproveClaims != nil && *body.AutoApproveClaims {
-		add("autoApproveClaims", "Kassa's payouts are approved by the merchant: leave it false")
 	}
 	now := s.now()
 	if t, ok := unixField(body.StartsAt); !ok {
@@ -228,7 +232,7 @@ func (s *server) createPullPayment(w http.ResponseWriter, r *http.Request) {
 		writeValidation(w, errs)
 		return
 	}
-	pp, err := s.Refunds.CreatePullPayment(r.Context(), callerFrom(r.Context()).store.ID, in)
+	pp, err := s.Refunds.CreatePullPayment(r.Context(), storeID, in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

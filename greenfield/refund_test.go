@@ -186,8 +186,8 @@ func versionAtLeast(v, min string) bool {
 }
 
 // TestCreatePullPaymentBadInput: Greenfield's 422 per field, nothing
-// stored; what Kassa does not do (recurring periods, approval without
-// the merchant, a later start) is refused, not ignored.
+// stored; what Kassa does not do (recurring periods, a later start) is
+// refused, not ignored (autoApproveClaims: TestPullPaymentAutoApproveClaims).
 func TestCreatePullPaymentBadInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -197,7 +197,6 @@ func TestCreatePullPaymentBadInput(t *testing.T) {
 		`{"name":"x","amount":"-1","currency":"EUR"}`:                           "amount",
 		`{"name":"x","amount":"10","currency":"EURO"}`:                          "currency",
 		`{"name":"x","amount":"10","currency":"EUR","period":86400}`:            "period",
-		`{"name":"x","amount":"10","currency":"EUR","autoApproveClaims":true}`:  "autoApproveClaims",
 		`{"name":"x","amount":"10","currency":"EUR","startsAt":1893456000}`:     "startsAt",
 		`{"name":"x","amount":"10","currency":"EUR","expiresAt":1000}`:          "expiresAt",
 		`{"name":"x","amount":"10","currency":"EUR","paymentMethods":["DOGE"]}`: "paymentMethods",

@@ -127,6 +127,7 @@ var routePermissions = map[string]kassa.Permission{
 	"GET /api/v1/stores":                                                               kassa.PermViewStoreSettings,
 	"GET /api/v1/stores/":                                                              kassa.PermViewStoreSettings,
 	"GET /api/v1/stores/{storeId}/":                                                    kassa.PermViewStoreSettings,
+	"PUT /api/v1/stores/{storeId}/":                                                    kassa.PermModifyStoreSettings,
 	"GET /api/v1/stores/{storeId}/rates":                                               kassa.PermViewStoreSettings,
 	"GET /api/v1/stores/{storeId}/invoices":                                            kassa.PermViewInvoices,
 	"POST /api/v1/stores/{storeId}/invoices":                                           kassa.PermCreateInvoice,
@@ -183,7 +184,7 @@ func (s *server) permitted(r chi.Router, prefix string) func(method, path string
 					storeID = callerFrom(r.Context()).store.ID
 				}
 				if !kassa.PrincipalFrom(r.Context()).Can(storeID, perm) {
-					s.writeError(w, r, kassa.Errorf(kassa.Forbidden, "this API key lacks the permission %s (%s)", perm, perm.Describe()))
+					s.writeError(w, r, missingPermission(perm))
 					return
 				}
 				next.ServeHTTP(w, r)
@@ -191,6 +192,11 @@ func (s *server) permitted(r chi.Router, prefix string) func(method, path string
 		}
 		r.With(append([]func(http.Handler) http.Handler{check}, mw...)...).Method(method, path, h)
 	}
+}
+
+// missingPermission refuses a request whose key lacks perm.
+func missingPermission(perm kassa.Permission) error {
+	return kassa.Errorf(kassa.Forbidden, "this API key lacks the permission %s (%s)", perm, perm.Describe())
 }
 
 // adminOnly admits requests that carry "Authorization: Bearer <token>"

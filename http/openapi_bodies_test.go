@@ -31,6 +31,7 @@ func TestRequestBodiesDocumented(t *testing.T) {
 		"PullPaymentInput":    pullPaymentBody{},
 		"ClaimInput":          claimBody{},
 		"APIKeyCreate":        apiKeyBody{},
+		"StoreUpdate":         storeUpdateBody{},
 	}
 	for name, body := range bodies {
 		schema := doc.Components.Schemas[name]

@@ -40,6 +40,7 @@ func TestDocumentedErrorStatuses(t *testing.T) {
 	createOnly := e.keyWith(kassa.PermCreateInvoice)
 	keyManager := e.keyWith(kassa.PermManageAPIKeys)
 	refunder := e.keyWith(kassa.PermCreateNonApprovedPullPayments)
+	owner := e.keyWith(kassa.PermModifyStoreSettings)
 	sim := newEnv(t, withSim) // the sim routes read their body only in simulation
 	big := `{"pad": "` + strings.Repeat("a", MaxBodyBytes) + `"}`
 	type recipe struct {
@@ -93,6 +94,8 @@ func TestDocumentedErrorStatuses(t *testing.T) {
 					auth = append(auth, header{"X-Api-Key", keyManager})
 				case strings.HasSuffix(path, "/refund") || strings.Contains(path, "/pull-payments"):
 					auth = append(auth, header{"X-Api-Key", refunder})
+				case path == "/api/v1/stores/{storeId}":
+					auth = append(auth, header{"X-Api-Key", owner})
 				}
 				target := e
 				if strings.HasPrefix(path, "/admin/v1/sim/") {
@@ -198,6 +201,10 @@ func (f failingStores) CreateStore(context.Context, kassa.StoreSettings) (*kassa
 }
 
 func (f failingStores) TopUp(context.Context, string, kassa.Sats, string) (*kassa.Transaction, error) {
+	return nil, f.err
+}
+
+func (f failingStores) UpdateStore(context.Context, string, kassa.StoreUpdate) (*kassa.Store, error) {
 	return nil, f.err
 }
 

@@ -30,12 +30,14 @@ type pullPaymentRecord struct {
 	ExpiresAt   string         `json:"expiresAt,omitempty"`
 	CreatedAt   string         `json:"createdAt"`
 	Archived    bool           `json:"archived"`
+	// AutoApproveClaims is kassa.PullPayment.AutoApproveClaims.
+	AutoApproveClaims bool `json:"autoApproveClaims"`
 }
 
 func pullPaymentOut(p *kassa.PullPayment) pullPaymentRecord {
 	out := pullPaymentRecord{ID: p.ID, StoreID: p.StoreID, InvoiceID: p.InvoiceID, Description: p.Description,
 		Currency: p.Currency, Amount: number(p.Amount), Claimed: number(p.Claimed), Left: number(p.Left()),
-		CreatedAt: rfc3339(p.CreatedAt), Archived: p.Archived}
+		CreatedAt: rfc3339(p.CreatedAt), Archived: p.Archived, AutoApproveClaims: p.AutoApproveClaims}
 	if p.Rate.IsPositive() {
 		out.Rate = number(p.Rate)
 	}
@@ -99,6 +101,8 @@ type pullPaymentBody struct {
 	Currency    string          `json:"currency"`
 	Description string          `json:"description"`
 	ExpiresAt   flexString      `json:"expiresAt"`
+	// AutoApproveClaims true needs kassa.PermCreatePullPayments.
+	AutoApproveClaims *bool `json:"autoApproveClaims"`
 }
 
 // claimBody claims a pull payment.
@@ -149,7 +153,13 @@ func (s *server) createPullPayment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	in := kassa.PullPaymentInput{Currency: kassa.Currency(body.Currency), Description: body.Description}
+	in := kassa.PullPaymentInput{Currency: kassa.Currency(body.Currency), Description: body.Description,
+		AutoApproveClaims: body.AutoApproveClaims != nil && *body.AutoApproveClaims}
+	storeID := callerFrom(r.Context()).store.ID
+	if in.AutoApproveClaims && !kassa.PrincipalFrom(r.Context()).Can(storeID, kassa.PermCreatePullPayments) {
+		s.writeError(w, r, missingPermission(kassa.PermCreatePullPayments))
+		return
+	}
 	if in.Currency == "" {
 		in.Currency = kassa.SATS
 	}
@@ -165,7 +175,7 @@ func (s *server) createPullPayment(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	pp, err := s.Refunds.CreatePullPayment(r.Context(), callerFrom(r.Context()).store.ID, in)
+	pp, err := s.Refunds.CreatePullPayment(r.Context(), storeID, in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

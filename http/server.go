@@ -184,6 +184,7 @@ func (s *server) routes() *chi.Mux {
 				r.Use(s.storeScope)
 				on := s.permitted(r, "/api/v1/stores/{storeId}")
 				on(http.MethodGet, "/", s.getStore)
+				on(http.MethodPut, "/", s.updateStore)
 				on(http.MethodGet, "/rates", s.getRates)
 
 				on(http.MethodGet, "/invoices", s.listInvoices)

@@ -21,20 +21,22 @@ type storeRecord struct {
 	PercentFee            json.Number    `json:"percentFee"`
 	UnderpaymentTolerance json.Number    `json:"underpaymentTolerance"`
 	Currency              kassa.Currency `json:"currency"`
+	// RefundAutoApproveMax is kassa.Store.RefundAutoApproveMax (0: none).
+	RefundAutoApproveMax kassa.Sats `json:"refundAutoApproveMax"`
 }
 
-func newStoreRecord(c *caller) storeRecord {
-	st := c.store
+func newStoreRecord(st *kassa.Store, key kassa.APIKey) storeRecord {
 	return storeRecord{
 		ID:                    st.ID,
 		StoreID:               st.ID,
 		Name:                  st.Name,
 		WalletMinSendable:     st.WalletMinSendable,
 		WalletMaxSendable:     st.WalletMaxSendable,
-		APIKey:                c.key.Key,
+		APIKey:                key.Key,
 		PercentFee:            number(st.PercentFee),
 		UnderpaymentTolerance: number(st.UnderpaymentTolerance),
 		Currency:              st.Currency,
+		RefundAutoApproveMax:  st.RefundAutoApproveMax,
 	}
 }
 
@@ -42,12 +44,47 @@ func newStoreRecord(c *caller) storeRecord {
 // carries the API key: it must not be cached.
 func (s *server) listStores(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, []storeRecord{newStoreRecord(callerFrom(r.Context()))})
+	c := callerFrom(r.Context())
+	writeJSON(w, http.StatusOK, []storeRecord{newStoreRecord(c.store, c.key)})
 }
 
 func (s *server) getStore(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, newStoreRecord(callerFrom(r.Context())))
+	c := callerFrom(r.Context())
+	writeJSON(w, http.StatusOK, newStoreRecord(c.store, c.key))
+}
+
+// storeUpdateBody is the body of PUT /api/v1/stores/{storeId}: the
+// settings this API changes. A field left out, or null, keeps its value.
+type storeUpdateBody struct {
+	RefundAutoApproveMax *int64 `json:"refundAutoApproveMax"`
+}
+
+// updateStore changes the store's settings of the body, bounded by the
+// domain (kassa.Store.Apply): a refused value is 400 on its field and
+// nothing is stored. It answers the store as getStore does.
+func (s *server) updateStore(w http.ResponseWriter, r *http.Request) {
+	var body storeUpdateBody
+	badTypes, err := decodeBody(w, r, &body)
+	if err == nil {
+		err = fieldsError(badTypes, nil)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	c := callerFrom(r.Context())
+	st := c.store
+	if body.RefundAutoApproveMax != nil {
+		u := st.Settings()
+		u.RefundAutoApproveMax = kassa.Sats(*body.RefundAutoApproveMax)
+		if st, err = s.Stores.UpdateStore(r.Context(), st.ID, u); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, newStoreRecord(st, c.key))
 }
 
 // rateRecord is one exchange rate entry of docs/api.md (Exchange rates); rate is a decimal

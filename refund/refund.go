@@ -165,7 +165,7 @@ func (s *Service) Claim(ctx context.Context, ppID, destination string, amount de
 			return nil, err
 		}
 		ch := &kassa.RefundChange{PullPayment: pp, Payout: p}
-		if in, ok := autoApproval(st, p, available, rate, s.now()); ok {
+		if in, ok := autoApproval(st, pp, p, available, rate, s.now()); ok {
 			if approved, effects, err := p.Apply(in); err == nil {
 				ch.Payout = &approved
 				ch.Lines = kassa.PayoutTransactions(st, &approved, effects, lineRate, approved.UpdatedAt)
@@ -183,13 +183,14 @@ func (s *Service) Claim(ctx context.Context, ppID, destination string, amount de
 	return ch.Payout, nil
 }
 
-// autoApproval is the approval of new payout p that store st makes
-// without the merchant, and whether it makes one: a Lightning payout
-// whose amount in satoshis (at rate, the price of one bitcoin in its
-// currency now, when it is in fiat) is within the store's limit and,
+// autoApproval is the approval of new payout p on pull payment pp that
+// store st makes without the merchant, and whether it makes one: a
+// Lightning payout whose amount in satoshis (at rate, the price of one
+// bitcoin in its currency now, when it is in fiat) is within the
+// store's limit, or of a pull payment that approves its claims, and,
 // with its fee limit, within the available prepaid balance. A payout
 // left out waits for the merchant, who is told why on approval.
-func autoApproval(st *kassa.Store, p *kassa.Payout, available kassa.Sats, rate decimal.Decimal, now time.Time) (kassa.PayoutInput, bool) {
+func autoApproval(st *kassa.Store, pp *kassa.PullPayment, p *kassa.Payout, available kassa.Sats, rate decimal.Decimal, now time.Time) (kassa.PayoutInput, bool) {
 	if p.Destination.Kind == kassa.DestinationOnchain {
 		return nil, false
 	}
@@ -204,7 +205,7 @@ func autoApproval(st *kassa.Store, p *kassa.Payout, available kassa.Sats, rate d
 		}
 	}
 	feeLimit := FeeLimit(st, amount)
-	if !st.AutoApproves(amount) || amount+feeLimit > available {
+	if !(pp.AutoApproveClaims && amount > 0 || st.AutoApproves(amount)) || amount+feeLimit > available {
 		return nil, false
 	}
 	return kassa.PayoutApprove{Rate: rate, FeeLimit: feeLimit, At: now}, true

@@ -271,3 +271,32 @@ func TestStoredKeysKeepTheirAccess(t *testing.T) {
 		t.Errorf("read back: %+v, %v", back.APIKeys, err)
 	}
 }
+
+// TestPullPaymentsBeforeAutoApproveLoad: a pull payment stored before
+// pull payments carried autoApproveClaims
+// (testdata/older/pull-payment.v1-before-autoapprove.json, the golden
+// file of that format, never updated) still reads, every member as it
+// was, as one whose claims wait for the merchant; and one that does
+// not approve its claims is written as then, so that an older binary
+// reads the same document.
+func TestPullPaymentsBeforeAutoApproveLoad(t *testing.T) {
+	old, err := os.ReadFile(filepath.Join("testdata", "older", "pull-payment.v1-before-autoapprove.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old = bytes.TrimSuffix(old, []byte("\n"))
+	var pp kassa.PullPayment
+	if err := Unmarshal(old, &pp); err != nil {
+		t.Fatalf("the older pull payment does not read: %v", err)
+	}
+	if pp.AutoApproveClaims || pp.ID != "id" || !pp.Archived || pp.Amount.String() != "1.25" {
+		t.Fatalf("read %+v", pp)
+	}
+	again, err := Marshal(&pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again, old) {
+		t.Errorf("written again:\n got %s\nwant %s", again, old)
+	}
+}

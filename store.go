@@ -404,7 +404,7 @@ func (s *Store) Settings() StoreUpdate {
 	return StoreUpdate{Name: s.Name, Currency: s.Currency, LightningAddress: s.LightningAddress, Xpub: s.Xpub, XpubType: s.XpubType,
 		ConfirmationsRequired: s.ConfirmationsRequired, OnchainMinAmount: s.OnchainMinAmount, LogoURL: s.LogoURL, BrandColor: s.BrandColor,
 		DefaultRedirectURL: s.DefaultRedirectURL, DefaultRedirectAutomatically: s.DefaultRedirectAutomatically,
-		DefaultLanguage: s.DefaultLanguage, RefundAutoApproveMax: s.RefundAutoApproveMax}
+		DefaultLanguage: s.DefaultLanguage, RefundAutoApproveMax: s.RefundAutoApproveMax, WalletGapLimit: s.WalletGapLimit}
 }
 
 // AutoApproves reports whether the store approves a payout of amount

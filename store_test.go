@@ -1,6 +1,7 @@
 package kassa
 
 import (
+	"reflect"
 	"testing"
 )
 
@@ -55,5 +56,34 @@ func TestNewStore(t *testing.T) {
 	}
 	if other := NewStore("store2", settings, scriptEpoch); other.APIKeys[0].Key == st.APIKeys[0].Key {
 		t.Error("two stores share an API key")
+	}
+}
+
+// TestStoreSettingsChangeNothing: Settings is the update that changes
+// nothing: applied to the store it came from, every setting stays. The
+// update used sets every field of StoreUpdate, so a field added there
+// fails here until Settings carries it.
+func TestStoreSettingsChangeNothing(t *testing.T) {
+	u := StoreUpdate{Name: "Shop", Currency: USD, ConfirmationsRequired: 3, OnchainMinAmount: 5000,
+		LightningAddress: "shop@wallet.example", Xpub: "", XpubType: "taproot",
+		LogoURL: "data:image/png;base64,iVBORw0KGgo=", BrandColor: "#1a2b3c", DefaultRedirectURL: "https://shop.example/thanks",
+		DefaultRedirectAutomatically: true, DefaultLanguage: "de", RefundAutoApproveMax: 5000, WalletGapLimit: 50}
+	v := reflect.ValueOf(u)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() && v.Type().Field(i).Name != "Xpub" {
+			t.Fatalf("the test's update leaves StoreUpdate.%s zero: set it", v.Type().Field(i).Name)
+		}
+	}
+	base := &Store{ID: "st_1", Name: "Old", Currency: EUR}
+	st, err := base.Apply(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Settings(); !reflect.DeepEqual(got, u) {
+		t.Errorf("Settings() = %+v, want the update applied %+v", got, u)
+	}
+	again, err := st.Apply(st.Settings())
+	if err != nil || !again.Equal(st) {
+		t.Errorf("applying Settings() changed the store: %v\n%+v\n%+v", err, again, st)
 	}
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -357,11 +358,13 @@ func TestFiatRefundIsConvertedAtApproval(t *testing.T) {
 	}
 }
 
-// TestClusterRefundsRunOnTheStoresNode: a refund command for a
-// store that another node runs is refused with a clear 503 and writes
-// nothing (a refund's decision does not cross nodes yet); on the store's
-// own node it runs.
-func TestClusterRefundsRunOnTheStoresNode(t *testing.T) {
+// TestClusterRefundsRunOnAnyNode: refund commands sent to the node
+// that does not run the store cross the cluster as data and run in the
+// store's actor on its node: a refund of an invoice, a claim (then
+// approved automatically), a claim approved by the merchant, a
+// cancellation and a pull payment of no invoice each succeed and are
+// recorded once, with their ledger lines and journal events.
+func TestClusterRefundsRunOnAnyNode(t *testing.T) {
 	db := openMem(t)
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 2, db, clock, 15*time.Minute)
@@ -370,25 +373,92 @@ func TestClusterRefundsRunOnTheStoresNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := kassa.PullPaymentInput{Amount: decimal.NewFromInt(1000), Currency: kassa.SATS}
-	var ok, refused int
+	var owner, other *harness
 	for _, n := range nodes {
-		svc := refund.New(refund.Config{Reader: db, Payouts: db, Ledger: n.sys.Service, Rates: fixedRates{}, Clock: clock})
-		_, err := svc.CreatePullPayment(ctx, st.ID, in)
-		switch {
-		case err == nil:
-			ok++
-		case err == errRefundsRemote:
-			refused++
-		default:
-			t.Fatalf("pull payment: %v", err)
+		remote, err := n.sys.Service.cluster.remoteStore(ctx, st.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if remote {
+			other = n
+		} else {
+			owner = n
 		}
 	}
-	if ok != 1 || refused != 1 {
-		t.Fatalf("%d nodes made the pull payment, %d refused; want 1 and 1", ok, refused)
+	if owner == nil || other == nil {
+		t.Fatal("no node runs the store, or both do")
 	}
-	n := 0
-	if err := db.PullPayments(ctx, st.ID, func(*kassa.PullPayment) error { n++; return nil }); err != nil || n != 1 {
-		t.Fatalf("%d pull payments stored, %v; want 1", n, err)
+	owner.store = st
+	if _, err := owner.sys.Service.TopUp(ctx, st.ID, 100_000, ""); err != nil {
+		t.Fatal(err)
+	}
+	inv := owner.invoice("20000", kassa.SATS)
+	owner.payLightning(inv, 20_000)
+	if got := owner.get(inv.ID); got.Status != kassa.InvoiceSettled {
+		t.Fatalf("invoice %s", got.Status)
+	}
+	balance := func() kassa.Sats {
+		b, err := db.Balance(ctx, st.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	before := balance()
+	svc := refund.New(refund.Config{Reader: db, Payouts: db, Ledger: other.sys.Service, Rates: fixedRates{}, Clock: clock, Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}})
+
+	pp, err := svc.RefundInvoice(ctx, st.ID, inv.ID, kassa.RefundRequest{Choice: kassa.RefundRateThen})
+	if err != nil {
+		t.Fatalf("refund of the invoice from the other node: %v", err)
+	}
+	if pp.InvoiceID != inv.ID || !pp.Amount.Equal(decimal.NewFromInt(20_000)) {
+		t.Fatalf("pull payment %+v", pp)
+	}
+	p, err := svc.Claim(ctx, pp.ID, "customer@example.com", decimal.NewFromInt(15_000))
+	if err != nil {
+		t.Fatalf("claim from the other node: %v", err)
+	}
+	if p.State != kassa.PayoutAwaitingApproval || p.Amount != 15_000 {
+		t.Fatalf("claimed payout %+v", p)
+	}
+	approved, err := svc.Approve(ctx, st.ID, p.ID)
+	if err != nil {
+		t.Fatalf("approval from the other node: %v", err)
+	}
+	if approved.State != kassa.PayoutApproved || approved.Debited != 15_150 {
+		t.Fatalf("approved payout %+v", approved)
+	}
+	if _, err := svc.Approve(ctx, st.ID, p.ID); !errors.Is(err, kassa.ErrPayoutNotAwaitingApproval) {
+		t.Fatalf("second approval from the other node: %v", err)
+	}
+	rest, err := svc.Claim(ctx, pp.ID, "customer@example.com", decimal.Zero)
+	if err != nil || rest.Amount != 5_000 {
+		t.Fatalf("claim of the rest from the other node: %+v, %v", rest, err)
+	}
+	if _, err := svc.Claim(ctx, pp.ID, "customer@example.com", decimal.Zero); !errors.Is(err, kassa.ErrPullPaymentSpent) {
+		t.Fatalf("a claim of a spent pull payment from the other node: %v", err)
+	}
+	if cancelled, err := svc.Cancel(ctx, st.ID, rest.ID); err != nil || cancelled.State != kassa.PayoutCancelled {
+		t.Fatalf("cancellation from the other node: %+v, %v", cancelled, err)
+	}
+	if _, err := svc.CreatePullPayment(ctx, st.ID, kassa.PullPaymentInput{Amount: decimal.NewFromInt(1000), Currency: kassa.SATS}); err != nil {
+		t.Fatalf("pull payment from the other node: %v", err)
+	}
+
+	if got := balance(); got != before-15_150 {
+		t.Fatalf("balance %d, want %d: the approval debited once", got, before-15_150)
+	}
+	stored, err := db.PullPayment(ctx, pp.ID)
+	if err != nil || !stored.Claimed.Equal(decimal.NewFromInt(15_000)) {
+		t.Fatalf("stored pull payment %+v, %v; want 15000 claimed", stored, err)
+	}
+	var pps, payouts int
+	db.PullPayments(ctx, st.ID, func(*kassa.PullPayment) error { pps++; return nil })
+	db.Payouts(ctx, st.ID, func(*kassa.Payout) error { payouts++; return nil })
+	if pps != 2 || payouts != 2 {
+		t.Fatalf("%d pull payments and %d payouts stored, want 2 and 2", pps, payouts)
+	}
+	if n := refundEvents(t, db, st.ID); n != 6 {
+		t.Errorf("%d refund events in the store's journal, want 6 (refund, claim, approval, claim, cancellation, pull payment)", n)
 	}
 }

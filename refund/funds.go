@@ -60,7 +60,7 @@ func (s *Service) payoutFunds(ctx context.Context, storeID string, first *kassa.
 		if err != nil {
 			return 0, err
 		}
-		feeLimit := FeeLimit(st, amount)
+		feeLimit := kassa.PayoutFeeLimit(st, amount)
 		can, err := s.cfg.Funds.LightningSendable(ctx)
 		if err != nil {
 			return 0, kassa.Errorf(kassa.Unavailable, "the service's Lightning node does not answer: %s", kassa.ErrorMessage(err))

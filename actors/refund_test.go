@@ -462,3 +462,41 @@ func TestClusterRefundsRunOnAnyNode(t *testing.T) {
 		t.Errorf("%d refund events in the store's journal, want 6 (refund, claim, approval, claim, cancellation, pull payment)", n)
 	}
 }
+
+// TestRefundCommandRetriedIsRecordedOnce: a create or a claim whose
+// call is retried (the same command, with the ids it carries) answers
+// what the first made and writes nothing again; an approval retried is
+// refused by the payout's state.
+func TestRefundCommandRetriedIsRecordedOnce(t *testing.T) {
+	h := newRefundHarness(t)
+	ctx := context.Background()
+	h.topUp(100_000)
+	now := h.clock.Now().UTC()
+	create := &kassa.RefundCommand{Create: &kassa.PullPayment{ID: "pp_retried", StoreID: h.store.ID, Currency: kassa.SATS,
+		Amount: decimal.NewFromInt(1000), CreatedAt: now}}
+	claim := &kassa.RefundCommand{PayoutID: "po_retried", Claim: &kassa.RefundClaim{PullPaymentID: "pp_retried",
+		Destination: kassa.Destination{Kind: kassa.DestinationLNURL, Address: "customer@example.com"}, Amount: decimal.NewFromInt(400), At: now}}
+	approve := &kassa.RefundCommand{PayoutID: "po_retried", Approve: &kassa.RefundApproval{At: now}}
+	for _, cmd := range []*kassa.RefundCommand{create, create, claim, claim, approve} {
+		if _, err := h.sys.Service.ChangeRefunds(ctx, h.store.ID, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.sys.Service.ChangeRefunds(ctx, h.store.ID, approve); !errors.Is(err, kassa.ErrPayoutNotAwaitingApproval) {
+		t.Fatalf("approval retried: %v", err)
+	}
+	again, err := h.sys.Service.ChangeRefunds(ctx, h.store.ID, claim)
+	if err != nil || !again.Repeat || again.Payout.State != kassa.PayoutApproved {
+		t.Fatalf("claim retried after the approval: %+v, %v; want the approved payout, written once", again, err)
+	}
+	pp, err := h.db.PullPayment(ctx, "pp_retried")
+	if err != nil || !pp.Claimed.Equal(decimal.NewFromInt(400)) {
+		t.Fatalf("pull payment %+v, %v; want 400 claimed once", pp, err)
+	}
+	if n := refundEvents(t, h.db, h.store.ID); n != 3 {
+		t.Fatalf("%d refund events, want 3 (create, claim, approval)", n)
+	}
+	if lines := h.refundLines(); len(lines) != 2 {
+		t.Fatalf("refund lines %+v, want the approval's two", lines)
+	}
+}

@@ -51,10 +51,16 @@ type RefundClaim struct {
 // RefundApproval is the merchant's approval of a payout at At: Rate is
 // the price of one bitcoin in its currency now (zero for SATS), and
 // OnchainFeeLimit the fee limit of an on-chain payout (a Lightning
-// payout's is the store's: PayoutFeeLimit).
+// payout's is the store's: PayoutFeeLimit). NodeFunds, when
+// NodeFundsKnown, is what the service's node could pay a payout of its
+// kind with just before (Lightning: its channels' spendable capacity;
+// on-chain: its wallet's confirmed balance), of which the payouts
+// approved and not yet sent take their share first.
 type RefundApproval struct {
 	Rate            decimal.Decimal
 	OnchainFeeLimit Sats
+	NodeFunds       Sats
+	NodeFundsKnown  bool
 	At              time.Time
 }
 
@@ -63,6 +69,9 @@ type RefundApproval struct {
 type RefundReader interface {
 	PullPayment(ctx context.Context, id string) (*PullPayment, error)
 	Payout(ctx context.Context, id string) (*Payout, error)
+	// PayoutsToSend calls fn for each Approved or InProgress payout of
+	// any store.
+	PayoutsToSend(ctx context.Context, fn func(*Payout) error) error
 }
 
 // Decide returns the change command c makes to the refunds of store st,
@@ -98,7 +107,7 @@ func (c *RefundCommand) Decide(ctx context.Context, st *Store, available Sats, r
 	}
 	var in PayoutInput
 	if c.Approve != nil {
-		in, err = approval(st, p, available, c.Approve)
+		in, err = approval(ctx, st, p, available, c.Approve, r)
 	} else {
 		in, err = c.payoutInput()
 	}
@@ -208,8 +217,9 @@ func autoApproval(st *Store, p *Payout, available Sats, rate decimal.Decimal, no
 // approval is the merchant's approval a of payout p of store st: its
 // amount (converted at a's rate when it is in fiat) with its fee limit
 // must be within the available prepaid balance, without the credit
-// limit.
-func approval(st *Store, p *Payout, available Sats, a *RefundApproval) (PayoutInput, error) {
+// limit, and within the node's funds that the payouts approved and not
+// yet sent leave (nodeFundsLeft).
+func approval(ctx context.Context, st *Store, p *Payout, available Sats, a *RefundApproval, r RefundReader) (PayoutInput, error) {
 	amount := p.Amount
 	if p.Currency != SATS && p.Destination.Kind != DestinationBOLT11 {
 		var err error
@@ -224,7 +234,38 @@ func approval(st *Store, p *Payout, available Sats, a *RefundApproval) (PayoutIn
 	if amount+feeLimit > available {
 		return nil, errBalanceTooLow(available, amount, feeLimit)
 	}
+	if a.NodeFundsKnown {
+		onchain := p.Destination.Kind == DestinationOnchain
+		held, err := heldForApproved(ctx, r, p.ID, onchain)
+		if err != nil {
+			return nil, err
+		}
+		if amount+feeLimit > a.NodeFunds-held {
+			what := "Lightning node can send"
+			if onchain {
+				what = "wallet has confirmed"
+			}
+			return nil, Errorf(Unavailable, "the service's %s %d sat, of which %d sat are held for payouts approved and not yet sent; the payout needs %d sat and up to %d sat of network fees: try again once those are sent",
+				what, a.NodeFunds, held, amount, feeLimit)
+		}
+	}
 	return PayoutApprove{Rate: a.Rate, FeeLimit: feeLimit, At: a.At}, nil
+}
+
+// heldForApproved is what the payouts approved and not yet sent, on
+// chain or by Lightning, but payout except, will take of the node's
+// funds: their amounts and fee limits. A payout in progress is paid
+// from them already (a Lightning payment in flight, a funded
+// transaction).
+func heldForApproved(ctx context.Context, r RefundReader, except string, onchain bool) (Sats, error) {
+	var held Sats
+	err := r.PayoutsToSend(ctx, func(q *Payout) error {
+		if q.State == PayoutApproved && q.ID != except && (q.Destination.Kind == DestinationOnchain) == onchain {
+			held += q.Amount + q.FeeLimit
+		}
+		return nil
+	})
+	return held, err
 }
 
 // errBalanceTooLow refuses an approval that the store's prepaid balance

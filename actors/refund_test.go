@@ -500,3 +500,44 @@ func TestRefundCommandRetriedIsRecordedOnce(t *testing.T) {
 		t.Fatalf("refund lines %+v, want the approval's two", lines)
 	}
 }
+
+// nodeFunds is a service node that can send sendable satoshis over
+// Lightning now (refund.Funds), whatever was approved before.
+type nodeFunds struct{ sendable kassa.Sats }
+
+func (f nodeFunds) LightningSendable(context.Context) (kassa.Sats, error) { return f.sendable, nil }
+func (f nodeFunds) OnchainSpendable(context.Context) (kassa.Sats, error)  { return 0, nil }
+func (f nodeFunds) OnchainFee(context.Context, string, kassa.Sats) (kassa.Sats, error) {
+	return 0, nil
+}
+
+// TestApprovalCountsPayoutsApprovedNotYetSent: the node's funds pay
+// the payouts approved and not yet sent first: a second approval that
+// the node's capacity covers only without the first one's is refused
+// (503) in the store's turn, and the balance is debited once.
+func TestApprovalCountsPayoutsApprovedNotYetSent(t *testing.T) {
+	h := newRefundHarness(t)
+	ctx := context.Background()
+	h.topUp(100_000)
+	svc := refund.New(refund.Config{Reader: h.db, Payouts: h.db, Ledger: h.sys.Service, Rates: fixedRates{}, Clock: h.clock,
+		Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}, Funds: nodeFunds{sendable: 30_000}})
+	pp, err := svc.CreatePullPayment(ctx, h.store.ID, kassa.PullPaymentInput{Amount: decimal.NewFromInt(40_000), Currency: kassa.SATS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := h.claim(pp, "20000")
+	second := h.claim(pp, "20000")
+	before := h.balance()
+	if _, err := svc.Approve(ctx, h.store.ID, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Approve(ctx, h.store.ID, second.ID); kassa.ErrorCode(err) != kassa.Unavailable {
+		t.Fatalf("an approval the node covers only without the approved payout not yet sent: %v, want unavailable", err)
+	}
+	if got := h.balance(); got != before-20_200 {
+		t.Fatalf("balance %d, want %d: one approval debited", got, before-20_200)
+	}
+	if p, err := h.db.Payout(ctx, second.ID); err != nil || p.State != kassa.PayoutAwaitingApproval {
+		t.Fatalf("refused payout %+v, %v; want it still awaiting approval", p, err)
+	}
+}

@@ -3810,6 +3810,8 @@ type RefundApprovalDoc struct {
 	Rate               string                 `protobuf:"bytes,1,opt,name=rate,proto3" json:"rate,omitempty"`
 	OnchainFeeLimitSat int64                  `protobuf:"varint,2,opt,name=onchain_fee_limit_sat,json=onchainFeeLimitSat,proto3" json:"onchain_fee_limit_sat,omitempty"`
 	At                 *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=at,proto3" json:"at,omitempty"`
+	NodeFundsSat       int64                  `protobuf:"varint,4,opt,name=node_funds_sat,json=nodeFundsSat,proto3" json:"node_funds_sat,omitempty"`
+	NodeFundsKnown     bool                   `protobuf:"varint,5,opt,name=node_funds_known,json=nodeFundsKnown,proto3" json:"node_funds_known,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -3863,6 +3865,20 @@ func (x *RefundApprovalDoc) GetAt() *timestamppb.Timestamp {
 		return x.At
 	}
 	return nil
+}
+
+func (x *RefundApprovalDoc) GetNodeFundsSat() int64 {
+	if x != nil {
+		return x.NodeFundsSat
+	}
+	return 0
+}
+
+func (x *RefundApprovalDoc) GetNodeFundsKnown() bool {
+	if x != nil {
+		return x.NodeFundsKnown
+	}
+	return false
 }
 
 type PayoutCancelDoc struct {
@@ -5031,11 +5047,13 @@ const file_storecall_proto_rawDesc = "" +
 	"\vdestination\x18\x02 \x01(\v2\x18.kassa.v1.DestinationDocR\vdestination\x12\x16\n" +
 	"\x06amount\x18\x03 \x01(\tR\x06amount\x12\x12\n" +
 	"\x04rate\x18\x04 \x01(\tR\x04rate\x12*\n" +
-	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x86\x01\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xd6\x01\n" +
 	"\x11RefundApprovalDoc\x12\x12\n" +
 	"\x04rate\x18\x01 \x01(\tR\x04rate\x121\n" +
 	"\x15onchain_fee_limit_sat\x18\x02 \x01(\x03R\x12onchainFeeLimitSat\x12*\n" +
-	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"=\n" +
+	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12$\n" +
+	"\x0enode_funds_sat\x18\x04 \x01(\x03R\fnodeFundsSat\x12(\n" +
+	"\x10node_funds_known\x18\x05 \x01(\bR\x0enodeFundsKnown\"=\n" +
 	"\x0fPayoutCancelDoc\x12*\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"?\n" +
 	"\x11PayoutMarkPaidDoc\x12*\n" +

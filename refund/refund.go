@@ -180,12 +180,15 @@ func (s *Service) Approve(ctx context.Context, storeID, payoutID string) (*kassa
 			return nil, err
 		}
 	}
-	onchainFeeLimit, err := s.payoutFunds(ctx, storeID, first, rate)
+	onchainFeeLimit, funds, err := s.payoutFunds(ctx, storeID, first, rate)
 	if err != nil {
 		return nil, err
 	}
-	ch, err := s.change(ctx, storeID, &kassa.RefundCommand{PayoutID: payoutID,
-		Approve: &kassa.RefundApproval{Rate: rate, OnchainFeeLimit: onchainFeeLimit, At: s.now()}})
+	approval := &kassa.RefundApproval{Rate: rate, OnchainFeeLimit: onchainFeeLimit, At: s.now()}
+	if funds != nil {
+		approval.NodeFunds, approval.NodeFundsKnown = *funds, true
+	}
+	ch, err := s.change(ctx, storeID, &kassa.RefundCommand{PayoutID: payoutID, Approve: approval})
 	if err != nil {
 		return nil, err
 	}

@@ -525,18 +525,21 @@ type RefundChange struct {
 	// Events are the payout's webhook events (PayoutEvents), whose
 	// deliveries commit in the same batch.
 	Events []EventType
+	// Repeat: the command had already run (a retried call), and the
+	// change is what it made; nothing is written again.
+	Repeat bool
 }
 
 // RefundLedger runs the changes of a store's refunds one at a time,
 // together with the store's other balance changes (top-ups, the credit
 // check of new invoices): where the store's writes are serialized.
 type RefundLedger interface {
-	// ChangeRefunds calls decide with the store and its available
-	// balance (the prepaid balance less the fees reserved for its open
-	// invoices) and commits what decide returns as one durable batch
-	// before it returns it, lines with their IDs. An error of decide
-	// writes nothing.
-	ChangeRefunds(ctx context.Context, storeID string, decide func(ctx context.Context, st *Store, available Sats) (*RefundChange, error)) (*RefundChange, error)
+	// ChangeRefunds has the store decide cmd (RefundCommand.Decide)
+	// with its available balance (the prepaid balance less the fees
+	// reserved for its open invoices) in its turn, on the node that
+	// runs it, and commits the change as one durable batch before it
+	// returns it, lines with their IDs. A refusal writes nothing.
+	ChangeRefunds(ctx context.Context, storeID string, cmd *RefundCommand) (*RefundChange, error)
 }
 
 // RefundService runs refunds (package refund implements it).

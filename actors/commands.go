@@ -81,6 +81,7 @@ var (
 	webhookResult        = carried[kassa.Webhook, *protos.WebhookDoc]("webhook")
 	deliveryResult       = carried[kassa.Delivery, *protos.DeliveryDoc]("delivery")
 	apiKeyResult         = carried[kassa.APIKey, *protos.APIKeyDoc]("api_key")
+	refundChangeResult   = carried[kassa.RefundChange, *protos.RefundChangeDoc]("refund_change")
 	// noResult: a delete or an archive answers nothing but its error.
 	noResult = result[struct{}]{
 		put: func(struct{}) *protos.StoreCallReply { return &protos.StoreCallReply{} },
@@ -106,6 +107,7 @@ var (
 	cmdCreateAPIKey          = command[*protos.CreateAPIKeyCall, *kassa.APIKey]{"create_api_key", parts("label"), apiKeyResult}
 	cmdDeleteAPIKey          = command[*protos.DeleteAPIKeyCall, struct{}]{"delete_api_key", parts("key_id"), noResult}
 	cmdRevealAPIKey          = command[*protos.RevealAPIKeyCall, *kassa.APIKey]{"reveal_api_key", parts("key_id"), apiKeyResult}
+	cmdChangeRefunds         = command[*protos.ChangeRefundsCall, *kassa.RefundChange]{"change_refunds", parts("command"), refundChangeResult}
 )
 
 func parts(names ...protoreflect.Name) []protoreflect.Name { return names }
@@ -205,6 +207,13 @@ var commands = commandTable(
 	}),
 	handle(cmdRevealAPIKey, func(ctx context.Context, s *Service, id string, c *protos.RevealAPIKeyCall) (*kassa.APIKey, error) {
 		return s.RevealAPIKey(ctx, id, c.KeyId, c.By)
+	}),
+	handle(cmdChangeRefunds, func(ctx context.Context, s *Service, id string, c *protos.ChangeRefundsCall) (*kassa.RefundChange, error) {
+		cmd, err := fromDoc[kassa.RefundCommand](c.Command)
+		if err != nil {
+			return nil, undecodable(err)
+		}
+		return s.ChangeRefunds(ctx, id, cmd)
 	}),
 )
 

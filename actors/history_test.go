@@ -242,11 +242,8 @@ func TestHistoryLineAndChangeTogether(t *testing.T) {
 					return n > 0
 				}},
 				{"refund", func() error {
-					_, err := svc.ChangeRefunds(acct, id, func(_ context.Context, st *kassa.Store, _ kassa.Sats) (*kassa.RefundChange, error) {
-						now := h.clock.Now().UTC()
-						return &kassa.RefundChange{PullPayment: &kassa.PullPayment{ID: "pp_1", StoreID: st.ID, Currency: kassa.SATS,
-							Amount: decimal.NewFromInt(1000), CreatedAt: now}}, nil
-					})
+					_, err := svc.ChangeRefunds(acct, id, &kassa.RefundCommand{Create: &kassa.PullPayment{ID: "pp_1", StoreID: id, Currency: kassa.SATS,
+						Amount: decimal.NewFromInt(1000), CreatedAt: h.clock.Now().UTC()}})
 					return err
 				}, func() bool { _, err := db.PullPayment(context.Background(), "pp_1"); return err == nil }},
 			}

@@ -16,29 +16,22 @@ var _ kassa.RefundLedger = (*Service)(nil)
 // store's refunds (kassa.RefundLedger): in its mailbox, so that the
 // balance it checks moves only by what it writes.
 type changeRefunds struct {
-	call   callContext
-	decide func(ctx context.Context, st *kassa.Store, available kassa.Sats) (*kassa.RefundChange, error)
+	call callContext
+	cmd  *kassa.RefundCommand
 }
 
-// errRefundsRemote answers a refund command for a store that another
-// node of the cluster runs: the command carries a decision in Go, which
-// the cluster's calls do not carry.
-var errRefundsRemote = kassa.Errorf(kassa.Unavailable, "refunds are not available in cluster mode yet: this store runs on another node")
-
-// ChangeRefunds runs decide in the store's actor and commits its change
-// (kassa.RefundLedger). In cluster mode it runs only on the node that
-// runs the store.
-func (s *Service) ChangeRefunds(ctx context.Context, storeID string, decide func(ctx context.Context, st *kassa.Store, available kassa.Sats) (*kassa.RefundChange, error)) (*kassa.RefundChange, error) {
-	remote, err := s.cluster.remoteStore(ctx, storeID)
-	if err != nil {
-		return nil, err
-	}
-	if remote {
-		return nil, errRefundsRemote
+// ChangeRefunds has the store's actor decide cmd and commit its change
+// (kassa.RefundLedger), on the node that runs the store: the command is
+// data, which the cluster carries (cmdChangeRefunds).
+func (s *Service) ChangeRefunds(ctx context.Context, storeID string, cmd *kassa.RefundCommand) (*kassa.RefundChange, error) {
+	if out, routed, err := cmdChangeRefunds.route(ctx, s.cluster, storeID, func() *protos.ChangeRefundsCall {
+		return &protos.ChangeRefundsCall{Command: toDoc[*protos.RefundCommandDoc](cmd)}
+	}); routed {
+		return out, err
 	}
 	ctx, span := s.tracer.Start(ctx, "actors.ChangeRefunds")
 	defer span.End()
-	res, err := s.ask(ctx, storeID, &changeRefunds{call: callOf(ctx), decide: decide})
+	res, err := s.ask(ctx, storeID, &changeRefunds{call: callOf(ctx), cmd: cmd})
 	if err != nil {
 		return nil, err
 	}
@@ -56,13 +49,20 @@ func (a *storeActor) changeRefunds(msg *changeRefunds) reply {
 	if _, ok := a.p.journal.NewBatch().(kassa.PayoutBatch); !ok {
 		return reply{err: fmt.Errorf("storage %T cannot record payouts", a.p.journal)}
 	}
+	payouts, ok := a.p.reader.(kassa.RefundReader)
+	if !ok {
+		return reply{err: fmt.Errorf("storage %T cannot read payouts", a.p.reader)}
+	}
 	balance, err := a.p.reader.Balance(rctx, a.id)
 	if err != nil {
 		return reply{err: err}
 	}
-	ch, err := msg.decide(rctx, a.st, balance-a.reservedTotal)
+	ch, err := msg.cmd.Decide(rctx, a.st, balance-a.reservedTotal, payouts)
 	if err != nil {
 		return reply{err: err}
+	}
+	if ch.Repeat {
+		return reply{value: ch}
 	}
 	ev := &protos.RefundsChanged{}
 	if ch.PullPayment != nil {

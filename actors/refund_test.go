@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -357,11 +358,13 @@ func TestFiatRefundIsConvertedAtApproval(t *testing.T) {
 	}
 }
 
-// TestClusterRefundsRunOnTheStoresNode: a refund command for a
-// store that another node runs is refused with a clear 503 and writes
-// nothing (a refund's decision does not cross nodes yet); on the store's
-// own node it runs.
-func TestClusterRefundsRunOnTheStoresNode(t *testing.T) {
+// TestClusterRefundsRunOnAnyNode: refund commands sent to the node
+// that does not run the store cross the cluster as data and run in the
+// store's actor on its node: a refund of an invoice, a claim (then
+// approved automatically), a claim approved by the merchant, a
+// cancellation and a pull payment of no invoice each succeed and are
+// recorded once, with their ledger lines and journal events.
+func TestClusterRefundsRunOnAnyNode(t *testing.T) {
 	db := openMem(t)
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 2, db, clock, 15*time.Minute)
@@ -370,25 +373,171 @@ func TestClusterRefundsRunOnTheStoresNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := kassa.PullPaymentInput{Amount: decimal.NewFromInt(1000), Currency: kassa.SATS}
-	var ok, refused int
+	var owner, other *harness
 	for _, n := range nodes {
-		svc := refund.New(refund.Config{Reader: db, Payouts: db, Ledger: n.sys.Service, Rates: fixedRates{}, Clock: clock})
-		_, err := svc.CreatePullPayment(ctx, st.ID, in)
-		switch {
-		case err == nil:
-			ok++
-		case err == errRefundsRemote:
-			refused++
-		default:
-			t.Fatalf("pull payment: %v", err)
+		remote, err := n.sys.Service.cluster.remoteStore(ctx, st.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if remote {
+			other = n
+		} else {
+			owner = n
 		}
 	}
-	if ok != 1 || refused != 1 {
-		t.Fatalf("%d nodes made the pull payment, %d refused; want 1 and 1", ok, refused)
+	if owner == nil || other == nil {
+		t.Fatal("no node runs the store, or both do")
 	}
-	n := 0
-	if err := db.PullPayments(ctx, st.ID, func(*kassa.PullPayment) error { n++; return nil }); err != nil || n != 1 {
-		t.Fatalf("%d pull payments stored, %v; want 1", n, err)
+	owner.store = st
+	if _, err := owner.sys.Service.TopUp(ctx, st.ID, 100_000, ""); err != nil {
+		t.Fatal(err)
+	}
+	inv := owner.invoice("20000", kassa.SATS)
+	owner.payLightning(inv, 20_000)
+	if got := owner.get(inv.ID); got.Status != kassa.InvoiceSettled {
+		t.Fatalf("invoice %s", got.Status)
+	}
+	balance := func() kassa.Sats {
+		b, err := db.Balance(ctx, st.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	before := balance()
+	svc := refund.New(refund.Config{Reader: db, Payouts: db, Ledger: other.sys.Service, Rates: fixedRates{}, Clock: clock, Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}})
+
+	pp, err := svc.RefundInvoice(ctx, st.ID, inv.ID, kassa.RefundRequest{Choice: kassa.RefundRateThen})
+	if err != nil {
+		t.Fatalf("refund of the invoice from the other node: %v", err)
+	}
+	if pp.InvoiceID != inv.ID || !pp.Amount.Equal(decimal.NewFromInt(20_000)) {
+		t.Fatalf("pull payment %+v", pp)
+	}
+	p, err := svc.Claim(ctx, pp.ID, "customer@example.com", decimal.NewFromInt(15_000))
+	if err != nil {
+		t.Fatalf("claim from the other node: %v", err)
+	}
+	if p.State != kassa.PayoutAwaitingApproval || p.Amount != 15_000 {
+		t.Fatalf("claimed payout %+v", p)
+	}
+	approved, err := svc.Approve(ctx, st.ID, p.ID)
+	if err != nil {
+		t.Fatalf("approval from the other node: %v", err)
+	}
+	if approved.State != kassa.PayoutApproved || approved.Debited != 15_150 {
+		t.Fatalf("approved payout %+v", approved)
+	}
+	if _, err := svc.Approve(ctx, st.ID, p.ID); !errors.Is(err, kassa.ErrPayoutNotAwaitingApproval) {
+		t.Fatalf("second approval from the other node: %v", err)
+	}
+	rest, err := svc.Claim(ctx, pp.ID, "customer@example.com", decimal.Zero)
+	if err != nil || rest.Amount != 5_000 {
+		t.Fatalf("claim of the rest from the other node: %+v, %v", rest, err)
+	}
+	if _, err := svc.Claim(ctx, pp.ID, "customer@example.com", decimal.Zero); !errors.Is(err, kassa.ErrPullPaymentSpent) {
+		t.Fatalf("a claim of a spent pull payment from the other node: %v", err)
+	}
+	if cancelled, err := svc.Cancel(ctx, st.ID, rest.ID); err != nil || cancelled.State != kassa.PayoutCancelled {
+		t.Fatalf("cancellation from the other node: %+v, %v", cancelled, err)
+	}
+	if _, err := svc.CreatePullPayment(ctx, st.ID, kassa.PullPaymentInput{Amount: decimal.NewFromInt(1000), Currency: kassa.SATS}); err != nil {
+		t.Fatalf("pull payment from the other node: %v", err)
+	}
+
+	if got := balance(); got != before-15_150 {
+		t.Fatalf("balance %d, want %d: the approval debited once", got, before-15_150)
+	}
+	stored, err := db.PullPayment(ctx, pp.ID)
+	if err != nil || !stored.Claimed.Equal(decimal.NewFromInt(15_000)) {
+		t.Fatalf("stored pull payment %+v, %v; want 15000 claimed", stored, err)
+	}
+	var pps, payouts int
+	db.PullPayments(ctx, st.ID, func(*kassa.PullPayment) error { pps++; return nil })
+	db.Payouts(ctx, st.ID, func(*kassa.Payout) error { payouts++; return nil })
+	if pps != 2 || payouts != 2 {
+		t.Fatalf("%d pull payments and %d payouts stored, want 2 and 2", pps, payouts)
+	}
+	if n := refundEvents(t, db, st.ID); n != 6 {
+		t.Errorf("%d refund events in the store's journal, want 6 (refund, claim, approval, claim, cancellation, pull payment)", n)
+	}
+}
+
+// TestRefundCommandRetriedIsRecordedOnce: a create or a claim whose
+// call is retried (the same command, with the ids it carries) answers
+// what the first made and writes nothing again; an approval retried is
+// refused by the payout's state.
+func TestRefundCommandRetriedIsRecordedOnce(t *testing.T) {
+	h := newRefundHarness(t)
+	ctx := context.Background()
+	h.topUp(100_000)
+	now := h.clock.Now().UTC()
+	create := &kassa.RefundCommand{Create: &kassa.PullPayment{ID: "pp_retried", StoreID: h.store.ID, Currency: kassa.SATS,
+		Amount: decimal.NewFromInt(1000), CreatedAt: now}}
+	claim := &kassa.RefundCommand{PayoutID: "po_retried", Claim: &kassa.RefundClaim{PullPaymentID: "pp_retried",
+		Destination: kassa.Destination{Kind: kassa.DestinationLNURL, Address: "customer@example.com"}, Amount: decimal.NewFromInt(400), At: now}}
+	approve := &kassa.RefundCommand{PayoutID: "po_retried", Approve: &kassa.RefundApproval{At: now}}
+	for _, cmd := range []*kassa.RefundCommand{create, create, claim, claim, approve} {
+		if _, err := h.sys.Service.ChangeRefunds(ctx, h.store.ID, cmd); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := h.sys.Service.ChangeRefunds(ctx, h.store.ID, approve); !errors.Is(err, kassa.ErrPayoutNotAwaitingApproval) {
+		t.Fatalf("approval retried: %v", err)
+	}
+	again, err := h.sys.Service.ChangeRefunds(ctx, h.store.ID, claim)
+	if err != nil || !again.Repeat || again.Payout.State != kassa.PayoutApproved {
+		t.Fatalf("claim retried after the approval: %+v, %v; want the approved payout, written once", again, err)
+	}
+	pp, err := h.db.PullPayment(ctx, "pp_retried")
+	if err != nil || !pp.Claimed.Equal(decimal.NewFromInt(400)) {
+		t.Fatalf("pull payment %+v, %v; want 400 claimed once", pp, err)
+	}
+	if n := refundEvents(t, h.db, h.store.ID); n != 3 {
+		t.Fatalf("%d refund events, want 3 (create, claim, approval)", n)
+	}
+	if lines := h.refundLines(); len(lines) != 2 {
+		t.Fatalf("refund lines %+v, want the approval's two", lines)
+	}
+}
+
+// nodeFunds is a service node that can send sendable satoshis over
+// Lightning now (refund.Funds), whatever was approved before.
+type nodeFunds struct{ sendable kassa.Sats }
+
+func (f nodeFunds) LightningSendable(context.Context) (kassa.Sats, error) { return f.sendable, nil }
+func (f nodeFunds) OnchainSpendable(context.Context) (kassa.Sats, error)  { return 0, nil }
+func (f nodeFunds) OnchainFee(context.Context, string, kassa.Sats) (kassa.Sats, error) {
+	return 0, nil
+}
+
+// TestApprovalCountsPayoutsApprovedNotYetSent: the node's funds pay
+// the payouts approved and not yet sent first: a second approval that
+// the node's capacity covers only without the first one's is refused
+// (503) in the store's turn, and the balance is debited once.
+func TestApprovalCountsPayoutsApprovedNotYetSent(t *testing.T) {
+	h := newRefundHarness(t)
+	ctx := context.Background()
+	h.topUp(100_000)
+	svc := refund.New(refund.Config{Reader: h.db, Payouts: h.db, Ledger: h.sys.Service, Rates: fixedRates{}, Clock: h.clock,
+		Network: refund.Fixed{Net: &chaincfg.RegressionNetParams}, Funds: nodeFunds{sendable: 30_000}})
+	pp, err := svc.CreatePullPayment(ctx, h.store.ID, kassa.PullPaymentInput{Amount: decimal.NewFromInt(40_000), Currency: kassa.SATS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := h.claim(pp, "20000")
+	second := h.claim(pp, "20000")
+	before := h.balance()
+	if _, err := svc.Approve(ctx, h.store.ID, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Approve(ctx, h.store.ID, second.ID); kassa.ErrorCode(err) != kassa.Unavailable {
+		t.Fatalf("an approval the node covers only without the approved payout not yet sent: %v, want unavailable", err)
+	}
+	if got := h.balance(); got != before-20_200 {
+		t.Fatalf("balance %d, want %d: one approval debited", got, before-20_200)
+	}
+	if p, err := h.db.Payout(ctx, second.ID); err != nil || p.State != kassa.PayoutAwaitingApproval {
+		t.Fatalf("refused payout %+v, %v; want it still awaiting approval", p, err)
 	}
 }

@@ -211,6 +211,14 @@ func TestWireDocumentsRoundTrip(t *testing.T) {
 	t.Run("Transaction", func(t *testing.T) {
 		checkRoundTrip(t, toDoc[*protos.TransactionDoc, kassa.Transaction], fromDoc[kassa.Transaction, *protos.TransactionDoc])
 	})
+	t.Run("RefundCommand", func(t *testing.T) {
+		checkRoundTrip(t, toDoc[*protos.RefundCommandDoc, kassa.RefundCommand], fromDoc[kassa.RefundCommand, *protos.RefundCommandDoc])
+	})
+	t.Run("RefundChange", func(t *testing.T) {
+		checkRoundTrip(t, toDoc[*protos.RefundChangeDoc, kassa.RefundChange], func(d *protos.RefundChangeDoc) (*kassa.RefundChange, error) {
+			return refundChangeResult.get(&protos.StoreCallReply{Value: &protos.StoreCallReply_RefundChange{RefundChange: d}})
+		})
+	})
 }
 
 // TestWireDocumentsKeepTheirJSON: documents as the core makes them, with

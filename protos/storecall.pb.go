@@ -67,6 +67,7 @@ type StoreCall struct {
 	//	*StoreCall_CreateApiKey
 	//	*StoreCall_DeleteApiKey
 	//	*StoreCall_RevealApiKey
+	//	*StoreCall_ChangeRefunds
 	Call          isStoreCall_Call `protobuf_oneof:"call"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -288,6 +289,15 @@ func (x *StoreCall) GetRevealApiKey() *RevealAPIKeyCall {
 	return nil
 }
 
+func (x *StoreCall) GetChangeRefunds() *ChangeRefundsCall {
+	if x != nil {
+		if x, ok := x.Call.(*StoreCall_ChangeRefunds); ok {
+			return x.ChangeRefunds
+		}
+	}
+	return nil
+}
+
 type isStoreCall_Call interface {
 	isStoreCall_Call()
 }
@@ -356,6 +366,10 @@ type StoreCall_RevealApiKey struct {
 	RevealApiKey *RevealAPIKeyCall `protobuf:"bytes,25,opt,name=reveal_api_key,json=revealApiKey,proto3,oneof"`
 }
 
+type StoreCall_ChangeRefunds struct {
+	ChangeRefunds *ChangeRefundsCall `protobuf:"bytes,50,opt,name=change_refunds,json=changeRefunds,proto3,oneof"`
+}
+
 func (*StoreCall_CreateStore) isStoreCall_Call() {}
 
 func (*StoreCall_TopUp) isStoreCall_Call() {}
@@ -388,6 +402,8 @@ func (*StoreCall_DeleteApiKey) isStoreCall_Call() {}
 
 func (*StoreCall_RevealApiKey) isStoreCall_Call() {}
 
+func (*StoreCall_ChangeRefunds) isStoreCall_Call() {}
+
 // StoreCallReply answers a StoreCall: when code is set, the call failed
 // with a service error (a kassa.Error: code, message and the fields at
 // fault; code "nothing_changed" is kassa.ErrNothingChanged); else value
@@ -406,6 +422,7 @@ type StoreCallReply struct {
 	//	*StoreCallReply_Webhook
 	//	*StoreCallReply_ApiKey
 	//	*StoreCallReply_Delivery
+	//	*StoreCallReply_RefundChange
 	Value         isStoreCallReply_Value `protobuf_oneof:"value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -532,6 +549,15 @@ func (x *StoreCallReply) GetDelivery() *DeliveryDoc {
 	return nil
 }
 
+func (x *StoreCallReply) GetRefundChange() *RefundChangeDoc {
+	if x != nil {
+		if x, ok := x.Value.(*StoreCallReply_RefundChange); ok {
+			return x.RefundChange
+		}
+	}
+	return nil
+}
+
 type isStoreCallReply_Value interface {
 	isStoreCallReply_Value()
 }
@@ -564,6 +590,10 @@ type StoreCallReply_Delivery struct {
 	Delivery *DeliveryDoc `protobuf:"bytes,16,opt,name=delivery,proto3,oneof"`
 }
 
+type StoreCallReply_RefundChange struct {
+	RefundChange *RefundChangeDoc `protobuf:"bytes,50,opt,name=refund_change,json=refundChange,proto3,oneof"`
+}
+
 func (*StoreCallReply_Store) isStoreCallReply_Value() {}
 
 func (*StoreCallReply_Transaction) isStoreCallReply_Value() {}
@@ -577,6 +607,8 @@ func (*StoreCallReply_Webhook) isStoreCallReply_Value() {}
 func (*StoreCallReply_ApiKey) isStoreCallReply_Value() {}
 
 func (*StoreCallReply_Delivery) isStoreCallReply_Value() {}
+
+func (*StoreCallReply_RefundChange) isStoreCallReply_Value() {}
 
 // CallActor is a kassa.Actor: an account's email or an API key's id
 // and label, never a secret, and the client's IP address.
@@ -1471,6 +1503,52 @@ func (x *RevealAPIKeyCall) GetBy() string {
 	return ""
 }
 
+// ChangeRefundsCall is a refund command (kassa.RefundCommand): data the
+// store's actor decides a change of the store's refunds by.
+type ChangeRefundsCall struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Command       *RefundCommandDoc      `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeRefundsCall) Reset() {
+	*x = ChangeRefundsCall{}
+	mi := &file_storecall_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeRefundsCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeRefundsCall) ProtoMessage() {}
+
+func (x *ChangeRefundsCall) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeRefundsCall.ProtoReflect.Descriptor instead.
+func (*ChangeRefundsCall) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ChangeRefundsCall) GetCommand() *RefundCommandDoc {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
 type StoreDoc struct {
 	state                        protoimpl.MessageState `protogen:"open.v1"`
 	Id                           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1509,7 +1587,7 @@ type StoreDoc struct {
 
 func (x *StoreDoc) Reset() {
 	*x = StoreDoc{}
-	mi := &file_storecall_proto_msgTypes[20]
+	mi := &file_storecall_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +1599,7 @@ func (x *StoreDoc) String() string {
 func (*StoreDoc) ProtoMessage() {}
 
 func (x *StoreDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[20]
+	mi := &file_storecall_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +1612,7 @@ func (x *StoreDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreDoc.ProtoReflect.Descriptor instead.
 func (*StoreDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{20}
+	return file_storecall_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StoreDoc) GetId() string {
@@ -1761,7 +1839,7 @@ type APIKeyDoc struct {
 
 func (x *APIKeyDoc) Reset() {
 	*x = APIKeyDoc{}
-	mi := &file_storecall_proto_msgTypes[21]
+	mi := &file_storecall_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1773,7 +1851,7 @@ func (x *APIKeyDoc) String() string {
 func (*APIKeyDoc) ProtoMessage() {}
 
 func (x *APIKeyDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[21]
+	mi := &file_storecall_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1786,7 +1864,7 @@ func (x *APIKeyDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyDoc.ProtoReflect.Descriptor instead.
 func (*APIKeyDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{21}
+	return file_storecall_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *APIKeyDoc) GetId() string {
@@ -1834,7 +1912,7 @@ type TopUpRefDoc struct {
 
 func (x *TopUpRefDoc) Reset() {
 	*x = TopUpRefDoc{}
-	mi := &file_storecall_proto_msgTypes[22]
+	mi := &file_storecall_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1846,7 +1924,7 @@ func (x *TopUpRefDoc) String() string {
 func (*TopUpRefDoc) ProtoMessage() {}
 
 func (x *TopUpRefDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[22]
+	mi := &file_storecall_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1859,7 +1937,7 @@ func (x *TopUpRefDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopUpRefDoc.ProtoReflect.Descriptor instead.
 func (*TopUpRefDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{22}
+	return file_storecall_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *TopUpRefDoc) GetReference() string {
@@ -1898,7 +1976,7 @@ type StoreUpdateDoc struct {
 
 func (x *StoreUpdateDoc) Reset() {
 	*x = StoreUpdateDoc{}
-	mi := &file_storecall_proto_msgTypes[23]
+	mi := &file_storecall_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1910,7 +1988,7 @@ func (x *StoreUpdateDoc) String() string {
 func (*StoreUpdateDoc) ProtoMessage() {}
 
 func (x *StoreUpdateDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[23]
+	mi := &file_storecall_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1923,7 +2001,7 @@ func (x *StoreUpdateDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreUpdateDoc.ProtoReflect.Descriptor instead.
 func (*StoreUpdateDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{23}
+	return file_storecall_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StoreUpdateDoc) GetName() string {
@@ -2050,7 +2128,7 @@ type InvoiceRequestDoc struct {
 
 func (x *InvoiceRequestDoc) Reset() {
 	*x = InvoiceRequestDoc{}
-	mi := &file_storecall_proto_msgTypes[24]
+	mi := &file_storecall_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2140,7 @@ func (x *InvoiceRequestDoc) String() string {
 func (*InvoiceRequestDoc) ProtoMessage() {}
 
 func (x *InvoiceRequestDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[24]
+	mi := &file_storecall_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2153,7 @@ func (x *InvoiceRequestDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceRequestDoc.ProtoReflect.Descriptor instead.
 func (*InvoiceRequestDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{24}
+	return file_storecall_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *InvoiceRequestDoc) GetAmount() string {
@@ -2206,7 +2284,7 @@ type PaymentDoc struct {
 
 func (x *PaymentDoc) Reset() {
 	*x = PaymentDoc{}
-	mi := &file_storecall_proto_msgTypes[25]
+	mi := &file_storecall_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2296,7 @@ func (x *PaymentDoc) String() string {
 func (*PaymentDoc) ProtoMessage() {}
 
 func (x *PaymentDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[25]
+	mi := &file_storecall_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2309,7 @@ func (x *PaymentDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentDoc.ProtoReflect.Descriptor instead.
 func (*PaymentDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{25}
+	return file_storecall_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PaymentDoc) GetId() string {
@@ -2386,7 +2464,7 @@ type InvoiceDoc struct {
 
 func (x *InvoiceDoc) Reset() {
 	*x = InvoiceDoc{}
-	mi := &file_storecall_proto_msgTypes[26]
+	mi := &file_storecall_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2398,7 +2476,7 @@ func (x *InvoiceDoc) String() string {
 func (*InvoiceDoc) ProtoMessage() {}
 
 func (x *InvoiceDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[26]
+	mi := &file_storecall_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2411,7 +2489,7 @@ func (x *InvoiceDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceDoc.ProtoReflect.Descriptor instead.
 func (*InvoiceDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{26}
+	return file_storecall_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *InvoiceDoc) GetId() string {
@@ -2706,7 +2784,7 @@ type PaymentRequestInputDoc struct {
 
 func (x *PaymentRequestInputDoc) Reset() {
 	*x = PaymentRequestInputDoc{}
-	mi := &file_storecall_proto_msgTypes[27]
+	mi := &file_storecall_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2718,7 +2796,7 @@ func (x *PaymentRequestInputDoc) String() string {
 func (*PaymentRequestInputDoc) ProtoMessage() {}
 
 func (x *PaymentRequestInputDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[27]
+	mi := &file_storecall_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2731,7 +2809,7 @@ func (x *PaymentRequestInputDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestInputDoc.ProtoReflect.Descriptor instead.
 func (*PaymentRequestInputDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{27}
+	return file_storecall_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PaymentRequestInputDoc) GetAmount() string {
@@ -2835,7 +2913,7 @@ type PaymentRequestDoc struct {
 
 func (x *PaymentRequestDoc) Reset() {
 	*x = PaymentRequestDoc{}
-	mi := &file_storecall_proto_msgTypes[28]
+	mi := &file_storecall_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2847,7 +2925,7 @@ func (x *PaymentRequestDoc) String() string {
 func (*PaymentRequestDoc) ProtoMessage() {}
 
 func (x *PaymentRequestDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[28]
+	mi := &file_storecall_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2860,7 +2938,7 @@ func (x *PaymentRequestDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestDoc.ProtoReflect.Descriptor instead.
 func (*PaymentRequestDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{28}
+	return file_storecall_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PaymentRequestDoc) GetId() string {
@@ -2990,7 +3068,7 @@ type WebhookInputDoc struct {
 
 func (x *WebhookInputDoc) Reset() {
 	*x = WebhookInputDoc{}
-	mi := &file_storecall_proto_msgTypes[29]
+	mi := &file_storecall_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3002,7 +3080,7 @@ func (x *WebhookInputDoc) String() string {
 func (*WebhookInputDoc) ProtoMessage() {}
 
 func (x *WebhookInputDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[29]
+	mi := &file_storecall_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3015,7 +3093,7 @@ func (x *WebhookInputDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookInputDoc.ProtoReflect.Descriptor instead.
 func (*WebhookInputDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{29}
+	return file_storecall_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *WebhookInputDoc) GetUrl() string {
@@ -3085,7 +3163,7 @@ type WebhookDoc struct {
 
 func (x *WebhookDoc) Reset() {
 	*x = WebhookDoc{}
-	mi := &file_storecall_proto_msgTypes[30]
+	mi := &file_storecall_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3097,7 +3175,7 @@ func (x *WebhookDoc) String() string {
 func (*WebhookDoc) ProtoMessage() {}
 
 func (x *WebhookDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[30]
+	mi := &file_storecall_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3110,7 +3188,7 @@ func (x *WebhookDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDoc.ProtoReflect.Descriptor instead.
 func (*WebhookDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{30}
+	return file_storecall_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WebhookDoc) GetId() string {
@@ -3212,7 +3290,7 @@ type DeliveryDoc struct {
 
 func (x *DeliveryDoc) Reset() {
 	*x = DeliveryDoc{}
-	mi := &file_storecall_proto_msgTypes[31]
+	mi := &file_storecall_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3224,7 +3302,7 @@ func (x *DeliveryDoc) String() string {
 func (*DeliveryDoc) ProtoMessage() {}
 
 func (x *DeliveryDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[31]
+	mi := &file_storecall_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3237,7 +3315,7 @@ func (x *DeliveryDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryDoc.ProtoReflect.Descriptor instead.
 func (*DeliveryDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{31}
+	return file_storecall_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeliveryDoc) GetId() string {
@@ -3411,7 +3489,7 @@ type TransactionDoc struct {
 
 func (x *TransactionDoc) Reset() {
 	*x = TransactionDoc{}
-	mi := &file_storecall_proto_msgTypes[32]
+	mi := &file_storecall_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3423,7 +3501,7 @@ func (x *TransactionDoc) String() string {
 func (*TransactionDoc) ProtoMessage() {}
 
 func (x *TransactionDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[32]
+	mi := &file_storecall_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3436,7 +3514,7 @@ func (x *TransactionDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransactionDoc.ProtoReflect.Descriptor instead.
 func (*TransactionDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{32}
+	return file_storecall_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TransactionDoc) GetId() int64 {
@@ -3551,12 +3629,1061 @@ func (x *TransactionDoc) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+type RefundCommandDoc struct {
+	state         protoimpl.MessageState  `protogen:"open.v1"`
+	Create        *PullPaymentDoc         `protobuf:"bytes,1,opt,name=create,proto3" json:"create,omitempty"`
+	Claim         *RefundClaimDoc         `protobuf:"bytes,2,opt,name=claim,proto3" json:"claim,omitempty"`
+	PayoutId      string                  `protobuf:"bytes,3,opt,name=payout_id,json=payoutId,proto3" json:"payout_id,omitempty"`
+	Approve       *RefundApprovalDoc      `protobuf:"bytes,4,opt,name=approve,proto3" json:"approve,omitempty"`
+	Cancel        *PayoutCancelDoc        `protobuf:"bytes,5,opt,name=cancel,proto3" json:"cancel,omitempty"`
+	MarkPaid      *PayoutMarkPaidDoc      `protobuf:"bytes,6,opt,name=mark_paid,json=markPaid,proto3" json:"mark_paid,omitempty"`
+	Attempt       *PayoutAttemptDoc       `protobuf:"bytes,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Succeeded     *PayoutSucceededDoc     `protobuf:"bytes,8,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
+	Failed        *PayoutPaymentFailedDoc `protobuf:"bytes,9,opt,name=failed,proto3" json:"failed,omitempty"`
+	LineRate      string                  `protobuf:"bytes,10,opt,name=line_rate,json=lineRate,proto3" json:"line_rate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefundCommandDoc) Reset() {
+	*x = RefundCommandDoc{}
+	mi := &file_storecall_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundCommandDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundCommandDoc) ProtoMessage() {}
+
+func (x *RefundCommandDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundCommandDoc.ProtoReflect.Descriptor instead.
+func (*RefundCommandDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *RefundCommandDoc) GetCreate() *PullPaymentDoc {
+	if x != nil {
+		return x.Create
+	}
+	return nil
+}
+
+func (x *RefundCommandDoc) GetClaim() *RefundClaimDoc {
+	if x != nil {
+		return x.Claim
+	}
+	return nil
+}
+
+func (x *RefundCommandDoc) GetPayoutId() string {
+	if x != nil {
+		return x.PayoutId
+	}
+	return ""
+}
+
+func (x *RefundCommandDoc) GetApprove() *RefundApprovalDoc {
+	if x != nil {
+		return x.Approve
+	}
+	return nil
+}
+
+func (x *RefundCommandDoc) GetCancel() *PayoutCancelDoc {
+	if x != nil {
+		return x.Cancel
+	}
+	return nil
+}
+
+func (x *RefundCommandDoc) GetMarkPaid() *PayoutMarkPaidDoc {
+	if x != nil {
+		return x.MarkPaid
+	}
+	return nil
+}
+
+func (x *RefundCommandDoc) GetAttempt() *PayoutAttemptDoc {
+	if x != nil {
+		return x.Attempt
+	}
+	return nil
+}
+
+func (x *RefundCommandDoc) GetSucceeded() *PayoutSucceededDoc {
+	if x != nil {
+		return x.Succeeded
+	}
+	return nil
+}
+
+func (x *RefundCommandDoc) GetFailed() *PayoutPaymentFailedDoc {
+	if x != nil {
+		return x.Failed
+	}
+	return nil
+}
+
+func (x *RefundCommandDoc) GetLineRate() string {
+	if x != nil {
+		return x.LineRate
+	}
+	return ""
+}
+
+type RefundClaimDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PullPaymentId string                 `protobuf:"bytes,1,opt,name=pull_payment_id,json=pullPaymentId,proto3" json:"pull_payment_id,omitempty"`
+	Destination   *DestinationDoc        `protobuf:"bytes,2,opt,name=destination,proto3" json:"destination,omitempty"`
+	Amount        string                 `protobuf:"bytes,3,opt,name=amount,proto3" json:"amount,omitempty"`
+	Rate          string                 `protobuf:"bytes,4,opt,name=rate,proto3" json:"rate,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefundClaimDoc) Reset() {
+	*x = RefundClaimDoc{}
+	mi := &file_storecall_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundClaimDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundClaimDoc) ProtoMessage() {}
+
+func (x *RefundClaimDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundClaimDoc.ProtoReflect.Descriptor instead.
+func (*RefundClaimDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RefundClaimDoc) GetPullPaymentId() string {
+	if x != nil {
+		return x.PullPaymentId
+	}
+	return ""
+}
+
+func (x *RefundClaimDoc) GetDestination() *DestinationDoc {
+	if x != nil {
+		return x.Destination
+	}
+	return nil
+}
+
+func (x *RefundClaimDoc) GetAmount() string {
+	if x != nil {
+		return x.Amount
+	}
+	return ""
+}
+
+func (x *RefundClaimDoc) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *RefundClaimDoc) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type RefundApprovalDoc struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Rate               string                 `protobuf:"bytes,1,opt,name=rate,proto3" json:"rate,omitempty"`
+	OnchainFeeLimitSat int64                  `protobuf:"varint,2,opt,name=onchain_fee_limit_sat,json=onchainFeeLimitSat,proto3" json:"onchain_fee_limit_sat,omitempty"`
+	At                 *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=at,proto3" json:"at,omitempty"`
+	NodeFundsSat       int64                  `protobuf:"varint,4,opt,name=node_funds_sat,json=nodeFundsSat,proto3" json:"node_funds_sat,omitempty"`
+	NodeFundsKnown     bool                   `protobuf:"varint,5,opt,name=node_funds_known,json=nodeFundsKnown,proto3" json:"node_funds_known,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *RefundApprovalDoc) Reset() {
+	*x = RefundApprovalDoc{}
+	mi := &file_storecall_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundApprovalDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundApprovalDoc) ProtoMessage() {}
+
+func (x *RefundApprovalDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundApprovalDoc.ProtoReflect.Descriptor instead.
+func (*RefundApprovalDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *RefundApprovalDoc) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *RefundApprovalDoc) GetOnchainFeeLimitSat() int64 {
+	if x != nil {
+		return x.OnchainFeeLimitSat
+	}
+	return 0
+}
+
+func (x *RefundApprovalDoc) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *RefundApprovalDoc) GetNodeFundsSat() int64 {
+	if x != nil {
+		return x.NodeFundsSat
+	}
+	return 0
+}
+
+func (x *RefundApprovalDoc) GetNodeFundsKnown() bool {
+	if x != nil {
+		return x.NodeFundsKnown
+	}
+	return false
+}
+
+type PayoutCancelDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PayoutCancelDoc) Reset() {
+	*x = PayoutCancelDoc{}
+	mi := &file_storecall_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PayoutCancelDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PayoutCancelDoc) ProtoMessage() {}
+
+func (x *PayoutCancelDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PayoutCancelDoc.ProtoReflect.Descriptor instead.
+func (*PayoutCancelDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *PayoutCancelDoc) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type PayoutMarkPaidDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PayoutMarkPaidDoc) Reset() {
+	*x = PayoutMarkPaidDoc{}
+	mi := &file_storecall_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PayoutMarkPaidDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PayoutMarkPaidDoc) ProtoMessage() {}
+
+func (x *PayoutMarkPaidDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PayoutMarkPaidDoc.ProtoReflect.Descriptor instead.
+func (*PayoutMarkPaidDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *PayoutMarkPaidDoc) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type PayoutAttemptDoc struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	PaymentRequest string                 `protobuf:"bytes,1,opt,name=payment_request,json=paymentRequest,proto3" json:"payment_request,omitempty"`
+	PaymentHash    string                 `protobuf:"bytes,2,opt,name=payment_hash,json=paymentHash,proto3" json:"payment_hash,omitempty"`
+	RawTx          string                 `protobuf:"bytes,3,opt,name=raw_tx,json=rawTx,proto3" json:"raw_tx,omitempty"`
+	Txid           string                 `protobuf:"bytes,4,opt,name=txid,proto3" json:"txid,omitempty"`
+	FeeSat         int64                  `protobuf:"varint,5,opt,name=fee_sat,json=feeSat,proto3" json:"fee_sat,omitempty"`
+	At             *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PayoutAttemptDoc) Reset() {
+	*x = PayoutAttemptDoc{}
+	mi := &file_storecall_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PayoutAttemptDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PayoutAttemptDoc) ProtoMessage() {}
+
+func (x *PayoutAttemptDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PayoutAttemptDoc.ProtoReflect.Descriptor instead.
+func (*PayoutAttemptDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *PayoutAttemptDoc) GetPaymentRequest() string {
+	if x != nil {
+		return x.PaymentRequest
+	}
+	return ""
+}
+
+func (x *PayoutAttemptDoc) GetPaymentHash() string {
+	if x != nil {
+		return x.PaymentHash
+	}
+	return ""
+}
+
+func (x *PayoutAttemptDoc) GetRawTx() string {
+	if x != nil {
+		return x.RawTx
+	}
+	return ""
+}
+
+func (x *PayoutAttemptDoc) GetTxid() string {
+	if x != nil {
+		return x.Txid
+	}
+	return ""
+}
+
+func (x *PayoutAttemptDoc) GetFeeSat() int64 {
+	if x != nil {
+		return x.FeeSat
+	}
+	return 0
+}
+
+func (x *PayoutAttemptDoc) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type PayoutSucceededDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Preimage      string                 `protobuf:"bytes,1,opt,name=preimage,proto3" json:"preimage,omitempty"`
+	NetworkFeeSat int64                  `protobuf:"varint,2,opt,name=network_fee_sat,json=networkFeeSat,proto3" json:"network_fee_sat,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PayoutSucceededDoc) Reset() {
+	*x = PayoutSucceededDoc{}
+	mi := &file_storecall_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PayoutSucceededDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PayoutSucceededDoc) ProtoMessage() {}
+
+func (x *PayoutSucceededDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PayoutSucceededDoc.ProtoReflect.Descriptor instead.
+func (*PayoutSucceededDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *PayoutSucceededDoc) GetPreimage() string {
+	if x != nil {
+		return x.Preimage
+	}
+	return ""
+}
+
+func (x *PayoutSucceededDoc) GetNetworkFeeSat() int64 {
+	if x != nil {
+		return x.NetworkFeeSat
+	}
+	return 0
+}
+
+func (x *PayoutSucceededDoc) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type PayoutPaymentFailedDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	At            *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PayoutPaymentFailedDoc) Reset() {
+	*x = PayoutPaymentFailedDoc{}
+	mi := &file_storecall_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PayoutPaymentFailedDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PayoutPaymentFailedDoc) ProtoMessage() {}
+
+func (x *PayoutPaymentFailedDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PayoutPaymentFailedDoc.ProtoReflect.Descriptor instead.
+func (*PayoutPaymentFailedDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *PayoutPaymentFailedDoc) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PayoutPaymentFailedDoc) GetAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type DestinationDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          uint32                 `protobuf:"varint,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Address       string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
+	AmountMsat    int64                  `protobuf:"varint,3,opt,name=amount_msat,json=amountMsat,proto3" json:"amount_msat,omitempty"`
+	PaymentHash   string                 `protobuf:"bytes,4,opt,name=payment_hash,json=paymentHash,proto3" json:"payment_hash,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DestinationDoc) Reset() {
+	*x = DestinationDoc{}
+	mi := &file_storecall_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DestinationDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DestinationDoc) ProtoMessage() {}
+
+func (x *DestinationDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DestinationDoc.ProtoReflect.Descriptor instead.
+func (*DestinationDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *DestinationDoc) GetKind() uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *DestinationDoc) GetAddress() string {
+	if x != nil {
+		return x.Address
+	}
+	return ""
+}
+
+func (x *DestinationDoc) GetAmountMsat() int64 {
+	if x != nil {
+		return x.AmountMsat
+	}
+	return 0
+}
+
+func (x *DestinationDoc) GetPaymentHash() string {
+	if x != nil {
+		return x.PaymentHash
+	}
+	return ""
+}
+
+func (x *DestinationDoc) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+type PullPaymentDoc struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Id                string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	StoreId           string                 `protobuf:"bytes,2,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
+	InvoiceId         string                 `protobuf:"bytes,3,opt,name=invoice_id,json=invoiceId,proto3" json:"invoice_id,omitempty"`
+	Description       string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	Currency          string                 `protobuf:"bytes,5,opt,name=currency,proto3" json:"currency,omitempty"`
+	Amount            string                 `protobuf:"bytes,6,opt,name=amount,proto3" json:"amount,omitempty"`
+	Claimed           string                 `protobuf:"bytes,7,opt,name=claimed,proto3" json:"claimed,omitempty"`
+	Rate              string                 `protobuf:"bytes,8,opt,name=rate,proto3" json:"rate,omitempty"`
+	ExpiresAt         *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	CreatedAt         *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	Archived          bool                   `protobuf:"varint,11,opt,name=archived,proto3" json:"archived,omitempty"`
+	AutoApproveClaims bool                   `protobuf:"varint,12,opt,name=auto_approve_claims,json=autoApproveClaims,proto3" json:"auto_approve_claims,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *PullPaymentDoc) Reset() {
+	*x = PullPaymentDoc{}
+	mi := &file_storecall_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PullPaymentDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PullPaymentDoc) ProtoMessage() {}
+
+func (x *PullPaymentDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PullPaymentDoc.ProtoReflect.Descriptor instead.
+func (*PullPaymentDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *PullPaymentDoc) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PullPaymentDoc) GetStoreId() string {
+	if x != nil {
+		return x.StoreId
+	}
+	return ""
+}
+
+func (x *PullPaymentDoc) GetInvoiceId() string {
+	if x != nil {
+		return x.InvoiceId
+	}
+	return ""
+}
+
+func (x *PullPaymentDoc) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *PullPaymentDoc) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *PullPaymentDoc) GetAmount() string {
+	if x != nil {
+		return x.Amount
+	}
+	return ""
+}
+
+func (x *PullPaymentDoc) GetClaimed() string {
+	if x != nil {
+		return x.Claimed
+	}
+	return ""
+}
+
+func (x *PullPaymentDoc) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *PullPaymentDoc) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *PullPaymentDoc) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *PullPaymentDoc) GetArchived() bool {
+	if x != nil {
+		return x.Archived
+	}
+	return false
+}
+
+func (x *PullPaymentDoc) GetAutoApproveClaims() bool {
+	if x != nil {
+		return x.AutoApproveClaims
+	}
+	return false
+}
+
+type PayoutDoc struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Id             string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	StoreId        string                 `protobuf:"bytes,2,opt,name=store_id,json=storeId,proto3" json:"store_id,omitempty"`
+	PullPaymentId  string                 `protobuf:"bytes,3,opt,name=pull_payment_id,json=pullPaymentId,proto3" json:"pull_payment_id,omitempty"`
+	InvoiceId      string                 `protobuf:"bytes,4,opt,name=invoice_id,json=invoiceId,proto3" json:"invoice_id,omitempty"`
+	Destination    *DestinationDoc        `protobuf:"bytes,5,opt,name=destination,proto3" json:"destination,omitempty"`
+	State          uint32                 `protobuf:"varint,6,opt,name=state,proto3" json:"state,omitempty"`
+	Currency       string                 `protobuf:"bytes,7,opt,name=currency,proto3" json:"currency,omitempty"`
+	Claimed        string                 `protobuf:"bytes,8,opt,name=claimed,proto3" json:"claimed,omitempty"`
+	AmountSat      int64                  `protobuf:"varint,9,opt,name=amount_sat,json=amountSat,proto3" json:"amount_sat,omitempty"`
+	Rate           string                 `protobuf:"bytes,10,opt,name=rate,proto3" json:"rate,omitempty"`
+	FeeLimitSat    int64                  `protobuf:"varint,11,opt,name=fee_limit_sat,json=feeLimitSat,proto3" json:"fee_limit_sat,omitempty"`
+	DebitedSat     int64                  `protobuf:"varint,12,opt,name=debited_sat,json=debitedSat,proto3" json:"debited_sat,omitempty"`
+	PaymentRequest string                 `protobuf:"bytes,13,opt,name=payment_request,json=paymentRequest,proto3" json:"payment_request,omitempty"`
+	PaymentHash    string                 `protobuf:"bytes,14,opt,name=payment_hash,json=paymentHash,proto3" json:"payment_hash,omitempty"`
+	RawTx          string                 `protobuf:"bytes,15,opt,name=raw_tx,json=rawTx,proto3" json:"raw_tx,omitempty"`
+	Txid           string                 `protobuf:"bytes,16,opt,name=txid,proto3" json:"txid,omitempty"`
+	Preimage       string                 `protobuf:"bytes,17,opt,name=preimage,proto3" json:"preimage,omitempty"`
+	NetworkFeeSat  int64                  `protobuf:"varint,18,opt,name=network_fee_sat,json=networkFeeSat,proto3" json:"network_fee_sat,omitempty"`
+	MarkedPaid     bool                   `protobuf:"varint,19,opt,name=marked_paid,json=markedPaid,proto3" json:"marked_paid,omitempty"`
+	LastError      string                 `protobuf:"bytes,20,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	UpdatedAt      *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *PayoutDoc) Reset() {
+	*x = PayoutDoc{}
+	mi := &file_storecall_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PayoutDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PayoutDoc) ProtoMessage() {}
+
+func (x *PayoutDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PayoutDoc.ProtoReflect.Descriptor instead.
+func (*PayoutDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *PayoutDoc) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetStoreId() string {
+	if x != nil {
+		return x.StoreId
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetPullPaymentId() string {
+	if x != nil {
+		return x.PullPaymentId
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetInvoiceId() string {
+	if x != nil {
+		return x.InvoiceId
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetDestination() *DestinationDoc {
+	if x != nil {
+		return x.Destination
+	}
+	return nil
+}
+
+func (x *PayoutDoc) GetState() uint32 {
+	if x != nil {
+		return x.State
+	}
+	return 0
+}
+
+func (x *PayoutDoc) GetCurrency() string {
+	if x != nil {
+		return x.Currency
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetClaimed() string {
+	if x != nil {
+		return x.Claimed
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetAmountSat() int64 {
+	if x != nil {
+		return x.AmountSat
+	}
+	return 0
+}
+
+func (x *PayoutDoc) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetFeeLimitSat() int64 {
+	if x != nil {
+		return x.FeeLimitSat
+	}
+	return 0
+}
+
+func (x *PayoutDoc) GetDebitedSat() int64 {
+	if x != nil {
+		return x.DebitedSat
+	}
+	return 0
+}
+
+func (x *PayoutDoc) GetPaymentRequest() string {
+	if x != nil {
+		return x.PaymentRequest
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetPaymentHash() string {
+	if x != nil {
+		return x.PaymentHash
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetRawTx() string {
+	if x != nil {
+		return x.RawTx
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetTxid() string {
+	if x != nil {
+		return x.Txid
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetPreimage() string {
+	if x != nil {
+		return x.Preimage
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetNetworkFeeSat() int64 {
+	if x != nil {
+		return x.NetworkFeeSat
+	}
+	return 0
+}
+
+func (x *PayoutDoc) GetMarkedPaid() bool {
+	if x != nil {
+		return x.MarkedPaid
+	}
+	return false
+}
+
+func (x *PayoutDoc) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *PayoutDoc) GetCreatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *PayoutDoc) GetUpdatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+// RefundChangeDoc is what a refund command wrote; repeat: a retried
+// command that had already run, which wrote nothing again.
+type RefundChangeDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PullPayment   *PullPaymentDoc        `protobuf:"bytes,1,opt,name=pull_payment,json=pullPayment,proto3" json:"pull_payment,omitempty"`
+	Payout        *PayoutDoc             `protobuf:"bytes,2,opt,name=payout,proto3" json:"payout,omitempty"`
+	Lines         []*TransactionDoc      `protobuf:"bytes,3,rep,name=lines,proto3" json:"lines,omitempty"`
+	Events        []string               `protobuf:"bytes,4,rep,name=events,proto3" json:"events,omitempty"`
+	Repeat        bool                   `protobuf:"varint,5,opt,name=repeat,proto3" json:"repeat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefundChangeDoc) Reset() {
+	*x = RefundChangeDoc{}
+	mi := &file_storecall_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefundChangeDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefundChangeDoc) ProtoMessage() {}
+
+func (x *RefundChangeDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefundChangeDoc.ProtoReflect.Descriptor instead.
+func (*RefundChangeDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *RefundChangeDoc) GetPullPayment() *PullPaymentDoc {
+	if x != nil {
+		return x.PullPayment
+	}
+	return nil
+}
+
+func (x *RefundChangeDoc) GetPayout() *PayoutDoc {
+	if x != nil {
+		return x.Payout
+	}
+	return nil
+}
+
+func (x *RefundChangeDoc) GetLines() []*TransactionDoc {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *RefundChangeDoc) GetEvents() []string {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *RefundChangeDoc) GetRepeat() bool {
+	if x != nil {
+		return x.Repeat
+	}
+	return false
+}
+
 var File_storecall_proto protoreflect.FileDescriptor
 
 const file_storecall_proto_rawDesc = "" +
 	"\n" +
-	"\x0fstorecall.proto\x12\bkassa.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\vkassa.proto\"\xf9\n" +
-	"\n" +
+	"\x0fstorecall.proto\x12\bkassa.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\vkassa.proto\"\xbf\v\n" +
 	"\tStoreCall\x12\x19\n" +
 	"\bstore_id\x18\x01 \x01(\tR\astoreId\x12\x1d\n" +
 	"\n" +
@@ -3580,12 +4707,13 @@ const file_storecall_proto_rawDesc = "" +
 	"\fupdate_store\x18\x16 \x01(\v2\x19.kassa.v1.UpdateStoreCallH\x00R\vupdateStore\x12B\n" +
 	"\x0ecreate_api_key\x18\x17 \x01(\v2\x1a.kassa.v1.CreateAPIKeyCallH\x00R\fcreateApiKey\x12B\n" +
 	"\x0edelete_api_key\x18\x18 \x01(\v2\x1a.kassa.v1.DeleteAPIKeyCallH\x00R\fdeleteApiKey\x12B\n" +
-	"\x0ereveal_api_key\x18\x19 \x01(\v2\x1a.kassa.v1.RevealAPIKeyCallH\x00R\frevealApiKey\x1a8\n" +
+	"\x0ereveal_api_key\x18\x19 \x01(\v2\x1a.kassa.v1.RevealAPIKeyCallH\x00R\frevealApiKey\x12D\n" +
+	"\x0echange_refunds\x182 \x01(\v2\x1b.kassa.v1.ChangeRefundsCallH\x00R\rchangeRefunds\x1a8\n" +
 	"\n" +
 	"TraceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
-	"\x04call\"\xf3\x03\n" +
+	"\x04call\"\xb5\x04\n" +
 	"\x0eStoreCallReply\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12/\n" +
@@ -3597,7 +4725,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\x0fpayment_request\x18\r \x01(\v2\x1b.kassa.v1.PaymentRequestDocH\x00R\x0epaymentRequest\x120\n" +
 	"\awebhook\x18\x0e \x01(\v2\x14.kassa.v1.WebhookDocH\x00R\awebhook\x12.\n" +
 	"\aapi_key\x18\x0f \x01(\v2\x13.kassa.v1.APIKeyDocH\x00R\x06apiKey\x123\n" +
-	"\bdelivery\x18\x10 \x01(\v2\x15.kassa.v1.DeliveryDocH\x00R\bdeliveryB\a\n" +
+	"\bdelivery\x18\x10 \x01(\v2\x15.kassa.v1.DeliveryDocH\x00R\bdelivery\x12@\n" +
+	"\rrefund_change\x182 \x01(\v2\x19.kassa.v1.RefundChangeDocH\x00R\frefundChangeB\a\n" +
 	"\x05value\"Y\n" +
 	"\tCallActor\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x0e\n" +
@@ -3652,7 +4781,9 @@ const file_storecall_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"9\n" +
 	"\x10RevealAPIKeyCall\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x0e\n" +
-	"\x02by\x18\x02 \x01(\tR\x02by\"\xca\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"I\n" +
+	"\x11ChangeRefundsCall\x124\n" +
+	"\acommand\x18\x01 \x01(\v2\x1a.kassa.v1.RefundCommandDocR\acommand\"\xca\n" +
 	"\n" +
 	"\bStoreDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -3924,7 +5055,111 @@ const file_storecall_proto_rawDesc = "" +
 	"\x04hash\x18\x0e \x01(\tR\x04hash\x12\x18\n" +
 	"\acomment\x18\x0f \x01(\tR\acomment\x129\n" +
 	"\n" +
-	"created_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\"Z github.com/kassapay/kassa/protosb\x06proto3"
+	"created_at\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\"\xfe\x03\n" +
+	"\x10RefundCommandDoc\x120\n" +
+	"\x06create\x18\x01 \x01(\v2\x18.kassa.v1.PullPaymentDocR\x06create\x12.\n" +
+	"\x05claim\x18\x02 \x01(\v2\x18.kassa.v1.RefundClaimDocR\x05claim\x12\x1b\n" +
+	"\tpayout_id\x18\x03 \x01(\tR\bpayoutId\x125\n" +
+	"\aapprove\x18\x04 \x01(\v2\x1b.kassa.v1.RefundApprovalDocR\aapprove\x121\n" +
+	"\x06cancel\x18\x05 \x01(\v2\x19.kassa.v1.PayoutCancelDocR\x06cancel\x128\n" +
+	"\tmark_paid\x18\x06 \x01(\v2\x1b.kassa.v1.PayoutMarkPaidDocR\bmarkPaid\x124\n" +
+	"\aattempt\x18\a \x01(\v2\x1a.kassa.v1.PayoutAttemptDocR\aattempt\x12:\n" +
+	"\tsucceeded\x18\b \x01(\v2\x1c.kassa.v1.PayoutSucceededDocR\tsucceeded\x128\n" +
+	"\x06failed\x18\t \x01(\v2 .kassa.v1.PayoutPaymentFailedDocR\x06failed\x12\x1b\n" +
+	"\tline_rate\x18\n" +
+	" \x01(\tR\blineRate\"\xcc\x01\n" +
+	"\x0eRefundClaimDoc\x12&\n" +
+	"\x0fpull_payment_id\x18\x01 \x01(\tR\rpullPaymentId\x12:\n" +
+	"\vdestination\x18\x02 \x01(\v2\x18.kassa.v1.DestinationDocR\vdestination\x12\x16\n" +
+	"\x06amount\x18\x03 \x01(\tR\x06amount\x12\x12\n" +
+	"\x04rate\x18\x04 \x01(\tR\x04rate\x12*\n" +
+	"\x02at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xd6\x01\n" +
+	"\x11RefundApprovalDoc\x12\x12\n" +
+	"\x04rate\x18\x01 \x01(\tR\x04rate\x121\n" +
+	"\x15onchain_fee_limit_sat\x18\x02 \x01(\x03R\x12onchainFeeLimitSat\x12*\n" +
+	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12$\n" +
+	"\x0enode_funds_sat\x18\x04 \x01(\x03R\fnodeFundsSat\x12(\n" +
+	"\x10node_funds_known\x18\x05 \x01(\bR\x0enodeFundsKnown\"=\n" +
+	"\x0fPayoutCancelDoc\x12*\n" +
+	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"?\n" +
+	"\x11PayoutMarkPaidDoc\x12*\n" +
+	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xce\x01\n" +
+	"\x10PayoutAttemptDoc\x12'\n" +
+	"\x0fpayment_request\x18\x01 \x01(\tR\x0epaymentRequest\x12!\n" +
+	"\fpayment_hash\x18\x02 \x01(\tR\vpaymentHash\x12\x15\n" +
+	"\x06raw_tx\x18\x03 \x01(\tR\x05rawTx\x12\x12\n" +
+	"\x04txid\x18\x04 \x01(\tR\x04txid\x12\x17\n" +
+	"\afee_sat\x18\x05 \x01(\x03R\x06feeSat\x12*\n" +
+	"\x02at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\x84\x01\n" +
+	"\x12PayoutSucceededDoc\x12\x1a\n" +
+	"\bpreimage\x18\x01 \x01(\tR\bpreimage\x12&\n" +
+	"\x0fnetwork_fee_sat\x18\x02 \x01(\x03R\rnetworkFeeSat\x12*\n" +
+	"\x02at\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\\\n" +
+	"\x16PayoutPaymentFailedDoc\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12*\n" +
+	"\x02at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\"\xbd\x01\n" +
+	"\x0eDestinationDoc\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x18\n" +
+	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x1f\n" +
+	"\vamount_msat\x18\x03 \x01(\x03R\n" +
+	"amountMsat\x12!\n" +
+	"\fpayment_hash\x18\x04 \x01(\tR\vpaymentHash\x129\n" +
+	"\n" +
+	"expires_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xa0\x03\n" +
+	"\x0ePullPaymentDoc\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
+	"\bstore_id\x18\x02 \x01(\tR\astoreId\x12\x1d\n" +
+	"\n" +
+	"invoice_id\x18\x03 \x01(\tR\tinvoiceId\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x1a\n" +
+	"\bcurrency\x18\x05 \x01(\tR\bcurrency\x12\x16\n" +
+	"\x06amount\x18\x06 \x01(\tR\x06amount\x12\x18\n" +
+	"\aclaimed\x18\a \x01(\tR\aclaimed\x12\x12\n" +
+	"\x04rate\x18\b \x01(\tR\x04rate\x129\n" +
+	"\n" +
+	"expires_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x129\n" +
+	"\n" +
+	"created_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x1a\n" +
+	"\barchived\x18\v \x01(\bR\barchived\x12.\n" +
+	"\x13auto_approve_claims\x18\f \x01(\bR\x11autoApproveClaims\"\xee\x05\n" +
+	"\tPayoutDoc\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
+	"\bstore_id\x18\x02 \x01(\tR\astoreId\x12&\n" +
+	"\x0fpull_payment_id\x18\x03 \x01(\tR\rpullPaymentId\x12\x1d\n" +
+	"\n" +
+	"invoice_id\x18\x04 \x01(\tR\tinvoiceId\x12:\n" +
+	"\vdestination\x18\x05 \x01(\v2\x18.kassa.v1.DestinationDocR\vdestination\x12\x14\n" +
+	"\x05state\x18\x06 \x01(\rR\x05state\x12\x1a\n" +
+	"\bcurrency\x18\a \x01(\tR\bcurrency\x12\x18\n" +
+	"\aclaimed\x18\b \x01(\tR\aclaimed\x12\x1d\n" +
+	"\n" +
+	"amount_sat\x18\t \x01(\x03R\tamountSat\x12\x12\n" +
+	"\x04rate\x18\n" +
+	" \x01(\tR\x04rate\x12\"\n" +
+	"\rfee_limit_sat\x18\v \x01(\x03R\vfeeLimitSat\x12\x1f\n" +
+	"\vdebited_sat\x18\f \x01(\x03R\n" +
+	"debitedSat\x12'\n" +
+	"\x0fpayment_request\x18\r \x01(\tR\x0epaymentRequest\x12!\n" +
+	"\fpayment_hash\x18\x0e \x01(\tR\vpaymentHash\x12\x15\n" +
+	"\x06raw_tx\x18\x0f \x01(\tR\x05rawTx\x12\x12\n" +
+	"\x04txid\x18\x10 \x01(\tR\x04txid\x12\x1a\n" +
+	"\bpreimage\x18\x11 \x01(\tR\bpreimage\x12&\n" +
+	"\x0fnetwork_fee_sat\x18\x12 \x01(\x03R\rnetworkFeeSat\x12\x1f\n" +
+	"\vmarked_paid\x18\x13 \x01(\bR\n" +
+	"markedPaid\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\x14 \x01(\tR\tlastError\x129\n" +
+	"\n" +
+	"created_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
+	"\n" +
+	"updated_at\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\"\xdb\x01\n" +
+	"\x0fRefundChangeDoc\x12;\n" +
+	"\fpull_payment\x18\x01 \x01(\v2\x18.kassa.v1.PullPaymentDocR\vpullPayment\x12+\n" +
+	"\x06payout\x18\x02 \x01(\v2\x13.kassa.v1.PayoutDocR\x06payout\x12.\n" +
+	"\x05lines\x18\x03 \x03(\v2\x18.kassa.v1.TransactionDocR\x05lines\x12\x16\n" +
+	"\x06events\x18\x04 \x03(\tR\x06events\x12\x16\n" +
+	"\x06repeat\x18\x05 \x01(\bR\x06repeatB\"Z github.com/kassapay/kassa/protosb\x06proto3"
 
 var (
 	file_storecall_proto_rawDescOnce sync.Once
@@ -3938,7 +5173,7 @@ func file_storecall_proto_rawDescGZIP() []byte {
 	return file_storecall_proto_rawDescData
 }
 
-var file_storecall_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_storecall_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_storecall_proto_goTypes = []any{
 	(*StoreCall)(nil),                 // 0: kassa.v1.StoreCall
 	(*StoreCallReply)(nil),            // 1: kassa.v1.StoreCallReply
@@ -3960,26 +5195,39 @@ var file_storecall_proto_goTypes = []any{
 	(*CreateAPIKeyCall)(nil),          // 17: kassa.v1.CreateAPIKeyCall
 	(*DeleteAPIKeyCall)(nil),          // 18: kassa.v1.DeleteAPIKeyCall
 	(*RevealAPIKeyCall)(nil),          // 19: kassa.v1.RevealAPIKeyCall
-	(*StoreDoc)(nil),                  // 20: kassa.v1.StoreDoc
-	(*APIKeyDoc)(nil),                 // 21: kassa.v1.APIKeyDoc
-	(*TopUpRefDoc)(nil),               // 22: kassa.v1.TopUpRefDoc
-	(*StoreUpdateDoc)(nil),            // 23: kassa.v1.StoreUpdateDoc
-	(*InvoiceRequestDoc)(nil),         // 24: kassa.v1.InvoiceRequestDoc
-	(*PaymentDoc)(nil),                // 25: kassa.v1.PaymentDoc
-	(*InvoiceDoc)(nil),                // 26: kassa.v1.InvoiceDoc
-	(*PaymentRequestInputDoc)(nil),    // 27: kassa.v1.PaymentRequestInputDoc
-	(*PaymentRequestDoc)(nil),         // 28: kassa.v1.PaymentRequestDoc
-	(*WebhookInputDoc)(nil),           // 29: kassa.v1.WebhookInputDoc
-	(*WebhookDoc)(nil),                // 30: kassa.v1.WebhookDoc
-	(*DeliveryDoc)(nil),               // 31: kassa.v1.DeliveryDoc
-	(*TransactionDoc)(nil),            // 32: kassa.v1.TransactionDoc
-	nil,                               // 33: kassa.v1.StoreCall.TraceEntry
-	nil,                               // 34: kassa.v1.DeliveryDoc.HeadersEntry
-	(*InvoiceEvent)(nil),              // 35: kassa.v1.InvoiceEvent
-	(*timestamppb.Timestamp)(nil),     // 36: google.protobuf.Timestamp
+	(*ChangeRefundsCall)(nil),         // 20: kassa.v1.ChangeRefundsCall
+	(*StoreDoc)(nil),                  // 21: kassa.v1.StoreDoc
+	(*APIKeyDoc)(nil),                 // 22: kassa.v1.APIKeyDoc
+	(*TopUpRefDoc)(nil),               // 23: kassa.v1.TopUpRefDoc
+	(*StoreUpdateDoc)(nil),            // 24: kassa.v1.StoreUpdateDoc
+	(*InvoiceRequestDoc)(nil),         // 25: kassa.v1.InvoiceRequestDoc
+	(*PaymentDoc)(nil),                // 26: kassa.v1.PaymentDoc
+	(*InvoiceDoc)(nil),                // 27: kassa.v1.InvoiceDoc
+	(*PaymentRequestInputDoc)(nil),    // 28: kassa.v1.PaymentRequestInputDoc
+	(*PaymentRequestDoc)(nil),         // 29: kassa.v1.PaymentRequestDoc
+	(*WebhookInputDoc)(nil),           // 30: kassa.v1.WebhookInputDoc
+	(*WebhookDoc)(nil),                // 31: kassa.v1.WebhookDoc
+	(*DeliveryDoc)(nil),               // 32: kassa.v1.DeliveryDoc
+	(*TransactionDoc)(nil),            // 33: kassa.v1.TransactionDoc
+	(*RefundCommandDoc)(nil),          // 34: kassa.v1.RefundCommandDoc
+	(*RefundClaimDoc)(nil),            // 35: kassa.v1.RefundClaimDoc
+	(*RefundApprovalDoc)(nil),         // 36: kassa.v1.RefundApprovalDoc
+	(*PayoutCancelDoc)(nil),           // 37: kassa.v1.PayoutCancelDoc
+	(*PayoutMarkPaidDoc)(nil),         // 38: kassa.v1.PayoutMarkPaidDoc
+	(*PayoutAttemptDoc)(nil),          // 39: kassa.v1.PayoutAttemptDoc
+	(*PayoutSucceededDoc)(nil),        // 40: kassa.v1.PayoutSucceededDoc
+	(*PayoutPaymentFailedDoc)(nil),    // 41: kassa.v1.PayoutPaymentFailedDoc
+	(*DestinationDoc)(nil),            // 42: kassa.v1.DestinationDoc
+	(*PullPaymentDoc)(nil),            // 43: kassa.v1.PullPaymentDoc
+	(*PayoutDoc)(nil),                 // 44: kassa.v1.PayoutDoc
+	(*RefundChangeDoc)(nil),           // 45: kassa.v1.RefundChangeDoc
+	nil,                               // 46: kassa.v1.StoreCall.TraceEntry
+	nil,                               // 47: kassa.v1.DeliveryDoc.HeadersEntry
+	(*InvoiceEvent)(nil),              // 48: kassa.v1.InvoiceEvent
+	(*timestamppb.Timestamp)(nil),     // 49: google.protobuf.Timestamp
 }
 var file_storecall_proto_depIdxs = []int32{
-	33, // 0: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
+	46, // 0: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
 	2,  // 1: kassa.v1.StoreCall.actor:type_name -> kassa.v1.CallActor
 	4,  // 2: kassa.v1.StoreCall.create_store:type_name -> kassa.v1.CreateStoreCall
 	5,  // 3: kassa.v1.StoreCall.top_up:type_name -> kassa.v1.TopUpCall
@@ -3997,49 +5245,77 @@ var file_storecall_proto_depIdxs = []int32{
 	17, // 15: kassa.v1.StoreCall.create_api_key:type_name -> kassa.v1.CreateAPIKeyCall
 	18, // 16: kassa.v1.StoreCall.delete_api_key:type_name -> kassa.v1.DeleteAPIKeyCall
 	19, // 17: kassa.v1.StoreCall.reveal_api_key:type_name -> kassa.v1.RevealAPIKeyCall
-	3,  // 18: kassa.v1.StoreCallReply.fields:type_name -> kassa.v1.FieldErrorDoc
-	20, // 19: kassa.v1.StoreCallReply.store:type_name -> kassa.v1.StoreDoc
-	32, // 20: kassa.v1.StoreCallReply.transaction:type_name -> kassa.v1.TransactionDoc
-	26, // 21: kassa.v1.StoreCallReply.invoice:type_name -> kassa.v1.InvoiceDoc
-	28, // 22: kassa.v1.StoreCallReply.payment_request:type_name -> kassa.v1.PaymentRequestDoc
-	30, // 23: kassa.v1.StoreCallReply.webhook:type_name -> kassa.v1.WebhookDoc
-	21, // 24: kassa.v1.StoreCallReply.api_key:type_name -> kassa.v1.APIKeyDoc
-	31, // 25: kassa.v1.StoreCallReply.delivery:type_name -> kassa.v1.DeliveryDoc
-	20, // 26: kassa.v1.CreateStoreCall.store:type_name -> kassa.v1.StoreDoc
-	24, // 27: kassa.v1.CreateInvoiceCall.invoice:type_name -> kassa.v1.InvoiceRequestDoc
-	35, // 28: kassa.v1.InvoiceCommandCall.event:type_name -> kassa.v1.InvoiceEvent
-	27, // 29: kassa.v1.CreatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
-	27, // 30: kassa.v1.UpdatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
-	29, // 31: kassa.v1.CreateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
-	29, // 32: kassa.v1.UpdateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
-	23, // 33: kassa.v1.UpdateStoreCall.update:type_name -> kassa.v1.StoreUpdateDoc
-	21, // 34: kassa.v1.StoreDoc.api_keys:type_name -> kassa.v1.APIKeyDoc
-	36, // 35: kassa.v1.StoreDoc.created_at:type_name -> google.protobuf.Timestamp
-	22, // 36: kassa.v1.StoreDoc.top_up_refs:type_name -> kassa.v1.TopUpRefDoc
-	36, // 37: kassa.v1.APIKeyDoc.created_at:type_name -> google.protobuf.Timestamp
-	36, // 38: kassa.v1.PaymentDoc.received_at:type_name -> google.protobuf.Timestamp
-	25, // 39: kassa.v1.InvoiceDoc.payments:type_name -> kassa.v1.PaymentDoc
-	36, // 40: kassa.v1.InvoiceDoc.created_at:type_name -> google.protobuf.Timestamp
-	36, // 41: kassa.v1.InvoiceDoc.updated_at:type_name -> google.protobuf.Timestamp
-	36, // 42: kassa.v1.InvoiceDoc.expires_at:type_name -> google.protobuf.Timestamp
-	36, // 43: kassa.v1.InvoiceDoc.monitor_until:type_name -> google.protobuf.Timestamp
-	36, // 44: kassa.v1.InvoiceDoc.settled_at:type_name -> google.protobuf.Timestamp
-	36, // 45: kassa.v1.PaymentRequestInputDoc.expiry_date:type_name -> google.protobuf.Timestamp
-	36, // 46: kassa.v1.PaymentRequestDoc.expiry_date:type_name -> google.protobuf.Timestamp
-	36, // 47: kassa.v1.PaymentRequestDoc.created_at:type_name -> google.protobuf.Timestamp
-	36, // 48: kassa.v1.PaymentRequestDoc.updated_at:type_name -> google.protobuf.Timestamp
-	36, // 49: kassa.v1.WebhookDoc.created_at:type_name -> google.protobuf.Timestamp
-	36, // 50: kassa.v1.WebhookDoc.updated_at:type_name -> google.protobuf.Timestamp
-	34, // 51: kassa.v1.DeliveryDoc.headers:type_name -> kassa.v1.DeliveryDoc.HeadersEntry
-	36, // 52: kassa.v1.DeliveryDoc.not_before:type_name -> google.protobuf.Timestamp
-	36, // 53: kassa.v1.DeliveryDoc.created_at:type_name -> google.protobuf.Timestamp
-	36, // 54: kassa.v1.DeliveryDoc.sent_at:type_name -> google.protobuf.Timestamp
-	36, // 55: kassa.v1.TransactionDoc.created_at:type_name -> google.protobuf.Timestamp
-	56, // [56:56] is the sub-list for method output_type
-	56, // [56:56] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	20, // 18: kassa.v1.StoreCall.change_refunds:type_name -> kassa.v1.ChangeRefundsCall
+	3,  // 19: kassa.v1.StoreCallReply.fields:type_name -> kassa.v1.FieldErrorDoc
+	21, // 20: kassa.v1.StoreCallReply.store:type_name -> kassa.v1.StoreDoc
+	33, // 21: kassa.v1.StoreCallReply.transaction:type_name -> kassa.v1.TransactionDoc
+	27, // 22: kassa.v1.StoreCallReply.invoice:type_name -> kassa.v1.InvoiceDoc
+	29, // 23: kassa.v1.StoreCallReply.payment_request:type_name -> kassa.v1.PaymentRequestDoc
+	31, // 24: kassa.v1.StoreCallReply.webhook:type_name -> kassa.v1.WebhookDoc
+	22, // 25: kassa.v1.StoreCallReply.api_key:type_name -> kassa.v1.APIKeyDoc
+	32, // 26: kassa.v1.StoreCallReply.delivery:type_name -> kassa.v1.DeliveryDoc
+	45, // 27: kassa.v1.StoreCallReply.refund_change:type_name -> kassa.v1.RefundChangeDoc
+	21, // 28: kassa.v1.CreateStoreCall.store:type_name -> kassa.v1.StoreDoc
+	25, // 29: kassa.v1.CreateInvoiceCall.invoice:type_name -> kassa.v1.InvoiceRequestDoc
+	48, // 30: kassa.v1.InvoiceCommandCall.event:type_name -> kassa.v1.InvoiceEvent
+	28, // 31: kassa.v1.CreatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
+	28, // 32: kassa.v1.UpdatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
+	30, // 33: kassa.v1.CreateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
+	30, // 34: kassa.v1.UpdateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
+	24, // 35: kassa.v1.UpdateStoreCall.update:type_name -> kassa.v1.StoreUpdateDoc
+	34, // 36: kassa.v1.ChangeRefundsCall.command:type_name -> kassa.v1.RefundCommandDoc
+	22, // 37: kassa.v1.StoreDoc.api_keys:type_name -> kassa.v1.APIKeyDoc
+	49, // 38: kassa.v1.StoreDoc.created_at:type_name -> google.protobuf.Timestamp
+	23, // 39: kassa.v1.StoreDoc.top_up_refs:type_name -> kassa.v1.TopUpRefDoc
+	49, // 40: kassa.v1.APIKeyDoc.created_at:type_name -> google.protobuf.Timestamp
+	49, // 41: kassa.v1.PaymentDoc.received_at:type_name -> google.protobuf.Timestamp
+	26, // 42: kassa.v1.InvoiceDoc.payments:type_name -> kassa.v1.PaymentDoc
+	49, // 43: kassa.v1.InvoiceDoc.created_at:type_name -> google.protobuf.Timestamp
+	49, // 44: kassa.v1.InvoiceDoc.updated_at:type_name -> google.protobuf.Timestamp
+	49, // 45: kassa.v1.InvoiceDoc.expires_at:type_name -> google.protobuf.Timestamp
+	49, // 46: kassa.v1.InvoiceDoc.monitor_until:type_name -> google.protobuf.Timestamp
+	49, // 47: kassa.v1.InvoiceDoc.settled_at:type_name -> google.protobuf.Timestamp
+	49, // 48: kassa.v1.PaymentRequestInputDoc.expiry_date:type_name -> google.protobuf.Timestamp
+	49, // 49: kassa.v1.PaymentRequestDoc.expiry_date:type_name -> google.protobuf.Timestamp
+	49, // 50: kassa.v1.PaymentRequestDoc.created_at:type_name -> google.protobuf.Timestamp
+	49, // 51: kassa.v1.PaymentRequestDoc.updated_at:type_name -> google.protobuf.Timestamp
+	49, // 52: kassa.v1.WebhookDoc.created_at:type_name -> google.protobuf.Timestamp
+	49, // 53: kassa.v1.WebhookDoc.updated_at:type_name -> google.protobuf.Timestamp
+	47, // 54: kassa.v1.DeliveryDoc.headers:type_name -> kassa.v1.DeliveryDoc.HeadersEntry
+	49, // 55: kassa.v1.DeliveryDoc.not_before:type_name -> google.protobuf.Timestamp
+	49, // 56: kassa.v1.DeliveryDoc.created_at:type_name -> google.protobuf.Timestamp
+	49, // 57: kassa.v1.DeliveryDoc.sent_at:type_name -> google.protobuf.Timestamp
+	49, // 58: kassa.v1.TransactionDoc.created_at:type_name -> google.protobuf.Timestamp
+	43, // 59: kassa.v1.RefundCommandDoc.create:type_name -> kassa.v1.PullPaymentDoc
+	35, // 60: kassa.v1.RefundCommandDoc.claim:type_name -> kassa.v1.RefundClaimDoc
+	36, // 61: kassa.v1.RefundCommandDoc.approve:type_name -> kassa.v1.RefundApprovalDoc
+	37, // 62: kassa.v1.RefundCommandDoc.cancel:type_name -> kassa.v1.PayoutCancelDoc
+	38, // 63: kassa.v1.RefundCommandDoc.mark_paid:type_name -> kassa.v1.PayoutMarkPaidDoc
+	39, // 64: kassa.v1.RefundCommandDoc.attempt:type_name -> kassa.v1.PayoutAttemptDoc
+	40, // 65: kassa.v1.RefundCommandDoc.succeeded:type_name -> kassa.v1.PayoutSucceededDoc
+	41, // 66: kassa.v1.RefundCommandDoc.failed:type_name -> kassa.v1.PayoutPaymentFailedDoc
+	42, // 67: kassa.v1.RefundClaimDoc.destination:type_name -> kassa.v1.DestinationDoc
+	49, // 68: kassa.v1.RefundClaimDoc.at:type_name -> google.protobuf.Timestamp
+	49, // 69: kassa.v1.RefundApprovalDoc.at:type_name -> google.protobuf.Timestamp
+	49, // 70: kassa.v1.PayoutCancelDoc.at:type_name -> google.protobuf.Timestamp
+	49, // 71: kassa.v1.PayoutMarkPaidDoc.at:type_name -> google.protobuf.Timestamp
+	49, // 72: kassa.v1.PayoutAttemptDoc.at:type_name -> google.protobuf.Timestamp
+	49, // 73: kassa.v1.PayoutSucceededDoc.at:type_name -> google.protobuf.Timestamp
+	49, // 74: kassa.v1.PayoutPaymentFailedDoc.at:type_name -> google.protobuf.Timestamp
+	49, // 75: kassa.v1.DestinationDoc.expires_at:type_name -> google.protobuf.Timestamp
+	49, // 76: kassa.v1.PullPaymentDoc.expires_at:type_name -> google.protobuf.Timestamp
+	49, // 77: kassa.v1.PullPaymentDoc.created_at:type_name -> google.protobuf.Timestamp
+	42, // 78: kassa.v1.PayoutDoc.destination:type_name -> kassa.v1.DestinationDoc
+	49, // 79: kassa.v1.PayoutDoc.created_at:type_name -> google.protobuf.Timestamp
+	49, // 80: kassa.v1.PayoutDoc.updated_at:type_name -> google.protobuf.Timestamp
+	43, // 81: kassa.v1.RefundChangeDoc.pull_payment:type_name -> kassa.v1.PullPaymentDoc
+	44, // 82: kassa.v1.RefundChangeDoc.payout:type_name -> kassa.v1.PayoutDoc
+	33, // 83: kassa.v1.RefundChangeDoc.lines:type_name -> kassa.v1.TransactionDoc
+	84, // [84:84] is the sub-list for method output_type
+	84, // [84:84] is the sub-list for method input_type
+	84, // [84:84] is the sub-list for extension type_name
+	84, // [84:84] is the sub-list for extension extendee
+	0,  // [0:84] is the sub-list for field type_name
 }
 
 func init() { file_storecall_proto_init() }
@@ -4065,6 +5341,7 @@ func file_storecall_proto_init() {
 		(*StoreCall_CreateApiKey)(nil),
 		(*StoreCall_DeleteApiKey)(nil),
 		(*StoreCall_RevealApiKey)(nil),
+		(*StoreCall_ChangeRefunds)(nil),
 	}
 	file_storecall_proto_msgTypes[1].OneofWrappers = []any{
 		(*StoreCallReply_Store)(nil),
@@ -4074,18 +5351,19 @@ func file_storecall_proto_init() {
 		(*StoreCallReply_Webhook)(nil),
 		(*StoreCallReply_ApiKey)(nil),
 		(*StoreCallReply_Delivery)(nil),
+		(*StoreCallReply_RefundChange)(nil),
 	}
-	file_storecall_proto_msgTypes[20].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[24].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[26].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[29].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[21].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[25].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[27].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_storecall_proto_rawDesc), len(file_storecall_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

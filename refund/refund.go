@@ -10,6 +10,7 @@ package refund
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -80,9 +81,7 @@ func (s *Service) CreatePullPayment(ctx context.Context, storeID string, in kass
 	if err != nil {
 		return nil, err
 	}
-	ch, err := s.cfg.Ledger.ChangeRefunds(ctx, storeID, func(context.Context, *kassa.Store, kassa.Sats) (*kassa.RefundChange, error) {
-		return &kassa.RefundChange{PullPayment: pp}, nil
-	})
+	ch, err := s.cfg.Ledger.ChangeRefunds(ctx, storeID, &kassa.RefundCommand{Create: pp})
 	if err != nil {
 		return nil, err
 	}
@@ -111,9 +110,7 @@ func (s *Service) RefundInvoice(ctx context.Context, storeID, invoiceID string, 
 	if err != nil {
 		return nil, err
 	}
-	ch, err := s.cfg.Ledger.ChangeRefunds(ctx, storeID, func(context.Context, *kassa.Store, kassa.Sats) (*kassa.RefundChange, error) {
-		return &kassa.RefundChange{PullPayment: pp}, nil
-	})
+	ch, err := s.cfg.Ledger.ChangeRefunds(ctx, storeID, &kassa.RefundCommand{Create: pp})
 	if err != nil {
 		return nil, err
 	}
@@ -153,26 +150,11 @@ func (s *Service) Claim(ctx context.Context, ppID, destination string, amount de
 	if err != nil {
 		return nil, err
 	}
-	ch, err := s.cfg.Ledger.ChangeRefunds(ctx, first.StoreID, func(ctx context.Context, st *kassa.Store, available kassa.Sats) (*kassa.RefundChange, error) {
-		// Read again in the store's turn: another claim may have taken
-		// what was left.
-		pp, err := s.cfg.Payouts.PullPayment(ctx, ppID)
-		if err != nil {
-			return nil, err
-		}
-		p, err := kassa.ClaimPayout(kassa.NewID("po_"), pp, dest, amount, rate, s.now())
-		if err != nil {
-			return nil, err
-		}
-		ch := &kassa.RefundChange{PullPayment: pp, Payout: p}
-		if in, ok := autoApproval(st, pp, p, available, rate, s.now()); ok {
-			if approved, effects, err := p.Apply(in); err == nil {
-				ch.Payout = &approved
-				ch.Lines = kassa.PayoutTransactions(st, &approved, effects, lineRate, approved.UpdatedAt)
-			}
-		}
-		ch.Events = kassa.PayoutEvents(0, ch.Payout.State)
-		return ch, nil
+	// The store's turn reads the pull payment again: another claim may
+	// have taken what was left (kassa.RefundCommand.Decide).
+	ch, err := s.cfg.Ledger.ChangeRefunds(ctx, first.StoreID, &kassa.RefundCommand{
+		Claim:    &kassa.RefundClaim{PullPaymentID: ppID, Destination: dest, Amount: amount, Rate: rate, At: s.now()},
+		PayoutID: kassa.NewID("po_"), LineRate: lineRate,
 	})
 	if err != nil {
 		return nil, err
@@ -181,42 +163,6 @@ func (s *Service) Claim(ctx context.Context, ppID, destination string, amount de
 		s.cfg.Sender.Wake(ch.Payout.StoreID)
 	}
 	return ch.Payout, nil
-}
-
-// autoApproval is the approval of new payout p on pull payment pp that
-// store st makes without the merchant, and whether it makes one: a
-// Lightning payout whose amount in satoshis (at rate, the price of one
-// bitcoin in its currency now, when it is in fiat) is within the
-// store's limit, or of a pull payment that approves its claims, and,
-// with its fee limit, within the available prepaid balance. A payout
-// left out waits for the merchant, who is told why on approval.
-func autoApproval(st *kassa.Store, pp *kassa.PullPayment, p *kassa.Payout, available kassa.Sats, rate decimal.Decimal, now time.Time) (kassa.PayoutInput, bool) {
-	if p.Destination.Kind == kassa.DestinationOnchain {
-		return nil, false
-	}
-	amount := p.Amount
-	if p.Currency != kassa.SATS && p.Destination.Kind != kassa.DestinationBOLT11 {
-		if !rate.IsPositive() {
-			return nil, false
-		}
-		var err error
-		if amount, err = kassa.ToSats(p.Claimed, p.Currency, rate); err != nil {
-			return nil, false
-		}
-	}
-	feeLimit := FeeLimit(st, amount)
-	if !(pp.AutoApproveClaims && amount > 0 || st.AutoApproves(amount)) || amount+feeLimit > available {
-		return nil, false
-	}
-	return kassa.PayoutApprove{Rate: rate, FeeLimit: feeLimit, At: now}, true
-}
-
-// ErrBalanceTooLow refuses an approval that the store's prepaid balance
-// does not cover (its credit limit does not count for refunds).
-func errBalanceTooLow(available, amount, feeLimit kassa.Sats) error {
-	return kassa.Errorf(kassa.PaymentRequired,
-		"the store's prepaid balance available for refunds is %d sat; the payout needs %d sat and up to %d sat of network fees: top up the balance to approve it",
-		available, amount, feeLimit)
 }
 
 // Approve approves the store's payout: its amount (converted now, at
@@ -234,26 +180,15 @@ func (s *Service) Approve(ctx context.Context, storeID, payoutID string) (*kassa
 			return nil, err
 		}
 	}
-	onchainFeeLimit, err := s.payoutFunds(ctx, storeID, first, rate)
+	onchainFeeLimit, funds, err := s.payoutFunds(ctx, storeID, first, rate)
 	if err != nil {
 		return nil, err
 	}
-	ch, err := s.change(ctx, storeID, payoutID, func(st *kassa.Store, p *kassa.Payout, available kassa.Sats) (kassa.PayoutInput, error) {
-		amount := p.Amount
-		if p.Currency != kassa.SATS && p.Destination.Kind != kassa.DestinationBOLT11 {
-			if amount, err = kassa.ToSats(p.Claimed, p.Currency, rate); err != nil {
-				return nil, err
-			}
-		}
-		feeLimit := FeeLimit(st, amount)
-		if p.Destination.Kind == kassa.DestinationOnchain {
-			feeLimit = onchainFeeLimit
-		}
-		if amount+feeLimit > available {
-			return nil, errBalanceTooLow(available, amount, feeLimit)
-		}
-		return kassa.PayoutApprove{Rate: rate, FeeLimit: feeLimit, At: s.now()}, nil
-	})
+	approval := &kassa.RefundApproval{Rate: rate, OnchainFeeLimit: onchainFeeLimit, At: s.now()}
+	if funds != nil {
+		approval.NodeFunds, approval.NodeFundsKnown = *funds, true
+	}
+	ch, err := s.change(ctx, storeID, &kassa.RefundCommand{PayoutID: payoutID, Approve: approval})
 	if err != nil {
 		return nil, err
 	}
@@ -263,27 +198,11 @@ func (s *Service) Approve(ctx context.Context, storeID, payoutID string) (*kassa
 	return ch.Payout, nil
 }
 
-// FeeLimit is the most a Lightning payout of amount of st may spend on
-// routing: the store's forwarding fee bounds (kassa.ForwardFeeLimit),
-// rounded up to a satoshi.
-func FeeLimit(st *kassa.Store, amount kassa.Sats) kassa.Sats {
-	percent, limit := kassa.DefaultForwardFeePercent, kassa.DefaultForwardFeeCap
-	if st.ForwardFeePercent != nil {
-		percent = *st.ForwardFeePercent
-	}
-	if st.ForwardFeeMax > 0 {
-		limit = st.ForwardFeeMax.MSat()
-	}
-	return (kassa.ForwardFeeLimit(amount.MSat(), percent, limit) + 999).Sats()
-}
-
 // Cancel cancels the store's payout that nothing was sent for: its debit,
 // if any, goes back on the balance and its claim back on its pull
 // payment.
 func (s *Service) Cancel(ctx context.Context, storeID, payoutID string) (*kassa.Payout, error) {
-	ch, err := s.change(ctx, storeID, payoutID, func(*kassa.Store, *kassa.Payout, kassa.Sats) (kassa.PayoutInput, error) {
-		return kassa.PayoutCancel{At: s.now()}, nil
-	})
+	ch, err := s.change(ctx, storeID, &kassa.RefundCommand{PayoutID: payoutID, Cancel: &kassa.PayoutCancel{At: s.now()}})
 	if err != nil {
 		return nil, err
 	}
@@ -294,9 +213,7 @@ func (s *Service) Cancel(ctx context.Context, storeID, payoutID string) (*kassa.
 // Kassa: its debit, if any, goes back on the balance, since Kassa paid
 // nothing.
 func (s *Service) MarkPaid(ctx context.Context, storeID, payoutID string) (*kassa.Payout, error) {
-	ch, err := s.change(ctx, storeID, payoutID, func(*kassa.Store, *kassa.Payout, kassa.Sats) (kassa.PayoutInput, error) {
-		return kassa.PayoutMarkPaid{At: s.now()}, nil
-	})
+	ch, err := s.change(ctx, storeID, &kassa.RefundCommand{PayoutID: payoutID, MarkPaid: &kassa.PayoutMarkPaid{At: s.now()}})
 	if err != nil {
 		return nil, err
 	}
@@ -306,9 +223,22 @@ func (s *Service) MarkPaid(ctx context.Context, storeID, payoutID string) (*kass
 // Record applies in to the store's payout, in the store's turn: how the
 // sender records an attempt and its outcome.
 func (s *Service) Record(ctx context.Context, storeID, payoutID string, in kassa.PayoutInput) (*kassa.Payout, error) {
-	ch, err := s.change(ctx, storeID, payoutID, func(*kassa.Store, *kassa.Payout, kassa.Sats) (kassa.PayoutInput, error) {
-		return in, nil
-	})
+	cmd := &kassa.RefundCommand{PayoutID: payoutID}
+	switch in := in.(type) {
+	case kassa.PayoutAttempt:
+		cmd.Attempt = &in
+	case kassa.PayoutSucceeded:
+		cmd.Succeeded = &in
+	case kassa.PayoutPaymentFailed:
+		cmd.Failed = &in
+	case kassa.PayoutCancel:
+		cmd.Cancel = &in
+	case kassa.PayoutMarkPaid:
+		cmd.MarkPaid = &in
+	default:
+		return nil, fmt.Errorf("refund: the sender records no %T", in)
+	}
+	ch, err := s.change(ctx, storeID, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -365,39 +295,14 @@ func (s *Service) lineRate(ctx context.Context, storeID string) (decimal.Decimal
 	return decimal.Zero, nil
 }
 
-// change applies the input that input decides to the store's payout in
-// the store's turn, with the ledger lines of its effects and the
-// release of its claim on its pull payment.
-func (s *Service) change(ctx context.Context, storeID, payoutID string, input func(st *kassa.Store, p *kassa.Payout, available kassa.Sats) (kassa.PayoutInput, error)) (*kassa.RefundChange, error) {
+// change has the store decide cmd, a change of one of its payouts, in
+// its turn, with the ledger lines of its effects valued at the rate of
+// the day.
+func (s *Service) change(ctx context.Context, storeID string, cmd *kassa.RefundCommand) (*kassa.RefundChange, error) {
 	rate, err := s.lineRate(ctx, storeID)
 	if err != nil {
 		return nil, err
 	}
-	return s.cfg.Ledger.ChangeRefunds(ctx, storeID, func(ctx context.Context, st *kassa.Store, available kassa.Sats) (*kassa.RefundChange, error) {
-		p, err := s.payout(ctx, storeID, payoutID)
-		if err != nil {
-			return nil, err
-		}
-		in, err := input(st, p, available)
-		if err != nil {
-			return nil, err
-		}
-		next, effects, err := p.Apply(in)
-		if err != nil {
-			return nil, err
-		}
-		ch := &kassa.RefundChange{Payout: &next, Events: kassa.PayoutEvents(p.State, next.State)}
-		for _, e := range effects {
-			if r, ok := e.(kassa.ReleaseClaim); ok {
-				pp, err := s.cfg.Payouts.PullPayment(ctx, p.PullPaymentID)
-				if err != nil {
-					return nil, err
-				}
-				pp.Release(r.Amount)
-				ch.PullPayment = pp
-			}
-		}
-		ch.Lines = kassa.PayoutTransactions(st, &next, effects, rate, next.UpdatedAt)
-		return ch, nil
-	})
+	cmd.LineRate = rate
+	return s.cfg.Ledger.ChangeRefunds(ctx, storeID, cmd)
 }

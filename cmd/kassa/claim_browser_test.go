@@ -13,9 +13,6 @@ import (
 // reload, and once the merchant approves it shows "Paid" with the
 // payment hash. Screenshots of the form and of the paid page.
 func TestBrowserClaimPage(t *testing.T) {
-	if e2eCluster() {
-		t.Skip("skipped on a cluster: refunds are served only by the node that runs the store (503 elsewhere) until the calls between nodes carry them; docs/decisions.md, \"Refunds: pull payments and payouts\"")
-	}
 	requireChromium(t)
 	s := startServer(t, t.TempDir(), "--dev")
 	r := newDevRefund(t, s)

@@ -209,9 +209,6 @@ func TestKill9(t *testing.T) {
 // states met at the restart are logged: in-process tests
 // (actors/refund_onchain_test.go, refund_send_test.go) set each one.
 func TestKill9DuringPayouts(t *testing.T) {
-	if e2eCluster() {
-		t.Skip("skipped on a cluster: refunds are served only by the node that runs the store (503 elsewhere); docs/decisions.md, \"Refunds: pull payments and payouts\"")
-	}
 	dir := t.TempDir()
 	s := startServer(t, dir, "--dev")
 	a := s.createStore("--name", "Refunds", "--currency", "EUR")

@@ -18,9 +18,6 @@ import (
 // payout on the Payouts page; the customer's page shows "Paid" with the
 // payment hash as proof. A screenshot at each step (desktop and phone).
 func TestBrowserRefundFromTheDashboard(t *testing.T) {
-	if e2eCluster() {
-		t.Skip("skipped on a cluster: refunds are served only by the node that runs the store (503 elsewhere) until the calls between nodes carry them; docs/decisions.md, \"Refunds: pull payments and payouts\"")
-	}
 	requireChromium(t)
 	s := startServer(t, t.TempDir(), "--dev")
 	b := newBrowser(t)

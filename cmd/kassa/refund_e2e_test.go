@@ -14,9 +14,6 @@ import (
 // lines in the ledger), then failed by the sender (the address does not
 // resolve) with the money back.
 func TestRefundThroughTheBinary(t *testing.T) {
-	if e2eCluster() {
-		t.Skip("skipped on a cluster: refunds are served only by the node that runs the store (503 elsewhere) until the calls between nodes carry them; docs/decisions.md, \"Refunds: pull payments and payouts\"")
-	}
 	s := startServer(t, t.TempDir(), "--dev")
 	a := s.createStore("--name", "Alpha", "--currency", "EUR", "--percent-fee", "1")
 	base := "/api/v1/stores/" + a.StoreID
@@ -119,9 +116,6 @@ func newDevRefund(t *testing.T, s *server) devRefund {
 // store's invoice, which the refund pays), it ends Completed with its
 // payment hash and the invoice it paid Settled.
 func TestRefundCompletesInDevMode(t *testing.T) {
-	if e2eCluster() {
-		t.Skip("skipped on a cluster: refunds are served only by the node that runs the store (503 elsewhere) until the calls between nodes carry them; docs/decisions.md, \"Refunds: pull payments and payouts\"")
-	}
 	s := startServer(t, t.TempDir(), "--dev")
 	r := newDevRefund(t, s)
 	base := "/api/v1/stores/" + r.a.StoreID

@@ -23,7 +23,7 @@ func germanDomainText(t *testing.T, what, body, en string) {
 	if de == en {
 		t.Errorf("%s: %q has no German translation", what, en)
 	}
-	if !strings.Contains(body, html.EscapeString(de)) || strings.Contains(body, html.EscapeString(en)) {
+	if text := html.UnescapeString(body); !strings.Contains(text, de) || strings.Contains(text, en) {
 		t.Errorf("%s: the German page lacks %q or shows the English %q:\n%.900s", what, de, en, body)
 	}
 }
@@ -56,7 +56,7 @@ func TestDomainErrorsInGerman(t *testing.T) {
 			t.Errorf("English %s message %q changed", f.Field, f.Message)
 		}
 		germanDomainText(t, "settings "+f.Field, body, f.Message)
-		if !strings.Contains(body, html.EscapeString(f.Field+": "+domainText("de", f.Message))) {
+		if !strings.Contains(html.UnescapeString(body), f.Field+": "+domainText("de", f.Message)) {
 			t.Errorf("settings: %s's German message does not follow its field", f.Field)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/http/i18n"
@@ -27,11 +28,9 @@ import (
 var errorCatalogueFiles embed.FS
 
 // errorCatalogues are the domain messages' translations by language,
-// keyed by English format; errorFormats the formats, most specific
-// (most literal text) first.
-var errorCatalogues, errorFormats = func() (map[string]map[string]string, []errorFormat) {
+// keyed by English format.
+var errorCatalogues = func() map[string]map[string]string {
 	out := map[string]map[string]string{}
-	english := map[string]bool{}
 	files, err := fs.Glob(errorCatalogueFiles, "catalogues/errors/*.po")
 	if err != nil {
 		panic(err)
@@ -49,11 +48,23 @@ var errorCatalogues, errorFormats = func() (map[string]map[string]string, []erro
 			if k != en {
 				panic(fmt.Sprintf("dashboard: catalogue %s: msgctxt %q is not its msgid %q", f, k, en))
 			}
-			english[k] = true
 		}
 		out[c.Lang] = c.Strings
 	}
-	var formats []errorFormat
+	return out
+}()
+
+// errorFormats are the catalogued formats, most specific (most literal
+// text) first, compiled at the first error a page shows rather than at
+// every start of the binary.
+var errorFormats = sync.OnceValue(func() []errorFormat {
+	english := map[string]bool{}
+	for _, c := range errorCatalogues {
+		for en := range c {
+			english[en] = true
+		}
+	}
+	formats := make([]errorFormat, 0, len(english))
 	for en := range english {
 		formats = append(formats, compileFormat(en))
 	}
@@ -63,8 +74,8 @@ var errorCatalogues, errorFormats = func() (map[string]map[string]string, []erro
 		}
 		return strings.Compare(a.format, b.format)
 	})
-	return out, formats
-}()
+	return formats
+})
 
 // fmtVerb is a fmt verb: flags, width, precision, an explicit argument
 // index are not used by the domain's formats but are read as one verb.
@@ -120,7 +131,7 @@ func domainText(lang, english string) string {
 	if cat == nil {
 		return english
 	}
-	for _, f := range errorFormats {
+	for _, f := range errorFormats() {
 		m := f.re.FindStringSubmatch(english)
 		if m == nil {
 			continue

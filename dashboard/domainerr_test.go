@@ -128,9 +128,9 @@ func TestDomainMessagesTranslated(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range errorFormats {
+	for _, f := range errorFormats() {
 		sample := fillFormat(f.format, sampleArgs(f.format))
-		for _, g := range errorFormats {
+		for _, g := range errorFormats() {
 			if g.re.MatchString(sample) {
 				if g.format != f.format {
 					t.Errorf("%q, made from %q, is read by %q first", sample, f.format, g.format)

@@ -30,8 +30,9 @@ func germanDomainText(t *testing.T, what, body, en string) {
 
 // TestDomainErrorsInGerman: what the domain refuses reads German on a
 // German dashboard: a store setting (an unknown currency, a bad
-// Lightning address, each field's message after its field), a payout
-// approval above the prepaid balance. The service's error for the same
+// Lightning address, each field's message after its field; the other
+// languages' pages too), an authorize request with an unknown
+// permission, a payout approval above the prepaid balance. The service's error for the same
 // input, which the APIs answer, stays English.
 func TestDomainErrorsInGerman(t *testing.T) {
 	e, c, st, inv := refundEnv(t, true)
@@ -60,6 +61,28 @@ func TestDomainErrorsInGerman(t *testing.T) {
 			t.Errorf("settings: %s's German message does not follow its field", f.Field)
 		}
 	}
+
+	// The other languages say the same in theirs.
+	for _, lang := range Languages[1:] {
+		c.get("/dashboard/stores?lang=" + lang)
+		c.get(base + "/")
+		_, body, _ := c.post(base+"/settings", url.Values{"name": {"Shop"}, "currency": {"XYZ"},
+			"confirmations": {"1"}, "lightningAddress": {"al!ce@wallet.example"}})
+		for _, f := range ke.Fields {
+			if want := f.Field + ": " + domainText(lang, f.Message); want == f.Field+": "+f.Message || !strings.Contains(html.UnescapeString(body), want) {
+				t.Errorf("%s: the settings page lacks %q", lang, want)
+			}
+		}
+	}
+	c.get("/dashboard/stores?lang=de")
+
+	// An authorize request the domain refuses (kassa.ParsePermissions).
+	code, body, _ = c.get("/dashboard/api-keys/authorize?" + authorizeQuery([]string{"btcpay.store.cansteal"}, pluginCallback))
+	_, perr := kassa.ParsePermissions([]string{"btcpay.store.cansteal"})
+	if code != http.StatusBadRequest || perr == nil {
+		t.Fatalf("authorize an unknown permission: %d %v", code, perr)
+	}
+	germanDomainText(t, "authorize", body, kassa.ErrorMessage(perr))
 
 	// An approval above the prepaid balance (refund's PaymentRequired).
 	c.get(base + "/invoices/" + inv.ID + "/refund")

@@ -148,7 +148,7 @@ func amountProblem(amount decimal.Decimal, c Currency) string {
 	case c == "":
 		return ""
 	case amount.Exponent() < -c.Decimals() && !amount.Equal(amount.Round(c.Decimals())):
-		return "has more decimal places than " + string(c) + " allows"
+		return fmt.Sprintf("has more decimal places than %s allows", c)
 	case c == BTC && amount.GreaterThan(decimal.NewFromInt(int64(MaxSats/SatsPerBTC))),
 		c == SATS && amount.GreaterThan(decimal.NewFromInt(int64(MaxSats))):
 		return "is more than 21 million bitcoin"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -88,8 +89,8 @@ const MaxDestination = 7089
 // now. An invoice or address of another network, an invoice without an
 // amount or expired, and anything unreadable are Invalid.
 func ParseDestination(raw string, net *chaincfg.Params, now time.Time) (Destination, error) {
-	bad := func(msg string) (Destination, error) {
-		return Destination{}, InvalidFields([]FieldError{{Field: "destination", Message: msg}})
+	bad := func(format string, args ...any) (Destination, error) {
+		return Destination{}, InvalidFields([]FieldError{{Field: "destination", Message: fmt.Sprintf(format, args...)}})
 	}
 	s := strings.TrimSpace(raw)
 	if len(s) > MaxDestination {
@@ -110,16 +111,16 @@ func ParseDestination(raw string, net *chaincfg.Params, now time.Time) (Destinat
 		return Destination{Kind: DestinationLNURL, Address: lower}, nil
 	case strings.Contains(s, "@"):
 		if msg := LightningAddressProblem(s); msg != "" {
-			return bad("is not a Lightning address: " + msg)
+			return bad("is not a Lightning address: %s", msg)
 		}
 		return Destination{Kind: DestinationLNURL, Address: lower}, nil
 	case strings.HasPrefix(lower, "ln"):
 		inv, err := bolt11.Decode(lower, net)
 		if err != nil {
 			if isOtherNetworkInvoice(lower, net) {
-				return bad("is a Lightning invoice of another network than this server's (" + net.Name + ")")
+				return bad("is a Lightning invoice of another network than this server's (%s)", net.Name)
 			}
-			return bad("is not a valid Lightning invoice: " + err.Error())
+			return bad("is not a valid Lightning invoice: %v", err)
 		}
 		if inv.MilliSat == nil || *inv.MilliSat == 0 {
 			return bad("is a Lightning invoice without an amount: ask for an invoice of the amount to pay")
@@ -144,7 +145,7 @@ func ParseDestination(raw string, net *chaincfg.Params, now time.Time) (Destinat
 				continue
 			}
 			if a, err := btcutil.DecodeAddress(s, other); err == nil && a.IsForNet(other) {
-				return bad("is a bitcoin address of another network than this server's (" + net.Name + ")")
+				return bad("is a bitcoin address of another network than this server's (%s)", net.Name)
 			}
 		}
 		return bad("is not a Lightning invoice, a Lightning address or a bitcoin address")

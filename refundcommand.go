@@ -242,12 +242,12 @@ func approval(ctx context.Context, st *Store, p *Payout, available Sats, a *Refu
 			return nil, err
 		}
 		if amount+feeLimit > a.NodeFunds-held {
-			what := "Lightning node can send"
 			if onchain {
-				what = "wallet has confirmed"
+				return nil, Errorf(Unavailable, "the service's wallet has confirmed %d sat, of which %d sat are held for payouts approved and not yet sent; the payout needs %d sat and up to %d sat of network fees: try again once those are sent",
+					a.NodeFunds, held, amount, feeLimit)
 			}
-			return nil, Errorf(Unavailable, "the service's %s %d sat, of which %d sat are held for payouts approved and not yet sent; the payout needs %d sat and up to %d sat of network fees: try again once those are sent",
-				what, a.NodeFunds, held, amount, feeLimit)
+			return nil, Errorf(Unavailable, "the service's Lightning node can send %d sat, of which %d sat are held for payouts approved and not yet sent; the payout needs %d sat and up to %d sat of network fees: try again once those are sent",
+				a.NodeFunds, held, amount, feeLimit)
 		}
 	}
 	return PayoutApprove{Rate: a.Rate, FeeLimit: feeLimit, At: a.At}, nil

@@ -3,9 +3,9 @@ package kassa
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -171,7 +171,7 @@ func (in *WebhookInput) Validate(create bool) error {
 // finishValidate adds the checks both formats share to fields.
 func (in *WebhookInput) finishValidate(fields []FieldError) error {
 	if in.Format != FormatCoinsnap && in.Format != FormatGreenfield {
-		fields = append(fields, FieldError{"format", "unknown webhook format " + strconv.Quote(string(in.Format))})
+		fields = append(fields, FieldError{"format", fmt.Sprintf("unknown webhook format %q", in.Format)})
 	}
 	if in.Secret != "" && (len(in.Secret) < 8 || len(in.Secret) > 255) {
 		fields = append(fields, FieldError{"secret", "must be 8 to 255 characters"})

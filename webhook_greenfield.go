@@ -3,6 +3,7 @@ package kassa
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -69,7 +70,7 @@ func (in *WebhookInput) validateGreenfieldEvents() []FieldError {
 	for i, e := range in.Events {
 		if !slices.Contains(GreenfieldEventTypes, e) && !slices.Contains(GreenfieldPayoutEventTypes, e) {
 			fields = append(fields, FieldError{"authorizedEvents.specificEvents[" + strconv.Itoa(i) + "]",
-				"unknown event " + strconv.Quote(string(e)) + ": Kassa sends InvoiceCreated, InvoiceReceivedPayment, InvoicePaymentSettled, InvoiceProcessing, InvoiceExpired, InvoiceSettled, InvoiceInvalid, PayoutCreated, PayoutApproved and PayoutUpdated"})
+				fmt.Sprintf("unknown event %q: Kassa sends InvoiceCreated, InvoiceReceivedPayment, InvoicePaymentSettled, InvoiceProcessing, InvoiceExpired, InvoiceSettled, InvoiceInvalid, PayoutCreated, PayoutApproved and PayoutUpdated", e)})
 			continue
 		}
 		if !slices.Contains(events, e) {

@@ -63,7 +63,7 @@ func (h *Dashboard) changePassword(w http.ResponseWriter, r *http.Request) {
 	case err == errBusy:
 		h.busy(w, r, "account", map[string]any{})
 	case kassa.ErrorCode(err) == kassa.Invalid:
-		fail(http.StatusUnprocessableEntity, kassa.ErrorMessage(err))
+		fail(http.StatusUnprocessableEntity, errorText(requestLang(r), err))
 	case err != nil:
 		h.serverError(w, r, err)
 	default:

@@ -143,7 +143,7 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 		data["Error"] = tr(r, "err.invite")
 		h.render(w, r, http.StatusForbidden, "signup", data)
 	case kassa.ErrorCode(err) == kassa.Invalid:
-		data["Error"] = kassa.ErrorMessage(err)
+		data["Error"] = errorText(requestLang(r), err)
 		h.render(w, r, http.StatusUnprocessableEntity, "signup", data)
 	default:
 		h.serverError(w, r, err)

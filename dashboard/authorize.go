@@ -193,7 +193,7 @@ func (h *Dashboard) authorizePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	req, aerr := h.checkAuthorize(q.Get("applicationName"), q.Get("applicationIdentifier"), q.Get("redirect"), permissionValues(r.URL.RawQuery))
 	if aerr != nil {
-		h.failMessage(w, r, aerr.status, func(string) string { return aerr.message })
+		h.failMessage(w, r, aerr.status, func(lang string) string { return domainText(lang, aerr.message) })
 		return
 	}
 	stores, ok, err := h.authorizeStores(r, current(r.Context()).user, req.StoreID)
@@ -236,7 +236,7 @@ func (h *Dashboard) authorize(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	req, aerr := h.checkAuthorize(f.Get("applicationName"), f.Get("applicationIdentifier"), f.Get("redirect"), f["permissions"])
 	if aerr != nil {
-		h.failMessage(w, r, aerr.status, func(string) string { return aerr.message })
+		h.failMessage(w, r, aerr.status, func(lang string) string { return domainText(lang, aerr.message) })
 		return
 	}
 	storeID := f.Get("storeId")
@@ -270,7 +270,7 @@ func (h *Dashboard) authorize(w http.ResponseWriter, r *http.Request) {
 	key, err := h.Services.CreateAPIKey(r.Context(), storeID, label, req.Perms...)
 	if err != nil {
 		if kassa.ErrorCode(err) == kassa.Conflict || kassa.ErrorCode(err) == kassa.Invalid {
-			h.renderAuthorize(w, r, http.StatusConflict, req, stores, kassa.ErrorMessage(err))
+			h.renderAuthorize(w, r, http.StatusConflict, req, stores, errorText(requestLang(r), err))
 			return
 		}
 		h.serverError(w, r, err)

@@ -68,7 +68,7 @@ func (h *Dashboard) createTopUp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, err = h.TopUps.Create(r.Context(), st.ID, kassa.Sats(amount))
-	switch m, ok := fieldErrors(err); {
+	switch m, ok := fieldErrors(r, err); {
 	case err == nil:
 		redirect(w, r, st, "/balance", "topupcreated")
 	case errors.Is(err, topup.ErrAmount):
@@ -98,7 +98,7 @@ func (h *Dashboard) simPayTopUp(w http.ResponseWriter, r *http.Request) {
 		_, err = h.Simulator.Pay(r.Context(), inv, kassa.MethodLightning, 0)
 	}
 	if err != nil {
-		if m, ok := fieldErrors(err); ok {
+		if m, ok := fieldErrors(r, err); ok {
 			h.renderBalance(w, r, http.StatusConflict, map[string]any{"Error": m})
 			return
 		}

@@ -82,7 +82,7 @@ func (h *Dashboard) historyPage(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		if kassa.ErrorCode(err) == kassa.Invalid {
-			data["Error"] = kassa.ErrorMessage(err)
+			data["Error"] = errorText(requestLang(r), err)
 			h.render(w, r, http.StatusBadRequest, "history", data)
 			return
 		}

@@ -97,7 +97,7 @@ func (h *Dashboard) invoicesPage(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			if kassa.ErrorCode(err) == kassa.Invalid {
-				data["Error"] = kassa.ErrorMessage(err)
+				data["Error"] = errorText(requestLang(r), err)
 				h.render(w, r, http.StatusBadRequest, "invoices", data)
 				return
 			}
@@ -200,7 +200,7 @@ func (h *Dashboard) markInvalid(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := h.Services.MarkInvoiceInvalid(r.Context(), inv.StoreID, inv.ID); err != nil {
-		if m, ok := fieldErrors(err); ok {
+		if m, ok := fieldErrors(r, err); ok {
 			h.renderInvoice(w, r, http.StatusConflict, inv, map[string]any{"Error": m})
 			return
 		}
@@ -231,7 +231,7 @@ func (h *Dashboard) createInvoice(w http.ResponseWriter, r *http.Request) {
 	}
 	inv, err := h.Services.CreateInvoice(r.Context(), st.ID, req)
 	if err != nil {
-		if m, ok := fieldErrors(err); ok {
+		if m, ok := fieldErrors(r, err); ok {
 			data["Error"] = m
 			h.render(w, r, http.StatusUnprocessableEntity, "invoice_new", data)
 			return
@@ -298,7 +298,7 @@ func (h *Dashboard) createPayLink(w http.ResponseWriter, r *http.Request) {
 	in, problem := payLinkInput(r)
 	if problem == "" {
 		if _, err := h.Services.CreatePaymentRequest(r.Context(), st.ID, in); err != nil {
-			m, ok := fieldErrors(err)
+			m, ok := fieldErrors(r, err)
 			if !ok {
 				h.serverError(w, r, err)
 				return
@@ -373,7 +373,7 @@ func (h *Dashboard) updatePayLink(w http.ResponseWriter, r *http.Request) {
 				h.renderPayLink(w, r, http.StatusConflict, p, map[string]any{"Error": m})
 				return
 			}
-			m, ok := fieldErrors(err)
+			m, ok := fieldErrors(r, err)
 			if !ok {
 				h.serverError(w, r, err)
 				return
@@ -409,7 +409,7 @@ func (h *Dashboard) archivePayLink(w http.ResponseWriter, r *http.Request) {
 	if err := h.Services.ArchivePaymentRequest(r.Context(), p.StoreID, p.ID); err != nil {
 		m, ok := payLinkClosed(requestLang(r), err)
 		if !ok {
-			m, ok = fieldErrors(err)
+			m, ok = fieldErrors(r, err)
 		}
 		if ok {
 			h.renderPayLink(w, r, http.StatusConflict, p, map[string]any{"Error": m})

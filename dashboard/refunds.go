@@ -72,7 +72,7 @@ func (h *Dashboard) refundPage(w http.ResponseWriter, r *http.Request) {
 	}
 	data := map[string]any{"Inv": inv, "F": map[string]string{"choice": string(kassa.RefundRateThen), "customCurrency": string(inv.Currency)}}
 	if err := refundable(inv); err != nil {
-		m, ok := fieldErrors(err)
+		m, ok := fieldErrors(r, err)
 		if !ok {
 			h.serverError(w, r, err)
 			return
@@ -160,7 +160,7 @@ func (h *Dashboard) refund(w http.ResponseWriter, r *http.Request) {
 			redirect(w, r, st, "/pull-payments/"+pp.ID, "refunded")
 			return
 		}
-		m, ok := fieldErrors(err)
+		m, ok := fieldErrors(r, err)
 		if !ok {
 			h.serverError(w, r, err)
 			return
@@ -235,7 +235,7 @@ func (h *Dashboard) payoutCommand(command func(ctx context.Context, storeID, pay
 			return
 		}
 		if _, err := command(r.Context(), st.ID, id); err != nil {
-			m, ok := fieldErrors(err)
+			m, ok := fieldErrors(r, err)
 			if !ok {
 				h.serverError(w, r, err)
 				return

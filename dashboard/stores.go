@@ -99,7 +99,7 @@ func (h *Dashboard) createStore(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	st, err := h.Services.CreateStore(r.Context(), settings)
 	if err != nil {
-		if m, ok := fieldErrors(err); ok {
+		if m, ok := fieldErrors(r, err); ok {
 			h.render(w, r, http.StatusUnprocessableEntity, "store_new", map[string]any{"Error": m, "Name": settings.Name, "Currency": f.Get("currency")})
 			return
 		}
@@ -196,7 +196,7 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 		next, err = h.Services.UpdateStore(r.Context(), st.ID, u)
 	}
 	if err != nil {
-		if m, ok := fieldErrors(err); ok {
+		if m, ok := fieldErrors(r, err); ok {
 			shown := *st
 			shown.Name, shown.Currency, shown.LightningAddress, shown.Xpub, shown.XpubType = u.Name, u.Currency, u.LightningAddress, u.Xpub, u.XpubType
 			shown.LogoURL, shown.BrandColor, shown.DefaultRedirectURL = u.LogoURL, u.BrandColor, u.DefaultRedirectURL
@@ -256,7 +256,7 @@ func (h *Dashboard) createKey(w http.ResponseWriter, r *http.Request) {
 		_, err = h.Services.CreateAPIKey(r.Context(), st.ID, r.PostForm.Get("label"), perms...)
 	}
 	if err != nil {
-		if m, ok := fieldErrors(err); ok {
+		if m, ok := fieldErrors(r, err); ok {
 			h.render(w, r, http.StatusUnprocessableEntity, "keys", map[string]any{"Keys": keyRows(st.APIKeys), "Error": m})
 			return
 		}

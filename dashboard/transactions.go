@@ -35,7 +35,7 @@ func (h *Dashboard) transactionsPage(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		if kassa.ErrorCode(err) == kassa.Invalid {
-			data["Error"] = kassa.ErrorMessage(err)
+			data["Error"] = errorText(requestLang(r), err)
 			h.render(w, r, http.StatusBadRequest, "transactions", data)
 			return
 		}

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"bytes"
-	"errors"
 	"html/template"
 	"io/fs"
 	"maps"
@@ -249,7 +248,7 @@ func (h *Dashboard) serverError(w http.ResponseWriter, r *http.Request, err erro
 		h.notFound(w, r)
 		return
 	case kassa.Unavailable:
-		h.failMessage(w, r, http.StatusServiceUnavailable, func(string) string { return kassa.ErrorMessage(err) })
+		h.failMessage(w, r, http.StatusServiceUnavailable, func(lang string) string { return errorText(lang, err) })
 		return
 	}
 	h.log.Error("dashboard", "path", r.URL.Path, "err", err)
@@ -274,21 +273,14 @@ func redirect(w http.ResponseWriter, r *http.Request, st *kassa.Store, p, done s
 	http.Redirect(w, r, u, http.StatusSeeOther)
 }
 
-// fieldErrors turns a service error into messages for the form, or
-// returns ok false for errors that are not the input's fault.
-func fieldErrors(err error) (string, bool) {
+// fieldErrors turns a service error into messages for the form in
+// r's language, or returns ok false for errors that are not the
+// input's fault.
+func fieldErrors(r *http.Request, err error) (string, bool) {
 	switch kassa.ErrorCode(err) {
 	case kassa.Invalid, kassa.Conflict, kassa.PaymentRequired, kassa.Unavailable, kassa.TooLarge:
 	default:
 		return "", false
 	}
-	var e *kassa.Error
-	if errors.As(err, &e) && len(e.Fields) > 1 {
-		parts := make([]string, len(e.Fields))
-		for i, f := range e.Fields {
-			parts[i] = f.Field + ": " + f.Message
-		}
-		return strings.Join(parts, "; "), true
-	}
-	return kassa.ErrorMessage(err), true
+	return errorText(requestLang(r), err), true
 }

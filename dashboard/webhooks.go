@@ -55,7 +55,7 @@ func (h *Dashboard) createWebhook(w http.ResponseWriter, r *http.Request) {
 	in := webhookInput(r)
 	hook, err := h.Services.CreateWebhook(r.Context(), st.ID, in)
 	if err != nil {
-		if m, ok := fieldErrors(err); ok {
+		if m, ok := fieldErrors(r, err); ok {
 			// The validation ping's answer is in the message.
 			h.renderWebhooks(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": m, "URL": in.URL})
 			return
@@ -114,7 +114,7 @@ func (h *Dashboard) updateWebhook(w http.ResponseWriter, r *http.Request) {
 		in.Secret = kassa.NewSecret()
 	}
 	if _, err := h.Services.UpdateWebhook(r.Context(), hook.StoreID, hook.ID, in); err != nil {
-		if m, ok := fieldErrors(err); ok {
+		if m, ok := fieldErrors(r, err); ok {
 			h.renderWebhook(w, r, http.StatusUnprocessableEntity, hook, map[string]any{"Error": m})
 			return
 		}
@@ -167,7 +167,7 @@ func (h *Dashboard) redeliver(w http.ResponseWriter, r *http.Request) {
 		_, err = h.Services.Redeliver(r.Context(), hook.StoreID, hook.ID, id)
 	}
 	if err != nil {
-		if m, ok := fieldErrors(err); ok {
+		if m, ok := fieldErrors(r, err); ok {
 			h.renderWebhook(w, r, http.StatusUnprocessableEntity, hook, map[string]any{"Error": m})
 			return
 		}

@@ -1,0 +1,162 @@
+package dashboard
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// domainMessageDirs are the packages whose errors the dashboard's
+// pages show: the domain (the root package), the actors that run its
+// commands, what they call to check input (refund, rates, egress,
+// lnurl, chain/derive, topup), the readers behind the lists, and the
+// dashboard itself.
+var domainMessageDirs = []string{"..", "../actors", "../refund", "../rates", "../egress", "../lnurl",
+	"../chain/derive", "../topup", "../persistence", "../persistence/postgres", "."}
+
+// pageCodes are the error codes whose message a page shows (fieldErrors
+// and the pages' own checks); the others show a page of their own.
+var pageCodes = []string{"Invalid", "Conflict", "PaymentRequired", "Unavailable", "TooLarge"}
+
+// notOnPage reports a format whose message no catalogue needs: one
+// that is all verbs ("%s") passes on a message made elsewhere, and a
+// peer node's malformed command ("... from another node ...") is a bug
+// between nodes that no input of a page brings about.
+func notOnPage(format string) bool {
+	return fmtVerb.ReplaceAllString(format, "") == "" || strings.Contains(format, "from another node")
+}
+
+// sourceMessage is an English message format and where it is made.
+type sourceMessage struct{ format, pos string }
+
+// domainMessages collects, from the source of domainMessageDirs, the
+// format of every Errorf with a page code and the message of every
+// FieldError (a literal or fmt.Sprintf's format): the messages a page
+// can show. A message made some other way is reported in odd, for the
+// test to name, so that none escapes the catalogue unseen.
+func domainMessages(t *testing.T) (msgs []sourceMessage, odd []string) {
+	t.Helper()
+	fset := token.NewFileSet()
+	for _, dir := range domainMessageDirs {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lit := func(e ast.Expr) (string, bool) {
+				if call, ok := e.(*ast.CallExpr); ok && callName(call) == "Sprintf" && len(call.Args) > 0 {
+					e = call.Args[0]
+				}
+				return stringConst(e)
+			}
+			// fromOther reports a message that is another error's
+			// (ErrorMessage(err)) or another node's (GetMessage of a
+			// reply), whose own source is collected.
+			fromOther := func(e ast.Expr) bool {
+				call, ok := e.(*ast.CallExpr)
+				return ok && (callName(call) == "ErrorMessage" || callName(call) == "GetMessage")
+			}
+			note := func(e ast.Expr) {
+				if s, ok := lit(e); ok {
+					if notOnPage(s) {
+						return
+					}
+					msgs = append(msgs, sourceMessage{s, fset.Position(e.Pos()).String()})
+				} else if id, ok := e.(*ast.Ident); ok && (id.Name == "msg" || id.Name == "format") {
+					// a helper's parameter (add, bad) or a *Problem
+					// function's result, whose literals are collected
+				} else if !fromOther(e) {
+					odd = append(odd, fset.Position(e.Pos()).String())
+				}
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					if callName(n) == "Errorf" && len(n.Args) >= 2 && slices.Contains(pageCodes, identName(n.Args[0])) {
+						note(n.Args[1])
+					}
+					// add(field, msg) and bad(format, args...): the
+					// helpers that make a FieldError or an Errorf.
+					if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "add" && len(n.Args) == 2 {
+						if _, isField := stringConst(n.Args[0]); isField {
+							note(n.Args[1])
+						}
+					}
+					if id, ok := n.Fun.(*ast.Ident); ok && id.Name == "bad" && len(n.Args) >= 1 {
+						note(n.Args[0])
+					}
+				case *ast.FuncDecl:
+					// amountProblem, xpubProblem: a field's message or "".
+					if strings.HasSuffix(n.Name.Name, "Problem") && n.Body != nil {
+						ast.Inspect(n.Body, func(m ast.Node) bool {
+							if ret, ok := m.(*ast.ReturnStmt); ok && len(ret.Results) == 1 {
+								if s, ok := lit(ret.Results[0]); !ok || s != "" {
+									note(ret.Results[0])
+								}
+							}
+							return true
+						})
+					}
+				case *ast.CompositeLit:
+					if identName(n.Type) != "FieldError" || len(n.Elts) < 2 {
+						return true
+					}
+					for i, e := range n.Elts {
+						if kv, ok := e.(*ast.KeyValueExpr); ok && identName(kv.Key) == "Message" {
+							note(kv.Value)
+						} else if !ok && i == 1 {
+							note(e)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	return msgs, odd
+}
+
+// stringConst is the string a literal, or a sum of literals, spells.
+func stringConst(e ast.Expr) (string, bool) {
+	switch e := e.(type) {
+	case *ast.BasicLit:
+		if e.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(e.Value)
+		return s, err == nil
+	case *ast.BinaryExpr:
+		a, ok1 := stringConst(e.X)
+		b, ok2 := stringConst(e.Y)
+		return a + b, ok1 && ok2 && e.Op == token.ADD
+	case *ast.ParenExpr:
+		return stringConst(e.X)
+	}
+	return "", false
+}
+
+// callName is the name of the function call calls (Errorf of
+// kassa.Errorf).
+func callName(call *ast.CallExpr) string { return identName(call.Fun) }
+
+func identName(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.Ident:
+		return e.Name
+	case *ast.SelectorExpr:
+		return e.Sel.Name
+	}
+	return ""
+}

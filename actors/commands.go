@@ -106,6 +106,7 @@ var (
 	cmdCreateAPIKey          = command[*protos.CreateAPIKeyCall, *kassa.APIKey]{"create_api_key", parts("label"), apiKeyResult}
 	cmdDeleteAPIKey          = command[*protos.DeleteAPIKeyCall, struct{}]{"delete_api_key", parts("key_id"), noResult}
 	cmdRevealAPIKey          = command[*protos.RevealAPIKeyCall, *kassa.APIKey]{"reveal_api_key", parts("key_id"), apiKeyResult}
+	cmdChangeMembers         = command[*protos.ChangeMembersCall, *kassa.Store]{"change_members", parts("change"), storeResult}
 )
 
 func parts(names ...protoreflect.Name) []protoreflect.Name { return names }
@@ -205,6 +206,13 @@ var commands = commandTable(
 	}),
 	handle(cmdRevealAPIKey, func(ctx context.Context, s *Service, id string, c *protos.RevealAPIKeyCall) (*kassa.APIKey, error) {
 		return s.RevealAPIKey(ctx, id, c.KeyId, c.By)
+	}),
+	handle(cmdChangeMembers, func(ctx context.Context, s *Service, id string, c *protos.ChangeMembersCall) (*kassa.Store, error) {
+		ch, err := fromDoc[kassa.MemberChange](c.Change)
+		if err != nil {
+			return nil, undecodable(err)
+		}
+		return s.ChangeMembers(ctx, id, *ch)
 	}),
 )
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
+	kassahttp "github.com/kassapay/kassa/http"
 )
 
 // Cookie names. The session cookie is scoped to the dashboard.
@@ -131,7 +132,7 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	if h.Signup != SignupOpen || code != "" {
 		acct.invite = code
 	}
-	u, err := h.createUser(r.Context(), acct)
+	u, err := h.createUser(kassa.WithClientAddr(r.Context(), kassahttp.ClientIP(r, h.ClientIPHeader)), acct)
 	switch {
 	case err == nil:
 		h.startSession(w, r, u)

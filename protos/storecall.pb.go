@@ -67,6 +67,7 @@ type StoreCall struct {
 	//	*StoreCall_CreateApiKey
 	//	*StoreCall_DeleteApiKey
 	//	*StoreCall_RevealApiKey
+	//	*StoreCall_ChangeMembers
 	Call          isStoreCall_Call `protobuf_oneof:"call"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -288,6 +289,15 @@ func (x *StoreCall) GetRevealApiKey() *RevealAPIKeyCall {
 	return nil
 }
 
+func (x *StoreCall) GetChangeMembers() *ChangeMembersCall {
+	if x != nil {
+		if x, ok := x.Call.(*StoreCall_ChangeMembers); ok {
+			return x.ChangeMembers
+		}
+	}
+	return nil
+}
+
 type isStoreCall_Call interface {
 	isStoreCall_Call()
 }
@@ -356,6 +366,10 @@ type StoreCall_RevealApiKey struct {
 	RevealApiKey *RevealAPIKeyCall `protobuf:"bytes,25,opt,name=reveal_api_key,json=revealApiKey,proto3,oneof"`
 }
 
+type StoreCall_ChangeMembers struct {
+	ChangeMembers *ChangeMembersCall `protobuf:"bytes,45,opt,name=change_members,json=changeMembers,proto3,oneof"`
+}
+
 func (*StoreCall_CreateStore) isStoreCall_Call() {}
 
 func (*StoreCall_TopUp) isStoreCall_Call() {}
@@ -387,6 +401,8 @@ func (*StoreCall_CreateApiKey) isStoreCall_Call() {}
 func (*StoreCall_DeleteApiKey) isStoreCall_Call() {}
 
 func (*StoreCall_RevealApiKey) isStoreCall_Call() {}
+
+func (*StoreCall_ChangeMembers) isStoreCall_Call() {}
 
 // StoreCallReply answers a StoreCall: when code is set, the call failed
 // with a service error (a kassa.Error: code, message and the fields at
@@ -1471,6 +1487,51 @@ func (x *RevealAPIKeyCall) GetBy() string {
 	return ""
 }
 
+// ChangeMembersCall changes the store's team (kassa.MemberChange).
+type ChangeMembersCall struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Change        *MemberChangeDoc       `protobuf:"bytes,1,opt,name=change,proto3" json:"change,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeMembersCall) Reset() {
+	*x = ChangeMembersCall{}
+	mi := &file_storecall_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeMembersCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeMembersCall) ProtoMessage() {}
+
+func (x *ChangeMembersCall) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeMembersCall.ProtoReflect.Descriptor instead.
+func (*ChangeMembersCall) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ChangeMembersCall) GetChange() *MemberChangeDoc {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
 type StoreDoc struct {
 	state                        protoimpl.MessageState `protogen:"open.v1"`
 	Id                           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1502,13 +1563,16 @@ type StoreDoc struct {
 	DefaultLanguage              string                 `protobuf:"bytes,27,opt,name=default_language,json=defaultLanguage,proto3" json:"default_language,omitempty"`
 	DefaultRedirectAutomatically bool                   `protobuf:"varint,28,opt,name=default_redirect_automatically,json=defaultRedirectAutomatically,proto3" json:"default_redirect_automatically,omitempty"`
 	RefundAutoApproveMaxSat      int64                  `protobuf:"varint,29,opt,name=refund_auto_approve_max_sat,json=refundAutoApproveMaxSat,proto3" json:"refund_auto_approve_max_sat,omitempty"`
+	Members                      []*MemberDoc           `protobuf:"bytes,45,rep,name=members,proto3" json:"members,omitempty"`
+	Invites                      []*InviteDoc           `protobuf:"bytes,46,rep,name=invites,proto3" json:"invites,omitempty"`
+	MembersKept                  bool                   `protobuf:"varint,47,opt,name=members_kept,json=membersKept,proto3" json:"members_kept,omitempty"`
 	unknownFields                protoimpl.UnknownFields
 	sizeCache                    protoimpl.SizeCache
 }
 
 func (x *StoreDoc) Reset() {
 	*x = StoreDoc{}
-	mi := &file_storecall_proto_msgTypes[20]
+	mi := &file_storecall_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1520,7 +1584,7 @@ func (x *StoreDoc) String() string {
 func (*StoreDoc) ProtoMessage() {}
 
 func (x *StoreDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[20]
+	mi := &file_storecall_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1533,7 +1597,7 @@ func (x *StoreDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreDoc.ProtoReflect.Descriptor instead.
 func (*StoreDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{20}
+	return file_storecall_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StoreDoc) GetId() string {
@@ -1739,6 +1803,248 @@ func (x *StoreDoc) GetRefundAutoApproveMaxSat() int64 {
 	return 0
 }
 
+func (x *StoreDoc) GetMembers() []*MemberDoc {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *StoreDoc) GetInvites() []*InviteDoc {
+	if x != nil {
+		return x.Invites
+	}
+	return nil
+}
+
+func (x *StoreDoc) GetMembersKept() bool {
+	if x != nil {
+		return x.MembersKept
+	}
+	return false
+}
+
+type MemberDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Email         string                 `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	Role          string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberDoc) Reset() {
+	*x = MemberDoc{}
+	mi := &file_storecall_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberDoc) ProtoMessage() {}
+
+func (x *MemberDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberDoc.ProtoReflect.Descriptor instead.
+func (*MemberDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *MemberDoc) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *MemberDoc) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+// InviteDoc is an open invitation; id is its code's hash, never the code.
+type InviteDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	By            string                 `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	Created       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created,proto3" json:"created,omitempty"`
+	Expires       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires,proto3" json:"expires,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InviteDoc) Reset() {
+	*x = InviteDoc{}
+	mi := &file_storecall_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteDoc) ProtoMessage() {}
+
+func (x *InviteDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteDoc.ProtoReflect.Descriptor instead.
+func (*InviteDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *InviteDoc) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *InviteDoc) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *InviteDoc) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *InviteDoc) GetCreated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Created
+	}
+	return nil
+}
+
+func (x *InviteDoc) GetExpires() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Expires
+	}
+	return nil
+}
+
+type MemberChangeDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Action        string                 `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	Email         string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	InviteId      string                 `protobuf:"bytes,4,opt,name=invite_id,json=inviteId,proto3" json:"invite_id,omitempty"`
+	Expires       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires,proto3" json:"expires,omitempty"`
+	Members       []*MemberDoc           `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
+	Invites       []*InviteDoc           `protobuf:"bytes,7,rep,name=invites,proto3" json:"invites,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberChangeDoc) Reset() {
+	*x = MemberChangeDoc{}
+	mi := &file_storecall_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberChangeDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberChangeDoc) ProtoMessage() {}
+
+func (x *MemberChangeDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberChangeDoc.ProtoReflect.Descriptor instead.
+func (*MemberChangeDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *MemberChangeDoc) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *MemberChangeDoc) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *MemberChangeDoc) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *MemberChangeDoc) GetInviteId() string {
+	if x != nil {
+		return x.InviteId
+	}
+	return ""
+}
+
+func (x *MemberChangeDoc) GetExpires() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Expires
+	}
+	return nil
+}
+
+func (x *MemberChangeDoc) GetMembers() []*MemberDoc {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *MemberChangeDoc) GetInvites() []*InviteDoc {
+	if x != nil {
+		return x.Invites
+	}
+	return nil
+}
+
 type APIKeyDoc struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1753,7 +2059,7 @@ type APIKeyDoc struct {
 
 func (x *APIKeyDoc) Reset() {
 	*x = APIKeyDoc{}
-	mi := &file_storecall_proto_msgTypes[21]
+	mi := &file_storecall_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +2071,7 @@ func (x *APIKeyDoc) String() string {
 func (*APIKeyDoc) ProtoMessage() {}
 
 func (x *APIKeyDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[21]
+	mi := &file_storecall_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +2084,7 @@ func (x *APIKeyDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyDoc.ProtoReflect.Descriptor instead.
 func (*APIKeyDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{21}
+	return file_storecall_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *APIKeyDoc) GetId() string {
@@ -1826,7 +2132,7 @@ type TopUpRefDoc struct {
 
 func (x *TopUpRefDoc) Reset() {
 	*x = TopUpRefDoc{}
-	mi := &file_storecall_proto_msgTypes[22]
+	mi := &file_storecall_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1838,7 +2144,7 @@ func (x *TopUpRefDoc) String() string {
 func (*TopUpRefDoc) ProtoMessage() {}
 
 func (x *TopUpRefDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[22]
+	mi := &file_storecall_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1851,7 +2157,7 @@ func (x *TopUpRefDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopUpRefDoc.ProtoReflect.Descriptor instead.
 func (*TopUpRefDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{22}
+	return file_storecall_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *TopUpRefDoc) GetReference() string {
@@ -1889,7 +2195,7 @@ type StoreUpdateDoc struct {
 
 func (x *StoreUpdateDoc) Reset() {
 	*x = StoreUpdateDoc{}
-	mi := &file_storecall_proto_msgTypes[23]
+	mi := &file_storecall_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1901,7 +2207,7 @@ func (x *StoreUpdateDoc) String() string {
 func (*StoreUpdateDoc) ProtoMessage() {}
 
 func (x *StoreUpdateDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[23]
+	mi := &file_storecall_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1914,7 +2220,7 @@ func (x *StoreUpdateDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreUpdateDoc.ProtoReflect.Descriptor instead.
 func (*StoreUpdateDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{23}
+	return file_storecall_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StoreUpdateDoc) GetName() string {
@@ -2034,7 +2340,7 @@ type InvoiceRequestDoc struct {
 
 func (x *InvoiceRequestDoc) Reset() {
 	*x = InvoiceRequestDoc{}
-	mi := &file_storecall_proto_msgTypes[24]
+	mi := &file_storecall_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2046,7 +2352,7 @@ func (x *InvoiceRequestDoc) String() string {
 func (*InvoiceRequestDoc) ProtoMessage() {}
 
 func (x *InvoiceRequestDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[24]
+	mi := &file_storecall_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2059,7 +2365,7 @@ func (x *InvoiceRequestDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceRequestDoc.ProtoReflect.Descriptor instead.
 func (*InvoiceRequestDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{24}
+	return file_storecall_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *InvoiceRequestDoc) GetAmount() string {
@@ -2190,7 +2496,7 @@ type PaymentDoc struct {
 
 func (x *PaymentDoc) Reset() {
 	*x = PaymentDoc{}
-	mi := &file_storecall_proto_msgTypes[25]
+	mi := &file_storecall_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2202,7 +2508,7 @@ func (x *PaymentDoc) String() string {
 func (*PaymentDoc) ProtoMessage() {}
 
 func (x *PaymentDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[25]
+	mi := &file_storecall_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2215,7 +2521,7 @@ func (x *PaymentDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentDoc.ProtoReflect.Descriptor instead.
 func (*PaymentDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{25}
+	return file_storecall_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PaymentDoc) GetId() string {
@@ -2370,7 +2676,7 @@ type InvoiceDoc struct {
 
 func (x *InvoiceDoc) Reset() {
 	*x = InvoiceDoc{}
-	mi := &file_storecall_proto_msgTypes[26]
+	mi := &file_storecall_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2382,7 +2688,7 @@ func (x *InvoiceDoc) String() string {
 func (*InvoiceDoc) ProtoMessage() {}
 
 func (x *InvoiceDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[26]
+	mi := &file_storecall_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2395,7 +2701,7 @@ func (x *InvoiceDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceDoc.ProtoReflect.Descriptor instead.
 func (*InvoiceDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{26}
+	return file_storecall_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *InvoiceDoc) GetId() string {
@@ -2690,7 +2996,7 @@ type PaymentRequestInputDoc struct {
 
 func (x *PaymentRequestInputDoc) Reset() {
 	*x = PaymentRequestInputDoc{}
-	mi := &file_storecall_proto_msgTypes[27]
+	mi := &file_storecall_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2702,7 +3008,7 @@ func (x *PaymentRequestInputDoc) String() string {
 func (*PaymentRequestInputDoc) ProtoMessage() {}
 
 func (x *PaymentRequestInputDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[27]
+	mi := &file_storecall_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2715,7 +3021,7 @@ func (x *PaymentRequestInputDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestInputDoc.ProtoReflect.Descriptor instead.
 func (*PaymentRequestInputDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{27}
+	return file_storecall_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PaymentRequestInputDoc) GetAmount() string {
@@ -2819,7 +3125,7 @@ type PaymentRequestDoc struct {
 
 func (x *PaymentRequestDoc) Reset() {
 	*x = PaymentRequestDoc{}
-	mi := &file_storecall_proto_msgTypes[28]
+	mi := &file_storecall_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2831,7 +3137,7 @@ func (x *PaymentRequestDoc) String() string {
 func (*PaymentRequestDoc) ProtoMessage() {}
 
 func (x *PaymentRequestDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[28]
+	mi := &file_storecall_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2844,7 +3150,7 @@ func (x *PaymentRequestDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestDoc.ProtoReflect.Descriptor instead.
 func (*PaymentRequestDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{28}
+	return file_storecall_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PaymentRequestDoc) GetId() string {
@@ -2974,7 +3280,7 @@ type WebhookInputDoc struct {
 
 func (x *WebhookInputDoc) Reset() {
 	*x = WebhookInputDoc{}
-	mi := &file_storecall_proto_msgTypes[29]
+	mi := &file_storecall_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2986,7 +3292,7 @@ func (x *WebhookInputDoc) String() string {
 func (*WebhookInputDoc) ProtoMessage() {}
 
 func (x *WebhookInputDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[29]
+	mi := &file_storecall_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2999,7 +3305,7 @@ func (x *WebhookInputDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookInputDoc.ProtoReflect.Descriptor instead.
 func (*WebhookInputDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{29}
+	return file_storecall_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WebhookInputDoc) GetUrl() string {
@@ -3069,7 +3375,7 @@ type WebhookDoc struct {
 
 func (x *WebhookDoc) Reset() {
 	*x = WebhookDoc{}
-	mi := &file_storecall_proto_msgTypes[30]
+	mi := &file_storecall_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3081,7 +3387,7 @@ func (x *WebhookDoc) String() string {
 func (*WebhookDoc) ProtoMessage() {}
 
 func (x *WebhookDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[30]
+	mi := &file_storecall_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3094,7 +3400,7 @@ func (x *WebhookDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDoc.ProtoReflect.Descriptor instead.
 func (*WebhookDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{30}
+	return file_storecall_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WebhookDoc) GetId() string {
@@ -3196,7 +3502,7 @@ type DeliveryDoc struct {
 
 func (x *DeliveryDoc) Reset() {
 	*x = DeliveryDoc{}
-	mi := &file_storecall_proto_msgTypes[31]
+	mi := &file_storecall_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3208,7 +3514,7 @@ func (x *DeliveryDoc) String() string {
 func (*DeliveryDoc) ProtoMessage() {}
 
 func (x *DeliveryDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[31]
+	mi := &file_storecall_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3221,7 +3527,7 @@ func (x *DeliveryDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryDoc.ProtoReflect.Descriptor instead.
 func (*DeliveryDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{31}
+	return file_storecall_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DeliveryDoc) GetId() string {
@@ -3395,7 +3701,7 @@ type TransactionDoc struct {
 
 func (x *TransactionDoc) Reset() {
 	*x = TransactionDoc{}
-	mi := &file_storecall_proto_msgTypes[32]
+	mi := &file_storecall_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3407,7 +3713,7 @@ func (x *TransactionDoc) String() string {
 func (*TransactionDoc) ProtoMessage() {}
 
 func (x *TransactionDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[32]
+	mi := &file_storecall_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3420,7 +3726,7 @@ func (x *TransactionDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransactionDoc.ProtoReflect.Descriptor instead.
 func (*TransactionDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{32}
+	return file_storecall_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TransactionDoc) GetId() int64 {
@@ -3539,8 +3845,7 @@ var File_storecall_proto protoreflect.FileDescriptor
 
 const file_storecall_proto_rawDesc = "" +
 	"\n" +
-	"\x0fstorecall.proto\x12\bkassa.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\vkassa.proto\"\xf9\n" +
-	"\n" +
+	"\x0fstorecall.proto\x12\bkassa.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\vkassa.proto\"\xbf\v\n" +
 	"\tStoreCall\x12\x19\n" +
 	"\bstore_id\x18\x01 \x01(\tR\astoreId\x12\x1d\n" +
 	"\n" +
@@ -3564,7 +3869,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\fupdate_store\x18\x16 \x01(\v2\x19.kassa.v1.UpdateStoreCallH\x00R\vupdateStore\x12B\n" +
 	"\x0ecreate_api_key\x18\x17 \x01(\v2\x1a.kassa.v1.CreateAPIKeyCallH\x00R\fcreateApiKey\x12B\n" +
 	"\x0edelete_api_key\x18\x18 \x01(\v2\x1a.kassa.v1.DeleteAPIKeyCallH\x00R\fdeleteApiKey\x12B\n" +
-	"\x0ereveal_api_key\x18\x19 \x01(\v2\x1a.kassa.v1.RevealAPIKeyCallH\x00R\frevealApiKey\x1a8\n" +
+	"\x0ereveal_api_key\x18\x19 \x01(\v2\x1a.kassa.v1.RevealAPIKeyCallH\x00R\frevealApiKey\x12D\n" +
+	"\x0echange_members\x18- \x01(\v2\x1b.kassa.v1.ChangeMembersCallH\x00R\rchangeMembers\x1a8\n" +
 	"\n" +
 	"TraceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -3636,8 +3942,9 @@ const file_storecall_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\"9\n" +
 	"\x10RevealAPIKeyCall\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x0e\n" +
-	"\x02by\x18\x02 \x01(\tR\x02by\"\xa0\n" +
-	"\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"F\n" +
+	"\x11ChangeMembersCall\x121\n" +
+	"\x06change\x18\x01 \x01(\v2\x19.kassa.v1.MemberChangeDocR\x06change\"\xa1\v\n" +
 	"\bStoreDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
@@ -3671,8 +3978,28 @@ const file_storecall_proto_rawDesc = "" +
 	"\vtop_up_refs\x18\x1a \x03(\v2\x15.kassa.v1.TopUpRefDocR\ttopUpRefs\x12)\n" +
 	"\x10default_language\x18\x1b \x01(\tR\x0fdefaultLanguage\x12D\n" +
 	"\x1edefault_redirect_automatically\x18\x1c \x01(\bR\x1cdefaultRedirectAutomatically\x12<\n" +
-	"\x1brefund_auto_approve_max_sat\x18\x1d \x01(\x03R\x17refundAutoApproveMaxSatB\x16\n" +
-	"\x14_forward_fee_percent\"\xa0\x01\n" +
+	"\x1brefund_auto_approve_max_sat\x18\x1d \x01(\x03R\x17refundAutoApproveMaxSat\x12-\n" +
+	"\amembers\x18- \x03(\v2\x13.kassa.v1.MemberDocR\amembers\x12-\n" +
+	"\ainvites\x18. \x03(\v2\x13.kassa.v1.InviteDocR\ainvites\x12!\n" +
+	"\fmembers_kept\x18/ \x01(\bR\vmembersKeptB\x16\n" +
+	"\x14_forward_fee_percent\"5\n" +
+	"\tMemberDoc\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\"\xab\x01\n" +
+	"\tInviteDoc\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x124\n" +
+	"\acreated\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x124\n" +
+	"\aexpires\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\x84\x02\n" +
+	"\x0fMemberChangeDoc\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\x12\x14\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12\x1b\n" +
+	"\tinvite_id\x18\x04 \x01(\tR\binviteId\x124\n" +
+	"\aexpires\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\x12-\n" +
+	"\amembers\x18\x06 \x03(\v2\x13.kassa.v1.MemberDocR\amembers\x12-\n" +
+	"\ainvites\x18\a \x03(\v2\x13.kassa.v1.InviteDocR\ainvites\"\xa0\x01\n" +
 	"\tAPIKeyDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x10\n" +
@@ -3920,7 +4247,7 @@ func file_storecall_proto_rawDescGZIP() []byte {
 	return file_storecall_proto_rawDescData
 }
 
-var file_storecall_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_storecall_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_storecall_proto_goTypes = []any{
 	(*StoreCall)(nil),                 // 0: kassa.v1.StoreCall
 	(*StoreCallReply)(nil),            // 1: kassa.v1.StoreCallReply
@@ -3942,26 +4269,30 @@ var file_storecall_proto_goTypes = []any{
 	(*CreateAPIKeyCall)(nil),          // 17: kassa.v1.CreateAPIKeyCall
 	(*DeleteAPIKeyCall)(nil),          // 18: kassa.v1.DeleteAPIKeyCall
 	(*RevealAPIKeyCall)(nil),          // 19: kassa.v1.RevealAPIKeyCall
-	(*StoreDoc)(nil),                  // 20: kassa.v1.StoreDoc
-	(*APIKeyDoc)(nil),                 // 21: kassa.v1.APIKeyDoc
-	(*TopUpRefDoc)(nil),               // 22: kassa.v1.TopUpRefDoc
-	(*StoreUpdateDoc)(nil),            // 23: kassa.v1.StoreUpdateDoc
-	(*InvoiceRequestDoc)(nil),         // 24: kassa.v1.InvoiceRequestDoc
-	(*PaymentDoc)(nil),                // 25: kassa.v1.PaymentDoc
-	(*InvoiceDoc)(nil),                // 26: kassa.v1.InvoiceDoc
-	(*PaymentRequestInputDoc)(nil),    // 27: kassa.v1.PaymentRequestInputDoc
-	(*PaymentRequestDoc)(nil),         // 28: kassa.v1.PaymentRequestDoc
-	(*WebhookInputDoc)(nil),           // 29: kassa.v1.WebhookInputDoc
-	(*WebhookDoc)(nil),                // 30: kassa.v1.WebhookDoc
-	(*DeliveryDoc)(nil),               // 31: kassa.v1.DeliveryDoc
-	(*TransactionDoc)(nil),            // 32: kassa.v1.TransactionDoc
-	nil,                               // 33: kassa.v1.StoreCall.TraceEntry
-	nil,                               // 34: kassa.v1.DeliveryDoc.HeadersEntry
-	(*InvoiceEvent)(nil),              // 35: kassa.v1.InvoiceEvent
-	(*timestamppb.Timestamp)(nil),     // 36: google.protobuf.Timestamp
+	(*ChangeMembersCall)(nil),         // 20: kassa.v1.ChangeMembersCall
+	(*StoreDoc)(nil),                  // 21: kassa.v1.StoreDoc
+	(*MemberDoc)(nil),                 // 22: kassa.v1.MemberDoc
+	(*InviteDoc)(nil),                 // 23: kassa.v1.InviteDoc
+	(*MemberChangeDoc)(nil),           // 24: kassa.v1.MemberChangeDoc
+	(*APIKeyDoc)(nil),                 // 25: kassa.v1.APIKeyDoc
+	(*TopUpRefDoc)(nil),               // 26: kassa.v1.TopUpRefDoc
+	(*StoreUpdateDoc)(nil),            // 27: kassa.v1.StoreUpdateDoc
+	(*InvoiceRequestDoc)(nil),         // 28: kassa.v1.InvoiceRequestDoc
+	(*PaymentDoc)(nil),                // 29: kassa.v1.PaymentDoc
+	(*InvoiceDoc)(nil),                // 30: kassa.v1.InvoiceDoc
+	(*PaymentRequestInputDoc)(nil),    // 31: kassa.v1.PaymentRequestInputDoc
+	(*PaymentRequestDoc)(nil),         // 32: kassa.v1.PaymentRequestDoc
+	(*WebhookInputDoc)(nil),           // 33: kassa.v1.WebhookInputDoc
+	(*WebhookDoc)(nil),                // 34: kassa.v1.WebhookDoc
+	(*DeliveryDoc)(nil),               // 35: kassa.v1.DeliveryDoc
+	(*TransactionDoc)(nil),            // 36: kassa.v1.TransactionDoc
+	nil,                               // 37: kassa.v1.StoreCall.TraceEntry
+	nil,                               // 38: kassa.v1.DeliveryDoc.HeadersEntry
+	(*InvoiceEvent)(nil),              // 39: kassa.v1.InvoiceEvent
+	(*timestamppb.Timestamp)(nil),     // 40: google.protobuf.Timestamp
 }
 var file_storecall_proto_depIdxs = []int32{
-	33, // 0: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
+	37, // 0: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
 	2,  // 1: kassa.v1.StoreCall.actor:type_name -> kassa.v1.CallActor
 	4,  // 2: kassa.v1.StoreCall.create_store:type_name -> kassa.v1.CreateStoreCall
 	5,  // 3: kassa.v1.StoreCall.top_up:type_name -> kassa.v1.TopUpCall
@@ -3979,49 +4310,58 @@ var file_storecall_proto_depIdxs = []int32{
 	17, // 15: kassa.v1.StoreCall.create_api_key:type_name -> kassa.v1.CreateAPIKeyCall
 	18, // 16: kassa.v1.StoreCall.delete_api_key:type_name -> kassa.v1.DeleteAPIKeyCall
 	19, // 17: kassa.v1.StoreCall.reveal_api_key:type_name -> kassa.v1.RevealAPIKeyCall
-	3,  // 18: kassa.v1.StoreCallReply.fields:type_name -> kassa.v1.FieldErrorDoc
-	20, // 19: kassa.v1.StoreCallReply.store:type_name -> kassa.v1.StoreDoc
-	32, // 20: kassa.v1.StoreCallReply.transaction:type_name -> kassa.v1.TransactionDoc
-	26, // 21: kassa.v1.StoreCallReply.invoice:type_name -> kassa.v1.InvoiceDoc
-	28, // 22: kassa.v1.StoreCallReply.payment_request:type_name -> kassa.v1.PaymentRequestDoc
-	30, // 23: kassa.v1.StoreCallReply.webhook:type_name -> kassa.v1.WebhookDoc
-	21, // 24: kassa.v1.StoreCallReply.api_key:type_name -> kassa.v1.APIKeyDoc
-	31, // 25: kassa.v1.StoreCallReply.delivery:type_name -> kassa.v1.DeliveryDoc
-	20, // 26: kassa.v1.CreateStoreCall.store:type_name -> kassa.v1.StoreDoc
-	24, // 27: kassa.v1.CreateInvoiceCall.invoice:type_name -> kassa.v1.InvoiceRequestDoc
-	35, // 28: kassa.v1.InvoiceCommandCall.event:type_name -> kassa.v1.InvoiceEvent
-	27, // 29: kassa.v1.CreatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
-	27, // 30: kassa.v1.UpdatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
-	29, // 31: kassa.v1.CreateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
-	29, // 32: kassa.v1.UpdateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
-	23, // 33: kassa.v1.UpdateStoreCall.update:type_name -> kassa.v1.StoreUpdateDoc
-	21, // 34: kassa.v1.StoreDoc.api_keys:type_name -> kassa.v1.APIKeyDoc
-	36, // 35: kassa.v1.StoreDoc.created_at:type_name -> google.protobuf.Timestamp
-	22, // 36: kassa.v1.StoreDoc.top_up_refs:type_name -> kassa.v1.TopUpRefDoc
-	36, // 37: kassa.v1.APIKeyDoc.created_at:type_name -> google.protobuf.Timestamp
-	36, // 38: kassa.v1.PaymentDoc.received_at:type_name -> google.protobuf.Timestamp
-	25, // 39: kassa.v1.InvoiceDoc.payments:type_name -> kassa.v1.PaymentDoc
-	36, // 40: kassa.v1.InvoiceDoc.created_at:type_name -> google.protobuf.Timestamp
-	36, // 41: kassa.v1.InvoiceDoc.updated_at:type_name -> google.protobuf.Timestamp
-	36, // 42: kassa.v1.InvoiceDoc.expires_at:type_name -> google.protobuf.Timestamp
-	36, // 43: kassa.v1.InvoiceDoc.monitor_until:type_name -> google.protobuf.Timestamp
-	36, // 44: kassa.v1.InvoiceDoc.settled_at:type_name -> google.protobuf.Timestamp
-	36, // 45: kassa.v1.PaymentRequestInputDoc.expiry_date:type_name -> google.protobuf.Timestamp
-	36, // 46: kassa.v1.PaymentRequestDoc.expiry_date:type_name -> google.protobuf.Timestamp
-	36, // 47: kassa.v1.PaymentRequestDoc.created_at:type_name -> google.protobuf.Timestamp
-	36, // 48: kassa.v1.PaymentRequestDoc.updated_at:type_name -> google.protobuf.Timestamp
-	36, // 49: kassa.v1.WebhookDoc.created_at:type_name -> google.protobuf.Timestamp
-	36, // 50: kassa.v1.WebhookDoc.updated_at:type_name -> google.protobuf.Timestamp
-	34, // 51: kassa.v1.DeliveryDoc.headers:type_name -> kassa.v1.DeliveryDoc.HeadersEntry
-	36, // 52: kassa.v1.DeliveryDoc.not_before:type_name -> google.protobuf.Timestamp
-	36, // 53: kassa.v1.DeliveryDoc.created_at:type_name -> google.protobuf.Timestamp
-	36, // 54: kassa.v1.DeliveryDoc.sent_at:type_name -> google.protobuf.Timestamp
-	36, // 55: kassa.v1.TransactionDoc.created_at:type_name -> google.protobuf.Timestamp
-	56, // [56:56] is the sub-list for method output_type
-	56, // [56:56] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	20, // 18: kassa.v1.StoreCall.change_members:type_name -> kassa.v1.ChangeMembersCall
+	3,  // 19: kassa.v1.StoreCallReply.fields:type_name -> kassa.v1.FieldErrorDoc
+	21, // 20: kassa.v1.StoreCallReply.store:type_name -> kassa.v1.StoreDoc
+	36, // 21: kassa.v1.StoreCallReply.transaction:type_name -> kassa.v1.TransactionDoc
+	30, // 22: kassa.v1.StoreCallReply.invoice:type_name -> kassa.v1.InvoiceDoc
+	32, // 23: kassa.v1.StoreCallReply.payment_request:type_name -> kassa.v1.PaymentRequestDoc
+	34, // 24: kassa.v1.StoreCallReply.webhook:type_name -> kassa.v1.WebhookDoc
+	25, // 25: kassa.v1.StoreCallReply.api_key:type_name -> kassa.v1.APIKeyDoc
+	35, // 26: kassa.v1.StoreCallReply.delivery:type_name -> kassa.v1.DeliveryDoc
+	21, // 27: kassa.v1.CreateStoreCall.store:type_name -> kassa.v1.StoreDoc
+	28, // 28: kassa.v1.CreateInvoiceCall.invoice:type_name -> kassa.v1.InvoiceRequestDoc
+	39, // 29: kassa.v1.InvoiceCommandCall.event:type_name -> kassa.v1.InvoiceEvent
+	31, // 30: kassa.v1.CreatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
+	31, // 31: kassa.v1.UpdatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
+	33, // 32: kassa.v1.CreateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
+	33, // 33: kassa.v1.UpdateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
+	27, // 34: kassa.v1.UpdateStoreCall.update:type_name -> kassa.v1.StoreUpdateDoc
+	24, // 35: kassa.v1.ChangeMembersCall.change:type_name -> kassa.v1.MemberChangeDoc
+	25, // 36: kassa.v1.StoreDoc.api_keys:type_name -> kassa.v1.APIKeyDoc
+	40, // 37: kassa.v1.StoreDoc.created_at:type_name -> google.protobuf.Timestamp
+	26, // 38: kassa.v1.StoreDoc.top_up_refs:type_name -> kassa.v1.TopUpRefDoc
+	22, // 39: kassa.v1.StoreDoc.members:type_name -> kassa.v1.MemberDoc
+	23, // 40: kassa.v1.StoreDoc.invites:type_name -> kassa.v1.InviteDoc
+	40, // 41: kassa.v1.InviteDoc.created:type_name -> google.protobuf.Timestamp
+	40, // 42: kassa.v1.InviteDoc.expires:type_name -> google.protobuf.Timestamp
+	40, // 43: kassa.v1.MemberChangeDoc.expires:type_name -> google.protobuf.Timestamp
+	22, // 44: kassa.v1.MemberChangeDoc.members:type_name -> kassa.v1.MemberDoc
+	23, // 45: kassa.v1.MemberChangeDoc.invites:type_name -> kassa.v1.InviteDoc
+	40, // 46: kassa.v1.APIKeyDoc.created_at:type_name -> google.protobuf.Timestamp
+	40, // 47: kassa.v1.PaymentDoc.received_at:type_name -> google.protobuf.Timestamp
+	29, // 48: kassa.v1.InvoiceDoc.payments:type_name -> kassa.v1.PaymentDoc
+	40, // 49: kassa.v1.InvoiceDoc.created_at:type_name -> google.protobuf.Timestamp
+	40, // 50: kassa.v1.InvoiceDoc.updated_at:type_name -> google.protobuf.Timestamp
+	40, // 51: kassa.v1.InvoiceDoc.expires_at:type_name -> google.protobuf.Timestamp
+	40, // 52: kassa.v1.InvoiceDoc.monitor_until:type_name -> google.protobuf.Timestamp
+	40, // 53: kassa.v1.InvoiceDoc.settled_at:type_name -> google.protobuf.Timestamp
+	40, // 54: kassa.v1.PaymentRequestInputDoc.expiry_date:type_name -> google.protobuf.Timestamp
+	40, // 55: kassa.v1.PaymentRequestDoc.expiry_date:type_name -> google.protobuf.Timestamp
+	40, // 56: kassa.v1.PaymentRequestDoc.created_at:type_name -> google.protobuf.Timestamp
+	40, // 57: kassa.v1.PaymentRequestDoc.updated_at:type_name -> google.protobuf.Timestamp
+	40, // 58: kassa.v1.WebhookDoc.created_at:type_name -> google.protobuf.Timestamp
+	40, // 59: kassa.v1.WebhookDoc.updated_at:type_name -> google.protobuf.Timestamp
+	38, // 60: kassa.v1.DeliveryDoc.headers:type_name -> kassa.v1.DeliveryDoc.HeadersEntry
+	40, // 61: kassa.v1.DeliveryDoc.not_before:type_name -> google.protobuf.Timestamp
+	40, // 62: kassa.v1.DeliveryDoc.created_at:type_name -> google.protobuf.Timestamp
+	40, // 63: kassa.v1.DeliveryDoc.sent_at:type_name -> google.protobuf.Timestamp
+	40, // 64: kassa.v1.TransactionDoc.created_at:type_name -> google.protobuf.Timestamp
+	65, // [65:65] is the sub-list for method output_type
+	65, // [65:65] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_storecall_proto_init() }
@@ -4047,6 +4387,7 @@ func file_storecall_proto_init() {
 		(*StoreCall_CreateApiKey)(nil),
 		(*StoreCall_DeleteApiKey)(nil),
 		(*StoreCall_RevealApiKey)(nil),
+		(*StoreCall_ChangeMembers)(nil),
 	}
 	file_storecall_proto_msgTypes[1].OneofWrappers = []any{
 		(*StoreCallReply_Store)(nil),
@@ -4057,17 +4398,17 @@ func file_storecall_proto_init() {
 		(*StoreCallReply_ApiKey)(nil),
 		(*StoreCallReply_Delivery)(nil),
 	}
-	file_storecall_proto_msgTypes[20].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[24].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[26].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[29].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[21].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[28].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[30].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[33].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_storecall_proto_rawDesc), len(file_storecall_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   35,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -63,22 +63,26 @@ func storeChangeLine(ev *protos.StoreEvent, before, after *kassa.Store) *kassa.H
 func memberLine(ev *protos.MembersChanged, before *kassa.Store) *kassa.HistoryLine {
 	switch ev.Action {
 	case kassa.ActionInviteCreated, kassa.ActionInviteRevoked:
-		role := ev.Role
-		if i := slices.IndexFunc(before.Invites, func(in kassa.Invite) bool { return in.ID == ev.InviteId }); i >= 0 {
-			role = string(before.Invites[i].Role)
-		}
-		return &kassa.HistoryLine{Kind: kassa.HistoryInvite, Action: ev.Action, Subject: shortInviteID(ev.InviteId), Detail: role}
+		return &kassa.HistoryLine{Kind: kassa.HistoryInvite, Action: ev.Action, Subject: shortInviteID(ev.InviteId), Detail: inviteRole(before, ev)}
 	case kassa.ActionMemberRoleChanged:
 		was, _ := before.MemberRole(ev.Email)
 		return &kassa.HistoryLine{Kind: kassa.HistoryMember, Action: ev.Action, Subject: ev.Email, Detail: string(was) + " → " + ev.Role}
-	case kassa.ActionMemberJoined, kassa.ActionMemberRemoved, kassa.ActionMemberLeft:
-		role := ev.Role
-		if r, ok := before.MemberRole(ev.Email); ok {
-			role = string(r)
-		}
-		return &kassa.HistoryLine{Kind: kassa.HistoryMember, Action: ev.Action, Subject: ev.Email, Detail: role}
+	case kassa.ActionMemberJoined:
+		return &kassa.HistoryLine{Kind: kassa.HistoryMember, Action: ev.Action, Subject: ev.Email, Detail: inviteRole(before, ev)}
+	case kassa.ActionMemberRemoved, kassa.ActionMemberLeft:
+		role, _ := before.MemberRole(ev.Email)
+		return &kassa.HistoryLine{Kind: kassa.HistoryMember, Action: ev.Action, Subject: ev.Email, Detail: string(role)}
 	}
 	return nil
+}
+
+// inviteRole is the role of the invitation ev names: the one it makes,
+// else the one before holds.
+func inviteRole(before *kassa.Store, ev *protos.MembersChanged) string {
+	if i := slices.IndexFunc(before.Invites, func(in kassa.Invite) bool { return in.ID == ev.InviteId }); ev.Role == "" && i >= 0 {
+		return string(before.Invites[i].Role)
+	}
+	return ev.Role
 }
 
 func shortInviteID(id string) string { return id[:min(len(id), 12)] }

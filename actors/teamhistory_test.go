@@ -155,3 +155,81 @@ func TestTeamRules(t *testing.T) {
 		t.Errorf("an expired invitation: %v", err)
 	}
 }
+
+// TestClusterTeamChange: a change of a store's team sent through a node
+// that does not run the store is made there, with its line and the
+// actor of the request; the team and its refusals cross the wire.
+func TestClusterTeamChange(t *testing.T) {
+	t.Parallel()
+	db := openMem(t)
+	clock := kassatest.NewTestClock(time.Now())
+	nodes := clusterNodes(t, 3, db, clock, 15*time.Minute)
+	st, err := nodes[0].sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var via *harness
+	for _, n := range nodes {
+		if !runsStore(n, st.ID) {
+			via = n
+			break
+		}
+	}
+	svc, acct := via.sys.Service, accountCtx(st.ID)
+	if _, err := svc.ChangeMembers(acct, st.ID, kassa.MemberChange{Action: kassa.ActionMembersImported, Members: []kassa.Member{{Email: "owner@example.com", Role: kassa.RoleOwner}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.ChangeMembers(acct, st.ID, kassa.MemberChange{Action: kassa.ActionInviteCreated, Email: "owner@example.com", Role: kassa.RoleEmployee, InviteID: "cc", Expires: clock.Now().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.MembersKept || len(got.Invites) != 1 || got.Invites[0].Role != kassa.RoleEmployee || got.Invites[0].By != "owner@example.com" {
+		t.Fatalf("the store a routed change answers: %+v %+v", got.Members, got.Invites)
+	}
+	if _, err := svc.ChangeMembers(acct, st.ID, kassa.MemberChange{Action: kassa.ActionMemberLeft, Email: "owner@example.com"}); !errors.Is(err, kassa.ErrLastOwner) {
+		t.Fatalf("the last owner leaves through another node: %v", err)
+	}
+	if runsStore(via, st.ID) {
+		t.Fatal("the change ran on the node it was sent to")
+	}
+	lines := history(t, db, st.ID, kassa.HistoryQuery{})
+	if len(lines) != 1 || describe(lines[0]) != `invite.created cc "Employee" by account:owner@example.com[]@198.51.100.7` {
+		for _, l := range lines {
+			t.Log(describe(l))
+		}
+		t.Fatalf("%d lines", len(lines))
+	}
+}
+
+// TestTeamOnPostgres: on PostgreSQL too, a change of the team is in the
+// store's snapshot and writes its line.
+func TestTeamOnPostgres(t *testing.T) {
+	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	pgdb, _ := openPG(t, clock)
+	h := newHarnessWith(t, openMem(t), clock, func(c *Config) { c.Journal, c.Reader = pgdb, pgdb })
+	st := h.createStore("1", "0")
+	svc, acct := h.sys.Service, accountCtx(st.ID)
+	for _, ch := range []kassa.MemberChange{
+		{Action: kassa.ActionMembersImported, Members: []kassa.Member{{Email: "owner@example.com", Role: kassa.RoleOwner}}},
+		{Action: kassa.ActionInviteCreated, Email: "owner@example.com", Role: kassa.RoleManager, InviteID: "dd", Expires: clock.Now().Add(time.Hour)},
+		{Action: kassa.ActionMemberJoined, Email: "bob@example.com", InviteID: "dd"},
+	} {
+		if _, err := svc.ChangeMembers(acct, st.ID, ch); err != nil {
+			t.Fatalf("%s: %v", ch.Action, err)
+		}
+	}
+	got, _, err := pgdb.StoreSnapshot(context.Background(), st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := got.MemberRole("bob@example.com"); !ok || r != kassa.RoleManager || len(got.Invites) != 0 || !got.MembersKept {
+		t.Fatalf("the snapshot's team: %+v %+v", got.Members, got.Invites)
+	}
+	var lines []string
+	for _, l := range history(t, pgdb, st.ID, kassa.HistoryQuery{Kind: kassa.HistoryMember}) {
+		lines = append(lines, describe(l))
+	}
+	if want := `member.joined bob@example.com "Manager" by account:owner@example.com[]@198.51.100.7`; len(lines) != 1 || lines[0] != want {
+		t.Fatalf("member lines: %q, want %q", lines, want)
+	}
+}

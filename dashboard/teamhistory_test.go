@@ -162,3 +162,32 @@ func TestOldTeamRecordsLoad(t *testing.T) {
 		t.Fatalf("team lines: %q, want %q", got, want)
 	}
 }
+
+// TestSignupWithInviteTheStoreRevoked: an invitation the store's team
+// no longer holds makes no account, though its record still reads as
+// open.
+func TestSignupWithInviteTheStoreRevoked(t *testing.T) {
+	e := newEnv(t, func(d *Deps) {
+		d.SignupOperator = false
+		d.Signup = SignupInvite
+		d.Limits = Limits{StoresPerAccount: -1, WritesPerMinute: -1, SearchesPerMinute: -1}
+	})
+	owner := e.client()
+	if _, err := e.dash.createUser(t.Context(), newAccount{email: "owner@example.com", password: "correct horse battery"}); err != nil {
+		t.Fatal(err)
+	}
+	owner.login("owner@example.com", "correct horse battery")
+	st := owner.createStore("Shop")
+	code := inviteMember(t, owner, st, kassa.RoleGuest)
+	if _, err := e.sys.Service.ChangeMembers(t.Context(), st.ID, kassa.MemberChange{Action: kassa.ActionInviteRevoked, InviteID: hashHex(code)}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.client()
+	c.get("/dashboard/signup?invite=" + code)
+	if status, _, _ := c.post("/dashboard/signup", url.Values{"email": {"new@example.com"}, "password": {"correct horse battery"}, "invite": {code}}); status != http.StatusForbidden {
+		t.Errorf("signup with the revoked invitation: %d, want 403", status)
+	}
+	if u, err := e.dash.user(t.Context(), "new@example.com"); err != nil || u != nil {
+		t.Errorf("an account was made: %v %v", u, err)
+	}
+}

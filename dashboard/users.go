@@ -230,6 +230,17 @@ func (h *Dashboard) createUser(ctx context.Context, a newAccount) (*user, error)
 		if !ok {
 			return nil, errBadInvite
 		}
+		if inv.StoreID != "" {
+			// The store's team decides whether the invitation is
+			// open; its record may lag.
+			st, err := h.teamOf(ctx, inv.StoreID)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.ContainsFunc(st.OpenInvites(h.Clock.Now()), func(in kassa.Invite) bool { return in.ID == hashHex(a.invite) }) {
+				return nil, errBadInvite
+			}
+		}
 	}
 	first, err := h.anyUser(ctx)
 	if err != nil {

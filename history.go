@@ -8,11 +8,12 @@ import (
 )
 
 // A store's history says who changed what of the store, when and from
-// which address: its settings, API keys (every reveal too), webhooks and
-// refunds. A line is written by the store actor in the batch of the
-// change it records, keyed by the sequence number of the change's event
-// in the store's journal: the line is durable exactly when the change
-// is (docs/decisions.md, "A store's history").
+// which address: its settings, API keys (every reveal too), webhooks,
+// refunds, members and roles, and invitations (member.go). A line is
+// written by the store actor in the batch of the change it records,
+// keyed by the sequence number of the change's event in the store's
+// journal: the line is durable exactly when the change is
+// (docs/decisions.md, "A store's history").
 
 // Actor is who makes a change, by id and label, never by secret: a
 // dashboard account (its email) or an API key (its id and label). The
@@ -66,11 +67,13 @@ const (
 	HistoryAPIKey   = "apikey"
 	HistoryWebhook  = "webhook"
 	HistoryRefund   = "refund"
+	HistoryMember   = "member"
+	HistoryInvite   = "invite"
 )
 
 // HistoryKinds are the kinds of HistoryLine, in the order a filter
 // lists them.
-var HistoryKinds = []string{HistorySettings, HistoryAPIKey, HistoryWebhook, HistoryRefund}
+var HistoryKinds = []string{HistorySettings, HistoryAPIKey, HistoryWebhook, HistoryRefund, HistoryMember, HistoryInvite}
 
 // Actions of HistoryLine.
 const (

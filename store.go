@@ -85,6 +85,12 @@ type Store struct {
 	// reference is here is not credited again (docs/decisions.md,
 	// "Top-ups credited once"). At most MaxTopUpRefs are kept.
 	TopUpRefs []TopUpRef `json:"topUpRefs,omitempty"`
+	// Members and Invites are the store's team (member.go) once
+	// MembersKept; before, the dashboard's records of an older version
+	// hold it, and ActionMembersImported carries it here.
+	Members     []Member `json:"members,omitempty"`
+	Invites     []Invite `json:"invites,omitempty"`
+	MembersKept bool     `json:"membersKept,omitempty"`
 }
 
 // Equal reports whether s and o are the same store document: every
@@ -104,7 +110,8 @@ func (s *Store) Equal(o *Store) bool {
 		s.LogoURL == o.LogoURL && s.BrandColor == o.BrandColor && s.DefaultRedirectURL == o.DefaultRedirectURL &&
 		s.DefaultRedirectAutomatically == o.DefaultRedirectAutomatically &&
 		s.DefaultLanguage == o.DefaultLanguage && s.RefundAutoApproveMax == o.RefundAutoApproveMax && s.WalletGapLimit == o.WalletGapLimit && slices.EqualFunc(s.APIKeys, o.APIKeys, APIKey.Equal) && s.CreatedAt.Equal(o.CreatedAt) &&
-		slices.Equal(s.TopUpRefs, o.TopUpRefs)
+		slices.Equal(s.TopUpRefs, o.TopUpRefs) &&
+		slices.Equal(s.Members, o.Members) && slices.EqualFunc(s.Invites, o.Invites, Invite.equal) && s.MembersKept == o.MembersKept
 }
 
 // equalDecimalPtr reports whether two optional decimals are both absent

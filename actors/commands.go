@@ -108,6 +108,7 @@ var (
 	cmdDeleteAPIKey          = command[*protos.DeleteAPIKeyCall, struct{}]{"delete_api_key", parts("key_id"), noResult}
 	cmdRevealAPIKey          = command[*protos.RevealAPIKeyCall, *kassa.APIKey]{"reveal_api_key", parts("key_id"), apiKeyResult}
 	cmdChangeRefunds         = command[*protos.ChangeRefundsCall, *kassa.RefundChange]{"change_refunds", parts("command"), refundChangeResult}
+	cmdChangeMembers         = command[*protos.ChangeMembersCall, *kassa.Store]{"change_members", parts("change"), storeResult}
 )
 
 func parts(names ...protoreflect.Name) []protoreflect.Name { return names }
@@ -214,6 +215,13 @@ var commands = commandTable(
 			return nil, undecodable(err)
 		}
 		return s.ChangeRefunds(ctx, id, cmd)
+	}),
+	handle(cmdChangeMembers, func(ctx context.Context, s *Service, id string, c *protos.ChangeMembersCall) (*kassa.Store, error) {
+		ch, err := fromDoc[kassa.MemberChange](c.Change)
+		if err != nil {
+			return nil, undecodable(err)
+		}
+		return s.ChangeMembers(ctx, id, *ch)
 	}),
 )
 

@@ -51,9 +51,41 @@ func storeChangeLine(ev *protos.StoreEvent, before, after *kassa.Store) *kassa.H
 		// no actor (one from a node of an older version).
 		return &kassa.HistoryLine{Kind: kassa.HistoryAPIKey, Action: kassa.ActionAPIKeyRevealed, Subject: k.ApiKeyRevealed.KeyId, Detail: keyLabel(before, k.ApiKeyRevealed.KeyId),
 			Actor: kassa.Actor{Kind: kassa.ActorAccount, ID: k.ApiKeyRevealed.By}}
+	case *protos.StoreEvent_MembersChanged:
+		return memberLine(k.MembersChanged, before)
 	}
 	return nil
 }
+
+// memberLine is the history line of a change of the store's team, nil
+// for an import. An invitation is named by the first characters of its
+// id (its code's hash): never by its code.
+func memberLine(ev *protos.MembersChanged, before *kassa.Store) *kassa.HistoryLine {
+	switch ev.Action {
+	case kassa.ActionInviteCreated, kassa.ActionInviteRevoked:
+		return &kassa.HistoryLine{Kind: kassa.HistoryInvite, Action: ev.Action, Subject: shortInviteID(ev.InviteId), Detail: inviteRole(before, ev)}
+	case kassa.ActionMemberRoleChanged:
+		was, _ := before.MemberRole(ev.Email)
+		return &kassa.HistoryLine{Kind: kassa.HistoryMember, Action: ev.Action, Subject: ev.Email, Detail: string(was) + " → " + ev.Role}
+	case kassa.ActionMemberJoined:
+		return &kassa.HistoryLine{Kind: kassa.HistoryMember, Action: ev.Action, Subject: ev.Email, Detail: inviteRole(before, ev)}
+	case kassa.ActionMemberRemoved, kassa.ActionMemberLeft:
+		role, _ := before.MemberRole(ev.Email)
+		return &kassa.HistoryLine{Kind: kassa.HistoryMember, Action: ev.Action, Subject: ev.Email, Detail: string(role)}
+	}
+	return nil
+}
+
+// inviteRole is the role of the invitation ev names: the one it makes,
+// else the one before holds.
+func inviteRole(before *kassa.Store, ev *protos.MembersChanged) string {
+	if i := slices.IndexFunc(before.Invites, func(in kassa.Invite) bool { return in.ID == ev.InviteId }); ev.Role == "" && i >= 0 {
+		return string(before.Invites[i].Role)
+	}
+	return ev.Role
+}
+
+func shortInviteID(id string) string { return id[:min(len(id), 12)] }
 
 func keyLabel(st *kassa.Store, keyID string) string {
 	if i := slices.IndexFunc(st.APIKeys, func(k kassa.APIKey) bool { return k.ID == keyID }); i >= 0 {
@@ -67,6 +99,7 @@ func keyLabel(st *kassa.Store, keyID string) string {
 var internalSettings = map[string]bool{
 	"id": true, "apiKeys": true, "createdAt": true, "nextAddressIndex": true, "freeAddressIndexes": true,
 	"walletMinSendable": true, "walletMaxSendable": true, "topUpRefs": true,
+	"members": true, "invites": true, "membersKept": true,
 }
 
 // changedSettings names the members of the store's document that differ

@@ -131,7 +131,7 @@ func (h *Dashboard) signup(w http.ResponseWriter, r *http.Request) {
 	if h.Signup != SignupOpen || code != "" {
 		acct.invite = code
 	}
-	u, err := h.createUser(r.Context(), acct)
+	u, err := h.createUser(kassa.WithClientAddr(r.Context(), kassahttp.ClientIP(r, h.ClientIPHeader)), acct)
 	switch {
 	case err == nil:
 		h.startSession(w, r, u)

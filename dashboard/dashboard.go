@@ -31,6 +31,9 @@ type StoreSettingsService interface {
 	// RevealAPIKey returns a key in full and records in the store's
 	// history that the account by was shown it.
 	RevealAPIKey(ctx context.Context, storeID, keyID, by string) (*kassa.APIKey, error)
+	// ChangeMembers changes the store's team (kassa.MemberChange),
+	// with its line in the store's history, and returns the store.
+	ChangeMembers(ctx context.Context, storeID string, ch kassa.MemberChange) (*kassa.Store, error)
 }
 
 // Services are the write paths the dashboard uses: the same ones the API
@@ -356,14 +359,14 @@ func (h *Dashboard) storeAccess(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "storeId")
 		u := current(r.Context()).user
-		p, ok := memberPrincipal(u, id)
-		if !kassa.ValidID(id) || !ok {
+		if !kassa.ValidID(id) {
 			h.notFound(w, r)
 			return
 		}
-		st, err := h.Reader.Store(r.Context(), id)
-		if err == nil {
-			err = h.ensureIndexed(r.Context(), u, id)
+		st, p, err := h.storeMember(r.Context(), u, id)
+		if kassa.ErrorCode(err) == kassa.NotFound || err == nil && p == nil {
+			h.notFound(w, r)
+			return
 		}
 		if err != nil {
 			h.serverError(w, r, err)
@@ -373,6 +376,47 @@ func (h *Dashboard) storeAccess(next http.Handler) http.Handler {
 		ctx = kassa.WithClientAddr(ctx, kassahttp.ClientIP(r, h.ClientIPHeader))
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// storeMember reads store id with its team and returns who u is there:
+// nil when u is not a member. The store's team is the truth: u's record
+// is repaired when it disagrees; a store that does not hold its team yet
+// imports it when a member by its record opens it.
+func (h *Dashboard) storeMember(ctx context.Context, u *user, id string) (*kassa.Store, *kassa.Principal, error) {
+	p, indexed := memberPrincipal(u, id)
+	st, err := h.Reader.Store(ctx, id)
+	if err != nil || !st.MembersKept && !indexed {
+		return st, nil, err
+	}
+	if !st.MembersKept {
+		if err := h.ensureIndexed(ctx, u, id); err != nil {
+			return nil, nil, err
+		}
+		if st, err = h.team(ctx, st); err != nil {
+			return nil, nil, err
+		}
+	}
+	role, member := st.MemberRole(u.Email)
+	if was, had := u.role(id); member != had || member && was != role {
+		h.usersMu.Lock()
+		err := h.reindex(ctx, st, u.Email)
+		h.usersMu.Unlock()
+		if err != nil {
+			return nil, nil, err
+		}
+		if member {
+			u.join(id, role)
+		} else {
+			u.leave(id)
+		}
+	}
+	switch {
+	case u.Admin:
+		return st, p, nil
+	case member:
+		return st, kassa.MemberPrincipal(u.Email, map[string]kassa.Role{id: role}), nil
+	}
+	return st, nil, nil
 }
 
 func (h *Dashboard) home(w http.ResponseWriter, r *http.Request) {

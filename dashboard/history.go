@@ -14,11 +14,11 @@ import (
 )
 
 // A store's History page lists who changed the store's settings, API
-// keys, webhooks and refunds, when and from which address, newest first
-// (kassa.HistoryLine), with filters by kind of change, actor and dates,
-// pages of historyPage lines, and the same lines as CSV. It asks
-// PermViewStoreSettings (Owners and Managers): the lines name members
-// and keys and their addresses.
+// keys, webhooks, refunds, members and invitations, when and from which
+// address, newest first (kassa.HistoryLine), with filters by kind of
+// change, actor and dates, pages of historyPage lines, and the same
+// lines as CSV. It asks PermViewStoreSettings (Owners and Managers): the
+// lines name members and keys and their addresses.
 
 // historyPage is how many lines a page of the History page shows.
 const historyPage = 50

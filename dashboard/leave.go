@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"errors"
 	"maps"
 	"net/http"
 
@@ -14,9 +15,9 @@ import (
 // is not a member has nothing to leave.
 func (h *Dashboard) leaveStore(w http.ResponseWriter, r *http.Request) {
 	st, s := currentStore(r.Context()), current(r.Context())
-	err := h.changeMember(r.Context(), st.ID, s.Email, "", true)
+	err := h.changeMember(r.Context(), st.ID, s.Email, "", kassa.ActionMemberLeft)
 	switch {
-	case err == errLastOwner:
+	case errors.Is(err, errLastOwner):
 		h.fail(w, r, http.StatusConflict, "err.leave.lastowner")
 	case kassa.ErrorCode(err) == kassa.NotFound:
 		h.fail(w, r, http.StatusConflict, "err.leave.notmember")

@@ -2,15 +2,16 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/kassapay/kassa"
+	kassahttp "github.com/kassapay/kassa/http"
 )
 
 // storeRoutePerms is the permission each store route of the dashboard
@@ -169,25 +170,24 @@ func (u *user) leave(storeID string) {
 	delete(u.Roles, storeID)
 }
 
-// A store's members are listed under membersKey: the emails of the
-// accounts that belong to it. Each account's record holds its role and
-// is the truth; the list may name more (it is read through the records)
-// but not fewer, except accounts of records made before the list, which
-// are added when they open the store (ensureIndexed).
+// A store's team, its members and open invitations, is the store's
+// (kassa.Member, kassa.Invite): each change is a store-actor command
+// that writes its history line in the same batch (Services.ChangeMembers).
+// An account's record lists its stores and roles as an index derived
+// from the teams: written after each change, and repaired from the
+// store when it disagrees (storeAccess). The records of an older
+// version, the list under membersKey, the open invitations under
+// storeInvitesKey and the roles on the accounts' records, are carried
+// into the store on its first use (team).
 func membersKey(storeID string) string      { return "dash/store/" + storeID + "/members" }
 func storeInvitesKey(storeID string) string { return "dash/store/" + storeID + "/invites" }
 
-// errLastOwner refuses to demote or remove a store's last owner.
-var errLastOwner = kassa.Errorf(kassa.Conflict, "a store needs an owner: make another member owner before the last one steps down or leaves")
-
-// errNotMember refuses to change or remove an email that is not a
-// member of the store; the members page says so in the reader's
-// language (members.notmember).
-var errNotMember = kassa.Errorf(kassa.NotFound, "not a member of this store")
-
-// errAlreadyMember refuses an invitation to a store the account belongs
-// to already; the invitation stays open.
-var errAlreadyMember = kassa.Errorf(kassa.Conflict, "this account already belongs to the store")
+// The refusals of a team change, the store's (kassa.MemberChange).
+var (
+	errLastOwner     = kassa.ErrLastOwner
+	errNotMember     = kassa.ErrNotTeamMember
+	errAlreadyMember = kassa.ErrAlreadyMember
+)
 
 func (h *Dashboard) memberEmails(ctx context.Context, storeID string) ([]string, error) {
 	var list []string
@@ -195,7 +195,8 @@ func (h *Dashboard) memberEmails(ctx context.Context, storeID string) ([]string,
 	return list, err
 }
 
-// indexMember adds email to storeID's list. The caller holds usersMu.
+// indexMember adds email to storeID's list of an older version, which
+// a store not yet holding its team imports. The caller holds usersMu.
 func (h *Dashboard) indexMember(ctx context.Context, storeID, email string) error {
 	list, err := h.memberEmails(ctx, storeID)
 	if err != nil || slices.Contains(list, email) {
@@ -219,19 +220,17 @@ func (h *Dashboard) ensureIndexed(ctx context.Context, u *user, storeID string) 
 	return h.indexMember(ctx, storeID, u.Email)
 }
 
-// member is a row of the members page.
-type member struct {
-	Email string
-	Role  kassa.Role
-}
-
-// members lists storeID's members in the order they joined.
-func (h *Dashboard) members(ctx context.Context, storeID string) ([]member, error) {
-	emails, err := h.memberEmails(ctx, storeID)
+// team returns st with its team, which it imports from the records of
+// an older version when the store does not hold it yet.
+func (h *Dashboard) team(ctx context.Context, st *kassa.Store) (*kassa.Store, error) {
+	if st.MembersKept {
+		return st, nil
+	}
+	ch := kassa.MemberChange{Action: kassa.ActionMembersImported}
+	emails, err := h.memberEmails(ctx, st.ID)
 	if err != nil {
 		return nil, err
 	}
-	var out []member
 	for _, e := range emails {
 		u, err := h.user(ctx, e)
 		if err != nil {
@@ -240,61 +239,76 @@ func (h *Dashboard) members(ctx context.Context, storeID string) ([]member, erro
 		if u == nil {
 			continue
 		}
-		if r, ok := u.role(storeID); ok {
-			out = append(out, member{u.Email, r})
+		if r, ok := u.role(st.ID); ok {
+			ch.Members = append(ch.Members, kassa.Member{Email: u.Email, Role: r})
 		}
 	}
-	return out, nil
+	if ch.Invites, err = h.oldStoreInvites(ctx, st.ID); err != nil {
+		return nil, err
+	}
+	next, err := h.Services.ChangeMembers(ctx, st.ID, ch)
+	if errors.Is(err, kassa.ErrNothingChanged) {
+		return h.Reader.Store(ctx, st.ID) // imported by another request
+	}
+	return next, err
 }
 
-// changeMember sets email's role on storeID to role, or removes it from
-// the store when remove; the store's last owner is neither demoted nor
-// removed (errLastOwner). errNotMember when email is not a member.
-func (h *Dashboard) changeMember(ctx context.Context, storeID, email string, role kassa.Role, remove bool) error {
-	h.usersMu.Lock()
-	defer h.usersMu.Unlock()
-	u, err := h.user(ctx, email)
+// teamOf reads storeID with its team.
+func (h *Dashboard) teamOf(ctx context.Context, storeID string) (*kassa.Store, error) {
+	st, err := h.Reader.Store(ctx, storeID)
 	if err != nil {
+		return nil, err
+	}
+	return h.team(ctx, st)
+}
+
+// member is a row of the members page.
+type member = kassa.Member
+
+// members lists storeID's members in the order they joined.
+func (h *Dashboard) members(ctx context.Context, storeID string) ([]member, error) {
+	st, err := h.teamOf(ctx, storeID)
+	if err != nil {
+		return nil, err
+	}
+	return st.Members, nil
+}
+
+// reindex makes email's record say what st's team says of it: its role
+// on the store, or none. The caller holds usersMu.
+func (h *Dashboard) reindex(ctx context.Context, st *kassa.Store, email string) error {
+	u, err := h.user(ctx, email)
+	if err != nil || u == nil {
 		return err
 	}
-	cur, ok := kassa.Role(""), false
-	if u != nil {
-		cur, ok = u.role(storeID)
-	}
-	if !ok {
-		return errNotMember
-	}
-	if cur == kassa.RoleOwner && (remove || role != kassa.RoleOwner) {
-		list, err := h.members(ctx, storeID)
-		if err != nil {
-			return err
-		}
-		owners := 0
-		for _, m := range list {
-			if m.Role == kassa.RoleOwner {
-				owners++
-			}
-		}
-		if owners <= 1 {
-			return errLastOwner
-		}
-	}
-	if remove {
-		u.leave(storeID)
-	} else {
-		u.join(storeID, role)
-	}
-	if err := h.putJSON(ctx, userKey(u.Email), u, forever); err != nil {
-		return err
-	}
-	if !remove {
+	was, had := u.role(st.ID)
+	role, ok := st.MemberRole(email)
+	switch {
+	case ok && (!had || was != role):
+		u.join(st.ID, role)
+	case !ok && had:
+		u.leave(st.ID)
+	default:
 		return nil
 	}
-	list, err := h.memberEmails(ctx, storeID)
+	return h.putJSON(ctx, userKey(u.Email), u, forever)
+}
+
+// changeMember makes change action (a role change, a removal or a
+// leave) of email's membership of storeID, then updates email's
+// record; the store's last owner is neither demoted nor removed
+// (errLastOwner). errNotMember when email is not a member.
+func (h *Dashboard) changeMember(ctx context.Context, storeID, email string, role kassa.Role, action string) error {
+	if _, err := h.teamOf(ctx, storeID); err != nil {
+		return err
+	}
+	st, err := h.Services.ChangeMembers(ctx, storeID, kassa.MemberChange{Action: action, Email: email, Role: role})
 	if err != nil {
 		return err
 	}
-	return h.putJSON(ctx, membersKey(storeID), slices.DeleteFunc(list, func(e string) bool { return e == u.Email }), forever)
+	h.usersMu.Lock()
+	defer h.usersMu.Unlock()
+	return h.reindex(ctx, st, email)
 }
 
 func clipEmail(s string) string {
@@ -304,41 +318,40 @@ func clipEmail(s string) string {
 	return s
 }
 
-// storeInvite is an open invitation to a store as the members page
-// lists it; the code is not kept, ID is its hash.
-type storeInvite struct {
-	ID      string     `json:"id"`
-	By      string     `json:"by"`
-	Role    kassa.Role `json:"role"`
-	Created time.Time  `json:"created"`
-	Expires time.Time  `json:"expires"`
-}
+// storeInvite is an open invitation to a store as the records of an
+// older version list it; the code is not kept, ID is its hash.
+type storeInvite = kassa.Invite
 
 // newStoreInvite makes a one-use invitation to join storeID as role,
-// valid inviteLifetime, and returns its code.
+// valid inviteLifetime, and returns its code. The store's team holds
+// the invitation; the record under inviteKey leads its code to the
+// store.
 func (h *Dashboard) newStoreInvite(ctx context.Context, storeID, by string, role kassa.Role) (string, error) {
-	h.invitesMu.Lock()
-	defer h.invitesMu.Unlock()
-	list, err := h.openStoreInvites(ctx, storeID)
-	if err != nil {
+	if _, err := h.teamOf(ctx, storeID); err != nil {
 		return "", err
-	}
-	if len(list) >= maxOpenInvites {
-		return "", errTooManyInvites
 	}
 	code := newToken()
-	now := h.Clock.Now()
-	inv := invite{By: by, Expires: now.Add(inviteLifetime), StoreID: storeID, Role: role}
-	if err := h.putJSON(ctx, inviteKey(code), inv, inv.Expires); err != nil {
+	inv := invite{By: by, Expires: h.Clock.Now().Add(inviteLifetime), StoreID: storeID, Role: role}
+	if _, err := h.Services.ChangeMembers(ctx, storeID, kassa.MemberChange{Action: kassa.ActionInviteCreated, Email: by, Role: role,
+		InviteID: hashHex(code), Expires: inv.Expires}); err != nil {
 		return "", err
 	}
-	list = append(list, storeInvite{ID: hashHex(code), By: by, Role: role, Created: now.UTC(), Expires: inv.Expires.UTC()})
-	return code, h.putJSON(ctx, storeInvitesKey(storeID), list, forever)
+	return code, h.putJSON(ctx, inviteKey(code), inv, inv.Expires)
 }
 
 // openStoreInvites lists storeID's invitations that may still be
 // accepted, oldest first.
 func (h *Dashboard) openStoreInvites(ctx context.Context, storeID string) ([]storeInvite, error) {
+	st, err := h.teamOf(ctx, storeID)
+	if err != nil {
+		return nil, err
+	}
+	return st.OpenInvites(h.Clock.Now()), nil
+}
+
+// oldStoreInvites lists storeID's open invitations as the records of
+// an older version hold them.
+func (h *Dashboard) oldStoreInvites(ctx context.Context, storeID string) ([]storeInvite, error) {
 	var all, open []storeInvite
 	if _, err := h.getJSON(ctx, storeInvitesKey(storeID), &all); err != nil {
 		return nil, err
@@ -350,7 +363,7 @@ func (h *Dashboard) openStoreInvites(ctx context.Context, storeID string) ([]sto
 		if err != nil {
 			return nil, err
 		}
-		if ok && !inv.Used && now.Before(inv.Expires) && inv.StoreID == storeID {
+		if ok && !inv.Used && now.Before(inv.Expires) && inv.StoreID == storeID && len(open) < kassa.MaxOpenInvites {
 			open = append(open, e)
 		}
 	}
@@ -360,20 +373,13 @@ func (h *Dashboard) openStoreInvites(ctx context.Context, storeID string) ([]sto
 // revokeStoreInvite makes storeID's open invitation id unusable;
 // NotFound when the store has no open invitation with that id.
 func (h *Dashboard) revokeStoreInvite(ctx context.Context, storeID, id string) error {
-	h.invitesMu.Lock()
-	defer h.invitesMu.Unlock()
-	list, err := h.openStoreInvites(ctx, storeID)
-	if err != nil {
+	if _, err := h.teamOf(ctx, storeID); err != nil {
 		return err
 	}
-	i := slices.IndexFunc(list, func(e storeInvite) bool { return e.ID == id })
-	if i < 0 {
-		return kassa.Errorf(kassa.NotFound, "invitation not found")
-	}
-	if err := h.markInviteUsed(ctx, id); err != nil {
+	if _, err := h.Services.ChangeMembers(ctx, storeID, kassa.MemberChange{Action: kassa.ActionInviteRevoked, InviteID: id}); err != nil {
 		return err
 	}
-	return h.putJSON(ctx, storeInvitesKey(storeID), slices.Delete(list, i, i+1), forever)
+	return h.markInviteUsed(ctx, id)
 }
 
 // acceptInvite joins email's account to the store of the invitation
@@ -391,24 +397,32 @@ func (h *Dashboard) acceptInvite(ctx context.Context, code, email string) (strin
 	if !ok || inv.StoreID == "" {
 		return "", errBadInvite
 	}
-	u, err := h.existingUser(ctx, email, "account not found")
+	if _, err := h.existingUser(ctx, email, "account not found"); err != nil {
+		return "", err
+	}
+	return inv.StoreID, h.joinByInvite(ctx, code, inv, email)
+}
+
+// joinByInvite makes email a member of the store of inv, whose code is
+// code, in the store's team, then updates email's record and uses the
+// invitation's record up. The caller holds usersMu.
+func (h *Dashboard) joinByInvite(ctx context.Context, code string, inv invite, email string) error {
+	if _, err := h.teamOf(ctx, inv.StoreID); err != nil {
+		return err
+	}
+	ctx = kassa.WithActor(ctx, kassa.Actor{Kind: kassa.ActorAccount, ID: email, Addr: kassa.ActorFrom(ctx).Addr})
+	st, err := h.Services.ChangeMembers(ctx, inv.StoreID, kassa.MemberChange{Action: kassa.ActionMemberJoined, Email: email, InviteID: hashHex(code)})
+	if errors.Is(err, kassa.ErrInviteNotFound) {
+		return errBadInvite
+	}
 	if err != nil {
-		return "", err
+		return err
 	}
-	if _, member := u.role(inv.StoreID); member {
-		return "", errAlreadyMember
+	if err := h.reindex(ctx, st, email); err != nil {
+		return err
 	}
-	u.join(inv.StoreID, inv.Role)
-	if err := h.putJSON(ctx, userKey(u.Email), u, forever); err != nil {
-		return "", err
-	}
-	if err := h.indexMember(ctx, inv.StoreID, u.Email); err != nil {
-		return "", err
-	}
-	// Written after the membership: were this write lost, the
-	// invitation would stay open, rather than be used and join nobody.
 	inv.Used = true
-	return inv.StoreID, h.putJSON(ctx, inviteKey(code), inv, inv.Expires)
+	return h.putJSON(ctx, inviteKey(code), inv, inv.Expires)
 }
 
 func (h *Dashboard) membersPage(w http.ResponseWriter, r *http.Request) {
@@ -440,7 +454,7 @@ func (h *Dashboard) createMemberInvite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code, err := h.newStoreInvite(r.Context(), st.ID, current(r.Context()).Email, role)
-	if err == errTooManyInvites {
+	if errors.Is(err, errTooManyInvites) {
 		h.renderMembers(w, r, http.StatusConflict, map[string]any{"Error": fmt.Sprintf(tr(r, "members.toomany"), maxOpenInvites)})
 		return
 	}
@@ -459,7 +473,10 @@ func (h *Dashboard) revokeMemberInvite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := currentStore(r.Context())
-	if err := h.revokeStoreInvite(r.Context(), st.ID, id); err != nil {
+	if err := h.revokeStoreInvite(r.Context(), st.ID, id); errors.Is(err, kassa.ErrInviteNotFound) {
+		h.notFound(w, r)
+		return
+	} else if err != nil {
 		h.serverError(w, r, err)
 		return
 	}
@@ -472,23 +489,23 @@ func (h *Dashboard) setMemberRole(w http.ResponseWriter, r *http.Request) {
 		h.renderMembers(w, r, http.StatusUnprocessableEntity, map[string]any{"Error": tr(r, "members.badrole")})
 		return
 	}
-	h.memberChange(w, r, role, false)
+	h.memberChange(w, r, role, kassa.ActionMemberRoleChanged)
 }
 
 func (h *Dashboard) removeMemberPost(w http.ResponseWriter, r *http.Request) {
-	h.memberChange(w, r, "", true)
+	h.memberChange(w, r, "", kassa.ActionMemberRemoved)
 }
 
 // memberChange changes the role of the member the form names, or
 // removes it, and answers.
-func (h *Dashboard) memberChange(w http.ResponseWriter, r *http.Request, role kassa.Role, remove bool) {
+func (h *Dashboard) memberChange(w http.ResponseWriter, r *http.Request, role kassa.Role, action string) {
 	st, s := currentStore(r.Context()), current(r.Context())
 	email := strings.ToLower(strings.TrimSpace(r.PostForm.Get("email")))
-	err := h.changeMember(r.Context(), st.ID, email, role, remove)
+	err := h.changeMember(r.Context(), st.ID, email, role, action)
 	switch {
-	case err == errLastOwner:
+	case errors.Is(err, errLastOwner):
 		h.renderMembers(w, r, http.StatusConflict, map[string]any{"Error": tr(r, "members.lastowner")})
-	case err == errNotMember:
+	case errors.Is(err, errNotMember):
 		h.renderMembers(w, r, http.StatusNotFound, map[string]any{"Error": fmt.Sprintf(tr(r, "members.notmember"), clipEmail(email))})
 	case err != nil:
 		h.serverError(w, r, err)
@@ -525,11 +542,12 @@ func (h *Dashboard) joinPage(w http.ResponseWriter, r *http.Request) {
 
 // join accepts an invitation for the signed-in account.
 func (h *Dashboard) join(w http.ResponseWriter, r *http.Request) {
-	storeID, err := h.acceptInvite(r.Context(), r.PostForm.Get("invite"), current(r.Context()).Email)
+	ctx := kassa.WithClientAddr(r.Context(), kassahttp.ClientIP(r, h.ClientIPHeader))
+	storeID, err := h.acceptInvite(ctx, r.PostForm.Get("invite"), current(r.Context()).Email)
 	switch {
 	case err == errBadInvite:
 		h.fail(w, r, http.StatusForbidden, "err.invite")
-	case err == errAlreadyMember:
+	case errors.Is(err, errAlreadyMember):
 		h.fail(w, r, http.StatusConflict, "members.already")
 	case err != nil:
 		h.serverError(w, r, err)

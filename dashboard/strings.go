@@ -191,7 +191,7 @@ var strs = map[string]string{
 	// A store's History page (history.go).
 	"nav.history":                "History",
 	"hist.title":                 "History",
-	"hist.hint":                  "Who changed this store's settings, API keys, webhooks and refunds, when, and from which address. Times are UTC.",
+	"hist.hint":                  "Who changed this store's settings, API keys, webhooks, refunds, members and invitations, when, and from which address. Times are UTC.",
 	"hist.none":                  "No changes in this selection.",
 	"hist.kind":                  "Kind of change",
 	"hist.allkinds":              "All kinds",
@@ -225,6 +225,14 @@ var strs = map[string]string{
 	"hist.a.payout.sending":      "Payout being sent",
 	"hist.a.payout.completed":    "Payout paid",
 	"hist.a.payout.failed":       "Payout failed",
+	"hist.kind.member":           "Members and roles",
+	"hist.kind.invite":           "Invitations",
+	"hist.a.invite.created":      "Invitation created",
+	"hist.a.invite.revoked":      "Invitation revoked",
+	"hist.a.member.joined":       "Member joined",
+	"hist.a.member.rolechanged":  "Role changed",
+	"hist.a.member.removed":      "Member removed",
+	"hist.a.member.left":         "Member left",
 
 	// Refunds: an invoice's Refund form and the Payouts page (refunds.go).
 	"nav.payouts":          "Payouts",

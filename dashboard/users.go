@@ -230,6 +230,17 @@ func (h *Dashboard) createUser(ctx context.Context, a newAccount) (*user, error)
 		if !ok {
 			return nil, errBadInvite
 		}
+		if inv.StoreID != "" {
+			// The store's team decides whether the invitation is
+			// open; its record may lag.
+			st, err := h.teamOf(ctx, inv.StoreID)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.ContainsFunc(st.OpenInvites(h.Clock.Now()), func(in kassa.Invite) bool { return in.ID == hashHex(a.invite) }) {
+				return nil, errBadInvite
+			}
+		}
 	}
 	first, err := h.anyUser(ctx)
 	if err != nil {
@@ -237,9 +248,6 @@ func (h *Dashboard) createUser(ctx context.Context, a newAccount) (*user, error)
 	}
 	u := &user{Email: strings.ToLower(a.email), PasswordHash: hash, Admin: a.admin || !first && a.firstIsAdmin,
 		StoreIDs: []string{}, CreatedAt: h.Clock.Now().UTC()}
-	if inv.StoreID != "" {
-		u.join(inv.StoreID, inv.Role)
-	}
 	if err := h.putJSON(ctx, userKey(a.email), u, forever); err != nil {
 		return nil, err
 	}
@@ -249,9 +257,12 @@ func (h *Dashboard) createUser(ctx context.Context, a newAccount) (*user, error)
 		}
 	}
 	if inv.StoreID != "" {
-		if err := h.indexMember(ctx, inv.StoreID, u.Email); err != nil {
+		// The store's team takes the account in, and uses the
+		// invitation up; its record is then read again.
+		if err := h.joinByInvite(ctx, a.invite, inv, u.Email); err != nil {
 			return nil, err
 		}
+		return h.existingUser(ctx, u.Email, "account not found")
 	}
 	if a.invite != "" {
 		// Written after the account: were this write lost, the
@@ -379,11 +390,12 @@ const inviteLifetime = 7 * 24 * time.Hour
 // entry names its invitation by the code's hash, the key of its record.
 const invitesKey = "dash/invites"
 
-// maxOpenInvites bounds the open invitations, and so the list's record.
-const maxOpenInvites = 200
+// maxOpenInvites bounds the open invitations, and so the list's record:
+// a store's, as the store's team bounds them.
+const maxOpenInvites = kassa.MaxOpenInvites
 
 // errTooManyInvites refuses an invitation past maxOpenInvites.
-var errTooManyInvites = kassa.Errorf(kassa.Conflict, "there are %d open invitations, the most there can be: revoke some first", maxOpenInvites)
+var errTooManyInvites = kassa.ErrTooManyInvites
 
 // openInvite is an invitation as the Invitations page lists it.
 type openInvite struct {

@@ -183,6 +183,9 @@ func journalSnapshots(t *testing.T, j kassa.Journal) {
 	inv := NewInvoice("inv_1", "s1", Epoch)
 	inv.OnchainAddress, inv.PaymentHash = "bcrt1qaddr", "hash1"
 	st := NewStore("s1", "key_1")
+	// A store's team is part of its snapshot.
+	st.Members, st.MembersKept = []kassa.Member{{Email: "owner@example.com", Role: kassa.RoleOwner}, {Email: "emp@example.com", Role: kassa.RoleEmployee}}, true
+	st.Invites = []kassa.Invite{{ID: "ab12", By: "owner@example.com", Role: kassa.RoleGuest, Created: Epoch, Expires: Epoch.Add(time.Hour)}}
 	Commit(t, j, func(b kassa.Batch) {
 		b.AppendEvent(kassa.Stream{Kind: kassa.KindInvoice, ID: inv.ID}, 1, []byte("{}"))
 		b.PutInvoice(inv, nil, 1)

@@ -664,6 +664,7 @@ type StoreEvent struct {
 	//	*StoreEvent_ApiKeyDeleted
 	//	*StoreEvent_ApiKeyRevealed
 	//	*StoreEvent_RefundsChanged
+	//	*StoreEvent_MembersChanged
 	Kind          isStoreEvent_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -821,6 +822,15 @@ func (x *StoreEvent) GetRefundsChanged() *RefundsChanged {
 	return nil
 }
 
+func (x *StoreEvent) GetMembersChanged() *MembersChanged {
+	if x != nil {
+		if x, ok := x.Kind.(*StoreEvent_MembersChanged); ok {
+			return x.MembersChanged
+		}
+	}
+	return nil
+}
+
 type isStoreEvent_Kind interface {
 	isStoreEvent_Kind()
 }
@@ -873,6 +883,10 @@ type StoreEvent_RefundsChanged struct {
 	RefundsChanged *RefundsChanged `protobuf:"bytes,13,opt,name=refunds_changed,json=refundsChanged,proto3,oneof"`
 }
 
+type StoreEvent_MembersChanged struct {
+	MembersChanged *MembersChanged `protobuf:"bytes,45,opt,name=members_changed,json=membersChanged,proto3,oneof"`
+}
+
 func (*StoreEvent_Created) isStoreEvent_Kind() {}
 
 func (*StoreEvent_PaymentRequestSaved) isStoreEvent_Kind() {}
@@ -897,6 +911,80 @@ func (*StoreEvent_ApiKeyRevealed) isStoreEvent_Kind() {}
 
 func (*StoreEvent_RefundsChanged) isStoreEvent_Kind() {}
 
+func (*StoreEvent_MembersChanged) isStoreEvent_Kind() {}
+
+// MembersChanged records a change of the store's team (kassa.MemberChange
+// without an import's lists): action, the member's email (of an
+// invitation, who made it), the role given and the invitation's id (its
+// code's hash, never the code).
+type MembersChanged struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Action        string                 `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	Email         string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	InviteId      string                 `protobuf:"bytes,4,opt,name=invite_id,json=inviteId,proto3" json:"invite_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MembersChanged) Reset() {
+	*x = MembersChanged{}
+	mi := &file_kassa_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MembersChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MembersChanged) ProtoMessage() {}
+
+func (x *MembersChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_kassa_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MembersChanged.ProtoReflect.Descriptor instead.
+func (*MembersChanged) Descriptor() ([]byte, []int) {
+	return file_kassa_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *MembersChanged) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *MembersChanged) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *MembersChanged) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *MembersChanged) GetInviteId() string {
+	if x != nil {
+		return x.InviteId
+	}
+	return ""
+}
+
 // RefundsChanged records a change of the store's refunds, in the batch
 // that writes it with its ledger lines: the pull payment made or
 // claimed and the payout made or moved on (JSON of kassa.PullPayment and
@@ -911,7 +999,7 @@ type RefundsChanged struct {
 
 func (x *RefundsChanged) Reset() {
 	*x = RefundsChanged{}
-	mi := &file_kassa_proto_msgTypes[10]
+	mi := &file_kassa_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +1011,7 @@ func (x *RefundsChanged) String() string {
 func (*RefundsChanged) ProtoMessage() {}
 
 func (x *RefundsChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[10]
+	mi := &file_kassa_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +1024,7 @@ func (x *RefundsChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundsChanged.ProtoReflect.Descriptor instead.
 func (*RefundsChanged) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{10}
+	return file_kassa_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RefundsChanged) GetPullPayment() []byte {
@@ -966,7 +1054,7 @@ type AddressIndexAllocated struct {
 
 func (x *AddressIndexAllocated) Reset() {
 	*x = AddressIndexAllocated{}
-	mi := &file_kassa_proto_msgTypes[11]
+	mi := &file_kassa_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1066,7 @@ func (x *AddressIndexAllocated) String() string {
 func (*AddressIndexAllocated) ProtoMessage() {}
 
 func (x *AddressIndexAllocated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[11]
+	mi := &file_kassa_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1079,7 @@ func (x *AddressIndexAllocated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddressIndexAllocated.ProtoReflect.Descriptor instead.
 func (*AddressIndexAllocated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{11}
+	return file_kassa_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *AddressIndexAllocated) GetIndex() uint32 {
@@ -1019,7 +1107,7 @@ type AddressIndexReleased struct {
 
 func (x *AddressIndexReleased) Reset() {
 	*x = AddressIndexReleased{}
-	mi := &file_kassa_proto_msgTypes[12]
+	mi := &file_kassa_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1031,7 +1119,7 @@ func (x *AddressIndexReleased) String() string {
 func (*AddressIndexReleased) ProtoMessage() {}
 
 func (x *AddressIndexReleased) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[12]
+	mi := &file_kassa_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1044,7 +1132,7 @@ func (x *AddressIndexReleased) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddressIndexReleased.ProtoReflect.Descriptor instead.
 func (*AddressIndexReleased) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{12}
+	return file_kassa_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AddressIndexReleased) GetIndex() uint32 {
@@ -1065,7 +1153,7 @@ type StoreSettingsChanged struct {
 
 func (x *StoreSettingsChanged) Reset() {
 	*x = StoreSettingsChanged{}
-	mi := &file_kassa_proto_msgTypes[13]
+	mi := &file_kassa_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1077,7 +1165,7 @@ func (x *StoreSettingsChanged) String() string {
 func (*StoreSettingsChanged) ProtoMessage() {}
 
 func (x *StoreSettingsChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[13]
+	mi := &file_kassa_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1090,7 +1178,7 @@ func (x *StoreSettingsChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreSettingsChanged.ProtoReflect.Descriptor instead.
 func (*StoreSettingsChanged) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{13}
+	return file_kassa_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *StoreSettingsChanged) GetStore() []byte {
@@ -1114,7 +1202,7 @@ type APIKeyCreated struct {
 
 func (x *APIKeyCreated) Reset() {
 	*x = APIKeyCreated{}
-	mi := &file_kassa_proto_msgTypes[14]
+	mi := &file_kassa_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1126,7 +1214,7 @@ func (x *APIKeyCreated) String() string {
 func (*APIKeyCreated) ProtoMessage() {}
 
 func (x *APIKeyCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[14]
+	mi := &file_kassa_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1139,7 +1227,7 @@ func (x *APIKeyCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyCreated.ProtoReflect.Descriptor instead.
 func (*APIKeyCreated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{14}
+	return file_kassa_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *APIKeyCreated) GetKeyId() string {
@@ -1173,7 +1261,7 @@ type APIKeyDeleted struct {
 
 func (x *APIKeyDeleted) Reset() {
 	*x = APIKeyDeleted{}
-	mi := &file_kassa_proto_msgTypes[15]
+	mi := &file_kassa_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1273,7 @@ func (x *APIKeyDeleted) String() string {
 func (*APIKeyDeleted) ProtoMessage() {}
 
 func (x *APIKeyDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[15]
+	mi := &file_kassa_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1286,7 @@ func (x *APIKeyDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyDeleted.ProtoReflect.Descriptor instead.
 func (*APIKeyDeleted) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{15}
+	return file_kassa_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *APIKeyDeleted) GetKeyId() string {
@@ -1220,7 +1308,7 @@ type APIKeyRevealed struct {
 
 func (x *APIKeyRevealed) Reset() {
 	*x = APIKeyRevealed{}
-	mi := &file_kassa_proto_msgTypes[16]
+	mi := &file_kassa_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1232,7 +1320,7 @@ func (x *APIKeyRevealed) String() string {
 func (*APIKeyRevealed) ProtoMessage() {}
 
 func (x *APIKeyRevealed) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[16]
+	mi := &file_kassa_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1245,7 +1333,7 @@ func (x *APIKeyRevealed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyRevealed.ProtoReflect.Descriptor instead.
 func (*APIKeyRevealed) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{16}
+	return file_kassa_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *APIKeyRevealed) GetKeyId() string {
@@ -1272,7 +1360,7 @@ type StoreCreated struct {
 
 func (x *StoreCreated) Reset() {
 	*x = StoreCreated{}
-	mi := &file_kassa_proto_msgTypes[17]
+	mi := &file_kassa_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1372,7 @@ func (x *StoreCreated) String() string {
 func (*StoreCreated) ProtoMessage() {}
 
 func (x *StoreCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[17]
+	mi := &file_kassa_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1385,7 @@ func (x *StoreCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreCreated.ProtoReflect.Descriptor instead.
 func (*StoreCreated) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{17}
+	return file_kassa_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StoreCreated) GetStore() []byte {
@@ -1318,7 +1406,7 @@ type PaymentRequestSaved struct {
 
 func (x *PaymentRequestSaved) Reset() {
 	*x = PaymentRequestSaved{}
-	mi := &file_kassa_proto_msgTypes[18]
+	mi := &file_kassa_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1330,7 +1418,7 @@ func (x *PaymentRequestSaved) String() string {
 func (*PaymentRequestSaved) ProtoMessage() {}
 
 func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[18]
+	mi := &file_kassa_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1343,7 +1431,7 @@ func (x *PaymentRequestSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestSaved.ProtoReflect.Descriptor instead.
 func (*PaymentRequestSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{18}
+	return file_kassa_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PaymentRequestSaved) GetPaymentRequest() []byte {
@@ -1366,7 +1454,7 @@ type BalanceToppedUp struct {
 
 func (x *BalanceToppedUp) Reset() {
 	*x = BalanceToppedUp{}
-	mi := &file_kassa_proto_msgTypes[19]
+	mi := &file_kassa_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1466,7 @@ func (x *BalanceToppedUp) String() string {
 func (*BalanceToppedUp) ProtoMessage() {}
 
 func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[19]
+	mi := &file_kassa_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1479,7 @@ func (x *BalanceToppedUp) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceToppedUp.ProtoReflect.Descriptor instead.
 func (*BalanceToppedUp) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{19}
+	return file_kassa_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BalanceToppedUp) GetAmountSat() int64 {
@@ -1419,7 +1507,7 @@ type WebhookSaved struct {
 
 func (x *WebhookSaved) Reset() {
 	*x = WebhookSaved{}
-	mi := &file_kassa_proto_msgTypes[20]
+	mi := &file_kassa_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1431,7 +1519,7 @@ func (x *WebhookSaved) String() string {
 func (*WebhookSaved) ProtoMessage() {}
 
 func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[20]
+	mi := &file_kassa_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1444,7 +1532,7 @@ func (x *WebhookSaved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookSaved.ProtoReflect.Descriptor instead.
 func (*WebhookSaved) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{20}
+	return file_kassa_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *WebhookSaved) GetWebhook() []byte {
@@ -1464,7 +1552,7 @@ type WebhookDeleted struct {
 
 func (x *WebhookDeleted) Reset() {
 	*x = WebhookDeleted{}
-	mi := &file_kassa_proto_msgTypes[21]
+	mi := &file_kassa_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1476,7 +1564,7 @@ func (x *WebhookDeleted) String() string {
 func (*WebhookDeleted) ProtoMessage() {}
 
 func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[21]
+	mi := &file_kassa_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1489,7 +1577,7 @@ func (x *WebhookDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDeleted.ProtoReflect.Descriptor instead.
 func (*WebhookDeleted) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{21}
+	return file_kassa_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *WebhookDeleted) GetWebhookId() string {
@@ -1510,7 +1598,7 @@ type DeliverWebhook struct {
 
 func (x *DeliverWebhook) Reset() {
 	*x = DeliverWebhook{}
-	mi := &file_kassa_proto_msgTypes[22]
+	mi := &file_kassa_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1610,7 @@ func (x *DeliverWebhook) String() string {
 func (*DeliverWebhook) ProtoMessage() {}
 
 func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
-	mi := &file_kassa_proto_msgTypes[22]
+	mi := &file_kassa_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1623,7 @@ func (x *DeliverWebhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliverWebhook.ProtoReflect.Descriptor instead.
 func (*DeliverWebhook) Descriptor() ([]byte, []int) {
-	return file_kassa_proto_rawDescGZIP(), []int{22}
+	return file_kassa_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeliverWebhook) GetDeliveryId() string {
@@ -1590,7 +1678,7 @@ const file_kassa_proto_rawDesc = "" +
 	"\rExpiryReached\"\x11\n" +
 	"\x0fMonitoringEnded\"\x0f\n" +
 	"\rMarkedInvalid\"\x11\n" +
-	"\x0fInvoiceArchived\"\x8e\a\n" +
+	"\x0fInvoiceArchived\"\xd3\a\n" +
 	"\n" +
 	"StoreEvent\x12 \n" +
 	"\fat_unix_nano\x18\x01 \x01(\x03R\n" +
@@ -1607,8 +1695,14 @@ const file_kassa_proto_rawDesc = "" +
 	" \x01(\v2\x17.kassa.v1.APIKeyCreatedH\x00R\rapiKeyCreated\x12A\n" +
 	"\x0fapi_key_deleted\x18\v \x01(\v2\x17.kassa.v1.APIKeyDeletedH\x00R\rapiKeyDeleted\x12D\n" +
 	"\x10api_key_revealed\x18\f \x01(\v2\x18.kassa.v1.APIKeyRevealedH\x00R\x0eapiKeyRevealed\x12C\n" +
-	"\x0frefunds_changed\x18\r \x01(\v2\x18.kassa.v1.RefundsChangedH\x00R\x0erefundsChangedB\x06\n" +
-	"\x04kind\"K\n" +
+	"\x0frefunds_changed\x18\r \x01(\v2\x18.kassa.v1.RefundsChangedH\x00R\x0erefundsChanged\x12C\n" +
+	"\x0fmembers_changed\x18- \x01(\v2\x18.kassa.v1.MembersChangedH\x00R\x0emembersChangedB\x06\n" +
+	"\x04kind\"o\n" +
+	"\x0eMembersChanged\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\x12\x14\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12\x1b\n" +
+	"\tinvite_id\x18\x04 \x01(\tR\binviteId\"K\n" +
 	"\x0eRefundsChanged\x12!\n" +
 	"\fpull_payment\x18\x01 \x01(\fR\vpullPayment\x12\x16\n" +
 	"\x06payout\x18\x02 \x01(\fR\x06payout\"E\n" +
@@ -1657,7 +1751,7 @@ func file_kassa_proto_rawDescGZIP() []byte {
 	return file_kassa_proto_rawDescData
 }
 
-var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_kassa_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_kassa_proto_goTypes = []any{
 	(*InvoiceEvent)(nil),          // 0: kassa.v1.InvoiceEvent
 	(*InvoiceCreated)(nil),        // 1: kassa.v1.InvoiceCreated
@@ -1669,19 +1763,20 @@ var file_kassa_proto_goTypes = []any{
 	(*MarkedInvalid)(nil),         // 7: kassa.v1.MarkedInvalid
 	(*InvoiceArchived)(nil),       // 8: kassa.v1.InvoiceArchived
 	(*StoreEvent)(nil),            // 9: kassa.v1.StoreEvent
-	(*RefundsChanged)(nil),        // 10: kassa.v1.RefundsChanged
-	(*AddressIndexAllocated)(nil), // 11: kassa.v1.AddressIndexAllocated
-	(*AddressIndexReleased)(nil),  // 12: kassa.v1.AddressIndexReleased
-	(*StoreSettingsChanged)(nil),  // 13: kassa.v1.StoreSettingsChanged
-	(*APIKeyCreated)(nil),         // 14: kassa.v1.APIKeyCreated
-	(*APIKeyDeleted)(nil),         // 15: kassa.v1.APIKeyDeleted
-	(*APIKeyRevealed)(nil),        // 16: kassa.v1.APIKeyRevealed
-	(*StoreCreated)(nil),          // 17: kassa.v1.StoreCreated
-	(*PaymentRequestSaved)(nil),   // 18: kassa.v1.PaymentRequestSaved
-	(*BalanceToppedUp)(nil),       // 19: kassa.v1.BalanceToppedUp
-	(*WebhookSaved)(nil),          // 20: kassa.v1.WebhookSaved
-	(*WebhookDeleted)(nil),        // 21: kassa.v1.WebhookDeleted
-	(*DeliverWebhook)(nil),        // 22: kassa.v1.DeliverWebhook
+	(*MembersChanged)(nil),        // 10: kassa.v1.MembersChanged
+	(*RefundsChanged)(nil),        // 11: kassa.v1.RefundsChanged
+	(*AddressIndexAllocated)(nil), // 12: kassa.v1.AddressIndexAllocated
+	(*AddressIndexReleased)(nil),  // 13: kassa.v1.AddressIndexReleased
+	(*StoreSettingsChanged)(nil),  // 14: kassa.v1.StoreSettingsChanged
+	(*APIKeyCreated)(nil),         // 15: kassa.v1.APIKeyCreated
+	(*APIKeyDeleted)(nil),         // 16: kassa.v1.APIKeyDeleted
+	(*APIKeyRevealed)(nil),        // 17: kassa.v1.APIKeyRevealed
+	(*StoreCreated)(nil),          // 18: kassa.v1.StoreCreated
+	(*PaymentRequestSaved)(nil),   // 19: kassa.v1.PaymentRequestSaved
+	(*BalanceToppedUp)(nil),       // 20: kassa.v1.BalanceToppedUp
+	(*WebhookSaved)(nil),          // 21: kassa.v1.WebhookSaved
+	(*WebhookDeleted)(nil),        // 22: kassa.v1.WebhookDeleted
+	(*DeliverWebhook)(nil),        // 23: kassa.v1.DeliverWebhook
 }
 var file_kassa_proto_depIdxs = []int32{
 	1,  // 0: kassa.v1.InvoiceEvent.created:type_name -> kassa.v1.InvoiceCreated
@@ -1692,23 +1787,24 @@ var file_kassa_proto_depIdxs = []int32{
 	6,  // 5: kassa.v1.InvoiceEvent.monitoring_ended:type_name -> kassa.v1.MonitoringEnded
 	7,  // 6: kassa.v1.InvoiceEvent.marked_invalid:type_name -> kassa.v1.MarkedInvalid
 	8,  // 7: kassa.v1.InvoiceEvent.archived:type_name -> kassa.v1.InvoiceArchived
-	17, // 8: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
-	18, // 9: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
-	19, // 10: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
-	20, // 11: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
-	21, // 12: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
-	11, // 13: kassa.v1.StoreEvent.address_index_allocated:type_name -> kassa.v1.AddressIndexAllocated
-	12, // 14: kassa.v1.StoreEvent.address_index_released:type_name -> kassa.v1.AddressIndexReleased
-	13, // 15: kassa.v1.StoreEvent.settings_changed:type_name -> kassa.v1.StoreSettingsChanged
-	14, // 16: kassa.v1.StoreEvent.api_key_created:type_name -> kassa.v1.APIKeyCreated
-	15, // 17: kassa.v1.StoreEvent.api_key_deleted:type_name -> kassa.v1.APIKeyDeleted
-	16, // 18: kassa.v1.StoreEvent.api_key_revealed:type_name -> kassa.v1.APIKeyRevealed
-	10, // 19: kassa.v1.StoreEvent.refunds_changed:type_name -> kassa.v1.RefundsChanged
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	18, // 8: kassa.v1.StoreEvent.created:type_name -> kassa.v1.StoreCreated
+	19, // 9: kassa.v1.StoreEvent.payment_request_saved:type_name -> kassa.v1.PaymentRequestSaved
+	20, // 10: kassa.v1.StoreEvent.topped_up:type_name -> kassa.v1.BalanceToppedUp
+	21, // 11: kassa.v1.StoreEvent.webhook_saved:type_name -> kassa.v1.WebhookSaved
+	22, // 12: kassa.v1.StoreEvent.webhook_deleted:type_name -> kassa.v1.WebhookDeleted
+	12, // 13: kassa.v1.StoreEvent.address_index_allocated:type_name -> kassa.v1.AddressIndexAllocated
+	13, // 14: kassa.v1.StoreEvent.address_index_released:type_name -> kassa.v1.AddressIndexReleased
+	14, // 15: kassa.v1.StoreEvent.settings_changed:type_name -> kassa.v1.StoreSettingsChanged
+	15, // 16: kassa.v1.StoreEvent.api_key_created:type_name -> kassa.v1.APIKeyCreated
+	16, // 17: kassa.v1.StoreEvent.api_key_deleted:type_name -> kassa.v1.APIKeyDeleted
+	17, // 18: kassa.v1.StoreEvent.api_key_revealed:type_name -> kassa.v1.APIKeyRevealed
+	11, // 19: kassa.v1.StoreEvent.refunds_changed:type_name -> kassa.v1.RefundsChanged
+	10, // 20: kassa.v1.StoreEvent.members_changed:type_name -> kassa.v1.MembersChanged
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_kassa_proto_init() }
@@ -1739,6 +1835,7 @@ func file_kassa_proto_init() {
 		(*StoreEvent_ApiKeyDeleted)(nil),
 		(*StoreEvent_ApiKeyRevealed)(nil),
 		(*StoreEvent_RefundsChanged)(nil),
+		(*StoreEvent_MembersChanged)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1746,7 +1843,7 @@ func file_kassa_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_kassa_proto_rawDesc), len(file_kassa_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

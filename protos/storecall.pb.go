@@ -68,6 +68,7 @@ type StoreCall struct {
 	//	*StoreCall_DeleteApiKey
 	//	*StoreCall_RevealApiKey
 	//	*StoreCall_ChangeRefunds
+	//	*StoreCall_ChangeMembers
 	Call          isStoreCall_Call `protobuf_oneof:"call"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -298,6 +299,15 @@ func (x *StoreCall) GetChangeRefunds() *ChangeRefundsCall {
 	return nil
 }
 
+func (x *StoreCall) GetChangeMembers() *ChangeMembersCall {
+	if x != nil {
+		if x, ok := x.Call.(*StoreCall_ChangeMembers); ok {
+			return x.ChangeMembers
+		}
+	}
+	return nil
+}
+
 type isStoreCall_Call interface {
 	isStoreCall_Call()
 }
@@ -370,6 +380,10 @@ type StoreCall_ChangeRefunds struct {
 	ChangeRefunds *ChangeRefundsCall `protobuf:"bytes,50,opt,name=change_refunds,json=changeRefunds,proto3,oneof"`
 }
 
+type StoreCall_ChangeMembers struct {
+	ChangeMembers *ChangeMembersCall `protobuf:"bytes,45,opt,name=change_members,json=changeMembers,proto3,oneof"`
+}
+
 func (*StoreCall_CreateStore) isStoreCall_Call() {}
 
 func (*StoreCall_TopUp) isStoreCall_Call() {}
@@ -403,6 +417,8 @@ func (*StoreCall_DeleteApiKey) isStoreCall_Call() {}
 func (*StoreCall_RevealApiKey) isStoreCall_Call() {}
 
 func (*StoreCall_ChangeRefunds) isStoreCall_Call() {}
+
+func (*StoreCall_ChangeMembers) isStoreCall_Call() {}
 
 // StoreCallReply answers a StoreCall: when code is set, the call failed
 // with a service error (a kassa.Error: code, message and the fields at
@@ -1549,6 +1565,51 @@ func (x *ChangeRefundsCall) GetCommand() *RefundCommandDoc {
 	return nil
 }
 
+// ChangeMembersCall changes the store's team (kassa.MemberChange).
+type ChangeMembersCall struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Change        *MemberChangeDoc       `protobuf:"bytes,1,opt,name=change,proto3" json:"change,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangeMembersCall) Reset() {
+	*x = ChangeMembersCall{}
+	mi := &file_storecall_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangeMembersCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangeMembersCall) ProtoMessage() {}
+
+func (x *ChangeMembersCall) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangeMembersCall.ProtoReflect.Descriptor instead.
+func (*ChangeMembersCall) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ChangeMembersCall) GetChange() *MemberChangeDoc {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
 type StoreDoc struct {
 	state                        protoimpl.MessageState `protogen:"open.v1"`
 	Id                           string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1581,13 +1642,16 @@ type StoreDoc struct {
 	DefaultRedirectAutomatically bool                   `protobuf:"varint,28,opt,name=default_redirect_automatically,json=defaultRedirectAutomatically,proto3" json:"default_redirect_automatically,omitempty"`
 	RefundAutoApproveMaxSat      int64                  `protobuf:"varint,29,opt,name=refund_auto_approve_max_sat,json=refundAutoApproveMaxSat,proto3" json:"refund_auto_approve_max_sat,omitempty"`
 	WalletGapLimit               int32                  `protobuf:"varint,43,opt,name=wallet_gap_limit,json=walletGapLimit,proto3" json:"wallet_gap_limit,omitempty"`
+	Members                      []*MemberDoc           `protobuf:"bytes,45,rep,name=members,proto3" json:"members,omitempty"`
+	Invites                      []*InviteDoc           `protobuf:"bytes,46,rep,name=invites,proto3" json:"invites,omitempty"`
+	MembersKept                  bool                   `protobuf:"varint,47,opt,name=members_kept,json=membersKept,proto3" json:"members_kept,omitempty"`
 	unknownFields                protoimpl.UnknownFields
 	sizeCache                    protoimpl.SizeCache
 }
 
 func (x *StoreDoc) Reset() {
 	*x = StoreDoc{}
-	mi := &file_storecall_proto_msgTypes[21]
+	mi := &file_storecall_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1663,7 @@ func (x *StoreDoc) String() string {
 func (*StoreDoc) ProtoMessage() {}
 
 func (x *StoreDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[21]
+	mi := &file_storecall_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1676,7 @@ func (x *StoreDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreDoc.ProtoReflect.Descriptor instead.
 func (*StoreDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{21}
+	return file_storecall_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StoreDoc) GetId() string {
@@ -1825,6 +1889,248 @@ func (x *StoreDoc) GetWalletGapLimit() int32 {
 	return 0
 }
 
+func (x *StoreDoc) GetMembers() []*MemberDoc {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *StoreDoc) GetInvites() []*InviteDoc {
+	if x != nil {
+		return x.Invites
+	}
+	return nil
+}
+
+func (x *StoreDoc) GetMembersKept() bool {
+	if x != nil {
+		return x.MembersKept
+	}
+	return false
+}
+
+type MemberDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Email         string                 `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	Role          string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberDoc) Reset() {
+	*x = MemberDoc{}
+	mi := &file_storecall_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberDoc) ProtoMessage() {}
+
+func (x *MemberDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberDoc.ProtoReflect.Descriptor instead.
+func (*MemberDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *MemberDoc) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *MemberDoc) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+// InviteDoc is an open invitation; id is its code's hash, never the code.
+type InviteDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	By            string                 `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	Created       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=created,proto3" json:"created,omitempty"`
+	Expires       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires,proto3" json:"expires,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InviteDoc) Reset() {
+	*x = InviteDoc{}
+	mi := &file_storecall_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InviteDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InviteDoc) ProtoMessage() {}
+
+func (x *InviteDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InviteDoc.ProtoReflect.Descriptor instead.
+func (*InviteDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *InviteDoc) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *InviteDoc) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *InviteDoc) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *InviteDoc) GetCreated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Created
+	}
+	return nil
+}
+
+func (x *InviteDoc) GetExpires() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Expires
+	}
+	return nil
+}
+
+type MemberChangeDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Action        string                 `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	Email         string                 `protobuf:"bytes,2,opt,name=email,proto3" json:"email,omitempty"`
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	InviteId      string                 `protobuf:"bytes,4,opt,name=invite_id,json=inviteId,proto3" json:"invite_id,omitempty"`
+	Expires       *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=expires,proto3" json:"expires,omitempty"`
+	Members       []*MemberDoc           `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
+	Invites       []*InviteDoc           `protobuf:"bytes,7,rep,name=invites,proto3" json:"invites,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MemberChangeDoc) Reset() {
+	*x = MemberChangeDoc{}
+	mi := &file_storecall_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberChangeDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberChangeDoc) ProtoMessage() {}
+
+func (x *MemberChangeDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_storecall_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberChangeDoc.ProtoReflect.Descriptor instead.
+func (*MemberChangeDoc) Descriptor() ([]byte, []int) {
+	return file_storecall_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *MemberChangeDoc) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *MemberChangeDoc) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *MemberChangeDoc) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *MemberChangeDoc) GetInviteId() string {
+	if x != nil {
+		return x.InviteId
+	}
+	return ""
+}
+
+func (x *MemberChangeDoc) GetExpires() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Expires
+	}
+	return nil
+}
+
+func (x *MemberChangeDoc) GetMembers() []*MemberDoc {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *MemberChangeDoc) GetInvites() []*InviteDoc {
+	if x != nil {
+		return x.Invites
+	}
+	return nil
+}
+
 type APIKeyDoc struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1839,7 +2145,7 @@ type APIKeyDoc struct {
 
 func (x *APIKeyDoc) Reset() {
 	*x = APIKeyDoc{}
-	mi := &file_storecall_proto_msgTypes[22]
+	mi := &file_storecall_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +2157,7 @@ func (x *APIKeyDoc) String() string {
 func (*APIKeyDoc) ProtoMessage() {}
 
 func (x *APIKeyDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[22]
+	mi := &file_storecall_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +2170,7 @@ func (x *APIKeyDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use APIKeyDoc.ProtoReflect.Descriptor instead.
 func (*APIKeyDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{22}
+	return file_storecall_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *APIKeyDoc) GetId() string {
@@ -1912,7 +2218,7 @@ type TopUpRefDoc struct {
 
 func (x *TopUpRefDoc) Reset() {
 	*x = TopUpRefDoc{}
-	mi := &file_storecall_proto_msgTypes[23]
+	mi := &file_storecall_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +2230,7 @@ func (x *TopUpRefDoc) String() string {
 func (*TopUpRefDoc) ProtoMessage() {}
 
 func (x *TopUpRefDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[23]
+	mi := &file_storecall_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +2243,7 @@ func (x *TopUpRefDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopUpRefDoc.ProtoReflect.Descriptor instead.
 func (*TopUpRefDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{23}
+	return file_storecall_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *TopUpRefDoc) GetReference() string {
@@ -1976,7 +2282,7 @@ type StoreUpdateDoc struct {
 
 func (x *StoreUpdateDoc) Reset() {
 	*x = StoreUpdateDoc{}
-	mi := &file_storecall_proto_msgTypes[24]
+	mi := &file_storecall_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2294,7 @@ func (x *StoreUpdateDoc) String() string {
 func (*StoreUpdateDoc) ProtoMessage() {}
 
 func (x *StoreUpdateDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[24]
+	mi := &file_storecall_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2307,7 @@ func (x *StoreUpdateDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreUpdateDoc.ProtoReflect.Descriptor instead.
 func (*StoreUpdateDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{24}
+	return file_storecall_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *StoreUpdateDoc) GetName() string {
@@ -2128,7 +2434,7 @@ type InvoiceRequestDoc struct {
 
 func (x *InvoiceRequestDoc) Reset() {
 	*x = InvoiceRequestDoc{}
-	mi := &file_storecall_proto_msgTypes[25]
+	mi := &file_storecall_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2140,7 +2446,7 @@ func (x *InvoiceRequestDoc) String() string {
 func (*InvoiceRequestDoc) ProtoMessage() {}
 
 func (x *InvoiceRequestDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[25]
+	mi := &file_storecall_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2153,7 +2459,7 @@ func (x *InvoiceRequestDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceRequestDoc.ProtoReflect.Descriptor instead.
 func (*InvoiceRequestDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{25}
+	return file_storecall_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *InvoiceRequestDoc) GetAmount() string {
@@ -2284,7 +2590,7 @@ type PaymentDoc struct {
 
 func (x *PaymentDoc) Reset() {
 	*x = PaymentDoc{}
-	mi := &file_storecall_proto_msgTypes[26]
+	mi := &file_storecall_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2296,7 +2602,7 @@ func (x *PaymentDoc) String() string {
 func (*PaymentDoc) ProtoMessage() {}
 
 func (x *PaymentDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[26]
+	mi := &file_storecall_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2309,7 +2615,7 @@ func (x *PaymentDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentDoc.ProtoReflect.Descriptor instead.
 func (*PaymentDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{26}
+	return file_storecall_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PaymentDoc) GetId() string {
@@ -2464,7 +2770,7 @@ type InvoiceDoc struct {
 
 func (x *InvoiceDoc) Reset() {
 	*x = InvoiceDoc{}
-	mi := &file_storecall_proto_msgTypes[27]
+	mi := &file_storecall_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2476,7 +2782,7 @@ func (x *InvoiceDoc) String() string {
 func (*InvoiceDoc) ProtoMessage() {}
 
 func (x *InvoiceDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[27]
+	mi := &file_storecall_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2489,7 +2795,7 @@ func (x *InvoiceDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvoiceDoc.ProtoReflect.Descriptor instead.
 func (*InvoiceDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{27}
+	return file_storecall_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *InvoiceDoc) GetId() string {
@@ -2784,7 +3090,7 @@ type PaymentRequestInputDoc struct {
 
 func (x *PaymentRequestInputDoc) Reset() {
 	*x = PaymentRequestInputDoc{}
-	mi := &file_storecall_proto_msgTypes[28]
+	mi := &file_storecall_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2796,7 +3102,7 @@ func (x *PaymentRequestInputDoc) String() string {
 func (*PaymentRequestInputDoc) ProtoMessage() {}
 
 func (x *PaymentRequestInputDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[28]
+	mi := &file_storecall_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2809,7 +3115,7 @@ func (x *PaymentRequestInputDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestInputDoc.ProtoReflect.Descriptor instead.
 func (*PaymentRequestInputDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{28}
+	return file_storecall_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PaymentRequestInputDoc) GetAmount() string {
@@ -2913,7 +3219,7 @@ type PaymentRequestDoc struct {
 
 func (x *PaymentRequestDoc) Reset() {
 	*x = PaymentRequestDoc{}
-	mi := &file_storecall_proto_msgTypes[29]
+	mi := &file_storecall_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +3231,7 @@ func (x *PaymentRequestDoc) String() string {
 func (*PaymentRequestDoc) ProtoMessage() {}
 
 func (x *PaymentRequestDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[29]
+	mi := &file_storecall_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2938,7 +3244,7 @@ func (x *PaymentRequestDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PaymentRequestDoc.ProtoReflect.Descriptor instead.
 func (*PaymentRequestDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{29}
+	return file_storecall_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PaymentRequestDoc) GetId() string {
@@ -3068,7 +3374,7 @@ type WebhookInputDoc struct {
 
 func (x *WebhookInputDoc) Reset() {
 	*x = WebhookInputDoc{}
-	mi := &file_storecall_proto_msgTypes[30]
+	mi := &file_storecall_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3080,7 +3386,7 @@ func (x *WebhookInputDoc) String() string {
 func (*WebhookInputDoc) ProtoMessage() {}
 
 func (x *WebhookInputDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[30]
+	mi := &file_storecall_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3093,7 +3399,7 @@ func (x *WebhookInputDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookInputDoc.ProtoReflect.Descriptor instead.
 func (*WebhookInputDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{30}
+	return file_storecall_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WebhookInputDoc) GetUrl() string {
@@ -3163,7 +3469,7 @@ type WebhookDoc struct {
 
 func (x *WebhookDoc) Reset() {
 	*x = WebhookDoc{}
-	mi := &file_storecall_proto_msgTypes[31]
+	mi := &file_storecall_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3175,7 +3481,7 @@ func (x *WebhookDoc) String() string {
 func (*WebhookDoc) ProtoMessage() {}
 
 func (x *WebhookDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[31]
+	mi := &file_storecall_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3188,7 +3494,7 @@ func (x *WebhookDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebhookDoc.ProtoReflect.Descriptor instead.
 func (*WebhookDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{31}
+	return file_storecall_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WebhookDoc) GetId() string {
@@ -3290,7 +3596,7 @@ type DeliveryDoc struct {
 
 func (x *DeliveryDoc) Reset() {
 	*x = DeliveryDoc{}
-	mi := &file_storecall_proto_msgTypes[32]
+	mi := &file_storecall_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3302,7 +3608,7 @@ func (x *DeliveryDoc) String() string {
 func (*DeliveryDoc) ProtoMessage() {}
 
 func (x *DeliveryDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[32]
+	mi := &file_storecall_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3315,7 +3621,7 @@ func (x *DeliveryDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeliveryDoc.ProtoReflect.Descriptor instead.
 func (*DeliveryDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{32}
+	return file_storecall_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *DeliveryDoc) GetId() string {
@@ -3489,7 +3795,7 @@ type TransactionDoc struct {
 
 func (x *TransactionDoc) Reset() {
 	*x = TransactionDoc{}
-	mi := &file_storecall_proto_msgTypes[33]
+	mi := &file_storecall_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3501,7 +3807,7 @@ func (x *TransactionDoc) String() string {
 func (*TransactionDoc) ProtoMessage() {}
 
 func (x *TransactionDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[33]
+	mi := &file_storecall_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3514,7 +3820,7 @@ func (x *TransactionDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransactionDoc.ProtoReflect.Descriptor instead.
 func (*TransactionDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{33}
+	return file_storecall_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TransactionDoc) GetId() int64 {
@@ -3647,7 +3953,7 @@ type RefundCommandDoc struct {
 
 func (x *RefundCommandDoc) Reset() {
 	*x = RefundCommandDoc{}
-	mi := &file_storecall_proto_msgTypes[34]
+	mi := &file_storecall_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3659,7 +3965,7 @@ func (x *RefundCommandDoc) String() string {
 func (*RefundCommandDoc) ProtoMessage() {}
 
 func (x *RefundCommandDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[34]
+	mi := &file_storecall_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3672,7 +3978,7 @@ func (x *RefundCommandDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundCommandDoc.ProtoReflect.Descriptor instead.
 func (*RefundCommandDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{34}
+	return file_storecall_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *RefundCommandDoc) GetCreate() *PullPaymentDoc {
@@ -3758,7 +4064,7 @@ type RefundClaimDoc struct {
 
 func (x *RefundClaimDoc) Reset() {
 	*x = RefundClaimDoc{}
-	mi := &file_storecall_proto_msgTypes[35]
+	mi := &file_storecall_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3770,7 +4076,7 @@ func (x *RefundClaimDoc) String() string {
 func (*RefundClaimDoc) ProtoMessage() {}
 
 func (x *RefundClaimDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[35]
+	mi := &file_storecall_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3783,7 +4089,7 @@ func (x *RefundClaimDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundClaimDoc.ProtoReflect.Descriptor instead.
 func (*RefundClaimDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{35}
+	return file_storecall_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *RefundClaimDoc) GetPullPaymentId() string {
@@ -3834,7 +4140,7 @@ type RefundApprovalDoc struct {
 
 func (x *RefundApprovalDoc) Reset() {
 	*x = RefundApprovalDoc{}
-	mi := &file_storecall_proto_msgTypes[36]
+	mi := &file_storecall_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3846,7 +4152,7 @@ func (x *RefundApprovalDoc) String() string {
 func (*RefundApprovalDoc) ProtoMessage() {}
 
 func (x *RefundApprovalDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[36]
+	mi := &file_storecall_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3859,7 +4165,7 @@ func (x *RefundApprovalDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundApprovalDoc.ProtoReflect.Descriptor instead.
 func (*RefundApprovalDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{36}
+	return file_storecall_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *RefundApprovalDoc) GetRate() string {
@@ -3906,7 +4212,7 @@ type PayoutCancelDoc struct {
 
 func (x *PayoutCancelDoc) Reset() {
 	*x = PayoutCancelDoc{}
-	mi := &file_storecall_proto_msgTypes[37]
+	mi := &file_storecall_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3918,7 +4224,7 @@ func (x *PayoutCancelDoc) String() string {
 func (*PayoutCancelDoc) ProtoMessage() {}
 
 func (x *PayoutCancelDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[37]
+	mi := &file_storecall_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3931,7 +4237,7 @@ func (x *PayoutCancelDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayoutCancelDoc.ProtoReflect.Descriptor instead.
 func (*PayoutCancelDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{37}
+	return file_storecall_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *PayoutCancelDoc) GetAt() *timestamppb.Timestamp {
@@ -3950,7 +4256,7 @@ type PayoutMarkPaidDoc struct {
 
 func (x *PayoutMarkPaidDoc) Reset() {
 	*x = PayoutMarkPaidDoc{}
-	mi := &file_storecall_proto_msgTypes[38]
+	mi := &file_storecall_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3962,7 +4268,7 @@ func (x *PayoutMarkPaidDoc) String() string {
 func (*PayoutMarkPaidDoc) ProtoMessage() {}
 
 func (x *PayoutMarkPaidDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[38]
+	mi := &file_storecall_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3975,7 +4281,7 @@ func (x *PayoutMarkPaidDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayoutMarkPaidDoc.ProtoReflect.Descriptor instead.
 func (*PayoutMarkPaidDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{38}
+	return file_storecall_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *PayoutMarkPaidDoc) GetAt() *timestamppb.Timestamp {
@@ -3999,7 +4305,7 @@ type PayoutAttemptDoc struct {
 
 func (x *PayoutAttemptDoc) Reset() {
 	*x = PayoutAttemptDoc{}
-	mi := &file_storecall_proto_msgTypes[39]
+	mi := &file_storecall_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4011,7 +4317,7 @@ func (x *PayoutAttemptDoc) String() string {
 func (*PayoutAttemptDoc) ProtoMessage() {}
 
 func (x *PayoutAttemptDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[39]
+	mi := &file_storecall_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4024,7 +4330,7 @@ func (x *PayoutAttemptDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayoutAttemptDoc.ProtoReflect.Descriptor instead.
 func (*PayoutAttemptDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{39}
+	return file_storecall_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *PayoutAttemptDoc) GetPaymentRequest() string {
@@ -4080,7 +4386,7 @@ type PayoutSucceededDoc struct {
 
 func (x *PayoutSucceededDoc) Reset() {
 	*x = PayoutSucceededDoc{}
-	mi := &file_storecall_proto_msgTypes[40]
+	mi := &file_storecall_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4092,7 +4398,7 @@ func (x *PayoutSucceededDoc) String() string {
 func (*PayoutSucceededDoc) ProtoMessage() {}
 
 func (x *PayoutSucceededDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[40]
+	mi := &file_storecall_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4105,7 +4411,7 @@ func (x *PayoutSucceededDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayoutSucceededDoc.ProtoReflect.Descriptor instead.
 func (*PayoutSucceededDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{40}
+	return file_storecall_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PayoutSucceededDoc) GetPreimage() string {
@@ -4139,7 +4445,7 @@ type PayoutPaymentFailedDoc struct {
 
 func (x *PayoutPaymentFailedDoc) Reset() {
 	*x = PayoutPaymentFailedDoc{}
-	mi := &file_storecall_proto_msgTypes[41]
+	mi := &file_storecall_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4151,7 +4457,7 @@ func (x *PayoutPaymentFailedDoc) String() string {
 func (*PayoutPaymentFailedDoc) ProtoMessage() {}
 
 func (x *PayoutPaymentFailedDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[41]
+	mi := &file_storecall_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4164,7 +4470,7 @@ func (x *PayoutPaymentFailedDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayoutPaymentFailedDoc.ProtoReflect.Descriptor instead.
 func (*PayoutPaymentFailedDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{41}
+	return file_storecall_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PayoutPaymentFailedDoc) GetReason() string {
@@ -4194,7 +4500,7 @@ type DestinationDoc struct {
 
 func (x *DestinationDoc) Reset() {
 	*x = DestinationDoc{}
-	mi := &file_storecall_proto_msgTypes[42]
+	mi := &file_storecall_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4206,7 +4512,7 @@ func (x *DestinationDoc) String() string {
 func (*DestinationDoc) ProtoMessage() {}
 
 func (x *DestinationDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[42]
+	mi := &file_storecall_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4219,7 +4525,7 @@ func (x *DestinationDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DestinationDoc.ProtoReflect.Descriptor instead.
 func (*DestinationDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{42}
+	return file_storecall_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *DestinationDoc) GetKind() uint32 {
@@ -4277,7 +4583,7 @@ type PullPaymentDoc struct {
 
 func (x *PullPaymentDoc) Reset() {
 	*x = PullPaymentDoc{}
-	mi := &file_storecall_proto_msgTypes[43]
+	mi := &file_storecall_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4289,7 +4595,7 @@ func (x *PullPaymentDoc) String() string {
 func (*PullPaymentDoc) ProtoMessage() {}
 
 func (x *PullPaymentDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[43]
+	mi := &file_storecall_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4302,7 +4608,7 @@ func (x *PullPaymentDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PullPaymentDoc.ProtoReflect.Descriptor instead.
 func (*PullPaymentDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{43}
+	return file_storecall_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PullPaymentDoc) GetId() string {
@@ -4419,7 +4725,7 @@ type PayoutDoc struct {
 
 func (x *PayoutDoc) Reset() {
 	*x = PayoutDoc{}
-	mi := &file_storecall_proto_msgTypes[44]
+	mi := &file_storecall_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4431,7 +4737,7 @@ func (x *PayoutDoc) String() string {
 func (*PayoutDoc) ProtoMessage() {}
 
 func (x *PayoutDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[44]
+	mi := &file_storecall_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4444,7 +4750,7 @@ func (x *PayoutDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PayoutDoc.ProtoReflect.Descriptor instead.
 func (*PayoutDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{44}
+	return file_storecall_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PayoutDoc) GetId() string {
@@ -4616,7 +4922,7 @@ type RefundChangeDoc struct {
 
 func (x *RefundChangeDoc) Reset() {
 	*x = RefundChangeDoc{}
-	mi := &file_storecall_proto_msgTypes[45]
+	mi := &file_storecall_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4628,7 +4934,7 @@ func (x *RefundChangeDoc) String() string {
 func (*RefundChangeDoc) ProtoMessage() {}
 
 func (x *RefundChangeDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_storecall_proto_msgTypes[45]
+	mi := &file_storecall_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4641,7 +4947,7 @@ func (x *RefundChangeDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RefundChangeDoc.ProtoReflect.Descriptor instead.
 func (*RefundChangeDoc) Descriptor() ([]byte, []int) {
-	return file_storecall_proto_rawDescGZIP(), []int{45}
+	return file_storecall_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *RefundChangeDoc) GetPullPayment() *PullPaymentDoc {
@@ -4683,7 +4989,7 @@ var File_storecall_proto protoreflect.FileDescriptor
 
 const file_storecall_proto_rawDesc = "" +
 	"\n" +
-	"\x0fstorecall.proto\x12\bkassa.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\vkassa.proto\"\xbf\v\n" +
+	"\x0fstorecall.proto\x12\bkassa.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\vkassa.proto\"\x85\f\n" +
 	"\tStoreCall\x12\x19\n" +
 	"\bstore_id\x18\x01 \x01(\tR\astoreId\x12\x1d\n" +
 	"\n" +
@@ -4708,7 +5014,8 @@ const file_storecall_proto_rawDesc = "" +
 	"\x0ecreate_api_key\x18\x17 \x01(\v2\x1a.kassa.v1.CreateAPIKeyCallH\x00R\fcreateApiKey\x12B\n" +
 	"\x0edelete_api_key\x18\x18 \x01(\v2\x1a.kassa.v1.DeleteAPIKeyCallH\x00R\fdeleteApiKey\x12B\n" +
 	"\x0ereveal_api_key\x18\x19 \x01(\v2\x1a.kassa.v1.RevealAPIKeyCallH\x00R\frevealApiKey\x12D\n" +
-	"\x0echange_refunds\x182 \x01(\v2\x1b.kassa.v1.ChangeRefundsCallH\x00R\rchangeRefunds\x1a8\n" +
+	"\x0echange_refunds\x182 \x01(\v2\x1b.kassa.v1.ChangeRefundsCallH\x00R\rchangeRefunds\x12D\n" +
+	"\x0echange_members\x18- \x01(\v2\x1b.kassa.v1.ChangeMembersCallH\x00R\rchangeMembers\x1a8\n" +
 	"\n" +
 	"TraceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
@@ -4783,8 +5090,9 @@ const file_storecall_proto_rawDesc = "" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12\x0e\n" +
 	"\x02by\x18\x02 \x01(\tR\x02by\"I\n" +
 	"\x11ChangeRefundsCall\x124\n" +
-	"\acommand\x18\x01 \x01(\v2\x1a.kassa.v1.RefundCommandDocR\acommand\"\xca\n" +
-	"\n" +
+	"\acommand\x18\x01 \x01(\v2\x1a.kassa.v1.RefundCommandDocR\acommand\"F\n" +
+	"\x11ChangeMembersCall\x121\n" +
+	"\x06change\x18\x01 \x01(\v2\x19.kassa.v1.MemberChangeDocR\x06change\"\xcb\v\n" +
 	"\bStoreDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1a\n" +
@@ -4819,8 +5127,28 @@ const file_storecall_proto_rawDesc = "" +
 	"\x10default_language\x18\x1b \x01(\tR\x0fdefaultLanguage\x12D\n" +
 	"\x1edefault_redirect_automatically\x18\x1c \x01(\bR\x1cdefaultRedirectAutomatically\x12<\n" +
 	"\x1brefund_auto_approve_max_sat\x18\x1d \x01(\x03R\x17refundAutoApproveMaxSat\x12(\n" +
-	"\x10wallet_gap_limit\x18+ \x01(\x05R\x0ewalletGapLimitB\x16\n" +
-	"\x14_forward_fee_percent\"\xa0\x01\n" +
+	"\x10wallet_gap_limit\x18+ \x01(\x05R\x0ewalletGapLimit\x12-\n" +
+	"\amembers\x18- \x03(\v2\x13.kassa.v1.MemberDocR\amembers\x12-\n" +
+	"\ainvites\x18. \x03(\v2\x13.kassa.v1.InviteDocR\ainvites\x12!\n" +
+	"\fmembers_kept\x18/ \x01(\bR\vmembersKeptB\x16\n" +
+	"\x14_forward_fee_percent\"5\n" +
+	"\tMemberDoc\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\"\xab\x01\n" +
+	"\tInviteDoc\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x124\n" +
+	"\acreated\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x124\n" +
+	"\aexpires\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\"\x84\x02\n" +
+	"\x0fMemberChangeDoc\x12\x16\n" +
+	"\x06action\x18\x01 \x01(\tR\x06action\x12\x14\n" +
+	"\x05email\x18\x02 \x01(\tR\x05email\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12\x1b\n" +
+	"\tinvite_id\x18\x04 \x01(\tR\binviteId\x124\n" +
+	"\aexpires\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aexpires\x12-\n" +
+	"\amembers\x18\x06 \x03(\v2\x13.kassa.v1.MemberDocR\amembers\x12-\n" +
+	"\ainvites\x18\a \x03(\v2\x13.kassa.v1.InviteDocR\ainvites\"\xa0\x01\n" +
 	"\tAPIKeyDoc\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12\x10\n" +
@@ -5173,7 +5501,7 @@ func file_storecall_proto_rawDescGZIP() []byte {
 	return file_storecall_proto_rawDescData
 }
 
-var file_storecall_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_storecall_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_storecall_proto_goTypes = []any{
 	(*StoreCall)(nil),                 // 0: kassa.v1.StoreCall
 	(*StoreCallReply)(nil),            // 1: kassa.v1.StoreCallReply
@@ -5196,38 +5524,42 @@ var file_storecall_proto_goTypes = []any{
 	(*DeleteAPIKeyCall)(nil),          // 18: kassa.v1.DeleteAPIKeyCall
 	(*RevealAPIKeyCall)(nil),          // 19: kassa.v1.RevealAPIKeyCall
 	(*ChangeRefundsCall)(nil),         // 20: kassa.v1.ChangeRefundsCall
-	(*StoreDoc)(nil),                  // 21: kassa.v1.StoreDoc
-	(*APIKeyDoc)(nil),                 // 22: kassa.v1.APIKeyDoc
-	(*TopUpRefDoc)(nil),               // 23: kassa.v1.TopUpRefDoc
-	(*StoreUpdateDoc)(nil),            // 24: kassa.v1.StoreUpdateDoc
-	(*InvoiceRequestDoc)(nil),         // 25: kassa.v1.InvoiceRequestDoc
-	(*PaymentDoc)(nil),                // 26: kassa.v1.PaymentDoc
-	(*InvoiceDoc)(nil),                // 27: kassa.v1.InvoiceDoc
-	(*PaymentRequestInputDoc)(nil),    // 28: kassa.v1.PaymentRequestInputDoc
-	(*PaymentRequestDoc)(nil),         // 29: kassa.v1.PaymentRequestDoc
-	(*WebhookInputDoc)(nil),           // 30: kassa.v1.WebhookInputDoc
-	(*WebhookDoc)(nil),                // 31: kassa.v1.WebhookDoc
-	(*DeliveryDoc)(nil),               // 32: kassa.v1.DeliveryDoc
-	(*TransactionDoc)(nil),            // 33: kassa.v1.TransactionDoc
-	(*RefundCommandDoc)(nil),          // 34: kassa.v1.RefundCommandDoc
-	(*RefundClaimDoc)(nil),            // 35: kassa.v1.RefundClaimDoc
-	(*RefundApprovalDoc)(nil),         // 36: kassa.v1.RefundApprovalDoc
-	(*PayoutCancelDoc)(nil),           // 37: kassa.v1.PayoutCancelDoc
-	(*PayoutMarkPaidDoc)(nil),         // 38: kassa.v1.PayoutMarkPaidDoc
-	(*PayoutAttemptDoc)(nil),          // 39: kassa.v1.PayoutAttemptDoc
-	(*PayoutSucceededDoc)(nil),        // 40: kassa.v1.PayoutSucceededDoc
-	(*PayoutPaymentFailedDoc)(nil),    // 41: kassa.v1.PayoutPaymentFailedDoc
-	(*DestinationDoc)(nil),            // 42: kassa.v1.DestinationDoc
-	(*PullPaymentDoc)(nil),            // 43: kassa.v1.PullPaymentDoc
-	(*PayoutDoc)(nil),                 // 44: kassa.v1.PayoutDoc
-	(*RefundChangeDoc)(nil),           // 45: kassa.v1.RefundChangeDoc
-	nil,                               // 46: kassa.v1.StoreCall.TraceEntry
-	nil,                               // 47: kassa.v1.DeliveryDoc.HeadersEntry
-	(*InvoiceEvent)(nil),              // 48: kassa.v1.InvoiceEvent
-	(*timestamppb.Timestamp)(nil),     // 49: google.protobuf.Timestamp
+	(*ChangeMembersCall)(nil),         // 21: kassa.v1.ChangeMembersCall
+	(*StoreDoc)(nil),                  // 22: kassa.v1.StoreDoc
+	(*MemberDoc)(nil),                 // 23: kassa.v1.MemberDoc
+	(*InviteDoc)(nil),                 // 24: kassa.v1.InviteDoc
+	(*MemberChangeDoc)(nil),           // 25: kassa.v1.MemberChangeDoc
+	(*APIKeyDoc)(nil),                 // 26: kassa.v1.APIKeyDoc
+	(*TopUpRefDoc)(nil),               // 27: kassa.v1.TopUpRefDoc
+	(*StoreUpdateDoc)(nil),            // 28: kassa.v1.StoreUpdateDoc
+	(*InvoiceRequestDoc)(nil),         // 29: kassa.v1.InvoiceRequestDoc
+	(*PaymentDoc)(nil),                // 30: kassa.v1.PaymentDoc
+	(*InvoiceDoc)(nil),                // 31: kassa.v1.InvoiceDoc
+	(*PaymentRequestInputDoc)(nil),    // 32: kassa.v1.PaymentRequestInputDoc
+	(*PaymentRequestDoc)(nil),         // 33: kassa.v1.PaymentRequestDoc
+	(*WebhookInputDoc)(nil),           // 34: kassa.v1.WebhookInputDoc
+	(*WebhookDoc)(nil),                // 35: kassa.v1.WebhookDoc
+	(*DeliveryDoc)(nil),               // 36: kassa.v1.DeliveryDoc
+	(*TransactionDoc)(nil),            // 37: kassa.v1.TransactionDoc
+	(*RefundCommandDoc)(nil),          // 38: kassa.v1.RefundCommandDoc
+	(*RefundClaimDoc)(nil),            // 39: kassa.v1.RefundClaimDoc
+	(*RefundApprovalDoc)(nil),         // 40: kassa.v1.RefundApprovalDoc
+	(*PayoutCancelDoc)(nil),           // 41: kassa.v1.PayoutCancelDoc
+	(*PayoutMarkPaidDoc)(nil),         // 42: kassa.v1.PayoutMarkPaidDoc
+	(*PayoutAttemptDoc)(nil),          // 43: kassa.v1.PayoutAttemptDoc
+	(*PayoutSucceededDoc)(nil),        // 44: kassa.v1.PayoutSucceededDoc
+	(*PayoutPaymentFailedDoc)(nil),    // 45: kassa.v1.PayoutPaymentFailedDoc
+	(*DestinationDoc)(nil),            // 46: kassa.v1.DestinationDoc
+	(*PullPaymentDoc)(nil),            // 47: kassa.v1.PullPaymentDoc
+	(*PayoutDoc)(nil),                 // 48: kassa.v1.PayoutDoc
+	(*RefundChangeDoc)(nil),           // 49: kassa.v1.RefundChangeDoc
+	nil,                               // 50: kassa.v1.StoreCall.TraceEntry
+	nil,                               // 51: kassa.v1.DeliveryDoc.HeadersEntry
+	(*InvoiceEvent)(nil),              // 52: kassa.v1.InvoiceEvent
+	(*timestamppb.Timestamp)(nil),     // 53: google.protobuf.Timestamp
 }
 var file_storecall_proto_depIdxs = []int32{
-	46, // 0: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
+	50, // 0: kassa.v1.StoreCall.trace:type_name -> kassa.v1.StoreCall.TraceEntry
 	2,  // 1: kassa.v1.StoreCall.actor:type_name -> kassa.v1.CallActor
 	4,  // 2: kassa.v1.StoreCall.create_store:type_name -> kassa.v1.CreateStoreCall
 	5,  // 3: kassa.v1.StoreCall.top_up:type_name -> kassa.v1.TopUpCall
@@ -5246,76 +5578,85 @@ var file_storecall_proto_depIdxs = []int32{
 	18, // 16: kassa.v1.StoreCall.delete_api_key:type_name -> kassa.v1.DeleteAPIKeyCall
 	19, // 17: kassa.v1.StoreCall.reveal_api_key:type_name -> kassa.v1.RevealAPIKeyCall
 	20, // 18: kassa.v1.StoreCall.change_refunds:type_name -> kassa.v1.ChangeRefundsCall
-	3,  // 19: kassa.v1.StoreCallReply.fields:type_name -> kassa.v1.FieldErrorDoc
-	21, // 20: kassa.v1.StoreCallReply.store:type_name -> kassa.v1.StoreDoc
-	33, // 21: kassa.v1.StoreCallReply.transaction:type_name -> kassa.v1.TransactionDoc
-	27, // 22: kassa.v1.StoreCallReply.invoice:type_name -> kassa.v1.InvoiceDoc
-	29, // 23: kassa.v1.StoreCallReply.payment_request:type_name -> kassa.v1.PaymentRequestDoc
-	31, // 24: kassa.v1.StoreCallReply.webhook:type_name -> kassa.v1.WebhookDoc
-	22, // 25: kassa.v1.StoreCallReply.api_key:type_name -> kassa.v1.APIKeyDoc
-	32, // 26: kassa.v1.StoreCallReply.delivery:type_name -> kassa.v1.DeliveryDoc
-	45, // 27: kassa.v1.StoreCallReply.refund_change:type_name -> kassa.v1.RefundChangeDoc
-	21, // 28: kassa.v1.CreateStoreCall.store:type_name -> kassa.v1.StoreDoc
-	25, // 29: kassa.v1.CreateInvoiceCall.invoice:type_name -> kassa.v1.InvoiceRequestDoc
-	48, // 30: kassa.v1.InvoiceCommandCall.event:type_name -> kassa.v1.InvoiceEvent
-	28, // 31: kassa.v1.CreatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
-	28, // 32: kassa.v1.UpdatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
-	30, // 33: kassa.v1.CreateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
-	30, // 34: kassa.v1.UpdateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
-	24, // 35: kassa.v1.UpdateStoreCall.update:type_name -> kassa.v1.StoreUpdateDoc
-	34, // 36: kassa.v1.ChangeRefundsCall.command:type_name -> kassa.v1.RefundCommandDoc
-	22, // 37: kassa.v1.StoreDoc.api_keys:type_name -> kassa.v1.APIKeyDoc
-	49, // 38: kassa.v1.StoreDoc.created_at:type_name -> google.protobuf.Timestamp
-	23, // 39: kassa.v1.StoreDoc.top_up_refs:type_name -> kassa.v1.TopUpRefDoc
-	49, // 40: kassa.v1.APIKeyDoc.created_at:type_name -> google.protobuf.Timestamp
-	49, // 41: kassa.v1.PaymentDoc.received_at:type_name -> google.protobuf.Timestamp
-	26, // 42: kassa.v1.InvoiceDoc.payments:type_name -> kassa.v1.PaymentDoc
-	49, // 43: kassa.v1.InvoiceDoc.created_at:type_name -> google.protobuf.Timestamp
-	49, // 44: kassa.v1.InvoiceDoc.updated_at:type_name -> google.protobuf.Timestamp
-	49, // 45: kassa.v1.InvoiceDoc.expires_at:type_name -> google.protobuf.Timestamp
-	49, // 46: kassa.v1.InvoiceDoc.monitor_until:type_name -> google.protobuf.Timestamp
-	49, // 47: kassa.v1.InvoiceDoc.settled_at:type_name -> google.protobuf.Timestamp
-	49, // 48: kassa.v1.PaymentRequestInputDoc.expiry_date:type_name -> google.protobuf.Timestamp
-	49, // 49: kassa.v1.PaymentRequestDoc.expiry_date:type_name -> google.protobuf.Timestamp
-	49, // 50: kassa.v1.PaymentRequestDoc.created_at:type_name -> google.protobuf.Timestamp
-	49, // 51: kassa.v1.PaymentRequestDoc.updated_at:type_name -> google.protobuf.Timestamp
-	49, // 52: kassa.v1.WebhookDoc.created_at:type_name -> google.protobuf.Timestamp
-	49, // 53: kassa.v1.WebhookDoc.updated_at:type_name -> google.protobuf.Timestamp
-	47, // 54: kassa.v1.DeliveryDoc.headers:type_name -> kassa.v1.DeliveryDoc.HeadersEntry
-	49, // 55: kassa.v1.DeliveryDoc.not_before:type_name -> google.protobuf.Timestamp
-	49, // 56: kassa.v1.DeliveryDoc.created_at:type_name -> google.protobuf.Timestamp
-	49, // 57: kassa.v1.DeliveryDoc.sent_at:type_name -> google.protobuf.Timestamp
-	49, // 58: kassa.v1.TransactionDoc.created_at:type_name -> google.protobuf.Timestamp
-	43, // 59: kassa.v1.RefundCommandDoc.create:type_name -> kassa.v1.PullPaymentDoc
-	35, // 60: kassa.v1.RefundCommandDoc.claim:type_name -> kassa.v1.RefundClaimDoc
-	36, // 61: kassa.v1.RefundCommandDoc.approve:type_name -> kassa.v1.RefundApprovalDoc
-	37, // 62: kassa.v1.RefundCommandDoc.cancel:type_name -> kassa.v1.PayoutCancelDoc
-	38, // 63: kassa.v1.RefundCommandDoc.mark_paid:type_name -> kassa.v1.PayoutMarkPaidDoc
-	39, // 64: kassa.v1.RefundCommandDoc.attempt:type_name -> kassa.v1.PayoutAttemptDoc
-	40, // 65: kassa.v1.RefundCommandDoc.succeeded:type_name -> kassa.v1.PayoutSucceededDoc
-	41, // 66: kassa.v1.RefundCommandDoc.failed:type_name -> kassa.v1.PayoutPaymentFailedDoc
-	42, // 67: kassa.v1.RefundClaimDoc.destination:type_name -> kassa.v1.DestinationDoc
-	49, // 68: kassa.v1.RefundClaimDoc.at:type_name -> google.protobuf.Timestamp
-	49, // 69: kassa.v1.RefundApprovalDoc.at:type_name -> google.protobuf.Timestamp
-	49, // 70: kassa.v1.PayoutCancelDoc.at:type_name -> google.protobuf.Timestamp
-	49, // 71: kassa.v1.PayoutMarkPaidDoc.at:type_name -> google.protobuf.Timestamp
-	49, // 72: kassa.v1.PayoutAttemptDoc.at:type_name -> google.protobuf.Timestamp
-	49, // 73: kassa.v1.PayoutSucceededDoc.at:type_name -> google.protobuf.Timestamp
-	49, // 74: kassa.v1.PayoutPaymentFailedDoc.at:type_name -> google.protobuf.Timestamp
-	49, // 75: kassa.v1.DestinationDoc.expires_at:type_name -> google.protobuf.Timestamp
-	49, // 76: kassa.v1.PullPaymentDoc.expires_at:type_name -> google.protobuf.Timestamp
-	49, // 77: kassa.v1.PullPaymentDoc.created_at:type_name -> google.protobuf.Timestamp
-	42, // 78: kassa.v1.PayoutDoc.destination:type_name -> kassa.v1.DestinationDoc
-	49, // 79: kassa.v1.PayoutDoc.created_at:type_name -> google.protobuf.Timestamp
-	49, // 80: kassa.v1.PayoutDoc.updated_at:type_name -> google.protobuf.Timestamp
-	43, // 81: kassa.v1.RefundChangeDoc.pull_payment:type_name -> kassa.v1.PullPaymentDoc
-	44, // 82: kassa.v1.RefundChangeDoc.payout:type_name -> kassa.v1.PayoutDoc
-	33, // 83: kassa.v1.RefundChangeDoc.lines:type_name -> kassa.v1.TransactionDoc
-	84, // [84:84] is the sub-list for method output_type
-	84, // [84:84] is the sub-list for method input_type
-	84, // [84:84] is the sub-list for extension type_name
-	84, // [84:84] is the sub-list for extension extendee
-	0,  // [0:84] is the sub-list for field type_name
+	21, // 19: kassa.v1.StoreCall.change_members:type_name -> kassa.v1.ChangeMembersCall
+	3,  // 20: kassa.v1.StoreCallReply.fields:type_name -> kassa.v1.FieldErrorDoc
+	22, // 21: kassa.v1.StoreCallReply.store:type_name -> kassa.v1.StoreDoc
+	37, // 22: kassa.v1.StoreCallReply.transaction:type_name -> kassa.v1.TransactionDoc
+	31, // 23: kassa.v1.StoreCallReply.invoice:type_name -> kassa.v1.InvoiceDoc
+	33, // 24: kassa.v1.StoreCallReply.payment_request:type_name -> kassa.v1.PaymentRequestDoc
+	35, // 25: kassa.v1.StoreCallReply.webhook:type_name -> kassa.v1.WebhookDoc
+	26, // 26: kassa.v1.StoreCallReply.api_key:type_name -> kassa.v1.APIKeyDoc
+	36, // 27: kassa.v1.StoreCallReply.delivery:type_name -> kassa.v1.DeliveryDoc
+	49, // 28: kassa.v1.StoreCallReply.refund_change:type_name -> kassa.v1.RefundChangeDoc
+	22, // 29: kassa.v1.CreateStoreCall.store:type_name -> kassa.v1.StoreDoc
+	29, // 30: kassa.v1.CreateInvoiceCall.invoice:type_name -> kassa.v1.InvoiceRequestDoc
+	52, // 31: kassa.v1.InvoiceCommandCall.event:type_name -> kassa.v1.InvoiceEvent
+	32, // 32: kassa.v1.CreatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
+	32, // 33: kassa.v1.UpdatePaymentRequestCall.input:type_name -> kassa.v1.PaymentRequestInputDoc
+	34, // 34: kassa.v1.CreateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
+	34, // 35: kassa.v1.UpdateWebhookCall.input:type_name -> kassa.v1.WebhookInputDoc
+	28, // 36: kassa.v1.UpdateStoreCall.update:type_name -> kassa.v1.StoreUpdateDoc
+	38, // 37: kassa.v1.ChangeRefundsCall.command:type_name -> kassa.v1.RefundCommandDoc
+	25, // 38: kassa.v1.ChangeMembersCall.change:type_name -> kassa.v1.MemberChangeDoc
+	26, // 39: kassa.v1.StoreDoc.api_keys:type_name -> kassa.v1.APIKeyDoc
+	53, // 40: kassa.v1.StoreDoc.created_at:type_name -> google.protobuf.Timestamp
+	27, // 41: kassa.v1.StoreDoc.top_up_refs:type_name -> kassa.v1.TopUpRefDoc
+	23, // 42: kassa.v1.StoreDoc.members:type_name -> kassa.v1.MemberDoc
+	24, // 43: kassa.v1.StoreDoc.invites:type_name -> kassa.v1.InviteDoc
+	53, // 44: kassa.v1.InviteDoc.created:type_name -> google.protobuf.Timestamp
+	53, // 45: kassa.v1.InviteDoc.expires:type_name -> google.protobuf.Timestamp
+	53, // 46: kassa.v1.MemberChangeDoc.expires:type_name -> google.protobuf.Timestamp
+	23, // 47: kassa.v1.MemberChangeDoc.members:type_name -> kassa.v1.MemberDoc
+	24, // 48: kassa.v1.MemberChangeDoc.invites:type_name -> kassa.v1.InviteDoc
+	53, // 49: kassa.v1.APIKeyDoc.created_at:type_name -> google.protobuf.Timestamp
+	53, // 50: kassa.v1.PaymentDoc.received_at:type_name -> google.protobuf.Timestamp
+	30, // 51: kassa.v1.InvoiceDoc.payments:type_name -> kassa.v1.PaymentDoc
+	53, // 52: kassa.v1.InvoiceDoc.created_at:type_name -> google.protobuf.Timestamp
+	53, // 53: kassa.v1.InvoiceDoc.updated_at:type_name -> google.protobuf.Timestamp
+	53, // 54: kassa.v1.InvoiceDoc.expires_at:type_name -> google.protobuf.Timestamp
+	53, // 55: kassa.v1.InvoiceDoc.monitor_until:type_name -> google.protobuf.Timestamp
+	53, // 56: kassa.v1.InvoiceDoc.settled_at:type_name -> google.protobuf.Timestamp
+	53, // 57: kassa.v1.PaymentRequestInputDoc.expiry_date:type_name -> google.protobuf.Timestamp
+	53, // 58: kassa.v1.PaymentRequestDoc.expiry_date:type_name -> google.protobuf.Timestamp
+	53, // 59: kassa.v1.PaymentRequestDoc.created_at:type_name -> google.protobuf.Timestamp
+	53, // 60: kassa.v1.PaymentRequestDoc.updated_at:type_name -> google.protobuf.Timestamp
+	53, // 61: kassa.v1.WebhookDoc.created_at:type_name -> google.protobuf.Timestamp
+	53, // 62: kassa.v1.WebhookDoc.updated_at:type_name -> google.protobuf.Timestamp
+	51, // 63: kassa.v1.DeliveryDoc.headers:type_name -> kassa.v1.DeliveryDoc.HeadersEntry
+	53, // 64: kassa.v1.DeliveryDoc.not_before:type_name -> google.protobuf.Timestamp
+	53, // 65: kassa.v1.DeliveryDoc.created_at:type_name -> google.protobuf.Timestamp
+	53, // 66: kassa.v1.DeliveryDoc.sent_at:type_name -> google.protobuf.Timestamp
+	53, // 67: kassa.v1.TransactionDoc.created_at:type_name -> google.protobuf.Timestamp
+	47, // 68: kassa.v1.RefundCommandDoc.create:type_name -> kassa.v1.PullPaymentDoc
+	39, // 69: kassa.v1.RefundCommandDoc.claim:type_name -> kassa.v1.RefundClaimDoc
+	40, // 70: kassa.v1.RefundCommandDoc.approve:type_name -> kassa.v1.RefundApprovalDoc
+	41, // 71: kassa.v1.RefundCommandDoc.cancel:type_name -> kassa.v1.PayoutCancelDoc
+	42, // 72: kassa.v1.RefundCommandDoc.mark_paid:type_name -> kassa.v1.PayoutMarkPaidDoc
+	43, // 73: kassa.v1.RefundCommandDoc.attempt:type_name -> kassa.v1.PayoutAttemptDoc
+	44, // 74: kassa.v1.RefundCommandDoc.succeeded:type_name -> kassa.v1.PayoutSucceededDoc
+	45, // 75: kassa.v1.RefundCommandDoc.failed:type_name -> kassa.v1.PayoutPaymentFailedDoc
+	46, // 76: kassa.v1.RefundClaimDoc.destination:type_name -> kassa.v1.DestinationDoc
+	53, // 77: kassa.v1.RefundClaimDoc.at:type_name -> google.protobuf.Timestamp
+	53, // 78: kassa.v1.RefundApprovalDoc.at:type_name -> google.protobuf.Timestamp
+	53, // 79: kassa.v1.PayoutCancelDoc.at:type_name -> google.protobuf.Timestamp
+	53, // 80: kassa.v1.PayoutMarkPaidDoc.at:type_name -> google.protobuf.Timestamp
+	53, // 81: kassa.v1.PayoutAttemptDoc.at:type_name -> google.protobuf.Timestamp
+	53, // 82: kassa.v1.PayoutSucceededDoc.at:type_name -> google.protobuf.Timestamp
+	53, // 83: kassa.v1.PayoutPaymentFailedDoc.at:type_name -> google.protobuf.Timestamp
+	53, // 84: kassa.v1.DestinationDoc.expires_at:type_name -> google.protobuf.Timestamp
+	53, // 85: kassa.v1.PullPaymentDoc.expires_at:type_name -> google.protobuf.Timestamp
+	53, // 86: kassa.v1.PullPaymentDoc.created_at:type_name -> google.protobuf.Timestamp
+	46, // 87: kassa.v1.PayoutDoc.destination:type_name -> kassa.v1.DestinationDoc
+	53, // 88: kassa.v1.PayoutDoc.created_at:type_name -> google.protobuf.Timestamp
+	53, // 89: kassa.v1.PayoutDoc.updated_at:type_name -> google.protobuf.Timestamp
+	47, // 90: kassa.v1.RefundChangeDoc.pull_payment:type_name -> kassa.v1.PullPaymentDoc
+	48, // 91: kassa.v1.RefundChangeDoc.payout:type_name -> kassa.v1.PayoutDoc
+	37, // 92: kassa.v1.RefundChangeDoc.lines:type_name -> kassa.v1.TransactionDoc
+	93, // [93:93] is the sub-list for method output_type
+	93, // [93:93] is the sub-list for method input_type
+	93, // [93:93] is the sub-list for extension type_name
+	93, // [93:93] is the sub-list for extension extendee
+	0,  // [0:93] is the sub-list for field type_name
 }
 
 func init() { file_storecall_proto_init() }
@@ -5342,6 +5683,7 @@ func file_storecall_proto_init() {
 		(*StoreCall_DeleteApiKey)(nil),
 		(*StoreCall_RevealApiKey)(nil),
 		(*StoreCall_ChangeRefunds)(nil),
+		(*StoreCall_ChangeMembers)(nil),
 	}
 	file_storecall_proto_msgTypes[1].OneofWrappers = []any{
 		(*StoreCallReply_Store)(nil),
@@ -5353,17 +5695,17 @@ func file_storecall_proto_init() {
 		(*StoreCallReply_Delivery)(nil),
 		(*StoreCallReply_RefundChange)(nil),
 	}
-	file_storecall_proto_msgTypes[21].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[25].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[27].OneofWrappers = []any{}
-	file_storecall_proto_msgTypes[30].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[22].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[29].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[31].OneofWrappers = []any{}
+	file_storecall_proto_msgTypes[34].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_storecall_proto_rawDesc), len(file_storecall_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

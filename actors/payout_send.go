@@ -7,6 +7,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/crashpoint"
 )
 
 // RefundPayouts is what the forward actors need of refunds to pay
@@ -77,6 +78,9 @@ func (a *forwardActor) stepPayout(ctx actor.Context) bool {
 		return false
 	}
 	p := todo[0]
+	if p.State == kassa.PayoutApproved {
+		crashpoint.Hit(crashpoint.PayoutApproved)
+	}
 	if p.Destination.Kind == kassa.DestinationOnchain {
 		a.stepOnchainPayout(ctx, payouts, p)
 		return true
@@ -105,6 +109,7 @@ func (a *forwardActor) stepPayout(ctx actor.Context) bool {
 		a.retryLater(ctx)
 		return true
 	}
+	crashpoint.Hit(crashpoint.PayoutAttemptRecorded)
 	res, ok := a.f.send(c, "payout", recorded.ID, pr, hash, recorded.FeeLimit.MSat())
 	a.payoutOutcome(ctx, payouts, recorded, res, ok)
 	return true
@@ -174,6 +179,7 @@ func (a *forwardActor) recordPayout(ctx actor.Context, payouts RefundPayouts, p 
 		a.wakeIn(ctx, a.f.cfg.TrackEvery)
 		return
 	}
+	crashpoint.Hit(crashpoint.PayoutRecorded)
 	if done.State == kassa.PayoutFailed {
 		a.f.log.Warn("payout failed; its amount is back on the store's balance", "payout", p.ID, "store", p.StoreID, "reason", done.LastError)
 	} else {

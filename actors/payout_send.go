@@ -85,8 +85,16 @@ func (a *forwardActor) stepPayout(ctx actor.Context) bool {
 		a.stepOnchainPayout(ctx, payouts, p)
 		return true
 	}
+	if !a.sendReady(ctx, p) {
+		return true
+	}
 	if p.State == kassa.PayoutInProgress {
 		res, ok := a.f.lookUp(c, "payout", p.ID, p.PaymentRequest, p.PaymentHash, p.FeeLimit.MSat())
+		if ok && res.Status == kassa.PaymentFailed {
+			// It may have failed while the node was not ready: the node,
+			// ready now, pays the hash again or fails it for good.
+			res, ok = a.f.send(c, "payout", p.ID, p.PaymentRequest, p.PaymentHash, p.FeeLimit.MSat())
+		}
 		a.payoutOutcome(ctx, payouts, p, res, ok)
 		return true
 	}
@@ -113,6 +121,19 @@ func (a *forwardActor) stepPayout(ctx actor.Context) bool {
 	res, ok := a.f.send(c, "payout", recorded.ID, pr, hash, recorded.FeeLimit.MSat())
 	a.payoutOutcome(ctx, payouts, recorded, res, ok)
 	return true
+}
+
+// sendReady reports whether the service's node can send p's payment
+// now; when it cannot (lnd restarting, its channels not active yet) p
+// waits, with backoff: a payment failing then is no failure of p's.
+func (a *forwardActor) sendReady(ctx actor.Context, p *kassa.Payout) bool {
+	err := a.f.cfg.Payer.SendReady(a.ctx())
+	if err == nil {
+		return true
+	}
+	a.f.log.Warn("the Lightning node cannot send yet; payout waits", "payout", p.ID, "store", p.StoreID, "err", err)
+	a.retryLater(ctx)
+	return false
 }
 
 // payoutInvoice returns the invoice that pays p, or why there is none:
@@ -164,6 +185,9 @@ func (a *forwardActor) payoutOutcome(ctx actor.Context, payouts RefundPayouts, p
 	case kassa.PaymentSucceeded:
 		a.recordPayout(ctx, payouts, p, kassa.PayoutSucceeded{NetworkFee: (res.FeeMSat + 999).Sats(), At: a.now()})
 	case kassa.PaymentFailed:
+		if !a.sendReady(ctx, p) {
+			return // not a definite failure: the payment is sent again
+		}
 		a.recordPayout(ctx, payouts, p, kassa.PayoutPaymentFailed{Reason: "payment failed: " + res.Failure, At: a.now()})
 	default:
 		a.wakeIn(ctx, a.f.cfg.TrackEvery)

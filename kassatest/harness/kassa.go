@@ -41,6 +41,30 @@ func KassaBin(t T) string {
 	return kassaBin
 }
 
+var (
+	crashpointOnce sync.Once
+	crashpointBin  string
+	crashpointErr  error
+)
+
+// CrashpointKassaBin builds the kassa binary with crash points
+// (BuildCrashpointKassa) once per test process.
+func CrashpointKassaBin(t T) string {
+	t.Helper()
+	crashpointOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kassa-itest-crashpoints")
+		if err != nil {
+			crashpointErr = err
+			return
+		}
+		crashpointBin, crashpointErr = BuildCrashpointKassa(dir, false)
+	})
+	if crashpointErr != nil {
+		t.Fatalf("cannot build kassa with crash points: %v", crashpointErr)
+	}
+	return crashpointBin
+}
+
 // BuildKassa builds ./cmd/kassa into dir, with the race detector when
 // race, and returns the binary's path. The compiler's output is in the
 // error.

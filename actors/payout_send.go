@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -123,16 +124,27 @@ func (a *forwardActor) stepPayout(ctx actor.Context) bool {
 	return true
 }
 
+// nodeWaitMax bounds the backoff of a payout waiting for the node to be
+// able to send: a restarted lnd activates its channels within a minute
+// or so, and the payout should go out soon after.
+const nodeWaitMax = time.Minute
+
 // sendReady reports whether the service's node can send p's payment
 // now; when it cannot (lnd restarting, its channels not active yet) p
-// waits, with backoff: a payment failing then is no failure of p's.
+// waits, with backoff from TrackEvery to nodeWaitMax: a payment failing
+// then is no failure of p's.
 func (a *forwardActor) sendReady(ctx actor.Context, p *kassa.Payout) bool {
 	err := a.f.cfg.Payer.SendReady(a.ctx())
 	if err == nil {
 		return true
 	}
-	a.f.log.Warn("the Lightning node cannot send yet; payout waits", "payout", p.ID, "store", p.StoreID, "err", err)
-	a.retryLater(ctx)
+	if a.delay == 0 {
+		a.delay = a.f.cfg.TrackEvery
+	} else {
+		a.delay = min(2*a.delay, nodeWaitMax)
+	}
+	a.f.log.Warn("the Lightning node cannot send yet; payout waits", "payout", p.ID, "store", p.StoreID, "retry_in", a.delay, "err", err)
+	a.wakeIn(ctx, a.delay)
 	return false
 }
 

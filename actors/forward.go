@@ -35,6 +35,12 @@ type LightningPayer interface {
 	// within it. It asks the payee for nothing: it is how a forward
 	// learns the fee before it asks for the one invoice it pays.
 	EstimateFee(ctx context.Context, payee kassa.Payee, amount, feeLimit kassa.MSat) (kassa.MSat, error)
+	// SendReady returns nil when the node can send payments now: it
+	// answers, is synced to the chain and has an active channel.
+	// Otherwise (lnd just restarted, its channels not active yet) an
+	// error says why: a payment failing then says nothing of its
+	// destination.
+	SendReady(ctx context.Context) error
 }
 
 // LightningAddresses resolves stores' Lightning addresses (LNURL-pay;

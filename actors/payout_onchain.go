@@ -6,6 +6,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/crashpoint"
 )
 
 // OnchainWallet pays on-chain payouts from the service's wallet
@@ -74,8 +75,12 @@ func (a *forwardActor) stepOnchainPayout(ctx actor.Context, payouts RefundPayout
 			return
 		}
 		p = recorded
+		crashpoint.Hit(crashpoint.PayoutAttemptRecorded)
 	}
 	err := w.PublishTx(c, p.RawTx, p.TxID)
+	if err == nil {
+		crashpoint.Hit(crashpoint.PaymentSent)
+	}
 	switch {
 	case err == nil:
 		a.recordPayout(ctx, payouts, p, kassa.PayoutSucceeded{NetworkFee: p.NetworkFee, At: a.now()})

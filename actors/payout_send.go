@@ -3,10 +3,12 @@ package actors
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/crashpoint"
 )
 
 // RefundPayouts is what the forward actors need of refunds to pay
@@ -77,12 +79,23 @@ func (a *forwardActor) stepPayout(ctx actor.Context) bool {
 		return false
 	}
 	p := todo[0]
+	if p.State == kassa.PayoutApproved {
+		crashpoint.Hit(crashpoint.PayoutApproved)
+	}
 	if p.Destination.Kind == kassa.DestinationOnchain {
 		a.stepOnchainPayout(ctx, payouts, p)
 		return true
 	}
+	if !a.sendReady(ctx, p) {
+		return true
+	}
 	if p.State == kassa.PayoutInProgress {
 		res, ok := a.f.lookUp(c, "payout", p.ID, p.PaymentRequest, p.PaymentHash, p.FeeLimit.MSat())
+		if ok && res.Status == kassa.PaymentFailed {
+			// It may have failed while the node was not ready: the node,
+			// ready now, pays the hash again or fails it for good.
+			res, ok = a.f.send(c, "payout", p.ID, p.PaymentRequest, p.PaymentHash, p.FeeLimit.MSat())
+		}
 		a.payoutOutcome(ctx, payouts, p, res, ok)
 		return true
 	}
@@ -105,9 +118,34 @@ func (a *forwardActor) stepPayout(ctx actor.Context) bool {
 		a.retryLater(ctx)
 		return true
 	}
+	crashpoint.Hit(crashpoint.PayoutAttemptRecorded)
 	res, ok := a.f.send(c, "payout", recorded.ID, pr, hash, recorded.FeeLimit.MSat())
 	a.payoutOutcome(ctx, payouts, recorded, res, ok)
 	return true
+}
+
+// nodeWaitMax bounds the backoff of a payout waiting for the node to be
+// able to send: a restarted lnd activates its channels within a minute
+// or so, and the payout should go out soon after.
+const nodeWaitMax = time.Minute
+
+// sendReady reports whether the service's node can send p's payment
+// now; when it cannot (lnd restarting, its channels not active yet) p
+// waits, with backoff from TrackEvery to nodeWaitMax: a payment failing
+// then is no failure of p's.
+func (a *forwardActor) sendReady(ctx actor.Context, p *kassa.Payout) bool {
+	err := a.f.cfg.Payer.SendReady(a.ctx())
+	if err == nil {
+		return true
+	}
+	if a.delay == 0 {
+		a.delay = a.f.cfg.TrackEvery
+	} else {
+		a.delay = min(2*a.delay, nodeWaitMax)
+	}
+	a.f.log.Warn("the Lightning node cannot send yet; payout waits", "payout", p.ID, "store", p.StoreID, "retry_in", a.delay, "err", err)
+	a.wakeIn(ctx, a.delay)
+	return false
 }
 
 // payoutInvoice returns the invoice that pays p, or why there is none:
@@ -159,6 +197,9 @@ func (a *forwardActor) payoutOutcome(ctx actor.Context, payouts RefundPayouts, p
 	case kassa.PaymentSucceeded:
 		a.recordPayout(ctx, payouts, p, kassa.PayoutSucceeded{NetworkFee: (res.FeeMSat + 999).Sats(), At: a.now()})
 	case kassa.PaymentFailed:
+		if !a.sendReady(ctx, p) {
+			return // not a definite failure: the payment is sent again
+		}
 		a.recordPayout(ctx, payouts, p, kassa.PayoutPaymentFailed{Reason: "payment failed: " + res.Failure, At: a.now()})
 	default:
 		a.wakeIn(ctx, a.f.cfg.TrackEvery)
@@ -174,6 +215,7 @@ func (a *forwardActor) recordPayout(ctx actor.Context, payouts RefundPayouts, p 
 		a.wakeIn(ctx, a.f.cfg.TrackEvery)
 		return
 	}
+	crashpoint.Hit(crashpoint.PayoutRecorded)
 	if done.State == kassa.PayoutFailed {
 		a.f.log.Warn("payout failed; its amount is back on the store's balance", "payout", p.ID, "store", p.StoreID, "reason", done.LastError)
 	} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/crashpoint"
 )
 
 // The one way money leaves the service's Lightning node, for forwards
@@ -25,6 +26,7 @@ func (f *Forwarder) send(c context.Context, kind, id, pr, hash string, feeLimit 
 		f.log.Warn(kind+" payment outcome unknown; tracking it", kind, id, "payment_hash", hash, "err", err)
 		return p, false
 	}
+	crashpoint.Hit(crashpoint.PaymentSent)
 	return p, true
 }
 

@@ -22,8 +22,9 @@ import (
 	"github.com/kassapay/kassa/kassatest/harness"
 )
 
-// binPath is the kassa binary that the end-to-end tests start.
-var binPath string
+// binPath is the kassa binary that the end-to-end tests start; binDir
+// holds it, and the other builds of the run (crashpointBin).
+var binPath, binDir string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -37,6 +38,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	binDir = dir
 	if binPath, err = harness.BuildKassa(dir, raceEnabled); err != nil {
 		fmt.Fprintln(os.Stderr, "build kassa:", err)
 		os.Exit(1)
@@ -113,7 +115,15 @@ func startServer(t *testing.T, dir string, extra ...string) *server {
 // and waits until it listens.
 func launchServer(t *testing.T, dir string, flags ...string) *server {
 	t.Helper()
+	return launchProcess(t, harness.KassaProcess{Bin: binPath, Dir: dir}, flags...)
+}
+
+// launchProcess starts p (its binary, data directory and environment)
+// with flags as launchServer does.
+func launchProcess(t *testing.T, p harness.KassaProcess, flags ...string) *server {
+	t.Helper()
 	needBinary(t)
+	dir := p.Dir
 	s := &server{t: t, data: dir}
 	if !slices.Contains(flags, "--dev") && !slices.Contains(flags, "--chain") && !slices.Contains(flags, "--lightning") {
 		// Outside --dev the simulation runs only when named; a test that
@@ -125,7 +135,8 @@ func launchServer(t *testing.T, dir string, flags ...string) *server {
 		// logged at debug.
 		flags = append(slices.Clip(flags), "--log-level", "debug")
 	}
-	s.k = harness.KassaProcess{Bin: binPath, Dir: dir, Args: flags, Stdout: stdoutWriter{s}, Managed: true}.Start(t)
+	p.Args, p.Stdout, p.Managed = flags, stdoutWriter{s}, true
+	s.k = p.Start(t)
 	s.cmd, s.url, s.done = s.k.Cmd(), s.k.URL, s.k.Done()
 	t.Cleanup(func() {
 		s.Stop()

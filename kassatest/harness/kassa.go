@@ -41,12 +41,47 @@ func KassaBin(t T) string {
 	return kassaBin
 }
 
+var (
+	crashpointOnce sync.Once
+	crashpointBin  string
+	crashpointErr  error
+)
+
+// CrashpointKassaBin builds the kassa binary with crash points
+// (BuildCrashpointKassa) once per test process.
+func CrashpointKassaBin(t T) string {
+	t.Helper()
+	crashpointOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "kassa-itest-crashpoints")
+		if err != nil {
+			crashpointErr = err
+			return
+		}
+		crashpointBin, crashpointErr = BuildCrashpointKassa(dir, false)
+	})
+	if crashpointErr != nil {
+		t.Fatalf("cannot build kassa with crash points: %v", crashpointErr)
+	}
+	return crashpointBin
+}
+
 // BuildKassa builds ./cmd/kassa into dir, with the race detector when
 // race, and returns the binary's path. The compiler's output is in the
 // error.
 func BuildKassa(dir string, race bool) (string, error) {
-	bin := filepath.Join(dir, "kassa")
-	args := []string{"build", "-o", bin}
+	return buildKassa(filepath.Join(dir, "kassa"), race)
+}
+
+// BuildCrashpointKassa builds ./cmd/kassa with the build tag crashpoints
+// into dir, as BuildKassa does: a binary that dies of SIGKILL at the
+// point its environment's KASSA_TEST_CRASHPOINT names
+// (internal/crashpoint; KassaProcess.Env sets it).
+func BuildCrashpointKassa(dir string, race bool) (string, error) {
+	return buildKassa(filepath.Join(dir, "kassa-crashpoints"), race, "-tags", "crashpoints")
+}
+
+func buildKassa(bin string, race bool, flags ...string) (string, error) {
+	args := append([]string{"build", "-o", bin}, flags...)
 	if race {
 		args = append(args, "-race")
 	}
@@ -100,6 +135,7 @@ type KassaProcess struct {
 	Dir    string    // the data directory; empty: a new temporary one
 	Args   []string  // serve's flags after --data, --listen, --rate-limit 0 and --log-level debug
 	Stdout io.Writer // what it prints; nil: discarded
+	Env    []string  // NAME=value variables added to the environment
 	// Managed leaves stopping the process and printing its log on
 	// failure to the caller (which runs a cluster of them); otherwise
 	// the test's cleanup does both.
@@ -121,7 +157,7 @@ func (p KassaProcess) Start(t T) *Kassa {
 	k.cmd = exec.Command(p.Bin, k.Args...)
 	// A race-built binary sleeps a second before exiting unless told
 	// not to.
-	k.cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	k.cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), p.Env...)
 	k.cmd.Stdout = p.Stdout
 	if p.Stdout == nil {
 		k.cmd.Stdout = io.Discard

@@ -72,6 +72,26 @@ func (n *Node) TrackPayment(ctx context.Context, paymentHash string) (kassa.Ligh
 	return kassa.LightningPayment{}, fmt.Errorf("lnd TrackPaymentV2: %w", err)
 }
 
+// SendReady asks lnd (GetInfo) whether it can send payments now: it
+// answers, is synced to the chain and has an active channel. Just after
+// a restart lnd answers payments with no_route or insufficient_balance
+// while its channels are inactive; the sender then waits rather than
+// fail the payment.
+func (n *Node) SendReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.CallTimeout)
+	defer cancel()
+	res, err := n.rpc.GetInfo(ctx)
+	switch {
+	case err != nil:
+		return kassa.Errorf(kassa.Unavailable, "lnd is unreachable: %s", grpcMessage(err))
+	case !res.SyncedToChain:
+		return kassa.Errorf(kassa.Unavailable, "lnd is not synced to the chain")
+	case res.NumActiveChannels == 0:
+		return kassa.Errorf(kassa.Unavailable, "lnd has no active channel (%d inactive, %d pending)", res.NumInactiveChannels, res.NumPendingChannels)
+	}
+	return nil
+}
+
 // final reads payment updates until a final one.
 func final(recv func() (*lnrpc.Payment, error)) (kassa.LightningPayment, error) {
 	for {

@@ -112,3 +112,27 @@ func TestEstimateFeeToAPayee(t *testing.T) {
 		t.Fatal("a route above the fee limit was accepted")
 	}
 }
+
+// TestSendReady: lnd can send when it answers, is synced to the chain
+// and has an active channel; otherwise SendReady says why, Unavailable.
+func TestSendReady(t *testing.T) {
+	for _, c := range []struct {
+		res  *lnrpc.GetInfoResponse
+		err  error
+		want string
+	}{
+		{res: &lnrpc.GetInfoResponse{SyncedToChain: true, NumActiveChannels: 1}},
+		{res: &lnrpc.GetInfoResponse{SyncedToChain: true, NumInactiveChannels: 2}, want: "no active channel (2 inactive"},
+		{res: &lnrpc.GetInfoResponse{NumActiveChannels: 1}, want: "not synced"},
+		{err: errors.New("rpc error: code = Unavailable desc = connection refused"), want: "unreachable"},
+	} {
+		rpc := &fakeRPC{getInfo: func(context.Context) (*lnrpc.GetInfoResponse, error) { return c.res, c.err }}
+		err := newNode(t, rpc, openDB(t), nil).SendReady(context.Background())
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%+v: %v, want ready", c.res, err)
+		case c.want != "" && (kassa.ErrorCode(err) != kassa.Unavailable || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%+v, %v: %v, want Unavailable saying %q", c.res, c.err, err, c.want)
+		}
+	}
+}

@@ -27,6 +27,9 @@ type Payer struct {
 	// payment whose fee is above its fee limit fails as lnd's does (no
 	// route), and EstimateFee answers it unless Estimate is set.
 	Fee func(amount kassa.MSat) kassa.MSat
+	// Ready, when set, answers SendReady: tests use it to say that the
+	// node cannot send yet (lnd just restarted, its channels inactive).
+	Ready func() error
 
 	mu       sync.Mutex
 	payees   []*Node
@@ -92,6 +95,15 @@ func (p *Payer) PayInvoice(ctx context.Context, paymentRequest string, feeLimit 
 	p.payments[hash] = result
 	p.mu.Unlock()
 	return result, nil
+}
+
+// SendReady is nil (simulated nodes are always connected) unless Ready
+// says otherwise.
+func (p *Payer) SendReady(context.Context) error {
+	if p.Ready != nil {
+		return p.Ready()
+	}
+	return nil
 }
 
 // TrackPayment returns what became of the payment with paymentHash.

@@ -108,6 +108,9 @@ func (n *Node) TrackPayment(ctx context.Context, paymentHash string) (kassa.Ligh
 	return p, nil
 }
 
+// SendReady is nil: the simulated node is always ready.
+func (n *Node) SendReady(context.Context) error { return nil }
+
 // EstimateFee is zero: the node pays only itself.
 func (n *Node) EstimateFee(ctx context.Context, payee kassa.Payee, amount, feeLimit kassa.MSat) (kassa.MSat, error) {
 	return 0, nil

@@ -1,0 +1,130 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/kassatest"
+	lnsim "github.com/kassapay/kassa/lightning/sim"
+)
+
+// notReadyPayer is a simulated payer whose node can be made not ready,
+// as lnd is just after a restart: SendReady answers Unavailable and a
+// payment fails with the reason lnd gives while its channels are
+// inactive.
+type notReadyPayer struct {
+	*lnsim.Payer
+	down atomic.Bool
+}
+
+func newNotReadyPayer(payees ...*lnsim.Node) *notReadyPayer {
+	p := &notReadyPayer{Payer: lnsim.NewPayer(payees...)}
+	p.Ready = func() error {
+		if p.down.Load() {
+			return kassa.Errorf(kassa.Unavailable, "lnd has no active channel")
+		}
+		return nil
+	}
+	p.Before = func(string) error {
+		if p.down.Load() {
+			return errors.New("insufficient_balance")
+		}
+		return nil
+	}
+	return p
+}
+
+func newReadyHarness(t *testing.T, payer *notReadyPayer, clock *kassatest.TestClock, shop, customer *merchant) *payoutHarness {
+	t.Helper()
+	fh := newForwardHarness(t, openMem(t), clock, shop, payer.Payer)
+	fh.createStore()
+	h := &payoutHarness{forwardHarness: fh, customer: customer}
+	h.refunds = h.refundService(fh.fwd)
+	fh.fwd.PayPayouts(h.refunds)
+	if _, err := fh.sys.Service.TopUp(context.Background(), fh.store.ID, 100_000, ""); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestPayoutWaitsForLightningNodeReady: while the service's node cannot
+// send (lnd restarted, its channels not active yet), an approved
+// Lightning payout stays Approved and is tried again with backoff, not
+// failed; once the node is ready it is paid, once, and the balance
+// debited once.
+func TestPayoutWaitsForLightningNodeReady(t *testing.T) {
+	shop, customer := newMerchant(t), newMerchant(t)
+	payer := newNotReadyPayer(shop.node, customer.node)
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	h := newReadyHarness(t, payer, clock, shop, customer)
+	before := h.balance()
+	payer.down.Store(true)
+	p := h.approved(h.refunds, customer.address(), 9_000)
+	for range 3 { // tries while the node is not ready
+		kassatest.WaitFor(t, 5*time.Second, "a retry armed", func() bool { return clock.Pending() > 0 })
+		clock.AdvanceToNext()
+	}
+	if got, err := h.db.Payout(context.Background(), p.ID); err != nil || got.State != kassa.PayoutApproved {
+		t.Fatalf("payout while the node is not ready: %+v, %v; want Approved", got, err)
+	}
+	payer.down.Store(false)
+	clock.Advance(time.Hour)
+	done := h.waitFinal(p.ID)
+	if done.State != kassa.PayoutCompleted || len(customer.paid()) != 1 {
+		t.Fatalf("payout %+v, customer paid %v", done, customer.paid())
+	}
+	h.eventuallyBalance(before - 9_000)
+}
+
+// TestPayoutFailedWhileNodeNotReadyIsSentAgain: a payment that fails
+// because the node stopped being ready while it was sent (lnd restarted
+// mid-payment) does not fail the payout: it is sent again once the node
+// is ready, and paid once. A failure while the node is ready still fails
+// the payout, money back.
+func TestPayoutFailedWhileNodeNotReadyIsSentAgain(t *testing.T) {
+	shop, customer := newMerchant(t), newMerchant(t)
+	payer := newNotReadyPayer(shop.node, customer.node)
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	h := newReadyHarness(t, payer, clock, shop, customer)
+	before := h.balance()
+	var first, noRoute atomic.Bool
+	payer.Before = func(string) error {
+		if first.CompareAndSwap(false, true) {
+			payer.down.Store(true) // lnd restarts while paying
+		}
+		if noRoute.Load() {
+			return errors.New("no_route")
+		}
+		if payer.down.Load() {
+			return errors.New("insufficient_balance")
+		}
+		return nil
+	}
+	p := h.approved(h.refunds, customer.address(), 9_000)
+	for range 3 {
+		kassatest.WaitFor(t, 5*time.Second, "a retry armed", func() bool { return clock.Pending() > 0 })
+		clock.AdvanceToNext()
+	}
+	if got, err := h.db.Payout(context.Background(), p.ID); err != nil || got.State.Final() {
+		t.Fatalf("payout whose payment failed while the node was not ready: %+v, %v; want still to pay", got, err)
+	}
+	payer.down.Store(false)
+	clock.Advance(time.Hour)
+	done := h.waitFinal(p.ID)
+	if done.State != kassa.PayoutCompleted || len(customer.paid()) != 1 {
+		t.Fatalf("payout %+v, customer paid %v", done, customer.paid())
+	}
+	h.eventuallyBalance(before - 9_000)
+
+	// Ready, a failure is definite.
+	noRoute.Store(true)
+	failed := h.waitFinal(h.approved(h.refunds, customer.address(), 5_000).ID)
+	if failed.State != kassa.PayoutFailed {
+		t.Fatalf("payout failing while the node is ready: %+v", failed)
+	}
+	h.eventuallyBalance(before - 9_000)
+}

@@ -114,7 +114,7 @@ bench:
 STATICCHECK := v0.8.2
 DEADCODE    := v0.52.0
 lint:
-	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))" || (gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'); exit 1)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$' | grep -v '^third_party/'))" || (gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$' | grep -v '^third_party/'); exit 1)
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 	@test -x $(TOOLS)/staticcheck@$(STATICCHECK)/staticcheck || GOBIN=$(TOOLS)/staticcheck@$(STATICCHECK) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK)

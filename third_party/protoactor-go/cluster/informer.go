@@ -119,7 +119,7 @@ func (inf *Informer) SendState(sendStateToMember LocalStateSender) {
 	copy(otherMembers, inf.otherMembers)
 
 	// shuffles the order of the slice elements
-	rnd.Shuffle(len(otherMembers), func(i, j int) {
+	rand.Shuffle(len(otherMembers), func(i, j int) { // KASSA PATCH: the package's source is safe for concurrent use; rnd was shared by the informers of every node in the process
 		otherMembers[i], otherMembers[j] = otherMembers[j], otherMembers[i]
 	})
 
@@ -201,7 +201,7 @@ func (inf *Informer) GetMemberStateDelta(targetMemberID string) *MemberStateDelt
 				newWatermark = value.SequenceNumber
 			}
 
-			newMemberState.Values[key] = value
+			newMemberState.Values[key] = proto.Clone(value).(*GossipKeyValue) // KASSA PATCH: a copy; the gossip actor changes the entry (setKey) while the endpoint writer marshals the delta
 		}
 
 		// do not send memberStates that we have no new data for

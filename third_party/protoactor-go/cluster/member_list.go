@@ -18,6 +18,7 @@ type MemberList struct {
 	cluster              *Cluster
 	mutex                sync.RWMutex
 	members              *MemberSet
+	membersMu            sync.RWMutex // KASSA PATCH: guards members alone (mutex is held while events are published)
 	memberStrategyByKind map[string]MemberStrategy
 
 	eventSteam        *eventstream.EventStream
@@ -94,10 +95,12 @@ func (ml *MemberList) GetActivatorMember(kind string, requestSourceAddress strin
 }
 
 func (ml *MemberList) Length() int {
-	return ml.members.Len()
+	return ml.Members().Len() // KASSA PATCH
 }
 
 func (ml *MemberList) Members() *MemberSet {
+	ml.membersMu.RLock()         // KASSA PATCH
+	defer ml.membersMu.RUnlock() // KASSA PATCH
 	return ml.members
 }
 
@@ -120,7 +123,9 @@ func (ml *MemberList) UpdateClusterTopology(members Members) {
 		ml.cluster.Remote.BlockList().Block(m.Id)
 	}
 
+	ml.membersMu.Lock() // KASSA PATCH
 	ml.members = active
+	ml.membersMu.Unlock() // KASSA PATCH
 
 	// notify that these members left
 	for _, m := range left.Members() {
@@ -201,7 +206,7 @@ func (ml *MemberList) TerminateMember(m *Member) {
 }
 
 func (ml *MemberList) BroadcastEvent(message interface{}, includeSelf bool) {
-	for _, m := range ml.members.members {
+	for _, m := range ml.Members().members { // KASSA PATCH: ml.Members()
 		if !includeSelf && m.Id == ml.cluster.ActorSystem.ID {
 			continue
 		}
@@ -212,7 +217,7 @@ func (ml *MemberList) BroadcastEvent(message interface{}, includeSelf bool) {
 }
 
 func (ml *MemberList) ContainsMemberID(memberID string) bool {
-	return ml.members.ContainsID(memberID)
+	return ml.Members().ContainsID(memberID) // KASSA PATCH: ml.Members()
 }
 
 func (ml *MemberList) getMemberStrategyByKind(kind string) MemberStrategy {

@@ -27,6 +27,8 @@ func NewBlockList() *BlockList {
 
 // BlockedMembers returns the set of blocked member IDs.
 func (bl *BlockList) BlockedMembers() set.Set[string] {
+	bl.mu.RLock()         // KASSA PATCH: the set is replaced by Block
+	defer bl.mu.RUnlock() // KASSA PATCH
 	return bl.blockedMembers
 }
 
@@ -43,6 +45,8 @@ func (bl *BlockList) Block(memberIDs ...string) {
 // ever added to the BlockList
 func (bl *BlockList) IsBlocked(memberID string) bool {
 	// acquire our mutual exclusion primitive for reading
+	bl.mu.RLock()         // KASSA PATCH: the set is replaced by Block
+	defer bl.mu.RUnlock() // KASSA PATCH
 	return bl.blockedMembers.Contains(memberID)
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync/atomic" // KASSA PATCH
 
 	"google.golang.org/protobuf/proto"
 
@@ -14,7 +15,7 @@ import (
 )
 
 type endpointReader struct {
-	suspended bool
+	suspended atomic.Bool // KASSA PATCH: was a bool, written by Shutdown while the streams read it
 	remote    *Remote
 }
 
@@ -74,7 +75,7 @@ func (s *endpointReader) Receive(stream Remoting_ReceiveServer) error {
 		case err != nil:
 			s.remote.Logger().Info("EndpointReader failed to read", slog.Any("error", err))
 			return err
-		case s.suspended:
+		case s.suspended.Load(): // KASSA PATCH
 			continue
 		}
 
@@ -261,7 +262,7 @@ func (s *endpointReader) onServerConnection(stream Remoting_ReceiveServer, sc *S
 }
 
 func (s *endpointReader) suspend(toSuspend bool) {
-	s.suspended = toSuspend
+	s.suspended.Store(toSuspend) // KASSA PATCH
 	if toSuspend {
 		s.remote.Logger().Debug("Suspended EndpointReader")
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync" // KASSA PATCH
 	"time"
 
 	"github.com/asynkron/protoactor-go/extensions"
@@ -69,9 +70,12 @@ func (r *Remote) ExtensionID() extensions.ExtensionID {
 // BlockList returns the list of blocked members.
 func (r *Remote) BlockList() *BlockList { return r.blocklist }
 
+// grpcLoggerOnce sets gRPC's process-wide logger at the first Start only. // KASSA PATCH
+var grpcLoggerOnce sync.Once // KASSA PATCH
+
 // Start the remote server.
 func (r *Remote) Start() {
-	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
+	grpcLoggerOnce.Do(func() { grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard)) }) // KASSA PATCH: once a process; a second Start raced with the first one's gRPC goroutines reading the logger
 	lis, err := net.Listen("tcp", r.config.Address())
 	if err != nil {
 		panic(fmt.Errorf("failed to listen: %v", err))

@@ -41,12 +41,24 @@ func newEndpointReader(r *Remote) *endpointReader {
 func (s *endpointReader) Receive(stream Remoting_ReceiveServer) error {
 	disconnectChan := make(chan bool, 1)
 	s.remote.edpManager.endpointReaderConnections.Store(stream, disconnectChan)
+	done := make(chan struct{}) // KASSA PATCH
 	defer func() {
 		s.remote.Logger().Info("EndpointReader is closing")
-		close(disconnectChan)
+		// KASSA PATCH: was close(disconnectChan), which panicked an
+		// endpointManager.stop that had loaded the channel (send on
+		// closed channel). Now: out of the map first, then the goroutine
+		// is told (unless a value is there already) and waited for, so
+		// that its stream.Send is over before the handler returns.
+		s.remote.edpManager.endpointReaderConnections.Delete(stream) // KASSA PATCH
+		select {                                                     // KASSA PATCH
+		case disconnectChan <- false: // KASSA PATCH
+		default: // KASSA PATCH
+		}
+		<-done // KASSA PATCH
 	}()
 
 	go func() {
+		defer close(done) // KASSA PATCH
 		// endpointManager sends true
 		// endpointReader sends false
 		if <-disconnectChan {

@@ -149,3 +149,5 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	pgregory.net/rapid v1.2.0 // indirect
 )
+
+replace github.com/asynkron/protoactor-go => ./third_party/protoactor-go

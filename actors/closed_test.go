@@ -145,13 +145,11 @@ func TestClosedInvoicesLeaveNothingBehind(t *testing.T) {
 		t.Errorf("store actor keeps entries for closed invoices: %+v", c)
 	}
 	registered := 0
-	for _, shard := range h.sys.Runtime.actorSystem().ProcessRegistry.LocalPIDs.LocalPIDs {
-		for id := range shard.Items() {
-			if strings.Contains(id, "/inv/") {
-				registered++
-			}
+	h.sys.Runtime.actorSystem().ProcessRegistry.LocalPIDs.EachID(func(id string) {
+		if strings.Contains(id, "/inv/") {
+			registered++
 		}
-	}
+	})
 	if registered != 0 {
 		t.Errorf("%d invoice actors still in the process registry", registered)
 	}

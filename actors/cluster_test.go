@@ -104,8 +104,11 @@ func TestClusterRunsEachStoreOnOneNode(t *testing.T) {
 	nodes := clusterNodes(t, 3, db, clock, 15*time.Minute)
 	ctx := context.Background()
 
+	// Six stores at least, and as many more as it takes to place them
+	// on two nodes at least: rendezvous hashing over random ids puts six
+	// on one node once in 243 clusters (3·(1/3)^6).
 	var stores []*kassa.Store
-	for i := 0; i < 6; i++ {
+	placed := storesUntilSpread(6, 60, func(i int) string {
 		st, err := nodes[i%3].sys.Service.CreateStore(ctx, kassa.StoreSettings{
 			Name: fmt.Sprintf("Shop %d", i), Currency: kassa.EUR, PercentFee: decimal.RequireFromString("1"),
 			ConfirmationsRequired: 1,
@@ -114,6 +117,10 @@ func TestClusterRunsEachStoreOnOneNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		stores = append(stores, st)
+		return st.ID
+	}, func(id string) string { return nodes[0].sys.Cluster.ownerOf(id) })
+	if placed < 2 {
+		t.Fatalf("%d stores all placed on one node: placement does not spread", len(stores))
 	}
 	owners := map[int]bool{}
 	for i, st := range stores {
@@ -176,6 +183,9 @@ func TestClusterRunsEachStoreOnOneNode(t *testing.T) {
 			if runsStore(h, st.ID) {
 				running++
 				owners[n] = true
+				if addr := h.sys.Runtime.actorSystem().Address(); addr != nodes[0].sys.Cluster.ownerOf(st.ID) {
+					t.Errorf("store %s runs on %s, which its placement does not name", st.ID, addr)
+				}
 			}
 		}
 		if running != 1 {
@@ -195,8 +205,22 @@ func TestClusterRunsEachStoreOnOneNode(t *testing.T) {
 		}
 	}
 	if len(owners) < 2 {
-		t.Fatalf("six stores all placed on node %v: placement does not spread", owners)
+		t.Fatalf("%d stores all run on node %v, though placed on two nodes at least", len(stores), owners)
 	}
+}
+
+// storesUntilSpread creates stores (create makes the i-th and returns
+// its id) until there are min, and then until they are placed (owner)
+// on two nodes at least or there are max; it returns on how many
+// distinct nodes they are placed. How many of n random ids rendezvous
+// hashing puts on one node is chance: a test that wants stores on
+// several nodes creates them until they are.
+func storesUntilSpread(min, max int, create func(i int) string, owner func(id string) string) int {
+	on := map[string]bool{}
+	for i := 0; i < max && (i < min || len(on) < 2); i++ {
+		on[owner(create(i))] = true
+	}
+	return len(on)
 }
 
 // TestClusterNodeLossExpiresItsInvoicesElsewhere stops the node that
@@ -490,5 +514,35 @@ func TestClusterGrainPlacedByAStaleViewStops(t *testing.T) {
 	}
 	if total != 1 {
 		t.Errorf("health's store counts add up to %d for one store", total)
+	}
+}
+
+// TestStoresUntilSpreadCreatesPastAnUnluckyPlacement: rendezvous hashing
+// of random store ids puts the first six stores of a three-node cluster
+// on one node once in 243 runs, and TestClusterRunsEachStoreOnOneNode,
+// which created exactly six and wanted two nodes, then failed. Here the
+// placement puts the first six on one node, as it does then: the stores
+// go on until a seventh lands on another node.
+func TestStoresUntilSpreadCreatesPastAnUnluckyPlacement(t *testing.T) {
+	created := 0
+	create := func(i int) string { created++; return fmt.Sprintf("store-%d", i) }
+	owner := func(id string) string {
+		if id == "store-6" {
+			return "node-b"
+		}
+		return "node-a"
+	}
+	if on := storesUntilSpread(6, 60, create, owner); on != 2 || created != 7 {
+		t.Fatalf("placed on %d nodes after %d stores, want 2 nodes after 7", on, created)
+	}
+	// A placement that spreads from the start stops at min.
+	created = 0
+	if on := storesUntilSpread(6, 60, create, func(id string) string { return id }); on != 6 || created != 6 {
+		t.Fatalf("placed on %d nodes after %d stores, want 6 after 6", on, created)
+	}
+	// One that never spreads stops at max.
+	created = 0
+	if on := storesUntilSpread(6, 60, create, func(string) string { return "node-a" }); on != 1 || created != 60 {
+		t.Fatalf("placed on %d nodes after %d stores, want 1 after 60", on, created)
 	}
 }

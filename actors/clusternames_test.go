@@ -11,8 +11,8 @@ import (
 
 // TestInProcessClusterTestsAreNamedSo: every test that starts an
 // in-process cluster (it reaches skipRemoteUnderRace, itself or through
-// helpers) is named TestCluster…: the race pass and the fast tier skip
-// them, and make test runs them again by that name only.
+// helpers) is named TestCluster…: the fast tier skips them, and
+// `go test -race -run TestCluster ./actors/` runs every one of them.
 func TestInProcessClusterTestsAreNamedSo(t *testing.T) {
 	files, err := filepath.Glob("*_test.go")
 	if err != nil {

@@ -217,7 +217,7 @@ func TestStoreCallPanicAnswersInternal(t *testing.T) {
 // with a node certificate, an empty CreateWebhook, CreateInvoice and
 // CreatePaymentRequest to a store's grain: each is answered with an
 // invalid_request, and the node lives on. Before, the first one ended
-// the node's process. Runs without -race (skipRemoteUnderRace).
+// the node's process. Skipped in the fast tier (skipRemoteUnderRace).
 func TestClusterNodePortSurvivesEmptyCalls(t *testing.T) {
 	t.Parallel()
 	dir := clusterCerts(t, 2)

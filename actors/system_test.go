@@ -351,6 +351,7 @@ func TestRestartRecoversAndExpiresOverdue(t *testing.T) {
 }
 
 func TestPanicRestartsOnlyThatInvoice(t *testing.T) {
+	t.Parallel() // its own harness; about 1 s of it is waiting
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
@@ -536,6 +537,7 @@ func TestManyConcurrentCreatesAllExpire(t *testing.T) {
 // their timers) still expire: an invoice due soon is woken by the store
 // at once, the others by the sweeper as their deadline approaches.
 func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
+	t.Parallel() // its own harness; about 1 s of it is waiting
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
@@ -579,6 +581,7 @@ func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
 // invoice's actor does not wait out the monitoring window in memory, and
 // that the sweeper wakes it in time to end monitoring.
 func TestExpiredInvoicesPassivateAndSweeperWakesThem(t *testing.T) {
+	t.Parallel() // its own harness; about 1 s of it is waiting
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")

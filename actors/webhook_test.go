@@ -491,6 +491,7 @@ func TestRecoveredDeliveryPrecedesEventOfRecovery(t *testing.T) {
 // TestWebhookActorPanicResendsOutbox checks that a webhook actor restarted
 // after a panic sends the deliveries left in its outbox.
 func TestWebhookActorPanicResendsOutbox(t *testing.T) {
+	t.Parallel() // its own harness; about 1 s of it is waiting
 	h := newHarness(t, openMem(t), kassatest.NewTestClock(time.Now()))
 	h.createStore("0", "0")
 	if _, err := h.sys.Runtime.RecoverDeliveries(context.Background()); err != nil {

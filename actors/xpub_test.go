@@ -103,6 +103,7 @@ func TestXpubAddressesNeverRepeatAcrossRestarts(t *testing.T) {
 // to the store, and the next invoice gets the same address; an invoice
 // that received anything keeps its address for good.
 func TestAddressOfExpiredUnpaidInvoiceIsReused(t *testing.T) {
+	t.Parallel() // its own harness; about 1 s of it is waiting
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	chain, err := chainrpc.New(chainrpc.Config{Conn: chainrpc.Conn{
 		Host: "127.0.0.1:1", User: "u", Pass: "p", NoTLS: true, Network: "regtest", Params: &chaincfg.RegressionNetParams,

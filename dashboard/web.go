@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -159,7 +161,33 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // parsePages parses each page template with the layout around it, in
 // each of Languages (language, then page); the currency menus offer
 // fiat (nil: the six of old) and then BTC and SATS.
+//
+// The pages are parsed once a process for each fiat list (parsedPages):
+// what they are depends on nothing else, and an executed html/template
+// is safe for concurrent use, so Dashboards share them.
 func parsePages(fiat []kassa.Currency) map[string]map[string]*template.Template {
+	key := "default" // nil: not the same menus as an empty list
+	if fiat != nil {
+		key = fmt.Sprint(fiat)
+	}
+	parsedPages.Lock()
+	defer parsedPages.Unlock()
+	if pages, ok := parsedPages.m[key]; ok {
+		return pages
+	}
+	pages := parsePagesNow(fiat)
+	parsedPages.m[key] = pages
+	return pages
+}
+
+// parsedPages holds parsePages's pages by fiat list.
+var parsedPages = struct {
+	sync.Mutex
+	m map[string]map[string]map[string]*template.Template
+}{m: map[string]map[string]map[string]*template.Template{}}
+
+// parsePagesNow is parsePages without the cache.
+func parsePagesNow(fiat []kassa.Currency) map[string]map[string]*template.Template {
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		panic(err)

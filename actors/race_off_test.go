@@ -1,5 +1,0 @@
-//go:build !race
-
-package actors
-
-const raceEnabled = false

@@ -1,0 +1,2 @@
+// Package test provides helpers for testing cluster providers.
+package test

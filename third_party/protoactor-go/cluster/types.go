@@ -1,0 +1,5 @@
+package cluster
+
+type GossipMemberStates = map[string]*GossipMemberState
+
+type GossipKeyValues = map[string]*GossipKeyValue

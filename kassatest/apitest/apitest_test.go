@@ -87,7 +87,7 @@ func TestCheck(t *testing.T) {
 	}
 	json := http.Header{"Content-Type": {"application/json; charset=utf-8"}}
 	store := `{"id":"s1","storeId":"s1","name":"Shop","walletMinSendable":1000,"walletMaxSendable":2000,` +
-		`"apiKey":"k","percentFee":1,"underpaymentTolerance":0,"currency":"EUR"}`
+		`"apiKey":"k","percentFee":1,"underpaymentTolerance":0,"currency":"EUR","refundAutoApproveMax":0}`
 	noStore := http.Header{"Content-Type": {"application/json"}, "Cache-Control": {"no-store"}}
 	tests := []struct {
 		name string

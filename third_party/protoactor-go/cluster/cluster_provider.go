@@ -6,8 +6,8 @@ package cluster
 
 // ClusterProvider integrates the cluster implementation with an underlying membership system.
 type ClusterProvider interface {
-        StartMember(cluster *Cluster) error
-        StartClient(cluster *Cluster) error
-        Shutdown(graceful bool) error
-        // UpdateClusterState(state ClusterState) error
+	StartMember(cluster *Cluster) error
+	StartClient(cluster *Cluster) error
+	Shutdown(graceful bool) error
+	// UpdateClusterState(state ClusterState) error
 }

@@ -177,7 +177,7 @@ func TestClusterKillAndStall(t *testing.T) {
 		// It starts its own PostgreSQL, etcd and nodes whatever the
 		// suite's store: a second and third run (make test-pg, make
 		// test-cluster) would check nothing new.
-		t.Skip("KASSA_E2E_STORE=" + os.Getenv("KASSA_E2E_STORE") + ": this test does not use the suite's store; make test runs it")
+		t.Skip("skipped with KASSA_E2E_STORE=" + os.Getenv("KASSA_E2E_STORE") + ": this test does not use the suite's store; make test runs it")
 	}
 	nodes, _ := startCluster(t, 3, "--dev", "--invoice-expiry", clusterExpiry.String())
 	rcv := newReceiver(t)

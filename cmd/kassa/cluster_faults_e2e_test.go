@@ -26,7 +26,7 @@ import (
 // 45 s after SIGTERM.
 func TestClusterSigtermWithoutEtcd(t *testing.T) {
 	if e2eOnPostgres() {
-		t.Skip("starts its own PostgreSQL and etcd; make test runs it")
+		t.Skip("skipped in this suite: it starts its own PostgreSQL and etcd; make test runs it")
 	}
 	const timeout = 3 * time.Second
 	nodes, _, pg, et := startClusterInfra(t, 2, nil, "--dev", "--shutdown-timeout", timeout.String())
@@ -125,7 +125,7 @@ func (p *cutProxy) partition() {
 // and served its stores as owner for the whole partition.
 func TestClusterNodeCutOffFromEtcd(t *testing.T) {
 	if e2eOnPostgres() {
-		t.Skip("starts its own PostgreSQL and etcd; make test runs it")
+		t.Skip("skipped in this suite: it starts its own PostgreSQL and etcd; make test runs it")
 	}
 	var proxy *cutProxy
 	nodes, _, _, _ := startClusterInfra(t, 3, func(i int, et *harness.Etcd) string {
@@ -241,7 +241,7 @@ func TestClusterNodeCutOffFromEtcd(t *testing.T) {
 // returned and exited.
 func TestClusterRidesOutEtcd(t *testing.T) {
 	if e2eOnPostgres() {
-		t.Skip("starts its own PostgreSQL and etcd; make test runs it")
+		t.Skip("skipped in this suite: it starts its own PostgreSQL and etcd; make test runs it")
 	}
 	var proxies []*cutProxy
 	nodes, _, _, et := startClusterInfra(t, 3, func(i int, et *harness.Etcd) string {
@@ -421,7 +421,7 @@ func TestClusterRidesOutEtcd(t *testing.T) {
 // said storage ok through the whole outage.
 func TestHealthSaysStorageUnavailable(t *testing.T) {
 	if e2eOnPostgres() {
-		t.Skip("starts its own PostgreSQL; make test runs it")
+		t.Skip("skipped in this suite: it starts its own PostgreSQL; make test runs it")
 	}
 	needBinary(t)
 	pg, dsn := harness.PostgresForTest(t)
@@ -531,7 +531,7 @@ func adminStoreOwner(t *testing.T, s *server, id string) storeOwnership {
 func TestClusterInFlightAtNodeLoss(t *testing.T) {
 	const callTimeout = 10 * time.Second // a forwarded call's (actors.Config.RequestTimeout)
 	if e2eOnPostgres() {
-		t.Skip("starts its own PostgreSQL and etcd; make test runs it")
+		t.Skip("skipped in this suite: it starts its own PostgreSQL and etcd; make test runs it")
 	}
 	nodes, _ := startCluster(t, 3, "--dev")
 	var shop *storeCreds

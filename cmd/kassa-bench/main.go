@@ -130,7 +130,7 @@ var goals = map[string]goal{
 	"restart_ready_s":                          {op: "<", target: 2},
 	"rss_after_restart_per_open_invoice_bytes": {op: "<=", of: "rss_steady_per_open_invoice_bytes"},
 	"chain_block_match_ms":                     {op: "<", target: 50},
-	"cluster_create_postgres_vs_pebble":        {op: ">=", target: 0.8},
+	"cluster_create_postgres_vs_pebble":        {op: ">=", target: 0.85},
 	"cluster_failover_inflight_max_ms":         {op: "<=", target: 4000},
 	"ln_invoice_create_vs_lnd":                 {op: ">=", target: 0.9},
 	"bytes_per_open_invoice":                   {op: "<", target: 4096},

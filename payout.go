@@ -273,9 +273,9 @@ type PayoutAttempt struct {
 // OnchainTx is a signed transaction of the service's wallet that pays an
 // on-chain payout, funded but not published: Raw (hex) and TxID are
 // recorded on the payout before it is published (docs/decisions.md,
-// "On-chain payouts through lnd's wallet"). Fee is what its inputs pay
-// beyond its outputs; Locks name its reserved inputs, which the wallet
-// gives back when the transaction is not recorded.
+// "Payouts through lnd"). Fee is what its inputs pay beyond its
+// outputs; Locks name its reserved inputs, which the wallet gives back
+// when the transaction is not recorded.
 type OnchainTx struct {
 	Raw, TxID string
 	Fee       Sats

@@ -12,7 +12,7 @@ import (
 // destination, the pull payment a refund of an invoice makes), which
 // Decide turns into the change in the store's turn. Being data, it
 // crosses the cluster to the node that runs the store (docs/
-// decisions.md, "Refund commands cross the cluster as data"). Exactly
+// decisions.md, "Refunds: pull payments and payouts"). Exactly
 // one of Create, Claim, Approve, Cancel, MarkPaid, Attempt, Succeeded
 // and Failed is set; the last six change the payout PayoutID.
 type RefundCommand struct {

@@ -203,8 +203,8 @@ type Chain interface {
 // ErrNoWalletAddress is the refusal of an on-chain invoice of a store
 // without an xpub while lnd, whose wallet gives such stores' addresses,
 // cannot be reached and its address pool is used up: Lightning is at
-// fault, not the chain (docs/decisions.md, "An address pool for lnd
-// outages").
+// fault, not the chain (docs/decisions.md, "On-chain payments without
+// an xpub").
 var ErrNoWalletAddress = Errorf(Unavailable, "Lightning (lnd) is unreachable and no address of its wallet is left in the pool for stores without an xpub; try again once lnd is back")
 
 // LightningInvoice is a BOLT11 payment request made by the node.

@@ -106,8 +106,8 @@ type Settle struct {
 // after the invoice settled: the customer paid again. It carries no
 // webhook event, so that a shop never ships an order twice; the merchant
 // sees it in the invoice (additionalStatus Overpaid, its own payment
-// record) and in the ledger (docs/decisions.md, "Payments to a settled
-// invoice").
+// record) and in the ledger (docs/decisions.md, "Invoices and
+// money").
 type PaidAgain struct {
 	Amount Sats
 	Fee    Sats

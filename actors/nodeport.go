@@ -61,8 +61,8 @@ func (c *Cluster) remoteConfig(cc ClusterConfig) (*remote.Config, error) {
 // a node joined again at its address, seconds under load). The stream
 // is opened without a deadline or cancellation of its own, so a
 // Canceled status is the connection closed here; a stream the other
-// node ended or broke fails as before (docs/decisions.md, "Self-fencing
-// when cut off from etcd").
+// node ended or broke fails as before (docs/decisions.md, "Membership
+// fence and self-fencing").
 func closedIsEnd(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	s, err := streamer(ctx, desc, cc, method, opts...)
 	if err != nil || method != remote.Remoting_Receive_FullMethodName {

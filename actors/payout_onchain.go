@@ -14,7 +14,7 @@ import (
 // simulation). A transaction is funded and signed first, recorded on
 // the payout, and only then published; after a restart the recorded
 // transaction is published again, never a new one (docs/decisions.md,
-// "On-chain payouts through lnd's wallet").
+// "Payouts through lnd").
 type OnchainWallet interface {
 	// FundTx funds and signs, without publishing, a transaction paying
 	// amount to address for the payout key; its inputs stay reserved

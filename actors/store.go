@@ -18,7 +18,7 @@ import (
 // storeActor owns a store's settings and pay links and supervises the
 // store's invoice actors. Its state is the store's snapshot; its journal
 // is an audit log, one event per command, never replayed
-// (docs/decisions.md, "The store journal is an audit log").
+// (docs/decisions.md, "Storage").
 type storeActor struct {
 	p   *storePorts
 	id  string
@@ -179,10 +179,10 @@ func (a *storeActor) Receive(ctx actor.Context) {
 // array behind it keeps the removed PID one past the new length, until
 // a later spawn overwrites it. A PID caches its process, which holds the
 // stopped actor and its invoice: without this, the invoices closed
-// after a busy minute would stay in memory (docs/decisions.md, "Invoice
-// actors passivate and wake lazily"). Children returns that slice; it is
-// called on each Terminated, right after protoactor-go removed the
-// child, and a slot past the length is never read.
+// after a busy minute would stay in memory (docs/decisions.md, "One
+// deadline mechanism; invoice actors passivate"). Children returns that
+// slice; it is called on each Terminated, right after protoactor-go
+// removed the child, and a slot past the length is never read.
 func forgetStoppedChild(ctx actor.Context) {
 	if kids := ctx.Children(); len(kids) < cap(kids) {
 		kids[:len(kids)+1][len(kids)] = nil

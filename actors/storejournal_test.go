@@ -53,7 +53,7 @@ func storeJournal(t *testing.T, db *persistence.DB, storeID string) (map[uint64]
 
 // TestStoreJournalIsAnAuditLog: the store's journal records every
 // command, one event each, in order, while the store's state is its
-// snapshot (docs/decisions.md, "The store journal is an audit log").
+// snapshot (docs/decisions.md, "Storage").
 // Each command that changes the store document writes the snapshot in
 // the event's batch, at the event's sequence number, and the documents
 // that the created and settings events hold are that snapshot. Loading

@@ -118,7 +118,7 @@ func containsEvent(list []kassa.EventType, e kassa.EventType) bool {
 
 // formatFuncs are the template functions that write money, times and a
 // pay link's status in lang, with the one formatter of every page
-// (http/i18n, docs/decisions.md "One formatter for money and times"):
+// (http/i18n, docs/decisions.md "Languages: catalogues and CLDR"):
 // sats ("14,368 sats"), money ("€12.50", "1.234,50 €", "0.00014368
 // BTC"), rate (a bitcoin's price: "€50,000.00 / BTC"), time (UTC with
 // the zone named: "2026-11-25 21:44 UTC") and linkstatus (the API's

@@ -13,7 +13,8 @@ import (
 	"github.com/kassapay/kassa"
 )
 
-// A pay link under a flood (docs/decisions.md, "Pay links under abuse"):
+// A pay link under a flood (docs/decisions.md, "Rate limits of the public
+// pages"):
 // strangers who click Pay from many addresses use up the link's payment
 // bucket, and a real customer must still get an invoice. Two things keep
 // the link open:

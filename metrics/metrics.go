@@ -4,8 +4,8 @@
 // the service's Set), and collectors that read the backends' state when
 // Prometheus scrapes. A Set's Registry, with those collectors, is what
 // the admin listener (--metrics-listen) serves. docs/decisions.md,
-// "Observability: traces through the journal, metrics, operator page",
-// says why client_golang rather than the OpenTelemetry metric SDK.
+// "Observability", says why client_golang rather than the OpenTelemetry
+// metric SDK.
 package metrics
 
 import (

@@ -11,8 +11,8 @@ import (
 // Funds says what the service's node can pay out now; lightning/lnd's
 // Node and the simulators implement it. The approval of a payout asks
 // it, so that a payout the node cannot pay is refused before the
-// store's balance is debited (docs/decisions.md, "On-chain payouts
-// through lnd's wallet").
+// store's balance is debited (docs/decisions.md, "Payouts through
+// lnd").
 type Funds interface {
 	// LightningSendable is what the node's active channels can send now
 	// (their local balances above their reserves).

@@ -239,7 +239,7 @@ func (m *Main) openBackends(ctx, runCtx context.Context, cluster bool) (backends
 		b.lightning = node
 		if wallet != nil {
 			// Addresses of lnd's wallet kept ahead for its outages
-			// (docs/decisions.md, "An address pool for lnd outages").
+			// (docs/decisions.md, "On-chain payments without an xpub").
 			if wallet.pool, err = lnd.NewPool(node, lnd.PoolConfig{Store: m.db, Size: c.AddressPool, Clock: m.Clock, Logger: log}); err != nil {
 				return b, err
 			}

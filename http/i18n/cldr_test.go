@@ -81,8 +81,8 @@ func TestNumbersCLDR(t *testing.T) {
 }
 
 // TestTimeCLDR: a time is the language's CLDR medium date and short
-// time (English keeps ISO 8601: docs/decisions.md, "One formatter for
-// money and times").
+// time (English keeps ISO 8601: docs/decisions.md, "Languages:
+// catalogues and CLDR").
 func TestTimeCLDR(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 25, 21, 44, 0, 0, time.UTC)

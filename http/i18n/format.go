@@ -14,7 +14,7 @@ import (
 // link page, the receipt and the dashboard. Money follows the page
 // language's CLDR pattern with the currency's symbol and its ISO 4217
 // minor units: "€1,234.56" in English, "1.234,56 €" in German, "¥1,235"
-// for yen (docs/decisions.md, "One formatter for money and times").
+// for yen (docs/decisions.md, "Languages: catalogues and CLDR").
 // Bitcoin amounts use the same separators: "0.00014368 BTC",
 // "14,368 sats" ("0,00014368 BTC", "14.368 sats" in German).
 

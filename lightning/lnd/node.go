@@ -13,7 +13,7 @@
 //
 // AddressPool gives the on-chain addresses of stores without an xpub
 // from lnd's wallet, with addresses taken ahead for lnd's outages
-// (docs/decisions.md, "An address pool for lnd outages").
+// (docs/decisions.md, "On-chain payments without an xpub").
 package lnd
 
 import (

@@ -70,7 +70,7 @@ type poolRecord struct {
 // AddressPool gives the on-chain addresses of stores without an xpub:
 // a fresh address of lnd's wallet while lnd answers, and while it does
 // not, one of the addresses taken from it ahead of time, each handed
-// out once (docs/decisions.md, "An address pool for lnd outages"). Run
+// out once (docs/decisions.md, "On-chain payments without an xpub"). Run
 // keeps the pool full while lnd is up. It is safe for concurrent use.
 type AddressPool struct {
 	node     *Node

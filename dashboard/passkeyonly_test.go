@@ -252,3 +252,35 @@ func TestTOTPOffKeepsPasskeys(t *testing.T) {
 		t.Errorf("the passkey after the app went: %d", code)
 	}
 }
+
+// TestPasskeyOnlyAddsApp: a passkey-only account adds the app: its
+// codes then sign in too, its recovery codes stay (none shown anew), and
+// its other sessions stay, as two factors were on already.
+func TestPasskeyOnlyAddsApp(t *testing.T) {
+	e := newEnv(t, onLocalhost)
+	c := e.client()
+	c.signup("shop@example.com")
+	key := newSoftKey(t, "localhost", e.dash.PublicURL)
+	enrolPasskey(t, c, key)
+	other := e.client()
+	passwordStep(other, "shop@example.com")
+	passkeyStep(t, other, key)
+	secret := startEnrolment(t, c)
+	code, body, _ := c.post("/dashboard/account/2fa/confirm", url.Values{"code": {totpAt(t, secret, e.clock.Now())}})
+	if code != http.StatusOK || recoveryCodes.MatchString(body) {
+		t.Fatalf("adding the app: %d, recovery codes shown %v", code, recoveryCodes.MatchString(body))
+	}
+	u, _ := e.dash.user(t.Context(), "shop@example.com")
+	if u.TwoFactor == nil || u.TwoFactor.Secret == "" || len(u.TwoFactor.Passkeys) != 1 || len(u.TwoFactor.Recovery) != recoveryCount {
+		t.Fatalf("after adding the app: %+v", u.TwoFactor)
+	}
+	if !signedIn(other) {
+		t.Error("adding the app ended another session")
+	}
+	e.clock.Advance(30 * time.Second)
+	app := e.client()
+	passwordStep(app, "shop@example.com")
+	if code, _, _ := app.post("/dashboard/login/2fa", url.Values{"code": {totpAt(t, secret, e.clock.Now())}}); code != http.StatusSeeOther || !signedIn(app) {
+		t.Errorf("a code of the added app: %d", code)
+	}
+}

@@ -33,9 +33,9 @@ import (
 // authenticator app reads an otpauth:// QR code), a passkey
 // (passkey.go) or a one-time recovery code after the password. The
 // second factors are the app, the passkeys, or both; recovery codes
-// are made when the first of them is added. The password step yields a pending sign-in
-// (a cookie naming a short-lived record), not a session; the session is
-// made when the second factor passes. Wrong codes are counted with wrong
+// are made when the first of them is added. The password step yields a
+// pending sign-in (a cookie naming a short-lived record), not a
+// session; the session is made when the second factor passes. Wrong codes are counted with wrong
 // passwords (limits.go); a time step is accepted at most once per
 // account.
 

@@ -214,6 +214,8 @@ func (h *Dashboard) routes() *chi.Mux {
 			r.With(h.limitWrites).Post("/account/2fa/disable", h.disableTwoFactor)
 			r.With(h.limitWrites).Post("/account/2fa/passkey/begin", h.beginPasskey)
 			r.With(h.limitWrites).Post("/account/2fa/passkey/finish", h.finishPasskey)
+			r.With(h.limitWrites).Post("/account/2fa/passkey/enrol", h.enrolPasskey)
+			r.With(h.limitWrites).Post("/account/2fa/passkey/remove", h.removePasskey)
 			r.With(h.limitWrites).Post("/join", h.join)
 			r.Get("/invites", h.invitesPage)
 			r.With(h.limitWrites).Post("/invites", h.createInvite)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,9 +19,11 @@ import (
 	"github.com/go-webauthn/webauthn/webauthn"
 )
 
-// Passkeys (WebAuthn): an account with two factors registers passkeys
-// on its account page, as discoverable credentials (the authenticator
-// keeps the account's user handle). A passkey then signs in two ways:
+// Passkeys (WebAuthn): an account registers passkeys on its account
+// page, as discoverable credentials; the first second factor may be a
+// passkey as well as an app (TOTP), and an account whose passkeys are
+// its only second factor has no TOTP secret (twoFactor.Secret empty).
+// The authenticator keeps the account's user handle. A passkey then signs in two ways:
 // after the password, instead of the code (a pending sign-in,
 // twofactor.go); or alone, from the login page, without an email: the
 // user handle it answers names the account (passkeyOwnerKey), and the
@@ -92,41 +95,36 @@ func (h *Dashboard) takeCeremony(ctx context.Context, key string) (*webauthn.Ses
 	return &s, h.KV.PutValue(ctx, key, []byte("{}"), h.Clock.Now().Add(-time.Second))
 }
 
-// beginPasskey starts registering a passkey for the signed-in account,
-// which must have two factors.
+// beginPasskey starts registering a passkey for the signed-in account:
+// one more, or its first second factor (enrolPasskey). The account's
+// user handle, or a new one, is kept in the ceremony alone until its
+// finish: a registration begun and not finished changes nothing.
 func (h *Dashboard) beginPasskey(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
 	wa := h.relyingParty()
+	tf := s.user.TwoFactor
 	switch {
 	case wa == nil:
 		passkeyError(w, r, http.StatusConflict, "passkey.nohost")
 		return
-	case s.user.TwoFactor == nil:
-		passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
-		return
-	case len(s.user.TwoFactor.Passkeys) >= maxPasskeys:
+	case tf != nil && len(tf.Passkeys) >= maxPasskeys:
 		passkeyError(w, r, http.StatusConflict, "passkey.toomany")
 		return
 	}
-	u := s.user
-	if len(u.TwoFactor.Handle) == 0 {
-		handle := make([]byte, 32)
-		rand.Read(handle)
-		var err error
-		if u, err = h.changeTwoFactor(r.Context(), s.Email, func(tf *twoFactor) {
-			if len(tf.Handle) == 0 {
-				tf.Handle = handle
-			}
-		}); err != nil || u == nil {
-			passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
-			return
+	handle := make([]byte, 32)
+	rand.Read(handle)
+	var exclude []protocol.CredentialDescriptor
+	if tf != nil {
+		if len(tf.Handle) > 0 {
+			handle = tf.Handle
+		}
+		for _, c := range tf.Passkeys {
+			exclude = append(exclude, c.Descriptor())
 		}
 	}
-	var exclude []protocol.CredentialDescriptor
-	for _, c := range u.TwoFactor.Passkeys {
-		exclude = append(exclude, c.Descriptor())
-	}
-	creation, session, err := wa.BeginRegistration(passkeyUser{u}, webauthn.WithExclusions(exclude),
+	u := *s.user
+	u.TwoFactor = &twoFactor{Handle: handle}
+	creation, session, err := wa.BeginRegistration(passkeyUser{&u}, webauthn.WithExclusions(exclude),
 		webauthn.WithResidentKeyRequirement(protocol.ResidentKeyRequirementRequired))
 	if err != nil {
 		h.log.Error("dashboard: begin passkey registration", "err", err)
@@ -136,59 +134,135 @@ func (h *Dashboard) beginPasskey(w http.ResponseWriter, r *http.Request) {
 	h.writeCeremony(w, r, passkeyRegKey(s.Email), session, h.Clock.Now().Add(pendingLifetime), creation)
 }
 
-// finishPasskey stores the passkey the browser made, when it answers the
-// ceremony begun for this account on this site.
-func (h *Dashboard) finishPasskey(w http.ResponseWriter, r *http.Request) {
+// newPasskey checks the passkey the browser made against the ceremony
+// begun for this account on this site (using it up) and, when it
+// passes, records its user handle's owner. It returns the passkey and
+// the handle, or the status and message key of the refusal.
+func (h *Dashboard) newPasskey(r *http.Request) (*webauthn.Credential, []byte, int, string) {
 	s := current(r.Context())
 	wa := h.relyingParty()
-	if wa == nil || s.user.TwoFactor == nil {
-		passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
-		return
+	if wa == nil {
+		return nil, nil, http.StatusConflict, "passkey.nohost"
 	}
 	session, err := h.takeCeremony(r.Context(), passkeyRegKey(s.Email))
 	if err != nil {
-		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
-		return
+		h.log.Error("dashboard: passkey ceremony", "err", err)
+		return nil, nil, http.StatusInternalServerError, "err.internal"
 	}
-	if session == nil {
-		passkeyError(w, r, http.StatusUnprocessableEntity, "passkey.expired")
-		return
+	if session == nil || len(session.UserID) == 0 || len(session.UserID) > 64 {
+		return nil, nil, http.StatusUnprocessableEntity, "passkey.expired"
 	}
 	parsed, err := protocol.ParseCredentialCreationResponseBody(strings.NewReader(r.PostForm.Get("credential")))
 	if err != nil {
-		passkeyError(w, r, http.StatusUnprocessableEntity, "passkey.refused")
-		return
+		return nil, nil, http.StatusUnprocessableEntity, "passkey.refused"
 	}
-	cred, err := wa.CreateCredential(passkeyUser{s.user}, *session, parsed)
+	u := *s.user
+	u.TwoFactor = &twoFactor{Handle: session.UserID}
+	cred, err := wa.CreateCredential(passkeyUser{&u}, *session, parsed)
 	if err != nil {
 		h.log.Info("dashboard: passkey registration refused", "err", err)
-		passkeyError(w, r, http.StatusUnprocessableEntity, "passkey.refused")
-		return
+		return nil, nil, http.StatusUnprocessableEntity, "passkey.refused"
 	}
-	// The handle names the account to a passkey sign-in without an email.
-	if len(s.user.TwoFactor.Handle) == 0 {
-		passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
-		return
-	}
-	if err := h.putJSON(r.Context(), passkeyOwnerKey(s.user.TwoFactor.Handle), s.user.Email, forever); err != nil {
+	// The handle names the account to a passkey sign-in without an
+	// email; a record of a handle the account never takes names no
+	// passkey of it (checkPasskey compares the account's handle).
+	if err := h.putJSON(r.Context(), passkeyOwnerKey(session.UserID), s.user.Email, forever); err != nil {
 		h.log.Error("dashboard: passkey owner", "err", err)
+		return nil, nil, http.StatusInternalServerError, "err.internal"
+	}
+	return cred, session.UserID, 0, ""
+}
+
+// addPasskey adds cred, of handle, to tf, unless the account took
+// another handle meanwhile or has its most passkeys.
+func addPasskey(tf *twoFactor, handle []byte, cred *webauthn.Credential) bool {
+	if len(tf.Handle) == 0 {
+		tf.Handle = handle
+	}
+	if !bytes.Equal(tf.Handle, handle) || len(tf.Passkeys) >= maxPasskeys {
+		return false
+	}
+	if !slices.ContainsFunc(tf.Passkeys, func(c webauthn.Credential) bool { return bytes.Equal(c.ID, cred.ID) }) {
+		tf.Passkeys = append(tf.Passkeys, *cred)
+	}
+	return true
+}
+
+// finishPasskey stores one more passkey of an account with two factors,
+// when it answers the ceremony begun for this account on this site.
+func (h *Dashboard) finishPasskey(w http.ResponseWriter, r *http.Request) {
+	s := current(r.Context())
+	if s.user.TwoFactor == nil {
+		passkeyError(w, r, http.StatusConflict, "passkey.needenrol")
+		return
+	}
+	cred, handle, status, key := h.newPasskey(r)
+	if cred == nil {
+		passkeyError(w, r, status, key)
+		return
+	}
+	added := false
+	u, err := h.changeTwoFactor(r.Context(), s.Email, func(tf *twoFactor) { added = addPasskey(tf, handle, cred) })
+	if err != nil {
 		passkeyError(w, r, http.StatusInternalServerError, "err.internal")
 		return
 	}
-	u, err := h.changeTwoFactor(r.Context(), s.Email, func(tf *twoFactor) {
-		if !bytes.Equal(tf.Handle, s.user.TwoFactor.Handle) {
-			return
-		}
-		if len(tf.Passkeys) < maxPasskeys && !slices.ContainsFunc(tf.Passkeys, func(c webauthn.Credential) bool { return bytes.Equal(c.ID, cred.ID) }) {
-			tf.Passkeys = append(tf.Passkeys, *cred)
-		}
-	})
-	if err != nil || u == nil {
-		passkeyError(w, r, http.StatusConflict, "passkey.needtotp")
+	if u == nil || !added {
+		passkeyError(w, r, http.StatusConflict, "passkey.expired")
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]string{"redirect": Prefix + "/account/2fa?done=passkey"})
+}
+
+// enrolPasskey turns two factors on for an account without them, with
+// the passkey the browser made (posted as a form, not by script, so
+// that the recovery codes are shown once on the page it answers and
+// kept nowhere but hashed). As confirmEnrolment does, it ends the
+// account's other sessions, which began without a second factor.
+func (h *Dashboard) enrolPasskey(w http.ResponseWriter, r *http.Request) {
+	s := current(r.Context())
+	refuse := func(status int, key string) {
+		data := h.twoFactorData(s.user)
+		data["Error"] = tr(r, key)
+		h.render(w, r, status, "twofactor", data)
+	}
+	if s.user.TwoFactor != nil {
+		refuse(http.StatusConflict, "err.2fa.on")
+		return
+	}
+	cred, handle, status, key := h.newPasskey(r)
+	if cred == nil {
+		refuse(status, key)
+		return
+	}
+	shown, hashes := newRecoveryCodes()
+	h.usersMu.Lock()
+	u, err := h.existingUser(r.Context(), s.Email, "account not found")
+	if err == nil && u.TwoFactor != nil {
+		err = errNoEnrolment
+	}
+	if err == nil {
+		u.TwoFactor = &twoFactor{Handle: handle, Passkeys: []webauthn.Credential{*cred}, Recovery: hashes, Since: h.Clock.Now().UTC()}
+		u.SessionGen++
+		err = h.putJSON(r.Context(), userKey(s.Email), u, forever)
+	}
+	if err == nil {
+		s.Gen, s.user = u.SessionGen, u
+		err = h.putJSON(r.Context(), sessionRecKey(s.token), s, s.Expires)
+	}
+	h.usersMu.Unlock()
+	if err == errNoEnrolment {
+		refuse(http.StatusConflict, "err.2fa.on")
+		return
+	}
+	if err != nil {
+		h.serverError(w, r, err)
+		return
+	}
+	data := h.twoFactorData(u)
+	data["Codes"], data["Flash"] = shown, tr(r, "done.2faon")
+	h.render(w, r, http.StatusOK, "twofactor", data)
 }
 
 // changeTwoFactor applies change to email's second factor under
@@ -436,4 +510,112 @@ func (h *Dashboard) passkeyOutcome(w http.ResponseWriter, r *http.Request, ok bo
 		h.limits.forget(counted[2])
 	}
 	return true
+}
+
+// removePasskey removes one of the account's passkeys, given the
+// password (counted as changePassword counts it). The last second
+// factor, the only passkey of an account without the app, goes as
+// disableTwoFactor turns two factors off: with a code as well (a
+// recovery code), and not while a store of the account requires two
+// factors (the account would be shut out of it).
+func (h *Dashboard) removePasskey(w http.ResponseWriter, r *http.Request) {
+	s := current(r.Context())
+	data := h.twoFactorData(s.user)
+	id, err := base64.RawURLEncoding.DecodeString(r.PostForm.Get("passkey"))
+	match := func(c webauthn.Credential) bool { return bytes.Equal(c.ID, id) }
+	if err != nil || len(id) == 0 || s.user.TwoFactor == nil || !slices.ContainsFunc(s.user.TwoFactor.Passkeys, match) {
+		data["Error"] = tr(r, "passkey.unknown")
+		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
+		return
+	}
+	counted := h.takeAccountAttempt(w, r, "twofactor", data)
+	if counted == nil {
+		return
+	}
+	password := r.PostForm.Get("password")
+	ok, err := h.check(r.Context(), ticket{trusted: true, account: s.Email}, s.user.PasswordHash, password)
+	if err != nil {
+		h.limits.give(counted...)
+		h.busy(w, r, "twofactor", data)
+		return
+	}
+	if !ok || len(password) > maxPassword {
+		data["Error"] = tr(r, "err.current")
+		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
+		return
+	}
+	verified := s.user.PasswordHash
+	removed := false
+	remove := func(u *user) {
+		if u.PasswordHash != verified || u.TwoFactor == nil || !slices.ContainsFunc(u.TwoFactor.Passkeys, match) {
+			return
+		}
+		tf := *u.TwoFactor
+		tf.Passkeys = slices.DeleteFunc(slices.Clone(tf.Passkeys), match)
+		u.TwoFactor, removed = &tf, true
+		if tf.Secret == "" && len(tf.Passkeys) == 0 {
+			u.TwoFactor = nil
+		}
+	}
+	var u *user
+	if data["LastFactor"] == true {
+		required, err := h.storeNeedsTwoFactor(r.Context(), s.user)
+		if err != nil {
+			h.limits.give(counted...)
+			h.serverError(w, r, err)
+			return
+		}
+		if required {
+			h.limits.give(counted...)
+			data["Error"] = tr(r, "err.2fa.storeneeds")
+			h.render(w, r, http.StatusConflict, "twofactor", data)
+			return
+		}
+		u, ok, err = h.useSecondFactor(r.Context(), s.Email, -1, r.PostForm.Get("code"), remove)
+	} else {
+		// Not the last second factor: were it the last by now (another
+		// removed meanwhile), it stays.
+		h.usersMu.Lock()
+		u, err = h.existingUser(r.Context(), s.Email, "account not found")
+		if err == nil && u.TwoFactor != nil && (u.TwoFactor.Secret != "" || len(u.TwoFactor.Passkeys) > 1) {
+			if remove(u); removed {
+				err = h.putJSON(r.Context(), userKey(u.Email), u, forever)
+			}
+		}
+		h.usersMu.Unlock()
+		ok = true
+	}
+	if err != nil {
+		h.limits.give(counted...)
+		h.serverError(w, r, err)
+		return
+	}
+	if !ok {
+		data["Error"] = tr(r, "err.2fa.code")
+		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
+		return
+	}
+	h.limits.give(counted...)
+	if !removed {
+		data["Error"] = tr(r, "err.current")
+		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
+		return
+	}
+	if u.TwoFactor == nil {
+		http.Redirect(w, r, Prefix+"/account/2fa?done=2faoff", http.StatusSeeOther)
+		return
+	}
+	http.Redirect(w, r, Prefix+"/account/2fa?done=passkeygone", http.StatusSeeOther)
+}
+
+// storeNeedsTwoFactor reports whether a store u belongs to requires two
+// factors of its members.
+func (h *Dashboard) storeNeedsTwoFactor(ctx context.Context, u *user) (bool, error) {
+	for _, id := range u.StoreIDs {
+		required, err := h.storeTwoFactor(ctx, id)
+		if err != nil || required {
+			return required, err
+		}
+	}
+	return false, nil
 }

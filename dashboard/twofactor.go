@@ -30,16 +30,20 @@ import (
 
 // Two-factor sign-in (docs/decisions.md "Two-factor sign-in"): a TOTP
 // code (RFC 6238: SHA-1, 6 digits, 30-second steps, as every
-// authenticator app reads an otpauth:// QR code) or a one-time recovery
-// code after the password. The password step yields a pending sign-in
-// (a cookie naming a short-lived record), not a session; the session is
-// made when the second factor passes. Wrong codes are counted with wrong
+// authenticator app reads an otpauth:// QR code), a passkey
+// (passkey.go) or a one-time recovery code after the password. The
+// second factors are the app, the passkeys, or both; recovery codes
+// are made when the first of them is added. The password step yields a
+// pending sign-in (a cookie naming a short-lived record), not a
+// session; the session is made when the second factor passes. Wrong codes are counted with wrong
 // passwords (limits.go); a time step is accepted at most once per
 // account.
 
-// twoFactor is an account's second factor.
+// twoFactor is an account's second factor: at least one of an app
+// (Secret) and a passkey.
 type twoFactor struct {
-	// Secret is the TOTP secret, sealed (sealSecret).
+	// Secret is the TOTP secret, sealed (sealSecret); empty when the
+	// account's passkeys are its only second factor.
 	Secret string `json:"secret"`
 	// LastStep is the last time step a code was accepted for: a code of
 	// that step or an earlier one is refused.
@@ -241,6 +245,9 @@ func (h *Dashboard) useSecondFactor(ctx context.Context, email string, gen int, 
 		return nil, false, nil
 	}
 	if len(strings.ReplaceAll(code, " ", "")) == 6 {
+		if tf.Secret == "" {
+			return nil, false, nil
+		}
 		secret, err := h.openSecret(ctx, u.Email, tf.Secret)
 		if err != nil {
 			return nil, false, err
@@ -332,8 +339,9 @@ func (h *Dashboard) secondStepPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data := map[string]any{"Email": p.Email}
-	if u, err := h.user(r.Context(), p.Email); err == nil && u != nil && u.TwoFactor != nil && len(u.TwoFactor.Passkeys) > 0 {
-		data["Passkey"] = h.passkeysOffered()
+	if u, err := h.user(r.Context(), p.Email); err == nil && u != nil && u.TwoFactor != nil {
+		data["Passkey"] = len(u.TwoFactor.Passkeys) > 0 && h.passkeysOffered()
+		data["PasskeyOnly"] = u.TwoFactor.Secret == ""
 	}
 	h.render(w, r, http.StatusOK, "login_2fa", data)
 }
@@ -401,12 +409,26 @@ func (h *Dashboard) endPending(w http.ResponseWriter, r *http.Request, token str
 
 // The account's two-factor page.
 
+// passkeyRow is a passkey as the account page lists it.
+type passkeyRow struct{ ID, Label string }
+
+// twoFactorData is the account page's state: two factors off, or on
+// with the app (App), passkeys (PasskeyList), or both; LastFactor when
+// a single passkey is the only second factor.
 func (h *Dashboard) twoFactorData(u *user) map[string]any {
 	d := map[string]any{"Enabled": u.TwoFactor != nil, "Passkeys": h.passkeysOffered()}
-	if u.TwoFactor != nil {
-		d["Left"] = len(u.TwoFactor.Recovery)
-		d["Since"] = u.TwoFactor.Since
-		d["PasskeyCount"] = len(u.TwoFactor.Passkeys)
+	if tf := u.TwoFactor; tf != nil {
+		d["Left"] = len(tf.Recovery)
+		d["Since"] = tf.Since
+		d["PasskeyCount"] = len(tf.Passkeys)
+		d["App"] = tf.Secret != ""
+		d["LastFactor"] = tf.Secret == "" && len(tf.Passkeys) == 1
+		var rows []passkeyRow
+		for i, c := range tf.Passkeys {
+			id := base64.RawURLEncoding.EncodeToString(c.ID)
+			rows = append(rows, passkeyRow{ID: id, Label: itoa(int64(i+1)) + " · " + id[:min(8, len(id))]})
+		}
+		d["PasskeyList"] = rows
 	}
 	return d
 }
@@ -420,7 +442,7 @@ func (h *Dashboard) twoFactorPage(w http.ResponseWriter, r *http.Request) {
 // code.
 func (h *Dashboard) startEnrolment(w http.ResponseWriter, r *http.Request) {
 	u := current(r.Context()).user
-	if u.TwoFactor != nil {
+	if u.TwoFactor != nil && u.TwoFactor.Secret != "" {
 		data := h.twoFactorData(u)
 		data["Error"] = tr(r, "err.2fa.on")
 		h.render(w, r, http.StatusConflict, "twofactor", data)
@@ -492,8 +514,10 @@ func (h *Dashboard) takeAccountAttempt(w http.ResponseWriter, r *http.Request, p
 }
 
 // confirmEnrolment turns two factors on when the code fits the secret
-// being enrolled, and shows the recovery codes, once. A wrong code
-// changes nothing and counts as a wrong password.
+// being enrolled, and shows the recovery codes, once; for an account
+// whose passkeys are its second factor it adds the app, and its
+// recovery codes stay. A wrong code changes nothing and counts as a
+// wrong password.
 func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
 	var e enrolment
@@ -502,7 +526,7 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	if !ok || !h.Clock.Now().Before(e.Expires) || s.user.TwoFactor != nil {
+	if !ok || !h.Clock.Now().Before(e.Expires) || s.user.TwoFactor != nil && s.user.TwoFactor.Secret != "" {
 		data := h.twoFactorData(s.user)
 		data["Error"] = tr(r, "err.2fa.noenrol")
 		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
@@ -526,10 +550,17 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 	shown, hashes := newRecoveryCodes()
 	h.usersMu.Lock()
 	u, err := h.existingUser(r.Context(), s.Email, "account not found")
+	added := false
 	if err == nil && u.TwoFactor != nil {
-		err = errNoEnrolment
+		if u.TwoFactor.Secret != "" {
+			err = errNoEnrolment
+		} else {
+			// Two factors were on already (passkeys): sessions stay.
+			u.TwoFactor.Secret, u.TwoFactor.LastStep, added = e.Secret, step, true
+			err = h.putJSON(r.Context(), userKey(s.Email), u, forever)
+		}
 	}
-	if err == nil {
+	if err == nil && !added {
 		// Every other session began without the second factor: it ends.
 		u.TwoFactor = &twoFactor{Secret: e.Secret, LastStep: step, Recovery: hashes, Since: h.Clock.Now().UTC()}
 		u.SessionGen++
@@ -557,7 +588,10 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 		h.log.Warn("dashboard: end a two-factor enrolment", "err", err)
 	}
 	data := h.twoFactorData(u)
-	data["Codes"], data["Flash"] = shown, tr(r, "done.2faon")
+	data["Flash"] = tr(r, "done.2faon")
+	if !added {
+		data["Codes"] = shown
+	}
 	h.render(w, r, http.StatusOK, "twofactor", data)
 }
 
@@ -590,12 +624,19 @@ func (h *Dashboard) newRecovery(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "twofactor", data)
 }
 
-// disableTwoFactor turns two factors off, given the password and a code.
+// disableTwoFactor turns the app off, given the password and a code:
+// two factors go off with it, unless passkeys remain, which stay the
+// second factor (removePasskey takes the last of them).
 func (h *Dashboard) disableTwoFactor(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
 	data := h.twoFactorData(s.user)
 	if s.user.TwoFactor == nil {
 		h.render(w, r, http.StatusOK, "twofactor", data)
+		return
+	}
+	if s.user.TwoFactor.Secret == "" {
+		data["Error"] = tr(r, "err.2fa.noapp")
+		h.render(w, r, http.StatusConflict, "twofactor", data)
 		return
 	}
 	counted := h.takeAccountAttempt(w, r, "twofactor", data)
@@ -616,7 +657,11 @@ func (h *Dashboard) disableTwoFactor(w http.ResponseWriter, r *http.Request) {
 	}
 	verified := s.user.PasswordHash
 	u, ok, err := h.useSecondFactor(r.Context(), s.Email, -1, r.PostForm.Get("code"), func(u *user) {
-		if u.PasswordHash == verified {
+		switch {
+		case u.PasswordHash != verified:
+		case len(u.TwoFactor.Passkeys) > 0:
+			u.TwoFactor.Secret, u.TwoFactor.LastStep = "", 0
+		default:
 			u.TwoFactor = nil
 		}
 	})
@@ -631,9 +676,13 @@ func (h *Dashboard) disableTwoFactor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.limits.give(counted...)
-	if u.TwoFactor != nil { // the password changed since it was checked
+	if u.TwoFactor != nil && u.TwoFactor.Secret != "" { // the password changed since it was checked
 		data["Error"] = tr(r, "err.current")
 		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
+		return
+	}
+	if u.TwoFactor != nil {
+		http.Redirect(w, r, Prefix+"/account/2fa?done=totpoff", http.StatusSeeOther)
 		return
 	}
 	http.Redirect(w, r, Prefix+"/account/2fa?done=2faoff", http.StatusSeeOther)
@@ -780,9 +829,25 @@ var twoFactorStrs = map[string]string{
 	"passkey.alone":      "A passkey also signs in alone, without the password: “Sign in with a passkey” on the login page.",
 	"passkey.failed":     "The passkey did not work:",
 	"passkey.nohost":     "Passkeys need the dashboard under a host name, not an IP address.",
-	"passkey.needtotp":   "Turn on two-factor sign-in with an app first; passkeys are added to it.",
 	"passkey.toomany":    "An account may have at most 10 passkeys.",
 	"passkey.expired":    "The passkey request expired. Try again.",
 	"passkey.refused":    "The passkey was refused (not one of this account, or of another site).",
 	"passkey.none":       "This account has no passkey.",
+	"2fa.onpasskey":      "Two-factor sign-in is on, with passkeys only (no authenticator app).",
+	"2fa.offpasskey":     "Or use a passkey (a security key, or the phone or computer's own) as the second factor, without an app.",
+	"2fa.steppasskey":    "Use your passkey, or enter one of your recovery codes.",
+	"2fa.recoveryonly":   "Recovery code",
+	"2fa.addapp":         "Add an authenticator app",
+	"2fa.disableapp":     "Remove the authenticator app",
+	"2fa.disableapphint": "Your passkeys stay: two-factor sign-in stays on with them.",
+	"err.2fa.noapp":      "This account has no authenticator app to remove; remove its passkeys instead.",
+	"err.2fa.storeneeds": "A store you belong to requires two-factor sign-in: add another second factor before removing this one.",
+	"done.totpoff":       "The authenticator app is removed; two-factor sign-in stays on with your passkeys.",
+	"done.passkeygone":   "Passkey removed.",
+	"passkey.enrol":      "Set up with a passkey",
+	"passkey.needenrol":  "Turn on two-factor sign-in first, with a passkey or an app.",
+	"passkey.remove":     "Remove a passkey",
+	"passkey.removelast": "This is your only second factor: removing it turns two-factor sign-in off, and needs one of your recovery codes.",
+	"passkey.which":      "Passkey",
+	"passkey.unknown":    "This account has no such passkey.",
 }

@@ -48,7 +48,8 @@ func freePort(t *testing.T) int {
 // virtual authenticator; then four sign-ins: the password and then a
 // code from the app, or the passkey; the passkey alone from the login
 // page (no email, no password); the password and a recovery code, which
-// is then refused a second time. The merchant's store requires two factors and
+// is then refused a second time. A teammate then turns two factors on
+// with a passkey alone and signs in with it. The merchant's store requires two factors and
 // the operator, without them, is sent to set them up. Each page shown
 // passes axe and fits 360 px; with -screenshots it is saved.
 func TestBrowserTwoFactor(t *testing.T) {
@@ -214,4 +215,24 @@ func TestBrowserTwoFactor(t *testing.T) {
 	if got := b.text("#error"); !strings.Contains(got, "Wrong code") {
 		t.Errorf("a used recovery code: %q", got)
 	}
+
+	// A teammate turns two factors on with a passkey alone (no app):
+	// the recovery codes are shown once; the second step asks for the
+	// passkey, which signs in.
+	b.do("open the login page", chromedp.Navigate(base+"/dashboard/login"), chromedp.WaitVisible(chromedp.CSS("#email")))
+	signUp("team@example.com")
+	b.do("two-factor page of the teammate", chromedp.Navigate(base+"/dashboard/account/2fa"), chromedp.WaitVisible(chromedp.CSS("#passkey-enrol")))
+	submit("set up with a passkey", "#passkey-enrol")
+	if n := len(browserRun(b, "teammate's recovery codes", chromedp.Evaluate[[]string](`[...document.querySelectorAll("code.recovery")].map(c => c.textContent)`))); n != 10 {
+		t.Fatalf("%d recovery codes shown after the passkey enrolment: %s", n, b.text("main"))
+	}
+	b.do("two-factor page, passkeys only", chromedp.Navigate(base+"/dashboard/account/2fa"), chromedp.WaitVisible(chromedp.CSS("#twofactor-passkeys")))
+	shot("2fa-passkey-only")
+	b.do("log out the teammate", chromedp.Click(chromedp.CSS("header form button")), chromedp.WaitVisible(chromedp.CSS("#email")))
+	logIn("team@example.com")
+	if h1 := b.text("h1"); h1 != "Two-factor sign-in" {
+		t.Fatalf("after the teammate's password the page reads %q: %s", h1, b.text("main"))
+	}
+	submit("the teammate signs in with the passkey", "#passkey-use")
+	signedIn("the teammate's passkey")
 }

@@ -2,6 +2,9 @@
 // "register" or "login" asks the server for options (data-begin), hands
 // them to the browser's authenticator, and posts its answer (data-finish)
 // as a form with the page's CSRF token; the answer names the next page.
+// A button with data-form instead puts the authenticator's answer in
+// that form's "credential" field and submits it: the page it answers
+// is the next one.
 "use strict";
 (function () {
   function bytes(s) {
@@ -46,6 +49,13 @@
           signature: text(c.response.signature), userHandle: c.response.userHandle ? text(c.response.userHandle) : null } };
       });
     }).then(function (answer) {
+      var form = b.getAttribute("data-form");
+      if (form) {
+        form = document.getElementById(form);
+        form.elements.credential.value = JSON.stringify(answer);
+        form.submit();
+        return new Promise(function () {});
+      }
       return post(b.getAttribute("data-finish"), { csrf: csrf, credential: JSON.stringify(answer) });
     }).then(function (done) {
       location.assign(done.redirect);

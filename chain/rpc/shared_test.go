@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/btcsuite/btcd/btcutil"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/persistence/postgres"
@@ -158,4 +160,70 @@ func (m *Matcher) watched(script []byte) *watch {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.scripts[string(script)]
+}
+
+// TestClusterWatchesInvoicesOfAnOlderSchema: the invoices written before
+// the feed's columns existed (migration 12 leaves them empty) are
+// watched from the load at start, and one that a node not yet upgraded
+// inserts afterwards (without them) comes through the feed with the
+// index and confirmations of its document.
+func TestClusterWatchesInvoicesOfAnOlderSchema(t *testing.T) {
+	ctx := t.Context()
+	dsn := pg.Schema(t)
+	db, err := postgres.Open(ctx, dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	invoice := func(n int) *kassa.Invoice {
+		addr, _ := testAddressN(t, n)
+		idx := uint32(n)
+		return &kassa.Invoice{ID: fmt.Sprintf("inv_%d", n), StoreID: "store_1", OnchainAddress: addr, DerivationIndex: &idx,
+			ConfirmationsRequired: 4, CreatedAt: time.Now().UTC().Add(-time.Minute), Status: kassa.InvoiceNew}
+	}
+	// As an older binary writes it: no feed columns.
+	insertOld := func(inv *kassa.Invoice) {
+		t.Helper()
+		doc, err := json.Marshal(inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address) VALUES ($1, $2, $3, 1, $4, $5)`,
+			inv.ID, inv.StoreID, inv.CreatedAt.UnixMilli(), doc, inv.OnchainAddress); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := db.NewBatch()
+	b.PutStore(&kassa.Store{ID: "store_1", Name: "Shop"}, 1)
+	if err := db.Commit(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	insertOld(invoice(1))
+	// What migration 12 leaves on the rows before it.
+	if _, err := pool.Exec(ctx, `UPDATE invoices SET watch_tx = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Conn: Conn{Network: "regtest", Params: testParams}, Node: newScriptedNode(), Cluster: true,
+		State: db, Reader: db, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.prepare(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	insertOld(invoice(2))
+	if err := c.refreshShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 2} {
+		_, script := testAddressN(t, n)
+		if w := c.matcher.watched(script); w == nil || w.storeID != "store_1" || w.index != int64(n) || w.confirmations != 4 {
+			t.Errorf("invoice %d watched as %+v, want store_1 at index %d, 4 confirmations", n, w, n)
+		}
+	}
 }

@@ -509,6 +509,10 @@ func (c *Chain) readFeed(ctx context.Context) error {
 	return nil
 }
 
+// loadProgress is how many stores loadWatched reads between progress
+// logs.
+const loadProgress = 1000
+
 // feedProgress is how many addresses readFeed reads between progress
 // logs.
 const feedProgress = 100_000
@@ -566,7 +570,8 @@ func (c *Chain) loadWatched(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("chain watcher: load stores: %w", err)
 	}
-	for _, id := range stores {
+	start := time.Now()
+	for i, id := range stores {
 		_, err := c.reader.Invoices(ctx, id, kassa.ListQuery{From: now.Add(-window)}, func(inv *kassa.Invoice) error {
 			if until := inv.CreatedAt.Add(window); until.After(now) {
 				watchInvoice(inv, until)
@@ -575,6 +580,10 @@ func (c *Chain) loadWatched(ctx context.Context) error {
 		})
 		if err != nil {
 			return fmt.Errorf("chain watcher: load recent invoices of store %s: %w", id, err)
+		}
+		if (i+1)%loadProgress == 0 {
+			c.log.Info("chain watcher: loading watched addresses", "stores", i+1, "of", len(stores),
+				"watched", c.matcher.Len(), "elapsed", time.Since(start).Round(time.Millisecond))
 		}
 	}
 	err = c.reader.OpenInvoices(ctx, func(id, storeID string, _ time.Time) error {

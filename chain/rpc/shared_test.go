@@ -1,11 +1,13 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,7 +52,7 @@ func (r *countingReader) NewAddresses(ctx context.Context, cursor int64, fn func
 // started, and fresh invoices created after: the queries and rows the
 // pass read, how long it took, and whether every fresh address is
 // watched.
-func sharedPass(t *testing.T, stores, fresh int) (queries, rows int64, took time.Duration, missed []string) {
+func sharedPass(t *testing.T, stores, fresh int) (queries, rows int64, took time.Duration, missed []string, logs string) {
 	t.Helper()
 	ctx := t.Context()
 	db, _ := openNodes(t, kassa.SystemClock{})
@@ -75,8 +77,9 @@ func sharedPass(t *testing.T, stores, fresh int) (queries, rows int64, took time
 		t.Fatal(err)
 	}
 	r := &countingReader{DB: db}
+	var logBuf bytes.Buffer
 	c, err := New(Config{Conn: Conn{Network: "regtest", Params: testParams}, Node: newScriptedNode(), Cluster: true,
-		State: db, Reader: r, Logger: slog.New(slog.DiscardHandler)})
+		State: db, Reader: r, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +109,7 @@ func sharedPass(t *testing.T, stores, fresh int) (queries, rows int64, took time
 			missed = append(missed, inv.ID)
 		}
 	}
-	return r.queries.Load(), r.rows.Load(), took, missed
+	return r.queries.Load(), r.rows.Load(), took, missed, logBuf.String()
 }
 
 func idxOf(inv *kassa.Invoice) int { return int(*inv.DerivationIndex) }
@@ -115,14 +118,18 @@ func idxOf(inv *kassa.Invoice) int { return int(*inv.DerivationIndex) }
 // reads the addresses committed since its last one, whatever the number
 // of stores: with 200 stores as with 20, a few queries and about as many
 // rows as there are fresh invoices, and each fresh address is watched
-// with its store, index and confirmations. The 1,000-store pass is
-// logged as the measure of docs/scale.md.
+// with its store, index and confirmations. The load at start logs its
+// progress by thousands of stores. The 1,000-store pass is logged as
+// the measure of docs/scale.md.
 func TestClusterPassCostDoesNotGrowWithStores(t *testing.T) {
 	const fresh = 5
 	type cost struct{ queries, rows int64 }
 	got := map[int]cost{}
 	for _, stores := range []int{20, 200, 1000} {
-		q, rows, took, missed := sharedPass(t, stores, fresh)
+		q, rows, took, missed, logs := sharedPass(t, stores, fresh)
+		if progress := strings.Contains(logs, "loading watched addresses"); progress != (stores >= loadProgress) {
+			t.Errorf("%d stores: progress of the load logged: %v; want it from %d stores", stores, progress, loadProgress)
+		}
 		t.Logf("cluster watcher pass at %d stores, %d fresh invoices: %d queries, %d rows, %v", stores, fresh, q, rows, took)
 		if len(missed) > 0 {
 			t.Errorf("%d stores: fresh invoices %v not watched (or watched without their store, index or confirmations)", stores, missed)

@@ -76,7 +76,7 @@ func TestAddressFeedSeesLateCommits(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, next = feedIDs(t, db, next)
+	got, _ = feedIDs(t, db, next)
 	if _, ok := got[late.ID]; !ok {
 		t.Fatalf("second read: %v, want %s, committed after the first read", slices.Collect(maps.Keys(got)), late.ID)
 	}

@@ -156,6 +156,9 @@ func New(cfg Config) (*Chain, error) {
 		cluster: cfg.Cluster,
 	}
 	c.feed, _ = cfg.Reader.(kassa.AddressFeed)
+	if c.cluster && cfg.Reader != nil && c.feed == nil {
+		c.log.Warn("chain watcher: the store gives no address feed: each pass of the cluster's watcher reads every store's recent invoices")
+	}
 	c.gap.init()
 	c.health.network = cfg.Conn.Network
 	c.health.standby = cfg.Cluster

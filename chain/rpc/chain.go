@@ -37,6 +37,8 @@ type Config struct {
 	// State keeps the cursor and the followed payments.
 	State kassa.KeyValue
 	// Reader finds the open invoices whose addresses to watch at start.
+	// In a cluster, a Reader that is also a kassa.AddressFeed gives each
+	// pass the addresses other nodes handed out in one read.
 	Reader kassa.Reader
 	// Expiry and Monitoring say how long a new invoice's address is
 	// watched: until its expiry plus the monitoring window.
@@ -116,6 +118,12 @@ type Chain struct {
 	// refreshed is when the last pass of a cluster's watcher looked for
 	// other nodes' invoices; only the watching goroutine uses it.
 	refreshed time.Time
+	// feed, when the reader is one, gives a cluster's watcher the
+	// addresses committed since feedCursor (taken before the addresses
+	// were loaded; feedOK once it is) in one read for all stores.
+	feed       kassa.AddressFeed
+	feedCursor int64
+	feedOK     bool
 }
 
 // New returns a chain backend for the node of cfg.Conn. It does not
@@ -146,6 +154,10 @@ func New(cfg Config) (*Chain, error) {
 		matcher: NewMatcher(), wake: make(chan struct{}, 1),
 		accounts: make(map[string]*derive.Account), done: make(chan struct{}),
 		cluster: cfg.Cluster,
+	}
+	c.feed, _ = cfg.Reader.(kassa.AddressFeed)
+	if c.cluster && cfg.Reader != nil && c.feed == nil {
+		c.log.Warn("chain watcher: the store gives no address feed: each pass of the cluster's watcher reads every store's recent invoices")
 	}
 	c.gap.init()
 	c.health.network = cfg.Conn.Network
@@ -360,11 +372,20 @@ func (c *Chain) prepare(ctx context.Context, kv kassa.KeyValue) (*watcher, error
 	if err != nil {
 		return nil, err
 	}
+	c.feedOK = false
+	if c.cluster && c.feed != nil {
+		// Taken before the load: what commits after it was read comes
+		// through the feed.
+		if c.feedCursor, err = c.feed.AddressCursor(ctx); err != nil {
+			return nil, fmt.Errorf("chain watcher: %w", err)
+		}
+	}
 	if err := c.loadWatched(ctx); err != nil {
 		return nil, err
 	}
 	if c.cluster {
 		c.refreshed = c.clock.Now()
+		c.feedOK = c.feed != nil
 	}
 	if !resumed {
 		w.beginNow(ctx)
@@ -416,12 +437,18 @@ func (c *Chain) prune() {
 }
 
 // refreshShared watches the addresses of the invoices other nodes of a
-// cluster created since the last pass (less sharedSlack); on a single
-// node every address comes through NewAddress and it does nothing. It
-// costs one read of the stores and one of each store's recent invoices.
+// cluster committed since the last pass; on a single node every address
+// comes through NewAddress and it does nothing. Over an AddressFeed it
+// costs one read of the new addresses, a page at a time, whatever the
+// number of stores; over another reader, one read of the stores and one
+// of each store's invoices created since the last pass less
+// sharedSlack.
 func (c *Chain) refreshShared(ctx context.Context) error {
 	if !c.cluster || c.reader == nil {
 		return nil
+	}
+	if c.feedOK {
+		return c.readFeed(ctx)
 	}
 	now := c.clock.Now()
 	since := c.refreshed.Add(-sharedSlack)
@@ -454,12 +481,63 @@ func (c *Chain) refreshShared(ctx context.Context) error {
 	return nil
 }
 
+// readFeed watches the addresses the feed gives since the last pass,
+// logging its progress when there are many (a watcher that took over
+// after a long pause).
+func (c *Chain) readFeed(ctx context.Context) error {
+	now := c.clock.Now()
+	window := c.expiry + c.monitor + time.Hour
+	start, n := time.Now(), 0
+	next, err := c.feed.NewAddresses(ctx, c.feedCursor, func(a kassa.WatchedAddress) error {
+		if n++; n%feedProgress == 0 {
+			c.log.Info("chain watcher: reading new addresses", "read", n, "elapsed", time.Since(start).Round(time.Millisecond))
+		}
+		until := a.CreatedAt.Add(window)
+		if !until.After(now) {
+			return nil
+		}
+		c.watchAddress(a.Address, &watch{address: a.Address, storeID: a.StoreID, index: a.Index, until: until, confirmations: a.Confirmations})
+		if a.Index >= 0 {
+			c.gap.allocate(a.StoreID, a.Index)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("chain watcher: new addresses: %w", err)
+	}
+	if n >= feedProgress {
+		c.log.Info("chain watcher: read new addresses", "read", n, "elapsed", time.Since(start).Round(time.Millisecond))
+	}
+	c.feedCursor, c.refreshed = next, now
+	return nil
+}
+
+// loadProgress is how many stores loadWatched reads between progress
+// logs.
+const loadProgress = 1000
+
+// feedProgress is how many addresses readFeed reads between progress
+// logs.
+const feedProgress = 100_000
+
 // watchInvoice watches inv's on-chain address until the given time.
 func (c *Chain) watchInvoice(inv *kassa.Invoice, until time.Time) {
 	if inv.OnchainAddress == "" {
 		return
 	}
-	addr, err := btcutil.DecodeAddress(inv.OnchainAddress, c.conn.Params)
+	index := int64(-1)
+	if inv.DerivationIndex != nil {
+		index = int64(*inv.DerivationIndex)
+	}
+	c.watchAddress(inv.OnchainAddress, &watch{
+		address: inv.OnchainAddress, storeID: inv.StoreID, index: index,
+		until: until, confirmations: inv.ConfirmationsRequired,
+	})
+}
+
+// watchAddress watches address for w.
+func (c *Chain) watchAddress(address string, w *watch) {
+	addr, err := btcutil.DecodeAddress(address, c.conn.Params)
 	if err != nil {
 		return // an address of another network: not ours to watch
 	}
@@ -467,14 +545,7 @@ func (c *Chain) watchInvoice(inv *kassa.Invoice, until time.Time) {
 	if err != nil {
 		return
 	}
-	index := int64(-1)
-	if inv.DerivationIndex != nil {
-		index = int64(*inv.DerivationIndex)
-	}
-	c.matcher.add(script, &watch{
-		address: inv.OnchainAddress, storeID: inv.StoreID, index: index,
-		until: until, confirmations: inv.ConfirmationsRequired,
-	})
+	c.matcher.add(script, w)
 }
 
 // loadWatched watches again what the watcher watched before a restart:
@@ -502,7 +573,8 @@ func (c *Chain) loadWatched(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("chain watcher: load stores: %w", err)
 	}
-	for _, id := range stores {
+	start := time.Now()
+	for i, id := range stores {
 		_, err := c.reader.Invoices(ctx, id, kassa.ListQuery{From: now.Add(-window)}, func(inv *kassa.Invoice) error {
 			if until := inv.CreatedAt.Add(window); until.After(now) {
 				watchInvoice(inv, until)
@@ -511,6 +583,10 @@ func (c *Chain) loadWatched(ctx context.Context) error {
 		})
 		if err != nil {
 			return fmt.Errorf("chain watcher: load recent invoices of store %s: %w", id, err)
+		}
+		if (i+1)%loadProgress == 0 {
+			c.log.Info("chain watcher: loading watched addresses", "stores", i+1, "of", len(stores),
+				"watched", c.matcher.Len(), "elapsed", time.Since(start).Round(time.Millisecond))
 		}
 	}
 	err = c.reader.OpenInvoices(ctx, func(id, storeID string, _ time.Time) error {

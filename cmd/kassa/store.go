@@ -70,8 +70,11 @@ type pebbleStorage struct{ *persistence.DB }
 
 func (p pebbleStorage) State(name string) simstore.Store { return p.DB.State(name) }
 
-// pgStorage is the PostgreSQL store as a storage.
+// pgStorage is the PostgreSQL store as a storage. It is the address
+// feed of a cluster's chain watcher (chainrpc.Config.Reader).
 type pgStorage struct{ *postgres.DB }
+
+var _ kassa.AddressFeed = pgStorage{}
 
 func (p pgStorage) State(name string) simstore.Store { return p.DB.State(name) }
 

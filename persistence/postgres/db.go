@@ -235,11 +235,15 @@ type newInvoiceRow struct {
 	// OrderKey and EmailKey are the invoice's search terms
 	// (Invoice.SearchTerms), "" for none.
 	OrderKey, EmailKey string
+	// AddressIndex is the address's derivation index, -1 for none;
+	// Confirmations the invoice's ConfirmationsRequired (watched.go).
+	AddressIndex, Confirmations int64
 }
 
 // queueNewInvoice queues the INSERT of a new invoice's row.
 func (b *Batch) queueNewInvoice(r newInvoiceRow) {
-	q := b.b.Queue(insertNewInvoice, r.ID, r.StoreID, r.CreatedMS, r.Seq, r.Doc, r.Address, r.PaymentHash, r.OrderKey, r.EmailKey)
+	q := b.b.Queue(insertNewInvoice, r.ID, r.StoreID, r.CreatedMS, r.Seq, r.Doc, r.Address, r.PaymentHash, r.OrderKey, r.EmailKey,
+		r.AddressIndex, r.Confirmations)
 	if b.newInvoices == nil {
 		b.newInvoices = make(map[*pgx.QueuedQuery]newInvoiceRow)
 	}
@@ -321,7 +325,8 @@ func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 	terms := inv.SearchTerms()
 	if prev == nil {
 		b.queueNewInvoice(newInvoiceRow{ID: inv.ID, StoreID: inv.StoreID, CreatedMS: ms(inv.CreatedAt), Seq: int64(seq),
-			Doc: b.json(inv), Address: inv.OnchainAddress, PaymentHash: inv.PaymentHash, OrderKey: terms.OrderID, EmailKey: terms.Email})
+			Doc: b.json(inv), Address: inv.OnchainAddress, PaymentHash: inv.PaymentHash, OrderKey: terms.OrderID, EmailKey: terms.Email,
+			AddressIndex: addressIndex(inv), Confirmations: int64(inv.ConfirmationsRequired)})
 		if next, ok := inv.Deadline(); ok {
 			b.queue(insertOpenInvoice, inv.ID, inv.StoreID, ms(next))
 		}
@@ -343,11 +348,13 @@ func (b *Batch) PutInvoice(inv, prev *kassa.Invoice, seq uint64) {
 }
 
 // The rows of a new invoice (merged in a group: merge.go): its
-// snapshot with its address and payment hash ("" stored as NULL), and
-// its open row.
+// snapshot with its address and payment hash ("" stored as NULL) and
+// what the chain watcher's feed reads of it (watched.go), and its open
+// row.
 const (
-	insertNewInvoice = `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address, payment_hash, order_key, email_key)
-		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''), nullif($8, ''), nullif($9, ''))`
+	insertNewInvoice = `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address, payment_hash, order_key, email_key,
+			address_index, confirmations)
+		VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''), nullif($8, ''), nullif($9, ''), nullif($10, -1), $11)`
 	insertOpenInvoice = `INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3)`
 )
 

@@ -23,7 +23,7 @@ import (
 // of each of their columns.
 var mergeable = map[string][]string{
 	insertEvent:       {"text", "text", "bigint", "bytea"},
-	insertNewInvoice:  {"text", "text", "bigint", "bigint", "bytea", "text", "text", "text", "text"},
+	insertNewInvoice:  {"text", "text", "bigint", "bigint", "bytea", "text", "text", "text", "text", "bigint", "bigint"},
 	insertOpenInvoice: {"text", "text", "bigint"},
 	insertRequest:     {"text", "text", "bytea", "text", "bigint"},
 }

@@ -225,6 +225,18 @@ var migrations = []string{
 		doc bytea NOT NULL,
 		PRIMARY KEY (store_id, seq)
 	);`,
+	// 12: the feed of new on-chain addresses for a cluster's chain
+	// watcher (kassa.AddressFeed, watched.go): each new invoice's row
+	// carries the id of the transaction that wrote it, set by a default
+	// so that every writer sets it, and the address's derivation index
+	// and confirmations; an index by transaction reads all stores' new
+	// addresses at once. Rows written before it have none: the watcher
+	// loads them at start as before.
+	`ALTER TABLE invoices ADD COLUMN watch_tx bigint;
+	ALTER TABLE invoices ALTER COLUMN watch_tx SET DEFAULT pg_current_xact_id()::text::bigint;
+	ALTER TABLE invoices ADD COLUMN address_index bigint;
+	ALTER TABLE invoices ADD COLUMN confirmations integer;
+	CREATE INDEX invoices_by_watch_tx ON invoices (watch_tx, id) WHERE address IS NOT NULL AND watch_tx IS NOT NULL;`,
 }
 
 // fills are the steps of a migration that Go does after its SQL, in its

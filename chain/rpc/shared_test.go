@@ -1,0 +1,236 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/btcsuite/btcd/btcutil"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/persistence/postgres"
+)
+
+// countingReader counts the reads a cluster's watcher makes of the
+// store, and the rows they return.
+type countingReader struct {
+	*postgres.DB
+	queries, rows atomic.Int64
+}
+
+func (r *countingReader) Stores(ctx context.Context, fn func(*kassa.Store) error) error {
+	r.queries.Add(1)
+	return r.DB.Stores(ctx, func(st *kassa.Store) error { r.rows.Add(1); return fn(st) })
+}
+
+func (r *countingReader) Invoices(ctx context.Context, storeID string, q kassa.ListQuery, fn func(*kassa.Invoice) error) (string, error) {
+	r.queries.Add(1)
+	return r.DB.Invoices(ctx, storeID, q, func(inv *kassa.Invoice) error { r.rows.Add(1); return fn(inv) })
+}
+
+func (r *countingReader) Invoice(ctx context.Context, id string) (*kassa.Invoice, error) {
+	r.queries.Add(1)
+	r.rows.Add(1)
+	return r.DB.Invoice(ctx, id)
+}
+
+func (r *countingReader) NewAddresses(ctx context.Context, cursor int64, fn func(kassa.WatchedAddress) error) (int64, error) {
+	r.queries.Add(1)
+	return r.DB.NewAddresses(ctx, cursor, func(a kassa.WatchedAddress) error { r.rows.Add(1); return fn(a) })
+}
+
+// sharedPass is one cluster watcher's pass over a store of n stores,
+// each with two invoices created in the last minute before the watcher
+// started, and fresh invoices created after: the queries and rows the
+// pass read, how long it took, and whether every fresh address is
+// watched.
+func sharedPass(t *testing.T, stores, fresh int) (queries, rows int64, took time.Duration, missed []string, logs string) {
+	t.Helper()
+	ctx := t.Context()
+	db, _ := openNodes(t, kassa.SystemClock{})
+	now := time.Now().UTC()
+	b := db.NewBatch()
+	seed := 0
+	newInvoice := func(storeID string, created time.Time) *kassa.Invoice {
+		seed++
+		addr, _ := testAddressN(t, seed)
+		idx := uint32(seed)
+		return &kassa.Invoice{ID: fmt.Sprintf("inv_%d", seed), StoreID: storeID, OnchainAddress: addr, DerivationIndex: &idx,
+			ConfirmationsRequired: 2, CreatedAt: created, Status: kassa.InvoiceNew}
+	}
+	for i := range stores {
+		st := &kassa.Store{ID: fmt.Sprintf("store_%04d", i), Name: "Shop"}
+		b.PutStore(st, 1)
+		for range 2 {
+			b.PutInvoice(newInvoice(st.ID, now.Add(-30*time.Second)), nil, 1)
+		}
+	}
+	if err := db.Commit(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	r := &countingReader{DB: db}
+	var logBuf bytes.Buffer
+	c, err := New(Config{Conn: Conn{Network: "regtest", Params: testParams}, Node: newScriptedNode(), Cluster: true,
+		State: db, Reader: r, Logger: slog.New(slog.NewTextHandler(&logBuf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.prepare(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	var want []*kassa.Invoice
+	b = db.NewBatch()
+	for i := range fresh {
+		inv := newInvoice(fmt.Sprintf("store_%04d", i*stores/fresh), time.Now().UTC())
+		b.PutInvoice(inv, nil, 1)
+		want = append(want, inv)
+	}
+	if err := db.Commit(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	r.queries.Store(0)
+	r.rows.Store(0)
+	start := time.Now()
+	if err := c.refreshShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	took = time.Since(start)
+	for _, inv := range want {
+		_, script := testAddressN(t, idxOf(inv))
+		if w := c.matcher.watched(script); w == nil || w.storeID != inv.StoreID || w.confirmations != 2 || w.index != int64(idxOf(inv)) {
+			missed = append(missed, inv.ID)
+		}
+	}
+	return r.queries.Load(), r.rows.Load(), took, missed, logBuf.String()
+}
+
+func idxOf(inv *kassa.Invoice) int { return int(*inv.DerivationIndex) }
+
+// TestClusterPassCostDoesNotGrowWithStores: a cluster watcher's pass
+// reads the addresses committed since its last one, whatever the number
+// of stores: with 200 stores as with 20, a few queries and about as many
+// rows as there are fresh invoices, and each fresh address is watched
+// with its store, index and confirmations. The load at start logs its
+// progress by thousands of stores. The 1,000-store pass is logged as
+// the measure of docs/scale.md.
+func TestClusterPassCostDoesNotGrowWithStores(t *testing.T) {
+	const fresh = 5
+	type cost struct{ queries, rows int64 }
+	got := map[int]cost{}
+	for _, stores := range []int{20, 200, 1000} {
+		q, rows, took, missed, logs := sharedPass(t, stores, fresh)
+		if progress := strings.Contains(logs, "loading watched addresses"); progress != (stores >= loadProgress) {
+			t.Errorf("%d stores: progress of the load logged: %v; want it from %d stores", stores, progress, loadProgress)
+		}
+		t.Logf("cluster watcher pass at %d stores, %d fresh invoices: %d queries, %d rows, %v", stores, fresh, q, rows, took)
+		if len(missed) > 0 {
+			t.Errorf("%d stores: fresh invoices %v not watched (or watched without their store, index or confirmations)", stores, missed)
+		}
+		got[stores] = cost{q, rows}
+	}
+	for _, stores := range []int{200, 1000} {
+		if c := got[stores]; c.queries > 2 || c.rows >= int64(stores) {
+			t.Errorf("pass at %d stores: %d queries, %d rows; want at most 2 queries and fewer rows than stores (%d fresh invoices)",
+				stores, c.queries, c.rows, fresh)
+		}
+	}
+}
+
+// testAddressN is a regtest P2WPKH address and its script, distinct for
+// each n.
+func testAddressN(t *testing.T, n int) (string, []byte) {
+	t.Helper()
+	program := make([]byte, 20)
+	binary.BigEndian.PutUint64(program[12:], uint64(n))
+	program[0] = 0xab
+	addr, err := btcutil.NewAddressWitnessPubKeyHash(program, testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := scriptOf(addr.EncodeAddress(), testParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr.EncodeAddress(), script
+}
+
+// watched returns what m watches script for, or nil.
+func (m *Matcher) watched(script []byte) *watch {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.scripts[string(script)]
+}
+
+// TestClusterWatchesInvoicesOfAnOlderSchema: the invoices written before
+// the feed's columns existed (migration 12 leaves them empty) are
+// watched from the load at start, and one that a node not yet upgraded
+// inserts afterwards (without them) comes through the feed with the
+// index and confirmations of its document.
+func TestClusterWatchesInvoicesOfAnOlderSchema(t *testing.T) {
+	ctx := t.Context()
+	dsn := pg.Schema(t)
+	db, err := postgres.Open(ctx, dsn, postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	pool, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	invoice := func(n int) *kassa.Invoice {
+		addr, _ := testAddressN(t, n)
+		idx := uint32(n)
+		return &kassa.Invoice{ID: fmt.Sprintf("inv_%d", n), StoreID: "store_1", OnchainAddress: addr, DerivationIndex: &idx,
+			ConfirmationsRequired: 4, CreatedAt: time.Now().UTC().Add(-time.Minute), Status: kassa.InvoiceNew}
+	}
+	// As an older binary writes it: no feed columns.
+	insertOld := func(inv *kassa.Invoice) {
+		t.Helper()
+		doc, err := json.Marshal(inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address) VALUES ($1, $2, $3, 1, $4, $5)`,
+			inv.ID, inv.StoreID, inv.CreatedAt.UnixMilli(), doc, inv.OnchainAddress); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := db.NewBatch()
+	b.PutStore(&kassa.Store{ID: "store_1", Name: "Shop"}, 1)
+	if err := db.Commit(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	insertOld(invoice(1))
+	// What migration 12 leaves on the rows before it.
+	if _, err := pool.Exec(ctx, `UPDATE invoices SET watch_tx = NULL`); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Conn: Conn{Network: "regtest", Params: testParams}, Node: newScriptedNode(), Cluster: true,
+		State: db, Reader: db, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.prepare(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	insertOld(invoice(2))
+	if err := c.refreshShared(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{1, 2} {
+		_, script := testAddressN(t, n)
+		if w := c.matcher.watched(script); w == nil || w.storeID != "store_1" || w.index != int64(n) || w.confirmations != 4 {
+			t.Errorf("invoice %d watched as %+v, want store_1 at index %d, 4 confirmations", n, w, n)
+		}
+	}
+}

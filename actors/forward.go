@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -229,9 +230,11 @@ func (f *Forwarder) Recover(ctx context.Context) (int, error) {
 // nothing new: a merchant invoice is paid only once it is recorded, and
 // the only invoice it can still pay is one recorded while it held the
 // lease, which the new holder tracks by its hash (lnd pays a hash once).
-// Lead resumes every store's forwards, then looks every PollEvery for
-// stores with newly queued transfers, since the settles that queue them
-// happen on whichever node runs the store.
+// Lead resumes every store's forwards and payouts, then looks every
+// PollEvery for stores with newly queued transfers or payouts to send
+// not seen before, since the settles that queue the ones and the
+// approvals of the others happen on whichever node runs the store or
+// answers the request, whose Wake does nothing outside a term.
 func (f *Forwarder) Lead(ctx context.Context, kv kassa.KeyValue) error {
 	c, ok := kv.(interface {
 		Commit(context.Context, kassa.Batch) error
@@ -249,8 +252,9 @@ func (f *Forwarder) Lead(ctx context.Context, kv kassa.KeyValue) error {
 	defer f.endTerm(t)
 	f.log.Info("forwarding on this node (forwarder lease held)")
 	queued := make(map[string]int64) // store → newest queued transfer seen
+	sending := make(map[string]bool) // payouts to send seen at the last poll
 	for tctx.Err() == nil {
-		if err := f.poll(t, queued); err != nil && tctx.Err() == nil {
+		if err := f.poll(t, queued, sending); err != nil && tctx.Err() == nil {
 			f.log.Warn("look for queued forwards", "err", err)
 		}
 		done := make(chan struct{})
@@ -264,13 +268,16 @@ func (f *Forwarder) Lead(ctx context.Context, kv kassa.KeyValue) error {
 	return nil
 }
 
-// poll wakes the actors of the stores that have forwarding to do and no
-// actor yet in t, or a transfer queued since the last poll.
-func (f *Forwarder) poll(t *term, queued map[string]int64) error {
+// poll wakes the actors of the stores that have forwarding or payouts
+// to do and no actor yet in t, a transfer queued since the last poll,
+// or a payout to send that the last poll did not see (sending, which
+// poll updates).
+func (f *Forwarder) poll(t *term, queued map[string]int64, sending map[string]bool) error {
 	stores, err := f.cfg.Store.ForwardingStores(t.ctx)
 	if err != nil {
 		return err
 	}
+	var wake []string
 	for _, id := range stores {
 		var newest int64
 		if err := f.cfg.Store.QueuedTransfers(t.ctx, id, func(q kassa.QueuedTransfer) error {
@@ -282,10 +289,27 @@ func (f *Forwarder) poll(t *term, queued map[string]int64) error {
 		_, running := t.actors.Load(id)
 		if !running || newest > queued[id] {
 			queued[id] = newest
-			if t.ctx.Err() == nil {
-				f.as.Root.Send(f.actor(t, id), wakeForward{})
-			}
+			wake = append(wake, id)
 		}
+	}
+	todo, err := f.payoutsToSend(t.ctx)
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(todo))
+	for _, p := range todo {
+		seen[p.ID] = true
+		if _, running := t.actors.Load(p.StoreID); (!running || !sending[p.ID]) && !slices.Contains(wake, p.StoreID) {
+			wake = append(wake, p.StoreID)
+		}
+	}
+	clear(sending)
+	maps.Copy(sending, seen)
+	for _, id := range wake {
+		if t.ctx.Err() != nil {
+			break
+		}
+		f.as.Root.Send(f.actor(t, id), wakeForward{})
 	}
 	return nil
 }

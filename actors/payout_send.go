@@ -38,13 +38,19 @@ func (f *Forwarder) refundPayouts() RefundPayouts {
 	return f.payouts
 }
 
-// payoutStores returns the stores with payouts to send.
-func (f *Forwarder) payoutStores(ctx context.Context) ([]string, error) {
+// payoutsToSend returns the payouts to send of every store, oldest
+// first: none when the forward actors pay no payouts.
+func (f *Forwarder) payoutsToSend(ctx context.Context) ([]*kassa.Payout, error) {
 	p := f.refundPayouts()
 	if p == nil {
 		return nil, nil
 	}
-	todo, err := p.ToSend(ctx, "")
+	return p.ToSend(ctx, "")
+}
+
+// payoutStores returns the stores with payouts to send.
+func (f *Forwarder) payoutStores(ctx context.Context) ([]string, error) {
+	todo, err := f.payoutsToSend(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -23,11 +23,11 @@ type payoutHarness struct {
 	refunds  *refund.Service
 }
 
-func newPayoutHarness(t *testing.T) *payoutHarness {
+func newPayoutHarness(t *testing.T, configure ...func(*ForwarderConfig)) *payoutHarness {
 	t.Helper()
 	shop, customer := newMerchant(t), newMerchant(t)
 	payer := lnsim.NewPayer(shop.node, customer.node)
-	fh := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), shop, payer)
+	fh := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), shop, payer, configure...)
 	fh.createStore()
 	h := &payoutHarness{forwardHarness: fh, customer: customer}
 	h.refunds = h.refundService(fh.fwd)

@@ -141,19 +141,7 @@ func testPayoutCrashPoint(t *testing.T, point string, onchain bool) {
 	}
 
 	// The refunding store pays once: one refund line, the fee once.
-	refunds := 0
-	var refunded, netFees float64
-	for _, tx := range s2.list(base+"/transactions", key) {
-		switch tx["type"] {
-		case "refund":
-			refunds++
-			refunded += num(tx, "amount")
-		case "network_fee":
-			netFees += num(tx, "amount")
-		case "refund_returned":
-			netFees -= num(tx, "amount")
-		}
-	}
+	refunds, refunded, netFees := refundLedger(s2, base, key)
 	if refunds != 1 || refunded != amount || netFees != fee {
 		t.Errorf("ledger: %d refund lines of %v sat, net network fees %v; payout %v sat, fee %v", refunds, refunded, netFees, amount, fee)
 	}
@@ -202,6 +190,24 @@ func storeBalance(t *testing.T, s *server, storeID string) float64 {
 		t.Fatalf("admin store = %d, %v", res.StatusCode, err)
 	}
 	return num(st, "balance")
+}
+
+// refundLedger reads the ledger of the store at base (its API path)
+// with key: its refund lines, their sum, and the network fees it paid
+// less those returned.
+func refundLedger(s *server, base, key string) (refunds int, refunded, netFees float64) {
+	for _, tx := range s.list(base+"/transactions", key) {
+		switch tx["type"] {
+		case "refund":
+			refunds++
+			refunded += num(tx, "amount")
+		case "network_fee":
+			netFees += num(tx, "amount")
+		case "refund_returned":
+			netFees -= num(tx, "amount")
+		}
+	}
+	return refunds, refunded, netFees
 }
 
 // simPayment reads, from the stopped server's data, the simulated

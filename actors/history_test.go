@@ -295,6 +295,24 @@ func TestHistoryLineAndChangeTogether(t *testing.T) {
 	}
 }
 
+// storeViaOtherNode makes a store through the first of nodes and
+// returns it with a node that does not run it, through which a change
+// is routed to the one that does.
+func storeViaOtherNode(t *testing.T, nodes []*harness) (*kassa.Store, *harness) {
+	t.Helper()
+	st, err := nodes[0].sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if !runsStore(n, st.ID) {
+			return st, n
+		}
+	}
+	t.Fatal("every node runs the store")
+	return nil, nil
+}
+
 // TestClusterHistoryCarriesTheActor: a change sent through a node that
 // does not run the store is recorded with the actor and address of the
 // request that made it on the first node (the cluster call's envelope).
@@ -302,17 +320,7 @@ func TestClusterHistoryCarriesTheActor(t *testing.T) {
 	t.Parallel()
 	db := openMem(t)
 	nodes := clusterNodes(t, 3, db, kassatest.NewTestClock(time.Now()), 15*time.Minute)
-	st, err := nodes[0].sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var via *harness
-	for _, n := range nodes {
-		if !runsStore(n, st.ID) {
-			via = n
-			break
-		}
-	}
+	st, via := storeViaOtherNode(t, nodes)
 	if _, err := via.sys.Service.UpdateStore(accountCtx(st.ID), st.ID, kassa.StoreUpdate{Name: "Renamed", Currency: kassa.EUR, ConfirmationsRequired: 1}); err != nil {
 		t.Fatal(err)
 	}

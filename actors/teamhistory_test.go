@@ -154,17 +154,7 @@ func TestClusterTeamChange(t *testing.T) {
 	db := openMem(t)
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 3, db, clock, 15*time.Minute)
-	st, err := nodes[0].sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var via *harness
-	for _, n := range nodes {
-		if !runsStore(n, st.ID) {
-			via = n
-			break
-		}
-	}
+	st, via := storeViaOtherNode(t, nodes)
 	svc, acct := via.sys.Service, accountCtx(st.ID)
 	if _, err := svc.ChangeMembers(acct, st.ID, kassa.MemberChange{Action: kassa.ActionMembersImported, Members: []kassa.Member{{Email: "owner@example.com", Role: kassa.RoleOwner}}}); err != nil {
 		t.Fatal(err)

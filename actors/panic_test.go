@@ -73,3 +73,43 @@ func TestStoreActorPanicAnswersAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestInvoiceActorPanicAnswersAtOnce: a payment whose recording panics
+// in the invoice actor's turn answers the caller the panic's error, not
+// its deadline; the invoice actor, restarted from storage, records the
+// payment delivered again once, and a third delivery changes nothing.
+func TestInvoiceActorPanicAnswersAtOnce(t *testing.T) {
+	for _, when := range []string{"before", "after"} {
+		t.Run(when+" the write", func(t *testing.T) {
+			db := openMem(t)
+			j := &panicJournal{Journal: db, after: when == "after"}
+			h := newHarnessWith(t, db, kassatest.NewTestClock(time.Now()), func(c *Config) { c.Journal = j })
+			h.createStore("0", "0")
+			inv := h.invoice("1000", kassa.SATS)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			paid := kassa.LightningEvent{PaymentHash: inv.PaymentHash, AmountMSat: 1_000_000}
+			j.armed.Store(true)
+			if err := h.sys.Service.HandleLightningEvent(ctx, paid); !errors.Is(err, errActorPanicked) {
+				t.Fatalf("payment whose commit panicked: %v, want %v", err, errActorPanicked)
+			}
+			if err := h.sys.Service.HandleLightningEvent(ctx, paid); err != nil {
+				t.Fatalf("the payment delivered again: %v", err)
+			}
+			if got := h.get(inv.ID); got.Status != kassa.InvoiceSettled {
+				t.Fatalf("invoice %s after the payment delivered again", got.Status)
+			}
+			lines, err := db.TransactionsByInvoice(ctx, inv.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := h.sys.Service.HandleLightningEvent(ctx, paid); err != nil {
+				t.Fatalf("a third delivery: %v", err)
+			}
+			again, err := db.TransactionsByInvoice(ctx, inv.ID)
+			if err != nil || len(again) != len(lines) || len(lines) == 0 {
+				t.Fatalf("ledger lines %d, then %d after a third delivery (%v): want the same, more than none", len(lines), len(again), err)
+			}
+		})
+	}
+}

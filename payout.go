@@ -352,6 +352,24 @@ var (
 	ErrPayoutNoAttempt           = Errorf(Conflict, "the payout has no payment under way")
 )
 
+// fiat reports whether p's amount in satoshis is set at its approval:
+// a claim in a currency other than SATS, to any destination but a
+// BOLT11 invoice (whose amount is its own).
+func (p Payout) fiat() bool {
+	return p.Currency != SATS && p.Destination.Kind != DestinationBOLT11
+}
+
+// SatsAt is p's amount in satoshis approved at rate (the price of one
+// bitcoin in its currency): its claim converted at rate, rounded up,
+// when it is in fiat (fiat), else its Amount. Every approval (the merchant's,
+// the automatic one, the node's funds check) values a payout by it.
+func (p Payout) SatsAt(rate decimal.Decimal) (Sats, error) {
+	if !p.fiat() {
+		return p.Amount, nil
+	}
+	return ToSats(p.Claimed, p.Currency, rate)
+}
+
 // Apply returns the payout after in and the effects to record with it.
 // An error leaves the payout unchanged.
 func (p Payout) Apply(in PayoutInput) (Payout, []PayoutEffect, error) {
@@ -362,8 +380,8 @@ func (p Payout) Apply(in PayoutInput) (Payout, []PayoutEffect, error) {
 		if p.State != PayoutAwaitingApproval {
 			return p, nil, ErrPayoutNotAwaitingApproval
 		}
-		if p.Currency != SATS && p.Destination.Kind != DestinationBOLT11 {
-			amount, err := ToSats(p.Claimed, p.Currency, in.Rate)
+		if p.fiat() {
+			amount, err := p.SatsAt(in.Rate)
 			if err != nil {
 				return p, nil, err
 			}

@@ -198,15 +198,9 @@ func autoApproval(st *Store, pp *PullPayment, p *Payout, available Sats, rate de
 	if p.Destination.Kind == DestinationOnchain {
 		return nil, false
 	}
-	amount := p.Amount
-	if p.Currency != SATS && p.Destination.Kind != DestinationBOLT11 {
-		if !rate.IsPositive() {
-			return nil, false
-		}
-		var err error
-		if amount, err = ToSats(p.Claimed, p.Currency, rate); err != nil {
-			return nil, false
-		}
+	amount, err := p.SatsAt(rate)
+	if err != nil { // no rate for a claim in fiat
+		return nil, false
 	}
 	feeLimit := PayoutFeeLimit(st, amount)
 	if !(pp.AutoApproveClaims && amount > 0 || st.AutoApproves(amount)) || amount+feeLimit > available {
@@ -221,12 +215,9 @@ func autoApproval(st *Store, pp *PullPayment, p *Payout, available Sats, rate de
 // limit, and within the node's funds that the payouts approved and not
 // yet sent leave (nodeFundsLeft).
 func approval(ctx context.Context, st *Store, p *Payout, available Sats, a *RefundApproval, r RefundReader) (PayoutInput, error) {
-	amount := p.Amount
-	if p.Currency != SATS && p.Destination.Kind != DestinationBOLT11 {
-		var err error
-		if amount, err = ToSats(p.Claimed, p.Currency, a.Rate); err != nil {
-			return nil, err
-		}
+	amount, err := p.SatsAt(a.Rate)
+	if err != nil {
+		return nil, err
 	}
 	feeLimit := PayoutFeeLimit(st, amount)
 	if p.Destination.Kind == DestinationOnchain {

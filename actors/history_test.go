@@ -198,6 +198,36 @@ func (j *historyFailJournal) Commit(ctx context.Context, b kassa.Batch) error {
 	return j.DB.Commit(ctx, lb.Batch)
 }
 
+// lineFaultHarness is a harness over in-memory Pebble with a store made,
+// whose journal, while failing is set, fails the write of every change
+// (fault "change") or of a history line (fault "line").
+type lineFaultHarness struct {
+	*harness
+	hj      *historyFailJournal
+	fault   string
+	failing bool
+}
+
+func newLineFaultHarness(t *testing.T, fault string, clock *kassatest.TestClock) *lineFaultHarness {
+	t.Helper()
+	db := openMem(t)
+	f := &lineFaultHarness{hj: &historyFailJournal{DB: db}, fault: fault}
+	journal := &faultyJournal{Journal: f.hj, commitErr: func() error {
+		if f.failing && fault == "change" {
+			return errDiskFull
+		}
+		return nil
+	}}
+	f.harness = newHarnessWith(t, db, clock, func(c *Config) { c.Journal = journal })
+	f.createStore("1", "0")
+	return f
+}
+
+// fail sets whether the harness's fault is on.
+func (f *lineFaultHarness) fail(on bool) {
+	f.failing, f.hj.failLines = on, on && f.fault == "line"
+}
+
 // TestHistoryLineAndChangeTogether: a change whose write fails leaves no
 // line, and a line whose write fails leaves no change: for a settings
 // change, an API key, a webhook and a refund. Once the fault is gone,
@@ -205,18 +235,8 @@ func (j *historyFailJournal) Commit(ctx context.Context, b kassa.Batch) error {
 func TestHistoryLineAndChangeTogether(t *testing.T) {
 	for _, fault := range []string{"change", "line"} {
 		t.Run(fault, func(t *testing.T) {
-			db := openMem(t)
-			hj := &historyFailJournal{DB: db}
-			var failing bool
-			journal := &faultyJournal{Journal: hj, commitErr: func() error {
-				if failing && fault == "change" {
-					return errDiskFull
-				}
-				return nil
-			}}
-			h := newHarnessWith(t, db, kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), func(c *Config) { c.Journal = journal })
-			h.createStore("1", "0")
-			id := h.store.ID
+			h := newLineFaultHarness(t, fault, kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+			db, id := h.db, h.store.ID
 			keys := len(h.store.APIKeys)
 			acct := accountCtx(id)
 			svc := h.sys.Service
@@ -248,7 +268,7 @@ func TestHistoryLineAndChangeTogether(t *testing.T) {
 				}, func() bool { _, err := db.PullPayment(context.Background(), "pp_1"); return err == nil }},
 			}
 			for _, c := range changes {
-				failing, hj.failLines = true, fault == "line"
+				h.fail(true)
 				if err := c.do(); !errors.Is(err, errDiskFull) && !errors.Is(err, errLineWrite) {
 					t.Fatalf("%s: a change whose %s is not written: %v", c.name, fault, err)
 				}
@@ -259,7 +279,7 @@ func TestHistoryLineAndChangeTogether(t *testing.T) {
 					t.Fatalf("%s: %d history lines after a failed %s write", c.name, len(lines), fault)
 				}
 			}
-			failing, hj.failLines = false, false
+			h.fail(false)
 			for i, c := range changes {
 				if err := c.do(); err != nil {
 					t.Fatalf("%s after the fault: %v", c.name, err)
@@ -275,6 +295,24 @@ func TestHistoryLineAndChangeTogether(t *testing.T) {
 	}
 }
 
+// storeViaOtherNode makes a store through the first of nodes and
+// returns it with a node that does not run it, through which a change
+// is routed to the one that does.
+func storeViaOtherNode(t *testing.T, nodes []*harness) (*kassa.Store, *harness) {
+	t.Helper()
+	st, err := nodes[0].sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if !runsStore(n, st.ID) {
+			return st, n
+		}
+	}
+	t.Fatal("every node runs the store")
+	return nil, nil
+}
+
 // TestClusterHistoryCarriesTheActor: a change sent through a node that
 // does not run the store is recorded with the actor and address of the
 // request that made it on the first node (the cluster call's envelope).
@@ -282,17 +320,7 @@ func TestClusterHistoryCarriesTheActor(t *testing.T) {
 	t.Parallel()
 	db := openMem(t)
 	nodes := clusterNodes(t, 3, db, kassatest.NewTestClock(time.Now()), 15*time.Minute)
-	st, err := nodes[0].sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var via *harness
-	for _, n := range nodes {
-		if !runsStore(n, st.ID) {
-			via = n
-			break
-		}
-	}
+	st, via := storeViaOtherNode(t, nodes)
 	if _, err := via.sys.Service.UpdateStore(accountCtx(st.ID), st.ID, kassa.StoreUpdate{Name: "Renamed", Currency: kassa.EUR, ConfirmationsRequired: 1}); err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,7 @@ type load struct{}
 type deadlineFired struct{ at time.Time }
 
 func (a *invoiceActor) Receive(ctx actor.Context) {
+	defer answerPanic(ctx, a.p.log)
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		ctx.Send(ctx.Self(), load{})

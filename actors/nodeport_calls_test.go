@@ -230,7 +230,7 @@ func TestClusterNodePortSurvivesEmptyCalls(t *testing.T) {
 		{StoreId: st.ID, RequestId: "req_2", Call: &protos.StoreCall_CreateInvoice{CreateInvoice: &protos.CreateInvoiceCall{}}},
 		{StoreId: st.ID, RequestId: "req_3", Call: &protos.StoreCall_CreatePaymentRequest{CreatePaymentRequest: &protos.CreatePaymentRequestCall{}}},
 	} {
-		rep, err := remoteStoreCall(node, addr, call)
+		rep, err := remoteStoreCall(node, addr, call, controlBudget(t))
 		if err != nil {
 			t.Fatalf("%s: %v", callName(call), err)
 		}
@@ -238,7 +238,7 @@ func TestClusterNodePortSurvivesEmptyCalls(t *testing.T) {
 			t.Errorf("%s: answered %v, want %s", callName(call), rep, kassa.Invalid)
 		}
 	}
-	if err := remoteTopUp(node, addr, st.ID, 1234); err != nil {
+	if err := remoteTopUp(node, addr, st.ID, 1234, controlBudget(t)); err != nil {
 		t.Fatalf("the node after the empty calls: %v", err)
 	}
 }

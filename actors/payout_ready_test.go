@@ -38,19 +38,6 @@ func newNotReadyPayer(payees ...*lnsim.Node) *notReadyPayer {
 	return p
 }
 
-func newReadyHarness(t *testing.T, payer *notReadyPayer, clock *kassatest.TestClock, shop, customer *merchant) *payoutHarness {
-	t.Helper()
-	fh := newForwardHarness(t, openMem(t), clock, shop, payer.Payer)
-	fh.createStore()
-	h := &payoutHarness{forwardHarness: fh, customer: customer}
-	h.refunds = h.refundService(fh.fwd)
-	fh.fwd.PayPayouts(h.refunds)
-	if _, err := fh.sys.Service.TopUp(context.Background(), fh.store.ID, 100_000, ""); err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
 // TestPayoutWaitsForLightningNodeReady: while the service's node cannot
 // send (lnd restarted, its channels not active yet), an approved
 // Lightning payout stays Approved and is tried again with backoff, not
@@ -60,23 +47,16 @@ func TestPayoutWaitsForLightningNodeReady(t *testing.T) {
 	shop, customer := newMerchant(t), newMerchant(t)
 	payer := newNotReadyPayer(shop.node, customer.node)
 	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
-	h := newReadyHarness(t, payer, clock, shop, customer)
+	h := newPayoutHarnessWith(t, clock, shop, customer, payer.Payer)
 	before := h.balance()
 	payer.down.Store(true)
 	p := h.approved(h.refunds, customer.address(), 9_000)
-	for range 3 { // tries while the node is not ready
-		kassatest.WaitFor(t, 5*time.Second, "a retry armed", func() bool { return clock.Pending() > 0 })
-		clock.AdvanceToNext()
-	}
+	h.retried(3) // tries while the node is not ready
 	if got, err := h.db.Payout(context.Background(), p.ID); err != nil || got.State != kassa.PayoutApproved {
 		t.Fatalf("payout while the node is not ready: %+v, %v; want Approved", got, err)
 	}
 	payer.down.Store(false)
-	clock.Advance(time.Hour)
-	done := h.waitFinal(p.ID)
-	if done.State != kassa.PayoutCompleted || len(customer.paid()) != 1 {
-		t.Fatalf("payout %+v, customer paid %v", done, customer.paid())
-	}
+	h.paidOnceOnRetry(p.ID)
 	h.eventuallyBalance(before - 9_000)
 }
 
@@ -89,7 +69,7 @@ func TestPayoutFailedWhileNodeNotReadyIsSentAgain(t *testing.T) {
 	shop, customer := newMerchant(t), newMerchant(t)
 	payer := newNotReadyPayer(shop.node, customer.node)
 	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
-	h := newReadyHarness(t, payer, clock, shop, customer)
+	h := newPayoutHarnessWith(t, clock, shop, customer, payer.Payer)
 	before := h.balance()
 	var first, noRoute atomic.Bool
 	payer.Before = func(string) error {
@@ -105,19 +85,12 @@ func TestPayoutFailedWhileNodeNotReadyIsSentAgain(t *testing.T) {
 		return nil
 	}
 	p := h.approved(h.refunds, customer.address(), 9_000)
-	for range 3 {
-		kassatest.WaitFor(t, 5*time.Second, "a retry armed", func() bool { return clock.Pending() > 0 })
-		clock.AdvanceToNext()
-	}
+	h.retried(3)
 	if got, err := h.db.Payout(context.Background(), p.ID); err != nil || got.State.Final() {
 		t.Fatalf("payout whose payment failed while the node was not ready: %+v, %v; want still to pay", got, err)
 	}
 	payer.down.Store(false)
-	clock.Advance(time.Hour)
-	done := h.waitFinal(p.ID)
-	if done.State != kassa.PayoutCompleted || len(customer.paid()) != 1 {
-		t.Fatalf("payout %+v, customer paid %v", done, customer.paid())
-	}
+	h.paidOnceOnRetry(p.ID)
 	h.eventuallyBalance(before - 9_000)
 
 	// Ready, a failure is definite.

@@ -35,30 +35,16 @@ func TestPayoutToAddressWaitsWhileItCannotBeResolved(t *testing.T) {
 	payer := lnsim.NewPayer(shop.node, customer.node)
 	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
 	var addrs *downAddresses
-	fh := newForwardHarness(t, openMem(t), clock, shop, payer, func(c *ForwarderConfig) {
+	h := newPayoutHarnessWith(t, clock, shop, customer, payer, func(c *ForwarderConfig) {
 		addrs = &downAddresses{LightningAddresses: c.Addresses}
 		c.Addresses = addrs
 	})
-	fh.createStore()
-	h := &payoutHarness{forwardHarness: fh, customer: customer}
-	h.refunds = h.refundService(fh.fwd)
-	fh.fwd.PayPayouts(h.refunds)
-	if _, err := fh.sys.Service.TopUp(context.Background(), fh.store.ID, 100_000, ""); err != nil {
-		t.Fatal(err)
-	}
 	addrs.down.Store(true)
 	p := h.approved(h.refunds, customer.address(), 9_000)
-	for range 3 { // tries while lnd is down
-		kassatest.WaitFor(t, 5*time.Second, "a retry armed", func() bool { return clock.Pending() > 0 })
-		clock.AdvanceToNext()
-	}
+	h.retried(3) // tries while lnd is down
 	if got, err := h.db.Payout(context.Background(), p.ID); err != nil || got.State != kassa.PayoutApproved {
 		t.Fatalf("payout while its address cannot be resolved: %+v, %v; want Approved", got, err)
 	}
 	addrs.down.Store(false)
-	clock.Advance(time.Hour)
-	done := h.waitFinal(p.ID)
-	if done.State != kassa.PayoutCompleted || len(customer.paid()) != 1 {
-		t.Fatalf("payout %+v, customer paid %v", done, customer.paid())
-	}
+	h.paidOnceOnRetry(p.ID)
 }

@@ -21,20 +21,8 @@ import (
 // and a Kassa-format webhook of every event is sent nothing.
 func TestFailedPayoutTellsTheMerchant(t *testing.T) {
 	ctx := context.Background()
-	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
-	node, err := lnsim.New(clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shop, customer := newMerchant(t), newMerchant(t)
-	fh := newForwardHarness(t, openMem(t), clock, shop, lnsim.NewPayer(), func(c *ForwarderConfig) { c.Payer = node })
-	fh.createStore()
-	h := &payoutHarness{forwardHarness: fh, customer: customer}
-	h.refunds = h.refundService(fh.fwd)
-	fh.fwd.PayPayouts(h.refunds)
-	if _, err := fh.sys.Service.TopUp(ctx, fh.store.ID, 100_000, ""); err != nil {
-		t.Fatal(err)
-	}
+	h, _ := newSimNodePayoutHarness(t)
+	fh, customer := h.forwardHarness, h.customer
 	gf, err := fh.sys.Service.CreateWebhook(ctx, fh.store.ID, &kassa.WebhookInput{URL: "https://shop.example/greenfield",
 		Format: kassa.FormatGreenfield, Events: []kassa.EventType{kassa.GreenfieldPayoutUpdated}, EventsGiven: true})
 	if err != nil {
@@ -97,9 +85,7 @@ func TestHeldMoneyDoesNotPayRefunds(t *testing.T) {
 		t.Fatal(err)
 	}
 	fh.store = st
-	h := &payoutHarness{forwardHarness: fh, customer: customer}
-	h.refunds = h.refundService(fh.fwd)
-	fh.fwd.PayPayouts(h.refunds)
+	h := payoutsOf(fh, customer)
 	if _, err := fh.sys.Service.TopUp(ctx, st.ID, 1_000, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -26,16 +26,64 @@ type payoutHarness struct {
 func newPayoutHarness(t *testing.T, configure ...func(*ForwarderConfig)) *payoutHarness {
 	t.Helper()
 	shop, customer := newMerchant(t), newMerchant(t)
-	payer := lnsim.NewPayer(shop.node, customer.node)
-	fh := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), shop, payer, configure...)
+	return newPayoutHarnessWith(t, kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), shop, customer, lnsim.NewPayer(shop.node, customer.node), configure...)
+}
+
+// newPayoutHarnessWith is a payout harness over in-memory Pebble whose
+// forwarder pays with payer (configure may change its config), with the
+// shop's store made and topped up by 100,000 sat.
+func newPayoutHarnessWith(t *testing.T, clock *kassatest.TestClock, shop, customer *merchant, payer *lnsim.Payer, configure ...func(*ForwarderConfig)) *payoutHarness {
+	t.Helper()
+	fh := newForwardHarness(t, openMem(t), clock, shop, payer, configure...)
 	fh.createStore()
-	h := &payoutHarness{forwardHarness: fh, customer: customer}
-	h.refunds = h.refundService(fh.fwd)
-	fh.fwd.PayPayouts(h.refunds)
 	if _, err := fh.sys.Service.TopUp(context.Background(), fh.store.ID, 100_000, ""); err != nil {
 		t.Fatal(err)
 	}
+	return payoutsOf(fh, customer)
+}
+
+// payoutsOf is the payout harness over fh: its refund service tells
+// fh's forwarder of approvals, which pays them.
+func payoutsOf(fh *forwardHarness, customer *merchant) *payoutHarness {
+	h := &payoutHarness{forwardHarness: fh, customer: customer}
+	h.refunds = h.refundService(fh.fwd)
+	fh.fwd.PayPayouts(h.refunds)
 	return h
+}
+
+// newSimNodePayoutHarness is a payout harness whose forwarder pays with
+// the simulated service node (kassa serve --lightning sim), returned
+// too.
+func newSimNodePayoutHarness(t *testing.T) (*payoutHarness, *lnsim.Node) {
+	t.Helper()
+	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
+	node, err := lnsim.New(clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shop, customer := newMerchant(t), newMerchant(t)
+	return newPayoutHarnessWith(t, clock, shop, customer, lnsim.NewPayer(), func(c *ForwarderConfig) { c.Payer = node }), node
+}
+
+// retried lets the forwarder try its payouts n times more, each time
+// on the retry it arms.
+func (h *payoutHarness) retried(n int) {
+	h.t.Helper()
+	for range n {
+		kassatest.WaitFor(h.t, 5*time.Second, "a retry armed", func() bool { return h.clock.Pending() > 0 })
+		h.clock.AdvanceToNext()
+	}
+}
+
+// paidOnceOnRetry is payout id once its next retry is due: completed,
+// the customer paid once.
+func (h *payoutHarness) paidOnceOnRetry(id string) {
+	h.t.Helper()
+	h.clock.Advance(time.Hour)
+	done := h.waitFinal(id)
+	if done.State != kassa.PayoutCompleted || len(h.customer.paid()) != 1 {
+		h.t.Fatalf("payout %+v, customer paid %v", done, h.customer.paid())
+	}
 }
 
 // refundService is the refund service of h's actors; sender (nil: none)
@@ -241,9 +289,7 @@ func TestApprovedPayoutSurvivesARestart(t *testing.T) {
 
 	again := newForwardHarness(t, db, clock, shop, payer)
 	again.store = fh.store
-	h2 := &payoutHarness{forwardHarness: again, customer: customer}
-	h2.refunds = h2.refundService(again.fwd)
-	again.fwd.PayPayouts(h2.refunds)
+	h2 := payoutsOf(again, customer)
 	if _, err := again.fwd.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
-	"github.com/kassapay/kassa/kassatest"
-	lnsim "github.com/kassapay/kassa/lightning/sim"
 )
 
 // TestPayoutPaidByTheSimulatedNode: with the simulated service node as
@@ -17,20 +15,8 @@ import (
 // finds no route and fails with the money back.
 func TestPayoutPaidByTheSimulatedNode(t *testing.T) {
 	ctx := context.Background()
-	clock := kassatest.NewTestClock(time.Unix(1_700_000_000, 0))
-	node, err := lnsim.New(clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shop, customer := newMerchant(t), newMerchant(t)
-	fh := newForwardHarness(t, openMem(t), clock, shop, lnsim.NewPayer(), func(c *ForwarderConfig) { c.Payer = node })
-	fh.createStore()
-	h := &payoutHarness{forwardHarness: fh, customer: customer}
-	h.refunds = h.refundService(fh.fwd)
-	fh.fwd.PayPayouts(h.refunds)
-	if _, err := fh.sys.Service.TopUp(ctx, fh.store.ID, 100_000, ""); err != nil {
-		t.Fatal(err)
-	}
+	h, node := newSimNodePayoutHarness(t)
+	customer := h.customer
 	before := h.balance()
 
 	inv, err := node.CreateInvoice(ctx, 20_000_000, "refund", time.Hour)

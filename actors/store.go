@@ -77,6 +77,7 @@ type inspectStore struct {
 type passivate struct{ invoiceID string }
 
 func (a *storeActor) Receive(ctx actor.Context) {
+	defer answerPanic(ctx, a.p.log)
 	if a.broken != nil {
 		switch ctx.Message().(type) {
 		case *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -340,6 +341,28 @@ func (s *Runtime) request(ctx context.Context, pid *actor.PID, msg any) (any, er
 // errTimedOut answers a call whose budget was spent before it reached
 // an actor.
 var errTimedOut = kassa.Errorf(kassa.Unavailable, "request timed out")
+
+// errActorPanicked answers a request whose handling panicked in its
+// actor (answerPanic).
+var errActorPanicked = kassa.Errorf(kassa.Internal, "internal error: the request failed; try again")
+
+// answerPanic, deferred in a store or invoice actor's Receive, answers
+// the request whose handling panicked with errActorPanicked at once,
+// logs the panic with its stack, and panics on: protoactor restarts the
+// actor, which loads its state from storage again (a batch is written
+// whole or not at all), and the caller does not wait out its budget.
+func answerPanic(ctx actor.Context, log *slog.Logger) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	log.Error("an actor panicked; restarting it from storage", "actor", ctx.Self().Id,
+		"message", fmt.Sprintf("%T", ctx.Message()), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	if ctx.Sender() != nil {
+		ctx.Respond(reply{err: errActorPanicked})
+	}
+	panic(r)
+}
 
 // tell sends msg to pid without waiting for an answer.
 func (s *Runtime) tell(pid *actor.PID, msg any) { s.actorSystem().Root.Send(pid, msg) }

@@ -21,19 +21,9 @@ import (
 func TestTeamChangeAndLineTogether(t *testing.T) {
 	for _, fault := range []string{"change", "line"} {
 		t.Run(fault, func(t *testing.T) {
-			db := openMem(t)
-			hj := &historyFailJournal{DB: db}
-			var failing bool
-			journal := &faultyJournal{Journal: hj, commitErr: func() error {
-				if failing && fault == "change" {
-					return errDiskFull
-				}
-				return nil
-			}}
 			clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			h := newHarnessWith(t, db, clock, func(c *Config) { c.Journal = journal })
-			h.createStore("1", "0")
-			id := h.store.ID
+			h := newLineFaultHarness(t, fault, clock)
+			db, id := h.db, h.store.ID
 			acct := accountCtx(id)
 			svc := h.sys.Service
 			if _, err := svc.ChangeMembers(acct, id, kassa.MemberChange{Action: kassa.ActionMembersImported,
@@ -62,7 +52,7 @@ func TestTeamChangeAndLineTogether(t *testing.T) {
 			}
 			for i, ch := range changes {
 				before := team()
-				failing, hj.failLines = true, fault == "line"
+				h.fail(true)
 				if _, err := svc.ChangeMembers(acct, id, ch); !errors.Is(err, errDiskFull) && !errors.Is(err, errLineWrite) {
 					t.Fatalf("%s: a change whose %s is not written: %v", ch.Action, fault, err)
 				}
@@ -72,7 +62,7 @@ func TestTeamChangeAndLineTogether(t *testing.T) {
 				if lines := history(t, db, id, kassa.HistoryQuery{}); len(lines) != i {
 					t.Fatalf("%s: %d history lines after a failed %s write, want %d", ch.Action, len(lines), fault, i)
 				}
-				failing, hj.failLines = false, false
+				h.fail(false)
 				if _, err := svc.ChangeMembers(acct, id, ch); err != nil {
 					t.Fatalf("%s after the fault: %v", ch.Action, err)
 				}
@@ -164,17 +154,7 @@ func TestClusterTeamChange(t *testing.T) {
 	db := openMem(t)
 	clock := kassatest.NewTestClock(time.Now())
 	nodes := clusterNodes(t, 3, db, clock, 15*time.Minute)
-	st, err := nodes[0].sys.Service.CreateStore(context.Background(), kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var via *harness
-	for _, n := range nodes {
-		if !runsStore(n, st.ID) {
-			via = n
-			break
-		}
-	}
+	st, via := storeViaOtherNode(t, nodes)
 	svc, acct := via.sys.Service, accountCtx(st.ID)
 	if _, err := svc.ChangeMembers(acct, st.ID, kassa.MemberChange{Action: kassa.ActionMembersImported, Members: []kassa.Member{{Email: "owner@example.com", Role: kassa.RoleOwner}}}); err != nil {
 		t.Fatal(err)

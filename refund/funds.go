@@ -50,11 +50,9 @@ func (s *Service) payoutFunds(ctx context.Context, storeID string, first *kassa.
 		}
 		return 0, nil, nil
 	}
-	amount := first.Amount
-	if first.Currency != kassa.SATS && first.Destination.Kind != kassa.DestinationBOLT11 {
-		if amount, err = kassa.ToSats(first.Claimed, first.Currency, rate); err != nil {
-			return 0, nil, err
-		}
+	amount, err := first.SatsAt(rate)
+	if err != nil {
+		return 0, nil, err
 	}
 	if !onchain {
 		st, err := s.cfg.Reader.Store(ctx, storeID)

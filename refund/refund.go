@@ -81,6 +81,11 @@ func (s *Service) CreatePullPayment(ctx context.Context, storeID string, in kass
 	if err != nil {
 		return nil, err
 	}
+	return s.create(ctx, storeID, pp)
+}
+
+// create makes pull payment pp of the store in the store's turn.
+func (s *Service) create(ctx context.Context, storeID string, pp *kassa.PullPayment) (*kassa.PullPayment, error) {
 	ch, err := s.cfg.Ledger.ChangeRefunds(ctx, storeID, &kassa.RefundCommand{Create: pp})
 	if err != nil {
 		return nil, err
@@ -110,11 +115,7 @@ func (s *Service) RefundInvoice(ctx context.Context, storeID, invoiceID string, 
 	if err != nil {
 		return nil, err
 	}
-	ch, err := s.cfg.Ledger.ChangeRefunds(ctx, storeID, &kassa.RefundCommand{Create: pp})
-	if err != nil {
-		return nil, err
-	}
-	return ch.PullPayment, nil
+	return s.create(ctx, storeID, pp)
 }
 
 // Claim claims amount (in the pull payment's currency; zero: a

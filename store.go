@@ -2,6 +2,8 @@ package kassa
 
 import (
 	"crypto/subtle"
+	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -321,9 +323,10 @@ func (s *StoreSettings) Validate() error {
 }
 
 // StoreUpdate holds the settings a merchant may change on an existing
-// store (the dashboard's settings form). Every field replaces the stored
-// one; percentFee, underpaymentTolerance and the credit limit are the
-// operator's and are not here.
+// store (the dashboard's settings form). Applied in full, every field
+// replaces the stored one; applied to some StoreFields, only those do
+// (Store.Apply). percentFee, underpaymentTolerance and the credit limit
+// are the operator's and are not here.
 type StoreUpdate struct {
 	Name                  string
 	Currency              Currency
@@ -346,6 +349,97 @@ type StoreUpdate struct {
 	WalletGapLimit int32
 }
 
+// StoreField names one setting of a StoreUpdate, as its field errors
+// name it. A caller that changes some settings names them, so that a
+// concurrent change of the others is kept (Store.Apply).
+type StoreField string
+
+// The settings of a StoreUpdate.
+const (
+	StoreName                         StoreField = "name"
+	StoreCurrency                     StoreField = "currency"
+	StoreLightningAddress             StoreField = "lightningAddress"
+	StoreXpub                         StoreField = "xpub"
+	StoreXpubType                     StoreField = "xpubType"
+	StoreConfirmations                StoreField = "confirmations"
+	StoreOnchainMinAmount             StoreField = "onchainMinAmount"
+	StoreLogoURL                      StoreField = "logoUrl"
+	StoreBrandColor                   StoreField = "brandColor"
+	StoreDefaultRedirectURL           StoreField = "defaultRedirectUrl"
+	StoreDefaultRedirectAutomatically StoreField = "defaultRedirectAutomatically"
+	StoreDefaultLanguage              StoreField = "defaultLanguage"
+	StoreRefundAutoApproveMax         StoreField = "refundAutoApproveMax"
+	StoreWalletGapLimit               StoreField = "walletGapLimit"
+)
+
+// storeFields lists every StoreField, in StoreUpdate's order.
+var storeFields = []StoreField{StoreName, StoreCurrency, StoreLightningAddress, StoreXpub, StoreXpubType,
+	StoreConfirmations, StoreOnchainMinAmount, StoreLogoURL, StoreBrandColor, StoreDefaultRedirectURL,
+	StoreDefaultRedirectAutomatically, StoreDefaultLanguage, StoreRefundAutoApproveMax, StoreWalletGapLimit}
+
+// field is a pointer to u's field f; nil for a name no field has.
+func (u *StoreUpdate) field(f StoreField) any {
+	switch f {
+	case StoreName:
+		return &u.Name
+	case StoreCurrency:
+		return &u.Currency
+	case StoreLightningAddress:
+		return &u.LightningAddress
+	case StoreXpub:
+		return &u.Xpub
+	case StoreXpubType:
+		return &u.XpubType
+	case StoreConfirmations:
+		return &u.ConfirmationsRequired
+	case StoreOnchainMinAmount:
+		return &u.OnchainMinAmount
+	case StoreLogoURL:
+		return &u.LogoURL
+	case StoreBrandColor:
+		return &u.BrandColor
+	case StoreDefaultRedirectURL:
+		return &u.DefaultRedirectURL
+	case StoreDefaultRedirectAutomatically:
+		return &u.DefaultRedirectAutomatically
+	case StoreDefaultLanguage:
+		return &u.DefaultLanguage
+	case StoreRefundAutoApproveMax:
+		return &u.RefundAutoApproveMax
+	case StoreWalletGapLimit:
+		return &u.WalletGapLimit
+	}
+	return nil
+}
+
+// ChangedFrom names the settings in which u differs from was: what a
+// form shown with was and sent back as u changes.
+func (u StoreUpdate) ChangedFrom(was StoreUpdate) []StoreField {
+	changed := []StoreField{}
+	for _, f := range storeFields {
+		if reflect.ValueOf(u.field(f)).Elem().Interface() != reflect.ValueOf(was.field(f)).Elem().Interface() {
+			changed = append(changed, f)
+		}
+	}
+	return changed
+}
+
+// over is the update that sets fields to u's values and keeps the
+// others as they are in base; u itself when fields is nil (every field).
+func (u StoreUpdate) over(base StoreUpdate, fields []StoreField) (StoreUpdate, error) {
+	if fields == nil {
+		return u, nil
+	}
+	for _, f := range fields {
+		dst := base.field(f)
+		if dst == nil {
+			return u, InvalidFields([]FieldError{{"fields", fmt.Sprintf("%q is not a store setting", string(f))}})
+		}
+		reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(u.field(f)).Elem())
+	}
+	return base, nil
+}
+
 // MaxAPIKeys bounds the API keys of one store, and MaxAPIKeyLabel the
 // length of a key's label.
 const (
@@ -354,10 +448,17 @@ const (
 )
 
 // Apply returns a copy of s with u applied, or the fields u gets wrong.
+// With fields named, only those settings take u's values and the others
+// stay as s has them, whatever u holds for them; with none, every one
+// does. The settings are checked as they end up, the kept ones too.
 // The derivation index stays where it is when the xpub changes: indexes
 // only ever grow, so no index is handed out twice whichever key it is
 // derived from.
-func (s *Store) Apply(u StoreUpdate) (*Store, error) {
+func (s *Store) Apply(u StoreUpdate, only ...StoreField) (*Store, error) {
+	u, err := u.over(s.Settings(), only)
+	if err != nil {
+		return nil, err
+	}
 	var fields []FieldError
 	add := func(field, msg string) { fields = append(fields, FieldError{field, msg}) }
 	if u.Name == "" || len(u.Name) > 100 {

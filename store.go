@@ -1,10 +1,13 @@
 package kassa
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -412,16 +415,44 @@ func (u *StoreUpdate) field(f StoreField) any {
 	return nil
 }
 
-// ChangedFrom names the settings in which u differs from was: what a
-// form shown with was and sent back as u changes.
-func (u StoreUpdate) ChangedFrom(was StoreUpdate) []StoreField {
+// Digest is a short fingerprint of each of u's settings, for a form to
+// carry beside the settings it shows: ChangedSince names the ones a
+// submitted form changed without the form carrying every value twice
+// (a logo can take most of a form's size).
+func (u StoreUpdate) Digest() string {
+	parts := make([]string, len(storeFields))
+	for i, f := range storeFields {
+		parts[i] = string(f) + ":" + fieldDigest(u.field(f))
+	}
+	return strings.Join(parts, ",")
+}
+
+// ChangedSince names the settings in which u differs from the ones
+// digest (Digest) was made of. A setting digest does not list was not
+// on the form and is not named; a digest that is no digest is Invalid.
+func (u StoreUpdate) ChangedSince(digest string) ([]StoreField, error) {
+	was := map[StoreField]string{}
+	for _, part := range strings.Split(digest, ",") {
+		f, d, ok := strings.Cut(part, ":")
+		if !ok || len(d) != 16 {
+			damaged := FieldError{"form", "the form's record of the settings it showed is damaged: load the page again"}
+			return nil, InvalidFields([]FieldError{damaged})
+		}
+		was[StoreField(f)] = d
+	}
 	changed := []StoreField{}
 	for _, f := range storeFields {
-		if reflect.ValueOf(u.field(f)).Elem().Interface() != reflect.ValueOf(was.field(f)).Elem().Interface() {
+		if d, ok := was[f]; ok && d != fieldDigest(u.field(f)) {
 			changed = append(changed, f)
 		}
 	}
-	return changed
+	return changed, nil
+}
+
+// fieldDigest is 8 bytes of the SHA-256 of the value p points to, in hex.
+func fieldDigest(p any) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%v", reflect.ValueOf(p).Elem().Interface()))
+	return hex.EncodeToString(sum[:8])
 }
 
 // over is the update that sets fields to u's values and keeps the
@@ -433,7 +464,8 @@ func (u StoreUpdate) over(base StoreUpdate, fields []StoreField) (StoreUpdate, e
 	for _, f := range fields {
 		dst := base.field(f)
 		if dst == nil {
-			return u, InvalidFields([]FieldError{{"fields", fmt.Sprintf("%q is not a store setting", string(f))}})
+			unknown := FieldError{"fields", fmt.Sprintf("%q is not a store setting", string(f))}
+			return u, InvalidFields([]FieldError{unknown})
 		}
 		reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(u.field(f)).Elem())
 	}

@@ -101,3 +101,45 @@ func TestStoreUpdateStaleChecksStartAgain(t *testing.T) {
 		t.Errorf("update = %+v, %v", got, err)
 	}
 }
+
+// TestClusterStoreUpdateNamesCrossNodes: a partial update sent through
+// a node that does not run the store reaches the store's node with the
+// settings it names (cmdUpdateStore), so that two updates from a stale
+// read through different nodes both survive.
+func TestClusterStoreUpdateNamesCrossNodes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openMem(t)
+	nodes := clusterNodes(t, 3, db, kassatest.NewTestClock(time.Now()), 15*time.Minute)
+	st, err := nodes[0].sys.Service.CreateStore(ctx, kassa.StoreSettings{Name: "Shop", Currency: kassa.EUR, ConfirmationsRequired: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := nodes[0].sys.Cluster.ownerOf(st.ID)
+	var others []*harness
+	for _, n := range nodes {
+		if n.sys.Runtime.actorSystem().Address() != owner {
+			others = append(others, n)
+		}
+	}
+	if len(others) != 2 {
+		t.Fatalf("%d nodes do not run the store, want 2", len(others))
+	}
+	a := st.Settings()
+	a.RefundAutoApproveMax = 5000
+	if _, err := others[0].sys.Service.UpdateStore(ctx, st.ID, a, kassa.StoreRefundAutoApproveMax); err != nil {
+		t.Fatal(err)
+	}
+	b := st.Settings()
+	b.BrandColor = "#112233"
+	got, err := others[1].sys.Service.UpdateStore(ctx, st.ID, b, kassa.StoreBrandColor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.RefundAutoApproveMax != 5000 || got.BrandColor != "#112233" {
+		t.Errorf("after both updates through other nodes: refundAutoApproveMax %d, brandColor %q", got.RefundAutoApproveMax, got.BrandColor)
+	}
+	if _, err := others[0].sys.Service.UpdateStore(ctx, st.ID, b, "percentFee"); kassa.ErrorCode(err) != kassa.Invalid {
+		t.Errorf("an unknown name through another node: %v, want Invalid", err)
+	}
+}

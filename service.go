@@ -20,8 +20,10 @@ type StoreService interface {
 	// ledger line, whatever its amount (docs/decisions.md, "Top-ups
 	// credited once").
 	TopUp(ctx context.Context, storeID string, amount Sats, reference string) (*Transaction, error)
-	// UpdateStore applies u to the store (Store.Apply) and returns it.
-	UpdateStore(ctx context.Context, storeID string, u StoreUpdate) (*Store, error)
+	// UpdateStore applies u to the store (Store.Apply) and returns it:
+	// the settings named in only, in the store actor's turn, so that a
+	// concurrent change of the others is kept; none named: every one.
+	UpdateStore(ctx context.Context, storeID string, u StoreUpdate, only ...StoreField) (*Store, error)
 }
 
 // InvoiceService creates and changes invoices.

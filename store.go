@@ -1,8 +1,13 @@
 package kassa
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -321,9 +326,10 @@ func (s *StoreSettings) Validate() error {
 }
 
 // StoreUpdate holds the settings a merchant may change on an existing
-// store (the dashboard's settings form). Every field replaces the stored
-// one; percentFee, underpaymentTolerance and the credit limit are the
-// operator's and are not here.
+// store (the dashboard's settings form). Applied in full, every field
+// replaces the stored one; applied to some StoreFields, only those do
+// (Store.Apply). percentFee, underpaymentTolerance and the credit limit
+// are the operator's and are not here.
 type StoreUpdate struct {
 	Name                  string
 	Currency              Currency
@@ -346,6 +352,126 @@ type StoreUpdate struct {
 	WalletGapLimit int32
 }
 
+// StoreField names one setting of a StoreUpdate, as its field errors
+// name it. A caller that changes some settings names them, so that a
+// concurrent change of the others is kept (Store.Apply).
+type StoreField string
+
+// The settings of a StoreUpdate.
+const (
+	StoreName                         StoreField = "name"
+	StoreCurrency                     StoreField = "currency"
+	StoreLightningAddress             StoreField = "lightningAddress"
+	StoreXpub                         StoreField = "xpub"
+	StoreXpubType                     StoreField = "xpubType"
+	StoreConfirmations                StoreField = "confirmations"
+	StoreOnchainMinAmount             StoreField = "onchainMinAmount"
+	StoreLogoURL                      StoreField = "logoUrl"
+	StoreBrandColor                   StoreField = "brandColor"
+	StoreDefaultRedirectURL           StoreField = "defaultRedirectUrl"
+	StoreDefaultRedirectAutomatically StoreField = "defaultRedirectAutomatically"
+	StoreDefaultLanguage              StoreField = "defaultLanguage"
+	StoreRefundAutoApproveMax         StoreField = "refundAutoApproveMax"
+	StoreWalletGapLimit               StoreField = "walletGapLimit"
+)
+
+// storeFields lists every StoreField, in StoreUpdate's order.
+var storeFields = []StoreField{StoreName, StoreCurrency, StoreLightningAddress, StoreXpub, StoreXpubType,
+	StoreConfirmations, StoreOnchainMinAmount, StoreLogoURL, StoreBrandColor, StoreDefaultRedirectURL,
+	StoreDefaultRedirectAutomatically, StoreDefaultLanguage, StoreRefundAutoApproveMax, StoreWalletGapLimit}
+
+// field is a pointer to u's field f; nil for a name no field has.
+func (u *StoreUpdate) field(f StoreField) any {
+	switch f {
+	case StoreName:
+		return &u.Name
+	case StoreCurrency:
+		return &u.Currency
+	case StoreLightningAddress:
+		return &u.LightningAddress
+	case StoreXpub:
+		return &u.Xpub
+	case StoreXpubType:
+		return &u.XpubType
+	case StoreConfirmations:
+		return &u.ConfirmationsRequired
+	case StoreOnchainMinAmount:
+		return &u.OnchainMinAmount
+	case StoreLogoURL:
+		return &u.LogoURL
+	case StoreBrandColor:
+		return &u.BrandColor
+	case StoreDefaultRedirectURL:
+		return &u.DefaultRedirectURL
+	case StoreDefaultRedirectAutomatically:
+		return &u.DefaultRedirectAutomatically
+	case StoreDefaultLanguage:
+		return &u.DefaultLanguage
+	case StoreRefundAutoApproveMax:
+		return &u.RefundAutoApproveMax
+	case StoreWalletGapLimit:
+		return &u.WalletGapLimit
+	}
+	return nil
+}
+
+// Digest is a short fingerprint of each of u's settings, for a form to
+// carry beside the settings it shows: ChangedSince names the ones a
+// submitted form changed without the form carrying every value twice
+// (a logo can take most of a form's size).
+func (u StoreUpdate) Digest() string {
+	parts := make([]string, len(storeFields))
+	for i, f := range storeFields {
+		parts[i] = string(f) + ":" + fieldDigest(u.field(f))
+	}
+	return strings.Join(parts, ",")
+}
+
+// ChangedSince names the settings in which u differs from the ones
+// digest (Digest) was made of. A setting digest does not list was not
+// on the form and is not named; a digest that is no digest is Invalid.
+func (u StoreUpdate) ChangedSince(digest string) ([]StoreField, error) {
+	was := map[StoreField]string{}
+	for _, part := range strings.Split(digest, ",") {
+		f, d, ok := strings.Cut(part, ":")
+		if !ok || len(d) != 16 {
+			damaged := FieldError{"form", "the form's record of the settings it showed is damaged: load the page again"}
+			return nil, InvalidFields([]FieldError{damaged})
+		}
+		was[StoreField(f)] = d
+	}
+	changed := []StoreField{}
+	for _, f := range storeFields {
+		if d, ok := was[f]; ok && d != fieldDigest(u.field(f)) {
+			changed = append(changed, f)
+		}
+	}
+	return changed, nil
+}
+
+// fieldDigest is 8 bytes of the SHA-256 of the value p points to, in hex.
+func fieldDigest(p any) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%v", reflect.ValueOf(p).Elem().Interface()))
+	return hex.EncodeToString(sum[:8])
+}
+
+// over is the update that sets fields to u's values and keeps the
+// others as they are in base; u itself when fields is nil (every field).
+func (u StoreUpdate) over(base StoreUpdate, fields []StoreField) (StoreUpdate, error) {
+	if fields == nil {
+		return u, nil
+	}
+	for _, f := range fields {
+		dst := base.field(f)
+		if dst == nil {
+			unknown := FieldError{"fields", fmt.Sprintf("%q is not a store setting", string(f))}
+			return u, InvalidFields([]FieldError{unknown})
+		}
+		reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(u.field(f)).Elem())
+	}
+	return base, nil
+}
+
 // MaxAPIKeys bounds the API keys of one store, and MaxAPIKeyLabel the
 // length of a key's label.
 const (
@@ -354,10 +480,17 @@ const (
 )
 
 // Apply returns a copy of s with u applied, or the fields u gets wrong.
+// With fields named, only those settings take u's values and the others
+// stay as s has them, whatever u holds for them; with none, every one
+// does. The settings are checked as they end up, the kept ones too.
 // The derivation index stays where it is when the xpub changes: indexes
 // only ever grow, so no index is handed out twice whichever key it is
 // derived from.
-func (s *Store) Apply(u StoreUpdate) (*Store, error) {
+func (s *Store) Apply(u StoreUpdate, only ...StoreField) (*Store, error) {
+	u, err := u.over(s.Settings(), only)
+	if err != nil {
+		return nil, err
+	}
 	var fields []FieldError
 	add := func(field, msg string) { fields = append(fields, FieldError{field, msg}) }
 	if u.Name == "" || len(u.Name) > 100 {

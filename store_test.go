@@ -2,6 +2,7 @@ package kassa
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -85,5 +86,64 @@ func TestStoreSettingsChangeNothing(t *testing.T) {
 	again, err := st.Apply(st.Settings())
 	if err != nil || !again.Equal(st) {
 		t.Errorf("applying Settings() changed the store: %v\n%+v\n%+v", err, again, st)
+	}
+}
+
+// TestStoreApplyNamedFields: with settings named, Apply sets those to
+// the update's values and keeps every other one as the store has it,
+// whatever the update holds for it, checking the result as a whole; an
+// empty list of names changes nothing, an unknown name is Invalid.
+func TestStoreApplyNamedFields(t *testing.T) {
+	base := &Store{ID: "st_1", Name: "Shop", Currency: EUR, BrandColor: "#000000", RefundAutoApproveMax: 5000}
+	u := StoreUpdate{Name: "", Currency: USD, BrandColor: "#112233"} // Name and Currency stale or empty
+	st, err := base.Apply(u, StoreBrandColor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := *base
+	want.BrandColor = "#112233"
+	if !st.Equal(&want) {
+		t.Errorf("applied = %+v, want %+v", st, &want)
+	}
+	if same, err := base.Apply(u, []StoreField{}...); err != nil || !same.Equal(base) {
+		t.Errorf("no field named: %+v, %v", same, err)
+	}
+	if _, err := base.Apply(u, StoreName); ErrorCode(err) != Invalid {
+		t.Errorf("an empty name named: %v, want Invalid", err)
+	}
+	if _, err := base.Apply(u, "percentFee"); ErrorCode(err) != Invalid {
+		t.Errorf("an unknown name: %v, want Invalid", err)
+	}
+	if _, err := base.Apply(u); ErrorCode(err) != Invalid {
+		t.Errorf("none named applies every field (the empty name): %v, want Invalid", err)
+	}
+}
+
+// TestStoreUpdateChangedSince: a form's digest of the settings it showed
+// names exactly the settings changed since; a setting the digest does
+// not list is not named; a damaged digest is Invalid.
+func TestStoreUpdateChangedSince(t *testing.T) {
+	shown := StoreUpdate{Name: "Shop", Currency: EUR, LogoURL: "data:image/png;base64," + strings.Repeat("A", 40000), ConfirmationsRequired: 1}
+	digest := shown.Digest()
+	if len(digest) > 600 {
+		t.Errorf("digest of %d characters: it should not grow with the values", len(digest))
+	}
+	sent := shown
+	if got, err := sent.ChangedSince(digest); err != nil || got == nil || len(got) != 0 {
+		t.Errorf("nothing changed: %v, %v; want an empty list", got, err)
+	}
+	sent.BrandColor, sent.ConfirmationsRequired, sent.LogoURL = "#112233", 2, shown.LogoURL+"B"
+	got, err := sent.ChangedSince(digest)
+	if want := []StoreField{StoreConfirmations, StoreLogoURL, StoreBrandColor}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("changed = %v, %v; want %v", got, err, want)
+	}
+	partial := strings.Split(digest, ",")[0] // the name's only
+	if got, err := sent.ChangedSince(partial); err != nil || len(got) != 0 {
+		t.Errorf("settings the digest does not list: %v, %v; want none named", got, err)
+	}
+	for _, bad := range []string{"name", "name:12", "garbage,with,commas"} {
+		if _, err := sent.ChangedSince(bad); ErrorCode(err) != Invalid {
+			t.Errorf("digest %q: %v, want Invalid", bad, err)
+		}
 	}
 }

@@ -192,7 +192,12 @@ var commands = commandTable(
 		if err != nil {
 			return nil, undecodable(err)
 		}
-		return s.UpdateStore(ctx, id, *u)
+		// No fields: a full update, as a node that predates them sends.
+		var only []kassa.StoreField
+		for _, f := range c.Fields {
+			only = append(only, kassa.StoreField(f))
+		}
+		return s.UpdateStore(ctx, id, *u, only...)
 	}),
 	handle(cmdCreateAPIKey, func(ctx context.Context, s *Service, id string, c *protos.CreateAPIKeyCall) (*kassa.APIKey, error) {
 		// Permissions as they crossed the wire, unchecked:

@@ -598,11 +598,23 @@ func (s *Service) savePaymentRequest(ctx context.Context, storeID string, msg *s
 	return res.(*kassa.PaymentRequest), nil
 }
 
-// UpdateStore changes a store's settings. A new xpub is checked, and a
-// new Lightning address read, before anything is stored.
-func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error) {
+// UpdateStore changes a store's settings: those named in only, or every
+// one when none is (kassa.Store.Apply). The update is applied to the
+// store as its actor holds it, so that a concurrent change of other
+// settings is kept. A new xpub is checked, and a new Lightning address
+// read, before anything is stored; a new currency is checked in the turn.
+func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate, only ...kassa.StoreField) (*kassa.Store, error) {
+	if only != nil && len(only) == 0 {
+		// Nothing named: nothing changes (on the wire, no fields would
+		// mean every one).
+		return s.cfg.Reader.Store(ctx, storeID)
+	}
 	if out, ok, err := cmdUpdateStore.route(ctx, s.cluster, storeID, func() *protos.UpdateStoreCall {
-		return &protos.UpdateStoreCall{Update: toDoc[*protos.StoreUpdateDoc](&u)}
+		fields := make([]string, len(only))
+		for i, f := range only {
+			fields[i] = string(f)
+		}
+		return &protos.UpdateStoreCall{Update: toDoc[*protos.StoreUpdateDoc](&u), Fields: fields}
 	}); ok {
 		return out, err
 	}
@@ -612,34 +624,69 @@ func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.Store
 	if err != nil {
 		return nil, err
 	}
-	next, err := old.Apply(u)
-	if err != nil {
-		return nil, err
-	}
-	// A currency kept is not checked again: a store whose currency the
-	// providers stopped quoting can still change its other settings.
-	if next.Currency != old.Currency {
-		if err := s.checkQuoted(next.Currency); err != nil {
+	// The xpub check and the Lightning address read take I/O, so they
+	// run before the turn, against old; a turn that finds the store's
+	// xpub or address no longer old's starts again from its store.
+	for range maxStaleUpdates {
+		st, stale, err := s.updateStore(ctx, old, u, only)
+		if stale != nil {
+			old = stale
+			continue
+		}
+		if err != nil {
 			return nil, err
 		}
+		if s.cfg.Forwarder != nil && st.LightningAddress != "" && old.LightningAddress == "" {
+			// Money held for want of an address goes out now.
+			s.cfg.Forwarder.wake(ctx, st.ID)
+		}
+		return st, nil
 	}
-	if x, ok := s.cfg.Chain.(interface{ CheckXpub(xpub, typ string) error }); ok && next.Xpub != "" &&
-		(next.Xpub != old.Xpub || next.XpubType != old.XpubType) {
+	return nil, kassa.Errorf(kassa.Conflict, "the store's xpub or Lightning address kept changing while this update was checked: try again")
+}
+
+// maxStaleUpdates bounds the turns of one UpdateStore that find the
+// checks done before them stale.
+const maxStaleUpdates = 5
+
+// updateStore checks u applied to old, then applies it in the store
+// actor's turn. stale, when not nil, is the store of a turn that found
+// the checks made against old do not hold for it: nothing was stored.
+func (s *Service) updateStore(ctx context.Context, old *kassa.Store, u kassa.StoreUpdate, only []kassa.StoreField) (st, stale *kassa.Store, err error) {
+	next, err := old.Apply(u, only...)
+	if err != nil {
+		return nil, nil, err
+	}
+	xpubChanged := next.Xpub != "" && (next.Xpub != old.Xpub || next.XpubType != old.XpubType)
+	if x, ok := s.cfg.Chain.(interface{ CheckXpub(xpub, typ string) error }); ok && xpubChanged {
 		if err := x.CheckXpub(next.Xpub, next.XpubType); err != nil {
-			return nil, kassa.InvalidFields([]kassa.FieldError{{Field: "xpub", Message: kassa.ErrorMessage(err)}})
+			return nil, nil, kassa.InvalidFields([]kassa.FieldError{{Field: "xpub", Message: kassa.ErrorMessage(err)}})
 		}
 	}
 	if next.LightningAddress != old.LightningAddress {
 		if err := s.readWalletBounds(ctx, next); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	res, err := s.ask(ctx, storeID, &changeStore{call: callOf(ctx), change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
-		// Apply again to the actor's current state, so that a change
-		// racing this one (an allocated address index) is kept.
-		st, err := cur.Apply(u)
+	res, err := s.ask(ctx, old.ID, &changeStore{call: callOf(ctx), change: func(cur *kassa.Store) (*kassa.Store, *protos.StoreEvent, error) {
+		if cur.Xpub != old.Xpub || cur.XpubType != old.XpubType || cur.LightningAddress != old.LightningAddress {
+			stale = cur
+			return nil, nil, errStaleUpdate
+		}
+		// Applied again to the actor's current state, so that a change
+		// racing this one (another setting, an allocated address index)
+		// is kept.
+		st, err := cur.Apply(u, only...)
 		if err != nil {
 			return nil, nil, err
+		}
+		// A currency kept is not checked again: a store whose currency
+		// the providers stopped quoting can still change its other
+		// settings.
+		if st.Currency != cur.Currency {
+			if err := s.checkQuoted(st.Currency); err != nil {
+				return nil, nil, err
+			}
 		}
 		st.WalletMinSendable, st.WalletMaxSendable = next.WalletMinSendable, next.WalletMaxSendable
 		doc, err := format.Marshal(st)
@@ -648,16 +695,18 @@ func (s *Service) UpdateStore(ctx context.Context, storeID string, u kassa.Store
 		}
 		return st, &protos.StoreEvent{Kind: &protos.StoreEvent_SettingsChanged{SettingsChanged: &protos.StoreSettingsChanged{Store: doc}}}, nil
 	}})
+	if stale != nil {
+		return nil, stale, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	st := res.(*kassa.Store)
-	if s.cfg.Forwarder != nil && st.LightningAddress != "" && old.LightningAddress == "" {
-		// Money held for want of an address goes out now.
-		s.cfg.Forwarder.wake(ctx, st.ID)
-	}
-	return st, nil
+	return res.(*kassa.Store), nil, nil
 }
+
+// errStaleUpdate is a store update's turn refusing checks made against
+// a store that has changed since (updateStore).
+var errStaleUpdate = errors.New("store changed since the update was checked")
 
 // CreateAPIKey adds an API key to a store, holding perms on it; none
 // means kassa.DefaultKeyPermissions. An unknown permission is Invalid

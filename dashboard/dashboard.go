@@ -22,7 +22,7 @@ import (
 // keys (the dashboard uses it; every change goes through the store's
 // actor like any other).
 type StoreSettingsService interface {
-	UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate) (*kassa.Store, error)
+	UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate, only ...kassa.StoreField) (*kassa.Store, error)
 	// CreateAPIKey adds a key with label to the store, holding perms
 	// (none: kassa.DefaultKeyPermissions).
 	CreateAPIKey(ctx context.Context, storeID, label string, perms ...kassa.Permission) (*kassa.APIKey, error)

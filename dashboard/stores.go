@@ -124,7 +124,7 @@ func (h *Dashboard) storeSettings(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	data := map[string]any{"S": st, "Held": held}
+	data := map[string]any{"S": st, "Held": held, "Shown": st.Settings().Digest()}
 	if err := h.addressGap(r.Context(), st, data); err != nil {
 		h.serverError(w, r, err)
 		return
@@ -181,9 +181,18 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 		RefundAutoApproveMax:         kassa.Sats(autoSat),
 		WalletGapLimit:               int32(gapLimit),
 	}
+	// The form names the settings it changes from those it showed
+	// (shown, kassa.StoreUpdate.Digest), so that a change another member
+	// or the API made since the page was loaded is kept. A form without
+	// it sets every setting.
+	var only []kassa.StoreField
 	var err error
+	if shown := f.Get("shown"); shown != "" {
+		only, err = u.ChangedSince(shown)
+	}
 	var next *kassa.Store
 	switch {
+	case err != nil:
 	case err1 != nil:
 		err = kassa.InvalidFields([]kassa.FieldError{{Field: "confirmations", Message: "must be a whole number"}})
 	case err2 != nil:
@@ -193,7 +202,7 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 	case err4 != nil:
 		err = kassa.InvalidFields([]kassa.FieldError{{Field: "walletGapLimit", Message: "must be a whole number of addresses"}})
 	default:
-		next, err = h.Services.UpdateStore(r.Context(), st.ID, u)
+		next, err = h.Services.UpdateStore(r.Context(), st.ID, u, only...)
 	}
 	if err != nil {
 		if m, ok := fieldErrors(r, err); ok {
@@ -203,7 +212,7 @@ func (h *Dashboard) updateSettings(w http.ResponseWriter, r *http.Request) {
 			shown.DefaultLanguage, shown.DefaultRedirectAutomatically = u.DefaultLanguage, u.DefaultRedirectAutomatically
 			shown.RefundAutoApproveMax, shown.WalletGapLimit = u.RefundAutoApproveMax, u.WalletGapLimit
 			held, _ := h.held(r.Context(), st)
-			h.render(w, r, http.StatusUnprocessableEntity, "settings", map[string]any{"S": &shown, "Error": m, "Held": held})
+			h.render(w, r, http.StatusUnprocessableEntity, "settings", map[string]any{"S": &shown, "Error": m, "Held": held, "Shown": f.Get("shown")})
 			return
 		}
 		h.serverError(w, r, err)

@@ -204,7 +204,7 @@ func (f failingStores) TopUp(context.Context, string, kassa.Sats, string) (*kass
 	return nil, f.err
 }
 
-func (f failingStores) UpdateStore(context.Context, string, kassa.StoreUpdate) (*kassa.Store, error) {
+func (f failingStores) UpdateStore(context.Context, string, kassa.StoreUpdate, ...kassa.StoreField) (*kassa.Store, error) {
 	return nil, f.err
 }
 

@@ -76,9 +76,12 @@ func (s *server) updateStore(w http.ResponseWriter, r *http.Request) {
 	c := callerFrom(r.Context())
 	st := c.store
 	if body.RefundAutoApproveMax != nil {
+		// Only the setting of the body is named: a concurrent change of
+		// the others is kept. The others carry their values as read, for
+		// a node that predates field names and applies every one.
 		u := st.Settings()
 		u.RefundAutoApproveMax = kassa.Sats(*body.RefundAutoApproveMax)
-		if st, err = s.Stores.UpdateStore(r.Context(), st.ID, u); err != nil {
+		if st, err = s.Stores.UpdateStore(r.Context(), st.ID, u, kassa.StoreRefundAutoApproveMax); err != nil {
 			s.writeError(w, r, err)
 			return
 		}

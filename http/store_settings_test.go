@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"net/http"
 	"testing"
 
@@ -74,5 +75,46 @@ func TestStoreRefundAutoApproveMax(t *testing.T) {
 	}
 	if st, err := e.db.Store(t.Context(), "store_a"); err != nil || st.Name != e.storeA.Name || st.Currency != e.storeA.Currency {
 		t.Fatalf("the other settings changed: %+v %v", st, err)
+	}
+}
+
+// racingStores runs race once, before the first UpdateStore it passes
+// on: a change that lands between the handler's read of the store and
+// its update.
+type racingStores struct {
+	kassa.StoreService
+	race func()
+}
+
+func (s *racingStores) UpdateStore(ctx context.Context, storeID string, u kassa.StoreUpdate, only ...kassa.StoreField) (*kassa.Store, error) {
+	if race := s.race; race != nil {
+		s.race = nil
+		race()
+	}
+	return s.StoreService.UpdateStore(ctx, storeID, u, only...)
+}
+
+// TestStoreUpdateKeepsConcurrentChange: the dashboard saves the brand
+// colour after PUT /api/v1/stores/{storeId} read the store and before
+// it applies refundAutoApproveMax; both survive, the API's update
+// setting only its own field.
+func TestStoreUpdateKeepsConcurrentChange(t *testing.T) {
+	var stores *racingStores
+	e := newEnv(t, withDeps(func(d *Deps) { stores = &racingStores{StoreService: d.Stores}; d.Stores = stores }))
+	stores.race = func() {
+		u := e.storeA.Settings()
+		u.BrandColor = "#112233"
+		if _, err := e.sys.Service.UpdateStore(t.Context(), "store_a", u, kassa.StoreBrandColor); err != nil {
+			t.Error(err)
+		}
+	}
+	owner := header{"X-Api-Key", e.keyWith(kassa.PermModifyStoreSettings)}
+	expectStatus(t, e.do("PUT", "/api/v1/stores/store_a", `{"refundAutoApproveMax": 5000}`, owner), http.StatusOK)
+	st, err := e.db.Store(t.Context(), "store_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.RefundAutoApproveMax != 5000 || st.BrandColor != "#112233" {
+		t.Errorf("stored refundAutoApproveMax %d, brandColor %q; want 5000 and #112233", st.RefundAutoApproveMax, st.BrandColor)
 	}
 }

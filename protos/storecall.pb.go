@@ -1326,9 +1326,12 @@ func (x *RedeliverCall) GetDeliveryId() string {
 	return ""
 }
 
+// UpdateStoreCall: fields names the settings it sets (kassa.StoreField);
+// none: every one, as a node that predates them sends.
 type UpdateStoreCall struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Update        *StoreUpdateDoc        `protobuf:"bytes,1,opt,name=update,proto3" json:"update,omitempty"`
+	Fields        []string               `protobuf:"bytes,68,rep,name=fields,proto3" json:"fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1366,6 +1369,13 @@ func (*UpdateStoreCall) Descriptor() ([]byte, []int) {
 func (x *UpdateStoreCall) GetUpdate() *StoreUpdateDoc {
 	if x != nil {
 		return x.Update
+	}
+	return nil
+}
+
+func (x *UpdateStoreCall) GetFields() []string {
+	if x != nil {
+		return x.Fields
 	}
 	return nil
 }
@@ -5078,9 +5088,10 @@ const file_storecall_proto_rawDesc = "" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x1f\n" +
 	"\vdelivery_id\x18\x02 \x01(\tR\n" +
-	"deliveryId\"C\n" +
+	"deliveryId\"[\n" +
 	"\x0fUpdateStoreCall\x120\n" +
-	"\x06update\x18\x01 \x01(\v2\x18.kassa.v1.StoreUpdateDocR\x06update\"J\n" +
+	"\x06update\x18\x01 \x01(\v2\x18.kassa.v1.StoreUpdateDocR\x06update\x12\x16\n" +
+	"\x06fields\x18D \x03(\tR\x06fields\"J\n" +
 	"\x10CreateAPIKeyCall\x12\x14\n" +
 	"\x05label\x18\x01 \x01(\tR\x05label\x12 \n" +
 	"\vpermissions\x18\x02 \x03(\tR\vpermissions\")\n" +

@@ -559,7 +559,8 @@ func (h *Dashboard) removePasskey(w http.ResponseWriter, r *http.Request) {
 	}
 	var u *user
 	if data["LastFactor"] == true {
-		required, err := h.storeNeedsTwoFactor(r.Context(), s.user)
+		var required bool
+		required, err = h.storeNeedsTwoFactor(r.Context(), s.user)
 		if err != nil {
 			h.limits.give(counted...)
 			h.serverError(w, r, err)

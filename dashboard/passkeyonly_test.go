@@ -1,9 +1,11 @@
 package dashboard
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -282,5 +284,32 @@ func TestPasskeyOnlyAddsApp(t *testing.T) {
 	passwordStep(app, "shop@example.com")
 	if code, _, _ := app.post("/dashboard/login/2fa", url.Values{"code": {totpAt(t, secret, e.clock.Now())}}); code != http.StatusSeeOther || !signedIn(app) {
 		t.Errorf("a code of the added app: %d", code)
+	}
+}
+
+// TestRemoveLastPasskeyWriteFails: when the write that removes the last
+// passkey fails, the page says so (500) and the passkey stays; it never
+// answers that two-factor sign-in is off.
+func TestRemoveLastPasskeyWriteFails(t *testing.T) {
+	var failUser atomic.Bool
+	e := newEnv(t, onLocalhost, func(d *Deps) {
+		d.KV = &faultyKV{KeyValue: d.KV, putErr: func(key string) error {
+			if failUser.Load() && key == userKey("shop@example.com") {
+				return errors.New("injected: the account write failed")
+			}
+			return nil
+		}}
+	})
+	c := e.client()
+	c.signup("shop@example.com")
+	key := newSoftKey(t, "localhost", e.dash.PublicURL)
+	codes := enrolPasskey(t, c, key)
+	failUser.Store(true)
+	if code, _ := removePasskey(c, key, "correct horse battery", codes[0]); code != http.StatusInternalServerError {
+		t.Errorf("removing the last passkey while its write fails: %d, want 500", code)
+	}
+	failUser.Store(false)
+	if u, _ := e.dash.user(t.Context(), "shop@example.com"); u.TwoFactor == nil || len(u.TwoFactor.Passkeys) != 1 {
+		t.Fatalf("after a failed removal: %+v", u.TwoFactor)
 	}
 }

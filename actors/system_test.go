@@ -232,9 +232,9 @@ func (h *harness) payLightning(inv *kassa.Invoice, sats kassa.Sats) {
 	}
 }
 
-// crashActor makes the actor pid panic on a request (crash): it answers
+// crashAnswered makes the actor pid panic on a request (crash): it answers
 // the panic's error at once (answerPanic) and protoactor restarts it.
-func crashActor(t *testing.T, h *harness, pid *actor.PID) {
+func crashAnswered(t *testing.T, h *harness, pid *actor.PID) {
 	t.Helper()
 	res, err := h.sys.Runtime.actorSystem().Root.RequestFuture(pid, crash{}, 30*time.Second).Result()
 	if r, ok := res.(reply); err != nil || !ok || !errors.Is(r.err, errActorPanicked) {
@@ -362,7 +362,7 @@ func TestRestartRecoversAndExpiresOverdue(t *testing.T) {
 }
 
 func TestPanicRestartsOnlyThatInvoice(t *testing.T) {
-	t.Parallel() // its own harness; about 1 s of it is waiting
+	t.Parallel() // its own harness
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
@@ -379,7 +379,7 @@ func TestPanicRestartsOnlyThatInvoice(t *testing.T) {
 	if _, ok := h.sys.Runtime.actorSystem().ProcessRegistry.GetLocal(child.Id); !ok {
 		t.Fatal("invoice actor not found")
 	}
-	crashActor(t, h, child)
+	crashAnswered(t, h, child)
 	// Both invoices still work.
 	h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: a.PaymentHash, AmountMSat: 1_000_000})
 	h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: b.PaymentHash, AmountMSat: 1_000_000})
@@ -546,7 +546,7 @@ func TestManyConcurrentCreatesAllExpire(t *testing.T) {
 // their timers) still expire: an invoice due soon is woken by the store
 // at once, the others by the sweeper as their deadline approaches.
 func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
-	t.Parallel() // its own harness; about 1 s of it is waiting
+	t.Parallel() // its own harness
 	clock := kassatest.NewTestClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	h := newHarness(t, openMem(t), clock)
 	h.createStore("0", "0")
@@ -565,7 +565,7 @@ func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
 	// and so the sweeper's next timer, until its request times out.
 	eventually(t, "the sweeper's round after the jump", func() bool { return clock.Pending() == 2 })
 	other := h.invoice("1000", kassa.SATS)
-	crashActor(t, h, h.sys.Runtime.store(h.store.ID))
+	crashAnswered(t, h, h.sys.Runtime.store(h.store.ID))
 	// due expires in a minute, before the sweeper's next round: the
 	// restarted store wakes it at once and it arms its timer again. The
 	// pending timers are then the sweeper's and due's.

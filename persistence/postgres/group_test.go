@@ -335,3 +335,33 @@ func TestGroupCommitServerDownMidCommit(t *testing.T) {
 		t.Errorf("transactions committed held %v batches, want [1]", got)
 	}
 }
+
+// Two fences share their check only when their SQL and every argument
+// are the same: a fence of one lease must not pass for another's.
+func TestFenceKeysDifferByEveryArgument(t *testing.T) {
+	const sql = `SELECT 1 FROM leases WHERE role = $1 AND holder = $2 AND epoch = $3 FOR SHARE`
+	keys := map[string][]any{}
+	for _, args := range [][]any{
+		{"forward", "node-a", int64(1)},
+		{"forward", "node-a", int64(2)},
+		{"forward", "node-a", int64(12)},
+		{"forward", "node-a1", int64(2)},
+		{"forwardnode-a", "", int64(1)},
+		{"forward", "node-a", "1"},
+		{"forward", "node-a", []string{"1"}},
+		{"forward", "node-a", []string{"1", "2"}},
+		{"forward", "node-a"},
+	} {
+		k := fenceKey(sql, args)
+		if other, ok := keys[k]; ok {
+			t.Fatalf("fence keys of %#v and %#v are the same: %q", other, args, k)
+		}
+		keys[k] = args
+	}
+	if fenceKey(sql, []any{"forward", "node-a", int64(1)}) != fenceKey(sql, []any{"forward", "node-a", int64(1)}) {
+		t.Fatal("one check has two keys")
+	}
+	if fenceKey("A s1:x", nil) == fenceKey("A ", []any{"x"}) {
+		t.Fatal("two checks' SQL and arguments share a key")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // Merged inserts: in a group of several batches, the plain INSERTs of a
@@ -117,7 +118,15 @@ func (m *merger) add(sql string, args []any) bool {
 // queue adds the merged statements to b and returns how many.
 func (m *merger) queue(b *pgx.Batch) int {
 	for _, sql := range m.order {
-		b.Queue(mergedSQL[sql], m.cols[sql]...)
+		cols := m.cols[sql]
+		for i, c := range cols {
+			if docs, ok := c.([][]byte); ok {
+				// pgx encodes a [][]byte by reflection, a FlatArray
+				// directly.
+				cols[i] = pgtype.FlatArray[[]byte](docs)
+			}
+		}
+		b.Queue(mergedSQL[sql], cols...)
 	}
 	return len(m.order)
 }

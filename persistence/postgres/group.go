@@ -185,15 +185,15 @@ func (c *committer) run() {
 	}
 	err := tx.Commit(ctx)
 	conn.Release()
+	if err == nil && c.committed != nil {
+		c.committed(len(live))
+	}
 	c.handOver()
 	if err != nil {
 		for _, it := range live {
 			it.answer(fmt.Errorf("%s: %w", it.what, down(err)))
 		}
 		return
-	}
-	if c.committed != nil {
-		c.committed(len(live))
 	}
 	for _, it := range live {
 		it.answer(nil)

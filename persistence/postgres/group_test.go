@@ -365,3 +365,50 @@ func TestFenceKeysDifferByEveryArgument(t *testing.T) {
 		t.Fatal("two checks' SQL and arguments share a key")
 	}
 }
+
+// TestGroupKeepsItsTurnUntilCommitted: the batches that arrive while a
+// group is written go in the next group, whose statements run only
+// once the first group's COMMIT is answered, so that the server pays
+// one transaction for all the batches of a flush.
+func TestGroupKeepsItsTurnUntilCommitted(t *testing.T) {
+	db := openTest(t)
+	h := newGroupHarness(t, db)
+	second := make(chan struct{})
+	h.onGroup = func(g, size int) {
+		if g == 2 {
+			close(second)
+		}
+	}
+	var once sync.Once
+	overlapped := false
+	db.group.committed = func(size int) {
+		// The first group's COMMIT is answered: had the second group
+		// been given the turn, its statements would run now.
+		once.Do(func() {
+			select {
+			case <-second:
+				overlapped = true
+			case <-time.After(time.Second):
+			}
+		})
+	}
+	first := h.start(t)
+	const n = 3
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- db.Commit(t.Context(), invoiceBatch(db, fmt.Sprintf("inv_%d", i))) }()
+	}
+	h.waitQueued(t, n)
+	close(h.hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if overlapped {
+		t.Error("the second group ran its statements before the first group's COMMIT was answered")
+	}
+}

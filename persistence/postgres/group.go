@@ -40,8 +40,8 @@ const maxGroup = 256
 // maxRunning bounds the groups written at once, from their statements
 // to their COMMIT's answer. One: the batches that arrive while a group
 // is written wait for the next, so groups grow with the load and the
-// server spends less per batch (docs/decisions.md, "Group commit waits
-// for its flush").
+// server spends less per batch (docs/decisions.md, "PostgreSQL groups
+// wait for their flush").
 const maxRunning = 1
 
 // retryDeadlock is how often a group that PostgreSQL chose as the

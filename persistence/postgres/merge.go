@@ -18,12 +18,13 @@ import (
 // rows is two statements, 16 and 4 rows), so that each connection
 // prepares a few statements per table, not one per group size. Multi-row
 // VALUES cost the server less per row than `INSERT … SELECT … FROM
-// unnest(arrays)` (a third less CPU for an invoice's row). Their rows
-// are new keys of distinct actors (an actor's next batch waits for the
-// commit of its last), so their order against the group's other
-// statements does not matter; a merged statement that fails (a key
-// taken) is not attributed to a batch: the group is written again
-// unmerged, where each batch's own statement says which one it was.
+// unnest(arrays)` (docs/decisions.md, "PostgreSQL groups wait for their
+// flush"). Their rows are new keys of distinct actors (an actor's next
+// batch waits for the commit of its last), so their order against the
+// group's other statements does not matter; a merged statement that
+// fails (a key taken) is not attributed to a batch: the group is written
+// again unmerged, where each batch's own statement says which one it
+// was.
 
 // maxMergedRows bounds the rows of one merged statement.
 const maxMergedRows = 64

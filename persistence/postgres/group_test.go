@@ -358,7 +358,8 @@ func TestFenceKeysDifferByEveryArgument(t *testing.T) {
 		}
 		keys[k] = args
 	}
-	if fenceKey(sql, []any{"forward", "node-a", int64(1)}) != fenceKey(sql, []any{"forward", "node-a", int64(1)}) {
+	a, b := []any{"forward", "node-a", int64(1)}, []any{"forward", "node-a", int64(1)}
+	if fenceKey(sql, a) != fenceKey(sql, b) {
 		t.Fatal("one check has two keys")
 	}
 	if fenceKey("A s1:x", nil) == fenceKey("A ", []any{"x"}) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -24,22 +25,23 @@ import (
 // Every batch is answered only once the transaction that holds it has
 // committed (or failed, when all of its batches get the error).
 //
-// One group at a time (maxRunning) runs its statements; it hands its
-// turn over to the next group before it sends COMMIT, so that the next
-// group's statements overlap this one's flush. A group that PostgreSQL
-// aborts as the victim of a deadlock (with another node's transaction,
-// or with the group before it when maxRunning is raised) is written
-// again whole, as no batch of it is at fault.
+// One group at a time (maxRunning) is written; it hands its turn over to
+// the next group once its COMMIT is answered, so that the batches that
+// arrive during its WAL flush go in the next group: the server's cost
+// of a transaction (BEGIN, the fences, a statement per table, COMMIT)
+// is shared by more batches. A group that PostgreSQL aborts as the
+// victim of a deadlock (with another node's transaction, or with
+// another group when maxRunning is raised) is written again whole, as
+// no batch of it is at fault.
 
 // maxGroup bounds the batches of one transaction.
 const maxGroup = 256
 
-// maxRunning bounds the groups running their statements at once. One:
-// the batches that arrive while a group runs wait for the next, so
-// groups grow with the load, and the server spends less per batch (the
-// cluster bench's one-node cluster: 643 µs of PostgreSQL CPU per create
-// against 1,053 µs with four, and 753 µs with two; docs/decisions.md,
-// "Group commit on Pebble and PostgreSQL").
+// maxRunning bounds the groups written at once, from their statements
+// to their COMMIT's answer. One: the batches that arrive while a group
+// is written wait for the next, so groups grow with the load and the
+// server spends less per batch (docs/decisions.md, "Group commit on
+// Pebble and PostgreSQL").
 const maxRunning = 1
 
 // retryDeadlock is how often a group that PostgreSQL chose as the
@@ -83,12 +85,12 @@ type committer struct {
 
 	mu    sync.Mutex
 	queue []*groupItem
-	// running counts the groups running their statements, at most
-	// maxRunning (a field, which tests may change).
+	// running counts the groups being written, at most maxRunning (a
+	// field, which tests may change).
 	running, maxRunning int
 
 	// Test hooks: executed runs with the group's size once its
-	// statements ran, before the turn is handed over and COMMIT sent;
+	// statements ran, before COMMIT is sent;
 	// committed runs with the size of each group that committed; sent
 	// runs with the statements of each transaction sent (fences and
 	// batches' statements, merged ones counted once).
@@ -114,7 +116,7 @@ func (c *committer) commit(ctx context.Context, b *Batch, f *fence, what string)
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if f != nil {
-		f.key = fmt.Sprintf("%s\x00%#v", f.sql, f.args)
+		f.key = fenceKey(f.sql, f.args)
 	}
 	it := &groupItem{ctx: ctx, stmts: b.b.QueuedQueries, newInvoices: b.newInvoices, fence: f, what: what, done: make(chan struct{})}
 	c.mu.Lock()
@@ -126,6 +128,31 @@ func (c *committer) commit(ctx context.Context, b *Batch, f *fence, what string)
 	c.mu.Unlock()
 	<-it.done
 	return it.err
+}
+
+// fenceKey is the key of a check: its SQL and arguments, each prefixed
+// with its length (an argument also with its kind), so that two keys are
+// equal only when the checks are.
+func fenceKey(sql string, args []any) string {
+	b := make([]byte, 0, len(sql)+64)
+	b = strconv.AppendInt(b, int64(len(sql)), 10)
+	b = append(b, ':')
+	b = append(b, sql...)
+	for _, a := range args {
+		var v string
+		switch a := a.(type) {
+		case string:
+			b, v = append(b, 's'), a
+		case int64:
+			b, v = append(b, 'i'), strconv.FormatInt(a, 10)
+		default:
+			b, v = append(b, 'v'), fmt.Sprintf("%T %#v", a, a)
+		}
+		b = strconv.AppendInt(b, int64(len(v)), 10)
+		b = append(b, ':')
+		b = append(b, v...)
+	}
+	return string(b)
 }
 
 // run takes the batches waiting and writes them in one transaction.
@@ -152,7 +179,29 @@ func (c *committer) run() {
 		c.executed(len(live))
 	}
 
-	// Hand the turn to the next group before waiting for the flush.
+	if tx == nil {
+		c.handOver()
+		return
+	}
+	err := tx.Commit(ctx)
+	conn.Release()
+	if err == nil && c.committed != nil {
+		c.committed(len(live))
+	}
+	c.handOver()
+	if err != nil {
+		for _, it := range live {
+			it.answer(fmt.Errorf("%s: %w", it.what, down(err)))
+		}
+		return
+	}
+	for _, it := range live {
+		it.answer(nil)
+	}
+}
+
+// handOver gives the turn to the next group, if batches wait for one.
+func (c *committer) handOver() {
 	c.mu.Lock()
 	if len(c.queue) > 0 {
 		go c.run()
@@ -160,24 +209,6 @@ func (c *committer) run() {
 		c.running--
 	}
 	c.mu.Unlock()
-
-	if tx == nil {
-		return
-	}
-	err := tx.Commit(ctx)
-	conn.Release()
-	if err != nil {
-		for _, it := range live {
-			it.answer(fmt.Errorf("%s: %w", it.what, down(err)))
-		}
-		return
-	}
-	if c.committed != nil {
-		c.committed(len(live))
-	}
-	for _, it := range live {
-		it.answer(nil)
-	}
 }
 
 func (it *groupItem) answer(err error) {

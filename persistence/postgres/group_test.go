@@ -335,3 +335,81 @@ func TestGroupCommitServerDownMidCommit(t *testing.T) {
 		t.Errorf("transactions committed held %v batches, want [1]", got)
 	}
 }
+
+// Two fences share their check only when their SQL and every argument
+// are the same: a fence of one lease must not pass for another's.
+func TestFenceKeysDifferByEveryArgument(t *testing.T) {
+	const sql = `SELECT 1 FROM leases WHERE role = $1 AND holder = $2 AND epoch = $3 FOR SHARE`
+	keys := map[string][]any{}
+	for _, args := range [][]any{
+		{"forward", "node-a", int64(1)},
+		{"forward", "node-a", int64(2)},
+		{"forward", "node-a", int64(12)},
+		{"forward", "node-a1", int64(2)},
+		{"forwardnode-a", "", int64(1)},
+		{"forward", "node-a", "1"},
+		{"forward", "node-a", []string{"1"}},
+		{"forward", "node-a", []string{"1", "2"}},
+		{"forward", "node-a"},
+	} {
+		k := fenceKey(sql, args)
+		if other, ok := keys[k]; ok {
+			t.Fatalf("fence keys of %#v and %#v are the same: %q", other, args, k)
+		}
+		keys[k] = args
+	}
+	a, b := []any{"forward", "node-a", int64(1)}, []any{"forward", "node-a", int64(1)}
+	if fenceKey(sql, a) != fenceKey(sql, b) {
+		t.Fatal("one check has two keys")
+	}
+	if fenceKey("A s1:x", nil) == fenceKey("A ", []any{"x"}) {
+		t.Fatal("two checks' SQL and arguments share a key")
+	}
+}
+
+// TestGroupKeepsItsTurnUntilCommitted: the batches that arrive while a
+// group is written go in the next group, whose statements run only
+// once the first group's COMMIT is answered, so that the server pays
+// one transaction for all the batches of a flush.
+func TestGroupKeepsItsTurnUntilCommitted(t *testing.T) {
+	db := openTest(t)
+	h := newGroupHarness(t, db)
+	second := make(chan struct{})
+	h.onGroup = func(g, size int) {
+		if g == 2 {
+			close(second)
+		}
+	}
+	var once sync.Once
+	overlapped := false
+	db.group.committed = func(size int) {
+		// The first group's COMMIT is answered: had the second group
+		// been given the turn, its statements would run now.
+		once.Do(func() {
+			select {
+			case <-second:
+				overlapped = true
+			case <-time.After(time.Second):
+			}
+		})
+	}
+	first := h.start(t)
+	const n = 3
+	errs := make(chan error, n)
+	for i := range n {
+		go func() { errs <- db.Commit(t.Context(), invoiceBatch(db, fmt.Sprintf("inv_%d", i))) }()
+	}
+	h.waitQueued(t, n)
+	close(h.hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if overlapped {
+		t.Error("the second group ran its statements before the first group's COMMIT was answered")
+	}
+}

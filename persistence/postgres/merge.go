@@ -1,8 +1,9 @@
 package postgres
 
 import (
-	"fmt"
+	"math/bits"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -10,17 +11,26 @@ import (
 
 // Merged inserts: in a group of several batches, the plain INSERTs of a
 // create (an event, a new invoice's rows, a request id) are written as
-// one statement per table for the whole group, `INSERT … SELECT … FROM
-// unnest($1::text[], …)`, ahead of the batches' other statements: the
-// server runs one statement where it ran one per batch. Their rows are
-// new keys of distinct actors (an actor's next batch waits for the
-// commit of its last), so their order against the group's other
-// statements does not matter; a merged statement that fails (a key
-// taken) is not attributed to a batch: the group is written again
-// unmerged, where each batch's own statement says which one it was.
+// few multi-row statements per table for the whole group, `INSERT …
+// VALUES (…), (…), …`, ahead of the batches' other statements: the
+// server runs one statement where it ran one per batch. A statement
+// holds a power of two of rows, at most maxMergedRows (a group of 20
+// rows is two statements, 16 and 4 rows), so that each connection
+// prepares a few statements per table, not one per group size. Multi-row
+// VALUES cost the server less per row than `INSERT … SELECT … FROM
+// unnest(arrays)` (docs/decisions.md, "Group commit on Pebble and
+// PostgreSQL"). Their rows are new keys of distinct actors (an actor's next
+// batch waits for the commit of its last), so their order against the
+// group's other statements does not matter; a merged statement that
+// fails (a key taken) is not attributed to a batch: the group is written
+// again unmerged, where each batch's own statement says which one it
+// was.
 
-// mergeable are the plain INSERTs written merged, with the array type
-// of each of their columns.
+// maxMergedRows bounds the rows of one merged statement.
+const maxMergedRows = 64
+
+// mergeable are the plain INSERTs written merged, with the type of
+// each of their arguments.
 var mergeable = map[string][]string{
 	insertEvent:       {"text", "text", "bigint", "bytea"},
 	insertNewInvoice:  {"text", "text", "bigint", "bigint", "bytea", "text", "text", "text", "text", "bigint", "bigint"},
@@ -28,26 +38,35 @@ var mergeable = map[string][]string{
 	insertRequest:     {"text", "text", "bytea", "text", "bigint"},
 }
 
-// mergedSQL is, for each mergeable INSERT, its statement over arrays:
-// `INSERT INTO t (…) VALUES ($1, f($2))` becomes `INSERT INTO t (…)
-// SELECT u.c1, f(u.c2) FROM unnest($1::type[], $2::type[]) AS u(c1, c2)`.
-var mergedSQL = func() map[string]string {
+// mergedSQL is, for each mergeable INSERT, its statements of 1, 2, 4,
+// … maxMergedRows rows (indexed by the power of two): `INSERT INTO t
+// (…) VALUES ($1, f($2))` becomes `INSERT INTO t (…) VALUES ($1,
+// f($2)), ($3, f($4))`.
+var mergedSQL = func() map[string][]string {
 	values := regexp.MustCompile(`\s+VALUES\s*\(`)
 	param := regexp.MustCompile(`\$(\d+)`)
-	m := make(map[string]string, len(mergeable))
+	m := make(map[string][]string, len(mergeable))
 	for sql, types := range mergeable {
 		loc := values.FindStringIndex(sql)
 		if loc == nil || !strings.HasSuffix(sql, ")") {
 			panic("postgres: mergeable statement without VALUES (…): " + sql)
 		}
-		head, row := sql[:loc[0]], sql[loc[1]:len(sql)-1]
-		var arrays, cols []string
-		for i, t := range types {
-			arrays = append(arrays, fmt.Sprintf("$%d::%s[]", i+1, t))
-			cols = append(cols, fmt.Sprintf("c%d", i+1))
+		head, row := sql[:loc[0]], sql[loc[1]-1:]
+		for n := 1; n <= maxMergedRows; n *= 2 {
+			var b strings.Builder
+			b.WriteString(head)
+			b.WriteString(" VALUES ")
+			for r := range n {
+				if r > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(param.ReplaceAllStringFunc(row, func(p string) string {
+					i, _ := strconv.Atoi(p[1:])
+					return "$" + strconv.Itoa(r*len(types)+i)
+				}))
+			}
+			m[sql] = append(m[sql], b.String())
 		}
-		m[sql] = head + " SELECT " + param.ReplaceAllString(row, "u.c$1") + " FROM unnest(" + strings.Join(arrays, ", ") +
-			") AS u(" + strings.Join(cols, ", ") + ")"
 	}
 	return m
 }()
@@ -55,8 +74,7 @@ var mergedSQL = func() map[string]string {
 // merger collects the rows of the mergeable statements of a group.
 type merger struct {
 	order []string         // the mergeable statements met, in order
-	cols  map[string][]any // statement → one typed slice per column
-	rows  map[string]int
+	rows  map[string][]any // statement → its rows' arguments, row after row
 }
 
 // add takes the statement's row if it is mergeable and its arguments
@@ -81,43 +99,32 @@ func (m *merger) add(sql string, args []any) bool {
 			return false
 		}
 	}
-	if m.cols == nil {
-		m.cols, m.rows = map[string][]any{}, map[string]int{}
+	if m.rows == nil {
+		m.rows = map[string][]any{}
 	}
-	cols, seen := m.cols[sql]
+	rows, seen := m.rows[sql]
 	if !seen {
 		m.order = append(m.order, sql)
-		cols = make([]any, len(types))
-		for i, t := range types {
-			switch t {
-			case "text":
-				cols[i] = []string{}
-			case "bigint":
-				cols[i] = []int64{}
-			case "bytea":
-				cols[i] = [][]byte{}
-			}
-		}
 	}
-	for i, a := range args {
-		switch v := a.(type) {
-		case string:
-			cols[i] = append(cols[i].([]string), v)
-		case int64:
-			cols[i] = append(cols[i].([]int64), v)
-		case []byte:
-			cols[i] = append(cols[i].([][]byte), v)
-		}
-	}
-	m.cols[sql] = cols
-	m.rows[sql]++
+	m.rows[sql] = append(rows, args...)
 	return true
 }
 
 // queue adds the merged statements to b and returns how many.
 func (m *merger) queue(b *pgx.Batch) int {
+	queued := 0
 	for _, sql := range m.order {
-		b.Queue(mergedSQL[sql], m.cols[sql]...)
+		cols := len(mergeable[sql])
+		args := m.rows[sql]
+		for len(args) > 0 {
+			// The largest power of two of rows left, at most
+			// maxMergedRows.
+			k := min(bits.Len(uint(len(args)/cols))-1, bits.Len(maxMergedRows)-1)
+			n := (1 << k) * cols
+			b.Queue(mergedSQL[sql][k], args[:n:n]...)
+			args = args[n:]
+			queued++
+		}
 	}
-	return len(m.order)
+	return queued
 }

@@ -1,0 +1,98 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"slices"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The merged rows of a group go in statements of a power of two of
+// rows, at most maxMergedRows, largest first, in their order: a
+// connection prepares a few statements per table, whatever the group's
+// size.
+func TestMergedStatementsHoldPowersOfTwoRows(t *testing.T) {
+	if got, want := mergedSQL[insertOpenInvoice][1],
+		`INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3), ($4, $5, $6)`; got != want {
+		t.Errorf("two-row statement = %q, want %q", got, want)
+	}
+	for n := 1; n <= 300; n++ {
+		var m merger
+		var want []any
+		for i := range n {
+			row := []any{fmt.Sprintf("inv_%d", i), "s1", int64(i)}
+			want = append(want, row...)
+			if !m.add(insertOpenInvoice, row) {
+				t.Fatal("an open row is not merged")
+			}
+		}
+		b := &pgx.Batch{}
+		queued := m.queue(b)
+		var got []any
+		last := maxMergedRows
+		for _, q := range b.QueuedQueries {
+			rows := len(q.Arguments) / 3
+			if rows > last || bits.OnesCount(uint(rows)) != 1 || q.SQL != mergedSQL[insertOpenInvoice][bits.Len(uint(rows))-1] {
+				t.Fatalf("%d rows: a statement of %d rows after one of %d (%q)", n, rows, last, q.SQL)
+			}
+			last = rows
+			got = append(got, q.Arguments...)
+		}
+		if queued != len(b.QueuedQueries) || queued != n/maxMergedRows+bits.OnesCount(uint(n%maxMergedRows)) {
+			t.Errorf("%d rows: %d statements (queue says %d)", n, len(b.QueuedQueries), queued)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%d rows: the statements' arguments are not the rows in order", n)
+		}
+	}
+}
+
+// TestGroupMergesCreatesInSeveralStatements: 21 creates in one group are
+// three statements per table (16, 4 and 1 rows), and every create is
+// whole.
+func TestGroupMergesCreatesInSeveralStatements(t *testing.T) {
+	db := openTest(t)
+	ctx := t.Context()
+	if err := db.Members().Join(ctx, "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	var sent []int
+	db.group.sent = func(n int) { sent = append(sent, n) } // one group runs at a time
+	h := newGroupHarness(t, db)
+	first := h.start(t)
+	const n = 21
+	errs := make(chan error, n)
+	var ids []string
+	for i := range n {
+		b, inv := createBatch(db, fmt.Sprintf("inv_%d", i), fmt.Sprintf("bcrt1q%d", i))
+		ids = append(ids, inv.ID)
+		go func() { errs <- db.Members().Commit(context.Background(), "node-1", b) }()
+	}
+	h.waitQueued(t, n)
+	close(h.hold)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []int{1, 1 + 4*3}; !slices.Equal(sent, want) {
+		t.Errorf("statements sent per transaction = %v, want %v (the first group's store, then a fence and three merged INSERTs per table)", sent, want)
+	}
+	for i, id := range ids {
+		if got, seq, err := db.InvoiceSnapshot(ctx, id); err != nil || seq != 1 || got.ID != id {
+			t.Errorf("InvoiceSnapshot(%s) = %v, seq %d, %v", id, got, seq, err)
+		}
+		if a, err := db.InvoiceIDByAddress(ctx, fmt.Sprintf("bcrt1q%d", i)); a != id || err != nil {
+			t.Errorf("InvoiceIDByAddress of %s = %q, %v", id, a, err)
+		}
+		if r, err := db.Request(ctx, "s1", "req_"+id); err != nil || r.ResultID != id {
+			t.Errorf("Request(req_%s) = %+v, %v", id, r, err)
+		}
+	}
+}

@@ -55,12 +55,7 @@ func domainMessages(t *testing.T) (msgs []sourceMessage, odd []string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lit := func(e ast.Expr) (string, bool) {
-				if call, ok := e.(*ast.CallExpr); ok && callName(call) == "Sprintf" && len(call.Args) > 0 {
-					e = call.Args[0]
-				}
-				return stringConst(e)
-			}
+			lit := func(e ast.Expr) (string, bool) { return stringConst(sprintfFormat(e)) }
 			// fromOther reports a message that is another error's
 			// (ErrorMessage(err)) or another node's (GetMessage of a
 			// reply), whose own source is collected.
@@ -74,11 +69,25 @@ func domainMessages(t *testing.T) (msgs []sourceMessage, odd []string) {
 						return
 					}
 					msgs = append(msgs, sourceMessage{s, fset.Position(e.Pos()).String()})
-				} else if id, ok := e.(*ast.Ident); ok && (id.Name == "msg" || id.Name == "format") {
+				} else if id, ok := sprintfFormat(e).(*ast.Ident); ok && (id.Name == "msg" || id.Name == "format") {
 					// a helper's parameter (add, bad) or a *Problem
 					// function's result, whose literals are collected
 				} else if !fromOther(e) {
 					odd = append(odd, fset.Position(e.Pos()).String())
+				}
+			}
+			// fieldError notes the message of a FieldError literal:
+			// its Message, or its second element.
+			fieldError := func(n *ast.CompositeLit) {
+				if len(n.Elts) < 2 {
+					return
+				}
+				for i, e := range n.Elts {
+					if kv, ok := e.(*ast.KeyValueExpr); ok && identName(kv.Key) == "Message" {
+						note(kv.Value)
+					} else if !ok && i == 1 {
+						note(e)
+					}
 				}
 			}
 			ast.Inspect(f, func(n ast.Node) bool {
@@ -110,14 +119,22 @@ func domainMessages(t *testing.T) (msgs []sourceMessage, odd []string) {
 						})
 					}
 				case *ast.CompositeLit:
-					if identName(n.Type) != "FieldError" || len(n.Elts) < 2 {
-						return true
+					if isFieldError(n.Type) {
+						fieldError(n)
 					}
-					for i, e := range n.Elts {
-						if kv, ok := e.(*ast.KeyValueExpr); ok && identName(kv.Key) == "Message" {
-							note(kv.Value)
-						} else if !ok && i == 1 {
-							note(e)
+					// []FieldError{{...}}, map[K]FieldError{k: {...}}:
+					// elements whose type is elided.
+					if fieldErrorElts(n.Type) {
+						for _, e := range n.Elts {
+							if kv, ok := e.(*ast.KeyValueExpr); ok {
+								e = kv.Value
+							}
+							if u, ok := e.(*ast.UnaryExpr); ok && u.Op == token.AND {
+								e = u.X
+							}
+							if el, ok := e.(*ast.CompositeLit); ok && el.Type == nil {
+								fieldError(el)
+							}
 						}
 					}
 				}
@@ -126,6 +143,36 @@ func domainMessages(t *testing.T) (msgs []sourceMessage, odd []string) {
 		}
 	}
 	return msgs, odd
+}
+
+// sprintfFormat is the format of fmt.Sprintf(format, ...), or e itself.
+func sprintfFormat(e ast.Expr) ast.Expr {
+	if call, ok := e.(*ast.CallExpr); ok && callName(call) == "Sprintf" && len(call.Args) > 0 {
+		return call.Args[0]
+	}
+	return e
+}
+
+// isFieldError reports whether t names FieldError (kassa.FieldError), or
+// a pointer to it.
+func isFieldError(t ast.Expr) bool {
+	if star, ok := t.(*ast.StarExpr); ok {
+		t = star.X
+	}
+	return t != nil && identName(t) == "FieldError"
+}
+
+// fieldErrorElts reports whether t is a slice, array or map type whose
+// elements are FieldErrors (or pointers to them), which its literals
+// may write without their type.
+func fieldErrorElts(t ast.Expr) bool {
+	switch t := t.(type) {
+	case *ast.ArrayType:
+		return isFieldError(t.Elt)
+	case *ast.MapType:
+		return isFieldError(t.Value)
+	}
+	return false
 }
 
 // stringConst is the string a literal, or a sum of literals, spells.

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,15 +35,15 @@ func notOnPage(format string) bool {
 // sourceMessage is an English message format and where it is made.
 type sourceMessage struct{ format, pos string }
 
-// domainMessages collects, from the source of domainMessageDirs, the
+// domainMessages collects, from the source of dirs, the
 // format of every Errorf with a page code and the message of every
 // FieldError (a literal or fmt.Sprintf's format): the messages a page
 // can show. A message made some other way is reported in odd, for the
 // test to name, so that none escapes the catalogue unseen.
-func domainMessages(t *testing.T) (msgs []sourceMessage, odd []string) {
+func domainMessages(t *testing.T, dirs ...string) (msgs []sourceMessage, odd []string) {
 	t.Helper()
 	fset := token.NewFileSet()
-	for _, dir := range domainMessageDirs {
+	for _, dir := range dirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -173,6 +174,43 @@ func fieldErrorElts(t ast.Expr) bool {
 		return isFieldError(t.Value)
 	}
 	return false
+}
+
+// TestDomainMessagesCollector: the collector reads a FieldError's
+// message however the literal is written, its type named or elided (in
+// a slice, array or map of FieldError or *FieldError).
+func TestDomainMessagesCollector(t *testing.T) {
+	dir := t.TempDir()
+	src := `package p
+
+import "fmt"
+
+var (
+	_ = FieldError{Field: "a", Message: "typed"}
+	_ = &kassa.FieldError{"a", "typed pointer"}
+	_ = []FieldError{{Field: "a", Message: "in a slice"}}
+	_ = []kassa.FieldError{{"a", fmt.Sprintf("in a kassa slice %d", 1)}}
+	_ = [2]FieldError{{"a", "in an array"}, {Message: "second of the array", Field: "b"}}
+	_ = []*FieldError{{"a", "in a pointer slice"}, &FieldError{"b", "written pointer"}}
+	_ = map[string]FieldError{"k": {"a", "in a map"}}
+	_ = []struct{ A, B string }{{"a", "not a FieldError"}}
+)
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	msgs, odd := domainMessages(t, dir)
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.format)
+	}
+	want := []string{"typed", "typed pointer", "in a slice", "in a kassa slice %d", "in an array", "second of the array",
+		"in a pointer slice", "written pointer", "in a map"}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) || len(odd) > 0 {
+		t.Errorf("collected %q (odd %v), want %q", got, odd, want)
+	}
 }
 
 // stringConst is the string a literal, or a sum of literals, spells.

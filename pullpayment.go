@@ -1,6 +1,7 @@
 package kassa
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -77,7 +78,7 @@ func (p *PullPayment) Claim(amount decimal.Decimal, now time.Time) error {
 	case !amount.IsPositive():
 		return InvalidFields([]FieldError{{Field: "amount", Message: "must be positive"}})
 	case amount.GreaterThan(p.Left()):
-		return InvalidFields([]FieldError{{Field: "amount", Message: "is more than the " + p.Left().String() + " " + string(p.Currency) + " left on the pull payment"}})
+		return InvalidFields([]FieldError{{Field: "amount", Message: fmt.Sprintf("is more than the %s %s left on the pull payment", p.Left(), p.Currency)}})
 	}
 	p.Claimed = p.Claimed.Add(amount)
 	return nil
@@ -208,7 +209,7 @@ func withinPaid(paid Sats, c Currency, amount, rate decimal.Decimal) error {
 		most = FiatValue(paid, c, rate)
 	}
 	if amount.GreaterThan(most) {
-		return InvalidFields([]FieldError{{Field: "customAmount", Message: "is more than the invoice received: at most " + most.String() + " " + string(c)}})
+		return InvalidFields([]FieldError{{Field: "customAmount", Message: fmt.Sprintf("is more than the invoice received: at most %s %s", most, c)}})
 	}
 	return nil
 }

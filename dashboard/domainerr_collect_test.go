@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -34,15 +35,15 @@ func notOnPage(format string) bool {
 // sourceMessage is an English message format and where it is made.
 type sourceMessage struct{ format, pos string }
 
-// domainMessages collects, from the source of domainMessageDirs, the
+// domainMessages collects, from the source of dirs, the
 // format of every Errorf with a page code and the message of every
 // FieldError (a literal or fmt.Sprintf's format): the messages a page
 // can show. A message made some other way is reported in odd, for the
 // test to name, so that none escapes the catalogue unseen.
-func domainMessages(t *testing.T) (msgs []sourceMessage, odd []string) {
+func domainMessages(t *testing.T, dirs ...string) (msgs []sourceMessage, odd []string) {
 	t.Helper()
 	fset := token.NewFileSet()
-	for _, dir := range domainMessageDirs {
+	for _, dir := range dirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -55,12 +56,7 @@ func domainMessages(t *testing.T) (msgs []sourceMessage, odd []string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lit := func(e ast.Expr) (string, bool) {
-				if call, ok := e.(*ast.CallExpr); ok && callName(call) == "Sprintf" && len(call.Args) > 0 {
-					e = call.Args[0]
-				}
-				return stringConst(e)
-			}
+			lit := func(e ast.Expr) (string, bool) { return stringConst(sprintfFormat(e)) }
 			// fromOther reports a message that is another error's
 			// (ErrorMessage(err)) or another node's (GetMessage of a
 			// reply), whose own source is collected.
@@ -74,11 +70,25 @@ func domainMessages(t *testing.T) (msgs []sourceMessage, odd []string) {
 						return
 					}
 					msgs = append(msgs, sourceMessage{s, fset.Position(e.Pos()).String()})
-				} else if id, ok := e.(*ast.Ident); ok && (id.Name == "msg" || id.Name == "format") {
+				} else if id, ok := sprintfFormat(e).(*ast.Ident); ok && (id.Name == "msg" || id.Name == "format") {
 					// a helper's parameter (add, bad) or a *Problem
 					// function's result, whose literals are collected
 				} else if !fromOther(e) {
 					odd = append(odd, fset.Position(e.Pos()).String())
+				}
+			}
+			// fieldError notes the message of a FieldError literal:
+			// its Message, or its second element.
+			fieldError := func(n *ast.CompositeLit) {
+				if len(n.Elts) < 2 {
+					return
+				}
+				for i, e := range n.Elts {
+					if kv, ok := e.(*ast.KeyValueExpr); ok && identName(kv.Key) == "Message" {
+						note(kv.Value)
+					} else if !ok && i == 1 {
+						note(e)
+					}
 				}
 			}
 			ast.Inspect(f, func(n ast.Node) bool {
@@ -110,14 +120,22 @@ func domainMessages(t *testing.T) (msgs []sourceMessage, odd []string) {
 						})
 					}
 				case *ast.CompositeLit:
-					if identName(n.Type) != "FieldError" || len(n.Elts) < 2 {
-						return true
+					if isFieldError(n.Type) {
+						fieldError(n)
 					}
-					for i, e := range n.Elts {
-						if kv, ok := e.(*ast.KeyValueExpr); ok && identName(kv.Key) == "Message" {
-							note(kv.Value)
-						} else if !ok && i == 1 {
-							note(e)
+					// []FieldError{{...}}, map[K]FieldError{k: {...}}:
+					// elements whose type is elided.
+					if fieldErrorElts(n.Type) {
+						for _, e := range n.Elts {
+							if kv, ok := e.(*ast.KeyValueExpr); ok {
+								e = kv.Value
+							}
+							if u, ok := e.(*ast.UnaryExpr); ok && u.Op == token.AND {
+								e = u.X
+							}
+							if el, ok := e.(*ast.CompositeLit); ok && el.Type == nil {
+								fieldError(el)
+							}
 						}
 					}
 				}
@@ -126,6 +144,73 @@ func domainMessages(t *testing.T) (msgs []sourceMessage, odd []string) {
 		}
 	}
 	return msgs, odd
+}
+
+// sprintfFormat is the format of fmt.Sprintf(format, ...), or e itself.
+func sprintfFormat(e ast.Expr) ast.Expr {
+	if call, ok := e.(*ast.CallExpr); ok && callName(call) == "Sprintf" && len(call.Args) > 0 {
+		return call.Args[0]
+	}
+	return e
+}
+
+// isFieldError reports whether t names FieldError (kassa.FieldError), or
+// a pointer to it.
+func isFieldError(t ast.Expr) bool {
+	if star, ok := t.(*ast.StarExpr); ok {
+		t = star.X
+	}
+	return t != nil && identName(t) == "FieldError"
+}
+
+// fieldErrorElts reports whether t is a slice, array or map type whose
+// elements are FieldErrors (or pointers to them), which its literals
+// may write without their type.
+func fieldErrorElts(t ast.Expr) bool {
+	switch t := t.(type) {
+	case *ast.ArrayType:
+		return isFieldError(t.Elt)
+	case *ast.MapType:
+		return isFieldError(t.Value)
+	}
+	return false
+}
+
+// TestDomainMessagesCollector: the collector reads a FieldError's
+// message however the literal is written, its type named or elided (in
+// a slice, array or map of FieldError or *FieldError).
+func TestDomainMessagesCollector(t *testing.T) {
+	dir := t.TempDir()
+	src := `package p
+
+import "fmt"
+
+var (
+	_ = FieldError{Field: "a", Message: "typed"}
+	_ = &kassa.FieldError{"a", "typed pointer"}
+	_ = []FieldError{{Field: "a", Message: "in a slice"}}
+	_ = []kassa.FieldError{{"a", fmt.Sprintf("in a kassa slice %d", 1)}}
+	_ = [2]FieldError{{"a", "in an array"}, {Message: "second of the array", Field: "b"}}
+	_ = []*FieldError{{"a", "in a pointer slice"}, &FieldError{"b", "written pointer"}}
+	_ = map[string]FieldError{"k": {"a", "in a map"}}
+	_ = []struct{ A, B string }{{"a", "not a FieldError"}}
+)
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	msgs, odd := domainMessages(t, dir)
+	var got []string
+	for _, m := range msgs {
+		got = append(got, m.format)
+	}
+	want := []string{"typed", "typed pointer", "in a slice", "in a kassa slice %d", "in an array", "second of the array",
+		"in a pointer slice", "written pointer", "in a map"}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) || len(odd) > 0 {
+		t.Errorf("collected %q (odd %v), want %q", got, odd, want)
+	}
 }
 
 // stringConst is the string a literal, or a sum of literals, spells.

@@ -119,7 +119,7 @@ var errSameAsEnglish = map[string][]string{}
 // message the source no longer makes; and each message, made from its
 // format, is read back by that format and no other.
 func TestDomainMessagesTranslated(t *testing.T) {
-	msgs, odd := domainMessages(t)
+	msgs, odd := domainMessages(t, domainMessageDirs...)
 	for _, o := range odd {
 		t.Errorf("%s: a message that is no literal format; make it one (fmt.Sprintf) so that the catalogue can hold it", o)
 	}

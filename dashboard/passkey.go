@@ -517,7 +517,7 @@ func (h *Dashboard) passkeyOutcome(w http.ResponseWriter, r *http.Request, ok bo
 // factor, the only passkey of an account without the app, goes as
 // disableTwoFactor turns two factors off: with a code as well (a
 // recovery code), and not while a store of the account requires two
-// factors (the account would be shut out of it).
+// factors (lastFactorMustStay).
 func (h *Dashboard) removePasskey(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
 	data := h.twoFactorData(s.user)
@@ -559,17 +559,16 @@ func (h *Dashboard) removePasskey(w http.ResponseWriter, r *http.Request) {
 	}
 	var u *user
 	if data["LastFactor"] == true {
-		var required bool
-		required, err = h.storeNeedsTwoFactor(r.Context(), s.user)
+		var stays bool
+		stays, err = h.lastFactorMustStay(r.Context(), s.user)
 		if err != nil {
 			h.limits.give(counted...)
 			h.serverError(w, r, err)
 			return
 		}
-		if required {
+		if stays {
 			h.limits.give(counted...)
-			data["Error"] = tr(r, "err.2fa.storeneeds")
-			h.render(w, r, http.StatusConflict, "twofactor", data)
+			h.refuseLastFactor(w, r, data)
 			return
 		}
 		u, ok, err = h.useSecondFactor(r.Context(), s.Email, -1, r.PostForm.Get("code"), remove)
@@ -607,16 +606,4 @@ func (h *Dashboard) removePasskey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.Redirect(w, r, Prefix+"/account/2fa?done=passkeygone", http.StatusSeeOther)
-}
-
-// storeNeedsTwoFactor reports whether a store u belongs to requires two
-// factors of its members.
-func (h *Dashboard) storeNeedsTwoFactor(ctx context.Context, u *user) (bool, error) {
-	for _, id := range u.StoreIDs {
-		required, err := h.storeTwoFactor(ctx, id)
-		if err != nil || required {
-			return required, err
-		}
-	}
-	return false, nil
 }

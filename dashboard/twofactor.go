@@ -626,7 +626,10 @@ func (h *Dashboard) newRecovery(w http.ResponseWriter, r *http.Request) {
 
 // disableTwoFactor turns the app off, given the password and a code:
 // two factors go off with it, unless passkeys remain, which stay the
-// second factor (removePasskey takes the last of them).
+// second factor (removePasskey takes the last of them). The app as the
+// last second factor stays while a store of the account requires two
+// factors (lastFactorMustStay), checked before the code is used and
+// again under usersMu, in case the passkeys went meanwhile.
 func (h *Dashboard) disableTwoFactor(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
 	data := h.twoFactorData(s.user)
@@ -655,12 +658,25 @@ func (h *Dashboard) disableTwoFactor(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
 		return
 	}
-	verified := s.user.PasswordHash
+	stays, err := h.lastFactorMustStay(r.Context(), s.user)
+	if err != nil {
+		h.limits.give(counted...)
+		h.serverError(w, r, err)
+		return
+	}
+	if stays && len(s.user.TwoFactor.Passkeys) == 0 {
+		h.limits.give(counted...)
+		h.refuseLastFactor(w, r, data)
+		return
+	}
+	verified, kept := s.user.PasswordHash, false
 	u, ok, err := h.useSecondFactor(r.Context(), s.Email, -1, r.PostForm.Get("code"), func(u *user) {
 		switch {
 		case u.PasswordHash != verified:
 		case len(u.TwoFactor.Passkeys) > 0:
 			u.TwoFactor.Secret, u.TwoFactor.LastStep = "", 0
+		case stays:
+			kept = true
 		default:
 			u.TwoFactor = nil
 		}
@@ -676,6 +692,10 @@ func (h *Dashboard) disableTwoFactor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.limits.give(counted...)
+	if kept {
+		h.refuseLastFactor(w, r, data)
+		return
+	}
 	if u.TwoFactor != nil && u.TwoFactor.Secret != "" { // the password changed since it was checked
 		data["Error"] = tr(r, "err.current")
 		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
@@ -729,6 +749,28 @@ func (h *Dashboard) storeTwoFactor(ctx context.Context, storeID string) (bool, e
 	var req storeRequirement
 	_, err := h.getJSON(ctx, storeTwoFactorKey(storeID), &req)
 	return req.Required, err
+}
+
+// lastFactorMustStay is the rule of the last second factor: the account
+// u may not remove it (its last passkey, or the app without passkeys)
+// while a store it belongs to requires two factors of its members, as
+// it would be shut out of the store. The operator's reset
+// (adminResetTwoFactor, a lost device) does not apply it.
+func (h *Dashboard) lastFactorMustStay(ctx context.Context, u *user) (bool, error) {
+	for _, id := range u.StoreIDs {
+		required, err := h.storeTwoFactor(ctx, id)
+		if err != nil || required {
+			return required, err
+		}
+	}
+	return false, nil
+}
+
+// refuseLastFactor answers, on the account page, that the last second
+// factor stays (lastFactorMustStay).
+func (h *Dashboard) refuseLastFactor(w http.ResponseWriter, r *http.Request, data map[string]any) {
+	data["Error"] = tr(r, "err.2fa.storeneeds")
+	h.render(w, r, http.StatusConflict, "twofactor", data)
 }
 
 // requireTwoFactor sends a user without two factors who opens a store

@@ -376,6 +376,64 @@ func TestTwoFactorDisable(t *testing.T) {
 	}
 }
 
+// TestTwoFactorDisableStoreRequires: the app, when it is the account's
+// only second factor, is not turned off while a store of the account
+// requires two factors (409, as for the last passkey), and the code is
+// not used up; with the requirement off it goes. The operator's reset
+// turns two factors off regardless.
+func TestTwoFactorDisableStoreRequires(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	c.signup("shop@example.com")
+	secret, codes := enrol(t, c)
+	st := c.createStore("Shop")
+	base := "/dashboard/stores/" + st.ID
+	c.get(base + "/twofactor")
+	if code, _, _ := c.post(base+"/twofactor", url.Values{"required": {"on"}}); code != http.StatusSeeOther {
+		t.Fatalf("requiring two factors: %d", code)
+	}
+	c.get("/dashboard/account/2fa")
+	code, body, _ := c.post("/dashboard/account/2fa/disable", url.Values{"password": {"correct horse battery"}, "code": {codes[0]}})
+	if code != http.StatusConflict || !strings.Contains(body, msg("err.2fa.storeneeds")) {
+		t.Errorf("turning the only second factor off while a store requires two factors: %d", code)
+	}
+	u, _ := e.dash.user(t.Context(), "shop@example.com")
+	if u.TwoFactor == nil || u.TwoFactor.Secret == "" {
+		t.Fatal("the app went while a store requires two factors")
+	}
+	if len(u.TwoFactor.Recovery) != 10 {
+		t.Errorf("the refused request used up a recovery code: %d left", len(u.TwoFactor.Recovery))
+	}
+	c.get(base + "/twofactor")
+	if code, _, _ := c.post(base+"/twofactor", url.Values{}); code != http.StatusSeeOther {
+		t.Fatalf("turning the requirement off: %d", code)
+	}
+	c.get("/dashboard/account/2fa")
+	if code, _, hdr := c.post("/dashboard/account/2fa/disable", url.Values{"password": {"correct horse battery"}, "code": {totpAt(t, secret, e.clock.Now())}}); code != http.StatusSeeOther || hdr.Get("Location") != "/dashboard/account/2fa?done=2faoff" {
+		t.Fatalf("turning the app off with no store requiring it: %d to %q", code, hdr.Get("Location"))
+	}
+
+	// The operator resets an account a store requires two factors of.
+	enrol(t, c)
+	c.get(base + "/twofactor")
+	if code, _, _ := c.post(base+"/twofactor", url.Values{"required": {"on"}}); code != http.StatusSeeOther {
+		t.Fatalf("requiring two factors again: %d", code)
+	}
+	req, _ := http.NewRequest("POST", e.srv.URL+"/dashboard/admin/users/reset-2fa", strings.NewReader(`{"email":"shop@example.com"}`))
+	req.Header.Set("Authorization", "Bearer admin-token")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("the operator's reset while a store requires two factors: %d", res.StatusCode)
+	}
+	if u, _ := e.dash.user(t.Context(), "shop@example.com"); u.TwoFactor != nil {
+		t.Error("two factors still on after the operator's reset")
+	}
+}
+
 // TestStoreRequiresTwoFactor: an owner with two factors requires them of
 // the store; one without is refused the setting; a user without two
 // factors who opens such a store is sent to enrol, and a form is refused.

@@ -226,10 +226,7 @@ func TestOnchainPayoutWaitsForTheWallet(t *testing.T) {
 		got, err := h.db.Payout(context.Background(), p.ID)
 		return err == nil && got.State == kassa.PayoutApproved
 	})
-	for range 3 { // a few retries while down
-		kassatest.WaitFor(t, 5*time.Second, "a retry armed", func() bool { return h.clock.Pending() > 0 })
-		h.clock.AdvanceToNext()
-	}
+	h.retried(3) // a few retries while down
 	if funded, published := h.wallet.counts(); funded != 0 || len(published) != 0 {
 		t.Fatalf("while down: %d funded, %v published", funded, published)
 	}
@@ -255,10 +252,7 @@ func TestOnchainPayoutWaitsForTheWallet(t *testing.T) {
 		recorded, err = h.db.Payout(context.Background(), p.ID)
 		return err == nil && recorded.State == kassa.PayoutInProgress
 	})
-	for range 3 {
-		kassatest.WaitFor(t, 5*time.Second, "a retry armed", func() bool { return h.clock.Pending() > 0 })
-		h.clock.AdvanceToNext()
-	}
+	h.retried(3)
 	h.wallet.mu.Lock()
 	h.wallet.noPublish = false
 	h.wallet.mu.Unlock()

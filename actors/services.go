@@ -664,6 +664,9 @@ func (s *Service) updateStore(ctx context.Context, old *kassa.Store, u kassa.Sto
 		}
 	}
 	if next.LightningAddress != old.LightningAddress {
+		// The limits of the new address: a store without one, or without
+		// a forwarder to read them, has the defaults (as NewStore).
+		next.WalletMinSendable, next.WalletMaxSendable = kassa.DefaultWalletMinSendable, kassa.DefaultWalletMaxSendable
 		if err := s.readWalletBounds(ctx, next); err != nil {
 			return nil, nil, err
 		}
@@ -688,7 +691,16 @@ func (s *Service) updateStore(ctx context.Context, old *kassa.Store, u kassa.Sto
 				return nil, nil, err
 			}
 		}
-		st.WalletMinSendable, st.WalletMaxSendable = next.WalletMinSendable, next.WalletMaxSendable
+		// The wallet send limits belong to the address stored: kept with
+		// the address the store holds (cur's, latest read), else those
+		// read above for next's address, which is the one stored.
+		if st.LightningAddress != cur.LightningAddress {
+			if st.LightningAddress != next.LightningAddress {
+				stale = cur
+				return nil, nil, errStaleUpdate
+			}
+			st.WalletMinSendable, st.WalletMaxSendable = next.WalletMinSendable, next.WalletMaxSendable
+		}
 		doc, err := format.Marshal(st)
 		if err != nil {
 			return nil, nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
+	lnsim "github.com/kassapay/kassa/lightning/sim"
 )
 
 // TestStoreUpdatesOfDifferentFieldsBothKept: two callers read the store,
@@ -141,5 +142,59 @@ func TestClusterStoreUpdateNamesCrossNodes(t *testing.T) {
 	}
 	if _, err := others[0].sys.Service.UpdateStore(ctx, st.ID, b, "percentFee"); kassa.ErrorCode(err) != kassa.Invalid {
 		t.Errorf("an unknown name through another node: %v, want Invalid", err)
+	}
+}
+
+// TestStoreUpdateWalletBoundsFollowTheAddressStored: the wallet send
+// limits a store update writes are those read for the Lightning address
+// the turn stores. An update checked against a read the address then
+// left and came back to (its wallet's limits changed meanwhile) keeps
+// the limits read on the way back, not those of its own read; an
+// address cleared leaves the limits of a store without one.
+func TestStoreUpdateWalletBoundsFollowTheAddressStored(t *testing.T) {
+	ctx := context.Background()
+	shop, other := newMerchant(t), newMerchant(t)
+	h := newForwardHarness(t, openMem(t), kassatest.NewTestClock(time.Unix(1_700_000_000, 0)), shop, lnsim.NewPayer(shop.node))
+	st := h.createStore()
+	read, err := h.db.Store(ctx, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read.WalletMinSendable != 1000 {
+		t.Fatalf("wallet limits at creation %d to %d", read.WalletMinSendable, read.WalletMaxSendable)
+	}
+	shop.mu.Lock()
+	shop.minSendable, shop.maxSendable = 5000, 2_000_000_000
+	shop.mu.Unlock()
+	// Meanwhile the address goes to another wallet and comes back: the
+	// limits are read again on the way back.
+	for _, addr := range []string{other.address(), shop.address()} {
+		u := read.Settings()
+		u.LightningAddress = addr
+		if _, err := h.sys.Service.UpdateStore(ctx, st.ID, u, kassa.StoreLightningAddress); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u := read.Settings()
+	u.Name = "Renamed"
+	got, stale, err := h.sys.Service.updateStore(ctx, read, u, []kassa.StoreField{kassa.StoreName})
+	if err != nil || stale != nil || got.Name != "Renamed" {
+		t.Fatalf("rename checked against the earlier read: %+v, stale %v, %v", got, stale != nil, err)
+	}
+	stored, err := h.db.Store(ctx, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.LightningAddress != shop.address() || stored.WalletMinSendable != 5000 || stored.WalletMaxSendable != 2_000_000_000 {
+		t.Fatalf("stored %s with limits %d to %d msat; want those read last for it, 5000 to 2000000000",
+			stored.LightningAddress, stored.WalletMinSendable, stored.WalletMaxSendable)
+	}
+	clear := stored.Settings()
+	clear.LightningAddress = ""
+	if got, err = h.sys.Service.UpdateStore(ctx, st.ID, clear, kassa.StoreLightningAddress); err != nil {
+		t.Fatal(err)
+	}
+	if got.WalletMinSendable != kassa.DefaultWalletMinSendable || got.WalletMaxSendable != kassa.DefaultWalletMaxSendable {
+		t.Fatalf("address cleared with limits %d to %d msat; want the defaults", got.WalletMinSendable, got.WalletMaxSendable)
 	}
 }

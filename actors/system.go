@@ -346,7 +346,8 @@ var errTimedOut = kassa.Errorf(kassa.Unavailable, "request timed out")
 // actor (answerPanic).
 var errActorPanicked = kassa.Errorf(kassa.Internal, "internal error: the request failed; try again")
 
-// answerPanic, deferred in a store or invoice actor's Receive, answers
+// answerPanic, deferred in the Receive of every actor that answers
+// requests (store, invoice and webhook endpoint actors), answers
 // the request whose handling panicked with errActorPanicked at once,
 // logs the panic with its stack, and panics on: protoactor restarts the
 // actor, which loads its state from storage again (a batch is written

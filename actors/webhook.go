@@ -53,6 +53,7 @@ type redeliver struct {
 }
 
 func (a *webhookActor) Receive(ctx actor.Context) {
+	defer answerPanic(ctx, a.p.log)
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		a.timers = map[string]func(){}

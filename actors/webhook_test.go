@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
 	"github.com/kassapay/kassa/persistence"
+	"github.com/kassapay/kassa/protos"
 	"github.com/kassapay/kassa/webhook"
 )
 
@@ -507,8 +509,85 @@ func TestWebhookActorPanicResendsOutbox(t *testing.T) {
 	if err := h.db.Commit(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	crashActor(t, h.sys.Runtime.actorSystem(), h.sys.Runtime.webhook(w.ID))
-	eventually(t, "the orphan delivery", func() bool { return len(h.hooks.to(w.URL)) == 1 })
+	crashAnswered(t, h, h.sys.Runtime.webhook(w.ID))
+	eventually(t, "the orphan delivery recorded", func() bool {
+		got, err := h.db.Delivery(context.Background(), d.ID)
+		return err == nil && got.Status == kassa.DeliveryDelivered
+	})
+	// A notice after the restart finds the outbox empty: the orphan went
+	// out once.
+	h.sys.Runtime.tell(h.sys.Runtime.webhook(w.ID), &protos.DeliverWebhook{DeliveryId: d.ID})
+	h.sys.Runtime.tell(h.sys.Runtime.webhook(w.ID), &protos.DeliverWebhook{DeliveryId: d.ID})
+	if _, err := h.sys.Runtime.askWebhook(context.Background(), w.ID, &redeliver{deliveryID: "none"}); err == nil {
+		t.Fatal("redelivery of no delivery answered no error")
+	}
+	if n := len(h.hooks.to(w.URL)); n != 1 {
+		t.Fatalf("the orphan delivery sent %d times, want once", n)
+	}
+}
+
+// TestWebhookActorPanicAnswersAtOnce: a redelivery whose commit panics in
+// the webhook actor's turn answers the caller the panic's error, not its
+// deadline. The actor, restarted, holds what storage holds: a panic
+// before the write leaves no redelivery and sends nothing; one after it
+// leaves the redelivery in the outbox, which the restart sends once.
+// Asking again makes one more redelivery, sent once; the original is
+// never sent again.
+func TestWebhookActorPanicAnswersAtOnce(t *testing.T) {
+	for _, when := range []string{"before", "after"} {
+		t.Run(when+" the write", func(t *testing.T) {
+			db := openMem(t)
+			j := &panicJournal{Journal: db, after: when == "after"}
+			h := newHarnessWith(t, db, kassatest.NewTestClock(time.Now()), func(c *Config) { c.Journal = j })
+			h.createStore("0", "0")
+			if _, err := h.sys.Runtime.RecoverDeliveries(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			w := h.webhook("https://a.example/hook", kassa.EventNew)
+			h.invoice("1000", kassa.SATS)
+			var first *kassa.Delivery
+			eventually(t, "the New delivery recorded", func() bool {
+				h.db.Deliveries(context.Background(), w.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error { first = d; return nil })
+				return first != nil && first.Status == kassa.DeliveryDelivered
+			})
+			records := func() (all, pending int) {
+				h.db.Deliveries(context.Background(), w.ID, kassa.ListQuery{}, func(d *kassa.Delivery) error {
+					all++
+					if d.Status == kassa.DeliveryPending {
+						pending++
+					}
+					return nil
+				})
+				return all, pending
+			}
+			// A generous deadline: a caller left waiting would wait it out
+			// and get its timeout, not the panic's error.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			j.armed.Store(true)
+			if _, err := h.sys.Service.Redeliver(ctx, h.store.ID, w.ID, first.ID); !errors.Is(err, errActorPanicked) {
+				t.Fatalf("redelivery whose commit panicked: %v, want %v", err, errActorPanicked)
+			}
+			sent := 1
+			if j.after {
+				sent = 2
+				eventually(t, "the written redelivery sent by the restart", func() bool {
+					all, pending := records()
+					return all == 2 && pending == 0
+				})
+			}
+			if all, pending := records(); all != sent || pending != 0 {
+				t.Fatalf("%d delivery records, %d pending after the panic; want %d, none pending", all, pending, sent)
+			}
+			d, err := h.sys.Service.Redeliver(ctx, h.store.ID, w.ID, first.ID)
+			if err != nil || d.Status != kassa.DeliveryDelivered {
+				t.Fatalf("redelivery asked again: %+v, %v", d, err)
+			}
+			if n := len(h.hooks.to(w.URL)); n != sent+1 {
+				t.Fatalf("%d requests to the endpoint, want %d: each record sent once", n, sent+1)
+			}
+		})
+	}
 }
 
 // TestDeliveryHeadersIdentifyEventAndDelivery checks X-Service-Event-Id

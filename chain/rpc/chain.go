@@ -512,8 +512,8 @@ func (c *Chain) readFeed(ctx context.Context) error {
 	return nil
 }
 
-// loadProgress is how many stores loadWatched reads between progress
-// logs.
+// loadProgress is how many stores loadWatched reads, or addresses
+// loadFeed reads, between progress logs.
 const loadProgress = 1000
 
 // feedProgress is how many addresses readFeed reads between progress
@@ -573,6 +573,9 @@ func (c *Chain) loadWatched(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("chain watcher: load stores: %w", err)
 	}
+	if c.feed != nil {
+		return c.loadFeed(ctx, now, window)
+	}
 	start := time.Now()
 	for i, id := range stores {
 		_, err := c.reader.Invoices(ctx, id, kassa.ListQuery{From: now.Add(-window)}, func(inv *kassa.Invoice) error {
@@ -603,6 +606,48 @@ func (c *Chain) loadWatched(ctx context.Context) error {
 		return fmt.Errorf("chain watcher: load open invoices: %w", err)
 	}
 	return nil
+}
+
+// loadFeed is loadWatched over an AddressFeed: one paged read, for all
+// stores, of the addresses of the invoices created within the window
+// and of the older ones that wait for a timer. An invoice's deadline
+// is its expiry or the end of its monitoring, which the feed does not
+// tell apart: its address is watched until the later of the two ends
+// the deadline can mean, the end of a monitoring that starts at it.
+func (c *Chain) loadFeed(ctx context.Context, now time.Time, window time.Duration) error {
+	monitor := max(c.monitor, kassa.DefaultMonitoring) + time.Hour
+	start, n := time.Now(), 0
+	err := c.feed.WatchedAddresses(ctx, now.Add(-window), func(a kassa.WatchedAddress) error {
+		if n++; n%loadProgress == 0 {
+			c.log.Info("chain watcher: loading watched addresses", "read", n,
+				"watched", c.matcher.Len(), "elapsed", time.Since(start).Round(time.Millisecond))
+		}
+		until := a.CreatedAt.Add(window)
+		if !a.Deadline.IsZero() {
+			until = maxTime(until, a.Deadline.Add(monitor))
+		}
+		if !until.After(now) {
+			return nil
+		}
+		c.watchAddress(a.Address, &watch{address: a.Address, storeID: a.StoreID, index: a.Index, until: until, confirmations: a.Confirmations})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("chain watcher: load watched addresses: %w", err)
+	}
+	if n >= loadProgress {
+		c.log.Info("chain watcher: loaded watched addresses", "read", n,
+			"watched", c.matcher.Len(), "elapsed", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// maxTime is the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // notifications wakes the poll when a btcd node announces a block over

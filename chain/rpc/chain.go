@@ -37,8 +37,9 @@ type Config struct {
 	// State keeps the cursor and the followed payments.
 	State kassa.KeyValue
 	// Reader finds the open invoices whose addresses to watch at start.
-	// In a cluster, a Reader that is also a kassa.AddressFeed gives each
-	// pass the addresses other nodes handed out in one read.
+	// A Reader that is also a kassa.AddressFeed gives them for all
+	// stores in a few paged reads, and in a cluster gives each pass the
+	// addresses other nodes handed out in one read.
 	Reader kassa.Reader
 	// Expiry and Monitoring say how long a new invoice's address is
 	// watched: until its expiry plus the monitoring window.
@@ -553,7 +554,9 @@ func (c *Chain) watchAddress(address string, w *watch) {
 // expired ones inside their monitoring window), and the address of every
 // invoice created within the window NewAddress watches a fresh address
 // for, whatever its state, so that money paid again to a settled
-// invoice's address is found after a restart as it was before it.
+// invoice's address is found after a restart as it was before it. Over
+// an AddressFeed it reads them for all stores at once (loadFeed); over
+// another reader, each store's recent invoices and each open invoice.
 func (c *Chain) loadWatched(ctx context.Context) error {
 	if c.reader == nil {
 		return nil

@@ -38,8 +38,8 @@ func (d *DB) AddressCursor(ctx context.Context) (int64, error) {
 }
 
 // watchedColumns are what the watcher reads of an invoice row i after
-// the page's key, in the order of watchedRow.scan, deadline last (the
-// open row's, or NULL): a row written by a binary older than migration
+// the page's key, in the order of watchedRow.scan, deadline last (an
+// expression for the open row's, NULL for none): a row written by a binary older than migration
 // 12, without the feed's columns, comes with its document.
 func watchedColumns(deadline string) string {
 	return `i.id, i.store_id, i.address, coalesce(i.address_index, -1), coalesce(i.confirmations, -1),
@@ -139,8 +139,11 @@ func (d *DB) NewAddresses(ctx context.Context, cursor int64, fn func(kassa.Watch
 // all stores, of the columns NewAddresses reads.
 func (d *DB) WatchedAddresses(ctx context.Context, since time.Time, fn func(kassa.WatchedAddress) error) error {
 	afterMs, afterID := ms(since), ""
-	err := d.watchedPages(ctx, &afterMs, &afterID, `SELECT i.created_ms, `+watchedColumns("o.deadline_ms")+`
-		FROM invoices i LEFT JOIN open_invoices o ON o.invoice_id = i.id
+	// The deadline is looked up row by row: a join would read all of
+	// open_invoices for each page.
+	err := d.watchedPages(ctx, &afterMs, &afterID, `SELECT i.created_ms, `+
+		watchedColumns("(SELECT o.deadline_ms FROM open_invoices o WHERE o.invoice_id = i.id)")+`
+		FROM invoices i
 		WHERE i.address IS NOT NULL AND i.created_ms >= $4 AND (i.created_ms, i.id) > ($1, $2)
 		ORDER BY i.created_ms, i.id LIMIT $3`,
 		func() []any { return []any{afterMs, afterID, addressPage, ms(since)} }, fn)

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/btcsuite/btcd/btcutil"
+	"github.com/btcsuite/btcd/wire"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kassapay/kassa"
@@ -348,4 +350,68 @@ func TestClusterLoadCostDoesNotGrowWithStores(t *testing.T) {
 func (r *countingReader) WatchedAddresses(ctx context.Context, since time.Time, fn func(kassa.WatchedAddress) error) error {
 	r.queries.Add(1)
 	return r.DB.WatchedAddresses(ctx, since, func(a kassa.WatchedAddress) error { r.rows.Add(1); return fn(a) })
+}
+
+// TestTakeoverFindsPaymentsToEarlierInvoices: a node that takes the
+// watcher over (prepare, as Watch does under a lease) finds a payment,
+// after the takeover, to the address of an invoice another node created
+// before it: a fresh one, a settled one of the last hour, and one
+// created three days ago whose long expiry keeps it open; not to an
+// invoice settled three days ago.
+func TestTakeoverFindsPaymentsToEarlierInvoices(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openNodes(t, kassa.SystemClock{})
+	now := time.Now().UTC()
+	node := newScriptedNode()
+	node.mine(1)
+	b := db.NewBatch()
+	b.PutStore(&kassa.Store{ID: "store_1", Name: "Shop"}, 1)
+	invoice := func(n int, created time.Time, status kassa.InvoiceStatus) []byte {
+		addr, script := testAddressN(t, n)
+		idx := uint32(n)
+		inv := &kassa.Invoice{ID: fmt.Sprintf("inv_%d", n), StoreID: "store_1", OnchainAddress: addr, DerivationIndex: &idx,
+			ConfirmationsRequired: 1, CreatedAt: created, Status: status,
+			ExpiresAt: created.Add(kassa.DefaultInvoiceExpiry), MonitorUntil: created.Add(kassa.DefaultInvoiceExpiry + kassa.DefaultMonitoring)}
+		if n == 3 {
+			inv.ExpiresAt = now.Add(time.Hour)
+		}
+		b.PutInvoice(inv, nil, 1)
+		return script
+	}
+	scripts := [][]byte{
+		invoice(1, now.Add(-time.Minute), kassa.InvoiceNew),
+		invoice(2, now.Add(-time.Hour), kassa.InvoiceSettled),
+		invoice(3, now.Add(-72*time.Hour), kassa.InvoiceNew),
+		invoice(4, now.Add(-72*time.Hour), kassa.InvoiceSettled),
+	}
+	if err := db.Commit(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Conn: Conn{Network: "regtest", Params: testParams}, Node: node, Cluster: true,
+		State: db, Reader: db, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.prepare(ctx, &memKV{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	var txs []*wire.MsgTx
+	for i, script := range scripts {
+		tx := payment(byte(i+1), script, 5000)
+		txs = append(txs, tx)
+		if i < 3 {
+			want = append(want, label(tx.TxHash().String())+" conf 1")
+		}
+	}
+	node.mine(2, txs...)
+	r := &recorder{}
+	mustPass(t, w, r)
+	got := r.take()
+	slices.Sort(got)
+	slices.Sort(want)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("payments found after the takeover %v, want %v (invoices 1 to 3)", got, want)
+	}
 }

@@ -513,8 +513,8 @@ func (c *Chain) readFeed(ctx context.Context) error {
 	return nil
 }
 
-// loadProgress is how many stores loadWatched reads, or addresses
-// loadFeed reads, between progress logs.
+// loadProgress is how many stores loadWatched reads between progress
+// logs; loadFeed logs at as many addresses, then by feedProgress.
 const loadProgress = 1000
 
 // feedProgress is how many addresses readFeed reads between progress
@@ -621,7 +621,7 @@ func (c *Chain) loadFeed(ctx context.Context, now time.Time, window time.Duratio
 	monitor := max(c.monitor, kassa.DefaultMonitoring) + time.Hour
 	start, n := time.Now(), 0
 	err := c.feed.WatchedAddresses(ctx, now.Add(-window), func(a kassa.WatchedAddress) error {
-		if n++; n%loadProgress == 0 {
+		if n++; n == loadProgress || n%feedProgress == 0 {
 			c.log.Info("chain watcher: loading watched addresses", "read", n,
 				"watched", c.matcher.Len(), "elapsed", time.Since(start).Round(time.Millisecond))
 		}

@@ -614,9 +614,11 @@ func (c *Chain) loadWatched(ctx context.Context) error {
 // loadFeed is loadWatched over an AddressFeed: one paged read, for all
 // stores, of the addresses of the invoices created within the window
 // and of the older ones that wait for a timer. An invoice's deadline
-// is its expiry or the end of its monitoring, which the feed does not
-// tell apart: its address is watched until the later of the two ends
-// the deadline can mean, the end of a monitoring that starts at it.
+// is its expiry while New and the end of its monitoring after, which
+// the feed does not tell apart: its address is watched as if a
+// monitoring began at the deadline (the longer of the configured and
+// the default one, which a reverted settlement sets), an hour more as
+// NewAddress gives, which covers both.
 func (c *Chain) loadFeed(ctx context.Context, now time.Time, window time.Duration) error {
 	monitor := max(c.monitor, kassa.DefaultMonitoring) + time.Hour
 	start, n := time.Now(), 0

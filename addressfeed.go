@@ -15,6 +15,10 @@ type WatchedAddress struct {
 	// Confirmations is Invoice.ConfirmationsRequired.
 	Confirmations int32
 	CreatedAt     time.Time
+	// Deadline is when the invoice's timer fires next (Invoice.Deadline:
+	// its expiry while New, the end of its monitoring after), zero when
+	// it waits for none. WatchedAddresses sets it; NewAddresses does not.
+	Deadline time.Time
 }
 
 // AddressFeed is a store that hands a cluster's chain watcher the
@@ -32,4 +36,10 @@ type AddressFeed interface {
 	// or after cursor, reading bounded pages, and returns the cursor of
 	// the next call.
 	NewAddresses(ctx context.Context, cursor int64, fn func(WatchedAddress) error) (next int64, err error)
+	// WatchedAddresses calls fn for each address of an invoice created
+	// at or after since and of each invoice that waits for a timer,
+	// whenever created, with its Deadline: the addresses a watcher
+	// loads at start, read for all stores in bounded pages of the same
+	// columns as NewAddresses.
+	WatchedAddresses(ctx context.Context, since time.Time, fn func(WatchedAddress) error) error
 }

@@ -37,8 +37,9 @@ type Config struct {
 	// State keeps the cursor and the followed payments.
 	State kassa.KeyValue
 	// Reader finds the open invoices whose addresses to watch at start.
-	// In a cluster, a Reader that is also a kassa.AddressFeed gives each
-	// pass the addresses other nodes handed out in one read.
+	// A Reader that is also a kassa.AddressFeed gives them for all
+	// stores in a few paged reads, and in a cluster gives each pass the
+	// addresses other nodes handed out in one read.
 	Reader kassa.Reader
 	// Expiry and Monitoring say how long a new invoice's address is
 	// watched: until its expiry plus the monitoring window.
@@ -513,7 +514,7 @@ func (c *Chain) readFeed(ctx context.Context) error {
 }
 
 // loadProgress is how many stores loadWatched reads between progress
-// logs.
+// logs; loadFeed logs at as many addresses, then by feedProgress.
 const loadProgress = 1000
 
 // feedProgress is how many addresses readFeed reads between progress
@@ -553,7 +554,9 @@ func (c *Chain) watchAddress(address string, w *watch) {
 // expired ones inside their monitoring window), and the address of every
 // invoice created within the window NewAddress watches a fresh address
 // for, whatever its state, so that money paid again to a settled
-// invoice's address is found after a restart as it was before it.
+// invoice's address is found after a restart as it was before it. Over
+// an AddressFeed it reads them for all stores at once (loadFeed); over
+// another reader, each store's recent invoices and each open invoice.
 func (c *Chain) loadWatched(ctx context.Context) error {
 	if c.reader == nil {
 		return nil
@@ -572,6 +575,9 @@ func (c *Chain) loadWatched(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("chain watcher: load stores: %w", err)
+	}
+	if c.feed != nil {
+		return c.loadFeed(ctx, now, window)
 	}
 	start := time.Now()
 	for i, id := range stores {
@@ -603,6 +609,50 @@ func (c *Chain) loadWatched(ctx context.Context) error {
 		return fmt.Errorf("chain watcher: load open invoices: %w", err)
 	}
 	return nil
+}
+
+// loadFeed is loadWatched over an AddressFeed: one paged read, for all
+// stores, of the addresses of the invoices created within the window
+// and of the older ones that wait for a timer. An invoice's deadline
+// is its expiry while New and the end of its monitoring after, which
+// the feed does not tell apart: its address is watched as if a
+// monitoring began at the deadline (the longer of the configured and
+// the default one, which a reverted settlement sets), an hour more as
+// NewAddress gives, which covers both.
+func (c *Chain) loadFeed(ctx context.Context, now time.Time, window time.Duration) error {
+	monitor := max(c.monitor, kassa.DefaultMonitoring) + time.Hour
+	start, n := time.Now(), 0
+	err := c.feed.WatchedAddresses(ctx, now.Add(-window), func(a kassa.WatchedAddress) error {
+		if n++; n == loadProgress || n%feedProgress == 0 {
+			c.log.Info("chain watcher: loading watched addresses", "read", n,
+				"watched", c.matcher.Len(), "elapsed", time.Since(start).Round(time.Millisecond))
+		}
+		until := a.CreatedAt.Add(window)
+		if !a.Deadline.IsZero() {
+			until = maxTime(until, a.Deadline.Add(monitor))
+		}
+		if !until.After(now) {
+			return nil
+		}
+		c.watchAddress(a.Address, &watch{address: a.Address, storeID: a.StoreID, index: a.Index, until: until, confirmations: a.Confirmations})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("chain watcher: load watched addresses: %w", err)
+	}
+	if n >= loadProgress {
+		c.log.Info("chain watcher: loaded watched addresses", "read", n,
+			"watched", c.matcher.Len(), "elapsed", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// maxTime is the later of a and b.
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // notifications wakes the poll when a btcd node announces a block over

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/btcsuite/btcd/btcutil"
+	"github.com/btcsuite/btcd/wire"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kassapay/kassa"
@@ -232,5 +234,184 @@ func TestClusterWatchesInvoicesOfAnOlderSchema(t *testing.T) {
 		if w := c.matcher.watched(script); w == nil || w.storeID != "store_1" || w.index != int64(n) || w.confirmations != 4 {
 			t.Errorf("invoice %d watched as %+v, want store_1 at index %d, 4 confirmations", n, w, n)
 		}
+	}
+}
+
+func (r *countingReader) OpenInvoices(ctx context.Context, fn func(id, storeID string, deadline time.Time) error) error {
+	r.queries.Add(1)
+	return r.DB.OpenInvoices(ctx, func(id, storeID string, deadline time.Time) error {
+		r.rows.Add(1)
+		return fn(id, storeID, deadline)
+	})
+}
+
+func (r *countingReader) AddressCursor(ctx context.Context) (int64, error) {
+	r.queries.Add(1)
+	return r.DB.AddressCursor(ctx)
+}
+
+// sharedLoad is the load at start of a cluster watcher (a process start
+// or a lease taken over) over a store of n stores, each with two
+// invoices created in the last minute, every tenth with an invoice
+// created three days ago that is still open (a long expiry) and one
+// settled then: the queries and rows the load read, how long it took,
+// and the invoices whose address it does not watch until at least their
+// window's end (the recent ones) or their monitoring's (the open one),
+// to the millisecond of the stored times.
+func sharedLoad(t *testing.T, stores int) (queries, rows int64, took time.Duration, missed []string) {
+	t.Helper()
+	ctx := t.Context()
+	db, _ := openNodes(t, kassa.SystemClock{})
+	now := time.Now().UTC()
+	window := kassa.DefaultInvoiceExpiry + kassa.DefaultMonitoring + time.Hour
+	b := db.NewBatch()
+	seed := 0
+	newInvoice := func(storeID string, created time.Time) *kassa.Invoice {
+		seed++
+		addr, _ := testAddressN(t, seed)
+		idx := uint32(seed)
+		return &kassa.Invoice{ID: fmt.Sprintf("inv_%d", seed), StoreID: storeID, OnchainAddress: addr, DerivationIndex: &idx,
+			ConfirmationsRequired: 2, CreatedAt: created, Status: kassa.InvoiceNew,
+			ExpiresAt: created.Add(kassa.DefaultInvoiceExpiry), MonitorUntil: created.Add(kassa.DefaultInvoiceExpiry + kassa.DefaultMonitoring)}
+	}
+	want := map[*kassa.Invoice]time.Time{}
+	var settled []*kassa.Invoice
+	for i := range stores {
+		st := &kassa.Store{ID: fmt.Sprintf("store_%04d", i), Name: "Shop"}
+		b.PutStore(st, 1)
+		for range 2 {
+			inv := newInvoice(st.ID, now.Add(-30*time.Second))
+			b.PutInvoice(inv, nil, 1)
+			want[inv] = inv.CreatedAt.Add(window)
+		}
+		if i%10 == 0 {
+			old := newInvoice(st.ID, now.Add(-72*time.Hour))
+			old.ExpiresAt = now.Add(time.Hour)
+			old.MonitorUntil = old.ExpiresAt.Add(kassa.DefaultMonitoring)
+			b.PutInvoice(old, nil, 1)
+			want[old] = old.MonitorUntil
+			done := newInvoice(st.ID, now.Add(-72*time.Hour))
+			done.Status = kassa.InvoiceSettled
+			b.PutInvoice(done, nil, 1)
+			settled = append(settled, done)
+		}
+	}
+	if err := db.Commit(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	r := &countingReader{DB: db}
+	c, err := New(Config{Conn: Conn{Network: "regtest", Params: testParams}, Node: newScriptedNode(), Cluster: true,
+		State: db, Reader: r, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := c.prepare(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	took = time.Since(start)
+	for inv, until := range want {
+		_, script := testAddressN(t, idxOf(inv))
+		if w := c.matcher.watched(script); w == nil || w.storeID != inv.StoreID || w.confirmations != 2 ||
+			w.index != int64(idxOf(inv)) || w.until.Before(until.Truncate(time.Millisecond)) {
+			missed = append(missed, inv.ID)
+		}
+	}
+	for _, inv := range settled {
+		if _, script := testAddressN(t, idxOf(inv)); c.matcher.watched(script) != nil {
+			t.Errorf("%d stores: invoice %s, settled three days ago, watched", stores, inv.ID)
+		}
+	}
+	return r.queries.Load(), r.rows.Load(), took, missed
+}
+
+// TestClusterLoadCostDoesNotGrowWithStores: the load at start of a
+// cluster's watcher (a lease taken over) reads the addresses still
+// watched in a few queries whatever the number of stores, and watches
+// each recent invoice's address and each open invoice's, however old,
+// with its store, index and confirmations. The 1,000-store load is
+// logged as the measure of docs/scale.md.
+func TestClusterLoadCostDoesNotGrowWithStores(t *testing.T) {
+	got := map[int]int64{}
+	for _, stores := range []int{20, 200, 1000} {
+		q, rows, took, missed := sharedLoad(t, stores)
+		t.Logf("cluster watcher load at %d stores (%d invoices): %d queries, %d rows, %v", stores, stores*2+stores/10*2, q, rows, took)
+		if len(missed) > 0 {
+			t.Errorf("%d stores: invoices %v not watched (or without their store, index, confirmations or window)", stores, missed)
+		}
+		got[stores] = q
+	}
+	if got[200] > got[20] || got[1000] > got[20]+2 {
+		t.Errorf("load: %d queries at 20 stores, %d at 200, %d at 1,000; want as many at 200 as at 20, and at most 2 more (pages) at 1,000",
+			got[20], got[200], got[1000])
+	}
+}
+
+func (r *countingReader) WatchedAddresses(ctx context.Context, since time.Time, fn func(kassa.WatchedAddress) error) error {
+	r.queries.Add(1)
+	return r.DB.WatchedAddresses(ctx, since, func(a kassa.WatchedAddress) error { r.rows.Add(1); return fn(a) })
+}
+
+// TestTakeoverFindsPaymentsToEarlierInvoices: a node that takes the
+// watcher over (prepare, as Watch does under a lease) finds a payment,
+// after the takeover, to the address of an invoice another node created
+// before it: a fresh one, a settled one of the last hour, and one
+// created three days ago whose long expiry keeps it open; not to an
+// invoice settled three days ago.
+func TestTakeoverFindsPaymentsToEarlierInvoices(t *testing.T) {
+	ctx := t.Context()
+	db, _ := openNodes(t, kassa.SystemClock{})
+	now := time.Now().UTC()
+	node := newScriptedNode()
+	node.mine(1)
+	b := db.NewBatch()
+	b.PutStore(&kassa.Store{ID: "store_1", Name: "Shop"}, 1)
+	invoice := func(n int, created time.Time, status kassa.InvoiceStatus) []byte {
+		addr, script := testAddressN(t, n)
+		idx := uint32(n)
+		inv := &kassa.Invoice{ID: fmt.Sprintf("inv_%d", n), StoreID: "store_1", OnchainAddress: addr, DerivationIndex: &idx,
+			ConfirmationsRequired: 1, CreatedAt: created, Status: status,
+			ExpiresAt: created.Add(kassa.DefaultInvoiceExpiry), MonitorUntil: created.Add(kassa.DefaultInvoiceExpiry + kassa.DefaultMonitoring)}
+		if n == 3 {
+			inv.ExpiresAt = now.Add(time.Hour)
+		}
+		b.PutInvoice(inv, nil, 1)
+		return script
+	}
+	scripts := [][]byte{
+		invoice(1, now.Add(-time.Minute), kassa.InvoiceNew),
+		invoice(2, now.Add(-time.Hour), kassa.InvoiceSettled),
+		invoice(3, now.Add(-72*time.Hour), kassa.InvoiceNew),
+		invoice(4, now.Add(-72*time.Hour), kassa.InvoiceSettled),
+	}
+	if err := db.Commit(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Conn: Conn{Network: "regtest", Params: testParams}, Node: node, Cluster: true,
+		State: db, Reader: db, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.prepare(ctx, &memKV{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	var txs []*wire.MsgTx
+	for i, script := range scripts {
+		tx := payment(byte(i+1), script, 5000)
+		txs = append(txs, tx)
+		if i < 3 {
+			want = append(want, label(tx.TxHash().String())+" conf 1")
+		}
+	}
+	node.mine(2, txs...)
+	r := &recorder{}
+	mustPass(t, w, r)
+	got := r.take()
+	slices.Sort(got)
+	slices.Sort(want)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("payments found after the takeover %v, want %v (invoices 1 to 3)", got, want)
 	}
 }

@@ -237,6 +237,10 @@ var migrations = []string{
 	ALTER TABLE invoices ADD COLUMN address_index bigint;
 	ALTER TABLE invoices ADD COLUMN confirmations integer;
 	CREATE INDEX invoices_by_watch_tx ON invoices (watch_tx, id) WHERE address IS NOT NULL AND watch_tx IS NOT NULL;`,
+	// 13: the load at start of the chain watcher
+	// (kassa.AddressFeed.WatchedAddresses) reads all stores' recent
+	// invoices with an address by creation time.
+	`CREATE INDEX invoices_with_address_by_created ON invoices (created_ms, id) WHERE address IS NOT NULL;`,
 }
 
 // fills are the steps of a migration that Go does after its SQL, in its

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/persistence/format"
 )
@@ -22,7 +24,8 @@ var _ kassa.AddressFeed = (*DB)(nil)
 // are read again next time: the overlap lasts as long as the oldest
 // transaction of the server.
 
-// addressPage is how many rows NewAddresses reads a query.
+// addressPage is how many rows NewAddresses and WatchedAddresses read
+// a query.
 const addressPage = 2000
 
 // AddressCursor returns the cursor of now.
@@ -32,6 +35,80 @@ func (d *DB) AddressCursor(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("postgres: address cursor: %w", down(err))
 	}
 	return xmin, nil
+}
+
+// watchedColumns are what the watcher reads of an invoice row i after
+// the page's key, in the order of watchedRow.scan, deadline last (an
+// expression for the open row's, NULL for none): a row written by a binary older than migration
+// 12, without the feed's columns, comes with its document.
+func watchedColumns(deadline string) string {
+	return `i.id, i.store_id, i.address, coalesce(i.address_index, -1), coalesce(i.confirmations, -1),
+		i.created_ms, CASE WHEN i.confirmations IS NULL THEN i.doc END, ` + deadline
+}
+
+// watchedRow is a row of watchedColumns after its key.
+type watchedRow struct {
+	a                      kassa.WatchedAddress
+	confirmations, created int64
+	deadline               *int64
+	doc                    []byte
+}
+
+// scan reads rows' current row: key, then watchedColumns.
+func (w *watchedRow) scan(rows pgx.Rows, key any) error {
+	*w = watchedRow{}
+	if err := rows.Scan(key, &w.a.InvoiceID, &w.a.StoreID, &w.a.Address, &w.a.Index, &w.confirmations, &w.created,
+		&w.doc, &w.deadline); err != nil {
+		return down(err)
+	}
+	w.a.Confirmations, w.a.CreatedAt = int32(w.confirmations), time.UnixMilli(w.created).UTC()
+	if w.deadline != nil {
+		w.a.Deadline = time.UnixMilli(*w.deadline).UTC()
+	}
+	if w.doc != nil {
+		var inv kassa.Invoice
+		if err := format.Unmarshal(w.doc, &inv); err != nil {
+			return fmt.Errorf("decode invoice %s: %w", w.a.InvoiceID, err)
+		}
+		w.a.Confirmations, w.a.Index = inv.ConfirmationsRequired, addressIndex(&inv)
+	}
+	return nil
+}
+
+// watchedPages calls fn for each row of query (a key, then
+// watchedColumns), read by pages of at most addressPage rows until one
+// is short. The scan of each row sets *key; args gives each page's
+// arguments, after *key and *lastID are those of the previous page's
+// last row.
+func (d *DB) watchedPages(ctx context.Context, key any, lastID *string, query string, args func() []any, fn func(kassa.WatchedAddress) error) error {
+	for {
+		rows, err := d.pool.Query(ctx, query, args()...)
+		if err != nil {
+			return down(err)
+		}
+		var page []kassa.WatchedAddress
+		var w watchedRow
+		for rows.Next() {
+			if err := w.scan(rows, key); err != nil {
+				rows.Close()
+				return err
+			}
+			page = append(page, w.a)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return down(err)
+		}
+		for _, a := range page {
+			if err := fn(a); err != nil {
+				return err
+			}
+		}
+		if len(page) < addressPage {
+			return nil
+		}
+		*lastID = page[len(page)-1].InvoiceID
+	}
 }
 
 // NewAddresses calls fn for the address of each invoice inserted by a
@@ -45,47 +122,44 @@ func (d *DB) NewAddresses(ctx context.Context, cursor int64, fn func(kassa.Watch
 		return 0, err
 	}
 	afterTx, afterID := cursor, ""
-	for {
-		rows, err := d.pool.Query(ctx, `SELECT watch_tx, id, store_id, address, coalesce(address_index, -1),
-				coalesce(confirmations, -1), created_ms, CASE WHEN confirmations IS NULL THEN doc END
-			FROM invoices WHERE address IS NOT NULL AND watch_tx IS NOT NULL AND (watch_tx, id) > ($1, $2)
-			ORDER BY watch_tx, id LIMIT $3`, afterTx, afterID, addressPage)
-		if err != nil {
-			return 0, fmt.Errorf("postgres: new addresses: %w", down(err))
-		}
-		var page []kassa.WatchedAddress
-		for rows.Next() {
-			var a kassa.WatchedAddress
-			var confirmations, created int64
-			var doc []byte
-			if err := rows.Scan(&afterTx, &afterID, &a.StoreID, &a.Address, &a.Index, &confirmations, &created, &doc); err != nil {
-				rows.Close()
-				return 0, fmt.Errorf("postgres: new addresses: %w", down(err))
-			}
-			a.InvoiceID, a.Confirmations, a.CreatedAt = afterID, int32(confirmations), time.UnixMilli(created).UTC()
-			if doc != nil {
-				var inv kassa.Invoice
-				if err := format.Unmarshal(doc, &inv); err != nil {
-					rows.Close()
-					return 0, fmt.Errorf("postgres: decode invoice %s: %w", afterID, err)
-				}
-				a.Confirmations, a.Index = inv.ConfirmationsRequired, addressIndex(&inv)
-			}
-			page = append(page, a)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return 0, fmt.Errorf("postgres: new addresses: %w", down(err))
-		}
-		for _, a := range page {
-			if err := fn(a); err != nil {
-				return 0, err
-			}
-		}
-		if len(page) < addressPage {
-			return next, nil
-		}
+	err = d.watchedPages(ctx, &afterTx, &afterID, `SELECT i.watch_tx, `+watchedColumns("NULL::bigint")+`
+		FROM invoices i WHERE i.address IS NOT NULL AND i.watch_tx IS NOT NULL AND (i.watch_tx, i.id) > ($1, $2)
+		ORDER BY i.watch_tx, i.id LIMIT $3`,
+		func() []any { return []any{afterTx, afterID, addressPage} }, fn)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: new addresses: %w", err)
 	}
+	return next, nil
+}
+
+// WatchedAddresses calls fn for the address of each invoice created at
+// or after since (by creation time, an index of migration 13) and of
+// each older one that waits for a timer (by open_invoices), with the
+// invoice's deadline, by pages of addressPage rows: a few queries for
+// all stores, of the columns NewAddresses reads.
+func (d *DB) WatchedAddresses(ctx context.Context, since time.Time, fn func(kassa.WatchedAddress) error) error {
+	afterMs, afterID := ms(since), ""
+	// The deadline is looked up row by row: a join would read all of
+	// open_invoices for each page.
+	err := d.watchedPages(ctx, &afterMs, &afterID, `SELECT i.created_ms, `+
+		watchedColumns("(SELECT o.deadline_ms FROM open_invoices o WHERE o.invoice_id = i.id)")+`
+		FROM invoices i
+		WHERE i.address IS NOT NULL AND i.created_ms >= $4 AND (i.created_ms, i.id) > ($1, $2)
+		ORDER BY i.created_ms, i.id LIMIT $3`,
+		func() []any { return []any{afterMs, afterID, addressPage, ms(since)} }, fn)
+	if err != nil {
+		return fmt.Errorf("postgres: recent addresses: %w", err)
+	}
+	var openID string
+	err = d.watchedPages(ctx, &openID, &afterID, `SELECT o.invoice_id, `+watchedColumns("o.deadline_ms")+`
+		FROM open_invoices o JOIN invoices i ON i.id = o.invoice_id
+		WHERE i.address IS NOT NULL AND i.created_ms < $3 AND o.invoice_id > $1
+		ORDER BY o.invoice_id LIMIT $2`,
+		func() []any { return []any{openID, addressPage, ms(since)} }, fn)
+	if err != nil {
+		return fmt.Errorf("postgres: open invoices' addresses: %w", err)
+	}
+	return nil
 }
 
 // addressIndex is the derivation index of inv's address, -1 for none.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
@@ -159,5 +160,84 @@ func TestMigrationWatchedAddresses(t *testing.T) {
 	got, _ = feedIDs(t, db, next)
 	if a := got["inv_old_binary"]; len(got) != 1 || a.Index != 7 || a.Confirmations != 3 || a.StoreID != "s1" {
 		t.Errorf("feed after an old binary's insert: %+v, want inv_old_binary at index 7, 3 confirmations", got)
+	}
+}
+
+// TestWatchedAddressesLoad: the load at start is given the address of
+// each invoice created at or after its bound, whatever its state, with
+// its deadline when it waits for a timer, and of each older invoice
+// that waits for one, with its deadline, each once, across pages and
+// stores; not an older invoice that waits for nothing, nor an invoice
+// without an address. A row of schema 11 (no feed columns) is given
+// with the index and confirmations of its document.
+func TestWatchedAddressesLoad(t *testing.T) {
+	ctx := t.Context()
+	dsn, pool := schemaAt(t, 11)
+	since := kassatest.Epoch.Add(-time.Hour)
+	old11 := watchedInvoice("inv_old_schema", "s9", 5)
+	old11.CreatedAt = since.Add(-48 * time.Hour)
+	old11.ExpiresAt = kassatest.Epoch.Add(time.Hour)
+	doc, err := format.Marshal(old11)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address) VALUES ($1, $2, $3, 1, $4, $5)`,
+		old11.ID, old11.StoreID, ms(old11.CreatedAt), doc, old11.OnchainAddress); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO open_invoices (invoice_id, store_id, deadline_ms) VALUES ($1, $2, $3)`,
+		old11.ID, old11.StoreID, ms(old11.ExpiresAt)); err != nil {
+		t.Fatal(err)
+	}
+	db := openTestDSN(t, dsn)
+	want := map[string]time.Time{old11.ID: old11.ExpiresAt}
+	const recent = addressPage + 3
+	commitT(t, db, func(b kassa.Batch) {
+		for i := range recent {
+			inv := watchedInvoice(fmt.Sprintf("inv_%05d", i), fmt.Sprintf("s%d", i%7), uint32(i))
+			inv.CreatedAt = since.Add(time.Duration(i%50) * time.Millisecond)
+			if i%2 == 0 {
+				inv.Status = kassa.InvoiceSettled
+				want[inv.ID] = time.Time{}
+			} else {
+				want[inv.ID] = inv.ExpiresAt
+			}
+			b.PutInvoice(inv, nil, 1)
+		}
+		for i := range addressPage + 1 {
+			inv := watchedInvoice(fmt.Sprintf("inv_open_%05d", i), "s1", uint32(10_000+i))
+			inv.CreatedAt, inv.Status = since.Add(-time.Millisecond), kassa.InvoiceExpired
+			inv.MonitorUntil = kassatest.Epoch.Add(time.Duration(i) * time.Second)
+			want[inv.ID] = inv.MonitorUntil
+			b.PutInvoice(inv, nil, 1)
+		}
+		settled := watchedInvoice("inv_old_settled", "s1", 20_000)
+		settled.CreatedAt, settled.Status = since.Add(-time.Millisecond), kassa.InvoiceSettled
+		b.PutInvoice(settled, nil, 1)
+		b.PutInvoice(kassatest.NewInvoice("inv_ln", "s1", kassatest.Epoch), nil, 1)
+	})
+	seen := map[string]int{}
+	err = db.WatchedAddresses(ctx, since, func(a kassa.WatchedAddress) error {
+		seen[a.InvoiceID]++
+		deadline, ok := want[a.InvoiceID]
+		if !ok {
+			t.Errorf("%s given", a.InvoiceID)
+			return nil
+		}
+		if !a.Deadline.Equal(deadline) || a.Confirmations != 3 || a.Address != "bcrt1q"+a.InvoiceID || a.StoreID == "" || a.Index < 0 {
+			t.Errorf("%s given as %+v, want deadline %v", a.InvoiceID, a, deadline)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range want {
+		if seen[id] != 1 {
+			t.Errorf("%s given %d times, want once", id, seen[id])
+		}
+	}
+	if len(seen) != len(want) {
+		t.Errorf("%d invoices given, want %d", len(seen), len(want))
 	}
 }

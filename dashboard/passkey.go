@@ -528,20 +528,8 @@ func (h *Dashboard) removePasskey(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
 		return
 	}
-	counted := h.takeAccountAttempt(w, r, "twofactor", data)
-	if counted == nil {
-		return
-	}
-	password := r.PostForm.Get("password")
-	ok, err := h.check(r.Context(), ticket{trusted: true, account: s.Email}, s.user.PasswordHash, password)
-	if err != nil {
-		h.limits.give(counted...)
-		h.busy(w, r, "twofactor", data)
-		return
-	}
-	if !ok || len(password) > maxPassword {
-		data["Error"] = tr(r, "err.current")
-		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
+	counted, ok := h.checkPasswordAgain(w, r, s, data)
+	if !ok {
 		return
 	}
 	verified := s.user.PasswordHash

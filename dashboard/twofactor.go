@@ -498,6 +498,31 @@ func decodeSecret(s string) []byte {
 	return b
 }
 
+// checkPasswordAgain asks the signed-in account's password again before
+// a change to its second factors: one attempt counted against the
+// account and the network (the keys returned, to give back if the
+// change does not happen for another reason); it has answered the page
+// when it returns false.
+func (h *Dashboard) checkPasswordAgain(w http.ResponseWriter, r *http.Request, s *session, data map[string]any) ([]string, bool) {
+	counted := h.takeAccountAttempt(w, r, "twofactor", data)
+	if counted == nil {
+		return nil, false
+	}
+	password := r.PostForm.Get("password")
+	ok, err := h.check(r.Context(), ticket{trusted: true, account: s.Email}, s.user.PasswordHash, password)
+	if err != nil {
+		h.limits.give(counted...)
+		h.busy(w, r, "twofactor", data)
+		return nil, false
+	}
+	if !ok || len(password) > maxPassword {
+		data["Error"] = tr(r, "err.current")
+		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
+		return nil, false
+	}
+	return counted, true
+}
+
 // takeAccountAttempt counts a code or password entered by a signed-in
 // user as changePassword does: against the network and the account
 // from it. It answers 429 and returns nil when a limit is reached.
@@ -642,20 +667,8 @@ func (h *Dashboard) disableTwoFactor(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusConflict, "twofactor", data)
 		return
 	}
-	counted := h.takeAccountAttempt(w, r, "twofactor", data)
-	if counted == nil {
-		return
-	}
-	password := r.PostForm.Get("password")
-	ok, err := h.check(r.Context(), ticket{trusted: true, account: s.Email}, s.user.PasswordHash, password)
-	if err != nil {
-		h.limits.give(counted...)
-		h.busy(w, r, "twofactor", data)
-		return
-	}
-	if !ok || len(password) > maxPassword {
-		data["Error"] = tr(r, "err.current")
-		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
+	counted, ok := h.checkPasswordAgain(w, r, s, data)
+	if !ok {
 		return
 	}
 	stays, err := h.lastFactorMustStay(r.Context(), s.user)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -232,16 +231,6 @@ func (h *harness) payLightning(inv *kassa.Invoice, sats kassa.Sats) {
 	}
 }
 
-// crashAnswered makes the actor pid panic on a request (crash): it answers
-// the panic's error at once (answerPanic) and protoactor restarts it.
-func crashAnswered(t *testing.T, h *harness, pid *actor.PID) {
-	t.Helper()
-	res, err := h.sys.Runtime.actorSystem().Root.RequestFuture(pid, crash{}, 30*time.Second).Result()
-	if r, ok := res.(reply); err != nil || !ok || !errors.Is(r.err, errActorPanicked) {
-		t.Fatalf("crash answered %v, %v; want %v", res, err, errActorPanicked)
-	}
-}
-
 // active reports whether inv's actor is running.
 func (h *harness) active(inv *kassa.Invoice) bool {
 	_, ok := h.sys.Runtime.actorSystem().ProcessRegistry.GetLocal(h.sys.Runtime.store(inv.StoreID).Id + "/" + invoiceName(inv.ID))
@@ -379,7 +368,7 @@ func TestPanicRestartsOnlyThatInvoice(t *testing.T) {
 	if _, ok := h.sys.Runtime.actorSystem().ProcessRegistry.GetLocal(child.Id); !ok {
 		t.Fatal("invoice actor not found")
 	}
-	crashAnswered(t, h, child)
+	crashActor(t, h, child)
 	// Both invoices still work.
 	h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: a.PaymentHash, AmountMSat: 1_000_000})
 	h.sys.Service.HandleLightningEvent(context.Background(), kassa.LightningEvent{PaymentHash: b.PaymentHash, AmountMSat: 1_000_000})
@@ -565,7 +554,7 @@ func TestStorePanicKeepsInvoiceTimers(t *testing.T) {
 	// and so the sweeper's next timer, until its request times out.
 	eventually(t, "the sweeper's round after the jump", func() bool { return clock.Pending() == 2 })
 	other := h.invoice("1000", kassa.SATS)
-	crashAnswered(t, h, h.sys.Runtime.store(h.store.ID))
+	crashActor(t, h, h.sys.Runtime.store(h.store.ID))
 	// due expires in a minute, before the sweeper's next round: the
 	// restarted store wakes it at once and it arms its timer again. The
 	// pending timers are then the sweeper's and due's.

@@ -509,7 +509,7 @@ func TestWebhookActorPanicResendsOutbox(t *testing.T) {
 	if err := h.db.Commit(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
-	crashAnswered(t, h, h.sys.Runtime.webhook(w.ID))
+	crashActor(t, h, h.sys.Runtime.webhook(w.ID))
 	eventually(t, "the orphan delivery recorded", func() bool {
 		got, err := h.db.Delivery(context.Background(), d.ID)
 		return err == nil && got.Status == kassa.DeliveryDelivered

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/kassapay/kassa"
-	"github.com/kassapay/kassa/kassatest/harness"
 )
 
 // commitT commits one batch built by build.
@@ -26,11 +25,7 @@ func commitT(t *testing.T, d *DB, build func(b kassa.Batch)) {
 // every fee and top-up, also under concurrent commits), and a store not
 // owned here sees another node's writes.
 func TestOwnedCacheFollowsTheOwnersWrites(t *testing.T) {
-	harness.SkipShort(t, "PostgreSQL")
-	dsn, err := server.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn := newSchema(t)
 	d, other := openTestDSN(t, dsn), openTestDSN(t, dsn)
 	ctx := t.Context()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

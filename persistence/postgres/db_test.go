@@ -40,12 +40,20 @@ func TestMain(m *testing.M) {
 // openTest opens a store on a fresh schema and closes it when t ends.
 func openTest(t *testing.T) *DB {
 	t.Helper()
+	return openTestDSN(t, newSchema(t))
+}
+
+// newSchema makes a fresh schema on the test server and returns its DSN.
+// Every test's schema comes from here, so every test that needs the
+// server skips under -short, when there is none.
+func newSchema(t testing.TB) string {
+	t.Helper()
 	harness.SkipShort(t, "PostgreSQL")
 	dsn, err := server.NewSchema(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return openTestDSN(t, dsn)
+	return dsn
 }
 
 // openTestDSN opens the store at dsn and closes it when t ends.
@@ -139,11 +147,7 @@ func TestSeqTaken(t *testing.T) {
 // TestMigrateTwice: opening an up-to-date database applies nothing and
 // keeps the data.
 func TestMigrateTwice(t *testing.T) {
-	harness.SkipShort(t, "PostgreSQL")
-	dsn, err := server.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn := newSchema(t)
 	ctx := t.Context()
 	for i := range 2 {
 		db, err := Open(ctx, dsn, Options{})
@@ -165,11 +169,7 @@ func TestMigrateTwice(t *testing.T) {
 // TestMigrateConcurrently: nodes starting together on an empty database
 // each open it; the advisory lock has the schema made once.
 func TestMigrateConcurrently(t *testing.T) {
-	harness.SkipShort(t, "PostgreSQL")
-	dsn, err := server.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn := newSchema(t)
 	const nodes = 4
 	errs := make(chan error, nodes)
 	for range nodes {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
-	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lease"
 )
 
@@ -18,11 +17,7 @@ import (
 // lease expiries are judged by clock.
 func openClocked(t testing.TB, clock kassa.Clock) (*DB, *DB) {
 	t.Helper()
-	harness.SkipShort(t, "PostgreSQL")
-	dsn, err := server.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn := newSchema(t)
 	open := func() *DB {
 		db, err := Open(t.Context(), dsn, Options{Clock: clock})
 		if err != nil {

@@ -138,10 +138,7 @@ func TestMigrationLookupColumns(t *testing.T) {
 // a pool on it (closed when the test ends).
 func schemaAt(t *testing.T, n int) (string, *pgxpool.Pool) {
 	t.Helper()
-	dsn, err := server.NewSchema(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dsn := newSchema(t)
 	pool, err := pgxpool.New(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)

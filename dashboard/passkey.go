@@ -244,12 +244,7 @@ func (h *Dashboard) enrolPasskey(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		u.TwoFactor = &twoFactor{Handle: handle, Passkeys: []webauthn.Credential{*cred}, Recovery: hashes, Since: h.Clock.Now().UTC()}
-		u.SessionGen++
-		err = h.putJSON(r.Context(), userKey(s.Email), u, forever)
-	}
-	if err == nil {
-		s.Gen, s.user = u.SessionGen, u
-		err = h.putJSON(r.Context(), sessionRecKey(s.token), s, s.Expires)
+		err = h.endOtherSessions(r.Context(), u, s)
 	}
 	h.usersMu.Unlock()
 	if err == errNoEnrolment {
@@ -517,7 +512,8 @@ func (h *Dashboard) passkeyOutcome(w http.ResponseWriter, r *http.Request, ok bo
 // factor, the only passkey of an account without the app, goes as
 // disableTwoFactor turns two factors off: with a code as well (a
 // recovery code), and not while a store of the account requires two
-// factors (lastFactorMustStay).
+// factors (lastFactorMustStay). Every other session of the account
+// ends, as one may have signed in with the passkey.
 func (h *Dashboard) removePasskey(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
 	data := h.twoFactorData(s.user)
@@ -534,9 +530,9 @@ func (h *Dashboard) removePasskey(w http.ResponseWriter, r *http.Request) {
 	}
 	verified := s.user.PasswordHash
 	removed := false
-	remove := func(u *user) {
+	remove := func(u *user) bool {
 		if u.PasswordHash != verified || u.TwoFactor == nil || !slices.ContainsFunc(u.TwoFactor.Passkeys, match) {
-			return
+			return false
 		}
 		tf := *u.TwoFactor
 		tf.Passkeys = slices.DeleteFunc(slices.Clone(tf.Passkeys), match)
@@ -544,6 +540,7 @@ func (h *Dashboard) removePasskey(w http.ResponseWriter, r *http.Request) {
 		if tf.Secret == "" && len(tf.Passkeys) == 0 {
 			u.TwoFactor = nil
 		}
+		return true
 	}
 	var u *user
 	if data["LastFactor"] == true {
@@ -559,31 +556,23 @@ func (h *Dashboard) removePasskey(w http.ResponseWriter, r *http.Request) {
 			h.refuseLastFactor(w, r, data)
 			return
 		}
-		u, ok, err = h.useSecondFactor(r.Context(), s.Email, -1, r.PostForm.Get("code"), remove)
+		u, ok, err = h.useSecondFactor(r.Context(), s.Email, -1, r.PostForm.Get("code"), remove, s)
 	} else {
 		// Not the last second factor: were it the last by now (another
 		// removed meanwhile), it stays.
 		h.usersMu.Lock()
 		u, err = h.existingUser(r.Context(), s.Email, "account not found")
 		if err == nil && u.TwoFactor != nil && (u.TwoFactor.Secret != "" || len(u.TwoFactor.Passkeys) > 1) {
-			if remove(u); removed {
-				err = h.putJSON(r.Context(), userKey(u.Email), u, forever)
+			if remove(u) {
+				err = h.endOtherSessions(r.Context(), u, s)
 			}
 		}
 		h.usersMu.Unlock()
 		ok = true
 	}
-	if err != nil {
-		h.limits.give(counted...)
-		h.serverError(w, r, err)
+	if !h.codeOutcome(w, r, ok, err, counted, data) {
 		return
 	}
-	if !ok {
-		data["Error"] = tr(r, "err.2fa.code")
-		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
-		return
-	}
-	h.limits.give(counted...)
 	if !removed {
 		data["Error"] = tr(r, "err.current")
 		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)

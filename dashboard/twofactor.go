@@ -226,10 +226,11 @@ func useRecovery(tf *twoFactor, code string) ([]string, bool) {
 // useSecondFactor checks code (a TOTP code or a recovery code) against
 // email's second factor and, if it passes, uses it up (the TOTP step,
 // or the recovery code), applies change to the account, and stores it,
-// all under usersMu. gen, when not negative, is the SessionGen the
-// account must still have. It returns the account as stored and
-// whether the code passed.
-func (h *Dashboard) useSecondFactor(ctx context.Context, email string, gen int, code string, change func(*user)) (*user, bool, error) {
+// all under usersMu; when change reports that it took a credential
+// away, the account's sessions but keep end (endOtherSessions). gen,
+// when not negative, is the SessionGen the account must still have. It
+// returns the account as stored and whether the code passed.
+func (h *Dashboard) useSecondFactor(ctx context.Context, email string, gen int, code string, change func(*user) bool, keep *session) (*user, bool, error) {
 	h.usersMu.Lock()
 	defer h.usersMu.Unlock()
 	u, err := h.user(ctx, email)
@@ -265,8 +266,8 @@ func (h *Dashboard) useSecondFactor(ctx context.Context, email string, gen int, 
 		tf.Recovery = left
 	}
 	u.TwoFactor = &tf
-	if change != nil {
-		change(u)
+	if change != nil && change(u) {
+		return u, true, h.endOtherSessions(ctx, u, keep)
 	}
 	return u, true, h.putJSON(ctx, userKey(u.Email), u, forever)
 }
@@ -371,7 +372,7 @@ func (h *Dashboard) secondStep(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusTooManyRequests, "login_2fa", data)
 		return
 	}
-	u, ok, err := h.useSecondFactor(r.Context(), p.Email, p.Gen, r.PostForm.Get("code"), nil)
+	u, ok, err := h.useSecondFactor(r.Context(), p.Email, p.Gen, r.PostForm.Get("code"), nil, nil)
 	if err != nil {
 		h.limits.give(counted...)
 		h.serverError(w, r, err)
@@ -523,6 +524,25 @@ func (h *Dashboard) checkPasswordAgain(w http.ResponseWriter, r *http.Request, s
 	return counted, true
 }
 
+// codeOutcome answers a change to the second factors that a code must
+// pass (useSecondFactor): an error is 500 with the attempt given back,
+// a wrong code 422 (the attempt stays counted); a right one gives the
+// attempt back. It reports whether the change goes on.
+func (h *Dashboard) codeOutcome(w http.ResponseWriter, r *http.Request, ok bool, err error, counted []string, data map[string]any) bool {
+	if err != nil {
+		h.limits.give(counted...)
+		h.serverError(w, r, err)
+		return false
+	}
+	if !ok {
+		data["Error"] = tr(r, "err.2fa.code")
+		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
+		return false
+	}
+	h.limits.give(counted...)
+	return true
+}
+
 // takeAccountAttempt counts a code or password entered by a signed-in
 // user as changePassword does: against the network and the account
 // from it. It answers 429 and returns nil when a limit is reached.
@@ -582,20 +602,15 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 		} else {
 			// Two factors were on already (passkeys): sessions stay.
 			u.TwoFactor.Secret, u.TwoFactor.LastStep, added = e.Secret, step, true
-			err = h.putJSON(r.Context(), userKey(s.Email), u, forever)
+			if err = h.putJSON(r.Context(), userKey(s.Email), u, forever); err == nil {
+				s.user = u
+			}
 		}
 	}
 	if err == nil && !added {
 		// Every other session began without the second factor: it ends.
 		u.TwoFactor = &twoFactor{Secret: e.Secret, LastStep: step, Recovery: hashes, Since: h.Clock.Now().UTC()}
-		u.SessionGen++
-		err = h.putJSON(r.Context(), userKey(s.Email), u, forever)
-	}
-	if err == nil {
-		// This one goes on under the new count; were this write lost,
-		// it would be signed out too, which is safe.
-		s.Gen, s.user = u.SessionGen, u
-		err = h.putJSON(r.Context(), sessionRecKey(s.token), s, s.Expires)
+		err = h.endOtherSessions(r.Context(), u, s)
 	}
 	h.usersMu.Unlock()
 	if err == errNoEnrolment {
@@ -622,7 +637,8 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 
 var errNoEnrolment = kassa.Errorf(kassa.Conflict, "two-factor sign-in is on already")
 
-// newRecovery replaces the account's recovery codes, given a code.
+// newRecovery replaces the account's recovery codes, given a code, and
+// ends the account's other sessions.
 func (h *Dashboard) newRecovery(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
 	counted := h.takeAccountAttempt(w, r, "twofactor", h.twoFactorData(s.user))
@@ -630,20 +646,14 @@ func (h *Dashboard) newRecovery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	shown, hashes := newRecoveryCodes()
-	u, ok, err := h.useSecondFactor(r.Context(), s.Email, -1, r.PostForm.Get("code"), func(u *user) { u.TwoFactor.Recovery = hashes })
-	if err != nil {
-		h.limits.give(counted...)
-		h.serverError(w, r, err)
+	// The old codes go: a session one of them opened ends.
+	u, ok, err := h.useSecondFactor(r.Context(), s.Email, -1, r.PostForm.Get("code"), func(u *user) bool {
+		u.TwoFactor.Recovery = hashes
+		return true
+	}, s)
+	if !h.codeOutcome(w, r, ok, err, counted, h.twoFactorData(s.user)) {
 		return
 	}
-	if !ok {
-		data := h.twoFactorData(s.user)
-		data["Error"] = tr(r, "err.2fa.code")
-		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
-		return
-	}
-	h.limits.give(counted...)
-	s.user = u
 	data := h.twoFactorData(u)
 	data["Codes"] = shown
 	h.render(w, r, http.StatusOK, "twofactor", data)
@@ -654,7 +664,8 @@ func (h *Dashboard) newRecovery(w http.ResponseWriter, r *http.Request) {
 // second factor (removePasskey takes the last of them). The app as the
 // last second factor stays while a store of the account requires two
 // factors (lastFactorMustStay), checked before the code is used and
-// again under usersMu, in case the passkeys went meanwhile.
+// again under usersMu, in case the passkeys went meanwhile. Every other
+// session of the account ends with the app.
 func (h *Dashboard) disableTwoFactor(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
 	data := h.twoFactorData(s.user)
@@ -683,28 +694,25 @@ func (h *Dashboard) disableTwoFactor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	verified, kept := s.user.PasswordHash, false
-	u, ok, err := h.useSecondFactor(r.Context(), s.Email, -1, r.PostForm.Get("code"), func(u *user) {
+	// The app goes, and with it every other session: one may have
+	// signed in with it.
+	u, ok, err := h.useSecondFactor(r.Context(), s.Email, -1, r.PostForm.Get("code"), func(u *user) bool {
 		switch {
 		case u.PasswordHash != verified:
+			return false
 		case len(u.TwoFactor.Passkeys) > 0:
 			u.TwoFactor.Secret, u.TwoFactor.LastStep = "", 0
 		case stays:
 			kept = true
+			return false
 		default:
 			u.TwoFactor = nil
 		}
-	})
-	if err != nil {
-		h.limits.give(counted...)
-		h.serverError(w, r, err)
+		return true
+	}, s)
+	if !h.codeOutcome(w, r, ok, err, counted, data) {
 		return
 	}
-	if !ok {
-		data["Error"] = tr(r, "err.2fa.code")
-		h.render(w, r, http.StatusUnprocessableEntity, "twofactor", data)
-		return
-	}
-	h.limits.give(counted...)
 	if kept {
 		h.refuseLastFactor(w, r, data)
 		return
@@ -744,8 +752,7 @@ func (h *Dashboard) adminResetTwoFactor(w http.ResponseWriter, r *http.Request) 
 			return err
 		}
 		u.TwoFactor = nil
-		u.SessionGen++
-		return h.putJSON(r.Context(), userKey(email), u, forever)
+		return h.endOtherSessions(r.Context(), u, nil)
 	}()
 	if err != nil {
 		h.writeAdminError(w, err, "reset two-factor sign-in", "could not reset two-factor sign-in")

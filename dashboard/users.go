@@ -32,8 +32,9 @@ type user struct {
 	StoreIDs  []string              `json:"storeIds"`
 	Roles     map[string]kassa.Role `json:"roles,omitempty"`
 	CreatedAt time.Time             `json:"createdAt"`
-	// SessionGen counts password changes: a session made before the
-	// last one is no longer valid.
+	// SessionGen counts the changes that end the account's sessions
+	// (endOtherSessions): a session made before the last one is no
+	// longer valid.
 	SessionGen int `json:"sessionGen,omitempty"`
 	// TwoFactor is the account's second factor, nil without one
 	// (twofactor.go).
@@ -354,8 +355,18 @@ func (h *Dashboard) setPassword(ctx context.Context, email, next string, check f
 		}
 	}
 	u.PasswordHash = hash
+	return h.endOtherSessions(ctx, u, keep)
+}
+
+// endOtherSessions stores u with its SessionGen counted up, which ends
+// every session, pending sign-in and device cookie of the account, but
+// keep (nil: none), the session that made the change. Every change that
+// takes a sign-in credential away (the password, a passkey, the app,
+// two factors, the recovery codes) or turns two factors on stores the
+// account through it, under usersMu.
+func (h *Dashboard) endOtherSessions(ctx context.Context, u *user, keep *session) error {
 	u.SessionGen++
-	if err := h.putJSON(ctx, userKey(email), u, forever); err != nil {
+	if err := h.putJSON(ctx, userKey(u.Email), u, forever); err != nil {
 		return err
 	}
 	if keep == nil {

@@ -75,45 +75,37 @@ func TestSessionsEndWhenLastPasskeyRemoved(t *testing.T) {
 	checkSessionsAfter(t, "the removal of the last passkey", c, laptop)
 }
 
-// TestSessionsEndWhenAppRemoved: removing the authenticator app while a
-// passkey remains signs out a browser that signed in with the app.
+// TestSessionsEndWhenAppRemoved: removing the authenticator app, while a
+// passkey remains or as the last factor (two factors off), signs out a
+// browser that signed in with the app.
 func TestSessionsEndWhenAppRemoved(t *testing.T) {
-	e := newEnv(t, onLocalhost)
-	c := e.client()
-	c.signup("shop@example.com")
-	secret, _ := enrol(t, c)
-	registerPasskey(t, c, newSoftKey(t, "localhost", e.dash.PublicURL))
-	phone := e.client()
-	passwordStep(phone, "shop@example.com")
-	if code, _, _ := phone.post("/dashboard/login/2fa", url.Values{"code": {totpAt(t, secret, e.clock.Now())}}); code != http.StatusSeeOther || !signedIn(phone) {
-		t.Fatalf("sign-in with the app: %d", code)
+	for _, tc := range []struct {
+		name    string
+		passkey bool
+		done    string
+	}{{"passkey remains", true, "totpoff"}, {"two factors off", false, "2faoff"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, onLocalhost)
+			c := e.client()
+			c.signup("shop@example.com")
+			secret, _ := enrol(t, c)
+			if tc.passkey {
+				registerPasskey(t, c, newSoftKey(t, "localhost", e.dash.PublicURL))
+			}
+			phone := e.client()
+			passwordStep(phone, "shop@example.com")
+			if code, _, _ := phone.post("/dashboard/login/2fa", url.Values{"code": {totpAt(t, secret, e.clock.Now())}}); code != http.StatusSeeOther || !signedIn(phone) {
+				t.Fatalf("sign-in with the app: %d", code)
+			}
+			e.clock.Advance(30 * time.Second)
+			c.get("/dashboard/account/2fa")
+			code, _, hdr := c.post("/dashboard/account/2fa/disable", url.Values{"password": {"correct horse battery"}, "code": {totpAt(t, secret, e.clock.Now())}})
+			if code != http.StatusSeeOther || hdr.Get("Location") != "/dashboard/account/2fa?done="+tc.done {
+				t.Fatalf("removing the app: %d to %q", code, hdr.Get("Location"))
+			}
+			checkSessionsAfter(t, "the removal of the app", c, phone)
+		})
 	}
-	e.clock.Advance(30 * time.Second)
-	c.get("/dashboard/account/2fa")
-	if code, _, hdr := c.post("/dashboard/account/2fa/disable", url.Values{"password": {"correct horse battery"}, "code": {totpAt(t, secret, e.clock.Now())}}); code != http.StatusSeeOther || hdr.Get("Location") != "/dashboard/account/2fa?done=totpoff" {
-		t.Fatalf("removing the app: %d to %q", code, hdr.Get("Location"))
-	}
-	checkSessionsAfter(t, "the removal of the app", c, phone)
-}
-
-// TestSessionsEndWhenTwoFactorOff: turning two factors off signs out
-// the account's other browsers.
-func TestSessionsEndWhenTwoFactorOff(t *testing.T) {
-	e := newEnv(t)
-	c := e.client()
-	c.signup("shop@example.com")
-	secret, _ := enrol(t, c)
-	phone := e.client()
-	passwordStep(phone, "shop@example.com")
-	if code, _, _ := phone.post("/dashboard/login/2fa", url.Values{"code": {totpAt(t, secret, e.clock.Now())}}); code != http.StatusSeeOther || !signedIn(phone) {
-		t.Fatalf("sign-in with the app: %d", code)
-	}
-	e.clock.Advance(30 * time.Second)
-	c.get("/dashboard/account/2fa")
-	if code, _, hdr := c.post("/dashboard/account/2fa/disable", url.Values{"password": {"correct horse battery"}, "code": {totpAt(t, secret, e.clock.Now())}}); code != http.StatusSeeOther || hdr.Get("Location") != "/dashboard/account/2fa?done=2faoff" {
-		t.Fatalf("turning two factors off: %d to %q", code, hdr.Get("Location"))
-	}
-	checkSessionsAfter(t, "turning two factors off", c, phone)
 }
 
 // TestSessionsEndWhenRecoveryCodesRenewed: new recovery codes take the

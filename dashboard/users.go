@@ -359,11 +359,11 @@ func (h *Dashboard) setPassword(ctx context.Context, email, next string, check f
 }
 
 // endOtherSessions stores u with its SessionGen counted up, which ends
-// every session, pending sign-in and device cookie of the account, but
-// keep (nil: none), the session that made the change. Every change that
-// takes a sign-in credential away (the password, a passkey, the app,
-// two factors, the recovery codes) or turns two factors on stores the
-// account through it, under usersMu.
+// the account's sessions and pending sign-ins and untrusts its device
+// cookies; keep, when not nil, is the session that made the change and
+// goes on. Every change that takes a sign-in credential away (the
+// password, a passkey, the app, two factors, the recovery codes) or
+// turns two factors on stores the account through it, under usersMu.
 func (h *Dashboard) endOtherSessions(ctx context.Context, u *user, keep *session) error {
 	u.SessionGen++
 	if err := h.putJSON(ctx, userKey(u.Email), u, forever); err != nil {

@@ -156,7 +156,7 @@ func TestPasskeyOnlyRecoveryCode(t *testing.T) {
 		t.Errorf("a used recovery code: %d", code)
 	}
 	owner.get("/dashboard/account/2fa")
-	if code, body, _ := owner.post("/dashboard/account/2fa/recovery", url.Values{"code": {codes[5]}}); code != http.StatusOK || len(recoveryCodes.FindAllString(body, -1)) != recoveryCount {
+	if code, body, _ := owner.post("/dashboard/account/2fa/recovery", url.Values{"password": {"correct horse battery"}, "code": {codes[5]}}); code != http.StatusOK || len(recoveryCodes.FindAllString(body, -1)) != recoveryCount {
 		t.Errorf("new recovery codes given a recovery code: %d", code)
 	}
 }

@@ -121,7 +121,7 @@ func TestSessionsEndWhenRecoveryCodesRenewed(t *testing.T) {
 		t.Fatalf("sign-in with a recovery code: %d", code)
 	}
 	c.get("/dashboard/account/2fa")
-	if code, _, _ := c.post("/dashboard/account/2fa/recovery", url.Values{"code": {totpAt(t, secret, e.clock.Now())}}); code != http.StatusOK {
+	if code, _, _ := c.post("/dashboard/account/2fa/recovery", url.Values{"password": {"correct horse battery"}, "code": {totpAt(t, secret, e.clock.Now())}}); code != http.StatusOK {
 		t.Fatalf("new recovery codes: %d", code)
 	}
 	checkSessionsAfter(t, "new recovery codes", c, borrowed)

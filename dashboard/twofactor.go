@@ -637,12 +637,14 @@ func (h *Dashboard) confirmEnrolment(w http.ResponseWriter, r *http.Request) {
 
 var errNoEnrolment = kassa.Errorf(kassa.Conflict, "two-factor sign-in is on already")
 
-// newRecovery replaces the account's recovery codes, given a code, and
-// ends the account's other sessions.
+// newRecovery replaces the account's recovery codes, given the password
+// again (checkPasswordAgain) and a code, and ends the account's other
+// sessions: a signed-in session with a code alone cannot sign the
+// owner's other browsers out.
 func (h *Dashboard) newRecovery(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
-	counted := h.takeAccountAttempt(w, r, "twofactor", h.twoFactorData(s.user))
-	if counted == nil {
+	counted, ok := h.checkPasswordAgain(w, r, s, h.twoFactorData(s.user))
+	if !ok {
 		return
 	}
 	shown, hashes := newRecoveryCodes()

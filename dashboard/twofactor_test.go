@@ -262,12 +262,21 @@ func TestRecoveryCodes(t *testing.T) {
 		t.Errorf("%d recovery codes left, want 9", n)
 	}
 
-	// New codes: a code is needed; the old ones stop working.
+	// New codes: the password and a code are needed (new codes end the
+	// other sessions: a session and a code alone must not); the old
+	// ones stop working.
 	owner.get("/dashboard/account/2fa")
-	if code, _, _ := owner.post("/dashboard/account/2fa/recovery", url.Values{"code": {wrongCode(t, secret, e.clock.Now())}}); code != http.StatusUnprocessableEntity {
+	const password = "correct horse battery"
+	if code, _, _ := owner.post("/dashboard/account/2fa/recovery", url.Values{"password": {password}, "code": {wrongCode(t, secret, e.clock.Now())}}); code != http.StatusUnprocessableEntity {
 		t.Errorf("new recovery codes with a wrong code: %d", code)
 	}
-	code, body, _ := owner.post("/dashboard/account/2fa/recovery", url.Values{"code": {totpAt(t, secret, e.clock.Now())}})
+	if code, body, _ := owner.post("/dashboard/account/2fa/recovery", url.Values{"code": {totpAt(t, secret, e.clock.Now())}}); code != http.StatusUnprocessableEntity || len(recoveryCodes.FindAllString(body, -1)) != 0 {
+		t.Errorf("new recovery codes without the password: %d", code)
+	}
+	if u, _ := e.dash.user(t.Context(), "shop@example.com"); len(u.TwoFactor.Recovery) != 9 {
+		t.Errorf("%d recovery codes after refused renewals, want the 9 left", len(u.TwoFactor.Recovery))
+	}
+	code, body, _ := owner.post("/dashboard/account/2fa/recovery", url.Values{"password": {password}, "code": {totpAt(t, secret, e.clock.Now())}})
 	fresh := recoveryCodes.FindAllStringSubmatch(body, -1)
 	if code != http.StatusOK || len(fresh) != 10 {
 		t.Fatalf("new recovery codes: %d, %d shown", code, len(fresh))

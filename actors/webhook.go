@@ -72,7 +72,9 @@ func (a *webhookActor) Receive(ctx actor.Context) {
 		ctx.Respond(a.redeliver(ctx, msg))
 	case crash:
 		panic("crash requested")
-	case *actor.Stopping:
+	case *actor.Stopping, *actor.Restarting:
+		// A restarted actor is a new instance that arms its own timers
+		// (its recovery pass): this one's die with it.
 		for _, cancel := range a.timers {
 			cancel()
 		}

@@ -329,7 +329,9 @@ var errHelpShown = errors.New("help shown")
 
 // parseFlags parses flags and positional arguments in any order. Asked
 // for help, it prints usage to stdout and returns errHelpShown; on a bad
-// flag it prints the error and usage to stderr and returns errUsage.
+// flag it prints the flag package's one line naming the flag (and its
+// value) and where the help is to stderr, as the go tool does, and
+// returns errUsage.
 func parseFlags(fs *flag.FlagSet, args []string, usage func(io.Writer), stdout, stderr io.Writer) ([]string, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {}
@@ -339,7 +341,7 @@ func parseFlags(fs *flag.FlagSet, args []string, usage func(io.Writer), stdout, 
 		usage(stdout)
 		return nil, errHelpShown
 	case err != nil:
-		usage(stderr)
+		fmt.Fprintf(stderr, "run %s -h for help\n", fs.Name())
 		return nil, errUsage
 	}
 	return rest, nil

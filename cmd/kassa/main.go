@@ -90,7 +90,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch args[0] {
 	case "serve":
 		m := NewMain()
-		m.Stdout = stdout
+		m.Stdout, m.Stderr = stdout, stderr
 		if err := m.ParseFlags(args[1:]); err != nil {
 			return err
 		}

@@ -37,6 +37,8 @@ type Main struct {
 	Config Config
 	Clock  kassa.Clock
 	Stdout io.Writer
+	// Stderr gets ParseFlags' complaints about the command line.
+	Stderr io.Writer
 	// Addr is the address the HTTP server listens on once Run returns.
 	Addr string
 
@@ -69,13 +71,13 @@ type Main struct {
 
 // NewMain returns a Main with the default configuration.
 func NewMain() *Main {
-	return &Main{Config: DefaultConfig(), Clock: kassa.SystemClock{}, Stdout: os.Stdout}
+	return &Main{Config: DefaultConfig(), Clock: kassa.SystemClock{}, Stdout: os.Stdout, Stderr: os.Stderr}
 }
 
 // ParseFlags reads the serve flags, KASSA_* variables and the --config
 // file (see Config.load), and validates the configuration.
 func (m *Main) ParseFlags(args []string) error {
-	_, src, err := m.Config.load("kassa serve", "usage: kassa serve [flags]\n  run the service", args, m.Stdout, os.Stderr)
+	_, src, err := m.Config.load("kassa serve", "usage: kassa serve [flags]\n  run the service", args, m.Stdout, m.Stderr)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 func TestWebhookSigAliasFlag(t *testing.T) {
 	parse := func(args ...string) (Config, error) {
 		m := NewMain()
-		m.Stdout = io.Discard
+		m.Stdout, m.Stderr = io.Discard, io.Discard
 		err := m.ParseFlags(append([]string{"--chain", "sim", "--lightning", "sim"}, args...))
 		return m.Config, err
 	}
@@ -47,5 +47,37 @@ func TestWebhookSigAliasFlag(t *testing.T) {
 	t.Setenv("KASSA_WEBHOOK_SIG_ALIAS", "X-Coinsnap-Sig,Host")
 	if _, err := parse(); err == nil || !strings.Contains(err.Error(), "KASSA_WEBHOOK_SIG_ALIAS") {
 		t.Errorf("bad environment value: %v", err)
+	}
+}
+
+// TestBadServeFlagIsOneLine: a bad value of a serve flag, or an unknown
+// flag, is answered on stderr with one line naming the flag (and the
+// value) and one saying where the help is, as the go tool does, not with
+// the whole usage text.
+func TestBadServeFlagIsOneLine(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--webhook-sig-alias", "X-Service-Sig"}, []string{"-webhook-sig-alias", `"X-Service-Sig"`}},
+		{[]string{"--webhook-sig-alias", "Content-Type"}, []string{"-webhook-sig-alias", `"Content-Type"`}},
+		{[]string{"--no-such-flag"}, []string{"-no-such-flag"}},
+	} {
+		var stdout, stderr strings.Builder
+		args := append([]string{"serve", "--chain", "sim", "--lightning", "sim"}, tt.args...)
+		if err := dispatch(t.Context(), args, &stdout, &stderr); err != errUsage {
+			t.Errorf("kassa %v = %v, want a usage error", args, err)
+		}
+		lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+		if len(lines) != 2 || lines[1] != "run kassa serve -h for help" || stdout.Len() != 0 {
+			t.Errorf("kassa %v printed %d lines on stderr, %d bytes on stdout; want the error and %q:\n%s",
+				args, len(lines), stdout.Len(), "run kassa serve -h for help", stderr.String())
+			continue
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(lines[0], w) {
+				t.Errorf("kassa %v: %q does not name %s", args, lines[0], w)
+			}
+		}
 	}
 }

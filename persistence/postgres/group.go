@@ -77,6 +77,7 @@ type groupItem struct {
 	upsert bool
 	err    error
 	done   chan struct{}
+	group  groupStats // of the transaction that committed it (span.go)
 }
 
 // committer queues the batches of a DB and writes them in groups.
@@ -119,6 +120,7 @@ func (c *committer) commit(ctx context.Context, b *Batch, f *fence, what string)
 		f.key = fenceKey(f.sql, f.args)
 	}
 	it := &groupItem{ctx: ctx, stmts: b.b.QueuedQueries, newInvoices: b.newInvoices, fence: f, what: what, done: make(chan struct{})}
+	defer commitSpan(ctx, it)()
 	c.mu.Lock()
 	c.queue = append(c.queue, it)
 	if c.running < c.maxRunning {
@@ -175,6 +177,7 @@ func (c *committer) run() {
 	ctx, cancel := groupContext(live)
 	defer cancel()
 	conn, tx, live := c.exec(ctx, live)
+	noteGroup(live)
 	if c.executed != nil && len(live) > 0 {
 		c.executed(len(live))
 	}

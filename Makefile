@@ -67,10 +67,11 @@ btcd:
 lnd:
 	bash scripts/build-lnd.sh >/dev/null
 
-# Integration tests against a real btcd in regtest and real lnd nodes.
+# Integration tests against a real btcd in regtest and real lnd nodes,
+# built with the tag itest (without it go test ./... skips the package).
 # Never skipped: a daemon that cannot be built fails them.
 itest: btcd lnd
-	$(GO) test -race -count=1 -timeout 20m ./itest/...
+	$(GO) test -tags itest -race -count=1 -timeout 20m ./itest/...
 	$(MAKE) test-pg
 	$(MAKE) test-cluster
 
@@ -121,11 +122,12 @@ DEADCODE    := v0.52.0
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$' | grep -v '^third_party/'))" || (gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$' | grep -v '^third_party/'); exit 1)
 	$(GO) vet ./...
+	$(GO) vet -tags itest ./itest/...
 	$(GO) mod tidy -diff
 	@test -x $(TOOLS)/staticcheck@$(STATICCHECK)/staticcheck || GOBIN=$(TOOLS)/staticcheck@$(STATICCHECK) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK)
 	@test -x $(TOOLS)/deadcode@$(DEADCODE)/deadcode || GOBIN=$(TOOLS)/deadcode@$(DEADCODE) $(GO) install golang.org/x/tools/cmd/deadcode@$(DEADCODE)
-	$(TOOLS)/staticcheck@$(STATICCHECK)/staticcheck ./...
-	@out=$$($(TOOLS)/deadcode@$(DEADCODE)/deadcode -test ./... 2>&1) || { echo "$$out"; exit 1; }; \
+	$(TOOLS)/staticcheck@$(STATICCHECK)/staticcheck -tags itest ./...
+	@out=$$($(TOOLS)/deadcode@$(DEADCODE)/deadcode -test -tags itest ./... 2>&1) || { echo "$$out"; exit 1; }; \
 	test -z "$$out" || { echo "deadcode: unreachable functions:"; echo "$$out"; exit 1; }
 
 # Regenerates protos/kassa.pb.go, protos/storecall.pb.go and the lnd client stubs under

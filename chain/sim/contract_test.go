@@ -8,11 +8,10 @@ import (
 	"github.com/kassapay/kassa"
 	chainsim "github.com/kassapay/kassa/chain/sim"
 	"github.com/kassapay/kassa/kassatest"
-	"github.com/kassapay/kassa/persistence"
 )
 
 // TestContract runs the Chain contract on the simulated chain, with its
-// state in memory and in Pebble.
+// state in memory (package persistence runs it over Pebble).
 func TestContract(t *testing.T) {
 	harness := func(c *chainsim.Chain) kassatest.ChainHarness {
 		return kassatest.ChainHarness{
@@ -35,19 +34,5 @@ func TestContract(t *testing.T) {
 	}
 	t.Run("mem", func(t *testing.T) {
 		kassatest.RunChain(t, func(t *testing.T) kassatest.ChainHarness { return harness(chainsim.New(nil)) })
-	})
-	t.Run("pebble", func(t *testing.T) {
-		kassatest.RunChain(t, func(t *testing.T) kassatest.ChainHarness {
-			db, err := persistence.Open("", persistence.Options{InMemory: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			c, err := chainsim.Open(t.Context(), nil, db.State("chainsim"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			return harness(c)
-		})
 	})
 }

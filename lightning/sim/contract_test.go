@@ -8,11 +8,10 @@ import (
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
-	"github.com/kassapay/kassa/persistence"
 )
 
 // TestContract runs the Lightning contract on the simulated node, with
-// its state in memory and in Pebble.
+// its state in memory (package persistence runs it over Pebble).
 func TestContract(t *testing.T) {
 	harness := func(n *lnsim.Node) kassatest.LightningHarness {
 		return kassatest.LightningHarness{
@@ -29,20 +28,6 @@ func TestContract(t *testing.T) {
 	t.Run("mem", func(t *testing.T) {
 		kassatest.RunLightning(t, func(t *testing.T) kassatest.LightningHarness {
 			n, err := lnsim.New(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return harness(n)
-		})
-	})
-	t.Run("pebble", func(t *testing.T) {
-		kassatest.RunLightning(t, func(t *testing.T) kassatest.LightningHarness {
-			db, err := persistence.Open("", persistence.Options{InMemory: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			n, err := lnsim.Open(t.Context(), nil, db.State("lnsim"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package telemetry_test
+package http_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kassapay/kassa"
+	kassahttp "github.com/kassapay/kassa/http"
 )
 
 // scrape serves the stack's registry as /metrics does, fetches it and
@@ -69,7 +70,7 @@ func labels(ls []*dto.LabelPair) string {
 // commitSpans counts the pebble.Commit spans ended so far and sums their
 // batch sizes.
 func commitSpans() (n int, bytes float64) {
-	for _, sp := range spans.Ended() {
+	for _, sp := range kassahttp.Spans.Ended() {
 		if sp.Name() == "pebble.Commit" {
 			n++
 			for _, a := range sp.Attributes() {

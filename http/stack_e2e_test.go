@@ -1,4 +1,4 @@
-package telemetry_test
+package http_test
 
 import (
 	"bytes"
@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,11 +16,6 @@ import (
 
 	"github.com/btcsuite/btcd/chaincfg"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/propagation"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/actors"
@@ -36,14 +30,10 @@ import (
 	"github.com/kassapay/kassa/rates"
 )
 
-// spans records every span of the tests in this package.
-var spans = tracetest.NewSpanRecorder()
-
-func TestMain(m *testing.M) {
-	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	os.Exit(m.Run())
-}
+// The tests of the whole service's telemetry (its metrics, traces, the
+// operator page and the deploy files' series) run here, in the test
+// binary that links the service anyway; TestMain (observe_test.go)
+// records every span in Spans.
 
 const adminToken = "admin-token-of-the-trace-test-0123456789"
 
@@ -229,7 +219,7 @@ func (s *stack) payOneInvoice() run {
 // forwardSucceeded reports whether a forward.Step span named a forward
 // and ended: the payment was made and recorded.
 func forwardSucceeded() bool {
-	for _, sp := range spans.Ended() {
+	for _, sp := range kassahttp.Spans.Ended() {
 		if sp.Name() == "forward.Step" {
 			for _, a := range sp.Attributes() {
 				if a.Key == "forward.id" {
@@ -252,6 +242,3 @@ func (s *stack) eventually(what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-// tracer is the tests' tracer, from the recording provider.
-func tracer() trace.Tracer { return otel.Tracer("telemetry_test") }

@@ -1,9 +1,10 @@
-package telemetry_test
+package http_test
 
 import (
 	"strings"
 	"testing"
 
+	kassahttp "github.com/kassapay/kassa/http"
 	"github.com/kassapay/kassa/operator"
 )
 
@@ -34,7 +35,7 @@ func TestOperatorPage(t *testing.T) {
 		t.Fatalf("events %v, want Created,LightningPaid", kinds)
 	}
 	traceOf := func(name string) string {
-		for _, sp := range spans.Ended() {
+		for _, sp := range kassahttp.Spans.Ended() {
 			if sp.Name() == name && attr(sp, "invoice.id") == r.invoiceID {
 				return sp.SpanContext().TraceID().String()
 			}

@@ -1,4 +1,4 @@
-package telemetry_test
+package http_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package telemetry_test
+package http_test
 
 import (
 	"slices"
@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	kassahttp "github.com/kassapay/kassa/http"
 )
 
 // TestOneInvoiceTrace follows one invoice: it is created over HTTP and
@@ -26,14 +28,14 @@ func TestOneInvoiceTrace(t *testing.T) {
 	var delivered []sdktrace.ReadOnlySpan
 	s.eventually("both deliveries' spans", func() bool {
 		delivered = delivered[:0]
-		for _, sp := range spans.Ended() {
+		for _, sp := range kassahttp.Spans.Ended() {
 			if sp.Name() == "webhook.Deliver" && attr(sp, "invoice.id") == r.invoiceID {
 				delivered = append(delivered, sp)
 			}
 		}
 		return len(delivered) == 3 // New, Processing, Settled
 	})
-	all := spans.Ended()
+	all := kassahttp.Spans.Ended()
 	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
 	for _, sp := range all {
 		byID[sp.SpanContext().SpanID()] = sp

@@ -151,18 +151,25 @@ func (e errStoreCap) Error() string { return e.in("en") }
 func (e errStoreCap) in(lang string) string { return fmt.Sprintf(msgIn(lang, "err.storecap"), int(e)) }
 
 // reserveStore holds a place for one more store of email under the cap,
-// or returns errStoreCap. release gives it back once the store is
-// recorded in the account (or was not made).
-func (h *Dashboard) reserveStore(ctx context.Context, email string) (release func(), err error) {
+// or returns errStoreCap. end gives the place back; given record (the
+// store written into the account), it runs record first under the same
+// lock, so that no reservation counts the new store twice, in the
+// account and as pending. Only end's first call counts.
+func (h *Dashboard) reserveStore(ctx context.Context, email string) (end func(record func() error) error, err error) {
 	limit := h.Limits.StoresPerAccount
 	if limit < 0 {
-		return func() {}, nil
+		return func(record func() error) error {
+			if record == nil {
+				return nil
+			}
+			return record()
+		}, nil
 	}
 	rs := &h.storeRes
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	// The account as stored now: a creation that ended has written its
-	// store there before giving its reservation back.
+	// store there as it gave its reservation back.
 	u, err := h.user(ctx, email)
 	if err != nil {
 		return nil, err
@@ -177,11 +184,20 @@ func (h *Dashboard) reserveStore(ctx context.Context, email string) (release fun
 		rs.pending = map[string]int{}
 	}
 	rs.pending[email]++
-	return func() {
+	ended := false
+	return func(record func() error) error {
 		rs.mu.Lock()
 		defer rs.mu.Unlock()
+		if ended {
+			return nil
+		}
+		ended = true
 		if rs.pending[email]--; rs.pending[email] <= 0 {
 			delete(rs.pending, email)
 		}
+		if record == nil {
+			return nil
+		}
+		return record()
 	}, nil
 }

@@ -87,7 +87,7 @@ func (h *Dashboard) createStore(w http.ResponseWriter, r *http.Request) {
 	s := current(r.Context())
 	settings := kassa.StoreSettings{Name: strings.TrimSpace(f.Get("name")), Currency: kassa.Currency(f.Get("currency")),
 		PercentFee: h.PercentFee, ConfirmationsRequired: 1}
-	release, err := h.reserveStore(r.Context(), s.Email)
+	end, err := h.reserveStore(r.Context(), s.Email)
 	if capErr, ok := err.(errStoreCap); ok {
 		h.render(w, r, http.StatusForbidden, "store_new", map[string]any{"Error": capErr.in(requestLang(r)), "Name": settings.Name, "Currency": f.Get("currency")})
 		return
@@ -96,7 +96,7 @@ func (h *Dashboard) createStore(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	defer release()
+	defer end(nil) // the store was not made
 	st, err := h.Services.CreateStore(r.Context(), settings)
 	if err != nil {
 		if m, ok := fieldErrors(r, err); ok {
@@ -106,7 +106,7 @@ func (h *Dashboard) createStore(w http.ResponseWriter, r *http.Request) {
 		h.serverError(w, r, err)
 		return
 	}
-	if err := h.addStore(r.Context(), s.Email, st.ID); err != nil {
+	if err := end(func() error { return h.addStore(r.Context(), s.Email, st.ID) }); err != nil {
 		h.serverError(w, r, err)
 		return
 	}

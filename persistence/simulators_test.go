@@ -15,6 +15,7 @@ import (
 	"github.com/kassapay/kassa"
 	chainsim "github.com/kassapay/kassa/chain/sim"
 	"github.com/kassapay/kassa/kassatest"
+	"github.com/kassapay/kassa/kassatest/simharness"
 	lnsim "github.com/kassapay/kassa/lightning/sim"
 	"github.com/kassapay/kassa/persistence"
 )
@@ -22,25 +23,6 @@ import (
 // TestChainContractOnState runs the Chain contract on the simulated
 // chain with its state in Pebble (chain/sim runs it in memory).
 func TestChainContractOnState(t *testing.T) {
-	harness := func(c *chainsim.Chain) kassatest.ChainHarness {
-		return kassatest.ChainHarness{
-			Chain: c,
-			Pay: func(ctx context.Context, address string, amount kassa.Sats) (string, error) {
-				txid, err := c.Pay(ctx, address, amount)
-				if errors.Is(err, chainsim.ErrNotRecorded) {
-					return txid, nil // paid; the handler refused it
-				}
-				return txid, err
-			},
-			Mine: func(ctx context.Context, n int) error {
-				_, err := c.Mine(ctx, n)
-				if errors.Is(err, chainsim.ErrNotRecorded) {
-					return nil
-				}
-				return err
-			},
-		}
-	}
 	kassatest.RunChain(t, func(t *testing.T) kassatest.ChainHarness {
 		db, err := persistence.Open("", persistence.Options{InMemory: true})
 		if err != nil {
@@ -51,7 +33,7 @@ func TestChainContractOnState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return harness(c)
+		return simharness.Chain(c)
 	})
 }
 
@@ -59,18 +41,6 @@ func TestChainContractOnState(t *testing.T) {
 // simulated node with its state in Pebble (lightning/sim runs it in
 // memory).
 func TestLightningContractOnState(t *testing.T) {
-	harness := func(n *lnsim.Node) kassatest.LightningHarness {
-		return kassatest.LightningHarness{
-			Lightning: n,
-			Pay: func(ctx context.Context, request string, amount kassa.MSat) error {
-				_, err := n.Pay(ctx, request, amount)
-				if errors.Is(err, lnsim.ErrNotRecorded) {
-					return nil // paid; the handler refused the settlement
-				}
-				return err
-			},
-		}
-	}
 	kassatest.RunLightning(t, func(t *testing.T) kassatest.LightningHarness {
 		db, err := persistence.Open("", persistence.Options{InMemory: true})
 		if err != nil {
@@ -81,7 +51,7 @@ func TestLightningContractOnState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return harness(n)
+		return simharness.Lightning(n)
 	})
 }
 

@@ -110,7 +110,7 @@ test-deps:
 # the work floor's, with its CPU time and allocations.
 bench:
 	$(GO) run ./cmd/kassa-bench
-	$(GO) test -run '^$$' -bench 'CreateInvoice$$|WorkFloor$$' -benchtime 2000x -benchmem ./http ./cmd/kassa-bench
+	$(GO) test -run '^$$' -bench 'CreateInvoice$$|WorkFloor$$' -benchtime 2000x -benchmem ./http ./cmd/kassa-bench/internal/floor
 
 # third_party/ is protoactor-go as upstream wrote it (but for its
 # patches), not linted by gofmt.

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kassapay/kassa/cmd/kassa-bench/internal/measure"
 	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 )
@@ -123,8 +124,8 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 		if err != nil {
 			return err
 		}
-		a.add(l)
-		w, _ := settleCharging(servers, loopCharges(a, pids))
+		a.Add(l)
+		w, _ := settleCharging(servers, measure.LoopCharges(a, pids))
 		waited += w
 		return nil
 	}
@@ -166,7 +167,7 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 		return nil
 	}
 	// us is process i's CPU per call of a, to the microsecond.
-	us := func(a tally, i int) time.Duration { return a.per(i).Round(time.Microsecond) }
+	us := func(a tally, i int) time.Duration { return a.Per(i).Round(time.Microsecond) }
 	for round := range max(rounds, 1) {
 		waited = 0
 		var l, c, o tally
@@ -174,22 +175,22 @@ func benchLightning(d time.Duration, workers, rounds, payments int) (err error) 
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "round %d (%d turns each, %v waiting for quiet; time charged for the work left behind: lnd's loop %v of %v, kassa's %v of %v)\n",
-			round+1, createSlices, waited.Round(time.Millisecond), l.charged.Round(time.Millisecond), l.elapsed.Round(time.Millisecond),
-			c.charged.Round(time.Millisecond), c.elapsed.Round(time.Millisecond))
+			round+1, createSlices, waited.Round(time.Millisecond), l.Charged.Round(time.Millisecond), l.Elapsed.Round(time.Millisecond),
+			c.Charged.Round(time.Millisecond), c.Elapsed.Round(time.Millisecond))
 		fmt.Fprintf(os.Stderr, "round %d: machine busy per call: lnd's loop %v (%.0f%% of the cores), kassa's %v (%.0f%%)\n",
 			round+1, us(l, machineCPU), busyShare(l), us(c, machineCPU), busyShare(c))
 		fmt.Fprintf(os.Stderr, "round %d: lnd AddInvoice %.0f/s (CPU per call: lnd %v, kassa watching %v, bench %v), "+
 			"kassa %.0f/s (CPU per call: lnd %v, kassa %v, bench %v)\n", round+1,
-			l.rate(), us(l, lndCPU), us(l, kassaCPU), us(l, benchLnCPU), c.rate(), us(c, lndCPU), us(c, kassaCPU), us(c, benchLnCPU))
+			l.Rate(), us(l, lndCPU), us(l, kassaCPU), us(l, benchLnCPU), c.Rate(), us(c, lndCPU), us(c, kassaCPU), us(c, benchLnCPU))
 		if compareCreate != nil {
 			fmt.Fprintf(os.Stderr, "round %d: compared kassa %.0f/s (CPU per call: lnd %v, it %v, bench %v; it watching lnd's loop %v), %.3f of lnd's, %.3f of this build's\n",
-				round+1, o.rate(), us(o, lndCPU), us(o, comparedCPU), us(o, benchLnCPU), us(l, comparedCPU), o.rate()/l.rate(), o.rate()/c.rate())
-			compareRatios = append(compareRatios, o.rate()/c.rate())
-			compareVsLnd = append(compareVsLnd, o.rate()/l.rate())
+				round+1, o.Rate(), us(o, lndCPU), us(o, comparedCPU), us(o, benchLnCPU), us(l, comparedCPU), o.Rate()/l.Rate(), o.Rate()/c.Rate())
+			compareRatios = append(compareRatios, o.Rate()/c.Rate())
+			compareVsLnd = append(compareVsLnd, o.Rate()/l.Rate())
 			compareCPU = append(compareCPU, float64(us(o, comparedCPU).Microseconds()))
 		}
-		lndRates, kassaRates = append(lndRates, l.rate()), append(kassaRates, c.rate())
-		ratios = append(ratios, c.rate()/l.rate())
+		lndRates, kassaRates = append(lndRates, l.Rate()), append(kassaRates, c.Rate())
+		ratios = append(ratios, c.Rate()/l.Rate())
 		lndCPUs = append(lndCPUs, float64(us(l, lndCPU).Microseconds()))
 		kassaCPUs = append(kassaCPUs, float64(us(c, kassaCPU).Microseconds()))
 		lndMachine = append(lndMachine, float64(us(l, machineCPU).Microseconds()))
@@ -274,24 +275,10 @@ const (
 
 // busyShare is the share of the machine's cores that a loop kept busy.
 func busyShare(a tally) float64 {
-	if a.elapsed <= 0 || len(a.cpu) <= machineCPU {
+	if a.Elapsed <= 0 || len(a.CPU) <= machineCPU {
 		return 0
 	}
-	return 100 * a.cpu[machineCPU].Seconds() / a.elapsed.Seconds() / float64(runtime.NumCPU())
-}
-
-// loopCharges charges a, the loop that just ran, with what each of pids
-// does while the servers settle: they share lnd, so all of it is that
-// loop's. This process only polls meanwhile and is not charged; the
-// machine's busy time is, but not again as time.
-func loopCharges(a *tally, pids []int) []charge {
-	var cs []charge
-	for i, pid := range pids {
-		if pid != 0 {
-			cs = append(cs, charge{pid: pid, a: a, slot: i, timed: pid != machine})
-		}
-	}
-	return cs
+	return 100 * a.CPU[machineCPU].Seconds() / a.Elapsed.Seconds() / float64(runtime.NumCPU())
 }
 
 // closedLoop runs fn from workers goroutines for d, after one warm-up
@@ -331,9 +318,9 @@ func closedLoop(fn func(context.Context) error, workers int, d time.Duration, pi
 	if err, ok := firstErr.Load().(error); ok {
 		return tally{}, err
 	}
-	l := tally{done: done.Load(), answered: done.Load(), elapsed: elapsed, cpu: make([]time.Duration, len(pids))}
+	l := tally{Done: done.Load(), Answered: done.Load(), Elapsed: elapsed, CPU: make([]time.Duration, len(pids))}
 	for i, pid := range pids {
-		l.cpu[i] = cpuTime(pid) - cpu0[i]
+		l.CPU[i] = cpuTime(pid) - cpu0[i]
 	}
 	return l, nil
 }

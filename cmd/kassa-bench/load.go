@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kassapay/kassa/cmd/kassa-bench/internal/measure"
 	"github.com/kassapay/kassa/kassatest/harness"
 )
 
@@ -322,77 +322,19 @@ func (t *target) peak(workers int, d time.Duration) (float64, error) {
 	return r, err
 }
 
-// phase is a measured peak: the rate, and the CPU time per request of
-// the server and of this process (the load generator), which share the
-// machine's cores.
-type phase struct {
-	rate          float64
-	server, bench time.Duration
-}
-
-func (p phase) String() string {
-	return fmt.Sprintf("%.0f/s (CPU per create: server %v, bench %v)", p.rate, p.server.Round(time.Microsecond), p.bench.Round(time.Microsecond))
-}
-
-// tally adds up the turns of one closed loop in a round (and the work
-// charged to them): the calls timed and their time, the calls answered
-// over which the CPU times were measured (warm-ups included when the
-// measure spans them), and the CPU time of each process the part
-// measures, in the order it lists them. The create part measures the
-// server and this process; the lightning part lnd, Kassa, this process
-// and the machine.
-type tally struct {
-	done, answered int64
-	elapsed        time.Duration
-	cpu            []time.Duration
-	// charged is the part of elapsed added for work charged after turns.
-	charged time.Duration
-}
-
-// add adds b, a turn or the work charged to one, to a.
-func (a *tally) add(b tally) {
-	a.done += b.done
-	a.answered += b.answered
-	a.elapsed += b.elapsed
-	a.charged += b.charged
-	if n := len(b.cpu) - len(a.cpu); n > 0 {
-		a.cpu = append(a.cpu, make([]time.Duration, n)...)
-	}
-	for i, c := range b.cpu {
-		a.cpu[i] += c
-	}
-}
-
-// rate is the calls timed over their time; zero without time.
-func (a tally) rate() float64 {
-	if a.elapsed <= 0 {
-		return 0
-	}
-	return float64(a.done) / a.elapsed.Seconds()
-}
-
-// per is the CPU time of process i per call answered; zero without
-// calls.
-func (a tally) per(i int) time.Duration {
-	if a.answered == 0 || i >= len(a.cpu) {
-		return 0
-	}
-	return a.cpu[i] / time.Duration(a.answered)
-}
-
-// The create part's processes in a tally.
-const (
-	serverCPU = iota
-	benchCPU
+// The closed loops' tallies, their phases and the work charged to them
+// are measure's; serverCPU and benchCPU are the create part's processes
+// in a tally.
+type (
+	tally  = measure.Tally
+	phase  = measure.Phase
+	charge = measure.Charge
 )
 
-// phase is the create part's tally as a rate and CPU times per request.
-func (a tally) phase() phase {
-	if a.elapsed <= 0 || a.answered == 0 {
-		return phase{}
-	}
-	return phase{rate: a.rate(), server: a.per(serverCPU), bench: a.per(benchCPU)}
-}
+const (
+	serverCPU = measure.ServerCPU
+	benchCPU  = measure.BenchCPU
+)
 
 // slot is a server's place in a round: the server and its tally.
 type slot struct {
@@ -407,8 +349,8 @@ func (t *target) turn(workers int, d time.Duration, a *tally) error {
 	if err != nil {
 		return err
 	}
-	a.add(tally{done: int64(done), answered: int64(done + workers), elapsed: elapsed,
-		cpu: []time.Duration{serverCPU: t.cpu() - server, benchCPU: cpuTime(0) - bench}})
+	a.Add(tally{Done: int64(done), Answered: int64(done + workers), Elapsed: elapsed,
+		CPU: []time.Duration{serverCPU: t.cpu() - server, benchCPU: cpuTime(0) - bench}})
 	return nil
 }
 
@@ -584,16 +526,16 @@ func benchCreate(ctx context.Context, d time.Duration, workers, rounds int) erro
 		if err := runRound(); err != nil {
 			return err
 		}
-		fp, wp, kp := f.phase(), w.phase(), k.phase()
+		fp, wp, kp := f.Phase(), w.Phase(), k.Phase()
 		fmt.Fprintf(os.Stderr, "round %d (%d turns each, %v waiting for quiet, %v CPU meanwhile): floor %v\n  work floor %v\n  kassa %v: %.3f of the work floor's\n",
-			r+1, createSlices, waited.Round(time.Millisecond), used, fp, wp, kp, kp.rate/wp.rate)
+			r+1, createSlices, waited.Round(time.Millisecond), used, fp, wp, kp, kp.Rate/wp.Rate)
 		if other != nil {
-			op := o.phase()
-			fmt.Fprintf(os.Stderr, "  compared kassa %v: %.3f of this build's\n", op, op.rate/kp.rate)
-			vsCompared = append(vsCompared, op.rate/kp.rate)
+			op := o.Phase()
+			fmt.Fprintf(os.Stderr, "  compared kassa %v: %.3f of this build's\n", op, op.Rate/kp.Rate)
+			vsCompared = append(vsCompared, op.Rate/kp.Rate)
 		}
-		floorRates, workRates, rates = append(floorRates, fp.rate), append(workRates, wp.rate), append(rates, kp.rate)
-		vsFloor, vsWork = append(vsFloor, kp.rate/fp.rate), append(vsWork, kp.rate/wp.rate)
+		floorRates, workRates, rates = append(floorRates, fp.Rate), append(workRates, wp.Rate), append(rates, kp.Rate)
+		vsFloor, vsWork = append(vsFloor, kp.Rate/fp.Rate), append(vsWork, kp.Rate/wp.Rate)
 	}
 	rate := median(rates)
 	// With -profile, a runtime trace of each server over its latency
@@ -680,51 +622,19 @@ func settleCharged(slots []slot) (waited, used time.Duration) {
 }
 
 // slotCharges are the charges of the servers of slots, each to its own
-// tally's server slot, and the servers.
+// tally (measure.ServerCharge), and the servers.
 func slotCharges(slots []slot) (cs []charge, ts []*target) {
 	for _, t := range slots {
-		cs = append(cs, charge{pid: t.t.pid, a: t.a, slot: serverCPU, timed: true})
+		cs = append(cs, measure.ServerCharge(t.t.pid, t.a))
 		ts = append(ts, t.t)
 	}
 	return cs, ts
 }
 
-// charge is a process whose CPU time while the servers settle goes to
-// slot of a tally; timed also adds it, over the cores, to the tally's
-// time (the share of a turn that work would have taken on the machine's
-// cores).
-type charge struct {
-	pid   int
-	a     *tally
-	slot  int
-	timed bool
-}
-
 // settleCharging waits for servers to be quiet (settled) and charges
 // each of cs with what its process did meanwhile.
 func settleCharging(servers []*target, cs []charge) (waited, used time.Duration) {
-	return charging(cs, func() (time.Duration, time.Duration) { return settled(servers...) })
-}
-
-// charging runs wait and charges each of cs with the CPU time its
-// process used from before wait began to after it returned.
-func charging(cs []charge, wait func() (waited, used time.Duration)) (waited, used time.Duration) {
-	before := make([]time.Duration, len(cs))
-	for i, c := range cs {
-		before[i] = cpuTime(c.pid)
-	}
-	waited, used = wait()
-	cores := time.Duration(runtime.NumCPU())
-	for i, c := range cs {
-		ch := tally{cpu: make([]time.Duration, c.slot+1)}
-		ch.cpu[c.slot] = cpuTime(c.pid) - before[i]
-		if c.timed {
-			ch.elapsed = ch.cpu[c.slot] / cores
-			ch.charged = ch.elapsed
-		}
-		c.a.add(ch)
-	}
-	return waited, used
+	return measure.Charging(cs, func() (time.Duration, time.Duration) { return settled(servers...) })
 }
 
 // median returns the middle value of xs (the mean of the middle two of

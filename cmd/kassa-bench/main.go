@@ -38,7 +38,7 @@
 // (a comma-separated list runs several). A part that fails does not stop
 // the others. At the end every figure is printed again, one line each,
 // as `SUMMARY <part> <name> <value> <unit> (goal <op> <target>) MET|MISS`
-// (the goal table is goals, below), with each part's wall time and the
+// (the goal table is measure.Goals), with each part's wall time and the
 // whole run's. The defaults fit the whole run in 20 minutes on a quiet
 // 2-core machine.
 //
@@ -57,6 +57,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kassapay/kassa/cmd/kassa-bench/internal/measure"
 )
 
 // options are the sizes of the parts, from the flags.
@@ -108,73 +110,6 @@ var parts = []part{
 
 // wholeRunGoal is the wall time a whole run (every part) must stay under.
 const wholeRunGoal = 20 * time.Minute
-
-// goal is the target of a figure: its value op target, where target is
-// the number, or the value of the figure named of in the same run.
-type goal struct {
-	op     string // one of >=, >, <=, <
-	target float64
-	of     string
-}
-
-// goals holds the target of every figure that has one, by BENCH name.
-// A figure without an entry is summarised without a verdict.
-var goals = map[string]goal{
-	"invoice_create_vs_work_floor":             {op: ">=", target: 0.9},
-	"invoice_create_p99_ms":                    {op: "<=", target: 20},
-	"tracing_overhead_pct":                     {op: "<=", target: 15},
-	"webhook_settle_to_delivery_p99_ms":        {op: "<", target: 50},
-	"rss_per_closed_invoice_bytes":             {op: "<=", target: 20},
-	"rss_after_300k_closed_invoices_mb":        {op: "<", target: 150},
-	"rss_after_1m_closed_invoices_mb":          {op: "<", target: 200},
-	"restart_ready_s":                          {op: "<", target: 2},
-	"rss_after_restart_per_open_invoice_bytes": {op: "<=", of: "rss_steady_per_open_invoice_bytes"},
-	"chain_block_match_ms":                     {op: "<", target: 50},
-	"cluster_create_postgres_vs_pebble":        {op: ">=", target: 0.85},
-	"cluster_failover_inflight_max_ms":         {op: "<=", target: 4000},
-	"ln_invoice_create_vs_lnd":                 {op: ">=", target: 0.9},
-	"bytes_per_open_invoice":                   {op: "<", target: 4096},
-	"signin_flood_good_within_2s":              {op: ">=", target: 0.95},
-	"signin_flood_peak_rss_mb":                 {op: "<", target: 256},
-	"search_orderid_p99_ms":                    {op: "<=", target: 10},
-	"search_email_p99_ms":                      {op: "<=", target: 10},
-	"list_first_page_ms":                       {op: "<=", target: 10},
-	"expired_webhook_late_p99_s":               {op: "<=", target: 5},
-	"cluster_expired_webhook_late_p99_s":       {op: "<=", target: 5},
-	"disk_per_invoice_bytes":                   {op: "<=", target: 1100},
-	"cluster_scale_2_vs_1":                     {op: ">=", target: 1.8},
-	"cluster_scale_3_vs_1":                     {op: ">=", target: 2.6},
-}
-
-// met tells whether value meets g, given the figures of the run; ok is
-// false when g refers to a figure the run did not produce.
-func (g goal) met(value float64, figures map[string]float64) (met, ok bool) {
-	target := g.target
-	if g.of != "" {
-		if target, ok = figures[g.of]; !ok {
-			return false, false
-		}
-	}
-	switch g.op {
-	case ">=":
-		return value >= target, true
-	case ">":
-		return value > target, true
-	case "<=":
-		return value <= target, true
-	case "<":
-		return value < target, true
-	}
-	return false, false
-}
-
-// String spells the goal as in `goal >= 0.9`.
-func (g goal) String() string {
-	if g.of != "" {
-		return "goal " + g.op + " " + g.of
-	}
-	return fmt.Sprintf("goal %s %.4g", g.op, g.target)
-}
 
 // figure is one BENCH line of a part.
 type figure struct {
@@ -309,8 +244,8 @@ func printSummary(run []part, walls map[string]time.Duration, errs map[string]er
 				continue
 			}
 			line := fmt.Sprintf("SUMMARY %s %s %.4g %s", f.part, f.name, f.value, f.unit)
-			if g, ok := goals[f.name]; ok {
-				met, known := g.met(f.value, figures)
+			if g, ok := measure.Goals[f.name]; ok {
+				met, known := g.Met(f.value, figures)
 				switch {
 				case !known:
 					line += fmt.Sprintf(" (%s) UNKNOWN", g)

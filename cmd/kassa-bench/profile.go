@@ -6,10 +6,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/kassapay/kassa/cmd/kassa-bench/internal/measure"
 )
 
 // profileDir is where the parts that support it (create, lightning,
@@ -74,66 +73,10 @@ func fetchDuring(debug, kind, name string, d time.Duration) (wait func()) {
 	return func() { <-done }
 }
 
-// userHZ is the clock ticks per second of /proc's CPU times (USER_HZ
-// on Linux).
-const userHZ = 100
-
 // machine is the pid for which cpuTime gives the busy time of the whole
-// machine, every process and the kernel's own work together.
-const machine = -1
+// machine.
+const machine = measure.Machine
 
-// cpuTime returns the CPU time (user and system) a process used so far:
-// pid 0 is this process, machine the whole machine (0 when unknown).
-func cpuTime(pid int) time.Duration {
-	if pid == machine {
-		stat, err := os.ReadFile("/proc/stat")
-		if err != nil {
-			return 0
-		}
-		busy, _ := busyTime(string(stat))
-		return busy
-	}
-	if pid == 0 {
-		var ru syscall.Rusage
-		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-			return 0
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name (which is in parentheses and may
-	// hold spaces): utime and stime are the 14th and 15th of the line.
-	s := string(stat)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(fields[11], 10, 64)
-	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / userHZ
-}
-
-// busyTime reads the machine's busy time from /proc/stat: the first
-// line's user, nice, system, irq, softirq and steal (time the host gave
-// to others), leaving out idle and iowait.
-func busyTime(stat string) (time.Duration, error) {
-	line, _, _ := strings.Cut(stat, "\n")
-	fields := strings.Fields(line)
-	if len(fields) < 9 || fields[0] != "cpu" {
-		return 0, fmt.Errorf("/proc/stat: first line %q is not the cpu line", line)
-	}
-	var ticks int64
-	for i, f := range fields[1:9] {
-		v, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("/proc/stat: %w", err)
-		}
-		if i != 3 && i != 4 { // idle, iowait
-			ticks += v
-		}
-	}
-	return time.Duration(ticks) * time.Second / userHZ, nil
-}
+// cpuTime is measure.CPUTime: pid 0 is this process, machine the whole
+// machine.
+func cpuTime(pid int) time.Duration { return measure.CPUTime(pid) }

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kassapay/kassa/cmd/kassa-bench/internal/measure"
 )
 
 // The scale part measures how a cluster's create rate grows with its
@@ -357,7 +359,7 @@ func (s *scaleCluster) turn(d time.Duration) (float64, error) {
 		u := make([]use, len(s.nodes))
 		for i, n := range s.nodes {
 			u[i].cpu = n.t.cpu()
-			u[i].periods, u[i].throttled = s.cgs.throttled(n.cgroup)
+			u[i].periods, u[i].throttled = measure.Throttled(n.cgroup)
 		}
 		return u
 	}
@@ -589,23 +591,6 @@ func (c *cpuCgroups) make(name string, limited bool) (string, error) {
 // add moves process pid (all its threads) into cgroup dir.
 func (c *cpuCgroups) add(dir string, pid int) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
-}
-
-// throttled reads how many enforcement periods cgroup dir has had and in
-// how many it was throttled.
-func (c *cpuCgroups) throttled(dir string) (periods, throttled int64) {
-	data, _ := os.ReadFile(filepath.Join(dir, "cpu.stat"))
-	for _, line := range strings.Split(string(data), "\n") {
-		k, v, _ := strings.Cut(line, " ")
-		n, _ := strconv.ParseInt(v, 10, 64)
-		switch k {
-		case "nr_periods":
-			periods = n
-		case "nr_throttled":
-			throttled = n
-		}
-	}
-	return periods, throttled
 }
 
 // remove moves what still runs in cgroup dir back to the root and

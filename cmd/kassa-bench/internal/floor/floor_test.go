@@ -1,4 +1,4 @@
-package main
+package floor
 
 import (
 	"bytes"
@@ -13,6 +13,10 @@ import (
 
 	"github.com/kassapay/kassa/kassatest"
 )
+
+// invoiceBody is the body of the bench's creates (kassa-bench's load
+// generator sends the same).
+var invoiceBody = []byte(`{"amount":"12.50","currency":"EUR","orderId":"bench","metadata":{"sku":"A1"}}`)
 
 // newWorkFloor returns the work floor's handler over Pebble in dir.
 func newWorkFloor(tb testing.TB) http.Handler {
@@ -29,11 +33,11 @@ func newWorkFloorDB(tb testing.TB) (http.Handler, *pebble.DB) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	w, err := newRequiredWork()
+	w, err := NewWork()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return floorHandler(db, w), db
+	return Handler(db, w), db
 }
 
 // quiet keeps Pebble's informational lines out of the benchmark's output.
@@ -54,7 +58,7 @@ func TestWorkFloorDoesTheRequiredWork(t *testing.T) {
 	if w.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", w.Code, w.Body)
 	}
-	var inv floorInvoice
+	var inv Invoice
 	if err := json.Unmarshal(w.Body.Bytes(), &inv); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +77,7 @@ func TestWorkFloorWritesEachAnswer(t *testing.T) {
 	for range 20 {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest("POST", "/api/v1/stores/floor/invoices", bytes.NewReader(invoiceBody)))
-		var inv floorInvoice
+		var inv Invoice
 		if err := json.Unmarshal(w.Body.Bytes(), &inv); w.Code != http.StatusOK || err != nil {
 			t.Fatalf("status %d, %v: %s", w.Code, err, w.Body)
 		}
@@ -96,7 +100,7 @@ func TestWorkFloorWritesEachAnswer(t *testing.T) {
 
 // BenchmarkWorkFloor is the work floor's create in-process, as
 // http's BenchmarkCreateInvoice runs Kassa's: the two side by side
-// (go test -bench 'WorkFloor|CreateInvoice' ./cmd/kassa-bench ./http)
+// (go test -bench 'WorkFloor|CreateInvoice' ./cmd/kassa-bench/internal/floor ./http)
 // show Kassa's own share of a create in time and allocations, without
 // the load generator.
 func BenchmarkWorkFloor(b *testing.B) {

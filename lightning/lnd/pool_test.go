@@ -13,11 +13,9 @@ import (
 
 	"github.com/kassapay/kassa"
 	"github.com/kassapay/kassa/kassatest"
-	"github.com/kassapay/kassa/kassatest/harness"
 	"github.com/kassapay/kassa/lightning/lnd"
 	"github.com/kassapay/kassa/lightning/lnd/lnrpc"
 	"github.com/kassapay/kassa/persistence"
-	"github.com/kassapay/kassa/persistence/postgres"
 )
 
 // wallet is lnd as the pool sees it: GetInfo with an identity key and
@@ -241,18 +239,6 @@ func TestPoolRunRefillsAfterOutage(t *testing.T) {
 	})
 }
 
-// Nodes of a cluster share one pool over PostgreSQL: taking at once,
-// they hand out each address once, and every take after the last
-// address fails with ErrNoWalletAddress.
-func TestPoolSharedByNodesOverPostgres(t *testing.T) {
-	harness.SkipShort(t, "PostgreSQL")
-	dsn, clock := harness.PostgresSchema(t), kassatest.NewTestClock(time.Now())
-	open := harness.Opener(t, func(ctx context.Context) (*postgres.DB, error) {
-		return postgres.Open(ctx, dsn, postgres.Options{Clock: clock})
-	})
-	testPoolShared(t, func() lnd.PoolStore { return open() })
-}
-
 // The same on one Pebble store shared by two pools.
 func TestPoolSharedByTwoPoolsOverPebble(t *testing.T) {
 	db := openDB(t)
@@ -340,21 +326,6 @@ func (s *stallingWrite) PutValue(ctx context.Context, key string, value []byte, 
 func (s *stallingWrite) SwapValue(ctx context.Context, key string, old, value []byte, expires time.Time) (bool, error) {
 	s.stall()
 	return s.PoolStore.SwapValue(ctx, key, old, value, expires)
-}
-
-// Two nodes refilling the shared pool at once over PostgreSQL: one
-// stalls between reading the pool and writing it while the other fills
-// it; each address lnd gave either node stays in the pool, none is
-// written over. Before, the stalled node's write replaced the record
-// the other had written, and the other's ten new addresses were lost
-// to the pool (taken from lnd's wallet, never handed out).
-func TestPoolRefillsAtOnceOverPostgresKeepEveryAddress(t *testing.T) {
-	harness.SkipShort(t, "PostgreSQL")
-	dsn, clock := harness.PostgresSchema(t), kassatest.NewTestClock(time.Now())
-	open := harness.Opener(t, func(ctx context.Context) (*postgres.DB, error) {
-		return postgres.Open(ctx, dsn, postgres.Options{Clock: clock})
-	})
-	testPoolRefillsAtOnce(t, func() lnd.PoolStore { return open() })
 }
 
 // The same on one Pebble store shared by two pools.

@@ -22,7 +22,8 @@ run: build
 # The integration tests against real daemons (itest/) run in `make itest`.
 # Some packages' tests against a real PostgreSQL or etcd carry the build
 # tag daemon (without it each such package has one test that skips and
-# says so): make test and the targets below build with it.
+# says so, or no test files when all its tests need one): make test and
+# the targets below build with it.
 # The suites check their HTTP exchanges against the OpenAPI document and
 # write what they exercised to a directory; TestOpenAPICoverage then lists
 # what none exercised (kassatest/apitest).

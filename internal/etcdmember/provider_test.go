@@ -1,5 +1,11 @@
 //go:build daemon
 
+// Every test of this package runs against a real etcd, so all of them
+// carry the build tag daemon (make test passes -tags daemon): without it
+// the package has no test files and the fast tier links nothing for it.
+// A stand-in test that skipped would link the package, etcd's client and
+// protoactor-go just to say so.
+
 package etcdmember
 
 import (

@@ -322,12 +322,10 @@ func (t *target) peak(workers int, d time.Duration) (float64, error) {
 	return r, err
 }
 
-// The closed loops' tallies, their phases and the work charged to them
-// are measure's; serverCPU and benchCPU are the create part's processes
-// in a tally.
+// The closed loops' tallies and the work charged to them are measure's;
+// serverCPU and benchCPU are the create part's processes in a tally.
 type (
 	tally  = measure.Tally
-	phase  = measure.Phase
 	charge = measure.Charge
 )
 

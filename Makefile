@@ -6,6 +6,11 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 # Pinned code generators and linters, built once.
 TOOLS   ?= $(HOME)/.cache/kassa/tools
+# The build tags of the tests the fast tier (test-short) leaves unbuilt:
+# daemon, some packages' tests against a real PostgreSQL or etcd; bench,
+# the tests of kassa-bench's floor (they link Pebble for the bench's
+# yardstick alone). Every other target builds them.
+TEST_TAGS := daemon,bench
 
 .PHONY: all build run test test-short test-fuzz test-deps bench lint protos itest test-pg test-cluster btcd lnd regtest clean screenshots
 
@@ -23,15 +28,15 @@ run: build
 # Some packages' tests against a real PostgreSQL or etcd carry the build
 # tag daemon (without it each such package has one test that skips and
 # says so, or no test files when all its tests need one): make test and
-# the targets below build with it.
+# the targets below build with it (TEST_TAGS).
 # The suites check their HTTP exchanges against the OpenAPI document and
 # write what they exercised to a directory; TestOpenAPICoverage then lists
 # what none exercised (kassatest/apitest).
 test: test-deps
-	$(GO) vet -tags daemon ./...
+	$(GO) vet -tags $(TEST_TAGS) ./...
 	cov=$$(mktemp -d) && trap 'rm -rf "$$cov"' EXIT && \
-	KASSA_OPENAPI_COVERAGE=$$cov $(GO) test -tags daemon -race -count=1 -timeout 20m -skip '^TestOpenAPICoverage$$' $$($(GO) list ./... | grep -v '/itest') && \
-	KASSA_OPENAPI_COVERAGE=$$cov KASSA_OPENAPI_COVERAGE_CHECK=1 $(GO) test -tags daemon -count=1 -run '^TestOpenAPICoverage$$' -v ./kassatest/apitest
+	KASSA_OPENAPI_COVERAGE=$$cov $(GO) test -tags $(TEST_TAGS) -race -count=1 -timeout 20m -skip '^TestOpenAPICoverage$$' $$($(GO) list ./... | grep -v '/itest') && \
+	KASSA_OPENAPI_COVERAGE=$$cov KASSA_OPENAPI_COVERAGE_CHECK=1 $(GO) test -tags $(TEST_TAGS) -count=1 -run '^TestOpenAPICoverage$$' -v ./kassatest/apitest
 	$(MAKE) test-fuzz
 
 # Each fuzz target of the calls between nodes (actors, FuzzXxxCall: one
@@ -51,9 +56,9 @@ test-fuzz:
 
 # The fast tier: go test -short, no race detector, no PostgreSQL, etcd,
 # Chromium, daemon or built binary (the tests that need one skip and say
-# which; those of a few packages against PostgreSQL or etcd build only
-# with -tags daemon, so nothing is linked just to skip them); `make test`
-# runs them all.
+# which; those of a few packages against PostgreSQL or etcd, and the
+# bench floor's, build only with TEST_TAGS, so nothing is linked just to
+# skip them); `make test` runs them all.
 test-short:
 	$(GO) test -short -count=1 ./...
 
@@ -77,7 +82,7 @@ lnd:
 # built with the tag itest (without it go test ./... skips the package).
 # Never skipped: a daemon that cannot be built fails them.
 itest: btcd lnd
-	$(GO) test -tags itest,daemon -race -count=1 -timeout 20m ./itest/...
+	$(GO) test -tags itest,$(TEST_TAGS) -race -count=1 -timeout 20m ./itest/...
 	$(MAKE) test-pg
 	$(MAKE) test-cluster
 
@@ -91,7 +96,7 @@ itest: btcd lnd
 OWN_STORE_TESTS = TestClusterSigtermWithoutEtcd|TestClusterNodeCutOffFromEtcd|TestClusterRidesOutEtcd|TestHealthSaysStorageUnavailable|TestClusterInFlightAtNodeLoss|TestClusterKillAndStall
 test-pg:
 	@echo "test-pg leaves out $(OWN_STORE_TESTS): they start their own PostgreSQL and etcd (make test runs them); and TestDiskFull: it fills Pebble's disk"
-	KASSA_E2E_STORE=postgres $(GO) test -tags daemon -race -count=1 -timeout 20m -skip '^($(OWN_STORE_TESTS)|TestDiskFull)$$' ./cmd/kassa
+	KASSA_E2E_STORE=postgres $(GO) test -tags $(TEST_TAGS) -race -count=1 -timeout 20m -skip '^($(OWN_STORE_TESTS)|TestDiskFull)$$' ./cmd/kassa
 
 # The single-node end-to-end suite against three-node clusters (each
 # server a test starts is the first of three nodes over PostgreSQL and
@@ -100,7 +105,7 @@ test-pg:
 # runs the cluster code under -race.
 test-cluster:
 	@echo "test-cluster leaves out $(OWN_STORE_TESTS): they start their own PostgreSQL and etcd (make test runs them); TestDiskFull: it fills Pebble's disk; TestPayoutCrashPoints: it runs one process of a crashpoints build (on a cluster TestKill9DuringPayouts kills a node during payouts); TestBrowserTwoFactor: a passkey's relying party is one fixed localhost address"
-	KASSA_E2E_STORE=cluster $(GO) test -tags daemon -count=1 -timeout 20m -skip '^($(OWN_STORE_TESTS)|TestDiskFull|TestPayoutCrashPoints|TestBrowserTwoFactor)$$' ./cmd/kassa
+	KASSA_E2E_STORE=cluster $(GO) test -tags $(TEST_TAGS) -count=1 -timeout 20m -skip '^($(OWN_STORE_TESTS)|TestDiskFull|TestPayoutCrashPoints|TestBrowserTwoFactor)$$' ./cmd/kassa
 
 # A regtest btcd on loopback, a funded test wallet and Kassa serving
 # against it; type `pay ADDRESS SATS` or `mine N` (README, "Real node").
@@ -116,7 +121,7 @@ test-deps:
 # the work floor's, with its CPU time and allocations.
 bench:
 	$(GO) run ./cmd/kassa-bench
-	$(GO) test -run '^$$' -bench 'CreateInvoice$$|WorkFloor$$' -benchtime 2000x -benchmem ./http ./cmd/kassa-bench/internal/floor
+	$(GO) test -tags $(TEST_TAGS) -run '^$$' -bench 'CreateInvoice$$|WorkFloor$$' -benchtime 2000x -benchmem ./http ./cmd/kassa-bench/internal/floor
 
 # third_party/ is protoactor-go as upstream wrote it (but for its
 # patches), not linted by gofmt.
@@ -128,12 +133,12 @@ DEADCODE    := v0.52.0
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$' | grep -v '^third_party/'))" || (gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$' | grep -v '^third_party/'); exit 1)
 	$(GO) vet ./...
-	$(GO) vet -tags itest,daemon ./...
+	$(GO) vet -tags itest,$(TEST_TAGS) ./...
 	$(GO) mod tidy -diff
 	@test -x $(TOOLS)/staticcheck@$(STATICCHECK)/staticcheck || GOBIN=$(TOOLS)/staticcheck@$(STATICCHECK) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK)
 	@test -x $(TOOLS)/deadcode@$(DEADCODE)/deadcode || GOBIN=$(TOOLS)/deadcode@$(DEADCODE) $(GO) install golang.org/x/tools/cmd/deadcode@$(DEADCODE)
-	$(TOOLS)/staticcheck@$(STATICCHECK)/staticcheck -tags itest,daemon ./...
-	@out=$$($(TOOLS)/deadcode@$(DEADCODE)/deadcode -test -tags itest,daemon ./... 2>&1) || { echo "$$out"; exit 1; }; \
+	$(TOOLS)/staticcheck@$(STATICCHECK)/staticcheck -tags itest,$(TEST_TAGS) ./...
+	@out=$$($(TOOLS)/deadcode@$(DEADCODE)/deadcode -test -tags itest,$(TEST_TAGS) ./... 2>&1) || { echo "$$out"; exit 1; }; \
 	test -z "$$out" || { echo "deadcode: unreachable functions:"; echo "$$out"; exit 1; }
 
 # Regenerates protos/kassa.pb.go, protos/storecall.pb.go and the lnd client stubs under

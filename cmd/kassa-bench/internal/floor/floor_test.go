@@ -1,3 +1,9 @@
+//go:build bench
+
+// The floor's tests check the bench's yardstick, not Kassa: they carry
+// the build tag bench (make test and make bench pass it), so the fast
+// tier does not link Pebble and the simulators for them.
+
 package floor
 
 import (

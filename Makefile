@@ -84,8 +84,8 @@ itest: btcd lnd
 # The suites on PostgreSQL and on the cluster leave out, by name and
 # saying so, the tests that do not use the suite's store (they start
 # their own PostgreSQL and etcd: make test runs them) and those that
-# cannot run on it; each of them also skips itself, with its reason, when
-# run by hand with KASSA_E2E_STORE set.
+# cannot run on it. Run by hand with KASSA_E2E_STORE set, the first kind
+# simply run again on their own servers.
 OWN_STORE_TESTS = TestClusterSigtermWithoutEtcd|TestClusterNodeCutOffFromEtcd|TestClusterRidesOutEtcd|TestHealthSaysStorageUnavailable|TestClusterInFlightAtNodeLoss|TestClusterKillAndStall
 test-pg:
 	@echo "test-pg leaves out $(OWN_STORE_TESTS): they start their own PostgreSQL and etcd (make test runs them); and TestDiskFull: it fills Pebble's disk"

@@ -58,9 +58,13 @@ test-fuzz:
 # Chromium, daemon or built binary (the tests that need one skip and say
 # which; those of a few packages against PostgreSQL or etcd, and the
 # bench floor's, build only with TEST_TAGS, so nothing is linked just to
-# skip them); `make test` runs them all.
+# skip them); `make test` runs them all. Built without cgo, as the container
+# image (deploy/Containerfile) builds the binary that ships: Pebble's
+# cache then lives in Go's heap and its zstd is pure Go, as in production,
+# and the test binaries link without gcc (a third less CPU; `make test`
+# keeps cgo, which the race detector needs).
 test-short:
-	$(GO) test -short -count=1 ./...
+	CGO_ENABLED=0 $(GO) test -short -count=1 ./...
 
 # Runs the browser tests with KASSA_SCREENSHOTS set: they write the
 # screenshots the README links to docs/screenshots/ (otherwise to a
@@ -91,8 +95,8 @@ itest: btcd lnd
 # The suites on PostgreSQL and on the cluster leave out, by name and
 # saying so, the tests that do not use the suite's store (they start
 # their own PostgreSQL and etcd: make test runs them) and those that
-# cannot run on it; each of them also skips itself, with its reason, when
-# run by hand with KASSA_E2E_STORE set.
+# cannot run on it. Run by hand with KASSA_E2E_STORE set, the first kind
+# simply run again on their own servers.
 OWN_STORE_TESTS = TestClusterSigtermWithoutEtcd|TestClusterNodeCutOffFromEtcd|TestClusterRidesOutEtcd|TestHealthSaysStorageUnavailable|TestClusterInFlightAtNodeLoss|TestClusterKillAndStall
 test-pg:
 	@echo "test-pg leaves out $(OWN_STORE_TESTS): they start their own PostgreSQL and etcd (make test runs them); and TestDiskFull: it fills Pebble's disk"

@@ -173,12 +173,6 @@ func (l *loadLedger) add(id, store, how string) {
 // within expiryBound of its deadline, and the stalled node's writes after
 // it woke were refused by the journal.
 func TestClusterKillAndStall(t *testing.T) {
-	if e2eOnPostgres() {
-		// It starts its own PostgreSQL, etcd and nodes whatever the
-		// suite's store: a second and third run (make test-pg, make
-		// test-cluster) would check nothing new.
-		t.Skip("skipped with KASSA_E2E_STORE=" + os.Getenv("KASSA_E2E_STORE") + ": this test does not use the suite's store; make test runs it")
-	}
 	nodes, _ := startCluster(t, 3, "--dev", "--invoice-expiry", clusterExpiry.String())
 	rcv := newReceiver(t)
 

@@ -25,9 +25,6 @@ import (
 // waited for etcd to leave the membership and was still running 20 to
 // 45 s after SIGTERM.
 func TestClusterSigtermWithoutEtcd(t *testing.T) {
-	if e2eOnPostgres() {
-		t.Skip("skipped in this suite: it starts its own PostgreSQL and etcd; make test runs it")
-	}
 	const timeout = 3 * time.Second
 	nodes, _, pg, et := startClusterInfra(t, 2, nil, "--dev", "--shutdown-timeout", timeout.String())
 	if err := et.Stop(); err != nil {
@@ -124,9 +121,6 @@ func (p *cutProxy) partition() {
 // never two owners. Before, the cut-off node kept listing three members
 // and served its stores as owner for the whole partition.
 func TestClusterNodeCutOffFromEtcd(t *testing.T) {
-	if e2eOnPostgres() {
-		t.Skip("skipped in this suite: it starts its own PostgreSQL and etcd; make test runs it")
-	}
 	var proxy *cutProxy
 	nodes, _, _, _ := startClusterInfra(t, 3, func(i int, et *harness.Etcd) string {
 		if i != 0 {
@@ -240,9 +234,6 @@ func TestClusterNodeCutOffFromEtcd(t *testing.T) {
 // node. Before, nodes logged "cluster membership lost" when etcd
 // returned and exited.
 func TestClusterRidesOutEtcd(t *testing.T) {
-	if e2eOnPostgres() {
-		t.Skip("skipped in this suite: it starts its own PostgreSQL and etcd; make test runs it")
-	}
 	var proxies []*cutProxy
 	nodes, _, _, et := startClusterInfra(t, 3, func(i int, et *harness.Etcd) string {
 		p := newCutProxy(t, et.Endpoint())
@@ -420,9 +411,6 @@ func TestClusterRidesOutEtcd(t *testing.T) {
 // for the admin token only), and ok again once it is back. Before, it
 // said storage ok through the whole outage.
 func TestHealthSaysStorageUnavailable(t *testing.T) {
-	if e2eOnPostgres() {
-		t.Skip("skipped in this suite: it starts its own PostgreSQL; make test runs it")
-	}
 	needBinary(t)
 	pg, dsn := harness.PostgresForTest(t)
 	s := launchServer(t, t.TempDir(), "--store", dsn, "--dev")
@@ -530,9 +518,6 @@ func adminStoreOwner(t *testing.T, s *server, id string) storeOwnership {
 // on a quiet machine) is logged, a figure, not asserted.
 func TestClusterInFlightAtNodeLoss(t *testing.T) {
 	const callTimeout = 10 * time.Second // a forwarded call's (actors.Config.RequestTimeout)
-	if e2eOnPostgres() {
-		t.Skip("skipped in this suite: it starts its own PostgreSQL and etcd; make test runs it")
-	}
 	nodes, _ := startCluster(t, 3, "--dev")
 	var shop *storeCreds
 	for i := 0; i < 12 && shop == nil; i++ {

@@ -19,11 +19,15 @@ import (
 // maxGroup) and writes them together, so that their commits share one
 // WAL flush. Each batch keeps its own checks: its fence (a query that
 // must find its row, locking it until the commit) and its statements'
-// own constraints (a taken event sequence number). A batch refused by
-// its fence, or whose statement fails, is answered with its own error
-// alone: the transaction is rolled back and written again without it.
-// Every batch is answered only once the transaction that holds it has
-// committed (or failed, when all of its batches get the error).
+// own constraints (a taken event sequence number). A transaction is one
+// round trip: BEGIN, the fences, the statements and COMMIT are sent
+// together, and a fence that finds no row fails (fenceSQL), so that
+// the server skips the rest of the transaction, COMMIT included, as it
+// does after a failed statement. A batch refused by its fence, or whose
+// statement fails, is answered with its own error alone: the
+// transaction is rolled back and written again without it. Every batch
+// is answered only once the transaction that holds it has committed (or
+// failed, when all of its batches get the error).
 //
 // One group at a time (maxRunning) is written; it hands its turn over to
 // the next group once its COMMIT is answered, so that the batches that
@@ -90,11 +94,11 @@ type committer struct {
 	// field, which tests may change).
 	running, maxRunning int
 
-	// Test hooks: executed runs with the group's size once its
-	// statements ran, before COMMIT is sent;
-	// committed runs with the size of each group that committed; sent
-	// runs with the statements of each transaction sent (fences and
-	// batches' statements, merged ones counted once).
+	// Test hooks: executed runs with the group's size before its
+	// transaction is sent (a retry of it is not counted); committed
+	// runs with the size of each group that committed; sent runs with
+	// the statements of each transaction sent (fences and batches'
+	// statements, merged ones counted once; not BEGIN and COMMIT).
 	sent      func(stmts int)
 	executed  func(n int)
 	committed func(n int)
@@ -176,28 +180,15 @@ func (c *committer) run() {
 	}
 	ctx, cancel := groupContext(live)
 	defer cancel()
-	conn, tx, live := c.exec(ctx, live)
-	noteGroup(live)
 	if c.executed != nil && len(live) > 0 {
 		c.executed(len(live))
 	}
-
-	if tx == nil {
-		c.handOver()
-		return
-	}
-	err := tx.Commit(ctx)
-	conn.Release()
-	if err == nil && c.committed != nil {
+	live = c.exec(ctx, live)
+	noteGroup(live)
+	if c.committed != nil && len(live) > 0 {
 		c.committed(len(live))
 	}
 	c.handOver()
-	if err != nil {
-		for _, it := range live {
-			it.answer(fmt.Errorf("%s: %w", it.what, down(err)))
-		}
-		return
-	}
 	for _, it := range live {
 		it.answer(nil)
 	}
@@ -241,48 +232,50 @@ func groupContext(items []*groupItem) (context.Context, context.CancelFunc) {
 	}
 }
 
-// exec runs the fences and statements of items in a new transaction,
-// answers the batches that were refused or failed, and writes the rest
-// again until none fails. It returns the transaction (and its
-// connection) holding the batches left, which are not answered yet, or
-// a nil transaction when every batch was answered.
-func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn, pgx.Tx, []*groupItem) {
+// exec writes the fences, statements and COMMIT of items in a new
+// transaction, answers the batches that were refused or failed (and
+// all of them when COMMIT fails), and writes the rest again until none
+// fails. It returns the batches committed, which are not answered yet.
+func (c *committer) exec(ctx context.Context, items []*groupItem) []*groupItem {
 	if len(items) == 0 {
-		return nil, nil, nil
+		return nil
 	}
 	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
 		failAll(items, err)
-		return nil, nil, nil
+		return nil
 	}
+	defer conn.Release()
 	deadlocks, merge := 0, true
 	for len(items) > 0 {
 		g := newGroupRun(items, merge)
 		if c.sent != nil {
-			c.sent(g.batch.Len() - 1) // BEGIN
+			c.sent(g.batch.Len() - 2) // BEGIN, COMMIT
 		}
 		br := conn.SendBatch(ctx, g.batch)
 		tx := br.Tx()
 		if _, err := br.Exec(); err != nil { // BEGIN
 			br.Close()
-			conn.Release()
 			failAll(items, err)
-			return nil, nil, nil
+			return nil
 		}
 		out := g.read(br)
-		if err := br.Close(); err != nil && out.failed == nil {
+		if err := br.Close(); err != nil && out.failed == nil && len(out.refused) == 0 {
 			out.failed = err
 		}
 		if out.failed == nil && len(out.refused) == 0 {
-			return conn, tx, items
+			return items
 		}
 		rbErr := tx.Rollback(ctx)
+		if errors.Is(rbErr, pgx.ErrTxClosed) && conn.Conn().PgConn().TxStatus() == 'I' {
+			// COMMIT failed: the server ended the transaction.
+			rbErr = nil
+		}
 		if out.lost(ctx) || rbErr != nil || conn.Conn().IsClosed() {
 			// The connection or the transaction is gone: no batch of
 			// the group is written.
-			conn.Release()
 			failAll(items, errors.Join(out.failed, rbErr))
-			return nil, nil, nil
+			return nil
 		}
 		if out.failed != nil && retryable(out.failed) && deadlocks < retryDeadlock {
 			deadlocks++
@@ -296,13 +289,13 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 		}
 		items = out.answer(items)
 	}
-	conn.Release()
-	return nil, nil, nil
+	return nil
 }
 
 // groupRun is one attempt at writing a group: its pgx batch (BEGIN, the
-// fences, the merged INSERTs, then each item's own statements) and how
-// many of each it queued, to read their results in the same order.
+// fences, the merged INSERTs, each item's own statements, then COMMIT)
+// and how many of each it queued, to read their results in the same
+// order.
 type groupRun struct {
 	batch  *pgx.Batch
 	fences []*fence
@@ -318,7 +311,7 @@ func newGroupRun(items []*groupItem, merge bool) *groupRun {
 	g := &groupRun{batch: &pgx.Batch{}, fences: distinctFences(items), own: make([][]*pgx.QueuedQuery, len(items))}
 	g.batch.BeginTx(pgx.TxOptions{})
 	for _, f := range g.fences {
-		g.batch.Queue(f.sql, f.args...)
+		g.batch.Queue(fenceSQL(f.sql), f.args...)
 	}
 	var m merger
 	for i, it := range items {
@@ -340,8 +333,19 @@ func newGroupRun(items []*groupItem, merge bool) *groupRun {
 			g.batch.Queue(q.SQL, q.Arguments...)
 		}
 	}
+	g.batch.Queue("COMMIT")
 	return g
 }
+
+// fenceSQL is the statement of a fence in a group: it fails with a
+// division by zero (refusedCode) when sql finds no row, and locks the
+// rows sql locks.
+func fenceSQL(sql string) string {
+	return "SELECT 1 / count(*) FROM (" + sql + ") fence"
+}
+
+// refusedCode is the SQLSTATE of a fence that found no row (fenceSQL).
+const refusedCode = "22012"
 
 // distinctFences returns the fences of items, each once.
 func distinctFences(items []*groupItem) []*fence {
@@ -356,8 +360,8 @@ func distinctFences(items []*groupItem) []*fence {
 	return fences
 }
 
-// groupOutcome is what a group's statements did: the fences that found
-// no row, and the first failure and where it was.
+// groupOutcome is what a group's statements did: the fence that found
+// no row, or the first failure and where it was (nowhere: COMMIT).
 type groupOutcome struct {
 	refused     map[string]bool // fence keys
 	failed      error
@@ -367,17 +371,18 @@ type groupOutcome struct {
 }
 
 // read reads the results of the group's statements after BEGIN, up to
-// the first failure.
+// the first failure, and of its COMMIT.
 func (g *groupRun) read(br pgx.BatchResults) *groupOutcome {
 	out := &groupOutcome{refused: make(map[string]bool), failItem: -1}
 	for _, f := range g.fences {
-		tag, err := br.Exec()
-		if err != nil {
-			out.failed, out.failFence = err, f
+		if _, err := br.Exec(); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == refusedCode {
+				out.refused[f.key] = true
+			} else {
+				out.failed, out.failFence = err, f
+			}
 			return out
-		}
-		if tag.RowsAffected() == 0 {
-			out.refused[f.key] = true
 		}
 	}
 	for range g.merged {
@@ -393,6 +398,9 @@ func (g *groupRun) read(br pgx.BatchResults) *groupOutcome {
 				return out
 			}
 		}
+	}
+	if _, err := br.Exec(); err != nil { // COMMIT
+		out.failed = err
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -247,31 +248,32 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) []*groupItem {
 	}
 	defer conn.Release()
 	deadlocks, merge := 0, true
+	pc := conn.Conn().PgConn()
 	for len(items) > 0 {
 		g := newGroupRun(items, merge)
 		if c.sent != nil {
 			c.sent(g.batch.Len() - 2) // BEGIN, COMMIT
 		}
-		br := conn.SendBatch(ctx, g.batch)
-		tx := br.Tx()
-		if _, err := br.Exec(); err != nil { // BEGIN
-			br.Close()
+		b, err := g.encode(ctx, conn.Conn())
+		if err != nil {
 			failAll(items, err)
 			return nil
 		}
-		out := g.read(br)
-		if err := br.Close(); err != nil && out.failed == nil && len(out.refused) == 0 {
+		res := &groupResults{mrr: pc.ExecBatch(ctx, b)}
+		if _, err := res.Exec(); err != nil { // BEGIN
+			res.Close()
+			failAll(items, errors.Join(err, rollback(ctx, pc)))
+			return nil
+		}
+		out := g.read(res)
+		if err := res.Close(); err != nil && out.failed == nil && len(out.refused) == 0 {
 			out.failed = err
 		}
 		if out.failed == nil && len(out.refused) == 0 {
 			return items
 		}
-		rbErr := tx.Rollback(ctx)
-		if errors.Is(rbErr, pgx.ErrTxClosed) && conn.Conn().PgConn().TxStatus() == 'I' {
-			// COMMIT failed: the server ended the transaction.
-			rbErr = nil
-		}
-		if out.lost(ctx) || rbErr != nil || conn.Conn().IsClosed() {
+		rbErr := rollback(ctx, pc)
+		if out.lost(ctx) || rbErr != nil || pc.IsClosed() {
 			// The connection or the transaction is gone: no batch of
 			// the group is written.
 			failAll(items, errors.Join(out.failed, rbErr))
@@ -309,7 +311,7 @@ type groupRun struct {
 // each (merge.go).
 func newGroupRun(items []*groupItem, merge bool) *groupRun {
 	g := &groupRun{batch: &pgx.Batch{}, fences: distinctFences(items), own: make([][]*pgx.QueuedQuery, len(items))}
-	g.batch.BeginTx(pgx.TxOptions{})
+	g.batch.Queue("BEGIN")
 	for _, f := range g.fences {
 		g.batch.Queue(fenceSQL(f.sql), f.args...)
 	}
@@ -347,6 +349,122 @@ func fenceSQL(sql string) string {
 // refusedCode is the SQLSTATE of a fence that found no row (fenceSQL).
 const refusedCode = "22012"
 
+// encode prepares the group's statements on conn (once per
+// connection: pgx keeps them by their SQL) and encodes the batch that
+// sends them with their arguments: the rows of a merged statement here,
+// without pgx's copies (encodeMerged), the others by pgx.
+func (g *groupRun) encode(ctx context.Context, conn *pgx.Conn) (*pgconn.Batch, error) {
+	b := &pgconn.Batch{}
+	var eqb pgx.ExtendedQueryBuilder
+	var scratch mergedArgs
+	for _, q := range g.batch.QueuedQueries {
+		sd, err := conn.Prepare(ctx, q.SQL, q.SQL)
+		if err != nil {
+			return nil, err
+		}
+		if _, merged := mergedStatements[q.SQL]; merged && scratch.encode(sd, q.Arguments) {
+			b.ExecStatement(sd, scratch.values, scratch.formats, nil)
+			continue
+		}
+		if err := eqb.Build(conn.TypeMap(), sd, q.Arguments); err != nil {
+			return nil, fmt.Errorf("postgres: encode %.40q: %w", q.SQL, err)
+		}
+		b.ExecStatement(sd, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
+	}
+	return b, nil
+}
+
+// mergedArgs encodes the arguments of a merged statement, reusing its
+// buffers: a string or an int64 as text (the server's parse of it is
+// cheap), a document ([]byte to a bytea) as it is, in binary.
+type mergedArgs struct {
+	buf     []byte
+	ends    []int
+	values  [][]byte
+	formats []int16
+}
+
+// encode encodes args for the statement sd and reports whether it
+// could; it cannot when an argument is of another type.
+func (m *mergedArgs) encode(sd *pgconn.StatementDescription, args []any) bool {
+	if len(sd.ParamOIDs) != len(args) {
+		return false
+	}
+	m.buf, m.ends, m.values, m.formats = m.buf[:0], m.ends[:0], m.values[:0], m.formats[:0]
+	for i, a := range args {
+		switch a := a.(type) {
+		case string:
+			m.buf = append(m.buf, a...)
+			m.formats = append(m.formats, pgx.TextFormatCode)
+		case int64:
+			m.buf = strconv.AppendInt(m.buf, a, 10)
+			m.formats = append(m.formats, pgx.TextFormatCode)
+		case []byte:
+			if sd.ParamOIDs[i] != pgtype.ByteaOID {
+				return false
+			}
+			m.formats = append(m.formats, pgx.BinaryFormatCode)
+		default:
+			return false
+		}
+		m.ends = append(m.ends, len(m.buf))
+	}
+	start := 0
+	for i, a := range args {
+		if doc, ok := a.([]byte); ok {
+			m.values = append(m.values, doc)
+			continue
+		}
+		m.values = append(m.values, m.buf[start:m.ends[i]])
+		start = m.ends[i]
+	}
+	return true
+}
+
+// groupResults reads the results of a group's batch in order.
+type groupResults struct {
+	mrr *pgconn.MultiResultReader
+	err error
+}
+
+// Exec reads the next statement's result: its error, or that of the
+// statement that failed before it (whose failure made the server skip
+// the rest).
+func (r *groupResults) Exec() (pgconn.CommandTag, error) {
+	if r.err != nil {
+		return pgconn.CommandTag{}, r.err
+	}
+	if !r.mrr.NextResult() {
+		if r.err = r.mrr.Close(); r.err == nil {
+			r.err = errors.New("postgres: a group's batch has fewer results than statements")
+		}
+		return pgconn.CommandTag{}, r.err
+	}
+	tag, err := r.mrr.ResultReader().Close()
+	if err != nil {
+		r.err = err
+	}
+	return tag, err
+}
+
+// Close reads what is left of the results and returns the first error.
+func (r *groupResults) Close() error {
+	err := r.mrr.Close()
+	if r.err != nil {
+		return r.err
+	}
+	return err
+}
+
+// rollback ends the transaction a failed group left open, if any.
+func rollback(ctx context.Context, pc *pgconn.PgConn) error {
+	if pc.IsClosed() || pc.TxStatus() == 'I' {
+		return nil
+	}
+	_, err := pc.Exec(ctx, "ROLLBACK").ReadAll()
+	return err
+}
+
 // distinctFences returns the fences of items, each once.
 func distinctFences(items []*groupItem) []*fence {
 	var fences []*fence
@@ -372,7 +490,7 @@ type groupOutcome struct {
 
 // read reads the results of the group's statements after BEGIN, up to
 // the first failure, and of its COMMIT.
-func (g *groupRun) read(br pgx.BatchResults) *groupOutcome {
+func (g *groupRun) read(br *groupResults) *groupOutcome {
 	out := &groupOutcome{refused: make(map[string]bool), failItem: -1}
 	for _, f := range g.fences {
 		if _, err := br.Exec(); err != nil {

@@ -73,10 +73,15 @@ var mergedSQL = func() map[string][]string {
 				}))
 			}
 			m[sql] = append(m[sql], b.String())
+			mergedStatements[b.String()] = sql
 		}
 	}
 	return m
 }()
+
+// mergedStatements are the statements of mergedSQL, to the mergeable
+// INSERT each merges.
+var mergedStatements = map[string]string{}
 
 // merger collects the rows of the mergeable statements of a group.
 type merger struct {

@@ -324,9 +324,7 @@ func newGroupRun(items []*groupItem, merge bool) *groupRun {
 			if merge && !it.upsert && len(items) > 1 && m.add(q.SQL, q.Arguments) {
 				continue
 			}
-			// A new QueuedQuery: pgx keeps the statement of its
-			// connection in one, and a retry may run on another.
-			g.own[i] = append(g.own[i], &pgx.QueuedQuery{SQL: q.SQL, Arguments: q.Arguments})
+			g.own[i] = append(g.own[i], q)
 		}
 	}
 	g.merged = m.queue(g.batch)
@@ -351,8 +349,8 @@ const refusedCode = "22012"
 
 // encode prepares the group's statements on conn (once per
 // connection: pgx keeps them by their SQL) and encodes the batch that
-// sends them with their arguments: the rows of a merged statement here,
-// without pgx's copies (encodeMerged), the others by pgx.
+// sends them with their arguments: those of a mergeable INSERT here,
+// without pgx's copies (mergedArgs), the others by pgx.
 func (g *groupRun) encode(ctx context.Context, conn *pgx.Conn) (*pgconn.Batch, error) {
 	b := &pgconn.Batch{}
 	var eqb pgx.ExtendedQueryBuilder
@@ -374,9 +372,10 @@ func (g *groupRun) encode(ctx context.Context, conn *pgx.Conn) (*pgconn.Batch, e
 	return b, nil
 }
 
-// mergedArgs encodes the arguments of a merged statement, reusing its
-// buffers: a string or an int64 as text (the server's parse of it is
-// cheap), a document ([]byte to a bytea) as it is, in binary.
+// mergedArgs encodes the arguments of a mergeable INSERT, merged or
+// not, reusing its buffers from statement to statement: a string or an
+// int64 as text (the server's parse of it is cheap), a document ([]byte
+// to a bytea) as it is, in binary.
 type mergedArgs struct {
 	buf     []byte
 	ends    []int

@@ -59,6 +59,7 @@ var mergedSQL = func() map[string][]string {
 			panic("postgres: mergeable statement without VALUES (…): " + sql)
 		}
 		head, row := sql[:loc[0]], sql[loc[1]-1:]
+		mergedStatements[sql] = sql
 		for _, n := range mergedSizes {
 			var b strings.Builder
 			b.WriteString(head)
@@ -79,8 +80,8 @@ var mergedSQL = func() map[string][]string {
 	return m
 }()
 
-// mergedStatements are the statements of mergedSQL, to the mergeable
-// INSERT each merges.
+// mergedStatements are the mergeable INSERTs and the statements of
+// mergedSQL, to the mergeable INSERT each is or merges.
 var mergedStatements = map[string]string{}
 
 // merger collects the rows of the mergeable statements of a group.

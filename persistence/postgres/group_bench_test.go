@@ -39,6 +39,6 @@ func BenchmarkGroupCommitCreates(b *testing.B) {
 	})
 	b.StopTimer()
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	cpu := time.Duration(ru1.Utime.Nano()+ru1.Stime.Nano()-ru0.Utime.Nano()-ru0.Stime.Nano())
+	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/op")
 }

@@ -315,7 +315,7 @@ func newGroupRun(items []*groupItem, merge bool) *groupRun {
 	for _, f := range g.fences {
 		g.batch.Queue(fenceSQL(f.sql), f.args...)
 	}
-	var m merger
+	m := merger{batches: len(items)}
 	for i, it := range items {
 		for _, q := range it.stmts {
 			if row, ok := it.newInvoices[q]; ok && it.upsert {
@@ -354,7 +354,8 @@ const refusedCode = "22012"
 func (g *groupRun) encode(ctx context.Context, conn *pgx.Conn) (*pgconn.Batch, error) {
 	b := &pgconn.Batch{}
 	var eqb pgx.ExtendedQueryBuilder
-	var scratch mergedArgs
+	scratch := mergedArgsPool.Get().(*mergedArgs)
+	defer mergedArgsPool.Put(scratch)
 	for _, q := range g.batch.QueuedQueries {
 		sd, err := conn.Prepare(ctx, q.SQL, q.SQL)
 		if err != nil {
@@ -382,6 +383,9 @@ type mergedArgs struct {
 	values  [][]byte
 	formats []int16
 }
+
+// mergedArgsPool keeps the buffers of mergedArgs from group to group.
+var mergedArgsPool = sync.Pool{New: func() any { return new(mergedArgs) }}
 
 // encode encodes args for the statement sd and reports whether it
 // could; it cannot when an argument is of another type.

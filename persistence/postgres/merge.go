@@ -88,6 +88,9 @@ var mergedStatements = map[string]string{}
 type merger struct {
 	order []string         // the mergeable statements met, in order
 	rows  map[string][]any // statement → its rows' arguments, row after row
+	// batches is the group's size: a statement's rows take room for
+	// one row of each batch at once.
+	batches int
 }
 
 // add takes the statement's row if it is mergeable and its arguments
@@ -118,6 +121,7 @@ func (m *merger) add(sql string, args []any) bool {
 	rows, seen := m.rows[sql]
 	if !seen {
 		m.order = append(m.order, sql)
+		rows = make([]any, 0, max(m.batches, 1)*len(types))
 	}
 	m.rows[sql] = append(rows, args...)
 	return true

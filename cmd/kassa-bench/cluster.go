@@ -96,7 +96,10 @@ func benchCluster(ctx context.Context, d time.Duration, workers int) error {
 			i := (round + k) % len(turns)
 			c := turns[i]
 			var wait func()
-			if i == 1 {
+			switch i {
+			case 0:
+				wait = profileDuring(c.t.debug, fmt.Sprintf("cluster-pebble-%d.pprof", round+1), d)
+			case 1:
 				wait = profileDuring(c.t.debug, fmt.Sprintf("cluster-postgres-%d.pprof", round+1), d)
 			}
 			kassaCPU, pgCPU := cpuTime(c.t.pid), postgresCPU(dataDir)

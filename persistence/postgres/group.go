@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -19,11 +20,15 @@ import (
 // maxGroup) and writes them together, so that their commits share one
 // WAL flush. Each batch keeps its own checks: its fence (a query that
 // must find its row, locking it until the commit) and its statements'
-// own constraints (a taken event sequence number). A batch refused by
-// its fence, or whose statement fails, is answered with its own error
-// alone: the transaction is rolled back and written again without it.
-// Every batch is answered only once the transaction that holds it has
-// committed (or failed, when all of its batches get the error).
+// own constraints (a taken event sequence number). A transaction is one
+// round trip: BEGIN, the fences, the statements and COMMIT are sent
+// together, and a fence that finds no row fails (fenceSQL), so that
+// the server skips the rest of the transaction, COMMIT included, as it
+// does after a failed statement. A batch refused by its fence, or whose
+// statement fails, is answered with its own error alone: the
+// transaction is rolled back and written again without it. Every batch
+// is answered only once the transaction that holds it has committed (or
+// failed, when all of its batches get the error).
 //
 // One group at a time (maxRunning) is written; it hands its turn over to
 // the next group once its COMMIT is answered, so that the batches that
@@ -90,11 +95,11 @@ type committer struct {
 	// field, which tests may change).
 	running, maxRunning int
 
-	// Test hooks: executed runs with the group's size once its
-	// statements ran, before COMMIT is sent;
-	// committed runs with the size of each group that committed; sent
-	// runs with the statements of each transaction sent (fences and
-	// batches' statements, merged ones counted once).
+	// Test hooks: executed runs with the group's size before its
+	// transaction is sent (a retry of it is not counted); committed
+	// runs with the size of each group that committed; sent runs with
+	// the statements of each transaction sent (fences and batches'
+	// statements, merged ones counted once; not BEGIN and COMMIT).
 	sent      func(stmts int)
 	executed  func(n int)
 	committed func(n int)
@@ -176,28 +181,15 @@ func (c *committer) run() {
 	}
 	ctx, cancel := groupContext(live)
 	defer cancel()
-	conn, tx, live := c.exec(ctx, live)
-	noteGroup(live)
 	if c.executed != nil && len(live) > 0 {
 		c.executed(len(live))
 	}
-
-	if tx == nil {
-		c.handOver()
-		return
-	}
-	err := tx.Commit(ctx)
-	conn.Release()
-	if err == nil && c.committed != nil {
+	live = c.exec(ctx, live)
+	noteGroup(live)
+	if c.committed != nil && len(live) > 0 {
 		c.committed(len(live))
 	}
 	c.handOver()
-	if err != nil {
-		for _, it := range live {
-			it.answer(fmt.Errorf("%s: %w", it.what, down(err)))
-		}
-		return
-	}
 	for _, it := range live {
 		it.answer(nil)
 	}
@@ -241,48 +233,51 @@ func groupContext(items []*groupItem) (context.Context, context.CancelFunc) {
 	}
 }
 
-// exec runs the fences and statements of items in a new transaction,
-// answers the batches that were refused or failed, and writes the rest
-// again until none fails. It returns the transaction (and its
-// connection) holding the batches left, which are not answered yet, or
-// a nil transaction when every batch was answered.
-func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn, pgx.Tx, []*groupItem) {
+// exec writes the fences, statements and COMMIT of items in a new
+// transaction, answers the batches that were refused or failed (and
+// all of them when COMMIT fails), and writes the rest again until none
+// fails. It returns the batches committed, which are not answered yet.
+func (c *committer) exec(ctx context.Context, items []*groupItem) []*groupItem {
 	if len(items) == 0 {
-		return nil, nil, nil
+		return nil
 	}
 	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
 		failAll(items, err)
-		return nil, nil, nil
+		return nil
 	}
+	defer conn.Release()
 	deadlocks, merge := 0, true
+	pc := conn.Conn().PgConn()
 	for len(items) > 0 {
 		g := newGroupRun(items, merge)
 		if c.sent != nil {
-			c.sent(g.batch.Len() - 1) // BEGIN
+			c.sent(g.batch.Len() - 2) // BEGIN, COMMIT
 		}
-		br := conn.SendBatch(ctx, g.batch)
-		tx := br.Tx()
-		if _, err := br.Exec(); err != nil { // BEGIN
-			br.Close()
-			conn.Release()
+		b, err := g.encode(ctx, conn.Conn())
+		if err != nil {
 			failAll(items, err)
-			return nil, nil, nil
+			return nil
 		}
-		out := g.read(br)
-		if err := br.Close(); err != nil && out.failed == nil {
+		res := &groupResults{mrr: pc.ExecBatch(ctx, b)}
+		if _, err := res.Exec(); err != nil { // BEGIN
+			res.Close()
+			failAll(items, errors.Join(err, rollback(ctx, pc)))
+			return nil
+		}
+		out := g.read(res)
+		if err := res.Close(); err != nil && out.failed == nil && len(out.refused) == 0 {
 			out.failed = err
 		}
 		if out.failed == nil && len(out.refused) == 0 {
-			return conn, tx, items
+			return items
 		}
-		rbErr := tx.Rollback(ctx)
-		if out.lost(ctx) || rbErr != nil || conn.Conn().IsClosed() {
+		rbErr := rollback(ctx, pc)
+		if out.lost(ctx) || rbErr != nil || pc.IsClosed() {
 			// The connection or the transaction is gone: no batch of
 			// the group is written.
-			conn.Release()
 			failAll(items, errors.Join(out.failed, rbErr))
-			return nil, nil, nil
+			return nil
 		}
 		if out.failed != nil && retryable(out.failed) && deadlocks < retryDeadlock {
 			deadlocks++
@@ -296,13 +291,13 @@ func (c *committer) exec(ctx context.Context, items []*groupItem) (*pgxpool.Conn
 		}
 		items = out.answer(items)
 	}
-	conn.Release()
-	return nil, nil, nil
+	return nil
 }
 
 // groupRun is one attempt at writing a group: its pgx batch (BEGIN, the
-// fences, the merged INSERTs, then each item's own statements) and how
-// many of each it queued, to read their results in the same order.
+// fences, the merged INSERTs, each item's own statements, then COMMIT)
+// and how many of each it queued, to read their results in the same
+// order.
 type groupRun struct {
 	batch  *pgx.Batch
 	fences []*fence
@@ -316,11 +311,11 @@ type groupRun struct {
 // each (merge.go).
 func newGroupRun(items []*groupItem, merge bool) *groupRun {
 	g := &groupRun{batch: &pgx.Batch{}, fences: distinctFences(items), own: make([][]*pgx.QueuedQuery, len(items))}
-	g.batch.BeginTx(pgx.TxOptions{})
+	g.batch.Queue("BEGIN")
 	for _, f := range g.fences {
-		g.batch.Queue(f.sql, f.args...)
+		g.batch.Queue(fenceSQL(f.sql), f.args...)
 	}
-	var m merger
+	m := merger{batches: len(items)}
 	for i, it := range items {
 		for _, q := range it.stmts {
 			if row, ok := it.newInvoices[q]; ok && it.upsert {
@@ -329,9 +324,7 @@ func newGroupRun(items []*groupItem, merge bool) *groupRun {
 			if merge && !it.upsert && len(items) > 1 && m.add(q.SQL, q.Arguments) {
 				continue
 			}
-			// A new QueuedQuery: pgx keeps the statement of its
-			// connection in one, and a retry may run on another.
-			g.own[i] = append(g.own[i], &pgx.QueuedQuery{SQL: q.SQL, Arguments: q.Arguments})
+			g.own[i] = append(g.own[i], q)
 		}
 	}
 	g.merged = m.queue(g.batch)
@@ -340,7 +333,139 @@ func newGroupRun(items []*groupItem, merge bool) *groupRun {
 			g.batch.Queue(q.SQL, q.Arguments...)
 		}
 	}
+	g.batch.Queue("COMMIT")
 	return g
+}
+
+// fenceSQL is the statement of a fence in a group: it fails with a
+// division by zero (refusedCode) when sql finds no row, and locks the
+// rows sql locks.
+func fenceSQL(sql string) string {
+	return "SELECT 1 / count(*) FROM (" + sql + ") fence"
+}
+
+// refusedCode is the SQLSTATE of a fence that found no row (fenceSQL).
+const refusedCode = "22012"
+
+// encode prepares the group's statements on conn (once per
+// connection: pgx keeps them by their SQL) and encodes the batch that
+// sends them with their arguments: those of a mergeable INSERT here,
+// without pgx's copies (mergedArgs), the others by pgx.
+func (g *groupRun) encode(ctx context.Context, conn *pgx.Conn) (*pgconn.Batch, error) {
+	b := &pgconn.Batch{}
+	var eqb pgx.ExtendedQueryBuilder
+	scratch := mergedArgsPool.Get().(*mergedArgs)
+	defer mergedArgsPool.Put(scratch)
+	for _, q := range g.batch.QueuedQueries {
+		sd, err := conn.Prepare(ctx, q.SQL, q.SQL)
+		if err != nil {
+			return nil, err
+		}
+		if _, merged := mergedStatements[q.SQL]; merged && scratch.encode(sd, q.Arguments) {
+			b.ExecStatement(sd, scratch.values, scratch.formats, nil)
+			continue
+		}
+		if err := eqb.Build(conn.TypeMap(), sd, q.Arguments); err != nil {
+			return nil, fmt.Errorf("postgres: encode %.40q: %w", q.SQL, err)
+		}
+		b.ExecStatement(sd, eqb.ParamValues, eqb.ParamFormats, eqb.ResultFormats)
+	}
+	return b, nil
+}
+
+// mergedArgs encodes the arguments of a mergeable INSERT, merged or
+// not, reusing its buffers from statement to statement: a string or an
+// int64 as text (the server's parse of it is cheap), a document ([]byte
+// to a bytea) as it is, in binary.
+type mergedArgs struct {
+	buf     []byte
+	ends    []int
+	values  [][]byte
+	formats []int16
+}
+
+// mergedArgsPool keeps the buffers of mergedArgs from group to group.
+var mergedArgsPool = sync.Pool{New: func() any { return new(mergedArgs) }}
+
+// encode encodes args for the statement sd and reports whether it
+// could; it cannot when an argument is of another type.
+func (m *mergedArgs) encode(sd *pgconn.StatementDescription, args []any) bool {
+	if len(sd.ParamOIDs) != len(args) {
+		return false
+	}
+	m.buf, m.ends, m.values, m.formats = m.buf[:0], m.ends[:0], m.values[:0], m.formats[:0]
+	for i, a := range args {
+		switch a := a.(type) {
+		case string:
+			m.buf = append(m.buf, a...)
+			m.formats = append(m.formats, pgx.TextFormatCode)
+		case int64:
+			m.buf = strconv.AppendInt(m.buf, a, 10)
+			m.formats = append(m.formats, pgx.TextFormatCode)
+		case []byte:
+			if sd.ParamOIDs[i] != pgtype.ByteaOID {
+				return false
+			}
+			m.formats = append(m.formats, pgx.BinaryFormatCode)
+		default:
+			return false
+		}
+		m.ends = append(m.ends, len(m.buf))
+	}
+	start := 0
+	for i, a := range args {
+		if doc, ok := a.([]byte); ok {
+			m.values = append(m.values, doc)
+			continue
+		}
+		m.values = append(m.values, m.buf[start:m.ends[i]])
+		start = m.ends[i]
+	}
+	return true
+}
+
+// groupResults reads the results of a group's batch in order.
+type groupResults struct {
+	mrr *pgconn.MultiResultReader
+	err error
+}
+
+// Exec reads the next statement's result: its error, or that of the
+// statement that failed before it (whose failure made the server skip
+// the rest).
+func (r *groupResults) Exec() (pgconn.CommandTag, error) {
+	if r.err != nil {
+		return pgconn.CommandTag{}, r.err
+	}
+	if !r.mrr.NextResult() {
+		if r.err = r.mrr.Close(); r.err == nil {
+			r.err = errors.New("postgres: a group's batch has fewer results than statements")
+		}
+		return pgconn.CommandTag{}, r.err
+	}
+	tag, err := r.mrr.ResultReader().Close()
+	if err != nil {
+		r.err = err
+	}
+	return tag, err
+}
+
+// Close reads what is left of the results and returns the first error.
+func (r *groupResults) Close() error {
+	err := r.mrr.Close()
+	if r.err != nil {
+		return r.err
+	}
+	return err
+}
+
+// rollback ends the transaction a failed group left open, if any.
+func rollback(ctx context.Context, pc *pgconn.PgConn) error {
+	if pc.IsClosed() || pc.TxStatus() == 'I' {
+		return nil
+	}
+	_, err := pc.Exec(ctx, "ROLLBACK").ReadAll()
+	return err
 }
 
 // distinctFences returns the fences of items, each once.
@@ -356,8 +481,8 @@ func distinctFences(items []*groupItem) []*fence {
 	return fences
 }
 
-// groupOutcome is what a group's statements did: the fences that found
-// no row, and the first failure and where it was.
+// groupOutcome is what a group's statements did: the fence that found
+// no row, or the first failure and where it was (nowhere: COMMIT).
 type groupOutcome struct {
 	refused     map[string]bool // fence keys
 	failed      error
@@ -367,17 +492,18 @@ type groupOutcome struct {
 }
 
 // read reads the results of the group's statements after BEGIN, up to
-// the first failure.
-func (g *groupRun) read(br pgx.BatchResults) *groupOutcome {
+// the first failure, and of its COMMIT.
+func (g *groupRun) read(br *groupResults) *groupOutcome {
 	out := &groupOutcome{refused: make(map[string]bool), failItem: -1}
 	for _, f := range g.fences {
-		tag, err := br.Exec()
-		if err != nil {
-			out.failed, out.failFence = err, f
+		if _, err := br.Exec(); err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == refusedCode {
+				out.refused[f.key] = true
+			} else {
+				out.failed, out.failFence = err, f
+			}
 			return out
-		}
-		if tag.RowsAffected() == 0 {
-			out.refused[f.key] = true
 		}
 	}
 	for range g.merged {
@@ -393,6 +519,9 @@ func (g *groupRun) read(br pgx.BatchResults) *groupOutcome {
 				return out
 			}
 		}
+	}
+	if _, err := br.Exec(); err != nil { // COMMIT
+		out.failed = err
 	}
 	return out
 }

@@ -15,10 +15,10 @@ import (
 	"github.com/kassapay/kassa/lease"
 )
 
-// groupHarness holds the first group of a DB in its transaction (after
-// its statements, before COMMIT) until released, so that the batches
-// committed meanwhile queue up and go in the next group together. One
-// group runs at a time.
+// groupHarness holds the first group of a DB, about to be sent (its
+// statements and COMMIT go in one round trip), until released, so that
+// the batches committed meanwhile queue up and go in the next group
+// together. One group runs at a time.
 type groupHarness struct {
 	db      *DB
 	hold    chan struct{} // closed to let the first group commit
@@ -138,8 +138,8 @@ func TestGroupCommitSharesTransactions(t *testing.T) {
 		if g != 2 {
 			return
 		}
-		// The second group ran its statements and holds every batch
-		// queued; COMMIT is not sent yet.
+		// The second group holds every batch queued and is about to
+		// be sent: nothing of it is committed yet.
 		mu.Lock()
 		defer mu.Unlock()
 		if len(answered) != 0 {
@@ -279,8 +279,8 @@ func TestGroupCommitRefusesAlone(t *testing.T) {
 	}
 }
 
-// TestGroupCommitServerDownMidCommit: PostgreSQL stops while a shared
-// transaction waits for its COMMIT: every batch in it is answered with
+// TestGroupCommitServerDownMidCommit: PostgreSQL stops as a shared
+// transaction is sent: every batch in it is answered with
 // ErrUnavailable (code Unavailable), and once the server is back none
 // of them is stored, while the group committed before is.
 func TestGroupCommitServerDownMidCommit(t *testing.T) {
@@ -293,8 +293,8 @@ func TestGroupCommitServerDownMidCommit(t *testing.T) {
 	h := newGroupHarness(t, db)
 	h.onGroup = func(g, _ int) {
 		if g == 2 {
-			// The first group's COMMIT, sent as this one started, is
-			// done before the server goes down.
+			// The first group's COMMIT is answered before the server
+			// goes down.
 			for end := time.Now().Add(30 * time.Second); len(h.committedSizes()) == 0 && time.Now().Before(end); {
 				time.Sleep(time.Millisecond)
 			}

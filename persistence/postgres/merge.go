@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"math/bits"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,9 +13,11 @@ import (
 // few multi-row statements per table for the whole group, `INSERT …
 // VALUES (…), (…), …`, ahead of the batches' other statements: the
 // server runs one statement where it ran one per batch. A statement
-// holds a power of two of rows, at most maxMergedRows (a group of 20
-// rows is two statements, 16 and 4 rows), so that each connection
-// prepares a few statements per table, not one per group size. Multi-row
+// holds one of mergedSizes rows, the largest that fits first (a group
+// of 21 rows is two statements, 16 and 5 rows), so that a group of up
+// to maxMergedRows is at most two statements per table and each
+// connection prepares a few statements per table, not one per group
+// size. Multi-row
 // VALUES cost the server less per row than `INSERT … SELECT … FROM
 // unnest(arrays)` (docs/decisions.md, "Group commit on Pebble and
 // PostgreSQL"). Their rows are new keys of distinct actors (an actor's next
@@ -29,6 +30,12 @@ import (
 // maxMergedRows bounds the rows of one merged statement.
 const maxMergedRows = 64
 
+// mergedSizes are the rows a merged statement may hold, ascending: each
+// count up to 16, the size of most groups, then a few up to
+// maxMergedRows, so that any count up to maxMergedRows is the sum of at
+// most two.
+var mergedSizes = []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 24, 32, 48, maxMergedRows}
+
 // mergeable are the plain INSERTs written merged, with the type of
 // each of their arguments.
 var mergeable = map[string][]string{
@@ -38,8 +45,8 @@ var mergeable = map[string][]string{
 	insertRequest:     {"text", "text", "bytea", "text", "bigint"},
 }
 
-// mergedSQL is, for each mergeable INSERT, its statements of 1, 2, 4,
-// … maxMergedRows rows (indexed by the power of two): `INSERT INTO t
+// mergedSQL is, for each mergeable INSERT, its statements of each of
+// mergedSizes rows (indexed as mergedSizes): `INSERT INTO t
 // (…) VALUES ($1, f($2))` becomes `INSERT INTO t (…) VALUES ($1,
 // f($2)), ($3, f($4))`.
 var mergedSQL = func() map[string][]string {
@@ -52,7 +59,8 @@ var mergedSQL = func() map[string][]string {
 			panic("postgres: mergeable statement without VALUES (…): " + sql)
 		}
 		head, row := sql[:loc[0]], sql[loc[1]-1:]
-		for n := 1; n <= maxMergedRows; n *= 2 {
+		mergedStatements[sql] = sql
+		for _, n := range mergedSizes {
 			var b strings.Builder
 			b.WriteString(head)
 			b.WriteString(" VALUES ")
@@ -66,15 +74,23 @@ var mergedSQL = func() map[string][]string {
 				}))
 			}
 			m[sql] = append(m[sql], b.String())
+			mergedStatements[b.String()] = sql
 		}
 	}
 	return m
 }()
 
+// mergedStatements are the mergeable INSERTs and the statements of
+// mergedSQL, to the mergeable INSERT each is or merges.
+var mergedStatements = map[string]string{}
+
 // merger collects the rows of the mergeable statements of a group.
 type merger struct {
 	order []string         // the mergeable statements met, in order
 	rows  map[string][]any // statement → its rows' arguments, row after row
+	// batches is the group's size: a statement's rows take room for
+	// one row of each batch at once.
+	batches int
 }
 
 // add takes the statement's row if it is mergeable and its arguments
@@ -105,6 +121,7 @@ func (m *merger) add(sql string, args []any) bool {
 	rows, seen := m.rows[sql]
 	if !seen {
 		m.order = append(m.order, sql)
+		rows = make([]any, 0, max(m.batches, 1)*len(types))
 	}
 	m.rows[sql] = append(rows, args...)
 	return true
@@ -117,10 +134,12 @@ func (m *merger) queue(b *pgx.Batch) int {
 		cols := len(mergeable[sql])
 		args := m.rows[sql]
 		for len(args) > 0 {
-			// The largest power of two of rows left, at most
-			// maxMergedRows.
-			k := min(bits.Len(uint(len(args)/cols))-1, bits.Len(maxMergedRows)-1)
-			n := (1 << k) * cols
+			// The largest size that the rows left fill.
+			k := len(mergedSizes) - 1
+			for mergedSizes[k] > len(args)/cols {
+				k--
+			}
+			n := mergedSizes[k] * cols
 			b.Queue(mergedSQL[sql][k], args[:n:n]...)
 			args = args[n:]
 			queued++

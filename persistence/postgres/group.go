@@ -374,9 +374,10 @@ func (g *groupRun) encode(ctx context.Context, conn *pgx.Conn) (*pgconn.Batch, e
 }
 
 // mergedArgs encodes the arguments of a mergeable INSERT, merged or
-// not, reusing its buffers from statement to statement: a string or an
-// int64 as text (the server's parse of it is cheap), a document ([]byte
-// to a bytea) as it is, in binary.
+// not, reusing its buffers from statement to statement: a string to a
+// text parameter or an int64 to a bigint one as text (the server's parse
+// of it is cheap), a document ([]byte to a bytea) as it is, in binary;
+// any other pairing is left to pgx.
 type mergedArgs struct {
 	buf     []byte
 	ends    []int
@@ -397,9 +398,15 @@ func (m *mergedArgs) encode(sd *pgconn.StatementDescription, args []any) bool {
 	for i, a := range args {
 		switch a := a.(type) {
 		case string:
+			if sd.ParamOIDs[i] != pgtype.TextOID {
+				return false
+			}
 			m.buf = append(m.buf, a...)
 			m.formats = append(m.formats, pgx.TextFormatCode)
 		case int64:
+			if sd.ParamOIDs[i] != pgtype.Int8OID {
+				return false
+			}
 			m.buf = strconv.AppendInt(m.buf, a, 10)
 			m.formats = append(m.formats, pgx.TextFormatCode)
 		case []byte:

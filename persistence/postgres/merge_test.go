@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // The merged rows of a group go in statements of one of mergedSizes
@@ -101,6 +103,32 @@ func TestGroupMergesCreatesInSeveralStatements(t *testing.T) {
 		}
 		if r, err := db.Request(ctx, "s1", "req_"+id); err != nil || r.ResultID != id {
 			t.Errorf("Request(req_%s) = %+v, %v", id, r, err)
+		}
+	}
+}
+
+// TestMergedArgsOnlyWhereTheTypeMatches: the merged arguments' own
+// encoding sends a string as text only to a text parameter and an int64
+// only to a bigint one; anything else is left to pgx, which knows the
+// type (a string sent as text to a bytea parameter would be read as
+// bytea's escape format, "\x00" as one zero byte).
+func TestMergedArgsOnlyWhereTheTypeMatches(t *testing.T) {
+	for _, c := range []struct {
+		oids []uint32
+		args []any
+		want bool
+	}{
+		{[]uint32{pgtype.TextOID, pgtype.Int8OID, pgtype.ByteaOID}, []any{"a", int64(1), []byte("d")}, true},
+		{[]uint32{pgtype.ByteaOID}, []any{`\x00`}, false},
+		{[]uint32{pgtype.Int4OID}, []any{int64(1)}, false},
+		{[]uint32{pgtype.Int8OID}, []any{"1"}, false},
+		{[]uint32{pgtype.TextOID}, []any{[]byte("d")}, false},
+		{[]uint32{pgtype.TextOID}, []any{1}, false},
+		{[]uint32{pgtype.TextOID, pgtype.TextOID}, []any{"a"}, false},
+	} {
+		var m mergedArgs
+		if got := m.encode(&pgconn.StatementDescription{ParamOIDs: c.oids}, c.args); got != c.want {
+			t.Errorf("encode(%v, %v) = %v, want %v", c.oids, c.args, got, c.want)
 		}
 	}
 }

@@ -11,6 +11,13 @@ TOOLS   ?= $(HOME)/.cache/kassa/tools
 # the tests of kassa-bench's floor (they link Pebble for the bench's
 # yardstick alone). Every other target builds them.
 TEST_TAGS := daemon,bench
+# The test targets pipe go test -json through internal/testreport: a line
+# a package, the whole output of what failed, and a line for each skipped
+# test with its reason (go test without -v prints no skip's reason; a skip
+# without one fails the run). pipefail keeps go test's exit status.
+SHELL       := bash
+.SHELLFLAGS := -o pipefail -c
+REPORT      := $(GO) run ./internal/testreport
 
 .PHONY: all build run test test-short test-fuzz test-deps bench lint protos itest test-pg test-cluster btcd lnd regtest clean screenshots
 
@@ -35,7 +42,7 @@ run: build
 test: test-deps
 	$(GO) vet -tags $(TEST_TAGS) ./...
 	cov=$$(mktemp -d) && trap 'rm -rf "$$cov"' EXIT && \
-	KASSA_OPENAPI_COVERAGE=$$cov $(GO) test -tags $(TEST_TAGS) -race -count=1 -timeout 20m -skip '^TestOpenAPICoverage$$' $$($(GO) list ./... | grep -v '/itest') && \
+	KASSA_OPENAPI_COVERAGE=$$cov $(GO) test -json -tags $(TEST_TAGS) -race -count=1 -timeout 20m -skip '^TestOpenAPICoverage$$' $$($(GO) list ./... | grep -v '/itest') | $(REPORT) && \
 	KASSA_OPENAPI_COVERAGE=$$cov KASSA_OPENAPI_COVERAGE_CHECK=1 $(GO) test -tags $(TEST_TAGS) -count=1 -run '^TestOpenAPICoverage$$' -v ./kassatest/apitest
 	$(MAKE) test-fuzz
 
@@ -64,7 +71,7 @@ test-fuzz:
 # and the test binaries link without gcc (a third less CPU; `make test`
 # keeps cgo, which the race detector needs).
 test-short:
-	CGO_ENABLED=0 $(GO) test -short -count=1 ./...
+	CGO_ENABLED=0 $(GO) test -json -short -count=1 ./... | $(REPORT)
 
 # Runs the browser tests with KASSA_SCREENSHOTS set: they write the
 # screenshots the README links to docs/screenshots/ (otherwise to a
@@ -86,7 +93,7 @@ lnd:
 # built with the tag itest (without it go test ./... skips the package).
 # Never skipped: a daemon that cannot be built fails them.
 itest: btcd lnd
-	$(GO) test -tags itest,$(TEST_TAGS) -race -count=1 -timeout 20m ./itest/...
+	$(GO) test -json -tags itest,$(TEST_TAGS) -race -count=1 -timeout 20m ./itest/... | $(REPORT)
 	$(MAKE) test-pg
 	$(MAKE) test-cluster
 
@@ -100,7 +107,7 @@ itest: btcd lnd
 OWN_STORE_TESTS = TestClusterSigtermWithoutEtcd|TestClusterNodeCutOffFromEtcd|TestClusterRidesOutEtcd|TestHealthSaysStorageUnavailable|TestClusterInFlightAtNodeLoss|TestClusterKillAndStall
 test-pg:
 	@echo "test-pg leaves out $(OWN_STORE_TESTS): they start their own PostgreSQL and etcd (make test runs them); and TestDiskFull: it fills Pebble's disk"
-	KASSA_E2E_STORE=postgres $(GO) test -tags $(TEST_TAGS) -race -count=1 -timeout 20m -skip '^($(OWN_STORE_TESTS)|TestDiskFull)$$' ./cmd/kassa
+	KASSA_E2E_STORE=postgres $(GO) test -json -tags $(TEST_TAGS) -race -count=1 -timeout 20m -skip '^($(OWN_STORE_TESTS)|TestDiskFull)$$' ./cmd/kassa | $(REPORT)
 
 # The single-node end-to-end suite against three-node clusters (each
 # server a test starts is the first of three nodes over PostgreSQL and
@@ -109,7 +116,7 @@ test-pg:
 # runs the cluster code under -race.
 test-cluster:
 	@echo "test-cluster leaves out $(OWN_STORE_TESTS): they start their own PostgreSQL and etcd (make test runs them); TestDiskFull: it fills Pebble's disk; TestPayoutCrashPoints: it runs one process of a crashpoints build (on a cluster TestKill9DuringPayouts kills a node during payouts); TestBrowserTwoFactor: a passkey's relying party is one fixed localhost address"
-	KASSA_E2E_STORE=cluster $(GO) test -tags $(TEST_TAGS) -count=1 -timeout 20m -skip '^($(OWN_STORE_TESTS)|TestDiskFull|TestPayoutCrashPoints|TestBrowserTwoFactor)$$' ./cmd/kassa
+	KASSA_E2E_STORE=cluster $(GO) test -json -tags $(TEST_TAGS) -count=1 -timeout 20m -skip '^($(OWN_STORE_TESTS)|TestDiskFull|TestPayoutCrashPoints|TestBrowserTwoFactor)$$' ./cmd/kassa | $(REPORT)
 
 # A regtest btcd on loopback, a funded test wallet and Kassa serving
 # against it; type `pay ADDRESS SATS` or `mine N` (README, "Real node").

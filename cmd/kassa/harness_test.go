@@ -315,3 +315,13 @@ func (s *server) waitEvents(invoiceID string, n int) string {
 	})
 	return fmt.Sprint(s.events(invoiceID))
 }
+
+// step runs one named step of a long scenario as a subtest, so that the
+// output names the step that failed, and ends the scenario there: the
+// steps after it depend on what it left behind.
+func step(t *testing.T, name string, f func(t *testing.T)) {
+	t.Helper()
+	if !t.Run(name, f) {
+		t.FailNow()
+	}
+}

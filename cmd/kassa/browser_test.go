@@ -534,240 +534,296 @@ func shopReceiver(t *testing.T) string {
 // desktop and phone widths.
 func TestBrowserCheckout(t *testing.T) {
 	s, c := browserStore(t, "--currency", "EUR", "--logo-url", testLogo(t), "--brand-color", "#f7931a")
-	shop := shopReceiver(t)
-	b := newBrowser(t)
+	k := &checkoutScenario{t: t, s: s, c: c, shop: shopReceiver(t)}
+	k.b = newBrowser(t)
+	k.b.setWidth(desktopWidth, 900)
+
+	step(t, "Lightning: the waiting page, its tabs, wallet links and copy", k.lightningWaiting)
+	step(t, "Lightning: paid in place, with a receipt", k.lightningPaid)
+	step(t, "on-chain: seen with 0 confirmations, paid once mined", k.onchainConfirmation)
+	step(t, "underpaid: the rest due, on-chain only", k.underpaid)
+	step(t, "pay link on a phone: the page", k.payLinkPage)
+	step(t, "pay link: Pay, twice, opens one checkout", k.payLinkPayTwice)
+	step(t, "pay link: paid, returns to the shop", k.payLinkPaid)
+	step(t, "German checkout, seen on-chain", k.german)
+}
+
+// checkoutScenario is TestBrowserCheckout's server, store, shop and
+// browser, and what a step leaves for the next.
+type checkoutScenario struct {
+	t    *testing.T
+	s    *server
+	c    storeCreds
+	shop string // the shop's URL
+	b    *browser
+
+	lnID      string // the invoice paid over Lightning
+	prURL     string // the pay link's page
+	payLinkID string // the invoice the pay link opened
+}
+
+// lightningWaiting opens a new invoice's checkout: heading, amounts, logo,
+// countdown; the unified QR code first, the tabs switching in place by
+// click and by arrow key with their own wallet links; copying the address.
+func (k *checkoutScenario) lightningWaiting() {
+	t, b, s, c := k.t, k.b, k.s, k.c
+	inv := s.json("POST", "/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey, map[string]any{"amount": "12.5", "currency": "EUR", "orderId": "B-1"}, 200)
+	id, _ := inv["id"].(string)
+	link, _ := inv["checkoutLink"].(string)
+	if id == "" || link != s.url+"/checkout/"+id {
+		t.Fatalf("created invoice = %v", inv)
+	}
+	b.openCheckout(link)
+	if h := b.text("h1"); h != "Pay Browser shop" {
+		t.Fatalf("heading reads %q", h)
+	}
+	if o, f, btc := b.text("#order"), b.text("#fiat"), b.text("#btc"); o != "Order B-1" || f != "€12.50" || !strings.HasSuffix(btc, " BTC") {
+		t.Fatalf("order, amounts read %q, %q, %q", o, f, btc)
+	}
+	if !b.eval("logo drawn", `(() => { const i = document.querySelector("img.logo"); return !!i && i.complete && i.naturalWidth === 32; })()`) {
+		t.Fatal("the store's logo is not shown")
+	}
+	// The countdown runs: it shows another value a moment later.
+	first := b.text("#countdown-value")
+	b.waitTrue("countdown ticks", fmt.Sprintf(`document.getElementById("countdown-value").textContent !== %q`, first))
+	// The unified QR code first; the tabs switch in place, by click
+	// and by arrow key, and carry their own wallet link.
+	if sel := b.text(`[role="tab"][aria-selected="true"]`); sel != "Any wallet" {
+		t.Fatalf("selected tab %q", sel)
+	}
+	if href := browserRun(b, "open link", chromedp.Evaluate[string](`document.querySelector("#panel-unified a.open").getAttribute("href")`)); !strings.HasPrefix(href, "bitcoin:") || !strings.Contains(href, "lightning=LNBCRT") {
+		t.Fatalf("unified Open in wallet goes to %q", href)
+	}
+	b.markPage()
+	b.do("Lightning tab", chromedp.Click(chromedp.ID("tab-lightning")), chromedp.WaitVisible(chromedp.ID("panel-lightning")), chromedp.WaitNotVisible(chromedp.ID("panel-unified")))
+	if href := browserRun(b, "open link", chromedp.Evaluate[string](`document.querySelector("#panel-lightning a.open").getAttribute("href")`)); !strings.HasPrefix(href, "lightning:LNBCRT") {
+		t.Fatalf("Lightning Open in wallet goes to %q", href)
+	}
+	b.do("arrow to on-chain", chromedp.Focus(chromedp.ID("tab-lightning")), chromedp.KeyEvent(kb.ArrowRight), chromedp.WaitVisible(chromedp.ID("panel-onchain")))
+	if !b.eval("focus on the tab", `document.activeElement.id === "tab-onchain"`) || !b.stillSamePage() {
+		t.Fatal("the arrow key did not move to the on-chain tab in place")
+	}
+	// Copy: the button says so and the clipboard holds the address.
+	b.do("grant the clipboard", grantClipboard(s.url))
+	b.do("copy the address", chromedp.Click(chromedp.CSS(`#panel-onchain button[data-copy="o-address"]`)))
+	b.waitTrue("copied", `document.querySelector('#panel-onchain button[data-copy="o-address"]').textContent === "Copied"`)
+	addr, _ := inv["onchainAddress"].(string)
+	if got := browserRun(b, "clipboard", chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise)); got != addr {
+		t.Fatalf("clipboard holds %q, want the address %q", got, addr)
+	}
+	b.do("back to the unified tab", chromedp.Click(chromedp.ID("tab-unified")), chromedp.WaitVisible(chromedp.ID("panel-unified")))
+	b.noProblems()
+	b.checkAccessibility("checkout, waiting")
+	b.screenshots("checkout-waiting", desktopWidth)
+	k.lnID = id
+}
+
+// lightningPaid pays the invoice over Lightning from the page: it settles
+// in place and shows the receipt, and the API says Settled by Lightning.
+func (k *checkoutScenario) lightningPaid() {
+	t, b, s, c := k.t, k.b, k.s, k.c
+	id := k.lnID
+	b.clickSim("sim-ln", "Sent: ")
+	b.waitState("paid")
+	if !b.stillSamePage() {
+		t.Fatal("the checkout page reloaded; it should settle in place")
+	}
+	b.do("receipt shown", chromedp.WaitVisible(chromedp.ID("receipt")), chromedp.WaitNotVisible(chromedp.ID("countdown")))
+	if title, receipt := b.text("#state-title"), b.text("#receipt"); title != "Paid" || !strings.Contains(receipt, id) || !strings.Contains(receipt, "€12.50") || !strings.Contains(receipt, "Lightning") {
+		t.Fatalf("paid page: %q, receipt %q", title, receipt)
+	}
+	if b.eval("panels gone", `document.querySelectorAll(".panel").length > 0`) {
+		t.Fatal("the paid page still offers to pay")
+	}
+	b.noProblems()
+	b.checkAccessibility("checkout, paid")
+	b.screenshots("checkout-paid", desktopWidth)
+	if got := apiInvoice(s, c, id); got["status"] != "Settled" || got["paymentMethod"] != "BTC/Lightning" {
+		t.Fatalf("invoice over the API = %v / %v, want Settled by Lightning", got["status"], got["paymentMethod"])
+	}
+}
+
+// onchainConfirmation pays a new invoice on-chain from its page: seen,
+// 0 of 1 confirmations with the txid, Processing over the API; mined, it
+// settles in place with an on-chain receipt, Settled over the API.
+func (k *checkoutScenario) onchainConfirmation() {
+	t, b, s, c := k.t, k.b, k.s, k.c
+	inv := s.json("POST", "/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey, map[string]any{"amount": "20000", "currency": "SATS"}, 200)
+	id, _ := inv["id"].(string)
+	b.openCheckout(inv["checkoutLink"].(string))
+	b.markPage()
+	b.clickSim("sim-chain", "Sent: ")
+	b.waitState("seen")
+	txid := strings.TrimPrefix(b.text("#sim-result"), "Sent: ")
+	if title := b.text("#state-title"); title != "Payment seen, waiting for confirmation" {
+		t.Fatalf("state reads %q", title)
+	}
+	if conf, shown := b.text("#confirmations"), b.text("#txid"); conf != "Confirmations: 0 of 1" || shown != txid {
+		t.Fatalf("confirmations %q, txid %q (want %q)", conf, shown, txid)
+	}
+	if got := apiInvoice(s, c, id); got["status"] != "Processing" {
+		t.Fatalf("invoice over the API = %v, want Processing", got["status"])
+	}
+	b.noProblems()
+	b.checkAccessibility("checkout, waiting for confirmation")
+	b.screenshots("checkout-confirming", desktopWidth)
+
+	b.clickSim("sim-mine", "Mined, height ")
+	b.waitState("paid")
+	if !b.stillSamePage() {
+		t.Fatal("the checkout page reloaded; it should settle in place")
+	}
+	if receipt := b.text("#receipt"); !strings.Contains(receipt, "On-chain") || !strings.Contains(receipt, txid) {
+		t.Fatalf("receipt %q, want on-chain with %s", receipt, txid)
+	}
+	b.noProblems()
+	if got := apiInvoice(s, c, id); got["status"] != "Settled" || got["paymentMethod"] != "BTC/BTC" {
+		t.Fatalf("invoice over the API = %v / %v, want Settled on-chain", got["status"], got["paymentMethod"])
+	}
+}
+
+// underpaid pays a third of an invoice on-chain: the page shows the rest
+// due, offers no Lightning invoice, and the rest as the amount to copy.
+func (k *checkoutScenario) underpaid() {
+	t, b, s, c := k.t, k.b, k.s, k.c
+	inv := s.json("POST", "/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey, map[string]any{"amount": "30000", "currency": "SATS"}, 200)
+	id, _ := inv["id"].(string)
+	b.openCheckout(inv["checkoutLink"].(string))
+	s.mustCLI("sim", "pay", id, "--method", "onchain", "--amount", "10000")
+	b.waitState("underpaid")
+	if text := b.text("#state"); !strings.Contains(text, "Still due: 0.00020000 BTC (20,000 sats)") {
+		t.Fatalf("underpaid page says %q", text)
+	}
+	if b.eval("Lightning offered", `!!document.getElementById("panel-lightning")`) {
+		t.Fatal("the Lightning invoice is offered for the rest; it can only pay the whole amount")
+	}
+	if amount := b.text("#o-amount"); amount != "0.0002" {
+		t.Fatalf("amount to copy %q, want the rest, 0.0002", amount)
+	}
+	b.noProblems()
+	b.checkAccessibility("checkout, underpaid")
+	b.screenshots("checkout-underpaid", desktopWidth)
+}
+
+// payLinkPage opens a pay link on a phone: title, amount, discount, the
+// customer's email, no internal note, no side scroll.
+func (k *checkoutScenario) payLinkPage() {
+	t, b, s, c, shop := k.t, k.b, k.s, k.c, k.shop
+	b.setWidth(phoneWidth, 740)
+	pr := s.json("POST", "/api/v1/stores/"+c.StoreID+"/payment-requests", c.APIKey,
+		map[string]any{"amount": 25.5, "title": "Hiking boots", "currency": "EUR", "description": "Brown, size 43", "discount": 5,
+			"customerEmail": "buyer@example.com", "internalNote": "VIP customer, secret", "redirectUrl": shop + "/thanks"}, 200)
+	prURL, _ := pr["url"].(string)
+	if prURL == "" {
+		t.Fatalf("pay link = %v", pr)
+	}
+	b.do("open "+prURL, chromedp.Navigate(prURL), chromedp.WaitVisible(chromedp.CSS(`form button[type="submit"]`)))
+	if h, a, from := b.text("h1"), b.text(".amount"), b.text(".store"); h != "Hiking boots" || a != "€25.50" || from != "Payment request from Browser shop" {
+		t.Fatalf("pay link reads %q, %q, %q", h, a, from)
+	}
+	if d := b.text(".discount"); !strings.Contains(d, "save 5%: you pay €24.23 in bitcoin") || !strings.Contains(d, "BTC at the current rate") {
+		t.Fatalf("discount reads %q", d)
+	}
+	if email := browserRun(b, "email", chromedp.Evaluate[string](`document.getElementById("email").value`)); email != "buyer@example.com" {
+		t.Fatalf("email field holds %q", email)
+	}
+	if b.eval("internal note", `document.documentElement.outerHTML.includes("VIP customer")`) {
+		t.Fatal("the pay link page shows the internal note")
+	}
+	b.noSideScroll("the pay link page")
+	b.noProblems()
+	b.checkAccessibility("pay link")
+	b.screenshots("paylink", phoneWidth)
+	k.prURL = prURL
+}
+
+// payLinkPayTwice clicks Pay twice: both open the same checkout, of the
+// discounted amount, and one invoice is created.
+func (k *checkoutScenario) payLinkPayTwice() {
+	t, b, s, c := k.t, k.b, k.s, k.c
+	prURL := k.prURL
+	// Pay, twice: the second click opens the same checkout.
+	before := s.list("/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey)
+	b.do("pay", chromedp.Click(chromedp.CSS(`form button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS("#state-title")))
+	loc := browserRun(b, "location", chromedp.Location())
+	u, err := url.Parse(loc)
+	if err != nil || !strings.HasPrefix(loc, s.url+"/checkout/") {
+		t.Fatalf("Pay landed on %q, want %s/checkout/...", loc, s.url)
+	}
+	id := strings.TrimPrefix(u.Path, "/checkout/")
+	b.do("back to the pay link", chromedp.Navigate(prURL), chromedp.WaitVisible(chromedp.CSS(`form button[type="submit"]`)))
+	b.do("pay again", chromedp.Click(chromedp.CSS(`form button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS("#state-title")))
+	if again := browserRun(b, "location", chromedp.Location()); !strings.Contains(again, "/checkout/"+id) {
+		t.Fatalf("the second click on Pay went to %q, want the same checkout %s", again, id)
+	}
+	b.checkCheckout()
+	b.noSideScroll("the checkout page")
+	if f := b.text("#fiat"); f != "€24.23" {
+		t.Fatalf("checkout amount %q, want the discounted €24.23", f)
+	}
+	if after := s.list("/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey); len(after) != len(before)+1 || after[0]["id"] != id {
+		t.Fatalf("%d invoices before paying, %d after two clicks on Pay (newest %v); want one more, %s", len(before), len(after), after[0]["id"], id)
+	}
+	b.checkAccessibility("checkout on a phone")
+	if got := apiInvoice(s, c, id); got["storeId"] != c.StoreID || got["currency"] != "EUR" || num(got, "invoiceAmount") != 24.23 || got["status"] != "New" {
+		t.Fatalf("pay link invoice = store %v, %v %v, %v; want store %s, 24.23 EUR, New", got["storeId"], got["invoiceAmount"], got["currency"], got["status"], c.StoreID)
+	}
+	k.payLinkID = id
+}
+
+// payLinkPaid pays the pay link's invoice: the page flips to paid and
+// returns to the shop by itself, and the invoice is Settled.
+func (k *checkoutScenario) payLinkPaid() {
+	t, b, s, c, shop := k.t, k.b, k.s, k.c, k.shop
+	id := k.payLinkID
+	b.clickSim("sim-ln", "Sent: ")
+	// The page flips to paid, with a return button and the notice that
+	// it goes back to the shop, and then goes there by itself. On a
+	// slow machine it may be at the shop before the test looks, which
+	// proves the flip as well: only a paid page redirects.
+	b.waitAcross("paid, returning to the shop", fmt.Sprintf(`(() => {
+		if (location.href === %q) { return true; }
+		const l = document.getElementById("live"), back = document.getElementById("back"), note = document.getElementById("redirecting");
+		return !!l && l.dataset.state === "paid" && !!back && back.offsetParent !== null && !!note && note.offsetParent !== null;
+	})()`, shop+"/thanks"))
+	b.waitAcross("back at the shop", fmt.Sprintf(`location.href === %q && !!document.getElementById("shop")`, shop+"/thanks"))
+	if loc := browserRun(b, "location", chromedp.Location()); loc != shop+"/thanks" {
+		t.Fatalf("redirected to %q, want %s/thanks", loc, shop)
+	}
+	if got := apiInvoice(s, c, id); got["status"] != "Settled" {
+		t.Fatalf("pay link invoice is %v", got["status"])
+	}
 	b.setWidth(desktopWidth, 900)
+}
 
-	t.Run("Lightning", func(t *testing.T) {
-		b := b.sub(t)
-		inv := s.json("POST", "/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey, map[string]any{"amount": "12.5", "currency": "EUR", "orderId": "B-1"}, 200)
-		id, _ := inv["id"].(string)
-		link, _ := inv["checkoutLink"].(string)
-		if id == "" || link != s.url+"/checkout/"+id {
-			t.Fatalf("created invoice = %v", inv)
+// german opens a checkout in German: its texts and page language; paid
+// on-chain, it shows the seen state in German, in place.
+func (k *checkoutScenario) german() {
+	t, b, s, c := k.t, k.b, k.s, k.c
+	inv := s.json("POST", "/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey, map[string]any{"amount": "9", "currency": "EUR", "orderId": "D-4"}, 200)
+	b.do("open in German", chromedp.Navigate(inv["checkoutLink"].(string)+"?lang=de"), chromedp.WaitVisible(chromedp.CSS("#state-title")))
+	want := map[string]string{"h1": "Browser shop bezahlen", "#order": "Bestellung D-4", "#state-title": "Warten auf Ihre Zahlung",
+		`[role="tab"][aria-selected="true"]`: "Jede Wallet", "#panel-unified a.open": "In der Wallet öffnen", "#sim-ln": "Per Lightning bezahlen"}
+	for sel, text := range want {
+		if got := b.text(sel); got != text {
+			t.Errorf("%s reads %q, want %q", sel, got, text)
 		}
-		b.openCheckout(link)
-		if h := b.text("h1"); h != "Pay Browser shop" {
-			t.Fatalf("heading reads %q", h)
-		}
-		if o, f, btc := b.text("#order"), b.text("#fiat"), b.text("#btc"); o != "Order B-1" || f != "€12.50" || !strings.HasSuffix(btc, " BTC") {
-			t.Fatalf("order, amounts read %q, %q, %q", o, f, btc)
-		}
-		if !b.eval("logo drawn", `(() => { const i = document.querySelector("img.logo"); return !!i && i.complete && i.naturalWidth === 32; })()`) {
-			t.Fatal("the store's logo is not shown")
-		}
-		// The countdown runs: it shows another value a moment later.
-		first := b.text("#countdown-value")
-		b.waitTrue("countdown ticks", fmt.Sprintf(`document.getElementById("countdown-value").textContent !== %q`, first))
-		// The unified QR code first; the tabs switch in place, by click
-		// and by arrow key, and carry their own wallet link.
-		if sel := b.text(`[role="tab"][aria-selected="true"]`); sel != "Any wallet" {
-			t.Fatalf("selected tab %q", sel)
-		}
-		if href := browserRun(b, "open link", chromedp.Evaluate[string](`document.querySelector("#panel-unified a.open").getAttribute("href")`)); !strings.HasPrefix(href, "bitcoin:") || !strings.Contains(href, "lightning=LNBCRT") {
-			t.Fatalf("unified Open in wallet goes to %q", href)
-		}
-		b.markPage()
-		b.do("Lightning tab", chromedp.Click(chromedp.ID("tab-lightning")), chromedp.WaitVisible(chromedp.ID("panel-lightning")), chromedp.WaitNotVisible(chromedp.ID("panel-unified")))
-		if href := browserRun(b, "open link", chromedp.Evaluate[string](`document.querySelector("#panel-lightning a.open").getAttribute("href")`)); !strings.HasPrefix(href, "lightning:LNBCRT") {
-			t.Fatalf("Lightning Open in wallet goes to %q", href)
-		}
-		b.do("arrow to on-chain", chromedp.Focus(chromedp.ID("tab-lightning")), chromedp.KeyEvent(kb.ArrowRight), chromedp.WaitVisible(chromedp.ID("panel-onchain")))
-		if !b.eval("focus on the tab", `document.activeElement.id === "tab-onchain"`) || !b.stillSamePage() {
-			t.Fatal("the arrow key did not move to the on-chain tab in place")
-		}
-		// Copy: the button says so and the clipboard holds the address.
-		b.do("grant the clipboard", grantClipboard(s.url))
-		b.do("copy the address", chromedp.Click(chromedp.CSS(`#panel-onchain button[data-copy="o-address"]`)))
-		b.waitTrue("copied", `document.querySelector('#panel-onchain button[data-copy="o-address"]').textContent === "Copied"`)
-		addr, _ := inv["onchainAddress"].(string)
-		if got := browserRun(b, "clipboard", chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise)); got != addr {
-			t.Fatalf("clipboard holds %q, want the address %q", got, addr)
-		}
-		b.do("back to the unified tab", chromedp.Click(chromedp.ID("tab-unified")), chromedp.WaitVisible(chromedp.ID("panel-unified")))
-		b.noProblems()
-		b.checkAccessibility("checkout, waiting")
-		b.screenshots("checkout-waiting", desktopWidth)
-
-		b.clickSim("sim-ln", "Sent: ")
-		b.waitState("paid")
-		if !b.stillSamePage() {
-			t.Fatal("the checkout page reloaded; it should settle in place")
-		}
-		b.do("receipt shown", chromedp.WaitVisible(chromedp.ID("receipt")), chromedp.WaitNotVisible(chromedp.ID("countdown")))
-		if title, receipt := b.text("#state-title"), b.text("#receipt"); title != "Paid" || !strings.Contains(receipt, id) || !strings.Contains(receipt, "€12.50") || !strings.Contains(receipt, "Lightning") {
-			t.Fatalf("paid page: %q, receipt %q", title, receipt)
-		}
-		if b.eval("panels gone", `document.querySelectorAll(".panel").length > 0`) {
-			t.Fatal("the paid page still offers to pay")
-		}
-		b.noProblems()
-		b.checkAccessibility("checkout, paid")
-		b.screenshots("checkout-paid", desktopWidth)
-		if got := apiInvoice(s, c, id); got["status"] != "Settled" || got["paymentMethod"] != "BTC/Lightning" {
-			t.Fatalf("invoice over the API = %v / %v, want Settled by Lightning", got["status"], got["paymentMethod"])
-		}
-	})
-
-	t.Run("OnchainConfirmation", func(t *testing.T) {
-		b := b.sub(t)
-		inv := s.json("POST", "/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey, map[string]any{"amount": "20000", "currency": "SATS"}, 200)
-		id, _ := inv["id"].(string)
-		b.openCheckout(inv["checkoutLink"].(string))
-		b.markPage()
-		b.clickSim("sim-chain", "Sent: ")
-		b.waitState("seen")
-		txid := strings.TrimPrefix(b.text("#sim-result"), "Sent: ")
-		if title := b.text("#state-title"); title != "Payment seen, waiting for confirmation" {
-			t.Fatalf("state reads %q", title)
-		}
-		if conf, shown := b.text("#confirmations"), b.text("#txid"); conf != "Confirmations: 0 of 1" || shown != txid {
-			t.Fatalf("confirmations %q, txid %q (want %q)", conf, shown, txid)
-		}
-		if got := apiInvoice(s, c, id); got["status"] != "Processing" {
-			t.Fatalf("invoice over the API = %v, want Processing", got["status"])
-		}
-		b.noProblems()
-		b.checkAccessibility("checkout, waiting for confirmation")
-		b.screenshots("checkout-confirming", desktopWidth)
-
-		b.clickSim("sim-mine", "Mined, height ")
-		b.waitState("paid")
-		if !b.stillSamePage() {
-			t.Fatal("the checkout page reloaded; it should settle in place")
-		}
-		if receipt := b.text("#receipt"); !strings.Contains(receipt, "On-chain") || !strings.Contains(receipt, txid) {
-			t.Fatalf("receipt %q, want on-chain with %s", receipt, txid)
-		}
-		b.noProblems()
-		if got := apiInvoice(s, c, id); got["status"] != "Settled" || got["paymentMethod"] != "BTC/BTC" {
-			t.Fatalf("invoice over the API = %v / %v, want Settled on-chain", got["status"], got["paymentMethod"])
-		}
-	})
-
-	t.Run("Underpaid", func(t *testing.T) {
-		b := b.sub(t)
-		inv := s.json("POST", "/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey, map[string]any{"amount": "30000", "currency": "SATS"}, 200)
-		id, _ := inv["id"].(string)
-		b.openCheckout(inv["checkoutLink"].(string))
-		s.mustCLI("sim", "pay", id, "--method", "onchain", "--amount", "10000")
-		b.waitState("underpaid")
-		if text := b.text("#state"); !strings.Contains(text, "Still due: 0.00020000 BTC (20,000 sats)") {
-			t.Fatalf("underpaid page says %q", text)
-		}
-		if b.eval("Lightning offered", `!!document.getElementById("panel-lightning")`) {
-			t.Fatal("the Lightning invoice is offered for the rest; it can only pay the whole amount")
-		}
-		if amount := b.text("#o-amount"); amount != "0.0002" {
-			t.Fatalf("amount to copy %q, want the rest, 0.0002", amount)
-		}
-		b.noProblems()
-		b.checkAccessibility("checkout, underpaid")
-		b.screenshots("checkout-underpaid", desktopWidth)
-	})
-
-	t.Run("PayLinkPhone", func(t *testing.T) {
-		b := b.sub(t)
-		b.setWidth(phoneWidth, 740)
-		pr := s.json("POST", "/api/v1/stores/"+c.StoreID+"/payment-requests", c.APIKey,
-			map[string]any{"amount": 25.5, "title": "Hiking boots", "currency": "EUR", "description": "Brown, size 43", "discount": 5,
-				"customerEmail": "buyer@example.com", "internalNote": "VIP customer, secret", "redirectUrl": shop + "/thanks"}, 200)
-		prURL, _ := pr["url"].(string)
-		if prURL == "" {
-			t.Fatalf("pay link = %v", pr)
-		}
-		b.do("open "+prURL, chromedp.Navigate(prURL), chromedp.WaitVisible(chromedp.CSS(`form button[type="submit"]`)))
-		if h, a, from := b.text("h1"), b.text(".amount"), b.text(".store"); h != "Hiking boots" || a != "€25.50" || from != "Payment request from Browser shop" {
-			t.Fatalf("pay link reads %q, %q, %q", h, a, from)
-		}
-		if d := b.text(".discount"); !strings.Contains(d, "save 5%: you pay €24.23 in bitcoin") || !strings.Contains(d, "BTC at the current rate") {
-			t.Fatalf("discount reads %q", d)
-		}
-		if email := browserRun(b, "email", chromedp.Evaluate[string](`document.getElementById("email").value`)); email != "buyer@example.com" {
-			t.Fatalf("email field holds %q", email)
-		}
-		if b.eval("internal note", `document.documentElement.outerHTML.includes("VIP customer")`) {
-			t.Fatal("the pay link page shows the internal note")
-		}
-		b.noSideScroll("the pay link page")
-		b.noProblems()
-		b.checkAccessibility("pay link")
-		b.screenshots("paylink", phoneWidth)
-
-		// Pay, twice: the second click opens the same checkout.
-		before := s.list("/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey)
-		b.do("pay", chromedp.Click(chromedp.CSS(`form button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS("#state-title")))
-		loc := browserRun(b, "location", chromedp.Location())
-		u, err := url.Parse(loc)
-		if err != nil || !strings.HasPrefix(loc, s.url+"/checkout/") {
-			t.Fatalf("Pay landed on %q, want %s/checkout/...", loc, s.url)
-		}
-		id := strings.TrimPrefix(u.Path, "/checkout/")
-		b.do("back to the pay link", chromedp.Navigate(prURL), chromedp.WaitVisible(chromedp.CSS(`form button[type="submit"]`)))
-		b.do("pay again", chromedp.Click(chromedp.CSS(`form button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS("#state-title")))
-		if again := browserRun(b, "location", chromedp.Location()); !strings.Contains(again, "/checkout/"+id) {
-			t.Fatalf("the second click on Pay went to %q, want the same checkout %s", again, id)
-		}
-		b.checkCheckout()
-		b.noSideScroll("the checkout page")
-		if f := b.text("#fiat"); f != "€24.23" {
-			t.Fatalf("checkout amount %q, want the discounted €24.23", f)
-		}
-		if after := s.list("/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey); len(after) != len(before)+1 || after[0]["id"] != id {
-			t.Fatalf("%d invoices before paying, %d after two clicks on Pay (newest %v); want one more, %s", len(before), len(after), after[0]["id"], id)
-		}
-		b.checkAccessibility("checkout on a phone")
-		if got := apiInvoice(s, c, id); got["storeId"] != c.StoreID || got["currency"] != "EUR" || num(got, "invoiceAmount") != 24.23 || got["status"] != "New" {
-			t.Fatalf("pay link invoice = store %v, %v %v, %v; want store %s, 24.23 EUR, New", got["storeId"], got["invoiceAmount"], got["currency"], got["status"], c.StoreID)
-		}
-
-		b.clickSim("sim-ln", "Sent: ")
-		// The page flips to paid, with a return button and the notice that
-		// it goes back to the shop, and then goes there by itself. On a
-		// slow machine it may be at the shop before the test looks, which
-		// proves the flip as well: only a paid page redirects.
-		b.waitAcross("paid, returning to the shop", fmt.Sprintf(`(() => {
-			if (location.href === %q) { return true; }
-			const l = document.getElementById("live"), back = document.getElementById("back"), note = document.getElementById("redirecting");
-			return !!l && l.dataset.state === "paid" && !!back && back.offsetParent !== null && !!note && note.offsetParent !== null;
-		})()`, shop+"/thanks"))
-		b.waitAcross("back at the shop", fmt.Sprintf(`location.href === %q && !!document.getElementById("shop")`, shop+"/thanks"))
-		if loc := browserRun(b, "location", chromedp.Location()); loc != shop+"/thanks" {
-			t.Fatalf("redirected to %q, want %s/thanks", loc, shop)
-		}
-		if got := apiInvoice(s, c, id); got["status"] != "Settled" {
-			t.Fatalf("pay link invoice is %v", got["status"])
-		}
-		b.setWidth(desktopWidth, 900)
-	})
-
-	t.Run("German", func(t *testing.T) {
-		b := b.sub(t)
-		inv := s.json("POST", "/api/v1/stores/"+c.StoreID+"/invoices", c.APIKey, map[string]any{"amount": "9", "currency": "EUR", "orderId": "D-4"}, 200)
-		b.do("open in German", chromedp.Navigate(inv["checkoutLink"].(string)+"?lang=de"), chromedp.WaitVisible(chromedp.CSS("#state-title")))
-		want := map[string]string{"h1": "Browser shop bezahlen", "#order": "Bestellung D-4", "#state-title": "Warten auf Ihre Zahlung",
-			`[role="tab"][aria-selected="true"]`: "Jede Wallet", "#panel-unified a.open": "In der Wallet öffnen", "#sim-ln": "Per Lightning bezahlen"}
-		for sel, text := range want {
-			if got := b.text(sel); got != text {
-				t.Errorf("%s reads %q, want %q", sel, got, text)
-			}
-		}
-		if lang := browserRun(b, "lang", chromedp.Evaluate[string](`document.documentElement.lang`)); lang != "de" {
-			t.Errorf("page language %q", lang)
-		}
-		b.markPage()
-		b.clickSim("sim-chain", "Gesendet: ")
-		b.waitState("seen")
-		if title := b.text("#state-title"); title != "Zahlung erkannt, warten auf Bestätigung" {
-			t.Fatalf("state reads %q", title)
-		}
-		if !b.stillSamePage() {
-			t.Fatal("the page reloaded")
-		}
-		b.noProblems()
-		b.checkAccessibility("checkout in German")
-		b.screenshots("checkout-confirming-de", desktopWidth)
-	})
+	}
+	if lang := browserRun(b, "lang", chromedp.Evaluate[string](`document.documentElement.lang`)); lang != "de" {
+		t.Errorf("page language %q", lang)
+	}
+	b.markPage()
+	b.clickSim("sim-chain", "Gesendet: ")
+	b.waitState("seen")
+	if title := b.text("#state-title"); title != "Zahlung erkannt, warten auf Bestätigung" {
+		t.Fatalf("state reads %q", title)
+	}
+	if !b.stillSamePage() {
+		t.Fatal("the page reloaded")
+	}
+	b.noProblems()
+	b.checkAccessibility("checkout in German")
+	b.screenshots("checkout-confirming-de", desktopWidth)
 }
 
 // TestBrowserCheckoutExpired lets invoices expire (a server with a short

@@ -167,11 +167,14 @@ func (l *loadLedger) add(id, store, how string) {
 // through the simulators, webhooks to a local receiver), kills one with
 // SIGKILL, stops another with SIGSTOP for longer than its etcd lease and
 // wakes it again: it finds its membership lost and joins again under a
-// new member id, without a restart. Then every acknowledged invoice is there, every settled
-// one has exactly one transfer and one fee line, balances add up, every
-// event was delivered in order per endpoint, every open invoice expired
-// within expiryBound of its deadline, and the stalled node's writes after
-// it woke were refused by the journal.
+// new member id, without a restart. Then every acknowledged invoice is
+// there, every settled one has exactly one transfer and one fee line,
+// balances add up, every event was delivered in order per endpoint,
+// every open invoice expired within expiryBound of its deadline, each
+// create request made one invoice at most (an acknowledged one, the
+// invoice it was answered with), and the stalled node's writes after it
+// woke were refused (by the membership fence, its step-down or the
+// journal).
 func TestClusterKillAndStall(t *testing.T) {
 	nodes, _ := startCluster(t, 3, "--dev", "--invoice-expiry", clusterExpiry.String())
 	sc := &killStall{t: t, nodes: nodes, rcv: newReceiver(t), stop: make(chan struct{}),

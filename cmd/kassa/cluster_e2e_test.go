@@ -167,162 +167,223 @@ func (l *loadLedger) add(id, store, how string) {
 // through the simulators, webhooks to a local receiver), kills one with
 // SIGKILL, stops another with SIGSTOP for longer than its etcd lease and
 // wakes it again: it finds its membership lost and joins again under a
-// new member id, without a restart. Then every acknowledged invoice is there, every settled
-// one has exactly one transfer and one fee line, balances add up, every
-// event was delivered in order per endpoint, every open invoice expired
-// within expiryBound of its deadline, and the stalled node's writes after
-// it woke were refused by the journal.
+// new member id, without a restart. Then every acknowledged invoice is
+// there, every settled one has exactly one transfer and one fee line,
+// balances add up, every event was delivered in order per endpoint,
+// every open invoice expired within expiryBound of its deadline, each
+// create request made one invoice at most (an acknowledged one, the
+// invoice it was answered with), and the stalled node's writes after it
+// woke were refused (by the membership fence, its step-down or the
+// journal).
 func TestClusterKillAndStall(t *testing.T) {
 	nodes, _ := startCluster(t, 3, "--dev", "--invoice-expiry", clusterExpiry.String())
-	rcv := newReceiver(t)
+	sc := &killStall{t: t, nodes: nodes, rcv: newReceiver(t), stop: make(chan struct{}),
+		ledger: &loadLedger{paid: map[string]string{}, store: map[string]string{}, orders: map[string]string{}, acked: map[int]int{}}}
 
-	type shop struct {
-		creds storeCreds
-		path  string
-	}
-	var shops []shop
+	step(t, "create nine stores, each with a webhook added through the next node", sc.createShops)
+	step(t, "load every node", sc.startLoad)
+	step(t, "pick two nodes that run stores and kill one (SIGKILL)", sc.kill)
+	step(t, "stall the other (SIGSTOP) past its lease and the invoices' expiry, and wake it", sc.stall)
+	step(t, "the stalled node joins the cluster again without a restart", sc.rejoin)
+	step(t, "load through the node that joined again, then stop the load", sc.stopLoad)
+	step(t, "the live nodes see two members", sc.twoMembers)
+	sc.ledger.mu.Lock()
+	defer sc.ledger.mu.Unlock()
+	step(t, "each live node acknowledged creates", sc.liveNodesAcked)
+	step(t, "every acknowledged invoice ends Settled or Expired", sc.invoicesEnd)
+	step(t, "one transfer and one fee line per settled invoice; balances add up", sc.ledgerAddsUp)
+	step(t, "every event delivered in order per endpoint, every expiry within the bound", sc.webhooksDelivered)
+	step(t, "one invoice per create request", sc.oneInvoicePerCreate)
+	step(t, "the stalled node's writes after it woke were refused", sc.staleWritesRefused)
+}
+
+// killStall is TestClusterKillAndStall's scenario: the nodes, the shops
+// and the load's ledger its steps share, and what each step found.
+type killStall struct {
+	t     *testing.T
+	nodes []*server
+	rcv   *receiver
+	shops []killStallShop
+
+	ledger  *loadLedger
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	failMu  sync.Mutex
+	refused []string
+
+	killed, stalled, survivor int
+	killedAt, stalledAt       time.Time
+	stalledLog                string // the stalled node's log once it joined again
+	loadEnd                   time.Time
+	live                      []*server
+	final                     map[string]map[string]any // invoice id → the invoice as it ended
+}
+
+// killStallShop is a store of the scenario and its webhook endpoint's
+// path on the receiver.
+type killStallShop struct {
+	creds storeCreds
+	path  string
+}
+
+func (sc *killStall) createShops() {
 	for i := 0; i < 9; i++ {
-		s := nodes[i%3]
+		s := sc.nodes[i%3]
 		c := s.createStore("--name", fmt.Sprintf("Shop %d", i), "--percent-fee", "1")
 		path := fmt.Sprintf("/shop%d", i)
-		addWebhook(t, nodes[(i+1)%3], c, map[string]any{"url": rcv.url(path)})
-		shops = append(shops, shop{c, path})
+		addWebhook(sc.t, sc.nodes[(i+1)%3], c, map[string]any{"url": sc.rcv.url(path)})
+		sc.shops = append(sc.shops, killStallShop{c, path})
 	}
+}
 
-	ledger := &loadLedger{paid: map[string]string{}, store: map[string]string{}, orders: map[string]string{}, acked: map[int]int{}}
-	var (
-		stop    = make(chan struct{})
-		wg      sync.WaitGroup
-		failMu  sync.Mutex
-		refused []string
-	)
-	// load drives node n (s) until the test stops it or the process ends.
-	load := func(n int, s *server) {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-s.done:
-				return
-			default:
-			}
-			sh := shops[rand.IntN(len(shops))]
-			orderID := fmt.Sprintf("load-%d-%d-%d", n, s.cmd.Process.Pid, i)
-			start := time.Now()
-			status, body, err := post(s, "/api/v1/stores/"+sh.creds.StoreID+"/invoices", sh.creds.APIKey,
-				map[string]any{"amount": "5000", "currency": "SATS", "orderId": orderID})
-			call := timedCall{start: start, end: time.Now(), status: status}
-			if err != nil || status != 200 {
-				ledger.order(orderID, "", n, call)
-				failMu.Lock()
-				refused = append(refused, fmt.Sprintf("node %d: %d %v %s", n, status, err, body))
-				failMu.Unlock()
-				time.Sleep(50 * time.Millisecond) // a node going away refuses at once
-				continue
-			}
-			var inv struct{ ID string }
-			_ = json.Unmarshal(body, &inv)
-			ledger.order(orderID, inv.ID, n, call)
-			how := ""
-			switch i % 3 {
-			case 0:
-				if _, err := s.cli("sim", "pay", inv.ID, "--method", "lightning"); err == nil {
-					how = "lightning"
-				}
-			case 1:
-				// Each node simulates a chain of its own: a payment
-				// that node's mempool took but did not mine (the node
-				// was killed or stopped in between) stays unconfirmed
-				// for good, and its invoice Processing.
-				how = unmined
-				if _, err := s.cli("sim", "pay", inv.ID, "--method", "onchain"); err == nil {
-					if _, err := s.cli("sim", "mine", "1"); err == nil {
-						how = "onchain"
-					}
-				}
-			}
-			ledger.add(inv.ID, sh.creds.StoreID, how)
+func (sc *killStall) startLoad() {
+	for n, s := range sc.nodes {
+		sc.wg.Add(1)
+		go sc.load(n, s)
+	}
+}
+
+// load drives node n (s) until the test stops it or the process ends.
+func (sc *killStall) load(n int, s *server) {
+	defer sc.wg.Done()
+	for i := 0; ; i++ {
+		select {
+		case <-sc.stop:
+			return
+		case <-s.done:
+			return
+		default:
 		}
+		sh := sc.shops[rand.IntN(len(sc.shops))]
+		orderID := fmt.Sprintf("load-%d-%d-%d", n, s.cmd.Process.Pid, i)
+		start := time.Now()
+		status, body, err := post(s, "/api/v1/stores/"+sh.creds.StoreID+"/invoices", sh.creds.APIKey,
+			map[string]any{"amount": "5000", "currency": "SATS", "orderId": orderID})
+		call := timedCall{start: start, end: time.Now(), status: status}
+		if err != nil || status != 200 {
+			sc.ledger.order(orderID, "", n, call)
+			sc.failMu.Lock()
+			sc.refused = append(sc.refused, fmt.Sprintf("node %d: %d %v %s", n, status, err, body))
+			sc.failMu.Unlock()
+			time.Sleep(50 * time.Millisecond) // a node going away refuses at once
+			continue
+		}
+		var inv struct{ ID string }
+		_ = json.Unmarshal(body, &inv)
+		sc.ledger.order(orderID, inv.ID, n, call)
+		how := ""
+		switch i % 3 {
+		case 0:
+			if _, err := s.cli("sim", "pay", inv.ID, "--method", "lightning"); err == nil {
+				how = "lightning"
+			}
+		case 1:
+			// Each node simulates a chain of its own: a payment
+			// that node's mempool took but did not mine (the node
+			// was killed or stopped in between) stays unconfirmed
+			// for good, and its invoice Processing.
+			how = unmined
+			if _, err := s.cli("sim", "pay", inv.ID, "--method", "onchain"); err == nil {
+				if _, err := s.cli("sim", "mine", "1"); err == nil {
+					how = "onchain"
+				}
+			}
+		}
+		sc.ledger.add(inv.ID, sh.creds.StoreID, how)
 	}
-	for n, s := range nodes {
-		wg.Add(1)
-		go load(n, s)
-	}
+}
 
-	// The victims: two nodes that run stores.
+// kill picks the victims, two nodes that run stores, after steady load,
+// and kills the first.
+func (sc *killStall) kill() {
+	t := sc.t
 	time.Sleep(4 * time.Second) // steady load before the faults
 	var victims []int
-	for n, s := range nodes {
+	for n, s := range sc.nodes {
 		if clusterHealth(s).Stores > 0 {
 			victims = append(victims, n)
 		}
 	}
 	if len(victims) < 2 {
-		close(stop)
-		wg.Wait()
+		close(sc.stop)
+		sc.wg.Wait()
 		t.Fatalf("nine stores run on %d node(s): placement does not spread", len(victims))
 	}
-	killed, stalled := victims[0], victims[1]
-	survivor := 3 - killed - stalled
-	killedAt := time.Now()
-	nodes[killed].Kill()
-	t.Logf("killed node %d (SIGKILL) at %s", killed, killedAt.Format("15:04:05.000"))
+	sc.killed, sc.stalled = victims[0], victims[1]
+	sc.survivor = 3 - sc.killed - sc.stalled
+	sc.killedAt = time.Now()
+	sc.nodes[sc.killed].Kill()
+	t.Logf("killed node %d (SIGKILL) at %s", sc.killed, sc.killedAt.Format("15:04:05.000"))
+}
 
+func (sc *killStall) stall() {
+	t := sc.t
 	time.Sleep(2 * time.Second)
 	// Fresh open invoices on every store right before the stall, so that
 	// the stalled node holds invoices that expire while it sleeps.
-	for _, sh := range shops {
-		if status, body, err := post(nodes[survivor], "/api/v1/stores/"+sh.creds.StoreID+"/invoices", sh.creds.APIKey,
+	for _, sh := range sc.shops {
+		if status, body, err := post(sc.nodes[sc.survivor], "/api/v1/stores/"+sh.creds.StoreID+"/invoices", sh.creds.APIKey,
 			map[string]any{"amount": "3000", "currency": "SATS"}); err == nil && status == 200 {
 			var inv struct{ ID string }
 			_ = json.Unmarshal(body, &inv)
-			ledger.add(inv.ID, sh.creds.StoreID, "")
+			sc.ledger.add(inv.ID, sh.creds.StoreID, "")
 		}
 	}
-	stalledAt := time.Now()
-	if err := nodes[stalled].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	sc.stalledAt = time.Now()
+	if err := sc.nodes[sc.stalled].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("stopped node %d (SIGSTOP) at %s", stalled, stalledAt.Format("15:04:05.000"))
+	t.Logf("stopped node %d (SIGSTOP) at %s", sc.stalled, sc.stalledAt.Format("15:04:05.000"))
 	time.Sleep(clusterExpiry + 3*time.Second) // longer than the 3 s lease and the invoices' expiry
-	if err := nodes[stalled].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := sc.nodes[sc.stalled].cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("woke node %d (SIGCONT) after %v", stalled, time.Since(stalledAt).Round(time.Second))
-	// It finds its membership gone, steps down and joins again under a
-	// new member id, without a restart.
+	t.Logf("woke node %d (SIGCONT) after %v", sc.stalled, time.Since(sc.stalledAt).Round(time.Second))
+}
+
+// rejoin waits until the stalled node, which finds its membership gone,
+// steps down and joins again under a new member id, without a restart.
+func (sc *killStall) rejoin() {
+	t, stalled := sc.t, sc.nodes[sc.stalled]
 	waitFor(t, 60*time.Second, "the stalled node joins the cluster again", func() bool {
 		select {
-		case <-nodes[stalled].done:
-			t.Fatalf("the stalled node exited after it woke without its membership:\n%s", nodes[stalled].ownLogs())
+		case <-stalled.done:
+			t.Fatalf("the stalled node exited after it woke without its membership:\n%s", stalled.ownLogs())
 		default:
 		}
-		return strings.Contains(nodes[stalled].ownLogs(), `msg="joined the cluster again"`)
+		return strings.Contains(stalled.ownLogs(), `msg="joined the cluster again"`)
 	})
-	t.Logf("the stalled node joined the cluster again %v after it woke", time.Since(stalledAt.Add(clusterExpiry+3*time.Second)).Round(time.Millisecond))
-	stalledLog := nodes[stalled].Logs()
-	if !strings.Contains(stalledLog, "cluster membership lost") {
+	t.Logf("the stalled node joined the cluster again %v after it woke", time.Since(sc.stalledAt.Add(clusterExpiry+3*time.Second)).Round(time.Millisecond))
+	sc.stalledLog = stalled.Logs()
+	if !strings.Contains(sc.stalledLog, "cluster membership lost") {
 		t.Errorf("the stalled node joined again without saying it lost its membership")
 	}
-	time.Sleep(4 * time.Second) // load through the node that joined again
-	close(stop)
-	wg.Wait()
-	loadEnd := time.Now()
+}
 
-	live := []*server{nodes[survivor], nodes[stalled]}
-	for _, s := range live {
-		waitFor(t, 30*time.Second, "the live nodes see two members", func() bool { return len(clusterHealth(s).Members) == 2 })
+func (sc *killStall) stopLoad() {
+	time.Sleep(4 * time.Second) // load through the node that joined again
+	close(sc.stop)
+	sc.wg.Wait()
+	sc.loadEnd = time.Now()
+}
+
+func (sc *killStall) twoMembers() {
+	sc.live = []*server{sc.nodes[sc.survivor], sc.nodes[sc.stalled]}
+	for _, s := range sc.live {
+		waitFor(sc.t, 30*time.Second, "the live nodes see two members", func() bool { return len(clusterHealth(s).Members) == 2 })
 	}
-	ledger.mu.Lock()
-	defer ledger.mu.Unlock()
+}
+
+// liveNodesAcked checks invariants, not counts (a loaded machine
+// acknowledges fewer): each node that ran to the end acknowledged
+// creates. It logs how long the creates in flight at the kill waited.
+func (sc *killStall) liveNodesAcked() {
+	t, ledger, refused := sc.t, sc.ledger, sc.refused
 	t.Logf("%d invoices acknowledged, %d creates refused or failed", len(ledger.paid), len(refused))
 	for i := 0; i < len(refused); i += max(1, len(refused)/10) {
 		t.Logf("refused: %.300s", refused[i])
 	}
-	// Invariants, not counts (a loaded machine acknowledges fewer):
-	// each node that ran to the end acknowledged creates.
-	for _, n := range []int{survivor, stalled} {
+	for _, n := range []int{sc.survivor, sc.stalled} {
 		if ledger.acked[n] == 0 {
 			t.Fatalf("node %d acknowledged no create under load:\n%s", n, strings.Join(refused, "\n"))
 		}
@@ -331,8 +392,8 @@ func TestClusterKillAndStall(t *testing.T) {
 	// answer (the lost node's own are cut off by the kill).
 	var inFlight []time.Duration
 	for _, c := range ledger.calls {
-		if c.start.Before(killedAt) && c.end.After(killedAt) && c.status != 0 {
-			inFlight = append(inFlight, c.end.Sub(killedAt))
+		if c.start.Before(sc.killedAt) && c.end.After(sc.killedAt) && c.status != 0 {
+			inFlight = append(inFlight, c.end.Sub(sc.killedAt))
 		}
 	}
 	slices.Sort(inFlight)
@@ -340,18 +401,23 @@ func TestClusterKillAndStall(t *testing.T) {
 		t.Logf("creates in flight at the kill: %d, answered after the kill in p50 %v, max %v",
 			len(inFlight), inFlight[len(inFlight)/2].Round(time.Millisecond), inFlight[len(inFlight)-1].Round(time.Millisecond))
 	}
+}
 
-	// Every acknowledged invoice is there and ends Settled (paid) or
-	// Expired (left open), read through either live node.
+// invoicesEnd waits until every acknowledged invoice is there and ends
+// Settled (paid) or Expired (left open), read through either live node,
+// and checks that every paid one is Settled.
+func (sc *killStall) invoicesEnd() {
+	t, ledger, live := sc.t, sc.ledger, sc.live
 	keys := map[string]string{}
-	for _, sh := range shops {
+	for _, sh := range sc.shops {
 		keys[sh.creds.StoreID] = sh.creds.APIKey
 	}
 	final := map[string]map[string]any{}
+	sc.final = final
 	// waiting says, should the wait time out, which invoice it waited
 	// for and what the live nodes answered of it.
 	var waiting string
-	waitTimeout := clusterExpiry + expiryBound + time.Until(loadEnd.Add(clusterExpiry))
+	waitTimeout := clusterExpiry + expiryBound + time.Until(sc.loadEnd.Add(clusterExpiry))
 	for waitStart := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		done := true
 		for id, storeID := range ledger.store {
@@ -386,11 +452,14 @@ func TestClusterKillAndStall(t *testing.T) {
 			t.Errorf("invoice %s paid by %s is %v", id, how, final[id]["status"])
 		}
 	}
+}
 
-	// Ledger: one transfer and one fee line per settled invoice; the
-	// balance is the top-ups less the fees.
+// ledgerAddsUp checks one transfer and one fee line per settled invoice,
+// none for the others, and that the balance is the top-ups less the fees.
+func (sc *killStall) ledgerAddsUp() {
+	t, survivor := sc.t, sc.nodes[sc.survivor]
 	balances := map[string]float64{}
-	out := nodes[survivor].mustCLI("store", "list")
+	out := survivor.mustCLI("store", "list")
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var st struct {
 			ID      string  `json:"storeId"`
@@ -401,8 +470,8 @@ func TestClusterKillAndStall(t *testing.T) {
 		}
 		balances[st.ID] = st.Balance
 	}
-	for _, sh := range shops {
-		lines := nodes[survivor].list("/api/v1/stores/"+sh.creds.StoreID+"/transactions", sh.creds.APIKey)
+	for _, sh := range sc.shops {
+		lines := survivor.list("/api/v1/stores/"+sh.creds.StoreID+"/transactions", sh.creds.APIKey)
 		perInvoice := map[string][]string{}
 		sum := 0.0
 		for _, l := range lines {
@@ -419,8 +488,8 @@ func TestClusterKillAndStall(t *testing.T) {
 		if sum != balances[sh.creds.StoreID] {
 			t.Errorf("store %s: balance %v, ledger lines add up to %v", sh.creds.StoreID, balances[sh.creds.StoreID], sum)
 		}
-		for id, inv := range final {
-			if ledger.store[id] != sh.creds.StoreID {
+		for id, inv := range sc.final {
+			if sc.ledger.store[id] != sh.creds.StoreID {
 				continue
 			}
 			got := fmt.Sprint(perInvoice[id])
@@ -436,14 +505,17 @@ func TestClusterKillAndStall(t *testing.T) {
 			}
 		}
 	}
+}
 
-	// Webhooks: every event delivered (duplicates allowed), in order per
-	// endpoint, and every expiry within the bound.
+// webhooksDelivered checks that every event was delivered (duplicates
+// allowed), in order per endpoint, and every expiry within the bound.
+func (sc *killStall) webhooksDelivered() {
+	t := sc.t
 	var expiredLate []time.Duration
-	for id, inv := range final {
+	for id, inv := range sc.final {
 		path := ""
-		for _, sh := range shops {
-			if sh.creds.StoreID == ledger.store[id] {
+		for _, sh := range sc.shops {
+			if sh.creds.StoreID == sc.ledger.store[id] {
 				path = sh.path
 			}
 		}
@@ -455,22 +527,8 @@ func TestClusterKillAndStall(t *testing.T) {
 			want = []string{"New", "Processing"}
 		}
 		deadline := time.Unix(int64(num(inv, "createdAt")), 0).Add(clusterExpiry)
-		waitFor(t, 20*time.Second, fmt.Sprintf("events %v of invoice %s", want, id), func() bool {
-			first := map[string]int{}
-			evs := rcv.eventsFor(path, id)
-			for i, h := range evs {
-				if _, ok := first[h.event().Type]; !ok {
-					first[h.event().Type] = i
-				}
-			}
-			for _, w := range want {
-				if _, ok := first[w]; !ok {
-					return false
-				}
-			}
-			return true
-		})
-		evs := rcv.eventsFor(path, id)
+		sc.waitEvents(path, id, want)
+		evs := sc.rcv.eventsFor(path, id)
 		var order []string
 		seen := map[string]bool{}
 		for _, h := range evs {
@@ -481,7 +539,7 @@ func TestClusterKillAndStall(t *testing.T) {
 					late := h.At.Sub(deadline)
 					expiredLate = append(expiredLate, late)
 					if late > 6*time.Second {
-						t.Logf("invoice %s of store %s: Expired arrived %v after its deadline %v", id, ledger.store[id], late.Round(time.Millisecond), deadline.Format("15:04:05"))
+						t.Logf("invoice %s of store %s: Expired arrived %v after its deadline %v", id, sc.ledger.store[id], late.Round(time.Millisecond), deadline.Format("15:04:05"))
 					}
 					if late > expiryBound+time.Second {
 						t.Errorf("invoice %s expired %v after its deadline, bound %v", id, late.Round(time.Millisecond), expiryBound)
@@ -499,20 +557,43 @@ func TestClusterKillAndStall(t *testing.T) {
 		t.Logf("Expired webhooks: %d, after the deadline p50 %v, max %v (deadlines read to the second)", len(expiredLate),
 			expiredLate[len(expiredLate)/2].Round(time.Millisecond), expiredLate[len(expiredLate)-1].Round(time.Millisecond))
 	}
+}
 
-	// One invoice per create request: every acknowledged request's
-	// order id is on exactly its invoice, and no request, acknowledged
-	// or not (a 503 whose create went through), made two.
+// waitEvents waits until the receiver has, at path, each event type in
+// want of invoice id.
+func (sc *killStall) waitEvents(path, id string, want []string) {
+	waitFor(sc.t, 20*time.Second, fmt.Sprintf("events %v of invoice %s", want, id), func() bool {
+		first := map[string]int{}
+		evs := sc.rcv.eventsFor(path, id)
+		for i, h := range evs {
+			if _, ok := first[h.event().Type]; !ok {
+				first[h.event().Type] = i
+			}
+		}
+		for _, w := range want {
+			if _, ok := first[w]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// oneInvoicePerCreate checks that every acknowledged request's order id
+// is on exactly its invoice, and that no request, acknowledged or not
+// (a 503 whose create went through), made two.
+func (sc *killStall) oneInvoicePerCreate() {
+	t := sc.t
 	perOrder := map[string][]string{}
-	for _, sh := range shops {
-		for _, inv := range nodes[survivor].list("/api/v1/stores/"+sh.creds.StoreID+"/invoices", sh.creds.APIKey) {
+	for _, sh := range sc.shops {
+		for _, inv := range sc.nodes[sc.survivor].list("/api/v1/stores/"+sh.creds.StoreID+"/invoices", sh.creds.APIKey) {
 			if o, _ := inv["orderId"].(string); strings.HasPrefix(o, "load-") {
 				perOrder[o] = append(perOrder[o], inv["id"].(string))
 			}
 		}
 	}
 	acked, twice, lost, unacked := 0, 0, 0, 0
-	for o, id := range ledger.orders {
+	for o, id := range sc.ledger.orders {
 		got := perOrder[o]
 		switch {
 		case len(got) > 1:
@@ -529,12 +610,16 @@ func TestClusterKillAndStall(t *testing.T) {
 		}
 	}
 	t.Logf("create requests: %d sent, %d acknowledged, %d made two invoices, %d lost, %d unacknowledged but made",
-		len(ledger.orders), acked, twice, lost, unacked)
+		len(sc.ledger.orders), acked, twice, lost, unacked)
+}
 
-	// The stalled node woke with stale actors; what they wrote was
-	// refused: by the membership fence (the survivors expelled it), by
-	// the journal over the other nodes' events, or by the node itself
-	// once it knew it had lost its membership and stepped down.
+// staleWritesRefused checks that the stalled node, which woke with stale
+// actors, had what they wrote refused: by the membership fence (the
+// survivors expelled it), by the journal over the other nodes' events,
+// or by the node itself once it knew it had lost its membership and
+// stepped down.
+func (sc *killStall) staleWritesRefused() {
+	t, stalledLog := sc.t, sc.stalledLog
 	fenced := strings.Count(stalledLog, "no longer a member of the cluster") +
 		strings.Count(stalledLog, "lost its cluster membership and is joining again: try again\"")
 	conflicts := strings.Count(stalledLog, "written by another activation")

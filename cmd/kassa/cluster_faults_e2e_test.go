@@ -234,174 +234,225 @@ func TestClusterNodeCutOffFromEtcd(t *testing.T) {
 // node. Before, nodes logged "cluster membership lost" when etcd
 // returned and exited.
 func TestClusterRidesOutEtcd(t *testing.T) {
-	var proxies []*cutProxy
-	nodes, _, _, et := startClusterInfra(t, 3, func(i int, et *harness.Etcd) string {
+	sc := &etcdOutage{t: t}
+	sc.nodes, _, _, sc.et = startClusterInfra(t, 3, func(i int, et *harness.Etcd) string {
 		p := newCutProxy(t, et.Endpoint())
-		proxies = append(proxies, p)
+		sc.proxies = append(sc.proxies, p)
 		return "etcd://" + p.addr()
 	}, "--dev")
-	var shops []storeCreds
-	var invoices []string
+	step(t, "create six stores, each with an invoice", sc.createShops)
+	for _, fault := range []etcdFault{
+		{"etcd stopped", sc.et.Down, sc.et.Up, false},
+		{"every node cut off from etcd", sc.partition, sc.heal, true},
+	} {
+		before := sc.rejoins()
+		var upAt time.Time
+		step(t, fault.name+": without etcd, creates answer 503 with Retry-After and reads answer", func() { upAt = sc.rideOut(fault) })
+		step(t, fault.name+": every node sees three members and owns again, and serves every store", func() { sc.inAgain(fault, upAt) })
+		step(t, fault.name+": each store has exactly one owner", func() { sc.oneOwner(fault) })
+		step(t, fault.name+": no node exited, and each that lost its membership joined again", func() { sc.joinedAgain(fault, before) })
+	}
+}
+
+// etcdOutage is TestClusterRidesOutEtcd's scenario: the nodes, etcd and
+// each node's proxy to it, the stores and an invoice of each.
+type etcdOutage struct {
+	t        *testing.T
+	nodes    []*server
+	et       *harness.Etcd
+	proxies  []*cutProxy
+	shops    []storeCreds
+	invoices []string
+}
+
+// etcdFault takes etcd away from the nodes (down) and gives it back (up);
+// mustRejoin says every node loses its membership and joins again.
+type etcdFault struct {
+	name       string
+	down, up   func() error
+	mustRejoin bool
+}
+
+func (sc *etcdOutage) createShops() {
 	for i := 0; i < 6; i++ {
-		sh := nodes[i%3].createStore("--name", fmt.Sprintf("Shop %d", i))
-		shops = append(shops, sh)
-		waitFor(t, 30*time.Second, "an invoice of store "+sh.StoreID, func() bool {
-			status, body, err := post(nodes[(i+1)%3], "/api/v1/stores/"+sh.StoreID+"/invoices", sh.APIKey,
+		sh := sc.nodes[i%3].createStore("--name", fmt.Sprintf("Shop %d", i))
+		sc.shops = append(sc.shops, sh)
+		waitFor(sc.t, 30*time.Second, "an invoice of store "+sh.StoreID, func() bool {
+			status, body, err := post(sc.nodes[(i+1)%3], "/api/v1/stores/"+sh.StoreID+"/invoices", sh.APIKey,
 				map[string]any{"amount": "1000", "currency": "SATS"})
 			var inv struct{ ID string }
 			if err != nil || status != 200 || json.Unmarshal(body, &inv) != nil {
 				return false
 			}
-			invoices = append(invoices, inv.ID)
+			sc.invoices = append(sc.invoices, inv.ID)
 			return true
 		})
 	}
-	exited := func() {
-		t.Helper()
-		for n, s := range nodes {
-			select {
-			case <-s.done:
-				t.Fatalf("node %d exited:\n%s", n, s.ownLogs())
-			default:
-			}
-		}
-	}
-	rejoins := func() []int {
-		var out []int
-		for _, s := range nodes {
-			out = append(out, strings.Count(s.ownLogs(), `msg="joined the cluster again" `))
-		}
-		return out
-	}
+}
 
+// partition cuts every node off from etcd; heal ends it.
+func (sc *etcdOutage) partition() error {
+	for _, p := range sc.proxies {
+		p.partition()
+	}
+	return nil
+}
+
+func (sc *etcdOutage) heal() error {
+	for _, p := range sc.proxies {
+		p.heal()
+	}
+	return nil
+}
+
+// exited fails the test when a node exited.
+func (sc *etcdOutage) exited() {
+	sc.t.Helper()
+	for n, s := range sc.nodes {
+		select {
+		case <-s.done:
+			sc.t.Fatalf("node %d exited:\n%s", n, s.ownLogs())
+		default:
+		}
+	}
+}
+
+// rejoins is how many times each node joined the cluster again.
+func (sc *etcdOutage) rejoins() []int {
+	var out []int
+	for _, s := range sc.nodes {
+		out = append(out, strings.Count(s.ownLogs(), `msg="joined the cluster again" `))
+	}
+	return out
+}
+
+// rideOut takes etcd away for three leases and gives it back, and
+// returns when it came back. While etcd is away: once a node stops
+// owning, a create through it answers 503 with Retry-After, and reads
+// still answer.
+func (sc *etcdOutage) rideOut(fault etcdFault) (upAt time.Time) {
+	t := sc.t
 	outage := 3 * clusterLease
-	for _, fault := range []struct {
-		name       string
-		down, up   func() error
-		mustRejoin bool
-	}{
-		{"etcd stopped", et.Down, et.Up, false},
-		{"every node cut off from etcd", func() error {
-			for _, p := range proxies {
-				p.partition()
-			}
-			return nil
-		}, func() error {
-			for _, p := range proxies {
-				p.heal()
-			}
-			return nil
-		}, true},
-	} {
-		before := rejoins()
-		downAt := time.Now()
-		if err := fault.down(); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s for %v", fault.name, outage)
-		// While etcd is away: once a node stops owning, a create
-		// through it answers 503 with Retry-After, and reads still
-		// answer.
-		for n, s := range nodes {
-			waitFor(t, 2*clusterLease, fmt.Sprintf("node %d stops owning without etcd", n), func() bool {
-				h := clusterHealth(s)
-				return h.Address != "" && !h.Owning
-			})
-			sh := shops[n]
-			status, body, header := s.do("POST", "/api/v1/stores/"+sh.StoreID+"/invoices", sh.APIKey,
-				map[string]any{"amount": "1000", "currency": "SATS"})
-			if status != 503 || header.Get("Retry-After") == "" {
-				t.Errorf("node %d answered a create without etcd with %d (Retry-After %q): %s", n, status, header.Get("Retry-After"), body)
-			}
-			for i, id := range invoices {
-				if status, body, _ := s.do("GET", "/api/v1/stores/"+shops[i].StoreID+"/invoices/"+id, shops[i].APIKey, nil); status != 200 {
-					t.Errorf("node %d answered a read of invoice %s without etcd with %d: %s", n, id, status, body)
-				}
-			}
-		}
-		time.Sleep(time.Until(downAt.Add(outage)))
-		if err := fault.up(); err != nil {
-			t.Fatal(err)
-		}
-		upAt := time.Now()
-		t.Logf("%s: etcd back after %v", fault.name, upAt.Sub(downAt).Round(time.Millisecond))
-
-		// Every node is in again: three members, serving as owner,
-		// and a create for every store through every node answers 200.
-		for n, s := range nodes {
-			waitFor(t, 60*time.Second, fmt.Sprintf("node %d sees three members and owns again", n), func() bool {
-				exited()
-				h := clusterHealth(s)
-				return len(h.Members) == 3 && h.Owning
-			})
-		}
-		t.Logf("%s: every node sees three members and owns again %v after etcd came back", fault.name, time.Since(upAt).Round(time.Millisecond))
-		for _, sh := range shops {
-			for n, s := range nodes {
-				waitFor(t, 30*time.Second, fmt.Sprintf("a create for store %s through node %d", sh.StoreID, n), func() bool {
-					status, _, err := post(s, "/api/v1/stores/"+sh.StoreID+"/invoices", sh.APIKey,
-						map[string]any{"amount": "1000", "currency": "SATS"})
-					return err == nil && status == 200
-				})
-			}
-		}
-		t.Logf("%s: creates for every store through every node succeed %v after etcd came back", fault.name, time.Since(upAt).Round(time.Millisecond))
-		// Each store has exactly one owner: the nodes agree on the
-		// members, which decide every store's owner (rendezvous
-		// hashing), and every one of them serves as owner.
-		var views []string
-		grains := 0
-		for n, s := range nodes {
+	downAt := time.Now()
+	if err := fault.down(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s for %v", fault.name, outage)
+	for n, s := range sc.nodes {
+		waitFor(t, 2*clusterLease, fmt.Sprintf("node %d stops owning without etcd", n), func() bool {
 			h := clusterHealth(s)
-			members := slices.Clone(h.Members)
-			slices.Sort(members)
-			views = append(views, strings.Join(members, ","))
-			grains += h.Stores
-			t.Logf("node %d: %s, %d stores, members %v, owning %v", n, h.Address, h.Stores, members, h.Owning)
+			return h.Address != "" && !h.Owning
+		})
+		sh := sc.shops[n]
+		status, body, header := s.do("POST", "/api/v1/stores/"+sh.StoreID+"/invoices", sh.APIKey,
+			map[string]any{"amount": "1000", "currency": "SATS"})
+		if status != 503 || header.Get("Retry-After") == "" {
+			t.Errorf("node %d answered a create without etcd with %d (Retry-After %q): %s", n, status, header.Get("Retry-After"), body)
 		}
-		// Each store runs on one node at most: the counts add up to no
-		// more than the stores there are (the six and --dev's demo
-		// store, whose grain runs from the start unless a node joined
-		// again).
-		if stores := len(strings.Split(strings.TrimSpace(nodes[0].mustCLI("store", "list")), "\n")); grains > stores {
-			t.Errorf("%s: the nodes run %d store grains for %d stores", fault.name, grains, stores)
+		for i, id := range sc.invoices {
+			if status, body, _ := s.do("GET", "/api/v1/stores/"+sc.shops[i].StoreID+"/invoices/"+id, sc.shops[i].APIKey, nil); status != 200 {
+				t.Errorf("node %d answered a read of invoice %s without etcd with %d: %s", n, id, status, body)
+			}
 		}
-		if views[0] != views[1] || views[1] != views[2] {
-			t.Errorf("%s: the nodes see different members: %q", fault.name, views)
+	}
+	time.Sleep(time.Until(downAt.Add(outage)))
+	if err := fault.up(); err != nil {
+		t.Fatal(err)
+	}
+	upAt = time.Now()
+	t.Logf("%s: etcd back after %v", fault.name, upAt.Sub(downAt).Round(time.Millisecond))
+	return upAt
+}
+
+// inAgain waits until every node is in again: three members, serving as
+// owner, and a create for every store through every node answers 200.
+func (sc *etcdOutage) inAgain(fault etcdFault, upAt time.Time) {
+	t := sc.t
+	for n, s := range sc.nodes {
+		waitFor(t, 60*time.Second, fmt.Sprintf("node %d sees three members and owns again", n), func() bool {
+			sc.exited()
+			h := clusterHealth(s)
+			return len(h.Members) == 3 && h.Owning
+		})
+	}
+	t.Logf("%s: every node sees three members and owns again %v after etcd came back", fault.name, time.Since(upAt).Round(time.Millisecond))
+	for _, sh := range sc.shops {
+		for n, s := range sc.nodes {
+			waitFor(t, 30*time.Second, fmt.Sprintf("a create for store %s through node %d", sh.StoreID, n), func() bool {
+				status, _, err := post(s, "/api/v1/stores/"+sh.StoreID+"/invoices", sh.APIKey,
+					map[string]any{"amount": "1000", "currency": "SATS"})
+				return err == nil && status == 200
+			})
 		}
-		// And each node names that owner (GET /admin/v1/stores/{id}):
-		// the same one, which alone says it is itself.
-		for _, sh := range shops {
-			owners, selves := map[string]bool{}, 0
-			var last storeOwnership
-			for _, s := range nodes {
-				o := adminStoreOwner(t, s, sh.StoreID)
-				owners[o.Owner] = true
-				if o.Self {
-					selves++
-					if o.Owner != clusterHealth(s).Address {
-						t.Errorf("%s: node %s says it owns store %s as %s", fault.name, clusterHealth(s).Address, sh.StoreID, o.Owner)
-					}
+	}
+	t.Logf("%s: creates for every store through every node succeed %v after etcd came back", fault.name, time.Since(upAt).Round(time.Millisecond))
+}
+
+// oneOwner checks that each store has exactly one owner: the nodes agree
+// on the members, which decide every store's owner (rendezvous hashing),
+// and every one of them serves as owner.
+func (sc *etcdOutage) oneOwner(fault etcdFault) {
+	t, nodes := sc.t, sc.nodes
+	var views []string
+	grains := 0
+	for n, s := range nodes {
+		h := clusterHealth(s)
+		members := slices.Clone(h.Members)
+		slices.Sort(members)
+		views = append(views, strings.Join(members, ","))
+		grains += h.Stores
+		t.Logf("node %d: %s, %d stores, members %v, owning %v", n, h.Address, h.Stores, members, h.Owning)
+	}
+	// Each store runs on one node at most: the counts add up to no
+	// more than the stores there are (the six and --dev's demo
+	// store, whose grain runs from the start unless a node joined
+	// again).
+	if stores := len(strings.Split(strings.TrimSpace(nodes[0].mustCLI("store", "list")), "\n")); grains > stores {
+		t.Errorf("%s: the nodes run %d store grains for %d stores", fault.name, grains, stores)
+	}
+	if views[0] != views[1] || views[1] != views[2] {
+		t.Errorf("%s: the nodes see different members: %q", fault.name, views)
+	}
+	// And each node names that owner (GET /admin/v1/stores/{id}):
+	// the same one, which alone says it is itself.
+	for _, sh := range sc.shops {
+		owners, selves := map[string]bool{}, 0
+		var last storeOwnership
+		for _, s := range nodes {
+			o := adminStoreOwner(t, s, sh.StoreID)
+			owners[o.Owner] = true
+			if o.Self {
+				selves++
+				if o.Owner != clusterHealth(s).Address {
+					t.Errorf("%s: node %s says it owns store %s as %s", fault.name, clusterHealth(s).Address, sh.StoreID, o.Owner)
 				}
-				last = o
 			}
-			if len(owners) != 1 || selves != 1 {
-				t.Errorf("%s: store %s: owners named %v, %d nodes say they own it", fault.name, sh.StoreID, owners, selves)
-			}
-			if fault.mustRejoin {
-				t.Logf("store %s: owner %s, hand-overs %+v", sh.StoreID, last.Owner, last.Handovers)
-			}
+			last = o
 		}
-		exited()
-		after := rejoins()
-		t.Logf("%s: nodes that joined again: %v", fault.name, after)
-		for n := range nodes {
-			if lost := strings.Count(nodes[n].ownLogs(), `msg="cluster membership lost (`); lost != after[n] {
-				t.Errorf("node %d lost its membership %d times and joined again %d times", n, lost, after[n])
-			}
-			if fault.mustRejoin && after[n] == before[n] {
-				t.Errorf("%s: node %d did not join again under a new member id", fault.name, n)
-			}
+		if len(owners) != 1 || selves != 1 {
+			t.Errorf("%s: store %s: owners named %v, %d nodes say they own it", fault.name, sh.StoreID, owners, selves)
+		}
+		if fault.mustRejoin {
+			t.Logf("store %s: owner %s, hand-overs %+v", sh.StoreID, last.Owner, last.Handovers)
+		}
+	}
+}
+
+// joinedAgain checks that no node exited, that each node joined again as
+// many times as it lost its membership, and, for a fault that must make
+// every node join again, that each did during it (before: each node's
+// rejoins before the fault).
+func (sc *etcdOutage) joinedAgain(fault etcdFault, before []int) {
+	t := sc.t
+	sc.exited()
+	after := sc.rejoins()
+	t.Logf("%s: nodes that joined again: %v", fault.name, after)
+	for n := range sc.nodes {
+		if lost := strings.Count(sc.nodes[n].ownLogs(), `msg="cluster membership lost (`); lost != after[n] {
+			t.Errorf("node %d lost its membership %d times and joined again %d times", n, lost, after[n])
+		}
+		if fault.mustRejoin && after[n] == before[n] {
+			t.Errorf("%s: node %d did not join again under a new member id", fault.name, n)
 		}
 	}
 }

@@ -400,12 +400,12 @@ func buildIndexes(ctx context.Context, pool *pgxpool.Pool, version int, log *slo
 				continue
 			}
 		}
-		start := time.Now()
+		start, name := time.Now(), pgx.Identifier{ix.name}.Sanitize()
 		log.Info("store: building index", "index", ix.name)
-		if _, err := conn.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+ix.name); err != nil {
+		if _, err := conn.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+name); err != nil {
 			return fmt.Errorf("postgres: drop invalid index %s: %w", ix.name, err)
 		}
-		if _, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+ix.name+` `+ix.on); err != nil {
+		if _, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+name+` `+ix.on); err != nil {
 			return fmt.Errorf("postgres: build index %s: %w", ix.name, err)
 		}
 		log.Info("store: built index", "index", ix.name, "elapsed", time.Since(start).Round(time.Millisecond))

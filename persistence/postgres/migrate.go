@@ -254,7 +254,8 @@ type lateIndex struct {
 }
 
 // lateIndexes are the indexes of each migration (by version) built by
-// buildIndexes. Each is on a table that can be large when the migration
+// buildIndexes, or in the migration's transaction when it makes the
+// database. Each is on a table that can be large when the migration
 // runs, and only speeds queries that are correct without it, so a
 // database may serve for a while without it. A unique index that
 // enforces a rule the code relies on is never here: it is built in its
@@ -309,7 +310,8 @@ func migrateTo(ctx context.Context, pool *pgxpool.Pool, steps []string, log *slo
 }
 
 // applyMigrations applies the first len(steps) migrations the database
-// lacks in one transaction under migrationLock.
+// lacks in one transaction under migrationLock; on a new database it
+// builds their late indexes in it too.
 func applyMigrations(ctx context.Context, pool *pgxpool.Pool, steps []string, log *slog.Logger) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -338,6 +340,16 @@ func applyMigrations(ctx context.Context, pool *pgxpool.Pool, steps []string, lo
 		if fill := fills[v]; fill != nil {
 			if err := fill(ctx, tx, log); err != nil {
 				return fmt.Errorf("postgres: migration %d: %w", v, err)
+			}
+		}
+		if have == 0 {
+			// A new database's tables are made in this transaction,
+			// empty and seen by no one else: their late indexes cost
+			// nothing to build in it.
+			for _, ix := range lateIndexes[v] {
+				if _, err := tx.Exec(ctx, `CREATE INDEX `+pgx.Identifier{ix.name}.Sanitize()+` `+ix.on); err != nil {
+					return fmt.Errorf("postgres: migration %d: index %s: %w", v, ix.name, err)
+				}
 			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v); err != nil {

@@ -333,3 +333,71 @@ func TestMigrationIndexDoesNotBlockWrites(t *testing.T) {
 		t.Errorf("invoices after the start: %d, %v; want 2", n, err)
 	}
 }
+
+// TestMigrationIndexesTwoNodesAtOnce: two nodes start on a database
+// whose late indexes are missing; the first one's build waits for a
+// transaction left open, the second waits for the first, and both start
+// once the transaction ends. A second node that waited inside a
+// statement would hold a snapshot the first one's concurrent build waits
+// for: a deadlock.
+func TestMigrationIndexesTwoNodesAtOnce(t *testing.T) {
+	ctx := t.Context()
+	dsn, pool := schemaAt(t, len(migrations))
+	if _, err := pool.Exec(ctx, `DROP INDEX invoices_by_watch_tx; DROP INDEX invoices_with_address_by_created`); err != nil {
+		t.Fatal(err)
+	}
+	held, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback(context.WithoutCancel(ctx))
+	if _, err := held.Exec(ctx, `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address) VALUES ('inv_held', 's1', 1000, 1, '\x7b7d', 'a1')`); err != nil {
+		t.Fatal(err)
+	}
+	var heldPID int
+	if err := held.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&heldPID); err != nil {
+		t.Fatal(err)
+	}
+
+	first := openAsync(t, dsn, Options{})
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var blocked int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, heldPID).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+		if blocked > 0 {
+			break
+		}
+		select {
+		case err := <-first:
+			t.Fatalf("the first start returned (%v) without waiting for the open transaction", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no index build waited for the open transaction")
+		}
+	}
+	var logs kassatest.LogBuffer
+	second := openAsync(t, dsn, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logs.String(), "waiting for another node's index build"); {
+		select {
+		case err := <-second:
+			t.Fatalf("the second start returned (%v) during the first one's build:\n%s", err, logs.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the second start never waited for the first:\n%s", logs.String())
+		}
+	}
+	time.Sleep(3 * indexLockPoll)
+	if err := held.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Errorf("the first start: %v", err)
+	}
+	if err := <-second; err != nil {
+		t.Errorf("the second start: %v", err)
+	}
+	checkIndexes(t, pool, "after both starts")
+}

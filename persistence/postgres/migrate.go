@@ -14,8 +14,11 @@ import (
 	"github.com/kassapay/kassa/persistence/format"
 )
 
-// migrations are the schema's versions, applied in order; a released
-// entry is never changed, only followed by a new one.
+// migrations are the schema's versions, applied in order. The schema a
+// database at a version has, its late indexes (lateIndexes) included,
+// never changes: a change of schema is a new entry, and a released
+// entry changes only in how it reaches its schema (a database that
+// applied it never runs it again).
 var migrations = []string{
 	// 1: journal, snapshots, read model, ledger, outbox, small values.
 	`CREATE TABLE events (

@@ -13,6 +13,8 @@
 // ordered by (dates in milliseconds, so pages and cursors match the
 // Pebble store's). Identifiers use the "C" collation, so ordering is by
 // bytes as in Pebble. The schema is versioned in the binary (migrations)
-// and applied by Open under an advisory lock. See docs/decisions.md,
+// and applied by Open under an advisory lock; the indexes of tables that
+// grow are built after the migration commits, CONCURRENTLY, so that an
+// upgrade blocks no writes (buildIndexes). See docs/decisions.md,
 // "PostgreSQL store".
 package postgres

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -13,8 +14,11 @@ import (
 	"github.com/kassapay/kassa/persistence/format"
 )
 
-// migrations are the schema's versions, applied in order; a released
-// entry is never changed, only followed by a new one.
+// migrations are the schema's versions, applied in order. The schema a
+// database at a version has, its late indexes (lateIndexes) included,
+// never changes: a change of schema is a new entry, and a released
+// entry changes only in how it reaches its schema (a database that
+// applied it never runs it again).
 var migrations = []string{
 	// 1: journal, snapshots, read model, ledger, outbox, small values.
 	`CREATE TABLE events (
@@ -159,7 +163,10 @@ var migrations = []string{
 	// unique where set, instead of rows of two lookup tables: a create
 	// writes one row where it wrote three (docs/decisions.md, "PostgreSQL
 	// store"). The lookups' rows move into the columns; an address or
-	// hash names one invoice in either schema.
+	// hash names one invoice in either schema. Its two unique indexes are
+	// built in the transaction, not by buildIndexes: the committer tells
+	// a reused address or hash by their violation (lookupIndexes), so
+	// they enforce the rule from the commit on.
 	`ALTER TABLE invoices ADD COLUMN address text COLLATE "C";
 	ALTER TABLE invoices ADD COLUMN payment_hash text COLLATE "C";
 	UPDATE invoices i SET address = a.address FROM invoice_addresses a WHERE a.invoice_id = i.id;
@@ -172,12 +179,10 @@ var migrations = []string{
 	// folded in Go, by one rule with the Pebble store) are columns of
 	// its row, written by the statements that write the row, with an
 	// index per term under the store (docs/decisions.md, "Invoice
-	// search"). The terms of the invoices already stored are filled in
-	// by fillSearchTerms in the same transaction.
+	// search"), built by buildIndexes. The terms of the invoices already
+	// stored are filled in by fillSearchTerms in the same transaction.
 	`ALTER TABLE invoices ADD COLUMN order_key text COLLATE "C";
-	ALTER TABLE invoices ADD COLUMN email_key text COLLATE "C";
-	CREATE INDEX invoices_by_order_key ON invoices (store_id, order_key, created_ms, id) WHERE order_key IS NOT NULL;
-	CREATE INDEX invoices_by_email_key ON invoices (store_id, email_key, created_ms, id) WHERE email_key IS NOT NULL;`,
+	ALTER TABLE invoices ADD COLUMN email_key text COLLATE "C";`,
 	// 8: refunds: pull payments and payouts, with a partial index of the
 	// payouts to send (docs/decisions.md, "Refunds: pull payments and
 	// payouts").
@@ -202,17 +207,17 @@ var migrations = []string{
 	// index (a pool address's record is kept: RequestRecord.Expires).
 	// The records already stored count from the migration: they expire
 	// a RequestWindow after it, never sooner than a record written now.
+	// The index is built by buildIndexes.
 	`ALTER TABLE requests ADD COLUMN kind text COLLATE "C" NOT NULL DEFAULT '';
 	ALTER TABLE requests ADD COLUMN at_ms bigint NOT NULL DEFAULT 0;
 	UPDATE requests SET kind = coalesce(convert_from(doc, 'UTF8')::jsonb->>'kind', ''),
-		at_ms = (extract(epoch FROM now()) * 1000)::bigint;
-	CREATE INDEX requests_by_age ON requests (at_ms) WHERE kind <> 'pooladdress';`,
+		at_ms = (extract(epoch FROM now()) * 1000)::bigint;`,
 	// 10: the outbox rows of one endpoint by delivery, and its live
 	// claims, by index: the claim, the fence of a claimed commit and
 	// the delete of a sent delivery each read one row, not the
 	// endpoint's whole backlog (docs/decisions.md, "Outbox claims").
-	`CREATE INDEX outbox_by_delivery ON outbox (webhook_id, delivery_id);
-	CREATE INDEX outbox_claimed ON outbox (webhook_id, claim_expires_ms) WHERE claimed_by IS NOT NULL;`,
+	// Both are built by buildIndexes: the migration's SQL is empty.
+	``,
 	// 11: a store's history (kassa.HistoryLine), one row per change,
 	// keyed by the sequence number of the change's event and written in
 	// the change's transaction (docs/decisions.md, "A store's history").
@@ -230,17 +235,46 @@ var migrations = []string{
 	// carries the id of the transaction that wrote it, set by a default
 	// so that every writer sets it, and the address's derivation index
 	// and confirmations; an index by transaction reads all stores' new
-	// addresses at once. Rows written before it have none: the watcher
-	// loads them at start as before.
+	// addresses at once (built by buildIndexes). Rows written before it
+	// have none: the watcher loads them at start as before.
 	`ALTER TABLE invoices ADD COLUMN watch_tx bigint;
 	ALTER TABLE invoices ALTER COLUMN watch_tx SET DEFAULT pg_current_xact_id()::text::bigint;
 	ALTER TABLE invoices ADD COLUMN address_index bigint;
-	ALTER TABLE invoices ADD COLUMN confirmations integer;
-	CREATE INDEX invoices_by_watch_tx ON invoices (watch_tx, id) WHERE address IS NOT NULL AND watch_tx IS NOT NULL;`,
+	ALTER TABLE invoices ADD COLUMN confirmations integer;`,
 	// 13: the load at start of the chain watcher
 	// (kassa.AddressFeed.WatchedAddresses) reads all stores' recent
-	// invoices with an address by creation time.
-	`CREATE INDEX invoices_with_address_by_created ON invoices (created_ms, id) WHERE address IS NOT NULL;`,
+	// invoices with an address by creation time, by an index built by
+	// buildIndexes: the migration's SQL is empty.
+	``,
+}
+
+// lateIndex is an index that buildIndexes builds with CREATE INDEX
+// CONCURRENTLY once its migration has committed: the build blocks no
+// write to its table, however long the table.
+type lateIndex struct {
+	name string
+	on   string // what follows the name in CREATE INDEX
+}
+
+// lateIndexes are the indexes of each migration (by version) built by
+// buildIndexes, or in the migration's transaction when it makes the
+// database. Each is on a table that can be large when the migration
+// runs, and only speeds queries that are correct without it, so a
+// database may serve for a while without it. A unique index that
+// enforces a rule the code relies on is never here: it is built in its
+// migration's transaction (migration 6).
+var lateIndexes = map[int][]lateIndex{
+	7: {
+		{"invoices_by_order_key", `ON invoices (store_id, order_key, created_ms, id) WHERE order_key IS NOT NULL`},
+		{"invoices_by_email_key", `ON invoices (store_id, email_key, created_ms, id) WHERE email_key IS NOT NULL`},
+	},
+	9: {{"requests_by_age", `ON requests (at_ms) WHERE kind <> 'pooladdress'`}},
+	10: {
+		{"outbox_by_delivery", `ON outbox (webhook_id, delivery_id)`},
+		{"outbox_claimed", `ON outbox (webhook_id, claim_expires_ms) WHERE claimed_by IS NOT NULL`},
+	},
+	12: {{"invoices_by_watch_tx", `ON invoices (watch_tx, id) WHERE address IS NOT NULL AND watch_tx IS NOT NULL`}},
+	13: {{"invoices_with_address_by_created", `ON invoices (created_ms, id) WHERE address IS NOT NULL`}},
 }
 
 // fills are the steps of a migration that Go does after its SQL, in its
@@ -253,19 +287,35 @@ var fills = map[int]func(ctx context.Context, tx pgx.Tx, log *slog.Logger) error
 // nodes starting at once ("kassa" in ASCII).
 const migrationLock = 0x6b61737361
 
+// indexLock is the session-level advisory lock key that serialises the
+// index builds of nodes starting at once ("kassai" in ASCII).
+const indexLock = 0x6b6173736169
+
 // migrate applies the migrations the database lacks, in one transaction
 // under the advisory lock, so that nodes starting together apply each
-// once. It refuses a database whose schema is newer than this binary.
+// once, then builds their late indexes (buildIndexes). It refuses a
+// database whose schema is newer than this binary.
 func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 	return migrateTo(ctx, pool, migrations, log)
 }
 
-// migrateTo applies the first len(steps) migrations (tests stop at an
-// older version to check the next one's changes to data).
+// migrateTo applies the first len(steps) migrations and builds their
+// late indexes (tests stop at an older version to check the next one's
+// changes to data).
 func migrateTo(ctx context.Context, pool *pgxpool.Pool, steps []string, log *slog.Logger) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if err := applyMigrations(ctx, pool, steps, log); err != nil {
+		return err
+	}
+	return buildIndexes(ctx, pool, len(steps), log)
+}
+
+// applyMigrations applies the first len(steps) migrations the database
+// lacks in one transaction under migrationLock; on a new database it
+// builds their late indexes in it too.
+func applyMigrations(ctx context.Context, pool *pgxpool.Pool, steps []string, log *slog.Logger) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
@@ -285,12 +335,24 @@ func migrateTo(ctx context.Context, pool *pgxpool.Pool, steps []string, log *slo
 		return fmt.Errorf("postgres: the database's schema is version %d, newer than this binary's %d", have, len(steps))
 	}
 	for v := have + 1; v <= len(steps); v++ {
-		if _, err := tx.Exec(ctx, steps[v-1]); err != nil {
-			return fmt.Errorf("postgres: migration %d: %w", v, err)
+		if strings.TrimSpace(steps[v-1]) != "" {
+			if _, err := tx.Exec(ctx, steps[v-1]); err != nil {
+				return fmt.Errorf("postgres: migration %d: %w", v, err)
+			}
 		}
 		if fill := fills[v]; fill != nil {
 			if err := fill(ctx, tx, log); err != nil {
 				return fmt.Errorf("postgres: migration %d: %w", v, err)
+			}
+		}
+		if have == 0 {
+			// A new database's tables are made in this transaction,
+			// empty and seen by no one else: their late indexes cost
+			// nothing to build in it.
+			for _, ix := range lateIndexes[v] {
+				if _, err := tx.Exec(ctx, `CREATE INDEX `+pgx.Identifier{ix.name}.Sanitize()+` `+ix.on); err != nil {
+					return fmt.Errorf("postgres: migration %d: index %s: %w", v, ix.name, err)
+				}
 			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, v); err != nil {
@@ -298,6 +360,108 @@ func migrateTo(ctx context.Context, pool *pgxpool.Pool, steps []string, log *slo
 		}
 	}
 	return tx.Commit(ctx)
+}
+
+// buildIndexes makes every late index of the first version migrations
+// exist and be valid, one node at a time under the session-level
+// advisory lock indexLock: a node that died during a build, or after
+// its migration committed and before the build, left an index missing
+// or INVALID (pg_index.indisvalid), and the next start drops the
+// INVALID one and builds it again. Every start runs it; when all are
+// valid it takes no lock. Each build is logged with its duration.
+func buildIndexes(ctx context.Context, pool *pgxpool.Pool, version int, log *slog.Logger) error {
+	var want []lateIndex
+	for v := 1; v <= version; v++ {
+		want = append(want, lateIndexes[v]...)
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: build indexes: %w", err)
+	}
+	conn := c.Conn()
+	locked := false
+	defer func() {
+		if locked {
+			if _, err := conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(indexLock)); err != nil {
+				// The lock is the session's: ending the session frees it.
+				conn.Close(context.WithoutCancel(ctx))
+			}
+		}
+		c.Release()
+	}()
+	for _, ix := range want {
+		valid, err := indexValid(ctx, conn, ix.name)
+		if err != nil {
+			return fmt.Errorf("postgres: build index %s: %w", ix.name, err)
+		}
+		if valid {
+			continue
+		}
+		if !locked {
+			if err := lockIndexes(ctx, conn, log); err != nil {
+				// The lock may be taken unseen: ending the session frees it.
+				conn.Close(context.WithoutCancel(ctx))
+				return err
+			}
+			locked = true
+			// Under the lock no other node builds: an INVALID index
+			// seen now is a failed build's.
+			if valid, err = indexValid(ctx, conn, ix.name); err != nil {
+				return fmt.Errorf("postgres: build index %s: %w", ix.name, err)
+			} else if valid {
+				continue
+			}
+		}
+		start, name := time.Now(), pgx.Identifier{ix.name}.Sanitize()
+		log.Info("store: building index", "index", ix.name)
+		if _, err := conn.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+name); err != nil {
+			return fmt.Errorf("postgres: drop invalid index %s: %w", ix.name, err)
+		}
+		if _, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+name+` `+ix.on); err != nil {
+			return fmt.Errorf("postgres: build index %s: %w", ix.name, err)
+		}
+		log.Info("store: built index", "index", ix.name, "elapsed", time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+// lockIndexes takes indexLock on conn. It polls with
+// pg_try_advisory_lock rather than wait in pg_advisory_lock: a waiting
+// statement holds a snapshot, and CREATE INDEX CONCURRENTLY waits for
+// every older snapshot to end, so the holder's build would wait for the
+// waiter and the waiter for the holder.
+func lockIndexes(ctx context.Context, conn *pgx.Conn, log *slog.Logger) error {
+	for logged := false; ; logged = true {
+		var got bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, int64(indexLock)).Scan(&got); err != nil {
+			return fmt.Errorf("postgres: index lock: %w", err)
+		}
+		if got {
+			return nil
+		}
+		if !logged {
+			log.Info("store: waiting for another node's index build")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("postgres: index lock: %w", ctx.Err())
+		case <-time.After(indexLockPoll):
+		}
+	}
+}
+
+// indexLockPoll is how often lockIndexes tries indexLock.
+const indexLockPoll = 200 * time.Millisecond
+
+// indexValid tells whether the index name exists in the schema of the
+// search path and is valid.
+func indexValid(ctx context.Context, conn *pgx.Conn, name string) (bool, error) {
+	var valid bool
+	err := conn.QueryRow(ctx, `SELECT coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)), false)`, name).Scan(&valid)
+	return valid, err
 }
 
 // fillSearchTerms writes the search terms of every invoice stored,

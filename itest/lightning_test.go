@@ -665,3 +665,14 @@ func (d *dashboardClient) read(res *http.Response, path string) string {
 	}
 	return string(b)
 }
+
+// step runs one named step of a long scenario. It logs the step's name
+// before running it, so that a failure's output (all that make's report
+// shows of a test) says which step it happened in. The step runs on the
+// scenario's own t, which the harness's helpers fail, so a failure in it
+// ends the scenario; it is no subtest.
+func step(t *testing.T, name string, f func()) {
+	t.Helper()
+	t.Logf("step: %s", name)
+	f()
+}

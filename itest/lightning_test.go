@@ -272,307 +272,353 @@ func (e *lnEnv) merchantSettled() int {
 }
 
 // TestLightningOnLnd runs the Lightning scenarios on one network: the
-// network takes a while to build, so the cases share it in order. It
-// runs beside the chain tests (its own btcd, lnd nodes and ports).
+// network takes a while to build, so the cases share it in order, each a
+// step. It runs beside the chain tests (its own btcd, lnd nodes and
+// ports).
 func TestLightningOnLnd(t *testing.T) {
 	t.Parallel()
 	e := newLNEnv(t)
+	step(t, "a paid invoice settles and is forwarded", e.paidAndForwarded)
+	step(t, "an on-chain payment to a store without an xpub is forwarded over Lightning at the store's depth", e.onchainForwarded)
+	step(t, "a forward asks the merchant's Lightning address for one invoice, once its node is known", e.oneInvoicePerForward)
+	step(t, "a payment to a store without a Lightning address is held, shown on its dashboard page, and forwarded once an address is set", e.heldUntilAddress)
+	step(t, "kassa restarted between payment and settle misses nothing", e.restartBeforeSettle)
+	step(t, "lnd killed and restarted", e.lndKilled)
+	step(t, "merchant node offline: forward pending, retried, once", e.merchantOffline)
+	step(t, "expired invoice cannot be paid", e.expiredUnpayable)
 
-	t.Log("a paid invoice settles and is forwarded")
-	{
-		inv := e.createInvoice(20_000)
-		if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
-			t.Fatalf("customer pays: %v", err)
-		}
-		e.hooks.Wait(inv.ID, "Processing")
-		e.hooks.Wait(inv.ID, "Settled")
-		if got := e.hooks.Events(inv.ID); !slices.Equal(got, []string{"New", "Processing", "Settled"}) {
-			t.Fatalf("webhooks %v", got)
-		}
-		e.waitForwarded(inv.ID, 20_000)
-		if n := e.merchantSettled(); n != 1 {
-			t.Fatalf("merchant invoices settled: %d, want 1", n)
-		}
+	// In a cluster, one node watches lnd's invoices and forwards; when it
+	// is killed, the other takes both roles over.
+	c := &lnCluster{lnEnv: e}
+	step(t, "a cluster of two nodes: two members, the Lightning watcher and the forwarder held", c.start)
+	step(t, "a payment in the cluster is forwarded", func() { c.payForwarded(11_000) })
+	step(t, "the node holding the Lightning watcher killed: the survivor holds the watcher and the forwarder", c.killWatcher)
+	step(t, "the survivor forwards a payment; one merchant invoice and one transfer line per forward", c.survivorForwards)
+
+	step(t, "the lnd backend passes the Lightning contract suite", e.contractSuite)
+}
+
+func (e *lnEnv) paidAndForwarded() {
+	t := e.t
+	inv := e.createInvoice(20_000)
+	if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+		t.Fatalf("customer pays: %v", err)
 	}
-
-	t.Log("an on-chain payment to a store without an xpub is forwarded over Lightning at the store's depth")
-	{
-		inv := e.kassa.CreateInvoice(e.store, 30_000)
-		before := e.merchantSettled()
-		e.wallet.Pay(t, e.btcd, harness.Output{Address: inv.OnchainAddress, Amount: 30_000})
-		e.btcd.Mine(1)
-		kassatest.Eventually(t, 60*time.Second, "the service lnd's wallet to hold the payment", func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			txs, err := e.service.Client.GetTransactions(ctx, &lnrpc.GetTransactionsRequest{})
-			if err != nil {
-				return err
-			}
-			if !serviceOwns(txs, inv.OnchainAddress) {
-				return fmt.Errorf("no output of the service's wallet to %s", inv.OnchainAddress)
-			}
-			return nil
-		})
-		kassatest.Eventually(t, 60*time.Second, "the payment seen at one confirmation", func() error {
-			for _, p := range e.kassa.Payments(e.store, inv.ID) {
-				if p.Confirmations >= 1 {
-					return nil
-				}
-			}
-			return fmt.Errorf("payments %+v", e.kassa.Payments(e.store, inv.ID))
-		})
-		if got := e.kassa.Invoice(e.store, inv.ID); got.Status != "Processing" {
-			t.Fatalf("invoice at one of two confirmations: %s", got.Status)
-		}
-		if tx, ok := e.transfer(inv.ID); ok || e.merchantSettled() != before {
-			t.Fatalf("a transfer (%+v) or forward before the store's depth", tx)
-		}
-		e.btcd.Mine(1)
-		e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
-		e.waitForwarded(inv.ID, 30_000)
-		if n := e.merchantSettled(); n != before+1 {
-			t.Fatalf("merchant invoices settled: %d, want %d", n, before+1)
-		}
+	e.hooks.Wait(inv.ID, "Processing")
+	e.hooks.Wait(inv.ID, "Settled")
+	if got := e.hooks.Events(inv.ID); !slices.Equal(got, []string{"New", "Processing", "Settled"}) {
+		t.Fatalf("webhooks %v", got)
 	}
-
-	t.Log("a forward asks the merchant's Lightning address for one invoice, once its node is known")
-	{
-		forwards, invoices := 0, 0
-		for _, sats := range []int64{21_000, 9_000} {
-			before := e.lnurl.invoices()
-			inv := e.createInvoice(sats)
-			if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
-				t.Fatalf("customer pays: %v", err)
-			}
-			e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
-			e.waitForwarded(inv.ID, sats)
-			n := e.lnurl.invoices() - before
-			forwards, invoices = forwards+1, invoices+n
-			if n != 1 {
-				t.Fatalf("the forward of %d sat asked the Lightning address for %d invoices, want 1", sats, n)
-			}
-		}
-		t.Logf("merchant invoices issued per forward: %.2f (%d for %d forwards)", float64(invoices)/float64(forwards), invoices, forwards)
+	e.waitForwarded(inv.ID, 20_000)
+	if n := e.merchantSettled(); n != 1 {
+		t.Fatalf("merchant invoices settled: %d, want 1", n)
 	}
+}
 
-	t.Log("a payment to a store without a Lightning address is held, shown on its dashboard page, and forwarded once an address is set")
-	{
-		shop := e.store
-		e.store = e.kassa.CreateStore("--name", "Held shop", "--currency", "EUR", "--confirmations", "1")
-		inv := e.createInvoice(13_000)
-		if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
-			t.Fatalf("customer pays: %v", err)
+func (e *lnEnv) onchainForwarded() {
+	t := e.t
+	inv := e.kassa.CreateInvoice(e.store, 30_000)
+	before := e.merchantSettled()
+	e.wallet.Pay(t, e.btcd, harness.Output{Address: inv.OnchainAddress, Amount: 30_000})
+	e.btcd.Mine(1)
+	kassatest.Eventually(t, 60*time.Second, "the service lnd's wallet to hold the payment", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		txs, err := e.service.Client.GetTransactions(ctx, &lnrpc.GetTransactionsRequest{})
+		if err != nil {
+			return err
 		}
-		e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
-		if tx, ok := e.transfer(inv.ID); !ok || tx.Status != "Held" || tx.Hash != "" {
-			t.Fatalf("transfer of a store without a Lightning address: %+v %v, want Held without a hash", tx, ok)
+		if !serviceOwns(txs, inv.OnchainAddress) {
+			return fmt.Errorf("no output of the service's wallet to %s", inv.OnchainAddress)
 		}
-		d := newDashboardClient(t, e.kassa)
-		page := d.get("/dashboard/stores/" + e.store.StoreID + "/")
-		if !strings.Contains(page, `id="held">13`) {
-			t.Fatalf("the store page does not show 13,000 sat held: %s", page)
+		return nil
+	})
+	kassatest.Eventually(t, 60*time.Second, "the payment seen at one confirmation", func() error {
+		for _, p := range e.kassa.Payments(e.store, inv.ID) {
+			if p.Confirmations >= 1 {
+				return nil
+			}
 		}
+		return fmt.Errorf("payments %+v", e.kassa.Payments(e.store, inv.ID))
+	})
+	if got := e.kassa.Invoice(e.store, inv.ID); got.Status != "Processing" {
+		t.Fatalf("invoice at one of two confirmations: %s", got.Status)
+	}
+	if tx, ok := e.transfer(inv.ID); ok || e.merchantSettled() != before {
+		t.Fatalf("a transfer (%+v) or forward before the store's depth", tx)
+	}
+	e.btcd.Mine(1)
+	e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+	e.waitForwarded(inv.ID, 30_000)
+	if n := e.merchantSettled(); n != before+1 {
+		t.Fatalf("merchant invoices settled: %d, want %d", n, before+1)
+	}
+}
+
+func (e *lnEnv) oneInvoicePerForward() {
+	t := e.t
+	forwards, invoices := 0, 0
+	for _, sats := range []int64{21_000, 9_000} {
 		before := e.lnurl.invoices()
-		d.post("/dashboard/stores/"+e.store.StoreID+"/settings", url.Values{
-			"name": {"Held shop"}, "currency": {"EUR"}, "confirmations": {"1"}, "onchainMin": {"0"},
-			"lightningAddress": {e.lnurl.address()},
-		})
-		e.waitForwarded(inv.ID, 13_000)
-		if n := e.lnurl.invoices() - before; n != 1 {
-			t.Fatalf("the held payment's forward asked for %d invoices, want 1", n)
-		}
-		if page := d.get("/dashboard/stores/" + e.store.StoreID + "/"); strings.Contains(page, `id="held"`) {
-			t.Fatal("the store page still shows money held after the forward")
-		}
-		e.store = shop
-	}
-
-	t.Log("kassa restarted between payment and settle misses nothing")
-	{
-		inv := e.createInvoice(15_000)
-		e.kassa.Stop()
-		if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
-			t.Fatalf("customer pays: %v", err)
-		}
-		e.kassa = harness.StartKassa(t, e.kassa.Data, e.args...)
-		e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
-		e.waitForwarded(inv.ID, 15_000)
-	}
-
-	t.Log("lnd killed and restarted")
-	{
-		e.service.Kill()
-		kassatest.Eventually(t, 30*time.Second, "health to report lnd down", func() error {
-			var h struct {
-				Lightning struct {
-					Error string `json:"error"`
-				} `json:"lightning"`
-			}
-			e.kassa.AdminGet("/api/v1/health", &h)
-			if h.Lightning.Error == "" {
-				return fmt.Errorf("health says nothing of lnd")
-			}
-			return nil
-		})
-		e.service.Start()
-		e.customer.Reconnect(e.service)
-		e.service.Reconnect(e.hop)
-		inv := e.createInvoiceEventually(12_000)
-		if _, err := e.customer.Pay(inv.LightningInvoice, 90*time.Second); err != nil {
-			t.Fatalf("customer pays: %v", err)
-		}
-		e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
-		e.waitForwarded(inv.ID, 12_000)
-	}
-
-	t.Log("merchant node offline: forward pending, retried, once")
-	{
-		before := e.merchantSettled()
-		e.merchant.Stop()
-		inv := e.createInvoice(11_000)
+		inv := e.createInvoice(sats)
 		if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
 			t.Fatalf("customer pays: %v", err)
 		}
 		e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
-		if tx, ok := e.transfer(inv.ID); !ok || tx.Status != "Pending" {
-			t.Fatalf("transfer while the merchant is offline: %+v %v", tx, ok)
-		}
-		kassatest.Eventually(t, 60*time.Second, "a failed forward attempt in the log", func() error {
-			if !strings.Contains(e.kassa.Logs(), "forward not sent; retrying") && !strings.Contains(e.kassa.Logs(), "forward payment failed; retrying") {
-				return fmt.Errorf("no failed attempt yet")
-			}
-			return nil
-		})
-		e.merchant.Start()
-		e.hop.Reconnect(e.merchant)
-		e.waitForwarded(inv.ID, 11_000)
-		if n := e.merchantSettled(); n != before+1 {
-			t.Fatalf("merchant invoices settled: %d, want %d (exactly one more)", n, before+1)
+		e.waitForwarded(inv.ID, sats)
+		n := e.lnurl.invoices() - before
+		forwards, invoices = forwards+1, invoices+n
+		if n != 1 {
+			t.Fatalf("the forward of %d sat asked the Lightning address for %d invoices, want 1", sats, n)
 		}
 	}
+	t.Logf("merchant invoices issued per forward: %.2f (%d for %d forwards)", float64(invoices)/float64(forwards), invoices, forwards)
+}
 
-	t.Log("expired invoice cannot be paid")
-	{
-		e.kassa.Stop()
-		e.kassa = harness.StartKassa(t, e.kassa.Data, append(e.args[:len(e.args):len(e.args)], "--invoice-expiry", "2s")...)
-		short := e.createInvoice(5000)
-		e.kassa.WaitStatus(e.store, short.ID, "Expired", "")
-		kassatest.Eventually(t, 30*time.Second, "lnd invoice cancelled", func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			d, err := e.service.Client.DecodePayReq(ctx, &lnrpc.PayReqString{PayReq: short.LightningInvoice})
-			if err != nil {
-				return err
+// heldUntilAddress runs on a second store, without a Lightning address,
+// and leaves e.store the first one again.
+func (e *lnEnv) heldUntilAddress() {
+	t := e.t
+	shop := e.store
+	e.store = e.kassa.CreateStore("--name", "Held shop", "--currency", "EUR", "--confirmations", "1")
+	inv := e.createInvoice(13_000)
+	if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+		t.Fatalf("customer pays: %v", err)
+	}
+	e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+	if tx, ok := e.transfer(inv.ID); !ok || tx.Status != "Held" || tx.Hash != "" {
+		t.Fatalf("transfer of a store without a Lightning address: %+v %v, want Held without a hash", tx, ok)
+	}
+	d := newDashboardClient(t, e.kassa)
+	page := d.get("/dashboard/stores/" + e.store.StoreID + "/")
+	if !strings.Contains(page, `id="held">13`) {
+		t.Fatalf("the store page does not show 13,000 sat held: %s", page)
+	}
+	before := e.lnurl.invoices()
+	d.post("/dashboard/stores/"+e.store.StoreID+"/settings", url.Values{
+		"name": {"Held shop"}, "currency": {"EUR"}, "confirmations": {"1"}, "onchainMin": {"0"},
+		"lightningAddress": {e.lnurl.address()},
+	})
+	e.waitForwarded(inv.ID, 13_000)
+	if n := e.lnurl.invoices() - before; n != 1 {
+		t.Fatalf("the held payment's forward asked for %d invoices, want 1", n)
+	}
+	if page := d.get("/dashboard/stores/" + e.store.StoreID + "/"); strings.Contains(page, `id="held"`) {
+		t.Fatal("the store page still shows money held after the forward")
+	}
+	e.store = shop
+}
+
+func (e *lnEnv) restartBeforeSettle() {
+	inv := e.createInvoice(15_000)
+	e.kassa.Stop()
+	if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+		e.t.Fatalf("customer pays: %v", err)
+	}
+	e.kassa = harness.StartKassa(e.t, e.kassa.Data, e.args...)
+	e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+	e.waitForwarded(inv.ID, 15_000)
+}
+
+func (e *lnEnv) lndKilled() {
+	e.service.Kill()
+	kassatest.Eventually(e.t, 30*time.Second, "health to report lnd down", func() error {
+		var h struct {
+			Lightning struct {
+				Error string `json:"error"`
+			} `json:"lightning"`
+		}
+		e.kassa.AdminGet("/api/v1/health", &h)
+		if h.Lightning.Error == "" {
+			return fmt.Errorf("health says nothing of lnd")
+		}
+		return nil
+	})
+	e.service.Start()
+	e.customer.Reconnect(e.service)
+	e.service.Reconnect(e.hop)
+	inv := e.createInvoiceEventually(12_000)
+	if _, err := e.customer.Pay(inv.LightningInvoice, 90*time.Second); err != nil {
+		e.t.Fatalf("customer pays: %v", err)
+	}
+	e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+	e.waitForwarded(inv.ID, 12_000)
+}
+
+func (e *lnEnv) merchantOffline() {
+	t := e.t
+	before := e.merchantSettled()
+	e.merchant.Stop()
+	inv := e.createInvoice(11_000)
+	if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+		t.Fatalf("customer pays: %v", err)
+	}
+	e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
+	if tx, ok := e.transfer(inv.ID); !ok || tx.Status != "Pending" {
+		t.Fatalf("transfer while the merchant is offline: %+v %v", tx, ok)
+	}
+	kassatest.Eventually(t, 60*time.Second, "a failed forward attempt in the log", func() error {
+		if !strings.Contains(e.kassa.Logs(), "forward not sent; retrying") && !strings.Contains(e.kassa.Logs(), "forward payment failed; retrying") {
+			return fmt.Errorf("no failed attempt yet")
+		}
+		return nil
+	})
+	e.merchant.Start()
+	e.hop.Reconnect(e.merchant)
+	e.waitForwarded(inv.ID, 11_000)
+	if n := e.merchantSettled(); n != before+1 {
+		t.Fatalf("merchant invoices settled: %d, want %d (exactly one more)", n, before+1)
+	}
+}
+
+// expiredUnpayable restarts Kassa with invoices that expire in 2 s.
+func (e *lnEnv) expiredUnpayable() {
+	e.kassa.Stop()
+	e.kassa = harness.StartKassa(e.t, e.kassa.Data, append(e.args[:len(e.args):len(e.args)], "--invoice-expiry", "2s")...)
+	short := e.createInvoice(5000)
+	e.kassa.WaitStatus(e.store, short.ID, "Expired", "")
+	kassatest.Eventually(e.t, 30*time.Second, "lnd invoice cancelled", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d, err := e.service.Client.DecodePayReq(ctx, &lnrpc.PayReqString{PayReq: short.LightningInvoice})
+		if err != nil {
+			return err
+		}
+		h, _ := hex.DecodeString(d.PaymentHash)
+		got, err := e.service.Client.LookupInvoice(ctx, &lnrpc.PaymentHash{RHash: h})
+		if err != nil {
+			return err
+		}
+		if got.State != lnrpc.Invoice_CANCELED {
+			return fmt.Errorf("lnd invoice %s", got.State)
+		}
+		return nil
+	})
+	if _, err := e.customer.Pay(short.LightningInvoice, 5*time.Second); err == nil {
+		e.t.Fatal("an expired invoice was paid")
+	}
+}
+
+// lnCluster is the network with two Kassa nodes in a cluster in place of
+// the single one: what the cluster steps share.
+type lnCluster struct {
+	*lnEnv
+	nodes    []*harness.Kassa
+	before   int            // the merchant's settled invoices before the cluster's payments
+	watcher  *harness.Kassa // the node that held the Lightning watcher, killed
+	survivor *harness.Kassa
+	epoch    int64 // the watcher's lease epoch before the kill
+	fwdEpoch int64 // the forwarder's lease epoch before the kill
+}
+
+// holder is the node that holds the role's lease, and the lease's epoch.
+func (c *lnCluster) holder(role string) (*harness.Kassa, int64) {
+	for _, k := range c.nodes {
+		h, _ := nodeHealth(k)
+		for _, l := range h.Cluster.Leases {
+			if l.Role == role && l.Held {
+				return k, l.Epoch
 			}
-			h, _ := hex.DecodeString(d.PaymentHash)
-			got, err := e.service.Client.LookupInvoice(ctx, &lnrpc.PaymentHash{RHash: h})
-			if err != nil {
-				return err
-			}
-			if got.State != lnrpc.Invoice_CANCELED {
-				return fmt.Errorf("lnd invoice %s", got.State)
-			}
-			return nil
-		})
-		if _, err := e.customer.Pay(short.LightningInvoice, 5*time.Second); err == nil {
-			t.Fatal("an expired invoice was paid")
 		}
 	}
+	return nil, 0
+}
 
-	t.Log("in a cluster, one node watches lnd's invoices and forwards; when it is killed, the other takes both roles over")
-	{
-		e.kassa.Stop()
-		dsn := harness.PostgresSchema(t)
-		et := harness.EtcdForTest(t)
-		cluster := harness.NewClusterNodes(t, et.ClusterURL(), dsn)
-		start := func() *harness.Kassa {
-			return harness.StartKassa(t, "", append(e.args[:len(e.args):len(e.args)], cluster.Next()...)...)
-		}
-		nodes := []*harness.Kassa{start(), start()}
-		holder := func(role string) (*harness.Kassa, int64) {
-			for _, k := range nodes {
-				h, _ := nodeHealth(k)
-				for _, l := range h.Cluster.Leases {
-					if l.Role == role && l.Held {
-						return k, l.Epoch
-					}
-				}
-			}
-			return nil, 0
-		}
-		kassatest.Eventually(t, 30*time.Second, "two members, the Lightning watcher and the forwarder held", func() error {
-			for i, k := range nodes {
-				if h, ok := nodeHealth(k); !ok || len(h.Cluster.Members) != 2 {
-					return fmt.Errorf("node %d: members %v", i, h.Cluster.Members)
-				}
-			}
-			if k, _ := holder("lightning-watcher"); k == nil {
-				return fmt.Errorf("nobody holds the lightning-watcher lease")
-			}
-			if k, _ := holder("forwarder"); k == nil {
-				return fmt.Errorf("nobody holds the forwarder lease")
-			}
-			return nil
-		})
-		e.kassa = nodes[0]
-		e.store = e.kassa.CreateStore("--name", "Cluster shop", "--lightning-address", e.lnurl.address())
-		before := e.merchantSettled()
-		payForwarded := func(sats int64) {
-			t.Helper()
-			inv := e.createInvoice(sats)
-			if _, err := e.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
-				t.Fatalf("customer pays: %v", err)
-			}
-			e.kassa.WaitStatus(e.store, inv.ID, "Settled", "")
-			e.waitForwarded(inv.ID, sats)
-		}
-		payForwarded(11_000)
-		watcher, epoch := holder("lightning-watcher")
-		_, fwdEpoch := holder("forwarder")
-		var survivor *harness.Kassa
-		for _, k := range nodes {
-			if k != watcher {
-				survivor = k
+// start stops the single Kassa, starts two cluster nodes in its place
+// and makes a store with the merchant's Lightning address on them.
+func (c *lnCluster) start() {
+	t, e := c.t, c.lnEnv
+	e.kassa.Stop()
+	dsn := harness.PostgresSchema(t)
+	et := harness.EtcdForTest(t)
+	cluster := harness.NewClusterNodes(t, et.ClusterURL(), dsn)
+	start := func() *harness.Kassa {
+		return harness.StartKassa(t, "", append(e.args[:len(e.args):len(e.args)], cluster.Next()...)...)
+	}
+	c.nodes = []*harness.Kassa{start(), start()}
+	kassatest.Eventually(t, 30*time.Second, "two members, the Lightning watcher and the forwarder held", func() error {
+		for i, k := range c.nodes {
+			if h, ok := nodeHealth(k); !ok || len(h.Cluster.Members) != 2 {
+				return fmt.Errorf("node %d: members %v", i, h.Cluster.Members)
 			}
 		}
-		watcher.Kill()
-		killed := time.Now()
-		kassatest.Eventually(t, 30*time.Second, "the survivor to hold the Lightning watcher and the forwarder", func() error {
-			k, ep := holder("lightning-watcher")
-			if k != survivor || ep <= epoch {
-				return fmt.Errorf("lightning-watcher lease not taken over")
-			}
-			if k, ep := holder("forwarder"); k != survivor || ep < fwdEpoch {
-				return fmt.Errorf("forwarder lease not on the survivor")
-			}
-			return nil
-		})
-		t.Logf("lightning-watcher lease taken over %v after the SIGKILL", time.Since(killed).Round(100*time.Millisecond))
-		e.kassa = survivor
-		payForwarded(12_000)
-		if n := e.merchantSettled(); n != before+2 {
-			t.Fatalf("merchant invoices settled: %d, want %d (one per forward)", n, before+2)
+		if k, _ := c.holder("lightning-watcher"); k == nil {
+			return fmt.Errorf("nobody holds the lightning-watcher lease")
 		}
-		var txs []transfer
-		e.kassa.Do("GET", "/api/v1/stores/"+e.store.StoreID+"/transactions", e.store.APIKey, nil, &txs)
-		lines := map[string]int{}
-		for _, tx := range txs {
-			if tx.Type == "transfer" {
-				lines[tx.InvoiceID]++
-			}
+		if k, _ := c.holder("forwarder"); k == nil {
+			return fmt.Errorf("nobody holds the forwarder lease")
 		}
-		if len(lines) != 2 {
-			t.Fatalf("transfer lines by invoice %v, want two invoices with one each", lines)
-		}
-		for id, n := range lines {
-			if n != 1 {
-				t.Fatalf("invoice %s has %d transfer lines", id, n)
-			}
+		return nil
+	})
+	e.kassa = c.nodes[0]
+	e.store = e.kassa.CreateStore("--name", "Cluster shop", "--lightning-address", e.lnurl.address())
+	c.before = e.merchantSettled()
+}
+
+// payForwarded has the customer pay an invoice of sats and waits for it
+// to settle and be forwarded.
+func (c *lnCluster) payForwarded(sats int64) {
+	c.t.Helper()
+	inv := c.createInvoice(sats)
+	if _, err := c.customer.Pay(inv.LightningInvoice, 60*time.Second); err != nil {
+		c.t.Fatalf("customer pays: %v", err)
+	}
+	c.kassa.WaitStatus(c.store, inv.ID, "Settled", "")
+	c.waitForwarded(inv.ID, sats)
+}
+
+func (c *lnCluster) killWatcher() {
+	c.watcher, c.epoch = c.holder("lightning-watcher")
+	_, c.fwdEpoch = c.holder("forwarder")
+	for _, k := range c.nodes {
+		if k != c.watcher {
+			c.survivor = k
 		}
 	}
+	c.watcher.Kill()
+	killed := time.Now()
+	kassatest.Eventually(c.t, 30*time.Second, "the survivor to hold the Lightning watcher and the forwarder", func() error {
+		k, ep := c.holder("lightning-watcher")
+		if k != c.survivor || ep <= c.epoch {
+			return fmt.Errorf("lightning-watcher lease not taken over")
+		}
+		if k, ep := c.holder("forwarder"); k != c.survivor || ep < c.fwdEpoch {
+			return fmt.Errorf("forwarder lease not on the survivor")
+		}
+		return nil
+	})
+	c.t.Logf("lightning-watcher lease taken over %v after the SIGKILL", time.Since(killed).Round(100*time.Millisecond))
+}
 
-	t.Log("the lnd backend passes the Lightning contract suite")
-	kassatest.RunLightning(t, func(t *testing.T) kassatest.LightningHarness {
+func (c *lnCluster) survivorForwards() {
+	t, e := c.t, c.lnEnv
+	e.kassa = c.survivor
+	c.payForwarded(12_000)
+	if n := e.merchantSettled(); n != c.before+2 {
+		t.Fatalf("merchant invoices settled: %d, want %d (one per forward)", n, c.before+2)
+	}
+	var txs []transfer
+	e.kassa.Do("GET", "/api/v1/stores/"+e.store.StoreID+"/transactions", e.store.APIKey, nil, &txs)
+	lines := map[string]int{}
+	for _, tx := range txs {
+		if tx.Type == "transfer" {
+			lines[tx.InvoiceID]++
+		}
+	}
+	if len(lines) != 2 {
+		t.Fatalf("transfer lines by invoice %v, want two invoices with one each", lines)
+	}
+	for id, n := range lines {
+		if n != 1 {
+			t.Fatalf("invoice %s has %d transfer lines", id, n)
+		}
+	}
+}
+
+// contractSuite runs kassatest's Lightning contract suite on an lnd
+// backend of the service's node, the customer paying.
+func (e *lnEnv) contractSuite() {
+	kassatest.RunLightning(e.t, func(t *testing.T) kassatest.LightningHarness {
 		target, err := lnd.ParseTarget(e.service.URL())
 		if err != nil {
 			t.Fatal(err)
@@ -664,4 +710,15 @@ func (d *dashboardClient) read(res *http.Response, path string) string {
 		d.csrf = string(m[1])
 	}
 	return string(b)
+}
+
+// step runs one named step of a long scenario. It logs the step's name
+// before running it, so that a failure's output (all that make's report
+// shows of a test) says which step it happened in. The step runs on the
+// scenario's own t, which the harness's helpers fail, so a failure in it
+// ends the scenario; it is no subtest.
+func step(t *testing.T, name string, f func()) {
+	t.Helper()
+	t.Logf("step: %s", name)
+	f()
 }

@@ -40,111 +40,150 @@ type poolInvoice struct {
 // cannot give an address right now".
 func TestAddressPoolDuringLndOutage(t *testing.T) {
 	t.Parallel()
-	const size = 25
-	wallet := harness.NewWallet(t, harness.ParamsOf("regtest"))
-	btcd := harness.StartNode(t, harness.NodeConfig{MiningAddr: wallet.Address(), TxIndex: true})
-	btcd.Mine(102)
-	service := harness.StartLnd(t, btcd, "pool")
-	args := []string{"--chain", chainURL(btcd), "--lightning", service.URL(), "--invoice-expiry", "10m", "--address-pool", fmt.Sprint(size)}
-	k := harness.StartKassa(t, "", args...)
-	store := k.CreateStore("--name", "No xpub", "--confirmations", "1")
+	s := &poolScenario{t: t, size: 25, handed: map[string]string{}}
+	s.wallet = harness.NewWallet(t, harness.ParamsOf("regtest"))
+	s.btcd = harness.StartNode(t, harness.NodeConfig{MiningAddr: s.wallet.Address(), TxIndex: true})
+	s.btcd.Mine(102)
+	s.service = harness.StartLnd(t, s.btcd, "pool")
+	s.args = []string{"--chain", chainURL(s.btcd), "--lightning", s.service.URL(), "--invoice-expiry", "10m", "--address-pool", fmt.Sprint(s.size)}
+	s.k = harness.StartKassa(t, "", s.args...)
+	s.store = s.k.CreateStore("--name", "No xpub", "--confirmations", "1")
 
-	poolLeft := func() int {
-		t.Helper()
-		var h struct {
-			Chain struct {
-				AddressPool *int   `json:"addressPool"`
-				Warning     string `json:"warning"`
-			} `json:"chain"`
-		}
-		k.AdminGet("/api/v1/health", &h)
-		if h.Chain.AddressPool == nil {
-			return -1
-		}
-		return *h.Chain.AddressPool
-	}
-	waitPool := func(what string, want int) {
-		t.Helper()
-		// Health reads the chain backend at most every 5 s.
-		kassatest.Eventually(t, 90*time.Second, what, func() error {
-			if n := poolLeft(); n != want {
-				return fmt.Errorf("health says %d addresses left, want %d", n, want)
-			}
-			return nil
-		})
-	}
-	// create asks for an invoice on both methods and returns its status
-	// code, the invoice (200, as GET shows it) or the error body. It
-	// calls no t method: the reconnect check runs it in a goroutine.
-	create := func() (int, poolInvoice, string, error) {
-		do := func(method, path, body string) (int, []byte, error) {
-			req, _ := http.NewRequest(method, k.URL+path, strings.NewReader(body))
-			req.Header.Set("Authorization", "token "+store.APIKey)
-			req.Header.Set("Content-Type", "application/json")
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return 0, nil, err
-			}
-			defer res.Body.Close()
-			b, err := io.ReadAll(res.Body)
-			return res.StatusCode, b, err
-		}
-		code, b, err := do("POST", "/api/v1/stores/"+store.StoreID+"/invoices", `{"amount": 20000, "currency": "SATS"}`)
-		if err != nil || code != http.StatusOK {
-			return code, poolInvoice{}, string(b), err
-		}
-		var inv poolInvoice
-		if err := json.Unmarshal(b, &inv); err != nil {
-			return code, inv, string(b), err
-		}
-		if code, b, err = do("GET", "/api/v1/stores/"+store.StoreID+"/invoices/"+inv.ID, ""); err != nil || code != http.StatusOK {
-			return code, inv, string(b), fmt.Errorf("read invoice %s: %d %v", inv.ID, code, err)
-		}
-		return code, inv, "", json.Unmarshal(b, &inv)
-	}
-	handed := map[string]string{} // address → invoice
-	onchainOnly := func(what string) poolInvoice {
-		t.Helper()
-		code, inv, body, err := create()
-		if err != nil || code != http.StatusOK {
-			t.Fatalf("%s: %d %s %v", what, code, body, err)
-		}
-		if inv.LightningInvoice != "" || slices.Contains(inv.EnabledPaymentMethods, "Lightning") || inv.OnchainAddress == "" {
-			t.Fatalf("%s: methods %v, bolt11 %q, address %q; want on-chain only", what, inv.EnabledPaymentMethods, inv.LightningInvoice, inv.OnchainAddress)
-		}
-		if other, ok := handed[inv.OnchainAddress]; ok {
-			t.Fatalf("%s: address %s handed out twice (to %s and %s)", what, inv.OnchainAddress, other, inv.ID)
-		}
-		handed[inv.OnchainAddress] = inv.ID
-		return inv
-	}
+	step(t, "the pool filled at start; an invoice with lnd up offers Lightning and an address", s.lndUp)
+	step(t, "lnd stopped: invoices on-chain only, to pool addresses; one is paid and settles", s.firstOutage)
+	step(t, "kassa restarted during the outage: the used addresses stay used", s.restartInOutage)
+	step(t, "lnd back: no 503 while lnd starts and Kassa reconnects", s.lndBack)
+	step(t, "the pool fills up again, and the outage's payment is in lnd's wallet", s.refilled)
+	step(t, "lnd stopped again: the pool used up, then 503 naming Lightning", s.secondOutage)
+	step(t, "lnd back after the second outage: the pool fills up again", func() {
+		s.service.Start()
+		s.waitPool("the pool refilled after the second outage", s.size)
+	})
+}
 
-	waitPool("the pool filled at start", size)
-	code, up, body, err := create()
+// poolScenario is what the address pool test's steps share: the
+// network, Kassa with its pool of size addresses, the store without an
+// xpub, and every on-chain address handed out so far.
+type poolScenario struct {
+	t       *testing.T
+	size    int
+	wallet  *harness.Wallet
+	btcd    *harness.Node
+	service *harness.Lnd
+	args    []string
+	k       *harness.Kassa
+	store   harness.Store
+	handed  map[string]string // address → invoice
+	paid    poolInvoice       // the outage invoice paid on-chain
+}
+
+// poolLeft is the pool's size as health shows it, -1 when it shows none.
+func (s *poolScenario) poolLeft() int {
+	s.t.Helper()
+	var h struct {
+		Chain struct {
+			AddressPool *int   `json:"addressPool"`
+			Warning     string `json:"warning"`
+		} `json:"chain"`
+	}
+	s.k.AdminGet("/api/v1/health", &h)
+	if h.Chain.AddressPool == nil {
+		return -1
+	}
+	return *h.Chain.AddressPool
+}
+
+func (s *poolScenario) waitPool(what string, want int) {
+	s.t.Helper()
+	// Health reads the chain backend at most every 5 s.
+	kassatest.Eventually(s.t, 90*time.Second, what, func() error {
+		if n := s.poolLeft(); n != want {
+			return fmt.Errorf("health says %d addresses left, want %d", n, want)
+		}
+		return nil
+	})
+}
+
+// create asks for an invoice on both methods and returns its status
+// code, the invoice (200, as GET shows it) or the error body. It calls
+// no t method: the reconnect check runs it in a goroutine.
+func (s *poolScenario) create() (int, poolInvoice, string, error) {
+	do := func(method, path, body string) (int, []byte, error) {
+		req, _ := http.NewRequest(method, s.k.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "token "+s.store.APIKey)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		return res.StatusCode, b, err
+	}
+	code, b, err := do("POST", "/api/v1/stores/"+s.store.StoreID+"/invoices", `{"amount": 20000, "currency": "SATS"}`)
+	if err != nil || code != http.StatusOK {
+		return code, poolInvoice{}, string(b), err
+	}
+	var inv poolInvoice
+	if err := json.Unmarshal(b, &inv); err != nil {
+		return code, inv, string(b), err
+	}
+	if code, b, err = do("GET", "/api/v1/stores/"+s.store.StoreID+"/invoices/"+inv.ID, ""); err != nil || code != http.StatusOK {
+		return code, inv, string(b), fmt.Errorf("read invoice %s: %d %v", inv.ID, code, err)
+	}
+	return code, inv, "", json.Unmarshal(b, &inv)
+}
+
+// onchainOnly creates an invoice and checks that it offers on-chain
+// only, to an address not handed out before.
+func (s *poolScenario) onchainOnly(what string) poolInvoice {
+	t := s.t
+	t.Helper()
+	code, inv, body, err := s.create()
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("%s: %d %s %v", what, code, body, err)
+	}
+	if inv.LightningInvoice != "" || slices.Contains(inv.EnabledPaymentMethods, "Lightning") || inv.OnchainAddress == "" {
+		t.Fatalf("%s: methods %v, bolt11 %q, address %q; want on-chain only", what, inv.EnabledPaymentMethods, inv.LightningInvoice, inv.OnchainAddress)
+	}
+	if other, ok := s.handed[inv.OnchainAddress]; ok {
+		t.Fatalf("%s: address %s handed out twice (to %s and %s)", what, inv.OnchainAddress, other, inv.ID)
+	}
+	s.handed[inv.OnchainAddress] = inv.ID
+	return inv
+}
+
+func (s *poolScenario) lndUp() {
+	s.waitPool("the pool filled at start", s.size)
+	code, up, body, err := s.create()
 	if err != nil || code != http.StatusOK || up.LightningInvoice == "" || up.OnchainAddress == "" {
-		t.Fatalf("invoice with lnd up: %d %+v %s %v", code, up, body, err)
+		s.t.Fatalf("invoice with lnd up: %d %+v %s %v", code, up, body, err)
 	}
-	handed[up.OnchainAddress] = up.ID
+	s.handed[up.OnchainAddress] = up.ID
+}
 
-	t.Log("lnd stopped: invoices on-chain only, to pool addresses; one is paid and settles")
-	service.Stop()
+func (s *poolScenario) firstOutage() {
+	s.service.Stop()
 	var outage []poolInvoice
 	for i := range 3 {
-		outage = append(outage, onchainOnly(fmt.Sprintf("outage invoice %d", i)))
+		outage = append(outage, s.onchainOnly(fmt.Sprintf("outage invoice %d", i)))
 	}
-	waitPool("three pool addresses used", size-3)
-	paid := outage[0]
-	wallet.Pay(t, btcd, harness.Output{Address: paid.OnchainAddress, Amount: paid.Amount})
-	btcd.Mine(1)
-	k.WaitStatus(store, paid.ID, "Settled", "")
+	s.waitPool("three pool addresses used", s.size-3)
+	s.paid = outage[0]
+	s.wallet.Pay(s.t, s.btcd, harness.Output{Address: s.paid.OnchainAddress, Amount: s.paid.Amount})
+	s.btcd.Mine(1)
+	s.k.WaitStatus(s.store, s.paid.ID, "Settled", "")
+}
 
-	t.Log("kassa restarted during the outage: the used addresses stay used")
-	k.Stop()
-	k = harness.StartKassa(t, k.Data, args...)
-	waitPool("the pool after a restart", size-3)
-	onchainOnly("outage invoice after the restart") // a fifth address: none is handed out twice
+func (s *poolScenario) restartInOutage() {
+	s.k.Stop()
+	s.k = harness.StartKassa(s.t, s.k.Data, s.args...)
+	s.waitPool("the pool after a restart", s.size-3)
+	s.onchainOnly("outage invoice after the restart") // a fifth address: none is handed out twice
+}
 
-	t.Log("lnd back: no 503 while lnd starts and Kassa reconnects, and the pool fills up again")
+func (s *poolScenario) lndBack() {
+	t := s.t
 	// An invoice a second while lnd starts, until one offers Lightning.
 	type answer struct {
 		code          int
@@ -157,7 +196,7 @@ func TestAddressPoolDuringLndOutage(t *testing.T) {
 		defer close(answers)
 		deadline := time.Now().Add(3 * time.Minute)
 		for time.Now().Before(deadline) {
-			code, inv, body, err := create()
+			code, inv, body, err := s.create()
 			answers <- answer{code, inv.LightningInvoice != "", inv.OnchainAddress, body, err}
 			if err != nil || code != http.StatusOK || inv.LightningInvoice != "" {
 				return
@@ -165,16 +204,16 @@ func TestAddressPoolDuringLndOutage(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	}()
-	service.Start()
+	s.service.Start()
 	reconnect, back := 0, false
 	for a := range answers {
 		if a.err != nil || a.code != http.StatusOK {
 			t.Fatalf("invoice while lnd starts and Kassa reconnects: %d %s %v", a.code, a.body, a.err)
 		}
-		if other, ok := handed[a.address]; ok && a.address != "" {
+		if other, ok := s.handed[a.address]; ok && a.address != "" {
 			t.Fatalf("address %s handed out twice (to %s and another invoice)", a.address, other)
 		}
-		handed[a.address] = "reconnect"
+		s.handed[a.address] = "reconnect"
 		if back = a.lightning; !back {
 			reconnect++
 		}
@@ -183,30 +222,30 @@ func TestAddressPoolDuringLndOutage(t *testing.T) {
 		t.Fatal("no invoice offered Lightning within 3 minutes of lnd's start")
 	}
 	t.Logf("invoices offered on-chain only while lnd started and Kassa reconnected: %d, none refused", reconnect)
-	waitPool("the pool refilled with lnd back", size)
+}
+
+func (s *poolScenario) refilled() {
+	s.waitPool("the pool refilled with lnd back", s.size)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	var txs *lnrpc.TransactionDetails
-	txs, err = service.Client.GetTransactions(ctx, &lnrpc.GetTransactionsRequest{})
+	txs, err := s.service.Client.GetTransactions(ctx, &lnrpc.GetTransactionsRequest{})
 	cancel()
 	if err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
-	if !serviceOwns(txs, paid.OnchainAddress) {
-		t.Fatalf("the payment to pool address %s is not in lnd's wallet", paid.OnchainAddress)
+	if !serviceOwns(txs, s.paid.OnchainAddress) {
+		s.t.Fatalf("the payment to pool address %s is not in lnd's wallet", s.paid.OnchainAddress)
 	}
+}
 
-	t.Log("lnd stopped again: the pool used up, then 503 naming Lightning")
-	service.Stop()
-	for i := range size {
-		onchainOnly(fmt.Sprintf("second outage invoice %d", i))
+func (s *poolScenario) secondOutage() {
+	s.service.Stop()
+	for i := range s.size {
+		s.onchainOnly(fmt.Sprintf("second outage invoice %d", i))
 	}
-	code, _, body, err = create()
+	code, _, body, err := s.create()
 	if err != nil || code != http.StatusServiceUnavailable || !strings.Contains(body, "Lightning (lnd) is unreachable") || strings.Contains(body, "chain backend") {
-		t.Fatalf("pool used up, lnd down: %d %s; want 503 naming Lightning", code, body)
+		s.t.Fatalf("pool used up, lnd down: %d %s; want 503 naming Lightning", code, body)
 	}
-	waitPool("the pool empty", 0)
-	t.Logf("pool size %d; %d addresses handed out in all, each once; %d left after the second outage", size, len(handed), poolLeft())
-
-	service.Start()
-	waitPool("the pool refilled after the second outage", size)
+	s.waitPool("the pool empty", 0)
+	s.t.Logf("pool size %d; %d addresses handed out in all, each once; %d left after the second outage", s.size, len(s.handed), s.poolLeft())
 }

@@ -285,148 +285,181 @@ func (e *refundEnv) customerReceived(txid string) int64 {
 func TestRefundsOnLnd(t *testing.T) {
 	t.Parallel()
 	e := newRefundEnv(t)
-	ctx := context.Background()
+	step(t, "a Lightning invoice refunded to the customer's lnd invoice", e.refundToInvoice)
+	step(t, "a Lightning-address claim: Kassa resolves LNURL-pay to an invoice of the customer's node", e.refundToAddress)
+	step(t, "an on-chain refund to the customer's regtest address, from lnd's wallet", e.refundOnchain)
 
-	t.Log("a Lightning invoice refunded to the customer's lnd invoice")
-	{
-		inv := e.paidInvoice(20_000)
-		res, err := e.customer.Client.AddInvoice(ctx, &lnrpc.Invoice{Value: 20_000, Memo: "my refund", Expiry: 3600})
-		if err != nil {
-			t.Fatal(err)
-		}
-		before, lines := e.balance(), first(e.ledger())
-		po := e.approve(e.claim(inv, res.PaymentRequest).ID)
-		done := e.waitFinal(po.ID)
-		if done.PaymentHash != hex.EncodeToString(res.RHash) || !e.customerSettled(done.PaymentHash) {
-			t.Fatalf("payout %+v: the customer's invoice %x is not the one paid", done, res.RHash)
-		}
-		e.checkPaidOnce(done, before, lines)
-	}
+	k := &refundKill{refundEnv: e}
+	step(t, "an on-chain and a Lightning-address payout approved, kassa killed right after, lnd restarted mid-payment", k.approveKillRestart)
+	step(t, "the on-chain payout paid once", k.onchainPaidOnce)
+	step(t, "the Lightning payout ends as lnd says, with at most one of the address's invoices paid", k.lightningEnds)
+	step(t, "both payouts debited once, and what came back, in the ledger and the balance", k.ledgerOnce)
+}
 
-	t.Log("a Lightning-address claim: Kassa resolves LNURL-pay to an invoice of the customer's node")
-	{
-		inv := e.paidInvoice(15_000)
-		before, lines := e.balance(), first(e.ledger())
-		asked := e.lnurl.invoices()
-		po := e.approve(e.claim(inv, e.lnurl.address()).ID)
-		done := e.waitFinal(po.ID)
-		if n := e.lnurl.invoices() - asked; n != 1 || !e.customerSettled(done.PaymentHash) {
-			t.Fatalf("payout %+v: %d invoices asked of the address, the paid one settled: %v", done, n, e.customerSettled(done.PaymentHash))
-		}
-		e.checkPaidOnce(done, before, lines)
+func (e *refundEnv) refundToInvoice() {
+	t := e.t
+	inv := e.paidInvoice(20_000)
+	res, err := e.customer.Client.AddInvoice(context.Background(), &lnrpc.Invoice{Value: 20_000, Memo: "my refund", Expiry: 3600})
+	if err != nil {
+		t.Fatal(err)
 	}
+	before, lines := e.balance(), first(e.ledger())
+	po := e.approve(e.claim(inv, res.PaymentRequest).ID)
+	done := e.waitFinal(po.ID)
+	if done.PaymentHash != hex.EncodeToString(res.RHash) || !e.customerSettled(done.PaymentHash) {
+		t.Fatalf("payout %+v: the customer's invoice %x is not the one paid", done, res.RHash)
+	}
+	e.checkPaidOnce(done, before, lines)
+}
 
-	t.Log("an on-chain refund to the customer's regtest address, from lnd's wallet")
-	{
-		inv := e.paidInvoice(40_000)
-		before, lines := e.balance(), first(e.ledger())
-		po := e.approve(e.claim(inv, e.customer.NewAddress()).ID)
-		if po.FeeLimit <= 0 {
-			t.Fatalf("approved on-chain payout without a fee limit: %+v", po)
-		}
-		done := e.waitFinal(po.ID)
-		if done.TxID == "" || done.NetworkFee <= 0 || done.NetworkFee > po.FeeLimit {
-			t.Fatalf("payout %+v", done)
-		}
-		e.btcd.Mine(1)
-		if got := e.customerReceived(done.TxID); got != done.Amount {
-			t.Fatalf("the customer's wallet received %d in %s, want %d", got, done.TxID, done.Amount)
-		}
-		e.checkPaidOnce(done, before, lines)
+func (e *refundEnv) refundToAddress() {
+	inv := e.paidInvoice(15_000)
+	before, lines := e.balance(), first(e.ledger())
+	asked := e.lnurl.invoices()
+	po := e.approve(e.claim(inv, e.lnurl.address()).ID)
+	done := e.waitFinal(po.ID)
+	if n := e.lnurl.invoices() - asked; n != 1 || !e.customerSettled(done.PaymentHash) {
+		e.t.Fatalf("payout %+v: %d invoices asked of the address, the paid one settled: %v", done, n, e.customerSettled(done.PaymentHash))
 	}
+	e.checkPaidOnce(done, before, lines)
+}
 
-	t.Log("kassa killed right after approvals, lnd restarted mid-payment: each payout paid once")
-	{
-		ln, oc := e.paidInvoice(11_000), e.paidInvoice(12_000)
-		before, lines := e.balance(), first(e.ledger())
-		asked := e.lnurl.invoices()
-		// The on-chain payout first: a store's payouts are paid oldest
-		// first, one at a time, so it does not wait behind a Lightning
-		// payment lnd may hold in flight.
-		address := e.customer.NewAddress()
-		ocPo := e.claim(oc, address)
-		lnPo := e.claim(ln, e.lnurl.address())
-		e.approve(ocPo.ID)
-		e.approve(lnPo.ID)
-		e.kassa.Kill() // just after the approvals: the sender may have recorded, sent, or nothing
-		e.service.Stop()
-		e.kassa = harness.StartKassa(t, e.kassa.Data, e.args...)
-		time.Sleep(2 * time.Second) // the sender meets lnd down
-		e.service.Start()
-		e.service.Reconnect(e.customer)
-		e.customer.Reconnect(e.service)
-		ocDone := e.waitFinal(ocPo.ID)
-		e.btcd.Mine(1)
-		if got := e.customerReceived(ocDone.TxID); got != ocDone.Amount {
-			t.Fatalf("the customer's wallet received %d in %s, want %d", got, ocDone.TxID, ocDone.Amount)
-		}
-		if n := countTo(t, e.customer, address); n != 1 {
-			t.Fatalf("%d transactions paid %s, want 1", n, address)
-		}
-		// The Lightning payout ends when lnd says how its payment ended.
-		// lnd restarted with an HTLC just sent has kept its payment
-		// IN_FLIGHT for minutes here (its HTLC unresolved after the
-		// reconnection): Kassa waits for lnd's word, so the payout is
-		// then still InProgress, its debit once in the ledger.
-		var lnDone payoutOut
-		deadline := time.Now().Add(90 * time.Second)
-		for time.Now().Before(deadline) {
-			lnDone = payoutOut{}
-			e.kassa.Do("GET", e.base()+"/payouts/"+lnPo.ID, e.key, nil, &lnDone)
-			if lnDone.State == "Completed" || lnDone.State == "Failed" {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		// An invoice asked before the kill and never recorded is asked
-		// again; of the address's invoices at most one is paid, and the
-		// one the payout completed with.
-		e.lnurl.mu.Lock()
-		hashes := append([]string(nil), e.lnurl.hashes[asked:]...)
-		e.lnurl.mu.Unlock()
-		settled := 0
-		for _, h := range hashes {
-			if e.customerSettled(h) {
-				settled++
-			}
-		}
-		// What the Lightning payout took from the balance: its amount and
-		// fee once paid, its amount and fee limit while lnd holds its
-		// payment, nothing once failed (lnd found no channel ready after
-		// its restart, say: the money came back).
-		var lnOut int64
-		switch lnDone.State {
-		case "Completed":
-			if settled != 1 || !e.customerSettled(lnDone.PaymentHash) {
-				t.Fatalf("Lightning payout %+v: %d of the address's %d invoices paid, want 1", lnDone, settled, len(hashes))
-			}
-			lnOut = lnDone.Amount + lnDone.NetworkFee
-		case "InProgress":
-			if settled > 1 || lnStatus(t, e.service, lnDone.PaymentHash) != lnrpc.Payment_IN_FLIGHT {
-				t.Fatalf("Lightning payout %+v InProgress: lnd's payment %s, %d invoices paid", lnDone, lnStatus(t, e.service, lnDone.PaymentHash), settled)
-			}
-			t.Logf("lnd still holds the Lightning payout's payment in flight after 90 s; the payout waits, InProgress")
-			lnOut = lnDone.Amount + lnDone.FeeLimit
-		case "Failed":
-			if settled != 0 {
-				t.Fatalf("Lightning payout %+v failed, yet %d of the address's invoices were paid", lnDone, settled)
-			}
-			t.Logf("the Lightning payout failed after the restart (%s): its money is back", lnDone.LastError)
-		default:
-			t.Fatalf("Lightning payout %+v", lnDone)
-		}
-		t.Logf("the address was asked for %d invoices across the kill", len(hashes))
-		// Both payouts debited once, and what came back, in the ledger.
-		lines2, _ := e.ledger()
-		if refund := lines2["refund"] - lines["refund"]; refund != lnDone.Amount+ocDone.Amount {
-			t.Fatalf("refund lines %d, want one per payout: %+v %+v", refund, lnDone, ocDone)
-		}
-		net := lines2["refund"] - lines["refund"] + lines2["network_fee"] - lines["network_fee"] - (lines2["refund_returned"] - lines["refund_returned"])
-		if want := lnOut + ocDone.Amount + ocDone.NetworkFee; net != want {
-			t.Fatalf("the payout lines took %d net, want %d; payouts %+v %+v", net, want, lnDone, ocDone)
-		}
-		e.checkBalance(before, lines, net)
+func (e *refundEnv) refundOnchain() {
+	t := e.t
+	inv := e.paidInvoice(40_000)
+	before, lines := e.balance(), first(e.ledger())
+	po := e.approve(e.claim(inv, e.customer.NewAddress()).ID)
+	if po.FeeLimit <= 0 {
+		t.Fatalf("approved on-chain payout without a fee limit: %+v", po)
 	}
+	done := e.waitFinal(po.ID)
+	if done.TxID == "" || done.NetworkFee <= 0 || done.NetworkFee > po.FeeLimit {
+		t.Fatalf("payout %+v", done)
+	}
+	e.btcd.Mine(1)
+	if got := e.customerReceived(done.TxID); got != done.Amount {
+		t.Fatalf("the customer's wallet received %d in %s, want %d", got, done.TxID, done.Amount)
+	}
+	e.checkPaidOnce(done, before, lines)
+}
+
+// refundKill is the scenario of two payouts approved just before Kassa
+// is killed and lnd restarted: what its steps share.
+type refundKill struct {
+	*refundEnv
+	before     int64
+	lines      map[string]int64 // the ledger's sums before the payouts
+	asked      int              // the address's invoices before the payouts
+	address    string           // the on-chain payout's destination
+	ocPo, lnPo payoutOut
+	ocDone     payoutOut
+	lnDone     payoutOut
+	lnOut      int64 // what the Lightning payout took from the balance
+}
+
+func (k *refundKill) approveKillRestart() {
+	e := k.refundEnv
+	ln, oc := e.paidInvoice(11_000), e.paidInvoice(12_000)
+	k.before, k.lines = e.balance(), first(e.ledger())
+	k.asked = e.lnurl.invoices()
+	// The on-chain payout first: a store's payouts are paid oldest
+	// first, one at a time, so it does not wait behind a Lightning
+	// payment lnd may hold in flight.
+	k.address = e.customer.NewAddress()
+	k.ocPo = e.claim(oc, k.address)
+	k.lnPo = e.claim(ln, e.lnurl.address())
+	e.approve(k.ocPo.ID)
+	e.approve(k.lnPo.ID)
+	e.kassa.Kill() // just after the approvals: the sender may have recorded, sent, or nothing
+	e.service.Stop()
+	e.kassa = harness.StartKassa(e.t, e.kassa.Data, e.args...)
+	time.Sleep(2 * time.Second) // the sender meets lnd down
+	e.service.Start()
+	e.service.Reconnect(e.customer)
+	e.customer.Reconnect(e.service)
+}
+
+func (k *refundKill) onchainPaidOnce() {
+	e, t := k.refundEnv, k.t
+	k.ocDone = e.waitFinal(k.ocPo.ID)
+	e.btcd.Mine(1)
+	if got := e.customerReceived(k.ocDone.TxID); got != k.ocDone.Amount {
+		t.Fatalf("the customer's wallet received %d in %s, want %d", got, k.ocDone.TxID, k.ocDone.Amount)
+	}
+	if n := countTo(t, e.customer, k.address); n != 1 {
+		t.Fatalf("%d transactions paid %s, want 1", n, k.address)
+	}
+}
+
+func (k *refundKill) lightningEnds() {
+	e, t := k.refundEnv, k.t
+	// The Lightning payout ends when lnd says how its payment ended.
+	// lnd restarted with an HTLC just sent has kept its payment
+	// IN_FLIGHT for minutes here (its HTLC unresolved after the
+	// reconnection): Kassa waits for lnd's word, so the payout is
+	// then still InProgress, its debit once in the ledger.
+	var lnDone payoutOut
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		lnDone = payoutOut{}
+		e.kassa.Do("GET", e.base()+"/payouts/"+k.lnPo.ID, e.key, nil, &lnDone)
+		if lnDone.State == "Completed" || lnDone.State == "Failed" {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	k.lnDone = lnDone
+	// An invoice asked before the kill and never recorded is asked
+	// again; of the address's invoices at most one is paid, and the
+	// one the payout completed with.
+	e.lnurl.mu.Lock()
+	hashes := append([]string(nil), e.lnurl.hashes[k.asked:]...)
+	e.lnurl.mu.Unlock()
+	settled := 0
+	for _, h := range hashes {
+		if e.customerSettled(h) {
+			settled++
+		}
+	}
+	// What the Lightning payout took from the balance: its amount and
+	// fee once paid, its amount and fee limit while lnd holds its
+	// payment, nothing once failed (lnd found no channel ready after
+	// its restart, say: the money came back).
+	switch lnDone.State {
+	case "Completed":
+		if settled != 1 || !e.customerSettled(lnDone.PaymentHash) {
+			t.Fatalf("Lightning payout %+v: %d of the address's %d invoices paid, want 1", lnDone, settled, len(hashes))
+		}
+		k.lnOut = lnDone.Amount + lnDone.NetworkFee
+	case "InProgress":
+		if settled > 1 || lnStatus(t, e.service, lnDone.PaymentHash) != lnrpc.Payment_IN_FLIGHT {
+			t.Fatalf("Lightning payout %+v InProgress: lnd's payment %s, %d invoices paid", lnDone, lnStatus(t, e.service, lnDone.PaymentHash), settled)
+		}
+		t.Logf("lnd still holds the Lightning payout's payment in flight after 90 s; the payout waits, InProgress")
+		k.lnOut = lnDone.Amount + lnDone.FeeLimit
+	case "Failed":
+		if settled != 0 {
+			t.Fatalf("Lightning payout %+v failed, yet %d of the address's invoices were paid", lnDone, settled)
+		}
+		t.Logf("the Lightning payout failed after the restart (%s): its money is back", lnDone.LastError)
+	default:
+		t.Fatalf("Lightning payout %+v", lnDone)
+	}
+	t.Logf("the address was asked for %d invoices across the kill", len(hashes))
+}
+
+func (k *refundKill) ledgerOnce() {
+	e, t := k.refundEnv, k.t
+	lines, lnDone, ocDone := k.lines, k.lnDone, k.ocDone
+	lines2, _ := e.ledger()
+	if refund := lines2["refund"] - lines["refund"]; refund != lnDone.Amount+ocDone.Amount {
+		t.Fatalf("refund lines %d, want one per payout: %+v %+v", refund, lnDone, ocDone)
+	}
+	net := lines2["refund"] - lines["refund"] + lines2["network_fee"] - lines["network_fee"] - (lines2["refund_returned"] - lines["refund_returned"])
+	if want := k.lnOut + ocDone.Amount + ocDone.NetworkFee; net != want {
+		t.Fatalf("the payout lines took %d net, want %d; payouts %+v %+v", net, want, lnDone, ocDone)
+	}
+	e.checkBalance(k.before, lines, net)
 }
 
 // lnStatus is lnd's status of its payment with hash (INITIATED when

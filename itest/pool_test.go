@@ -28,16 +28,14 @@ type poolInvoice struct {
 	EnabledPaymentMethods []string `json:"enabledPaymentMethods"`
 }
 
-// TestAddressPoolDuringLndOutage (issue 20, finding 1) runs on btcd and
+// TestAddressPoolDuringLndOutage runs on btcd and
 // a real lnd: a store without an xpub takes its on-chain addresses from
 // lnd's wallet. While lnd is stopped its invoices are offered on-chain
 // only, to addresses of the pool Kassa took ahead, each once, through a
 // restart of Kassa; a payment to one settles while lnd is still down
 // and lands in lnd's wallet; invoices made while Kassa reconnects to
 // lnd answer 200; the pool fills up again with lnd back; used up in a
-// second outage, creation answers 503 naming Lightning. On the old main
-// the first invoice of the outage answered 503 "the chain backend
-// cannot give an address right now".
+// second outage, creation answers 503 naming Lightning.
 func TestAddressPoolDuringLndOutage(t *testing.T) {
 	t.Parallel()
 	s := &poolScenario{t: t, size: 25, handed: map[string]string{}}

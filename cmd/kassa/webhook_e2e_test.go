@@ -444,8 +444,10 @@ func TestWebhookRegistration(t *testing.T) {
 
 // TestWebhookEvents drives every event kind through the sim CLI and checks
 // what three webhooks receive: one registered without events (all four),
-// one with only Processing, one with an empty list (nothing). Every
-// delivery verifies with both signatures.
+// one with only Processing, one with an empty list (nothing). The
+// invoices: three meant to expire (nothing paid, underpaid, paid after
+// expiry), Lightning, on-chain and overpaid. Every delivery verifies
+// with both signatures.
 func TestWebhookEvents(t *testing.T) {
 	t.Parallel()
 	// Every invoice must be paid within the expiry of its creation but
@@ -453,80 +455,131 @@ func TestWebhookEvents(t *testing.T) {
 	// CLI calls, and the three meant to expire are created first, so
 	// that their expiry runs out while the others are paid.
 	s := startServer(t, t.TempDir(), "--dev", "--invoice-expiry", "10s")
-	c := s.createStore("--name", "Events")
-	rcv := newReceiver(t)
+	w := &webhookEvents{t: t, s: s, c: s.createStore("--name", "Events"), rcv: newReceiver(t), orders: map[string]string{}}
+
+	step(t, "three webhooks: all events, only Processing, none", w.register)
+	step(t, "three invoices meant to expire, one underpaid at once", w.createExpiring)
+	step(t, "Lightning: Processing and Settled back to back", w.lightning)
+	step(t, "on-chain and overpaid: Processing in the mempool, Settled after a block", w.onchain)
+	step(t, "the three expire; one is paid after expiry", w.expiry)
+	step(t, "the webhook with all events: each invoice's events in order, signed, with its order", w.checkAllEvents)
+	step(t, "the webhook with only Processing gets only those; the empty selection nothing", w.checkFiltered)
+}
+
+// webhookEvents is TestWebhookEvents' server, store, receiver and
+// webhooks, and the invoices its steps create.
+type webhookEvents struct {
+	t   *testing.T
+	s   *server
+	c   storeCreds
+	rcv *receiver
+
+	proc, none map[string]any    // the webhooks with only Processing and with no event
+	secrets    map[string]string // each receiver path's signing secret
+	orders     map[string]string // each invoice's orderId
+
+	under, empty, late string // meant to expire: underpaid, nothing paid, paid after expiry
+	ln, oc, over       string // Lightning, on-chain, overpaid on-chain
+}
+
+// create creates an invoice with orderId order-name and waits for its
+// New event.
+func (w *webhookEvents) create(name string, body map[string]any) string {
+	w.t.Helper()
+	body["orderId"] = "order-" + name
+	id := createInvoice(w.t, w.s, w.c, body)
+	w.orders[id] = "order-" + name
+	w.rcv.wait(w.t, "/all", id, "New", 1)
+	return id
+}
+
+// register adds the three webhooks and checks the events each was
+// created with.
+func (w *webhookEvents) register() {
+	t, s, c, rcv := w.t, w.s, w.c, w.rcv
 	all := addWebhook(t, s, c, map[string]any{"url": rcv.url("/all")})
 	if fmt.Sprint(all["events"]) != "[New Processing Settled Expired]" {
 		t.Fatalf("events left out must mean all four: %v", all["events"])
 	}
-	proc := addWebhook(t, s, c, map[string]any{"url": rcv.url("/processing"), "events": []string{"Processing"}, "secret": "processing-secret"})
-	if proc["secret"] != "processing-secret" || fmt.Sprint(proc["events"]) != "[Processing]" {
-		t.Fatalf("created = %v", proc)
+	w.proc = addWebhook(t, s, c, map[string]any{"url": rcv.url("/processing"), "events": []string{"Processing"}, "secret": "processing-secret"})
+	if w.proc["secret"] != "processing-secret" || fmt.Sprint(w.proc["events"]) != "[Processing]" {
+		t.Fatalf("created = %v", w.proc)
 	}
-	none := addWebhook(t, s, c, map[string]any{"url": rcv.url("/none"), "events": []string{}})
-	if fmt.Sprint(none["events"]) != "[]" {
-		t.Fatalf("an empty list must select nothing: %v", none["events"])
+	w.none = addWebhook(t, s, c, map[string]any{"url": rcv.url("/none"), "events": []string{}})
+	if fmt.Sprint(w.none["events"]) != "[]" {
+		t.Fatalf("an empty list must select nothing: %v", w.none["events"])
 	}
-	secrets := map[string]string{"/all": all["secret"].(string), "/processing": "processing-secret", "/none": none["secret"].(string)}
-	orders := map[string]string{}
-	create := func(name string, body map[string]any) string {
-		t.Helper()
-		body["orderId"] = "order-" + name
-		id := createInvoice(t, s, c, body)
-		orders[id] = "order-" + name
-		rcv.wait(t, "/all", id, "New", 1)
-		return id
-	}
+	w.secrets = map[string]string{"/all": all["secret"].(string), "/processing": "processing-secret", "/none": w.none["secret"].(string)}
+}
 
-	// Expiry with nothing, with a partial payment (made at once), and a
-	// payment after expiry.
-	under := create("under", map[string]any{"amount": 10000, "currency": "SATS"})
-	s.mustCLI("sim", "pay", under, "--method", "onchain", "--amount", "5000")
-	s.mustCLI("sim", "mine")
-	empty := create("empty", map[string]any{"amount": 1000, "currency": "SATS"})
-	late := create("late", map[string]any{"amount": 5000, "currency": "SATS"})
+// createExpiring creates the invoices meant to expire: with nothing,
+// with a partial payment (made at once), and one to be paid after
+// expiry.
+func (w *webhookEvents) createExpiring() {
+	w.under = w.create("under", map[string]any{"amount": 10000, "currency": "SATS"})
+	w.s.mustCLI("sim", "pay", w.under, "--method", "onchain", "--amount", "5000")
+	w.s.mustCLI("sim", "mine")
+	w.empty = w.create("empty", map[string]any{"amount": 1000, "currency": "SATS"})
+	w.late = w.create("late", map[string]any{"amount": 5000, "currency": "SATS"})
+}
 
-	// Lightning: Processing and Settled back to back.
-	ln := create("ln", map[string]any{"amount": 5000, "currency": "SATS", "metadata": map[string]any{"sku": "A1"}})
-	s.mustCLI("sim", "pay", ln, "--method", "lightning")
-	rcv.wait(t, "/all", ln, "Settled", 1)
+func (w *webhookEvents) lightning() {
+	w.ln = w.create("ln", map[string]any{"amount": 5000, "currency": "SATS", "metadata": map[string]any{"sku": "A1"}})
+	w.s.mustCLI("sim", "pay", w.ln, "--method", "lightning")
+	w.rcv.wait(w.t, "/all", w.ln, "Settled", 1)
+}
 
-	// On-chain: Processing in the mempool, Settled only after a block.
-	oc := create("oc", map[string]any{"amount": 20000, "currency": "SATS"})
-	s.mustCLI("sim", "pay", oc, "--method", "onchain")
-	rcv.wait(t, "/all", oc, "Processing", 1)
-	over := create("over", map[string]any{"amount": 10000, "currency": "SATS"})
-	s.mustCLI("sim", "pay", over, "--method", "onchain", "--amount", "12000")
-	rcv.wait(t, "/all", over, "Processing", 1)
-	if got := rcv.summary("/all", oc); got != "[New:None Processing:None]" {
+// onchain pays an invoice and overpays another on-chain: Processing in
+// the mempool, Settled only after a block.
+func (w *webhookEvents) onchain() {
+	t, s, rcv := w.t, w.s, w.rcv
+	w.oc = w.create("oc", map[string]any{"amount": 20000, "currency": "SATS"})
+	s.mustCLI("sim", "pay", w.oc, "--method", "onchain")
+	rcv.wait(t, "/all", w.oc, "Processing", 1)
+	w.over = w.create("over", map[string]any{"amount": 10000, "currency": "SATS"})
+	s.mustCLI("sim", "pay", w.over, "--method", "onchain", "--amount", "12000")
+	rcv.wait(t, "/all", w.over, "Processing", 1)
+	if got := rcv.summary("/all", w.oc); got != "[New:None Processing:None]" {
 		t.Fatalf("on-chain before a block: %s", got)
 	}
 	s.mustCLI("sim", "mine", "1")
-	rcv.wait(t, "/all", oc, "Settled", 1)
-	rcv.wait(t, "/all", over, "Settled", 1)
+	rcv.wait(t, "/all", w.oc, "Settled", 1)
+	rcv.wait(t, "/all", w.over, "Settled", 1)
+}
 
-	for _, id := range []string{empty, under, late} {
+// expiry waits for the three Expired events, pays the late invoice, and
+// waits for its Settled and for the Processing webhook's three
+// deliveries.
+func (w *webhookEvents) expiry() {
+	t, s, rcv := w.t, w.s, w.rcv
+	for _, id := range []string{w.empty, w.under, w.late} {
 		rcv.wait(t, "/all", id, "Expired", 1)
 	}
-	s.mustCLI("sim", "pay", late, "--method", "onchain")
+	s.mustCLI("sim", "pay", w.late, "--method", "onchain")
 	s.mustCLI("sim", "mine")
-	rcv.wait(t, "/all", late, "Settled", 1)
+	rcv.wait(t, "/all", w.late, "Settled", 1)
 	waitFor(t, 20*time.Second, "the Processing webhook's three deliveries", func() bool {
 		return len(rcv.events("/processing")) >= 3
 	})
+}
 
-	// What the webhook with all events saw, per invoice, in order.
+// checkAllEvents checks what the webhook with all events saw, per
+// invoice, in order; that the Lightning pair arrived back to back; and
+// that every delivery verifies, carries its invoice's orderId and
+// metadata, and has isUnderpaid exactly on Expired.
+func (w *webhookEvents) checkAllEvents() {
+	t, rcv, ln, orders := w.t, w.rcv, w.ln, w.orders
 	want := map[string]string{
-		ln:    "[New:None Processing:None Settled:None]",
-		oc:    "[New:None Processing:None Settled:None]",
-		over:  "[New:None Processing:None Settled:Overpaid]",
-		empty: "[New:None Expired:None]",
-		under: "[New:None Expired:Underpaid]",
-		late:  "[New:None Expired:None Settled:PaidAfterExpiration]",
+		ln:      "[New:None Processing:None Settled:None]",
+		w.oc:    "[New:None Processing:None Settled:None]",
+		w.over:  "[New:None Processing:None Settled:Overpaid]",
+		w.empty: "[New:None Expired:None]",
+		w.under: "[New:None Expired:Underpaid]",
+		w.late:  "[New:None Expired:None Settled:PaidAfterExpiration]",
 	}
-	for id, w := range want {
-		if got := rcv.summary("/all", id); got != w {
-			t.Errorf("%s (%s): webhook with all events got %s, want %s", orders[id], id, got, w)
+	for id, wt := range want {
+		if got := rcv.summary("/all", id); got != wt {
+			t.Errorf("%s (%s): webhook with all events got %s, want %s", orders[id], id, got, wt)
 		}
 	}
 	// The Lightning pair arrived back to back: nothing between them.
@@ -540,7 +593,7 @@ func TestWebhookEvents(t *testing.T) {
 	}
 	kinds := map[string]bool{}
 	for _, h := range allEvents {
-		e := verify(t, h, secrets["/all"])
+		e := verify(t, h, w.secrets["/all"])
 		kinds[e.Type] = true
 		if got := e.OrderID(); got != orders[e.InvoiceID] {
 			t.Errorf("%s %s: metadata.orderId = %q, want %q: %s", e.Type, e.InvoiceID, got, orders[e.InvoiceID], h.Body)
@@ -551,7 +604,7 @@ func TestWebhookEvents(t *testing.T) {
 		switch {
 		case e.Type == "Expired" && e.IsUnderpaid == nil:
 			t.Errorf("Expired without isUnderpaid: %s", h.Body)
-		case e.Type == "Expired" && *e.IsUnderpaid != (e.InvoiceID == under):
+		case e.Type == "Expired" && *e.IsUnderpaid != (e.InvoiceID == w.under):
 			t.Errorf("Expired of %s with isUnderpaid %v: %s", orders[e.InvoiceID], *e.IsUnderpaid, h.Body)
 		case e.Type != "Expired" && e.IsUnderpaid != nil:
 			t.Errorf("%s with isUnderpaid: %s", e.Type, h.Body)
@@ -560,20 +613,23 @@ func TestWebhookEvents(t *testing.T) {
 	if len(kinds) != 4 {
 		t.Errorf("webhook without events got kinds %v, want all four", kinds)
 	}
+}
 
-	// Filtering: only Processing, so only the first of the Lightning pair;
-	// the empty selection gets nothing. The outbox is written with the
-	// event, so the delivery logs are complete.
+// checkFiltered checks the filtering: only Processing, so only the
+// first of the Lightning pair; the empty selection gets nothing. The
+// outbox is written with the event, so the delivery logs are complete.
+func (w *webhookEvents) checkFiltered() {
+	t, s, c, rcv := w.t, w.s, w.c, w.rcv
 	for _, h := range rcv.events("/processing") {
-		verify(t, h, secrets["/processing"])
+		verify(t, h, w.secrets["/processing"])
 	}
-	for id, w := range map[string]string{ln: "[Processing:None]", oc: "[Processing:None]", over: "[Processing:None]",
-		empty: "[]", under: "[]", late: "[]"} {
-		if got := rcv.summary("/processing", id); got != w {
-			t.Errorf("%s: webhook with only Processing got %s, want %s", orders[id], got, w)
+	for id, wt := range map[string]string{w.ln: "[Processing:None]", w.oc: "[Processing:None]", w.over: "[Processing:None]",
+		w.empty: "[]", w.under: "[]", w.late: "[]"} {
+		if got := rcv.summary("/processing", id); got != wt {
+			t.Errorf("%s: webhook with only Processing got %s, want %s", w.orders[id], got, wt)
 		}
 	}
-	for _, d := range deliveryLog(t, s, c, proc["id"].(string)) {
+	for _, d := range deliveryLog(t, s, c, w.proc["id"].(string)) {
 		if d["type"] != "Processing" {
 			t.Errorf("webhook with only Processing has a %v delivery: %v", d["type"], d)
 		}
@@ -581,7 +637,7 @@ func TestWebhookEvents(t *testing.T) {
 	if got := rcv.events("/none"); len(got) != 0 {
 		t.Errorf("webhook with no event selected got %d deliveries, first %s", len(got), got[0].Body)
 	}
-	if got := deliveryLog(t, s, c, none["id"].(string)); len(got) != 0 {
+	if got := deliveryLog(t, s, c, w.none["id"].(string)); len(got) != 0 {
 		t.Errorf("webhook with no event selected has %d deliveries: %v", len(got), got)
 	}
 }

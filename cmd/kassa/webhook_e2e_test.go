@@ -648,18 +648,50 @@ func (w *webhookEvents) checkFiltered() {
 func TestWebhookDeliveryLogRedeliver(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, t.TempDir(), "--dev")
-	c := s.createStore("--name", "Log")
-	rcv := newReceiver(t)
+	r := &redeliverScenario{t: t, s: s, c: s.createStore("--name", "Log"), rcv: newReceiver(t)}
+
+	step(t, "a working and a failing webhook", r.register)
+	step(t, "a Lightning payment: three deliveries to each, all finished", r.pay)
+	step(t, "each attempt is logged with what was sent and what came back", r.checkLogs)
+	step(t, "redeliver the failed Settled once the endpoint works: reduced payload, fresh signature", r.redeliver)
+	step(t, "the redelivery is logged, linked to the original, which is unchanged", r.redeliveryLogged)
+}
+
+// redeliverScenario is TestWebhookDeliveryLogRedeliver's server, store,
+// receiver and webhooks, and what a step leaves for the next.
+type redeliverScenario struct {
+	t   *testing.T
+	s   *server
+	c   storeCreds
+	rcv *receiver
+
+	okID, badID         string // the working and the failing webhook
+	okSecret, badSecret string
+	id                  string                    // the invoice paid
+	failed              map[string]map[string]any // the failing webhook's log, by event type
+	origID              string                    // the failed Settled delivery
+	res                 map[string]any            // the redeliver answer
+	h                   hookRequest               // the redelivery as received
+}
+
+// register adds a webhook that answers 200 and one that answers 500.
+func (r *redeliverScenario) register() {
+	t, s, c, rcv := r.t, r.s, r.c, r.rcv
 	ok := addWebhook(t, s, c, map[string]any{"url": rcv.url("/ok")})
 	bad := addWebhook(t, s, c, map[string]any{"url": rcv.url("/fail")})
 	rcv.set("/fail", answer{status: 500})
-	okID, badID := ok["id"].(string), bad["id"].(string)
-	okSecret, badSecret := ok["secret"].(string), bad["secret"].(string)
+	r.okID, r.badID = ok["id"].(string), bad["id"].(string)
+	r.okSecret, r.badSecret = ok["secret"].(string), bad["secret"].(string)
+}
 
-	id := createInvoice(t, s, c, map[string]any{"amount": 3000, "currency": "SATS", "orderId": "log-1"})
-	s.mustCLI("sim", "pay", id, "--method", "lightning")
-	rcv.wait(t, "/ok", id, "Settled", 1)
-	rcv.wait(t, "/fail", id, "Settled", 1)
+// pay pays an invoice over Lightning and waits until both endpoints
+// got its Settled and both logs hold at least three finished deliveries.
+func (r *redeliverScenario) pay() {
+	t, s, c, rcv := r.t, r.s, r.c, r.rcv
+	r.id = createInvoice(t, s, c, map[string]any{"amount": 3000, "currency": "SATS", "orderId": "log-1"})
+	s.mustCLI("sim", "pay", r.id, "--method", "lightning")
+	rcv.wait(t, "/ok", r.id, "Settled", 1)
+	rcv.wait(t, "/fail", r.id, "Settled", 1)
 	finished := func(wid string) func() bool {
 		return func() bool {
 			log := deliveryLog(t, s, c, wid)
@@ -671,78 +703,98 @@ func TestWebhookDeliveryLogRedeliver(t *testing.T) {
 			return len(log) >= 3
 		}
 	}
-	waitFor(t, 20*time.Second, "the working endpoint's log", finished(okID))
-	waitFor(t, 20*time.Second, "the failing endpoint's log", finished(badID))
+	waitFor(t, 20*time.Second, "the working endpoint's log", finished(r.okID))
+	waitFor(t, 20*time.Second, "the failing endpoint's log", finished(r.badID))
+}
 
-	// Each attempt is listed with what was sent and what came back.
-	check := func(wid, path, secret, status string, code int) map[string]map[string]any {
-		t.Helper()
-		log := deliveryLog(t, s, c, wid)
-		if len(log) != 3 {
-			t.Fatalf("%s: %d deliveries, want 3 (New, Processing, Settled; no automatic retry): %v", path, len(log), log)
-		}
-		byType := map[string]map[string]any{}
-		for _, d := range log {
-			requireFields(t, "delivery", d, "id", "status", "statusCode", "payload", "headers", "durationMs", "redeliveryOf")
-			typ, _ := d["type"].(string)
-			byType[typ] = d
-			sent := rcv.eventsFor(path, id)
-			var h *hookRequest
-			for i := range sent {
-				if sent[i].event().Type == typ {
-					h = &sent[i]
-				}
-			}
-			if h == nil {
-				t.Fatalf("%s: log lists %s that the receiver did not get", path, typ)
-			}
-			verify(t, *h, secret)
-			var body any
-			json.Unmarshal(h.Body, &body)
-			headers, _ := d["headers"].(map[string]any)
-			if d["status"] != status || num(d, "statusCode") != float64(code) || d["invoiceId"] != id ||
-				!reflect.DeepEqual(d["payload"], body) || d["redeliveryOf"] != "" ||
-				headers[webhook.SignatureHeader] != h.Header.Get(webhook.SignatureHeader) ||
-				headers[webhook.SigHeader] != h.Header.Get(webhook.SigHeader) {
-				t.Errorf("%s: log entry %v\ndoes not match the request %v %s", path, d, h.Header, h.Body)
-			}
-			if ms, isNum := d["durationMs"].(float64); !isNum || ms < 0 || ms > 5000 {
-				t.Errorf("%s: durationMs %v", path, d["durationMs"])
-			}
-			if status == "Failed" && d["error"] == "" {
-				t.Errorf("%s: failed delivery without an error: %v", path, d)
-			}
-		}
-		if len(byType) != 3 || byType["New"] == nil || byType["Processing"] == nil || byType["Settled"] == nil {
-			t.Fatalf("%s: log types %v", path, log)
-		}
-		return byType
+// checkLogs checks both logs, and that the failing endpoint got three
+// deliveries and no automatic retry.
+func (r *redeliverScenario) checkLogs() {
+	r.checkLog(r.okID, "/ok", r.okSecret, "Delivered", 200)
+	r.failed = r.checkLog(r.badID, "/fail", r.badSecret, "Failed", 500)
+	if n := len(r.rcv.eventsFor("/fail", r.id)); n != 3 {
+		r.t.Fatalf("the failing endpoint got %d deliveries, want 3", n)
 	}
-	check(okID, "/ok", okSecret, "Delivered", 200)
-	failed := check(badID, "/fail", badSecret, "Failed", 500)
-	if n := len(rcv.eventsFor("/fail", id)); n != 3 {
-		t.Fatalf("the failing endpoint got %d deliveries, want 3", n)
-	}
+}
 
-	// Redeliver the failed Settled once the endpoint works again.
+// checkLog checks that webhook wid's log lists each attempt, New,
+// Processing and Settled, with what was sent to path (payload and both
+// signature headers, which verify with secret) and what came back
+// (status and code); it returns the entries by event type.
+func (r *redeliverScenario) checkLog(wid, path, secret, status string, code int) map[string]map[string]any {
+	t, id := r.t, r.id
+	t.Helper()
+	log := deliveryLog(t, r.s, r.c, wid)
+	if len(log) != 3 {
+		t.Fatalf("%s: %d deliveries, want 3 (New, Processing, Settled; no automatic retry): %v", path, len(log), log)
+	}
+	byType := map[string]map[string]any{}
+	for _, d := range log {
+		requireFields(t, "delivery", d, "id", "status", "statusCode", "payload", "headers", "durationMs", "redeliveryOf")
+		typ, _ := d["type"].(string)
+		byType[typ] = d
+		sent := r.rcv.eventsFor(path, id)
+		var h *hookRequest
+		for i := range sent {
+			if sent[i].event().Type == typ {
+				h = &sent[i]
+			}
+		}
+		if h == nil {
+			t.Fatalf("%s: log lists %s that the receiver did not get", path, typ)
+		}
+		verify(t, *h, secret)
+		var body any
+		json.Unmarshal(h.Body, &body)
+		headers, _ := d["headers"].(map[string]any)
+		if d["status"] != status || num(d, "statusCode") != float64(code) || d["invoiceId"] != id ||
+			!reflect.DeepEqual(d["payload"], body) || d["redeliveryOf"] != "" ||
+			headers[webhook.SignatureHeader] != h.Header.Get(webhook.SignatureHeader) ||
+			headers[webhook.SigHeader] != h.Header.Get(webhook.SigHeader) {
+			t.Errorf("%s: log entry %v\ndoes not match the request %v %s", path, d, h.Header, h.Body)
+		}
+		if ms, isNum := d["durationMs"].(float64); !isNum || ms < 0 || ms > 5000 {
+			t.Errorf("%s: durationMs %v", path, d["durationMs"])
+		}
+		if status == "Failed" && d["error"] == "" {
+			t.Errorf("%s: failed delivery without an error: %v", path, d)
+		}
+	}
+	if len(byType) != 3 || byType["New"] == nil || byType["Processing"] == nil || byType["Settled"] == nil {
+		t.Fatalf("%s: log types %v", path, log)
+	}
+	return byType
+}
+
+// redeliver makes the failing endpoint work again and redelivers the
+// failed Settled: the answer says it was resent; the body is exactly
+// {type, invoiceId}, signed when it was asked for, not before.
+func (r *redeliverScenario) redeliver() {
+	t, s, c, rcv, id := r.t, r.s, r.c, r.rcv, r.id
 	rcv.set("/fail", answer{})
-	orig := failed["Settled"]
-	origID := orig["id"].(string)
+	r.origID = r.failed["Settled"]["id"].(string)
 	asked := time.Now()
-	res := s.json("POST", "/api/v1/stores/"+c.StoreID+"/webhooks/"+badID+"/paylods/"+origID+"/redeliver", c.APIKey, nil, 200)
-	if msg, _ := res["message"].(string); !strings.Contains(strings.ToLower(msg), "resent") {
-		t.Errorf("redeliver answered %v, want a message that it was resent", res)
+	r.res = s.json("POST", "/api/v1/stores/"+c.StoreID+"/webhooks/"+r.badID+"/paylods/"+r.origID+"/redeliver", c.APIKey, nil, 200)
+	if msg, _ := r.res["message"].(string); !strings.Contains(strings.ToLower(msg), "resent") {
+		t.Errorf("redeliver answered %v, want a message that it was resent", r.res)
 	}
-	h := rcv.wait(t, "/fail", id, "Settled", 2)
-	e := verify(t, h, badSecret)
+	r.h = rcv.wait(t, "/fail", id, "Settled", 2)
+	e := verify(t, r.h, r.badSecret)
 	var fields map[string]any
-	json.Unmarshal(h.Body, &fields)
+	json.Unmarshal(r.h.Body, &fields)
 	if len(fields) != 2 || fields["type"] != "Settled" || fields["invoiceId"] != id || e.Metadata != nil || e.AdditionalStatus != "" {
-		t.Errorf("redelivered body %s, want exactly {type, invoiceId}", h.Body)
+		t.Errorf("redelivered body %s, want exactly {type, invoiceId}", r.h.Body)
 	}
-	if ts := signedAt(t, h); ts < asked.Unix() {
+	if ts := signedAt(t, r.h); ts < asked.Unix() {
 		t.Errorf("redelivery signed at %d, before it was asked at %d", ts, asked.Unix())
 	}
+}
+
+// redeliveryLogged waits for the redelivery's log entry, linked to the
+// original: Delivered with 200, its own id, the reduced payload, and the
+// id the redeliver answer gave, if any; the original stays Failed.
+func (r *redeliverScenario) redeliveryLogged() {
+	t, s, c, badID, origID := r.t, r.s, r.c, r.badID, r.origID
 	var again map[string]any
 	waitFor(t, 10*time.Second, "the redelivery in the log", func() bool {
 		for _, d := range deliveryLog(t, s, c, badID) {
@@ -754,13 +806,13 @@ func TestWebhookDeliveryLogRedeliver(t *testing.T) {
 		return false
 	})
 	var slim any
-	json.Unmarshal(h.Body, &slim)
+	json.Unmarshal(r.h.Body, &slim)
 	if again["status"] != "Delivered" || num(again, "statusCode") != 200 || again["id"] == origID ||
 		again["type"] != "Settled" || !reflect.DeepEqual(again["payload"], slim) {
 		t.Errorf("redelivery log entry %v", again)
 	}
-	if res["deliveryId"] != nil && res["deliveryId"] != again["id"] {
-		t.Errorf("redeliver answered deliveryId %v, log has %v", res["deliveryId"], again["id"])
+	if r.res["deliveryId"] != nil && r.res["deliveryId"] != again["id"] {
+		t.Errorf("redeliver answered deliveryId %v, log has %v", r.res["deliveryId"], again["id"])
 	}
 	for _, d := range deliveryLog(t, s, c, badID) {
 		if d["id"] == origID && d["status"] != "Failed" {

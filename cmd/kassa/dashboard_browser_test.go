@@ -45,31 +45,67 @@ type dashboardPage struct{ name, url string }
 // by the CSP, and (with -screenshots) each is saved.
 func TestBrowserDashboard(t *testing.T) {
 	s := startServer(t, t.TempDir(), "--dev")
-	b := newBrowser(t)
-	var pages []dashboardPage
-	visit := func(name, path string) {
-		b.do("open "+path, chromedp.Navigate(s.url+path), chromedp.WaitVisible(chromedp.CSS("main")))
-		b.noProblems()
-		pages = append(pages, dashboardPage{name, path})
-	}
-	// submit clicks a form's button and waits for the page it leads to
-	// (the mark left in the old page's window is gone with it).
-	submit := func(what, sel string) {
-		b.markPage()
-		b.do(what, chromedp.Click(chromedp.CSS(sel)))
-		waitNewPage(b, what)
-	}
+	d := &dashboardScenario{t: t, s: s, b: newBrowser(t), rec: &hookReceiver{}}
+	hooks := httptest.NewServer(d.rec)
+	defer hooks.Close()
+	d.hooksURL = hooks.URL
 
-	visit("login", "/dashboard/login")
-	visit("signup", "/dashboard/signup")
-	pages = nil // the signed-out pages are shot last, signed out
+	step(t, "sign up, log out, log in by keyboard", d.signUpAndLogIn)
+	step(t, "create a store", d.createStore)
+	step(t, "an API key made on the keys page works over HTTP", d.apiKey)
+	step(t, "a webhook against a local receiver; two invoices paid", d.webhook)
+	step(t, "a delivery sent again from the webhook page", d.redeliver)
+	step(t, "the CSV export, fetched by the page, matches the API row by row", d.csvExport)
+	step(t, "the other pages, a pay link created, a German error page", d.otherPages)
+	step(t, "every page at 1280 and 360 px, signed in and then signed out", d.shootAll)
+}
+
+// dashboardScenario is TestBrowserDashboard's server, browser and
+// webhook receiver, the pages reached, and what a step leaves for the
+// next.
+type dashboardScenario struct {
+	t        *testing.T
+	s        *server
+	b        *browser
+	rec      *hookReceiver
+	hooksURL string // the receiver's URL
+
+	pages    []dashboardPage // the pages reached signed in, to be shot
+	storeID  string
+	base     string // the store's dashboard path
+	key      string // the API key made on the keys page
+	hookPath string // the webhook's page
+	invID    string // the first invoice, paid over Lightning
+}
+
+// visit opens path, checks that nothing was blocked, and keeps it for
+// the screenshots.
+func (d *dashboardScenario) visit(name, path string) {
+	d.b.do("open "+path, chromedp.Navigate(d.s.url+path), chromedp.WaitVisible(chromedp.CSS("main")))
+	d.b.noProblems()
+	d.pages = append(d.pages, dashboardPage{name, path})
+}
+
+// submit clicks a form's button and waits for the page it leads to
+// (the mark left in the old page's window is gone with it).
+func (d *dashboardScenario) submit(what, sel string) {
+	d.b.markPage()
+	d.b.do(what, chromedp.Click(chromedp.CSS(sel)))
+	waitNewPage(d.b, what)
+}
+
+// signUpAndLogIn signs up, which signs the new account in to its stores
+// page; logs out; and logs in again by keyboard only.
+func (d *dashboardScenario) signUpAndLogIn() {
+	t, b := d.t, d.b
+	d.visit("login", "/dashboard/login")
+	d.visit("signup", "/dashboard/signup")
+	d.pages = nil // the signed-out pages are shot last, signed out
 	b.do("sign up", chromedp.SendKeys(chromedp.CSS("#email"), "merchant@example.com"),
 		chromedp.SendKeys(chromedp.CSS("#password"), "correct horse battery"))
-	submit("submit sign-up", `main button[type=submit]`)
-	// Sign-up signs the new account in: its stores page. Log out to log
-	// in again by keyboard.
+	d.submit("submit sign-up", `main button[type=submit]`)
 	b.do("stores after sign-up", chromedp.WaitVisible(chromedp.CSS(`a[href="/dashboard/stores/new"]`)))
-	submit("log out", `form[action="/dashboard/logout"] button`)
+	d.submit("log out", `form[action="/dashboard/logout"] button`)
 	if h1 := b.text("h1"); h1 != "Log in" {
 		t.Fatalf("after logging out the page reads %q: %s", h1, b.text("main"))
 	}
@@ -80,93 +116,116 @@ func TestBrowserDashboard(t *testing.T) {
 		chromedp.KeyEvent(kb.Enter))
 	waitNewPage(b, "log in by keyboard")
 	b.do("stores after login", chromedp.WaitVisible(chromedp.CSS(`a[href="/dashboard/stores/new"]`)))
-	pages = append(pages, dashboardPage{"stores", "/dashboard/stores"})
+	d.pages = append(d.pages, dashboardPage{"stores", "/dashboard/stores"})
+}
 
-	visit("store-new", "/dashboard/stores/new")
+// createStore creates a store, which opens its settings.
+func (d *dashboardScenario) createStore() {
+	b := d.b
+	d.visit("store-new", "/dashboard/stores/new")
 	b.do("name the store", chromedp.SendKeys(chromedp.CSS("#name"), "Corner Café"))
-	submit("create the store", `main button[type=submit]`)
-	storeID := b.text("#store-id")
-	base := "/dashboard/stores/" + storeID
-	pages = append(pages, dashboardPage{"settings", base + "/"})
+	d.submit("create the store", `main button[type=submit]`)
+	d.storeID = b.text("#store-id")
+	d.base = "/dashboard/stores/" + d.storeID
+	d.pages = append(d.pages, dashboardPage{"settings", d.base + "/"})
 	if got := b.text("h1"); got != "Store settings" {
-		t.Fatalf("after creating the store the page reads %q", got)
+		d.t.Fatalf("after creating the store the page reads %q", got)
 	}
+}
 
-	// An API key made on the keys page works over HTTP.
-	visit("keys", base+"/keys")
+// apiKey creates a key, which the list shows masked and the password
+// shows in full, and uses it over HTTP.
+func (d *dashboardScenario) apiKey() {
+	b := d.b
+	d.visit("keys", d.base+"/keys")
 	b.do("label the key", chromedp.SendKeys(chromedp.CSS("#label"), "shop plugin"))
-	submit("create the key", `main form button[type=submit]`)
-	// The list shows it masked; the password shows it in full.
+	d.submit("create the key", `main form button[type=submit]`)
 	b.do("open the key's reveal", chromedp.Click(chromedp.CSS(`tr[data-label="shop plugin"] details.reveal summary`)),
 		chromedp.SendKeys(chromedp.CSS(`tr[data-label="shop plugin"] details.reveal input[name=password]`), "correct horse battery"))
-	submit("show the key", `tr[data-label="shop plugin"] details.reveal button[type=submit]`)
-	key := b.text(`#revealed-key`)
-	if code, body, _ := s.do("GET", "/api/v1/stores/"+storeID, key, nil); code != 200 {
-		t.Fatalf("API with the dashboard's key: %d %s", code, body)
+	d.submit("show the key", `tr[data-label="shop plugin"] details.reveal button[type=submit]`)
+	d.key = b.text(`#revealed-key`)
+	if code, body, _ := d.s.do("GET", "/api/v1/stores/"+d.storeID, d.key, nil); code != 200 {
+		d.t.Fatalf("API with the dashboard's key: %d %s", code, body)
 	}
+}
 
-	// A webhook against a local receiver; an invoice's delivery is sent
-	// again from the webhook page.
-	rec := &hookReceiver{}
-	hooks := httptest.NewServer(rec)
-	defer hooks.Close()
-	visit("webhooks", base+"/webhooks")
-	b.do("webhook URL", chromedp.SendKeys(chromedp.CSS("#url"), hooks.URL+"/kassa"))
-	submit("add the webhook", `main form button[type=submit]`)
+// webhook adds a webhook against the local receiver (its test request
+// succeeds); an invoice paid over Lightning is delivered New and
+// Settled; a second, with a formula for an order id, is paid on-chain.
+func (d *dashboardScenario) webhook() {
+	t, b, s, rec := d.t, d.b, d.s, d.rec
+	d.visit("webhooks", d.base+"/webhooks")
+	b.do("webhook URL", chromedp.SendKeys(chromedp.CSS("#url"), d.hooksURL+"/kassa"))
+	d.submit("add the webhook", `main form button[type=submit]`)
 	if got := b.text(".notice.ok"); !strings.Contains(got, "test request succeeded") {
 		t.Fatalf("after adding the webhook: %q (%s)", got, b.text("main"))
 	}
 	hookURL := browserRun(b, "webhook page URL", chromedp.Location())
-	hookPath := strings.Split(strings.TrimPrefix(hookURL, s.url), "?")[0]
+	d.hookPath = strings.Split(strings.TrimPrefix(hookURL, s.url), "?")[0]
 	pings := rec.count()
 
-	inv := s.json("POST", "/api/v1/stores/"+storeID+"/invoices", key, map[string]any{"amount": "12.50", "currency": "EUR", "orderId": "A-1"}, 200)
-	invID := inv["id"].(string)
+	inv := s.json("POST", "/api/v1/stores/"+d.storeID+"/invoices", d.key, map[string]any{"amount": "12.50", "currency": "EUR", "orderId": "A-1"}, 200)
+	d.invID = inv["id"].(string)
 	waitFor(t, 20*time.Second, "the New delivery", func() bool { return rec.count() > pings })
-	s.mustCLI("sim", "pay", invID)
+	s.mustCLI("sim", "pay", d.invID)
 	waitFor(t, 20*time.Second, "the Settled delivery", func() bool { return rec.count() > pings+1 })
-	inv2 := s.json("POST", "/api/v1/stores/"+storeID+"/invoices", key, map[string]any{"amount": "3", "currency": "EUR", "orderId": "=1+1"}, 200)
+	inv2 := s.json("POST", "/api/v1/stores/"+d.storeID+"/invoices", d.key, map[string]any{"amount": "3", "currency": "EUR", "orderId": "=1+1"}, 200)
 	s.mustCLI("sim", "pay", inv2["id"].(string), "--method", "onchain")
 	s.mustCLI("sim", "mine", "1")
 	waitFor(t, 20*time.Second, "the second invoice settled", func() bool {
-		return apiInvoice(s, storeCreds{StoreID: storeID, APIKey: key}, inv2["id"].(string))["status"] == "Settled"
+		return apiInvoice(s, storeCreds{StoreID: d.storeID, APIKey: d.key}, inv2["id"].(string))["status"] == "Settled"
 	})
-	visit("webhook", hookPath)
+}
+
+// redeliver sends a delivery again from the webhook page: the notice
+// says so, and the receiver gets it.
+func (d *dashboardScenario) redeliver() {
+	b, rec := d.b, d.rec
+	d.visit("webhook", d.hookPath)
 	before := rec.count()
 	b.do("wait for the delivery rows", chromedp.WaitVisible(chromedp.CSS("tr.delivery button")))
-	submit("redeliver", "tr.delivery button")
+	d.submit("redeliver", "tr.delivery button")
 	if got := b.text(".notice.ok"); !strings.HasPrefix(got, "Delivery sent again, with the slim body") {
-		t.Fatalf("after Redeliver: %q", got)
+		d.t.Fatalf("after Redeliver: %q", got)
 	}
-	waitFor(t, 20*time.Second, "the redelivery", func() bool { return rec.count() > before })
+	waitFor(d.t, 20*time.Second, "the redelivery", func() bool { return rec.count() > before })
+}
 
-	// The CSV export, fetched by the page, matches the API row by row.
-	visit("transactions", base+"/transactions")
-	csvText := browserRun(b, "fetch the export", chromedp.Evaluate[string](
+func (d *dashboardScenario) csvExport() {
+	d.visit("transactions", d.base+"/transactions")
+	csvText := browserRun(d.b, "fetch the export", chromedp.Evaluate[string](
 		`fetch(document.getElementById("export").href).then(r => r.text())`, chromedp.EvalAwaitPromise))
-	compareCSV(t, s, storeID, key, csvText)
+	compareCSV(d.t, d.s, d.storeID, d.key, csvText)
+}
 
-	visit("invoices", base+"/invoices")
-	visit("invoice", base+"/invoices/"+invID)
-	visit("invoice-new", base+"/invoices/new")
-	visit("paylinks", base+"/paylinks")
+// otherPages opens the remaining pages, creating a pay link on the way,
+// and an error page, in German for a browser that asks for it.
+func (d *dashboardScenario) otherPages() {
+	b, base := d.b, d.base
+	d.visit("invoices", base+"/invoices")
+	d.visit("invoice", base+"/invoices/"+d.invID)
+	d.visit("invoice-new", base+"/invoices/new")
+	d.visit("paylinks", base+"/paylinks")
 	b.do("pay link form", chromedp.SendKeys(chromedp.CSS("#title"), "Coffee beans 1 kg"),
 		chromedp.SendKeys(chromedp.CSS("#amount"), "24"), chromedp.SendKeys(chromedp.CSS("#description"), "Single origin, roasted this week."))
-	submit("create the pay link", `main form button[type=submit]`)
+	d.submit("create the pay link", `main form button[type=submit]`)
 	linkPath := browserRun(b, "pay link path", chromedp.Evaluate[string](`document.querySelector("tr.paylink a").getAttribute("href")`))
-	visit("paylink", linkPath)
-	visit("balance", base+"/balance")
-	visit("invites", "/dashboard/invites")
-	visit("account", "/dashboard/account")
-	// An error page, in German for a browser that asks for it.
-	visit("error-de", "/dashboard/stores/no-such-store/?lang=de")
+	d.visit("paylink", linkPath)
+	d.visit("balance", base+"/balance")
+	d.visit("invites", "/dashboard/invites")
+	d.visit("account", "/dashboard/account")
+	d.visit("error-de", "/dashboard/stores/no-such-store/?lang=de")
 	if got := b.text("h1"); !strings.HasPrefix(got, "Etwas ist schiefgelaufen (404)") {
-		t.Fatalf("the German error page reads %q", got)
+		d.t.Fatalf("the German error page reads %q", got)
 	}
+}
 
-	// Every page at desktop and phone width: nothing wider than the
-	// screen (tables scroll inside their box), and the screenshots.
-	shoot(t, b, s, pages)
+// shootAll opens every page reached at desktop and phone width: nothing
+// wider than the screen (tables scroll inside their box), and the
+// screenshots; then logs out and does the same for the signed-out pages.
+func (d *dashboardScenario) shootAll() {
+	t, b, s := d.t, d.b, d.s
+	shoot(t, b, s, d.pages)
 	b.do("log out", chromedp.Navigate(s.url+"/dashboard/stores"), chromedp.Click(chromedp.CSS("header form button")),
 		chromedp.WaitVisible(chromedp.CSS("#email")))
 	shoot(t, b, s, []dashboardPage{{"login", "/dashboard/login"}, {"signup", "/dashboard/signup"}})

@@ -444,8 +444,10 @@ func TestWebhookRegistration(t *testing.T) {
 
 // TestWebhookEvents drives every event kind through the sim CLI and checks
 // what three webhooks receive: one registered without events (all four),
-// one with only Processing, one with an empty list (nothing). Every
-// delivery verifies with both signatures.
+// one with only Processing, one with an empty list (nothing). The
+// invoices: three meant to expire (nothing paid, underpaid, paid after
+// expiry), Lightning, on-chain and overpaid. Every delivery verifies
+// with both signatures.
 func TestWebhookEvents(t *testing.T) {
 	t.Parallel()
 	// Every invoice must be paid within the expiry of its creation but
@@ -453,80 +455,131 @@ func TestWebhookEvents(t *testing.T) {
 	// CLI calls, and the three meant to expire are created first, so
 	// that their expiry runs out while the others are paid.
 	s := startServer(t, t.TempDir(), "--dev", "--invoice-expiry", "10s")
-	c := s.createStore("--name", "Events")
-	rcv := newReceiver(t)
+	w := &webhookEvents{t: t, s: s, c: s.createStore("--name", "Events"), rcv: newReceiver(t), orders: map[string]string{}}
+
+	step(t, "three webhooks: all events, only Processing, none", w.register)
+	step(t, "three invoices meant to expire, one underpaid at once", w.createExpiring)
+	step(t, "Lightning: Processing and Settled back to back", w.lightning)
+	step(t, "on-chain and overpaid: Processing in the mempool, Settled after a block", w.onchain)
+	step(t, "the three expire; one is paid after expiry", w.expiry)
+	step(t, "the webhook with all events: each invoice's events in order, signed, with its order", w.checkAllEvents)
+	step(t, "the webhook with only Processing gets only those; the empty selection nothing", w.checkFiltered)
+}
+
+// webhookEvents is TestWebhookEvents' server, store, receiver and
+// webhooks, and the invoices its steps create.
+type webhookEvents struct {
+	t   *testing.T
+	s   *server
+	c   storeCreds
+	rcv *receiver
+
+	proc, none map[string]any    // the webhooks with only Processing and with no event
+	secrets    map[string]string // each receiver path's signing secret
+	orders     map[string]string // each invoice's orderId
+
+	under, empty, late string // meant to expire: underpaid, nothing paid, paid after expiry
+	ln, oc, over       string // Lightning, on-chain, overpaid on-chain
+}
+
+// create creates an invoice with orderId order-name and waits for its
+// New event.
+func (w *webhookEvents) create(name string, body map[string]any) string {
+	w.t.Helper()
+	body["orderId"] = "order-" + name
+	id := createInvoice(w.t, w.s, w.c, body)
+	w.orders[id] = "order-" + name
+	w.rcv.wait(w.t, "/all", id, "New", 1)
+	return id
+}
+
+// register adds the three webhooks and checks the events each was
+// created with.
+func (w *webhookEvents) register() {
+	t, s, c, rcv := w.t, w.s, w.c, w.rcv
 	all := addWebhook(t, s, c, map[string]any{"url": rcv.url("/all")})
 	if fmt.Sprint(all["events"]) != "[New Processing Settled Expired]" {
 		t.Fatalf("events left out must mean all four: %v", all["events"])
 	}
-	proc := addWebhook(t, s, c, map[string]any{"url": rcv.url("/processing"), "events": []string{"Processing"}, "secret": "processing-secret"})
-	if proc["secret"] != "processing-secret" || fmt.Sprint(proc["events"]) != "[Processing]" {
-		t.Fatalf("created = %v", proc)
+	w.proc = addWebhook(t, s, c, map[string]any{"url": rcv.url("/processing"), "events": []string{"Processing"}, "secret": "processing-secret"})
+	if w.proc["secret"] != "processing-secret" || fmt.Sprint(w.proc["events"]) != "[Processing]" {
+		t.Fatalf("created = %v", w.proc)
 	}
-	none := addWebhook(t, s, c, map[string]any{"url": rcv.url("/none"), "events": []string{}})
-	if fmt.Sprint(none["events"]) != "[]" {
-		t.Fatalf("an empty list must select nothing: %v", none["events"])
+	w.none = addWebhook(t, s, c, map[string]any{"url": rcv.url("/none"), "events": []string{}})
+	if fmt.Sprint(w.none["events"]) != "[]" {
+		t.Fatalf("an empty list must select nothing: %v", w.none["events"])
 	}
-	secrets := map[string]string{"/all": all["secret"].(string), "/processing": "processing-secret", "/none": none["secret"].(string)}
-	orders := map[string]string{}
-	create := func(name string, body map[string]any) string {
-		t.Helper()
-		body["orderId"] = "order-" + name
-		id := createInvoice(t, s, c, body)
-		orders[id] = "order-" + name
-		rcv.wait(t, "/all", id, "New", 1)
-		return id
-	}
+	w.secrets = map[string]string{"/all": all["secret"].(string), "/processing": "processing-secret", "/none": w.none["secret"].(string)}
+}
 
-	// Expiry with nothing, with a partial payment (made at once), and a
-	// payment after expiry.
-	under := create("under", map[string]any{"amount": 10000, "currency": "SATS"})
-	s.mustCLI("sim", "pay", under, "--method", "onchain", "--amount", "5000")
-	s.mustCLI("sim", "mine")
-	empty := create("empty", map[string]any{"amount": 1000, "currency": "SATS"})
-	late := create("late", map[string]any{"amount": 5000, "currency": "SATS"})
+// createExpiring creates the invoices meant to expire: with nothing,
+// with a partial payment (made at once), and one to be paid after
+// expiry.
+func (w *webhookEvents) createExpiring() {
+	w.under = w.create("under", map[string]any{"amount": 10000, "currency": "SATS"})
+	w.s.mustCLI("sim", "pay", w.under, "--method", "onchain", "--amount", "5000")
+	w.s.mustCLI("sim", "mine")
+	w.empty = w.create("empty", map[string]any{"amount": 1000, "currency": "SATS"})
+	w.late = w.create("late", map[string]any{"amount": 5000, "currency": "SATS"})
+}
 
-	// Lightning: Processing and Settled back to back.
-	ln := create("ln", map[string]any{"amount": 5000, "currency": "SATS", "metadata": map[string]any{"sku": "A1"}})
-	s.mustCLI("sim", "pay", ln, "--method", "lightning")
-	rcv.wait(t, "/all", ln, "Settled", 1)
+func (w *webhookEvents) lightning() {
+	w.ln = w.create("ln", map[string]any{"amount": 5000, "currency": "SATS", "metadata": map[string]any{"sku": "A1"}})
+	w.s.mustCLI("sim", "pay", w.ln, "--method", "lightning")
+	w.rcv.wait(w.t, "/all", w.ln, "Settled", 1)
+}
 
-	// On-chain: Processing in the mempool, Settled only after a block.
-	oc := create("oc", map[string]any{"amount": 20000, "currency": "SATS"})
-	s.mustCLI("sim", "pay", oc, "--method", "onchain")
-	rcv.wait(t, "/all", oc, "Processing", 1)
-	over := create("over", map[string]any{"amount": 10000, "currency": "SATS"})
-	s.mustCLI("sim", "pay", over, "--method", "onchain", "--amount", "12000")
-	rcv.wait(t, "/all", over, "Processing", 1)
-	if got := rcv.summary("/all", oc); got != "[New:None Processing:None]" {
+// onchain pays an invoice and overpays another on-chain: Processing in
+// the mempool, Settled only after a block.
+func (w *webhookEvents) onchain() {
+	t, s, rcv := w.t, w.s, w.rcv
+	w.oc = w.create("oc", map[string]any{"amount": 20000, "currency": "SATS"})
+	s.mustCLI("sim", "pay", w.oc, "--method", "onchain")
+	rcv.wait(t, "/all", w.oc, "Processing", 1)
+	w.over = w.create("over", map[string]any{"amount": 10000, "currency": "SATS"})
+	s.mustCLI("sim", "pay", w.over, "--method", "onchain", "--amount", "12000")
+	rcv.wait(t, "/all", w.over, "Processing", 1)
+	if got := rcv.summary("/all", w.oc); got != "[New:None Processing:None]" {
 		t.Fatalf("on-chain before a block: %s", got)
 	}
 	s.mustCLI("sim", "mine", "1")
-	rcv.wait(t, "/all", oc, "Settled", 1)
-	rcv.wait(t, "/all", over, "Settled", 1)
+	rcv.wait(t, "/all", w.oc, "Settled", 1)
+	rcv.wait(t, "/all", w.over, "Settled", 1)
+}
 
-	for _, id := range []string{empty, under, late} {
+// expiry waits for the three Expired events, pays the late invoice, and
+// waits for its Settled and for the Processing webhook's three
+// deliveries.
+func (w *webhookEvents) expiry() {
+	t, s, rcv := w.t, w.s, w.rcv
+	for _, id := range []string{w.empty, w.under, w.late} {
 		rcv.wait(t, "/all", id, "Expired", 1)
 	}
-	s.mustCLI("sim", "pay", late, "--method", "onchain")
+	s.mustCLI("sim", "pay", w.late, "--method", "onchain")
 	s.mustCLI("sim", "mine")
-	rcv.wait(t, "/all", late, "Settled", 1)
+	rcv.wait(t, "/all", w.late, "Settled", 1)
 	waitFor(t, 20*time.Second, "the Processing webhook's three deliveries", func() bool {
 		return len(rcv.events("/processing")) >= 3
 	})
+}
 
-	// What the webhook with all events saw, per invoice, in order.
+// checkAllEvents checks what the webhook with all events saw, per
+// invoice, in order; that the Lightning pair arrived back to back; and
+// that every delivery verifies, carries its invoice's orderId and
+// metadata, and has isUnderpaid exactly on Expired.
+func (w *webhookEvents) checkAllEvents() {
+	t, rcv, ln, orders := w.t, w.rcv, w.ln, w.orders
 	want := map[string]string{
-		ln:    "[New:None Processing:None Settled:None]",
-		oc:    "[New:None Processing:None Settled:None]",
-		over:  "[New:None Processing:None Settled:Overpaid]",
-		empty: "[New:None Expired:None]",
-		under: "[New:None Expired:Underpaid]",
-		late:  "[New:None Expired:None Settled:PaidAfterExpiration]",
+		ln:      "[New:None Processing:None Settled:None]",
+		w.oc:    "[New:None Processing:None Settled:None]",
+		w.over:  "[New:None Processing:None Settled:Overpaid]",
+		w.empty: "[New:None Expired:None]",
+		w.under: "[New:None Expired:Underpaid]",
+		w.late:  "[New:None Expired:None Settled:PaidAfterExpiration]",
 	}
-	for id, w := range want {
-		if got := rcv.summary("/all", id); got != w {
-			t.Errorf("%s (%s): webhook with all events got %s, want %s", orders[id], id, got, w)
+	for id, wt := range want {
+		if got := rcv.summary("/all", id); got != wt {
+			t.Errorf("%s (%s): webhook with all events got %s, want %s", orders[id], id, got, wt)
 		}
 	}
 	// The Lightning pair arrived back to back: nothing between them.
@@ -540,7 +593,7 @@ func TestWebhookEvents(t *testing.T) {
 	}
 	kinds := map[string]bool{}
 	for _, h := range allEvents {
-		e := verify(t, h, secrets["/all"])
+		e := verify(t, h, w.secrets["/all"])
 		kinds[e.Type] = true
 		if got := e.OrderID(); got != orders[e.InvoiceID] {
 			t.Errorf("%s %s: metadata.orderId = %q, want %q: %s", e.Type, e.InvoiceID, got, orders[e.InvoiceID], h.Body)
@@ -551,7 +604,7 @@ func TestWebhookEvents(t *testing.T) {
 		switch {
 		case e.Type == "Expired" && e.IsUnderpaid == nil:
 			t.Errorf("Expired without isUnderpaid: %s", h.Body)
-		case e.Type == "Expired" && *e.IsUnderpaid != (e.InvoiceID == under):
+		case e.Type == "Expired" && *e.IsUnderpaid != (e.InvoiceID == w.under):
 			t.Errorf("Expired of %s with isUnderpaid %v: %s", orders[e.InvoiceID], *e.IsUnderpaid, h.Body)
 		case e.Type != "Expired" && e.IsUnderpaid != nil:
 			t.Errorf("%s with isUnderpaid: %s", e.Type, h.Body)
@@ -560,20 +613,23 @@ func TestWebhookEvents(t *testing.T) {
 	if len(kinds) != 4 {
 		t.Errorf("webhook without events got kinds %v, want all four", kinds)
 	}
+}
 
-	// Filtering: only Processing, so only the first of the Lightning pair;
-	// the empty selection gets nothing. The outbox is written with the
-	// event, so the delivery logs are complete.
+// checkFiltered checks the filtering: only Processing, so only the
+// first of the Lightning pair; the empty selection gets nothing. The
+// outbox is written with the event, so the delivery logs are complete.
+func (w *webhookEvents) checkFiltered() {
+	t, s, c, rcv := w.t, w.s, w.c, w.rcv
 	for _, h := range rcv.events("/processing") {
-		verify(t, h, secrets["/processing"])
+		verify(t, h, w.secrets["/processing"])
 	}
-	for id, w := range map[string]string{ln: "[Processing:None]", oc: "[Processing:None]", over: "[Processing:None]",
-		empty: "[]", under: "[]", late: "[]"} {
-		if got := rcv.summary("/processing", id); got != w {
-			t.Errorf("%s: webhook with only Processing got %s, want %s", orders[id], got, w)
+	for id, wt := range map[string]string{w.ln: "[Processing:None]", w.oc: "[Processing:None]", w.over: "[Processing:None]",
+		w.empty: "[]", w.under: "[]", w.late: "[]"} {
+		if got := rcv.summary("/processing", id); got != wt {
+			t.Errorf("%s: webhook with only Processing got %s, want %s", w.orders[id], got, wt)
 		}
 	}
-	for _, d := range deliveryLog(t, s, c, proc["id"].(string)) {
+	for _, d := range deliveryLog(t, s, c, w.proc["id"].(string)) {
 		if d["type"] != "Processing" {
 			t.Errorf("webhook with only Processing has a %v delivery: %v", d["type"], d)
 		}
@@ -581,7 +637,7 @@ func TestWebhookEvents(t *testing.T) {
 	if got := rcv.events("/none"); len(got) != 0 {
 		t.Errorf("webhook with no event selected got %d deliveries, first %s", len(got), got[0].Body)
 	}
-	if got := deliveryLog(t, s, c, none["id"].(string)); len(got) != 0 {
+	if got := deliveryLog(t, s, c, w.none["id"].(string)); len(got) != 0 {
 		t.Errorf("webhook with no event selected has %d deliveries: %v", len(got), got)
 	}
 }
@@ -592,18 +648,50 @@ func TestWebhookEvents(t *testing.T) {
 func TestWebhookDeliveryLogRedeliver(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, t.TempDir(), "--dev")
-	c := s.createStore("--name", "Log")
-	rcv := newReceiver(t)
+	r := &redeliverScenario{t: t, s: s, c: s.createStore("--name", "Log"), rcv: newReceiver(t)}
+
+	step(t, "a working and a failing webhook", r.register)
+	step(t, "a Lightning payment: three deliveries to each, all finished", r.pay)
+	step(t, "each attempt is logged with what was sent and what came back", r.checkLogs)
+	step(t, "redeliver the failed Settled once the endpoint works: reduced payload, fresh signature", r.redeliver)
+	step(t, "the redelivery is logged, linked to the original, which is unchanged", r.redeliveryLogged)
+}
+
+// redeliverScenario is TestWebhookDeliveryLogRedeliver's server, store,
+// receiver and webhooks, and what a step leaves for the next.
+type redeliverScenario struct {
+	t   *testing.T
+	s   *server
+	c   storeCreds
+	rcv *receiver
+
+	okID, badID         string // the working and the failing webhook
+	okSecret, badSecret string
+	id                  string                    // the invoice paid
+	failed              map[string]map[string]any // the failing webhook's log, by event type
+	origID              string                    // the failed Settled delivery
+	res                 map[string]any            // the redeliver answer
+	h                   hookRequest               // the redelivery as received
+}
+
+// register adds a webhook that answers 200 and one that answers 500.
+func (r *redeliverScenario) register() {
+	t, s, c, rcv := r.t, r.s, r.c, r.rcv
 	ok := addWebhook(t, s, c, map[string]any{"url": rcv.url("/ok")})
 	bad := addWebhook(t, s, c, map[string]any{"url": rcv.url("/fail")})
 	rcv.set("/fail", answer{status: 500})
-	okID, badID := ok["id"].(string), bad["id"].(string)
-	okSecret, badSecret := ok["secret"].(string), bad["secret"].(string)
+	r.okID, r.badID = ok["id"].(string), bad["id"].(string)
+	r.okSecret, r.badSecret = ok["secret"].(string), bad["secret"].(string)
+}
 
-	id := createInvoice(t, s, c, map[string]any{"amount": 3000, "currency": "SATS", "orderId": "log-1"})
-	s.mustCLI("sim", "pay", id, "--method", "lightning")
-	rcv.wait(t, "/ok", id, "Settled", 1)
-	rcv.wait(t, "/fail", id, "Settled", 1)
+// pay pays an invoice over Lightning and waits until both endpoints
+// got its Settled and both logs hold at least three finished deliveries.
+func (r *redeliverScenario) pay() {
+	t, s, c, rcv := r.t, r.s, r.c, r.rcv
+	r.id = createInvoice(t, s, c, map[string]any{"amount": 3000, "currency": "SATS", "orderId": "log-1"})
+	s.mustCLI("sim", "pay", r.id, "--method", "lightning")
+	rcv.wait(t, "/ok", r.id, "Settled", 1)
+	rcv.wait(t, "/fail", r.id, "Settled", 1)
 	finished := func(wid string) func() bool {
 		return func() bool {
 			log := deliveryLog(t, s, c, wid)
@@ -615,78 +703,98 @@ func TestWebhookDeliveryLogRedeliver(t *testing.T) {
 			return len(log) >= 3
 		}
 	}
-	waitFor(t, 20*time.Second, "the working endpoint's log", finished(okID))
-	waitFor(t, 20*time.Second, "the failing endpoint's log", finished(badID))
+	waitFor(t, 20*time.Second, "the working endpoint's log", finished(r.okID))
+	waitFor(t, 20*time.Second, "the failing endpoint's log", finished(r.badID))
+}
 
-	// Each attempt is listed with what was sent and what came back.
-	check := func(wid, path, secret, status string, code int) map[string]map[string]any {
-		t.Helper()
-		log := deliveryLog(t, s, c, wid)
-		if len(log) != 3 {
-			t.Fatalf("%s: %d deliveries, want 3 (New, Processing, Settled; no automatic retry): %v", path, len(log), log)
-		}
-		byType := map[string]map[string]any{}
-		for _, d := range log {
-			requireFields(t, "delivery", d, "id", "status", "statusCode", "payload", "headers", "durationMs", "redeliveryOf")
-			typ, _ := d["type"].(string)
-			byType[typ] = d
-			sent := rcv.eventsFor(path, id)
-			var h *hookRequest
-			for i := range sent {
-				if sent[i].event().Type == typ {
-					h = &sent[i]
-				}
-			}
-			if h == nil {
-				t.Fatalf("%s: log lists %s that the receiver did not get", path, typ)
-			}
-			verify(t, *h, secret)
-			var body any
-			json.Unmarshal(h.Body, &body)
-			headers, _ := d["headers"].(map[string]any)
-			if d["status"] != status || num(d, "statusCode") != float64(code) || d["invoiceId"] != id ||
-				!reflect.DeepEqual(d["payload"], body) || d["redeliveryOf"] != "" ||
-				headers[webhook.SignatureHeader] != h.Header.Get(webhook.SignatureHeader) ||
-				headers[webhook.SigHeader] != h.Header.Get(webhook.SigHeader) {
-				t.Errorf("%s: log entry %v\ndoes not match the request %v %s", path, d, h.Header, h.Body)
-			}
-			if ms, isNum := d["durationMs"].(float64); !isNum || ms < 0 || ms > 5000 {
-				t.Errorf("%s: durationMs %v", path, d["durationMs"])
-			}
-			if status == "Failed" && d["error"] == "" {
-				t.Errorf("%s: failed delivery without an error: %v", path, d)
-			}
-		}
-		if len(byType) != 3 || byType["New"] == nil || byType["Processing"] == nil || byType["Settled"] == nil {
-			t.Fatalf("%s: log types %v", path, log)
-		}
-		return byType
+// checkLogs checks both logs, and that the failing endpoint got three
+// deliveries and no automatic retry.
+func (r *redeliverScenario) checkLogs() {
+	r.checkLog(r.okID, "/ok", r.okSecret, "Delivered", 200)
+	r.failed = r.checkLog(r.badID, "/fail", r.badSecret, "Failed", 500)
+	if n := len(r.rcv.eventsFor("/fail", r.id)); n != 3 {
+		r.t.Fatalf("the failing endpoint got %d deliveries, want 3", n)
 	}
-	check(okID, "/ok", okSecret, "Delivered", 200)
-	failed := check(badID, "/fail", badSecret, "Failed", 500)
-	if n := len(rcv.eventsFor("/fail", id)); n != 3 {
-		t.Fatalf("the failing endpoint got %d deliveries, want 3", n)
-	}
+}
 
-	// Redeliver the failed Settled once the endpoint works again.
+// checkLog checks that webhook wid's log lists each attempt, New,
+// Processing and Settled, with what was sent to path (payload and both
+// signature headers, which verify with secret) and what came back
+// (status and code); it returns the entries by event type.
+func (r *redeliverScenario) checkLog(wid, path, secret, status string, code int) map[string]map[string]any {
+	t, id := r.t, r.id
+	t.Helper()
+	log := deliveryLog(t, r.s, r.c, wid)
+	if len(log) != 3 {
+		t.Fatalf("%s: %d deliveries, want 3 (New, Processing, Settled; no automatic retry): %v", path, len(log), log)
+	}
+	byType := map[string]map[string]any{}
+	for _, d := range log {
+		requireFields(t, "delivery", d, "id", "status", "statusCode", "payload", "headers", "durationMs", "redeliveryOf")
+		typ, _ := d["type"].(string)
+		byType[typ] = d
+		sent := r.rcv.eventsFor(path, id)
+		var h *hookRequest
+		for i := range sent {
+			if sent[i].event().Type == typ {
+				h = &sent[i]
+			}
+		}
+		if h == nil {
+			t.Fatalf("%s: log lists %s that the receiver did not get", path, typ)
+		}
+		verify(t, *h, secret)
+		var body any
+		json.Unmarshal(h.Body, &body)
+		headers, _ := d["headers"].(map[string]any)
+		if d["status"] != status || num(d, "statusCode") != float64(code) || d["invoiceId"] != id ||
+			!reflect.DeepEqual(d["payload"], body) || d["redeliveryOf"] != "" ||
+			headers[webhook.SignatureHeader] != h.Header.Get(webhook.SignatureHeader) ||
+			headers[webhook.SigHeader] != h.Header.Get(webhook.SigHeader) {
+			t.Errorf("%s: log entry %v\ndoes not match the request %v %s", path, d, h.Header, h.Body)
+		}
+		if ms, isNum := d["durationMs"].(float64); !isNum || ms < 0 || ms > 5000 {
+			t.Errorf("%s: durationMs %v", path, d["durationMs"])
+		}
+		if status == "Failed" && d["error"] == "" {
+			t.Errorf("%s: failed delivery without an error: %v", path, d)
+		}
+	}
+	if len(byType) != 3 || byType["New"] == nil || byType["Processing"] == nil || byType["Settled"] == nil {
+		t.Fatalf("%s: log types %v", path, log)
+	}
+	return byType
+}
+
+// redeliver makes the failing endpoint work again and redelivers the
+// failed Settled: the answer says it was resent; the body is exactly
+// {type, invoiceId}, signed when it was asked for, not before.
+func (r *redeliverScenario) redeliver() {
+	t, s, c, rcv, id := r.t, r.s, r.c, r.rcv, r.id
 	rcv.set("/fail", answer{})
-	orig := failed["Settled"]
-	origID := orig["id"].(string)
+	r.origID = r.failed["Settled"]["id"].(string)
 	asked := time.Now()
-	res := s.json("POST", "/api/v1/stores/"+c.StoreID+"/webhooks/"+badID+"/paylods/"+origID+"/redeliver", c.APIKey, nil, 200)
-	if msg, _ := res["message"].(string); !strings.Contains(strings.ToLower(msg), "resent") {
-		t.Errorf("redeliver answered %v, want a message that it was resent", res)
+	r.res = s.json("POST", "/api/v1/stores/"+c.StoreID+"/webhooks/"+r.badID+"/paylods/"+r.origID+"/redeliver", c.APIKey, nil, 200)
+	if msg, _ := r.res["message"].(string); !strings.Contains(strings.ToLower(msg), "resent") {
+		t.Errorf("redeliver answered %v, want a message that it was resent", r.res)
 	}
-	h := rcv.wait(t, "/fail", id, "Settled", 2)
-	e := verify(t, h, badSecret)
+	r.h = rcv.wait(t, "/fail", id, "Settled", 2)
+	e := verify(t, r.h, r.badSecret)
 	var fields map[string]any
-	json.Unmarshal(h.Body, &fields)
+	json.Unmarshal(r.h.Body, &fields)
 	if len(fields) != 2 || fields["type"] != "Settled" || fields["invoiceId"] != id || e.Metadata != nil || e.AdditionalStatus != "" {
-		t.Errorf("redelivered body %s, want exactly {type, invoiceId}", h.Body)
+		t.Errorf("redelivered body %s, want exactly {type, invoiceId}", r.h.Body)
 	}
-	if ts := signedAt(t, h); ts < asked.Unix() {
+	if ts := signedAt(t, r.h); ts < asked.Unix() {
 		t.Errorf("redelivery signed at %d, before it was asked at %d", ts, asked.Unix())
 	}
+}
+
+// redeliveryLogged waits for the redelivery's log entry, linked to the
+// original: Delivered with 200, its own id, the reduced payload, and the
+// id the redeliver answer gave, if any; the original stays Failed.
+func (r *redeliverScenario) redeliveryLogged() {
+	t, s, c, badID, origID := r.t, r.s, r.c, r.badID, r.origID
 	var again map[string]any
 	waitFor(t, 10*time.Second, "the redelivery in the log", func() bool {
 		for _, d := range deliveryLog(t, s, c, badID) {
@@ -698,13 +806,13 @@ func TestWebhookDeliveryLogRedeliver(t *testing.T) {
 		return false
 	})
 	var slim any
-	json.Unmarshal(h.Body, &slim)
+	json.Unmarshal(r.h.Body, &slim)
 	if again["status"] != "Delivered" || num(again, "statusCode") != 200 || again["id"] == origID ||
 		again["type"] != "Settled" || !reflect.DeepEqual(again["payload"], slim) {
 		t.Errorf("redelivery log entry %v", again)
 	}
-	if res["deliveryId"] != nil && res["deliveryId"] != again["id"] {
-		t.Errorf("redeliver answered deliveryId %v, log has %v", res["deliveryId"], again["id"])
+	if r.res["deliveryId"] != nil && r.res["deliveryId"] != again["id"] {
+		t.Errorf("redeliver answered deliveryId %v, log has %v", r.res["deliveryId"], again["id"])
 	}
 	for _, d := range deliveryLog(t, s, c, badID) {
 		if d["id"] == origID && d["status"] != "Failed" {

@@ -275,38 +275,14 @@ func openAsync(t *testing.T, dsn string, o Options) <-chan error {
 func TestMigrationIndexDoesNotBlockWrites(t *testing.T) {
 	ctx := t.Context()
 	dsn, pool := schemaAt(t, 12)
-	held, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, heldPID := holdInvoiceWrite(t, pool)
+	// Rolled back before the starts' cleanups wait for them, which would
+	// wait for it.
 	defer held.Rollback(context.WithoutCancel(ctx))
-	if _, err := held.Exec(ctx, `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address) VALUES ('inv_held', 's1', 1000, 1, '\x7b7d', 'a1')`); err != nil {
-		t.Fatal(err)
-	}
-	var heldPID int
-	if err := held.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&heldPID); err != nil {
-		t.Fatal(err)
-	}
 
 	opened := openAsync(t, dsn, Options{})
 	// The start's index build waits for the held transaction.
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		var blocked int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, heldPID).Scan(&blocked); err != nil {
-			t.Fatal(err)
-		}
-		if blocked > 0 {
-			break
-		}
-		select {
-		case err := <-opened:
-			t.Fatalf("the start returned (%v) without waiting for the open transaction", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no index build waited for the open transaction")
-		}
-	}
+	waitBlockedBy(t, pool, heldPID, opened, "the start")
 
 	third, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -346,37 +322,13 @@ func TestMigrationIndexesTwoNodesAtOnce(t *testing.T) {
 	if _, err := pool.Exec(ctx, `DROP INDEX invoices_by_watch_tx; DROP INDEX invoices_with_address_by_created`); err != nil {
 		t.Fatal(err)
 	}
-	held, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	held, heldPID := holdInvoiceWrite(t, pool)
+	// Rolled back before the starts' cleanups wait for them, which would
+	// wait for it.
 	defer held.Rollback(context.WithoutCancel(ctx))
-	if _, err := held.Exec(ctx, `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address) VALUES ('inv_held', 's1', 1000, 1, '\x7b7d', 'a1')`); err != nil {
-		t.Fatal(err)
-	}
-	var heldPID int
-	if err := held.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&heldPID); err != nil {
-		t.Fatal(err)
-	}
 
 	first := openAsync(t, dsn, Options{})
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		var blocked int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, heldPID).Scan(&blocked); err != nil {
-			t.Fatal(err)
-		}
-		if blocked > 0 {
-			break
-		}
-		select {
-		case err := <-first:
-			t.Fatalf("the first start returned (%v) without waiting for the open transaction", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no index build waited for the open transaction")
-		}
-	}
+	waitBlockedBy(t, pool, heldPID, first, "the first start")
 	var logs kassatest.LogBuffer
 	second := openAsync(t, dsn, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(logs.String(), "waiting for another node's index build"); {
@@ -400,4 +352,48 @@ func TestMigrationIndexesTwoNodesAtOnce(t *testing.T) {
 		t.Errorf("the second start: %v", err)
 	}
 	checkIndexes(t, pool, "after both starts")
+}
+
+// holdInvoiceWrite opens a transaction that writes a row of invoices and
+// stays open until the caller ends it; it returns the transaction and
+// its server process id.
+func holdInvoiceWrite(t *testing.T, pool *pgxpool.Pool) (pgx.Tx, int) {
+	t.Helper()
+	ctx := t.Context()
+	held, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := held.Exec(ctx, `INSERT INTO invoices (id, store_id, created_ms, seq, doc, address) VALUES ('inv_held', 's1', 1000, 1, '\x7b7d', 'a1')`); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if err := held.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return held, pid
+}
+
+// waitBlockedBy waits until some session waits for the server process
+// pid (an index build waiting for its open transaction), failing if the
+// start who (its result on started) returns first or none waits in 20 s.
+func waitBlockedBy(t *testing.T, pool *pgxpool.Pool, pid int, started <-chan error, who string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		var blocked int
+		if err := pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, pid).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+		if blocked > 0 {
+			return
+		}
+		select {
+		case err := <-started:
+			t.Fatalf("%s returned (%v) without waiting for the open transaction", who, err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no index build waited for the open transaction")
+		}
+	}
 }

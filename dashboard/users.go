@@ -134,9 +134,10 @@ func checkPassword(encoded, password string) bool {
 
 // argonMemory keeps the working memory of finished hashes (19 MiB each,
 // outside the Go heap) for the next ones: as many as maxHashSlots, the
-// most the hashing gate runs at once. Allocated afresh, every sign-in was 19 MiB of garbage,
-// and a flood of wrong passwords grew the heap with its rate until the
-// collector caught up (docs/decisions.md, "Sign-in under a flood").
+// most the hashing gate runs at once. Allocated afresh, every sign-in
+// was 19 MiB of garbage, and a flood of wrong passwords grew the heap
+// with its rate until the collector caught up (docs/decisions.md,
+// "Dashboard accounts in front of strangers").
 var argonMemory = make(chan *argon2.Memory, maxHashSlots)
 
 // takeArgonMemory is a kept memory, or a new one.

@@ -13,7 +13,7 @@
 //
 // # Argon2i
 //
-// Argon2i (implemented by Key) is the side-channel resistant version of Argon2.
+// Argon2i (Key upstream, left out here: KASSA PATCH) is the side-channel resistant version of Argon2.
 // It uses data-independent memory access, which is preferred for password
 // hashing and password-based key derivation. Argon2i requires more passes over
 // memory than Argon2id to protect from trade-off attacks. The recommended
@@ -60,28 +60,7 @@ const (
 	argon2id
 )
 
-// Key derives a key from the password, salt, and cost parameters using Argon2i
-// returning a byte slice of length keyLen that can be used as cryptographic
-// key. The CPU cost and parallelism degree must be greater than zero.
-//
-// For example, you can get a derived key for e.g. AES-256 (which needs a
-// 32-byte key) by doing:
-//
-//	key := argon2.Key([]byte("some password"), salt, 3, 32*1024, 4, 32)
-//
-// The example above uses time=3 and memory=32*1024. Argon2i generally
-// requires more passes over memory than Argon2id. If in doubt, prefer IDKey
-// and its Argon2id parameter recommendations.
-//
-// The time parameter specifies the number of passes over the memory and the
-// memory parameter specifies the size of the memory in KiB. For example
-// memory=32*1024 sets the memory cost to ~32 MB. The number of threads can be
-// adjusted to the number of available CPUs. The cost parameters should be
-// increased as memory latency and CPU parallelism increases. Remember to get a
-// good random salt.
-func Key(password, salt []byte, time, memory uint32, threads uint8, keyLen uint32) []byte {
-	return deriveKey(argon2i, password, salt, nil, nil, time, memory, threads, keyLen)
-}
+// KASSA PATCH: Key (Argon2i) is left out, unused here.
 
 // IDKey derives a key from the password, salt, and cost parameters using
 // Argon2id returning a byte slice of length keyLen that can be used as

@@ -239,8 +239,14 @@ func newHashGate(slots int, c kassa.Clock) *hashGate {
 		waitingBy: map[string]int{}}
 }
 
-// defaultHashSlots is the number of cores.
-func defaultHashSlots() int { return runtime.GOMAXPROCS(0) }
+// maxHashSlots bounds the hashes run at once whatever the cores: each
+// holds argon's memory (19 MiB), kept for the next (argonMemory), so the
+// slots are what a flood of sign-ins costs in memory: 4 hold 76 MiB, 64
+// cores' worth would have held 1.2 GiB.
+const maxHashSlots = 4
+
+// defaultHashSlots is the number of cores, at most maxHashSlots.
+func defaultHashSlots() int { return min(runtime.GOMAXPROCS(0), maxHashSlots) }
 
 // acquire takes a slot for t, or reports false when its queue had no
 // room for it or none came free in time.

@@ -387,3 +387,48 @@ func TestGateWaitEndsOnClock(t *testing.T) {
 		t.Error("the network could not wait again")
 	}
 }
+
+// TestSignInHashesInKeptMemory: a wrong password's hash runs in
+// working memory kept for the next (argonMemory, outside the Go heap),
+// so a flood of them allocates little on the heap whatever its rate.
+// With argon at 4 MiB, each sign-in allocated 4 MiB more before (a fresh
+// argon2.IDKey each), and the heap grew with the flood's rate.
+func TestSignInHashesInKeptMemory(t *testing.T) {
+	defer func(p argonParams) { argon = p }(argon)
+	argon = argonParams{time: 1, memory: 4 << 10, threads: 1}
+	e := newEnv(t, func(d *Deps) { d.ClientIPHeader = "X-Forwarded-For" })
+	if _, err := e.dash.createUser(t.Context(), newAccount{email: "shop@example.com", password: "correct horse battery"}); err != nil {
+		t.Fatal(err)
+	}
+	loginFrom(t, e, "shop@example.com", "wrong wrong wrong", "198.51.100.1")
+	const n = 10
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		if code := loginFrom(t, e, "shop@example.com", "wrong wrong wrong", "203.0.113."+itoa(int64(i+1))); code != http.StatusUnauthorized {
+			t.Fatalf("sign-in %d: %d, want 401", i, code)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per, most := (after.TotalAlloc-before.TotalAlloc)/n, uint64(argon.memory)<<10/2; per > most {
+		t.Errorf("a wrong sign-in allocated %d KiB on the heap, want under %d KiB (half of argon's memory)", per>>10, most>>10)
+	}
+	if len(argonMemory) == 0 {
+		t.Error("no hashing memory kept after the sign-ins")
+	}
+}
+
+// TestHashSlotsBoundedWhateverTheCores: the hashes run at once, each
+// holding argon's memory, are at most maxHashSlots however many cores
+// there are. Before, a 64-core machine ran 64 (1.2 GiB at 19 MiB each).
+func TestHashSlotsBoundedWhateverTheCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(64))
+	e := newEnv(t)
+	if e.dash.gate.slots > maxHashSlots || cap(argonMemory) > maxHashSlots {
+		t.Errorf("with 64 cores: %d hashing slots, %d memories kept; want at most %d", e.dash.gate.slots, cap(argonMemory), maxHashSlots)
+	}
+	runtime.GOMAXPROCS(1)
+	if e := newEnv(t); e.dash.gate.slots != 1 {
+		t.Errorf("with 1 core: %d hashing slots, want 1", e.dash.gate.slots)
+	}
+}

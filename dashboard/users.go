@@ -15,9 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/crypto/argon2"
-
 	"github.com/kassapay/kassa"
+	"github.com/kassapay/kassa/internal/argon2"
 )
 
 // user is a dashboard account. Its record is kept under its lower-cased
@@ -98,7 +97,9 @@ func hashPassword(password string) string {
 	salt := make([]byte, 16)
 	rand.Read(salt)
 	p := argon
-	key := argon2.IDKey([]byte(password), salt, p.time, p.memory, p.threads, argonKeyLen)
+	m := takeArgonMemory()
+	defer giveArgonMemory(m)
+	key := argon2.IDKeyIn(m, []byte(password), salt, p.time, p.memory, p.threads, argonKeyLen)
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.memory, p.time, p.threads,
 		base64.RawStdEncoding.EncodeToString(salt), base64.RawStdEncoding.EncodeToString(key))
 }
@@ -125,8 +126,43 @@ func checkPassword(encoded, password string) bool {
 	if err1 != nil || err2 != nil || len(want) == 0 {
 		return false
 	}
-	got := argon2.IDKey([]byte(password), salt, t, m, p, uint32(len(want)))
+	mem := takeArgonMemory()
+	defer giveArgonMemory(mem)
+	got := argon2.IDKeyIn(mem, []byte(password), salt, t, m, p, uint32(len(want)))
 	return subtle.ConstantTimeCompare(got, want) == 1
+}
+
+// argonMemory keeps the working memory of finished hashes (19 MiB each,
+// outside the Go heap) for the next ones: as many as maxHashSlots, the
+// most the hashing gate runs at once. Allocated afresh, every sign-in
+// was 19 MiB of garbage, and a flood of wrong passwords grew the heap
+// with its rate until the collector caught up (docs/decisions.md,
+// "Dashboard accounts in front of strangers").
+var argonMemory = make(chan *argon2.Memory, maxHashSlots)
+
+// takeArgonMemory is a kept memory, or a new one.
+func takeArgonMemory() *argon2.Memory {
+	select {
+	case m := <-argonMemory:
+		return m
+	default:
+		return new(argon2.Memory)
+	}
+}
+
+// giveArgonMemory keeps m for the next hash, unless maxHashSlots are
+// kept already or m grew past what new hashes use (an old hash's
+// parameters): then it is freed.
+func giveArgonMemory(m *argon2.Memory) {
+	if m.Size() > int(argon.memory)*1024 {
+		m.Free()
+		return
+	}
+	select {
+	case argonMemory <- m:
+	default:
+		m.Free()
+	}
 }
 
 // dummyHash is checked against when no account has the email, so that a
